@@ -1,0 +1,251 @@
+// Partner accounts: the repository, the short-lived cache that keeps authentication off the database, and
+// the read services the account endpoints need (balance, ledger page, usage summary).
+//
+// Cache invalidation: every write to a partner row made through this module evicts that partner at once in
+// this process and publishes `partner.changed`, which every other process (on Redis pub/sub when
+// REDIS_URL is set) turns into the same eviction. A rotated or deactivated key therefore stops working at
+// once on every node; the TTL only bounds the damage of a lost message.
+import { sql, type Kysely, type Selectable } from "kysely";
+import type { Clock } from "./clock.ts";
+import { newApiKey, partnerId as newPartnerId } from "./ids.ts";
+import type { UsageRecorder } from "./usage.ts";
+import type { PubSub } from "../storage/pubsub.ts";
+import type { KernelTables, PartnerLimits, PartnersTable, PricingTier } from "../storage/tables.ts";
+
+export interface Partner {
+  id: string;
+  name: string;
+  apiKeyPrefix: string;
+  pricingTier: PricingTier;
+  creditsRemaining: number;
+  isActive: boolean;
+  features: Readonly<Record<string, boolean>>;
+  limits: Readonly<PartnerLimits>;
+  customRates: Readonly<Record<string, unknown>>;
+  createdAt: Date;
+  lastActive: Date | null;
+}
+
+export const PARTNER_CHANGED = "partner.changed";
+const CACHE_TTL_MS = 5000;
+
+function toPartner(row: Selectable<PartnersTable>): Partner {
+  return {
+    id: row.id,
+    name: row.name,
+    apiKeyPrefix: row.api_key_prefix,
+    pricingTier: row.pricing_tier,
+    creditsRemaining: Number(row.credits_remaining),
+    isActive: row.is_active,
+    features: row.features ?? {},
+    limits: row.limits ?? {},
+    customRates: row.custom_rates ?? {},
+    createdAt: row.created_at,
+    lastActive: row.last_active,
+  };
+}
+
+export interface UsageSummary {
+  total_calls: number;
+  total_credits_used: number;
+  per_endpoint: Array<{ endpoint: string; calls: number; credits_used: number }>;
+}
+
+export interface LedgerEntry {
+  amount: number;
+  type: string;
+  description: string;
+  created_at: Date;
+}
+
+export interface AccountService {
+  /** Current balance from the database (never from a cache). */
+  balance(partnerId: string): Promise<number>;
+  transactions(partnerId: string, page: { limit: number; offset: number }): Promise<{ total: number; entries: LedgerEntry[] }>;
+  usage(partnerId: string, since: Date | undefined): Promise<UsageSummary>;
+  /** Latest known activity, including calls not yet written. */
+  lastActive(partner: Partner): Date | null;
+}
+
+export class Accounts implements AccountService {
+  #byHash = new Map<string, { partner: Partner; expires: number }>();
+  #hashOf = new Map<string, string>();
+
+  constructor(
+    private readonly db: Kysely<KernelTables>,
+    private readonly clock: Clock,
+    private readonly pubsub: PubSub,
+    private readonly usageRecorder: UsageRecorder,
+  ) {}
+
+  /** Subscribes to other processes' changes; call once at boot. */
+  async listen(): Promise<() => Promise<void>> {
+    return this.pubsub.subscribe(PARTNER_CHANGED, (message) => {
+      const id = (message as { partnerId?: string })?.partnerId;
+      if (typeof id === "string") this.#evictLocal(id);
+    });
+  }
+
+  /** The partner holding this key hash, served from the cache when fresh. */
+  async byKeyHash(hash: string): Promise<Partner | undefined> {
+    const now = this.clock.now();
+    const hit = this.#byHash.get(hash);
+    if (hit && hit.expires > now) return hit.partner;
+    const row = await this.db.selectFrom("partners").selectAll().where("api_key_hash", "=", hash).executeTakeFirst();
+    if (!row) {
+      this.#byHash.delete(hash);
+      return undefined;
+    }
+    const partner = toPartner(row);
+    this.#byHash.set(hash, { partner, expires: now + CACHE_TTL_MS });
+    this.#hashOf.set(partner.id, hash);
+    return partner;
+  }
+
+  async get(id: string): Promise<Partner | undefined> {
+    const row = await this.db.selectFrom("partners").selectAll().where("id", "=", id).executeTakeFirst();
+    return row ? toPartner(row) : undefined;
+  }
+
+  /** Drops a partner from every process's cache; call after any write to its row. */
+  async changed(partnerId: string): Promise<void> {
+    this.#evictLocal(partnerId);
+    await this.pubsub.publish(PARTNER_CHANGED, { partnerId });
+  }
+
+  #evictLocal(partnerId: string): void {
+    const hash = this.#hashOf.get(partnerId);
+    if (hash) this.#byHash.delete(hash);
+    this.#hashOf.delete(partnerId);
+  }
+
+  async create(input: {
+    name: string;
+    credits?: number;
+    pricingTier?: PricingTier;
+    features?: Record<string, boolean>;
+  }): Promise<{ partner: Partner; apiKey: string }> {
+    const key = newApiKey();
+    const id = newPartnerId();
+    const credits = input.credits ?? 0;
+    const row = await this.db.transaction().execute(async (trx) => {
+      const inserted = await trx
+        .insertInto("partners")
+        .values({
+          id,
+          name: input.name,
+          api_key_hash: key.hash,
+          api_key_prefix: key.prefix,
+          pricing_tier: input.pricingTier ?? "api_plus10",
+          credits_remaining: credits,
+          features: JSON.stringify(input.features ?? {}),
+          limits: JSON.stringify({}),
+          custom_rates: JSON.stringify({}),
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      // Opening credits are a purchase row, so the ledger sums to the balance from the first day.
+      if (credits > 0) {
+        await trx.insertInto("ledger").values({ partner_id: id, amount: credits, type: "purchase", description: "Initial credits", endpoint: null, job_id: null }).execute();
+      }
+      return inserted;
+    });
+    return { partner: toPartner(row), apiKey: key.key };
+  }
+
+  async update(
+    id: string,
+    patch: Partial<{ name: string; pricingTier: PricingTier; isActive: boolean; features: Record<string, boolean>; limits: PartnerLimits; customRates: Record<string, unknown> }>,
+  ): Promise<Partner | undefined> {
+    const set: Record<string, unknown> = {};
+    if (patch.name !== undefined) set.name = patch.name;
+    if (patch.pricingTier !== undefined) set.pricing_tier = patch.pricingTier;
+    if (patch.isActive !== undefined) set.is_active = patch.isActive;
+    // Switches and limits merge into what is stored; custom rates replace the negotiated table whole.
+    if (patch.features !== undefined) set.features = sql`features || ${JSON.stringify(patch.features)}::jsonb`;
+    if (patch.limits !== undefined) set.limits = sql`limits || ${JSON.stringify(patch.limits)}::jsonb`;
+    if (patch.customRates !== undefined) set.custom_rates = JSON.stringify(patch.customRates);
+    const row = Object.keys(set).length
+      ? await this.db.updateTable("partners").set(set).where("id", "=", id).returningAll().executeTakeFirst()
+      : await this.db.selectFrom("partners").selectAll().where("id", "=", id).executeTakeFirst();
+    if (!row) return undefined;
+    await this.changed(id);
+    return toPartner(row);
+  }
+
+  /** Issues a new key; the old one stops at once (spec Authentication 4: no grace period). */
+  async rotateKey(id: string): Promise<string | undefined> {
+    const key = newApiKey();
+    const row = await this.db
+      .updateTable("partners")
+      .set({ api_key_hash: key.hash, api_key_prefix: key.prefix })
+      .where("id", "=", id)
+      .returning("id")
+      .executeTakeFirst();
+    if (!row) return undefined;
+    await this.changed(id);
+    return key.key;
+  }
+
+  async balance(partnerId: string): Promise<number> {
+    const row = await this.db.selectFrom("partners").select("credits_remaining").where("id", "=", partnerId).executeTakeFirstOrThrow();
+    return Number(row.credits_remaining);
+  }
+
+  async transactions(partnerId: string, page: { limit: number; offset: number }) {
+    const [entries, count] = await Promise.all([
+      this.db
+        .selectFrom("ledger")
+        .select(["amount", "type", "description", "created_at"])
+        .where("partner_id", "=", partnerId)
+        .orderBy("id", "desc")
+        .limit(page.limit)
+        .offset(page.offset)
+        .execute(),
+      this.db.selectFrom("ledger").select((eb) => eb.fn.countAll<number>().as("n")).where("partner_id", "=", partnerId).executeTakeFirstOrThrow(),
+    ]);
+    return { total: Number(count.n), entries: entries.map((e) => ({ ...e, amount: Number(e.amount) })) };
+  }
+
+  async usage(partnerId: string, since: Date | undefined): Promise<UsageSummary> {
+    await this.usageRecorder.flush();
+    let calls = this.db
+      .selectFrom("usage_calls")
+      .select(["endpoint", (eb) => eb.fn.sum<number>("calls").as("calls")])
+      .where("partner_id", "=", partnerId)
+      .groupBy("endpoint");
+    // Net credits per endpoint: charges minus refunds, so a refunded failure costs nothing here either.
+    let credits = this.db
+      .selectFrom("ledger")
+      .select(["endpoint", (eb) => eb.fn.sum<number>(sql`-amount`).as("credits")])
+      .where("partner_id", "=", partnerId)
+      .where("type", "in", ["usage", "refund"])
+      .where("endpoint", "is not", null)
+      .groupBy("endpoint");
+    if (since) {
+      calls = calls.where("second", ">=", new Date(Math.floor(since.getTime() / 1000) * 1000));
+      credits = credits.where("created_at", ">=", since);
+    }
+    const [callRows, creditRows] = await Promise.all([calls.execute(), credits.execute()]);
+    const byEndpoint = new Map<string, { endpoint: string; calls: number; credits_used: number }>();
+    for (const r of callRows) byEndpoint.set(r.endpoint, { endpoint: r.endpoint, calls: Number(r.calls), credits_used: 0 });
+    for (const r of creditRows) {
+      const e = byEndpoint.get(r.endpoint!) ?? { endpoint: r.endpoint!, calls: 0, credits_used: 0 };
+      e.credits_used = Number(r.credits);
+      byEndpoint.set(r.endpoint!, e);
+    }
+    const per_endpoint = [...byEndpoint.values()].sort((a, b) => b.calls - a.calls || a.endpoint.localeCompare(b.endpoint));
+    return {
+      total_calls: per_endpoint.reduce((s, e) => s + e.calls, 0),
+      total_credits_used: per_endpoint.reduce((s, e) => s + e.credits_used, 0),
+      per_endpoint,
+    };
+  }
+
+  lastActive(partner: Partner): Date | null {
+    const pending = this.usageRecorder.pendingLastActive(partner.id);
+    const stored = partner.lastActive?.getTime() ?? 0;
+    const latest = Math.max(pending ?? 0, stored);
+    return latest ? new Date(latest) : null;
+  }
+}

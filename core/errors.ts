@@ -1,0 +1,51 @@
+// Errors that carry the spec's status and text. A handler throws one; the transport renders it as
+// `{error, ...extra}` with that status. Anything else thrown is an internal error and reaches the partner
+// only as the fixed sentence below (invariant 7: internal errors never reach a partner).
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+
+  body(): Record<string, unknown> {
+    return { error: this.message, ...this.extra };
+  }
+}
+
+/** The 403 edge rejection: an HTML page, not JSON, and never about the key (spec Authentication 3). */
+export class EdgeRejection extends Error {
+  readonly status = 403;
+  readonly html = "<!DOCTYPE html>\n<html><head><title>Access denied</title></head><body><h1>Access denied</h1><p>error code: 1010</p></body></html>\n";
+  constructor() {
+    super("error code: 1010");
+  }
+}
+
+/** Texts the kernel itself answers with, word for word from the spec where the spec gives them. */
+export const KERNEL_ERRORS = {
+  missingAuthorization: "Missing or invalid Authorization header",
+  invalidApiKey: "Invalid API key",
+  deactivatedKey: "API key deactivated",
+  featureDisabled: (feature: string) => `Feature '${feature}' is not enabled for this partner.`,
+  inflightCap: "Too many in-flight jobs for this partner. Wait for some to finish and retry.",
+  // Not quoted by the spec; it says only "HTTP 429 when exceeded, wait at least 10 seconds".
+  rateLimited: "Rate limit exceeded. Wait at least 10 seconds, then retry.",
+  insufficientCredits: (need: number) => `Insufficient credits. Need ${need} credits.`,
+  bodyNotJson: "Request body must be JSON",
+  bodyTooLarge: "Request body too large",
+  notFound: "Not found",
+  internal: "Internal server error",
+  invalidLimit: "limit must be a positive integer",
+  invalidOffset: "offset must be a non-negative integer",
+  invalidSince: "since must be an ISO 8601 date or timestamp",
+  invalidPartnerJobId: "partner_job_id must be 1-64 characters: letters, digits, '-', '/' or '_'",
+} as const;
+
+export const badRequest = (message: string, extra?: Record<string, unknown>) => new ApiError(400, message, extra);
+export const notFound = (message: string = KERNEL_ERRORS.notFound) => new ApiError(404, message);

@@ -1,0 +1,191 @@
+// The credit ledger (invariant 1). Every change of a balance is a conditional update of the partner row and
+// a ledger row, in one transaction; a job's charge is written with its job row, and its refund with its
+// terminal state, exactly once. The ledger therefore always sums to the balance.
+import { type Kysely, sql } from "kysely";
+import { ApiError, KERNEL_ERRORS } from "./errors.ts";
+import { allocateServiceId } from "./ids.ts";
+import type { KernelTables, LedgerType } from "../storage/tables.ts";
+
+export const DEFAULT_INFLIGHT_CAP = 10;
+
+export interface JobSubmission {
+  /** Job kind as the plugin declares it, e.g. "image". */
+  kind: string;
+  /** Credits to charge (already through the tier math: see OperationContext.priceFor). 0 is allowed. */
+  credits: number;
+  /** First state of the job. */
+  state: string;
+  partnerJobId?: string | null;
+  input?: Record<string, unknown>;
+  description?: string;
+  /** The job is finished at creation (a synchronous operation that keeps a record). */
+  terminal?: boolean;
+  /** The 402 text; the spec words it per endpoint. Default `Insufficient credits. Need N credits.` */
+  insufficientCredits?: (need: number) => string;
+}
+
+export interface SubmittedJob {
+  jobId: string;
+  creditsUsed: number;
+  creditsRemaining: number;
+}
+
+export interface ChargeRequest extends JobSubmission {
+  partnerId: string;
+  plugin: string;
+  endpoint: string;
+  /** Hold one of the account's in-flight slots until the job ends. */
+  inflight: boolean;
+}
+
+/**
+ * Charges and creates the job row in one transaction. The partner row is locked first, so concurrent
+ * submits of one account serialize: the in-flight count and the balance check see every earlier commit.
+ */
+export async function chargeAndCreateJob(db: Kysely<KernelTables>, req: ChargeRequest): Promise<SubmittedJob> {
+  if (!Number.isSafeInteger(req.credits) || req.credits < 0) throw new Error(`charge must be a non-negative integer, got ${req.credits}`);
+  return db.transaction().execute(async (trx) => {
+    const partner = await trx
+      .selectFrom("partners")
+      .select(["credits_remaining", "limits"])
+      .where("id", "=", req.partnerId)
+      .forUpdate()
+      .executeTakeFirstOrThrow();
+    if (req.inflight) {
+      const cap = partner.limits?.inflight_jobs ?? DEFAULT_INFLIGHT_CAP;
+      const { n } = await trx
+        .selectFrom("jobs")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("partner_id", "=", req.partnerId)
+        .where("holds_inflight_slot", "=", true)
+        .executeTakeFirstOrThrow();
+      if (Number(n) >= cap) throw new ApiError(429, KERNEL_ERRORS.inflightCap, {}, { "Retry-After": "10" });
+    }
+    let remaining = partner.credits_remaining;
+    if (req.credits > 0) {
+      const updated = await trx
+        .updateTable("partners")
+        .set({ credits_remaining: sql`credits_remaining - ${req.credits}` })
+        .where("id", "=", req.partnerId)
+        .where("credits_remaining", ">=", req.credits)
+        .returning("credits_remaining")
+        .executeTakeFirst();
+      if (!updated) {
+        const text = (req.insufficientCredits ?? KERNEL_ERRORS.insufficientCredits)(req.credits);
+        throw new ApiError(402, text, { credits_remaining: partner.credits_remaining });
+      }
+      remaining = updated.credits_remaining;
+    }
+    const jobId = await allocateServiceId(trx);
+    await trx
+      .insertInto("jobs")
+      .values({
+        id: jobId,
+        partner_id: req.partnerId,
+        plugin: req.plugin,
+        kind: req.kind,
+        endpoint: req.endpoint,
+        state: req.state,
+        partner_job_id: req.partnerJobId ?? null,
+        credits_used: req.credits,
+        holds_inflight_slot: req.inflight && !req.terminal,
+        finished_at: req.terminal ? sql`now()` : null,
+        input: req.input ? JSON.stringify(req.input) : null,
+      })
+      .execute();
+    if (req.credits > 0) {
+      await trx
+        .insertInto("ledger")
+        .values({
+          partner_id: req.partnerId,
+          amount: -req.credits,
+          type: "usage",
+          description: req.description ?? `${req.endpoint} (${jobId})`,
+          endpoint: req.endpoint,
+          job_id: jobId,
+        })
+        .execute();
+    }
+    return { jobId, creditsUsed: req.credits, creditsRemaining: remaining };
+  });
+}
+
+export interface FinishJob {
+  state: string;
+  /** Refund what the job was charged (a failure). */
+  refund: boolean;
+  error?: string | null;
+  output?: Record<string, unknown> | null;
+}
+
+export interface FinishedJob {
+  partnerId: string;
+  creditsRefunded: number;
+}
+
+/**
+ * Moves a job to a terminal state, releases its in-flight slot and refunds it if asked: one transaction,
+ * and only the first call for a job does anything (the `finished_at is null` guard, backed by the unique
+ * index on refunds). Later calls return null.
+ */
+export async function finishJob(db: Kysely<KernelTables>, jobId: string, finish: FinishJob): Promise<FinishedJob | null> {
+  return db.transaction().execute(async (trx) => {
+    const job = await trx
+      .updateTable("jobs")
+      .set({
+        state: finish.state,
+        finished_at: sql`now()`,
+        updated_at: sql`now()`,
+        holds_inflight_slot: false,
+        credits_refunded: finish.refund ? sql`credits_used` : 0,
+        error: finish.error ?? null,
+        ...(finish.output ? { output: JSON.stringify(finish.output) } : {}),
+      })
+      .where("id", "=", jobId)
+      .where("finished_at", "is", null)
+      .returning(["partner_id", "credits_refunded", "endpoint"])
+      .executeTakeFirst();
+    if (!job) return null;
+    if (job.credits_refunded > 0) {
+      await trx
+        .updateTable("partners")
+        .set({ credits_remaining: sql`credits_remaining + ${job.credits_refunded}` })
+        .where("id", "=", job.partner_id)
+        .execute();
+      await trx
+        .insertInto("ledger")
+        .values({
+          partner_id: job.partner_id,
+          amount: job.credits_refunded,
+          type: "refund",
+          description: `Refund: ${job.endpoint} (${jobId})`,
+          endpoint: job.endpoint,
+          job_id: jobId,
+        })
+        .execute();
+    }
+    return { partnerId: job.partner_id, creditsRefunded: job.credits_refunded };
+  });
+}
+
+/** Purchases and adjustments (admin API). A negative adjustment may not take the balance below zero. */
+export async function addCredits(
+  db: Kysely<KernelTables>,
+  partnerId: string,
+  amount: number,
+  type: Extract<LedgerType, "purchase" | "adjustment">,
+  description: string,
+): Promise<number | null> {
+  return db.transaction().execute(async (trx) => {
+    const updated = await trx
+      .updateTable("partners")
+      .set({ credits_remaining: sql`credits_remaining + ${amount}` })
+      .where("id", "=", partnerId)
+      .where(sql<boolean>`credits_remaining + ${amount} >= 0`)
+      .returning("credits_remaining")
+      .executeTakeFirst();
+    if (!updated) return null;
+    await trx.insertInto("ledger").values({ partner_id: partnerId, amount, type, description, endpoint: null, job_id: null }).execute();
+    return updated.credits_remaining;
+  });
+}

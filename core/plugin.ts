@@ -1,0 +1,107 @@
+// The plugin contract. A plugin is a value: definePlugin() checks and freezes a declaration and returns it;
+// the kernel decides when and how to wire it (see core/registry.ts). Nothing here has side effects.
+import type { Kysely } from "kysely";
+import type { Clock } from "./clock.ts";
+import type { Config } from "./config.ts";
+import type { Price } from "./pricing.ts";
+import type { RateLimitName, RateWindow } from "./rate-limits.ts";
+import type { InferOutput, StandardSchemaV1 } from "./standard-schema.ts";
+import type { Migration } from "../storage/migrate.ts";
+import type { BlobStore } from "../storage/blobs.ts";
+import type { PubSub } from "../storage/pubsub.ts";
+import type { Queue } from "../storage/queue.ts";
+import type { AccountService, Partner } from "./accounts.ts";
+import type { JobSubmission, SubmittedJob } from "./ledger.ts";
+
+export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
+
+/** What a handler sees. Built per call, scoped to the plugin that declared the operation. */
+export interface OperationContext<Input = unknown> {
+  requestId: string;
+  /** `METHOD /path` in the spec's notation, e.g. `GET /status/<job_id>`. */
+  endpoint: string;
+  partner: Partner;
+  input: Input;
+  /** Path parameters, named as in the declared path (`<job_id>` gives `params.job_id`). */
+  params: Record<string, string>;
+  request: Request;
+  config: Config;
+  clock: Clock;
+  /** The database; a plugin touches only the kernel's services and its own tables. */
+  db: Kysely<any>;
+  /** Standard-basis cost table of every registered plugin (the `costs` object of GET /credits). */
+  costs: Readonly<Record<string, unknown>>;
+  account: AccountService;
+  /** Credits this partner's tier pays for a standard-basis price; a custom account without a rate gets its 400 here. */
+  priceFor(price: Price): number;
+  /** Charges and records a job in one transaction (invariant 1), holding an in-flight slot when the operation counts. */
+  submitJob(submission: JobSubmission): Promise<SubmittedJob>;
+  /** A capability some plugin provides (declared in `requires`). */
+  capability<T = unknown>(name: string): T;
+  blobs: BlobStore;
+  pubsub: PubSub;
+  queue: Queue;
+}
+
+export interface OperationDeclaration<S extends StandardSchemaV1 | undefined = StandardSchemaV1 | undefined> {
+  method: HttpMethod;
+  /** Relative to /api/v1/partner, in the spec's notation: `/image-status/<id>`. */
+  path: string;
+  /** Row of the spec's rate-limit table (or of the plugin's own `rateLimits`); defaults to `METHOD path`. */
+  rateLimit?: RateLimitName | (string & {});
+  /** Counts against the account's in-flight job cap. */
+  inflight?: boolean;
+  /** Feature switch that must be on for the account. */
+  feature?: string;
+  /** Body (POST/PATCH) or query (GET/DELETE) schema; its first issue's message is the 400 text. */
+  input?: S;
+  /** Body cap checked before parsing, and the 413 text. Default 1 MB, KERNEL_ERRORS.bodyTooLarge. */
+  maxBodyBytes?: number;
+  bodyTooLarge?: string;
+  /** Success status: 200 (default), 201 or 202. */
+  status?: 200 | 201 | 202;
+  summary?: string;
+  handle(ctx: OperationContext<S extends StandardSchemaV1 ? InferOutput<S> : undefined>): Promise<Record<string, unknown> | Response>;
+}
+
+export interface PluginDeclaration {
+  /** Prefixes the plugin's tables, queues, blob keys and GraphQL names. */
+  name: string;
+  /** Capabilities that must be provided by the kernel or an earlier plugin; boot fails by name otherwise. */
+  requires?: readonly string[];
+  /** Capabilities this plugin provides, built once at boot. */
+  provides?: Readonly<Record<string, (kernel: CapabilityHost) => unknown>>;
+  /** Standard-basis fragment of the `costs` object of GET /credits. */
+  costs?: Readonly<Record<string, unknown>>;
+  /**
+   * Rate limits of operations the spec does not list (third-party areas), shaped like core/rate-limits.ts.
+   * A row the spec already has cannot be redeclared.
+   */
+  rateLimits?: Readonly<Record<string, readonly RateWindow[]>>;
+  /** Feature switches this plugin honours (admin `features` accepts only registered ones). */
+  features?: readonly string[];
+  operations?: readonly OperationDeclaration<any>[];
+  migrations?: readonly Migration[];
+}
+
+/** What a capability factory may use. */
+export interface CapabilityHost {
+  config: Config;
+  clock: Clock;
+  blobs: BlobStore;
+  capability<T = unknown>(name: string): T;
+}
+
+const PLUGIN_NAME = /^[a-z][a-z0-9-]{0,39}$/;
+
+export function definePlugin<const P extends PluginDeclaration>(declaration: P): Readonly<P> {
+  if (!PLUGIN_NAME.test(declaration.name)) {
+    throw new Error(`plugin name "${declaration.name}" must be lowercase letters, digits and dashes`);
+  }
+  return Object.freeze({ ...declaration });
+}
+
+/** Declares one operation; the identity function, there for the input type to flow into `handle`. */
+export function operation<S extends StandardSchemaV1 | undefined = undefined>(declaration: OperationDeclaration<S>): OperationDeclaration<S> {
+  return Object.freeze({ ...declaration });
+}

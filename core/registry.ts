@@ -1,0 +1,144 @@
+// Compiles plugin declarations into one frozen registry at boot: order, routes, costs, feature switches.
+// Every mistake a plugin author can make in a declaration fails here, by name, before the server listens.
+import { mergeCosts } from "./pricing.ts";
+import { RATE_LIMITS, type RateWindow } from "./rate-limits.ts";
+import type { OperationDeclaration, PluginDeclaration } from "./plugin.ts";
+import type { Migration } from "../storage/migrate.ts";
+
+/** Capabilities the kernel itself provides to every plugin. */
+export const KERNEL_CAPABILITIES = ["db", "blobs", "queue", "pubsub", "counters", "clock"] as const;
+
+export interface CompiledOperation {
+  plugin: string;
+  declaration: OperationDeclaration<any>;
+  method: string;
+  /** Spec notation, e.g. `/status/<job_id>`. */
+  path: string;
+  /** `METHOD path` in spec notation: the usage label and the default rate-limit row. */
+  endpoint: string;
+  rateLimit: string;
+  /** The windows of that row. */
+  rateWindows: readonly RateWindow[];
+  /** The same path for the router, with `:name` parameters. */
+  routerPath: string;
+}
+
+export interface Registry {
+  plugins: readonly PluginDeclaration[];
+  operations: readonly CompiledOperation[];
+  costs: Readonly<Record<string, unknown>>;
+  features: ReadonlySet<string>;
+  /** The spec's rate-limit table plus the rows plugins declare. */
+  rateLimits: ReadonlyMap<string, readonly RateWindow[]>;
+  migrations: readonly Migration[];
+  /** Which plugin provides each capability. */
+  providers: ReadonlyMap<string, PluginDeclaration>;
+}
+
+export class BootError extends Error {}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+/** Orders plugins by declaration order, moving a plugin after the providers of what it requires. */
+function order(plugins: readonly PluginDeclaration[]): PluginDeclaration[] {
+  const providerOf = new Map<string, PluginDeclaration>();
+  for (const p of plugins) for (const cap of Object.keys(p.provides ?? {})) {
+    const other = providerOf.get(cap);
+    if (other) throw new BootError(`capability "${cap}" is provided by both "${other.name}" and "${p.name}"`);
+    providerOf.set(cap, p);
+  }
+  const ordered: PluginDeclaration[] = [];
+  const state = new Map<PluginDeclaration, "visiting" | "done">();
+  const visit = (p: PluginDeclaration, chain: string[]) => {
+    if (state.get(p) === "done") return;
+    if (state.get(p) === "visiting") throw new BootError(`plugins require each other in a cycle: ${[...chain, p.name].join(" -> ")}`);
+    state.set(p, "visiting");
+    for (const cap of p.requires ?? []) {
+      if ((KERNEL_CAPABILITIES as readonly string[]).includes(cap)) continue;
+      const provider = providerOf.get(cap);
+      if (!provider) throw new BootError(`plugin "${p.name}" requires capability "${cap}", which no registered plugin provides`);
+      if (provider !== p) visit(provider, [...chain, p.name]);
+    }
+    state.set(p, "done");
+    ordered.push(p);
+  };
+  for (const p of plugins) visit(p, []);
+  return ordered;
+}
+
+export function compileRegistry(input: readonly PluginDeclaration[]): Registry {
+  const byName = new Map<string, PluginDeclaration>();
+  const unique: PluginDeclaration[] = [];
+  for (const p of input) {
+    const seen = byName.get(p.name);
+    if (seen && seen !== p) throw new BootError(`two different plugins are named "${p.name}"`);
+    if (!seen) {
+      byName.set(p.name, p);
+      unique.push(p);
+    }
+  }
+  const plugins = order(unique);
+
+  const rateLimits = new Map<string, readonly RateWindow[]>(Object.entries(RATE_LIMITS));
+  for (const p of plugins) for (const [name, windows] of Object.entries(p.rateLimits ?? {})) {
+    if (rateLimits.has(name)) throw new BootError(`plugin "${p.name}" redeclares rate limit "${name}", which the spec's table already has`);
+    if (!windows.length || windows.some((w) => !(w.limit > 0 && w.windowSeconds > 0))) throw new BootError(`plugin "${p.name}": rate limit "${name}" needs positive limits and windows`);
+    rateLimits.set(name, windows);
+  }
+
+  const operations: CompiledOperation[] = [];
+  const routes = new Map<string, string>();
+  const features = new Set<string>();
+  for (const p of plugins) {
+    for (const f of p.features ?? []) features.add(f);
+    for (const op of p.operations ?? []) {
+      if (!op.path.startsWith("/")) throw new BootError(`plugin "${p.name}": path "${op.path}" must start with "/"`);
+      const endpoint = `${op.method} ${op.path}`;
+      const routerPath = op.path.replace(/<([a-z_][a-z0-9_]*)>/gi, ":$1");
+      const routeKey = `${op.method} ${routerPath.replace(/:[a-z_][a-z0-9_]*/gi, ":")}`;
+      const owner = routes.get(routeKey);
+      if (owner) throw new BootError(`route ${endpoint} is declared by "${owner}" and "${p.name}"`);
+      routes.set(routeKey, p.name);
+      const rateLimit = op.rateLimit ?? endpoint;
+      const rateWindows = rateLimits.get(rateLimit);
+      if (!rateWindows) {
+        throw new BootError(`plugin "${p.name}": ${endpoint} names rate limit "${rateLimit}", which is neither a row of the spec's table nor declared by the plugin`);
+      }
+      if (op.feature) features.add(op.feature);
+      operations.push({ plugin: p.name, declaration: op, method: op.method, path: op.path, endpoint, rateLimit, rateWindows, routerPath });
+    }
+  }
+
+  const migrations: Migration[] = [];
+  for (const p of plugins) for (const m of p.migrations ?? []) {
+    if (!m.name.startsWith(`${p.name}/`)) throw new BootError(`plugin "${p.name}": migration "${m.name}" must be named "${p.name}/..."`);
+    migrations.push(m);
+  }
+
+  let costs: Record<string, unknown>;
+  try {
+    costs = mergeCosts(plugins.filter((p) => p.costs).map((p) => ({ plugin: p.name, costs: structuredClone(p.costs!) as Record<string, unknown> })));
+  } catch (err) {
+    throw new BootError((err as Error).message);
+  }
+
+  const providers = new Map<string, PluginDeclaration>();
+  for (const p of plugins) for (const cap of Object.keys(p.provides ?? {})) providers.set(cap, p);
+
+  // Shallow freezes for what holds plugin values: schema libraries cache lazily on their own objects.
+  return Object.freeze({
+    plugins: Object.freeze(plugins),
+    operations: Object.freeze(operations.map((o) => Object.freeze(o))),
+    costs: deepFreeze(costs),
+    features,
+    rateLimits,
+    migrations: Object.freeze(migrations),
+    providers,
+  });
+}

@@ -1,0 +1,113 @@
+// Shared counters with expiry: in process by default, on Redis when REDIS_URL is set, so every API process
+// counts against the same budget. The rate limiter is written against this interface only, which is what
+// lets one algorithm serve both stores.
+import { Redis } from "ioredis";
+
+export interface Counters {
+  /**
+   * Atomically adds `by` (default 1) to `key`; a key that did not exist expires after `ttlMs`.
+   * Returns the new value and the milliseconds left before the key expires.
+   */
+  increment(key: string, ttlMs: number, by?: number): Promise<{ value: number; ttlMs: number }>;
+  get(key: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+// Redis takes whole milliseconds and treats 0 as "expire now"; both stores round the same way so a caller
+// sees the same expiry whichever it runs on.
+function wholeTtl(ttlMs: number): number {
+  if (!Number.isFinite(ttlMs)) throw new RangeError(`ttlMs must be a finite number, got ${ttlMs}`);
+  return Math.max(1, Math.ceil(ttlMs));
+}
+
+function checkStep(by: number): void {
+  // INCRBY accepts only integers; refusing the same values in memory keeps the stores interchangeable.
+  if (!Number.isSafeInteger(by)) throw new RangeError(`by must be a safe integer, got ${by}`);
+}
+
+// Node timers have unref(); Deno's are numbers released through Deno.unrefTimer. Either way the sweep must not
+// keep a finished process (a CLI run, a test) alive.
+function unrefTimer(timer: unknown): void {
+  if (typeof timer === "number") (globalThis as { Deno?: { unrefTimer(id: number): void } }).Deno?.unrefTimer(timer);
+  else (timer as { unref?: () => void }).unref?.();
+}
+
+export function memoryCounters(now: () => number = Date.now): Counters {
+  const entries = new Map<string, { value: number; expiresAt: number }>();
+  const live = (key: string, t: number) => {
+    const e = entries.get(key);
+    if (e && e.expiresAt <= t) {
+      entries.delete(key);
+      return undefined;
+    }
+    return e;
+  };
+  // Rate-limit keys are written once per partner, endpoint and window and never read again after their
+  // window, so lazy expiry alone would let them pile up for the life of the process.
+  const sweep = setInterval(() => {
+    const t = now();
+    for (const [k, e] of entries) if (e.expiresAt <= t) entries.delete(k);
+  }, 60_000);
+  unrefTimer(sweep);
+  return {
+    async increment(key, ttlMs, by = 1) {
+      checkStep(by);
+      const ttl = wholeTtl(ttlMs);
+      // No await between the read and the write: atomic, since the event loop is the whole process.
+      const t = now();
+      let e = live(key, t);
+      if (!e) {
+        e = { value: 0, expiresAt: t + ttl };
+        entries.set(key, e);
+      }
+      e.value += by;
+      return { value: e.value, ttlMs: e.expiresAt - t };
+    },
+    async get(key) {
+      return live(key, now())?.value ?? 0;
+    },
+    async close() {
+      clearInterval(sweep);
+      entries.clear();
+    },
+  };
+}
+
+// INCRBY and the first expiry in one script, so concurrent callers and a crash between the two steps can
+// neither leave a key without an expiry nor push an existing expiry back (PEXPIRE NX semantics, which
+// works before Redis 7 too). Returns the new value and PTTL.
+const INCREMENT = `
+local v = redis.call('INCRBY', KEYS[1], ARGV[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  ttl = tonumber(ARGV[2])
+end
+return {v, ttl}`;
+
+type ScriptedRedis = Redis & {
+  mgIncrement(key: string, by: number, ttlMs: number): Promise<[number, number]>;
+};
+
+export function redisCounters(options: { url: string; prefix?: string }): Counters {
+  const prefix = options.prefix ?? "";
+  // Auto-pipelining batches the many small scripts a burst of requests sends into few round trips.
+  const redis = new Redis(options.url, { maxRetriesPerRequest: 3, enableAutoPipelining: true }) as ScriptedRedis;
+  // Failures surface on the command that hit them; an idle reconnect must not crash the process.
+  redis.on("error", () => {});
+  // defineCommand sends EVALSHA and falls back to EVAL once per connection, instead of the script each time.
+  redis.defineCommand("mgIncrement", { numberOfKeys: 1, lua: INCREMENT });
+  return {
+    async increment(key, ttlMs, by = 1) {
+      checkStep(by);
+      const [value, ttl] = await redis.mgIncrement(prefix + key, by, wholeTtl(ttlMs));
+      return { value: Number(value), ttlMs: Number(ttl) };
+    },
+    async get(key) {
+      return Number((await redis.get(prefix + key)) ?? 0);
+    },
+    async close() {
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}

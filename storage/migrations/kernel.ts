@@ -1,0 +1,71 @@
+// The kernel's schema. One list for PGlite and Postgres alike (both are Postgres). Migrations are append-only:
+// never edit one that has shipped; add the next.
+import type { Migration } from "../migrate.ts";
+
+export const kernelMigrations: Migration[] = [
+  {
+    name: "kernel/0001_init",
+    statements: [
+      `create table partners (
+        id text primary key,
+        name text not null,
+        api_key_hash text not null unique,
+        api_key_prefix text not null,
+        pricing_tier text not null default 'api_plus10' check (pricing_tier in ('api_plus10','standard','custom')),
+        credits_remaining bigint not null default 0 check (credits_remaining >= 0),
+        is_active boolean not null default true,
+        features jsonb not null default '{}',
+        limits jsonb not null default '{}',
+        custom_rates jsonb not null default '{}',
+        created_at timestamptz not null default now(),
+        last_active timestamptz
+      )`,
+      `create table ledger (
+        id bigserial primary key,
+        partner_id text not null references partners(id),
+        amount bigint not null,
+        type text not null check (type in ('usage','refund','purchase','adjustment')),
+        description text not null,
+        endpoint text,
+        job_id text,
+        created_at timestamptz not null default now()
+      )`,
+      `create index ledger_partner_newest on ledger (partner_id, id desc)`,
+      // A second refund for the same job cannot be written, whatever the code above it does.
+      `create unique index ledger_one_refund_per_job on ledger (job_id) where type = 'refund'`,
+      // Every svc- id ever handed out, whatever its kind: the spec's ids share one namespace.
+      `create table service_ids (id text primary key)`,
+      `create table jobs (
+        id text primary key,
+        partner_id text not null references partners(id),
+        plugin text not null,
+        kind text not null,
+        endpoint text not null,
+        state text not null,
+        partner_job_id text,
+        credits_used bigint not null default 0,
+        credits_refunded bigint not null default 0,
+        holds_inflight_slot boolean not null default false,
+        progress integer,
+        message text,
+        input jsonb,
+        output jsonb,
+        error text,
+        created_at timestamptz not null default now(),
+        updated_at timestamptz not null default now(),
+        finished_at timestamptz
+      )`,
+      `create index jobs_partner_newest on jobs (partner_id, created_at desc)`,
+      `create index jobs_inflight on jobs (partner_id) where holds_inflight_slot`,
+      // Calls per partner, endpoint and second: GET /usage filters by `since` to the second without a row per call.
+      `create table usage_calls (
+        partner_id text not null references partners(id),
+        endpoint text not null,
+        second timestamptz not null,
+        calls bigint not null,
+        primary key (partner_id, second, endpoint)
+      )`,
+      `create table settings (key text primary key, value jsonb not null)`,
+    ],
+  },
+];

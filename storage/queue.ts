@@ -1,0 +1,279 @@
+// Our queue interface, and its one implementation on pg-boss 12 (pinned 12.35.0: later 12.x need a
+// dependency the registry lacks). pg-boss runs on the application's own database, so a job and the rows
+// it is about live and back up together:
+// - embedded: the application's PGlite through pg-boss's `fromPglite` adapter. PGlite has one connection,
+//   and that adapter only calls `query()`/`exec()` (plus `listen()`), which PGlite serializes with
+//   `transaction()`, so pg-boss's statements queue behind an open application transaction instead of
+//   landing inside it (see pglite-dialect.ts). It never opens a transaction across two calls: it has no
+//   `beginTransaction`, and on the `pglite` backend every multi-statement block is a single `exec()`
+//   (which pgliteDatabase below runs through `transaction()`, so a failing block cannot leak either).
+// - server: Postgres at a connection string, pg-boss owning its pool.
+// Both use LISTEN/NOTIFY so a worker wakes the moment a job is sent (PGlite delivers NOTIFY in process);
+// polling stays on as the floor and is what finds delayed jobs and retries coming due.
+// pg-boss's major-version changes stay in this file.
+//
+// On PGlite, never `await` a queue call inside a database transaction: the transaction holds the only
+// connection, pg-boss's statement waits for it, and the transaction waits for pg-boss.
+import type { PGlite } from "@electric-sql/pglite";
+import { PgBoss, fromPglite, type ConstructorOptions, type Db, type Job, type SendOptions as BossSendOptions } from "pg-boss";
+
+export interface QueueJob<T = unknown> {
+  id: string;
+  name: string;
+  data: T;
+  /** 0 on the first attempt, then 1, 2, ... */
+  retryCount: number;
+  /**
+   * Aborted when this attempt is abandoned: it ran past `expireInSeconds`, or the queue stopped before it
+   * finished. The job has already been failed (and will be retried) by then, so a handler should stop and
+   * not write its result.
+   */
+  signal?: AbortSignal;
+}
+
+/**
+ * How a queue treats `singletonKey`. Only a policy other than `standard` makes the key unique: on a
+ * `standard` queue pg-boss accepts any number of jobs with the same key.
+ * - `standard`: no limit.
+ * - `short`: one job per key waiting (created or retry); any number active.
+ * - `singleton`: one job per key active; any number waiting.
+ * - `stately`: one job per key in each state.
+ * - `exclusive`: one job per key waiting or active.
+ * A queue's policy is fixed when it is first created.
+ */
+export type QueuePolicy = "standard" | "short" | "singleton" | "stately" | "exclusive";
+
+export interface QueueOptions {
+  /** Attempts after the first (pg-boss default 2). Integer >= 0. */
+  retryLimit?: number;
+  /** Seconds before a failed job is tried again (default 0). Integer >= 0. */
+  retryDelaySeconds?: number;
+  /** Doubles the delay on each retry (with jitter), starting from `retryDelaySeconds` (or 1). */
+  retryBackoff?: boolean;
+  /**
+   * How long one attempt may run before it counts as failed (default 900). Integer >= 1. A hung handler
+   * is failed by its own process after this long; a worker whose process died is failed by whichever
+   * process's maintenance pass runs next (see `superviseIntervalSeconds`).
+   */
+  expireInSeconds?: number;
+  /**
+   * Where a job goes after its last failed attempt, with the same data; the job runtime refunds from
+   * there. Created with default options when it does not exist yet.
+   */
+  deadLetter?: string;
+  /** Only applied when the queue is first created; see {@link QueuePolicy}. */
+  policy?: QueuePolicy;
+}
+
+export interface SendOptions {
+  /** Not delivered before this many seconds from now. */
+  startAfterSeconds?: number;
+  /** Deduplicates only on a queue whose policy is not `standard`; a refused send returns null. */
+  singletonKey?: string;
+  retryLimit?: number;
+  expireInSeconds?: number;
+}
+
+export interface WorkOptions {
+  /** Jobs of this queue run at once in this process (default 1). */
+  concurrency?: number;
+  /** How often an idle worker looks for due jobs, >= 0.5 (default 2). */
+  pollingIntervalSeconds?: number;
+}
+
+export interface Queue {
+  /** Optional: any other call starts the queue, until stop(). Starting again after stop() is allowed. */
+  start(): Promise<void>;
+  /** Graceful: waits (bounded) for running handlers, fails whatever is still running, then closes. */
+  stop(): Promise<void>;
+  /**
+   * Idempotent, and declarative: creating an existing queue applies the options given (omitted ones go
+   * back to their defaults), except `policy`, which is fixed at first creation.
+   *
+   * Names (pg-boss's rule, which keeps them safe to inline into its SQL): ASCII letters, digits, `_`,
+   * `.`, `-` and `/`, at least one character. Names starting with `__pgboss__` are pg-boss's own.
+   */
+  createQueue(name: string, options?: QueueOptions): Promise<void>;
+  /** The queue must exist. Returns the job id, or null when a `singletonKey` refused the job. */
+  send<T extends object>(name: string, data: T, options?: SendOptions): Promise<string | null>;
+  /**
+   * Runs `handler` for each job, one job per call. A handler that throws (or outlives
+   * `expireInSeconds`) fails the attempt; pg-boss retries per the queue's options, then moves the job to
+   * the queue's dead-letter queue.
+   */
+  work<T>(name: string, handler: (job: QueueJob<T>) => Promise<void>, options?: WorkOptions): Promise<void>;
+}
+
+export type QueueTarget = { kind: "pglite"; pglite: PGlite } | { kind: "postgres"; connectionString: string };
+
+export interface CreateQueueOptions {
+  /** Postgres schema for pg-boss's tables (default `pgboss`). */
+  schema?: string;
+  /** pg-boss's background errors (a failed poll or maintenance pass). Default: console.error. */
+  onError?: (err: unknown) => void;
+  /** pg-boss's operator warnings (slow queries, backlogs, LISTEN unavailable). Default: ignored. */
+  onWarning?: (warning: { message: string; data: object }) => void;
+  /** How long stop() waits for running handlers before failing them (default 10 000). */
+  stopTimeoutMs?: number;
+  /**
+   * How often maintenance runs: expiring attempts whose process died, deleting old jobs (pg-boss
+   * default 60). One process in the deployment runs each pass.
+   */
+  superviseIntervalSeconds?: number;
+  /** Server Postgres only: the size of pg-boss's pool (pg-boss default 10), plus one LISTEN connection. */
+  poolSize?: number;
+}
+
+const QUEUE_NAME = /^[\w.\-/]+$/;
+const POLICIES: readonly QueuePolicy[] = ["standard", "short", "singleton", "stately", "exclusive"];
+// The values pg-boss gives a queue when an option is omitted; re-declaring a queue without an option
+// restores these rather than leaving whatever an earlier declaration set.
+const DEFAULTS = { retryLimit: 2, retryDelay: 0, retryBackoff: false, expireInSeconds: 900 };
+
+function assertName(name: string, what = "queue name"): void {
+  if (typeof name !== "string" || !QUEUE_NAME.test(name)) {
+    throw new Error(`${what} "${name}" may hold only ASCII letters, digits, _ . - /`);
+  }
+}
+
+// pg-boss stores these in integer columns and rejects fractions with its own option names; say it with ours.
+function assertInteger(value: number | undefined, what: string, min: number): void {
+  if (value !== undefined && !(Number.isInteger(value) && value >= min)) {
+    throw new Error(`${what} must be an integer >= ${min}, got ${value}`);
+  }
+}
+
+// pg-boss sends each multi-statement block as one exec() of `BEGIN; ...; COMMIT;`. When a statement in it
+// fails, PGlite is left inside the aborted transaction, and fromPglite's cleanup ROLLBACK is a second
+// call: whatever was already queued on PGlite's mutex (an application transaction, any query) runs first,
+// inside that aborted transaction, and fails with "current transaction is aborted". Running the block's
+// body through pglite.transaction() keeps BEGIN, the body and COMMIT or ROLLBACK under one hold of the mutex.
+const TRANSACTION_BLOCK = /^\s*BEGIN\s*;([\s\S]*?);?\s*COMMIT\s*;?\s*$/i;
+
+/** pg-boss's database adapter for a PGlite the application shares. Exported for tests. */
+export function pgliteDatabase(pglite: PGlite): Db {
+  return fromPglite({
+    query: (text, params) => pglite.query(text, params),
+    exec: (text) => {
+      const block = TRANSACTION_BLOCK.exec(text);
+      return block ? pglite.transaction((tx) => tx.exec(block[1]!)) : pglite.exec(text);
+    },
+    listen: (channel, callback) => pglite.listen(channel, callback),
+  });
+}
+
+export function createQueue(target: QueueTarget, options: CreateQueueOptions = {}): Queue {
+  const schema = options.schema ?? "pgboss";
+  const onError = options.onError ?? ((err: unknown) => console.error("queue:", err));
+  const config: ConstructorOptions = {
+    schema,
+    useListenNotify: true,
+    // We use neither cron schedules nor flows. Left on, each polls the database every few seconds, and
+    // on PGlite every poll takes the one connection from the application.
+    schedule: false,
+    flowIntervalSeconds: 3600,
+  };
+  if (options.superviseIntervalSeconds !== undefined) {
+    // Expiry runs inside the monitor pass, which has an interval claim of its own; both must be short.
+    config.superviseIntervalSeconds = options.superviseIntervalSeconds;
+    config.monitorIntervalSeconds = options.superviseIntervalSeconds;
+  }
+  const boss =
+    target.kind === "pglite"
+      ? new PgBoss({ ...config, db: pgliteDatabase(target.pglite), backend: "pglite" })
+      : new PgBoss({ ...config, connectionString: target.connectionString, ...(options.poolSize ? { max: options.poolSize } : {}) });
+  // Always listened to: an `error` event with no listener throws out of pg-boss's timers.
+  boss.on("error", (err) => onError(err));
+  boss.on("warning", (warning) => options.onWarning?.(warning));
+
+  let started: Promise<unknown> | undefined;
+  let stopped = false;
+  // Any call starts pg-boss, except after stop(): a late send during shutdown must not quietly restart
+  // a queue nobody will stop again (on PGlite, one whose database is about to close).
+  const ensureStarted = () => {
+    if (stopped) throw new Error("the queue is stopped");
+    return (started ??= boss.start());
+  };
+
+  return {
+    async start() {
+      stopped = false;
+      await ensureStarted();
+    },
+
+    async stop() {
+      stopped = true;
+      if (!started) return;
+      const starting = started;
+      await starting.catch(() => {});
+      await boss.stop({ graceful: true, timeout: options.stopTimeoutMs ?? 10_000, close: true });
+      // Only now, so a second stop() waits for the first instead of returning early.
+      if (started === starting) started = undefined;
+    },
+
+    async createQueue(name, q = {}) {
+      assertName(name);
+      if (q.deadLetter !== undefined) assertName(q.deadLetter, "dead-letter queue name");
+      assertInteger(q.retryLimit, "retryLimit", 0);
+      assertInteger(q.retryDelaySeconds, "retryDelaySeconds", 0);
+      assertInteger(q.expireInSeconds, "expireInSeconds", 1);
+      if (q.policy !== undefined && !POLICIES.includes(q.policy)) throw new Error(`unknown queue policy "${q.policy}"`);
+      await ensureStarted();
+      // pg-boss refuses a dead letter that does not exist yet; creating it here frees callers from
+      // declaring queues in dependency order. An existing one keeps its own options.
+      if (q.deadLetter) await boss.createQueue(q.deadLetter, { notify: true });
+      const policy = q.policy ?? "standard";
+      const settings = {
+        retryLimit: q.retryLimit ?? DEFAULTS.retryLimit,
+        retryDelay: q.retryDelaySeconds ?? DEFAULTS.retryDelay,
+        retryBackoff: q.retryBackoff ?? DEFAULTS.retryBackoff,
+        expireInSeconds: q.expireInSeconds ?? DEFAULTS.expireInSeconds,
+        // A NOTIFY per runnable insert; harmless where nothing listens.
+        notify: true,
+      };
+      // create_queue is INSERT ... ON CONFLICT DO NOTHING, so on an existing queue it changes nothing;
+      // the update is what makes a changed declaration take effect after a deploy.
+      await boss.createQueue(name, q.deadLetter ? { ...settings, policy, deadLetter: q.deadLetter } : { ...settings, policy });
+      await boss.updateQueue(name, { ...settings, deadLetter: q.deadLetter ?? null });
+    },
+
+    async send(name, data, o = {}) {
+      assertInteger(o.retryLimit, "retryLimit", 0);
+      assertInteger(o.expireInSeconds, "expireInSeconds", 1);
+      if (o.startAfterSeconds !== undefined && !(o.startAfterSeconds >= 0)) {
+        throw new Error(`startAfterSeconds must be >= 0, got ${o.startAfterSeconds}`);
+      }
+      await ensureStarted();
+      const sendOptions: BossSendOptions = {};
+      // pg-boss reads a number as seconds from the database's now(), so clocks of other hosts don't matter.
+      if (o.startAfterSeconds) sendOptions.startAfter = o.startAfterSeconds;
+      if (o.singletonKey !== undefined) sendOptions.singletonKey = o.singletonKey;
+      if (o.retryLimit !== undefined) sendOptions.retryLimit = o.retryLimit;
+      if (o.expireInSeconds !== undefined) sendOptions.expireInSeconds = o.expireInSeconds;
+      return boss.send(name, data, sendOptions);
+    },
+
+    async work<T>(name: string, handler: (job: QueueJob<T>) => Promise<void>, o: WorkOptions = {}) {
+      assertName(name);
+      await ensureStarted();
+      const polling = o.pollingIntervalSeconds ?? 2;
+      await boss.work<T>(
+        name,
+        {
+          // One job per handler call, so a throw fails only that job.
+          batchSize: 1,
+          localConcurrency: o.concurrency ?? 1,
+          pollingIntervalSeconds: polling,
+          // NOTIFY only announces jobs runnable at insert time; delayed jobs and retries coming due are
+          // found by polling, so polling keeps its pace instead of relaxing to pg-boss's 30 s backstop.
+          notifyPollingIntervalSeconds: polling,
+        },
+        async (jobs: Job<T>[]) => {
+          for (const job of jobs) {
+            await handler({ id: job.id, name: job.name, data: job.data, retryCount: job.retryCount ?? 0, signal: job.signal });
+          }
+        },
+      );
+    },
+  };
+}

@@ -1,0 +1,61 @@
+// Benchmark: requests per second of an authenticated GET /me against a bare h3 handler answering the same
+// JSON, measured in one run on this machine, reported as a ratio (and each server's memory). Target: the
+// ratio is at least 0.5. Run: npm run bench  (BENCH_SECONDS, BENCH_CONNECTIONS to change the load).
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { resolve } from "node:path";
+import process from "node:process";
+import autocannon from "autocannon";
+
+const root = resolve(import.meta.dirname!, "../..");
+const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
+
+function freePort(): Promise<number> {
+  return new Promise((res) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => res(port));
+    });
+  });
+}
+
+function rssOf(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+async function measure(mode: "bare" | "me") {
+  const port = await freePort();
+  const child = spawn(resolve(root, "node_modules/.bin/tsx"), ["test/bench/servers.ts", mode, String(port)], { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
+  const key = await new Promise<string>((res, rej) => {
+    let out = "";
+    child.stdout!.on("data", (d) => {
+      out += d;
+      const m = /READY (\S+)/.exec(out);
+      if (m) res(m[1]!);
+    });
+    child.once("exit", (code) => rej(new Error(`${mode} server exited with ${code}`)));
+  });
+  const url = `http://127.0.0.1:${port}/api/v1/partner/me`;
+  const headers = { authorization: `Bearer ${key}`, "user-agent": "mediagate-bench/1.0" };
+  await autocannon({ url, headers, connections, duration: 2 }); // warm-up: JIT, caches
+  const result = await autocannon({ url, headers, connections, duration: seconds });
+  const rss = rssOf(child.pid!);
+  child.kill("SIGKILL");
+  if (result.non2xx || result.errors) throw new Error(`${mode}: ${result.non2xx} non-2xx and ${result.errors} errors`);
+  return { rps: result.requests.average, p99: result.latency.p99, rss };
+}
+
+const bare = await measure("bare");
+const me = await measure("me");
+const ratio = me.rps / bare.rps;
+console.log(`bare h3 handler     ${bare.rps.toFixed(0)} req/s  p99 ${bare.p99} ms  rss ${bare.rss.toFixed(0)} MB`);
+console.log(`authenticated /me   ${me.rps.toFixed(0)} req/s  p99 ${me.p99} ms  rss ${me.rss.toFixed(0)} MB`);
+console.log(`ratio /me : bare    ${ratio.toFixed(2)}  (target >= 0.50)`);

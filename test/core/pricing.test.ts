@@ -1,0 +1,58 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { ApiError } from "../../core/errors.ts";
+import { chargeFor, mergeCosts, standardBasis, type Price } from "../../core/pricing.ts";
+
+const t = suite("pricing and tier math");
+
+const one = (rate: number, units = 1, key: (string | number)[] = ["x"]): Price => ({ lines: [{ key, rate, units }] });
+
+t("api_plus10 is ceil(standard * 11 / 10), integer-exact", () => {
+  // 50 * 1.1 is 55.00000000000001 in doubles; the ledger must say 55.
+  assert.is(chargeFor(one(50), "api_plus10"), 55);
+  // Every image and upscale price of spec part 1 (standard basis -> api_plus10).
+  const table: Array<[number, number]> = [[15, 17], [22, 25], [19, 21], [24, 27], [29, 32], [28, 31], [34, 38], [7, 8], [14, 16]];
+  for (const [standard, plus10] of table) assert.is(chargeFor(one(standard), "api_plus10"), plus10, `standard ${standard}`);
+});
+
+t("rounding happens once per job, not per unit", () => {
+  // Video upscale factor 2: 6 credits/s standard, 6.6 shown. 7 s -> 42 standard -> ceil(46.2) = 47, not 7 * 7 = 49.
+  assert.is(chargeFor(one(6, 7), "api_plus10"), 47);
+  // Quantity 3 of a 15-credit image: ceil(45 * 1.1) = 50 (not 3 * 17 = 51).
+  assert.is(chargeFor(one(15, 3), "api_plus10"), 50);
+});
+
+t("standard tier pays the standard basis", () => {
+  assert.is(chargeFor(one(15, 3), "standard"), 45);
+  assert.is(standardBasis({ lines: [{ key: ["a"], rate: 6, units: 10 }, { key: ["b"], rate: 5 }] }), 65);
+});
+
+t("custom tier: negotiated rates, and a 400 before any charge when one is missing", () => {
+  const rates = { image_models: { "image-a-pro": { "2K": 12.5 } } };
+  assert.is(chargeFor(one(15, 3, ["image_models", "image-a-pro", "2K"]), "custom", rates), 38); // 37.5 rounded up once
+  try {
+    chargeFor({ ...one(22, 1, ["image_models", "image-a-pro", "4K"]), customRateMissing: "not on your plan" }, "custom", rates);
+    assert.unreachable();
+  } catch (err) {
+    assert.instance(err, ApiError);
+    assert.is((err as ApiError).status, 400);
+    assert.is((err as ApiError).message, "not on your plan");
+  }
+});
+
+t("a flat add-on is applied after the markup, the same on every tier", () => {
+  const p: Price = { ...one(120), addOn: 5 };
+  assert.is(chargeFor(p, "api_plus10"), 132 + 5);
+  assert.is(chargeFor(p, "standard"), 125);
+});
+
+t("costs fragments merge deeply; a leaf claimed twice is an error", () => {
+  const merged = mergeCosts([
+    { plugin: "a", costs: { upscale: { image: { x: 1 } } } },
+    { plugin: "b", costs: { upscale: { video: { y: 2 } } } },
+  ]);
+  assert.equal(merged, { upscale: { image: { x: 1 }, video: { y: 2 } } });
+  assert.throws(() => mergeCosts([{ plugin: "a", costs: { analysis: 50 } }, { plugin: "b", costs: { analysis: 50 } }]), /declared by plugins "a" and "b"/);
+});
+
+t.run();

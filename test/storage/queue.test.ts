@@ -1,0 +1,314 @@
+// The queue interface on pg-boss, once per database backend: delivery, delay, retry, dead letter, expiry
+// of a hung handler and of a dead worker, re-declaration, singleton keys, graceful stop, and durability
+// across a restart. On PGlite also that pg-boss never runs inside, or poisons, an application transaction.
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import { PgBoss } from "pg-boss";
+import { createQueue, pgliteDatabase, type CreateQueueOptions, type Queue, type QueueJob, type QueueTarget } from "../../storage/queue.ts";
+import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const waitFor = async (check: () => boolean, what: string, ms = 20_000) => {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+};
+// Small, so retries and delayed jobs (found by polling, not NOTIFY) come round quickly.
+const fast = { pollingIntervalSeconds: 0.5 };
+
+for (const backend of await databaseBackends()) {
+  const t = suite(`queue on ${backend.name}`);
+
+  let target: QueueTarget;
+  let pglite: PGlite | undefined;
+  let opened: Queue[] = [];
+  let cleanups: Array<() => Promise<unknown>> = [];
+  let errors: unknown[] = [];
+  let warnings: { message: string; data: object }[] = [];
+  const open = (extra: CreateQueueOptions = {}, on: QueueTarget = target) => {
+    const queue = createQueue(on, { onError: (err) => errors.push(err), onWarning: (w) => warnings.push(w), stopTimeoutMs: 5000, ...extra });
+    opened.push(queue);
+    return queue;
+  };
+
+  t.before.each(async () => {
+    errors = [];
+    warnings = [];
+    if (backend.name === "postgres") target = { kind: "postgres", connectionString: await isolatedPostgresDatabase() };
+    else {
+      pglite = new PGlite();
+      target = { kind: "pglite", pglite };
+    }
+  });
+  t.after.each(async () => {
+    // Queues before the database they run on.
+    for (const queue of opened.reverse()) await queue.stop();
+    for (const cleanup of cleanups.reverse()) await cleanup();
+    await pglite?.close();
+    opened = [];
+    cleanups = [];
+    pglite = undefined;
+    assert.equal(errors, [], "pg-boss reported no background errors");
+  });
+
+  t("a sent job reaches its worker with its data", async () => {
+    const queue = open();
+    await queue.createQueue("test.deliver");
+    const got: QueueJob<{ n: number; s: string }>[] = [];
+    await queue.work<{ n: number; s: string }>("test.deliver", async (job) => void got.push(job), fast);
+    const id = await queue.send("test.deliver", { n: 42, s: "it's" });
+    await waitFor(() => got.length === 1, "delivery");
+    assert.is(got[0]!.id, id);
+    assert.is(got[0]!.name, "test.deliver");
+    assert.equal(got[0]!.data, { n: 42, s: "it's" });
+    assert.is(got[0]!.retryCount, 0);
+    // LISTEN was established, so workers are woken by NOTIFY rather than only by polling.
+    assert.equal(warnings.filter((w) => (w.data as { type?: string }).type === "listen_notify_unavailable"), []);
+  });
+
+  t("a delayed job is held until its start time", async () => {
+    const queue = open();
+    await queue.createQueue("test.delay");
+    const got: string[] = [];
+    await queue.work<{ which: string }>("test.delay", async (job) => void got.push(job.data.which), fast);
+    await queue.send("test.delay", { which: "delayed" }, { startAfterSeconds: 1 });
+    await queue.send("test.delay", { which: "now" });
+    await waitFor(() => got.length === 2, "both jobs");
+    // The delayed job was sent first, and a worker takes the oldest runnable job: only its start time
+    // can have kept it back while the later job was delivered.
+    assert.equal(got, ["now", "delayed"]);
+  });
+
+  t("a failed attempt is retried, then succeeds", async () => {
+    const queue = open();
+    await queue.createQueue("test.retry", { retryLimit: 2, retryDelaySeconds: 0 });
+    const attempts: number[] = [];
+    let done = false;
+    await queue.work("test.retry", async (job) => {
+      attempts.push(job.retryCount);
+      if (attempts.length === 1) throw new Error("transient");
+      done = true;
+    }, fast);
+    await queue.send("test.retry", {});
+    await waitFor(() => done, "the retry");
+    assert.equal(attempts, [0, 1]);
+  });
+
+  t("after its last retry a job moves to the dead-letter queue", async () => {
+    const queue = open();
+    // The dead-letter queue is not declared first: createQueue makes it.
+    await queue.createQueue("test.work", { retryLimit: 1, retryDelaySeconds: 0, deadLetter: "test.dead" });
+    let attempts = 0;
+    const dead: QueueJob<{ jobId: string }>[] = [];
+    await queue.work("test.work", async () => {
+      attempts++;
+      throw new Error("always");
+    }, fast);
+    await queue.work<{ jobId: string }>("test.dead", async (job) => void dead.push(job), fast);
+    const id = await queue.send("test.work", { jobId: "svc-00000001" });
+    await waitFor(() => dead.length === 1, "the dead letter");
+    assert.is(attempts, 2);
+    assert.equal(dead[0]!.data, { jobId: "svc-00000001" });
+    assert.is(dead[0]!.name, "test.dead");
+    assert.is.not(dead[0]!.id, id);
+  });
+
+  t("an attempt that outlives expireInSeconds is abandoned and retried", async () => {
+    const queue = open();
+    await queue.createQueue("test.expire", { retryLimit: 1, retryDelaySeconds: 0, expireInSeconds: 1 });
+    const attempts: number[] = [];
+    let firstAborted = false;
+    let done = false;
+    await queue.work("test.expire", async (job) => {
+      attempts.push(job.retryCount);
+      if (job.retryCount === 0) {
+        // A hung handler: it only returns once pg-boss gives up on it (or the test's own limit).
+        await new Promise<void>((resolve) => {
+          job.signal?.addEventListener("abort", () => resolve(), { once: true });
+          setTimeout(resolve, 15_000).unref();
+        });
+        firstAborted = job.signal?.aborted ?? false;
+        return;
+      }
+      done = true;
+    }, fast);
+    await queue.send("test.expire", {});
+    await waitFor(() => done, "the second attempt");
+    assert.equal(attempts, [0, 1]);
+    assert.ok(firstAborted, "the abandoned attempt saw its signal abort");
+  });
+
+  t("a job whose worker died mid-attempt is retried once it expires", async () => {
+    const queue = open({ superviseIntervalSeconds: 1 });
+    await queue.createQueue("test.crash", { retryLimit: 1, retryDelaySeconds: 0, expireInSeconds: 1 });
+    const id = await queue.send("test.crash", { n: 1 });
+    // Another process claims the job and dies: plain pg-boss, fetching without ever settling.
+    const other = new PgBoss(
+      target.kind === "pglite"
+        ? { db: pgliteDatabase(target.pglite), backend: "pglite", supervise: false, schedule: false }
+        : { connectionString: target.connectionString, supervise: false, schedule: false, max: 2 },
+    );
+    other.on("error", (err) => errors.push(err));
+    await other.start();
+    cleanups.push(() => other.stop({ graceful: false }));
+    const claimed = await other.fetch("test.crash");
+    assert.is(claimed[0]?.id, id);
+    await other.stop({ graceful: false });
+
+    const got: QueueJob[] = [];
+    await queue.work("test.crash", async (job) => void got.push(job), fast);
+    await waitFor(() => got.length === 1, "the expired job");
+    assert.is(got[0]!.id, id);
+    assert.is(got[0]!.retryCount, 1);
+  });
+
+  t("re-declaring a queue applies its new options", async () => {
+    const queue = open();
+    await queue.createQueue("test.redeclare", { retryLimit: 0 });
+    await queue.createQueue("test.redeclare", { retryLimit: 1, retryDelaySeconds: 0, deadLetter: "test.redeclare.dead" });
+    let attempts = 0;
+    const dead: unknown[] = [];
+    await queue.work("test.redeclare", async () => {
+      attempts++;
+      throw new Error("always");
+    }, fast);
+    await queue.work("test.redeclare.dead", async (job) => void dead.push(job.data), fast);
+    await queue.send("test.redeclare", { n: 3 });
+    await waitFor(() => dead.length === 1, "the dead letter");
+    assert.is(attempts, 2);
+    assert.equal(dead, [{ n: 3 }]);
+  });
+
+  t("a singletonKey admits one job at a time on an exclusive queue", async () => {
+    const queue = open();
+    await queue.createQueue("test.single", { policy: "exclusive" });
+    const first = await queue.send("test.single", {}, { singletonKey: "svc-00000001" });
+    const again = await queue.send("test.single", {}, { singletonKey: "svc-00000001" });
+    const other = await queue.send("test.single", {}, { singletonKey: "svc-00000002" });
+    assert.type(first, "string");
+    assert.is(again, null);
+    assert.type(other, "string");
+  });
+
+  t("stop waits for a running handler to finish, and the queue stays stopped", async () => {
+    const queue = open();
+    await queue.createQueue("test.stop");
+    let started = false;
+    let finished = false;
+    await queue.work("test.stop", async () => {
+      started = true;
+      await sleep(700);
+      finished = true;
+    }, fast);
+    await queue.send("test.stop", {});
+    await waitFor(() => started, "the handler to start");
+    await queue.stop();
+    assert.ok(finished, "the handler finished before stop() returned");
+    // A late send must not quietly start the queue again.
+    await queue.send("test.stop", {}).then(
+      () => assert.unreachable("a send after stop() was accepted"),
+      (err: Error) => assert.match(err.message, /stopped/),
+    );
+  });
+
+  t("bad queue names and options are refused", async () => {
+    const queue = open();
+    for (const name of ["", "has space", "quote'd", "semi;colon"]) {
+      await queue.createQueue(name).then(
+        () => assert.unreachable(`"${name}" was accepted`),
+        (err: Error) => assert.match(err.message, /may hold only/),
+      );
+    }
+    await queue.createQueue("test.opts", { retryDelaySeconds: 0.5 }).then(
+      () => assert.unreachable("a fractional retry delay was accepted"),
+      (err: Error) => assert.match(err.message, /retryDelaySeconds/),
+    );
+  });
+
+  t("a job sent before a restart is delivered after it", async () => {
+    if (target.kind === "postgres") {
+      const before = open();
+      await before.createQueue("test.durable");
+      await before.send("test.durable", { n: 7 });
+      await before.stop();
+
+      const after = open();
+      const got: number[] = [];
+      await after.work<{ n: number }>("test.durable", async (job) => void got.push(job.data.n), fast);
+      await waitFor(() => got.length === 1, "the job sent before the restart");
+      assert.equal(got, [7]);
+      return;
+    }
+    // PGlite: the whole database is closed and reopened from its data directory.
+    const dir = mkdtempSync(join(tmpdir(), "mediagate-queue-"));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const first = new PGlite(join(dir, "pgdata"));
+    const before = open({}, { kind: "pglite", pglite: first });
+    await before.createQueue("test.durable");
+    await before.send("test.durable", { n: 7 });
+    await before.stop();
+    await first.close();
+
+    const second = new PGlite(join(dir, "pgdata"));
+    // Runs after the queue's own stop (cleanups follow queues).
+    cleanups.unshift(() => second.close());
+    const after = open({}, { kind: "pglite", pglite: second });
+    const got: number[] = [];
+    await after.work<{ n: number }>("test.durable", async (job) => void got.push(job.data.n), fast);
+    await waitFor(() => got.length === 1, "the job sent before the restart");
+    assert.equal(got, [7]);
+  });
+
+  if (backend.name === "pglite") {
+    t("a send waits for an open application transaction instead of joining it", async () => {
+      const queue = open();
+      await queue.createQueue("test.tx");
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let entered!: () => void;
+      const inside = new Promise<void>((resolve) => (entered = resolve));
+      const transaction = pglite!.transaction(async (tx) => {
+        entered();
+        await held;
+        await tx.rollback();
+      });
+      await inside;
+      let sent = false;
+      const sending = queue.send("test.tx", { n: 1 }).then((id) => ((sent = true), id));
+      await sleep(300);
+      assert.not.ok(sent, "the send waited for the transaction");
+      release();
+      await transaction;
+      const id = await sending;
+      // Had the insert run inside the transaction, the rollback would have taken the job with it.
+      const got: string[] = [];
+      await queue.work("test.tx", async (job) => void got.push(job.id), fast);
+      await waitFor(() => got.length === 1, "the job");
+      assert.equal(got, [id]);
+    });
+
+    t("a failing pg-boss transaction block leaves no aborted transaction behind", async () => {
+      const db = pgliteDatabase(pglite!);
+      // Issued together, so the application transaction is queued on PGlite's mutex behind the block.
+      const failing = db.executeSql("BEGIN; SET LOCAL lock_timeout = 1000; SELECT 1/0; COMMIT;").then(
+        () => "no error",
+        (err: Error) => err.message,
+      );
+      const app = pglite!.transaction(async (tx) => (await tx.query<{ y: number }>("select 2 as y")).rows[0]!.y);
+      assert.is(await failing, "division by zero");
+      assert.is(await app, 2);
+      assert.equal((await pglite!.query<{ x: number }>("select 1 as x")).rows, [{ x: 1 }]);
+      // A block that succeeds still returns the rows of the statements inside it.
+      const ok = await db.executeSql("BEGIN; SET LOCAL lock_timeout = 1000; SELECT 3 AS z; COMMIT;");
+      assert.equal(ok.rows, [{ z: 3 }]);
+    });
+  }
+
+  t.run();
+}

@@ -1,0 +1,149 @@
+// The admin API (DESIGN "Admin API"): operators create partners, change tiers, switches and limits, add
+// credits and rotate keys. Bearer $ADMIN_TOKEN; a missing or wrong token is a 401.
+import { timingSafeEqual, createHash } from "node:crypto";
+import type { H3 } from "h3";
+import { z } from "zod";
+import type { Partner } from "../../core/accounts.ts";
+import { ApiError } from "../../core/errors.ts";
+import { requestId } from "../../core/ids.ts";
+import type { Kernel } from "../../core/kernel.ts";
+import { addCredits } from "../../core/ledger.ts";
+import { validate } from "../../core/standard-schema.ts";
+import { formatTimestamp } from "../../core/time.ts";
+import { errorResponse, json, parseJsonObject, readBodyCapped } from "../rest/respond.ts";
+
+export const ADMIN_BASE = "/api/v1/admin";
+
+const tier = z.enum(["api_plus10", "standard", "custom"], { error: "pricing_tier must be api_plus10, standard or custom" });
+const name = z.string({ error: "name is required" }).trim().min(1, { error: "name is required" }).max(200, { error: "name is too long" });
+const positiveInt = (field: string) => z.number({ error: `${field} must be a positive integer` }).int({ error: `${field} must be a positive integer` }).min(1, { error: `${field} must be a positive integer` });
+
+function featuresSchema(known: ReadonlySet<string>) {
+  return z.record(z.string(), z.boolean({ error: "features values must be true or false" }), { error: "features must be an object of switches" }).superRefine((value, ctx) => {
+    for (const key of Object.keys(value)) {
+      if (!known.has(key)) ctx.addIssue({ code: "custom", message: `Unknown feature switch: ${key}` });
+    }
+  });
+}
+
+const limitsSchema = (known: ReadonlyMap<string, unknown>) => z
+  .strictObject(
+    {
+      inflight_jobs: positiveInt("limits.inflight_jobs").optional(),
+      caption_jobs: positiveInt("limits.caption_jobs").optional(),
+      rate_limits: z
+        .record(z.string(), positiveInt("limits.rate_limits values"), { error: "limits.rate_limits must be an object" })
+        .superRefine((value, ctx) => {
+          for (const key of Object.keys(value)) {
+            if (!known.has(key)) ctx.addIssue({ code: "custom", message: `Unknown rate limit: ${key}` });
+          }
+        })
+        .optional(),
+    },
+    { error: "limits must be an object holding inflight_jobs, caption_jobs or rate_limits" },
+  );
+
+const customRates = z.record(z.string(), z.unknown(), { error: "custom_rates must be an object" });
+
+function partnerView(p: Partner) {
+  return {
+    partner_id: p.id,
+    name: p.name,
+    api_key_prefix: p.apiKeyPrefix,
+    pricing_tier: p.pricingTier,
+    credits_remaining: p.creditsRemaining,
+    is_active: p.isActive,
+    features: p.features,
+    limits: p.limits,
+    custom_rates: p.customRates,
+    created_at: formatTimestamp(p.createdAt),
+    last_active: formatTimestamp(p.lastActive),
+  };
+}
+
+function tokenMatches(expected: string, header: string | null): boolean {
+  const m = header ? /^Bearer\s+(\S+)\s*$/.exec(header) : null;
+  if (!m) return false;
+  // Hash both sides first: timingSafeEqual needs equal lengths and must not leak the token's length.
+  const a = createHash("sha256").update(m[1]!).digest();
+  const b = createHash("sha256").update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+export function mountAdminApi(app: H3, kernel: Kernel, adminToken: string): void {
+  const createSchema = z.object({
+    name,
+    credits: z.number({ error: "credits must be a non-negative integer" }).int({ error: "credits must be a non-negative integer" }).min(0, { error: "credits must be a non-negative integer" }).optional(),
+    pricing_tier: tier.optional(),
+    features: featuresSchema(kernel.registry.features).optional(),
+  });
+  const patchSchema = z.object({
+    name: name.optional(),
+    pricing_tier: tier.optional(),
+    is_active: z.boolean({ error: "is_active must be true or false" }).optional(),
+    features: featuresSchema(kernel.registry.features).optional(),
+    limits: limitsSchema(kernel.registry.rateLimits).optional(),
+    custom_rates: customRates.optional(),
+  });
+  const creditsSchema = z.object({
+    amount: z.number({ error: "amount must be a non-zero integer" }).int({ error: "amount must be a non-zero integer" }).refine((n) => n !== 0, { error: "amount must be a non-zero integer" }),
+    type: z.enum(["purchase", "adjustment"], { error: "type must be purchase or adjustment" }),
+    description: z.string({ error: "description is required" }).trim().min(1, { error: "description is required" }).max(500, { error: "description is too long" }),
+  }).refine((b) => b.type !== "purchase" || b.amount > 0, { error: "a purchase must be a positive amount" });
+
+  type Handler = (request: Request, params: Record<string, string>) => Promise<Response>;
+  const route = (method: string, path: string, status: number, handle: (body: any, params: Record<string, string>) => Promise<Record<string, unknown>>, schema?: z.ZodType): void => {
+    const h: Handler = async (request, params) => {
+      try {
+        if (!tokenMatches(adminToken, request.headers.get("authorization"))) throw new ApiError(401, "Missing or invalid admin token");
+        let body: unknown = undefined;
+        if (schema) {
+          const result = await validate(schema, parseJsonObject(await readBodyCapped(request, 1_000_000, "Request body too large")));
+          if (!result.ok) throw new ApiError(400, result.message);
+          body = result.value;
+        }
+        return json(status, { request_id: requestId(), ...(await handle(body, params)) });
+      } catch (err) {
+        return errorResponse(err, (e) => kernel.log.error(`admin ${method} ${path} failed`, e));
+      }
+    };
+    app.on(method as any, ADMIN_BASE + path, (event) => h(event.req as Request, (event.context.params ?? {}) as Record<string, string>));
+  };
+  const mustFind = (p: Partner | undefined): Partner => {
+    if (!p) throw new ApiError(404, "Partner not found");
+    return p;
+  };
+
+  route("POST", "/partners", 201, async (body: z.infer<typeof createSchema>) => {
+    const { partner, apiKey } = await kernel.accounts.create({ name: body.name, credits: body.credits, pricingTier: body.pricing_tier, features: body.features });
+    return { partner_id: partner.id, name: partner.name, api_key: apiKey, api_key_prefix: partner.apiKeyPrefix, pricing_tier: partner.pricingTier, credits_remaining: partner.creditsRemaining };
+  }, createSchema);
+
+  route("GET", "/partners/:partner_id", 200, async (_b, params) => partnerView(mustFind(await kernel.accounts.get(params.partner_id!))));
+
+  route("PATCH", "/partners/:partner_id", 200, async (body: z.infer<typeof patchSchema>, params) => {
+    const p = await kernel.accounts.update(params.partner_id!, {
+      name: body.name,
+      pricingTier: body.pricing_tier,
+      isActive: body.is_active,
+      features: body.features,
+      limits: body.limits,
+      customRates: body.custom_rates,
+    });
+    return partnerView(mustFind(p));
+  }, patchSchema);
+
+  route("POST", "/partners/:partner_id/credits", 200, async (body: z.infer<typeof creditsSchema>, params) => {
+    mustFind(await kernel.accounts.get(params.partner_id!));
+    const balance = await addCredits(kernel.database.kysely, params.partner_id!, body.amount, body.type, body.description);
+    if (balance === null) throw new ApiError(400, "The adjustment would make the balance negative");
+    await kernel.accounts.changed(params.partner_id!);
+    return { credits_remaining: balance };
+  }, creditsSchema);
+
+  route("POST", "/partners/:partner_id/rotate-key", 200, async (_b, params) => {
+    const key = await kernel.accounts.rotateKey(params.partner_id!);
+    if (!key) throw new ApiError(404, "Partner not found");
+    return { api_key: key };
+  });
+}

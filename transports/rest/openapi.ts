@@ -1,0 +1,56 @@
+// OpenAPI 3.1 document of the partner API, derived from the same registry the router is built from.
+// Input schemas come from each schema's Standard JSON Schema export (`~standard.jsonSchema`), so the
+// document does not depend on which validation library a plugin chose.
+import type { Registry } from "../../core/registry.ts";
+import { PARTNER_BASE } from "./partner-api.ts";
+
+type JsonSchema = Record<string, any>;
+
+function inputJsonSchema(schema: unknown): JsonSchema | undefined {
+  const std = (schema as { "~standard"?: { jsonSchema?: { input(o: { target: string }): JsonSchema } } })?.["~standard"];
+  if (!std?.jsonSchema) return undefined;
+  const { $schema: _ignored, ...rest } = std.jsonSchema.input({ target: "draft-2020-12" });
+  return rest;
+}
+
+const errorBody = { type: "object", properties: { error: { type: "string" } }, required: ["error"] };
+
+export function buildOpenApi(registry: Registry, version: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const op of registry.operations) {
+    const decl = op.declaration;
+    const openapiPath = PARTNER_BASE + op.path.replace(/<([a-z_][a-z0-9_]*)>/gi, "{$1}");
+    const parameters: unknown[] = [...op.path.matchAll(/<([a-z_][a-z0-9_]*)>/gi)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
+    const input = decl.input ? inputJsonSchema(decl.input) : undefined;
+    let requestBody: unknown;
+    if (input && (op.method === "POST" || op.method === "PATCH")) {
+      requestBody = { required: true, content: { "application/json": { schema: input } } };
+    } else if (input?.properties) {
+      for (const [name, schema] of Object.entries(input.properties as Record<string, JsonSchema>)) {
+        parameters.push({ name, in: "query", required: (input.required ?? []).includes(name), schema: Object.keys(schema).length ? schema : { type: "string" } });
+      }
+    }
+    const windows = op.rateWindows.map((w) => `${w.limit}/${w.windowSeconds === 60 ? "min" : w.windowSeconds === 3600 ? "h" : `${w.windowSeconds}s`}`).join(" and ");
+    paths[openapiPath] ??= {};
+    paths[openapiPath]![op.method.toLowerCase()] = {
+      operationId: `${op.plugin}:${op.endpoint}`,
+      tags: [op.plugin],
+      summary: decl.summary ?? op.endpoint,
+      description: [`Rate limit: ${windows} per key.`, decl.inflight ? "Holds an in-flight job slot." : "", decl.feature ? `Feature switch: ${decl.feature}.` : ""].filter(Boolean).join(" "),
+      ...(parameters.length ? { parameters } : {}),
+      ...(requestBody ? { requestBody } : {}),
+      responses: {
+        [String(decl.status ?? 200)]: { description: "Success; the body carries request_id", content: { "application/json": { schema: { type: "object", properties: { request_id: { type: "string" } }, required: ["request_id"] } } } },
+        default: { description: "Error", content: { "application/json": { schema: errorBody } } },
+      },
+    };
+  }
+  return {
+    openapi: "3.1.0",
+    info: { title: "mediagate Partner API", version },
+    servers: [{ url: "/" }],
+    components: { securitySchemes: { partnerKey: { type: "http", scheme: "bearer", description: "svc_partner_... key" } } },
+    security: [{ partnerKey: [] }],
+    paths,
+  };
+}
