@@ -3,6 +3,7 @@
 import { Accounts } from "./accounts.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import type { Config } from "./config.ts";
+import { compileJobKinds, createJobRuntime, type JobRuntime } from "./jobs.ts";
 import { chargeAndCreateJob, finishJob, type FinishJob, type FinishedJob } from "./ledger.ts";
 import { createLogger, type Logger } from "./log.ts";
 import type { CapabilityHost, PluginDeclaration } from "./plugin.ts";
@@ -43,10 +44,15 @@ export interface Kernel {
   usage: UsageRecorder;
   limiter: ReturnType<typeof createRateLimiter>;
   capability<T = unknown>(name: string): T;
+  /** The capabilities one plugin may reach: those it requires or provides. */
+  capabilitiesFor(plugin: string): <T = unknown>(name: string) => T;
+  /** `$PUBLIC_URL/media/<plugin>/<key>`: the capability URL of a blob (transports/rest/media.ts serves it). */
+  mediaUrl(plugin: string, key: string): string;
+  jobs: JobRuntime;
   /** Ends a job: terminal state, refund if asked, slot released; exactly once. */
   finishJob(jobId: string, finish: FinishJob): Promise<FinishedJob | null>;
   chargeAndCreateJob: (req: Parameters<typeof chargeAndCreateJob>[1]) => ReturnType<typeof chargeAndCreateJob>;
-  /** Starts background work: queue, usage flushing. */
+  /** Starts background work: queue, usage flushing, and the job workers unless ROLE=api. */
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -55,6 +61,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const { config } = options;
   // Compile first: a broken declaration fails before any connection is opened.
   const registry = compileRegistry(options.plugins);
+  const jobKinds = compileJobKinds(registry.plugins, (message) => new BootError(message));
   const clock = options.clock ?? systemClock;
   const log = options.logger ?? createLogger(config.logLevel);
 
@@ -71,7 +78,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     const blobs = options.blobs ?? fileBlobStore(config.dataDir);
     const queue = createQueue(
       database.kind === "pglite" ? { kind: "pglite", pglite: database.pglite! } : { kind: "postgres", connectionString: database.connectionString! },
-      { onError: (err) => log.error("queue error", err) },
+      // Maintenance (which fails attempts whose process died) every 10 s, so a crash costs seconds, not minutes.
+      { onError: (err) => log.error("queue error", err), superviseIntervalSeconds: 10 },
     );
 
     const usage = new UsageRecorder(database.kysely, clock);
@@ -91,6 +99,45 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     // Build every capability now, in registry order, so a failing factory stops the boot by name.
     for (const name of registry.providers.keys()) capability(name);
 
+    const capabilitiesFor = (plugin: string) => {
+      const decl = registry.plugins.find((p) => p.name === plugin);
+      if (!decl) throw new Error(`unknown plugin "${plugin}"`);
+      const allowed = new Set([...(decl.requires ?? []), ...Object.keys(decl.provides ?? {})]);
+      // A plugin reaches only the capabilities it declared, so `requires` stays an honest list.
+      return <T,>(name: string): T => {
+        if (!allowed.has(name)) throw new Error(`plugin "${plugin}" uses capability "${name}" without declaring it in requires`);
+        return capability<T>(name);
+      };
+    };
+    const mediaBase = config.publicUrl.replace(/\/+$/, "") + "/media/";
+    const mediaUrl = (plugin: string, key: string) => mediaBase + [plugin, ...key.split("/")].map(encodeURIComponent).join("/");
+    const blobsByPlugin = new Map(registry.plugins.map((p) => [p.name, blobs.scoped(p.name)]));
+
+    const chargeAndCreate: Kernel["chargeAndCreateJob"] = async (req) => {
+      const job = await chargeAndCreateJob(database.kysely, req);
+      if (job.creditsUsed > 0) await accounts.changed(req.partnerId);
+      return job;
+    };
+    const finish: Kernel["finishJob"] = async (jobId, how) => {
+      const done = await finishJob(database.kysely, jobId, how);
+      if (done && done.creditsRefunded > 0) await accounts.changed(done.partnerId);
+      return done;
+    };
+    const jobs = createJobRuntime({
+      db: database.kysely,
+      queue,
+      pubsub,
+      log,
+      config,
+      clock,
+      kinds: jobKinds,
+      chargeAndCreateJob: chargeAndCreate,
+      finishJob: finish,
+      blobsFor: (plugin) => blobsByPlugin.get(plugin)!,
+      capabilitiesFor,
+      mediaUrl,
+    });
+
     let unlisten: (() => Promise<void>) | undefined;
     let started = false;
     const kernel: Kernel = {
@@ -107,28 +154,27 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       usage,
       limiter,
       capability,
-      async finishJob(jobId, finish) {
-        const done = await finishJob(database.kysely, jobId, finish);
-        if (done && done.creditsRefunded > 0) await accounts.changed(done.partnerId);
-        return done;
-      },
-      async chargeAndCreateJob(req) {
-        const job = await chargeAndCreateJob(database.kysely, req);
-        if (job.creditsUsed > 0) await accounts.changed(req.partnerId);
-        return job;
-      },
+      capabilitiesFor,
+      mediaUrl,
+      jobs,
+      finishJob: finish,
+      chargeAndCreateJob: chargeAndCreate,
       async start() {
         if (started) return;
         started = true;
         unlisten = await accounts.listen();
         usage.start();
         await queue.start();
+        if (config.role !== "api") await jobs.startWorkers();
       },
       async stop() {
-        if (started) {
+        {
+          // Unconditional: a send before start() starts the queue too, and it must not outlive the kernel.
           await queue.stop().catch((err) => log.error("queue stop failed", err));
-          await usage.stop().catch((err) => log.error("usage flush failed", err));
-          await unlisten?.();
+          if (started) {
+            await usage.stop().catch((err) => log.error("usage flush failed", err));
+            await unlisten?.();
+          }
         }
         for (const close of closers) await close().catch((err) => log.error("close failed", err));
       },

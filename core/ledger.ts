@@ -22,12 +22,31 @@ export interface JobSubmission {
   terminal?: boolean;
   /** The 402 text; the spec words it per endpoint. Default `Insufficient credits. Need N credits.` */
   insufficientCredits?: (need: number) => string;
+  /**
+   * Jobs made by this one charge (default 1), e.g. one per image of a `quantity` request. `credits` is
+   * the total, rounded once; each job carries its share (the remainder on the first ones), so a job
+   * refunds exactly what it holds and the shares sum to the charge.
+   */
+  count?: number;
+  /**
+   * Runs inside the charge's transaction after the job rows exist: the plugin's own rows, and the queue
+   * send (core/jobs.ts), commit or vanish together with the charge. Database work only.
+   */
+  within?: (trx: Kysely<any>, jobIds: readonly string[]) => Promise<void>;
 }
 
 export interface SubmittedJob {
+  /** The first (usually only) job. */
   jobId: string;
+  jobIds: string[];
   creditsUsed: number;
   creditsRemaining: number;
+}
+
+/** Splits a total into `count` integer shares that sum to it, larger ones first. */
+export function splitCredits(total: number, count: number): number[] {
+  const base = Math.floor(total / count);
+  return Array.from({ length: count }, (_, i) => base + (i < total - base * count ? 1 : 0));
 }
 
 export interface ChargeRequest extends JobSubmission {
@@ -76,23 +95,31 @@ export async function chargeAndCreateJob(db: Kysely<KernelTables>, req: ChargeRe
       }
       remaining = updated.credits_remaining;
     }
-    const jobId = await allocateServiceId(trx);
-    await trx
-      .insertInto("jobs")
-      .values({
-        id: jobId,
-        partner_id: req.partnerId,
-        plugin: req.plugin,
-        kind: req.kind,
-        endpoint: req.endpoint,
-        state: req.state,
-        partner_job_id: req.partnerJobId ?? null,
-        credits_used: req.credits,
-        holds_inflight_slot: req.inflight && !req.terminal,
-        finished_at: req.terminal ? sql`now()` : null,
-        input: req.input ? JSON.stringify(req.input) : null,
-      })
-      .execute();
+    const count = req.count ?? 1;
+    if (!Number.isSafeInteger(count) || count < 1) throw new Error(`job count must be a positive integer, got ${count}`);
+    const shares = splitCredits(req.credits, count);
+    const jobIds: string[] = [];
+    for (const share of shares) {
+      const id = await allocateServiceId(trx);
+      jobIds.push(id);
+      await trx
+        .insertInto("jobs")
+        .values({
+          id,
+          partner_id: req.partnerId,
+          plugin: req.plugin,
+          kind: req.kind,
+          endpoint: req.endpoint,
+          state: req.state,
+          partner_job_id: req.partnerJobId ?? null,
+          credits_used: share,
+          holds_inflight_slot: req.inflight && !req.terminal,
+          finished_at: req.terminal ? sql`now()` : null,
+          input: req.input ? JSON.stringify(req.input) : null,
+        })
+        .execute();
+    }
+    const jobId = jobIds[0]!;
     if (req.credits > 0) {
       await trx
         .insertInto("ledger")
@@ -100,13 +127,14 @@ export async function chargeAndCreateJob(db: Kysely<KernelTables>, req: ChargeRe
           partner_id: req.partnerId,
           amount: -req.credits,
           type: "usage",
-          description: req.description ?? `${req.endpoint} (${jobId})`,
+          description: req.description ?? `${req.endpoint} (${jobIds.join(", ")})`,
           endpoint: req.endpoint,
           job_id: jobId,
         })
         .execute();
     }
-    return { jobId, creditsUsed: req.credits, creditsRemaining: remaining };
+    await req.within?.(trx, jobIds);
+    return { jobId, jobIds, creditsUsed: req.credits, creditsRemaining: remaining };
   });
 }
 

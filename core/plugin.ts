@@ -12,6 +12,7 @@ import type { PubSub } from "../storage/pubsub.ts";
 import type { Queue } from "../storage/queue.ts";
 import type { AccountService, Partner } from "./accounts.ts";
 import type { JobSubmission, SubmittedJob } from "./ledger.ts";
+import type { JobKindDeclaration } from "./jobs.ts";
 
 export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
 
@@ -41,6 +42,8 @@ export interface OperationContext<Input = unknown> {
   blobs: BlobStore;
   pubsub: PubSub;
   queue: Queue;
+  /** The public capability URL (`$PUBLIC_URL/media/...`) of a key in this plugin's blob store. */
+  mediaUrl(key: string): string;
 }
 
 export interface OperationDeclaration<S extends StandardSchemaV1 | undefined = StandardSchemaV1 | undefined> {
@@ -55,6 +58,11 @@ export interface OperationDeclaration<S extends StandardSchemaV1 | undefined = S
   feature?: string;
   /** Body (POST/PATCH) or query (GET/DELETE) schema; its first issue's message is the 400 text. */
   input?: S;
+  /**
+   * Shape of the success body (without `request_id`), a Standard Schema value. Not used to validate at run
+   * time; it types the GraphQL result and documents the response in schema/openapi.json.
+   */
+  output?: StandardSchemaV1;
   /** Body cap checked before parsing, and the 413 text. Default 1 MB, KERNEL_ERRORS.bodyTooLarge. */
   maxBodyBytes?: number;
   bodyTooLarge?: string;
@@ -81,6 +89,8 @@ export interface PluginDeclaration {
   /** Feature switches this plugin honours (admin `features` accepts only registered ones). */
   features?: readonly string[];
   operations?: readonly OperationDeclaration<any>[];
+  /** Job kinds, by name: their states, legal transitions, terminal states and runner (core/jobs.ts). */
+  jobs?: Readonly<Record<string, JobKindDeclaration<any>>>;
   migrations?: readonly Migration[];
 }
 

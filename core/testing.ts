@@ -8,7 +8,7 @@ import { loadConfig, type Config } from "./config.ts";
 import { createKernel, type Kernel } from "./kernel.ts";
 import { createLogger } from "./log.ts";
 import type { PluginDeclaration } from "./plugin.ts";
-import type { PricingTier } from "../storage/tables.ts";
+import type { PartnerLimits, PricingTier } from "../storage/tables.ts";
 import { memoryBlobStore } from "../storage/blobs.ts";
 import { memoryCounters, redisCounters } from "../storage/counters.ts";
 import { openDatabase } from "../storage/db.ts";
@@ -51,7 +51,8 @@ export interface TestKernel {
   /** Calls the app in process. Paths are absolute (`/api/v1/partner/me`) or relative to the partner API. */
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
   /** A partner created through the kernel, with its key. */
-  partner(options?: { name?: string; credits?: number; tier?: PricingTier; features?: Record<string, boolean> }): Promise<{ id: string; key: string }>;
+  /** A fresh account and key; `limits` are the admin API's per-account overrides (e.g. a raised rate limit). */
+  partner(options?: { name?: string; credits?: number; tier?: PricingTier; features?: Record<string, boolean>; limits?: PartnerLimits }): Promise<{ id: string; key: string }>;
   close(): Promise<void>;
 }
 
@@ -80,7 +81,7 @@ export async function createTestKernel(options: TestKernelOptions): Promise<Test
     clock,
     adminToken,
     async request(method, path, opts = {}) {
-      const url = new URL(path.startsWith("/api/") || path === "/healthz" ? path : `/api/v1/partner${path}`, "http://mediagate.test");
+      const url = new URL(path.startsWith("/api/") || path.startsWith("/media/") || path === "/healthz" ? path : `/api/v1/partner${path}`, "http://mediagate.test");
       const headers: Record<string, string> = { ...opts.headers };
       if (opts.userAgent !== null) headers["user-agent"] = opts.userAgent ?? "mediagate-tests/1.0";
       if (opts.key) headers.authorization = `Bearer ${opts.key}`;
@@ -97,6 +98,7 @@ export async function createTestKernel(options: TestKernelOptions): Promise<Test
     },
     async partner(p = {}) {
       const { partner, apiKey } = await kernel.accounts.create({ name: p.name ?? "Test partner", credits: p.credits ?? 1000, pricingTier: p.tier, features: p.features });
+      if (p.limits) await kernel.accounts.update(partner.id, { limits: p.limits });
       return { id: partner.id, key: apiKey };
     },
     async close() {
@@ -104,4 +106,85 @@ export async function createTestKernel(options: TestKernelOptions): Promise<Test
       await database.close();
     },
   };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// GraphQL through the same kernel, no server: `graphql(tk, query, variables, { key })` for queries and
+// mutations, `graphqlSubscription(...)` for a subscription read over SSE, as a browser or curl would.
+
+export interface GraphqlRequestOptions {
+  key?: string;
+  headers?: Record<string, string>;
+  /** Defaults to a custom agent; pass null to send none. */
+  userAgent?: string | null;
+}
+
+export interface GraphqlError {
+  message: string;
+  path?: Array<string | number>;
+  extensions?: Record<string, any>;
+}
+
+export interface GraphqlResponse {
+  status: number;
+  headers: Headers;
+  data: any;
+  errors?: GraphqlError[];
+}
+
+const graphqlApps = new WeakMap<Kernel, ReturnType<typeof createApp>>();
+
+function graphqlFetch(tk: TestKernel, body: unknown, accept: string, opts: GraphqlRequestOptions): Promise<Response> {
+  let app = graphqlApps.get(tk.kernel);
+  if (!app) graphqlApps.set(tk.kernel, (app = createApp(tk.kernel, { adminToken: tk.adminToken })));
+  const headers: Record<string, string> = { "content-type": "application/json", accept, ...opts.headers };
+  if (opts.userAgent !== null) headers["user-agent"] = opts.userAgent ?? "mediagate-tests/1.0";
+  if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+  return Promise.resolve(app.fetch(new Request("http://mediagate.test/graphql", { method: "POST", headers, body: JSON.stringify(body) })));
+}
+
+/** One GraphQL document through `app.fetch`; `errors` carry the REST texts, `extensions.status` the REST status. */
+export async function graphql(tk: TestKernel, query: string, variables?: Record<string, unknown>, opts: GraphqlRequestOptions = {}): Promise<GraphqlResponse> {
+  const res = await graphqlFetch(tk, { query, variables }, "application/json", opts);
+  const text = await res.text();
+  const body = (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : { data: null, errors: [{ message: text }] };
+  return { status: res.status, headers: res.headers, data: body.data ?? null, ...(body.errors ? { errors: body.errors } : {}) };
+}
+
+/**
+ * The results of a subscription read over SSE (`Accept: text/event-stream`), one `{data, errors}` per
+ * event, until the server completes it. Leaving the loop early disconnects, as a client going away does.
+ */
+export async function* graphqlSubscription(
+  tk: TestKernel,
+  query: string,
+  variables?: Record<string, unknown>,
+  opts: GraphqlRequestOptions = {},
+): AsyncGenerator<{ data: any; errors?: GraphqlError[] }> {
+  const res = await graphqlFetch(tk, { query, variables }, "text/event-stream", opts);
+  if (!res.body) throw new Error(`no event stream (HTTP ${res.status})`);
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  try {
+    for (;;) {
+      let end: number;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        let event = "message";
+        const data: string[] = [];
+        for (const line of block.split("\n")) {
+          if (line.startsWith("event:")) event = line.slice(6).trim();
+          else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+        }
+        if (event === "complete") return;
+        if (data.length && data.join("").trim()) yield JSON.parse(data.join("\n"));
+      }
+      const { done, value } = await reader.read();
+      if (done) return;
+      buffer += value.replace(/\r\n/g, "\n");
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
 }

@@ -26,6 +26,8 @@ export function limitParam(bounds: PageBounds) {
   return z
     .unknown()
     .optional()
+    // What documents and GraphQL show; the transform below is what accepts query-string text.
+    .meta({ type: "integer", minimum: 1, maximum: bounds.max, default: bounds.default })
     .transform((value, ctx) => {
       if (value === undefined || value === "") return bounds.default;
       const text = String(value);
@@ -37,7 +39,7 @@ export function limitParam(bounds: PageBounds) {
     });
 }
 
-export const offsetParam = z.unknown().optional().transform((value, ctx) => {
+export const offsetParam = z.unknown().optional().meta({ type: "integer", minimum: 0, default: 0 }).transform((value, ctx) => {
   if (value === undefined || value === "") return 0;
   const text = String(value);
   if (!integerText.test(text)) {

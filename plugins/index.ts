@@ -1,4 +1,8 @@
 // The product areas this server runs, in order. A third party's plugin is one more entry (see examples/).
+// Providers come first: `images-sandbox` provides `image.generate`; a deployment with a real upstream
+// registers its adapter plugin in its place.
 import account from "./account/index.ts";
+import images from "./images/index.ts";
+import imagesSandbox from "./images/sandbox.ts";
 
-export const plugins = [account];
+export const plugins = [account, imagesSandbox, images];

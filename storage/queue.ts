@@ -63,7 +63,16 @@ export interface QueueOptions {
   deadLetter?: string;
   /** Only applied when the queue is first created; see {@link QueuePolicy}. */
   policy?: QueuePolicy;
+  /**
+   * Seconds (>= 10) within which a running handler's process must show it is alive; the worker refreshes
+   * it on its own. When a process dies, its job is failed (and retried) after this long instead of after
+   * the whole `expireInSeconds`. Only applied when the queue is first created.
+   */
+  heartbeatSeconds?: number;
 }
+
+/** Runs one SQL statement on the caller's connection (an open transaction), for {@link Queue.sendWithin}. */
+export type SqlExecutor = (text: string, values: unknown[]) => Promise<{ rows: any[] }>;
 
 export interface SendOptions {
   /** Not delivered before this many seconds from now. */
@@ -94,8 +103,16 @@ export interface Queue {
    * `.`, `-` and `/`, at least one character. Names starting with `__pgboss__` are pg-boss's own.
    */
   createQueue(name: string, options?: QueueOptions): Promise<void>;
+  /** Readies `sendWithin(…, name, …)`: loads the queue's settings outside any transaction. Cheap once done. */
+  prepare(name: string): Promise<void>;
   /** The queue must exist. Returns the job id, or null when a `singletonKey` refused the job. */
   send<T extends object>(name: string, data: T, options?: SendOptions): Promise<string | null>;
+  /**
+   * Sends inside the caller's transaction: the job exists exactly when the transaction commits (the
+   * outbox pattern without an outbox table). Call {@link Queue.prepare} for `name` before opening the
+   * transaction: on PGlite the queue's own lookup could not run while the transaction holds the connection.
+   */
+  sendWithin<T extends object>(executor: SqlExecutor, name: string, data: T, options?: SendOptions): Promise<string | null>;
   /**
    * Runs `handler` for each job, one job per call. A handler that throws (or outlives
    * `expireInSeconds`) fails the attempt; pg-boss retries per the queue's options, then moves the job to
@@ -162,6 +179,21 @@ export function pgliteDatabase(pglite: PGlite): Db {
   });
 }
 
+function bossSendOptions(o: SendOptions): BossSendOptions {
+  assertInteger(o.retryLimit, "retryLimit", 0);
+  assertInteger(o.expireInSeconds, "expireInSeconds", 1);
+  if (o.startAfterSeconds !== undefined && !(o.startAfterSeconds >= 0)) {
+    throw new Error(`startAfterSeconds must be >= 0, got ${o.startAfterSeconds}`);
+  }
+  const out: BossSendOptions = {};
+  // pg-boss reads a number as seconds from the database's now(), so clocks of other hosts don't matter.
+  if (o.startAfterSeconds) out.startAfter = o.startAfterSeconds;
+  if (o.singletonKey !== undefined) out.singletonKey = o.singletonKey;
+  if (o.retryLimit !== undefined) out.retryLimit = o.retryLimit;
+  if (o.expireInSeconds !== undefined) out.expireInSeconds = o.expireInSeconds;
+  return out;
+}
+
 export function createQueue(target: QueueTarget, options: CreateQueueOptions = {}): Queue {
   const schema = options.schema ?? "pgboss";
   const onError = options.onError ?? ((err: unknown) => console.error("queue:", err));
@@ -187,6 +219,16 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
   boss.on("warning", (warning) => options.onWarning?.(warning));
 
   let started: Promise<unknown> | undefined;
+  // Queues whose settings pg-boss has cached in this process. A send looks its queue up first, through
+  // pg-boss's own connection; on PGlite, inside the caller's transaction, that lookup would wait for the
+  // one connection the transaction holds. Warming the cache beforehand (a harmless read by a nil id)
+  // keeps sendWithin's only statement on the caller's connection.
+  const warmed = new Set<string>();
+  const warm = async (name: string) => {
+    if (warmed.has(name)) return;
+    await boss.getJobById(name, "00000000-0000-0000-0000-000000000000");
+    warmed.add(name);
+  };
   let stopped = false;
   // Any call starts pg-boss, except after stop(): a late send during shutdown must not quietly restart
   // a queue nobody will stop again (on PGlite, one whose database is about to close).
@@ -218,7 +260,9 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
       assertInteger(q.retryDelaySeconds, "retryDelaySeconds", 0);
       assertInteger(q.expireInSeconds, "expireInSeconds", 1);
       if (q.policy !== undefined && !POLICIES.includes(q.policy)) throw new Error(`unknown queue policy "${q.policy}"`);
+      if (q.heartbeatSeconds !== undefined) assertInteger(q.heartbeatSeconds, "heartbeatSeconds", 10);
       await ensureStarted();
+      warmed.delete(name);
       // pg-boss refuses a dead letter that does not exist yet; creating it here frees callers from
       // declaring queues in dependency order. An existing one keeps its own options.
       if (q.deadLetter) await boss.createQueue(q.deadLetter, { notify: true });
@@ -233,24 +277,27 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
       };
       // create_queue is INSERT ... ON CONFLICT DO NOTHING, so on an existing queue it changes nothing;
       // the update is what makes a changed declaration take effect after a deploy.
-      await boss.createQueue(name, q.deadLetter ? { ...settings, policy, deadLetter: q.deadLetter } : { ...settings, policy });
+      const first = { ...settings, policy, ...(q.heartbeatSeconds ? { heartbeatSeconds: q.heartbeatSeconds } : {}) };
+      await boss.createQueue(name, q.deadLetter ? { ...first, deadLetter: q.deadLetter } : first);
       await boss.updateQueue(name, { ...settings, deadLetter: q.deadLetter ?? null });
+      await warm(name);
+    },
+
+    async prepare(name) {
+      await ensureStarted();
+      await warm(name);
+    },
+
+    async sendWithin(executor, name, data, o = {}) {
+      await ensureStarted();
+      // Warming here would deadlock on PGlite (see `warmed`), so an unprepared send is a caller's bug.
+      if (!warmed.has(name)) throw new Error(`queue "${name}": call prepare() before sendWithin()`);
+      return boss.send(name, data, { ...bossSendOptions(o), db: { executeSql: (text: string, values?: unknown[]) => executor(text, values ?? []) } as Db });
     },
 
     async send(name, data, o = {}) {
-      assertInteger(o.retryLimit, "retryLimit", 0);
-      assertInteger(o.expireInSeconds, "expireInSeconds", 1);
-      if (o.startAfterSeconds !== undefined && !(o.startAfterSeconds >= 0)) {
-        throw new Error(`startAfterSeconds must be >= 0, got ${o.startAfterSeconds}`);
-      }
       await ensureStarted();
-      const sendOptions: BossSendOptions = {};
-      // pg-boss reads a number as seconds from the database's now(), so clocks of other hosts don't matter.
-      if (o.startAfterSeconds) sendOptions.startAfter = o.startAfterSeconds;
-      if (o.singletonKey !== undefined) sendOptions.singletonKey = o.singletonKey;
-      if (o.retryLimit !== undefined) sendOptions.retryLimit = o.retryLimit;
-      if (o.expireInSeconds !== undefined) sendOptions.expireInSeconds = o.expireInSeconds;
-      return boss.send(name, data, sendOptions);
+      return boss.send(name, data, bossSendOptions(o));
     },
 
     async work<T>(name: string, handler: (job: QueueJob<T>) => Promise<void>, o: WorkOptions = {}) {

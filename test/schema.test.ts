@@ -2,13 +2,19 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { openApiText } from "../scripts/generate-schema.ts";
+import { buildSchema } from "graphql";
+import { graphqlText, openApiText } from "../scripts/generate-schema.ts";
 
 const t = suite("generated schema artifacts");
 
+const committed = (name: string) => readFileSync(resolve(import.meta.dirname!, "../schema", name), "utf8");
+
 t("schema/openapi.json is current (run `npm run schema` after changing a declaration)", () => {
-  const committed = readFileSync(resolve(import.meta.dirname!, "../schema/openapi.json"), "utf8");
-  assert.fixture(committed, openApiText());
+  assert.fixture(committed("openapi.json"), openApiText(), "schema/openapi.json is stale: run `npm run schema`");
+});
+
+t("schema/schema.graphql is current (run `npm run schema` after changing a declaration)", () => {
+  assert.fixture(committed("schema.graphql"), graphqlText(), "schema/schema.graphql is stale: run `npm run schema`");
 });
 
 t("every registered operation is in the document", () => {
@@ -16,6 +22,16 @@ t("every registered operation is in the document", () => {
   for (const path of ["/api/v1/partner/me", "/api/v1/partner/credits", "/api/v1/partner/usage", "/api/v1/partner/transactions"]) assert.ok(doc.paths[path]?.get, path);
   const tx = doc.paths["/api/v1/partner/transactions"].get.parameters.map((p: any) => p.name);
   assert.equal(tx, ["limit", "offset"]);
+});
+
+t("every registered operation is a GraphQL field, and the job subscription is there", () => {
+  const schema = buildSchema(graphqlText());
+  const query = schema.getQueryType()!.getFields();
+  for (const name of ["credits", "me", "usage", "transactions"]) assert.ok(query[name], `Query.${name}`);
+  assert.equal(query.transactions!.args.map((a) => a.name), ["limit", "offset"]);
+  const jobUpdates = schema.getSubscriptionType()!.getFields().jobUpdates!;
+  assert.equal(jobUpdates.args.map((a) => `${a.name}: ${a.type}`), ["id: String!"]);
+  assert.is(String(jobUpdates.type), "JobUpdate!");
 });
 
 t.run();

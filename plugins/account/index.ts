@@ -46,7 +46,7 @@ const usage = operation({
   method: "GET",
   path: "/usage",
   summary: "Calls and credits per endpoint since a moment (ISO 8601), all time by default",
-  input: z.object({ since: z.unknown().optional().transform((v) => parseSince(v)) }),
+  input: z.object({ since: z.unknown().optional().meta({ type: "string", format: "date-time", description: "ISO 8601 date or timestamp" }).transform((v) => parseSince(v)) }),
   async handle(ctx) {
     const since = ctx.input.since;
     const [summary, balance] = await Promise.all([ctx.account.usage(ctx.partner.id, since), ctx.account.balance(ctx.partner.id)]);

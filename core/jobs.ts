@@ -1,0 +1,339 @@
+// The job runtime. A plugin declares a job kind once (states, legal transitions, terminal states, runner);
+// the kernel makes a pg-boss queue of it, runs it, and enforces the state machine: an illegal transition
+// throws (a bug, never a silent write), progress is stored on the job row and published, and a terminal
+// failure refunds in the same transaction as the state change (core/ledger.ts finishJob, exactly once).
+//
+// Crash safety, in order of what can go wrong:
+// - a submit's charge, job rows and queue jobs commit in one transaction (Queue.sendWithin), so a job is
+//   never charged without being queued, nor queued without its charge;
+// - a worker process that dies stops refreshing its queue job's heartbeat; pg-boss fails that attempt and
+//   retries it elsewhere; after the last attempt the job lands in the dead-letter queue, whose worker ends
+//   it as failed and refunds it;
+// - a retry of a job that already reached a terminal state (a crash between our commit and pg-boss's
+//   completion) finds `finished_at` set and does nothing.
+import type { Kysely } from "kysely";
+import { CompiledQuery, sql } from "kysely";
+import type { Clock } from "./clock.ts";
+import type { Config } from "./config.ts";
+import type { ChargeRequest, FinishJob, FinishedJob, SubmittedJob } from "./ledger.ts";
+import type { Logger } from "./log.ts";
+import type { PluginDeclaration } from "./plugin.ts";
+import { formatTimestamp } from "./time.ts";
+import type { BlobStore } from "../storage/blobs.ts";
+import type { PubSub } from "../storage/pubsub.ts";
+import type { Queue, QueueJob } from "../storage/queue.ts";
+import type { KernelTables } from "../storage/tables.ts";
+
+export interface JobKindDeclaration<Input = any> {
+  /** Every state, in the spec's words. */
+  states: readonly string[];
+  /** The state a submit creates. */
+  initial: string;
+  /** Legal moves: from a state to the states it may go to. Terminal states have none. */
+  transitions: Readonly<Record<string, readonly string[]>>;
+  /** Terminal states and what they mean: `failure` refunds the job's credits. */
+  terminal: Readonly<Record<string, "success" | "failure">>;
+  /** Where the runtime moves a job it fails itself (crash, expiry, unexpected error); a `failure` state. */
+  failState: string;
+  /** The sanitized sentence stored then: never a provider's name or an internal message. */
+  failError: string;
+  /** Attempts after the first when the runner throws an unexpected error or its process dies (default 2). */
+  retries?: number;
+  /** How long one attempt may run (default 600 s). */
+  timeoutSeconds?: number;
+  /** Jobs of this kind run at once per worker process (default 4). */
+  concurrency?: number;
+  run(ctx: JobRunContext<Input>): Promise<JobOutcome>;
+}
+
+/** What a runner returns: the terminal state it reached and the job's partner-visible result. */
+export interface JobOutcome {
+  state: string;
+  output?: Record<string, unknown>;
+}
+
+/** Thrown by a runner for an expected failure: no retry, the job ends in `state` (default failState), refunded. */
+export class JobFailure extends Error {
+  constructor(
+    readonly publicError: string,
+    readonly state?: string,
+  ) {
+    super(publicError);
+    this.name = "JobFailure";
+  }
+}
+
+export interface JobRunContext<Input = any> {
+  jobId: string;
+  partnerId: string;
+  /** The validated input the submit stored. */
+  input: Input;
+  /** 0 on the first attempt. */
+  attempt: number;
+  /** Aborted when this attempt is abandoned (timeout, shutdown); stop and write nothing more. */
+  signal: AbortSignal;
+  /** The job's current state. */
+  readonly state: string;
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  db: Kysely<any>;
+  /** This plugin's blob store. */
+  blobs: BlobStore;
+  capability<T = unknown>(name: string): T;
+  mediaUrl(key: string): string;
+  /** Stores and publishes progress (0-100) and an optional message, without changing the state. */
+  progress(percent: number, message?: string): Promise<void>;
+  /** A non-terminal move; an illegal one throws. */
+  moveTo(state: string, message?: string): Promise<void>;
+}
+
+/** What subscribers of a job see (GraphQL subscriptions, and anyone on `jobChannel(id)`). */
+export interface JobUpdate {
+  job_id: string;
+  plugin: string;
+  kind: string;
+  state: string;
+  terminal: boolean;
+  progress: number | null;
+  message: string | null;
+  error: string | null;
+  updated_at: string;
+}
+
+export const jobChannel = (jobId: string) => `job:${jobId}`;
+
+export class IllegalTransition extends Error {}
+
+interface CompiledKind {
+  plugin: string;
+  kind: string;
+  decl: JobKindDeclaration;
+  queue: string;
+  deadLetter: string;
+  legal: ReadonlyMap<string, ReadonlySet<string>>;
+}
+
+/** Checks every declared job kind; a mistake is a boot error naming the plugin and kind. */
+export function compileJobKinds(plugins: readonly PluginDeclaration[], fail: (message: string) => Error): Map<string, CompiledKind> {
+  const kinds = new Map<string, CompiledKind>();
+  for (const plugin of plugins) {
+    for (const [kind, decl] of Object.entries(plugin.jobs ?? {})) {
+      const where = `job kind "${kind}" of plugin "${plugin.name}"`;
+      if (!/^[a-z][a-z0-9-]*$/.test(kind)) throw fail(`${where}: name must be lowercase letters, digits and dashes`);
+      const states = new Set(decl.states);
+      const known = (s: string, what: string) => {
+        if (!states.has(s)) throw fail(`${where}: ${what} "${s}" is not one of its states`);
+      };
+      known(decl.initial, "initial state");
+      for (const s of Object.keys(decl.terminal)) known(s, "terminal state");
+      known(decl.failState, "failState");
+      if (decl.terminal[decl.failState] !== "failure") throw fail(`${where}: failState "${decl.failState}" must be a terminal failure state`);
+      const legal = new Map<string, Set<string>>();
+      for (const [from, tos] of Object.entries(decl.transitions)) {
+        known(from, "transition source");
+        if (decl.terminal[from]) throw fail(`${where}: terminal state "${from}" cannot have transitions`);
+        for (const to of tos) known(to, "transition target");
+        legal.set(from, new Set(tos));
+      }
+      const queue = `${plugin.name}.${kind}`;
+      kinds.set(`${plugin.name}/${kind}`, { plugin: plugin.name, kind, decl, queue, deadLetter: `${queue}.dead`, legal });
+    }
+  }
+  return kinds;
+}
+
+export interface JobRuntimeDeps {
+  db: Kysely<KernelTables>;
+  queue: Queue;
+  pubsub: PubSub;
+  log: Logger;
+  config: Config;
+  clock: Clock;
+  kinds: Map<string, CompiledKind>;
+  chargeAndCreateJob(req: ChargeRequest): Promise<SubmittedJob>;
+  finishJob(jobId: string, finish: FinishJob): Promise<FinishedJob | null>;
+  blobsFor(plugin: string): BlobStore;
+  capabilitiesFor(plugin: string): <T>(name: string) => T;
+  mediaUrl(plugin: string, key: string): string;
+}
+
+interface QueuedJob {
+  jobId: string;
+}
+
+export interface JobRuntime {
+  /** Charges and creates the job(s); when the kind has a runner, queues them in the same transaction. */
+  submit(req: ChargeRequest): Promise<SubmittedJob>;
+  /** The job as its partner sees it, or null when it is missing or another partner's (invariant 4). */
+  current(jobId: string, partnerId: string): Promise<JobUpdate | null>;
+  /** Creates the queues and starts the workers (not on ROLE=api). */
+  startWorkers(): Promise<void>;
+}
+
+export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
+  const { db, queue, pubsub, log, kinds } = deps;
+
+  const publish = async (update: JobUpdate) => {
+    await pubsub.publish(jobChannel(update.job_id), update).catch((err) => log.warn(`job ${update.job_id}: publish failed`, err));
+  };
+
+  const updateOf = (row: { id: string; plugin: string; kind: string; state: string; finished_at: unknown; progress: number | null; message: string | null; error: string | null; updated_at: Date | string }): JobUpdate => ({
+    job_id: row.id,
+    plugin: row.plugin,
+    kind: row.kind,
+    state: row.state,
+    terminal: row.finished_at !== null,
+    progress: row.progress,
+    message: row.message,
+    error: row.error,
+    updated_at: formatTimestamp(row.updated_at)!,
+  });
+
+  const rowColumns = ["id", "plugin", "kind", "state", "finished_at", "progress", "message", "error", "updated_at", "partner_id", "input"] as const;
+
+  async function publishRow(jobId: string) {
+    const row = await db.selectFrom("jobs").select(rowColumns).where("id", "=", jobId).executeTakeFirst();
+    if (row) await publish(updateOf(row));
+  }
+
+  async function runAttempt(k: CompiledKind, qjob: QueueJob<QueuedJob>) {
+    const { jobId } = qjob.data;
+    const row = await db.selectFrom("jobs").select(rowColumns).where("id", "=", jobId).executeTakeFirst();
+    if (!row || row.finished_at !== null) return; // already ended: a retry after our commit
+    const signal = qjob.signal ?? new AbortController().signal;
+    let state = row.state;
+    const alive = () => {
+      if (signal.aborted) throw new Error(`job ${jobId}: attempt abandoned`);
+    };
+    const write = async (values: { state?: string; progress?: number; message?: string | null }, from: string) => {
+      alive();
+      const updated = await db
+        .updateTable("jobs")
+        .set({ ...values, updated_at: sql`now()` })
+        .where("id", "=", jobId)
+        .where("state", "=", from)
+        .where("finished_at", "is", null)
+        .returning(rowColumns)
+        .executeTakeFirst();
+      // Someone else moved it (another attempt of a job the queue thought dead): this attempt stops.
+      if (!updated) throw new Error(`job ${jobId}: state changed under this attempt`);
+      await publish(updateOf(updated));
+    };
+    const assertLegal = (to: string) => {
+      if (!k.legal.get(state)?.has(to)) throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: illegal transition ${state} -> ${to}`);
+    };
+    const ctx: JobRunContext = {
+      jobId,
+      partnerId: row.partner_id,
+      input: row.input,
+      attempt: qjob.retryCount,
+      signal,
+      get state() {
+        return state;
+      },
+      config: deps.config,
+      clock: deps.clock,
+      log,
+      db,
+      blobs: deps.blobsFor(k.plugin),
+      capability: deps.capabilitiesFor(k.plugin),
+      mediaUrl: (key) => deps.mediaUrl(k.plugin, key),
+      async progress(percent, message) {
+        const p = Math.max(0, Math.min(100, Math.round(percent)));
+        await write({ progress: p, ...(message !== undefined ? { message } : {}) }, state);
+      },
+      async moveTo(to, message) {
+        assertLegal(to);
+        if (k.decl.terminal[to]) throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: moveTo("${to}") is terminal; return it from run()`);
+        await write({ state: to, ...(message !== undefined ? { message } : {}) }, state);
+        state = to;
+      },
+    };
+
+    let outcome: JobOutcome;
+    try {
+      outcome = await k.decl.run(ctx);
+    } catch (err) {
+      if (err instanceof JobFailure) {
+        const to = err.state ?? k.decl.failState;
+        if (k.decl.terminal[to] !== "failure") throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: JobFailure state "${to}" is not a terminal failure`);
+        await end(k, jobId, { state: to, refund: true, error: err.publicError });
+        return;
+      }
+      if (signal.aborted) throw err; // abandoned: pg-boss has failed this attempt already
+      const last = qjob.retryCount >= (k.decl.retries ?? 2);
+      log.error(`${k.plugin}/${k.kind} job ${jobId} attempt ${qjob.retryCount + 1} failed${last ? " (last attempt)" : ""}`, err);
+      if (last) {
+        await end(k, jobId, { state: k.decl.failState, refund: true, error: k.decl.failError });
+        return;
+      }
+      throw err; // pg-boss retries
+    }
+    alive();
+    if (!k.decl.terminal[outcome.state]) throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: run() returned non-terminal state "${outcome.state}"`);
+    assertLegal(outcome.state);
+    await end(k, jobId, { state: outcome.state, refund: k.decl.terminal[outcome.state] === "failure", error: null, output: outcome.output ?? null });
+  }
+
+  async function end(k: CompiledKind, jobId: string, finish: FinishJob) {
+    const done = await deps.finishJob(jobId, finish);
+    if (done) await publishRow(jobId);
+    else log.debug?.(`${k.plugin}/${k.kind} job ${jobId} had already ended`);
+  }
+
+  // Queues are made on first need, by workers or by a submit (an API-only process runs no workers but
+  // still sends): declaring a kind is all a plugin does. Once per process; the settings are the kind's.
+  const queuesMade = new Map<string, Promise<void>>();
+  const ensureQueue = (k: CompiledKind) => {
+    let made = queuesMade.get(k.queue);
+    if (!made) {
+      made = queue
+        .createQueue(k.queue, {
+          retryLimit: k.decl.retries ?? 2,
+          expireInSeconds: k.decl.timeoutSeconds ?? 600,
+          heartbeatSeconds: 10,
+          deadLetter: k.deadLetter,
+        })
+        .then(() => queue.prepare(k.queue));
+      made.catch(() => queuesMade.delete(k.queue));
+      queuesMade.set(k.queue, made);
+    }
+    return made;
+  };
+
+  return {
+    async submit(req) {
+      const k = kinds.get(`${req.plugin}/${req.kind}`);
+      if (k && req.state !== k.decl.initial) throw new IllegalTransition(`${req.plugin}/${req.kind}: jobs start in "${k.decl.initial}", not "${req.state}"`);
+      const runs = k && !req.terminal;
+      if (runs) await ensureQueue(k);
+      return deps.chargeAndCreateJob({
+        ...req,
+        within: async (trx, jobIds) => {
+          await req.within?.(trx, jobIds);
+          if (!runs) return;
+          const executor = async (text: string, values: unknown[]) => trx.executeQuery(CompiledQuery.raw(text, values as any[]));
+          for (const jobId of jobIds) await queue.sendWithin(executor, k.queue, { jobId } satisfies QueuedJob);
+        },
+      });
+    },
+
+    async current(jobId, partnerId) {
+      const row = await db.selectFrom("jobs").select(rowColumns).where("id", "=", jobId).where("partner_id", "=", partnerId).executeTakeFirst();
+      return row ? updateOf(row) : null;
+    },
+
+    async startWorkers() {
+      for (const k of kinds.values()) {
+        await ensureQueue(k);
+        await queue.work<QueuedJob>(k.queue, (qjob) => runAttempt(k, qjob), { concurrency: k.decl.concurrency ?? 4, pollingIntervalSeconds: 2 });
+        // Every attempt failed or its processes died: end the job as failed, refunded.
+        await queue.work<QueuedJob>(k.deadLetter, async (qjob) => {
+          log.warn(`${k.plugin}/${k.kind} job ${qjob.data.jobId}: out of attempts, failing and refunding`);
+          await end(k, qjob.data.jobId, { state: k.decl.failState, refund: true, error: k.decl.failError });
+        });
+      }
+    },
+  };
+}

@@ -1,0 +1,36 @@
+// Picks the engine (DESIGN "Runtime": native ffmpeg on PATH in production, ffmpeg.wasm embedded otherwise).
+// The choice is made once, at creation, so a machine never mixes engines within one process.
+import { MediaError } from "./errors.ts";
+import { createNativeEngine, findOnPath } from "./native.ts";
+import { createWasmEngine } from "./wasm.ts";
+import type { MediaEngine, MediaEngineMode } from "./types.ts";
+
+export interface MediaEngineOptions {
+  /** "auto" (default): native when both ffmpeg and ffprobe are on PATH, else wasm. Usually `config.mediaEngine`. */
+  mode?: MediaEngineMode;
+  /** Where native runs make their per-run temp dirs (default: the OS temp dir). */
+  tmpDir?: string;
+  /** Parallel runs. Native default: half the cores; wasm default: 1 (each worker holds its own core). */
+  concurrency?: number;
+  /** Explicit binaries (otherwise looked up on PATH). */
+  ffmpegPath?: string;
+  ffprobePath?: string;
+}
+
+/** Paths of native ffmpeg and ffprobe, when both are on PATH. */
+export function detectNativeFfmpeg(pathEnv?: string): { ffmpegPath: string; ffprobePath: string } | undefined {
+  const ffmpegPath = findOnPath("ffmpeg", pathEnv);
+  const ffprobePath = findOnPath("ffprobe", pathEnv);
+  return ffmpegPath && ffprobePath ? { ffmpegPath, ffprobePath } : undefined;
+}
+
+export function createMediaEngine(options: MediaEngineOptions = {}): MediaEngine {
+  const mode = options.mode ?? "auto";
+  if (mode !== "auto" && mode !== "native" && mode !== "wasm") throw new MediaError("engine_unavailable", `unknown media engine mode ${String(mode)}`);
+  if (mode === "wasm") return createWasmEngine({ concurrency: options.concurrency });
+  const explicit = options.ffmpegPath && options.ffprobePath ? { ffmpegPath: options.ffmpegPath, ffprobePath: options.ffprobePath } : undefined;
+  const native = explicit ?? detectNativeFfmpeg();
+  if (native) return createNativeEngine({ ...native, tmpDir: options.tmpDir, concurrency: options.concurrency });
+  if (mode === "native") throw new MediaError("engine_unavailable", "MEDIA_ENGINE=native but ffmpeg/ffprobe are not on PATH");
+  return createWasmEngine({ concurrency: options.concurrency });
+}

@@ -1,0 +1,51 @@
+// The media engine: ffmpeg (native or wasm, one interface), probing, libvips image work and metadata removal.
+// Product areas import from here only; the files behind it are free to change.
+export { createMediaEngine, detectNativeFfmpeg, type MediaEngineOptions } from "./engine.ts";
+export { createNativeEngine, findOnPath, supportsStatsPeriod, type NativeOptions } from "./native.ts";
+export { createWasmEngine, type WasmOptions } from "./wasm.ts";
+export { FILE_NAME, type MediaEngine, type MediaEngineKind, type MediaEngineMode, type RunIO } from "./types.ts";
+export {
+  classifyFailure,
+  isMediaError,
+  MEDIA_PUBLIC_MESSAGES,
+  MediaError,
+  toMediaError,
+  type MediaErrorCode,
+} from "./errors.ts";
+export {
+  displaySize,
+  firstAudio,
+  firstVideo,
+  parseFfmpegInfo,
+  parseFfprobeJson,
+  type Probe,
+  type ProbeStream,
+  type StreamType,
+} from "./probe.ts";
+export { durationLimitFromArgs, parseFfmpegTime, ProgressTracker } from "./progress.ts";
+export {
+  convertImage,
+  encodeImage,
+  loadVips,
+  probeImage,
+  resizeImage,
+  withVips,
+  type EncodeOptions,
+  type ImageFormat,
+  type ImageProbe,
+  type ImageResult,
+  type OutputImageFormat,
+  type ResizeOptions,
+  type VipsImage,
+  type VipsModule,
+} from "./vips.ts";
+export { stripImageMetadata, stripJpeg, stripPng, stripWebp, type StripOptions, type StripResult } from "./strip.ts";
+export {
+  findSystemFont,
+  generateTestVideo,
+  stripVideoMetadataArgs,
+  testVideoJob,
+  videoFrameSize,
+  type EngineJob,
+  type TestVideoOptions,
+} from "./generate.ts";

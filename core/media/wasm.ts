@@ -1,0 +1,242 @@
+// ffmpeg.wasm (@ffmpeg/core, single-threaded) for machines without native ffmpeg: the embedded default of
+// DESIGN "Runtime". The core runs in worker threads (ffmpeg-wasm.worker.mjs explains why), one job per worker
+// at a time, jobs queued FIFO: the core is not reentrant. A worker that crashes or is aborted is thrown away and
+// a new one is started for the next job, so one bad input can never poison later runs.
+import { Worker } from "node:worker_threads";
+import { classifyFailure, MediaError } from "./errors.ts";
+import { FFMPEG_PREFIX, FFPROBE_ARGS, Limiter, LineTail, runSignal, validateIO } from "./common.ts";
+import { parseFfmpegInfo, parseFfprobeJson, type Probe } from "./probe.ts";
+import { ProgressTracker } from "./progress.ts";
+import { loadVips } from "./vips.ts";
+import type { MediaEngine, RunIO } from "./types.ts";
+
+const WORKER_URL = new URL("./ffmpeg-wasm.worker.mjs", import.meta.url);
+const PROBE_OUT = "probe-out.json";
+
+export interface WasmOptions {
+  /** Parallel wasm workers. Each holds its own core (~100 MB+ while running). Default 1. */
+  concurrency?: number;
+}
+
+interface Job {
+  program: "ffmpeg" | "ffprobe";
+  args: string[];
+  inputs: Record<string, Uint8Array>;
+  outputs: string[];
+}
+
+interface JobResult {
+  ret: number;
+  outputs: Record<string, Uint8Array>;
+  missing: string[];
+}
+
+/** One worker thread with its own ffmpeg core; runs one job at a time. */
+class Slot {
+  private worker: Worker | undefined;
+  private ready: Promise<Worker> | undefined;
+  private nextId = 1;
+  busy = false;
+
+  private spawn(): Promise<Worker> {
+    this.ready ??= new Promise<Worker>((resolve, reject) => {
+      const w = new Worker(WORKER_URL);
+      const onReady = (m: any) => {
+        if (m?.type !== "ready") return;
+        w.off("message", onReady);
+        w.off("error", onError);
+        w.off("exit", onExit);
+        this.worker = w;
+        // Permanent listeners: an idle worker that dies must not crash the process with an unhandled 'error'.
+        const forget = () => {
+          if (this.worker === w) {
+            this.worker = undefined;
+            this.ready = undefined;
+          }
+        };
+        w.on("error", forget);
+        w.on("exit", forget);
+        w.unref();
+        resolve(w);
+      };
+      const onError = (e: Error) => {
+        this.ready = undefined;
+        reject(new MediaError("engine_unavailable", `ffmpeg.wasm worker failed to start: ${e.message}`, { cause: e }));
+      };
+      const onExit = (code: number) => {
+        this.ready = undefined;
+        reject(new MediaError("engine_unavailable", `ffmpeg.wasm worker exited while starting (${code})`));
+      };
+      w.on("message", onReady);
+      w.once("error", onError);
+      w.once("exit", onExit);
+    });
+    return this.ready;
+  }
+
+  warmup(): Promise<unknown> {
+    return this.spawn();
+  }
+
+  /** Drop the worker; the next job starts a fresh one. */
+  async kill(): Promise<void> {
+    const w = this.worker;
+    this.worker = undefined;
+    this.ready = undefined;
+    if (w) await w.terminate().catch(() => {});
+  }
+
+  async exec(job: Job, onLine: (line: string) => void, signal: AbortSignal | undefined, reason: () => MediaError): Promise<JobResult> {
+    const w = await this.spawn();
+    if (signal?.aborted) throw reason();
+    const id = this.nextId++;
+    w.ref(); // keep the process alive while a job runs
+    try {
+      return await new Promise<JobResult>((resolve, reject) => {
+        const cleanup = () => {
+          w.off("message", onMessage);
+          w.off("error", onError);
+          w.off("exit", onExit);
+          signal?.removeEventListener("abort", onAbort);
+        };
+        const onMessage = (m: any) => {
+          if (m?.id !== id) return;
+          if (m.type === "log") return onLine(String(m.line));
+          cleanup();
+          if (m.type === "done") resolve({ ret: m.ret, outputs: m.outputs, missing: m.missing });
+          else {
+            // The core threw (out of memory, wasm trap): its state cannot be trusted any more.
+            void this.kill();
+            reject(new MediaError("failed", `ffmpeg.wasm crashed: ${m.message}`));
+          }
+        };
+        const onError = (e: Error) => {
+          cleanup();
+          void this.kill();
+          reject(new MediaError("failed", `ffmpeg.wasm worker error: ${e.message}`, { cause: e }));
+        };
+        const onExit = (code: number) => {
+          cleanup();
+          this.worker = undefined;
+          this.ready = undefined;
+          reject(new MediaError("failed", `ffmpeg.wasm worker exited (${code})`));
+        };
+        const onAbort = () => {
+          cleanup();
+          // exec() inside the worker is synchronous: terminating the thread is the only way to stop it.
+          void this.kill();
+          reject(reason());
+        };
+        w.on("message", onMessage);
+        w.once("error", onError);
+        w.once("exit", onExit);
+        signal?.addEventListener("abort", onAbort, { once: true });
+        // Inputs are copied (not transferred) so the caller's buffers stay usable.
+        w.postMessage({ id, ...job });
+      });
+    } finally {
+      this.worker?.unref();
+    }
+  }
+}
+
+export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
+  const size = Math.max(1, options.concurrency ?? 1);
+  const slots = Array.from({ length: size }, () => new Slot());
+  const limiter = new Limiter(size);
+  let closed = false;
+
+  async function onSlot<T>(fn: (slot: Slot) => Promise<T>, signal: AbortSignal | undefined, reason: () => MediaError): Promise<T> {
+    return limiter.run(async () => {
+      // The limiter guarantees a free slot exists.
+      const slot = slots.find((s) => !s.busy)!;
+      slot.busy = true;
+      try {
+        return await fn(slot);
+      } finally {
+        slot.busy = false;
+      }
+    }, signal, reason);
+  }
+
+  const engine: MediaEngine = {
+    kind: "wasm",
+    get pending() {
+      return limiter.pending;
+    },
+
+    async run(args, io: RunIO) {
+      if (closed) throw new MediaError("engine_unavailable", "engine closed");
+      validateIO(args, io);
+      const s = runSignal(io);
+      try {
+        return await onSlot(async (slot) => {
+          const tail = new LineTail();
+          const progress = new ProgressTracker(args, io.onProgress, io.durationSeconds);
+          const res = await slot.exec(
+            { program: "ffmpeg", args: [...FFMPEG_PREFIX, ...args], inputs: io.inputs ?? {}, outputs: io.outputs },
+            (line) => {
+              io.onLog?.(line);
+              if (!/^[a-z_0-9]+=/.test(line)) tail.push(line); // progress key=value lines are not worth keeping
+              progress.line(line);
+            },
+            s.signal,
+            s.reason,
+          );
+          if (res.ret !== 0) throw new MediaError(classifyFailure(tail.lines), `ffmpeg.wasm failed (exit code ${res.ret})`, { log: tail.lines });
+          if (res.missing.length) throw new MediaError("failed", `ffmpeg.wasm produced no ${res.missing.join(", ")}`, { log: tail.lines });
+          progress.done();
+          return res.outputs;
+        }, s.signal, s.reason);
+      } finally {
+        s.dispose();
+      }
+    },
+
+    async probe(data, name = "input", opts = {}): Promise<Probe> {
+      if (closed) throw new MediaError("engine_unavailable", "engine closed");
+      validateIO([], { inputs: { [name]: data }, outputs: [] }); // also refuses playlists
+      if (name === PROBE_OUT) throw new MediaError("failed", `reserved name ${name}`);
+      const s = runSignal(opts);
+      try {
+        return await onSlot(async (slot) => {
+          const tail = new LineTail();
+          // ffprobe's -o writes the JSON to a file: its stdout would arrive line by line through the logger.
+          const res = await slot.exec(
+            { program: "ffprobe", args: [...FFPROBE_ARGS(name), "-o", PROBE_OUT], inputs: { [name]: data }, outputs: [PROBE_OUT] },
+            (line) => tail.push(line),
+            s.signal,
+            s.reason,
+          );
+          const json = res.outputs[PROBE_OUT];
+          if (json) {
+            const text = new TextDecoder().decode(json);
+            if (/"format"\s*:/.test(text)) return parseFfprobeJson(text, data.byteLength);
+          }
+          if (tail.lines.length) {
+            const kind = classifyFailure(tail.lines);
+            throw new MediaError(kind === "failed" ? "invalid_input" : kind, "ffprobe (wasm) found no format", { log: tail.lines });
+          }
+          // A core built without ffprobe: read what `ffmpeg -i` prints instead.
+          const info: string[] = [];
+          await slot.exec({ program: "ffmpeg", args: ["-hide_banner", "-i", name], inputs: { [name]: data }, outputs: [] }, (l) => info.push(l), s.signal, s.reason);
+          return parseFfmpegInfo(info, data.byteLength);
+        }, s.signal, s.reason);
+      } finally {
+        s.dispose();
+      }
+    },
+
+    vips: () => loadVips(),
+
+    async warmup() {
+      await Promise.all(slots.map((s) => s.warmup()));
+    },
+
+    async close() {
+      closed = true;
+      await Promise.all(slots.map((s) => s.kill()));
+    },
+  };
+  return engine;
+}

@@ -1,0 +1,96 @@
+// Operations compiled once at boot into transport-neutral invokers. REST and GraphQL both call these, so
+// the pipeline (edge check, authentication, usage count, rate limit, feature switch, validation, handler)
+// and every error text are the same on both. A transport only says where the raw input comes from and how
+// to render the outcome.
+import { authenticate } from "./auth.ts";
+import { isEdgeRejected } from "./edge.ts";
+import { ApiError, EdgeRejection, KERNEL_ERRORS } from "./errors.ts";
+import { requestId as newRequestId } from "./ids.ts";
+import type { Kernel } from "./kernel.ts";
+import type { OperationContext } from "./plugin.ts";
+import { chargeFor } from "./pricing.ts";
+import type { CompiledOperation } from "./registry.ts";
+import { validate } from "./standard-schema.ts";
+
+export interface OperationCall {
+  authorization: string | null;
+  userAgent: string | null;
+  params: Record<string, string>;
+  /** The raw input object (JSON body or query); called after the rate limit, so a refused call reads nothing. */
+  readInput(): Promise<Record<string, unknown>>;
+  /** The HTTP request when there is one (REST, or the GraphQL request that carried the call). */
+  request: Request;
+}
+
+export type OperationOutcome =
+  /** `body` already carries `request_id`; a handler may also answer with its own Response (media, HTML). */
+  | { ok: true; status: number; body: Record<string, unknown>; headers: Record<string, string> }
+  | { ok: true; status: number; response: Response; headers: Record<string, string> }
+  /** `error` is an ApiError, an EdgeRejection, or anything else (an internal error, never shown). */
+  | { ok: false; error: unknown; headers: Record<string, string> };
+
+export type Invoke = (call: OperationCall) => Promise<OperationOutcome>;
+
+export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke {
+  const decl = op.declaration;
+  const status = decl.status ?? 200;
+  const scopedBlobs = kernel.blobs.scoped(op.plugin);
+  const capability = kernel.capabilitiesFor(op.plugin);
+
+  return async (call) => {
+    let headers: Record<string, string> = {};
+    try {
+      if (isEdgeRejected(call.userAgent)) throw new EdgeRejection();
+      const partner = await authenticate(kernel.accounts, call.authorization);
+      kernel.usage.record(partner.id, op.endpoint);
+
+      const decision = await kernel.limiter.check(partner.id, op.rateLimit, op.rateWindows, partner.limits.rate_limits?.[op.rateLimit]);
+      headers = decision.headers;
+      if (!decision.allowed) throw new ApiError(429, KERNEL_ERRORS.rateLimited);
+
+      if (decl.feature && partner.features[decl.feature] === false) {
+        throw new ApiError(403, KERNEL_ERRORS.featureDisabled(decl.feature), { feature: decl.feature });
+      }
+
+      const raw = await call.readInput();
+      let input: unknown = undefined;
+      if (decl.input) {
+        const result = await validate(decl.input, raw);
+        if (!result.ok) throw new ApiError(400, result.message);
+        input = result.value;
+      }
+
+      const requestId = newRequestId();
+      const ctx: OperationContext<any> = {
+        requestId,
+        endpoint: op.endpoint,
+        partner,
+        input,
+        params: call.params,
+        request: call.request,
+        config: kernel.config,
+        clock: kernel.clock,
+        db: kernel.database.kysely,
+        costs: kernel.registry.costs,
+        account: kernel.accounts,
+        priceFor: (price) => chargeFor(price, partner.pricingTier, partner.customRates),
+        submitJob: (submission) => kernel.jobs.submit({ ...submission, partnerId: partner.id, plugin: op.plugin, endpoint: op.endpoint, inflight: decl.inflight === true }),
+        capability,
+        blobs: scopedBlobs,
+        pubsub: kernel.pubsub,
+        queue: kernel.queue,
+        mediaUrl: (key) => kernel.mediaUrl(op.plugin, key),
+      };
+      const result = await decl.handle(ctx);
+      if (result instanceof Response) return { ok: true, status: result.status, response: result, headers };
+      return { ok: true, status, body: { request_id: requestId, ...result }, headers };
+    } catch (error) {
+      return { ok: false, error, headers };
+    }
+  };
+}
+
+/** Every operation of the registry, compiled once. */
+export function compileOperations(kernel: Kernel): Map<CompiledOperation, Invoke> {
+  return new Map(kernel.registry.operations.map((op) => [op, compileOperation(kernel, op)]));
+}

@@ -1,0 +1,323 @@
+// Image generation (spec part 1, "Image generation", "Image record", the image states table).
+// POST /generate-image validates everything before the charge, charges the whole request once (quantity
+// included, tier applied by the kernel) and makes one job per image; each job renders through the model's
+// provider chain (`image.generate`, the sandbox by default) and stores its PNG under a capability URL.
+//
+// Choices where the spec is silent, written down here:
+// - `model` in GET /image-status is the model's display label (models.ts); `model_used` in the list is its id.
+// - `aspect_ratio` and `resolution` report what was requested (`auto` stays `auto`).
+// - `image_url` is null while an image is pending or after it failed (the record lists it as a string).
+// - A pending status also carries `progress` (0-100), a non-breaking addition (versioning rule 3).
+// - `ref_image_urls` lists the references used: uploaded `ref_images` first (served as media links), then
+//   `reference_image_urls`, at most 5 in all, as the spec says only the first 5 are used.
+// - Each image of a `quantity` request is its own job holding its share of the single charge, so a failed
+//   image refunds its share and the shares sum to `credits_used`.
+import { createHash, randomBytes } from "node:crypto";
+import { z } from "zod";
+import { ApiError, notFound } from "../../core/errors.ts";
+import { JobFailure, type JobKindDeclaration } from "../../core/jobs.ts";
+import { definePlugin, operation } from "../../core/plugin.ts";
+import { formatTimestamp } from "../../core/time.ts";
+import { PAGE_BOUNDS, pageQuery } from "../../core/validation.ts";
+import { IMAGE_ERRORS } from "./errors.ts";
+import { GenerateImageInput, MAX_REFERENCES, type ImageRequest } from "./input.ts";
+import { IMAGE_COSTS, MODELS, pixelSize, type ModelId, type Quality } from "./models.ts";
+import { metadataChunks, stripPngMetadata } from "./png.ts";
+import { type GeneratedImage, type ImageProviders, TransientProviderError, UnsafeContentError } from "./provider.ts";
+import { imagesMigrations } from "./migrations.ts";
+
+const TABLE = "images_generations";
+const MAX_REF_BYTES = 20 * 1024 * 1024;
+const MAX_REFS_TOTAL_BYTES = 72 * 1024 * 1024;
+const REF_EXT: Record<string, string> = { "image/png": "png", "image/jpeg": "jpg", "image/webp": "webp" };
+
+interface StoredInput {
+  width: number;
+  height: number;
+  background: ImageRequest["background"];
+  strip_metadata: boolean;
+  /** Hashes of the uploaded references and the given URLs, in the order used; they seed the sandbox. */
+  references: Array<{ key: string; mime_type: string } | { url: string }>;
+}
+
+interface JobOutput {
+  image_key: string;
+  metadata_removed: boolean;
+  width: number;
+  height: number;
+}
+
+const priceOf = (model: ModelId, quality: Quality, quantity: number) => ({
+  lines: [{ key: ["image_models", model, quality], rate: (MODELS[model].price as Partial<Record<Quality, number>>)[quality]!, units: quantity }],
+});
+
+const decodedSize = (base64: string) => Math.floor((base64.length * 3) / 4) - (base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0);
+
+// ---------------------------------------------------------------------------------------------------------
+// The job: one image, rendered through the model's provider chain.
+
+const imageJob: JobKindDeclaration<StoredInput> = {
+  states: ["pending", "success", "failed"],
+  initial: "pending",
+  transitions: { pending: ["success", "failed"] },
+  terminal: { success: "success", failed: "failure" },
+  failState: "failed",
+  failError: IMAGE_ERRORS.failed,
+  retries: 2,
+  timeoutSeconds: 300,
+  concurrency: 4,
+  async run(ctx) {
+    const row = await ctx.db.selectFrom(TABLE).selectAll().where("job_id", "=", ctx.jobId).executeTakeFirstOrThrow();
+    const model = MODELS[row.model as ModelId];
+    const providers = ctx.capability<ImageProviders>("image.generate");
+    const input = ctx.input;
+    let image: GeneratedImage | undefined;
+    for (const route of model.providers) {
+      const provider = providers.route(route);
+      if (!provider) continue;
+      try {
+        image = await provider.generate({
+          prompt: row.prompt,
+          model: row.model as ModelId,
+          width: input.width,
+          height: input.height,
+          background: input.background,
+          index: row.request_index,
+          references: input.references.map((r) => ("url" in r ? { id: r.url, url: r.url } : { id: r.key, mimeType: r.mime_type, read: () => ctx.blobs.get(r.key) })),
+          signal: ctx.signal,
+          onProgress: (f) => ctx.progress(f * 90),
+        });
+        break;
+      } catch (err) {
+        if (ctx.signal.aborted) throw err;
+        if (err instanceof TransientProviderError) {
+          ctx.log.warn(`image ${ctx.jobId}: route ${route} failed transiently, trying the next`, err);
+          continue;
+        }
+        if (err instanceof UnsafeContentError) throw new JobFailure(IMAGE_ERRORS.unsafe);
+        ctx.log.warn(`image ${ctx.jobId}: route ${route} failed`, err);
+        throw new JobFailure(IMAGE_ERRORS.failed);
+      }
+    }
+    if (!image) throw new JobFailure(IMAGE_ERRORS.failed);
+
+    const bytes = input.strip_metadata ? stripPngMetadata(image.bytes) : image.bytes;
+    // Computed from the stored bytes, not copied from the request (spec: "carries none of that metadata").
+    const metadataRemoved = input.strip_metadata && metadataChunks(bytes).length === 0;
+    const key = `${ctx.jobId}-${randomBytes(12).toString("hex")}.png`;
+    await ctx.blobs.put(key, bytes, { contentType: image.mimeType });
+    return { state: "success", output: { image_key: key, metadata_removed: metadataRemoved, width: input.width, height: input.height } satisfies JobOutput };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Operations.
+
+const generateImage = operation({
+  method: "POST",
+  path: "/generate-image",
+  status: 202,
+  summary: "Generate 1-4 images from a prompt",
+  input: GenerateImageInput,
+  // ref_images may carry 5 x 20 MB as base64; the per-reference and combined caps are checked below.
+  maxBodyBytes: 100_000_000,
+  bodyTooLarge: IMAGE_ERRORS.refsTooLarge,
+  output: z.object({
+    generation_ids: z.array(z.number().int()),
+    public_ids: z.array(z.string()),
+    generation_id: z.number().int().optional(),
+    public_id: z.string().optional(),
+    credits_used: z.number().int(),
+    credits_remaining: z.number().int(),
+  }),
+  async handle(ctx) {
+    const req = ctx.input;
+    let total = 0;
+    for (const ref of req.ref_images) {
+      const size = decodedSize(ref.base64);
+      if (size > MAX_REF_BYTES) throw new ApiError(413, IMAGE_ERRORS.refTooLarge);
+      total += size;
+    }
+    if (total > MAX_REFS_TOTAL_BYTES) throw new ApiError(413, IMAGE_ERRORS.refsTooLarge);
+
+    const providers = ctx.capability<ImageProviders>("image.generate");
+    if (!MODELS[req.model].providers.some((route) => providers.route(route))) throw new ApiError(500, IMAGE_ERRORS.notAvailable);
+
+    const credits = ctx.priceFor(priceOf(req.model, req.quality, req.quantity));
+    const uploads = req.ref_images.slice(0, MAX_REFERENCES).map((ref) => {
+      const bytes = Buffer.from(ref.base64, "base64");
+      const key = `refs/${createHash("sha256").update(bytes).digest("hex")}.${REF_EXT[ref.mime_type]}`;
+      return { key, mime_type: ref.mime_type, bytes };
+    });
+    const urls = req.reference_image_urls.slice(0, MAX_REFERENCES - uploads.length);
+    const { width, height } = pixelSize(req.quality, req.aspect_ratio);
+    const stored: StoredInput = {
+      width,
+      height,
+      background: req.background,
+      strip_metadata: req.strip_metadata,
+      references: [...uploads.map(({ key, mime_type }) => ({ key, mime_type })), ...urls.map((url) => ({ url }))],
+    };
+    const refUrls = [...uploads.map((u) => ctx.mediaUrl(u.key)), ...urls];
+
+    let generationIds: number[] = [];
+    const job = await ctx.submitJob({
+      kind: "image",
+      state: "pending",
+      credits,
+      count: req.quantity,
+      partnerJobId: req.partner_job_id,
+      input: stored as unknown as Record<string, unknown>,
+      description: `Image generation: ${req.quantity} x ${req.model} ${req.quality}`,
+      async within(trx, jobIds) {
+        const rows = await trx
+          .insertInto(TABLE)
+          .values(
+            jobIds.map((jobId, index) => ({
+              job_id: jobId,
+              partner_id: ctx.partner.id,
+              request_index: index,
+              prompt: req.prompt,
+              model: req.model,
+              aspect_ratio: req.aspect_ratio,
+              resolution: req.quality,
+              ref_image_urls: JSON.stringify(refUrls),
+            })),
+          )
+          .returning("generation_id")
+          .execute();
+        generationIds = rows.map((r) => Number(r.generation_id));
+      },
+    });
+    // Content-addressed, so a repeat upload rewrites the same bytes. Written after the charge so a refused
+    // request leaves no file; the sandbox only needs their hashes, which the job row already holds.
+    for (const u of uploads) await ctx.blobs.put(u.key, u.bytes, { contentType: u.mime_type });
+
+    return {
+      generation_ids: generationIds,
+      public_ids: job.jobIds,
+      ...(req.quantity === 1 ? { generation_id: generationIds[0], public_id: job.jobId } : {}),
+      credits_used: job.creditsUsed,
+      credits_remaining: job.creditsRemaining,
+    };
+  },
+});
+
+/** An image of this partner with its job, by integer generation_id or svc- public_id; 404 otherwise. */
+function imageQuery(db: any, partnerId: string) {
+  return db
+    .selectFrom(`${TABLE} as i`)
+    .innerJoin("jobs as j", "j.id", "i.job_id")
+    .select(["i.generation_id", "i.job_id", "i.prompt", "i.model", "i.aspect_ratio", "i.resolution", "i.ref_image_urls", "i.created_at", "j.state", "j.output", "j.error", "j.credits_used", "j.partner_job_id", "j.progress"])
+    .where("i.partner_id", "=", partnerId);
+}
+
+const imageStatus = operation({
+  method: "GET",
+  path: "/image-status/<id>",
+  rateLimit: "GET /image-status/<gen_id>",
+  summary: "Status of one image, by generation_id or public_id",
+  output: z.object({
+    status: z.enum(["pending", "success", "failed"]),
+    generation_id: z.number().int(),
+    image_url: z.string().optional(),
+    model: z.string().optional(),
+    aspect_ratio: z.string().optional(),
+    resolution: z.string().optional(),
+    prompt: z.string().optional(),
+    metadata_removed: z.boolean().optional(),
+    progress: z.number().int().nullable().optional(),
+    error: z.string().optional(),
+  }),
+  async handle(ctx) {
+    const id = ctx.params.id ?? "";
+    let query = imageQuery(ctx.db, ctx.partner.id);
+    if (/^\d{1,15}$/.test(id)) query = query.where("i.generation_id", "=", Number(id));
+    else if (/^svc-[0-9a-f]{8}$/.test(id)) query = query.where("i.job_id", "=", id);
+    else throw notFound();
+    const row = await query.executeTakeFirst();
+    if (!row) throw notFound();
+    const generationId = Number(row.generation_id);
+    if (row.state === "pending") return { status: "pending", generation_id: generationId, progress: row.progress ?? 0 };
+    if (row.state === "failed") return { status: "failed", generation_id: generationId, error: row.error };
+    const output = row.output as JobOutput;
+    return {
+      status: "success",
+      generation_id: generationId,
+      image_url: ctx.mediaUrl(output.image_key),
+      model: MODELS[row.model as ModelId].label,
+      aspect_ratio: row.aspect_ratio,
+      resolution: row.resolution,
+      prompt: row.prompt,
+      metadata_removed: output.metadata_removed,
+    };
+  },
+});
+
+const listImages = operation({
+  method: "GET",
+  path: "/images",
+  summary: "This account's images, newest first",
+  input: pageQuery(PAGE_BOUNDS.standard),
+  output: z.object({
+    images: z.array(
+      z.object({
+        generation_id: z.number().int(),
+        public_id: z.string(),
+        partner_job_id: z.string().nullable(),
+        prompt: z.string(),
+        model_used: z.string(),
+        aspect_ratio: z.string(),
+        resolution: z.string(),
+        credits_used: z.number().int(),
+        status: z.enum(["pending", "success", "failed"]),
+        image_url: z.string().nullable(),
+        ref_image_urls: z.array(z.string()),
+        metadata_removed: z.boolean(),
+        created_at: z.string(),
+      }),
+    ),
+    total: z.number().int(),
+    limit: z.number().int(),
+    offset: z.number().int(),
+  }),
+  async handle(ctx) {
+    const { limit, offset } = ctx.input;
+    const [rows, count] = await Promise.all([
+      imageQuery(ctx.db, ctx.partner.id).orderBy("i.generation_id", "desc").limit(limit).offset(offset).execute(),
+      ctx.db.selectFrom(TABLE).select((eb: any) => eb.fn.countAll().as("n")).where("partner_id", "=", ctx.partner.id).executeTakeFirstOrThrow() as Promise<{ n: number | string }>,
+    ]);
+    return {
+      images: rows.map((row: any) => {
+        const output = row.output as JobOutput | null;
+        return {
+          generation_id: Number(row.generation_id),
+          public_id: row.job_id,
+          partner_job_id: row.partner_job_id,
+          prompt: row.prompt,
+          model_used: row.model,
+          aspect_ratio: row.aspect_ratio,
+          resolution: row.resolution,
+          credits_used: Number(row.credits_used),
+          status: row.state,
+          image_url: row.state === "success" && output ? ctx.mediaUrl(output.image_key) : null,
+          ref_image_urls: row.ref_image_urls,
+          metadata_removed: output?.metadata_removed ?? false,
+          created_at: formatTimestamp(row.created_at),
+        };
+      }),
+      total: Number(count.n),
+      limit,
+      offset,
+    };
+  },
+});
+
+export default definePlugin({
+  name: "images",
+  requires: ["image.generate"],
+  costs: IMAGE_COSTS,
+  jobs: { image: imageJob },
+  operations: [generateImage, imageStatus, listImages],
+  migrations: imagesMigrations,
+});

@@ -1,0 +1,146 @@
+// Test-only plugins for the GraphQL transport, written against the public plugin API only:
+// - `probe`: operations whose declarations exercise the schema derivation (typed output, query args,
+//   a handler that throws, handlers that answer with their own Response);
+// - `ticker`: a job kind whose runner waits at a gate the test opens, so a subscriber is attached before
+//   the job moves, then reports progress and ends.
+import { z } from "zod";
+import { JobFailure, type JobKindDeclaration } from "../../core/jobs.ts";
+import { definePlugin, operation } from "../../core/plugin.ts";
+
+const perMinute = (limit: number) => [{ limit, windowSeconds: 60 }];
+
+export const PROBE_OUTPUT = z.object({
+  id: z.string(),
+  kind: z.enum(["small", "large"]),
+  count: z.number().int(),
+  ratio: z.number().nullable(),
+  note: z.string().optional(),
+  tags: z.array(z.string()),
+  nested: z.object({ label: z.string(), flag: z.boolean().optional() }),
+  items: z.array(z.object({ n: z.number().int() })),
+  extra: z.record(z.string(), z.unknown()),
+});
+
+export const probe = definePlugin({
+  name: "probe",
+  rateLimits: {
+    "GET /probe/<id>": perMinute(1000),
+    "GET /probe-echo": perMinute(1000),
+    "POST /probe-fail": perMinute(1000),
+    "GET /probe-file": perMinute(1000),
+    "GET /probe-json-response": perMinute(1000),
+  },
+  operations: [
+    operation({
+      method: "GET",
+      path: "/probe/<id>",
+      summary: "A typed body",
+      output: PROBE_OUTPUT,
+      async handle(ctx) {
+        return {
+          id: ctx.params.id,
+          kind: "small",
+          count: 3,
+          ratio: null,
+          tags: ["a", "b"],
+          nested: { label: "hello" },
+          items: [{ n: 1 }, { n: 2 }],
+          extra: { anything: { goes: [1, "two"] } },
+        };
+      },
+    }),
+    operation({
+      method: "GET",
+      path: "/probe-echo",
+      input: z.object({ word: z.string({ error: "word must be text" }).min(2, { error: "word is too short" }), times: z.string().optional() }),
+      async handle(ctx) {
+        return { echoed: ctx.input.word.repeat(Number(ctx.input.times ?? 1)), raw_times: ctx.input.times ?? null };
+      },
+    }),
+    operation({
+      method: "POST",
+      path: "/probe-fail",
+      async handle() {
+        throw new Error("secret upstream detail from provider-x");
+      },
+    }),
+    operation({
+      method: "GET",
+      path: "/probe-file",
+      async handle() {
+        return new Response(new Uint8Array([137, 80, 78, 71]), { headers: { "content-type": "image/png" } });
+      },
+    }),
+    operation({
+      method: "GET",
+      path: "/probe-json-response",
+      async handle() {
+        return Response.json({ hello: "world" });
+      },
+    }),
+  ],
+});
+
+// Gates by job id: the runner waits until the test opens its gate (or 20 s pass, so a failed test
+// cannot hold a worker, and the kernel's shutdown, forever).
+const gates = new Map<string, { promise: Promise<void>; open: () => void }>();
+function gate(jobId: string) {
+  let g = gates.get(jobId);
+  if (!g) {
+    let open!: () => void;
+    const promise = new Promise<void>((resolve) => (open = resolve));
+    const timer = setTimeout(open, 20_000);
+    g = {
+      promise,
+      open: () => {
+        clearTimeout(timer);
+        open();
+      },
+    };
+    gates.set(jobId, g);
+  }
+  return g;
+}
+export const openGate = (jobId: string) => gate(jobId).open();
+
+const tick: JobKindDeclaration<{ fail?: boolean }> = {
+  states: ["queued", "running", "done", "failed"],
+  initial: "queued",
+  transitions: { queued: ["running", "done", "failed"], running: ["done", "failed"] },
+  terminal: { done: "success", failed: "failure" },
+  failState: "failed",
+  failError: "The tick failed.",
+  retries: 0,
+  async run(ctx) {
+    await gate(ctx.jobId).promise;
+    gates.delete(ctx.jobId);
+    await ctx.moveTo("running", "started");
+    await ctx.progress(50, "halfway");
+    if (ctx.input.fail) throw new JobFailure("The tick failed.");
+    return { state: "done" };
+  },
+};
+
+export const ticker = definePlugin({
+  name: "ticker",
+  rateLimits: { "POST /tick": perMinute(1000) },
+  jobs: { tick },
+  operations: [
+    operation({
+      method: "POST",
+      path: "/tick",
+      status: 202,
+      input: z.object({ credits: z.number().int().min(0).optional(), fail: z.boolean().optional() }),
+      async handle(ctx) {
+        const job = await ctx.submitJob({
+          kind: "tick",
+          credits: ctx.input.credits ?? 1,
+          state: "queued",
+          input: { fail: ctx.input.fail === true },
+          insufficientCredits: () => "Insufficient credits",
+        });
+        return { job_id: job.jobId, status: "queued", credits_used: job.creditsUsed, credits_remaining: job.creditsRemaining };
+      },
+    }),
+  ],
+});

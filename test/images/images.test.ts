@@ -1,0 +1,264 @@
+// Image generation end to end through app.fetch, with the job workers running, on every database backend:
+// validation before charge, prices per tier, the sandbox's real PNG, media serving, failure and refund.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { createTestKernel, type TestKernel } from "../../core/testing.ts";
+import account from "../../plugins/account/index.ts";
+import images from "../../plugins/images/index.ts";
+import imagesSandbox from "../../plugins/images/sandbox.ts";
+import { IMAGE_ERRORS } from "../../plugins/images/errors.ts";
+import { metadataChunks, pngInfo } from "../../plugins/images/png.ts";
+import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+
+const EXIFTOOL = ["/usr/bin/exiftool", "/usr/local/bin/exiftool"].find((p) => existsSync(p));
+
+async function waitFor(tk: TestKernel, key: string, id: string | number, timeoutMs = 30_000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await tk.request("GET", `/image-status/${id}`, { key });
+    if (res.body.status !== "pending") return res;
+    if (Date.now() > until) throw new Error(`image ${id} still pending`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function ledgerSum(tk: TestKernel, partnerId: string) {
+  const row = await tk.kernel.database.kysely.selectFrom("ledger").select((eb) => eb.fn.sum<number>("amount").as("s")).where("partner_id", "=", partnerId).executeTakeFirstOrThrow();
+  return Number(row.s);
+}
+
+async function fetchMedia(tk: TestKernel, url: string, headers: Record<string, string> = {}) {
+  const path = new URL(url).pathname;
+  return tk.request("GET", path, { headers });
+}
+
+for (const backend of await databaseBackends()) {
+  const t = suite(`images on ${backend.name}`);
+  let tk: TestKernel;
+  t.before.each(async () => {
+    tk = await createTestKernel({
+      plugins: [account, imagesSandbox, images],
+      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
+      start: true,
+      env: { SANDBOX_LATENCY_MS: "40", PUBLIC_URL: "https://media.example.test" },
+    });
+  });
+  t.after.each(async () => {
+    await tk.close();
+  });
+
+  t("generates a real PNG of the implied size, served with its headers", async () => {
+    const { key, id } = await tk.partner({ credits: 100 });
+    const res = await tk.request("POST", "/generate-image", { key, body: { prompt: "A red fox in the snow", model: "image-b-2", aspect_ratio: "16:9", partner_job_id: "job/1" } });
+    assert.is(res.status, 202, JSON.stringify(res.body));
+    assert.is(res.body.credits_used, 21); // image-b-2 1K: standard 19, api_plus10 ceil(20.9)
+    assert.is(res.body.credits_remaining, 79);
+    assert.ok(/^req_/.test(res.body.request_id));
+    assert.equal(res.body.generation_ids, [res.body.generation_id]);
+    assert.equal(res.body.public_ids, [res.body.public_id]);
+    assert.match(res.body.public_id, /^svc-[0-9a-f]{8}$/);
+
+    const done = await waitFor(tk, key, res.body.generation_id);
+    assert.is(done.body.status, "success");
+    assert.is(done.body.model, "Image B 2");
+    assert.is(done.body.aspect_ratio, "16:9");
+    assert.is(done.body.resolution, "1K");
+    assert.is(done.body.prompt, "A red fox in the snow");
+    assert.is(done.body.metadata_removed, false);
+    assert.ok(done.body.image_url.startsWith("https://media.example.test/media/images/"));
+    const byPublic = await tk.request("GET", `/image-status/${res.body.public_id}`, { key });
+    assert.equal(byPublic.body.image_url, done.body.image_url);
+
+    const media = await fetchMedia(tk, done.body.image_url);
+    assert.is(media.status, 200);
+    assert.is(media.headers.get("content-type"), "image/png");
+    assert.ok(media.headers.get("cache-control")!.includes("max-age"));
+    const bytes = new Uint8Array(Buffer.from(media.body, "latin1"));
+    void bytes;
+    const raw = await tk.kernel.blobs.get(new URL(done.body.image_url).pathname.slice("/media/".length));
+    assert.ok(raw);
+    assert.is(Number(media.headers.get("content-length")), raw!.byteLength);
+    assert.equal(pngInfo(raw!), { width: 1024, height: 576, colorType: 2 });
+    assert.ok(metadataChunks(raw!).includes("eXIf") && metadataChunks(raw!).includes("iTXt"));
+
+    const range = await fetchMedia(tk, done.body.image_url, { range: "bytes=0-7" });
+    assert.is(range.status, 206);
+    assert.is(range.headers.get("content-range"), `bytes 0-7/${raw!.byteLength}`);
+    assert.is(range.headers.get("content-length"), "8");
+    const outside = await fetchMedia(tk, done.body.image_url, { range: `bytes=${raw!.byteLength}-` });
+    assert.is(outside.status, 416);
+    const missing = await tk.request("GET", "/media/images/nothing-here.png");
+    assert.equal(missing.body, { error: "Not found" });
+    assert.is(missing.status, 404);
+    const traversal = await tk.request("GET", "/media/images/..%2F..%2Fpasswd");
+    assert.is(traversal.status, 404);
+
+    if (EXIFTOOL) {
+      const dir = mkdtempSync(join(tmpdir(), "mg-img-"));
+      writeFileSync(join(dir, "a.png"), raw!);
+      const tags = JSON.parse(execFileSync(EXIFTOOL, ["-j", "-XMP:all", "-EXIF:all", join(dir, "a.png")], { encoding: "utf8" }))[0];
+      assert.is(tags.ImageDescription, "A red fox in the snow");
+      assert.ok(String(tags.DigitalSourceType).includes("trainedAlgorithmicMedia"));
+    }
+
+    const list = await tk.request("GET", "/images", { key });
+    assert.is(list.body.total, 1);
+    const rec = list.body.images[0];
+    assert.is(rec.partner_job_id, "job/1");
+    assert.is(rec.model_used, "image-b-2");
+    assert.is(rec.status, "success");
+    assert.is(rec.credits_used, 21);
+    assert.is(rec.image_url, done.body.image_url);
+    assert.match(rec.created_at, /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
+    assert.is(await ledgerSum(tk, id), 79);
+  });
+
+  t("strip_metadata stores a file without EXIF/XMP and says so from the file", async () => {
+    const { key } = await tk.partner({ credits: 100 });
+    const res = await tk.request("POST", "/generate-image", { key, body: { prompt: "clean", model: "image-b-2", strip_metadata: true } });
+    const done = await waitFor(tk, key, res.body.public_id);
+    assert.is(done.body.metadata_removed, true);
+    const raw = await tk.kernel.blobs.get(new URL(done.body.image_url).pathname.slice("/media/".length));
+    assert.equal(metadataChunks(raw!), []);
+    if (EXIFTOOL) {
+      const dir = mkdtempSync(join(tmpdir(), "mg-img-"));
+      writeFileSync(join(dir, "a.png"), raw!);
+      const tags = JSON.parse(execFileSync(EXIFTOOL, ["-j", "-XMP:all", "-EXIF:all", join(dir, "a.png")], { encoding: "utf8" }))[0];
+      assert.is(tags.ImageDescription, undefined);
+      assert.is(tags.DigitalSourceType, undefined);
+    }
+  });
+
+  t("same request, same picture; another prompt, another picture", async () => {
+    const { key } = await tk.partner({ credits: 200 });
+    const ids: string[] = [];
+    for (const prompt of ["a lighthouse", "a lighthouse", "a windmill"]) {
+      const res = await tk.request("POST", "/generate-image", { key, body: { prompt, model: "image-b-2" } });
+      ids.push(res.body.public_id);
+    }
+    const files = [];
+    for (const id of ids) {
+      const done = await waitFor(tk, key, id);
+      files.push(Buffer.from((await tk.kernel.blobs.get(new URL(done.body.image_url).pathname.slice("/media/".length)))!).toString("hex"));
+    }
+    assert.is(files[0], files[1]);
+    assert.is.not(files[0], files[2]);
+  });
+
+  t("quantity: one charge rounded once, one job per image, shares sum to the charge", async () => {
+    const { key, id } = await tk.partner({ credits: 200 });
+    const res = await tk.request("POST", "/generate-image", { key, body: { prompt: "four cats", model: "image-a-pro", quantity: 4, quality: "4K", aspect_ratio: "9:16" } });
+    assert.is(res.status, 202);
+    assert.is(res.body.credits_used, 97); // 4 x 22 = 88 standard, ceil(96.8)
+    assert.is(res.body.generation_ids.length, 4);
+    assert.is(res.body.public_ids.length, 4);
+    assert.not.ok("generation_id" in res.body);
+    for (const gid of res.body.generation_ids) {
+      const done = await waitFor(tk, key, gid, 60_000);
+      assert.is(done.body.status, "success");
+    }
+    const raw = await tk.kernel.blobs.get(new URL((await tk.request("GET", `/image-status/${res.body.generation_ids[0]}`, { key })).body.image_url).pathname.slice("/media/".length));
+    assert.equal(pngInfo(raw!), { width: 2304, height: 4096, colorType: 2 });
+    const ledger = await tk.request("GET", "/transactions", { key });
+    assert.is(ledger.body.transactions.filter((t: any) => t.type === "usage").length, 1);
+    const list = await tk.request("GET", "/images", { key });
+    assert.is(list.body.images.reduce((n: number, i: any) => n + i.credits_used, 0), 97);
+    assert.is(await ledgerSum(tk, id), 103);
+  });
+
+  t("[sandbox:fail] fails the job with a sanitized error and one refund", async () => {
+    const { key, id } = await tk.partner({ credits: 100 });
+    const res = await tk.request("POST", "/generate-image", { key, body: { prompt: "boom [sandbox:fail]", model: "image-b-2" } });
+    assert.is(res.body.credits_remaining, 79);
+    const done = await waitFor(tk, key, res.body.generation_id);
+    assert.is(done.body.status, "failed");
+    assert.is(done.body.error, IMAGE_ERRORS.failed);
+    assert.not.ok(/sandbox|provider|primary/i.test(done.body.error));
+    const me = await tk.request("GET", "/me", { key });
+    assert.is(me.body.credits_remaining, 100);
+    const ledger = await tk.request("GET", "/transactions", { key });
+    assert.is(ledger.body.transactions.filter((t: any) => t.type === "refund").length, 1);
+    assert.is(await ledgerSum(tk, id), 100);
+  });
+
+  t("a transient failure moves to the model's second provider", async () => {
+    const { key } = await tk.partner({ credits: 100 });
+    const withFallback = await tk.request("POST", "/generate-image", { key, body: { prompt: "flaky [sandbox:flaky]", model: "image-b-2" } });
+    assert.is((await waitFor(tk, key, withFallback.body.generation_id)).body.status, "success");
+    const without = await tk.request("POST", "/generate-image", { key, body: { prompt: "flaky [sandbox:flaky]", model: "image-b-2-5-flare" } });
+    assert.is((await waitFor(tk, key, without.body.generation_id)).body.status, "failed");
+  });
+
+  t("transparent background on image-b-2-5 gives an RGBA PNG", async () => {
+    const { key } = await tk.partner({ credits: 100 });
+    const res = await tk.request("POST", "/generate-image", { key, body: { prompt: "a bottle", model: "image-b-2-5-sunburst", background: "transparent", aspect_ratio: "9:8" } });
+    const done = await waitFor(tk, key, res.body.generation_id);
+    const raw = await tk.kernel.blobs.get(new URL(done.body.image_url).pathname.slice("/media/".length));
+    assert.equal(pngInfo(raw!), { width: 1024, height: 912, colorType: 6 });
+  });
+
+  t("every invalid request answers the spec's text and changes nothing", async () => {
+    // More cases than the 10/min the spec allows; refused requests still count against it.
+    const { key, id } = await tk.partner({ credits: 100, limits: { rate_limits: { "POST /generate-image": 100 } } });
+    const cases: Array<[unknown, number, string]> = [
+      [{}, 400, "Please provide a prompt"],
+      [{ prompt: "  " }, 400, "Please provide a prompt"],
+      [{ prompt: "x", model: "image-z" }, 400, "Invalid model. Allowed: image-a-pro, image-b-2, image-b-2-5-flare, image-b-2-5-sunburst"],
+      [{ prompt: "x", aspect_ratio: "21:9" }, 400, "Invalid aspect_ratio. Allowed: 1:1, 9:16, 16:9, 3:4, 4:3"],
+      [{ prompt: "x", model: "image-b-2", aspect_ratio: "4:3" }, 400, "Invalid aspect_ratio. Allowed: 1:1, 16:9, 9:16"],
+      [{ prompt: "x", model: "image-b-2-5-flare", aspect_ratio: "9:8", quality: "2K" }, 400, IMAGE_ERRORS.oneKOnly("9:8")],
+      [{ prompt: "x", model: "image-b-2", quality: "4K", aspect_ratio: "1:1" }, 400, IMAGE_ERRORS.impossible("image-b-2", "4K", "1:1")],
+      [{ prompt: "x", model: "image-b-2", quality: "4K" }, 400, IMAGE_ERRORS.impossible("image-b-2", "4K", "1:1")],
+      [{ prompt: "x", quality: "1K" }, 400, "Invalid quality. Allowed: 2K, 4K"],
+      [{ prompt: "x", strip_metadata: "yes" }, 400, "strip_metadata must be true or false"],
+      [{ prompt: "x", strip_metadata: null }, 400, "strip_metadata must be true or false"],
+      [{ prompt: "x", quantity: 5 }, 400, IMAGE_ERRORS.invalidQuantity],
+      [{ prompt: "x", reference_image_urls: ["http://example.com/a.png"] }, 400, "Invalid reference image URL: http://example.com/a.png"],
+      [{ prompt: "x", reference_image_urls: ["https://user@example.com/a.png"] }, 400, "Invalid reference image URL: https://user@example.com/a.png"],
+      [{ prompt: "x", model: "image-b-2-5-flare", background: "glass" }, 400, IMAGE_ERRORS.invalidBackground],
+      [{ prompt: "x", partner_job_id: "bad id!" }, 400, "partner_job_id must be 1-64 characters: letters, digits, '-', '/' or '_'"],
+      [{ prompt: "x", ref_images: [{ base64: "A".repeat(28_000_000), mime_type: "image/png" }] }, 413, "ref_images[].base64 too large (max 20 MB each)"],
+      ["not json", 400, "Request body must be JSON"],
+    ];
+    for (const [body, status, error] of cases) {
+      const res = await tk.request("POST", "/generate-image", { key, body });
+      assert.is(res.status, status, JSON.stringify(body).slice(0, 100));
+      assert.is(res.body.error, error);
+    }
+    // Ignored by other models, so not an error there.
+    assert.is((await tk.request("POST", "/generate-image", { key, body: { prompt: "x", model: "image-b-2", background: "glass" } })).status, 202);
+    const jobs = await tk.kernel.database.kysely.selectFrom("jobs").select("id").where("partner_id", "=", id).execute();
+    assert.is(jobs.length, 1);
+    assert.is(await ledgerSum(tk, id), 79);
+  });
+
+  t("402 with credits_remaining, and custom tier without a rate answers 400", async () => {
+    const { key } = await tk.partner({ credits: 16 });
+    const res = await tk.request("POST", "/generate-image", { key, body: { prompt: "x" } });
+    assert.is(res.status, 402);
+    assert.equal(res.body, { error: "Insufficient credits. Need 17 credits.", credits_remaining: 16 });
+    const custom = await tk.partner({ credits: 100, tier: "custom" });
+    const c = await tk.request("POST", "/generate-image", { key: custom.key, body: { prompt: "x" } });
+    assert.is(c.status, 400);
+    const std = await tk.partner({ credits: 100, tier: "standard" });
+    assert.is((await tk.request("POST", "/generate-image", { key: std.key, body: { prompt: "x", quantity: 2 } })).body.credits_used, 30);
+  });
+
+  t("another partner's image is 404, like a missing one", async () => {
+    const a = await tk.partner({ credits: 100 });
+    const b = await tk.partner({ credits: 100 });
+    const res = await tk.request("POST", "/generate-image", { key: a.key, body: { prompt: "mine", model: "image-b-2" } });
+    for (const id of [res.body.generation_id, res.body.public_id, "999999", "svc-00000000", "abc"]) {
+      const other = await tk.request("GET", `/image-status/${id}`, { key: b.key });
+      assert.is(other.status, 404);
+      assert.equal(other.body, { error: "Not found" });
+    }
+    assert.is((await tk.request("GET", "/images", { key: b.key })).body.total, 0);
+  });
+
+  t.run();
+}
