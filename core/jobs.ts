@@ -11,7 +11,7 @@
 //   it as failed and refunds it;
 // - a retry of a job that already reached a terminal state (a crash between our commit and pg-boss's
 //   completion) finds `finished_at` set and does nothing.
-import type { Kysely } from "kysely";
+import type { Kysely, RawBuilder } from "kysely";
 import { CompiledQuery, sql } from "kysely";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
@@ -68,7 +68,11 @@ export interface JobRunContext<Input = any> {
   partnerId: string;
   /** The validated input the submit stored. */
   input: Input;
-  /** 0 on the first attempt. */
+  /**
+   * 0 on the first attempt. A retry (after a crash or a thrown error) starts in the state the last attempt
+   * reached, so a runner that moves through states checks `state` before moving (e.g. only
+   * `moveTo("running")` when still "queued"), and writes its outputs under keys that a rerun overwrites.
+   */
   attempt: number;
   /** Aborted when this attempt is abandoned (timeout, shutdown); stop and write nothing more. */
   signal: AbortSignal;
@@ -206,7 +210,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     const alive = () => {
       if (signal.aborted) throw new Error(`job ${jobId}: attempt abandoned`);
     };
-    const write = async (values: { state?: string; progress?: number; message?: string | null }, from: string) => {
+    const write = async (values: { state?: string; progress?: number | RawBuilder<number>; message?: string | null }, from: string) => {
       alive();
       const updated = await db
         .updateTable("jobs")
@@ -241,7 +245,9 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       mediaUrl: (key) => deps.mediaUrl(k.plugin, key),
       async progress(percent, message) {
         const p = Math.max(0, Math.min(100, Math.round(percent)));
-        await write({ progress: p, ...(message !== undefined ? { message } : {}) }, state);
+        // Never backwards: a retry after a crash starts its work over, but a partner who saw 60 % must not
+        // then see 20 %; the bar waits until the new attempt passes the old mark.
+        await write({ progress: sql<number>`greatest(coalesce(progress, 0), ${p})`, ...(message !== undefined ? { message } : {}) }, state);
       },
       async moveTo(to, message) {
         assertLegal(to);

@@ -17,6 +17,7 @@ import { migrate } from "../storage/migrate.ts";
 import { kernelMigrations } from "../storage/migrations/kernel.ts";
 import { memoryPubSub, redisPubSub, type PubSub } from "../storage/pubsub.ts";
 import { createQueue, type Queue } from "../storage/queue.ts";
+import { createMediaEngine } from "./media/index.ts";
 
 export interface KernelOptions {
   config: Config;
@@ -87,8 +88,21 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     const limiter = createRateLimiter(counters, () => clock.now());
 
     const built = new Map<string, unknown>();
+    // Capabilities the kernel itself provides, made on first use: a process whose plugins never touch media
+    // never loads ffmpeg.wasm. (db, blobs, queue, pubsub, counters and clock sit on every context directly.)
+    const kernelProvided: Record<string, () => unknown> = {
+      media: () => {
+        const engine = createMediaEngine({ mode: config.mediaEngine });
+        closers.unshift(() => engine.close());
+        return engine;
+      },
+    };
     const capability = <T,>(name: string): T => {
       if (built.has(name)) return built.get(name) as T;
+      if (kernelProvided[name]) {
+        built.set(name, kernelProvided[name]());
+        return built.get(name) as T;
+      }
       const provider = registry.providers.get(name);
       if (!provider) throw new BootError(`capability "${name}" is not provided by any registered plugin`);
       const value = provider.provides![name]!(host);

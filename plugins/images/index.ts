@@ -91,11 +91,12 @@ const imageJob: JobKindDeclaration<StoredInput> = {
       } catch (err) {
         if (ctx.signal.aborted) throw err;
         if (err instanceof TransientProviderError) {
-          ctx.log.warn(`image ${ctx.jobId}: route ${route} failed transiently, trying the next`, err);
+          ctx.log.warn(`image ${ctx.jobId}: route ${route} failed transiently (${(err as Error).message}), trying the next`);
           continue;
         }
         if (err instanceof UnsafeContentError) throw new JobFailure(IMAGE_ERRORS.unsafe);
-        ctx.log.warn(`image ${ctx.jobId}: route ${route} failed`, err);
+        // The provider's own words stay in our log; the partner gets the sanitized text.
+        ctx.log.warn(`image ${ctx.jobId}: route ${route} failed: ${err instanceof Error ? err.message : String(err)}`);
         throw new JobFailure(IMAGE_ERRORS.failed);
       }
     }

@@ -33,7 +33,9 @@ function rssOf(pid: number): number {
 
 async function measure(mode: "bare" | "me") {
   const port = await freePort();
-  const child = spawn(resolve(root, "node_modules/.bin/tsx"), ["test/bench/servers.ts", mode, String(port)], { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
+  // Node itself with tsx as a loader (not the tsx binary, which would fork): the pid is the server's, so its
+  // RSS is measured and the kill reaches it.
+  const child = spawn(process.execPath, ["--import", "tsx", "test/bench/servers.ts", mode, String(port)], { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
   const key = await new Promise<string>((res, rej) => {
     let out = "";
     child.stdout!.on("data", (d) => {

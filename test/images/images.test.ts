@@ -20,6 +20,7 @@ async function waitFor(tk: TestKernel, key: string, id: string | number, timeout
   const until = Date.now() + timeoutMs;
   for (;;) {
     const res = await tk.request("GET", `/image-status/${id}`, { key });
+    if (res.status !== 200) throw new Error(`image ${id}: ${res.status} ${JSON.stringify(res.body)}`);
     if (res.body.status !== "pending") return res;
     if (Date.now() > until) throw new Error(`image ${id} still pending`);
     await new Promise((r) => setTimeout(r, 50));
@@ -258,6 +259,27 @@ for (const backend of await databaseBackends()) {
       assert.equal(other.body, { error: "Not found" });
     }
     assert.is((await tk.request("GET", "/images", { key: b.key })).body.total, 0);
+  });
+
+  t("200 concurrent requests of one account all end; balance equals the ledger", async () => {
+    const { key, id } = await tk.partner({ credits: 10_000, limits: { rate_limits: { "POST /generate-image": 1000, "GET /image-status/<gen_id>": 1_000_000 } } });
+    // Every tenth fails in the sandbox, so refunds race with charges.
+    const bodies = Array.from({ length: 200 }, (_, i) => ({ prompt: `${i % 10 === 0 ? "[sandbox:fail] " : ""}tile ${i}`, model: "image-b-2" }));
+    const submitted = await Promise.all(bodies.map((body) => tk.request("POST", "/generate-image", { key, body })));
+    assert.equal(submitted.map((r) => r.status), bodies.map(() => 202));
+    assert.is(new Set(submitted.map((r) => r.body.generation_id)).size, 200);
+
+    const ended = await Promise.all(submitted.map((r) => waitFor(tk, key, r.body.generation_id, 180_000)));
+    const statuses = ended.map((r) => r.body.status);
+    assert.is(statuses.filter((s) => s === "failed").length, 20);
+    assert.is(statuses.filter((s) => s === "success").length, 180);
+
+    const rows = await tk.kernel.database.kysely.selectFrom("ledger").select(["type", "amount"]).where("partner_id", "=", id).execute();
+    assert.is(rows.filter((r) => r.type === "usage").length, 200);
+    assert.is(rows.filter((r) => r.type === "refund").length, 20);
+    const balance = await tk.kernel.accounts.balance(id);
+    assert.is(balance, await ledgerSum(tk, id));
+    assert.is(balance, 10_000 - 180 * 21);
   });
 
   t.run();

@@ -1,0 +1,117 @@
+// The real server (main.ts) as a child process, for tests that need what only a separate process gives:
+// being killed mid-work, then started again on the same database. Each server runs in its own process
+// group, so a kill reaches everything it started; every server still running is killed when the test
+// process exits, however it exits.
+import { type ChildProcess, spawn } from "node:child_process";
+import net from "node:net";
+import { resolve } from "node:path";
+import process from "node:process";
+
+const ROOT = resolve(import.meta.dirname ?? "test/helpers", "../..");
+const running = new Set<ChildProcess>();
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(-child.pid, signal); // the whole group: node and anything it spawned
+  } catch {
+    try {
+      child.kill(signal);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+// Last resort: the runner exits (a failed assertion ending the run, Ctrl-C) with servers still up.
+process.on("exit", () => {
+  for (const child of running) killGroup(child, "SIGKILL");
+});
+
+/** A TCP port nobody listens on right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+export interface ServerProcess {
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  pid: number;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+  /** SIGKILL to the whole process group; resolves once the process has exited. */
+  kill(): Promise<void>;
+  /** SIGTERM (graceful shutdown: queue stopped, database closed); SIGKILL after `graceMs`. */
+  stop(graceMs?: number): Promise<void>;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Starts `node --import tsx main.ts` with `env` over a minimal environment (PORT is chosen here) and
+ * resolves once it prints its "listening" line. Rejects, with the process's output, when it exits first
+ * or does not listen within `timeoutMs`.
+ */
+export async function startServer(env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", "main.ts"], {
+    cwd: ROOT,
+    detached: true, // its own process group, so kill(-pid) reaches its children too
+    stdio: ["ignore", "pipe", "pipe"],
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: process.env.HOME ?? "/tmp",
+      TMPDIR: process.env.TMPDIR ?? "/tmp",
+      HOST: "127.0.0.1",
+      PORT: String(port),
+      ...env,
+    },
+  });
+  running.add(child);
+  let out = "";
+  child.stdout!.setEncoding("utf8").on("data", (s: string) => (out += s));
+  child.stderr!.setEncoding("utf8").on("data", (s: string) => (out += s));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolveExit) => {
+    child.once("exit", (code, signal) => {
+      running.delete(child);
+      resolveExit({ code, signal });
+    });
+  });
+
+  const server: ServerProcess = {
+    url: `http://127.0.0.1:${port}`,
+    pid: child.pid!,
+    output: () => out,
+    exited,
+    async kill() {
+      killGroup(child, "SIGKILL");
+      await exited;
+    },
+    async stop(graceMs = 20_000) {
+      killGroup(child, "SIGTERM");
+      const timer = setTimeout(() => killGroup(child, "SIGKILL"), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+
+  const until = Date.now() + timeoutMs;
+  let early: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  void exited.then((e) => (early = e));
+  while (!out.includes("mediagate listening on")) {
+    if (early) throw new Error(`server exited before listening (${JSON.stringify(early)}):\n${out}`);
+    if (Date.now() > until) {
+      await server.kill();
+      throw new Error(`server did not listen within ${timeoutMs} ms:\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return server;
+}

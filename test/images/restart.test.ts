@@ -1,0 +1,312 @@
+// Crash recovery of the real server (main.ts as a child process), on every database backend. Image jobs are
+// submitted, the server is SIGKILLed while some of them run, and a new server starts on the same database.
+// Every job must still reach a terminal state (success, or failed and refunded), no submit is charged
+// twice, no job is refunded twice, and the ledger still sums to the balance (DESIGN invariant 1,
+// core/jobs.ts "Crash safety").
+//
+// The attempts a dead process was running are found by pg-boss's heartbeat expiry (heartbeatSeconds 10,
+// a maintenance pass every 10 s: core/jobs.ts, core/kernel.ts), then retried by the new process, or, after
+// the last attempt, dead-lettered and refunded. So a recovery takes 10-20 s after the new server is up.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sql } from "kysely";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { openDatabase } from "../../storage/db.ts";
+import { IMAGE_ERRORS } from "../../plugins/images/errors.ts";
+import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { type ServerProcess, startServer } from "../helpers/server.ts";
+
+const ADMIN_TOKEN = "adm_restart_test_token_0123456789";
+const USER_AGENT = "mediagate-restart-test/1.0";
+// The sandbox sleeps a quarter of SANDBOX_LATENCY_MS, reports progress (18, 36, 54, 72 %), four times.
+const LATENCY_MS = 6000;
+const RECOVERY_TIMEOUT_MS = 120_000;
+const OPENING_CREDITS = 1000;
+
+type ImageStatus = { status: "pending" | "success" | "failed"; progress?: number; error?: string };
+
+interface Submit {
+  prompt: string;
+  quantity: number;
+  /** From the 202. */
+  jobIds: string[];
+  creditsUsed: number;
+}
+
+async function call(server: ServerProcess, method: string, path: string, opts: { key?: string; admin?: boolean; body?: unknown } = {}) {
+  const headers: Record<string, string> = { "user-agent": USER_AGENT };
+  if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+  if (opts.admin) headers.authorization = `Bearer ${ADMIN_TOKEN}`;
+  if (opts.body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(server.url + path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+  const text = await res.text();
+  let body: any;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = text;
+  }
+  return { status: res.status, body };
+}
+
+const partnerApi = (path: string) => `/api/v1/partner${path}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function statusOf(server: ServerProcess, key: string, jobId: string): Promise<ImageStatus> {
+  const res = await call(server, "GET", partnerApi(`/image-status/${jobId}`), { key });
+  if (res.status !== 200) throw new Error(`image ${jobId}: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+/** A partner with OPENING_CREDITS (half at creation, half as a purchase), room for every job at once, and
+ *  rate limits out of the way of the polling. */
+async function createPartner(server: ServerProcess) {
+  const created = await call(server, "POST", "/api/v1/admin/partners", { admin: true, body: { name: "Restart test", credits: OPENING_CREDITS / 2 } });
+  assert.is(created.status, 201, JSON.stringify(created.body));
+  const partnerId: string = created.body.partner_id;
+  const key: string = created.body.api_key;
+  const limits = await call(server, "PATCH", `/api/v1/admin/partners/${partnerId}`, {
+    admin: true,
+    body: { limits: { inflight_jobs: 100, rate_limits: { "POST /generate-image": 1000, "GET /image-status/<gen_id>": 100_000, "GET /credits": 1000, "GET /transactions": 1000 } } },
+  });
+  assert.is(limits.status, 200, JSON.stringify(limits.body));
+  const topUp = await call(server, "POST", `/api/v1/admin/partners/${partnerId}/credits`, { admin: true, body: { amount: OPENING_CREDITS / 2, type: "purchase", description: "restart test" } });
+  assert.is(topUp.status, 200, JSON.stringify(topUp.body));
+  assert.is(topUp.body.credits_remaining, OPENING_CREDITS);
+  return { partnerId, key };
+}
+
+async function submitAll(server: ServerProcess, key: string, submits: Submit[]) {
+  for (const s of submits) {
+    const res = await call(server, "POST", partnerApi("/generate-image"), { key, body: { prompt: s.prompt, model: "image-b-2", quantity: s.quantity } });
+    assert.is(res.status, 202, JSON.stringify(res.body));
+    s.jobIds = res.body.public_ids;
+    s.creditsUsed = res.body.credits_used;
+    assert.is(s.jobIds.length, s.quantity);
+  }
+  return submits.flatMap((s) => s.jobIds);
+}
+
+/** Polls until no job is pending; throws with both servers' output after RECOVERY_TIMEOUT_MS from `since`. */
+async function waitTerminal(server: ServerProcess, key: string, jobIds: string[], since: number, logs: () => string) {
+  const pending = new Set(jobIds);
+  const final = new Map<string, ImageStatus>();
+  for (;;) {
+    for (const id of [...pending]) {
+      const s = await statusOf(server, key, id);
+      if (s.status !== "pending") {
+        final.set(id, s);
+        pending.delete(id);
+      }
+    }
+    if (!pending.size) return final;
+    if (Date.now() - since > RECOVERY_TIMEOUT_MS) {
+      throw new Error(`still pending ${RECOVERY_TIMEOUT_MS / 1000} s after the kill: ${[...pending].join(", ")}\n${logs()}`);
+    }
+    await sleep(250);
+  }
+}
+
+/** The partner's own view after recovery: GET /transactions sums to GET /credits. Returns the balance. */
+async function checkApiBalance(server: ServerProcess, key: string) {
+  const credits = await call(server, "GET", partnerApi("/credits"), { key });
+  assert.is(credits.status, 200, JSON.stringify(credits.body));
+  const txs = await call(server, "GET", partnerApi("/transactions?limit=100"), { key });
+  assert.is(txs.status, 200, JSON.stringify(txs.body));
+  const sum = (txs.body.transactions as Array<{ amount: number }>).reduce((n, e) => n + e.amount, 0);
+  assert.is(sum, credits.body.credits_remaining, "GET /transactions sums to GET /credits");
+  return credits.body.credits_remaining as number;
+}
+
+/**
+ * The money and the jobs, read from the database once the server is stopped: every job terminal and
+ * holding no slot; one usage row per submit of what its 202 said; exactly one refund per failed job, of its
+ * share, none for a success; nothing else moved money; the balance is the ledger's sum, for every account.
+ * Returns how many pg-boss jobs of the image queue were retried (proof that the kill hit running attempts).
+ */
+async function checkDatabase(target: { url?: string; dataDir?: string }, partnerId: string, submits: Submit[], apiBalance: number) {
+  const database = await openDatabase(target);
+  try {
+    const db = database.kysely;
+    const jobIds = submits.flatMap((s) => s.jobIds);
+    const jobs = await db.selectFrom("jobs").selectAll().where("partner_id", "=", partnerId).execute();
+    assert.equal(jobs.map((j) => j.id).sort(), [...jobIds].sort(), "no job appeared or vanished");
+    for (const job of jobs) {
+      assert.ok(job.finished_at !== null, `job ${job.id} is not finished (state ${job.state})`);
+      assert.ok(["success", "failed"].includes(job.state), `job ${job.id} ended in ${job.state}`);
+      assert.is(job.holds_inflight_slot, false, `job ${job.id} still holds an in-flight slot`);
+      assert.is(Number(job.credits_refunded), job.state === "failed" ? Number(job.credits_used) : 0, `job ${job.id} refunded ${job.credits_refunded} of ${job.credits_used}`);
+    }
+
+    const ledger = await db.selectFrom("ledger").selectAll().where("partner_id", "=", partnerId).orderBy("id").execute();
+    const usage = ledger.filter((e) => e.type === "usage");
+    assert.is(usage.length, submits.length, "one usage row per submit");
+    for (const s of submits) {
+      const rows = usage.filter((e) => e.job_id === s.jobIds[0]);
+      assert.is(rows.length, 1, `the submit of ${s.jobIds[0]} was charged ${rows.length} times`);
+      assert.is(Number(rows[0]!.amount), -s.creditsUsed);
+      const shares = jobs.filter((j) => s.jobIds.includes(j.id)).reduce((n, j) => n + Number(j.credits_used), 0);
+      assert.is(shares, s.creditsUsed, "a submit's job shares sum to its charge");
+    }
+    const refunds = ledger.filter((e) => e.type === "refund");
+    for (const job of jobs) {
+      const rows = refunds.filter((e) => e.job_id === job.id);
+      if (job.state === "failed") {
+        assert.is(rows.length, 1, `failed job ${job.id} was refunded ${rows.length} times`);
+        assert.is(Number(rows[0]!.amount), Number(job.credits_used));
+      } else {
+        assert.is(rows.length, 0, `successful job ${job.id} was refunded`);
+      }
+    }
+    assert.is(refunds.length, jobs.filter((j) => j.state === "failed").length);
+    assert.equal(ledger.map((e) => e.type).filter((type) => type !== "usage" && type !== "refund"), ["purchase", "purchase"], "nothing else moved money");
+
+    const partner = await db.selectFrom("partners").select("credits_remaining").where("id", "=", partnerId).executeTakeFirstOrThrow();
+    const sum = ledger.reduce((n, e) => n + Number(e.amount), 0);
+    assert.is(Number(partner.credits_remaining), sum, "the balance is the ledger's sum");
+    const charged = submits.reduce((n, s) => n + s.creditsUsed, 0);
+    assert.is(sum, OPENING_CREDITS - charged + refunds.reduce((n, e) => n + Number(e.amount), 0));
+    assert.is(apiBalance, sum, "GET /credits after the restart matches the database");
+    const drift = await sql<{ id: string }>`
+      select p.id from partners p left join ledger l on l.partner_id = p.id
+      group by p.id, p.credits_remaining having p.credits_remaining <> coalesce(sum(l.amount), 0)`.execute(db);
+    assert.equal(drift.rows, [], "every account's ledger sums to its balance");
+
+    const retried = await sql<{ n: number }>`select count(*)::int as n from pgboss.job where name = 'images.image' and retry_count > 0`.execute(db);
+    return Number(retried.rows[0]!.n);
+  } finally {
+    await database.close();
+  }
+}
+
+for (const backend of await databaseBackends()) {
+  const t = suite(`images: server killed mid-job on ${backend.name}`);
+  const servers: ServerProcess[] = [];
+  let dataDir: string | undefined;
+  let env: Record<string, string> = {};
+  let databaseUrl: string | undefined;
+
+  const start = async () => {
+    const server = await startServer(env);
+    servers.push(server);
+    return server;
+  };
+  const logs = () => servers.map((s, i) => `--- server ${i + 1} (pid ${s.pid}) ---\n${s.output()}`).join("\n");
+
+  t.before.each(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), "mediagate-restart-"));
+    databaseUrl = backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined;
+    env = {
+      DATA_DIR: dataDir, // PGlite's files, and the blobs on either backend
+      ADMIN_TOKEN,
+      SANDBOX_LATENCY_MS: String(LATENCY_MS),
+      LOG_LEVEL: "warn",
+      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    };
+  });
+
+  t.after.each(async () => {
+    // Whatever happened, no server outlives its test.
+    for (const s of servers.splice(0)) await s.kill();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    dataDir = undefined;
+  });
+
+  t("every job ends exactly once, charged once and refunded at most once, after a SIGKILL and a restart", async () => {
+    const t0 = Date.now();
+    const first = await start();
+    const bootMs = Date.now() - t0;
+    const { partnerId, key } = await createPartner(first);
+
+    // 12 jobs from 10 submits: one asks the sandbox to fail, one is a quantity-3 request (one charge, 3 jobs).
+    const submits: Submit[] = Array.from({ length: 10 }, (_, i) => ({
+      prompt: i === 2 ? `Job ${i} [sandbox:fail]` : `Job ${i}: a lighthouse at dusk`,
+      quantity: i === 5 ? 3 : 1,
+      jobIds: [],
+      creditsUsed: 0,
+    }));
+    const jobIds = await submitAll(first, key, submits);
+    const failJobId = submits[2]!.jobIds[0]!;
+    assert.is(jobIds.length, 12);
+
+    // Wait until some jobs are mid-run (progress reported, not finished), then kill the server outright.
+    const waitUntil = Date.now() + 30_000;
+    let midRun: string[] = [];
+    for (;;) {
+      const states = await Promise.all(jobIds.map(async (id) => [id, await statusOf(first, key, id)] as const));
+      midRun = states.filter(([, s]) => s.status === "pending" && (s.progress ?? 0) > 0).map(([id]) => id);
+      if (midRun.length >= 2) break;
+      if (Date.now() > waitUntil) throw new Error(`no job started running within 30 s:\n${logs()}`);
+      await sleep(100);
+    }
+    await first.kill();
+    assert.is((await first.exited).signal, "SIGKILL");
+    const killedAt = Date.now();
+
+    // A new server on the same database and DATA_DIR finishes every job.
+    const second = await start();
+    const restartMs = Date.now() - killedAt;
+    const final = await waitTerminal(second, key, jobIds, killedAt, logs);
+    const recoveryMs = Date.now() - killedAt;
+
+    assert.is(final.get(failJobId)!.status, "failed");
+    assert.is(final.get(failJobId)!.error, IMAGE_ERRORS.failed);
+    // One crash costs one of a job's three attempts, so every other job still succeeds.
+    for (const id of jobIds) if (id !== failJobId) assert.is(final.get(id)!.status, "success", `job ${id}: ${JSON.stringify(final.get(id))}`);
+    const balance = await checkApiBalance(second, key);
+
+    // Stop cleanly (a PGlite directory is one process's), then read the database directly.
+    await second.stop();
+    assert.is((await second.exited).code, 0, `the second server did not shut down cleanly:\n${logs()}`);
+    const retried = await checkDatabase(databaseUrl ? { url: databaseUrl } : { dataDir }, partnerId, submits, balance);
+    // The crash was real: the new server retried attempts the killed one had started.
+    assert.ok(retried >= 1, "no queue job was retried: the kill interrupted no running attempt");
+
+    console.log(
+      `\n  [${backend.name}] boot ${bootMs} ms; killed with ${midRun.length} job(s) mid-run; restarted in ${restartMs} ms; ` +
+        `all ${jobIds.length} jobs terminal ${(recoveryMs / 1000).toFixed(1)} s after the kill; ${retried} queue job(s) retried`,
+    );
+  });
+
+  t("a job whose every attempt is killed is dead-lettered, failed and refunded once", async () => {
+    const t0 = Date.now();
+    let server = await start();
+    const { partnerId, key } = await createPartner(server);
+    const submits: Submit[] = [{ prompt: "A job that never gets to finish", quantity: 1, jobIds: [], creditsUsed: 0 }];
+    const [jobId] = await submitAll(server, key, submits);
+
+    // Attempt n (0-based) is killed once it reports its (n+1)-th progress step: the progress left on the
+    // row by the attempt before tells nothing, a step further does. Three attempts: the first and 2 retries.
+    const steps = [18, 36, 54];
+    let killedAt = 0;
+    for (const [attempt, step] of steps.entries()) {
+      const until = Date.now() + RECOVERY_TIMEOUT_MS;
+      for (;;) {
+        const s = await statusOf(server, key, jobId!);
+        assert.is(s.status, "pending", `attempt ${attempt + 1} ended before it could be killed: ${JSON.stringify(s)}`);
+        if ((s.progress ?? 0) >= step) break;
+        if (Date.now() > until) throw new Error(`attempt ${attempt + 1} did not reach ${step}% in time:\n${logs()}`);
+        await sleep(100);
+      }
+      await server.kill();
+      killedAt = Date.now();
+      server = await start();
+    }
+
+    // No attempt is left: the heartbeat expiry of the last one sends the job to the dead-letter queue.
+    const final = await waitTerminal(server, key, [jobId!], killedAt, logs);
+    assert.is(final.get(jobId!)!.status, "failed");
+    assert.is(final.get(jobId!)!.error, IMAGE_ERRORS.failed);
+    const balance = await checkApiBalance(server, key);
+    assert.is(balance, OPENING_CREDITS, "the whole charge came back");
+    await server.stop();
+    assert.is((await server.exited).code, 0, `the last server did not shut down cleanly:\n${logs()}`);
+    const retried = await checkDatabase(databaseUrl ? { url: databaseUrl } : { dataDir }, partnerId, submits, balance);
+    assert.is(retried, 1, "the one queue job was retried");
+    console.log(`\n  [${backend.name}] dead-lettered and refunded ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the third kill; ${((Date.now() - t0) / 1000).toFixed(1)} s in all`);
+  });
+
+  t.run();
+}
