@@ -304,23 +304,34 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
       assertName(name);
       await ensureStarted();
       const polling = o.pollingIntervalSeconds ?? 2;
-      await boss.work<T>(
-        name,
-        {
-          // One job per handler call, so a throw fails only that job.
-          batchSize: 1,
-          localConcurrency: o.concurrency ?? 1,
-          pollingIntervalSeconds: polling,
-          // NOTIFY only announces jobs runnable at insert time; delayed jobs and retries coming due are
-          // found by polling, so polling keeps its pace instead of relaxing to pg-boss's 30 s backstop.
-          notifyPollingIntervalSeconds: polling,
-        },
-        async (jobs: Job<T>[]) => {
-          for (const job of jobs) {
-            await handler({ id: job.id, name: job.name, data: job.data, retryCount: job.retryCount ?? 0, signal: job.signal });
-          }
-        },
-      );
+      // One pg-boss worker per slot rather than one work() with localConcurrency: each slot then has an id
+      // we can wake. After a job, a pg-boss worker sleeps out its polling interval before fetching again
+      // (NOTIFY wakes it only for new inserts), so a backlog would drain at one job per slot per interval;
+      // waking the slot that just finished makes it fetch at once, and polling resumes only when the queue
+      // is empty.
+      for (let i = 0; i < (o.concurrency ?? 1); i++) {
+        let slot: string | undefined;
+        slot = await boss.work<T>(
+          name,
+          {
+            // One job per handler call, so a throw fails only that job.
+            batchSize: 1,
+            pollingIntervalSeconds: polling,
+            // NOTIFY only announces jobs runnable at insert time; delayed jobs and retries coming due are
+            // found by polling, so polling keeps its pace instead of relaxing to pg-boss's 30 s backstop.
+            notifyPollingIntervalSeconds: polling,
+          },
+          async (jobs: Job<T>[]) => {
+            try {
+              for (const job of jobs) {
+                await handler({ id: job.id, name: job.name, data: job.data, retryCount: job.retryCount ?? 0, signal: job.signal });
+              }
+            } finally {
+              if (slot) boss.notifyWorker(slot);
+            }
+          },
+        );
+      }
     },
   };
 }

@@ -72,6 +72,18 @@ for (const backend of await databaseBackends()) {
     assert.equal(warnings.filter((w) => (w.data as { type?: string }).type === "listen_notify_unavailable"), []);
   });
 
+  t("a backlog drains without waiting out the polling interval between jobs", async () => {
+    const queue = open();
+    await queue.createQueue("test.backlog");
+    const done: number[] = [];
+    // Polling every 30 s; without the finished slot waking itself the second job would wait 30 s.
+    // Sent before the worker starts, so no NOTIFY arrives while it works: only the self-wake moves it on.
+    for (let n = 0; n < 6; n++) await queue.send("test.backlog", { n });
+    await queue.work<{ n: number }>("test.backlog", async (job) => void done.push(job.data.n), { concurrency: 1, pollingIntervalSeconds: 30 });
+    await waitFor(() => done.length === 6, "backlog drained", 10_000);
+    assert.equal([...done].sort(), [0, 1, 2, 3, 4, 5]);
+  });
+
   t("a delayed job is held until its start time", async () => {
     const queue = open();
     await queue.createQueue("test.delay");
