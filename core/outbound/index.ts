@@ -1,0 +1,23 @@
+// The outbound-URL guard (DESIGN invariant 6): every URL the service fetches or calls goes through it.
+//
+//   const guard = createOutboundGuard({ allowPrivate: config.allowPrivateUrls });
+//   const c = guard.checkUrl(input.image_url);           // validation, before any charge
+//   if (!c.ok) return fail("image_url must be a public https URL");
+//   const res = await guard.fetch(c.url, { maxBytes: 10_000_000, timeoutMs: 30_000 });
+//
+// Failures are OutboundError with a `kind`; the caller maps kinds to the spec's texts.
+export { classifyAddress, isPublicAddress, type AddressClass } from "./address.ts";
+export { checkUrl, DEFAULT_MAX_URL_LENGTH, MAX_HOSTNAME_LENGTH, MAX_LABEL_LENGTH, type CheckUrlOptions, type CheckUrlResult } from "./check.ts";
+export { OutboundError, isOutboundError, type OutboundErrorKind } from "./errors.ts";
+export {
+  createOutboundGuard,
+  DEFAULT_MAX_BYTES,
+  DEFAULT_TIMEOUT_MS,
+  type OutboundGuard,
+  type OutboundGuardOptions,
+  type OutboundRequest,
+  type OutboundResponse,
+  type OutboundStream,
+  type ResolvedAddress,
+  type Resolver,
+} from "./fetch.ts";
