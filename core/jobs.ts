@@ -23,6 +23,7 @@ import type { BlobStore } from "../storage/blobs.ts";
 import type { PubSub } from "../storage/pubsub.ts";
 import type { Queue, QueueJob } from "../storage/queue.ts";
 import type { KernelTables } from "../storage/tables.ts";
+import type { Webhooks } from "./webhooks.ts";
 
 export interface JobKindDeclaration<Input = any> {
   /** Every state, in the spec's words. */
@@ -43,6 +44,17 @@ export interface JobKindDeclaration<Input = any> {
   timeoutSeconds?: number;
   /** Jobs of this kind run at once per worker process (default 4). */
   concurrency?: number;
+  /**
+   * Webhook events of this kind (spec "Events"): the event name a terminal success or failure emits, and
+   * the event's `data`, the job's status fields as its status endpoint shows them. `data` runs inside the
+   * transaction that ends the job, so it reads through `trx` (never the plugin's `db`) and sees the final
+   * state; the envelope is fixed there and stored.
+   */
+  events?: {
+    success?: string;
+    failure?: string;
+    data(trx: Kysely<any>, job: { jobId: string; partnerId: string }): Promise<Record<string, unknown>>;
+  };
   run(ctx: JobRunContext<Input>): Promise<JobOutcome>;
 }
 
@@ -160,6 +172,8 @@ export interface JobRuntimeDeps {
   blobsFor(plugin: string): BlobStore;
   capabilitiesFor(plugin: string): <T>(name: string) => T;
   mediaUrl(plugin: string, key: string): string;
+  /** Makes events inside the finishing transaction (core/webhooks.ts). */
+  webhooks: Pick<Webhooks, "prepare" | "createEvent">;
 }
 
 interface QueuedJob {
@@ -283,6 +297,19 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
   }
 
   async function end(k: CompiledKind, jobId: string, finish: FinishJob) {
+    const events = k.decl.events;
+    const event = events?.[k.decl.terminal[finish.state] === "success" ? "success" : "failure"];
+    if (events && event) {
+      await deps.webhooks.prepare(); // before the transaction: on PGlite the queue cannot look up inside it
+      finish = {
+        ...finish,
+        within: async (trx, job) => {
+          const row = await trx.selectFrom("jobs").select("callback_url").where("id", "=", jobId).executeTakeFirstOrThrow();
+          const data = await events.data(trx, { jobId, partnerId: job.partnerId });
+          await deps.webhooks.createEvent(trx, { partnerId: job.partnerId, jobId, event, data, callbackUrl: row.callback_url });
+        },
+      };
+    }
     const done = await deps.finishJob(jobId, finish);
     if (done) await publishRow(jobId);
     else log.debug?.(`${k.plugin}/${k.kind} job ${jobId} had already ended`);

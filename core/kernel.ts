@@ -18,6 +18,8 @@ import { kernelMigrations } from "../storage/migrations/kernel.ts";
 import { memoryPubSub, redisPubSub, type PubSub } from "../storage/pubsub.ts";
 import { createQueue, type Queue } from "../storage/queue.ts";
 import { createMediaEngine } from "./media/index.ts";
+import { createOutboundGuard, type OutboundGuard } from "./outbound/index.ts";
+import { createWebhooks, TEST_EVENT, type Webhooks } from "./webhooks.ts";
 
 export interface KernelOptions {
   config: Config;
@@ -29,6 +31,8 @@ export interface KernelOptions {
   pubsub?: PubSub;
   clock?: Clock;
   logger?: Logger;
+  /** An outbound-URL guard (tests inject one with a fake DNS resolver). */
+  outbound?: OutboundGuard;
 }
 
 export interface Kernel {
@@ -50,6 +54,8 @@ export interface Kernel {
   /** `$PUBLIC_URL/media/<plugin>/<key>`: the capability URL of a blob (transports/rest/media.ts serves it). */
   mediaUrl(plugin: string, key: string): string;
   jobs: JobRuntime;
+  /** Webhook settings, events and deliveries (core/webhooks.ts). */
+  webhooks: Webhooks;
   /** Ends a job: terminal state, refund if asked, slot released; exactly once. */
   finishJob(jobId: string, finish: FinishJob): Promise<FinishedJob | null>;
   chargeAndCreateJob: (req: Parameters<typeof chargeAndCreateJob>[1]) => ReturnType<typeof chargeAndCreateJob>;
@@ -96,6 +102,12 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         closers.unshift(() => engine.close());
         return engine;
       },
+      // The outbound-URL guard (DESIGN invariant 6): every URL the service fetches or calls goes through it.
+      outbound: () => {
+        const guard = options.outbound ?? createOutboundGuard({ allowPrivate: config.allowPrivateUrls });
+        if (!options.outbound) closers.unshift(() => guard.close());
+        return guard;
+      },
     };
     const capability = <T,>(name: string): T => {
       if (built.has(name)) return built.get(name) as T;
@@ -137,7 +149,17 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       if (done && done.creditsRefunded > 0) await accounts.changed(done.partnerId);
       return done;
     };
+    const webhooks = createWebhooks({
+      db: database.kysely,
+      queue,
+      outbound: () => capability<OutboundGuard>("outbound"),
+      config,
+      clock,
+      log,
+      eventNames: [...new Set(registry.plugins.flatMap((p) => Object.values(p.jobs ?? {}).flatMap((j) => [j.events?.success, j.events?.failure])).filter((e): e is string => !!e)), TEST_EVENT],
+    });
     const jobs = createJobRuntime({
+      webhooks,
       db: database.kysely,
       queue,
       pubsub,
@@ -171,6 +193,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       capabilitiesFor,
       mediaUrl,
       jobs,
+      webhooks,
       finishJob: finish,
       chargeAndCreateJob: chargeAndCreate,
       async start() {
@@ -179,7 +202,11 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         unlisten = await accounts.listen();
         usage.start();
         await queue.start();
-        if (config.role !== "api") await jobs.startWorkers();
+        if (config.allowPrivateUrls) log.warn("ALLOW_PRIVATE_URLS is on: outbound URLs may reach loopback and private hosts over http (development only)");
+        if (config.role !== "api") {
+          await jobs.startWorkers();
+          await webhooks.startWorkers();
+        }
       },
       async stop() {
         {

@@ -16,6 +16,8 @@ export interface JobSubmission {
   /** First state of the job. */
   state: string;
   partnerJobId?: string | null;
+  /** Where the job's events go instead of the account's webhook URL (already checked by the outbound guard). */
+  callbackUrl?: string | null;
   input?: Record<string, unknown>;
   description?: string;
   /** The job is finished at creation (a synchronous operation that keeps a record). */
@@ -112,6 +114,7 @@ export async function chargeAndCreateJob(db: Kysely<KernelTables>, req: ChargeRe
           endpoint: req.endpoint,
           state: req.state,
           partner_job_id: req.partnerJobId ?? null,
+          callback_url: req.callbackUrl ?? null,
           credits_used: share,
           holds_inflight_slot: req.inflight && !req.terminal,
           finished_at: req.terminal ? sql`now()` : null,
@@ -144,6 +147,11 @@ export interface FinishJob {
   refund: boolean;
   error?: string | null;
   output?: Record<string, unknown> | null;
+  /**
+   * Runs inside the finishing transaction once the job is terminal (and refunded): the job's event and its
+   * delivery commit together with the state change, or not at all. Database work only.
+   */
+  within?: (trx: Kysely<any>, job: { partnerId: string; creditsRefunded: number }) => Promise<void>;
 }
 
 export interface FinishedJob {
@@ -192,6 +200,7 @@ export async function finishJob(db: Kysely<KernelTables>, jobId: string, finish:
         })
         .execute();
     }
+    await finish.within?.(trx, { partnerId: job.partner_id, creditsRefunded: job.credits_refunded });
     return { partnerId: job.partner_id, creditsRefunded: job.credits_refunded };
   });
 }

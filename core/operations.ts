@@ -80,6 +80,7 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
         pubsub: kernel.pubsub,
         queue: kernel.queue,
         mediaUrl: (key) => kernel.mediaUrl(op.plugin, key),
+        webhooks: kernel.webhooks,
       };
       const result = await decl.handle(ctx);
       if (result instanceof Response) return { ok: true, status: result.status, response: result, headers };

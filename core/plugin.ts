@@ -9,6 +9,7 @@ import type { InferOutput, StandardSchemaV1 } from "./standard-schema.ts";
 import type { Migration } from "../storage/migrate.ts";
 import type { BlobStore } from "../storage/blobs.ts";
 import type { PubSub } from "../storage/pubsub.ts";
+import type { Webhooks } from "./webhooks.ts";
 import type { Queue } from "../storage/queue.ts";
 import type { AccountService, Partner } from "./accounts.ts";
 import type { JobSubmission, SubmittedJob } from "./ledger.ts";
@@ -44,6 +45,8 @@ export interface OperationContext<Input = unknown> {
   queue: Queue;
   /** The public capability URL (`$PUBLIC_URL/media/...`) of a key in this plugin's blob store. */
   mediaUrl(key: string): string;
+  /** The account's webhook settings and deliveries (events themselves come from job kinds' `events`). */
+  webhooks: Webhooks;
 }
 
 export interface OperationDeclaration<S extends StandardSchemaV1 | undefined = StandardSchemaV1 | undefined> {

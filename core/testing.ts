@@ -8,6 +8,7 @@ import { loadConfig, type Config } from "./config.ts";
 import { createKernel, type Kernel } from "./kernel.ts";
 import { createLogger } from "./log.ts";
 import type { PluginDeclaration } from "./plugin.ts";
+import type { OutboundGuard } from "./outbound/index.ts";
 import type { PartnerLimits, PricingTier } from "../storage/tables.ts";
 import { memoryBlobStore } from "../storage/blobs.ts";
 import { memoryCounters, redisCounters } from "../storage/counters.ts";
@@ -26,6 +27,8 @@ export interface TestKernelOptions {
   env?: Record<string, string>;
   /** Start background work (queue workers, usage flushing). Off by default: most tests need neither. */
   start?: boolean;
+  /** An outbound-URL guard of the test's own (e.g. with a fake DNS resolver). */
+  outbound?: OutboundGuard;
 }
 
 export interface TestResponse {
@@ -70,6 +73,7 @@ export async function createTestKernel(options: TestKernelOptions): Promise<Test
     pubsub: options.redisUrl ? redisPubSub({ url: options.redisUrl, prefix }) : memoryPubSub(),
     clock,
     logger: createLogger(config.logLevel),
+    outbound: options.outbound,
   });
   if (options.start) await kernel.start();
   const adminToken = "test-admin-token";

@@ -4,5 +4,6 @@
 import account from "./account/index.ts";
 import images from "./images/index.ts";
 import imagesSandbox from "./images/sandbox.ts";
+import webhooks from "./webhooks/index.ts";
 
-export const plugins = [account, imagesSandbox, images];
+export const plugins = [account, webhooks, imagesSandbox, images];

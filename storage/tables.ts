@@ -59,6 +59,44 @@ export interface JobsTable {
   created_at: Timestamp;
   updated_at: Timestamp;
   finished_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** Where this job's events go instead of the account's webhook URL. */
+  callback_url: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface WebhookSettingsTable {
+  partner_id: string;
+  url: string | null;
+  secret: string | null;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+export interface WebhookEventsTable {
+  id: string;
+  partner_id: string;
+  job_id: string | null;
+  event: string;
+  body: string;
+  created_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+/** `pending` until delivered or out of attempts (the spec's "in retry"), then `delivered` or `failed`. */
+export type DeliveryStatus = "pending" | "delivered" | "failed";
+
+export interface WebhookDeliveriesTable {
+  id: Generated<string>;
+  event_id: string;
+  partner_id: string;
+  job_id: string | null;
+  url: string;
+  status: DeliveryStatus;
+  attempt: ColumnType<number, number | undefined, number>;
+  max_attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  last_attempt_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  next_attempt_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  delivered_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 export interface UsageCallsTable {
@@ -84,4 +122,7 @@ export interface KernelTables {
   usage_calls: UsageCallsTable;
   service_ids: ServiceIdsTable;
   settings: SettingsTable;
+  webhook_settings: WebhookSettingsTable;
+  webhook_events: WebhookEventsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }

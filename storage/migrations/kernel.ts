@@ -68,4 +68,44 @@ export const kernelMigrations: Migration[] = [
       `create table settings (key text primary key, value jsonb not null)`,
     ],
   },
+  {
+    // Events and webhooks (spec part 1 "Events", "Webhook settings and delivery records"). An event's body
+    // is stored as text, fixed at creation, so every attempt resends the same bytes.
+    name: "kernel/0002_webhooks",
+    statements: [
+      `alter table jobs add column callback_url text`,
+      `create table webhook_settings (
+        partner_id text primary key references partners(id),
+        url text,
+        secret text,
+        updated_at timestamptz not null default now()
+      )`,
+      `create table webhook_events (
+        id text primary key,
+        partner_id text not null references partners(id),
+        job_id text,
+        event text not null,
+        body text not null,
+        created_at timestamptz not null default now()
+      )`,
+      `create table webhook_deliveries (
+        id bigserial primary key,
+        event_id text not null references webhook_events(id),
+        partner_id text not null references partners(id),
+        job_id text,
+        url text not null,
+        status text not null,
+        attempt integer not null default 0,
+        max_attempts integer not null,
+        last_status_code integer,
+        last_error text,
+        created_at timestamptz not null default now(),
+        last_attempt_at timestamptz,
+        next_attempt_at timestamptz,
+        delivered_at timestamptz
+      )`,
+      `create index webhook_deliveries_partner_newest on webhook_deliveries (partner_id, id desc)`,
+      `create index webhook_deliveries_partner_job on webhook_deliveries (partner_id, job_id)`,
+    ],
+  },
 ];

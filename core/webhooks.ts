@@ -1,0 +1,302 @@
+// Events and webhook delivery (spec part 1 "Events", "Webhook settings and delivery records", the
+// webhook-delivery state table). The kernel owns them because a job's terminal transition makes the event:
+// - An event is created inside the transaction that ends its job (core/ledger.ts finishJob `within`): the
+//   envelope is serialized once and stored, with a delivery row and its first queue job, so an event is
+//   never lost and never made twice, whatever crashes.
+// - Each attempt is one queue job. Its outcome, and the queue job of the next attempt (delayed by
+//   WEBHOOK_RETRY_DELAYS), commit in one transaction: a restart mid-schedule continues it, and a queue
+//   retry of an attempt whose outcome was already recorded does nothing.
+// - Every attempt goes through the outbound guard, which resolves DNS again and pins the connection to the
+//   checked address: a URL that became private since it was saved is refused at delivery time.
+// Delivery status values (the spec names `delivered` and `failed` and leaves the retrying one unnamed):
+// `pending` until the first 2xx or the last attempt.
+import { createHmac } from "node:crypto";
+import { CompiledQuery, sql, type Kysely } from "kysely";
+import type { Clock } from "./clock.ts";
+import type { Config } from "./config.ts";
+import { eventId, newSecret } from "./ids.ts";
+import type { Logger } from "./log.ts";
+import { isOutboundError, type OutboundGuard } from "./outbound/index.ts";
+import type { Queue } from "../storage/queue.ts";
+import type { KernelTables } from "../storage/tables.ts";
+
+export const WEBHOOK_QUEUE = "kernel.webhook-delivery";
+export const MAX_ATTEMPTS = 6;
+export const SIGNATURE_HEADER = "X-Service-Signature";
+export const ATTEMPT_TIMEOUT_MS = 10_000;
+/** The fixed identifying User-Agent of deliveries (the spec asks for one without naming it). */
+export const WEBHOOK_USER_AGENT = "mediagate-webhooks/1.0";
+export const TEST_EVENT = "webhook.test";
+
+/** `t=<unix>,v1=<hex HMAC-SHA256 over "<t>.<raw body>">`. */
+export function signature(secret: string, t: number, body: string): string {
+  return `t=${t},v1=${createHmac("sha256", secret).update(`${t}.${body}`).digest("hex")}`;
+}
+
+export interface EventToCreate {
+  partnerId: string;
+  jobId: string | null;
+  event: string;
+  data: Record<string, unknown>;
+  /** The job's own callback_url, which overrides the account's URL. */
+  callbackUrl?: string | null;
+}
+
+interface DeliveryJob {
+  deliveryId: string;
+  /** The attempt this queue job makes (1-based). */
+  attempt: number;
+}
+
+export interface WebhookSettingsView {
+  url: string | null;
+  secret: string | null;
+  events: string[];
+  max_attempts: number;
+  retry_delays_seconds: number[];
+  signature_header: string;
+}
+
+export interface TestDeliveryResult {
+  delivered: boolean;
+  status_code: number | null;
+  error: string | null;
+  event_id: string;
+  url: string;
+}
+
+const unix = (d: Date | string | null) => (d === null ? null : Math.floor(new Date(d).getTime() / 1000));
+
+/** Sanitized, fixed texts of a failed attempt (kept in `last_error`; no internal detail). */
+const ATTEMPT_ERRORS = {
+  timeout: "Timed out after 10 seconds",
+  redirect: "Redirects are not followed",
+  http_status: (code: number) => `Receiver answered ${code}`,
+  not_public: "URL is not a public https URL",
+  network: "Connection failed",
+} as const;
+
+export interface WebhookDeps {
+  db: Kysely<KernelTables>;
+  queue: Queue;
+  outbound: () => OutboundGuard;
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  /** Event names the registered job kinds emit, shown in the settings' `events`. */
+  eventNames: readonly string[];
+}
+
+export type Webhooks = ReturnType<typeof createWebhooks>;
+
+export function createWebhooks(deps: WebhookDeps) {
+  const { db, queue, config, log } = deps;
+  const delays = config.webhookRetryDelays;
+  const nowSeconds = () => Math.floor(deps.clock.now() / 1000);
+
+  async function ensureQueue() {
+    // Attempts are scheduled by us (one queue job per attempt); a queue retry only covers a crash mid-attempt.
+    await queue.createQueue(WEBHOOK_QUEUE, { retryLimit: 2, retryDelaySeconds: 5, expireInSeconds: 60 });
+    await queue.prepare(WEBHOOK_QUEUE);
+  }
+  let made: Promise<void> | undefined;
+  const ready = () => (made ??= ensureQueue().catch((err) => ((made = undefined), Promise.reject(err))));
+
+  const executorOf = (trx: Kysely<any>) => async (text: string, values: unknown[]) => trx.executeQuery(CompiledQuery.raw(text, values as any[]));
+
+  async function settingsRow(partnerId: string) {
+    return db.selectFrom("webhook_settings").selectAll().where("partner_id", "=", partnerId).executeTakeFirst();
+  }
+
+  function view(row: { url: string | null; secret: string | null } | undefined): WebhookSettingsView {
+    return {
+      url: row?.url ?? null,
+      secret: row?.secret ?? null,
+      events: [...deps.eventNames],
+      max_attempts: MAX_ATTEMPTS,
+      retry_delays_seconds: [...delays],
+      signature_header: SIGNATURE_HEADER,
+    };
+  }
+
+  /** One POST of a stored body; never throws. */
+  async function post(url: string, secret: string, event: string, id: string, body: string, attempt: number) {
+    try {
+      // The guard resolves DNS for this attempt and connects only to the address it checked.
+      const res = await deps.outbound().stream(url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "user-agent": WEBHOOK_USER_AGENT,
+          "x-service-event": event,
+          "x-service-event-id": id,
+          "x-service-delivery-attempt": String(attempt),
+          // Wall time, not the kernel's clock: the receiver compares `t` with its own clock (300 s window).
+          [SIGNATURE_HEADER.toLowerCase()]: signature(secret, Math.floor(Date.now() / 1000), body),
+        },
+        body,
+        timeoutMs: ATTEMPT_TIMEOUT_MS,
+        acceptStatus: (s) => s >= 200 && s < 300,
+      });
+      res.cancel(); // the response body is ignored
+      return { ok: true as const, status: res.status, error: null };
+    } catch (err) {
+      if (isOutboundError(err, "http_status")) return { ok: false as const, status: err.status ?? null, error: ATTEMPT_ERRORS.http_status(err.status ?? 0) };
+      if (isOutboundError(err, "redirect")) return { ok: false as const, status: err.status ?? null, error: ATTEMPT_ERRORS.redirect };
+      if (isOutboundError(err, "timeout")) return { ok: false as const, status: null, error: ATTEMPT_ERRORS.timeout };
+      if (isOutboundError(err, "not_public") || isOutboundError(err, "invalid_url")) return { ok: false as const, status: null, error: ATTEMPT_ERRORS.not_public };
+      log.debug?.(`webhook attempt to ${url} failed`, err);
+      return { ok: false as const, status: null, error: ATTEMPT_ERRORS.network };
+    }
+  }
+
+  async function attempt(job: DeliveryJob) {
+    const row = await db
+      .selectFrom("webhook_deliveries as d")
+      .innerJoin("webhook_events as e", "e.id", "d.event_id")
+      .leftJoin("webhook_settings as s", "s.partner_id", "d.partner_id")
+      .select(["d.id", "d.url", "d.status", "d.attempt", "d.max_attempts", "e.id as event_id", "e.event", "e.body", "s.secret"])
+      .where("d.id", "=", job.deliveryId)
+      .executeTakeFirst();
+    // Already recorded (a queue retry after our commit), or ended: nothing to do.
+    if (!row || row.status !== "pending" || row.attempt !== job.attempt - 1) return;
+    // Signed with the account's current secret, so a rotation applies to retries too.
+    const secret = row.secret ?? "";
+    const result = await post(row.url, secret, row.event, row.event_id, row.body, job.attempt);
+    const last = job.attempt >= row.max_attempts;
+    const delay = delays[job.attempt - 1] ?? delays.at(-1) ?? 60;
+    const status = result.ok ? "delivered" : last ? "failed" : "pending";
+    await db.transaction().execute(async (trx) => {
+      const updated = await trx
+        .updateTable("webhook_deliveries")
+        .set({
+          status,
+          attempt: job.attempt,
+          last_status_code: result.status,
+          last_error: result.error,
+          last_attempt_at: sql`now()`,
+          next_attempt_at: status === "pending" ? sql`now() + make_interval(secs => ${delay})` : null,
+          delivered_at: result.ok ? sql`now()` : null,
+        })
+        .where("id", "=", job.deliveryId)
+        .where("attempt", "=", job.attempt - 1)
+        .where("status", "=", "pending")
+        .executeTakeFirst();
+      if (Number(updated.numUpdatedRows) === 1 && status === "pending") {
+        await queue.sendWithin(executorOf(trx), WEBHOOK_QUEUE, { deliveryId: job.deliveryId, attempt: job.attempt + 1 } satisfies DeliveryJob, { startAfterSeconds: delay });
+      }
+    });
+  }
+
+  return {
+    /** Readies the delivery queue; call before a transaction that may create events (PGlite). */
+    prepare: ready,
+
+    /**
+     * Inside the caller's transaction: stores the event with its body fixed, and, when there is a URL (the
+     * job's callback_url, else the account's), a delivery and its first attempt's queue job.
+     */
+    async createEvent(trx: Kysely<any>, e: EventToCreate): Promise<string> {
+      const id = eventId();
+      const body = JSON.stringify({ id, event: e.event, created_at: nowSeconds(), data: e.data });
+      await trx.insertInto("webhook_events").values({ id, partner_id: e.partnerId, job_id: e.jobId, event: e.event, body }).execute();
+      const account = await trx.selectFrom("webhook_settings").select("url").where("partner_id", "=", e.partnerId).executeTakeFirst();
+      const url = e.callbackUrl || account?.url;
+      if (!url) return id;
+      const delivery = await trx
+        .insertInto("webhook_deliveries")
+        .values({ event_id: id, partner_id: e.partnerId, job_id: e.jobId, url, status: "pending", max_attempts: MAX_ATTEMPTS, next_attempt_at: sql`now()` })
+        .returning("id")
+        .executeTakeFirstOrThrow();
+      // A secret exists from the first URL on; a callback_url on an account without one gets one now.
+      await trx
+        .insertInto("webhook_settings")
+        .values({ partner_id: e.partnerId, url: null, secret: newSecret() })
+        .onConflict((oc) => oc.column("partner_id").doUpdateSet({ secret: sql`coalesce(webhook_settings.secret, excluded.secret)` }))
+        .execute();
+      await queue.sendWithin(executorOf(trx), WEBHOOK_QUEUE, { deliveryId: String(delivery.id), attempt: 1 } satisfies DeliveryJob);
+      return id;
+    },
+
+    async startWorkers() {
+      await ready();
+      // Enough slots that a receiver holding its 10 s never blocks the others.
+      await queue.work<DeliveryJob>(WEBHOOK_QUEUE, (job) => attempt(job.data), { concurrency: 16, pollingIntervalSeconds: 1 });
+    },
+
+    async settings(partnerId: string): Promise<WebhookSettingsView> {
+      return view(await settingsRow(partnerId));
+    },
+
+    /** `url`: undefined leaves it, null or "" clears it. The caller has checked it with the guard. */
+    async update(partnerId: string, patch: { url?: string | null; rotateSecret?: boolean }): Promise<WebhookSettingsView> {
+      const current = await settingsRow(partnerId);
+      const url = patch.url === undefined ? (current?.url ?? null) : patch.url || null;
+      let secret = current?.secret ?? null;
+      if (patch.rotateSecret || (secret === null && url !== null)) secret = newSecret();
+      await db
+        .insertInto("webhook_settings")
+        .values({ partner_id: partnerId, url, secret })
+        .onConflict((oc) => oc.column("partner_id").doUpdateSet({ url, secret, updated_at: sql`now()` }))
+        .execute();
+      return view({ url, secret });
+    },
+
+    /** POST /webhook/test: one signed `webhook.test`, now, not retried; recorded like any delivery. */
+    async test(partnerId: string, url: string): Promise<TestDeliveryResult> {
+      const current = await settingsRow(partnerId);
+      let secret = current?.secret;
+      if (!secret) secret = (await this.update(partnerId, { url: current?.url ?? null, rotateSecret: true })).secret!;
+      const id = eventId();
+      const body = JSON.stringify({ id, event: TEST_EVENT, created_at: nowSeconds(), data: { message: "This is a test event." } });
+      const result = await post(url, secret, TEST_EVENT, id, body, 1);
+      await db.transaction().execute(async (trx) => {
+        await trx.insertInto("webhook_events").values({ id, partner_id: partnerId, job_id: null, event: TEST_EVENT, body }).execute();
+        await trx
+          .insertInto("webhook_deliveries")
+          .values({
+            event_id: id,
+            partner_id: partnerId,
+            job_id: null,
+            url,
+            status: result.ok ? "delivered" : "failed",
+            attempt: 1,
+            max_attempts: 1,
+            last_status_code: result.status,
+            last_error: result.error,
+            last_attempt_at: sql`now()`,
+            delivered_at: result.ok ? sql`now()` : null,
+          })
+          .execute();
+      });
+      return { delivered: result.ok, status_code: result.status, error: result.error, event_id: id, url };
+    },
+
+    async deliveries(partnerId: string, q: { limit: number; jobId?: string }) {
+      let query = db
+        .selectFrom("webhook_deliveries as d")
+        .innerJoin("webhook_events as e", "e.id", "d.event_id")
+        .select(["d.event_id", "e.event", "d.job_id", "d.url", "d.status", "d.attempt", "d.max_attempts", "d.last_status_code", "d.last_error", "d.created_at", "d.last_attempt_at", "d.next_attempt_at", "d.delivered_at"])
+        .where("d.partner_id", "=", partnerId)
+        .orderBy("d.id", "desc")
+        .limit(q.limit);
+      if (q.jobId) query = query.where("d.job_id", "=", q.jobId);
+      const rows = await query.execute();
+      return rows.map((r) => ({
+        event_id: r.event_id,
+        event: r.event,
+        job_id: r.job_id,
+        url: r.url,
+        status: r.status,
+        attempt: r.attempt,
+        max_attempts: r.max_attempts,
+        last_status_code: r.last_status_code,
+        last_error: r.last_error,
+        created_at: unix(r.created_at),
+        last_attempt_at: unix(r.last_attempt_at),
+        next_attempt_at: unix(r.next_attempt_at),
+        delivered_at: unix(r.delivered_at),
+      }));
+    },
+  };
+}

@@ -1,0 +1,94 @@
+// Webhook management (spec part 1 "Webhook management", "Webhook settings and delivery records"). Events
+// are made by the kernel when a job kind that declares `events` ends (core/webhooks.ts); this plugin is the
+// partner's view: settings, a synchronous test send, and the delivery records.
+//
+// Choices where the spec is silent, written down here:
+// - The 400 text for a URL that is not public https: `url must be a public https URL` (the spec describes
+//   the error without quoting it; the other URL fields of the spec word it this way).
+// - POST /webhook answers like GET /webhook: `request_id` plus the settings after the change.
+// - `webhook.test` carries `data: {message}`; its delivery is listed in GET /webhook/deliveries with
+//   `job_id` null and `max_attempts` 1, since it is never retried.
+// - `status_code` of the test is null when no HTTP answer came (timeout, refused, not public).
+// - A delivery's status is `pending` while attempts remain (the spec's "in retry"), then `delivered` or `failed`.
+import { z } from "zod";
+import { badRequest } from "../../core/errors.ts";
+import type { OutboundGuard } from "../../core/outbound/index.ts";
+import { definePlugin, operation, type OperationContext } from "../../core/plugin.ts";
+import { limitParam, PAGE_BOUNDS } from "../../core/validation.ts";
+
+export const WEBHOOK_ERRORS = {
+  notPublic: "url must be a public https URL",
+  urlType: "url must be a string or null",
+  rotateSecret: "rotate_secret must be true or false",
+  noUrl: "No webhook URL configured. Set one with POST /webhook or pass url.",
+} as const;
+
+/** Syntax, then DNS: every address the name resolves to must be public (checked again at each delivery). */
+async function publicUrl(ctx: OperationContext<unknown>, text: string): Promise<string> {
+  const guard = ctx.capability<OutboundGuard>("outbound");
+  const checked = guard.checkUrl(text);
+  if (!checked.ok) throw badRequest(WEBHOOK_ERRORS.notPublic);
+  try {
+    await guard.resolvePublic(checked.url);
+  } catch {
+    throw badRequest(WEBHOOK_ERRORS.notPublic);
+  }
+  return checked.url.href;
+}
+
+const getSettings = operation({
+  method: "GET",
+  path: "/webhook",
+  summary: "The account's webhook settings",
+  async handle(ctx) {
+    return { ...(await ctx.webhooks.settings(ctx.partner.id)) };
+  },
+});
+
+const setSettings = operation({
+  method: "POST",
+  path: "/webhook",
+  summary: "Set or clear the webhook URL, or rotate the signing secret",
+  input: z.object({
+    url: z.union([z.string(), z.null()], { error: WEBHOOK_ERRORS.urlType }).optional().meta({ type: ["string", "null"], description: "public https URL; null or \"\" clears it" }),
+    rotate_secret: z.boolean({ error: WEBHOOK_ERRORS.rotateSecret }).optional(),
+  }),
+  async handle(ctx) {
+    const { url, rotate_secret } = ctx.input;
+    const next = url === undefined || url === null || url === "" ? url : await publicUrl(ctx, url);
+    return { ...(await ctx.webhooks.update(ctx.partner.id, { url: next, rotateSecret: rotate_secret === true })) };
+  },
+});
+
+const testSend = operation({
+  method: "POST",
+  path: "/webhook/test",
+  summary: "Send one signed webhook.test event now (not retried)",
+  input: z.object({ url: z.string({ error: WEBHOOK_ERRORS.notPublic }).optional() }),
+  async handle(ctx) {
+    const target = ctx.input.url ?? (await ctx.webhooks.settings(ctx.partner.id)).url;
+    if (!target) throw badRequest(WEBHOOK_ERRORS.noUrl);
+    const url = await publicUrl(ctx, target);
+    return { ...(await ctx.webhooks.test(ctx.partner.id, url)) };
+  },
+});
+
+const deliveries = operation({
+  method: "GET",
+  path: "/webhook/deliveries",
+  summary: "Delivery records, newest first",
+  input: z.object({
+    limit: limitParam(PAGE_BOUNDS.webhookDeliveries),
+    job_id: z.string().optional().meta({ type: "string", description: "only this job's deliveries" }),
+  }),
+  async handle(ctx) {
+    const rows = await ctx.webhooks.deliveries(ctx.partner.id, { limit: ctx.input.limit, jobId: ctx.input.job_id });
+    return { deliveries: rows, limit: ctx.input.limit };
+  },
+});
+
+export default definePlugin({
+  name: "webhooks",
+  requires: ["outbound"],
+  operations: [getSettings, setSettings, testSend, deliveries],
+});
