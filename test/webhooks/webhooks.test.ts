@@ -278,3 +278,33 @@ g("private answers refused at save; DNS rebinding refused at delivery", async ()
   }
 });
 g.run();
+
+// A restart in the middle of a retry schedule continues it: the next attempt is a delayed queue job in
+// the database, not a timer in the process. (Postgres only: an in-memory PGlite does not outlive its kernel.)
+const pgBackend = (await databaseBackends()).find((b) => b.name === "postgres");
+if (pgBackend) {
+  const r = suite("webhooks: a restart mid-schedule continues it (postgres)");
+  r("attempt 1 before the restart, attempt 2 after, same id and bytes", async () => {
+    const rcv = await receiver([500, 200]);
+    const url = await isolatedPostgresDatabase();
+    const env = { ALLOW_PRIVATE_URLS: "1", WEBHOOK_RETRY_DELAYS: "3,3,3,3,3" };
+    let tk = await createTestKernel({ plugins: [account, webhooks, clips], databaseUrl: url, start: true, env });
+    try {
+      const { key } = await tk.partner(POLLING);
+      await tk.request("POST", "/webhook", { key, body: { url: rcv.url } });
+      await tk.request("POST", "/clip", { key, body: {} });
+      await waitFor(() => rcv.got.length === 1, "first attempt");
+      await tk.close();
+      assert.is(rcv.got.length, 1);
+      tk = await createTestKernel({ plugins: [account, webhooks, clips], databaseUrl: url, start: true, env });
+      await waitFor(() => rcv.got.length === 2, "second attempt after the restart");
+      assert.is(rcv.got[1]!.body, rcv.got[0]!.body);
+      assert.is(rcv.got[1]!.headers["x-service-delivery-attempt"], "2");
+      await waitFor(async () => (await tk.request("GET", "/webhook/deliveries", { key })).body.deliveries[0]?.status === "delivered", "delivered");
+    } finally {
+      await tk.close();
+      await rcv.close();
+    }
+  });
+  r.run();
+}
