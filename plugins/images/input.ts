@@ -2,6 +2,7 @@
 // depend on each other (the model decides the allowed ratios and qualities), so one ordered function
 // decides the error text; the zod shape around it only describes the fields for OpenAPI and GraphQL.
 import { z } from "zod";
+import { checkUrl } from "../../core/outbound/index.ts";
 import { partnerJobIdField } from "../../core/validation.ts";
 import { IMAGE_ERRORS as E } from "./errors.ts";
 import { BACKGROUNDS, DEFAULT_MODEL, MODEL_IDS, MODELS, type Background, type ModelId, type Quality } from "./models.ts";
@@ -30,17 +31,6 @@ export interface ImageRequest {
 type Check = { ok: true; value: ImageRequest } | { ok: false; message: string };
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
-
-/** A URL a partner may give as a reference: https, an ASCII host, no user@host (spec "URL fields"). */
-function isAcceptableUrl(text: string): boolean {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    return false;
-  }
-  return url.protocol === "https:" && !url.username && !url.password && /^[\x21-\x7e]+$/.test(text) && !url.hostname.startsWith("xn--");
-}
 
 export function checkImageRequest(raw: Record<string, unknown>): Check {
   const fail = (message: string): Check => ({ ok: false, message });
@@ -83,8 +73,9 @@ export function checkImageRequest(raw: Record<string, unknown>): Check {
 
   const urls = raw.reference_image_urls ?? [];
   if (!Array.isArray(urls) || urls.length > MAX_REFERENCES) return fail(E.refUrlsShape);
+  // The outbound guard's syntax rules (https, ASCII host, no userinfo, no private literal), before any charge.
   for (const url of urls) {
-    if (typeof url !== "string" || !isAcceptableUrl(url)) return fail(E.invalidRefUrl(String(url).slice(0, 200)));
+    if (typeof url !== "string" || !checkUrl(url).ok) return fail(E.invalidRefUrl(String(url).slice(0, 200)));
   }
 
   return {
