@@ -14,6 +14,7 @@ import { createTestKernel, type TestKernel } from "../../core/testing.ts";
 import account from "../../plugins/account/index.ts";
 import webhooks, { WEBHOOK_ERRORS } from "../../plugins/webhooks/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { createReceiver, signPayload, verifySignature } from "../../examples/webhook-receiver.ts";
 
 // A job kind that emits video-like events; its status fields are the event's `data`.
 const clip: JobKindDeclaration<{ fail: boolean }> = {
@@ -308,3 +309,43 @@ if (pgBackend) {
   });
   r.run();
 }
+
+// The example receiver against the real sender: signatures verify, stale and tampered requests are refused,
+// a retried event id is acknowledged and processed once.
+const ex = suite("webhooks: examples/webhook-receiver.ts");
+ex("accepts the kernel's deliveries, refuses forgeries and replays, processes a duplicate once", async () => {
+  const tk = await createTestKernel({ plugins: [account, webhooks, clips], start: true, env: { ALLOW_PRIVATE_URLS: "1", WEBHOOK_RETRY_DELAYS: "1,1,1,1,1" } });
+  const seen: string[] = [];
+  let secret = "";
+  const server = createReceiver({ secret: "placeholder", onEvent: (e) => void seen.push(e.id) });
+  try {
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const { key } = await tk.partner(POLLING);
+    secret = (await tk.request("POST", "/webhook", { key, body: { url } })).body.secret;
+    server.removeAllListeners("request");
+    server.on("request", createReceiver({ secret, onEvent: (e) => void seen.push(e.id) }).listeners("request")[0] as any);
+    const test = await tk.request("POST", "/webhook/test", { key, body: {} });
+    assert.is(test.body.delivered, true);
+    const job = await tk.request("POST", "/clip", { key, body: {} });
+    await waitFor(async () => (await tk.request("GET", `/webhook/deliveries?job_id=${job.body.job_id}`, { key })).body.deliveries[0]?.status === "delivered", "delivered");
+    assert.is(seen.length, 2);
+
+    const body = JSON.stringify({ id: "evt_00000000000000aa", event: "video.completed", created_at: 1, data: {} });
+    const now = Math.floor(Date.now() / 1000);
+    const send = (b: string, sig: string) => fetch(url, { method: "POST", body: b, headers: { "x-service-signature": sig } });
+    assert.is((await send(body, signPayload(body, secret, now))).status, 200);
+    assert.is((await send(body, signPayload(body, secret, now))).status, 200, "a duplicate is acknowledged");
+    assert.is(seen.filter((id) => id === "evt_00000000000000aa").length, 1, "and processed once");
+    assert.is((await send(body + " ", signPayload(body, secret, now))).status, 400, "tampered body");
+    assert.is((await send(body, signPayload(body, "wrong", now))).status, 400, "wrong secret");
+    assert.is((await send(body, signPayload(body, secret, now - 301))).status, 400, "stale timestamp");
+    assert.is((await send(body, "t=1,v1=zz")).status, 400, "malformed header");
+    assert.equal(verifySignature(body, undefined, secret), { ok: false, reason: "missing signature" });
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+    await tk.close();
+  }
+});
+ex.run();
