@@ -5,6 +5,15 @@
 // this process and publishes `partner.changed`, which every other process (on Redis pub/sub when
 // REDIS_URL is set) turns into the same eviction. A rotated or deactivated key therefore stops working at
 // once on every node; the TTL only bounds the damage of a lost message.
+//
+// The cached row also answers balance reads (GET /me, /credits, /usage), because every balance change goes
+// through `changed()` too: the kernel's charge and refund (core/kernel.ts) and the admin API's credits call it
+// after their transaction commits. A charge never reads this cache: core/ledger.ts decides it inside its
+// transaction with a conditional update of the row.
+//
+// A read that was already on its way to the database when an eviction arrived may carry the row as it was
+// before the write; it answers its own callers (who asked before the write was announced) but never fills
+// the cache, and no later caller joins it. Evictions are numbered for that (`#seq`).
 import { sql, type Kysely, type Selectable } from "kysely";
 import type { Clock } from "./clock.ts";
 import { newApiKey, partnerId as newPartnerId } from "./ids.ts";
@@ -59,7 +68,10 @@ export interface LedgerEntry {
 }
 
 export interface AccountService {
-  /** Current balance from the database (never from a cache). */
+  /**
+   * Current balance: from the key cache's copy of the partner row while that is fresh (it is evicted after
+   * every ledger write, in every process), else from the database. Never use it to decide a charge.
+   */
   balance(partnerId: string): Promise<number>;
   transactions(partnerId: string, page: { limit: number; offset: number }): Promise<{ total: number; entries: LedgerEntry[] }>;
   usage(partnerId: string, since: Date | undefined): Promise<UsageSummary>;
@@ -70,6 +82,13 @@ export interface AccountService {
 export class Accounts implements AccountService {
   #byHash = new Map<string, { partner: Partner; expires: number }>();
   #hashOf = new Map<string, string>();
+  /** Reads of a key hash on their way to the database, shared by the callers that arrive meanwhile. */
+  #loading = new Map<string, { seq: number; promise: Promise<Partner | undefined> }>();
+  /** Evictions so far, in this process (local writes and other processes' messages alike). */
+  #seq = 0;
+  /** Partner id -> `#seq` of its latest eviction, kept only while some read is in flight. */
+  #evictedAt = new Map<string, number>();
+  #reads = 0;
 
   constructor(
     private readonly db: Kysely<KernelTables>,
@@ -87,19 +106,46 @@ export class Accounts implements AccountService {
   }
 
   /** The partner holding this key hash, served from the cache when fresh. */
-  async byKeyHash(hash: string): Promise<Partner | undefined> {
+  byKeyHash(hash: string): Promise<Partner | undefined> {
     const now = this.clock.now();
     const hit = this.#byHash.get(hash);
-    if (hit && hit.expires > now) return hit.partner;
-    const row = await this.db.selectFrom("partners").selectAll().where("api_key_hash", "=", hash).executeTakeFirst();
-    if (!row) {
-      this.#byHash.delete(hash);
-      return undefined;
+    if (hit && hit.expires > now) return Promise.resolve(hit.partner);
+    // A burst of requests after an eviction makes one query, not one each; a read that started before any
+    // later eviction is not joined, since it may predate the write that eviction announced.
+    const loading = this.#loading.get(hash);
+    if (loading && loading.seq === this.#seq) return loading.promise;
+    const seq = this.#seq;
+    const promise = this.#load(hash, seq, now);
+    this.#loading.set(hash, { seq, promise });
+    return promise;
+  }
+
+  async #load(hash: string, seq: number, now: number): Promise<Partner | undefined> {
+    this.#reads++;
+    try {
+      const row = await this.db.selectFrom("partners").selectAll().where("api_key_hash", "=", hash).executeTakeFirst();
+      if (!row) {
+        this.#byHash.delete(hash);
+        return undefined;
+      }
+      const partner = toPartner(row);
+      // Evicted while we read: the row may be older than the write, so it answers this read only.
+      if ((this.#evictedAt.get(partner.id) ?? 0) <= seq) {
+        this.#byHash.set(hash, { partner, expires: now + CACHE_TTL_MS });
+        this.#hashOf.set(partner.id, hash);
+      }
+      return partner;
+    } finally {
+      if (this.#loading.get(hash)?.seq === seq) this.#loading.delete(hash);
+      if (--this.#reads === 0) this.#evictedAt.clear();
     }
-    const partner = toPartner(row);
-    this.#byHash.set(hash, { partner, expires: now + CACHE_TTL_MS });
-    this.#hashOf.set(partner.id, hash);
-    return partner;
+  }
+
+  /** The cached copy of a partner's row, when one is fresh. */
+  #cached(partnerId: string): Partner | undefined {
+    const hash = this.#hashOf.get(partnerId);
+    const hit = hash === undefined ? undefined : this.#byHash.get(hash);
+    return hit && hit.expires > this.clock.now() ? hit.partner : undefined;
   }
 
   async get(id: string): Promise<Partner | undefined> {
@@ -114,6 +160,8 @@ export class Accounts implements AccountService {
   }
 
   #evictLocal(partnerId: string): void {
+    this.#seq++;
+    if (this.#reads > 0) this.#evictedAt.set(partnerId, this.#seq);
     const hash = this.#hashOf.get(partnerId);
     if (hash) this.#byHash.delete(hash);
     this.#hashOf.delete(partnerId);
@@ -188,6 +236,8 @@ export class Accounts implements AccountService {
   }
 
   async balance(partnerId: string): Promise<number> {
+    const cached = this.#cached(partnerId);
+    if (cached) return cached.creditsRemaining;
     const row = await this.db.selectFrom("partners").select("credits_remaining").where("id", "=", partnerId).executeTakeFirstOrThrow();
     return Number(row.credits_remaining);
   }

@@ -47,35 +47,54 @@ function effectiveLimit(window: RateWindow, index: number, override: number | un
   return window.limit;
 }
 
+interface WindowCount {
+  key: string;
+  resetMs: number;
+  name: string;
+  limit: number;
+  windowSeconds: number;
+  count: number;
+  resetSeconds: number;
+}
+
 export function createRateLimiter(counters: Counters, now: () => number): RateLimiter {
+  // The key and the reset of one window at one instant, and the count the store returned for it.
+  function windowAt(subject: string, rule: string, w: RateWindow, i: number, at: number, override: number | undefined): WindowCount {
+    const windowMs = w.windowSeconds * 1000;
+    const bucket = Math.floor(at / windowMs);
+    const resetMs = (bucket + 1) * windowMs - at;
+    return {
+      key: `rl:${subject}:${rule}:${w.windowSeconds}:${bucket}`,
+      resetMs,
+      name: policyName(w.windowSeconds),
+      limit: effectiveLimit(w, i, override),
+      windowSeconds: w.windowSeconds,
+      count: 0,
+      // delay-seconds are integers; rounding down would invite a retry a fraction of a second early.
+      resetSeconds: Math.max(1, Math.ceil(resetMs / 1000)),
+    };
+  }
+
   async function decide(subject: string, rule: string, windows: readonly RateWindow[], override: number | undefined): Promise<RateLimitDecision> {
     if (!windows.length) throw new Error(`rate limit "${rule}" has no windows`);
     // One reading of the clock, so the windows of one request agree on which buckets it falls in.
     const at = now();
-    const results = await Promise.all(
-      windows.map(async (w, i) => {
-        const windowMs = w.windowSeconds * 1000;
-        const bucket = Math.floor(at / windowMs);
-        const resetMs = (bucket + 1) * windowMs - at;
-        const key = `rl:${subject}:${rule}:${w.windowSeconds}:${bucket}`;
-        const { value } = await counters.increment(key, resetMs);
-        return {
-          key,
-          resetMs,
-          name: policyName(w.windowSeconds),
-          limit: effectiveLimit(w, i, override),
-          windowSeconds: w.windowSeconds,
-          count: value,
-          // delay-seconds are integers; rounding down would invite a retry a fraction of a second early.
-          resetSeconds: Math.max(1, Math.ceil(resetMs / 1000)),
-        };
-      }),
-    );
+    let results: WindowCount[];
+    if (windows.length === 1) {
+      // Nearly every row has one window: no per-window closure and Promise.all on the hot path.
+      const r = windowAt(subject, rule, windows[0]!, 0, at, override);
+      r.count = (await counters.increment(r.key, r.resetMs)).value;
+      results = [r];
+    } else {
+      results = windows.map((w, i) => windowAt(subject, rule, w, i, at, override));
+      const counts = await Promise.all(results.map((r) => counters.increment(r.key, r.resetMs)));
+      for (let i = 0; i < results.length; i++) results[i]!.count = counts[i]!.value;
+    }
     const exceeded = results.filter((r) => r.count > r.limit);
     const allowed = exceeded.length === 0;
     if (!allowed) await Promise.all(results.map((r) => counters.increment(r.key, r.resetMs, -1)));
     // After a give-back this request no longer occupies any window, so it must not lower what remains.
-    const used = (r: (typeof results)[number]) => (allowed ? r.count : r.count - 1);
+    const used = (r: WindowCount) => (allowed ? r.count : r.count - 1);
     // Structured-field Lists (RFC 8941) serialise with ", " between members.
     const headers: Record<string, string> = {
       "RateLimit-Policy": results.map((r) => `"${r.name}";q=${r.limit};w=${r.windowSeconds}`).join(", "),

@@ -8,8 +8,11 @@
 //   `beginTransaction`, and on the `pglite` backend every multi-statement block is a single `exec()`
 //   (which pgliteDatabase below runs through `transaction()`, so a failing block cannot leak either).
 // - server: Postgres at a connection string, pg-boss owning its pool.
-// Both use LISTEN/NOTIFY so a worker wakes the moment a job is sent (PGlite delivers NOTIFY in process);
-// polling stays on as the floor and is what finds delayed jobs and retries coming due.
+// Both use LISTEN/NOTIFY so a worker wakes the moment a job is sent (pg-boss 12.35's `fromPglite` exposes
+// `pglite.listen`, and PGlite delivers a NOTIFY to its own listeners at commit). On top of that, a send from
+// this process wakes this process's idle worker directly (`boss.notifyWorker`, see `wakeIdle` below), which
+// does not depend on a LISTEN connection. Polling stays on as the floor and is what finds delayed jobs and
+// retries coming due.
 // pg-boss's major-version changes stay in this file.
 //
 // On PGlite, never `await` a queue call inside a database transaction: the transaction holds the only
@@ -114,6 +117,13 @@ export interface Queue {
    */
   sendWithin<T extends object>(executor: SqlExecutor, name: string, data: T, options?: SendOptions): Promise<string | null>;
   /**
+   * Wakes up to `jobs` idle workers of `name` in this process, so they fetch now instead of at their next
+   * poll. send() does this itself; after {@link Queue.sendWithin} the caller calls it once the transaction
+   * has committed (before that, the job is invisible to a fetch and the wake would be wasted). A no-op when
+   * this process runs no worker for `name`. Workers elsewhere are woken by NOTIFY, or by their polling.
+   */
+  wake(name: string, jobs?: number): void;
+  /**
    * Runs `handler` for each job, one job per call. A handler that throws (or outlives
    * `expireInSeconds`) fails the attempt; pg-boss retries per the queue's options, then moves the job to
    * the queue's dead-letter queue.
@@ -139,6 +149,12 @@ export interface CreateQueueOptions {
   superviseIntervalSeconds?: number;
   /** Server Postgres only: the size of pg-boss's pool (pg-boss default 10), plus one LISTEN connection. */
   poolSize?: number;
+  /**
+   * LISTEN for NOTIFY, so this process's workers wake when another process sends (default true). Turn it
+   * off where LISTEN cannot work (a transaction-pooling PgBouncer): this process's own sends still wake
+   * its workers at once, and other processes' jobs are found by polling. Jobs always NOTIFY.
+   */
+  listenNotify?: boolean;
 }
 
 const QUEUE_NAME = /^[\w.\-/]+$/;
@@ -199,7 +215,7 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
   const onError = options.onError ?? ((err: unknown) => console.error("queue:", err));
   const config: ConstructorOptions = {
     schema,
-    useListenNotify: true,
+    useListenNotify: options.listenNotify ?? true,
     // We use neither cron schedules nor flows. Left on, each polls the database every few seconds, and
     // on PGlite every poll takes the one connection from the application.
     schedule: false,
@@ -230,6 +246,36 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
     warmed.add(name);
   };
   let stopped = false;
+
+  // This process's worker slots per queue: the pg-boss worker id of each, and whether it is running a job.
+  // pg-boss wakes workers on its own only through LISTEN/NOTIFY, which needs a listening connection and, on
+  // Postgres, a round trip through the server after the commit. A job sent from this process can wake a
+  // local worker directly: `boss.notifyWorker(id)` (pg-boss 12.35, manager.notifyWorker) aborts the worker's
+  // polling sleep, or, if it is busy fetching, makes it fetch again right after instead of sleeping.
+  interface Slot {
+    id: string;
+    busy: boolean;
+  }
+  const slots = new Map<string, Slot[]>();
+  let nextSlot = 0;
+  // One idle slot per job sent rather than every slot (NOTIFY's way): on PGlite every fetch takes the one
+  // connection, and a fetch that finds nothing only delays everybody else. Busy slots need no wake: each
+  // wakes itself when its job ends (see work()), and a backlog keeps them fetching. `busy` turns on only
+  // when the handler runs, so a wake can land on a slot whose fetch is just bringing another job; the job
+  // sent then waits at worst for an idle slot's next poll (or NOTIFY wakes them), not for that job's end.
+  const wakeIdle = (name: string, jobs = 1) => {
+    const all = slots.get(name);
+    if (!all) return;
+    const start = nextSlot++;
+    let left = jobs;
+    for (let i = 0; i < all.length && left > 0; i++) {
+      const slot = all[(start + i) % all.length]!;
+      if (slot.busy) continue;
+      boss.notifyWorker(slot.id);
+      left--;
+    }
+  };
+
   // Any call starts pg-boss, except after stop(): a late send during shutdown must not quietly restart
   // a queue nobody will stop again (on PGlite, one whose database is about to close).
   const ensureStarted = () => {
@@ -249,6 +295,8 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
       const starting = started;
       await starting.catch(() => {});
       await boss.stop({ graceful: true, timeout: options.stopTimeoutMs ?? 10_000, close: true });
+      // Those workers are gone; a restart's work() registers new ones.
+      slots.clear();
       // Only now, so a second stop() waits for the first instead of returning early.
       if (started === starting) started = undefined;
     },
@@ -297,7 +345,14 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
 
     async send(name, data, o = {}) {
       await ensureStarted();
-      return boss.send(name, data, bossSendOptions(o));
+      const id = await boss.send(name, data, bossSendOptions(o));
+      // Committed (send runs in its own statement), so a fetch will see it. A delayed job is left to polling.
+      if (id !== null && !o.startAfterSeconds) wakeIdle(name);
+      return id;
+    },
+
+    wake(name, jobs = 1) {
+      if (!stopped) wakeIdle(name, jobs);
     },
 
     async work<T>(name: string, handler: (job: QueueJob<T>) => Promise<void>, o: WorkOptions = {}) {
@@ -309,9 +364,13 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
       // (NOTIFY wakes it only for new inserts), so a backlog would drain at one job per slot per interval;
       // waking the slot that just finished makes it fetch at once, and polling resumes only when the queue
       // is empty.
+      const mine = slots.get(name) ?? [];
+      slots.set(name, mine);
       for (let i = 0; i < (o.concurrency ?? 1); i++) {
-        let slot: string | undefined;
-        slot = await boss.work<T>(
+        // The handler closes over its slot, so it works even when the first fetch (which pg-boss starts
+        // inside work()) brings a job before the id is known; wakes reach the slot once it is listed.
+        const slot: Slot = { id: "", busy: false };
+        slot.id = await boss.work<T>(
           name,
           {
             // One job per handler call, so a throw fails only that job.
@@ -322,15 +381,18 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
             notifyPollingIntervalSeconds: polling,
           },
           async (jobs: Job<T>[]) => {
+            slot.busy = true;
             try {
               for (const job of jobs) {
                 await handler({ id: job.id, name: job.name, data: job.data, retryCount: job.retryCount ?? 0, signal: job.signal });
               }
             } finally {
-              if (slot) boss.notifyWorker(slot);
+              slot.busy = false;
+              if (slot.id) boss.notifyWorker(slot.id);
             }
           },
         );
+        mine.push(slot);
       }
     },
   };

@@ -1,6 +1,7 @@
-// The queue interface on pg-boss, once per database backend: delivery, delay, retry, dead letter, expiry
-// of a hung handler and of a dead worker, re-declaration, singleton keys, graceful stop, and durability
-// across a restart. On PGlite also that pg-boss never runs inside, or poisons, an application transaction.
+// The queue interface on pg-boss, once per database backend: delivery, waking an idle worker when a job is
+// sent (in process, and through NOTIFY from another process), delay, retry, dead letter, expiry of a hung
+// handler and of a dead worker, re-declaration, singleton keys, graceful stop, and durability across a
+// restart. On PGlite also that pg-boss never runs inside, or poisons, an application transaction.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -8,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { PgBoss } from "pg-boss";
+import pg from "pg";
 import { createQueue, pgliteDatabase, type CreateQueueOptions, type Queue, type QueueJob, type QueueTarget } from "../../storage/queue.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
@@ -82,6 +84,65 @@ for (const backend of await databaseBackends()) {
     await queue.work<{ n: number }>("test.backlog", async (job) => void done.push(job.data.n), { concurrency: 1, pollingIntervalSeconds: 30 });
     await waitFor(() => done.length === 6, "backlog drained", 10_000);
     assert.equal([...done].sort(), [0, 1, 2, 3, 4, 5]);
+  });
+
+  // Polling every 30 s and the first (empty) fetch long done: a job that starts within a few seconds of
+  // being sent was woken, not polled for. No duration is asserted; the margin is what proves the wake.
+  const sleepy = { concurrency: 2, pollingIntervalSeconds: 30 };
+  const settle = () => sleep(500); // lets the workers' first fetch come back empty and their sleep begin
+
+  t("a job sent in this process wakes its idle worker, even without LISTEN", async () => {
+    // No LISTEN connection, so no NOTIFY reaches this process: only send()'s own wake can start the job.
+    const queue = open({ listenNotify: false });
+    await queue.createQueue("test.wake");
+    const got: string[] = [];
+    await queue.work("test.wake", async (job) => void got.push(job.id), sleepy);
+    await settle();
+    const id = await queue.send("test.wake", {});
+    await waitFor(() => got.length === 1, "the woken worker (polling alone would take 30 s)", 5000);
+    assert.equal(got, [id]);
+  });
+
+  t("after sendWithin commits, wake() starts the job, even without LISTEN", async () => {
+    const queue = open({ listenNotify: false });
+    await queue.createQueue("test.wake.within");
+    await queue.prepare("test.wake.within");
+    const got: string[] = [];
+    await queue.work("test.wake.within", async (job) => void got.push(job.id), sleepy);
+    await settle();
+    let id: string | null;
+    if (target.kind === "pglite") {
+      id = await target.pglite.transaction((tx) => queue.sendWithin((text, values) => tx.query(text, values), "test.wake.within", { n: 1 }));
+    } else {
+      const client = new pg.Client({ connectionString: target.connectionString });
+      await client.connect();
+      try {
+        await client.query("BEGIN");
+        id = await queue.sendWithin((text, values) => client.query(text, values), "test.wake.within", { n: 1 });
+        await client.query("COMMIT");
+      } finally {
+        await client.end();
+      }
+    }
+    queue.wake("test.wake.within");
+    await waitFor(() => got.length === 1, "the woken worker (polling alone would take 30 s)", 5000);
+    assert.equal(got, [id]);
+  });
+
+  t("a job sent by another process wakes this process's worker through NOTIFY", async () => {
+    // Two queues on one database stand for two processes: the sender has no worker to wake in-process,
+    // so only the worker process's LISTEN can start the job early (on PGlite, NOTIFY is delivered in
+    // process to every listener of the instance).
+    const worker = open();
+    const sender = open({ listenNotify: false });
+    await worker.createQueue("test.notify");
+    const got: string[] = [];
+    await worker.work("test.notify", async (job) => void got.push(job.id), sleepy);
+    await settle();
+    const id = await sender.send("test.notify", {});
+    await waitFor(() => got.length === 1, "the notified worker (polling alone would take 30 s)", 5000);
+    assert.equal(got, [id]);
+    assert.equal(warnings.filter((w) => (w.data as { type?: string }).type === "listen_notify_unavailable"), []);
   });
 
   t("a delayed job is held until its start time", async () => {

@@ -1,14 +1,15 @@
 // The partner API under /api/v1/partner, derived from the registry: each compiled operation (core/operations.ts)
 // gets a route; this file only reads the HTTP request and renders the outcome. Nothing here knows a plugin.
-import type { H3 } from "h3";
+import { HTTPResponse, type H3 } from "h3";
 import type { Kernel } from "../../core/kernel.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { compileOperations } from "../../core/operations.ts";
 import type { CompiledOperation } from "../../core/registry.ts";
-import { errorResponse, json, parseJsonObject, queryObject, readBodyCapped } from "./respond.ts";
+import { errorResponse, parseJsonObject, queryObject, readBodyCapped } from "./respond.ts";
 
 export const PARTNER_BASE = "/api/v1/partner";
 const DEFAULT_MAX_BODY = 1_000_000;
+const JSON_TYPE = "application/json; charset=utf-8";
 
 function route(kernel: Kernel, op: CompiledOperation, invoke: ReturnType<typeof compileOperations> extends Map<any, infer I> ? I : never) {
   const decl = op.declaration;
@@ -17,26 +18,29 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: ReturnType<typeof 
   const tooLarge = decl.bodyTooLarge ?? KERNEL_ERRORS.bodyTooLarge;
   const onInternal = (err: unknown) => kernel.log.error(`${op.endpoint} failed`, err);
 
-  return async (request: Request, params: Record<string, string>): Promise<Response> => {
+  // A success is handed to h3 as an HTTPResponse (body text, status, headers), which h3 writes to the socket
+  // directly; a `new Response(...)` would build a web stream for the body only to be read back out.
+  // `url` is the one h3 already parsed for routing: a GET's query is read from it, not parsed again.
+  return async (request: Request, params: Record<string, string>, url: URL): Promise<Response | HTTPResponse> => {
     const outcome = await invoke({
       authorization: request.headers.get("authorization"),
       userAgent: request.headers.get("user-agent"),
       params,
       request,
-      readInput: async () => (hasBody ? parseJsonObject(await readBodyCapped(request, maxBody, tooLarge)) : queryObject(new URL(request.url))),
+      readInput: async () => (hasBody ? parseJsonObject(await readBodyCapped(request, maxBody, tooLarge)) : queryObject(url)),
     });
     if (!outcome.ok) return errorResponse(outcome.error, onInternal, outcome.headers);
     if ("response" in outcome) {
       for (const [k, v] of Object.entries(outcome.headers)) outcome.response.headers.set(k, v);
       return outcome.response;
     }
-    return json(outcome.status, outcome.body, outcome.headers);
+    return new HTTPResponse(JSON.stringify(outcome.body), { status: outcome.status, headers: { "content-type": JSON_TYPE, ...outcome.headers } });
   };
 }
 
 export function mountPartnerApi(app: H3, kernel: Kernel): void {
   for (const [op, invoke] of compileOperations(kernel)) {
     const handler = route(kernel, op, invoke);
-    app.on(op.method as "GET", PARTNER_BASE + op.routerPath, (event) => handler(event.req as Request, (event.context.params ?? {}) as Record<string, string>));
+    app.on(op.method as "GET", PARTNER_BASE + op.routerPath, (event) => handler(event.req as Request, (event.context.params ?? {}) as Record<string, string>, event.url));
   }
 }
