@@ -97,6 +97,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     // Capabilities the kernel itself provides, made on first use: a process whose plugins never touch media
     // never loads ffmpeg.wasm. (db, blobs, queue, pubsub, counters and clock sit on every context directly.)
     const kernelProvided: Record<string, () => unknown> = {
+      // Shared counters (Redis when configured): rate windows, quotas and shared slots across processes.
+      counters: () => counters,
       media: () => {
         const engine = createMediaEngine({ mode: config.mediaEngine });
         closers.unshift(() => engine.close());
@@ -121,7 +123,9 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       built.set(name, value);
       return value as T;
     };
-    const host: CapabilityHost = { config, clock, blobs, capability };
+    const mediaBase = config.publicUrl.replace(/\/+$/, "") + "/media/";
+    const mediaUrl = (plugin: string, key: string) => mediaBase + [plugin, ...key.split("/")].map(encodeURIComponent).join("/");
+    const host: CapabilityHost = { config, clock, blobs, capability, mediaUrl };
     // Build every capability now, in registry order, so a failing factory stops the boot by name.
     for (const name of registry.providers.keys()) capability(name);
 
@@ -135,8 +139,6 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         return capability<T>(name);
       };
     };
-    const mediaBase = config.publicUrl.replace(/\/+$/, "") + "/media/";
-    const mediaUrl = (plugin: string, key: string) => mediaBase + [plugin, ...key.split("/")].map(encodeURIComponent).join("/");
     const blobsByPlugin = new Map(registry.plugins.map((p) => [p.name, blobs.scoped(p.name)]));
 
     const chargeAndCreate: Kernel["chargeAndCreateJob"] = async (req) => {

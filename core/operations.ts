@@ -70,11 +70,17 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
         request: call.request,
         config: kernel.config,
         clock: kernel.clock,
+        log: kernel.log,
         db: kernel.database.kysely,
         costs: kernel.registry.costs,
         account: kernel.accounts,
         priceFor: (price) => chargeFor(price, partner.pricingTier, partner.customRates),
         submitJob: (submission) => kernel.jobs.submit({ ...submission, partnerId: partner.id, plugin: op.plugin, endpoint: op.endpoint, inflight: decl.inflight === true }),
+        async finishJob(jobId, finish) {
+          const job = await kernel.database.kysely.selectFrom("jobs").select(["plugin", "partner_id"]).where("id", "=", jobId).executeTakeFirst();
+          if (!job || job.plugin !== op.plugin || job.partner_id !== partner.id) throw new Error(`finishJob: job ${jobId} is not one of this operation's`);
+          await kernel.finishJob(jobId, finish);
+        },
         capability,
         blobs: scopedBlobs,
         pubsub: kernel.pubsub,

@@ -3,6 +3,7 @@
 import type { Kysely } from "kysely";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
+import type { Logger } from "./log.ts";
 import type { Price } from "./pricing.ts";
 import type { RateLimitName, RateWindow } from "./rate-limits.ts";
 import type { InferOutput, StandardSchemaV1 } from "./standard-schema.ts";
@@ -29,6 +30,8 @@ export interface OperationContext<Input = unknown> {
   request: Request;
   config: Config;
   clock: Clock;
+  /** For what the partner must not see (a media tool's error, say): the response carries a sanitized text. */
+  log: Logger;
   /** The database; a plugin touches only the kernel's services and its own tables. */
   db: Kysely<any>;
   /** Standard-basis cost table of every registered plugin (the `costs` object of GET /credits). */
@@ -38,6 +41,11 @@ export interface OperationContext<Input = unknown> {
   priceFor(price: Price): number;
   /** Charges and records a job in one transaction (invariant 1), holding an in-flight slot when the operation counts. */
   submitJob(submission: JobSubmission): Promise<SubmittedJob>;
+  /**
+   * Ends a job this operation submitted and worked on synchronously (e.g. a merge): a success keeps the
+   * charge, a failure with `refund` returns it, in one transaction. Only this plugin's jobs of this partner.
+   */
+  finishJob(jobId: string, finish: { state: string; refund: boolean; error?: string | null; output?: Record<string, unknown> | null }): Promise<void>;
   /** A capability some plugin provides (declared in `requires`). */
   capability<T = unknown>(name: string): T;
   blobs: BlobStore;
@@ -101,8 +109,11 @@ export interface PluginDeclaration {
 export interface CapabilityHost {
   config: Config;
   clock: Clock;
+  /** The whole blob store; a capability that keeps files uses `blobs.scoped(<its plugin>)`. */
   blobs: BlobStore;
   capability<T = unknown>(name: string): T;
+  /** The public capability URL of a key in a plugin's blob store. */
+  mediaUrl(plugin: string, key: string): string;
 }
 
 const PLUGIN_NAME = /^[a-z][a-z0-9-]{0,39}$/;

@@ -1,6 +1,6 @@
 // Prices and tier math (invariant 1). Plugins state prices on the standard basis as lines of
 // "rate x units" keyed like the `costs` object of GET /credits; only this module applies a tier, and it
-// does so with integers: api_plus10 is ceil(standard * 11 / 10), once per job.
+// does so with integers: api_plus10 is ceil(standard * 11 / 10), rounded once per job.
 import { ApiError } from "./errors.ts";
 import type { PricingTier } from "../storage/tables.ts";
 
@@ -9,7 +9,7 @@ export interface PriceLine {
   key: readonly (string | number)[];
   /** Standard-basis credits per unit. */
   rate: number;
-  /** Units billed (images, whole seconds, ...); default 1. */
+  /** Units billed (images, seconds, ...); default 1. At most two decimals (measured seconds). */
   units?: number;
 }
 
@@ -25,16 +25,18 @@ export const DEFAULT_CUSTOM_RATE_MISSING = "This option is not available on your
 
 const ceilDiv = (a: number, b: number) => Math.floor((a + b - 1) / b);
 
-// Rates are whole credits on the standard basis and may carry cents on negotiated plans; summing in cents
-// keeps the arithmetic exact before the single rounding up.
-function totalInCents(lines: readonly PriceLine[], rateOf: (line: PriceLine) => number): number {
-  let cents = 0;
-  for (const line of lines) cents += Math.round(rateOf(line) * 100) * (line.units ?? 1);
-  return cents;
+// Rates are whole credits on the standard basis and may carry cents on negotiated plans, and units may be
+// measured seconds with two decimals; summing in ten-thousandths of a credit keeps the arithmetic exact, so
+// a price is rounded up once, after the tier markup (spec: "rounded up once").
+const EXACT = 10_000;
+function exactTotal(lines: readonly PriceLine[], rateOf: (line: PriceLine) => number): number {
+  let total = 0;
+  for (const line of lines) total += Math.round(rateOf(line) * 100) * Math.round((line.units ?? 1) * 100);
+  return total;
 }
 
 export function standardBasis(price: Price): number {
-  return ceilDiv(totalInCents(price.lines, (l) => l.rate), 100);
+  return ceilDiv(exactTotal(price.lines, (l) => l.rate), EXACT);
 }
 
 function lookup(rates: unknown, key: readonly (string | number)[]): number | undefined {
@@ -53,14 +55,14 @@ export function chargeFor(price: Price, tier: PricingTier, customRates: Record<s
     case "standard":
       return standardBasis(price) + addOn;
     case "api_plus10":
-      return ceilDiv(standardBasis(price) * 11, 10) + addOn;
+      return ceilDiv(exactTotal(price.lines, (l) => l.rate) * 11, EXACT * 10) + addOn;
     case "custom": {
       for (const line of price.lines) {
         if (lookup(customRates, line.key) === undefined) {
           throw new ApiError(400, price.customRateMissing ?? DEFAULT_CUSTOM_RATE_MISSING);
         }
       }
-      return ceilDiv(totalInCents(price.lines, (l) => lookup(customRates, l.key)!), 100) + addOn;
+      return ceilDiv(exactTotal(price.lines, (l) => lookup(customRates, l.key)!), EXACT) + addOn;
     }
   }
 }

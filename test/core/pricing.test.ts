@@ -55,4 +55,12 @@ t("costs fragments merge deeply; a leaf claimed twice is an error", () => {
   assert.throws(() => mergeCosts([{ plugin: "a", costs: { analysis: 50 } }, { plugin: "b", costs: { analysis: 50 } }]), /declared by plugins "a" and "b"/);
 });
 
+t("measured seconds with decimals are rounded up once, after the tier markup", () => {
+  // spec part 2: 5 s output + 5 s reference at 480p on beta-2-5 is 13.2 x 10 = 132 (standard 12 x 10).
+  assert.is(chargeFor(one(12, 10), "api_plus10"), 132);
+  // 12 x 10.3 = 123.6 standard; api_plus10 13.2 x 10.3 = 135.96 -> 136 (not ceil(124 x 1.1) = 137).
+  assert.is(chargeFor(one(12, 10.3), "standard"), 124);
+  assert.is(chargeFor(one(12, 10.3), "api_plus10"), 136);
+});
+
 t.run();
