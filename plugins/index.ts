@@ -4,6 +4,8 @@
 import account from "./account/index.ts";
 import images from "./images/index.ts";
 import imagesSandbox from "./images/sandbox.ts";
+import video from "./video/index.ts";
+import videoSandbox from "./video/sandbox.ts";
 import webhooks from "./webhooks/index.ts";
 
-export const plugins = [account, webhooks, imagesSandbox, images];
+export const plugins = [account, webhooks, imagesSandbox, images, videoSandbox, video];

@@ -49,3 +49,4 @@ export {
   type EngineJob,
   type TestVideoOptions,
 } from "./generate.ts";
+export { appendTopLevelBox, MP4_UUIDS, mp4Boxes, mp4MetadataCategories, type Mp4Box, type Mp4MetadataCategory } from "./mp4-metadata.ts";

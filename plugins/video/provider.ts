@@ -1,0 +1,65 @@
+// The `video.generate` capability: what a video provider adapter implements. The video plugin validates,
+// charges, fetches the frames and prepares the reference media, then hands the provider everything as bytes;
+// the sandbox (sandbox.ts) or a real upstream adapter provides it, so one replaces the other without touching
+// the plugin.
+
+/** A still picture: a start or end frame, or a reference image. */
+export interface VideoFrame {
+  bytes: Uint8Array;
+  /** image/png, image/jpeg or image/webp (as sent; the provider sniffs the bytes when in doubt). */
+  mimeType: string;
+  /** The URL it came from, when it came from one (the sandbox fails on a path containing `sandbox-fail`). */
+  url?: string;
+}
+
+/** A reference clip or sound, already downloaded, measured and normalized by the plugin (references.ts). */
+export interface ReferenceMedia {
+  /** Normalized MP4 (H.264/AAC) for videos, MP3 for audio. */
+  bytes: Uint8Array;
+  /** Measured from the file. */
+  seconds: number;
+  url: string;
+}
+
+export interface VideoGenerationRequest {
+  prompt: string;
+  negativePrompt: string | null;
+  /** A model id of models.ts, or "animation" for POST /generate-animation. */
+  model: string;
+  /** Output frame size (DESIGN "Sizes": the quality is the short edge), both even. */
+  width: number;
+  height: number;
+  /** Output length in whole seconds (the plugin already applied the model's rule, e.g. gamma is 8). */
+  seconds: number;
+  /** An audio track is wanted (alpha `sound`, animation always). */
+  sound: boolean;
+  /** Shown as the first frame of the clip. */
+  startFrame?: VideoFrame;
+  /** Shown as the last frame of the clip (only with a start frame). */
+  endFrame?: VideoFrame;
+  referenceImages: VideoFrame[];
+  referenceVideos: ReferenceMedia[];
+  referenceAudio: ReferenceMedia[];
+  signal: AbortSignal;
+  /** 0-1, increasing. */
+  onProgress(fraction: number, message?: string): Promise<void> | void;
+}
+
+export interface GeneratedVideo {
+  /** An MP4 (H.264 video, AAC audio when there is sound), possibly carrying provenance metadata. */
+  bytes: Uint8Array;
+  mimeType: "video/mp4";
+}
+
+/** The provider refused the prompt on content-safety grounds. */
+export class UnsafeContentError extends Error {}
+
+export interface VideoProviders {
+  /** The provider that renders `model`, or undefined when none is configured for it (500 "not available"). */
+  forModel(model: string): VideoProvider | undefined;
+}
+
+export interface VideoProvider {
+  /** Any other thrown error is a provider failure: the job ends `error` and is refunded. */
+  generate(request: VideoGenerationRequest): Promise<GeneratedVideo>;
+}

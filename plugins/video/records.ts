@@ -1,0 +1,151 @@
+// The video job record: one `video_jobs` row beside the kernel's `jobs` row, read by GET /video-status,
+// GET /videos and the `video.completed` / `video.failed` events alike, so the three always agree.
+//
+// Choices where the spec is silent, written down here:
+// - A queued job answers like a processing one (`status` "queued", `progress` 0, `message`).
+// - `video_url` is null until the job is complete; `duration` is the clip's length in whole seconds (gamma: 8).
+// - The list also carries `progress`, `message` and `error` (non-breaking additions, versioning rule 3).
+import { randomBytes } from "node:crypto";
+import type { Kysely } from "kysely";
+import type { BlobStore } from "../../storage/blobs.ts";
+import { formatTimestamp } from "../../core/time.ts";
+
+export const VIDEO_TABLE = "video_jobs";
+export const MERGE_TABLE = "video_merges";
+
+/** What a finished video job keeps on its `jobs.output`. */
+export interface VideoOutput {
+  video_key: string;
+  /** Absolute, fixed when the job ended: what the event carried. Status and lists rebuild it from the key. */
+  video_url: string;
+  duration: number;
+  metadata_removed: boolean;
+  width: number;
+  height: number;
+}
+
+export interface VideoJobRow {
+  job_id: string;
+  partner_id: string;
+  kind: "video" | "animation" | "upscale";
+  prompt: string;
+  model: string;
+  model_used: string;
+  quality: string | null;
+  duration: number;
+  aspect_ratio: string;
+  start_frame_url: string | null;
+  end_frame_url: string | null;
+}
+
+/**
+ * The `video.records` capability: how another area (video upscaling) makes its jobs video jobs, served by
+ * this plugin's status and list endpoints, without importing this plugin.
+ */
+export interface VideoRecords {
+  /** Inside the submit's transaction (JobSubmission.within): the job's record. */
+  insert(trx: Kysely<any>, row: Omit<VideoJobRow, "start_frame_url" | "end_frame_url"> & Partial<Pick<VideoJobRow, "start_frame_url" | "end_frame_url">>): Promise<void>;
+  /** Stores a finished clip where the video endpoints serve it from; return the result from run() as output. */
+  storeOutput(jobId: string, bytes: Uint8Array, info: Omit<VideoOutput, "video_key" | "video_url">): Promise<VideoOutput>;
+}
+
+export function videoRecords(blobs: BlobStore, mediaUrl: (key: string) => string): VideoRecords {
+  return {
+    async insert(trx, row) {
+      await trx.insertInto(VIDEO_TABLE).values({ start_frame_url: null, end_frame_url: null, ...row }).execute();
+    },
+    async storeOutput(jobId, bytes, info) {
+      // Unguessable: media links are capability URLs (DESIGN "Media links"); a rerun writes a new name.
+      const key = `clips/${jobId}-${randomBytes(12).toString("hex")}.mp4`;
+      await blobs.put(key, bytes, { contentType: "video/mp4" });
+      return { video_key: key, video_url: mediaUrl(key), ...info };
+    },
+  };
+}
+
+const JOINED = [
+  "v.job_id",
+  "v.kind",
+  "v.prompt",
+  "v.model",
+  "v.model_used",
+  "v.duration",
+  "v.aspect_ratio",
+  "v.start_frame_url",
+  "v.end_frame_url",
+  "v.created_at",
+  "j.state",
+  "j.progress",
+  "j.message",
+  "j.output",
+  "j.error",
+  "j.credits_used",
+  "j.credits_refunded",
+  "j.partner_job_id",
+  "j.finished_at",
+] as const;
+
+/** Video jobs of one partner joined with their kernel job rows; 404s are the caller's. */
+export function videoQuery(db: Kysely<any>, partnerId: string) {
+  return db.selectFrom(`${VIDEO_TABLE} as v`).innerJoin("jobs as j", "j.id", "v.job_id").select(JOINED as any).where("v.partner_id", "=", partnerId);
+}
+
+type Joined = Record<(typeof JOINED)[number] extends `${string}.${infer C}` ? C : never, any>;
+
+const urlOf = (row: Joined, mediaUrl: (key: string) => string) => (row.state === "complete" && row.output ? mediaUrl((row.output as VideoOutput).video_key) : null);
+
+/** GET /video-status/<job_id>: the processing, complete and failed shapes of the spec. */
+export function statusView(row: Joined, mediaUrl: (key: string) => string) {
+  if (row.state === "complete") {
+    const out = row.output as VideoOutput;
+    return { job_id: row.job_id, status: "complete", video_url: mediaUrl(out.video_key), duration: out.duration, metadata_removed: out.metadata_removed };
+  }
+  if (row.state === "error") return { job_id: row.job_id, status: "error", error: row.error };
+  return { job_id: row.job_id, status: row.state, progress: row.progress ?? 0, message: row.message ?? "Queued" };
+}
+
+/** One entry of GET /videos, and the `data` of the video events (with `credits_refunded`). */
+export function recordView(row: Joined, videoUrl: string | null) {
+  const out = row.output as VideoOutput | null;
+  return {
+    job_id: row.job_id,
+    partner_job_id: row.partner_job_id,
+    status: row.state,
+    prompt: row.prompt,
+    model: row.model,
+    model_used: row.model_used,
+    duration: row.state === "complete" && out ? out.duration : Number(row.duration),
+    aspect_ratio: row.aspect_ratio,
+    credits_used: Number(row.credits_used),
+    credits_refunded: Number(row.credits_refunded),
+    video_url: videoUrl,
+    start_frame_url: row.start_frame_url,
+    end_frame_url: row.end_frame_url,
+    created_at: formatTimestamp(row.created_at),
+    metadata_removed: out?.metadata_removed ?? false,
+    progress: row.finished_at === null ? (row.progress ?? 0) : null,
+    message: row.finished_at === null ? row.message : null,
+    error: row.error,
+  };
+}
+
+export const listView = (row: Joined, mediaUrl: (key: string) => string) => recordView(row, urlOf(row, mediaUrl));
+
+/** The events' `data`: the fields part 1 lists for video events, read in the transaction that ends the job. */
+export async function eventData(trx: Kysely<any>, jobId: string): Promise<Record<string, unknown>> {
+  const row = (await trx.selectFrom(`${VIDEO_TABLE} as v`).innerJoin("jobs as j", "j.id", "v.job_id").select(JOINED as any).where("v.job_id", "=", jobId).executeTakeFirstOrThrow()) as Joined;
+  const view = recordView(row, row.state === "complete" && row.output ? (row.output as VideoOutput).video_url : null);
+  return {
+    job_id: view.job_id,
+    partner_job_id: view.partner_job_id,
+    status: view.status,
+    model: view.model,
+    duration: view.duration,
+    aspect_ratio: view.aspect_ratio,
+    credits_used: view.credits_used,
+    credits_refunded: view.credits_refunded,
+    video_url: view.video_url,
+    error: view.error,
+    created_at: view.created_at,
+  };
+}
