@@ -13,15 +13,25 @@ export interface MergeResult {
 
 const OUTPUT_ARGS = ["-map_metadata", "-1", "-map_chapters", "-1", "-fflags", "+bitexact", "-movflags", "+faststart"];
 
-/** The sample description of the first video track (codec entry plus its configuration), or null. */
-export function videoSampleDescription(bytes: Uint8Array): Uint8Array | null {
+/**
+ * The decoder configuration of the first video track: the sample entry's codec (avc1, hvc1, ...) and its
+ * configuration box (avcC, hvcC) as bytes, or null. Other parts of the description (bit-rate boxes) differ
+ * between clips that copy together fine, so they are left out.
+ */
+export function videoDecoderConfig(bytes: Uint8Array): Uint8Array | null {
   const path = ["moov", "trak", "mdia", "minf", "stbl", "stsd"];
   const find = (from: number, to: number, depth: number): Uint8Array | null => {
     for (const box of mp4Boxes(bytes, from, to)) {
       if (box.type !== path[depth]) continue;
       if (depth === path.length - 1) {
-        // stsd: version/flags (4) and entry count (4), then the entries; the whole description is compared.
-        return bytes.subarray(box.body + 8, box.end);
+        // stsd: version/flags (4) and entry count (4), then the sample entries.
+        const entry = mp4Boxes(bytes, box.body + 8, box.end).next().value;
+        if (!entry) return null;
+        // A visual sample entry has 78 bytes of fixed fields before its child boxes.
+        for (const child of mp4Boxes(bytes, entry.body + 78, entry.end)) {
+          if (/^(avcC|hvcC|av1C|vpcC)$/.test(child.type)) return new Uint8Array([...bytes.subarray(entry.start + 4, entry.start + 8), ...bytes.subarray(child.start, child.end)]);
+        }
+        return null;
       }
       if (box.type === "trak" && !isVideoTrak(bytes, box.body, box.end)) continue;
       const found = find(box.body, box.end, depth + 1);
@@ -55,7 +65,7 @@ export function copyCompatible(clips: readonly Uint8Array[], probes: readonly Pr
   const first = shape(probes[0]!);
   if (first === null || !probes.every((p) => shape(p) === first)) return false;
   if (!["h264", "hevc"].includes(probes[0]!.streams.find((s) => s.type === "video")!.codec)) return false;
-  const descriptions = clips.map(videoSampleDescription);
+  const descriptions = clips.map(videoDecoderConfig);
   return descriptions.every((d) => d !== null && sameBytes(d, descriptions[0]!));
 }
 
