@@ -4,14 +4,27 @@
 // audio to MP3). Normalization runs in one shared slot: a second request while it is taken gets the spec's 503.
 //
 // Choices where the spec is silent, written down here:
-// - Size caps are decimal megabytes (95,000,000 and 50,000,000 bytes), as the spec writes its other caps.
-// - A download that fails without an HTTP status reports the nearest gateway status: 504 for a time-out,
-//   502 for a refused connection, a DNS failure and the like.
-// - Measured seconds are shown with two decimals at most ("yours is 1.5s").
-// - Normalized videos: H.264 yuv420p, short edge at most 720 px (aspect kept, even sizes), 30 fps, AAC 48 kHz
-//   stereo when the clip has sound, moov in front, no metadata. Audio: MP3 44.1 kHz stereo 192 kb/s.
+// - Size caps are decimal megabytes (95,000,000 and 50,000,000 bytes), as the spec itself spells its other
+//   "95 MB" cap (captions: "single upload 95,000,000 bytes").
+// - A download that fails without an HTTP status reports the status a gateway would give: 504 for a time-out
+//   (120 s per file), 502 for a refused connection, a DNS failure, a reset or a TLS failure.
+// - Measured seconds are the container duration of the file as downloaded, rounded to 0.01 and shown the same
+//   way ("yours is 1.5s", "yours is 15.01s"); bounds are inclusive (2 and 15 pass, 15.01 does not). The total
+//   is the sum of the rounded clips, which is what billing adds up.
+// - Videos must be ISO-BMFF (MP4/MOV: the first box is ftyp, or moov/mdat/wide/free/skip for old QuickTime
+//   files) with a real video track; audio must probe as MP3, WAV, or ISO-BMFF with sound and no picture (M4A;
+//   cover art does not count as a picture).
+// - Normalized videos: H.264 yuv420p, short edge at most 720 px (display orientation, aspect kept, even sizes,
+//   never upscaled), constant 30 fps (one frame rate for the provider whatever the phone recorded; 24/25 fps
+//   sources gain duplicated frames, which H.264 stores almost for free), AAC 48 kHz stereo 128 kb/s when the
+//   clip has sound, moov in front, no container or stream metadata, cut at the measured length so the provider
+//   never gets more than was billed. Audio: MP3 (libmp3lame, in native ffmpeg and in @ffmpeg/core alike)
+//   44.1 kHz stereo 192 kb/s, no ID3 tag.
+// - Engine failures on the partner's file (damaged, unsupported, too slow to finish within the slot's hold
+//   time) answer "Could not prepare that ... as a reference."; an engine that is not there at all is ours and
+//   is not blamed on the file.
 import { ApiError } from "../../core/errors.ts";
-import { firstAudio, firstVideo, type MediaEngine, type Probe } from "../../core/media/index.ts";
+import { firstAudio, firstVideo, isMediaError, mp4Boxes, type MediaEngine, type Probe } from "../../core/media/index.ts";
 import { isOutboundError, type OutboundGuard } from "../../core/outbound/index.ts";
 import type { Counters } from "../../storage/counters.ts";
 import { VIDEO_ERRORS as E } from "./errors.ts";
@@ -19,32 +32,68 @@ import type { ReferenceMedia } from "./provider.ts";
 
 export const MAX_REFERENCE_VIDEO_BYTES = 95_000_000;
 export const MAX_REFERENCE_AUDIO_BYTES = 50_000_000;
-const DOWNLOAD_TIMEOUT_MS = 120_000;
-const NORMALIZE_TIMEOUT_MS = 300_000;
+export const REFERENCE_DOWNLOAD_TIMEOUT_MS = 120_000;
+/** Downloads of one request running side by side: enough to hide latency, few enough to bound memory. */
+const DOWNLOADS_AT_ONCE = 3;
+const PROBE_TIMEOUT_MS = 60_000;
+/** The normalized file may be this much shorter than measured (frame-rate rounding, codec delay). */
+const OUTPUT_SHORTFALL_S = 0.5;
 
 export interface NormalizationSlot {
+  /** How long a holder can count on having the slot to itself; `fn`'s signal fires then. */
+  readonly holdMs: number;
   /** Runs `fn` holding the slot; throws the spec's 503 when another holder has it. */
-  run<T>(fn: () => Promise<T>): Promise<T>;
+  run<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T>;
 }
 
 /**
- * One slot for every process sharing `counters` (Redis when configured). The TTL bounds how long a holder
- * that died keeps it: the key expires and the slot frees itself.
+ * One slot for every process sharing `counters` (Redis when configured); a holder that died frees it within
+ * `ttlMs` (default 10 minutes).
+ *
+ * A single counter key would not do: Counters only set an expiry when a key is created, so a key reused by
+ * many holders expires on a schedule of its own, possibly under a live holder, whose release then drives the
+ * count negative and lets two in at once. Instead time is cut into buckets of ttlMs/2 with a key each; a
+ * holder counts in the bucket it started in, and a newcomer increments its own bucket first and then reads
+ * both neighbours. Whichever of two racing newcomers reads second sees the other's increment, so at most one
+ * gets in; a holder stays visible until the end of the next bucket (so for at least holdMs = ttlMs/2), and a
+ * dead one blocks for at most ttlMs. Reading the next bucket too covers processes whose clocks run ahead.
  */
-export function createNormalizationSlot(counters: Counters, options: { key?: string; ttlMs?: number } = {}): NormalizationSlot {
+export function createNormalizationSlot(counters: Counters, options: { key?: string; ttlMs?: number; now?: () => number } = {}): NormalizationSlot {
   const key = options.key ?? "video:reference-normalization";
   const ttlMs = options.ttlMs ?? 10 * 60_000;
+  const now = options.now ?? Date.now;
+  const bucketMs = ttlMs / 2;
+  const bucketKey = (n: number) => `${key}:${n}`;
   return {
+    holdMs: bucketMs,
     async run(fn) {
-      const { value } = await counters.increment(key, ttlMs, 1);
-      if (value > 1) {
-        await counters.increment(key, ttlMs, -1);
+      const n = Math.floor(now() / bucketMs);
+      const release = () =>
+        // A failed release only keeps the slot until its key expires; it must not fail the request.
+        counters.increment(bucketKey(n), ttlMs, -1).then(() => {}, () => {});
+      const { value } = await counters.increment(bucketKey(n), ttlMs, 1);
+      let busy = value > 1;
+      if (!busy) {
+        try {
+          const [before, after] = await Promise.all([counters.get(bucketKey(n - 1)), counters.get(bucketKey(n + 1))]);
+          busy = before > 0 || after > 0;
+        } catch (err) {
+          await release();
+          throw err;
+        }
+      }
+      if (busy) {
+        await release();
         throw new ApiError(503, E.referenceEncoderBusy);
       }
+      const hold = new AbortController();
+      const timer = setTimeout(() => hold.abort(new Error("normalization slot hold time is over")), bucketMs);
+      (timer as { unref?: () => void }).unref?.();
       try {
-        return await fn();
+        return await fn(hold.signal);
       } finally {
-        await counters.increment(key, ttlMs, -1);
+        clearTimeout(timer);
+        await release();
       }
     },
   };
@@ -54,7 +103,10 @@ export interface ReferenceDeps {
   guard: OutboundGuard;
   engine: MediaEngine;
   slot: NormalizationSlot;
+  /** The request's signal: when it fires, work stops and its error is passed through (no 400 is made of it). */
   signal?: AbortSignal;
+  /** Per-file download deadline (default REFERENCE_DOWNLOAD_TIMEOUT_MS); tests shorten it. */
+  downloadTimeoutMs?: number;
 }
 
 export interface ReferenceRules {
@@ -63,7 +115,7 @@ export interface ReferenceRules {
   totalSeconds: number;
 }
 
-const seconds = (n: number) => Math.round(n * 100) / 100;
+const round2 = (n: number) => Math.round(n * 100) / 100;
 
 interface Kind {
   maxBytes: number;
@@ -73,12 +125,23 @@ interface Kind {
   unusable: string;
   length(min: number, max: number, s: number): string;
   total(s: number, model: string, max: number): string;
-  /** Whether the probed file is acceptable as this kind. */
+  /** Whether the downloaded bytes and their probe are this kind of file. */
   accepts(bytes: Uint8Array, probe: Probe): boolean;
-  normalize(probe: Probe): { args: string[]; output: string };
+  normalize(probe: Probe, engine: MediaEngine): { args: string[]; output: string };
+  /** Whether the normalized file is what `normalize` promised. */
+  produced(probe: Probe): boolean;
 }
 
-const isIsoBmff = (b: Uint8Array) => b.length > 12 && String.fromCharCode(b[4]!, b[5]!, b[6]!, b[7]!) === "ftyp";
+const ISO_BMFF = "mov,mp4,m4a,3gp,3g2,mj2";
+// QuickTime files from before the ftyp box start with one of the others.
+const FIRST_BOXES = new Set(["ftyp", "moov", "mdat", "wide", "free", "skip"]);
+function isIsoBmff(bytes: Uint8Array): boolean {
+  for (const box of mp4Boxes(bytes)) return FIRST_BOXES.has(box.type);
+  return false;
+}
+
+// Global, per-stream and chapter metadata all go; bitexact keeps the encoder's name out of the file.
+const NO_METADATA = ["-map_metadata", "-1", "-map_metadata:s", "-1", "-map_chapters", "-1", "-fflags", "+bitexact"];
 
 const VIDEO: Kind = {
   maxBytes: MAX_REFERENCE_VIDEO_BYTES,
@@ -88,18 +151,30 @@ const VIDEO: Kind = {
   unusable: E.referenceVideoUnusable,
   length: E.referenceVideoLength,
   total: E.referenceVideosTotal,
-  accepts: (bytes, probe) => isIsoBmff(bytes) && /mov|mp4/.test(probe.formatName) && firstVideo(probe) !== undefined,
-  normalize(probe) {
+  accepts: (bytes, probe) => isIsoBmff(bytes) && probe.formatName === ISO_BMFF && firstVideo(probe) !== undefined,
+  normalize(probe, engine) {
     const v = firstVideo(probe)!;
-    const landscape = (v.width ?? 0) >= (v.height ?? 0);
-    // The short edge is at most 720; -2 keeps the other even and the aspect.
-    const scale = landscape ? "scale=-2:'min(720,ih)'" : "scale='min(720,iw)':-2";
-    const audio = firstAudio(probe) ? ["-map", "0:a:0", "-c:a", "aac", "-b:a", "128k", "-ar", "48000", "-ac", "2"] : [];
+    const a = firstAudio(probe);
+    // ffmpeg rotates phone videos upright before the filters, so the short edge is chosen from iw/ih there,
+    // not from the stored size; -2 keeps the other edge even and the aspect.
+    const scale = "scale='if(gte(iw,ih),-2,min(720,iw))':'if(gte(iw,ih),min(720,ih),-2)'";
+    const audio = a ? ["-map", `0:${a.index}`, "-c:a", "aac", "-b:a", "128k", "-ar", "48000", "-ac", "2"] : [];
     return {
       output: "ref.mp4",
-      args: ["-i", "in.bin", "-map", "0:v:0", ...audio, "-vf", `${scale},fps=30,format=yuv420p`, "-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-map_metadata", "-1", "-movflags", "+faststart", "ref.mp4"],
+      args: [
+        "-i", "in.bin",
+        "-map", `0:${v.index}`, ...audio,
+        "-vf", `${scale},fps=30,format=yuv420p`,
+        // The wasm engine is several times slower; its clips must still fit the slot's hold time.
+        "-c:v", "libx264", "-preset", engine.kind === "wasm" ? "ultrafast" : "veryfast", "-crf", "23", "-pix_fmt", "yuv420p",
+        "-t", String(probe.durationSeconds),
+        ...NO_METADATA, "-flags:v", "+bitexact", "-flags:a", "+bitexact",
+        "-movflags", "+faststart",
+        "ref.mp4",
+      ],
     };
   },
+  produced: (p) => firstVideo(p)?.codec === "h264",
 };
 
 const AUDIO: Kind = {
@@ -110,14 +185,39 @@ const AUDIO: Kind = {
   unusable: E.referenceAudioUnusable,
   length: E.referenceAudioLength,
   total: E.referenceAudioTotal,
-  // MP3, WAV, or M4A (an ISO-BMFF file with sound and no picture).
-  accepts: (bytes, probe) => firstAudio(probe) !== undefined && !firstVideo(probe) && (/^(mp3|wav)$/.test(probe.formatName) || (isIsoBmff(bytes) && /mov|mp4|m4a/.test(probe.formatName))),
-  normalize: () => ({ output: "ref.mp3", args: ["-i", "in.bin", "-map", "0:a:0", "-vn", "-c:a", "libmp3lame", "-b:a", "192k", "-ar", "44100", "-ac", "2", "-map_metadata", "-1", "ref.mp3"] }),
+  accepts: (bytes, probe) =>
+    firstAudio(probe) !== undefined &&
+    firstVideo(probe) === undefined &&
+    (probe.formatName === "mp3" || probe.formatName === "wav" || (probe.formatName === ISO_BMFF && isIsoBmff(bytes))),
+  normalize: (probe) => ({
+    output: "ref.mp3",
+    args: [
+      "-i", "in.bin",
+      "-map", `0:${firstAudio(probe)!.index}`,
+      "-c:a", "libmp3lame", "-b:a", "192k", "-ar", "44100", "-ac", "2",
+      "-t", String(probe.durationSeconds),
+      ...NO_METADATA, "-flags:a", "+bitexact", "-id3v2_version", "0",
+      "ref.mp3",
+    ],
+  }),
+  produced: (p) => p.formatName === "mp3" && firstAudio(p)?.codec === "mp3",
 };
 
-async function download(url: string, kind: Kind, deps: ReferenceDeps): Promise<Uint8Array> {
+interface Measured {
+  url: string;
+  bytes: Uint8Array;
+  probe: Probe;
+  seconds: number;
+}
+
+/** The request's own cancellation passes through untouched; everything else is for the caller to map. */
+function cancelled(deps: ReferenceDeps): boolean {
+  return deps.signal?.aborted === true;
+}
+
+async function download(url: string, kind: Kind, deps: ReferenceDeps, signal: AbortSignal): Promise<Uint8Array> {
   try {
-    const res = await deps.guard.fetch(url, { maxBytes: kind.maxBytes, timeoutMs: DOWNLOAD_TIMEOUT_MS, signal: deps.signal });
+    const res = await deps.guard.fetch(url, { maxBytes: kind.maxBytes, timeoutMs: deps.downloadTimeoutMs ?? REFERENCE_DOWNLOAD_TIMEOUT_MS, signal });
     return res.body;
   } catch (err) {
     if (!isOutboundError(err)) throw err;
@@ -132,49 +232,99 @@ async function download(url: string, kind: Kind, deps: ReferenceDeps): Promise<U
         throw new ApiError(400, kind.download(err.status ?? 502));
       case "timeout":
         throw new ApiError(400, kind.download(504));
+      case "aborted":
+        throw err;
       default:
         throw new ApiError(400, kind.download(502));
     }
   }
 }
 
-async function prepare(urls: string[], rules: ReferenceRules, model: string, kind: Kind, deps: ReferenceDeps): Promise<ReferenceMedia[]> {
-  if (urls.length === 0) return [];
-  // Downloads run side by side (each capped in bytes and time); the slot is only for the encoder.
-  const files = await Promise.all(urls.map((u) => download(u, kind, deps)));
-  const measured: Array<{ bytes: Uint8Array; probe: Probe; url: string }> = [];
-  for (const [i, bytes] of files.entries()) {
-    let probe: Probe;
-    try {
-      probe = await deps.engine.probe(bytes, "in.bin", { signal: deps.signal, timeoutMs: 60_000 });
-    } catch {
-      throw new ApiError(400, kind.unusable);
-    }
-    if (!kind.accepts(bytes, probe) || !(probe.durationSeconds > 0)) throw new ApiError(400, kind.unusable);
-    const s = seconds(probe.durationSeconds);
-    if (s < rules.minSeconds || s > rules.maxSeconds) throw new ApiError(400, kind.length(rules.minSeconds, rules.maxSeconds, s));
-    measured.push({ bytes, probe, url: urls[i]! });
-  }
-  const total = seconds(measured.reduce((sum, m) => sum + m.probe.durationSeconds, 0));
-  if (total > rules.totalSeconds) throw new ApiError(400, kind.total(total, model, rules.totalSeconds));
+/** Media failures on the partner's file are the file's; a missing engine is ours. */
+function unusable(err: unknown, kind: Kind, deps: ReferenceDeps): unknown {
+  if (cancelled(deps)) return err;
+  if (isMediaError(err) && err.code === "engine_unavailable") return err;
+  if (err instanceof ApiError) return err;
+  return new ApiError(400, kind.unusable);
+}
 
-  return deps.slot.run(async () => {
-    const out: ReferenceMedia[] = [];
-    for (const m of measured) {
-      const { args, output } = kind.normalize(m.probe);
+async function measure(url: string, rules: ReferenceRules, kind: Kind, deps: ReferenceDeps, signal: AbortSignal): Promise<Measured> {
+  const bytes = await download(url, kind, deps, signal);
+  let probe: Probe;
+  try {
+    // Junk is refused on its first bytes, before the engine spends time on it.
+    if (kind === VIDEO && !isIsoBmff(bytes)) throw new ApiError(400, kind.unusable);
+    probe = await deps.engine.probe(bytes, "in.bin", { signal, timeoutMs: PROBE_TIMEOUT_MS });
+  } catch (err) {
+    throw unusable(err, kind, deps);
+  }
+  if (!kind.accepts(bytes, probe) || !Number.isFinite(probe.durationSeconds) || probe.durationSeconds <= 0) throw new ApiError(400, kind.unusable);
+  const seconds = round2(probe.durationSeconds);
+  if (seconds < rules.minSeconds || seconds > rules.maxSeconds) throw new ApiError(400, kind.length(rules.minSeconds, rules.maxSeconds, seconds));
+  return { url, bytes, probe, seconds };
+}
+
+/** Downloads and measures every URL, a few at a time; the first failure stops the others and is thrown. */
+async function measureAll(urls: string[], rules: ReferenceRules, kind: Kind, deps: ReferenceDeps): Promise<Measured[]> {
+  const stop = new AbortController();
+  const signal = deps.signal ? AbortSignal.any([deps.signal, stop.signal]) : stop.signal;
+  const results: Measured[] = [];
+  let next = 0;
+  let failed = false;
+  let failure: unknown;
+  const worker = async () => {
+    while (!failed && next < urls.length) {
+      const i = next++;
       try {
-        const res = await deps.engine.run(args, { inputs: { "in.bin": m.bytes }, outputs: [output], signal: deps.signal, timeoutMs: NORMALIZE_TIMEOUT_MS, durationSeconds: m.probe.durationSeconds });
-        out.push({ bytes: res[output]!, seconds: seconds(m.probe.durationSeconds), url: m.url });
-      } catch {
-        throw new ApiError(400, kind.unusable);
+        results[i] = await measure(urls[i]!, rules, kind, deps, signal);
+      } catch (err) {
+        if (failed) continue; // a sibling stopped by the first failure
+        failed = true;
+        failure = err;
+        stop.abort();
       }
     }
+  };
+  await Promise.all(Array.from({ length: Math.min(DOWNLOADS_AT_ONCE, urls.length) }, worker));
+  if (failed) throw failure;
+  return results;
+}
+
+async function normalize(m: Measured, kind: Kind, deps: ReferenceDeps, signal: AbortSignal, deadline: number): Promise<ReferenceMedia> {
+  const { args, output } = kind.normalize(m.probe, deps.engine);
+  try {
+    const timeoutMs = Math.max(1, deadline - Date.now());
+    const res = await deps.engine.run(args, { inputs: { "in.bin": m.bytes }, outputs: [output], signal, timeoutMs, durationSeconds: m.probe.durationSeconds });
+    const bytes = res[output]!;
+    // A file whose header promises more than its frames deliver comes out short: not a usable reference.
+    const out = await deps.engine.probe(bytes, output, { signal, timeoutMs: Math.max(1, deadline - Date.now()) });
+    if (!kind.produced(out) || out.durationSeconds < m.probe.durationSeconds - OUTPUT_SHORTFALL_S) throw new ApiError(400, kind.unusable);
+    return { bytes, seconds: m.seconds, url: m.url };
+  } catch (err) {
+    throw unusable(err, kind, deps);
+  }
+}
+
+async function prepare(urls: string[], rules: ReferenceRules, model: string, kind: Kind, deps: ReferenceDeps): Promise<ReferenceMedia[]> {
+  if (urls.length === 0) return [];
+  const measured = await measureAll(urls, rules, kind, deps);
+  const total = round2(measured.reduce((sum, m) => sum + m.seconds, 0));
+  if (total > rules.totalSeconds) throw new ApiError(400, kind.total(total, model, rules.totalSeconds));
+
+  // One acquisition per request: the files go through the encoder one after the other while it is held.
+  return deps.slot.run(async (hold) => {
+    const signal = deps.signal ? AbortSignal.any([deps.signal, hold]) : hold;
+    const deadline = Date.now() + deps.slot.holdMs;
+    const out: ReferenceMedia[] = [];
+    for (const m of measured) out.push(await normalize(m, kind, deps, signal, deadline));
     return out;
   });
 }
 
 /** Downloads, measures and normalizes reference videos; throws the spec's 400/413/503 (no charge yet). */
-export const prepareReferenceVideos = (urls: string[], rules: ReferenceRules, model: string, deps: ReferenceDeps) => prepare(urls, rules, model, VIDEO, deps);
+export const prepareReferenceVideos = (urls: string[], rules: ReferenceRules, model: string, deps: ReferenceDeps): Promise<ReferenceMedia[]> =>
+  prepare(urls, rules, model, VIDEO, deps);
 
 /** Downloads, measures and converts reference audio to MP3; the same errors in the audio's words. */
-export const prepareReferenceAudio = (urls: string[], rules: ReferenceRules, model: string, deps: ReferenceDeps) => prepare(urls, rules, model, AUDIO, deps);
+export const prepareReferenceAudio = (urls: string[], rules: ReferenceRules, model: string, deps: ReferenceDeps): Promise<ReferenceMedia[]> =>
+  prepare(urls, rules, model, AUDIO, deps);

@@ -1,0 +1,520 @@
+// Reference media of POST /generate-video (plugins/video/references.ts), against a local HTTP server: the
+// spec's errors for every way a download or a file can fail, the measured seconds, what normalization makes
+// (on every engine this machine has), and the shared normalization slot on memory and on Redis counters.
+// Clips are small and short because ffmpeg.wasm is slow.
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { fakeClock } from "../../core/clock.ts";
+import { ApiError } from "../../core/errors.ts";
+import { createMediaEngine, firstAudio, firstVideo, generateTestVideo, mp4Boxes, mp4MetadataCategories, type MediaEngine } from "../../core/media/index.ts";
+import { createOutboundGuard } from "../../core/outbound/index.ts";
+import { VIDEO_ERRORS as E } from "../../plugins/video/errors.ts";
+import {
+  createNormalizationSlot,
+  MAX_REFERENCE_AUDIO_BYTES,
+  MAX_REFERENCE_VIDEO_BYTES,
+  prepareReferenceAudio,
+  prepareReferenceVideos,
+  type NormalizationSlot,
+  type ReferenceDeps,
+} from "../../plugins/video/references.ts";
+import { memoryCounters, redisCounters, type Counters } from "../../storage/counters.ts";
+import { rejection } from "../helpers/assert.ts";
+import { isolatedRedisPrefix, storeBackends } from "../helpers/backends.ts";
+import { ENGINE_MODES, fixture } from "../media/util.ts";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const round2 = (n: number) => Math.round(n * 100) / 100;
+// uvu starts running once a suite is queued and the module yields, so every await comes before the first suite.
+const STORE_BACKENDS = await storeBackends();
+const VIDEO_RULES = { minSeconds: 2, maxSeconds: 15, totalSeconds: 15 };
+const AUDIO_RULES = { minSeconds: 2, maxSeconds: 30, totalSeconds: 30 };
+
+// ---------------------------------------------------------------------------------------------------------
+// Fixtures, made once on the fastest engine here.
+
+const maker = createMediaEngine({ mode: ENGINE_MODES[0]! });
+const convert = async (args: string[], input: Uint8Array, inName: string, out: string) =>
+  (await maker.run(["-i", inName, ...args, out], { inputs: { [inName]: input }, outputs: [out], timeoutMs: 60_000 }))[out]!;
+
+const clip = await generateTestVideo(maker, { width: 1000, height: 800, seconds: 2.5, fps: 50, font: false }); // 50 fps, with sound
+const silent = await convert(["-an", "-c", "copy"], clip, "in.mp4", "silent.mp4");
+const landscape = await generateTestVideo(maker, { width: 1440, height: 800, seconds: 2, font: false }); // 25 fps
+// Stored 1440x800 and shown upright as 800x1440, like a phone's portrait video.
+const rotated = await convert(["-c", "copy", "-metadata:s:v:0", "rotate=90"], landscape, "in.mp4", "rotated.mp4");
+const short = await generateTestVideo(maker, { width: 320, height: 180, seconds: 1, font: false });
+const long = await generateTestVideo(maker, { width: 160, height: 90, seconds: 16, fps: 10, font: false });
+const song = fixture("sample1.mp3"); // about 122 s
+const mp3 = await convert(["-t", "5", "-c", "copy"], song, "in.mp3", "five.mp3");
+const wav = await convert(["-t", "3", "-c:a", "pcm_s16le"], song, "in.mp3", "three.wav");
+const m4a = await convert(["-t", "3", "-c:a", "aac"], song, "in.mp3", "three.m4a");
+const shortMp3 = await convert(["-t", "1", "-c", "copy"], song, "in.mp3", "one.mp3");
+const cmov = fixture("c.mov"); // real QuickTime file: 2750x1834, ~59 fps, no sound, 5.2 s
+const seconds = async (bytes: Uint8Array) => round2((await maker.probe(bytes)).durationSeconds);
+const measured = {
+  clip: await seconds(clip),
+  silent: await seconds(silent),
+  rotated: await seconds(rotated),
+  short: await seconds(short),
+  long: await seconds(long),
+  song: await seconds(song),
+  mp3: await seconds(mp3),
+  wav: await seconds(wav),
+  m4a: await seconds(m4a),
+  cmov: await seconds(cmov),
+};
+await maker.close();
+
+// ---------------------------------------------------------------------------------------------------------
+// The server.
+
+const FILES: Record<string, Uint8Array> = {
+  "/clip.mp4": clip,
+  "/silent.mp4": silent,
+  "/rotated.mp4": rotated,
+  "/short.mp4": short,
+  "/long.mp4": long,
+  "/c.mov": cmov,
+  "/song.mp3": song,
+  "/five.mp3": mp3,
+  "/three.wav": wav,
+  "/three.m4a": m4a,
+  "/one.mp3": shortMp3,
+  "/notes.txt": new TextEncoder().encode("just some words, not a video\n".repeat(50)),
+  "/truncated.mp4": clip.subarray(0, 2000),
+};
+const closedBySlowClient: string[] = [];
+
+function routes(req: IncomingMessage, res: ServerResponse): void {
+  const path = (req.url ?? "/").split("?")[0]!;
+  const file = FILES[path];
+  if (file) {
+    res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(file.byteLength) });
+    res.end(file);
+    return;
+  }
+  switch (path) {
+    case "/moved.mp4":
+      res.writeHead(302, { location: "/clip.mp4" });
+      res.end();
+      return;
+    case "/declared-huge.mp4":
+      // Declares one byte more than allowed: refused on the header, before the body.
+      res.writeHead(200, { "content-length": String(MAX_REFERENCE_VIDEO_BYTES + 1) });
+      res.write(clip.subarray(0, 1000));
+      return;
+    case "/streamed-huge.mp3": {
+      // No Content-Length: the cap has to hold while the body streams.
+      res.writeHead(200, { "content-type": "audio/mpeg" });
+      const chunk = new Uint8Array(1 << 20);
+      let sent = 0;
+      const pump = () => {
+        while (sent <= MAX_REFERENCE_AUDIO_BYTES && !res.destroyed) {
+          sent += chunk.byteLength;
+          if (!res.write(chunk)) return void res.once("drain", pump);
+        }
+        res.end();
+      };
+      pump();
+      return;
+    }
+    case "/slow.mp4":
+      // Never answers; records when the client gives up.
+      req.socket.once("close", () => closedBySlowClient.push(path));
+      return;
+    default:
+      res.writeHead(404);
+      res.end("not found");
+  }
+}
+
+const server = createServer(routes);
+await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+const port = (server.address() as AddressInfo).port;
+const base = `http://127.0.0.1:${port}`;
+// A port nothing listens on: a refused connection.
+const closedPort = await new Promise<number>((resolve) => {
+  const s = createServer().listen(0, "127.0.0.1", () => {
+    const p = (s.address() as AddressInfo).port;
+    s.close(() => resolve(p));
+  });
+});
+
+const guard = createOutboundGuard({ allowPrivate: true });
+const publicGuard = createOutboundGuard();
+
+async function apiError(p: Promise<unknown>): Promise<ApiError> {
+  const err = await rejection(p);
+  assert.instance(err, ApiError, `expected an ApiError, got ${String(err)}`);
+  return err as ApiError;
+}
+
+function freeSlot(): NormalizationSlot {
+  return createNormalizationSlot(memoryCounters());
+}
+
+/** Holds `slot` until the returned function is called. */
+async function hold(slot: NormalizationSlot): Promise<() => Promise<void>> {
+  let letGo!: () => void;
+  let entered!: () => void;
+  const inside = new Promise<void>((r) => (entered = r));
+  const done = slot.run(() => {
+    entered();
+    return new Promise<void>((r) => (letGo = r));
+  });
+  await inside;
+  return async () => {
+    letGo();
+    await done;
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Downloads and checks: the engine only probes here, so one engine is enough.
+
+{
+  const t = suite("reference media: downloads and checks");
+  let engine: MediaEngine;
+  let deps: ReferenceDeps;
+  t.before(() => {
+    engine = createMediaEngine({ mode: ENGINE_MODES[0]! });
+    deps = { guard, engine, slot: freeSlot() };
+  });
+  t.after(async () => {
+    await engine.close();
+  });
+
+  t("a URL the deployment's guard refuses (loopback on a default guard) is 400 Invalid reference ... URL", async () => {
+    const strict = { ...deps, guard: publicGuard };
+    for (const url of [`https://127.0.0.1:${port}/clip.mp4`, `${base}/clip.mp4`]) {
+      const v = await apiError(prepareReferenceVideos([url], VIDEO_RULES, "beta-2-5", strict));
+      assert.is(v.status, 400);
+      assert.is(v.message, E.invalidReferenceVideoUrl(url));
+      const a = await apiError(prepareReferenceAudio([url.replace("clip.mp4", "five.mp3")], AUDIO_RULES, "beta-2-5", strict));
+      assert.is(a.status, 400);
+      assert.is(a.message, E.invalidReferenceAudioUrl(url.replace("clip.mp4", "five.mp3")));
+    }
+  });
+
+  t("an HTTP error or a redirect (never followed) is 400 with the status", async () => {
+    const missing = await apiError(prepareReferenceVideos([`${base}/missing.mp4`], VIDEO_RULES, "beta-2-5", deps));
+    assert.is(missing.status, 400);
+    assert.is(missing.message, E.referenceVideoDownload(404));
+    assert.is(missing.message, "A reference video could not be downloaded (HTTP 404).");
+    const moved = await apiError(prepareReferenceVideos([`${base}/moved.mp4`], VIDEO_RULES, "beta-2-5", deps));
+    assert.is(moved.message, E.referenceVideoDownload(302));
+    const audio = await apiError(prepareReferenceAudio([`${base}/missing.mp3`], AUDIO_RULES, "beta-2-5", deps));
+    assert.is(audio.message, E.referenceAudioDownload(404));
+  });
+
+  t("no HTTP status at all: a refused connection reads as 502, a time-out as 504", async () => {
+    const refused = await apiError(prepareReferenceVideos([`http://127.0.0.1:${closedPort}/clip.mp4`], VIDEO_RULES, "beta-2-5", deps));
+    assert.is(refused.status, 400);
+    assert.is(refused.message, E.referenceVideoDownload(502));
+    const slow = await apiError(prepareReferenceVideos([`${base}/slow.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, downloadTimeoutMs: 300 }));
+    assert.is(slow.status, 400);
+    assert.is(slow.message, E.referenceVideoDownload(504));
+  });
+
+  t("too large is 413, whether declared (Content-Length) or streamed", async () => {
+    const declared = await apiError(prepareReferenceVideos([`${base}/declared-huge.mp4`], VIDEO_RULES, "beta-2-5", deps));
+    assert.is(declared.status, 413);
+    assert.is(declared.message, "A reference video is too large (max 95 MB).");
+    const streamed = await apiError(prepareReferenceAudio([`${base}/streamed-huge.mp3`], AUDIO_RULES, "beta-2-5", deps));
+    assert.is(streamed.status, 413);
+    assert.is(streamed.message, E.referenceAudioTooLarge);
+  });
+
+  t("what is not an MP4/MOV with a picture (or MP3/WAV/M4A with sound) is 400 Could not prepare ...", async () => {
+    for (const path of ["/notes.txt", "/five.mp3", "/truncated.mp4"]) {
+      const err = await apiError(prepareReferenceVideos([`${base}${path}`], VIDEO_RULES, "beta-2-5", deps));
+      assert.is(err.status, 400, path);
+      assert.is(err.message, E.referenceVideoUnusable, path);
+    }
+    for (const path of ["/notes.txt", "/clip.mp4"]) {
+      const err = await apiError(prepareReferenceAudio([`${base}${path}`], AUDIO_RULES, "beta-2-5", deps));
+      assert.is(err.status, 400, path);
+      assert.is(err.message, E.referenceAudioUnusable, path);
+    }
+  });
+
+  t("each clip must last between the model's bounds; the text names the measured seconds", async () => {
+    const tooShort = await apiError(prepareReferenceVideos([`${base}/short.mp4`], VIDEO_RULES, "beta-2-direct", deps));
+    assert.is(tooShort.status, 400);
+    assert.is(tooShort.message, E.referenceVideoLength(2, 15, measured.short));
+    assert.ok(measured.short >= 0.9 && measured.short < 1.1, String(measured.short));
+    const tooLong = await apiError(prepareReferenceVideos([`${base}/clip.mp4`, `${base}/long.mp4`], VIDEO_RULES, "beta-2-direct", deps));
+    assert.is(tooLong.message, E.referenceVideoLength(2, 15, measured.long));
+    assert.match(tooLong.message, /^Reference videos must be between 2 and 15 seconds \(yours is 16(\.\d{1,2})?s\)\.$/);
+    const song = await apiError(prepareReferenceAudio([`${base}/song.mp3`], AUDIO_RULES, "beta-2-5", deps));
+    assert.is(song.message, E.referenceAudioLength(2, 30, measured.song));
+    assert.is(song.message, "Reference audio must be between 2 and 30 seconds (yours is 122.12s).");
+    const oneSecond = await apiError(prepareReferenceAudio([`${base}/one.mp3`], AUDIO_RULES, "beta-2-5", deps));
+    assert.match(oneSecond.message, /^Reference audio must be between 2 and 30 seconds \(yours is 1(\.\d{1,2})?s\)\.$/);
+  });
+
+  t("the clips together must stay within the model's total", async () => {
+    const rules = { minSeconds: 2, maxSeconds: 15, totalSeconds: 4 };
+    const err = await apiError(prepareReferenceVideos([`${base}/clip.mp4`, `${base}/silent.mp4`], rules, "beta-2-direct", deps));
+    assert.is(err.status, 400);
+    assert.is(err.message, E.referenceVideosTotal(round2(measured.clip + measured.silent), "beta-2-direct", 4));
+    const audio = await apiError(prepareReferenceAudio([`${base}/three.wav`, `${base}/three.m4a`], { ...AUDIO_RULES, totalSeconds: 5 }, "beta-2-5", deps));
+    assert.is(audio.message, E.referenceAudioTotal(round2(measured.wav + measured.m4a), "beta-2-5", 5));
+  });
+
+  t("the first failure stops the other downloads of the request", async () => {
+    closedBySlowClient.length = 0;
+    const err = await apiError(prepareReferenceVideos([`${base}/slow.mp4`, `${base}/missing.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, downloadTimeoutMs: 60_000 }));
+    assert.is(err.message, E.referenceVideoDownload(404));
+    for (let i = 0; i < 50 && closedBySlowClient.length === 0; i++) await sleep(20);
+    assert.equal(closedBySlowClient, ["/slow.mp4"]);
+  });
+
+  t("the request's own cancellation passes through, not as a 400", async () => {
+    const ac = new AbortController();
+    const p = prepareReferenceVideos([`${base}/slow.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, signal: ac.signal, downloadTimeoutMs: 60_000 });
+    setTimeout(() => ac.abort(), 50);
+    const err = await rejection(p);
+    assert.not.instance(err, ApiError);
+  });
+
+  t("while another request holds the normalization slot the answer is 503, after the checks", async () => {
+    const slot = freeSlot();
+    const release = await hold(slot);
+    try {
+      const busy = await apiError(prepareReferenceVideos([`${base}/clip.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, slot }));
+      assert.is(busy.status, 503);
+      assert.is(busy.message, "The reference encoder is busy right now - retry in a minute.");
+      const audio = await apiError(prepareReferenceAudio([`${base}/five.mp3`], AUDIO_RULES, "beta-2-5", { ...deps, slot }));
+      assert.is(audio.status, 503);
+      // A file that fails its checks is told so, not sent away to retry.
+      const bad = await apiError(prepareReferenceVideos([`${base}/short.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, slot }));
+      assert.is(bad.status, 400);
+    } finally {
+      await release();
+    }
+  });
+
+  t("no URLs: nothing is fetched and the slot is not taken", async () => {
+    const slot = freeSlot();
+    const release = await hold(slot);
+    try {
+      assert.equal(await prepareReferenceVideos([], VIDEO_RULES, "beta-2-5", { ...deps, slot }), []);
+      assert.equal(await prepareReferenceAudio([], AUDIO_RULES, "beta-2-5", { ...deps, slot }), []);
+    } finally {
+      await release();
+    }
+  });
+
+  t.run();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Normalization, on every engine.
+
+function topLevelBoxes(bytes: Uint8Array): string[] {
+  return [...mp4Boxes(bytes)].map((b) => b.type);
+}
+
+for (const mode of ENGINE_MODES) {
+  const t = suite(`reference media: normalization (${mode})`);
+  let engine: MediaEngine;
+  let deps: ReferenceDeps;
+  t.before(() => {
+    engine = createMediaEngine({ mode });
+    deps = { guard, engine, slot: freeSlot() };
+  });
+  t.after(async () => {
+    await engine.close();
+  });
+
+  t("videos become H.264/AAC MP4s: short edge at most 720, 30 fps, sound kept, moov first, no metadata", async () => {
+    const urls = [`${base}/clip.mp4`, `${base}/silent.mp4`, `${base}/rotated.mp4`];
+    const out = await prepareReferenceVideos(urls, VIDEO_RULES, "beta-2-5", deps);
+    assert.is(out.length, 3);
+    assert.equal(out.map((m) => m.url), urls);
+
+    const [withSound, noSound, portrait] = await Promise.all(out.map((m) => engine.probe(m.bytes, "ref.mp4")));
+    assert.is(withSound!.formatName, "mov,mp4,m4a,3gp,3g2,mj2");
+    const v = firstVideo(withSound!)!;
+    assert.is(v.codec, "h264");
+    assert.equal([v.width, v.height], [900, 720]);
+    assert.is(v.fps, 30); // 50 fps in
+    const a = firstAudio(withSound!)!;
+    assert.is(a.codec, "aac");
+    assert.is(a.sampleRate, 48000);
+    assert.is(a.channels, 2);
+    assert.is(out[0]!.seconds, measured.clip);
+    assert.ok(Math.abs(withSound!.durationSeconds - measured.clip) < 0.1, String(withSound!.durationSeconds));
+
+    assert.is(firstAudio(noSound!), undefined);
+    assert.is(firstVideo(noSound!)!.codec, "h264");
+
+    // Upright, 720 on the short edge, and no rotation left to apply.
+    const p = firstVideo(portrait!)!;
+    assert.equal([p.width, p.height], [720, 1296]);
+    assert.is(p.fps, 30); // 25 fps in
+    assert.is(p.rotation, undefined);
+    assert.is(out[2]!.seconds, measured.rotated);
+
+    for (const m of out) {
+      const boxes = topLevelBoxes(m.bytes);
+      assert.is(boxes[0], "ftyp");
+      assert.ok(boxes.indexOf("moov") < boxes.indexOf("mdat"), boxes.join(","));
+      assert.equal(mp4MetadataCategories(m.bytes), []);
+      assert.not.ok(new TextDecoder("latin1").decode(m.bytes).includes("Lavf"), "no muxer tag");
+    }
+  });
+
+  t("a small clip is never upscaled", async () => {
+    const [m] = await prepareReferenceVideos([`${base}/short.mp4`], { minSeconds: 0.5, maxSeconds: 15, totalSeconds: 15 }, "beta-2-5", deps);
+    const v = firstVideo(await engine.probe(m!.bytes, "ref.mp4"))!;
+    assert.equal([v.width, v.height], [320, 180]);
+  });
+
+  if (mode === "native") {
+    // A real QuickTime file at 2750x1834 and ~59 fps: too heavy for the wasm engine in a test.
+    t("a real-world MOV (ftyp qt) is accepted and normalized", async () => {
+      const [m] = await prepareReferenceVideos([`${base}/c.mov`], VIDEO_RULES, "beta-2-5", deps);
+      assert.is(m!.seconds, measured.cmov);
+      const p = await engine.probe(m!.bytes, "ref.mp4");
+      const v = firstVideo(p)!;
+      assert.is(v.codec, "h264");
+      assert.is(v.height, 720);
+      assert.ok(Math.abs(v.width! - 1080) <= 2 && v.width! % 2 === 0, String(v.width));
+      assert.is(v.fps, 30);
+      assert.is(firstAudio(p), undefined);
+    });
+  }
+
+  t("MP3, WAV and M4A become MP3 (44.1 kHz stereo) without tags; seconds are measured", async () => {
+    const urls = [`${base}/five.mp3`, `${base}/three.wav`, `${base}/three.m4a`];
+    const out = await prepareReferenceAudio(urls, { minSeconds: 2, maxSeconds: 15, totalSeconds: 15 }, "beta-2-5", deps);
+    assert.equal(out.map((m) => m.seconds), [measured.mp3, measured.wav, measured.m4a]);
+    assert.ok(Math.abs(measured.mp3 - 5) < 0.1 && Math.abs(measured.wav - 3) < 0.1, `${measured.mp3} ${measured.wav}`);
+    for (const m of out) {
+      const p = await engine.probe(m.bytes, "ref.mp3");
+      assert.is(p.formatName, "mp3");
+      const a = firstAudio(p)!;
+      assert.is(a.codec, "mp3");
+      assert.is(a.sampleRate, 44100);
+      assert.is(a.channels, 2);
+      assert.is(firstVideo(p), undefined);
+      assert.ok(Math.abs(p.durationSeconds - m.seconds) < 0.15, `${p.durationSeconds} vs ${m.seconds}`);
+      assert.is.not(new TextDecoder("latin1").decode(m.bytes.subarray(0, 3)), "ID3");
+    }
+  });
+
+  t.run();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The slot, on every counters store.
+
+for (const backend of STORE_BACKENDS) {
+  const t = suite(`reference media: normalization slot (${backend.name})`);
+  let prefix: string;
+  const opened: Counters[] = [];
+  const counters = (now?: () => number): Counters => {
+    const c = backend.name === "redis" ? redisCounters({ url: backend.url, prefix }) : memoryCounters(now);
+    opened.push(c);
+    return c;
+  };
+  let shared: Counters;
+  t.before.each(() => {
+    prefix = isolatedRedisPrefix();
+    shared = counters();
+  });
+  t.after.each(async () => {
+    await Promise.all(opened.splice(0).map((c) => c.close()));
+  });
+  // Another process's view of the same store: in memory the same object, on Redis another client, same prefix.
+  const store = () => (backend.name === "redis" ? counters() : shared);
+
+  t("a second run while the first holds the slot gets 503; once released the slot is free again", async () => {
+    const a = createNormalizationSlot(store());
+    const b = createNormalizationSlot(store());
+    const release = await hold(a);
+    for (const slot of [a, b]) {
+      const err = await apiError(slot.run(async () => "ran"));
+      assert.is(err.status, 503);
+      assert.is(err.message, E.referenceEncoderBusy);
+    }
+    await release();
+    assert.is(await b.run(async () => "ran"), "ran");
+    assert.is(await a.run(async () => "again"), "again");
+  });
+
+  t("of many simultaneous runs exactly one gets in", async () => {
+    const slots = Array.from({ length: 4 }, () => createNormalizationSlot(store()));
+    let inside = 0;
+    let most = 0;
+    const results = await Promise.allSettled(
+      Array.from({ length: 12 }, (_, i) =>
+        slots[i % slots.length]!.run(async () => {
+          most = Math.max(most, ++inside);
+          await sleep(50);
+          inside--;
+        }),
+      ),
+    );
+    assert.is(most, 1);
+    assert.is(results.filter((r) => r.status === "fulfilled").length, 1);
+    for (const r of results) if (r.status === "rejected") assert.is((r.reason as ApiError).status, 503);
+  });
+
+  t("a run that throws releases the slot and passes its error on", async () => {
+    const slot = createNormalizationSlot(store());
+    const err = await rejection(slot.run(async () => Promise.reject(new Error("boom"))));
+    assert.is((err as Error).message, "boom");
+    assert.is(await slot.run(async () => 1), 1);
+  });
+
+  if (backend.name === "memory") {
+    t("a holder that never releases blocks for at most the TTL", async () => {
+      const clock = fakeClock(Date.UTC(2026, 10, 1, 12, 0, 0));
+      const c = counters(() => clock.now());
+      const slot = createNormalizationSlot(c, { ttlMs: 60_000, now: () => clock.now() });
+      assert.is(slot.holdMs, 30_000);
+      void slot.run(() => new Promise(() => {})); // a process that died while holding it
+      await sleep(0);
+      assert.is((await apiError(slot.run(async () => 0))).status, 503);
+      clock.advance(30_000);
+      assert.is((await apiError(slot.run(async () => 0))).status, 503);
+      clock.advance(30_000);
+      assert.is(await slot.run(async () => "free"), "free");
+    });
+  } else {
+    t("a holder that never releases blocks for at most the TTL; the holder is told when its time is up", async () => {
+      const slot = createNormalizationSlot(store(), { ttlMs: 600 });
+      assert.is(slot.holdMs, 300);
+      let timeUp!: () => void;
+      const told = new Promise<void>((r) => (timeUp = r));
+      void slot.run((signal) => {
+        signal.addEventListener("abort", () => timeUp());
+        return new Promise(() => {});
+      });
+      await sleep(20);
+      assert.is((await apiError(createNormalizationSlot(store(), { ttlMs: 600 }).run(async () => 0))).status, 503);
+      await told;
+      await sleep(650);
+      assert.is(await createNormalizationSlot(store(), { ttlMs: 600 }).run(async () => "free"), "free");
+    });
+  }
+
+  t.run();
+}
+
+// The suites run in the order they were declared, so this one goes last: the server and the guards' pooled
+// connections would otherwise keep the process alive.
+{
+  const t = suite("reference media: teardown");
+  t("closes the server and the guards", async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await Promise.all([guard.close(), publicGuard.close()]);
+  });
+  t.run();
+}
