@@ -88,5 +88,4 @@ export const VIDEO_ERRORS = {
   unsafe: "The prompt was blocked by the content safety filter. Your credits have been refunded.",
   frameUnavailable: "A start or end frame could not be downloaded. Your credits have been refunded.",
   listStatus: "status must be one of processing, complete, failed",
-  listSince: "since must be an ISO 8601 UTC timestamp",
 } as const;

@@ -6,6 +6,8 @@ import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
+import type { JobKindDeclaration } from "../../core/jobs.ts";
+import { definePlugin, operation } from "../../core/plugin.ts";
 import { createMediaEngine, generateTestVideo, mp4MetadataCategories, type MediaEngine } from "../../core/media/index.ts";
 import { createTestKernel, type TestKernel } from "../../core/testing.ts";
 import account from "../../plugins/account/index.ts";
@@ -13,10 +15,52 @@ import { encodePng } from "../../plugins/images/png.ts";
 import video from "../../plugins/video/index.ts";
 import { VIDEO_ERRORS as E } from "../../plugins/video/errors.ts";
 import { CALLBACK_URL_ERROR } from "../../plugins/video/input.ts";
+import type { VideoRecords } from "../../plugins/video/records.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
-const PLUGINS = [account, videoSandbox, video];
+// Another area's video jobs (video upscaling, issue 6) reach the status and list endpoints through the
+// `video.records` capability; this stand-in makes one without importing the video plugin.
+const fakeUpscale = definePlugin({
+  name: "fake-upscale",
+  requires: ["video.records", "media"],
+  rateLimits: { "POST /fake-upscale": [{ limit: 1000, windowSeconds: 60 }] },
+  jobs: {
+    "video-upscale": {
+      states: ["queued", "complete", "error"],
+      initial: "queued",
+      transitions: { queued: ["complete", "error"] },
+      terminal: { complete: "success", error: "failure" },
+      failState: "error",
+      failError: "Upscaling failed.",
+      retries: 0,
+      async run(ctx) {
+        const bytes = await generateTestVideo(ctx.capability<MediaEngine>("media"), { width: 320, height: 240, seconds: 1 });
+        const records = ctx.capability<VideoRecords>("video.records");
+        return { state: "complete", output: (await records.storeOutput(ctx.jobId, bytes, { duration: 1, metadata_removed: false, width: 320, height: 240 })) as any };
+      },
+    } satisfies JobKindDeclaration,
+  },
+  operations: [
+    operation({
+      method: "POST",
+      path: "/fake-upscale",
+      status: 202,
+      async handle(ctx) {
+        const records = ctx.capability<VideoRecords>("video.records");
+        const job = await ctx.submitJob({
+          kind: "video-upscale",
+          state: "queued",
+          credits: 7,
+          within: (trx, [jobId]) => records.insert(trx, { job_id: jobId!, partner_id: ctx.partner.id, kind: "upscale", prompt: "", model: "upscale-2x", model_used: "upscale-2x", quality: null, duration: 1, aspect_ratio: "4:3" }),
+        });
+        return { job_id: job.jobId };
+      },
+    }),
+  ],
+});
+
+const PLUGINS = [account, videoSandbox, video, fakeUpscale];
 
 /** A solid-colour PNG as base64. */
 function png(rgb: [number, number, number], width = 64, height = 64): string {
@@ -436,6 +480,20 @@ for (const backend of await databaseBackends()) {
     const missing = await tk.request("POST", "/merge-videos", { key, body: { job_ids: ids } });
     assert.is(missing.status, 404);
     assert.is(missing.body.error, E.mergeFileMissing(ids[0]!));
+  });
+
+  e("another area's video jobs are served by video-status and videos, without events", async () => {
+    const { key, id } = await partner({ credits: 100 });
+    const res = await tk.request("POST", "/fake-upscale", { key, body: {} });
+    assert.is(res.status, 202, JSON.stringify(res.body));
+    const done = await waitFor(tk, key, res.body.job_id);
+    assert.is(done.body.status, "complete");
+    assert.is(done.body.duration, 1);
+    assert.ok(done.body.video_url.startsWith("https://media.example.test/media/video/clips/"));
+    assert.is((await mediaBytes(tk, done.body.video_url)).length > 0, true);
+    const list = await tk.request("GET", "/videos", { key });
+    assert.equal(list.body.videos.map((x: any) => [x.job_id, x.model]), [[res.body.job_id, "upscale-2x"]]);
+    assert.is((await tk.kernel.database.kysely.selectFrom("webhook_events").selectAll().where("partner_id", "=", id).execute()).length, 0);
   });
 
   e("reference videos are downloaded, measured and billed before the charge", async () => {
