@@ -8,19 +8,12 @@
 // provider shows its fallback.
 import { createHash } from "node:crypto";
 import { definePlugin } from "../../core/plugin.ts";
+import { hasMarker, sandboxSleep, withoutMarkers } from "../../core/sandbox.ts";
 import { GLYPH_HEIGHT, GLYPH_WIDTH, glyph } from "./font5x7.ts";
 import { encodePng, exifChunk, xmpChunk } from "./png.ts";
 import { type GeneratedImage, type ImageGenerationRequest, type ImageProvider, type ImageProviders, TransientProviderError, UnsafeContentError } from "./provider.ts";
 
 const SOFTWARE = "mediagate sandbox image provider";
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => (clearTimeout(timer), reject(signal.reason)), { once: true });
-  });
-}
 
 const xmlEscape = (s: string) => s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -118,7 +111,7 @@ export function paint(req: Pick<ImageGenerationRequest, "prompt" | "model" | "wi
   const scale = Math.max(1, Math.floor(width / 6 / 36));
   const cell = (GLYPH_WIDTH + 1) * scale;
   const perLine = Math.max(1, Math.floor((rx * 1.3) / cell));
-  const lines = wrap(req.prompt.replace(/\[sandbox:[a-z]+\]/g, "").trim() || req.prompt, perLine, 6);
+  const lines = wrap(withoutMarkers(req.prompt) || req.prompt, perLine, 6);
   const lineHeight = (GLYPH_HEIGHT + 3) * scale;
   let y0 = Math.round(cy - (lines.length * lineHeight) / 2);
   for (const line of lines) {
@@ -142,11 +135,11 @@ export function sandboxImageProvider(options: { latencyMs: number }): ImageProvi
     async generate(req): Promise<GeneratedImage> {
       const steps = 4;
       for (let i = 0; i < steps; i++) {
-        await sleep(options.latencyMs / steps, req.signal);
+        await sandboxSleep(options.latencyMs / steps, req.signal);
         if (i === 0) {
-          if (req.prompt.includes("[sandbox:fail]")) throw new Error("sandbox: failure requested by the prompt");
-          if (req.prompt.includes("[sandbox:unsafe]")) throw new UnsafeContentError("sandbox: unsafe content requested by the prompt");
-          if (req.prompt.includes("[sandbox:flaky]") && route === "primary") throw new TransientProviderError("sandbox: transient failure of the first route");
+          if (hasMarker(req.prompt, "fail")) throw new Error("sandbox: failure requested by the prompt");
+          if (hasMarker(req.prompt, "unsafe")) throw new UnsafeContentError("sandbox: unsafe content requested by the prompt");
+          if (hasMarker(req.prompt, "flaky") && route === "primary") throw new TransientProviderError("sandbox: transient failure of the first route");
         }
         await req.onProgress((i + 1) / (steps + 1));
       }

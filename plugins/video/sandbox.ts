@@ -15,20 +15,12 @@
 import { createHash } from "node:crypto";
 import { appendTopLevelBox, findSystemFont, MP4_UUIDS, type MediaEngine } from "../../core/media/index.ts";
 import { definePlugin } from "../../core/plugin.ts";
+import { hasMarker, sandboxSleep, withoutMarkers } from "../../core/sandbox.ts";
 import { type GeneratedVideo, UnsafeContentError, type VideoFrame, type VideoGenerationRequest, type VideoProvider, type VideoProviders } from "./provider.ts";
 
 const SOFTWARE = "mediagate sandbox video provider";
 const FPS = 25;
 const IMAGE_EXT: Record<string, string> = { "image/png": "png", "image/jpeg": "jpg", "image/webp": "webp" };
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = () => (clearTimeout(timer), reject(signal.reason));
-    const timer = setTimeout(() => (signal.removeEventListener("abort", onAbort), resolve()), ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
 
 /** Numbers in [0, 1) seeded by the request: the same request renders the same clip. */
 function seeded(seed: string): () => number {
@@ -118,7 +110,7 @@ export function sandboxRender(req: VideoGenerationRequest): { args: string[]; in
     args.push("-f", "lavfi", "-i", `testsrc2=size=${W}x${H}:rate=${FPS}:duration=${T}`);
     let chain = `[0:v]hue=h='${hue}+${turn}*t':s=${(0.6 + rnd() * 0.8).toFixed(2)}`;
     const font = findSystemFont();
-    const text = req.prompt.replace(/\[sandbox:[a-z]+\]/g, "").trim();
+    const text = withoutMarkers(req.prompt);
     if (font && text) {
       inputs["font.ttf"] = font;
       inputs["prompt.txt"] = new TextEncoder().encode(wrap(text, Math.max(10, Math.floor(W / (Math.max(12, Math.round(Math.min(W, H) / 16)) * 0.6)) - 2), 6));
@@ -171,10 +163,10 @@ export function sandboxVideoProvider(options: { latencyMs: number; media: () => 
     async generate(req): Promise<GeneratedVideo> {
       const steps = 4;
       for (let i = 0; i < steps; i++) {
-        await sleep(options.latencyMs / steps, req.signal);
+        await sandboxSleep(options.latencyMs / steps, req.signal);
         if (i === 0) {
-          if (req.prompt.includes("[sandbox:fail]")) throw new Error("sandbox: failure requested by the prompt");
-          if (req.prompt.includes("[sandbox:unsafe]")) throw new UnsafeContentError("sandbox: unsafe content requested by the prompt");
+          if (hasMarker(req.prompt, "fail")) throw new Error("sandbox: failure requested by the prompt");
+          if (hasMarker(req.prompt, "unsafe")) throw new UnsafeContentError("sandbox: unsafe content requested by the prompt");
           for (const f of [req.startFrame, req.endFrame]) {
             if (f?.url && new URL(f.url).pathname.includes("sandbox-fail")) throw new Error("sandbox: failure requested by the frame URL");
           }

@@ -1,0 +1,20 @@
+// What every sandbox provider shares (DESIGN "Sandbox providers"): SANDBOX_LATENCY_MS spent in abortable
+// steps, and the markers that let anyone reach the failure paths.
+
+export const SANDBOX_MARKERS = { fail: "[sandbox:fail]", unsafe: "[sandbox:unsafe]", flaky: "[sandbox:flaky]" } as const;
+
+/** Whether `text` carries the marker. */
+export const hasMarker = (text: string, marker: keyof typeof SANDBOX_MARKERS) => text.includes(SANDBOX_MARKERS[marker]);
+
+/** The text without any marker (what a sandbox draws or speaks). */
+export const withoutMarkers = (text: string) => text.replace(/\[sandbox:[a-z]+\]/g, "").trim();
+
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts; leaves no listener behind. */
+export function sandboxSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = () => (clearTimeout(timer), reject(signal.reason));
+    const timer = setTimeout(() => (signal.removeEventListener("abort", onAbort), resolve()), ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
