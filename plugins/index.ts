@@ -6,6 +6,8 @@ import images from "./images/index.ts";
 import imagesSandbox from "./images/sandbox.ts";
 import video from "./video/index.ts";
 import videoSandbox from "./video/sandbox.ts";
+import voiceover from "./voiceover/index.ts";
+import voiceoverSandbox from "./voiceover/sandbox.ts";
 import webhooks from "./webhooks/index.ts";
 
-export const plugins = [account, webhooks, imagesSandbox, images, videoSandbox, video];
+export const plugins = [account, webhooks, imagesSandbox, images, videoSandbox, video, voiceoverSandbox, voiceover];

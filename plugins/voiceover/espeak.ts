@@ -1,0 +1,98 @@
+// eSpeak NG in a worker thread (espeak.worker.mjs): text in, 16-bit mono WAV out. One worker per process,
+// started on first use and unref'd so an idle one never keeps the process alive; texts are spoken one at a
+// time, in order. The worker holds the process open only while a text is being spoken.
+import { Worker } from "node:worker_threads";
+
+export interface EspeakVoice {
+  /** eSpeak voice with an optional variant, e.g. `en-us+f3`. */
+  voice: string;
+  /** 0-99, eSpeak's default 50. */
+  pitch: number;
+  /** Words per minute, eSpeak's default 175. */
+  speed: number;
+  /** Extra pause between words, in units of 10 ms. */
+  gap: number;
+}
+
+export interface Wav {
+  bytes: Uint8Array;
+  sampleRate: number;
+  durationSeconds: number;
+}
+
+const WORKER_URL = new URL("./espeak.worker.mjs", import.meta.url);
+
+type Pending = { resolve(wav: Uint8Array): void; reject(err: Error): void };
+
+let worker: Promise<Worker> | undefined;
+const pending = new Map<number, Pending>();
+let nextId = 1;
+
+function failAll(err: Error) {
+  for (const p of pending.values()) p.reject(err);
+  pending.clear();
+}
+
+function start(): Promise<Worker> {
+  worker ??= new Promise<Worker>((resolve, reject) => {
+    const w = new Worker(WORKER_URL);
+    w.unref();
+    w.on("message", (m: any) => {
+      if (m?.type === "ready") return resolve(w);
+      const p = pending.get(m?.id);
+      if (!p) return;
+      pending.delete(m.id);
+      if (m.error) p.reject(new Error(`espeak: ${m.error}`));
+      else p.resolve(m.wav as Uint8Array);
+    });
+    // A dead worker is replaced on the next call; whatever it held fails now rather than hanging.
+    const gone = (err: Error) => {
+      worker = undefined;
+      reject(err);
+      failAll(err);
+    };
+    w.on("error", gone);
+    w.on("exit", (code) => gone(new Error(`espeak worker exited with code ${code}`)));
+  });
+  return worker;
+}
+
+/** Reads the sample rate and data length of a PCM WAV as eSpeak writes it (canonical 44-byte header or chunks). */
+export function wavInfo(bytes: Uint8Array): { sampleRate: number; channels: number; bitsPerSample: number; dataBytes: number } {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const tag = (o: number) => String.fromCharCode(...bytes.subarray(o, o + 4));
+  if (bytes.byteLength < 12 || tag(0) !== "RIFF" || tag(8) !== "WAVE") throw new Error("not a WAV file");
+  let fmt: { sampleRate: number; channels: number; bitsPerSample: number } | undefined;
+  for (let o = 12; o + 8 <= bytes.byteLength; ) {
+    const size = view.getUint32(o + 4, true);
+    if (tag(o) === "fmt ") fmt = { channels: view.getUint16(o + 10, true), sampleRate: view.getUint32(o + 12, true), bitsPerSample: view.getUint16(o + 22, true) };
+    // eSpeak may leave a streaming placeholder size in the header; the bytes present are what counts.
+    if (tag(o) === "data" && fmt) return { ...fmt, dataBytes: Math.min(size, bytes.byteLength - o - 8) };
+    o += 8 + size + (size & 1);
+  }
+  throw new Error("WAV without fmt and data chunks");
+}
+
+/** Speaks `text` with `voice`; rejects at once when `signal` aborts (the worker finishes that text and moves on). */
+export async function speak(text: string, voice: EspeakVoice, signal?: AbortSignal): Promise<Wav> {
+  signal?.throwIfAborted();
+  const w = await start();
+  const id = nextId++;
+  w.ref();
+  const wav = await new Promise<Uint8Array>((resolve, reject) => {
+    const onAbort = () => {
+      pending.delete(id);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    pending.set(id, {
+      resolve: (v) => (signal?.removeEventListener("abort", onAbort), resolve(v)),
+      reject: (e) => (signal?.removeEventListener("abort", onAbort), reject(e)),
+    });
+    w.postMessage({ id, text, ...voice });
+  }).finally(() => {
+    if (pending.size === 0) w.unref();
+  });
+  const info = wavInfo(wav);
+  return { bytes: wav, sampleRate: info.sampleRate, durationSeconds: info.dataBytes / (info.sampleRate * info.channels * (info.bitsPerSample / 8)) };
+}
