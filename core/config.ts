@@ -18,6 +18,8 @@ export interface Config {
   role: Role;
   mediaEngine: MediaEngineChoice;
   sandboxLatencyMs: number;
+  /** How often the retention sweeper looks for expired files (RETENTION_SWEEP_MS, default 10 minutes). */
+  retentionSweepMs: number;
   webhookRetryDelays: number[];
   allowPrivateUrls: boolean;
   logLevel: LogLevel;
@@ -65,6 +67,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     role: oneOf("ROLE", env.ROLE, ["all", "api", "worker"] as const, "all"),
     mediaEngine: oneOf("MEDIA_ENGINE", env.MEDIA_ENGINE, ["auto", "native", "wasm"] as const, "auto"),
     sandboxLatencyMs: nonNegativeInt("SANDBOX_LATENCY_MS", env.SANDBOX_LATENCY_MS, 2000),
+    retentionSweepMs: nonNegativeInt("RETENTION_SWEEP_MS", env.RETENTION_SWEEP_MS, 600_000) || 600_000,
     webhookRetryDelays: delays.map(Number),
     allowPrivateUrls: flag(env.ALLOW_PRIVATE_URLS),
     logLevel: oneOf("LOG_LEVEL", env.LOG_LEVEL, ["debug", "info", "warn", "error", "silent"] as const, "info"),

@@ -20,6 +20,8 @@ import { createQueue, type Queue } from "../storage/queue.ts";
 import { createMediaEngine } from "./media/index.ts";
 import { createOutboundGuard, type OutboundGuard } from "./outbound/index.ts";
 import { createWebhooks, TEST_EVENT, type Webhooks } from "./webhooks.ts";
+import { createRetentionSweeper, retainingBlobStore, type RetentionSweeper } from "./retention.ts";
+import { serviceMediaReader } from "./service-media.ts";
 
 export interface KernelOptions {
   config: Config;
@@ -56,6 +58,8 @@ export interface Kernel {
   jobs: JobRuntime;
   /** Webhook settings, events and deliveries (core/webhooks.ts). */
   webhooks: Webhooks;
+  /** Removes retained files whose window has passed (core/retention.ts); runs on its own once started. */
+  retention: RetentionSweeper;
   /** Ends a job: terminal state, refund if asked, slot released; exactly once. */
   finishJob(jobId: string, finish: FinishJob): Promise<FinishedJob | null>;
   chargeAndCreateJob: (req: Parameters<typeof chargeAndCreateJob>[1]) => ReturnType<typeof chargeAndCreateJob>;
@@ -82,7 +86,9 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     if (!options.counters) closers.unshift(() => counters.close());
     const pubsub = options.pubsub ?? (config.redisUrl ? redisPubSub({ url: config.redisUrl, prefix: "mg:" }) : memoryPubSub());
     if (!options.pubsub) closers.unshift(() => pubsub.close());
-    const blobs = options.blobs ?? fileBlobStore(config.dataDir);
+    // Every put with `expiresAt`, whichever plugin makes it, is remembered for the retention sweeper.
+    const blobs = retainingBlobStore(options.blobs ?? fileBlobStore(config.dataDir), database.kysely);
+    const retention = createRetentionSweeper({ db: database.kysely, blobs, clock, log, intervalMs: config.retentionSweepMs });
     const queue = createQueue(
       database.kind === "pglite" ? { kind: "pglite", pglite: database.pglite! } : { kind: "postgres", connectionString: database.connectionString! },
       // Maintenance (which fails attempts whose process died) every 10 s, so a crash costs seconds, not minutes.
@@ -104,6 +110,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         closers.unshift(() => engine.close());
         return engine;
       },
+      // Our own media URLs read back from storage ("a service image URL is read from storage").
+      "service-media": () => serviceMediaReader(config.publicUrl, blobs),
       // The outbound-URL guard (DESIGN invariant 6): every URL the service fetches or calls goes through it.
       outbound: () => {
         const guard = options.outbound ?? createOutboundGuard({ allowPrivate: config.allowPrivateUrls });
@@ -196,6 +204,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       mediaUrl,
       jobs,
       webhooks,
+      retention,
       finishJob: finish,
       chargeAndCreateJob: chargeAndCreate,
       async start() {
@@ -208,11 +217,13 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         if (config.role !== "api") {
           await jobs.startWorkers();
           await webhooks.startWorkers();
+          retention.start();
         }
       },
       async stop() {
         {
           // Unconditional: a send before start() starts the queue too, and it must not outlive the kernel.
+          await retention.stop();
           await queue.stop().catch((err) => log.error("queue stop failed", err));
           if (started) {
             await usage.stop().catch((err) => log.error("usage flush failed", err));

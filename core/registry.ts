@@ -6,7 +6,7 @@ import type { OperationDeclaration, PluginDeclaration } from "./plugin.ts";
 import type { Migration } from "../storage/migrate.ts";
 
 /** Capabilities the kernel itself provides to every plugin. */
-export const KERNEL_CAPABILITIES = ["db", "blobs", "queue", "pubsub", "counters", "clock", "media", "outbound"] as const;
+export const KERNEL_CAPABILITIES = ["db", "blobs", "queue", "pubsub", "counters", "clock", "media", "outbound", "service-media"] as const;
 
 export interface CompiledOperation {
   plugin: string;

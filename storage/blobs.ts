@@ -7,7 +7,11 @@ import fsDriver from "unstorage/drivers/fs-lite";
 import memoryDriver from "unstorage/drivers/memory";
 
 export interface BlobStore {
-  put(key: string, data: Uint8Array, meta?: { contentType?: string }): Promise<void>;
+  /**
+   * `expiresAt`: the file is retained until then, after which the kernel's retention sweeper removes it
+   * (core/retention.ts). Without it a file is kept.
+   */
+  put(key: string, data: Uint8Array, meta?: { contentType?: string; expiresAt?: Date }): Promise<void>;
   get(key: string): Promise<Uint8Array | null>;
   has(key: string): Promise<boolean>;
   remove(key: string): Promise<void>;

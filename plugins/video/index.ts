@@ -13,7 +13,7 @@
 //   refunded) and reported as sent.
 // - A merge is recorded as a job (`merge_id` is its id) so its charge and refund are ledger rows like any
 //   other; merges are not video jobs and are not listed by GET /videos.
-// - Merged files carry `expires_at` 7 days out ("kept about 7 days").
+// - Merged files carry `expires_at` 7 days out ("kept about 7 days"); the kernel's retention sweeper removes them then.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { ApiError, notFound } from "../../core/errors.ts";
@@ -541,7 +541,7 @@ const mergeVideos = operation({
     try {
       const merged = await concatClips(ctx.capability<MediaEngine>("media"), clips, { signal: ctx.request.signal, timeoutMs: 600_000 });
       key = `merges/${job.jobId}-${randomBytes(12).toString("hex")}.mp4`;
-      await ctx.blobs.put(key, merged.bytes, { contentType: "video/mp4" });
+      await ctx.blobs.put(key, merged.bytes, { contentType: "video/mp4", expiresAt });
       await ctx.db.updateTable(MERGE_TABLE).set({ video_key: key, duration_seconds: merged.durationSeconds }).where("merge_id", "=", job.jobId).execute();
       await ctx.finishJob(job.jobId, { state: "complete", refund: false, output: { video_key: key, duration: merged.durationSeconds } });
     } catch (err) {

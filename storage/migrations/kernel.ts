@@ -108,4 +108,15 @@ export const kernelMigrations: Migration[] = [
       `create index webhook_deliveries_partner_job on webhook_deliveries (partner_id, job_id)`,
     ],
   },
+  {
+    // Files kept for a window (core/retention.ts): the full blob key and when it may be removed.
+    name: "kernel/0003_retained_blobs",
+    statements: [
+      `create table retained_blobs (
+        key text primary key,
+        expires_at timestamptz not null
+      )`,
+      `create index retained_blobs_due on retained_blobs (expires_at)`,
+    ],
+  },
 ];
