@@ -7,7 +7,7 @@ import { isEdgeRejected } from "./edge.ts";
 import { ApiError, EdgeRejection, KERNEL_ERRORS } from "./errors.ts";
 import { requestId as newRequestId } from "./ids.ts";
 import type { Kernel } from "./kernel.ts";
-import type { OperationContext } from "./plugin.ts";
+import type { OperationContext, UploadedFile } from "./plugin.ts";
 import { chargeFor } from "./pricing.ts";
 import type { CompiledOperation } from "./registry.ts";
 import { validate } from "./standard-schema.ts";
@@ -18,6 +18,8 @@ export interface OperationCall {
   params: Record<string, string>;
   /** The raw input object (JSON body or query); called after the rate limit, so a refused call reads nothing. */
   readInput(): Promise<Record<string, unknown>>;
+  /** File parts read with the input (multipart REST bodies only); called after `readInput`. */
+  files?(): Record<string, UploadedFile>;
   /** The HTTP request when there is one (REST, or the GraphQL request that carried the call). */
   request: Request;
 }
@@ -61,6 +63,7 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
       }
 
       const requestId = newRequestId();
+      let answerStatus: number = status;
       const ctx: OperationContext<any> = {
         requestId,
         endpoint: op.endpoint,
@@ -86,11 +89,13 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
         pubsub: kernel.pubsub,
         queue: kernel.queue,
         mediaUrl: (key) => kernel.mediaUrl(op.plugin, key),
+        files: call.files?.() ?? {},
+        setStatus: (s) => void (answerStatus = s),
         webhooks: kernel.webhooks,
       };
       const result = await decl.handle(ctx);
       if (result instanceof Response) return { ok: true, status: result.status, response: result, headers };
-      return { ok: true, status, body: { request_id: requestId, ...result }, headers };
+      return { ok: true, status: answerStatus, body: { request_id: requestId, ...result }, headers };
     } catch (error) {
       return { ok: false, error, headers };
     }

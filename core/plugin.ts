@@ -18,6 +18,15 @@ import type { JobKindDeclaration } from "./jobs.ts";
 
 export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
 
+/** One file part of a multipart body. */
+export interface UploadedFile {
+  /** The file name the client sent (may be empty); only its extension means anything. */
+  filename: string;
+  /** The part's declared content type (the client's word, not checked). */
+  contentType: string;
+  bytes: Uint8Array;
+}
+
 /** What a handler sees. Built per call, scoped to the plugin that declared the operation. */
 export interface OperationContext<Input = unknown> {
   requestId: string;
@@ -53,6 +62,10 @@ export interface OperationContext<Input = unknown> {
   queue: Queue;
   /** The public capability URL (`$PUBLIC_URL/media/...`) of a key in this plugin's blob store. */
   mediaUrl(key: string): string;
+  /** File parts of a multipart body, by field name (empty for JSON bodies and for GraphQL). See `multipart`. */
+  files: Readonly<Record<string, UploadedFile>>;
+  /** Answer with this status instead of the declared one (e.g. 200 for an idempotent replay of a 202). */
+  setStatus(status: 200 | 201 | 202): void;
   /** The account's webhook settings and deliveries (events themselves come from job kinds' `events`). */
   webhooks: Webhooks;
 }
@@ -77,6 +90,12 @@ export interface OperationDeclaration<S extends StandardSchemaV1 | undefined = S
   /** Body cap checked before parsing, and the 413 text. Default 1 MB, KERNEL_ERRORS.bodyTooLarge. */
   maxBodyBytes?: number;
   bodyTooLarge?: string;
+  /**
+   * Accept `multipart/form-data` as well as JSON. The text field `parameters` holds a JSON object that is
+   * validated by `input` exactly as a JSON body is; the named file parts reach the handler as `ctx.files`.
+   * With this set, a body that is neither JSON nor multipart answers 415 `unsupportedType`.
+   */
+  multipart?: { parameters: string; files: readonly string[]; unsupportedType: string };
   /** Success status: 200 (default), 201 or 202. */
   status?: 200 | 201 | 202;
   summary?: string;

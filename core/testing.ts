@@ -89,8 +89,10 @@ export async function createTestKernel(options: TestKernelOptions): Promise<Test
       const headers: Record<string, string> = { ...opts.headers };
       if (opts.userAgent !== null) headers["user-agent"] = opts.userAgent ?? "mediagate-tests/1.0";
       if (opts.key) headers.authorization = `Bearer ${opts.key}`;
-      let body: string | undefined;
-      if (opts.body !== undefined) {
+      let body: string | FormData | undefined;
+      if (opts.body instanceof FormData) {
+        body = opts.body; // the Request sets the multipart content type with its boundary
+      } else if (opts.body !== undefined) {
         body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
         headers["content-type"] ??= "application/json";
       }

@@ -5,7 +5,9 @@ import type { Kernel } from "../../core/kernel.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { compileOperations } from "../../core/operations.ts";
 import type { CompiledOperation } from "../../core/registry.ts";
-import { errorResponse, parseJsonObject, queryObject, readBodyCapped } from "./respond.ts";
+import { ApiError } from "../../core/errors.ts";
+import type { UploadedFile } from "../../core/plugin.ts";
+import { errorResponse, mediaTypeOf, parseJsonObject, parseMultipart, queryObject, readBodyCapped } from "./respond.ts";
 
 export const PARTNER_BASE = "/api/v1/partner";
 const DEFAULT_MAX_BODY = 1_000_000;
@@ -22,12 +24,26 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: ReturnType<typeof 
   // directly; a `new Response(...)` would build a web stream for the body only to be read back out.
   // `url` is the one h3 already parsed for routing: a GET's query is read from it, not parsed again.
   return async (request: Request, params: Record<string, string>, url: URL): Promise<Response | HTTPResponse> => {
+    let files: Record<string, UploadedFile> = {};
+    const readBody = async () => {
+      const multipart = decl.multipart;
+      if (!multipart) return parseJsonObject(await readBodyCapped(request, maxBody, tooLarge));
+      // An operation that takes uploads says which bodies it reads; anything else is refused before reading.
+      const contentType = request.headers.get("content-type");
+      const type = mediaTypeOf(contentType);
+      if (type === "application/json") return parseJsonObject(await readBodyCapped(request, maxBody, tooLarge));
+      if (type !== "multipart/form-data") throw new ApiError(415, multipart.unsupportedType);
+      const parsed = await parseMultipart(await readBodyCapped(request, maxBody, tooLarge), contentType!, multipart.parameters, multipart.files);
+      files = parsed.files;
+      return parsed.input;
+    };
     const outcome = await invoke({
       authorization: request.headers.get("authorization"),
       userAgent: request.headers.get("user-agent"),
       params,
       request,
-      readInput: async () => (hasBody ? parseJsonObject(await readBodyCapped(request, maxBody, tooLarge)) : queryObject(url)),
+      readInput: async () => (hasBody ? readBody() : queryObject(url)),
+      files: () => files,
     });
     if (!outcome.ok) return errorResponse(outcome.error, onInternal, outcome.headers);
     if ("response" in outcome) {

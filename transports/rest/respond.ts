@@ -1,4 +1,5 @@
 // Response helpers for the REST transport: JSON bodies with the spec's shape (invariant 3).
+import type { UploadedFile } from "../../core/plugin.ts";
 import { ApiError, EdgeRejection, KERNEL_ERRORS } from "../../core/errors.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -64,4 +65,37 @@ export function queryObject(url: URL): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of url.searchParams) if (!(k in out)) out[k] = v;
   return out;
+}
+
+/** The media type of a Content-Type header, lowercased, without parameters ("" when absent). */
+export function mediaTypeOf(contentType: string | null): string {
+  return (contentType ?? "").split(";")[0]!.trim().toLowerCase();
+}
+
+/**
+ * A multipart/form-data body: the text field `parametersField` parsed as a JSON object (absent: `{}`), and the
+ * named file parts. Other parts are ignored. A body that cannot be parsed as multipart is the JSON-body 400,
+ * the same answer a malformed JSON body gets.
+ */
+export async function parseMultipart(bytes: Uint8Array, contentType: string, parametersField: string, fileFields: readonly string[]): Promise<{ input: Record<string, unknown>; files: Record<string, UploadedFile> }> {
+  let form: FormData;
+  try {
+    form = await new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { "content-type": contentType } }).formData();
+  } catch {
+    throw new ApiError(400, KERNEL_ERRORS.bodyNotJson);
+  }
+  const params = form.get(parametersField);
+  let input: Record<string, unknown> = {};
+  if (params !== null) {
+    const text = typeof params === "string" ? params : await params.text();
+    input = parseJsonObject(new TextEncoder().encode(text));
+  }
+  const files: Record<string, UploadedFile> = {};
+  for (const name of fileFields) {
+    const part = form.get(name);
+    if (part !== null && typeof part !== "string") {
+      files[name] = { filename: part.name ?? "", contentType: part.type ?? "", bytes: new Uint8Array(await part.arrayBuffer()) };
+    }
+  }
+  return { input, files };
 }

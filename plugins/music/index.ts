@@ -1,0 +1,354 @@
+// Music (spec part 3, "Music job", the music states, POST /generate-music, POST /extend-music,
+// GET /music-status/<job_id>, GET /music; part 1 for `costs.music`, the in-flight cap and rate limits).
+//
+// Both submits validate everything before the charge, charge the flat price through the kernel's tier math,
+// and queue one job that asks `music.generate` (the sandbox by default) for two variations, stores their
+// audio and cover art under permanent media links, and ends `complete`, or `error` with an `error_code`
+// (refunded). Extension adds the Idempotency-Key contract (idempotency.ts) and two forms: an owned track
+// (JSON) or an uploaded file (multipart), both measured before the charge (source.ts).
+//
+// Choices where the spec is silent, written down here:
+// - An owned track extends "directly" (`operation` extend) when our provider made it and kept its
+//   arrangement; otherwise its stored audio is restaged like an upload (`upload_extend`).
+// - Uploaded sources are kept 2 days (long enough for the job and its retries), then swept.
+// - The 202 of an extension echoes the caller's own `idempotency_key` (the spec lists it there); status and
+//   list never show it.
+// - "Music generation failed to start. Credits refunded." (502) is what a submit answers if the job could not
+//   be handed to the workers after the charge. Here the charge and the queue entry commit in one
+//   transaction, so that cannot happen: a failed submit charges nothing and answers 500.
+// - A job whose provider does not answer within 10 minutes ends `error` with `error_code` timeout.
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import { ApiError, notFound } from "../../core/errors.ts";
+import { JobFailure, type JobKindDeclaration, type JobRunContext } from "../../core/jobs.ts";
+import { definePlugin, operation, type OperationContext } from "../../core/plugin.ts";
+import { pageQuery, PAGE_BOUNDS } from "../../core/validation.ts";
+import { FAILURE_TEXTS, MUSIC_ERRORS as E } from "./errors.ts";
+import { idempotencyKeyOf, isDuplicateKey, requestHash } from "./idempotency.ts";
+import { checkAgainstSource, checkExtendControls, ExtendMusicInput, GenerateMusicInput, type ExtendControls, type GenerateRequest } from "./input.ts";
+import { musicMigrations } from "./migrations.ts";
+import { CREDITS_PER_GENERATION, MUSIC_COSTS, PROVIDER_TIMEOUT_MS } from "./models.ts";
+import { MusicProviderError, type MusicErrorCode, type MusicModel, type MusicProviders, type MusicTrack } from "./provider.ts";
+import { findByIdempotencyKey, findJob, listJobs, listView, MUSIC_TABLE, statusView, type MusicRow, type StoredTrack } from "./records.ts";
+import { ownedSource, uploadedSource, type PreparedSource } from "./source.ts";
+
+const UPLOAD_RETENTION_MS = 2 * 24 * 3600 * 1000;
+
+/** What the job reads back: the request as validated, and where an extension's source audio is. */
+type StoredInput =
+  | { operation: "generate"; request: GenerateRequest }
+  | {
+      operation: "extend" | "upload_extend";
+      controls: Omit<ExtendControls, "source" | "model" | "instrumental"> & { model: MusicModel; instrumental: boolean };
+      source: { key: string; seconds: number; name: string; arrangement: Record<string, unknown> | null; title: string | null };
+    };
+
+// ---------------------------------------------------------------------------------------------------------
+// The job: one provider call for two variations, stored.
+
+class ProviderTimeout extends Error {}
+
+/** One provider call under PROVIDER_TIMEOUT_MS; settles on time-out even if the provider ignores its signal. */
+async function withinTimeout<T>(ctx: JobRunContext, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const forward = () => controller.abort(ctx.signal.reason);
+  ctx.signal.addEventListener("abort", forward, { once: true });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort(new ProviderTimeout());
+      reject(new ProviderTimeout());
+    }, PROVIDER_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([call(controller.signal), timedOut]);
+  } finally {
+    clearTimeout(timer);
+    ctx.signal.removeEventListener("abort", forward);
+    timedOut.catch(() => {});
+  }
+}
+
+function failureCode(err: unknown): MusicErrorCode {
+  if (err instanceof MusicProviderError) return err.code;
+  if (err instanceof ProviderTimeout) return "timeout";
+  return "provider_down";
+}
+
+async function storeTracks(ctx: JobRunContext, tracks: MusicTrack[]): Promise<StoredTrack[]> {
+  const stored: StoredTrack[] = [];
+  for (const [i, t] of tracks.entries()) {
+    // Unguessable names: media links are capability URLs (DESIGN "Media links"); a rerun writes new ones.
+    const name = `${ctx.jobId}-${i}-${randomBytes(12).toString("hex")}`;
+    const audioKey = `tracks/${name}.mp3`;
+    const imageKey = `covers/${name}.${t.coverMimeType === "image/png" ? "png" : "jpg"}`;
+    await ctx.blobs.put(audioKey, t.audio, { contentType: "audio/mpeg" });
+    await ctx.blobs.put(imageKey, t.cover, { contentType: t.coverMimeType });
+    stored.push({ audio_key: audioKey, image_key: imageKey, title: t.title, duration: Math.round(t.duration * 100) / 100, arrangement: t.arrangement });
+  }
+  return stored;
+}
+
+const musicJob: JobKindDeclaration<StoredInput> = {
+  states: ["queued", "processing", "complete", "error"],
+  initial: "queued",
+  transitions: { queued: ["processing", "complete", "error"], processing: ["complete", "error"] },
+  terminal: { complete: "success", error: "failure" },
+  failState: "error",
+  failError: FAILURE_TEXTS.provider_down,
+  retries: 1,
+  // A backstop above the provider time-out, for a worker that hangs outside the provider call.
+  timeoutSeconds: PROVIDER_TIMEOUT_MS / 1000 + 300,
+  concurrency: 2,
+  async run(ctx) {
+    if (ctx.state === "queued") await ctx.moveTo("processing", "Composing");
+    const input = ctx.input;
+    const model = input.operation === "generate" ? input.request.model : input.controls.model;
+    const provider = ctx.capability<MusicProviders>("music.generate").provider(model);
+    const onProgress = async (fraction: number) => ctx.progress(Math.floor(5 + Math.max(0, Math.min(1, fraction)) * 85), "Composing");
+
+    let tracks: MusicTrack[];
+    try {
+      if (!provider) throw new MusicProviderError("provider_down", `no provider for ${model}`);
+      if (input.operation === "generate") {
+        const r = input.request;
+        tracks = await withinTimeout(ctx, (signal) => provider.generate({ ...r, signal, onProgress }));
+      } else {
+        const bytes = await ctx.blobs.get(input.source.key);
+        if (!bytes) throw new MusicProviderError("input_rejected", "the source audio is gone");
+        tracks = await withinTimeout(ctx, (signal) =>
+          provider.extend({ ...input.controls, source: { ...input.source, bytes }, signal, onProgress }),
+        );
+      }
+      if (tracks.length === 0) throw new Error("no tracks");
+    } catch (err) {
+      if (ctx.signal.aborted) throw err;
+      const code = failureCode(err);
+      // The provider's own words stay in our log; the partner gets the sanitized text and the code.
+      ctx.log.warn(`music ${ctx.jobId}: provider failed (${code}): ${err instanceof Error ? err.message : String(err)}`);
+      await ctx.db.updateTable(MUSIC_TABLE).set({ error_code: code }).where("job_id", "=", ctx.jobId).execute();
+      throw new JobFailure(FAILURE_TEXTS[code]);
+    }
+
+    await ctx.progress(92, "Saving");
+    const stored = await storeTracks(ctx, tracks);
+    await ctx.db
+      .updateTable(MUSIC_TABLE)
+      .set((eb: any) => ({ tracks: JSON.stringify(stored), title: eb.fn.coalesce("title", eb.val(stored[0]!.title)) }))
+      .where("job_id", "=", ctx.jobId)
+      .execute();
+    return { state: "complete", output: { tracks: stored.length } };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Submitting.
+
+function providerFor(ctx: OperationContext<any>, model: MusicModel) {
+  const provider = ctx.capability<MusicProviders>("music.generate").provider(model);
+  if (!provider) throw new ApiError(503, E.notConfigured);
+  return provider;
+}
+
+const price = (ctx: OperationContext<any>, model: MusicModel) => ctx.priceFor({ lines: [{ key: ["music", "models", model], rate: CREDITS_PER_GENERATION, units: 1 }] });
+
+const submittedFields = {
+  job_id: z.string(),
+  partner_job_id: z.string().nullable(),
+  status: z.string(),
+  model: z.string(),
+  credits_used: z.number().int(),
+  credits_remaining: z.number().int(),
+};
+
+const generateMusic = operation({
+  method: "POST",
+  path: "/generate-music",
+  inflight: true,
+  status: 202,
+  summary: "Generate two music tracks (simple or custom mode)",
+  input: GenerateMusicInput,
+  output: z.object({ id: z.number().int(), ...submittedFields }),
+  async handle(ctx) {
+    const { partner_job_id, ...request } = ctx.input;
+    providerFor(ctx, request.model);
+    let id = 0;
+    const job = await ctx.submitJob({
+      kind: "music",
+      state: "queued",
+      credits: price(ctx, request.model),
+      partnerJobId: partner_job_id,
+      description: `Music generation (${request.model})`,
+      input: { operation: "generate", request } satisfies StoredInput,
+      async within(trx, [jobId]) {
+        const row = await trx
+          .insertInto(MUSIC_TABLE)
+          .values({ job_id: jobId!, partner_id: ctx.partner.id, operation: "generate", model: request.model, title: request.title, instrumental: request.instrumental })
+          .returning("id")
+          .executeTakeFirstOrThrow();
+        id = Number(row.id);
+      },
+    });
+    return { id, job_id: job.jobId, partner_job_id, status: "queued", model: request.model, credits_used: job.creditsUsed, credits_remaining: job.creditsRemaining };
+  },
+});
+
+/** The 200 of an identical retry: the first job as it is now, no charge. */
+function replay(ctx: OperationContext<any>, row: MusicRow, key: string) {
+  ctx.setStatus(200);
+  return {
+    job_id: row.job_id,
+    partner_job_id: row.partner_job_id,
+    status: row.state,
+    operation: row.operation,
+    model: row.model,
+    credits_used: row.credits_used,
+    credits_remaining: ctx.partner.creditsRemaining,
+    idempotency_key: key,
+    deduplicated: true,
+  };
+}
+
+/** A key already used: the same request replays, a different one is a 409. */
+function answerExisting(ctx: OperationContext<any>, row: MusicRow, key: string, hash: string) {
+  if (row.request_hash !== hash) throw new ApiError(409, E.idempotencyConflict);
+  return replay(ctx, row, key);
+}
+
+const extendMusic = operation({
+  method: "POST",
+  path: "/extend-music",
+  status: 202,
+  summary: "Extend an owned track (JSON) or an uploaded audio file (multipart); needs an Idempotency-Key header",
+  input: ExtendMusicInput,
+  multipart: { parameters: "parameters", files: ["audio"], unsupportedType: E.unsupportedType },
+  // The upload cap plus room for the form's own bytes; the file itself is checked exactly below.
+  maxBodyBytes: 95_000_000 + 1_000_000,
+  bodyTooLarge: E.uploadTooLarge,
+  output: z.object({ ...submittedFields, operation: z.string(), idempotency_key: z.string(), deduplicated: z.boolean().optional() }),
+  async handle(ctx) {
+    const key = idempotencyKeyOf(ctx.request.headers);
+    const upload = ctx.files.audio;
+    const isMultipart = (ctx.request.headers.get("content-type") ?? "").toLowerCase().startsWith("multipart/");
+    if (isMultipart && !upload) throw new ApiError(400, E.audioMissing);
+    const checked = checkExtendControls(ctx.input as Record<string, unknown>, isMultipart);
+    if (!checked.ok) throw new ApiError(400, checked.message);
+    const controls = checked.value;
+    const partnerJobId = (ctx.input as { partner_job_id: string | null }).partner_job_id;
+    const hash = requestHash(controls, upload?.bytes);
+
+    // An identical retry must answer even when the account could not pay again, so before anything else.
+    const existing = await findByIdempotencyKey(ctx.db, ctx.partner.id, key);
+    if (existing) return answerExisting(ctx, existing, key, hash);
+
+    const engine = ctx.capability<import("../../core/media/index.ts").MediaEngine>("media");
+    const source: PreparedSource = upload ? await uploadedSource(engine, upload) : await ownedSource(ctx, controls.source!);
+    const decided = checkAgainstSource(controls, { model: source.model, instrumental: source.instrumental, seconds: source.seconds, direct: source.direct });
+    if (!decided.ok) throw new ApiError(400, decided.message);
+    const { model, instrumental } = decided.value;
+    providerFor(ctx, model);
+
+    // An upload is written before the charge (the job may start at once) and removed if the charge fails.
+    let sourceKey = source.key;
+    if (source.bytes) {
+      sourceKey = `uploads/${randomBytes(12).toString("hex")}.${source.extension}`;
+      await ctx.blobs.put(sourceKey, source.bytes, { expiresAt: new Date(ctx.clock.now() + UPLOAD_RETENTION_MS) });
+    }
+    const operationName = source.direct ? "extend" : "upload_extend";
+    const { source: _ref, model: _m, instrumental: _i, ...rest } = controls;
+    const input: StoredInput = {
+      operation: operationName,
+      controls: { ...rest, model, instrumental },
+      source: { key: sourceKey!, seconds: source.seconds, name: `source.${source.extension}`, arrangement: source.arrangement, title: source.title },
+    };
+    try {
+      const job = await ctx.submitJob({
+        kind: "music",
+        state: "queued",
+        credits: price(ctx, model),
+        partnerJobId,
+        description: `Music extension (${model})`,
+        input: input as unknown as Record<string, unknown>,
+        within: (trx, [jobId]) =>
+          trx
+            .insertInto(MUSIC_TABLE)
+            .values({ job_id: jobId!, partner_id: ctx.partner.id, operation: operationName, model, title: controls.title || source.title, instrumental, idempotency_key: key, request_hash: hash })
+            .execute()
+            .then(() => {}),
+      });
+      return { job_id: job.jobId, partner_job_id: partnerJobId, status: "queued", operation: operationName, model, credits_used: job.creditsUsed, credits_remaining: job.creditsRemaining, idempotency_key: key };
+    } catch (err) {
+      if (source.bytes) await ctx.blobs.remove(sourceKey!).catch(() => {});
+      // Lost a race with an identical (or conflicting) request under the same key: its job is the answer.
+      if (isDuplicateKey(err)) {
+        const winner = await findByIdempotencyKey(ctx.db, ctx.partner.id, key);
+        if (winner) return answerExisting(ctx, winner, key, hash);
+      }
+      throw err;
+    }
+  },
+});
+
+const trackOut = z.object({ audio_url: z.string(), image_url: z.string(), title: z.string(), duration: z.number() });
+
+const musicStatus = operation({
+  method: "GET",
+  path: "/music-status/<job_id>",
+  summary: "One music job: status, tracks when complete, error and error_code on failure",
+  output: z.object({
+    job_id: z.string(),
+    partner_job_id: z.string().nullable(),
+    status: z.string(),
+    operation: z.string(),
+    model: z.string(),
+    credits_used: z.number().int(),
+    tracks: z.array(trackOut).optional(),
+    error: z.string().optional(),
+    error_code: z.string().optional(),
+  }),
+  async handle(ctx) {
+    const row = await findJob(ctx.db, ctx.partner.id, ctx.params.job_id!);
+    if (!row) throw notFound(E.jobNotFound);
+    return statusView(row, ctx.mediaUrl);
+  },
+});
+
+const listMusic = operation({
+  method: "GET",
+  path: "/music",
+  summary: "This account's music jobs, newest first",
+  input: pageQuery(PAGE_BOUNDS.music),
+  output: z.object({
+    music: z.array(
+      z.object({
+        job_id: z.string(),
+        partner_job_id: z.string().nullable(),
+        status: z.string(),
+        operation: z.string(),
+        model: z.string(),
+        title: z.string().nullable(),
+        credits_used: z.number().int(),
+        tracks: z.array(trackOut),
+        created_at: z.string(),
+        completed_at: z.string().nullable(),
+      }),
+    ),
+    total: z.number().int(),
+    limit: z.number().int(),
+    offset: z.number().int(),
+  }),
+  async handle(ctx) {
+    const { limit, offset } = ctx.input;
+    const { rows, total } = await listJobs(ctx.db, ctx.partner.id, limit, offset);
+    return { music: rows.map((r) => listView(r, ctx.mediaUrl)), total, limit, offset };
+  },
+});
+
+export default definePlugin({
+  name: "music",
+  requires: ["music.generate", "media"],
+  costs: MUSIC_COSTS,
+  operations: [generateMusic, extendMusic, musicStatus, listMusic],
+  jobs: { music: musicJob },
+  migrations: musicMigrations,
+});

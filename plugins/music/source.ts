@@ -1,0 +1,57 @@
+// The source of an extension, prepared before the charge (part 3, POST /extend-music): an owned track (JSON
+// form) or an uploaded file (multipart form), measured, with what it decides for the request (model,
+// instrumental, and whether the direct path is open).
+import type { UploadedFile, OperationContext } from "../../core/plugin.ts";
+import { ApiError } from "../../core/errors.ts";
+import { isMediaError, type MediaEngine } from "../../core/media/index.ts";
+import { MUSIC_ERRORS as E } from "./errors.ts";
+import { LIMITS, UPLOAD_EXTENSIONS } from "./models.ts";
+import type { MusicModel } from "./provider.ts";
+import { findJob } from "./records.ts";
+
+export interface PreparedSource {
+  /** The provider can continue it from its own arrangement (`operation` extend). */
+  direct: boolean;
+  /** What an owned source imposes (null for uploads: the request decides). */
+  model: MusicModel | null;
+  instrumental: boolean | null;
+  /** Measured duration in seconds. */
+  seconds: number;
+  arrangement: Record<string, unknown> | null;
+  title: string | null;
+  /** An owned track: where its audio already is. */
+  key?: string;
+  /** An upload: the bytes to keep for the job. */
+  bytes?: Uint8Array;
+  extension: string;
+}
+
+export async function ownedSource(ctx: OperationContext<any>, ref: { ref: string; track: number }): Promise<PreparedSource> {
+  // Another account's job, a missing one, an unfinished one and a missing variation all answer alike.
+  const row = await findJob(ctx.db, ctx.partner.id, ref.ref);
+  const track = row?.state === "complete" ? row.tracks[ref.track] : undefined;
+  if (!row || !track || !(await ctx.blobs.has(track.audio_key))) throw new ApiError(404, E.sourceUnavailable);
+  const direct = track.arrangement !== null;
+  // A track that cannot go the direct way is restaged like an upload, under the same length limit.
+  if (!direct && track.duration > LIMITS.uploadSeconds) throw new ApiError(400, E.uploadTooLong);
+  return { direct, model: row.model as MusicModel, instrumental: row.instrumental, seconds: track.duration, arrangement: track.arrangement, title: track.title, key: track.audio_key, extension: "mp3" };
+}
+
+export async function uploadedSource(engine: MediaEngine, file: UploadedFile): Promise<PreparedSource> {
+  if (file.bytes.byteLength > LIMITS.uploadBytes) throw new ApiError(413, E.uploadTooLarge);
+  const extension = file.filename.toLowerCase().split(".").pop() ?? "";
+  if (!file.filename.includes(".") || !(UPLOAD_EXTENSIONS as readonly string[]).includes(extension)) throw new ApiError(400, E.uploadExtension);
+  let seconds: number;
+  try {
+    const probe = await engine.probe(file.bytes, `source.${extension}`, { timeoutMs: 60_000 });
+    if (!probe.streams.some((s) => s.type === "audio") || !(probe.durationSeconds > 0)) throw new ApiError(400, E.uploadUnreadable);
+    seconds = probe.durationSeconds;
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    // Damaged or not audio is the caller's 400; our engine failing is a 503 they may retry.
+    if (isMediaError(err) && (err.code === "invalid_input" || err.code === "unsupported")) throw new ApiError(400, E.uploadUnreadable);
+    throw new ApiError(503, E.uploadUnprocessable);
+  }
+  if (seconds > LIMITS.uploadSeconds) throw new ApiError(400, E.uploadTooLong);
+  return { direct: false, model: null, instrumental: null, seconds, arrangement: null, title: null, bytes: file.bytes, extension };
+}
