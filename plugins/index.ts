@@ -3,6 +3,7 @@
 // registers its adapter plugin in its place.
 import account from "./account/index.ts";
 import images from "./images/index.ts";
+import metadata from "./metadata/index.ts";
 import imagesSandbox from "./images/sandbox.ts";
 import video from "./video/index.ts";
 import videoSandbox from "./video/sandbox.ts";
@@ -10,4 +11,4 @@ import voiceover from "./voiceover/index.ts";
 import voiceoverSandbox from "./voiceover/sandbox.ts";
 import webhooks from "./webhooks/index.ts";
 
-export const plugins = [account, webhooks, imagesSandbox, images, videoSandbox, video, voiceoverSandbox, voiceover];
+export const plugins = [account, webhooks, imagesSandbox, images, videoSandbox, video, voiceoverSandbox, voiceover, metadata];

@@ -1,0 +1,23 @@
+// Which surgeon an image goes to, by its first bytes (never by the URL or a content type, which lie).
+import type { Cleaned } from "./damage.ts";
+import { cleanJpeg, isJpeg } from "./jpeg.ts";
+import { cleanPng, isPng } from "./png.ts";
+import { cleanWebp, isWebp } from "./webp.ts";
+
+export interface ImageFormatInfo {
+  format: "jpeg" | "png" | "webp";
+  contentType: string;
+  extension: string;
+  clean(bytes: Uint8Array): Cleaned;
+}
+
+const FORMATS: ReadonlyArray<ImageFormatInfo & { is(b: Uint8Array): boolean }> = [
+  { format: "jpeg", contentType: "image/jpeg", extension: "jpg", is: isJpeg, clean: cleanJpeg },
+  { format: "png", contentType: "image/png", extension: "png", is: isPng, clean: cleanPng },
+  { format: "webp", contentType: "image/webp", extension: "webp", is: isWebp, clean: cleanWebp },
+];
+
+/** The format of `bytes`, or null when it is none of JPEG, PNG and WebP (the spec's 415). */
+export function imageFormatOf(bytes: Uint8Array): ImageFormatInfo | null {
+  return FORMATS.find((f) => f.is(bytes)) ?? null;
+}

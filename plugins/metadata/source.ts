@@ -1,0 +1,74 @@
+// Where the bytes come from: base64 in the request, a service media URL read back from storage, or a public
+// URL fetched through the outbound guard. Split in two like every validation here: `locate` decides what the
+// request points at and refuses bad URLs before anything is counted; `load` reads the bytes.
+import { ApiError } from "../../core/errors.ts";
+import { isOutboundError, type OutboundGuard } from "../../core/outbound/index.ts";
+import type { ServiceMedia, ServiceMediaReader } from "../../core/service-media.ts";
+import { METADATA_ERRORS as E } from "./errors.ts";
+import { decodedSize, type RemovalSource } from "./input.ts";
+
+export interface KindTexts {
+  maxBytes: number;
+  https: string;
+  invalid(url: string): string;
+  fetch: string;
+  notFound: string;
+  tooLarge: string;
+}
+
+export const IMAGE_LIMITS: KindTexts = {
+  // Binary megabytes, like the other 20 MB image caps of the service (video frames, reference images).
+  maxBytes: 20 * 1024 * 1024,
+  https: E.imageUrlHttps,
+  invalid: E.invalidImageUrl,
+  fetch: E.imageFetch,
+  notFound: E.imageNotFound,
+  tooLarge: E.imageTooLarge,
+};
+
+export const VIDEO_LIMITS: KindTexts = {
+  maxBytes: 100 * 1024 * 1024,
+  https: E.videoUrlHttps,
+  invalid: E.invalidVideoUrl,
+  fetch: E.videoFetch,
+  notFound: E.videoNotFound,
+  tooLarge: E.videoTooLarge,
+};
+
+export type Located = { kind: "bytes"; bytes: Uint8Array } | { kind: "stored"; media: ServiceMedia } | { kind: "remote"; url: URL };
+
+/** 400 and 413 (base64) before anything is counted; a service URL is looked up, not fetched. */
+export async function locate(source: RemovalSource, limits: KindTexts, deps: { guard: OutboundGuard; serviceMedia: ServiceMediaReader }): Promise<Located> {
+  if ("base64" in source) {
+    if (decodedSize(source.base64) > limits.maxBytes) throw new ApiError(413, E.imageBase64TooLarge);
+    return { kind: "bytes", bytes: new Uint8Array(Buffer.from(source.base64, "base64")) };
+  }
+  const media = await deps.serviceMedia.read(source.url);
+  if (media.kind !== "external") return { kind: "stored", media };
+  const checked = deps.guard.checkUrl(source.url);
+  if (checked.ok) return { kind: "remote", url: checked.url };
+  // Plain http and private hosts get the spec's sentence; anything else names the URL.
+  if (checked.kind === "not_public" || /^http:/i.test(source.url)) throw new ApiError(400, limits.https);
+  throw new ApiError(400, limits.invalid(source.url.slice(0, 200)));
+}
+
+/** The bytes, or the spec's 404 / 400 / 413 for this kind. */
+export async function load(located: Located, limits: KindTexts, deps: { guard: OutboundGuard; timeoutMs: number; signal?: AbortSignal }): Promise<Uint8Array> {
+  if (located.kind === "bytes") return located.bytes;
+  if (located.kind === "stored") {
+    if (located.media.kind !== "found") throw new ApiError(404, limits.notFound);
+    if (located.media.bytes.byteLength > limits.maxBytes) throw new ApiError(413, limits.tooLarge);
+    return located.media.bytes;
+  }
+  try {
+    const res = await deps.guard.fetch(located.url, { maxBytes: limits.maxBytes, timeoutMs: deps.timeoutMs, signal: deps.signal });
+    return res.body;
+  } catch (err) {
+    if (!isOutboundError(err) || err.kind === "aborted") throw err;
+    if (err.kind === "too_large") throw new ApiError(413, limits.tooLarge);
+    // DNS that answers with a private address: the URL is not public after all.
+    if (err.kind === "not_public" || err.kind === "invalid_url") throw new ApiError(400, limits.https);
+    // HTTP errors, redirects, refused connections and the 30 s deadline all read the same to a partner.
+    throw new ApiError(400, limits.fetch);
+  }
+}

@@ -1,0 +1,109 @@
+// Video metadata removal: the picture and sound streams are stream-copied (never re-encoded) into a new
+// container, which leaves behind everything ffmpeg does not copy on its own (C2PA and XMP uuid boxes, udta,
+// meta) and, through the options below, container and stream tags, chapters, timecode, data and subtitle
+// tracks, cover art. MOV stays MOV (QuickTime-only features survive), anything else becomes MP4; the index
+// (moov) goes in front so the copy plays while it downloads.
+//
+// One argument list runs unchanged on the native and the wasm engine (core/media/types.ts).
+import { isMediaError, mp4Boxes, mp4MetadataCategories, type MediaEngine } from "../../core/media/index.ts";
+import { ascii, damaged, sortCategories, type Category, type Cleaned } from "./damage.ts";
+
+/** QuickTime files from before the ftyp box start with one of the others. */
+const FIRST_BOXES = new Set(["ftyp", "moov", "mdat", "wide", "free", "skip", "pnot"]);
+
+export interface VideoContainer {
+  format: "mov" | "mp4";
+  contentType: string;
+  extension: string;
+}
+
+const MOV: VideoContainer = { format: "mov", contentType: "video/quicktime", extension: "mov" };
+const MP4: VideoContainer = { format: "mp4", contentType: "video/mp4", extension: "mp4" };
+
+/** The container the copy is written in, or null when `bytes` is not ISO-BMFF at all (the spec's 415). */
+export function videoContainerOf(bytes: Uint8Array): VideoContainer | null {
+  for (const box of mp4Boxes(bytes)) {
+    if (!FIRST_BOXES.has(box.type)) return null;
+    if (box.type !== "ftyp") return MOV;
+    if (box.body + 4 > box.end) return null;
+    return ascii(bytes, box.body, box.body + 4) === "qt  " ? MOV : MP4;
+  }
+  // A first box that does not fit in the file is still recognisably ISO-BMFF (a truncated download): the
+  // remux will call it damaged.
+  return bytes.length >= 8 && FIRST_BOXES.has(ascii(bytes, 4, 8)) ? (ascii(bytes, 8, 12) === "qt  " || ascii(bytes, 4, 8) !== "ftyp" ? MOV : MP4) : null;
+}
+
+/**
+ * Whether some track's edit list plays more than one stretch of its media. ffmpeg's demuxer applies such
+ * lists to a stream copy by replaying packets (a QuickTime screen recording of 313 frames came out with 374,
+ * timestamps running backwards); those files are copied packet for packet with their edit lists ignored.
+ * Single-stretch lists (B-frame delay, AAC priming and trimming) are applied, as players do.
+ */
+export function hasMultiEditList(bytes: Uint8Array): boolean {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const within = (type: string, from: number, to: number) => [...mp4Boxes(bytes, from, to)].filter((b) => b.type === type);
+  for (const moov of within("moov", 0, bytes.length))
+    for (const trak of within("trak", moov.body, moov.end))
+      for (const edts of within("edts", trak.body, trak.end))
+        for (const elst of within("elst", edts.body, edts.end)) {
+          if (elst.body + 8 > elst.end) continue;
+          const version = bytes[elst.body]!;
+          const count = view.getUint32(elst.body + 4);
+          const size = version === 1 ? 20 : 12;
+          let media = 0;
+          for (let i = 0, at = elst.body + 8; i < count && at + size <= elst.end; i++, at += size) {
+            // media_time -1 is an empty edit (a delay), not a stretch of media.
+            const empty = version === 1 ? view.getBigInt64(at + 8) === -1n : view.getInt32(at + 4) === -1;
+            if (!empty) media++;
+          }
+          if (media > 1) return true;
+        }
+  return false;
+}
+
+export function stripArgs(container: VideoContainer, input: string, output: string, options: { ignoreEditList?: boolean } = {}): string[] {
+  return [
+    // Any read error (a truncated mdat, a corrupt packet) ends the run: a partial copy is never returned.
+    "-xerror",
+    ...(options.ignoreEditList ? ["-ignore_editlist", "1"] : []),
+    "-i", input,
+    // Capital V: video streams that are not attached pictures (cover art is metadata, not picture).
+    "-map", "0:V?", "-map", "0:a?",
+    "-c", "copy",
+    "-map_metadata", "-1", "-map_metadata:s", "-1", "-map_chapters", "-1",
+    // The encoder's name and version stay out of the new container too.
+    "-fflags", "+bitexact", "-flags:v", "+bitexact", "-flags:a", "+bitexact",
+    ...(container.format === "mov" ? ["-write_tmcd", "0", "-f", "mov"] : ["-f", "mp4"]),
+    "-movflags", "+faststart",
+    output,
+  ];
+}
+
+export interface VideoCleanOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+/**
+ * Throws DamagedMediaError when the engine cannot read the file, or when it holds neither picture nor sound.
+ * Failures that are not the file's (no engine, a time-out, a cancellation) pass through unchanged.
+ */
+export async function cleanVideo(engine: MediaEngine, bytes: Uint8Array, container: VideoContainer, options: VideoCleanOptions = {}): Promise<Cleaned> {
+  const found = new Set<Category>(mp4MetadataCategories(bytes));
+  const output = `out.${container.extension}`;
+  let out: Uint8Array;
+  try {
+    const res = await engine.run(stripArgs(container, "in.bin", output, { ignoreEditList: hasMultiEditList(bytes) }), { inputs: { "in.bin": bytes }, outputs: [output], signal: options.signal, timeoutMs: options.timeoutMs });
+    out = res[output]!;
+  } catch (err) {
+    // The arguments are fixed and tested on both engines, so a run that fails on its own ("invalid_input",
+    // "unsupported", or "failed": ffmpeg's exit on a corrupt packet) failed on the file.
+    if (isMediaError(err) && (err.isInputError || err.code === "failed")) damaged(err.detail);
+    throw err;
+  }
+  if (out.length === 0) damaged("empty output");
+  // What the copy still carries would be a bug of ours, not the file's: refuse to hand it out.
+  const left = mp4MetadataCategories(out);
+  if (left.length) throw new Error(`video copy still carries ${left.join(", ")}`);
+  return { bytes: out, removed: sortCategories(found) };
+}

@@ -1,0 +1,39 @@
+// Shared by the metadata tests: the fixtures by kind, decoded pixels, byte search, a seeded random source.
+import { readdirSync } from "node:fs";
+import { loadVips } from "../../core/media/index.ts";
+import { FIXTURES, fixture } from "../media/util.ts";
+
+export { EXIFTOOL, ENGINE_MODES, exifTags, fixture, leakedMetadata } from "../media/util.ts";
+
+const byExt = (re: RegExp) => readdirSync(FIXTURES).filter((f) => re.test(f)).sort();
+/** Every image and video fixture there is, so a new one is tested without touching the tests. */
+export const IMAGE_FIXTURES = byExt(/\.(jpe?g|png|webp)$/i);
+export const VIDEO_FIXTURES = byExt(/\.(mp4|mov)$/i);
+export const loadFixture = fixture;
+
+/** Decoded pixels (and the band count and size) as libvips sees them. */
+export async function decodedPixels(bytes: Uint8Array): Promise<{ width: number; height: number; bands: number; pixels: Uint8Array }> {
+  const vips = await loadVips();
+  const img = vips.Image.newFromBuffer(bytes, "", { access: "sequential" } as any);
+  try {
+    return { width: img.width, height: img.height, bands: img.bands, pixels: new Uint8Array(img.writeToMemory()) };
+  } finally {
+    img.delete();
+  }
+}
+
+export function contains(hay: Uint8Array, needle: string): boolean {
+  return Buffer.from(hay.buffer, hay.byteOffset, hay.byteLength).includes(Buffer.from(needle, "latin1"));
+}
+
+/** mulberry32: a small seeded generator, so a failing fuzz case can be replayed. */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
