@@ -4,6 +4,8 @@
 import account from "./account/index.ts";
 import images from "./images/index.ts";
 import metadata from "./metadata/index.ts";
+import social from "./social/index.ts";
+import socialExtractor from "./social/extractor.ts";
 import imagesSandbox from "./images/sandbox.ts";
 import video from "./video/index.ts";
 import videoSandbox from "./video/sandbox.ts";
@@ -11,4 +13,4 @@ import voiceover from "./voiceover/index.ts";
 import voiceoverSandbox from "./voiceover/sandbox.ts";
 import webhooks from "./webhooks/index.ts";
 
-export const plugins = [account, webhooks, imagesSandbox, images, videoSandbox, video, voiceoverSandbox, voiceover, metadata];
+export const plugins = [account, webhooks, imagesSandbox, images, videoSandbox, video, voiceoverSandbox, voiceover, metadata, socialExtractor, social];

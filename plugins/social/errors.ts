@@ -1,0 +1,32 @@
+// Every text the social downloader answers with. The quoted ones are the spec's (part 1, "Errors"); the
+// spec writes the networks neutrally ("only the three networks"), so the host text names them as a partner
+// reads them on their own links. The failure sentences are ours: the spec asks for "a plain sentence"
+// (a post that needs a login, a link without a downloadable video) and never a provider's words.
+export const SOCIAL_ERRORS = {
+  // 400, before anything is stored.
+  urlMissing: "Please provide a URL",
+  unsupportedHost: "Only Facebook, Instagram and TikTok links are supported.",
+  tooLong: "That link is too long.",
+  notHttp: "Only http(s) links are supported.",
+  // 429; the daily one carries `quota`.
+  dailyLimit: "Daily limit reached: 200 downloads per 24 hours. Try again later.",
+  inflight: "You already have 2 downloads running.",
+  // 503, the operator's switch (see quota.ts).
+  paused: "Downloads are paused right now. Please try again later.",
+  // 404 (missing and not yours alike, invariant 4) and 410.
+  notFound: "Download not found",
+  fileNotFound: "File not found",
+  expired: "This download has expired. Files are kept for 7 days.",
+} as const;
+
+/** Why a download failed, each as the plain sentence stored in the record's `error`. */
+export const FAILURE_SENTENCES = {
+  login_required: "This post needs a login to view, so it cannot be downloaded.",
+  no_video: "This link has no downloadable video.",
+  unavailable: "This post is private, was removed or is not available.",
+  too_long: "This post is longer than 600 seconds, the most that can be downloaded.",
+  too_large: "This post is larger than 200 MB, the most that can be downloaded.",
+  failed: "This post could not be downloaded right now. Please try again later.",
+} as const;
+
+export type FailureReason = keyof typeof FAILURE_SENTENCES;
