@@ -5,6 +5,7 @@ import account from "./account/index.ts";
 import images from "./images/index.ts";
 import metadata from "./metadata/index.ts";
 import social from "./social/index.ts";
+import upscale from "./upscale/index.ts";
 import socialExtractor from "./social/extractor.ts";
 import imagesSandbox from "./images/sandbox.ts";
 import video from "./video/index.ts";
@@ -13,4 +14,4 @@ import voiceover from "./voiceover/index.ts";
 import voiceoverSandbox from "./voiceover/sandbox.ts";
 import webhooks from "./webhooks/index.ts";
 
-export const plugins = [account, webhooks, imagesSandbox, images, videoSandbox, video, voiceoverSandbox, voiceover, metadata, socialExtractor, social];
+export const plugins = [account, webhooks, imagesSandbox, images, videoSandbox, video, upscale, voiceoverSandbox, voiceover, metadata, socialExtractor, social];

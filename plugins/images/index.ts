@@ -25,8 +25,8 @@ import { IMAGE_COSTS, MODELS, pixelSize, type ModelId, type Quality } from "./mo
 import { metadataChunks, stripPngMetadata } from "./png.ts";
 import { type GeneratedImage, type ImageProviders, TransientProviderError, UnsafeContentError } from "./provider.ts";
 import { imagesMigrations } from "./migrations.ts";
+import { IMAGES_TABLE as TABLE, imageRecords, type ImageOutput } from "./records.ts";
 
-const TABLE = "images_generations";
 const MAX_REF_BYTES = 20 * 1024 * 1024;
 const MAX_REFS_TOTAL_BYTES = 72 * 1024 * 1024;
 const REF_EXT: Record<string, string> = { "image/png": "png", "image/jpeg": "jpg", "image/webp": "webp" };
@@ -40,12 +40,7 @@ interface StoredInput {
   references: Array<{ key: string; mime_type: string } | { url: string }>;
 }
 
-interface JobOutput {
-  image_key: string;
-  metadata_removed: boolean;
-  width: number;
-  height: number;
-}
+type JobOutput = ImageOutput;
 
 const priceOf = (model: ModelId, quality: Quality, quantity: number) => ({
   lines: [{ key: ["image_models", model, quality], rate: (MODELS[model].price as Partial<Record<Quality, number>>)[quality]!, units: quantity }],
@@ -246,7 +241,8 @@ const imageStatus = operation({
       status: "success",
       generation_id: generationId,
       image_url: ctx.mediaUrl(output.image_key),
-      model: MODELS[row.model as ModelId].label,
+      // Another area's images (upscales, through `images.records`) carry no generation model.
+      model: MODELS[row.model as ModelId]?.label ?? row.model,
       aspect_ratio: row.aspect_ratio,
       resolution: row.resolution,
       prompt: row.prompt,
@@ -317,6 +313,10 @@ const listImages = operation({
 export default definePlugin({
   name: "images",
   requires: ["image.generate"],
+  provides: {
+    // Files live in this plugin's blob store whichever area made them, so one media URL scheme serves all.
+    "images.records": (host) => imageRecords(host.blobs.scoped("images")),
+  },
   costs: IMAGE_COSTS,
   jobs: { image: imageJob },
   operations: [generateImage, imageStatus, listImages],

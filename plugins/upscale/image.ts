@@ -1,0 +1,116 @@
+// Image upscale: measuring the source before the charge, and the job that resamples it (resample.ts) into a
+// PNG recorded through `images.records`, so it is polled at GET /image-status like a generated image.
+//
+// Choices where the spec is silent, written down here:
+// - The format is read from the first bytes (JPEG, PNG, WebP signatures) and must agree with what the decoder
+//   finds; a file that starts like one but cannot be read is refused with the same format 400.
+// - Dimensions are the displayed ones (EXIF orientation applied): that is what the output has and what the
+//   8K rule and the tier measure.
+// - An animated WebP or PNG is upscaled from its first frame (the output is a single PNG).
+import { ApiError } from "../../core/errors.ts";
+import { JobFailure, type JobKindDeclaration } from "../../core/jobs.ts";
+import { isMediaError, probeImage } from "../../core/media/index.ts";
+import type { ImageRecords } from "../images/records.ts";
+import { UPSCALE_ERRORS as E } from "./errors.ts";
+import { IMAGE, tierFor, type Factor, type Tier } from "./prices.ts";
+import { upscaleImage } from "./resample.ts";
+
+export type SourceFormat = "jpeg" | "png" | "webp";
+
+export const CONTENT_TYPES: Record<SourceFormat, string> = { jpeg: "image/jpeg", png: "image/png", webp: "image/webp" };
+
+const startsWith = (b: Uint8Array, sig: readonly number[], at = 0) => sig.every((x, i) => b[at + i] === x);
+const ascii = (s: string) => [...s].map((c) => c.charCodeAt(0));
+
+/** The format the bytes announce, whatever a URL's extension or a header claims. */
+export function sniffImage(bytes: Uint8Array): SourceFormat | null {
+  if (startsWith(bytes, [0xff, 0xd8, 0xff])) return "jpeg";
+  if (startsWith(bytes, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return "png";
+  if (startsWith(bytes, ascii("RIFF")) && startsWith(bytes, ascii("WEBP"), 8)) return "webp";
+  return null;
+}
+
+export interface MeasuredImage {
+  format: SourceFormat;
+  width: number;
+  height: number;
+}
+
+/** Format and displayed size from the header (no pixels decoded); the spec's 400, or 500 when we cannot look. */
+export async function measureImage(bytes: Uint8Array): Promise<MeasuredImage> {
+  const format = sniffImage(bytes);
+  if (!format) throw new ApiError(400, E.imageFormat);
+  try {
+    const probe = await probeImage(bytes);
+    if (probe.format !== format || probe.width < 1 || probe.height < 1) throw new ApiError(400, E.imageFormat);
+    return { format, width: probe.width, height: probe.height };
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    if (isMediaError(err) && err.code === "engine_unavailable") throw new ApiError(500, E.notAvailable);
+    throw new ApiError(400, E.imageFormat);
+  }
+}
+
+export interface ImagePlan {
+  width: number;
+  height: number;
+  tier: Tier;
+}
+
+/** The output size and price tier; the 8K rule's 400 before any charge. */
+export function planImage(source: { width: number; height: number }, factor: Factor): ImagePlan {
+  const width = source.width * factor;
+  const height = source.height * factor;
+  const tier = tierFor(width, height); // null past the 8K tier, which is the spec's output cap
+  if (!tier || Math.max(width, height) > IMAGE.maxOutputLongEdge) throw new ApiError(400, E.over8K);
+  return { width, height, tier };
+}
+
+export interface StoredImageInput {
+  source_key: string;
+  factor: Factor;
+  /** The planned (and billed) output size; the job checks the PNG against it. */
+  width: number;
+  height: number;
+}
+
+export const imageUpscaleJob: JobKindDeclaration<StoredImageInput> = {
+  // The image states of spec part 1 ("Image generation and image upscale"), so /image-status reads them as is.
+  states: ["pending", "success", "failed"],
+  initial: "pending",
+  transitions: { pending: ["success", "failed"] },
+  terminal: { success: "success", failed: "failure" },
+  failState: "failed",
+  failError: E.failed,
+  retries: 1,
+  timeoutSeconds: 300,
+  // The resampler runs one image at a time per process anyway; more would only queue in memory.
+  concurrency: 1,
+  async run(ctx) {
+    const input = ctx.input;
+    const source = await ctx.blobs.get(input.source_key);
+    if (!source) throw new JobFailure(E.failed);
+    await ctx.progress(10, "Upscaling");
+    let out;
+    try {
+      out = await upscaleImage(source, input.factor, ctx.signal);
+    } catch (err) {
+      if (ctx.signal.aborted) throw err;
+      if (isMediaError(err) && err.isInputError) {
+        ctx.log.warn(`upscale ${ctx.jobId}: ${err.describe()}`);
+        await ctx.blobs.remove(input.source_key).catch(() => {});
+        throw new JobFailure(E.failed);
+      }
+      throw err; // ours (a crashed worker): retried, then failed and refunded by the runtime
+    }
+    if (out.width !== input.width || out.height !== input.height) {
+      ctx.log.error(`upscale ${ctx.jobId}: planned ${input.width}x${input.height}, made ${out.width}x${out.height}`);
+      throw new JobFailure(E.failed);
+    }
+    await ctx.progress(90, "Storing");
+    const records = ctx.capability<ImageRecords>("images.records");
+    const output = await records.storeOutput(ctx.jobId, out.bytes, { metadata_removed: false, width: out.width, height: out.height });
+    await ctx.blobs.remove(input.source_key).catch(() => {});
+    return { state: "success", output: output as unknown as Record<string, unknown> };
+  },
+};
