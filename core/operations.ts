@@ -11,6 +11,7 @@ import type { OperationContext, UploadedFile } from "./plugin.ts";
 import { chargeFor } from "./pricing.ts";
 import type { CompiledOperation } from "./registry.ts";
 import { validate } from "./standard-schema.ts";
+import { isPaused } from "./pauses.ts";
 
 export interface OperationCall {
   authorization: string | null;
@@ -38,6 +39,7 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
   const status = decl.status ?? 200;
   const scopedBlobs = kernel.blobs.scoped(op.plugin);
   const capability = kernel.capabilitiesFor(op.plugin);
+  const pauses = new Set(kernel.registry.plugins.find((p) => p.name === op.plugin)?.pauses ?? []);
 
   return async (call) => {
     let headers: Record<string, string> = {};
@@ -91,6 +93,10 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
         mediaUrl: (key) => kernel.mediaUrl(op.plugin, key),
         files: call.files?.() ?? {},
         setStatus: (s) => void (answerStatus = s),
+        isPaused: (name) => {
+          if (!pauses.has(name)) throw new Error(`plugin "${op.plugin}" reads pause switch "${name}" without declaring it in pauses`);
+          return isPaused(kernel.database.kysely, name);
+        },
         webhooks: kernel.webhooks,
       };
       const result = await decl.handle(ctx);

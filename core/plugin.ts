@@ -64,6 +64,8 @@ export interface OperationContext<Input = unknown> {
   mediaUrl(key: string): string;
   /** File parts of a multipart body, by field name (empty for JSON bodies and for GraphQL). See `multipart`. */
   files: Readonly<Record<string, UploadedFile>>;
+  /** Whether an operator paused this service-wide switch (one the plugin declares in `pauses`). */
+  isPaused(name: string): Promise<boolean>;
   /** Answer with this status instead of the declared one (e.g. 200 for an idempotent replay of a 202). */
   setStatus(status: 200 | 201 | 202): void;
   /** The account's webhook settings and deliveries (events themselves come from job kinds' `events`). */
@@ -118,6 +120,8 @@ export interface PluginDeclaration {
   rateLimits?: Readonly<Record<string, readonly RateWindow[]>>;
   /** Feature switches this plugin honours (admin `features` accepts only registered ones). */
   features?: readonly string[];
+  /** Service-wide pause switches this plugin honours (core/pauses.ts; the admin API flips registered ones). */
+  pauses?: readonly string[];
   operations?: readonly OperationDeclaration<any>[];
   /** Job kinds, by name: their states, legal transitions, terminal states and runner (core/jobs.ts). */
   jobs?: Readonly<Record<string, JobKindDeclaration<any>>>;

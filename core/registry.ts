@@ -28,6 +28,8 @@ export interface Registry {
   operations: readonly CompiledOperation[];
   costs: Readonly<Record<string, unknown>>;
   features: ReadonlySet<string>;
+  /** Pause switches declared by the registered plugins. */
+  pauses: ReadonlySet<string>;
   /** The spec's rate-limit table plus the rows plugins declare. */
   rateLimits: ReadonlyMap<string, readonly RateWindow[]>;
   migrations: readonly Migration[];
@@ -137,6 +139,7 @@ export function compileRegistry(input: readonly PluginDeclaration[]): Registry {
     operations: Object.freeze(operations.map((o) => Object.freeze(o))),
     costs: deepFreeze(costs),
     features,
+    pauses: new Set(plugins.flatMap((p) => p.pauses ?? [])),
     rateLimits,
     migrations: Object.freeze(migrations),
     providers,

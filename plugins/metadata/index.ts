@@ -9,10 +9,9 @@
 //   attempt is counted against its daily quota (429 when over; a refused attempt does not count). From
 //   there every outcome counts, failures included: 404, fetch failures, 413, 415, 422 and success.
 // - Quotas: 200 images and 50 videos per rolling 24 hours per account, counted separately (quota.ts).
-// - Pause: an operator pauses removal for every account with
-//     update metadata_settings set paused = true where id = 1;
-//   (or `setMetadataRemovalPaused(db, true)`); every API process reads the switch per request, so it needs no
-//   restart. Accounts are switched off one by one with the admin feature `metadata_removal` (403).
+// - Pause: an operator pauses removal for every account with the service-wide switch `metadata_removal`
+//   (`PUT /api/v1/admin/pauses/metadata_removal {"paused": true}`, core/pauses.ts); every API process reads it
+//   per request, so it needs no restart. Accounts are switched off one by one with the admin feature `metadata_removal` (403).
 // - Busy: video remuxes run in at most VIDEO_SLOTS places shared by every process; images need no slot
 //   (microseconds of byte surgery).
 // - Image downloads have the video's 30-second deadline too; sizes are binary megabytes (source.ts).
@@ -22,7 +21,6 @@
 // - Each counted attempt leaves a row in metadata_removals (status, categories, sizes, blob key), for
 //   operators; the partner sees only the response.
 import { randomBytes } from "node:crypto";
-import type { Kysely } from "kysely";
 import { z } from "zod";
 import { ApiError } from "../../core/errors.ts";
 import type { MediaEngine } from "../../core/media/index.ts";
@@ -41,6 +39,8 @@ import { IMAGE_LIMITS, load, locate, VIDEO_LIMITS, type Located } from "./source
 import { cleanVideo, videoContainerOf } from "./video.ts";
 
 export const FEATURE = "metadata_removal";
+/** The service-wide pause switch (core/pauses.ts). */
+export const PAUSE = "metadata_removal";
 export const RETENTION_MS = 7 * 24 * 3600 * 1000;
 export const DOWNLOAD_TIMEOUT_MS = 30_000;
 export const IMAGE_QUOTA = { limit: 200, message: E.imageQuota };
@@ -49,14 +49,6 @@ export const VIDEO_SLOTS = 2;
 export const VIDEO_SLOT_KEY = "metadata:video-remux";
 const TABLE = "metadata_removals";
 
-export async function setMetadataRemovalPaused(db: Kysely<any>, paused: boolean): Promise<void> {
-  await db.updateTable("metadata_settings").set({ paused }).where("id", "=", 1).execute();
-}
-
-async function isPaused(db: Kysely<any>): Promise<boolean> {
-  const row = await db.selectFrom("metadata_settings").select("paused").where("id", "=", 1).executeTakeFirst();
-  return row?.paused === true;
-}
 
 interface Made {
   url: string;
@@ -188,7 +180,7 @@ export function createMetadataPlugin(options: Options = {}) {
       const source = ctx.input;
       const limits = source.kind === "image" ? IMAGE_LIMITS : VIDEO_LIMITS;
       const located = await locate(source, limits, { guard: ctx.capability<OutboundGuard>("outbound"), serviceMedia: ctx.capability<ServiceMediaReader>("service-media") });
-      if (await isPaused(ctx.db)) throw new ApiError(503, E.paused);
+      if (await ctx.isPaused(PAUSE)) throw new ApiError(503, E.paused);
       if (source.kind === "image") return attempt(ctx, source, located);
       const slots = videoSlots(ctx);
       const deadline = Date.now() + slots.holdMs;
@@ -200,6 +192,7 @@ export function createMetadataPlugin(options: Options = {}) {
     name: "metadata",
     requires: ["outbound", "service-media", "media", "counters"],
     features: [FEATURE],
+    pauses: [PAUSE],
     operations: [removeMetadata],
     migrations: metadataMigrations,
   });

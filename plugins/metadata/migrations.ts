@@ -21,12 +21,6 @@ export const metadataMigrations: Migration[] = [
         created_at timestamptz not null
       )`,
       `create index metadata_removals_partner_newest on metadata_removals (partner_id, id desc)`,
-      // One row, flipped by an operator (see index.ts): every API process reads it, so a pause needs no restart.
-      `create table metadata_settings (
-        id integer primary key check (id = 1),
-        paused boolean not null default false
-      )`,
-      `insert into metadata_settings (id, paused) values (1, false)`,
     ],
   },
 ];

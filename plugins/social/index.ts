@@ -10,7 +10,8 @@
 //   in-flight cap of 10 (the spec's list does not name it); its own cap is 2.
 // - The 429 for the in-flight cap carries `quota` too, like the daily one; both send Retry-After.
 // - A link is refused before the quota is counted, so a bad link never costs a slot; the pause switch is
-//   checked first of all (quota.ts `setDownloadsPaused`, a row of the kernel's settings table).
+//   checked first of all (the service-wide switch `social_downloads`, core/pauses.ts: operators flip it with
+//   `PUT /api/v1/admin/pauses/social_downloads`).
 // - The 7 days run from the submit (`expires_at` = `created_at` + 7 days).
 // - The file path answers 404 for a file that does not exist (also while pending or after a failure), and
 //   410 once the 7 days have passed or the file is gone from storage. `?download=1` (or `true`) adds
@@ -22,9 +23,12 @@ import { SOCIAL_ERRORS as E } from "./errors.ts";
 import { FileInput, ListInput, SocialDownloadInput } from "./input.ts";
 import { downloadJob, type DownloadInput } from "./job.ts";
 import { socialMigrations } from "./migrations.ts";
-import { downloadsPaused, QUOTA, quotaState, quotaView, type QuotaView } from "./quota.ts";
+import { QUOTA, quotaState, quotaView, type QuotaView } from "./quota.ts";
 import { contentDisposition, fileResponse } from "../../core/file-response.ts";
 import { downloadQuery, isExpired, ListShape, listEntryView, outputOf, RecordShape, RETENTION_DAYS, RETENTION_MS, recordView, SubmitShape, type DownloadRow } from "./records.ts";
+
+/** The service-wide pause switch of new downloads (core/pauses.ts). */
+export const PAUSE = "social_downloads";
 
 const DOWNLOAD_ID = /^svc-[0-9a-f]{8}$/;
 
@@ -36,7 +40,7 @@ const submit = operation({
   input: SocialDownloadInput,
   output: SubmitShape,
   async handle(ctx) {
-    if (await downloadsPaused(ctx.db)) throw new ApiError(503, E.paused);
+    if (await ctx.isPaused(PAUSE)) throw new ApiError(503, E.paused);
     const { url, link, partnerJobId } = ctx.input;
     const now = ctx.clock.now();
     const createdAt = new Date(now);
@@ -136,6 +140,7 @@ const list = operation({
 export default definePlugin({
   name: "social",
   requires: ["social.extract", "media"],
+  pauses: [PAUSE],
   jobs: { download: downloadJob },
   operations: [submit, status, file, list],
   migrations: socialMigrations,

@@ -56,23 +56,3 @@ export function quotaView(state: Pick<QuotaState, "used" | "oldest">, now: numbe
   const resets = state.used > 0 && state.oldest ? Math.max(0, Math.ceil((state.oldest.getTime() + WINDOW_MS - now) / 1000)) : 0;
   return { limit: QUOTA.limit, used: state.used, remaining: Math.max(0, QUOTA.limit - state.used), window_hours: QUOTA.windowHours, resets_in_seconds: resets };
 }
-
-// The pause switch is a row of the kernel's `settings` table rather than an environment variable, so an
-// operator pauses every API process at once, without a restart.
-export const PAUSE_SETTING = "social.downloads_paused";
-
-export async function downloadsPaused(db: Kysely<any>): Promise<boolean> {
-  const row = await db.selectFrom("settings").select("value").where("key", "=", PAUSE_SETTING).executeTakeFirst();
-  const value = typeof row?.value === "string" ? JSON.parse(row.value) : row?.value;
-  return value?.paused === true;
-}
-
-/** Pauses (503 on POST /social-download) or resumes new downloads; running ones finish either way. */
-export async function setDownloadsPaused(db: Kysely<any>, paused: boolean): Promise<void> {
-  const value = JSON.stringify({ paused });
-  await db
-    .insertInto("settings")
-    .values({ key: PAUSE_SETTING, value })
-    .onConflict((oc) => oc.column("key").doUpdateSet({ value }))
-    .execute();
-}

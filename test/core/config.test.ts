@@ -51,6 +51,9 @@ t("CLI commands map onto the admin API", () => {
   assert.equal(buildRequest(["rotate-key", "prt_1"]), { method: "POST", path: "/partners/prt_1/rotate-key" });
   assert.throws(() => buildRequest(["credits", "add", "prt_1", "--amount", "ten", "--type", "purchase", "--description", "x"]), /--amount takes an integer/);
   assert.throws(() => buildRequest(["partners", "create"]), /missing --name/);
+  assert.equal(buildRequest(["pauses", "set", "social_downloads", "on"]), { method: "PUT", path: "/pauses/social_downloads", body: { paused: true } });
+  assert.equal(buildRequest(["pauses", "list"]), { method: "GET", path: "/pauses" });
+  assert.throws(() => buildRequest(["pauses", "set", "social_downloads", "maybe"]), /NAME on\|off/);
 });
 
 t.run();

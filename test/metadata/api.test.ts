@@ -9,7 +9,8 @@ import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { createOutboundGuard } from "../../core/outbound/index.ts";
 import { createTestKernel, graphql, type TestKernel } from "../../core/testing.ts";
 import account from "../../plugins/account/index.ts";
-import metadata, { createMetadataPlugin, setMetadataRemovalPaused, VIDEO_SLOT_KEY, VIDEO_SLOTS } from "../../plugins/metadata/index.ts";
+import { setPaused } from "../../core/pauses.ts";
+import metadata, { createMetadataPlugin, VIDEO_SLOT_KEY, VIDEO_SLOTS } from "../../plugins/metadata/index.ts";
 import { METADATA_ERRORS as E } from "../../plugins/metadata/errors.ts";
 import { imageFormatOf } from "../../plugins/metadata/image.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
@@ -177,10 +178,10 @@ for (const backend of await databaseBackends()) {
   });
 
   t("503 when paused (every account) and when the video slots are taken", async () => {
-    await setMetadataRemovalPaused(tk.kernel.database.kysely, true);
+    await setPaused(tk.kernel.database.kysely, "metadata_removal", true);
     const paused = await post({ image_base64: b64("C.jpg") });
     assert.equal([paused.status, paused.body.error], [503, E.paused]);
-    await setMetadataRemovalPaused(tk.kernel.database.kysely, false);
+    await setPaused(tk.kernel.database.kysely, "metadata_removal", false);
     assert.is((await post({ image_base64: b64("C.jpg") })).status, 200);
 
     // Other processes' holders, as the shared counters see them.

@@ -10,7 +10,7 @@ import { createTestKernel, graphql, type TestKernel } from "../../core/testing.t
 import account from "../../plugins/account/index.ts";
 import social from "../../plugins/social/index.ts";
 import { FAILURE_SENTENCES, SOCIAL_ERRORS as E } from "../../plugins/social/errors.ts";
-import { setDownloadsPaused } from "../../plugins/social/quota.ts";
+import { setPaused } from "../../core/pauses.ts";
 import socialSandbox, { sandboxPlan } from "../../plugins/social/sandbox.ts";
 import { createApp } from "../../transports/rest/app.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
@@ -394,11 +394,11 @@ for (const backend of await databaseBackends()) {
 
   limits("paused: 503 with the spec's text until resumed", async () => {
     const { key } = await tk.partner({ limits: UNLIMITED });
-    await setDownloadsPaused(tk.kernel.database.kysely, true);
+    await setPaused(tk.kernel.database.kysely, "social_downloads", true);
     const res = await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/1" } });
     assert.is(res.status, 503);
     assert.equal(res.body, { error: E.paused });
-    await setDownloadsPaused(tk.kernel.database.kysely, false);
+    await setPaused(tk.kernel.database.kysely, "social_downloads", false);
     assert.is((await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/1" } })).status, 202);
   });
 

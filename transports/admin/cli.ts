@@ -15,6 +15,8 @@ const USAGE = `mediagate admin CLI
                                             [--custom-rates JSON]
   npm run cli -- credits add PARTNER_ID --amount N --type purchase|adjustment --description TEXT
   npm run cli -- rotate-key PARTNER_ID
+  npm run cli -- pauses list
+  npm run cli -- pauses set NAME on|off      (e.g. metadata_removal, social_downloads: new work answers 503)
 
 Options: --url URL (default $PUBLIC_URL or http://127.0.0.1:$PORT), --token TOKEN (default $ADMIN_TOKEN or $DATA_DIR/admin-token)`;
 
@@ -102,6 +104,12 @@ export function buildRequest(argv: string[]): { method: string; path: string; bo
         custom_rates: customRates,
       },
     };
+  }
+  if (group === "pauses" && action === "list") return { method: "GET", path: "/pauses" };
+  if (group === "pauses" && action === "set") {
+    const state = positionals[3];
+    if (state !== "on" && state !== "off") throw new UsageError("pauses set takes NAME on|off");
+    return { method: "PUT", path: `/pauses/${encodeURIComponent(need(id, "NAME"))}`, body: { paused: state === "on" } };
   }
   if (group === "credits" && action === "add") {
     return {

@@ -8,6 +8,7 @@ import { ApiError } from "../../core/errors.ts";
 import { requestId } from "../../core/ids.ts";
 import type { Kernel } from "../../core/kernel.ts";
 import { addCredits } from "../../core/ledger.ts";
+import { isPaused, setPaused } from "../../core/pauses.ts";
 import { validate } from "../../core/standard-schema.ts";
 import { formatTimestamp } from "../../core/time.ts";
 import { errorResponse, json, parseJsonObject, readBodyCapped } from "../rest/respond.ts";
@@ -140,6 +141,23 @@ export function mountAdminApi(app: H3, kernel: Kernel, adminToken: string): void
     await kernel.accounts.changed(params.partner_id!);
     return { credits_remaining: balance };
   }, creditsSchema);
+
+  // Service-wide pause switches (core/pauses.ts): only those a registered plugin declares.
+  const pauseSchema = z.object({ paused: z.boolean({ error: "paused must be true or false" }) });
+  const knownPause = (name: string) => {
+    if (!kernel.registry.pauses.has(name)) throw new ApiError(404, `Unknown pause switch: ${name}`);
+    return name;
+  };
+  route("GET", "/pauses", 200, async () => {
+    const names = [...kernel.registry.pauses].sort();
+    const states = await Promise.all(names.map((n) => isPaused(kernel.database.kysely, n)));
+    return { pauses: Object.fromEntries(names.map((n, i) => [n, states[i]])) };
+  });
+  route("PUT", "/pauses/:name", 200, async (body: z.infer<typeof pauseSchema>, params) => {
+    const name = knownPause(params.name!);
+    await setPaused(kernel.database.kysely, name, body.paused);
+    return { name, paused: body.paused };
+  }, pauseSchema);
 
   route("POST", "/partners/:partner_id/rotate-key", 200, async (_b, params) => {
     const key = await kernel.accounts.rotateKey(params.partner_id!);
