@@ -26,6 +26,7 @@ import { metadataChunks, stripPngMetadata } from "./png.ts";
 import { type GeneratedImage, type ImageProviders, TransientProviderError, UnsafeContentError } from "./provider.ts";
 import { imagesMigrations } from "./migrations.ts";
 import { IMAGES_TABLE as TABLE, imageRecords, type ImageOutput } from "./records.ts";
+import { PENDING_SUCCESS_FAILED } from "../../core/job-states.ts";
 
 const MAX_REF_BYTES = 20 * 1024 * 1024;
 const MAX_REFS_TOTAL_BYTES = 72 * 1024 * 1024;
@@ -52,11 +53,7 @@ const decodedSize = (base64: string) => Math.floor((base64.length * 3) / 4) - (b
 // The job: one image, rendered through the model's provider chain.
 
 const imageJob: JobKindDeclaration<StoredInput> = {
-  states: ["pending", "success", "failed"],
-  initial: "pending",
-  transitions: { pending: ["success", "failed"] },
-  terminal: { success: "success", failed: "failure" },
-  failState: "failed",
+  ...PENDING_SUCCESS_FAILED,
   failError: IMAGE_ERRORS.failed,
   retries: 2,
   timeoutSeconds: 300,

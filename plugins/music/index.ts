@@ -28,9 +28,10 @@ import { idempotencyKeyOf, isDuplicateKey, requestHash } from "./idempotency.ts"
 import { checkAgainstSource, checkExtendControls, ExtendMusicInput, GenerateMusicInput, type ExtendControls, type GenerateRequest } from "./input.ts";
 import { musicMigrations } from "./migrations.ts";
 import { CREDITS_PER_GENERATION, MUSIC_COSTS, PROVIDER_TIMEOUT_MS } from "./models.ts";
-import { MusicProviderError, type MusicErrorCode, type MusicModel, type MusicProviders, type MusicTrack } from "./provider.ts";
+import { MusicProviderError, type MusicControls, type MusicErrorCode, type MusicModel, type MusicProviders, type MusicTrack } from "./provider.ts";
 import { findByIdempotencyKey, findJob, listJobs, listView, MUSIC_TABLE, statusView, type MusicRow, type StoredTrack } from "./records.ts";
 import { ownedSource, uploadedSource, type PreparedSource } from "./source.ts";
+import { QUEUED_PROCESSING_COMPLETE } from "../../core/job-states.ts";
 
 const UPLOAD_RETENTION_MS = 2 * 24 * 3600 * 1000;
 
@@ -39,7 +40,7 @@ type StoredInput =
   | { operation: "generate"; request: GenerateRequest }
   | {
       operation: "extend" | "upload_extend";
-      controls: Omit<ExtendControls, "source" | "model" | "instrumental"> & { model: MusicModel; instrumental: boolean };
+      controls: MusicControls & { model: MusicModel; instrumental: boolean };
       source: { key: string; seconds: number; name: string; arrangement: Record<string, unknown> | null; title: string | null };
     };
 
@@ -90,11 +91,7 @@ async function storeTracks(ctx: JobRunContext, tracks: MusicTrack[]): Promise<St
 }
 
 const musicJob: JobKindDeclaration<StoredInput> = {
-  states: ["queued", "processing", "complete", "error"],
-  initial: "queued",
-  transitions: { queued: ["processing", "complete", "error"], processing: ["complete", "error"] },
-  terminal: { complete: "success", error: "failure" },
-  failState: "error",
+  ...QUEUED_PROCESSING_COMPLETE,
   failError: FAILURE_TEXTS.provider_down,
   retries: 1,
   // A backstop above the provider time-out, for a worker that hangs outside the provider call.

@@ -12,7 +12,7 @@ import { z } from "zod";
 import { partnerJobIdField } from "../../core/validation.ts";
 import { MUSIC_ERRORS as E } from "./errors.ts";
 import { DEFAULT_MODEL, LIMITS, MODELS } from "./models.ts";
-import type { MusicModel } from "./provider.ts";
+import type { MusicControls, MusicModel } from "./provider.ts";
 
 type Check<T> = { ok: true; value: T } | { ok: false; message: string };
 const fail = <T>(message: string): Check<T> => ({ ok: false, message });
@@ -60,23 +60,11 @@ export function checkGenerate(raw: Record<string, unknown>): Check<GenerateReque
   return { ok: true, value: { model: model as MusicModel, custom, prompt: p ?? "", style: s, title: t, instrumental } };
 }
 
-export interface ExtendControls {
-  continueAt: number;
-  mode: "original" | "custom";
+export interface ExtendControls extends MusicControls {
   /** Null when not supplied: an owned source decides, an upload defaults to V5_5. */
   model: MusicModel | null;
   /** Null when not supplied: an owned source decides, an upload defaults to false. */
   instrumental: boolean | null;
-  prompt: string;
-  style: string;
-  title: string;
-  negativeTags: string | null;
-  vocalGender: "m" | "f" | null;
-  styleWeight: number | null;
-  weirdnessConstraint: number | null;
-  audioWeight: number | null;
-  personaId: string | null;
-  personaModel: string | null;
   /** Null for the multipart form. */
   source: { ref: string; track: number } | null;
 }

@@ -31,14 +31,12 @@ export interface MusicGenerationRequest {
   onProgress(fraction: number): Promise<void> | void;
 }
 
-/** The controls of an extension (part 3, "POST /extend-music"), already validated. */
-export interface MusicExtensionRequest {
-  model: MusicModel;
+/** The controls of an extension (part 3, the Controls table of POST /extend-music), already validated. */
+export interface MusicControls {
   mode: "original" | "custom";
   prompt: string;
   style: string;
   title: string;
-  instrumental: boolean;
   negativeTags: string | null;
   vocalGender: "m" | "f" | null;
   styleWeight: number | null;
@@ -48,6 +46,13 @@ export interface MusicExtensionRequest {
   personaModel: string | null;
   /** Seconds into the source where the new part begins; 0 < continueAt < source.seconds. */
   continueAt: number;
+}
+
+export interface MusicExtensionRequest extends MusicControls {
+  /** Inherited from an owned source, else as asked (default V5_5). */
+  model: MusicModel;
+  /** Inherited from an owned source, else as asked (default false). */
+  instrumental: boolean;
   source: {
     /** The source audio as stored (MP3 for our own tracks; an upload as sent, any readable audio). */
     bytes: Uint8Array;

@@ -14,6 +14,7 @@ import type { ImageRecords } from "../images/records.ts";
 import { UPSCALE_ERRORS as E } from "./errors.ts";
 import { IMAGE, tierFor, type Factor, type Tier } from "./prices.ts";
 import { upscaleImage } from "./resample.ts";
+import { PENDING_SUCCESS_FAILED } from "../../core/job-states.ts";
 
 export type SourceFormat = "jpeg" | "png" | "webp";
 
@@ -76,11 +77,7 @@ export interface StoredImageInput {
 
 export const imageUpscaleJob: JobKindDeclaration<StoredImageInput> = {
   // The image states of spec part 1 ("Image generation and image upscale"), so /image-status reads them as is.
-  states: ["pending", "success", "failed"],
-  initial: "pending",
-  transitions: { pending: ["success", "failed"] },
-  terminal: { success: "success", failed: "failure" },
-  failState: "failed",
+  ...PENDING_SUCCESS_FAILED,
   failError: E.failed,
   retries: 1,
   timeoutSeconds: 300,

@@ -19,6 +19,7 @@ import { displaySize, firstAudio, firstVideo, isMediaError, mp4Boxes, type Media
 import type { VideoRecords } from "../video/records.ts";
 import { UPSCALE_ERRORS as E } from "./errors.ts";
 import { VIDEO, type Factor } from "./prices.ts";
+import { QUEUED_PROCESSING_COMPLETE } from "../../core/job-states.ts";
 
 const ISO_BMFF = "mov,mp4,m4a,3gp,3g2,mj2";
 const FIRST_BOXES = new Set(["ftyp", "moov", "mdat", "wide", "free", "skip"]);
@@ -132,11 +133,7 @@ function progressWriter(ctx: JobRunContext, from: number, to: number) {
 
 export const videoUpscaleJob: JobKindDeclaration<StoredVideoInput> = {
   // The video states of spec part 2; no `events`: "Video upscale jobs ... emit no events".
-  states: ["queued", "processing", "complete", "error"],
-  initial: "queued",
-  transitions: { queued: ["processing", "complete", "error"], processing: ["complete", "error"] },
-  terminal: { complete: "success", error: "failure" },
-  failState: "error",
+  ...QUEUED_PROCESSING_COMPLETE,
   failError: E.failed,
   retries: 1,
   timeoutSeconds: 3600,

@@ -33,6 +33,7 @@ import type { ReferenceMedia, VideoFrame, VideoProviders } from "./provider.ts";
 import { UnsafeContentError } from "./provider.ts";
 import { eventData, listView, MERGE_TABLE, statusView, VIDEO_TABLE, videoQuery, videoRecords, type VideoOutput, type VideoRecords } from "./records.ts";
 import { createNormalizationSlot, prepareReferenceAudio, prepareReferenceVideos, type NormalizationSlot } from "./references.ts";
+import { QUEUED_PROCESSING_COMPLETE } from "../../core/job-states.ts";
 
 const MAX_FRAME_BYTES = 20 * 1024 * 1024;
 const MAX_REF_IMAGES_TOTAL = 72 * 1024 * 1024;
@@ -103,11 +104,7 @@ function progressWriter(ctx: JobRunContext, from: number, to: number) {
 }
 
 const videoJob: JobKindDeclaration<StoredInput> = {
-  states: ["queued", "processing", "complete", "error"],
-  initial: "queued",
-  transitions: { queued: ["processing", "complete", "error"], processing: ["complete", "error"] },
-  terminal: { complete: "success", error: "failure" },
-  failState: "error",
+  ...QUEUED_PROCESSING_COMPLETE,
   failError: E.failed,
   retries: 1,
   timeoutSeconds: 1800,

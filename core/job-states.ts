@@ -1,0 +1,23 @@
+// The state machines the spec gives several job kinds, declared once. A job kind spreads one and adds what
+// is its own (failure text, retries, time-out, runner): `{ ...QUEUED_PROCESSING_COMPLETE, failError, run }`.
+import type { JobKindDeclaration } from "./jobs.ts";
+
+type StateMachine = Pick<JobKindDeclaration, "states" | "initial" | "transitions" | "terminal" | "failState">;
+
+/** Video, video upscale and music jobs: `queued` at submit, `processing`, then `complete` or `error`. */
+export const QUEUED_PROCESSING_COMPLETE: StateMachine = {
+  states: ["queued", "processing", "complete", "error"],
+  initial: "queued",
+  transitions: { queued: ["processing", "complete", "error"], processing: ["complete", "error"] },
+  terminal: { complete: "success", error: "failure" },
+  failState: "error",
+};
+
+/** Image generation and image upscale (polled at /image-status): `pending`, then `success` or `failed`. */
+export const PENDING_SUCCESS_FAILED: StateMachine = {
+  states: ["pending", "success", "failed"],
+  initial: "pending",
+  transitions: { pending: ["success", "failed"] },
+  terminal: { success: "success", failed: "failure" },
+  failState: "failed",
+};
