@@ -1,7 +1,15 @@
 // What every sandbox provider shares (DESIGN "Sandbox providers"): SANDBOX_LATENCY_MS spent in abortable
 // steps, and the markers that let anyone reach the failure paths.
 
-export const SANDBOX_MARKERS = { fail: "[sandbox:fail]", unsafe: "[sandbox:unsafe]", flaky: "[sandbox:flaky]" } as const;
+export const SANDBOX_MARKERS = {
+  fail: "[sandbox:fail]",
+  unsafe: "[sandbox:unsafe]",
+  flaky: "[sandbox:flaky]",
+  /** The provider refuses the input as unusable (music: `error_code` input_rejected). */
+  reject: "[sandbox:reject]",
+  /** The provider never answers in time (music: `error_code` timeout). */
+  timeout: "[sandbox:timeout]",
+} as const;
 
 /** Whether `text` carries the marker. */
 export const hasMarker = (text: string, marker: keyof typeof SANDBOX_MARKERS) => text.includes(SANDBOX_MARKERS[marker]);

@@ -4,6 +4,8 @@
 import account from "./account/index.ts";
 import images from "./images/index.ts";
 import metadata from "./metadata/index.ts";
+import music from "./music/index.ts";
+import musicSandbox from "./music/sandbox.ts";
 import social from "./social/index.ts";
 import upscale from "./upscale/index.ts";
 import socialExtractor from "./social/extractor.ts";
@@ -14,4 +16,4 @@ import voiceover from "./voiceover/index.ts";
 import voiceoverSandbox from "./voiceover/sandbox.ts";
 import webhooks from "./webhooks/index.ts";
 
-export const plugins = [account, webhooks, imagesSandbox, images, videoSandbox, video, upscale, voiceoverSandbox, voiceover, metadata, socialExtractor, social];
+export const plugins = [account, webhooks, imagesSandbox, images, videoSandbox, video, upscale, voiceoverSandbox, voiceover, musicSandbox, music, metadata, socialExtractor, social];
