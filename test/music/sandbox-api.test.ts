@@ -1,0 +1,89 @@
+// Music end to end with the sandbox provider, through the REST API: a generation's two tracks decode as
+// stated, an owned track extends directly, a real MP3 nobody here made (the fixture) extends as an upload,
+// and the markers end jobs `error` with their error_code, refunded. On PGlite: what depends on the backend
+// is in music.test.ts.
+import { readFileSync } from "node:fs";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { createMediaEngine, type MediaEngine } from "../../core/media/index.ts";
+import { createTestKernel, type TestKernel } from "../../core/testing.ts";
+import account from "../../plugins/account/index.ts";
+import music from "../../plugins/music/index.ts";
+import { FAILURE_TEXTS } from "../../plugins/music/errors.ts";
+import musicSandbox from "../../plugins/music/sandbox.ts";
+
+const FIXTURE = new URL("../../../shared/fixtures/media/sample1.mp3", import.meta.url);
+const LIMITS = { rate_limits: { "POST /generate-music": 10_000, "POST /extend-music": 10_000, "GET /music-status/<job_id>": 100_000, "GET /credits": 10_000 } };
+
+const t = suite("music with the sandbox, through REST");
+let tk: TestKernel;
+let engine: MediaEngine;
+t.before(async () => {
+  tk = await createTestKernel({ plugins: [account, musicSandbox, music], start: true, env: { SANDBOX_LATENCY_MS: "5", PUBLIC_URL: "https://media.example.test" } });
+  engine = createMediaEngine();
+});
+t.after(async () => {
+  await engine.close();
+  await tk.close();
+});
+
+async function done(key: string, id: string) {
+  for (;;) {
+    const res = await tk.request("GET", `/music-status/${id}`, { key });
+    if (res.body.status === "complete" || res.body.status === "error") return res.body;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const blobOf = async (url: string) => (await tk.kernel.blobs.get(new URL(url).pathname.slice("/media/".length)))!;
+
+async function assertTracks(tracks: any[], minSeconds: number) {
+  assert.is(tracks.length, 2);
+  for (const tr of tracks) {
+    const probe = await engine.probe(await blobOf(tr.audio_url), "t.mp3");
+    const audio = probe.streams.find((s) => s.type === "audio")!;
+    assert.equal([audio.codec, audio.sampleRate, audio.channels], ["mp3", 44100, 2]);
+    assert.ok(Math.abs(probe.durationSeconds - tr.duration) < 0.05);
+    assert.ok(tr.duration > minSeconds, `${tr.duration} > ${minSeconds}`);
+    assert.is(Buffer.from((await blobOf(tr.image_url)).subarray(1, 4)).toString(), "PNG");
+  }
+}
+
+t("generate, extend an owned track, extend the fixture MP3 as an upload", async () => {
+  const { key } = await tk.partner({ credits: 100, limits: LIMITS });
+  const gen = await tk.request("POST", "/generate-music", { key, body: { prompt: "lofi beats for a rainy night" } });
+  assert.is(gen.status, 202);
+  const song = await done(key, gen.body.job_id);
+  assert.is(song.status, "complete", JSON.stringify(song));
+  await assertTracks(song.tracks, 25);
+
+  const ext = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": "sandbox-ext-1" }, body: { continue_at: 10, source: { kind: "svc_music", ref: gen.body.job_id, track: 1 } } });
+  assert.is(ext.status, 202, JSON.stringify(ext.body));
+  assert.is(ext.body.operation, "extend");
+  const extended = await done(key, ext.body.job_id);
+  assert.is(extended.status, "complete", JSON.stringify(extended));
+  await assertTracks(extended.tracks, 25);
+
+  const fixture = new Uint8Array(readFileSync(FIXTURE));
+  const form = new FormData();
+  form.set("parameters", JSON.stringify({ continue_at: 5, prompt: "carry on with strings", model: "V5" }));
+  form.set("audio", new Blob([fixture]), "sample1.mp3");
+  const up = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": "sandbox-upload-1" }, body: form });
+  assert.is(up.status, 202, JSON.stringify(up.body));
+  assert.equal([up.body.operation, up.body.model], ["upload_extend", "V5"]);
+  const uploaded = await done(key, up.body.job_id);
+  assert.is(uploaded.status, "complete", JSON.stringify(uploaded));
+  await assertTracks(uploaded.tracks, 5 + 15);
+});
+
+t("markers end jobs error with their error_code, refunded", async () => {
+  const { key } = await tk.partner({ credits: 100, limits: LIMITS });
+  for (const [prompt, code] of [["x [sandbox:fail]", "provider_down"], ["x [sandbox:unsafe]", "safety_filter"], ["x [sandbox:reject]", "input_rejected"], ["x [sandbox:timeout]", "timeout"]] as const) {
+    const res = await tk.request("POST", "/generate-music", { key, body: { prompt } });
+    const body = await done(key, res.body.job_id);
+    assert.equal([body.status, body.error_code, body.error], ["error", code, FAILURE_TEXTS[code]]);
+  }
+  assert.is((await tk.request("GET", "/credits", { key })).body.credits_remaining, 100);
+});
+
+t.run();
