@@ -1,11 +1,11 @@
-// Every text the social downloader answers with. The quoted ones are the spec's (part 1, "Errors"); the
-// spec writes the networks neutrally ("only the three networks"), so the host text names them as a partner
-// reads them on their own links. The failure sentences are ours: the spec asks for "a plain sentence"
+// Every text the social downloader answers with. The quoted ones are the spec's (part 1, "Errors"), word for
+// word: the host text too, although the spec notes it is given in the service's neutral wording (the three
+// networks: Facebook, Instagram and TikTok, host lists in hosts.ts). The failure sentences are ours: the spec asks for "a plain sentence"
 // (a post that needs a login, a link without a downloadable video) and never a provider's words.
 export const SOCIAL_ERRORS = {
   // 400, before anything is stored.
   urlMissing: "Please provide a URL",
-  unsupportedHost: "Only Facebook, Instagram and TikTok links are supported.",
+  unsupportedHost: "Only Facebook, Instagram and the service links are supported.",
   tooLong: "That link is too long.",
   notHttp: "Only http(s) links are supported.",
   // 429; the daily one carries `quota`.
