@@ -50,10 +50,17 @@ async function encodeMp3(engine: MediaEngine, audio: Stereo, signal: AbortSignal
   return { bytes, seconds: Math.round(probe.durationSeconds * 100) / 100 };
 }
 
-async function decodeSource(engine: MediaEngine, source: MusicExtensionRequest["source"], signal: AbortSignal): Promise<Stereo> {
+/** The source up to the joint (what comes after is replaced, so an 8-minute upload is not decoded whole). */
+async function decodeSource(engine: MediaEngine, source: MusicExtensionRequest["source"], until: number, signal: AbortSignal): Promise<Stereo> {
   const name = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/.test(source.name) ? source.name : "source.bin";
-  const out = await engine.run(["-i", name, "-vn", "-f", "s16le", "-acodec", "pcm_s16le", "-ar", String(SAMPLE_RATE), "-ac", "2", "source.pcm"], { inputs: { [name]: source.bytes }, outputs: ["source.pcm"], signal });
-  return fromPcm(out["source.pcm"]!);
+  try {
+    const out = await engine.run(["-i", name, "-vn", "-t", until.toFixed(3), "-f", "s16le", "-acodec", "pcm_s16le", "-ar", String(SAMPLE_RATE), "-ac", "2", "source.pcm"], { inputs: { [name]: source.bytes }, outputs: ["source.pcm"], signal });
+    return fromPcm(out["source.pcm"]!);
+  } catch (err) {
+    if (signal.aborted) throw err;
+    // The plugin measured it before the charge; a file that still cannot be decoded is the input's fault.
+    throw new MusicProviderError("input_rejected", `sandbox: the source could not be decoded: ${(err as Error).message}`);
+  }
 }
 
 /**
@@ -122,7 +129,7 @@ export function sandboxMusicProvider(options: { latencyMs: number; media: () => 
       await sandboxSleep(options.latencyMs, req.signal);
       checkMarkers([req.prompt, req.style, req.title]);
       const engine = options.media();
-      const source = await decodeSource(engine, req.source, req.signal);
+      const source = await decodeSource(engine, req.source, req.continueAt + 0.1, req.signal);
       const own = parseArrangement(req.source.arrangement);
       const title = withoutMarkers(req.title) || req.source.title || titleFrom(req.prompt || req.style || "Extended");
       const lyrics = withoutMarkers(req.prompt);

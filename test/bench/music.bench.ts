@@ -1,44 +1,56 @@
-// Benchmark: sandbox music speed, in seconds of music per second of wall time: the JS synthesis alone
-// (render.ts, one variation, sung and instrumental), and the whole sandbox provider (two variations, MP3
-// encoding, probing, covers) on every media engine this machine has. Run: npx tsx test/bench/music.bench.ts
-// (BENCH_RUNS to change the repetitions; the median is reported).
+// Benchmark: sandbox music speed, in seconds of music per second of wall time: the JS render alone (the
+// baseline: the part no engine touches), and the whole provider call (two variations rendered, encoded to
+// MP3 and covered) on the native and the wasm engine, for a generation and for an extension of it.
+// Run: npx tsx test/bench/music.bench.ts  (BENCH_RUNS to change the repetitions; the median is reported).
 import process from "node:process";
-import { createMediaEngine } from "../../core/media/index.ts";
+import { createMediaEngine, detectNativeFfmpeg, type MediaEngine } from "../../core/media/index.ts";
 import type { MusicGenerationRequest } from "../../plugins/music/provider.ts";
 import { newArrangement, renderRange } from "../../plugins/music/render.ts";
 import { sandboxMusicProvider } from "../../plugins/music/sandbox.ts";
-import { ENGINE_MODES } from "../media/util.ts";
 
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const PROMPT = "an upbeat summer pop song about the sea at night";
+const signal = new AbortController().signal;
+const request: MusicGenerationRequest = { model: "V5_5", prompt: "an upbeat summer pop song about the sea", custom: false, style: null, title: null, instrumental: false, signal, onProgress: () => {} };
 
-console.log(`${runs} runs each, median`);
-for (const instrumental of [false, true]) {
-  const rates: number[] = [];
-  let seconds = 0;
-  for (let i = 0; i < runs; i++) {
-    const arrangement = newArrangement({ seed: `bench${i}`, variation: 0, text: PROMPT, instrumental, hook: "Summer Sea" });
-    const t = performance.now();
-    renderRange({ arrangement, lyrics: PROMPT }, 0, arrangement.seconds);
-    rates.push(arrangement.seconds / ((performance.now() - t) / 1000));
-    seconds = arrangement.seconds;
-  }
-  console.log(`synthesis (${instrumental ? "instrumental" : "sung"}, ~${seconds.toFixed(0)} s a song): ${median(rates).toFixed(1)} s/s`);
+const renderRates: number[] = [];
+for (let i = 0; i < runs; i++) {
+  const a = newArrangement({ seed: `bench-${i}`, variation: 0, text: request.prompt, instrumental: false, hook: "Sea" });
+  const t = performance.now();
+  renderRange({ arrangement: a, lyrics: request.prompt }, 0, a.seconds);
+  renderRates.push(a.seconds / ((performance.now() - t) / 1000));
 }
+const baseline = median(renderRates);
+console.log(`machine: ${process.platform} ${process.arch}, node ${process.version}; ${runs} runs each, median`);
+console.log(`render only (JS, one track): ${baseline.toFixed(1)} s of music per s`);
+console.log("| engine | call | music made | s of music per s | ratio to render only |");
+console.log("|---|---|---|---|---|");
 
-for (const mode of ENGINE_MODES) {
-  const media = createMediaEngine({ mode });
-  const provider = sandboxMusicProvider({ latencyMs: 0, media: () => media }).provider("V5_5")!;
-  const request = (prompt: string): MusicGenerationRequest => ({ model: "V5_5", prompt, custom: false, style: null, title: null, instrumental: false, signal: new AbortController().signal, onProgress() {} });
-  // The wasm core's compile and the worker start are paid once per process, not per request.
-  await provider.generate(request("warm up"));
-  const rates: number[] = [];
+const engines: Array<[string, MediaEngine]> = [];
+if (detectNativeFfmpeg()) engines.push(["native", createMediaEngine({ mode: "native" })]);
+engines.push(["wasm", createMediaEngine({ mode: "wasm" })]);
+for (const [name, engine] of engines) {
+  const provider = sandboxMusicProvider({ latencyMs: 0, media: () => engine }).provider("V5_5")!;
+  await provider.generate({ ...request, prompt: "warm up" }); // the wasm compile is paid once per process
+  const gen: number[] = [];
+  const ext: number[] = [];
+  const made = { gen: 0, ext: 0 };
   for (let i = 0; i < runs; i++) {
-    const t = performance.now();
-    const tracks = await provider.generate(request(`${PROMPT} ${i}`));
-    rates.push(tracks.reduce((s, track) => s + track.duration, 0) / ((performance.now() - t) / 1000));
+    let t = performance.now();
+    const tracks = await provider.generate({ ...request, prompt: `${request.prompt} ${i}` });
+    made.gen = tracks.reduce((s, tr) => s + tr.duration, 0);
+    gen.push(made.gen / ((performance.now() - t) / 1000));
+    const src = tracks[0]!;
+    t = performance.now();
+    const out = await provider.extend({
+      model: "V5_5", mode: "original", prompt: "keep going", style: "", title: "", instrumental: false, negativeTags: null, vocalGender: null, styleWeight: null,
+      weirdnessConstraint: null, audioWeight: null, personaId: null, personaModel: null, continueAt: 15,
+      source: { bytes: src.audio, seconds: src.duration, name: "source.mp3", arrangement: src.arrangement, title: src.title }, signal, onProgress: () => {},
+    });
+    made.ext = out.reduce((s, tr) => s + tr.duration, 0);
+    ext.push(made.ext / ((performance.now() - t) / 1000));
   }
-  console.log(`provider on ${media.kind} (two variations, MP3 192k, covers): ${median(rates).toFixed(1)} s/s`);
-  await media.close();
+  console.log(`| ${name} | generate (2 tracks) | ${made.gen.toFixed(1)} s | ${median(gen).toFixed(1)} | ${(median(gen) / baseline).toFixed(2)} |`);
+  console.log(`| ${name} | extend at 15 s (2 tracks) | ${made.ext.toFixed(1)} s | ${median(ext).toFixed(1)} | ${(median(ext) / baseline).toFixed(2)} |`);
+  await engine.close();
 }
