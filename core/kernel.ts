@@ -87,8 +87,11 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     const pubsub = options.pubsub ?? (config.redisUrl ? redisPubSub({ url: config.redisUrl, prefix: "mg:" }) : memoryPubSub());
     if (!options.pubsub) closers.unshift(() => pubsub.close());
     // Every put with `expiresAt`, whichever plugin makes it, is remembered for the retention sweeper.
-    const blobs = retainingBlobStore(options.blobs ?? fileBlobStore(config.dataDir), database.kysely);
-    const retention = createRetentionSweeper({ db: database.kysely, blobs, clock, log, intervalMs: config.retentionSweepMs });
+    const storedBlobs = options.blobs ?? fileBlobStore(config.dataDir);
+    const blobs = retainingBlobStore(storedBlobs, database.kysely);
+    // The sweeper removes files from the store underneath, and its rows itself, so a window extended while it
+    // runs is respected.
+    const retention = createRetentionSweeper({ db: database.kysely, blobs: storedBlobs, clock, log, intervalMs: config.retentionSweepMs });
     const queue = createQueue(
       database.kind === "pglite" ? { kind: "pglite", pglite: database.pglite! } : { kind: "postgres", connectionString: database.connectionString! },
       // Maintenance (which fails attempts whose process died) every 10 s, so a crash costs seconds, not minutes.

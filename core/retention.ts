@@ -19,16 +19,19 @@ export const RETAINED_TABLE = "retained_blobs";
 export function retainingBlobStore(inner: BlobStore, db: Kysely<any>, prefix = ""): BlobStore {
   return {
     async put(key, data, meta) {
-      await inner.put(key, data, meta);
       const full = prefix + key;
       if (meta?.expiresAt) {
+        // The row first: a crash between the two leaves a row whose file never came (harmless to sweep),
+        // never a file nobody will remove.
         await db
           .insertInto(RETAINED_TABLE)
           .values({ key: full, expires_at: meta.expiresAt })
           .onConflict((oc) => oc.column("key").doUpdateSet({ expires_at: meta.expiresAt! }))
           .execute();
+        await inner.put(key, data, meta);
       } else {
         // Rewritten without a window: kept from now on.
+        await inner.put(key, data, meta);
         await db.deleteFrom(RETAINED_TABLE).where("key", "=", full).execute();
       }
     },
@@ -61,9 +64,14 @@ export function createRetentionSweeper(options: { db: Kysely<any>; blobs: BlobSt
     for (;;) {
       const due = await db.selectFrom(RETAINED_TABLE).select(["key", "expires_at"]).where("expires_at", "<=", new Date(clock.now())).orderBy("expires_at").limit(BATCH).execute();
       for (const row of due) {
-        // Storage first, then the row: a crash in between leaves a row whose file is gone, which the next
-        // sweep removes again harmlessly; the other order could leave a file nobody will ever remove.
-        await blobs.remove(row.key).catch((err) => log.warn(`retention: could not remove ${row.key}: ${(err as Error).message}`));
+        try {
+          await blobs.remove(row.key);
+        } catch (err) {
+          // Kept, and tried again a sweep later, rather than forgotten with the file still there.
+          log.warn(`retention: could not remove ${row.key}: ${(err as Error).message}`);
+          await db.updateTable(RETAINED_TABLE).set({ expires_at: new Date(clock.now() + options.intervalMs) }).where("key", "=", row.key).execute();
+          continue;
+        }
         // Only if the window was not extended meanwhile (a rewrite with a new expiry).
         await db.deleteFrom(RETAINED_TABLE).where("key", "=", row.key).where("expires_at", "<=", new Date(clock.now())).execute();
         removed++;

@@ -5,6 +5,8 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { z } from "zod";
 import { definePlugin, operation } from "../../core/plugin.ts";
+import { createLogger } from "../../core/log.ts";
+import { createRetentionSweeper } from "../../core/retention.ts";
 import type { ServiceMediaReader } from "../../core/service-media.ts";
 import { createTestKernel, type TestKernel } from "../../core/testing.ts";
 import account from "../../plugins/account/index.ts";
@@ -109,6 +111,23 @@ for (const backend of await databaseBackends()) {
     await tk.kernel.retention.sweep();
     res = await tk.request("POST", "/read-back", { key, body: { url } });
     assert.is(res.body.kind, "missing");
+  });
+
+  t("a file the store cannot remove is kept and tried again, not forgotten", async () => {
+    const db = tk.kernel.database.kysely;
+    await db.insertInto("retained_blobs" as any).values({ key: "keeper/files/stuck", expires_at: new Date(tk.clock.now() - 1000) }).execute();
+    let failing = true;
+    const removed: string[] = [];
+    const store = { ...tk.kernel.blobs, remove: async (key: string) => (failing ? Promise.reject(new Error("disk busy")) : void removed.push(key)) };
+    const sweeper = createRetentionSweeper({ db, blobs: store, clock: tk.clock, log: createLogger("silent"), intervalMs: 60_000 });
+    assert.is(await sweeper.sweep(), 0);
+    const row = await db.selectFrom("retained_blobs" as any).select(["expires_at"]).where("key", "=", "keeper/files/stuck").executeTakeFirstOrThrow();
+    assert.ok(new Date((row as any).expires_at).getTime() > tk.clock.now(), "retried a sweep later");
+    failing = false;
+    tk.clock.advance(61_000);
+    assert.is(await sweeper.sweep(), 1);
+    assert.equal(removed, ["keeper/files/stuck"]);
+    assert.is((await db.selectFrom("retained_blobs" as any).selectAll().execute()).length, 0);
   });
 
   t.run();
