@@ -97,7 +97,16 @@ export interface OperationDeclaration<S extends StandardSchemaV1 | undefined = S
    * validated by `input` exactly as a JSON body is; the named file parts reach the handler as `ctx.files`.
    * With this set, a body that is neither JSON nor multipart answers 415 `unsupportedType`.
    */
-  multipart?: { parameters: string; files: readonly string[]; unsupportedType: string };
+  multipart?: {
+    parameters: string;
+    files: readonly string[];
+    unsupportedType: string;
+    /** Cap of a multipart body and its 413 text (a JSON body keeps `maxBodyBytes`). */
+    maxBytes: number;
+    tooLarge: string;
+    /** The 400 of a body that says multipart but cannot be read as such. */
+    malformed: string;
+  };
   /** Success status: 200 (default), 201 or 202. */
   status?: 200 | 201 | 202;
   summary?: string;

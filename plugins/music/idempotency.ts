@@ -31,9 +31,3 @@ export function requestHash(controls: ExtendControls, upload?: Uint8Array): stri
   h.update(upload ? `\0file:${createHash("sha256").update(upload).digest("hex")}` : "\0json");
   return h.digest("hex");
 }
-
-/** The unique index on (partner_id, idempotency_key) refused an insert: another request took the key first. */
-export function isDuplicateKey(err: unknown): boolean {
-  const e = err as { code?: string; constraint?: string; message?: string } | null;
-  return e?.code === "23505" && (e.constraint === undefined || e.constraint === "music_jobs_idempotency" || (e.message ?? "").includes("music_jobs_idempotency"));
-}

@@ -24,10 +24,10 @@ import { JobFailure, type JobKindDeclaration, type JobRunContext } from "../../c
 import { definePlugin, operation, type OperationContext } from "../../core/plugin.ts";
 import { pageQuery, PAGE_BOUNDS } from "../../core/validation.ts";
 import { FAILURE_TEXTS, MUSIC_ERRORS as E } from "./errors.ts";
-import { idempotencyKeyOf, isDuplicateKey, requestHash } from "./idempotency.ts";
+import { idempotencyKeyOf, requestHash } from "./idempotency.ts";
 import { checkAgainstSource, checkExtendControls, ExtendMusicInput, GenerateMusicInput, type ExtendControls, type GenerateRequest } from "./input.ts";
 import { musicMigrations } from "./migrations.ts";
-import { CREDITS_PER_GENERATION, MUSIC_COSTS, PROVIDER_TIMEOUT_MS } from "./models.ts";
+import { CREDITS_PER_GENERATION, DEFAULT_MODEL, LIMITS, MUSIC_COSTS, PROVIDER_TIMEOUT_MS } from "./models.ts";
 import { MusicProviderError, type MusicControls, type MusicErrorCode, type MusicModel, type MusicProviders, type MusicTrack } from "./provider.ts";
 import { findByIdempotencyKey, findJob, listJobs, listView, MUSIC_TABLE, statusView, type MusicRow, type StoredTrack } from "./records.ts";
 import { ownedSource, uploadedSource, type PreparedSource } from "./source.ts";
@@ -185,10 +185,31 @@ const generateMusic = operation({
           .executeTakeFirstOrThrow();
         id = Number(row.id);
       },
-    });
+    }).catch((err: unknown) => failedToStart(ctx, err, false));
     return { id, job_id: job.jobId, partner_job_id, status: "queued", model: request.model, credits_used: job.creditsUsed, credits_remaining: job.creditsRemaining };
   },
 });
+
+/**
+ * A submit that failed for a reason of ours (not the partner's 4xx): the spec's 502. Nothing was charged (the
+ * charge and the job commit together or not at all), so "Credits refunded" holds. Extension adds `error_code`.
+ */
+function failedToStart(ctx: OperationContext<any>, err: unknown, withCode: boolean): never {
+  if (err instanceof ApiError) throw err;
+  ctx.log.error(`${ctx.endpoint}: the job could not be submitted`, err);
+  throw new ApiError(502, E.startFailed, withCode ? { error_code: "provider_down" } : {});
+}
+
+/**
+ * `model` and `instrumental` as the request will have them, so a retry that spells out the default or the
+ * source's own value is the same request as one that leaves it out. A source that is not the caller's changes
+ * nothing here; it answers 404 later.
+ */
+function inheritedSpelledOut(c: ExtendControls, owned: MusicRow | undefined | null): ExtendControls {
+  if (owned === null) return { ...c, model: c.model ?? DEFAULT_MODEL, instrumental: c.instrumental ?? false };
+  if (!owned) return c;
+  return { ...c, model: c.model ?? (owned.model as MusicModel), instrumental: c.instrumental ?? owned.instrumental };
+}
 
 /** The 200 of an identical retry: the first job as it is now, no charge. */
 function replay(ctx: OperationContext<any>, row: MusicRow, key: string) {
@@ -218,10 +239,15 @@ const extendMusic = operation({
   status: 202,
   summary: "Extend an owned track (JSON) or an uploaded audio file (multipart); needs an Idempotency-Key header",
   input: ExtendMusicInput,
-  multipart: { parameters: "parameters", files: ["audio"], unsupportedType: E.unsupportedType },
-  // The upload cap plus room for the form's own bytes; the file itself is checked exactly below.
-  maxBodyBytes: 95_000_000 + 1_000_000,
-  bodyTooLarge: E.uploadTooLarge,
+  multipart: {
+    parameters: "parameters",
+    files: ["audio"],
+    unsupportedType: E.unsupportedType,
+    // The upload cap plus room for the form's own bytes; the file itself is checked exactly in source.ts.
+    maxBytes: LIMITS.uploadBytes + 1_000_000,
+    tooLarge: E.uploadTooLarge,
+    malformed: E.uploadUnreadable,
+  },
   output: z.object({ ...submittedFields, operation: z.string(), idempotency_key: z.string(), deduplicated: z.boolean().optional() }),
   async handle(ctx) {
     const key = idempotencyKeyOf(ctx.request.headers);
@@ -230,7 +256,7 @@ const extendMusic = operation({
     if (isMultipart && !upload) throw new ApiError(400, E.audioMissing);
     const checked = checkExtendControls(ctx.input as Record<string, unknown>, isMultipart);
     if (!checked.ok) throw new ApiError(400, checked.message);
-    const controls = checked.value;
+    const controls = inheritedSpelledOut(checked.value, upload ? null : await findJob(ctx.db, ctx.partner.id, checked.value.source!.ref));
     const partnerJobId = (ctx.input as { partner_job_id: string | null }).partner_job_id;
     const hash = requestHash(controls, upload?.bytes);
 
@@ -239,7 +265,7 @@ const extendMusic = operation({
     if (existing) return answerExisting(ctx, existing, key, hash);
 
     const engine = ctx.capability<import("../../core/media/index.ts").MediaEngine>("media");
-    const source: PreparedSource = upload ? await uploadedSource(engine, upload) : await ownedSource(ctx, controls.source!);
+    const source: PreparedSource = upload ? await uploadedSource(engine, upload, ctx.request.signal) : await ownedSource(ctx, controls.source!);
     const decided = checkAgainstSource(controls, { model: source.model, instrumental: source.instrumental, seconds: source.seconds, direct: source.direct });
     if (!decided.ok) throw new ApiError(400, decided.message);
     const { model, instrumental } = decided.value;
@@ -276,12 +302,11 @@ const extendMusic = operation({
       return { job_id: job.jobId, partner_job_id: partnerJobId, status: "queued", operation: operationName, model, credits_used: job.creditsUsed, credits_remaining: job.creditsRemaining, idempotency_key: key };
     } catch (err) {
       if (source.bytes) await ctx.blobs.remove(sourceKey!).catch(() => {});
-      // Lost a race with an identical (or conflicting) request under the same key: its job is the answer.
-      if (isDuplicateKey(err)) {
-        const winner = await findByIdempotencyKey(ctx.db, ctx.partner.id, key);
-        if (winner) return answerExisting(ctx, winner, key, hash);
-      }
-      throw err;
+      // Lost a race under the same key (a duplicate key, or a 402 because the winner took the last credits):
+      // the winner's job is the answer, a replay or a 409.
+      const winner = await findByIdempotencyKey(ctx.db, ctx.partner.id, key);
+      if (winner) return answerExisting(ctx, winner, key, hash);
+      failedToStart(ctx, err, true);
     }
   },
 });

@@ -37,15 +37,17 @@ export async function ownedSource(ctx: OperationContext<any>, ref: { ref: string
   return { direct, model: row.model as MusicModel, instrumental: row.instrumental, seconds: track.duration, arrangement: track.arrangement, title: track.title, key: track.audio_key, extension: "mp3" };
 }
 
-export async function uploadedSource(engine: MediaEngine, file: UploadedFile): Promise<PreparedSource> {
+export async function uploadedSource(engine: MediaEngine, file: UploadedFile, signal?: AbortSignal): Promise<PreparedSource> {
   if (file.bytes.byteLength > LIMITS.uploadBytes) throw new ApiError(413, E.uploadTooLarge);
   const extension = file.filename.toLowerCase().split(".").pop() ?? "";
   if (!file.filename.includes(".") || !(UPLOAD_EXTENSIONS as readonly string[]).includes(extension)) throw new ApiError(400, E.uploadExtension);
+  const name = `source.${extension}`;
   let seconds: number;
   try {
-    const probe = await engine.probe(file.bytes, `source.${extension}`, { timeoutMs: 60_000 });
-    if (!probe.streams.some((s) => s.type === "audio") || !(probe.durationSeconds > 0)) throw new ApiError(400, E.uploadUnreadable);
-    seconds = probe.durationSeconds;
+    const probe = await engine.probe(file.bytes, name, { signal, timeoutMs: 60_000 });
+    if (!probe.streams.some((s) => s.type === "audio")) throw new ApiError(400, E.uploadUnreadable);
+    seconds = await decodedSeconds(engine, file.bytes, name, signal);
+    if (!(seconds > 0)) throw new ApiError(400, E.uploadUnreadable);
   } catch (err) {
     if (err instanceof ApiError) throw err;
     // Damaged or not audio is the caller's 400; our engine failing is a 503 they may retry.
@@ -54,4 +56,17 @@ export async function uploadedSource(engine: MediaEngine, file: UploadedFile): P
   }
   if (seconds > LIMITS.uploadSeconds) throw new ApiError(400, E.uploadTooLong);
   return { direct: false, model: null, instrumental: null, seconds, arrangement: null, title: null, bytes: file.bytes, extension };
+}
+
+const MEASURE_RATE = 8000;
+
+/**
+ * Seconds of audio the file really holds, decoded (to small mono PCM) up to just past the 8-minute limit. A
+ * container's stated duration is only an estimate for ADTS AAC and for MP3 without a Xing header, and the
+ * limit and `continue_at` must hold for the audio itself.
+ */
+async function decodedSeconds(engine: MediaEngine, bytes: Uint8Array, name: string, signal?: AbortSignal): Promise<number> {
+  const args = ["-i", name, "-vn", "-map", "0:a:0", "-t", String(LIMITS.uploadSeconds + 1), "-ac", "1", "-ar", String(MEASURE_RATE), "-f", "s16le", "-acodec", "pcm_s16le", "measure.pcm"];
+  const out = await engine.run(args, { inputs: { [name]: bytes }, outputs: ["measure.pcm"], signal, timeoutMs: 120_000 });
+  return Math.round((out["measure.pcm"]!.byteLength / 2 / MEASURE_RATE) * 1000) / 1000;
 }

@@ -16,7 +16,7 @@ import music from "../../plugins/music/index.ts";
 import { FAILURE_TEXTS, MUSIC_ERRORS as E } from "../../plugins/music/errors.ts";
 import { uploadedSource } from "../../plugins/music/source.ts";
 import { MusicProviderError, type MusicProvider, type MusicProviders, type MusicTrack } from "../../plugins/music/provider.ts";
-import { ApiError } from "../../core/errors.ts";
+import { ApiError, KERNEL_ERRORS } from "../../core/errors.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
 /** A mono 16-bit WAV of a tone. */
@@ -45,6 +45,8 @@ interface Script {
   fail?: MusicProviderError | Error;
   /** Resolves when the test lets the provider finish (for in-flight tests). */
   gate?: Promise<void>;
+  /** Tracks made without an arrangement: they cannot be extended directly (restaged as uploads). */
+  noArrangement?: boolean;
 }
 
 function testProvider(engine: () => MediaEngine, script: Script): MusicProvider {
@@ -52,7 +54,7 @@ function testProvider(engine: () => MediaEngine, script: Script): MusicProvider 
     if (script.gate) await script.gate;
     if (script.fail) throw script.fail;
     return Promise.all(
-      [440, 660].map(async (hz, i) => ({ audio: await mp3(engine(), seconds, hz), cover, coverMimeType: "image/png" as const, title, duration: seconds, arrangement: { hz, variation: i } })),
+      [440, 660].map(async (hz, i) => ({ audio: await mp3(engine(), seconds, hz), cover, coverMimeType: "image/png" as const, title, duration: seconds, arrangement: script.noArrangement ? null : { hz, variation: i } })),
     );
   };
   return {
@@ -154,12 +156,12 @@ for (const backend of await databaseBackends()) {
       [{ prompt: "la la", style: "x".repeat(1001), title: "Song" }, E.styleTooLong],
       [{ prompt: "la la", style: "jazz", title: "x".repeat(81) }, E.titleTooLong],
       [{ prompt: 5 }, E.notAString("prompt")],
-      [{ prompt: "x", partner_job_id: "has space" }, "partner_job_id must be 1-64 characters: letters, digits, '-', '/', '_'"],
+      [{ prompt: "x", partner_job_id: "has space" }, KERNEL_ERRORS.invalidPartnerJobId],
     ];
     for (const [body, error] of cases) {
       const res = await tk.request("POST", "/generate-music", { key, body });
       assert.is(res.status, 400, JSON.stringify(body));
-      if (!body.partner_job_id) assert.is(res.body.error, error, JSON.stringify(body));
+      assert.is(res.body.error, error, JSON.stringify(body));
     }
     assert.is(await balance(tk, key), 100);
     assert.is(await rows(tk), 0);
@@ -266,6 +268,8 @@ for (const backend of await databaseBackends()) {
     assert.is(second.body.error, "Too many in-flight jobs for this partner. Wait for some to finish and retry.");
     const ext = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: { continue_at: 1, source: { kind: "svc_music", ref: jobId } } });
     assert.is(ext.status, 202, JSON.stringify(ext.body));
+    const slots = await tk.kernel.database.kysely.selectFrom("jobs").select(["id", "holds_inflight_slot"]).where("id", "in", [first.body.job_id, ext.body.job_id]).execute();
+    assert.equal(Object.fromEntries(slots.map((r: any) => [r.id, r.holds_inflight_slot])), { [first.body.job_id]: true, [ext.body.job_id]: false });
     release();
     await waitFor(tk, key, first.body.job_id);
     assert.is((await tk.request("POST", "/generate-music", { key, body: { prompt: "three" } })).status, 202);
@@ -363,8 +367,8 @@ for (const backend of await databaseBackends()) {
     assert.is(again.body.credits_remaining, afterFirst);
     assert.ok(["queued", "processing", "complete"].includes(again.body.status));
     await waitFor(tk, key, first.body.job_id);
-    const later = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": k }, body });
-    assert.is(later.status, 200);
+    const later = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": k }, body: { ...body, model: "V5_5", instrumental: false } });
+    assert.is(later.status, 200, "the source's own model and setting, spelled out, are the same request");
     assert.is(later.body.status, "complete");
     const conflict = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": k }, body: { ...body, continue_at: 2.5 } });
     assert.is(conflict.status, 409);
@@ -407,6 +411,29 @@ for (const backend of await databaseBackends()) {
     }
     assert.is(await rows(tk), rowsBefore + 6);
     assert.is(await balance(tk, key), before - 6 * 11);
+    // The winner takes the last credits: the loser is refused for credits first, and still gets the replay.
+    const poor = await partner({ credits: 22 });
+    const poorJob = await completedJob(poor.key);
+    const pk = newKey();
+    const pb = { continue_at: 1, source: { kind: "svc_music", ref: poorJob } };
+    const both = await Promise.all([0, 1].map(() => tk.request("POST", "/extend-music", { key: poor.key, headers: { "idempotency-key": pk }, body: pb })));
+    assert.equal(both.map((a) => a.status).sort(), [200, 202], JSON.stringify(both.map((a) => a.body)));
+    assert.is(await balance(tk, poor.key), 0);
+  });
+
+  t("an owned track without an arrangement is restaged: upload_extend, with the upload's prompt rule", async () => {
+    await start();
+    const { key } = await partner({ credits: 100 });
+    script.noArrangement = true;
+    const jobId = await completedJob(key);
+    const source = { kind: "svc_music", ref: jobId };
+    const bare = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: { continue_at: 1, source } });
+    assert.equal([bare.status, bare.body.error], [400, E.promptRequired], "original mode needs a prompt when restaged");
+    const res = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: { continue_at: 1, source, prompt: "on and on" } });
+    assert.is(res.status, 202, JSON.stringify(res.body));
+    assert.is(res.body.operation, "upload_extend");
+    assert.is((await waitFor(tk, key, res.body.job_id)).body.status, "complete");
+    assert.equal(script.calls.at(-1)!.request.source.arrangement, null);
   });
 
   t("extension (multipart): upload rules, upload_extend, replay by file bytes", async () => {
@@ -435,6 +462,30 @@ for (const backend of await databaseBackends()) {
     }
     assert.is(await balance(tk, key), before);
     assert.is(await rows(tk), 0);
+
+    // The length is the decoded audio's, not a header's estimate: 10 minutes of VBR MP3 without a Xing
+    // header (loud first, then quiet) probes as far shorter than it plays.
+    const pcm = new Uint8Array(44100 * 2 * 600);
+    for (let i = 0; i < 44100 * 3; i++) new DataView(pcm.buffer).setInt16(i * 2, Math.round(20000 * Math.sin(i * 0.37) * Math.sin(i * 0.011)), true);
+    const encoder = createMediaEngine();
+    const tricky = (await encoder.run(["-f", "s16le", "-ar", "44100", "-ac", "1", "-i", "in.raw", "-c:a", "libmp3lame", "-q:a", "0", "-write_xing", "0", "out.mp3"], { inputs: { "in.raw": pcm }, outputs: ["out.mp3"] }))["out.mp3"]!;
+    assert.ok((await encoder.probe(tricky, "t.mp3")).durationSeconds < 480, "the header's estimate is short of the audio");
+    await encoder.close();
+    const tooLong = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: form({ continue_at: 1, prompt: "go on" }, { bytes: tricky, name: "tricky.mp3" }) });
+    assert.equal([tooLong.status, tooLong.body.error], [400, E.uploadTooLong]);
+
+    // The byte cap over HTTP: one byte over is a 413; exactly at it is read (and refused as not audio).
+    const over = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: form({ continue_at: 1, prompt: "go on" }, { bytes: new Uint8Array(95_000_001), name: "big.wav" }) });
+    assert.equal([over.status, over.body.error], [413, E.uploadTooLarge]);
+    const at = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: form({ continue_at: 1, prompt: "go on" }, { bytes: new Uint8Array(95_000_000), name: "big.wav" }) });
+    assert.equal([at.status, at.body.error], [400, E.uploadUnreadable]);
+    const garbled = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey(), "content-type": "multipart/form-data; boundary=nothere" }, body: "--x\r\nnot a form" });
+    assert.equal([garbled.status, garbled.body.error], [400, E.uploadUnreadable]);
+    const bigJson = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: { continue_at: 1, prompt: "x".repeat(1_100_000), source: { kind: "svc_music", ref: "svc-00000000" } } });
+    assert.equal([bigJson.status, bigJson.body.error], [413, KERNEL_ERRORS.bodyTooLarge], "a JSON body keeps the ordinary cap");
+    assert.is(await balance(tk, key), before);
+    assert.is(await rows(tk), 0);
+    assert.is((await tk.kernel.database.kysely.selectFrom("retained_blobs" as any).selectAll().execute()).length, 0, "no upload kept");
 
     // A custom instrumental upload needs no prompt.
     const k = newKey();

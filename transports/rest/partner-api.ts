@@ -33,7 +33,7 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: ReturnType<typeof 
       const type = mediaTypeOf(contentType);
       if (type === "application/json") return parseJsonObject(await readBodyCapped(request, maxBody, tooLarge));
       if (type !== "multipart/form-data") throw new ApiError(415, multipart.unsupportedType);
-      const parsed = await parseMultipart(await readBodyCapped(request, maxBody, tooLarge), contentType!, multipart.parameters, multipart.files);
+      const parsed = await parseMultipart(await readBodyCapped(request, multipart.maxBytes, multipart.tooLarge), contentType!, multipart.parameters, multipart.files, multipart.malformed);
       files = parsed.files;
       return parsed.input;
     };

@@ -74,15 +74,15 @@ export function mediaTypeOf(contentType: string | null): string {
 
 /**
  * A multipart/form-data body: the text field `parametersField` parsed as a JSON object (absent: `{}`), and the
- * named file parts. Other parts are ignored. A body that cannot be parsed as multipart is the JSON-body 400,
- * the same answer a malformed JSON body gets.
+ * named file parts. Other parts are ignored. A body that cannot be parsed as multipart is a 400 `malformed`;
+ * a `parameters` field that is not a JSON object is the JSON-body 400.
  */
-export async function parseMultipart(bytes: Uint8Array, contentType: string, parametersField: string, fileFields: readonly string[]): Promise<{ input: Record<string, unknown>; files: Record<string, UploadedFile> }> {
+export async function parseMultipart(bytes: Uint8Array, contentType: string, parametersField: string, fileFields: readonly string[], malformed: string): Promise<{ input: Record<string, unknown>; files: Record<string, UploadedFile> }> {
   let form: FormData;
   try {
     form = await new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { "content-type": contentType } }).formData();
   } catch {
-    throw new ApiError(400, KERNEL_ERRORS.bodyNotJson);
+    throw new ApiError(400, malformed);
   }
   const params = form.get(parametersField);
   let input: Record<string, unknown> = {};
