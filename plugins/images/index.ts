@@ -153,6 +153,16 @@ const generateImage = operation({
     };
     const refUrls = [...uploads.map((u) => ctx.mediaUrl(u.key)), ...urls];
 
+    // Written before the charge: the job is queued in the charge's transaction and may start at once, and a
+    // provider reads its references. Content-addressed keys may already hold another request's identical
+    // file, so a refused charge removes only the files this request created.
+    const created: string[] = [];
+    for (const u of uploads) {
+      if (!(await ctx.blobs.has(u.key))) created.push(u.key);
+      await ctx.blobs.put(u.key, u.bytes, { contentType: u.mime_type });
+    }
+    const removeCreated = () => Promise.all(created.map((key) => ctx.blobs.remove(key).catch(() => {})));
+
     let generationIds: number[] = [];
     const job = await ctx.submitJob({
       kind: "image",
@@ -181,10 +191,10 @@ const generateImage = operation({
           .execute();
         generationIds = rows.map((r) => Number(r.generation_id));
       },
+    }).catch(async (err: unknown) => {
+      await removeCreated();
+      throw err;
     });
-    // Content-addressed, so a repeat upload rewrites the same bytes. Written after the charge so a refused
-    // request leaves no file; the sandbox only needs their hashes, which the job row already holds.
-    for (const u of uploads) await ctx.blobs.put(u.key, u.bytes, { contentType: u.mime_type });
 
     return {
       generation_ids: generationIds,
