@@ -56,6 +56,10 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
         throw new ApiError(403, KERNEL_ERRORS.featureDisabled(decl.feature), { feature: decl.feature });
       }
 
+      for (const [name, rule] of Object.entries(decl.requiredHeaders ?? {})) {
+        const value = call.request.headers.get(name);
+        if (value === null || !rule.pattern.test(value)) throw new ApiError(400, rule.message);
+      }
       const raw = await call.readInput();
       let input: unknown = undefined;
       if (decl.input) {

@@ -107,6 +107,11 @@ export interface OperationDeclaration<S extends StandardSchemaV1 | undefined = S
     /** The 400 of a body that says multipart but cannot be read as such. */
     malformed: string;
   };
+  /**
+   * Request headers the operation requires, checked before the body is read (so a refused upload is not
+   * read at all): a missing or non-matching header answers 400 with its message.
+   */
+  requiredHeaders?: Readonly<Record<string, { pattern: RegExp; message: string }>>;
   /** Success status: 200 (default), 201 or 202. */
   status?: 200 | 201 | 202;
   summary?: string;

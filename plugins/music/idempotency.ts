@@ -4,17 +4,14 @@
 // controls, so a retry that spells a default out (`"mode": "original"`) is still the same request, and
 // `partner_job_id` is left out because the first request's value is kept on replay whatever a retry sends.
 import { createHash } from "node:crypto";
-import { ApiError } from "../../core/errors.ts";
 import { MUSIC_ERRORS as E } from "./errors.ts";
 import type { ExtendControls } from "./input.ts";
 
-const KEY = /^[A-Za-z0-9_-]{8,100}$/;
+/** The header and its rule, checked by the kernel before the body is read (OperationDeclaration.requiredHeaders). */
+export const IDEMPOTENCY_HEADER = { "idempotency-key": { pattern: /^[A-Za-z0-9_-]{8,100}$/, message: E.idempotencyKey } } as const;
 
-export function idempotencyKeyOf(headers: Headers): string {
-  const key = headers.get("idempotency-key");
-  if (key === null || !KEY.test(key)) throw new ApiError(400, E.idempotencyKey);
-  return key;
-}
+/** The key of a request that passed the header rule. */
+export const idempotencyKeyOf = (headers: Headers): string => headers.get("idempotency-key")!;
 
 /** JSON with object keys sorted at every level, so equal values always give equal text. */
 function canonical(value: unknown): string {
@@ -26,8 +23,11 @@ function canonical(value: unknown): string {
   return JSON.stringify(value);
 }
 
-export function requestHash(controls: ExtendControls, upload?: Uint8Array): string {
-  const h = createHash("sha256").update(canonical(controls));
-  h.update(upload ? `\0file:${createHash("sha256").update(upload).digest("hex")}` : "\0json");
-  return h.digest("hex");
+/** Hashing an upload of up to 95 MB runs off the event loop (WebCrypto digests on the thread pool). */
+export async function requestHash(controls: ExtendControls, upload?: Uint8Array): Promise<string> {
+  const file = upload ? Buffer.from(await crypto.subtle.digest("SHA-256", upload as Uint8Array<ArrayBuffer>)).toString("hex") : null;
+  return createHash("sha256")
+    .update(canonical(controls))
+    .update(file ? `\0file:${file}` : "\0json")
+    .digest("hex");
 }

@@ -24,7 +24,7 @@ import { JobFailure, type JobKindDeclaration, type JobRunContext } from "../../c
 import { definePlugin, operation, type OperationContext } from "../../core/plugin.ts";
 import { pageQuery, PAGE_BOUNDS } from "../../core/validation.ts";
 import { FAILURE_TEXTS, MUSIC_ERRORS as E } from "./errors.ts";
-import { idempotencyKeyOf, requestHash } from "./idempotency.ts";
+import { IDEMPOTENCY_HEADER, idempotencyKeyOf, requestHash } from "./idempotency.ts";
 import { checkAgainstSource, checkExtendControls, ExtendMusicInput, GenerateMusicInput, type ExtendControls, type GenerateRequest } from "./input.ts";
 import { musicMigrations } from "./migrations.ts";
 import { CREDITS_PER_GENERATION, DEFAULT_MODEL, LIMITS, MUSIC_COSTS, PROVIDER_TIMEOUT_MS } from "./models.ts";
@@ -239,6 +239,7 @@ const extendMusic = operation({
   status: 202,
   summary: "Extend an owned track (JSON) or an uploaded audio file (multipart); needs an Idempotency-Key header",
   input: ExtendMusicInput,
+  requiredHeaders: IDEMPOTENCY_HEADER,
   multipart: {
     parameters: "parameters",
     files: ["audio"],
@@ -258,7 +259,7 @@ const extendMusic = operation({
     if (!checked.ok) throw new ApiError(400, checked.message);
     const controls = inheritedSpelledOut(checked.value, upload ? null : await findJob(ctx.db, ctx.partner.id, checked.value.source!.ref));
     const partnerJobId = (ctx.input as { partner_job_id: string | null }).partner_job_id;
-    const hash = requestHash(controls, upload?.bytes);
+    const hash = await requestHash(controls, upload?.bytes);
 
     // An identical retry must answer even when the account could not pay again, so before anything else.
     const existing = await findByIdempotencyKey(ctx.db, ctx.partner.id, key);

@@ -21,10 +21,19 @@ export function buildOpenApi(registry: Registry, version: string): Record<string
     const decl = op.declaration;
     const openapiPath = PARTNER_BASE + op.path.replace(/<([a-z_][a-z0-9_]*)>/gi, "{$1}");
     const parameters: unknown[] = [...op.path.matchAll(/<([a-z_][a-z0-9_]*)>/gi)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
+    for (const [name, rule] of Object.entries(decl.requiredHeaders ?? {})) {
+      parameters.push({ name, in: "header", required: true, schema: { type: "string", pattern: rule.pattern.source } });
+    }
     const input = decl.input ? inputJsonSchema(decl.input) : undefined;
     let requestBody: unknown;
     if (input && (op.method === "POST" || op.method === "PATCH")) {
-      requestBody = { required: true, content: { "application/json": { schema: input } } };
+      const content: Record<string, unknown> = { "application/json": { schema: input } };
+      if (decl.multipart) {
+        // The multipart form: the same object as JSON text in one field, and the file parts.
+        const files = Object.fromEntries(decl.multipart.files.map((f) => [f, { type: "string", contentMediaType: "application/octet-stream" }]));
+        content["multipart/form-data"] = { schema: { type: "object", properties: { [decl.multipart.parameters]: { type: "string", contentMediaType: "application/json", description: "the JSON body's object, as text" }, ...files }, required: [...decl.multipart.files] } };
+      }
+      requestBody = { required: true, content };
     } else if (input?.properties) {
       for (const [name, schema] of Object.entries(input.properties as Record<string, JsonSchema>)) {
         parameters.push({ name, in: "query", required: (input.required ?? []).includes(name), schema: Object.keys(schema).length ? schema : { type: "string" } });
