@@ -31,6 +31,18 @@ const latin1 = new TextDecoder("latin1");
 /** Bytes as a Latin-1 string, for signature comparisons. */
 export const ascii = (b: Uint8Array, start: number, end: number): string => latin1.decode(b.subarray(start, Math.min(end, b.length)));
 
+/** The bytes without the cut ranges [start, end) (in order, not overlapping). */
+export function withoutRanges(src: Uint8Array, cuts: ReadonlyArray<readonly [number, number]>): Uint8Array {
+  const kept: Array<[number, number]> = [];
+  let from = 0;
+  for (const [s, e] of cuts) {
+    if (s > from) kept.push([from, s]);
+    from = e;
+  }
+  kept.push([from, src.length]);
+  return joinRanges(src, kept);
+}
+
 /** Joins kept byte ranges [start, end) into one array. */
 export function joinRanges(src: Uint8Array, ranges: ReadonlyArray<readonly [number, number]>, total?: number): Uint8Array {
   const size = total ?? ranges.reduce((n, [s, e]) => n + (e - s), 0);

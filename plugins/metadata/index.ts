@@ -34,7 +34,8 @@ import { METADATA_ERRORS as E } from "./errors.ts";
 import { imageFormatOf } from "./image.ts";
 import { RemoveMetadataInput, type RemovalSource } from "./input.ts";
 import { metadataMigrations } from "./migrations.ts";
-import { countAttempt, createSharedSlots, type SharedSlots } from "./quota.ts";
+import { countAttempt } from "./quota.ts";
+import { createSharedSlots, type SharedSlots } from "../../core/shared-slots.ts";
 import { IMAGE_LIMITS, load, locate, VIDEO_LIMITS, type Located } from "./source.ts";
 import { cleanVideo, videoContainerOf } from "./video.ts";
 

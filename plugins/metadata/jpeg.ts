@@ -8,7 +8,7 @@
 // MPF (CIPA DC-007): the APP2 "MPF\0" segment locates the images after EOI by offsets counted from its own
 // header. Cutting segments between that header and EOI moves those images closer, so their offsets are
 // lowered by the bytes cut after the header; cuts before the header move both alike and change nothing.
-import { ascii, damaged, joinRanges, sortCategories, type Category, type Cleaned } from "./damage.ts";
+import { ascii, damaged, sortCategories, withoutRanges, type Category, type Cleaned } from "./damage.ts";
 
 const EXIF = "Exif\0";
 const XMP = "http://ns.adobe.com/xap/1.0/\0";
@@ -155,14 +155,7 @@ export function cleanJpeg(b: Uint8Array): Cleaned {
   if (!sawScan) damaged("no scan");
 
   if (cuts.length === 0) return { bytes: b.slice(), removed: [] };
-  const kept: Array<[number, number]> = [];
-  let from = 0;
-  for (const [s, e] of cuts) {
-    if (s > from) kept.push([from, s]);
-    from = e;
-  }
-  kept.push([from, b.length]);
-  const out = joinRanges(b, kept);
+  const out = withoutRanges(b, cuts);
 
   if (mpf) {
     const header = mpf.header;

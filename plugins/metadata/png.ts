@@ -6,7 +6,7 @@
 // "Raw profile type exif|iptc|xmp" by what they hold; any other text is `other`), tIME (`other`).
 // Every CRC is verified: a chunk whose length lies leaves the walk misaligned and fails its CRC, which is how
 // a damaged file is told from a clean one without decoding it.
-import { ascii, damaged, joinRanges, sortCategories, type Category, type Cleaned } from "./damage.ts";
+import { ascii, damaged, sortCategories, withoutRanges, type Category, type Cleaned } from "./damage.ts";
 
 const SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 
@@ -90,12 +90,5 @@ export function cleanPng(b: Uint8Array): Cleaned {
   }
   if (!sawData) damaged("no IDAT");
   if (cuts.length === 0) return { bytes: b.slice(), removed: [] };
-  const kept: Array<[number, number]> = [];
-  let from = 0;
-  for (const [s, e] of cuts) {
-    if (s > from) kept.push([from, s]);
-    from = e;
-  }
-  kept.push([from, b.length]);
-  return { bytes: joinRanges(b, kept), removed: sortCategories(found) };
+  return { bytes: withoutRanges(b, cuts), removed: sortCategories(found) };
 }

@@ -27,6 +27,7 @@ import { ApiError } from "../../core/errors.ts";
 import { firstAudio, firstVideo, isMediaError, mp4Boxes, type MediaEngine, type Probe } from "../../core/media/index.ts";
 import { isOutboundError, type OutboundGuard } from "../../core/outbound/index.ts";
 import type { Counters } from "../../storage/counters.ts";
+import { createSharedSlots, type SharedSlots } from "../../core/shared-slots.ts";
 import { VIDEO_ERRORS as E } from "./errors.ts";
 import type { ReferenceMedia } from "./provider.ts";
 
@@ -39,64 +40,11 @@ const PROBE_TIMEOUT_MS = 60_000;
 /** The normalized file may be this much shorter than measured (frame-rate rounding, codec delay). */
 const OUTPUT_SHORTFALL_S = 0.5;
 
-export interface NormalizationSlot {
-  /** How long a holder can count on having the slot to itself; `fn`'s signal fires then. */
-  readonly holdMs: number;
-  /** Runs `fn` holding the slot; throws the spec's 503 when another holder has it. */
-  run<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T>;
-}
+export type NormalizationSlot = SharedSlots;
 
-/**
- * One slot for every process sharing `counters` (Redis when configured); a holder that died frees it within
- * `ttlMs` (default 10 minutes).
- *
- * A single counter key would not do: Counters only set an expiry when a key is created, so a key reused by
- * many holders expires on a schedule of its own, possibly under a live holder, whose release then drives the
- * count negative and lets two in at once. Instead time is cut into buckets of ttlMs/2 with a key each; a
- * holder counts in the bucket it started in, and a newcomer increments its own bucket first and then reads
- * both neighbours. Whichever of two racing newcomers reads second sees the other's increment, so at most one
- * gets in; a holder stays visible until the end of the next bucket (so for at least holdMs = ttlMs/2), and a
- * dead one blocks for at most ttlMs. Reading the next bucket too covers processes whose clocks run ahead.
- */
+/** The one reference-encoder slot of every process sharing `counters` (core/shared-slots.ts). */
 export function createNormalizationSlot(counters: Counters, options: { key?: string; ttlMs?: number; now?: () => number } = {}): NormalizationSlot {
-  const key = options.key ?? "video:reference-normalization";
-  const ttlMs = options.ttlMs ?? 10 * 60_000;
-  const now = options.now ?? Date.now;
-  const bucketMs = ttlMs / 2;
-  const bucketKey = (n: number) => `${key}:${n}`;
-  return {
-    holdMs: bucketMs,
-    async run(fn) {
-      const n = Math.floor(now() / bucketMs);
-      const release = () =>
-        // A failed release only keeps the slot until its key expires; it must not fail the request.
-        counters.increment(bucketKey(n), ttlMs, -1).then(() => {}, () => {});
-      const { value } = await counters.increment(bucketKey(n), ttlMs, 1);
-      let busy = value > 1;
-      if (!busy) {
-        try {
-          const [before, after] = await Promise.all([counters.get(bucketKey(n - 1)), counters.get(bucketKey(n + 1))]);
-          busy = before > 0 || after > 0;
-        } catch (err) {
-          await release();
-          throw err;
-        }
-      }
-      if (busy) {
-        await release();
-        throw new ApiError(503, E.referenceEncoderBusy);
-      }
-      const hold = new AbortController();
-      const timer = setTimeout(() => hold.abort(new Error("normalization slot hold time is over")), bucketMs);
-      (timer as { unref?: () => void }).unref?.();
-      try {
-        return await fn(hold.signal);
-      } finally {
-        clearTimeout(timer);
-        await release();
-      }
-    },
-  };
+  return createSharedSlots(counters, { key: options.key ?? "video:reference-normalization", capacity: 1, busy: () => new ApiError(503, E.referenceEncoderBusy), ttlMs: options.ttlMs, now: options.now });
 }
 
 export interface ReferenceDeps {
