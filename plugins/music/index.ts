@@ -29,7 +29,7 @@ import { checkAgainstSource, checkExtendControls, ExtendMusicInput, GenerateMusi
 import { musicMigrations } from "./migrations.ts";
 import { CREDITS_PER_GENERATION, DEFAULT_MODEL, LIMITS, MUSIC_COSTS, PROVIDER_TIMEOUT_MS } from "./models.ts";
 import { MusicProviderError, type MusicControls, type MusicErrorCode, type MusicModel, type MusicProviders, type MusicTrack } from "./provider.ts";
-import { findByIdempotencyKey, findJob, listJobs, listView, MUSIC_TABLE, statusView, type MusicRow, type StoredTrack } from "./records.ts";
+import { findByIdempotencyKey, findJob, jobFields, listJobs, listView, MUSIC_TABLE, statusView, type MusicRow, type StoredTrack } from "./records.ts";
 import { ownedSource, uploadedSource, type PreparedSource } from "./source.ts";
 import { QUEUED_PROCESSING_COMPLETE } from "../../core/job-states.ts";
 
@@ -215,12 +215,7 @@ function inheritedSpelledOut(c: ExtendControls, owned: MusicRow | undefined | nu
 function replay(ctx: OperationContext<any>, row: MusicRow, key: string) {
   ctx.setStatus(200);
   return {
-    job_id: row.job_id,
-    partner_job_id: row.partner_job_id,
-    status: row.state,
-    operation: row.operation,
-    model: row.model,
-    credits_used: row.credits_used,
+    ...jobFields(row),
     credits_remaining: ctx.partner.creditsRemaining,
     idempotency_key: key,
     deduplicated: true,

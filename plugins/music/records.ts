@@ -109,9 +109,9 @@ export function tracksView(row: MusicRow, mediaUrl: (key: string) => string) {
   return row.tracks.map((t) => ({ audio_url: mediaUrl(t.audio_key), image_url: mediaUrl(t.image_key), title: t.title, duration: t.duration }));
 }
 
-/** GET /music-status: tracks when complete; sanitized error and error_code on error. */
-export function statusView(row: MusicRow, mediaUrl: (key: string) => string) {
-  const view: Record<string, unknown> = {
+/** What every music answer says of a job: status, the extension replay, and list entries. */
+export function jobFields(row: MusicRow) {
+  return {
     job_id: row.job_id,
     partner_job_id: row.partner_job_id,
     status: row.state,
@@ -119,6 +119,11 @@ export function statusView(row: MusicRow, mediaUrl: (key: string) => string) {
     model: row.model,
     credits_used: row.credits_used,
   };
+}
+
+/** GET /music-status: tracks when complete; sanitized error and error_code on error. */
+export function statusView(row: MusicRow, mediaUrl: (key: string) => string) {
+  const view: Record<string, unknown> = jobFields(row);
   if (row.state === "complete") view.tracks = tracksView(row, mediaUrl);
   if (row.state === "error") {
     const code = (row.error_code ?? "provider_down") as MusicErrorCode;
@@ -131,13 +136,8 @@ export function statusView(row: MusicRow, mediaUrl: (key: string) => string) {
 /** GET /music entries. Provider ids, staging URLs, local paths and idempotency keys are never in them. */
 export function listView(row: MusicRow, mediaUrl: (key: string) => string) {
   return {
-    job_id: row.job_id,
-    partner_job_id: row.partner_job_id,
-    status: row.state,
-    operation: row.operation,
-    model: row.model,
+    ...jobFields(row),
     title: row.title,
-    credits_used: row.credits_used,
     tracks: tracksView(row, mediaUrl),
     created_at: row.created_at,
     completed_at: row.completed_at,
