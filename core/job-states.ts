@@ -2,7 +2,7 @@
 // is its own (failure text, retries, time-out, runner): `{ ...QUEUED_PROCESSING_COMPLETE, failError, run }`.
 import type { JobKindDeclaration } from "./jobs.ts";
 
-type StateMachine = Pick<JobKindDeclaration, "states" | "initial" | "transitions" | "terminal" | "failState">;
+export type StateMachine = Pick<JobKindDeclaration, "states" | "initial" | "transitions" | "terminal" | "failState">;
 
 /** Video, video upscale and music jobs: `queued` at submit, `processing`, then `complete` or `error`. */
 export const QUEUED_PROCESSING_COMPLETE: StateMachine = {

@@ -18,6 +18,7 @@ import type { Config } from "./config.ts";
 import type { ChargeRequest, FinishJob, FinishedJob, SubmittedJob } from "./ledger.ts";
 import type { Logger } from "./log.ts";
 import type { PluginDeclaration } from "./plugin.ts";
+import type { CapabilityMap, CapabilityName } from "../contracts/index.ts";
 import { formatTimestamp } from "./time.ts";
 import type { BlobStore } from "../storage/blobs.ts";
 import type { PubSub } from "../storage/pubsub.ts";
@@ -96,7 +97,7 @@ export interface JobRunContext<Input = any> {
   db: Kysely<any>;
   /** This plugin's blob store. */
   blobs: BlobStore;
-  capability<T = unknown>(name: string): T;
+  capability<K extends CapabilityName>(name: K): CapabilityMap[K];
   mediaUrl(key: string): string;
   /** Stores and publishes progress (0-100) and an optional message, without changing the state. */
   progress(percent: number, message?: string): Promise<void>;
@@ -170,7 +171,7 @@ export interface JobRuntimeDeps {
   chargeAndCreateJob(req: ChargeRequest): Promise<SubmittedJob>;
   finishJob(jobId: string, finish: FinishJob): Promise<FinishedJob | null>;
   blobsFor(plugin: string): BlobStore;
-  capabilitiesFor(plugin: string): <T>(name: string) => T;
+  capabilitiesFor(plugin: string): <K extends CapabilityName>(name: K) => CapabilityMap[K];
   mediaUrl(plugin: string, key: string): string;
   /** Makes events inside the finishing transaction (core/webhooks.ts). */
   webhooks: Pick<Webhooks, "prepare" | "createEvent">;

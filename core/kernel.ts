@@ -7,6 +7,7 @@ import { compileJobKinds, createJobRuntime, type JobRuntime } from "./jobs.ts";
 import { chargeAndCreateJob, finishJob, type FinishJob, type FinishedJob } from "./ledger.ts";
 import { createLogger, type Logger } from "./log.ts";
 import type { CapabilityHost, PluginDeclaration } from "./plugin.ts";
+import type { CapabilityMap, CapabilityName, KernelCapability } from "../contracts/index.ts";
 import { createRateLimiter } from "./rate-limit.ts";
 import { BootError, compileRegistry, type Registry } from "./registry.ts";
 import { UsageRecorder } from "./usage.ts";
@@ -17,11 +18,11 @@ import { migrate } from "../storage/migrate.ts";
 import { kernelMigrations } from "../storage/migrations/kernel.ts";
 import { memoryPubSub, redisPubSub, type PubSub } from "../storage/pubsub.ts";
 import { createQueue, type Queue } from "../storage/queue.ts";
-import { createMediaEngine } from "./media/index.ts";
-import { createOutboundGuard, type OutboundGuard } from "./outbound/index.ts";
+import { createMediaEngine } from "../lib/media/index.ts";
+import { createOutboundGuard, type OutboundGuard } from "../lib/outbound/index.ts";
 import { createWebhooks, TEST_EVENT, type Webhooks } from "./webhooks.ts";
 import { createRetentionSweeper, retainingBlobStore, type RetentionSweeper } from "./retention.ts";
-import { serviceMediaReader } from "./service-media.ts";
+import { serviceMediaReader } from "../lib/service-media.ts";
 
 export interface KernelOptions {
   config: Config;
@@ -50,9 +51,9 @@ export interface Kernel {
   accounts: Accounts;
   usage: UsageRecorder;
   limiter: ReturnType<typeof createRateLimiter>;
-  capability<T = unknown>(name: string): T;
+  capability<K extends CapabilityName>(name: K): CapabilityMap[K];
   /** The capabilities one plugin may reach: those it requires or provides. */
-  capabilitiesFor(plugin: string): <T = unknown>(name: string) => T;
+  capabilitiesFor(plugin: string): <K extends CapabilityName>(name: K) => CapabilityMap[K];
   /** `$PUBLIC_URL/media/<plugin>/<key>`: the capability URL of a blob (transports/rest/media.ts serves it). */
   mediaUrl(plugin: string, key: string): string;
   jobs: JobRuntime;
@@ -105,7 +106,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     const built = new Map<string, unknown>();
     // Capabilities the kernel itself provides, made on first use: a process whose plugins never touch media
     // never loads ffmpeg.wasm. (db, blobs, queue, pubsub, counters and clock sit on every context directly.)
-    const kernelProvided: Record<string, () => unknown> = {
+    const kernelProvided: { [K in KernelCapability]: () => CapabilityMap[K] } = {
       // Shared counters (Redis when configured): rate windows, quotas and shared slots across processes.
       counters: () => counters,
       media: () => {
@@ -122,32 +123,33 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         return guard;
       },
     };
-    const capability = <T,>(name: string): T => {
+    const capability = <K extends CapabilityName, T = CapabilityMap[K]>(name: K): T => {
       if (built.has(name)) return built.get(name) as T;
-      if (kernelProvided[name]) {
-        built.set(name, kernelProvided[name]());
+      const own = (kernelProvided as Record<string, (() => unknown) | undefined>)[name];
+      if (own) {
+        built.set(name, own());
         return built.get(name) as T;
       }
       const provider = registry.providers.get(name);
       if (!provider) throw new BootError(`capability "${name}" is not provided by any registered plugin`);
-      const value = provider.provides![name]!(host);
+      const value = (provider.provides as Record<string, (h: CapabilityHost) => unknown>)[name]!(host);
       built.set(name, value);
       return value as T;
     };
     const mediaBase = config.publicUrl.replace(/\/+$/, "") + "/media/";
     const mediaUrl = (plugin: string, key: string) => mediaBase + [plugin, ...key.split("/")].map(encodeURIComponent).join("/");
-    const host: CapabilityHost = { config, clock, blobs, capability, mediaUrl };
+    const host: CapabilityHost = { config, clock, blobs, capability: capability as CapabilityHost["capability"], mediaUrl };
     // Build every capability now, in registry order, so a failing factory stops the boot by name.
-    for (const name of registry.providers.keys()) capability(name);
+    for (const name of registry.providers.keys()) capability(name as CapabilityName);
 
     const capabilitiesFor = (plugin: string) => {
       const decl = registry.plugins.find((p) => p.name === plugin);
       if (!decl) throw new Error(`unknown plugin "${plugin}"`);
       const allowed = new Set([...(decl.requires ?? []), ...Object.keys(decl.provides ?? {})]);
       // A plugin reaches only the capabilities it declared, so `requires` stays an honest list.
-      return <T,>(name: string): T => {
+      return <K extends CapabilityName>(name: K): CapabilityMap[K] => {
         if (!allowed.has(name)) throw new Error(`plugin "${plugin}" uses capability "${name}" without declaring it in requires`);
-        return capability<T>(name);
+        return capability(name);
       };
     };
     const blobsByPlugin = new Map(registry.plugins.map((p) => [p.name, blobs.scoped(p.name)]));
@@ -165,7 +167,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     const webhooks = createWebhooks({
       db: database.kysely,
       queue,
-      outbound: () => capability<OutboundGuard>("outbound"),
+      outbound: () => capability("outbound"),
       config,
       clock,
       log,

@@ -15,6 +15,7 @@ import type { Queue } from "../storage/queue.ts";
 import type { AccountService, Partner } from "./accounts.ts";
 import type { JobSubmission, SubmittedJob } from "./ledger.ts";
 import type { JobKindDeclaration } from "./jobs.ts";
+import type { CapabilityMap, CapabilityName } from "../contracts/index.ts";
 
 export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
 
@@ -55,8 +56,8 @@ export interface OperationContext<Input = unknown> {
    * charge, a failure with `refund` returns it, in one transaction. Only this plugin's jobs of this partner.
    */
   finishJob(jobId: string, finish: { state: string; refund: boolean; error?: string | null; output?: Record<string, unknown> | null }): Promise<void>;
-  /** A capability some plugin provides (declared in `requires`). */
-  capability<T = unknown>(name: string): T;
+  /** A capability the kernel or some plugin provides (declared in `requires`), typed by `CapabilityMap`. */
+  capability<K extends CapabilityName>(name: K): CapabilityMap[K];
   blobs: BlobStore;
   pubsub: PubSub;
   queue: Queue;
@@ -122,9 +123,9 @@ export interface PluginDeclaration {
   /** Prefixes the plugin's tables, queues, blob keys and GraphQL names. */
   name: string;
   /** Capabilities that must be provided by the kernel or an earlier plugin; boot fails by name otherwise. */
-  requires?: readonly string[];
-  /** Capabilities this plugin provides, built once at boot. */
-  provides?: Readonly<Record<string, (kernel: CapabilityHost) => unknown>>;
+  requires?: readonly CapabilityName[];
+  /** Capabilities this plugin provides, built once at boot; each factory answers its contract's interface. */
+  provides?: { readonly [K in CapabilityName]?: (host: CapabilityHost) => CapabilityMap[K] };
   /** Standard-basis fragment of the `costs` object of GET /credits. */
   costs?: Readonly<Record<string, unknown>>;
   /**
@@ -148,7 +149,7 @@ export interface CapabilityHost {
   clock: Clock;
   /** The whole blob store; a capability that keeps files uses `blobs.scoped(<its plugin>)`. */
   blobs: BlobStore;
-  capability<T = unknown>(name: string): T;
+  capability<K extends CapabilityName>(name: K): CapabilityMap[K];
   /** The public capability URL of a key in a plugin's blob store. */
   mediaUrl(plugin: string, key: string): string;
 }

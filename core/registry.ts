@@ -5,8 +5,9 @@ import { RATE_LIMITS, type RateWindow } from "./rate-limits.ts";
 import type { OperationDeclaration, PluginDeclaration } from "./plugin.ts";
 import type { Migration } from "../storage/migrate.ts";
 
-/** Capabilities the kernel itself provides to every plugin. */
-export const KERNEL_CAPABILITIES = ["db", "blobs", "queue", "pubsub", "counters", "clock", "media", "outbound", "service-media"] as const;
+import { KERNEL_CAPABILITIES } from "../contracts/kernel.ts";
+
+export { KERNEL_CAPABILITIES };
 
 export interface CompiledOperation {
   plugin: string;

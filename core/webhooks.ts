@@ -16,7 +16,7 @@ import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import { eventId, newSecret } from "./ids.ts";
 import type { Logger } from "./log.ts";
-import { isOutboundError, type OutboundGuard } from "./outbound/index.ts";
+import { isOutboundError, type OutboundGuard } from "../lib/outbound/index.ts";
 import type { Queue } from "../storage/queue.ts";
 import type { KernelTables } from "../storage/tables.ts";
 

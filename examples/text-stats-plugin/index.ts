@@ -3,9 +3,7 @@
 // Register it by adding it to the plugin list given to createKernel (see plugins/index.ts), and test it
 // with createTestKernel (see examples/text-stats-plugin/text-stats.test.ts).
 import { z } from "zod";
-import { definePlugin, operation } from "../../core/plugin.ts";
-import type { Price } from "../../core/pricing.ts";
-import { partnerJobIdField } from "../../core/validation.ts";
+import { definePlugin, operation, partnerJobIdField, type Price } from "mediagate/plugin";
 
 // One place for the plugin's numbers and texts.
 const PRICE_PER_TEXT = 2; // standard basis; an api_plus10 account pays ceil(2 * 1.1) = 3

@@ -1,9 +1,7 @@
 // Account endpoints (spec part 1 "Account"): balance and cost table, the account record, usage, ledger.
 // All free; every other plugin's prices reach GET /credits through the registry's `costs`.
 import { z } from "zod";
-import { definePlugin, operation } from "../../core/plugin.ts";
-import { formatTimestamp, parseSince } from "../../core/time.ts";
-import { PAGE_BOUNDS, pageQuery } from "../../core/validation.ts";
+import { definePlugin, formatTimestamp, operation, PAGE_BOUNDS, pageQuery, parseSince } from "mediagate/plugin";
 
 // The spec fixes `credit_cost_per_analysis` at the standard-basis analysis price (50). The analysis plugin,
 // when registered, declares that price in `costs.analysis`; until then this is the spec's number.

@@ -14,19 +14,13 @@
 //   image refunds its share and the shares sum to `credits_used`.
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, notFound } from "../../core/errors.ts";
-import { JobFailure, type JobKindDeclaration } from "../../core/jobs.ts";
-import { definePlugin, operation } from "../../core/plugin.ts";
-import { formatTimestamp } from "../../core/time.ts";
-import { PAGE_BOUNDS, pageQuery } from "../../core/validation.ts";
+import { ApiError, definePlugin, formatTimestamp, type GeneratedImage, type ImageProviders, JobFailure, type JobKindDeclaration, notFound, operation, PAGE_BOUNDS, pageQuery, PENDING_SUCCESS_FAILED, TransientProviderError, UnsafeContentError } from "mediagate/plugin";
 import { IMAGE_ERRORS } from "./errors.ts";
 import { GenerateImageInput, MAX_REFERENCES, type ImageRequest } from "./input.ts";
 import { IMAGE_COSTS, MODELS, pixelSize, type ModelId, type Quality } from "./models.ts";
 import { metadataChunks, stripPngMetadata } from "./png.ts";
-import { type GeneratedImage, type ImageProviders, TransientProviderError, UnsafeContentError } from "./provider.ts";
 import { imagesMigrations } from "./migrations.ts";
 import { IMAGES_TABLE as TABLE, imageRecords, type ImageOutput } from "./records.ts";
-import { PENDING_SUCCESS_FAILED } from "../../core/job-states.ts";
 
 const MAX_REF_BYTES = 20 * 1024 * 1024;
 const MAX_REFS_TOTAL_BYTES = 72 * 1024 * 1024;
@@ -61,7 +55,7 @@ const imageJob: JobKindDeclaration<StoredInput> = {
   async run(ctx) {
     const row = await ctx.db.selectFrom(TABLE).selectAll().where("job_id", "=", ctx.jobId).executeTakeFirstOrThrow();
     const model = MODELS[row.model as ModelId];
-    const providers = ctx.capability<ImageProviders>("image.generate");
+    const providers = ctx.capability("image.generate");
     const input = ctx.input;
     let image: GeneratedImage | undefined;
     for (const route of model.providers) {
@@ -133,7 +127,7 @@ const generateImage = operation({
     }
     if (total > MAX_REFS_TOTAL_BYTES) throw new ApiError(413, IMAGE_ERRORS.refsTooLarge);
 
-    const providers = ctx.capability<ImageProviders>("image.generate");
+    const providers = ctx.capability("image.generate");
     if (!MODELS[req.model].providers.some((route) => providers.route(route))) throw new ApiError(500, IMAGE_ERRORS.notAvailable);
 
     const credits = ctx.priceFor(priceOf(req.model, req.quality, req.quantity));

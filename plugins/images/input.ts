@@ -2,8 +2,7 @@
 // depend on each other (the model decides the allowed ratios and qualities), so one ordered function
 // decides the error text; the zod shape around it only describes the fields for OpenAPI and GraphQL.
 import { z } from "zod";
-import { checkUrl } from "../../core/outbound/index.ts";
-import { partnerJobIdField } from "../../core/validation.ts";
+import { checkUrl, partnerJobIdField } from "mediagate/plugin";
 import { IMAGE_ERRORS as E } from "./errors.ts";
 import { BACKGROUNDS, DEFAULT_MODEL, MODEL_IDS, MODELS, type Background, type ModelId, type Quality } from "./models.ts";
 

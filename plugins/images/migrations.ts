@@ -1,6 +1,6 @@
 // Tables of the images plugin. Status, charge, result and error live on the kernel's `jobs` row (one per
 // image); this table adds what the spec's image record needs beyond it, and the integer generation_id.
-import type { Migration } from "../../storage/migrate.ts";
+import { type Migration } from "mediagate/plugin";
 
 export const imagesMigrations: Migration[] = [
   {

@@ -7,11 +7,9 @@
 // content-safety block; `[sandbox:flaky]` fails the first route transiently, so a model with a second
 // provider shows its fallback.
 import { createHash } from "node:crypto";
-import { definePlugin } from "../../core/plugin.ts";
-import { hasMarker, sandboxSleep, withoutMarkers } from "../../core/sandbox.ts";
+import { definePlugin, type GeneratedImage, hasMarker, type ImageGenerationRequest, type ImageProvider, type ImageProviders, sandboxSleep, TransientProviderError, UnsafeContentError, withoutMarkers } from "mediagate/plugin";
 import { GLYPH_HEIGHT, GLYPH_WIDTH, glyph } from "./font5x7.ts";
 import { encodePng, exifChunk, xmpChunk } from "./png.ts";
-import { type GeneratedImage, type ImageGenerationRequest, type ImageProvider, type ImageProviders, TransientProviderError, UnsafeContentError } from "./provider.ts";
 
 const SOFTWARE = "mediagate sandbox image provider";
 

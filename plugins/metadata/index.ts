@@ -22,20 +22,13 @@
 //   operators; the partner sees only the response.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError } from "../../core/errors.ts";
-import type { MediaEngine } from "../../core/media/index.ts";
-import type { OutboundGuard } from "../../core/outbound/index.ts";
-import { definePlugin, operation, type OperationContext } from "../../core/plugin.ts";
-import type { ServiceMediaReader } from "../../core/service-media.ts";
-import { formatTimestamp } from "../../core/time.ts";
-import type { Counters } from "../../storage/counters.ts";
+import { ApiError, type Counters, createSharedSlots, definePlugin, formatTimestamp, type MediaEngine, operation, type OperationContext, type OutboundGuard, type ServiceMediaReader, type SharedSlots } from "mediagate/plugin";
 import { isDamaged, type Cleaned } from "./damage.ts";
 import { METADATA_ERRORS as E } from "./errors.ts";
 import { imageFormatOf } from "./image.ts";
 import { RemoveMetadataInput, type RemovalSource } from "./input.ts";
 import { metadataMigrations } from "./migrations.ts";
 import { countAttempt } from "./quota.ts";
-import { createSharedSlots, type SharedSlots } from "../../core/shared-slots.ts";
 import { IMAGE_LIMITS, load, locate, VIDEO_LIMITS, type Located } from "./source.ts";
 import { cleanVideo, videoContainerOf } from "./video.ts";
 
@@ -70,7 +63,7 @@ export function createMetadataPlugin(options: Options = {}) {
   const downloadTimeoutMs = options.downloadTimeoutMs ?? DOWNLOAD_TIMEOUT_MS;
   const slotsByCounters = new WeakMap<Counters, SharedSlots>();
   const videoSlots = (ctx: OperationContext<any>) => {
-    const counters = ctx.capability<Counters>("counters");
+    const counters = ctx.capability("counters");
     let slots = slotsByCounters.get(counters);
     if (!slots) {
       slots = createSharedSlots(counters, { key: VIDEO_SLOT_KEY, capacity: VIDEO_SLOTS, busy: () => new ApiError(503, E.videoBusy), now: () => ctx.clock.now() });
@@ -82,7 +75,7 @@ export function createMetadataPlugin(options: Options = {}) {
   async function make(ctx: OperationContext<any>, source: RemovalSource, located: Located, hold?: { signal: AbortSignal; deadline: number }): Promise<Made> {
     const limits = source.kind === "image" ? IMAGE_LIMITS : VIDEO_LIMITS;
     const signal = hold ? AbortSignal.any([ctx.request.signal, hold.signal]) : ctx.request.signal;
-    const guard = ctx.capability<OutboundGuard>("outbound");
+    const guard = ctx.capability("outbound");
     const bytes = await load(located, limits, { guard, timeoutMs: downloadTimeoutMs, signal });
 
     let cleaned: Cleaned;
@@ -99,7 +92,7 @@ export function createMetadataPlugin(options: Options = {}) {
         const container = videoContainerOf(bytes);
         if (!container) throw new ApiError(415, E.unsupportedVideo);
         const timeoutMs = Math.max(1, (hold?.deadline ?? Infinity) - Date.now());
-        cleaned = await cleanVideo(ctx.capability<MediaEngine>("media"), bytes, container, { signal, timeoutMs });
+        cleaned = await cleanVideo(ctx.capability("media"), bytes, container, { signal, timeoutMs });
         ({ format, contentType, extension } = container);
       }
     } catch (err) {
@@ -116,7 +109,7 @@ export function createMetadataPlugin(options: Options = {}) {
 
   /** One counted attempt: quota, the work, and its row whatever the outcome. */
   async function attempt(ctx: OperationContext<any>, source: RemovalSource, located: Located, hold?: { signal: AbortSignal; deadline: number }) {
-    const counters = ctx.capability<Counters>("counters");
+    const counters = ctx.capability("counters");
     await countAttempt(counters, `metadata:quota:${source.kind}:${ctx.partner.id}`, source.kind === "image" ? IMAGE_QUOTA : VIDEO_QUOTA, ctx.clock.now());
     let made: Made | null = null;
     let status = 500;
@@ -180,7 +173,7 @@ export function createMetadataPlugin(options: Options = {}) {
     async handle(ctx) {
       const source = ctx.input;
       const limits = source.kind === "image" ? IMAGE_LIMITS : VIDEO_LIMITS;
-      const located = await locate(source, limits, { guard: ctx.capability<OutboundGuard>("outbound"), serviceMedia: ctx.capability<ServiceMediaReader>("service-media") });
+      const located = await locate(source, limits, { guard: ctx.capability("outbound"), serviceMedia: ctx.capability("service-media") });
       if (await ctx.isPaused(PAUSE)) throw new ApiError(503, E.paused);
       if (source.kind === "image") return attempt(ctx, source, located);
       const slots = videoSlots(ctx);

@@ -1,6 +1,6 @@
 // Tables of the metadata plugin: one row per removal attempt (what was asked, how it ended, what was kept
 // and until when), and the operator's pause switch.
-import type { Migration } from "../../storage/migrate.ts";
+import { type Migration } from "mediagate/plugin";
 
 export const metadataMigrations: Migration[] = [
   {

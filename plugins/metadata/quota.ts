@@ -1,7 +1,6 @@
 // Daily quotas ("200 images and 50 videos per 24 hours, counted separately, every attempt counts") on the
 // kernel's shared counters, so every API process (Redis when configured) counts against the same budget.
-import { ApiError } from "../../core/errors.ts";
-import type { Counters } from "../../storage/counters.ts";
+import { ApiError, type Counters } from "mediagate/plugin";
 
 const HOUR_MS = 3_600_000;
 /**

@@ -1,9 +1,7 @@
 // Where the bytes come from: base64 in the request, a service media URL read back from storage, or a public
 // URL fetched through the outbound guard. Split in two like every validation here: `locate` decides what the
 // request points at and refuses bad URLs before anything is counted; `load` reads the bytes.
-import { ApiError } from "../../core/errors.ts";
-import { isOutboundError, type OutboundGuard } from "../../core/outbound/index.ts";
-import type { ServiceMedia, ServiceMediaReader } from "../../core/service-media.ts";
+import { ApiError, isOutboundError, type OutboundGuard, type ServiceMedia, type ServiceMediaReader } from "mediagate/plugin";
 import { METADATA_ERRORS as E } from "./errors.ts";
 import { decodedSize, type RemovalSource } from "./input.ts";
 

@@ -5,7 +5,7 @@
 // (moov) goes in front so the copy plays while it downloads.
 //
 // One argument list runs unchanged on the native and the wasm engine (core/media/types.ts).
-import { isMediaError, mp4Boxes, mp4MetadataCategories, type MediaEngine } from "../../core/media/index.ts";
+import { isMediaError, type MediaEngine, mp4Boxes, mp4MetadataCategories } from "mediagate/plugin";
 import { ascii, damaged, sortCategories, type Category, type Cleaned } from "./damage.ts";
 
 /** QuickTime files from before the ftyp box start with one of the others. */

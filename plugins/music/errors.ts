@@ -1,7 +1,7 @@
 // Every text the music plugin answers with. The spec gives some word for word (part 3, the music rows of the
 // error table); where it only names the case ("limit and custom-mode validation messages", "invalid controls
 // or source"), the sentence here is our choice, written the way the given ones are.
-import type { MusicErrorCode } from "./provider.ts";
+import { type MusicErrorCode } from "mediagate/plugin";
 
 export const MUSIC_ERRORS = {
   // Given by the spec.

@@ -19,19 +19,14 @@
 // - A job whose provider does not answer within 10 minutes ends `error` with `error_code` timeout.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, notFound } from "../../core/errors.ts";
-import { JobFailure, type JobKindDeclaration, type JobRunContext } from "../../core/jobs.ts";
-import { definePlugin, operation, type OperationContext } from "../../core/plugin.ts";
-import { pageQuery, PAGE_BOUNDS } from "../../core/validation.ts";
+import { ApiError, definePlugin, JobFailure, type JobKindDeclaration, type JobRunContext, type MusicControls, type MusicErrorCode, type MusicModel, MusicProviderError, type MusicProviders, type MusicTrack, notFound, operation, type OperationContext, PAGE_BOUNDS, pageQuery, QUEUED_PROCESSING_COMPLETE } from "mediagate/plugin";
 import { FAILURE_TEXTS, MUSIC_ERRORS as E } from "./errors.ts";
 import { IDEMPOTENCY_HEADER, idempotencyKeyOf, requestHash } from "./idempotency.ts";
 import { checkAgainstSource, checkExtendControls, ExtendMusicInput, GenerateMusicInput, type ExtendControls, type GenerateRequest } from "./input.ts";
 import { musicMigrations } from "./migrations.ts";
 import { CREDITS_PER_GENERATION, DEFAULT_MODEL, LIMITS, MUSIC_COSTS, PROVIDER_TIMEOUT_MS } from "./models.ts";
-import { MusicProviderError, type MusicControls, type MusicErrorCode, type MusicModel, type MusicProviders, type MusicTrack } from "./provider.ts";
 import { findByIdempotencyKey, findJob, jobFields, listJobs, listView, MUSIC_TABLE, statusView, type MusicRow, type StoredTrack } from "./records.ts";
 import { ownedSource, uploadedSource, type PreparedSource } from "./source.ts";
-import { QUEUED_PROCESSING_COMPLETE } from "../../core/job-states.ts";
 
 const UPLOAD_RETENTION_MS = 2 * 24 * 3600 * 1000;
 
@@ -101,7 +96,7 @@ const musicJob: JobKindDeclaration<StoredInput> = {
     if (ctx.state === "queued") await ctx.moveTo("processing", "Composing");
     const input = ctx.input;
     const model = input.operation === "generate" ? input.request.model : input.controls.model;
-    const provider = ctx.capability<MusicProviders>("music.generate").provider(model);
+    const provider = ctx.capability("music.generate").provider(model);
     const onProgress = async (fraction: number) => ctx.progress(Math.floor(5 + Math.max(0, Math.min(1, fraction)) * 85), "Composing");
 
     let tracks: MusicTrack[];
@@ -142,7 +137,7 @@ const musicJob: JobKindDeclaration<StoredInput> = {
 // Submitting.
 
 function providerFor(ctx: OperationContext<any>, model: MusicModel) {
-  const provider = ctx.capability<MusicProviders>("music.generate").provider(model);
+  const provider = ctx.capability("music.generate").provider(model);
   if (!provider) throw new ApiError(503, E.notConfigured);
   return provider;
 }
@@ -260,7 +255,7 @@ const extendMusic = operation({
     const existing = await findByIdempotencyKey(ctx.db, ctx.partner.id, key);
     if (existing) return answerExisting(ctx, existing, key, hash);
 
-    const engine = ctx.capability<import("../../core/media/index.ts").MediaEngine>("media");
+    const engine = ctx.capability("media");
     const source: PreparedSource = upload ? await uploadedSource(engine, upload, ctx.request.signal) : await ownedSource(ctx, controls.source!);
     const decided = checkAgainstSource(controls, { model: source.model, instrumental: source.instrumental, seconds: source.seconds, direct: source.direct });
     if (!decided.ok) throw new ApiError(400, decided.message);

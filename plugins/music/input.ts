@@ -9,10 +9,9 @@
 // inside the measured duration, which prompts are required on which path) are checked by `checkAgainstSource`
 // once the source is known; everything else here.
 import { z } from "zod";
-import { partnerJobIdField } from "../../core/validation.ts";
+import { type MusicControls, type MusicModel, partnerJobIdField } from "mediagate/plugin";
 import { MUSIC_ERRORS as E } from "./errors.ts";
 import { DEFAULT_MODEL, LIMITS, MODELS } from "./models.ts";
-import type { MusicControls, MusicModel } from "./provider.ts";
 
 type Check<T> = { ok: true; value: T } | { ok: false; message: string };
 const fail = <T>(message: string): Check<T> => ({ ok: false, message });

@@ -1,6 +1,6 @@
 // Tables of the music plugin. Status, charge, refund, error text and timestamps live on the kernel's `jobs`
 // row; this table adds the music job's own fields, the integer `id`, and what extension and idempotency need.
-import type { Migration } from "../../storage/migrate.ts";
+import { type Migration } from "mediagate/plugin";
 
 export const musicMigrations: Migration[] = [
   {

@@ -1,5 +1,5 @@
 // The music table: models, the flat price, limits (spec part 3 "Music job", "Limits" 5; part 1 `costs.music`).
-import type { MusicModel } from "./provider.ts";
+import { type MusicModel } from "mediagate/plugin";
 
 export const MODELS: readonly MusicModel[] = ["V5_5", "V5"];
 export const DEFAULT_MODEL: MusicModel = "V5_5";

@@ -8,9 +8,8 @@
 //   `provider_down`.
 // - `credits_used` is what was charged, also on a refunded failure (the refund is its own ledger row).
 import type { Kysely } from "kysely";
-import { formatTimestamp } from "../../core/time.ts";
+import { formatTimestamp, type MusicErrorCode } from "mediagate/plugin";
 import { FAILURE_TEXTS } from "./errors.ts";
-import type { MusicErrorCode } from "./provider.ts";
 
 export const MUSIC_TABLE = "music_jobs";
 

@@ -10,10 +10,7 @@
 // unusable input (`input_rejected`), `[sandbox:timeout]` an upstream that never answers (`timeout`). Markers
 // are never sung or shown in titles.
 import { createHash } from "node:crypto";
-import { withVips, type MediaEngine } from "../../core/media/index.ts";
-import { definePlugin, type CapabilityHost } from "../../core/plugin.ts";
-import { hasMarker, sandboxSleep, withoutMarkers } from "../../core/sandbox.ts";
-import { MusicProviderError, type MusicExtensionRequest, type MusicGenerationRequest, type MusicProvider, type MusicProviders, type MusicTrack } from "./provider.ts";
+import { type CapabilityHost, definePlugin, hasMarker, type MediaEngine, type MusicExtensionRequest, type MusicGenerationRequest, type MusicProvider, MusicProviderError, type MusicProviders, type MusicTrack, sandboxSleep, withoutMarkers, withVips } from "mediagate/plugin";
 import { arrangementForUpload, continuation, estimateTempo, fromPcm, join, JOIN_LEAD, newArrangement, parseArrangement, renderRange, SAMPLE_RATE, wav, type Arrangement, type Stereo } from "./render.ts";
 
 const VARIATIONS = 2;
@@ -157,6 +154,6 @@ export default definePlugin({
   name: "music-sandbox",
   requires: ["media"],
   provides: {
-    "music.generate": (host: CapabilityHost) => sandboxMusicProvider({ latencyMs: host.config.sandboxLatencyMs, media: () => host.capability<MediaEngine>("media") }),
+    "music.generate": (host: CapabilityHost) => sandboxMusicProvider({ latencyMs: host.config.sandboxLatencyMs, media: () => host.capability("media") }),
   },
 });

@@ -1,12 +1,9 @@
 // The source of an extension, prepared before the charge (part 3, POST /extend-music): an owned track (JSON
 // form) or an uploaded file (multipart form), measured, with what it decides for the request (model,
 // instrumental, and whether the direct path is open).
-import type { UploadedFile, OperationContext } from "../../core/plugin.ts";
-import { ApiError } from "../../core/errors.ts";
-import { isMediaError, type MediaEngine } from "../../core/media/index.ts";
+import { ApiError, isMediaError, type MediaEngine, type MusicModel, type OperationContext, type UploadedFile } from "mediagate/plugin";
 import { MUSIC_ERRORS as E } from "./errors.ts";
 import { LIMITS, UPLOAD_EXTENSIONS } from "./models.ts";
-import type { MusicModel } from "./provider.ts";
 import { findJob } from "./records.ts";
 
 export interface PreparedSource {

@@ -5,10 +5,7 @@
 // Register this plugin (instead of sandbox.ts's) where a deployment may use the real extractor. The
 // variables are read here because the kernel's Config holds only the kernel's settings.
 import process from "node:process";
-import type { MediaEngine } from "../../core/media/index.ts";
-import { findOnPath } from "../../core/media/index.ts";
-import { definePlugin, type CapabilityHost } from "../../core/plugin.ts";
-import type { SocialExtractor } from "./provider.ts";
+import { type CapabilityHost, definePlugin, findOnPath, type MediaEngine, type SocialExtractor } from "mediagate/plugin";
 import { sandboxExtractor } from "./sandbox.ts";
 import { ytdlpExtractor } from "./ytdlp.ts";
 
@@ -25,7 +22,7 @@ export function chooseExtractor(env: Record<string, string | undefined>): Extrac
 }
 
 export function buildExtractor(host: CapabilityHost, env: Record<string, string | undefined> = process.env): SocialExtractor {
-  const media = () => host.capability<MediaEngine>("media");
+  const media = () => host.capability("media");
   const choice = chooseExtractor(env);
   return choice.kind === "yt-dlp" ? ytdlpExtractor({ binary: choice.binary, media }) : sandboxExtractor({ latencyMs: host.config.sandboxLatencyMs, media });
 }

@@ -17,14 +17,12 @@
 //   410 once the 7 days have passed or the file is gone from storage. `?download=1` (or `true`) adds
 //   `Content-Disposition: attachment; filename="<download_name>"`; otherwise the file is `inline`.
 // - GraphQL derives a field for every operation; the file path answers there with a 406 pointing at REST.
-import { ApiError } from "../../core/errors.ts";
-import { definePlugin, operation } from "../../core/plugin.ts";
+import { ApiError, contentDisposition, definePlugin, fileResponse, operation } from "mediagate/plugin";
 import { SOCIAL_ERRORS as E } from "./errors.ts";
 import { FileInput, ListInput, SocialDownloadInput } from "./input.ts";
 import { downloadJob, type DownloadInput } from "./job.ts";
 import { socialMigrations } from "./migrations.ts";
 import { QUOTA, quotaState, quotaView, type QuotaView } from "./quota.ts";
-import { contentDisposition, fileResponse } from "../../core/file-response.ts";
 import { downloadQuery, isExpired, ListShape, listEntryView, outputOf, RecordShape, RETENTION_DAYS, RETENTION_MS, recordView, SubmitShape, type DownloadRow } from "./records.ts";
 
 /** The service-wide pause switch of new downloads (core/pauses.ts). */

@@ -1,7 +1,7 @@
 // Inputs of the social downloader. The POST body's `url` goes through the host rules (hosts.ts); the zod
 // shape around it describes the fields for OpenAPI and GraphQL, and its first issue is the 400 text.
 import { z } from "zod";
-import { PAGE_BOUNDS, pageQuery, partnerJobIdField } from "../../core/validation.ts";
+import { PAGE_BOUNDS, pageQuery, partnerJobIdField } from "mediagate/plugin";
 import { checkSocialLink, MAX_URL_LENGTH, type SocialLink } from "./hosts.ts";
 
 export const SocialDownloadInput = z

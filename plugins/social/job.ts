@@ -5,11 +5,9 @@
 //
 // The caps are checked here on what the extractor returned, whatever it promised: the extractor stops
 // early when it can (it knows a post's length before downloading), the plugin holds the line.
-import { JobFailure, type JobKindDeclaration, type JobRunContext } from "../../core/jobs.ts";
-import { firstAudio, firstVideo, type MediaEngine } from "../../core/media/index.ts";
+import { type ExtractedItem, ExtractionError, firstAudio, firstVideo, JobFailure, type JobKindDeclaration, type JobRunContext, type MediaEngine, SOCIAL_LIMITS, type SocialExtractor } from "mediagate/plugin";
 import { FAILURE_SENTENCES, type FailureReason } from "./errors.ts";
 import type { Platform } from "./hosts.ts";
-import { ExtractionError, SOCIAL_LIMITS, type ExtractedItem, type SocialExtractor } from "./provider.ts";
 import type { DownloadOutput, StoredFile } from "./records.ts";
 
 export interface DownloadInput {
@@ -95,7 +93,7 @@ export const downloadJob: JobKindDeclaration<DownloadInput> = {
   concurrency: 2,
   async run(ctx) {
     const { url, platform } = ctx.input;
-    const extractor = ctx.capability<SocialExtractor>("social.extract");
+    const extractor = ctx.capability("social.extract");
     let lastPercent = -1;
     const onProgress = async (fraction: number) => {
       const percent = Math.floor(Math.max(0, Math.min(1, fraction)) * 80);
@@ -119,7 +117,7 @@ export const downloadJob: JobKindDeclaration<DownloadInput> = {
     if (items.length === 0) throw fail("no_video");
 
     await ctx.progress(85, "Checking files");
-    const engine = ctx.capability<MediaEngine>("media");
+    const engine = ctx.capability("media");
     const measured: Measured[] = [];
     let seconds = 0;
     let bytes = 0;

@@ -11,7 +11,7 @@
 //   `partner_job_id` and `created_at` on list entries; `total`, `limit`, `offset` on the list (convention 8).
 import type { Kysely } from "kysely";
 import { z } from "zod";
-import { formatTimestamp } from "../../core/time.ts";
+import { formatTimestamp } from "mediagate/plugin";
 
 export const RETENTION_DAYS = 7;
 export const RETENTION_MS = RETENTION_DAYS * 24 * 3600 * 1000;

@@ -10,12 +10,9 @@
 //   sandbox-noaudio   a video without sound        sandbox-carousel-N  N items (cut to 10 by the caps)
 //   sandbox-flaky     the first attempt throws an unexpected error (the runtime's retry succeeds)
 import { createHash } from "node:crypto";
-import { testVideoJob, type MediaEngine } from "../../core/media/index.ts";
-import { definePlugin } from "../../core/plugin.ts";
-import { sandboxSleep } from "../../core/sandbox.ts";
+import { definePlugin, type ExtractedItem, type ExtractedPost, ExtractionError, type ExtractRequest, type MediaEngine, sandboxSleep, type SocialExtractor, testVideoJob } from "mediagate/plugin";
 import type { FailureReason } from "./errors.ts";
 import type { Platform } from "./hosts.ts";
-import { ExtractionError, type ExtractedItem, type ExtractedPost, type ExtractRequest, type SocialExtractor } from "./provider.ts";
 
 const FAILURE_MARKERS: ReadonlyArray<[string, FailureReason]> = [
   ["sandbox-fail", "failed"],
@@ -115,6 +112,6 @@ export default definePlugin({
   requires: ["media"],
   provides: {
     // The engine is fetched on first use: capabilities are built at boot, ffmpeg.wasm is not.
-    "social.extract": (host) => sandboxExtractor({ latencyMs: host.config.sandboxLatencyMs, media: () => host.capability<MediaEngine>("media") }),
+    "social.extract": (host) => sandboxExtractor({ latencyMs: host.config.sandboxLatencyMs, media: () => host.capability("media") }),
   },
 });

@@ -12,9 +12,8 @@ import { spawn } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { firstAudio, firstVideo, type MediaEngine, type Probe } from "../../core/media/index.ts";
+import { type ExtractedItem, type ExtractedPost, ExtractionError, type ExtractRequest, firstAudio, firstVideo, type MediaEngine, type Probe, type SocialExtractor, type SocialLimits } from "mediagate/plugin";
 import type { FailureReason } from "./errors.ts";
-import { ExtractionError, type ExtractedItem, type ExtractedPost, type ExtractRequest, type SocialExtractor, type SocialLimits } from "./provider.ts";
 
 /** H.264 + AAC in MP4 when the network offers it (no re-encode then), else the best there is. */
 export const FORMAT = "bv*[vcodec^=avc1]+ba[acodec^=mp4a]/b[vcodec^=avc1][ext=mp4]/bv*+ba/b";

@@ -7,14 +7,10 @@
 // - Dimensions are the displayed ones (EXIF orientation applied): that is what the output has and what the
 //   8K rule and the tier measure.
 // - An animated WebP or PNG is upscaled from its first frame (the output is a single PNG).
-import { ApiError } from "../../core/errors.ts";
-import { JobFailure, type JobKindDeclaration } from "../../core/jobs.ts";
-import { isMediaError, probeImage } from "../../core/media/index.ts";
-import type { ImageRecords } from "../images/records.ts";
+import { ApiError, type ImageRecords, isMediaError, JobFailure, type JobKindDeclaration, PENDING_SUCCESS_FAILED, probeImage } from "mediagate/plugin";
 import { UPSCALE_ERRORS as E } from "./errors.ts";
 import { IMAGE, tierFor, type Factor, type Tier } from "./prices.ts";
 import { upscaleImage } from "./resample.ts";
-import { PENDING_SUCCESS_FAILED } from "../../core/job-states.ts";
 
 export type SourceFormat = "jpeg" | "png" | "webp";
 
@@ -105,7 +101,7 @@ export const imageUpscaleJob: JobKindDeclaration<StoredImageInput> = {
       throw new JobFailure(E.failed);
     }
     await ctx.progress(90, "Storing");
-    const records = ctx.capability<ImageRecords>("images.records");
+    const records = ctx.capability("images.records");
     const output = await records.storeOutput(ctx.jobId, out.bytes, { metadata_removed: false, width: out.width, height: out.height });
     await ctx.blobs.remove(input.source_key).catch(() => {});
     return { state: "success", output: output as unknown as Record<string, unknown> };

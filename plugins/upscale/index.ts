@@ -15,13 +15,7 @@
 // - A custom account without a negotiated video rate gets its 400 before the download.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError } from "../../core/errors.ts";
-import type { MediaEngine } from "../../core/media/index.ts";
-import type { OutboundGuard } from "../../core/outbound/index.ts";
-import { definePlugin, operation, type OperationContext } from "../../core/plugin.ts";
-import type { ServiceMediaReader } from "../../core/service-media.ts";
-import type { ImageRecords } from "../images/records.ts";
-import type { VideoRecords } from "../video/records.ts";
+import { ApiError, definePlugin, type ImageRecords, type MediaEngine, operation, type OperationContext, type OutboundGuard, type ServiceMediaReader, type VideoRecords } from "mediagate/plugin";
 import { UPSCALE_ERRORS as E } from "./errors.ts";
 import { CONTENT_TYPES, imageUpscaleJob, measureImage, planImage, type StoredImageInput } from "./image.ts";
 import { decodedSize, UpscaleImageInput, UpscaleVideoInput } from "./input.ts";
@@ -40,7 +34,7 @@ const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 const ratio = (w: number, h: number) => `${w / gcd(w, h)}:${h / gcd(w, h)}`;
 
 function sourceDeps(ctx: OperationContext<any>): SourceDeps {
-  return { serviceMedia: ctx.capability<ServiceMediaReader>("service-media"), guard: ctx.capability<OutboundGuard>("outbound"), signal: ctx.request.signal };
+  return { serviceMedia: ctx.capability("service-media"), guard: ctx.capability("outbound"), signal: ctx.request.signal };
 }
 
 /**
@@ -93,7 +87,7 @@ const upscaleImage = operation({
     const credits = ctx.priceFor(imagePrice(plan.tier));
 
     const key = `sources/${randomBytes(12).toString("hex")}.${measured.format === "jpeg" ? "jpg" : measured.format}`;
-    const records = ctx.capability<ImageRecords>("images.records");
+    const records = ctx.capability("images.records");
     let generationId = 0;
     const stored: StoredImageInput = { source_key: key, factor, width: plan.width, height: plan.height };
     const job = await withSource(ctx, key, bytes, CONTENT_TYPES[measured.format], () =>
@@ -152,13 +146,13 @@ const upscaleVideo = operation({
     ctx.priceFor(videoPrice(factor, 1)); // a custom account without this rate: 400 before any download
     const texts = { invalidUrl: E.videoUrl, download: E.videoDownload, tooLarge: E.videoTooLarge };
     const bytes = await readSource(url, { maxBytes: VIDEO.inputMaxBytes, timeoutMs: VIDEO_FETCH_TIMEOUT_MS, texts }, sourceDeps(ctx));
-    const measured = await measureVideo(bytes, ctx.capability<MediaEngine>("media"), ctx.request.signal);
+    const measured = await measureVideo(bytes, ctx.capability("media"), ctx.request.signal);
     const plan = planVideo(measured, factor);
     const inputSeconds = billedSeconds(measured.seconds);
     const credits = ctx.priceFor(videoPrice(factor, inputSeconds));
 
     const key = `sources/${randomBytes(12).toString("hex")}.mp4`;
-    const records = ctx.capability<VideoRecords>("video.records");
+    const records = ctx.capability("video.records");
     const stored: StoredVideoInput = {
       source_key: key,
       factor,

@@ -7,7 +7,7 @@
 // - `upscale_factor` must be the JSON number 1, 2 or 4 ("2" as a string is refused).
 // - `image_base64` may carry a `data:image/...;base64,` prefix and line breaks; both are dropped.
 import { z } from "zod";
-import { partnerJobIdField } from "../../core/validation.ts";
+import { partnerJobIdField } from "mediagate/plugin";
 import { UPSCALE_ERRORS as E } from "./errors.ts";
 import { DEFAULT_FACTOR, FACTORS, type Factor } from "./prices.ts";
 

@@ -1,7 +1,7 @@
 // The upscaler's one table of prices and limits (spec part 1, "Credits and pricing tiers", "Upscaling",
 // "Concurrency and payload limits", and `costs.upscale` of GET /credits). Prices are the standard basis; the
 // kernel applies the account's tier once per job.
-import type { Price } from "../../core/pricing.ts";
+import { type Price } from "mediagate/plugin";
 
 export const FACTORS = [1, 2, 4] as const;
 export type Factor = (typeof FACTORS)[number];

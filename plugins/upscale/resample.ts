@@ -8,7 +8,7 @@
 // leaves flat areas alone (m1 = 0), so detail gets crisper without lifting noise or shifting colours. Every
 // factor gets it, with a radius that grows with the factor, because enlarging softens edges in proportion.
 import { Worker } from "node:worker_threads";
-import { MediaError } from "../../core/media/index.ts";
+import { MediaError } from "mediagate/plugin";
 import type { Factor } from "./prices.ts";
 
 export const SHARPEN: Record<Factor, { sigma: number; m1: number; m2: number }> = {

@@ -1,9 +1,7 @@
 // Reading an upscale source before any charge: a media URL of this service is read from storage (spec: "a
 // service image URL is read from storage"), anything else is fetched through the outbound guard with the
 // size and time caps of its kind. Every failure is the spec's 400 or 413 for that kind.
-import { ApiError } from "../../core/errors.ts";
-import { isOutboundError, type OutboundGuard } from "../../core/outbound/index.ts";
-import type { ServiceMediaReader } from "../../core/service-media.ts";
+import { ApiError, isOutboundError, type OutboundGuard, type ServiceMediaReader } from "mediagate/plugin";
 
 export interface SourceRules {
   maxBytes: number;

@@ -13,13 +13,9 @@
 // - Output: H.264 (yuv420p, CRF 18) in MP4 with the frame rate kept, moov in front; the first audio track is
 //   copied when MP4 can carry its codec, else encoded to AAC 192 kb/s; other tracks are dropped.
 // - `duration` of the record is the billed whole seconds until the job completes, then the output's length.
-import { ApiError } from "../../core/errors.ts";
-import { JobFailure, type JobKindDeclaration, type JobRunContext } from "../../core/jobs.ts";
-import { displaySize, firstAudio, firstVideo, isMediaError, mp4Boxes, type MediaEngine, type MediaEngineKind } from "../../core/media/index.ts";
-import type { VideoRecords } from "../video/records.ts";
+import { ApiError, displaySize, firstAudio, firstVideo, isMediaError, JobFailure, type JobKindDeclaration, type JobRunContext, type MediaEngine, type MediaEngineKind, mp4Boxes, QUEUED_PROCESSING_COMPLETE, type VideoRecords } from "mediagate/plugin";
 import { UPSCALE_ERRORS as E } from "./errors.ts";
 import { VIDEO, type Factor } from "./prices.ts";
-import { QUEUED_PROCESSING_COMPLETE } from "../../core/job-states.ts";
 
 const ISO_BMFF = "mov,mp4,m4a,3gp,3g2,mj2";
 const FIRST_BOXES = new Set(["ftyp", "moov", "mdat", "wide", "free", "skip"]);
@@ -143,7 +139,7 @@ export const videoUpscaleJob: JobKindDeclaration<StoredVideoInput> = {
     const input = ctx.input;
     const source = await ctx.blobs.get(input.source_key);
     if (!source) throw new JobFailure(E.failed);
-    const engine = ctx.capability<MediaEngine>("media");
+    const engine = ctx.capability("media");
     const fail = async (detail: string) => {
       ctx.log.warn(`upscale ${ctx.jobId}: ${detail}`);
       await ctx.blobs.remove(input.source_key).catch(() => {});
@@ -170,7 +166,7 @@ export const videoUpscaleJob: JobKindDeclaration<StoredVideoInput> = {
     if (v?.codec !== "h264" || v.width !== input.width || v.height !== input.height) {
       throw await fail(`planned ${input.width}x${input.height} h264, made ${v?.width}x${v?.height} ${v?.codec}`);
     }
-    const records = ctx.capability<VideoRecords>("video.records");
+    const records = ctx.capability("video.records");
     const output = await records.storeOutput(ctx.jobId, bytes, {
       duration: Math.max(1, Math.round(probe.durationSeconds)),
       metadata_removed: false,

@@ -16,24 +16,14 @@
 // - Merged files carry `expires_at` 7 days out ("kept about 7 days"); the kernel's retention sweeper removes them then.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, notFound } from "../../core/errors.ts";
-import { JobFailure, type JobKindDeclaration, type JobRunContext } from "../../core/jobs.ts";
-import { mp4MetadataCategories, stripVideoMetadataArgs, videoFrameSize, type MediaEngine } from "../../core/media/index.ts";
-import { isOutboundError, type OutboundGuard } from "../../core/outbound/index.ts";
-import { definePlugin, operation, type OperationContext } from "../../core/plugin.ts";
-import { parseSince } from "../../core/time.ts";
-import { PAGE_BOUNDS, limitParam, offsetParam, partnerJobIdField } from "../../core/validation.ts";
-import type { Counters } from "../../storage/counters.ts";
+import { ApiError, type Counters, definePlugin, isOutboundError, JobFailure, type JobKindDeclaration, type JobRunContext, limitParam, type MediaEngine, mp4MetadataCategories, notFound, offsetParam, operation, type OperationContext, type OutboundGuard, PAGE_BOUNDS, parseSince, partnerJobIdField, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, stripVideoMetadataArgs, UnsafeContentError, type VideoFrame, videoFrameSize, type VideoProviders } from "mediagate/plugin";
 import { VIDEO_ERRORS as E } from "./errors.ts";
 import { checkRequestUrls, decodedSize, GenerateAnimationInput, GenerateVideoInput, type FrameInput } from "./input.ts";
 import { concatClips } from "./merge.ts";
 import { videoMigrations } from "./migrations.ts";
 import { ANIMATION, MERGE_PRICE, MODELS, SHORT_EDGE, VIDEO_COSTS, videoPrice, type VideoModel } from "./models.ts";
-import type { ReferenceMedia, VideoFrame, VideoProviders } from "./provider.ts";
-import { UnsafeContentError } from "./provider.ts";
 import { eventData, listView, MERGE_TABLE, statusView, VIDEO_TABLE, videoQuery, videoRecords, type VideoOutput, type VideoRecords } from "./records.ts";
 import { createNormalizationSlot, prepareReferenceAudio, prepareReferenceVideos, type NormalizationSlot } from "./references.ts";
-import { QUEUED_PROCESSING_COMPLETE } from "../../core/job-states.ts";
 
 const MAX_FRAME_BYTES = 20 * 1024 * 1024;
 const MAX_REF_IMAGES_TOTAL = 72 * 1024 * 1024;
@@ -70,7 +60,7 @@ async function loadFrame(ctx: JobRunContext, frame: StoredFrame): Promise<VideoF
     return { bytes, mimeType: frame.mime_type };
   }
   try {
-    const res = await ctx.capability<OutboundGuard>("outbound").fetch(frame.url, { ...FRAME_FETCH, signal: ctx.signal });
+    const res = await ctx.capability("outbound").fetch(frame.url, { ...FRAME_FETCH, signal: ctx.signal });
     return { bytes: res.body, mimeType: res.headers["content-type"]?.split(";")[0]?.trim() || "image/jpeg", url: frame.url };
   } catch (err) {
     if (ctx.signal.aborted) throw err;
@@ -113,7 +103,7 @@ const videoJob: JobKindDeclaration<StoredInput> = {
   async run(ctx) {
     if (ctx.state === "queued") await ctx.moveTo("processing", "Preparing");
     const input = ctx.input;
-    const provider = ctx.capability<VideoProviders>("video.generate").forModel(input.route);
+    const provider = ctx.capability("video.generate").forModel(input.route);
     if (!provider) throw new JobFailure(E.failed);
 
     const startFrame = input.start_frame ? await loadFrame(ctx, input.start_frame) : undefined;
@@ -151,14 +141,14 @@ const videoJob: JobKindDeclaration<StoredInput> = {
       throw new JobFailure(E.failed);
     }
 
-    const engine = ctx.capability<MediaEngine>("media");
+    const engine = ctx.capability("media");
     if (input.strip_metadata) {
       await ctx.progress(92, "Removing metadata");
       const out = await engine.run(stripVideoMetadataArgs("in.mp4", "out.mp4"), { inputs: { "in.mp4": bytes }, outputs: ["out.mp4"], signal: ctx.signal, timeoutMs: 120_000 });
       bytes = out["out.mp4"]!;
     }
     const probe = await engine.probe(bytes, "clip.mp4", { signal: ctx.signal });
-    const records = ctx.capability<VideoRecords>("video.records");
+    const records = ctx.capability("video.records");
     const output = await records.storeOutput(ctx.jobId, bytes, {
       duration: Math.round(probe.durationSeconds),
       // Computed from the stored bytes, not copied from the request (spec: "carries none of that metadata").
@@ -191,7 +181,7 @@ function storeFrame(frame: FrameInput | null, prefix: string, name: string, uplo
 const frameUrl = (ctx: OperationContext<any>, f: StoredFrame | null) => (f === null ? null : "url" in f ? f.url : ctx.mediaUrl(f.key));
 
 function checkUrls(ctx: OperationContext<any>, req: Parameters<typeof checkRequestUrls>[0], start: "image" | "start_image") {
-  const guard = ctx.capability<OutboundGuard>("outbound");
+  const guard = ctx.capability("outbound");
   const failure = checkRequestUrls(req, (u) => guard.checkUrl(u), { start });
   if (failure) throw new ApiError(400, failure);
 }
@@ -200,7 +190,7 @@ function checkUrls(ctx: OperationContext<any>, req: Parameters<typeof checkReque
 async function checkCallback(ctx: OperationContext<any>, url: string | null) {
   if (!url) return;
   try {
-    await ctx.capability<OutboundGuard>("outbound").resolvePublic(url);
+    await ctx.capability("outbound").resolvePublic(url);
   } catch (err) {
     if (isOutboundError(err, "not_public") || isOutboundError(err, "invalid_url")) throw new ApiError(400, "callback_url must be a public https URL");
     throw err;
@@ -210,7 +200,7 @@ async function checkCallback(ctx: OperationContext<any>, url: string | null) {
 const slots = new WeakMap<Counters, NormalizationSlot>();
 /** One normalization slot per counters store: shared by every process on the same Redis. */
 function normalizationSlot(ctx: OperationContext<any>): NormalizationSlot {
-  const counters = ctx.capability<Counters>("counters");
+  const counters = ctx.capability("counters");
   let slot = slots.get(counters);
   if (!slot) slots.set(counters, (slot = createNormalizationSlot(counters)));
   return slot;
@@ -222,7 +212,7 @@ async function submit(
   args: { credits: number; partnerJobId: string | null; callbackUrl: string | null; input: StoredInput; uploads: Upload[]; record: Omit<Parameters<VideoRecords["insert"]>[1], "job_id" | "partner_id">; insufficient: (n: number) => string; description: string },
 ) {
   for (const u of args.uploads) await ctx.blobs.put(u.key, u.bytes, { contentType: u.contentType });
-  const records = ctx.capability<VideoRecords>("video.records");
+  const records = ctx.capability("video.records");
   try {
     return await ctx.submitJob({
       kind: "video",
@@ -280,7 +270,7 @@ const generateVideo = operation({
     if (refBytes > MAX_REF_IMAGES_TOTAL) throw new ApiError(413, E.referenceImagesTooLarge);
     checkUrls(ctx, req, "image");
     await checkCallback(ctx, req.callbackUrl);
-    if (!ctx.capability<VideoProviders>("video.generate").forModel(req.modelUsed)) throw new ApiError(500, E.notAvailable);
+    if (!ctx.capability("video.generate").forModel(req.modelUsed)) throw new ApiError(500, E.notAvailable);
 
     // A custom account without a rate is refused before any download (the price only needs to know whether
     // reference videos are present; the measured seconds come next).
@@ -291,7 +281,7 @@ const generateVideo = operation({
     let videos: ReferenceMedia[] = [];
     let audio: ReferenceMedia[] = [];
     if (hasVideos || req.referenceAudioUrls.length > 0) {
-      const deps = { guard: ctx.capability<OutboundGuard>("outbound"), engine: ctx.capability<MediaEngine>("media"), slot: normalizationSlot(ctx), signal: ctx.request.signal };
+      const deps = { guard: ctx.capability("outbound"), engine: ctx.capability("media"), slot: normalizationSlot(ctx), signal: ctx.request.signal };
       if (hasVideos) videos = await prepareReferenceVideos(req.referenceVideoUrls, model.references!.videos, req.model, deps);
       if (req.referenceAudioUrls.length > 0) audio = await prepareReferenceAudio(req.referenceAudioUrls, model.references!.audio, req.model, deps);
     }
@@ -365,7 +355,7 @@ const generateAnimation = operation({
     }
     checkUrls(ctx, req, "start_image");
     await checkCallback(ctx, req.callbackUrl);
-    if (!ctx.capability<VideoProviders>("video.generate").forModel("animation")) throw new ApiError(500, E.notAvailable);
+    if (!ctx.capability("video.generate").forModel("animation")) throw new ApiError(500, E.notAvailable);
     const credits = ctx.priceFor({ lines: [{ key: ["animation"], rate: ANIMATION.price }] });
 
     const prefix = `inputs/${randomBytes(12).toString("hex")}`;
@@ -536,7 +526,7 @@ const mergeVideos = operation({
 
     let key: string;
     try {
-      const merged = await concatClips(ctx.capability<MediaEngine>("media"), clips, { signal: ctx.request.signal, timeoutMs: 600_000 });
+      const merged = await concatClips(ctx.capability("media"), clips, { signal: ctx.request.signal, timeoutMs: 600_000 });
       key = `merges/${job.jobId}-${randomBytes(12).toString("hex")}.mp4`;
       await ctx.blobs.put(key, merged.bytes, { contentType: "video/mp4", expiresAt });
       await ctx.db.updateTable(MERGE_TABLE).set({ video_key: key, duration_seconds: merged.durationSeconds }).where("merge_id", "=", job.jobId).execute();

@@ -11,8 +11,7 @@
 // - `alpha-v3-text-to-video` with a start frame reports `model_used` `alpha-v3-image-to-video` (the spec's
 //   "switches to image-to-video automatically").
 import { z } from "zod";
-import type { CheckUrlResult } from "../../core/outbound/index.ts";
-import { partnerJobIdField } from "../../core/validation.ts";
+import { type CheckUrlResult, partnerJobIdField } from "mediagate/plugin";
 import { VIDEO_ERRORS as E } from "./errors.ts";
 import {
   acceptsDuration,

@@ -3,7 +3,7 @@
 // size and frame rate. "Share" is decided from the files themselves: the probe's codecs, sizes, rates and
 // audio layout, and the H.264 decoder configuration (avcC) byte for byte, because an MP4 has room for one
 // decoder configuration per track and a copy across two different ones would not play past the first clip.
-import { mp4Boxes, type MediaEngine, type Probe } from "../../core/media/index.ts";
+import { type MediaEngine, mp4Boxes, type Probe } from "mediagate/plugin";
 
 export interface MergeResult {
   bytes: Uint8Array;

@@ -1,6 +1,6 @@
 // Tables of the video plugin. Status, charge, progress, result and error live on the kernel's `jobs` row; these
 // tables add what the spec's video job and merge records need beyond it.
-import type { Migration } from "../../storage/migrate.ts";
+import { type Migration } from "mediagate/plugin";
 
 export const videoMigrations: Migration[] = [
   {

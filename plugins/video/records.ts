@@ -7,47 +7,13 @@
 // - The list also carries `progress`, `message` and `error` (non-breaking additions, versioning rule 3).
 import { randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
-import type { BlobStore } from "../../storage/blobs.ts";
-import { formatTimestamp } from "../../core/time.ts";
+import { type BlobStore, formatTimestamp } from "mediagate/plugin";
+import type { VideoJobRow, VideoOutput, VideoRecords } from "mediagate/plugin";
+
+export type { VideoJobRow, VideoOutput, VideoRecords };
 
 export const VIDEO_TABLE = "video_jobs";
 export const MERGE_TABLE = "video_merges";
-
-/** What a finished video job keeps on its `jobs.output`. */
-export interface VideoOutput {
-  video_key: string;
-  /** Absolute, fixed when the job ended: what the event carried. Status and lists rebuild it from the key. */
-  video_url: string;
-  duration: number;
-  metadata_removed: boolean;
-  width: number;
-  height: number;
-}
-
-export interface VideoJobRow {
-  job_id: string;
-  partner_id: string;
-  kind: "video" | "animation" | "upscale";
-  prompt: string;
-  model: string;
-  model_used: string;
-  quality: string | null;
-  duration: number;
-  aspect_ratio: string;
-  start_frame_url: string | null;
-  end_frame_url: string | null;
-}
-
-/**
- * The `video.records` capability: how another area (video upscaling) makes its jobs video jobs, served by
- * this plugin's status and list endpoints, without importing this plugin.
- */
-export interface VideoRecords {
-  /** Inside the submit's transaction (JobSubmission.within): the job's record. */
-  insert(trx: Kysely<any>, row: Omit<VideoJobRow, "start_frame_url" | "end_frame_url"> & Partial<Pick<VideoJobRow, "start_frame_url" | "end_frame_url">>): Promise<void>;
-  /** Stores a finished clip where the video endpoints serve it from; return the result from run() as output. */
-  storeOutput(jobId: string, bytes: Uint8Array, info: Omit<VideoOutput, "video_key" | "video_url">): Promise<VideoOutput>;
-}
 
 export function videoRecords(blobs: BlobStore, mediaUrl: (key: string) => string): VideoRecords {
   return {

@@ -23,13 +23,8 @@
 // - Engine failures on the partner's file (damaged, unsupported, too slow to finish within the slot's hold
 //   time) answer "Could not prepare that ... as a reference."; an engine that is not there at all is ours and
 //   is not blamed on the file.
-import { ApiError } from "../../core/errors.ts";
-import { firstAudio, firstVideo, isMediaError, mp4Boxes, type MediaEngine, type Probe } from "../../core/media/index.ts";
-import { isOutboundError, type OutboundGuard } from "../../core/outbound/index.ts";
-import type { Counters } from "../../storage/counters.ts";
-import { createSharedSlots, type SharedSlots } from "../../core/shared-slots.ts";
+import { ApiError, type Counters, createSharedSlots, firstAudio, firstVideo, isMediaError, isOutboundError, type MediaEngine, mp4Boxes, type OutboundGuard, type Probe, type ReferenceMedia, type SharedSlots } from "mediagate/plugin";
 import { VIDEO_ERRORS as E } from "./errors.ts";
-import type { ReferenceMedia } from "./provider.ts";
 
 export const MAX_REFERENCE_VIDEO_BYTES = 95_000_000;
 export const MAX_REFERENCE_AUDIO_BYTES = 50_000_000;

@@ -13,10 +13,7 @@
 // Markers (DESIGN "Sandbox providers"): `[sandbox:fail]` fails, `[sandbox:unsafe]` is a content-safety block,
 // a frame URL whose path contains `sandbox-fail` fails.
 import { createHash } from "node:crypto";
-import { appendTopLevelBox, findSystemFont, MP4_UUIDS, type MediaEngine } from "../../core/media/index.ts";
-import { definePlugin } from "../../core/plugin.ts";
-import { hasMarker, sandboxSleep, withoutMarkers } from "../../core/sandbox.ts";
-import { type GeneratedVideo, UnsafeContentError, type VideoFrame, type VideoGenerationRequest, type VideoProvider, type VideoProviders } from "./provider.ts";
+import { appendTopLevelBox, definePlugin, findSystemFont, type GeneratedVideo, hasMarker, type MediaEngine, MP4_UUIDS, sandboxSleep, UnsafeContentError, type VideoFrame, type VideoGenerationRequest, type VideoProvider, type VideoProviders, withoutMarkers } from "mediagate/plugin";
 
 const SOFTWARE = "mediagate sandbox video provider";
 const FPS = 25;
@@ -197,6 +194,6 @@ export default definePlugin({
   requires: ["media"],
   provides: {
     // The engine is fetched on first render: capabilities are built at boot, ffmpeg.wasm is not.
-    "video.generate": (host) => sandboxVideoProvider({ latencyMs: host.config.sandboxLatencyMs, media: () => host.capability<MediaEngine>("media") }),
+    "video.generate": (host) => sandboxVideoProvider({ latencyMs: host.config.sandboxLatencyMs, media: () => host.capability("media") }),
   },
 });

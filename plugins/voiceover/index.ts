@@ -20,16 +20,11 @@
 //   it gets the kernel's custom-rate 400 before any charge.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError } from "../../core/errors.ts";
-import { definePlugin, operation, type OperationContext } from "../../core/plugin.ts";
-import { DEFAULT_CUSTOM_RATE_MISSING } from "../../core/pricing.ts";
-import { formatTimestamp } from "../../core/time.ts";
-import { PAGE_BOUNDS, pageQuery } from "../../core/validation.ts";
+import { ApiError, DEFAULT_CUSTOM_RATE_MISSING, definePlugin, formatTimestamp, operation, type OperationContext, PAGE_BOUNDS, pageQuery, SpeechHttpError, type SpeechProviders, synthesizeWithin } from "mediagate/plugin";
 import { VOICEOVER_ERRORS as E } from "./errors.ts";
 import { GenerateVoiceoverInput } from "./input.ts";
 import { voiceoverMigrations } from "./migrations.ts";
 import { DEFAULT_MODEL, MODEL_IDS, MODELS, standardCredits, VOICEOVER_COSTS, VOICES, type ModelId } from "./models.ts";
-import { SpeechHttpError, synthesizeWithin, type SpeechProviders } from "./provider.ts";
 
 const TABLE = "voiceover_records";
 
@@ -90,7 +85,7 @@ const generateVoiceover = operation({
   }),
   async handle(ctx) {
     const req = ctx.input;
-    const provider = ctx.capability<SpeechProviders>("speech.synthesize").provider(req.model);
+    const provider = ctx.capability("speech.synthesize").provider(req.model);
     if (!provider) throw new ApiError(503, E.notConfigured);
     const credits = priceOf(ctx, req.model, req.charCount);
 

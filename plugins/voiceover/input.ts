@@ -2,7 +2,7 @@
 // order a partner fixes them (text, voice, model, format). The zod shape around it describes the fields
 // for OpenAPI and GraphQL.
 import { z } from "zod";
-import { partnerJobIdField } from "../../core/validation.ts";
+import { partnerJobIdField } from "mediagate/plugin";
 import { VOICEOVER_ERRORS as E } from "./errors.ts";
 import { DEFAULT_MODEL, DEFAULT_OUTPUT_FORMAT, MAX_TEXT_LENGTH, MODEL_IDS, OUTPUT_FORMAT_IDS, parseOutputFormat, voiceById, type ModelId, type OutputFormat, type Voice } from "./models.ts";
 

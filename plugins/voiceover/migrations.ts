@@ -1,6 +1,6 @@
 // Tables of the voiceover plugin. Status, charge, refund and error live on the kernel's `jobs` row; this
 // table adds what the spec's voiceover record needs beyond it, and the integer `id`.
-import type { Migration } from "../../storage/migrate.ts";
+import { type Migration } from "mediagate/plugin";
 
 export const voiceoverMigrations: Migration[] = [
   {

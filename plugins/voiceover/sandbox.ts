@@ -6,11 +6,9 @@
 // Markers (DESIGN "Sandbox providers"): `[sandbox:fail]` answers like an upstream HTTP 500; `[sandbox:unsafe]`
 // like an upstream content refusal (HTTP 400). Both end as the spec's "generation failed" 502, refunded.
 // Markers are not spoken.
-import type { MediaEngine } from "../../core/media/index.ts";
-import { definePlugin, type CapabilityHost } from "../../core/plugin.ts";
+import { type CapabilityHost, definePlugin, type MediaEngine, type SpeechAudio, SpeechHttpError, type SpeechProvider, type SpeechProviders, type SpeechRequest } from "mediagate/plugin";
 import { speak, type EspeakVoice } from "./espeak.ts";
 import type { OutputFormat } from "./models.ts";
-import { SpeechHttpError, type SpeechAudio, type SpeechProvider, type SpeechProviders, type SpeechRequest } from "./provider.ts";
 
 /** Catalog voice -> eSpeak settings. Languages follow the catalog's `lang`; pitch and speed keep same-language voices apart. */
 export const SANDBOX_VOICES: Readonly<Record<string, EspeakVoice>> = {
@@ -70,6 +68,6 @@ export default definePlugin({
   name: "voiceover-sandbox",
   requires: ["media"],
   provides: {
-    "speech.synthesize": (host: CapabilityHost) => sandboxSpeechProvider({ latencyMs: host.config.sandboxLatencyMs, media: () => host.capability<MediaEngine>("media") }),
+    "speech.synthesize": (host: CapabilityHost) => sandboxSpeechProvider({ latencyMs: host.config.sandboxLatencyMs, media: () => host.capability("media") }),
   },
 });

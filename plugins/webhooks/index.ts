@@ -11,10 +11,7 @@
 // - `status_code` of the test is null when no HTTP answer came (timeout, refused, not public).
 // - A delivery's status is `pending` while attempts remain (the spec's "in retry"), then `delivered` or `failed`.
 import { z } from "zod";
-import { badRequest } from "../../core/errors.ts";
-import type { OutboundGuard } from "../../core/outbound/index.ts";
-import { definePlugin, operation, type OperationContext } from "../../core/plugin.ts";
-import { limitParam, PAGE_BOUNDS } from "../../core/validation.ts";
+import { badRequest, definePlugin, limitParam, operation, type OperationContext, type OutboundGuard, PAGE_BOUNDS } from "mediagate/plugin";
 
 export const WEBHOOK_ERRORS = {
   notPublic: "url must be a public https URL",
@@ -25,7 +22,7 @@ export const WEBHOOK_ERRORS = {
 
 /** Syntax, then DNS: every address the name resolves to must be public (checked again at each delivery). */
 async function publicUrl(ctx: OperationContext<unknown>, text: string): Promise<string> {
-  const guard = ctx.capability<OutboundGuard>("outbound");
+  const guard = ctx.capability("outbound");
   const checked = guard.checkUrl(text);
   if (!checked.ok) throw badRequest(WEBHOOK_ERRORS.notPublic);
   try {

@@ -4,7 +4,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { z } from "zod";
 import { definePlugin, operation } from "../../core/plugin.ts";
-import { createTestKernel, type TestKernel } from "../../core/testing.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import textStats from "../../examples/text-stats-plugin/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";

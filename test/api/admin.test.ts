@@ -2,7 +2,7 @@
 // partner API at once (cache invalidation).
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createTestKernel, type TestKernel } from "../../core/testing.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import textStats from "../../examples/text-stats-plugin/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";

@@ -17,7 +17,7 @@
 import process from "node:process";
 import { PGlite } from "@electric-sql/pglite";
 import { z } from "zod";
-import { createTestKernel, type TestKernel } from "../../core/testing.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { definePlugin, operation } from "../../core/plugin.ts";
 import type { JobKindDeclaration } from "../../core/jobs.ts";
 import account from "../../plugins/account/index.ts";

@@ -8,7 +8,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { createMediaEngine, detectNativeFfmpeg, testVideoJob, type MediaEngine } from "../../core/media/index.ts";
+import { createMediaEngine, detectNativeFfmpeg, testVideoJob, type MediaEngine } from "../../lib/media/index.ts";
 
 type Mode = "native" | "wasm";
 type Op = "remux" | "encode";

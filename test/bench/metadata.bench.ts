@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createMediaEngine, detectNativeFfmpeg } from "../../core/media/index.ts";
+import { createMediaEngine, detectNativeFfmpeg } from "../../lib/media/index.ts";
 import { imageFormatOf } from "../../plugins/metadata/image.ts";
 import { cleanVideo, videoContainerOf } from "../../plugins/metadata/video.ts";
 

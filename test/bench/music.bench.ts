@@ -3,8 +3,8 @@
 // MP3 and covered) on the native and the wasm engine, for a generation and for an extension of it.
 // Run: npx tsx test/bench/music.bench.ts  (BENCH_RUNS to change the repetitions; the median is reported).
 import process from "node:process";
-import { createMediaEngine, detectNativeFfmpeg, type MediaEngine } from "../../core/media/index.ts";
-import type { MusicGenerationRequest } from "../../plugins/music/provider.ts";
+import { createMediaEngine, detectNativeFfmpeg, type MediaEngine } from "../../lib/media/index.ts";
+import type { MusicGenerationRequest } from "../../contracts/music.ts";
 import { newArrangement, renderRange } from "../../plugins/music/render.ts";
 import { sandboxMusicProvider } from "../../plugins/music/sandbox.ts";
 

@@ -4,7 +4,7 @@
 // the repetitions; the median is reported).
 import process from "node:process";
 import { loadConfig } from "../../core/config.ts";
-import { createMediaEngine } from "../../core/media/index.ts";
+import { createMediaEngine } from "../../lib/media/index.ts";
 import { speak } from "../../plugins/voiceover/espeak.ts";
 import { parseOutputFormat, VOICES } from "../../plugins/voiceover/models.ts";
 import { sandboxSpeechProvider, SANDBOX_VOICES } from "../../plugins/voiceover/sandbox.ts";

@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import process from "node:process";
-import { createMediaEngine, detectNativeFfmpeg, generateTestVideo, type MediaEngine } from "../../core/media/index.ts";
+import { createMediaEngine, detectNativeFfmpeg, generateTestVideo, type MediaEngine } from "../../lib/media/index.ts";
 import { upscaleImage } from "../../plugins/upscale/resample.ts";
 import { measureVideo, planVideo, scaleArgs } from "../../plugins/upscale/video.ts";
 import type { Factor } from "../../plugins/upscale/prices.ts";

@@ -5,7 +5,7 @@
 // Run: npx tsx test/bench/video.bench.ts
 import { spawn } from "node:child_process";
 import process from "node:process";
-import { createMediaEngine, detectNativeFfmpeg, videoFrameSize } from "../../core/media/index.ts";
+import { createMediaEngine, detectNativeFfmpeg, videoFrameSize } from "../../lib/media/index.ts";
 import { concatClips } from "../../plugins/video/merge.ts";
 import { sandboxVideoProvider } from "../../plugins/video/sandbox.ts";
 

@@ -1,7 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { ConfigError, loadConfig } from "../../core/config.ts";
-import { buildRequest } from "../../transports/admin/cli.ts";
+import { buildRequest } from "../../cli/admin.ts";
 
 const t = suite("configuration and CLI arguments");
 

@@ -4,7 +4,7 @@ import * as assert from "uvu/assert";
 import { sql } from "kysely";
 import { ApiError } from "../../core/errors.ts";
 import { addCredits, chargeAndCreateJob, finishJob } from "../../core/ledger.ts";
-import { createTestKernel, type TestKernel } from "../../core/testing.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { rejection } from "../helpers/assert.ts";
 

@@ -5,7 +5,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { ApiError } from "../../core/errors.ts";
 import { definePlugin, operation } from "../../core/plugin.ts";
-import { createTestKernel, type TestKernel } from "../../core/testing.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 

@@ -21,6 +21,14 @@ t("operations compile to spec-notation endpoints and router paths", () => {
   assert.ok(reg.features.has("text_stats"));
 });
 
+declare module "../../contracts/index.ts" {
+  interface CapabilityMap {
+    // Test-only names, declared the way a third party declares its own.
+    "image.upscale": unknown;
+    thing: number;
+  }
+}
+
 t("a missing capability fails boot and names plugin and capability", () => {
   const p = definePlugin({ name: "upscale", requires: ["image.upscale"] });
   assert.throws(() => compileRegistry([p]), (e: unknown) => e instanceof BootError && /plugin "upscale" requires capability "image.upscale"/.test((e as Error).message));

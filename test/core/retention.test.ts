@@ -7,8 +7,8 @@ import { z } from "zod";
 import { definePlugin, operation } from "../../core/plugin.ts";
 import { createLogger } from "../../core/log.ts";
 import { createRetentionSweeper } from "../../core/retention.ts";
-import type { ServiceMediaReader } from "../../core/service-media.ts";
-import { createTestKernel, type TestKernel } from "../../core/testing.ts";
+import type { ServiceMediaReader } from "../../lib/service-media.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
@@ -35,7 +35,7 @@ const keeper = definePlugin({
       path: "/read-back",
       input: z.object({ url: z.string() }),
       async handle(ctx) {
-        const found = await ctx.capability<ServiceMediaReader>("service-media").read(ctx.input.url);
+        const found = await ctx.capability("service-media").read(ctx.input.url);
         return found.kind === "found" ? { kind: found.kind, text: new TextDecoder().decode(found.bytes), plugin: found.plugin, key: found.key } : { kind: found.kind };
       },
     }),

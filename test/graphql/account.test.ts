@@ -2,7 +2,7 @@
 // backend: same data, same error texts (REST status in `extensions.status`), same usage counting.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createTestKernel, graphql, type TestKernel } from "../../core/testing.ts";
+import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import textStats from "../../examples/text-stats-plugin/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";

@@ -5,7 +5,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { JobUpdate } from "../../core/jobs.ts";
-import { createTestKernel, graphql, graphqlSubscription, type TestKernel } from "../../core/testing.ts";
+import { createTestKernel, graphql, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import music from "../../plugins/music/index.ts";
 import { MUSIC_ERRORS as E } from "../../plugins/music/errors.ts";

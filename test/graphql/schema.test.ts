@@ -7,7 +7,7 @@ import { z } from "zod";
 import { buildSchema, getNamedType, GraphQLObjectType, printType } from "graphql";
 import { definePlugin, operation } from "../../core/plugin.ts";
 import { compileRegistry } from "../../core/registry.ts";
-import { createTestKernel, graphql, type TestKernel } from "../../core/testing.ts";
+import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import { plugins } from "../../plugins/index.ts";
 import { graphqlText } from "../../scripts/generate-schema.ts";

@@ -13,7 +13,7 @@ import WebSocket from "ws";
 import { loadConfig } from "../../core/config.ts";
 import type { JobUpdate } from "../../core/jobs.ts";
 import { createKernel, type Kernel } from "../../core/kernel.ts";
-import { createTestKernel, graphql, graphqlSubscription, type TestKernel } from "../../core/testing.ts";
+import { createTestKernel, graphql, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import { memoryBlobStore } from "../../storage/blobs.ts";
 import { redisCounters } from "../../storage/counters.ts";

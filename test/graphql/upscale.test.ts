@@ -3,8 +3,8 @@
 // depend on the backend).
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { probeImage } from "../../core/media/index.ts";
-import { createTestKernel, graphql, type TestKernel } from "../../core/testing.ts";
+import { probeImage } from "../../lib/media/index.ts";
+import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import images from "../../plugins/images/index.ts";
 import imagesSandbox from "../../plugins/images/sandbox.ts";

@@ -3,9 +3,8 @@
 import { readFileSync } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createTestKernel } from "../../core/testing.ts";
+import { createTestKernel } from "../../testkit/index.ts";
 import { definePlugin } from "../../core/plugin.ts";
-import type { MediaEngine } from "../../core/media/index.ts";
 
 const FIXTURE = new URL("../../../shared/fixtures/media/video1.mp4", import.meta.url);
 
@@ -18,7 +17,7 @@ for (const mode of ["native", "wasm"] as const) {
   t(`MEDIA_ENGINE=${mode} gives the plugin that engine, which probes a real file`, async () => {
     const tk = await createTestKernel({ plugins: [user, stranger], env: { MEDIA_ENGINE: mode } });
     try {
-      const media = tk.kernel.capabilitiesFor("mediauser")<MediaEngine>("media");
+      const media = tk.kernel.capabilitiesFor("mediauser")("media");
       assert.is(media.kind, mode);
       const probe = await media.probe(new Uint8Array(readFileSync(FIXTURE)), "video1.mp4");
       assert.ok(probe.durationSeconds > 0);

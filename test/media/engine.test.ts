@@ -15,7 +15,7 @@ import {
   testVideoJob,
   type MediaEngine,
   type Probe,
-} from "../../core/media/index.ts";
+} from "../../lib/media/index.ts";
 import { ENGINE_MODES, EXIFTOOL, exifTags, fixture, leakedMetadata } from "./util.ts";
 
 const video1 = fixture("video1.mp4");

@@ -17,8 +17,8 @@ import {
   supportsStatsPeriod,
   testVideoJob,
   videoFrameSize,
-} from "../../core/media/index.ts";
-import { Limiter, assertNotPlaylist } from "../../core/media/common.ts";
+} from "../../lib/media/index.ts";
+import { Limiter, assertNotPlaylist } from "../../lib/media/common.ts";
 
 const t = suite("media parsing and helpers");
 const isME = (e: unknown) => e instanceof MediaError;

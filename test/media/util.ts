@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { detectNativeFfmpeg } from "../../core/media/index.ts";
+import { detectNativeFfmpeg } from "../../lib/media/index.ts";
 
 export const FIXTURES = join(import.meta.dirname, "../../../shared/fixtures/media");
 export const fixture = (name: string) => new Uint8Array(readFileSync(join(FIXTURES, name)));

@@ -12,7 +12,7 @@ import {
   stripImageMetadata,
   withVips,
   type ImageFormat,
-} from "../../core/media/index.ts";
+} from "../../lib/media/index.ts";
 import { EXIFTOOL, exifTags, fixture, leakedMetadata } from "./util.ts";
 
 const t = suite("media images (wasm-vips)");

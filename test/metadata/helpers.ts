@@ -1,6 +1,6 @@
 // Shared by the metadata tests: the fixtures by kind, decoded pixels, byte search, a seeded random source.
 import { readdirSync } from "node:fs";
-import { loadVips } from "../../core/media/index.ts";
+import { loadVips } from "../../lib/media/index.ts";
 import { FIXTURES, fixture } from "../media/util.ts";
 
 export { EXIFTOOL, ENGINE_MODES, exifTags, fixture, leakedMetadata } from "../media/util.ts";

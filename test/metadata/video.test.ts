@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createMediaEngine, mp4Boxes, mp4MetadataCategories, type MediaEngine } from "../../core/media/index.ts";
+import { createMediaEngine, mp4Boxes, mp4MetadataCategories, type MediaEngine } from "../../lib/media/index.ts";
 import { DamagedMediaError } from "../../plugins/metadata/damage.ts";
 import { cleanVideo, hasMultiEditList, videoContainerOf } from "../../plugins/metadata/video.ts";
 import { contains, ENGINE_MODES, loadFixture, VIDEO_FIXTURES } from "./helpers.ts";

@@ -7,15 +7,15 @@
 // sandbox's music is tested in sandbox.test.ts, and end to end with the API in sandbox-api.test.ts.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createMediaEngine, type MediaEngine } from "../../core/media/index.ts";
+import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
 import { definePlugin, type CapabilityHost } from "../../core/plugin.ts";
-import { createTestKernel, type TestKernel } from "../../core/testing.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import { encodePng } from "../../plugins/images/png.ts";
 import music from "../../plugins/music/index.ts";
 import { FAILURE_TEXTS, MUSIC_ERRORS as E } from "../../plugins/music/errors.ts";
 import { uploadedSource } from "../../plugins/music/source.ts";
-import { MusicProviderError, type MusicProvider, type MusicProviders, type MusicTrack } from "../../plugins/music/provider.ts";
+import { MusicProviderError, type MusicProvider, type MusicProviders, type MusicTrack } from "../../contracts/music.ts";
 import { ApiError, KERNEL_ERRORS } from "../../core/errors.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
@@ -75,7 +75,7 @@ const providerPlugin = (script: Script, serve = true) =>
     requires: ["media"],
     provides: {
       "music.generate": (host: CapabilityHost): MusicProviders => {
-        const p = testProvider(() => host.capability<MediaEngine>("media"), script);
+        const p = testProvider(() => host.capability("media"), script);
         return { provider: () => (serve ? p : undefined) };
       },
     },

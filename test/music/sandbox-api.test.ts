@@ -5,8 +5,8 @@
 import { readFileSync } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createMediaEngine, type MediaEngine } from "../../core/media/index.ts";
-import { createTestKernel, type TestKernel } from "../../core/testing.ts";
+import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import music from "../../plugins/music/index.ts";
 import { FAILURE_TEXTS } from "../../plugins/music/errors.ts";

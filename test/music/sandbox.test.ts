@@ -4,8 +4,8 @@
 // extension of an upload on its beat, the failure markers, and abort.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createMediaEngine, detectNativeFfmpeg, probeImage, type MediaEngine } from "../../core/media/index.ts";
-import { MusicProviderError, type MusicExtensionRequest, type MusicGenerationRequest, type MusicProvider, type MusicTrack } from "../../plugins/music/provider.ts";
+import { createMediaEngine, detectNativeFfmpeg, probeImage, type MediaEngine } from "../../lib/media/index.ts";
+import { MusicProviderError, type MusicExtensionRequest, type MusicGenerationRequest, type MusicProvider, type MusicTrack } from "../../contracts/music.ts";
 import { estimateTempo, fromPcm, SAMPLE_RATE, wav, type Stereo } from "../../plugins/music/render.ts";
 import { sandboxMusicProvider, titleFrom } from "../../plugins/music/sandbox.ts";
 

@@ -2,7 +2,7 @@
 // non-public or non-https target is refused before any DNS or charge, and ordinary public URLs pass.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { checkUrl, classifyAddress, isPublicAddress } from "../../core/outbound/index.ts";
+import { checkUrl, classifyAddress, isPublicAddress } from "../../lib/outbound/index.ts";
 
 const HOSTILE: string[] = [
   // 127.0.0.1 in every spelling the URL parser turns into it

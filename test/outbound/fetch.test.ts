@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createOutboundGuard, OutboundError, type OutboundErrorKind, type ResolvedAddress, type Resolver } from "../../core/outbound/index.ts";
+import { createOutboundGuard, OutboundError, type OutboundErrorKind, type ResolvedAddress, type Resolver } from "../../lib/outbound/index.ts";
 
 const PUBLIC_V4: ResolvedAddress = { address: "93.184.216.34", family: 4 };
 const PUBLIC_V6: ResolvedAddress = { address: "2606:2800:220:1:248:1893:25c8:1946", family: 6 };

@@ -5,8 +5,8 @@
 // nothing charged, GraphQL, and a restarted worker finishing a download queued before it started.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createMediaEngine, firstAudio, firstVideo, type MediaEngine } from "../../core/media/index.ts";
-import { createTestKernel, graphql, type TestKernel } from "../../core/testing.ts";
+import { createMediaEngine, firstAudio, firstVideo, type MediaEngine } from "../../lib/media/index.ts";
+import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import social from "../../plugins/social/index.ts";
 import { FAILURE_SENTENCES, SOCIAL_ERRORS as E } from "../../plugins/social/errors.ts";

@@ -4,8 +4,8 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
-import { loadVips } from "../../core/media/index.ts";
-import type { TestKernel } from "../../core/testing.ts";
+import { loadVips } from "../../lib/media/index.ts";
+import type { TestKernel } from "../../testkit/index.ts";
 import { encodePng, pngInfo } from "../../plugins/images/png.ts";
 import { UPSCALE_ERRORS as E } from "../../plugins/upscale/errors.ts";
 import { UPSCALE_COSTS } from "../../plugins/upscale/prices.ts";

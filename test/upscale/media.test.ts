@@ -3,7 +3,7 @@
 // orientation, cancellation).
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createMediaEngine, firstAudio, firstVideo, generateTestVideo, isMediaError, loadVips, type MediaEngine } from "../../core/media/index.ts";
+import { createMediaEngine, firstAudio, firstVideo, generateTestVideo, isMediaError, loadVips, type MediaEngine } from "../../lib/media/index.ts";
 import { encodePng, pngInfo } from "../../plugins/images/png.ts";
 import { measureImage, planImage } from "../../plugins/upscale/image.ts";
 import { upscaleImage } from "../../plugins/upscale/resample.ts";

@@ -4,8 +4,8 @@
 // rules before any charge, and a refund when the job fails.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createMediaEngine, displaySize, firstAudio, firstVideo, generateTestVideo } from "../../core/media/index.ts";
-import type { TestKernel } from "../../core/testing.ts";
+import { createMediaEngine, displaySize, firstAudio, firstVideo, generateTestVideo } from "../../lib/media/index.ts";
+import type { TestKernel } from "../../testkit/index.ts";
 import { UPSCALE_ERRORS as E } from "../../plugins/upscale/errors.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { ENGINE_MODES, fixture } from "../media/util.ts";

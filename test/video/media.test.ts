@@ -3,10 +3,10 @@
 // probed and decoded with the engine itself; fixtures made elsewhere catch what home-made clips would not.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createMediaEngine, generateTestVideo, mp4MetadataCategories, stripVideoMetadataArgs, type MediaEngine } from "../../core/media/index.ts";
+import { createMediaEngine, generateTestVideo, mp4MetadataCategories, stripVideoMetadataArgs, type MediaEngine } from "../../lib/media/index.ts";
 import { encodePng } from "../../plugins/images/png.ts";
 import { concatClips } from "../../plugins/video/merge.ts";
-import { UnsafeContentError, type VideoGenerationRequest } from "../../plugins/video/provider.ts";
+import { UnsafeContentError, type VideoGenerationRequest } from "../../contracts/video.ts";
 import { sandboxVideoProvider } from "../../plugins/video/sandbox.ts";
 import { rejection } from "../helpers/assert.ts";
 import { ENGINE_MODES, fixture } from "../media/util.ts";

@@ -8,8 +8,8 @@ import * as assert from "uvu/assert";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import type { JobKindDeclaration } from "../../core/jobs.ts";
 import { definePlugin, operation } from "../../core/plugin.ts";
-import { createMediaEngine, generateTestVideo, mp4MetadataCategories, type MediaEngine } from "../../core/media/index.ts";
-import { createTestKernel, type TestKernel } from "../../core/testing.ts";
+import { createMediaEngine, generateTestVideo, mp4MetadataCategories, type MediaEngine } from "../../lib/media/index.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import { encodePng } from "../../plugins/images/png.ts";
 import video from "../../plugins/video/index.ts";
@@ -35,8 +35,8 @@ const fakeUpscale = definePlugin({
       failError: "Upscaling failed.",
       retries: 0,
       async run(ctx) {
-        const bytes = await generateTestVideo(ctx.capability<MediaEngine>("media"), { width: 320, height: 240, seconds: 1 });
-        const records = ctx.capability<VideoRecords>("video.records");
+        const bytes = await generateTestVideo(ctx.capability("media"), { width: 320, height: 240, seconds: 1 });
+        const records = ctx.capability("video.records");
         return { state: "complete", output: (await records.storeOutput(ctx.jobId, bytes, { duration: 1, metadata_removed: false, width: 320, height: 240 })) as any };
       },
     } satisfies JobKindDeclaration,
@@ -47,7 +47,7 @@ const fakeUpscale = definePlugin({
       path: "/fake-upscale",
       status: 202,
       async handle(ctx) {
-        const records = ctx.capability<VideoRecords>("video.records");
+        const records = ctx.capability("video.records");
         const job = await ctx.submitJob({
           kind: "video-upscale",
           state: "queued",

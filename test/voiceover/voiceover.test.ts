@@ -3,15 +3,15 @@
 // the list and its pages, the in-flight cap, and the provider time-out.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { MediaEngine } from "../../core/media/index.ts";
+import type { MediaEngine } from "../../lib/media/index.ts";
 import { definePlugin } from "../../core/plugin.ts";
-import { createTestKernel, type TestKernel } from "../../core/testing.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import voiceover from "../../plugins/voiceover/index.ts";
 import voiceoverSandbox from "../../plugins/voiceover/sandbox.ts";
 import { VOICEOVER_ERRORS as E } from "../../plugins/voiceover/errors.ts";
 import { VOICES } from "../../plugins/voiceover/models.ts";
-import { SpeechHttpError, synthesizeWithin, SpeechTimeoutError, type SpeechProvider, type SpeechProviders } from "../../plugins/voiceover/provider.ts";
+import { SpeechHttpError, synthesizeWithin, SpeechTimeoutError, type SpeechProvider, type SpeechProviders } from "../../contracts/speech.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
 const ARIA = VOICES[0]!.voice_id;
@@ -143,7 +143,7 @@ for (const backend of await databaseBackends()) {
   t("real speech decoded in the requested codec, sample rate and bitrate", async () => {
     tk = await kernelWith();
     const { key, id } = await tk.partner({ credits: 1000, limits: MANY });
-    const engine = tk.kernel.capability<MediaEngine>("media");
+    const engine = tk.kernel.capability("media");
     const text = "The quick brown fox jumps over the lazy dog. Voiceover from the sandbox.";
     for (const [format, codec, rate, kbps] of [
       [undefined, "mp3", 44100, 128],
@@ -192,7 +192,7 @@ for (const backend of await databaseBackends()) {
   t("two voices sound different; the same request gives the same audio", async () => {
     tk = await kernelWith();
     const { key } = await tk.partner({ credits: 1000, limits: MANY });
-    const engine = tk.kernel.capability<MediaEngine>("media");
+    const engine = tk.kernel.capability("media");
     const text = "Every voice in the catalog should sound like a different person.";
     const make = async (voice_id: string) => {
       const res = await tk.request("POST", "/generate-voiceover", { key, body: { text, voice_id, output_format: "pcm_22050" } });

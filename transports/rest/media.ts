@@ -5,7 +5,7 @@ import type { H3 } from "h3";
 import type { BlobStore } from "../../storage/blobs.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { json } from "./respond.ts";
-import { fileResponse } from "../../core/file-response.ts";
+import { fileResponse } from "../../lib/file-response.ts";
 
 /** Content types by extension: the one table of the media types the service stores. */
 export const MEDIA_TYPES: Readonly<Record<string, string>> = {

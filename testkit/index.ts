@@ -3,12 +3,12 @@
 // same way. Pass `databaseUrl` / `redisUrl` to run the same test on Postgres and Redis.
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fakeClock, type FakeClock } from "./clock.ts";
-import { loadConfig, type Config } from "./config.ts";
-import { createKernel, type Kernel } from "./kernel.ts";
-import { createLogger } from "./log.ts";
-import type { PluginDeclaration } from "./plugin.ts";
-import type { OutboundGuard } from "./outbound/index.ts";
+import { fakeClock, type FakeClock } from "../core/clock.ts";
+import { loadConfig, type Config } from "../core/config.ts";
+import { createKernel, type Kernel } from "../core/kernel.ts";
+import { createLogger } from "../core/log.ts";
+import type { PluginDeclaration } from "../core/plugin.ts";
+import type { OutboundGuard } from "../lib/outbound/index.ts";
 import type { PartnerLimits, PricingTier } from "../storage/tables.ts";
 import { memoryBlobStore } from "../storage/blobs.ts";
 import { memoryCounters, redisCounters } from "../storage/counters.ts";

@@ -160,6 +160,6 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("transports/admin/cli.ts")) {
+if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("cli/admin.ts")) {
   process.exit(await main(process.argv.slice(2)));
 }

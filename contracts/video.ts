@@ -1,6 +1,6 @@
 // The `video.generate` capability: what a video provider adapter implements. The video plugin validates,
 // charges, fetches the frames and prepares the reference media, then hands the provider everything as bytes;
-// the sandbox (sandbox.ts) or a real upstream adapter provides it, so one replaces the other without touching
+// its sandbox (plugins/video/sandbox.ts) or a real upstream adapter provides it, so one replaces the other without touching
 // the plugin.
 
 /** A still picture: a start or end frame, or a reference image. */
@@ -51,8 +51,7 @@ export interface GeneratedVideo {
   mimeType: "video/mp4";
 }
 
-/** The provider refused the prompt on content-safety grounds. */
-export class UnsafeContentError extends Error {}
+export { UnsafeContentError } from "./errors.ts";
 
 export interface VideoProviders {
   /** The provider that renders `model`, or undefined when none is configured for it (500 "not available"). */
@@ -62,4 +61,10 @@ export interface VideoProviders {
 export interface VideoProvider {
   /** Any other thrown error is a provider failure: the job ends `error` and is refunded. */
   generate(request: VideoGenerationRequest): Promise<GeneratedVideo>;
+}
+
+declare module "./index.ts" {
+  interface CapabilityMap {
+    "video.generate": VideoProviders;
+  }
 }

@@ -1,6 +1,6 @@
 // The `music.generate` capability: what a music provider adapter implements. The music plugin validates,
-// charges, restages the source audio and records the job; the provider only makes tracks. The sandbox
-// (sandbox.ts) or a real upstream adapter provides it, so one replaces the other without touching the plugin.
+// charges, restages the source audio and records the job; the provider only makes tracks. Its sandbox
+// (plugins/music/sandbox.ts) or a real upstream adapter provides it, so one replaces the other without touching the plugin.
 
 export type MusicModel = "V5_5" | "V5";
 
@@ -95,4 +95,10 @@ export interface MusicProvider {
 export interface MusicProviders {
   /** The provider serving a model, or undefined when none is configured (503 before any charge). */
   provider(model: MusicModel): MusicProvider | undefined;
+}
+
+declare module "./index.ts" {
+  interface CapabilityMap {
+    "music.generate": MusicProviders;
+  }
 }

@@ -1,13 +1,26 @@
 // The `speech.synthesize` capability: what a speech provider adapter implements. The voiceover plugin calls
-// it; the sandbox (sandbox.ts) or a real upstream adapter provides it, so one replaces the other without
+// it; its sandbox (plugins/voiceover/sandbox.ts) or a real upstream adapter provides it, so one replaces the other without
 // touching the plugin.
-import type { ModelId, OutputFormat } from "./models.ts";
+
+/** An encoding the voiceover plugin offers (`<codec>_<sample rate>[_<kbps>]`), parsed. */
+export interface SpeechOutputFormat {
+  id: string;
+  codec: "mp3" | "pcm" | "ulaw" | "alaw" | "opus";
+  sampleRate: number;
+  /** kbit/s for the lossy codecs; null for PCM and G.711 (their rate follows from the sample rate). */
+  bitrateKbps: number | null;
+  /** ffmpeg codec name a probe reports for the file. */
+  probeCodec: string;
+  extension: "mp3" | "wav" | "ogg";
+  mimeType: string;
+}
 
 export interface SpeechRequest {
   text: string;
   voiceId: string;
-  model: ModelId;
-  format: OutputFormat;
+  /** A model id of the voiceover plugin's table. */
+  model: string;
+  format: SpeechOutputFormat;
   /** Aborted on the model's time-out or when the caller goes away. */
   signal: AbortSignal;
 }
@@ -37,7 +50,7 @@ export interface SpeechProvider {
 
 export interface SpeechProviders {
   /** The provider serving a model, or undefined when none is configured (503 before any charge). */
-  provider(model: ModelId): SpeechProvider | undefined;
+  provider(model: string): SpeechProvider | undefined;
 }
 
 export class SpeechTimeoutError extends Error {}
@@ -64,5 +77,11 @@ export async function synthesizeWithin(provider: SpeechProvider, request: Omit<S
     outer?.removeEventListener("abort", forward);
     controller.signal.removeEventListener("abort", onAbort);
     stopped.catch(() => {});
+  }
+}
+
+declare module "./index.ts" {
+  interface CapabilityMap {
+    "speech.synthesize": SpeechProviders;
   }
 }

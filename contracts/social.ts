@@ -1,9 +1,14 @@
 // The `social.extract` capability: what an extractor implements. The social plugin checks the link against
 // the host rules, keeps the record, enforces the quota and the caps, stores and serves the files; the
-// extractor only turns a normalized post link into browser-playable MP4s and covers. The sandbox (sandbox.ts)
-// or yt-dlp (ytdlp.ts) provides it, so one replaces the other without touching the plugin.
-import type { FailureReason } from "./errors.ts";
-import type { Platform } from "./hosts.ts";
+// extractor only turns a normalized post link into browser-playable MP4s and covers. The sandbox
+// (plugins/social/sandbox.ts) or yt-dlp (plugins/social/ytdlp.ts) provides it, so one replaces the other without
+// touching the plugin.
+
+/** The three networks of the spec. */
+export type SocialPlatform = "facebook" | "instagram" | "tiktok";
+
+/** Why a download failed; the social plugin has one plain sentence for each. */
+export type SocialFailureReason = "login_required" | "no_video" | "unavailable" | "too_long" | "too_large" | "failed";
 
 /** The spec's caps ("Daily quotas": 600 s per post, 200 MB per file and per job, 10 items per carousel). */
 export const SOCIAL_LIMITS = Object.freeze({
@@ -18,7 +23,7 @@ export type SocialLimits = typeof SOCIAL_LIMITS;
 export interface ExtractRequest {
   /** `normalized_url` of the record: it passed the host rules. */
   url: string;
-  platform: Platform;
+  platform: SocialPlatform;
   limits: SocialLimits;
   /** Aborted when the job's attempt is abandoned; stop at once. */
   signal: AbortSignal;
@@ -41,12 +46,12 @@ export interface ExtractedPost {
 }
 
 /**
- * An expected failure, stated as one of the plain reasons (errors.ts). Anything else thrown is unexpected:
+ * An expected failure, stated as one of the plain reasons. Anything else thrown is unexpected:
  * the job is retried once, then fails with the generic sentence.
  */
 export class ExtractionError extends Error {
   constructor(
-    readonly reason: FailureReason,
+    readonly reason: SocialFailureReason,
     message: string,
   ) {
     super(message);
@@ -56,4 +61,10 @@ export class ExtractionError extends Error {
 
 export interface SocialExtractor {
   extract(request: ExtractRequest): Promise<ExtractedPost>;
+}
+
+declare module "./index.ts" {
+  interface CapabilityMap {
+    "social.extract": SocialExtractor;
+  }
 }

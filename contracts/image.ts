@@ -1,14 +1,18 @@
 // The `image.generate` capability: what an image provider adapter implements. The images plugin calls it;
-// the sandbox (sandbox.ts) or a real upstream adapter provides it, so one replaces the other without
-// touching the plugin. Route names ("primary", "secondary") come from the model table.
-import type { Background, ModelId } from "./models.ts";
+// its sandbox (plugins/images/sandbox.ts) or a real upstream adapter provides it, so one replaces the other
+// without touching the plugin. Route names ("primary", "secondary") come from the images plugin's model table.
+export { TransientProviderError, UnsafeContentError } from "./errors.ts";
+
+/** `auto` for models that ignore the field. */
+export type ImageBackground = "auto" | "transparent" | "opaque";
 
 export interface ImageGenerationRequest {
   prompt: string;
-  model: ModelId;
+  /** A model id of the images plugin's table. */
+  model: string;
   width: number;
   height: number;
-  background: Background;
+  background: ImageBackground;
   /** Which image of a `quantity` request (0-based): the same request with another index is another picture. */
   index: number;
   /**
@@ -27,11 +31,6 @@ export interface GeneratedImage {
   mimeType: "image/png";
 }
 
-/** A failure worth trying on the next provider of the model's chain (timeouts, 5xx, overload). */
-export class TransientProviderError extends Error {}
-/** The provider refused the prompt on content-safety grounds. */
-export class UnsafeContentError extends Error {}
-
 export interface ImageProviders {
   /** The provider behind a route, or undefined when none is configured for it. */
   route(name: string): ImageProvider | undefined;
@@ -39,4 +38,10 @@ export interface ImageProviders {
 
 export interface ImageProvider {
   generate(request: ImageGenerationRequest): Promise<GeneratedImage>;
+}
+
+declare module "./index.ts" {
+  interface CapabilityMap {
+    "image.generate": ImageProviders;
+  }
 }

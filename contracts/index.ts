@@ -1,0 +1,24 @@
+// Capability contracts: what plugins provide and use, as interfaces, in one place. A consumer asks
+// `ctx.capability("image.generate")` and gets `ImageProviders` without a type argument and without importing the
+// plugin that provides it. Each contract file adds its names to `CapabilityMap` by declaration merging; a third
+// party's plugin adds its own the same way:
+//
+//   declare module "mediagate/plugin" {
+//     interface CapabilityMap { "text.stats": TextStats }
+//   }
+
+/** Every capability name a plugin may require or provide, with the interface it answers. */
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface CapabilityMap {}
+
+/** A name of the map. */
+export type CapabilityName = keyof CapabilityMap & string;
+
+export * from "./kernel.ts";
+export * from "./errors.ts";
+export * from "./image.ts";
+export * from "./video.ts";
+export * from "./music.ts";
+export * from "./speech.ts";
+export * from "./social.ts";
+export * from "./records.ts";

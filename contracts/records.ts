@@ -1,0 +1,73 @@
+// The records capabilities: how one area makes its jobs another area's jobs, served by that area's status and
+// list endpoints, without importing it. Image upscaling makes image jobs (`images.records`, provided by the
+// images plugin) and video upscaling makes video jobs (`video.records`, provided by the video plugin).
+import type { Kysely } from "kysely";
+
+/** What a finished image job keeps on its `jobs.output`; status and list build the media link from the key. */
+export interface ImageOutput {
+  image_key: string;
+  metadata_removed: boolean;
+  width: number;
+  height: number;
+}
+
+export interface ImageRecordRow {
+  job_id: string;
+  partner_id: string;
+  prompt: string;
+  /** Shown as `model_used` by the list; the status shows a generation model's label, or this text as it is. */
+  model: string;
+  aspect_ratio: string;
+  resolution: string;
+  ref_image_urls?: readonly string[];
+}
+
+export interface ImageRecords {
+  /** Inside the submit's transaction (JobSubmission.within): the record; resolves with its `generation_id`. */
+  insert(trx: Kysely<any>, row: ImageRecordRow): Promise<number>;
+  /** Stores a finished PNG where the image endpoints serve it from; return the result from run() as output. */
+  storeOutput(jobId: string, bytes: Uint8Array, info: Omit<ImageOutput, "image_key">): Promise<ImageOutput>;
+}
+
+/** What a finished video job keeps on its `jobs.output`. */
+export interface VideoOutput {
+  video_key: string;
+  /** Absolute, fixed when the job ended: what the event carried. Status and lists rebuild it from the key. */
+  video_url: string;
+  duration: number;
+  metadata_removed: boolean;
+  width: number;
+  height: number;
+}
+
+export interface VideoJobRow {
+  job_id: string;
+  partner_id: string;
+  kind: "video" | "animation" | "upscale";
+  prompt: string;
+  model: string;
+  model_used: string;
+  quality: string | null;
+  duration: number;
+  aspect_ratio: string;
+  start_frame_url: string | null;
+  end_frame_url: string | null;
+}
+
+/**
+ * The `video.records` capability: how another area (video upscaling) makes its jobs video jobs, served by
+ * this plugin's status and list endpoints, without importing this plugin.
+ */
+export interface VideoRecords {
+  /** Inside the submit's transaction (JobSubmission.within): the job's record. */
+  insert(trx: Kysely<any>, row: Omit<VideoJobRow, "start_frame_url" | "end_frame_url"> & Partial<Pick<VideoJobRow, "start_frame_url" | "end_frame_url">>): Promise<void>;
+  /** Stores a finished clip where the video endpoints serve it from; return the result from run() as output. */
+  storeOutput(jobId: string, bytes: Uint8Array, info: Omit<VideoOutput, "video_key" | "video_url">): Promise<VideoOutput>;
+}
+
+declare module "./index.ts" {
+  interface CapabilityMap {
+    "images.records": ImageRecords;
+    "video.records": VideoRecords;
+  }
+}

@@ -1,0 +1,46 @@
+// mediagate/plugin: the one public entry for plugin authors, ours and third parties' alike. A plugin imports
+// from here, its own folder and npm packages, nothing else (test/core/import-boundary.test.ts checks it), so
+// the kernel behind this file is free to change. What is exported here is the contract.
+
+// Declaring a plugin, its operations and its job kinds.
+export {
+  definePlugin,
+  operation,
+  type CapabilityHost,
+  type HttpMethod,
+  type OperationContext,
+  type OperationDeclaration,
+  type PluginDeclaration,
+  type UploadedFile,
+} from "./plugin.ts";
+export { JobFailure, type JobKindDeclaration, type JobOutcome, type JobRunContext, type JobUpdate } from "./jobs.ts";
+export { PENDING_SUCCESS_FAILED, QUEUED_PROCESSING_COMPLETE } from "./job-states.ts";
+export type { JobSubmission, SubmittedJob } from "./ledger.ts";
+export type { StateMachine } from "./job-states.ts";
+
+// Errors, validation, prices, time.
+export { ApiError, badRequest, KERNEL_ERRORS, notFound } from "./errors.ts";
+export { limitParam, offsetParam, PAGE_BOUNDS, pageQuery, partnerJobIdField, type PageBounds } from "./validation.ts";
+export { DEFAULT_CUSTOM_RATE_MISSING, type Price, type PriceLine } from "./pricing.ts";
+export { formatTimestamp, parseSince, unixSeconds } from "./time.ts";
+export type { InferOutput, StandardSchemaV1 } from "./standard-schema.ts";
+export type { Clock } from "./clock.ts";
+export type { Config } from "./config.ts";
+export type { Logger } from "./log.ts";
+export type { Partner } from "./accounts.ts";
+
+// Service-wide slots on the shared counters.
+export { createSharedSlots, type SharedSlots } from "./shared-slots.ts";
+
+// Storage a plugin touches through its context: its migrations and its blob store.
+export type { Migration } from "../storage/migrate.ts";
+export type { BlobStore } from "../storage/blobs.ts";
+
+// Capability contracts and the typed capability map (declaration-merge `CapabilityMap` to add your own).
+export * from "../contracts/index.ts";
+
+// Libraries: the media engine, the outbound-URL guard, sandbox helpers, HTTP file responses.
+export * from "../lib/media/index.ts";
+export * from "../lib/outbound/index.ts";
+export * from "../lib/sandbox.ts";
+export * from "../lib/file-response.ts";

@@ -1,0 +1,90 @@
+// The plugin boundary (DESIGN "Layout", issue 13): a file under plugins/ or examples/ imports only the public
+// entry `mediagate/plugin` (and `mediagate/testing` from a test), its own folder, Node built-ins and npm
+// packages. A path into core/, storage/, lib/, contracts/, transports/ or another plugin is a failure here,
+// so the kernel behind mediagate/plugin stays free to change.
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+
+const ROOT = resolve(import.meta.dirname!, "../..");
+const PUBLIC = new Set(["mediagate/plugin", "mediagate/testing"]);
+
+function sources(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) {
+      if (name !== "node_modules") out.push(...sources(path));
+    } else if (/\.(ts|mts|mjs|js)$/.test(name)) out.push(path);
+  }
+  return out;
+}
+
+/** Every module specifier of a file: static imports and re-exports, dynamic imports, worker URLs. */
+export function specifiers(text: string): string[] {
+  const out: string[] = [];
+  const patterns = [
+    /\b(?:import|export)\s+(?:type\s+)?(?:[\w*${}\s,]+?\s+from\s+)?["']([^"']+)["']/g,
+    /\bimport\s*\(\s*["']([^"']+)["']\s*\)/g,
+    /\bnew\s+URL\(\s*["']([^"']+)["']\s*,\s*import\.meta\.url\s*\)/g,
+    /\bimport\.meta\.resolve\(\s*["']([^"']+)["']\s*\)/g,
+  ];
+  for (const re of patterns) for (const m of text.matchAll(re)) out.push(m[1]!);
+  return out;
+}
+
+/** The folder a file may import from: its plugin's or example's own folder (plugins/index.ts: plugins/). */
+function ownFolder(file: string): string {
+  const rel = relative(ROOT, file).split(sep);
+  return rel.length > 2 ? join(ROOT, rel[0]!, rel[1]!) : join(ROOT, rel[0]!);
+}
+
+export function violations(file: string, text: string): string[] {
+  const own = ownFolder(file);
+  const bad: string[] = [];
+  for (const spec of specifiers(text)) {
+    if (spec.startsWith(".")) {
+      const target = resolve(dirname(file), spec);
+      if (!(target + sep).startsWith(own + sep)) bad.push(spec);
+    } else if (spec.startsWith("mediagate/") || spec === "mediagate") {
+      if (!PUBLIC.has(spec)) bad.push(spec);
+    } else if (spec.startsWith("/") || spec.startsWith("file:")) {
+      bad.push(spec);
+    }
+  }
+  return bad;
+}
+
+test("plugins and examples import only mediagate/plugin, their own folder and packages", () => {
+  const files = [...sources(join(ROOT, "plugins")), ...sources(join(ROOT, "examples"))];
+  assert.ok(files.length > 50, "the walk found the plugin sources");
+  const found = files.flatMap((f) => violations(f, readFileSync(f, "utf8")).map((s) => `${relative(ROOT, f)}: ${s}`));
+  assert.equal(found, [], `imports past the public plugin API:\n${found.join("\n")}`);
+});
+
+test("the check catches deep imports of every kind", () => {
+  const file = join(ROOT, "plugins", "images", "index.ts");
+  const text = [
+    'import { ApiError } from "../../core/errors.ts";',
+    'import type { BlobStore } from "../../storage/blobs.ts";',
+    'export { x } from "../video/records.ts";',
+    'const m = await import("../../lib/media/index.ts");',
+    'const w = new URL("../../lib/media/ffmpeg-wasm.worker.mjs", import.meta.url);',
+    'import { createKernel } from "mediagate/core/kernel.ts";',
+    'import { ok } from "./input.ts";',
+    'import { definePlugin } from "mediagate/plugin";',
+    'import { z } from "zod";',
+    'import { randomBytes } from "node:crypto";',
+  ].join("\n");
+  assert.equal(violations(file, text), [
+    "../../core/errors.ts",
+    "../../storage/blobs.ts",
+    "../video/records.ts",
+    "mediagate/core/kernel.ts",
+    "../../lib/media/index.ts",
+    "../../lib/media/ffmpeg-wasm.worker.mjs",
+  ]);
+});
+
+test.run();
