@@ -38,7 +38,7 @@ for (const backend of await databaseBackends()) {
   t("transactions: the same page as REST, with the same arguments", async () => {
     const p = await tk.partner({ credits: 1000, features: { text_stats: true } });
     for (let i = 0; i < 3; i++) {
-      const r = await graphql(tk, "mutation($text: String!) { textStats(input: { text: $text }) }", { text: `hello world-${i}` }, { key: p.key });
+      const r = await graphql(tk, "mutation($text: String!) { textStats(input: { text: $text }) { words } }", { text: `hello world-${i}` }, { key: p.key });
       assert.is(r.errors, undefined, JSON.stringify(r.errors));
       assert.is(r.data.textStats.words, 2);
     }
@@ -123,7 +123,7 @@ for (const backend of await databaseBackends()) {
     assert.equal(r.body, { error: "Insufficient credits", credits_remaining: 3 });
     assert.is(g.errors![0]!.message, "Insufficient credits");
     assert.equal(g.errors![0]!.extensions, { code: "PAYMENT_REQUIRED", status: 402, credits_remaining: 3 });
-    const f = await graphql(tk, 'mutation { textStats(input: { text: "hi" }) }', undefined, { key: p.key });
+    const f = await graphql(tk, 'mutation { textStats(input: { text: "hi" }) { words } }', undefined, { key: p.key });
     assert.equal(f.errors![0]!.extensions, { code: "FORBIDDEN", status: 403, feature: "text_stats" });
     assert.is(f.errors![0]!.message, "Feature 'text_stats' is not enabled for this partner.");
     assert.is(await tk.kernel.accounts.balance(p.id), 3);
@@ -131,10 +131,10 @@ for (const backend of await databaseBackends()) {
 
   t("validation texts of a mutation input are the REST texts, checked before any charge", async () => {
     const p = await tk.partner({ credits: 50, features: { text_stats: true } });
-    const g = await graphql(tk, 'mutation { textStats(input: { text: "   " }) }', undefined, { key: p.key });
+    const g = await graphql(tk, 'mutation { textStats(input: { text: "   " }) { words } }', undefined, { key: p.key });
     assert.is(g.errors![0]!.message, "Please provide a text");
     assert.is(g.errors![0]!.extensions!.status, 400);
-    const big = await graphql(tk, "mutation($t: String!) { textStats(input: { text: $t }) }", { t: "x".repeat(1_100_000) }, { key: p.key });
+    const big = await graphql(tk, "mutation($t: String!) { textStats(input: { text: $t }) { words } }", { t: "x".repeat(1_100_000) }, { key: p.key });
     assert.is(big.errors![0]!.message, "Request body too large");
     assert.is(big.errors![0]!.extensions!.status, 413);
     assert.is(await tk.kernel.accounts.balance(p.id), 50);
