@@ -94,7 +94,7 @@ for (const runtime of runtimes) {
     const cli = (...args: string[]) =>
       new Promise<{ code: number | null; out: string }>((res) => {
         const env = { ...process.env, DATA_DIR: server.dataDir, ADMIN_TOKEN: "", PUBLIC_URL: server.base };
-        const child = spawn(join(root, "node_modules/.bin/tsx"), ["transports/admin/cli.ts", ...args], { cwd: root, env });
+        const child = spawn(join(root, "node_modules/.bin/tsx"), ["cli/admin.ts", ...args], { cwd: root, env });
         let out = "";
         child.stdout.on("data", (d) => (out += d));
         child.stderr.on("data", (d) => (out += d));
