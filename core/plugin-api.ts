@@ -41,6 +41,7 @@ export * from "../contracts/index.ts";
 
 // Libraries: the media engine, the outbound-URL guard, sandbox helpers, HTTP file responses.
 export * from "../lib/media/index.ts";
+export * from "../lib/formats/index.ts";
 export * from "../lib/outbound/index.ts";
 export * from "../lib/sandbox.ts";
 export * from "../lib/file-response.ts";

@@ -153,17 +153,35 @@ export async function generateTestVideo(
   return out[job.outputs[0]!]!;
 }
 
+export interface StripVideoOptions {
+  /** The container written (default "mp4"); "mov" keeps QuickTime-only features and writes no timecode track. */
+  format?: "mp4" | "mov";
+  /**
+   * Copy packets as stored, ignoring the edit lists: for files whose lists play more than one stretch of
+   * media, which ffmpeg's demuxer would otherwise replay into the copy (timestamps running backwards).
+   */
+  ignoreEditList?: boolean;
+}
+
 /**
- * Remux a video without container/stream metadata (title, dates, GPS, XMP, C2PA boxes, encoder tags), keeping
- * every video and audio stream bit for bit and the display rotation (side data, not metadata).
+ * Remux a video without metadata: every video and audio stream is copied bit for bit (never re-encoded), with
+ * the display rotation (side data, not metadata). Whatever ffmpeg does not copy on its own stays behind (C2PA
+ * and XMP uuid boxes, udta, meta), and the options drop container and stream tags, chapters, timecode, data
+ * and subtitle tracks and cover art; the index (moov) goes in front. The same list runs on both engines.
  */
-export function stripVideoMetadataArgs(input: string, output: string): string[] {
+export function stripVideoMetadataArgs(input: string, output: string, options: StripVideoOptions = {}): string[] {
   return [
+    // Any read error (a truncated mdat, a corrupt packet) ends the run: a partial copy is never returned.
+    "-xerror",
+    ...(options.ignoreEditList ? ["-ignore_editlist", "1"] : []),
     "-i", input,
-    "-map", "0:v?", "-map", "0:a?", "-dn",
+    // Capital V: video streams that are not attached pictures (cover art is metadata, not picture).
+    "-map", "0:V?", "-map", "0:a?",
     "-c", "copy",
-    "-map_metadata", "-1", "-map_metadata:s:v", "-1", "-map_metadata:s:a", "-1", "-map_chapters", "-1",
+    "-map_metadata", "-1", "-map_metadata:s", "-1", "-map_chapters", "-1",
+    // The encoder's name and version stay out of the new container too.
     "-fflags", "+bitexact", "-flags:v", "+bitexact", "-flags:a", "+bitexact",
+    ...(options.format === "mov" ? ["-write_tmcd", "0", "-f", "mov"] : ["-f", "mp4"]),
     "-movflags", "+faststart",
     output,
   ];

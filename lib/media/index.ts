@@ -1,4 +1,5 @@
-// The media engine: ffmpeg (native or wasm, one interface), probing, libvips image work and metadata removal.
+// The media engine: ffmpeg (native or wasm, one interface), probing, libvips image work, metadata-free remuxes.
+// Byte-level format readers and writers are lib/formats.
 // Product areas import from here only; the files behind it are free to change.
 export { createMediaEngine, detectNativeFfmpeg, type MediaEngineOptions } from "./engine.ts";
 export { createNativeEngine, findOnPath, supportsStatsPeriod, type NativeOptions } from "./native.ts";
@@ -39,14 +40,14 @@ export {
   type VipsImage,
   type VipsModule,
 } from "./vips.ts";
-export { stripImageMetadata, stripJpeg, stripPng, stripWebp, type StripOptions, type StripResult } from "./strip.ts";
 export {
   findSystemFont,
   generateTestVideo,
   stripVideoMetadataArgs,
+  type StripVideoOptions,
   testVideoJob,
   videoFrameSize,
   type EngineJob,
   type TestVideoOptions,
 } from "./generate.ts";
-export { appendTopLevelBox, MP4_UUIDS, mp4Boxes, mp4MetadataCategories, type Mp4Box, type Mp4MetadataCategory } from "./mp4-metadata.ts";
+export { MP4_UUIDS, mp4MetadataCategories, type Mp4MetadataCategory } from "./mp4-metadata.ts";

@@ -2,6 +2,8 @@
 // what `metadata_removed` is computed from (video generation) and what video metadata removal reports.
 // Damaged files never throw and never loop: the walk stops at the first box that does not fit and reports
 // what it found so far.
+import { latin1 } from "../formats/bytes.ts";
+import { mp4Boxes, type Mp4Box } from "../formats/isobmff.ts";
 
 export type Mp4MetadataCategory = "c2pa" | "xmp" | "other";
 
@@ -12,39 +14,8 @@ const CONTAINERS = new Set(["moov", "trak", "mdia", "minf", "udta", "edts"]);
 /** Boxes that are metadata in themselves. */
 const TAG_BOXES = new Set(["ilst", "keys", "chpl", "©nam", "©too", "©cmt", "©day", "©ART", "©alb", "©xyz", "cprt", "titl", "auth", "dscp", "perf", "gnre", "yrrc", "loci", "kywd", "albm", "rtng", "clsf", "AllF", "SelO", "WLOC", "LOOP", "ptv ", "hinf", "hnti", "name", "tags", "meta"]);
 
-export interface Mp4Box {
-  type: string;
-  start: number;
-  /** First byte of the payload. */
-  body: number;
-  end: number;
-}
-
 const hex = (b: Uint8Array, start: number, len: number) => Array.from(b.subarray(start, start + len), (x) => x.toString(16).padStart(2, "0")).join("");
-const fourcc = (b: Uint8Array, at: number) => String.fromCharCode(b[at]!, b[at + 1]!, b[at + 2]!, b[at + 3]!).replace(/\xa9/g, "©");
-
-/** The boxes laid end to end in bytes [from, to); stops at the first that does not fit. */
-export function* mp4Boxes(b: Uint8Array, from = 0, to = b.length): Generator<Mp4Box> {
-  const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  let at = from;
-  while (at + 8 <= to) {
-    let size = view.getUint32(at);
-    const type = fourcc(b, at + 4);
-    let body = at + 8;
-    if (size === 1) {
-      if (at + 16 > to) return;
-      const big = view.getBigUint64(at + 8);
-      if (big > BigInt(to - at)) return;
-      size = Number(big);
-      body = at + 16;
-    } else if (size === 0) {
-      size = to - at; // to the end of the enclosing space
-    }
-    if (size < body - at || at + size > to) return;
-    yield { type, start: at, body, end: at + size };
-    at += size;
-  }
-}
+const fourccAt = (b: Uint8Array, at: number) => latin1(b, at, at + 4);
 
 /** The handler type of a trak (`vide`, `soun`, `tmcd`, `text`, ...), or "" when it cannot be read. */
 function handlerOf(b: Uint8Array, trak: Mp4Box): string {
@@ -52,7 +23,7 @@ function handlerOf(b: Uint8Array, trak: Mp4Box): string {
     if (mdia.type !== "mdia") continue;
     for (const hdlr of mp4Boxes(b, mdia.body, mdia.end)) {
       // full box: version/flags (4), pre_defined (4), handler_type (4)
-      if (hdlr.type === "hdlr" && hdlr.body + 12 <= hdlr.end) return fourcc(b, hdlr.body + 8);
+      if (hdlr.type === "hdlr" && hdlr.body + 12 <= hdlr.end) return fourccAt(b, hdlr.body + 8);
     }
   }
   return "";
@@ -88,7 +59,7 @@ export function mp4MetadataCategories(bytes: Uint8Array): Mp4MetadataCategory[] 
         }
         case "meta": {
           // A full box in MP4 (4 bytes of version/flags before the children), a plain one in QuickTime.
-          const plain = box.body + 8 <= box.end && fourcc(bytes, box.body + 4) === "hdlr";
+          const plain = box.body + 8 <= box.end && fourccAt(bytes, box.body + 4) === "hdlr";
           const childStart = plain ? box.body : box.body + 4;
           let tagged = false;
           for (const child of mp4Boxes(bytes, childStart, box.end)) {
@@ -108,20 +79,6 @@ export function mp4MetadataCategories(bytes: Uint8Array): Mp4MetadataCategory[] 
   };
   walk(0, bytes.length, 0);
   return [...found].sort();
-}
-
-/** The bytes with one more top-level box appended (a `uuid` box when `uuid` is given). */
-export function appendTopLevelBox(bytes: Uint8Array, type: string, payload: Uint8Array, uuid?: string): Uint8Array {
-  const id = uuid ? Uint8Array.from(uuid.replace(/-/g, "").match(/../g)!.map((h) => parseInt(h, 16))) : new Uint8Array(0);
-  const size = 8 + id.length + payload.length;
-  const out = new Uint8Array(bytes.length + size);
-  out.set(bytes, 0);
-  const view = new DataView(out.buffer);
-  view.setUint32(bytes.length, size);
-  for (let i = 0; i < 4; i++) out[bytes.length + 4 + i] = type.charCodeAt(i);
-  out.set(id, bytes.length + 8);
-  out.set(payload, bytes.length + 8 + id.length);
-  return out;
 }
 
 export const MP4_UUIDS = { c2pa: C2PA_UUID, xmp: XMP_UUID } as const;

@@ -1,12 +1,9 @@
 // Video metadata removal: the picture and sound streams are stream-copied (never re-encoded) into a new
-// container, which leaves behind everything ffmpeg does not copy on its own (C2PA and XMP uuid boxes, udta,
-// meta) and, through the options below, container and stream tags, chapters, timecode, data and subtitle
-// tracks, cover art. MOV stays MOV (QuickTime-only features survive), anything else becomes MP4; the index
-// (moov) goes in front so the copy plays while it downloads.
-//
-// One argument list runs unchanged on the native and the wasm engine (core/media/types.ts).
-import { isMediaError, type MediaEngine, mp4Boxes, mp4MetadataCategories } from "mediagate/plugin";
-import { ascii, damaged, sortCategories, type Category, type Cleaned } from "./damage.ts";
+// container by the media library's metadata-free remux (stripVideoMetadataArgs: what it leaves behind is
+// listed there). MOV stays MOV (QuickTime-only features survive), anything else becomes MP4; the index (moov)
+// goes in front so the copy plays while it downloads.
+import { damagedMedia, isMediaError, latin1, type MediaEngine, mp4Boxes, mp4MetadataCategories, stripVideoMetadataArgs } from "mediagate/plugin";
+import { sortCategories, type Category, type Cleaned } from "./damage.ts";
 
 /** QuickTime files from before the ftyp box start with one of the others. */
 const FIRST_BOXES = new Set(["ftyp", "moov", "mdat", "wide", "free", "skip", "pnot"]);
@@ -26,11 +23,11 @@ export function videoContainerOf(bytes: Uint8Array): VideoContainer | null {
     if (!FIRST_BOXES.has(box.type)) return null;
     if (box.type !== "ftyp") return MOV;
     if (box.body + 4 > box.end) return null;
-    return ascii(bytes, box.body, box.body + 4) === "qt  " ? MOV : MP4;
+    return latin1(bytes, box.body, box.body + 4) === "qt  " ? MOV : MP4;
   }
   // A first box that does not fit in the file is still recognisably ISO-BMFF (a truncated download): the
   // remux will call it damaged.
-  return bytes.length >= 8 && FIRST_BOXES.has(ascii(bytes, 4, 8)) ? (ascii(bytes, 8, 12) === "qt  " || ascii(bytes, 4, 8) !== "ftyp" ? MOV : MP4) : null;
+  return bytes.length >= 8 && FIRST_BOXES.has(latin1(bytes, 4, 8)) ? (latin1(bytes, 8, 12) === "qt  " || latin1(bytes, 4, 8) !== "ftyp" ? MOV : MP4) : null;
 }
 
 /**
@@ -61,24 +58,6 @@ export function hasMultiEditList(bytes: Uint8Array): boolean {
   return false;
 }
 
-export function stripArgs(container: VideoContainer, input: string, output: string, options: { ignoreEditList?: boolean } = {}): string[] {
-  return [
-    // Any read error (a truncated mdat, a corrupt packet) ends the run: a partial copy is never returned.
-    "-xerror",
-    ...(options.ignoreEditList ? ["-ignore_editlist", "1"] : []),
-    "-i", input,
-    // Capital V: video streams that are not attached pictures (cover art is metadata, not picture).
-    "-map", "0:V?", "-map", "0:a?",
-    "-c", "copy",
-    "-map_metadata", "-1", "-map_metadata:s", "-1", "-map_chapters", "-1",
-    // The encoder's name and version stay out of the new container too.
-    "-fflags", "+bitexact", "-flags:v", "+bitexact", "-flags:a", "+bitexact",
-    ...(container.format === "mov" ? ["-write_tmcd", "0", "-f", "mov"] : ["-f", "mp4"]),
-    "-movflags", "+faststart",
-    output,
-  ];
-}
-
 export interface VideoCleanOptions {
   signal?: AbortSignal;
   timeoutMs?: number;
@@ -93,15 +72,15 @@ export async function cleanVideo(engine: MediaEngine, bytes: Uint8Array, contain
   const output = `out.${container.extension}`;
   let out: Uint8Array;
   try {
-    const res = await engine.run(stripArgs(container, "in.bin", output, { ignoreEditList: hasMultiEditList(bytes) }), { inputs: { "in.bin": bytes }, outputs: [output], signal: options.signal, timeoutMs: options.timeoutMs });
+    const res = await engine.run(stripVideoMetadataArgs("in.bin", output, { format: container.format, ignoreEditList: hasMultiEditList(bytes) }), { inputs: { "in.bin": bytes }, outputs: [output], signal: options.signal, timeoutMs: options.timeoutMs });
     out = res[output]!;
   } catch (err) {
     // The arguments are fixed and tested on both engines, so a run that fails on its own ("invalid_input",
     // "unsupported", or "failed": ffmpeg's exit on a corrupt packet) failed on the file.
-    if (isMediaError(err) && (err.isInputError || err.code === "failed")) damaged(err.detail);
+    if (isMediaError(err) && (err.isInputError || err.code === "failed")) damagedMedia(err.detail);
     throw err;
   }
-  if (out.length === 0) damaged("empty output");
+  if (out.length === 0) damagedMedia("empty output");
   // What the copy still carries would be a bug of ours, not the file's: refuse to hand it out.
   const left = mp4MetadataCategories(out);
   if (left.length) throw new Error(`video copy still carries ${left.join(", ")}`);

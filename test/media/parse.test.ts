@@ -1,5 +1,5 @@
 // Pure parts of the media engine: time/progress parsing, the `ffmpeg -i` and ffprobe parsers on canned output,
-// failure classification, sizes, the queue, and the lossless JPEG/PNG/WebP copiers on hand-made files.
+// failure classification, sizes and the queue. (The byte-level format readers are tested in test/formats/.)
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import {
@@ -11,9 +11,7 @@ import {
   parseFfmpegTime,
   parseFfprobeJson,
   ProgressTracker,
-  stripJpeg,
-  stripPng,
-  stripWebp,
+  stripVideoMetadataArgs,
   supportsStatsPeriod,
   testVideoJob,
   videoFrameSize,
@@ -187,102 +185,14 @@ t("the limiter is FIFO, caps concurrency and hands slots over without a gap", as
   assert.is(lim.pending, 0);
 });
 
-// A minimal baseline JPEG structure (not decodable, but structurally valid for the copier).
-function seg(marker: number, body: number[] | string): number[] {
-  const bytes = typeof body === "string" ? [...body].map((c) => c.charCodeAt(0)) : body;
-  const len = bytes.length + 2;
-  return [0xff, marker, len >> 8, len & 255, ...bytes];
-}
-
-t("the JPEG copier keeps structure, JFIF, ICC and Adobe and drops EXIF, XMP, IPTC, C2PA, comments and trailers", () => {
-  const jpeg = Uint8Array.from([
-    0xff, 0xd8,
-    ...seg(0xe0, "JFIF\0\x01\x01\0\0\x01\0\x01\0\0"),
-    ...seg(0xe1, "Exif\0\0MM\0*"),
-    ...seg(0xe1, "http://ns.adobe.com/xap/1.0/\0<x:xmpmeta/>"),
-    ...seg(0xe2, "ICC_PROFILE\0\x01\x01abc"),
-    ...seg(0xe2, "MPF\0II*\0"),
-    ...seg(0xeb, "JP\0\0\0\0\0\x01jumb c2pa"),
-    ...seg(0xed, "Photoshop 3.0\x008BIM"),
-    ...seg(0xee, "Adobe\0d\0\0\0\0\x01"),
-    ...seg(0xfe, "a comment"),
-    ...seg(0xdb, [0, 1, 2, 3]),
-    ...seg(0xc0, [8, 0, 1, 0, 1, 1, 1, 0x11, 0]),
-    ...seg(0xda, [1, 1, 0, 0, 0x3f, 0]),
-    0x12, 0xff, 0x00, 0x34, 0xff, 0xd0, 0x56, // entropy data with a stuffed byte and a restart marker
-    0xff, 0xd9,
-    0xff, 0xd8, 0x99, 0x99, // a second (MPF) image after EOI
-  ]);
-  const out = stripJpeg(jpeg);
-  const text = new TextDecoder("latin1").decode(out);
-  for (const gone of ["Exif", "xmpmeta", "MPF", "jumb", "Photoshop", "comment"]) assert.not.ok(text.includes(gone), gone);
-  for (const kept of ["JFIF", "ICC_PROFILE", "Adobe"]) assert.ok(text.includes(kept), kept);
-  assert.equal([...out.subarray(-9)], [0x12, 0xff, 0x00, 0x34, 0xff, 0xd0, 0x56, 0xff, 0xd9]);
-  assert.not.ok(new TextDecoder("latin1").decode(stripJpeg(jpeg, false)).includes("ICC_PROFILE"));
-  assert.throws(() => stripJpeg(jpeg.subarray(0, 60)), isME);
-  assert.throws(() => stripJpeg(new Uint8Array([1, 2, 3])), isME);
-});
-
-// CRCs are left zero: the copier moves chunks as they are and never checks them.
-function chunk(type: string, data: number[] | string): number[] {
-  const body = typeof data === "string" ? [...data].map((c) => c.charCodeAt(0)) : data;
-  const len = body.length;
-  return [len >>> 24, (len >>> 16) & 255, (len >>> 8) & 255, len & 255, ...[...type].map((c) => c.charCodeAt(0)), ...body, 0, 0, 0, 0];
-}
-
-t("the PNG copier keeps critical, colour and animation chunks only", () => {
-  const png = Uint8Array.from([
-    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a,
-    ...chunk("IHDR", [0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0, 0, 0]),
-    ...chunk("iCCP", "icc\0\0x"),
-    ...chunk("gAMA", [0, 0, 0xb1, 0x8f]),
-    ...chunk("tEXt", "Author\0me"),
-    ...chunk("iTXt", "XML:com.adobe.xmp\0\0\0\0\0<x:xmpmeta/>"),
-    ...chunk("eXIf", "MM\0*"),
-    ...chunk("tIME", [7, 0xe8, 1, 1, 0, 0, 0]),
-    ...chunk("caBX", "jumb"),
-    ...chunk("acTL", [0, 0, 0, 1, 0, 0, 0, 0]),
-    ...chunk("IDAT", [1, 2, 3]),
-    ...chunk("IEND", []),
-    1, 2, 3, // trailing junk
-  ]);
-  const names = (b: Uint8Array) => {
-    const out: string[] = [];
-    for (let i = 8; i + 8 <= b.length; ) {
-      const len = new DataView(b.buffer, b.byteOffset).getUint32(i);
-      out.push(new TextDecoder().decode(b.subarray(i + 4, i + 8)));
-      i += 12 + len;
-    }
-    return out;
-  };
-  assert.equal(names(stripPng(png)), ["IHDR", "iCCP", "gAMA", "acTL", "IDAT", "IEND"]);
-  assert.equal(names(stripPng(png, false)), ["IHDR", "gAMA", "acTL", "IDAT", "IEND"]);
-});
-
-t("the WebP copier drops EXIF/XMP and fixes the VP8X flags and RIFF size", () => {
-  const riffChunk = (type: string, data: number[]) => {
-    const len = data.length;
-    return [...[...type].map((c) => c.charCodeAt(0)), len & 255, (len >> 8) & 255, (len >> 16) & 255, len >>> 24, ...data, ...(len & 1 ? [0] : [])];
-  };
-  const body = [
-    ...[..."WEBP"].map((c) => c.charCodeAt(0)),
-    ...riffChunk("VP8X", [0x20 | 0x08 | 0x04 | 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
-    ...riffChunk("ICCP", [1, 2, 3]),
-    ...riffChunk("ALPH", [4]),
-    ...riffChunk("VP8 ", [5, 6]),
-    ...riffChunk("EXIF", [7, 8, 9]),
-    ...riffChunk("XMP ", [10]),
-  ];
-  const webp = Uint8Array.from([0x52, 0x49, 0x46, 0x46, body.length & 255, (body.length >> 8) & 255, 0, 0, ...body]);
-  const out = stripWebp(webp);
-  const text = new TextDecoder("latin1").decode(out);
-  assert.not.ok(text.includes("EXIF") || text.includes("XMP "));
-  assert.ok(text.includes("ICCP") && text.includes("ALPH") && text.includes("VP8 "));
-  assert.is(out[20], 0x20 | 0x10); // ICC + alpha remain
-  assert.is(new DataView(out.buffer).getUint32(4, true), out.length - 8);
-  const noIcc = stripWebp(webp, false);
-  assert.is(noIcc[20], 0x10);
-  assert.not.ok(new TextDecoder("latin1").decode(noIcc).includes("ICCP"));
+t("one metadata-free remux: MP4 unless MOV is asked, edit lists ignored only when asked", () => {
+  const mp4 = stripVideoMetadataArgs("in.mp4", "out.mp4");
+  assert.equal(mp4.slice(0, 3), ["-xerror", "-i", "in.mp4"]);
+  assert.equal(mp4.slice(-5), ["-f", "mp4", "-movflags", "+faststart", "out.mp4"]);
+  for (const flag of ["-map_metadata", "-map_chapters", "0:V?", "0:a?"]) assert.ok(mp4.includes(flag), flag);
+  const mov = stripVideoMetadataArgs("in.bin", "out.mov", { format: "mov", ignoreEditList: true });
+  assert.equal(mov.slice(0, 5), ["-xerror", "-ignore_editlist", "1", "-i", "in.bin"]);
+  assert.equal(mov.slice(-7), ["-write_tmcd", "0", "-f", "mov", "-movflags", "+faststart", "out.mov"]);
 });
 
 t.run();

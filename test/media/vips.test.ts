@@ -1,5 +1,5 @@
-// libvips (wasm-vips) image work on the real-world fixtures: probing, resizing, converting, and metadata removal
-// checked with exiftool when the machine has it (and with vips' own view of the metadata otherwise).
+// libvips (wasm-vips) image work on the real-world fixtures: probing, resizing and converting. (Metadata removal
+// is byte surgery on the shared format readers: test/metadata/surgery.test.ts and test/formats/.)
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import {
@@ -9,11 +9,10 @@ import {
   loadVips,
   probeImage,
   resizeImage,
-  stripImageMetadata,
   withVips,
   type ImageFormat,
 } from "../../lib/media/index.ts";
-import { EXIFTOOL, exifTags, fixture, leakedMetadata } from "./util.ts";
+import { fixture } from "./util.ts";
 
 const t = suite("media images (wasm-vips)");
 
@@ -24,14 +23,6 @@ const FIXTURES: Array<[string, ImageFormat, number, number, boolean]> = [
   ["libpng-test_with_url.png", "png", 91, 69, true],
   ["test_xmp.webp", "webp", 128, 128, false],
 ];
-const EXT: Record<string, string> = { jpeg: "jpg", png: "png", webp: "webp" };
-
-/** Decoded pixels, to prove a lossless strip left the picture untouched. */
-const pixels = (bytes: Uint8Array) =>
-  withVips("invalid_input", (vips, track) => {
-    const img = track(vips.Image.newFromBuffer(bytes));
-    return { w: img.width, h: img.height, bands: img.bands, data: img.writeToMemory() };
-  });
 
 /** A JPEG whose EXIF orientation says "rotate 90° clockwise to display" (stored 60x40, shown 40x60). */
 const rotatedJpeg = () =>
@@ -72,12 +63,6 @@ t("bad image bytes are a MediaError (422)", async () => {
       assert.not.match((e as Error).message, /vips/i);
     }
   }
-  try {
-    await stripImageMetadata(new TextEncoder().encode("<svg xmlns='http://www.w3.org/2000/svg'/>"));
-    assert.unreachable();
-  } catch (e) {
-    assert.ok(isMediaError(e) && e.isInputError, String(e));
-  }
 });
 
 t("resizes inside a box, covers a box, stretches, enlarges and converts", async () => {
@@ -106,54 +91,6 @@ t("resizes inside a box, covers a box, stretches, enlarges and converts", async 
     assert.unreachable();
   } catch (e) {
     assert.ok(isMediaError(e) && e.code === "failed");
-  }
-});
-
-t("strips EXIF, XMP, IPTC and C2PA losslessly from JPEG, PNG and WebP, keeping ICC", async () => {
-  for (const [name, format] of FIXTURES) {
-    const src = fixture(name);
-    const before = await probeImage(src);
-    const r = await stripImageMetadata(src);
-    assert.is(r.method, "lossless", name);
-    assert.is(r.format, format);
-    const after = await probeImage(r.bytes);
-    assert.equal([after.hasExif, after.hasXmp, after.hasIptc], [false, false, false], name);
-    assert.is(after.hasIccProfile, before.hasIccProfile, `${name}: ICC kept`);
-    assert.equal(await pixels(r.bytes), await pixels(src), `${name}: pixels unchanged`);
-    const text = new TextDecoder("latin1").decode(r.bytes);
-    for (const marker of ["xmpmeta", "jumb", "c2pa", "Exif\0", "eXIf", "Photoshop"]) assert.not.ok(text.includes(marker), `${name}: ${marker} left`);
-    if (EXIFTOOL) {
-      const leakedBefore = leakedMetadata(exifTags(src, EXT[format]!));
-      assert.ok(leakedBefore.length > 0, `${name} has metadata to remove`);
-      assert.equal(leakedMetadata(exifTags(r.bytes, EXT[format]!)), [], name);
-    }
-  }
-});
-
-t("keepIcc: false drops the colour profile too", async () => {
-  const r = await stripImageMetadata(fixture("earth_apollo17.jpg"), { keepIcc: false });
-  assert.not.ok((await probeImage(r.bytes)).hasIccProfile);
-  if (EXIFTOOL) assert.not.ok(Object.keys(exifTags(r.bytes, "jpg")).some((k) => k.startsWith("ICC")));
-});
-
-t("a rotated JPEG is turned upright before its EXIF goes", async () => {
-  const src = await rotatedJpeg();
-  const r = await stripImageMetadata(src);
-  assert.is(r.method, "reencoded");
-  const p = await probeImage(r.bytes);
-  assert.equal([p.width, p.height, p.orientation, p.hasExif], [40, 60, 1, false]);
-  if (EXIFTOOL) {
-    assert.ok(Object.keys(exifTags(src, "jpg")).includes("IFD0:Artist"));
-    assert.equal(leakedMetadata(exifTags(r.bytes, "jpg")), []);
-  }
-});
-
-t("the expected format is enforced when given", async () => {
-  try {
-    await stripImageMetadata(fixture("sample1.png"), { format: "jpeg" });
-    assert.unreachable();
-  } catch (e) {
-    assert.ok(isMediaError(e) && e.code === "unsupported" && e.status === 422);
   }
 });
 

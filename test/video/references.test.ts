@@ -8,7 +8,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { fakeClock } from "../../core/clock.ts";
 import { ApiError } from "../../core/errors.ts";
-import { createMediaEngine, firstAudio, firstVideo, generateTestVideo, mp4Boxes, mp4MetadataCategories, type MediaEngine } from "../../lib/media/index.ts";
+import { mp4Boxes } from "../../lib/formats/index.ts";
+import { createMediaEngine, firstAudio, firstVideo, generateTestVideo, mp4MetadataCategories, type MediaEngine } from "../../lib/media/index.ts";
 import { createOutboundGuard } from "../../lib/outbound/index.ts";
 import { VIDEO_ERRORS as E } from "../../plugins/video/errors.ts";
 import {

@@ -1,0 +1,53 @@
+// ISO-BMFF (MP4, MOV, 3GP, HEIF) at the box level: size, type, an optional 64-bit size, the payload. The
+// reader never throws and never loops: a damaged file ends the walk at the first box that does not fit, so
+// callers see what was readable (metadata categories, a first box) and decide for themselves.
+import { concatBytes, fourcc, latin1 } from "./bytes.ts";
+
+export interface Mp4Box {
+  type: string;
+  start: number;
+  /** First byte of the payload. */
+  body: number;
+  end: number;
+}
+
+/** The boxes laid end to end in bytes [from, to); stops at the first that does not fit. */
+export function* mp4Boxes(b: Uint8Array, from = 0, to = b.length): Generator<Mp4Box> {
+  const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  let at = from;
+  while (at + 8 <= to) {
+    let size = view.getUint32(at);
+    const type = latin1(b, at + 4, at + 8);
+    let body = at + 8;
+    if (size === 1) {
+      if (at + 16 > to) return;
+      const big = view.getBigUint64(at + 8);
+      if (big > BigInt(to - at)) return;
+      size = Number(big);
+      body = at + 16;
+    } else if (size === 0) {
+      size = to - at; // to the end of the enclosing space
+    }
+    if (size < body - at || at + size > to) return;
+    yield { type, start: at, body, end: at + size };
+    at += size;
+  }
+}
+
+/** One box as stored: size, type, the 16-byte id of a `uuid` box when `uuid` is given (hex, dashes allowed), payload. */
+export function isoBmffBox(type: string, payload: Uint8Array, uuid?: string): Uint8Array {
+  const hex = uuid ? uuid.replace(/-/g, "") : undefined;
+  if (hex !== undefined && !/^[0-9a-f]{32}$/i.test(hex)) throw new RangeError(`not a UUID: ${uuid}`);
+  const id = hex ? Uint8Array.from(hex.match(/../g)!, (h) => parseInt(h, 16)) : new Uint8Array(0);
+  const out = new Uint8Array(8 + id.length + payload.length);
+  new DataView(out.buffer).setUint32(0, out.length);
+  out.set(fourcc(type), 4);
+  out.set(id, 8);
+  out.set(payload, 8 + id.length);
+  return out;
+}
+
+/** The bytes with one more top-level box appended (a `uuid` box when `uuid` is given). */
+export function appendTopLevelBox(bytes: Uint8Array, type: string, payload: Uint8Array, uuid?: string): Uint8Array {
+  return concatBytes([bytes, isoBmffBox(type, payload, uuid)]);
+}
