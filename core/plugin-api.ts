@@ -21,6 +21,7 @@ export type { StateMachine } from "./job-states.ts";
 // Errors, validation, prices, time.
 export { ApiError, badRequest, KERNEL_ERRORS, notFound } from "./errors.ts";
 export { limitParam, offsetParam, PAGE_BOUNDS, pageQuery, partnerJobIdField, type PageBounds } from "./validation.ts";
+export { checked, defineInput, field, type Checked, type Fail, type FieldDoc, type InputDeclaration, type InputField, type RawInput } from "./input.ts";
 export { DEFAULT_CUSTOM_RATE_MISSING, type Price, type PriceLine } from "./pricing.ts";
 export { formatTimestamp, parseSince, unixSeconds } from "./time.ts";
 export type { InferOutput, StandardSchemaV1 } from "./standard-schema.ts";

@@ -1,8 +1,7 @@
 // POST /generate-image input: every rule of the spec, checked in one pass before any charge. The rules
-// depend on each other (the model decides the allowed ratios and qualities), so one ordered function
-// decides the error text; the zod shape around it only describes the fields for OpenAPI and GraphQL.
-import { z } from "zod";
-import { checkUrl, partnerJobIdField } from "mediagate/plugin";
+// depend on each other (the model decides the allowed ratios and qualities), so one ordered check decides
+// the error text; the fields beside it describe the body for OpenAPI and GraphQL.
+import { checkUrl, defineInput, field, type InferOutput } from "mediagate/plugin";
 import { IMAGE_ERRORS as E } from "./errors.ts";
 import { BACKGROUNDS, DEFAULT_MODEL, MODEL_IDS, MODELS, type Background, type ModelId, type Quality } from "./models.ts";
 
@@ -14,72 +13,75 @@ export interface RefImage {
   mime_type: (typeof REF_MIME_TYPES)[number];
 }
 
-export interface ImageRequest {
-  prompt: string;
-  model: ModelId;
-  quality: Quality;
-  aspect_ratio: string;
-  /** `auto` for models that ignore the field. */
-  background: Background;
-  quantity: number;
-  ref_images: RefImage[];
-  reference_image_urls: string[];
-  strip_metadata: boolean;
-}
-
-type Check = { ok: true; value: ImageRequest } | { ok: false; message: string };
+/** The validated body, as the handler receives it. */
+export type ImageRequest = InferOutput<typeof GenerateImageInput>;
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-export function checkImageRequest(raw: Record<string, unknown>): Check {
-  const fail = (message: string): Check => ({ ok: false, message });
+export const GenerateImageInput = defineInput({
+  fields: {
+    prompt: field.string({ description: "image description" }),
+    model: field.string({ enum: MODEL_IDS, default: DEFAULT_MODEL }),
+    aspect_ratio: field.string({ description: "per model; see the spec" }),
+    quality: field.string({ enum: ["1K", "2K", "4K"] }),
+    resolution: field.string({ enum: ["1K", "2K", "4K"], description: "alias of quality" }),
+    background: field.string({ enum: BACKGROUNDS, default: "auto" }),
+    quantity: field.integer({ minimum: 1, maximum: 4, default: 1 }),
+    ref_images: field.array({
+      maxItems: MAX_REFERENCES,
+      items: { type: "object", properties: { base64: { type: "string" }, mime_type: { type: "string" } }, required: ["base64", "mime_type"] },
+    }),
+    reference_image_urls: field.array({ maxItems: MAX_REFERENCES, items: { type: "string" } }),
+    strip_metadata: field.boolean({ default: false }),
+    partner_job_id: field.partnerJobId(),
+  },
+  required: ["prompt"],
+  check(raw, fail) {
+    if (typeof raw.prompt !== "string" || raw.prompt.trim() === "") return fail(E.promptMissing);
 
-  if (typeof raw.prompt !== "string" || raw.prompt.trim() === "") return fail(E.promptMissing);
+    const model = raw.model ?? DEFAULT_MODEL;
+    if (typeof model !== "string" || !(MODEL_IDS as string[]).includes(model)) return fail(E.invalidModel);
+    const m = MODELS[model as ModelId];
 
-  const model = raw.model ?? DEFAULT_MODEL;
-  if (typeof model !== "string" || !(MODEL_IDS as string[]).includes(model)) return fail(E.invalidModel);
-  const m = MODELS[model as ModelId];
+    // `resolution` is the spec's alias of `quality`; `quality` wins when both are sent.
+    const quality = raw.quality ?? raw.resolution ?? m.defaultQuality;
+    if (typeof quality !== "string" || !(m.qualities as readonly string[]).includes(quality)) return fail(E.invalidQuality(m.qualities));
 
-  // `resolution` is the spec's alias of `quality`; `quality` wins when both are sent.
-  const quality = raw.quality ?? raw.resolution ?? m.defaultQuality;
-  if (typeof quality !== "string" || !(m.qualities as readonly string[]).includes(quality)) return fail(E.invalidQuality(m.qualities));
+    const ratio = raw.aspect_ratio ?? m.defaultAspectRatio;
+    if (typeof ratio !== "string" || !(m.aspectRatios as readonly string[]).includes(ratio)) return fail(E.invalidAspectRatio(m.aspectRatios));
+    if (quality !== "1K" && (m.oneKOnly as readonly string[]).includes(ratio)) return fail(E.oneKOnly(ratio));
+    if (((m.impossible as Partial<Record<string, readonly string[]>>)[quality] ?? []).includes(ratio)) return fail(E.impossible(model, quality, ratio));
 
-  const ratio = raw.aspect_ratio ?? m.defaultAspectRatio;
-  if (typeof ratio !== "string" || !(m.aspectRatios as readonly string[]).includes(ratio)) return fail(E.invalidAspectRatio(m.aspectRatios));
-  if (quality !== "1K" && (m.oneKOnly as readonly string[]).includes(ratio)) return fail(E.oneKOnly(ratio));
-  if (((m.impossible as Partial<Record<string, readonly string[]>>)[quality] ?? []).includes(ratio)) return fail(E.impossible(model, quality, ratio));
+    // `auto` for models that ignore the field.
+    let background: Background = "auto";
+    if (m.background && raw.background !== undefined) {
+      if (typeof raw.background !== "string" || !(BACKGROUNDS as readonly string[]).includes(raw.background)) return fail(E.invalidBackground);
+      background = raw.background as Background;
+    }
 
-  let background: Background = "auto";
-  if (m.background && raw.background !== undefined) {
-    if (typeof raw.background !== "string" || !(BACKGROUNDS as readonly string[]).includes(raw.background)) return fail(E.invalidBackground);
-    background = raw.background as Background;
-  }
+    const quantity = raw.quantity ?? 1;
+    if (typeof quantity !== "number" || !Number.isInteger(quantity) || quantity < 1 || quantity > 4) return fail(E.invalidQuantity);
 
-  const quantity = raw.quantity ?? 1;
-  if (typeof quantity !== "number" || !Number.isInteger(quantity) || quantity < 1 || quantity > 4) return fail(E.invalidQuantity);
+    // Unlike the other fields, null is not "absent" here: the spec rejects any value but true or false.
+    const strip = raw.strip_metadata === undefined ? false : raw.strip_metadata;
+    if (typeof strip !== "boolean") return fail(E.stripMetadata);
 
-  // Unlike the other fields, null is not "absent" here: the spec rejects any value but true or false.
-  const strip = raw.strip_metadata === undefined ? false : raw.strip_metadata;
-  if (typeof strip !== "boolean") return fail(E.stripMetadata);
+    const refs = raw.ref_images ?? [];
+    if (!Array.isArray(refs) || refs.length > MAX_REFERENCES) return fail(E.refImagesShape);
+    for (const ref of refs) {
+      if (!ref || typeof ref !== "object" || typeof ref.base64 !== "string" || typeof ref.mime_type !== "string") return fail(E.refImagesShape);
+      if (!(REF_MIME_TYPES as readonly string[]).includes(ref.mime_type)) return fail(E.refImageMime);
+      if (ref.base64.length === 0 || ref.base64.length % 4 === 1 || !BASE64.test(ref.base64)) return fail(E.refImageBase64);
+    }
 
-  const refs = raw.ref_images ?? [];
-  if (!Array.isArray(refs) || refs.length > MAX_REFERENCES) return fail(E.refImagesShape);
-  for (const ref of refs) {
-    if (!ref || typeof ref !== "object" || typeof ref.base64 !== "string" || typeof ref.mime_type !== "string") return fail(E.refImagesShape);
-    if (!(REF_MIME_TYPES as readonly string[]).includes(ref.mime_type)) return fail(E.refImageMime);
-    if (ref.base64.length === 0 || ref.base64.length % 4 === 1 || !BASE64.test(ref.base64)) return fail(E.refImageBase64);
-  }
+    const urls = raw.reference_image_urls ?? [];
+    if (!Array.isArray(urls) || urls.length > MAX_REFERENCES) return fail(E.refUrlsShape);
+    // The outbound guard's syntax rules (https, ASCII host, no userinfo, no private literal), before any charge.
+    for (const url of urls) {
+      if (typeof url !== "string" || !checkUrl(url).ok) return fail(E.invalidRefUrl(String(url).slice(0, 200)));
+    }
 
-  const urls = raw.reference_image_urls ?? [];
-  if (!Array.isArray(urls) || urls.length > MAX_REFERENCES) return fail(E.refUrlsShape);
-  // The outbound guard's syntax rules (https, ASCII host, no userinfo, no private literal), before any charge.
-  for (const url of urls) {
-    if (typeof url !== "string" || !checkUrl(url).ok) return fail(E.invalidRefUrl(String(url).slice(0, 200)));
-  }
-
-  return {
-    ok: true,
-    value: {
+    return {
       prompt: raw.prompt.trim(),
       model: model as ModelId,
       quality: quality as Quality,
@@ -89,39 +91,7 @@ export function checkImageRequest(raw: Record<string, unknown>): Check {
       ref_images: refs as RefImage[],
       reference_image_urls: urls as string[],
       strip_metadata: strip,
-    },
-  };
-}
-
-const described = <T extends Record<string, unknown>>(json: T) => z.unknown().optional().meta(json);
-
-/** The Standard Schema of the body: shape for documents, `checkImageRequest` for the rules. */
-export const GenerateImageInput = z
-  .object({
-    // Optional to zod so a missing prompt reaches checkImageRequest and gets the spec's text; the
-    // object's `required` below keeps it required in the documents.
-    prompt: described({ type: "string", description: "image description" }),
-    model: described({ type: "string", enum: MODEL_IDS, default: DEFAULT_MODEL }),
-    aspect_ratio: described({ type: "string", description: "per model; see the spec" }),
-    quality: described({ type: "string", enum: ["1K", "2K", "4K"] }),
-    resolution: described({ type: "string", enum: ["1K", "2K", "4K"], description: "alias of quality" }),
-    background: described({ type: "string", enum: BACKGROUNDS, default: "auto" }),
-    quantity: described({ type: "integer", minimum: 1, maximum: 4, default: 1 }),
-    ref_images: described({
-      type: "array",
-      maxItems: MAX_REFERENCES,
-      items: { type: "object", properties: { base64: { type: "string" }, mime_type: { type: "string" } }, required: ["base64", "mime_type"] },
-    }),
-    reference_image_urls: described({ type: "array", maxItems: MAX_REFERENCES, items: { type: "string" } }),
-    strip_metadata: described({ type: "boolean", default: false }),
-    partner_job_id: partnerJobIdField().meta({ type: "string" }),
-  })
-  .meta({ required: ["prompt"] })
-  .transform((raw, ctx) => {
-    const checked = checkImageRequest(raw as Record<string, unknown>);
-    if (!checked.ok) {
-      ctx.addIssue({ code: "custom", message: checked.message });
-      return z.NEVER;
-    }
-    return { ...checked.value, partner_job_id: raw.partner_job_id };
-  });
+      partner_job_id: raw.partner_job_id,
+    };
+  },
+});
