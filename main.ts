@@ -2,15 +2,12 @@
 // every plugin, serves the HTTP API (REST and GraphQL) unless ROLE=worker, and runs background work unless
 // ROLE=api.
 import process from "node:process";
-import { serve } from "h3";
 import { createDemoPartnerIfEmpty, resolveAdminToken } from "./core/bootstrap.ts";
 import { ConfigError, loadConfig } from "./core/config.ts";
 import { createKernel } from "./core/kernel.ts";
 import { BootError } from "./core/registry.ts";
 import { plugins } from "./plugins/index.ts";
-import { createGraphql } from "./transports/graphql/yoga.ts";
-import type { GraphqlWebSocket } from "./transports/graphql/websocket.ts";
-import { createApp } from "./transports/rest/app.ts";
+import { serveHttp, type HttpServer } from "./transports/http.ts";
 
 // An open SSE subscription never ends by itself; past this, shutdown closes the connections still open.
 const SHUTDOWN_GRACE_MS = 5_000;
@@ -32,20 +29,9 @@ async function main() {
 
   await kernel.start();
 
-  let server: ReturnType<typeof serve> | undefined;
-  let graphqlSocket: GraphqlWebSocket | undefined;
+  let server: HttpServer | undefined;
   if (config.role !== "worker") {
-    const graphql = createGraphql(kernel);
-    const app = createApp(kernel, { adminToken: admin.token, graphql });
-    server = serve(app, { port: config.port, hostname: config.host, silent: true });
-    await server.ready();
-    // GraphQL over WebSocket needs the node:http server, which srvx exposes under Node only. Under Deno,
-    // subscriptions are served over SSE (the same /graphql endpoint), and `ws` is never loaded.
-    const nodeServer = server.node?.server;
-    if (nodeServer) {
-      const { attachGraphqlWebSocket } = await import("./transports/graphql/websocket.ts");
-      graphqlSocket = attachGraphqlWebSocket(nodeServer, graphql);
-    }
+    server = await serveHttp(kernel, { adminToken: admin.token, port: config.port, hostname: config.host });
     console.log(`mediagate listening on http://${config.host}:${config.port} (public URL ${config.publicUrl}, database ${kernel.database.kind}, role ${config.role}; GraphQL at /graphql)`);
   } else {
     console.log(`mediagate worker running (database ${kernel.database.kind})`);
@@ -56,13 +42,7 @@ async function main() {
     if (stopping) return;
     stopping = true;
     log.info(`${signal}: shutting down`);
-    await graphqlSocket?.close();
-    if (server) {
-      const s = server;
-      const force = setTimeout(() => void s.close(true), SHUTDOWN_GRACE_MS);
-      await s.close();
-      clearTimeout(force);
-    }
+    await server?.close(SHUTDOWN_GRACE_MS);
     await kernel.stop();
     process.exit(0);
   };

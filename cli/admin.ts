@@ -1,10 +1,13 @@
 // The admin CLI: `npm run cli -- <command>`; the same operations as the admin API, against a running server.
-// The server URL comes from --url, else PUBLIC_URL, else http://127.0.0.1:$PORT; the token from --token,
-// else ADMIN_TOKEN, else the token the server saved in DATA_DIR on its first start.
+// It is a client of that server, and reads the server's configuration the way the server does (core/config.ts
+// loadConfig, so a bad PORT fails here with the same message). The server URL comes from --url, else
+// PUBLIC_URL, else http://$HOST:$PORT on this machine; the token from --token, else ADMIN_TOKEN, else the
+// token the server saved in DATA_DIR on its first start.
 import { existsSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import process from "node:process";
 import { parseArgs } from "node:util";
+import { loadConfig, type Config } from "../core/config.ts";
 
 const USAGE = `mediagate admin CLI
 
@@ -18,7 +21,7 @@ const USAGE = `mediagate admin CLI
   npm run cli -- pauses list
   npm run cli -- pauses set NAME on|off      (e.g. metadata_removal, social_downloads: new work answers 503)
 
-Options: --url URL (default $PUBLIC_URL or http://127.0.0.1:$PORT), --token TOKEN (default $ADMIN_TOKEN or $DATA_DIR/admin-token)`;
+Options: --url URL (default $PUBLIC_URL or http://$HOST:$PORT), --token TOKEN (default $ADMIN_TOKEN or $DATA_DIR/admin-token)`;
 
 class UsageError extends Error {}
 
@@ -122,12 +125,22 @@ export function buildRequest(argv: string[]): { method: string; path: string; bo
   throw new UsageError(group ? `unknown command: ${positionals.join(" ")}` : "no command given");
 }
 
-function target(argv: string[]): { url: string; token: string } {
+/** The server on this machine: where it listens, a wildcard address reached through the loopback. */
+function localUrl(config: Config): string {
+  const host = config.host === "0.0.0.0" || config.host === "::" || config.host === "" ? "127.0.0.1" : config.host;
+  return `http://${host.includes(":") ? `[${host}]` : host}:${config.port}`;
+}
+
+/** The server URL and admin token: options first, then the configuration the server itself reads. */
+export function target(argv: string[], env: Record<string, string | undefined> = process.env): { url: string; token: string } {
   const { values } = parseArgs({ args: argv, allowPositionals: true, strict: false, options: { url: { type: "string" }, token: { type: "string" } } });
-  const url = (values.url as string | undefined) ?? process.env.PUBLIC_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`;
-  let token = (values.token as string | undefined) ?? process.env.ADMIN_TOKEN;
+  const config = loadConfig(env);
+  // The configuration always has a public URL; when PUBLIC_URL is unset it names localhost, which may
+  // resolve to ::1 while the server listens on 127.0.0.1, so the listening address is used instead.
+  const url = (values.url as string | undefined) ?? (env.PUBLIC_URL ? config.publicUrl : localUrl(config));
+  let token = (values.token as string | undefined) ?? config.adminToken;
   if (!token) {
-    const file = join(resolve(process.env.DATA_DIR || "./.data"), "admin-token");
+    const file = join(config.dataDir, "admin-token");
     if (existsSync(file)) token = readFileSync(file, "utf8").trim();
   }
   if (!token) throw new UsageError("no admin token: pass --token, set ADMIN_TOKEN, or run next to the server's DATA_DIR");

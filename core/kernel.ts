@@ -4,6 +4,7 @@ import { Accounts } from "./accounts.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import { compileJobKinds, createJobRuntime, type JobRuntime } from "./jobs.ts";
+import { compileOperations, type OperationTable } from "./operations.ts";
 import { chargeAndCreateJob, finishJob, type FinishJob, type FinishedJob } from "./ledger.ts";
 import { createLogger, type Logger } from "./log.ts";
 import type { CapabilityHost, PluginDeclaration } from "./plugin.ts";
@@ -51,6 +52,8 @@ export interface Kernel {
   accounts: Accounts;
   usage: UsageRecorder;
   limiter: ReturnType<typeof createRateLimiter>;
+  /** Every operation compiled once at boot (core/operations.ts): REST and GraphQL call the same invokers. */
+  readonly operations: OperationTable;
   capability<K extends CapabilityName>(name: K): CapabilityMap[K];
   /** The capabilities one plugin may reach: those it requires or provides. */
   capabilitiesFor(plugin: string): <K extends CapabilityName>(name: K) => CapabilityMap[K];
@@ -191,6 +194,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
 
     let unlisten: (() => Promise<void>) | undefined;
     let started = false;
+    // Compiled right below, from the finished kernel the invokers close over.
+    let operations: OperationTable = [];
     const kernel: Kernel = {
       config,
       registry,
@@ -204,6 +209,9 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       accounts,
       usage,
       limiter,
+      get operations() {
+        return operations;
+      },
       capability,
       capabilitiesFor,
       mediaUrl,
@@ -238,6 +246,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         for (const close of closers) await close().catch((err) => log.error("close failed", err));
       },
     };
+    operations = compileOperations(kernel);
     return kernel;
   } catch (err) {
     for (const close of closers) await close().catch(() => {});

@@ -112,7 +112,19 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
   };
 }
 
-/** Every operation of the registry, compiled once. */
-export function compileOperations(kernel: Kernel): Map<CompiledOperation, Invoke> {
-  return new Map(kernel.registry.operations.map((op) => [op, compileOperation(kernel, op)]));
+/** One row of the kernel's operation table: a registry operation and its invoker. */
+export interface OperationEntry {
+  readonly op: CompiledOperation;
+  readonly invoke: Invoke;
+}
+
+/** Every operation of the registry, in registry order, each compiled once. */
+export type OperationTable = readonly OperationEntry[];
+
+/**
+ * The kernel calls this once at boot and keeps the result as `kernel.operations`; REST and GraphQL both read
+ * that table, so each operation has one invoker whichever transport carries the call.
+ */
+export function compileOperations(kernel: Kernel): OperationTable {
+  return Object.freeze(kernel.registry.operations.map((op) => Object.freeze({ op, invoke: compileOperation(kernel, op) })));
 }

@@ -1,6 +1,7 @@
 // The test kit: a whole kernel in memory (PGlite, memory blobs, memory counters and pub/sub, a fake clock)
-// and the REST app driven through `app.fetch`, no server. Our plugins and a third party's are tested the
-// same way. Pass `databaseUrl` / `redisUrl` to run the same test on Postgres and Redis.
+// and the HTTP app (transports/http.ts: REST, admin, GraphQL, media) driven through `app.fetch`, no server.
+// Our plugins and a third party's are tested the same way. Pass `databaseUrl` / `redisUrl` to run the same
+// test on Postgres and Redis.
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fakeClock, type FakeClock } from "../core/clock.ts";
@@ -14,7 +15,7 @@ import { memoryBlobStore } from "../storage/blobs.ts";
 import { memoryCounters, redisCounters } from "../storage/counters.ts";
 import { openDatabase } from "../storage/db.ts";
 import { memoryPubSub, redisPubSub } from "../storage/pubsub.ts";
-import { createApp } from "../transports/rest/app.ts";
+import { createHttpApp } from "../transports/http.ts";
 import { randomBytes } from "node:crypto";
 
 export interface TestKernelOptions {
@@ -23,7 +24,7 @@ export interface TestKernelOptions {
   databaseUrl?: string;
   /** Redis for counters and pub/sub instead of memory. */
   redisUrl?: string;
-  /** Extra environment for loadConfig. */
+  /** Extra environment: the kernel's variables and the plugins' declared ones (SANDBOX_LATENCY_MS defaults to 0 here). */
   env?: Record<string, string>;
   /** Start background work (queue workers, usage flushing). Off by default: most tests need neither. */
   start?: boolean;
@@ -77,7 +78,7 @@ export async function createTestKernel(options: TestKernelOptions): Promise<Test
   });
   if (options.start) await kernel.start();
   const adminToken = "test-admin-token";
-  const app = createApp(kernel, { adminToken });
+  const app = createHttpApp(kernel, { adminToken });
 
   return {
     kernel,
@@ -138,11 +139,11 @@ export interface GraphqlResponse {
   errors?: GraphqlError[];
 }
 
-const graphqlApps = new WeakMap<Kernel, ReturnType<typeof createApp>>();
+const graphqlApps = new WeakMap<Kernel, ReturnType<typeof createHttpApp>>();
 
 function graphqlFetch(tk: TestKernel, body: unknown, accept: string, opts: GraphqlRequestOptions): Promise<Response> {
   let app = graphqlApps.get(tk.kernel);
-  if (!app) graphqlApps.set(tk.kernel, (app = createApp(tk.kernel, { adminToken: tk.adminToken })));
+  if (!app) graphqlApps.set(tk.kernel, (app = createHttpApp(tk.kernel, { adminToken: tk.adminToken })));
   const headers: Record<string, string> = { "content-type": "application/json", accept, ...opts.headers };
   if (opts.userAgent !== null) headers["user-agent"] = opts.userAgent ?? "mediagate-tests/1.0";
   if (opts.key) headers.authorization = `Bearer ${opts.key}`;

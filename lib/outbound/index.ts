@@ -5,10 +5,22 @@
 //   if (!c.ok) return fail("image_url must be a public https URL");
 //   const res = await guard.fetch(c.url, { maxBytes: 10_000_000, timeoutMs: 30_000 });
 //
-// Failures are OutboundError with a `kind`; the caller maps kinds to the spec's texts.
+// Failures are OutboundError with a `kind`; outboundToApiError (source.ts) maps them to the spec's API errors
+// with the caller's texts, and readSource / fetchSource read a partner's file by URL with that mapping.
 export { classifyAddress, isPublicAddress, type AddressClass } from "./address.ts";
 export { checkUrl, DEFAULT_MAX_URL_LENGTH, MAX_HOSTNAME_LENGTH, MAX_LABEL_LENGTH, type CheckUrlOptions, type CheckUrlResult } from "./check.ts";
 export { OutboundError, isOutboundError, type OutboundErrorKind } from "./errors.ts";
+export {
+  fetchSource,
+  outboundToApiError,
+  readSource,
+  storedSource,
+  type FetchSourceDeps,
+  type FetchSourceRules,
+  type OutboundTexts,
+  type ReadSourceDeps,
+  type ReadSourceRules,
+} from "./source.ts";
 export {
   createOutboundGuard,
   DEFAULT_MAX_BYTES,

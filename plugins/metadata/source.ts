@@ -1,7 +1,7 @@
 // Where the bytes come from: base64 in the request, a service media URL read back from storage, or a public
 // URL fetched through the outbound guard. Split in two like every validation here: `locate` decides what the
 // request points at and refuses bad URLs before anything is counted; `load` reads the bytes.
-import { ApiError, isOutboundError, type OutboundGuard, type ServiceMedia, type ServiceMediaReader } from "mediagate/plugin";
+import { ApiError, fetchSource, type OutboundGuard, type ServiceMedia, type ServiceMediaReader, storedSource } from "mediagate/plugin";
 import { METADATA_ERRORS as E } from "./errors.ts";
 import { decodedSize, type RemovalSource } from "./input.ts";
 
@@ -33,7 +33,7 @@ export const VIDEO_LIMITS: KindTexts = {
   tooLarge: E.videoTooLarge,
 };
 
-export type Located = { kind: "bytes"; bytes: Uint8Array } | { kind: "stored"; media: ServiceMedia } | { kind: "remote"; url: URL };
+export type Located = { kind: "bytes"; bytes: Uint8Array } | { kind: "stored"; media: Exclude<ServiceMedia, { kind: "external" }> } | { kind: "remote"; url: URL };
 
 /** 400 and 413 (base64) before anything is counted; a service URL is looked up, not fetched. */
 export async function locate(source: RemovalSource, limits: KindTexts, deps: { guard: OutboundGuard; serviceMedia: ServiceMediaReader }): Promise<Located> {
@@ -53,20 +53,9 @@ export async function locate(source: RemovalSource, limits: KindTexts, deps: { g
 /** The bytes, or the spec's 404 / 400 / 413 for this kind. */
 export async function load(located: Located, limits: KindTexts, deps: { guard: OutboundGuard; timeoutMs: number; signal?: AbortSignal }): Promise<Uint8Array> {
   if (located.kind === "bytes") return located.bytes;
-  if (located.kind === "stored") {
-    if (located.media.kind !== "found") throw new ApiError(404, limits.notFound);
-    if (located.media.bytes.byteLength > limits.maxBytes) throw new ApiError(413, limits.tooLarge);
-    return located.media.bytes;
-  }
-  try {
-    const res = await deps.guard.fetch(located.url, { maxBytes: limits.maxBytes, timeoutMs: deps.timeoutMs, signal: deps.signal });
-    return res.body;
-  } catch (err) {
-    if (!isOutboundError(err) || err.kind === "aborted") throw err;
-    if (err.kind === "too_large") throw new ApiError(413, limits.tooLarge);
-    // DNS that answers with a private address: the URL is not public after all.
-    if (err.kind === "not_public" || err.kind === "invalid_url") throw new ApiError(400, limits.https);
-    // HTTP errors, redirects, refused connections and the 30 s deadline all read the same to a partner.
-    throw new ApiError(400, limits.fetch);
-  }
+  // DNS that answers with a private address: the URL is not public after all (the https sentence). HTTP
+  // errors, redirects, refused connections and the 30 s deadline all read the same to a partner.
+  const texts = { invalidUrl: limits.https, download: limits.fetch, tooLarge: limits.tooLarge, notFound: limits.notFound };
+  if (located.kind === "stored") return storedSource(located.media, { maxBytes: limits.maxBytes, texts });
+  return fetchSource(located.url, { maxBytes: limits.maxBytes, timeoutMs: deps.timeoutMs, texts }, deps);
 }

@@ -16,7 +16,7 @@
 // - Merged files carry `expires_at` 7 days out ("kept about 7 days"); the kernel's retention sweeper removes them then.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, type Counters, definePlugin, isOutboundError, JobFailure, type JobKindDeclaration, type JobRunContext, limitParam, type MediaEngine, mp4MetadataCategories, notFound, offsetParam, operation, type OperationContext, type OutboundGuard, PAGE_BOUNDS, parseSince, partnerJobIdField, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, stripVideoMetadataArgs, UnsafeContentError, type VideoFrame, videoFrameSize, type VideoProviders } from "mediagate/plugin";
+import { ApiError, type Counters, definePlugin, JobFailure, type JobKindDeclaration, type JobRunContext, limitParam, type MediaEngine, mp4MetadataCategories, notFound, offsetParam, operation, type OperationContext, outboundToApiError, type OutboundGuard, PAGE_BOUNDS, parseSince, partnerJobIdField, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, stripVideoMetadataArgs, UnsafeContentError, type VideoFrame, videoFrameSize, type VideoProviders } from "mediagate/plugin";
 import { VIDEO_ERRORS as E } from "./errors.ts";
 import { checkRequestUrls, decodedSize, GenerateAnimationInput, GenerateVideoInput, type FrameInput } from "./input.ts";
 import { concatClips } from "./merge.ts";
@@ -192,8 +192,8 @@ async function checkCallback(ctx: OperationContext<any>, url: string | null) {
   try {
     await ctx.capability("outbound").resolvePublic(url);
   } catch (err) {
-    if (isOutboundError(err, "not_public") || isOutboundError(err, "invalid_url")) throw new ApiError(400, "callback_url must be a public https URL");
-    throw err;
+    // Only a refused URL is the partner's; a DNS failure here is ours and passes through.
+    throw outboundToApiError(err, { invalidUrl: "callback_url must be a public https URL" });
   }
 }
 

@@ -23,7 +23,7 @@
 // - Engine failures on the partner's file (damaged, unsupported, too slow to finish within the slot's hold
 //   time) answer "Could not prepare that ... as a reference."; an engine that is not there at all is ours and
 //   is not blamed on the file.
-import { ApiError, type Counters, createSharedSlots, firstAudio, firstVideo, isMediaError, isOutboundError, type MediaEngine, mp4Boxes, type OutboundGuard, type Probe, type ReferenceMedia, type SharedSlots } from "mediagate/plugin";
+import { ApiError, type Counters, createSharedSlots, fetchSource, firstAudio, firstVideo, isMediaError, type MediaEngine, mp4Boxes, type OutboundGuard, type Probe, type ReferenceMedia, type SharedSlots } from "mediagate/plugin";
 import { VIDEO_ERRORS as E } from "./errors.ts";
 
 export const MAX_REFERENCE_VIDEO_BYTES = 95_000_000;
@@ -158,29 +158,11 @@ function cancelled(deps: ReferenceDeps): boolean {
   return deps.signal?.aborted === true;
 }
 
-async function download(url: string, kind: Kind, deps: ReferenceDeps, signal: AbortSignal): Promise<Uint8Array> {
-  try {
-    const res = await deps.guard.fetch(url, { maxBytes: kind.maxBytes, timeoutMs: deps.downloadTimeoutMs ?? REFERENCE_DOWNLOAD_TIMEOUT_MS, signal });
-    return res.body;
-  } catch (err) {
-    if (!isOutboundError(err)) throw err;
-    switch (err.kind) {
-      case "invalid_url":
-      case "not_public":
-        throw new ApiError(400, kind.invalidUrl(url.slice(0, 200)));
-      case "too_large":
-        throw new ApiError(413, kind.tooLarge);
-      case "http_status":
-      case "redirect":
-        throw new ApiError(400, kind.download(err.status ?? 502));
-      case "timeout":
-        throw new ApiError(400, kind.download(504));
-      case "aborted":
-        throw err;
-      default:
-        throw new ApiError(400, kind.download(502));
-    }
-  }
+function download(url: string, kind: Kind, deps: ReferenceDeps, signal: AbortSignal): Promise<Uint8Array> {
+  // The download text names the status a gateway would give (the file header above): the answered one, 504
+  // for a time-out, 502 for the rest.
+  const texts = { invalidUrl: kind.invalidUrl(url.slice(0, 200)), tooLarge: kind.tooLarge, download: kind.download };
+  return fetchSource(url, { maxBytes: kind.maxBytes, timeoutMs: deps.downloadTimeoutMs ?? REFERENCE_DOWNLOAD_TIMEOUT_MS, texts }, { guard: deps.guard, signal });
 }
 
 /** Media failures on the partner's file are the file's; a missing engine is ours. */

@@ -9,12 +9,12 @@ import { loadConfig } from "../../core/config.ts";
 import { createKernel } from "../../core/kernel.ts";
 import { createDemoPartnerIfEmpty } from "../../core/bootstrap.ts";
 import { plugins } from "../../plugins/index.ts";
-import { createApp } from "../../transports/rest/app.ts";
+import { createHttpApp } from "../../transports/http.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
 async function boot(env: Record<string, string>) {
   const kernel = await createKernel({ config: loadConfig({ LOG_LEVEL: "silent", ...env }), plugins });
-  const app = createApp(kernel, { adminToken: "t" });
+  const app = createHttpApp(kernel, { adminToken: "t" });
   const call = async (path: string, key: string) => {
     const res = await app.fetch(new Request(`http://x/api/v1/partner${path}`, { headers: { authorization: `Bearer ${key}`, "user-agent": "restart-test/1" } }));
     return { status: res.status, body: (await res.json()) as any };

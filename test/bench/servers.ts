@@ -7,7 +7,7 @@ import { H3, serve } from "h3";
 import { loadConfig } from "../../core/config.ts";
 import { createKernel } from "../../core/kernel.ts";
 import { plugins } from "../../plugins/index.ts";
-import { createApp } from "../../transports/rest/app.ts";
+import { serveHttp } from "../../transports/http.ts";
 import { memoryBlobStore } from "../../storage/blobs.ts";
 import { openDatabase } from "../../storage/db.ts";
 
@@ -37,6 +37,6 @@ if (mode === "bare") {
   const { partner, apiKey } = await kernel.accounts.create({ name: "Bench partner", credits: 1_000_000 });
   // The benchmark measures request cost, not the rate limiter's refusals: lift GET /me's limit for this key.
   await kernel.accounts.update(partner.id, { limits: { rate_limits: { "GET /me": 1_000_000_000 } } });
-  await serve(createApp(kernel, { adminToken: "bench" }), { port, hostname: "127.0.0.1", silent: true }).ready();
+  await serveHttp(kernel, { adminToken: "bench", port, hostname: "127.0.0.1" });
   console.log(`READY ${apiKey}`);
 }

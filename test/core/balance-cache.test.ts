@@ -18,7 +18,7 @@ import { memoryCounters, redisCounters } from "../../storage/counters.ts";
 import { openDatabase, type Database } from "../../storage/db.ts";
 import { memoryPubSub, redisPubSub, type PubSub } from "../../storage/pubsub.ts";
 import type { KernelTables } from "../../storage/tables.ts";
-import { createApp } from "../../transports/rest/app.ts";
+import { createHttpApp } from "../../transports/http.ts";
 import { isolatedPostgresDatabase, isolatedRedisPrefix, postgresUrl, redisUrl } from "../helpers/backends.ts";
 
 const ADMIN = "balance-cache-admin";
@@ -47,7 +47,7 @@ interface Node {
 }
 
 function node(kernel: Kernel): Node {
-  const app = createApp(kernel, { adminToken: ADMIN });
+  const app = createHttpApp(kernel, { adminToken: ADMIN });
   return {
     kernel,
     async call(method, path, init = {}) {

@@ -152,7 +152,7 @@ s("a handler's own Response: JSON passes through, a file points to REST", async 
 
 s("GET /graphql runs queries from the query string; browsers get GraphiQL", async () => {
   const p = await tk.partner({ credits: 42 });
-  const app = (await import("../../transports/rest/app.ts")).createApp(tk.kernel, { adminToken: "x" });
+  const app = (await import("../../transports/http.ts")).createHttpApp(tk.kernel, { adminToken: "x" });
   const get = (url: string, headers: Record<string, string>) => Promise.resolve(app.fetch(new Request(`http://t${url}`, { headers: { "user-agent": "tests/1.0", ...headers } })));
   const res = await get(`/graphql?query=${encodeURIComponent("{ me }")}`, { authorization: `Bearer ${p.key}`, accept: "application/json" });
   assert.is(res.status, 200);

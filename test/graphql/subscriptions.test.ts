@@ -7,7 +7,6 @@ import * as assert from "uvu/assert";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { serve } from "h3";
 import { createClient, type Client } from "graphql-ws";
 import WebSocket from "ws";
 import { loadConfig } from "../../core/config.ts";
@@ -21,9 +20,7 @@ import type { PubSub } from "../../storage/pubsub.ts";
 import { redisPubSub } from "../../storage/pubsub.ts";
 import { callerFromRequest } from "../../transports/graphql/context.ts";
 import { subscribeToJob } from "../../transports/graphql/subscriptions.ts";
-import { attachGraphqlWebSocket } from "../../transports/graphql/websocket.ts";
-import { createGraphql } from "../../transports/graphql/yoga.ts";
-import { createApp } from "../../transports/rest/app.ts";
+import { serveHttp, type HttpServer } from "../../transports/http.ts";
 import { databaseBackends, isolatedPostgresDatabase, isolatedRedisPrefix, postgresUrl, redisUrl } from "../helpers/backends.ts";
 import { openGate, ticker } from "./fixtures.ts";
 
@@ -184,23 +181,20 @@ for (const backend of await databaseBackends()) {
 
 const ws = suite("GraphQL over WebSocket on a real server");
 let tk: TestKernel;
-let server: ReturnType<typeof serve>;
-let socket: { close(): Promise<void> };
+let server: HttpServer;
 let clients: Client[] = [];
 let wsUrl: string;
 ws.before.each(async () => {
   tk = await createTestKernel({ plugins: [account, ticker], start: true });
-  const gql = createGraphql(tk.kernel);
-  server = serve(createApp(tk.kernel, { adminToken: tk.adminToken, graphql: gql }), { port: 0, hostname: "127.0.0.1", silent: true });
-  await server.ready();
-  socket = attachGraphqlWebSocket(server.node!.server!, gql);
-  wsUrl = new URL("/graphql", server.url!).toString().replace(/^http/, "ws");
+  // The server main.ts runs (transports/http.ts), WebSocket transport included.
+  server = await serveHttp(tk.kernel, { adminToken: tk.adminToken, port: 0, hostname: "127.0.0.1" });
+  assert.ok(server.websocket);
+  wsUrl = new URL("/graphql", server.url).toString().replace(/^http/, "ws");
 });
 ws.after.each(async () => {
   for (const c of clients) await c.dispose();
   clients = [];
-  await socket.close();
-  await server.close(true);
+  await server.close();
   await tk.close();
 });
 

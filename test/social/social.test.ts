@@ -12,7 +12,7 @@ import social from "../../plugins/social/index.ts";
 import { FAILURE_SENTENCES, SOCIAL_ERRORS as E } from "../../plugins/social/errors.ts";
 import { setPaused } from "../../core/pauses.ts";
 import socialSandbox, { sandboxPlan } from "../../plugins/social/sandbox.ts";
-import { createApp } from "../../transports/rest/app.ts";
+import { createHttpApp } from "../../transports/http.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
 
@@ -47,10 +47,10 @@ async function waitFor(tk: TestKernel, key: string, id: string, timeoutMs = 60_0
 }
 
 /** The raw body of a file path (tk.request decodes text; files need bytes). */
-const apps = new WeakMap<TestKernel, ReturnType<typeof createApp>>();
+const apps = new WeakMap<TestKernel, ReturnType<typeof createHttpApp>>();
 async function rawFile(tk: TestKernel, key: string, path: string, headers: Record<string, string> = {}) {
   let app = apps.get(tk);
-  if (!app) apps.set(tk, (app = createApp(tk.kernel, { adminToken: tk.adminToken })));
+  if (!app) apps.set(tk, (app = createHttpApp(tk.kernel, { adminToken: tk.adminToken })));
   const res = await app.fetch(new Request(new URL(path, "http://mediagate.test"), { headers: { authorization: `Bearer ${key}`, "user-agent": "mediagate-tests/1.0", ...headers } }));
   return { status: res.status, headers: res.headers, bytes: new Uint8Array(await res.arrayBuffer()) };
 }

@@ -1,12 +1,11 @@
 // The GraphQL server: yoga over the derived schema, at /graphql. Queries and mutations over GET and POST,
 // subscriptions over SSE (`Accept: text/event-stream`) from yoga itself, and over WebSocket when the
-// Node server attaches transports/graphql/websocket.ts. `yoga.fetch` is a fetch handler, so the REST app
-// mounts it and the test kit reaches it through `app.fetch`, without a server.
+// Node server attaches transports/graphql/websocket.ts. `yoga.fetch` is a fetch handler, so the HTTP app
+// (transports/http.ts) mounts it and the test kit reaches it through `app.fetch`, without a server.
 import { createYoga, type YogaServerInstance } from "graphql-yoga";
 import { GraphQLError, type GraphQLSchema } from "graphql";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import type { Kernel } from "../../core/kernel.ts";
-import { compileOperations } from "../../core/operations.ts";
 import { callerFromRequest, type Caller, type GraphqlContext } from "./context.ts";
 import { codeFor } from "./errors.ts";
 import { buildGraphqlSchema, DEFAULT_MAX_BODY } from "./schema.ts";
@@ -41,7 +40,8 @@ function isOriginalGraphqlError(error: unknown): boolean {
 }
 
 export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): GraphqlServer {
-  const invokers = compileOperations(kernel);
+  // The kernel's operation table, the one REST reads too: no operation is compiled here.
+  const invokers = new Map(kernel.operations.map((entry) => [entry.op, entry.invoke]));
   const schema = buildGraphqlSchema(kernel.registry, {
     invoke: (op) => invokers.get(op)!,
     jobUpdates: (caller, jobId) => subscribeToJob(kernel, caller, jobId),

@@ -3,7 +3,7 @@
 import { HTTPResponse, type H3 } from "h3";
 import type { Kernel } from "../../core/kernel.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
-import { compileOperations } from "../../core/operations.ts";
+import type { Invoke } from "../../core/operations.ts";
 import type { CompiledOperation } from "../../core/registry.ts";
 import { ApiError } from "../../core/errors.ts";
 import type { UploadedFile } from "../../core/plugin.ts";
@@ -13,7 +13,7 @@ export const PARTNER_BASE = "/api/v1/partner";
 const DEFAULT_MAX_BODY = 1_000_000;
 const JSON_TYPE = "application/json; charset=utf-8";
 
-function route(kernel: Kernel, op: CompiledOperation, invoke: ReturnType<typeof compileOperations> extends Map<any, infer I> ? I : never) {
+function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
   const decl = op.declaration;
   const hasBody = op.method === "POST" || op.method === "PATCH";
   const maxBody = decl.maxBodyBytes ?? DEFAULT_MAX_BODY;
@@ -55,7 +55,8 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: ReturnType<typeof 
 }
 
 export function mountPartnerApi(app: H3, kernel: Kernel): void {
-  for (const [op, invoke] of compileOperations(kernel)) {
+  // The kernel's operation table (core/operations.ts), the one GraphQL reads too.
+  for (const { op, invoke } of kernel.operations) {
     const handler = route(kernel, op, invoke);
     app.on(op.method as "GET", PARTNER_BASE + op.routerPath, (event) => handler(event.req as Request, (event.context.params ?? {}) as Record<string, string>, event.url));
   }

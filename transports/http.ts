@@ -1,0 +1,82 @@
+// The HTTP server, composed in one place: the REST partner API (rest/), the admin API (admin/), GraphQL over
+// HTTP and, on a Node server, over WebSocket (graphql/), media links and the health check. `createHttpApp`
+// is the fetch handler tests drive through `app.fetch` without a port; `serveHttp` puts the same app on a
+// port under Node or Deno (main.ts, benches).
+import { H3, serve } from "h3";
+import type { Kernel } from "../core/kernel.ts";
+import { KERNEL_ERRORS } from "../core/errors.ts";
+import { mountAdminApi } from "./admin/routes.ts";
+import { createGraphql, GRAPHQL_PATH, type GraphqlServer } from "./graphql/yoga.ts";
+import type { GraphqlWebSocket } from "./graphql/websocket.ts";
+import { mountMedia } from "./rest/media.ts";
+import { mountPartnerApi } from "./rest/partner-api.ts";
+import { json } from "./rest/respond.ts";
+
+export interface HttpAppOptions {
+  adminToken: string;
+  /** The GraphQL server to mount; `serveHttp` passes the one its WebSocket transport shares. */
+  graphql?: GraphqlServer;
+}
+
+export function createHttpApp(kernel: Kernel, options: HttpAppOptions): H3 {
+  const app = new H3();
+  app.get("/healthz", async () => {
+    try {
+      await kernel.database.kysely.selectFrom("settings").select("key").limit(1).execute();
+      return json(200, { status: "ok" });
+    } catch {
+      return json(503, { status: "unavailable" });
+    }
+  });
+  mountPartnerApi(app, kernel);
+  mountAdminApi(app, kernel, options.adminToken);
+  mountMedia(app, kernel.blobs);
+  const graphql = options.graphql ?? createGraphql(kernel);
+  app.on("GET", GRAPHQL_PATH, (event) => graphql.yoga.fetch(event.req as Request));
+  app.on("POST", GRAPHQL_PATH, (event) => graphql.yoga.fetch(event.req as Request));
+  app.all("/**", () => json(404, { error: KERNEL_ERRORS.notFound }));
+  return app;
+}
+
+export interface ServeHttpOptions {
+  adminToken: string;
+  port: number;
+  hostname: string;
+}
+
+export interface HttpServer {
+  /** `http://<host>:<port>/` as the server listens (the port is the real one when 0 was asked for). */
+  url: string;
+  /** Whether GraphQL subscriptions are also served over WebSocket (Node); over SSE they always are. */
+  websocket: boolean;
+  /**
+   * Stops accepting, closes the WebSocket subscriptions, then waits for open requests; an SSE subscription
+   * never ends by itself, so after `graceMs` (default: none) the connections still open are cut.
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
+export async function serveHttp(kernel: Kernel, options: ServeHttpOptions): Promise<HttpServer> {
+  const graphql = createGraphql(kernel);
+  const server = serve(createHttpApp(kernel, { adminToken: options.adminToken, graphql }), { port: options.port, hostname: options.hostname, silent: true });
+  await server.ready();
+  // GraphQL over WebSocket needs the node:http server, which srvx exposes under Node only. Under Deno,
+  // subscriptions are served over SSE (the same /graphql endpoint), and `ws` is never loaded.
+  let socket: GraphqlWebSocket | undefined;
+  const nodeServer = server.node?.server;
+  if (nodeServer) {
+    const { attachGraphqlWebSocket } = await import("./graphql/websocket.ts");
+    socket = attachGraphqlWebSocket(nodeServer, graphql);
+  }
+  return {
+    url: server.url!,
+    websocket: socket !== undefined,
+    async close(graceMs = 0) {
+      await socket?.close();
+      if (graceMs <= 0) return void (await server.close(true));
+      const force = setTimeout(() => void server.close(true), graceMs);
+      await server.close();
+      clearTimeout(force);
+    },
+  };
+}
