@@ -17,6 +17,7 @@
 import { sql, type Kysely, type Selectable } from "kysely";
 import type { Clock } from "./clock.ts";
 import { newApiKey, partnerId as newPartnerId } from "./ids.ts";
+import { listPage, type PageRequest } from "./paging.ts";
 import type { UsageRecorder } from "./usage.ts";
 import type { PubSub } from "../storage/pubsub.ts";
 import type { KernelTables, PartnerLimits, PartnersTable, PricingTier } from "../storage/tables.ts";
@@ -242,19 +243,10 @@ export class Accounts implements AccountService {
     return Number(row.credits_remaining);
   }
 
-  async transactions(partnerId: string, page: { limit: number; offset: number }) {
-    const [entries, count] = await Promise.all([
-      this.db
-        .selectFrom("ledger")
-        .select(["amount", "type", "description", "created_at"])
-        .where("partner_id", "=", partnerId)
-        .orderBy("id", "desc")
-        .limit(page.limit)
-        .offset(page.offset)
-        .execute(),
-      this.db.selectFrom("ledger").select((eb) => eb.fn.countAll<number>().as("n")).where("partner_id", "=", partnerId).executeTakeFirstOrThrow(),
-    ]);
-    return { total: Number(count.n), entries: entries.map((e) => ({ ...e, amount: Number(e.amount) })) };
+  async transactions(partnerId: string, page: PageRequest) {
+    const ledger = this.db.selectFrom("ledger").select(["amount", "type", "description", "created_at"]).where("partner_id", "=", partnerId).orderBy("id", "desc");
+    const { rows, total } = await listPage(ledger, page);
+    return { total, entries: rows.map((e) => ({ ...e, amount: Number(e.amount) })) };
   }
 
   async usage(partnerId: string, since: Date | undefined): Promise<UsageSummary> {

@@ -21,6 +21,9 @@ export type { StateMachine } from "./job-states.ts";
 // Errors, validation, prices, time.
 export { ApiError, badRequest, KERNEL_ERRORS, notFound } from "./errors.ts";
 export { limitParam, offsetParam, PAGE_BOUNDS, pageQuery, partnerJobIdField, type PageBounds } from "./validation.ts";
+// Lists (convention 8) and the typed read model of a plugin's record table joined to its jobs.
+export { listPage, pageBody, pageShape, type Page, type PageRequest } from "./paging.ts";
+export { JOB_COLUMNS, jobRecords, type JobColumnName, type JobColumns, type JobRecord, type JobRecords, type JobRecordsOptions, type PluginDb, type RecordFilter, type RecordQuery, type RecordTables } from "./records.ts";
 export { checked, defineInput, field, type Checked, type Fail, type FieldDoc, type InputDeclaration, type InputField, type RawInput } from "./input.ts";
 export { DEFAULT_CUSTOM_RATE_MISSING, type Price, type PriceLine } from "./pricing.ts";
 export { formatTimestamp, parseSince, unixSeconds } from "./time.ts";
