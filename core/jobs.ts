@@ -14,7 +14,7 @@
 import type { Kysely, RawBuilder } from "kysely";
 import { CompiledQuery, sql } from "kysely";
 import type { Clock } from "./clock.ts";
-import type { Config } from "./config.ts";
+import type { Config, PluginConfigValues } from "./config.ts";
 import type { ChargeRequest, FinishJob, FinishedJob, SubmittedJob } from "./ledger.ts";
 import type { Logger } from "./log.ts";
 import type { PluginDeclaration } from "./plugin.ts";
@@ -91,7 +91,9 @@ export interface JobRunContext<Input = any> {
   signal: AbortSignal;
   /** The job's current state. */
   readonly state: string;
+  /** The kernel's settings; the plugin's own declared variables are `pluginConfig` (see OperationContext `config`). */
   config: Config;
+  pluginConfig: PluginConfigValues;
   clock: Clock;
   log: Logger;
   db: Kysely<any>;
@@ -172,6 +174,7 @@ export interface JobRuntimeDeps {
   finishJob(jobId: string, finish: FinishJob): Promise<FinishedJob | null>;
   blobsFor(plugin: string): BlobStore;
   capabilitiesFor(plugin: string): <K extends CapabilityName>(name: K) => CapabilityMap[K];
+  pluginConfigFor(plugin: string): PluginConfigValues;
   mediaUrl(plugin: string, key: string): string;
   /** Makes events inside the finishing transaction (core/webhooks.ts). */
   webhooks: Pick<Webhooks, "prepare" | "createEvent">;
@@ -252,6 +255,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
         return state;
       },
       config: deps.config,
+      pluginConfig: deps.pluginConfigFor(k.plugin),
       clock: deps.clock,
       log,
       db,

@@ -2,7 +2,7 @@
 // a context built from them. It knows no plugin by name.
 import { Accounts } from "./accounts.ts";
 import { type Clock, systemClock } from "./clock.ts";
-import type { Config } from "./config.ts";
+import { type Config, type Environment, environmentOf, type PluginConfigValues, readVariables } from "./config.ts";
 import { compileJobKinds, createJobRuntime, type JobRuntime } from "./jobs.ts";
 import { compileOperations, type OperationTable } from "./operations.ts";
 import { chargeAndCreateJob, finishJob, type FinishJob, type FinishedJob } from "./ledger.ts";
@@ -27,6 +27,11 @@ import { serviceMediaReader } from "../lib/service-media.ts";
 
 export interface KernelOptions {
   config: Config;
+  /**
+   * Where the plugins' declared variables are read from. Default: the environment `config` was loaded from
+   * (loadConfig remembers it), so one environment configures the kernel and its plugins alike.
+   */
+  env?: Environment;
   plugins: readonly PluginDeclaration[];
   /** Adapters a caller (the test kit) supplies instead of the configured ones. */
   database?: Database;
@@ -55,6 +60,8 @@ export interface Kernel {
   /** Every operation compiled once at boot (core/operations.ts): REST and GraphQL call the same invokers. */
   readonly operations: OperationTable;
   capability<K extends CapabilityName>(name: K): CapabilityMap[K];
+  /** One plugin's declared variables as read at boot (its contexts' `pluginConfig`). */
+  pluginConfig(plugin: string): PluginConfigValues;
   /** The capabilities one plugin may reach: those it requires or provides. */
   capabilitiesFor(plugin: string): <K extends CapabilityName>(name: K) => CapabilityMap[K];
   /** `$PUBLIC_URL/media/<plugin>/<key>`: the capability URL of a blob (transports/rest/media.ts serves it). */
@@ -77,6 +84,17 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   // Compile first: a broken declaration fails before any connection is opened.
   const registry = compileRegistry(options.plugins);
   const jobKinds = compileJobKinds(registry.plugins, (message) => new BootError(message));
+  // The plugins' variables next (loadConfig read the kernel's): a bad value is a ConfigError by name, still
+  // before any connection. A Config made without loadConfig and no `env` leaves every variable at its default.
+  const configValues = readVariables([...registry.configVariables.values()].map((d) => d.variable), options.env ?? environmentOf(config) ?? {});
+  const pluginConfigs = new Map(
+    registry.plugins.map((p) => [p.name, Object.freeze(Object.fromEntries(Object.values(p.config?.variables ?? {}).map((v) => [v.name, configValues[v.name]])))]),
+  );
+  const pluginConfig = (plugin: string): PluginConfigValues => {
+    const values = pluginConfigs.get(plugin);
+    if (!values) throw new Error(`unknown plugin "${plugin}"`);
+    return values;
+  };
   const clock = options.clock ?? systemClock;
   const log = options.logger ?? createLogger(config.logLevel);
 
@@ -135,13 +153,13 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       }
       const provider = registry.providers.get(name);
       if (!provider) throw new BootError(`capability "${name}" is not provided by any registered plugin`);
-      const value = (provider.provides as Record<string, (h: CapabilityHost) => unknown>)[name]!(host);
+      const value = (provider.provides as Record<string, (h: CapabilityHost) => unknown>)[name]!({ ...host, pluginConfig: pluginConfig(provider.name) });
       built.set(name, value);
       return value as T;
     };
     const mediaBase = config.publicUrl.replace(/\/+$/, "") + "/media/";
     const mediaUrl = (plugin: string, key: string) => mediaBase + [plugin, ...key.split("/")].map(encodeURIComponent).join("/");
-    const host: CapabilityHost = { config, clock, blobs, capability: capability as CapabilityHost["capability"], mediaUrl };
+    const host: Omit<CapabilityHost, "pluginConfig"> = { config, clock, blobs, capability: capability as CapabilityHost["capability"], mediaUrl };
     // Build every capability now, in registry order, so a failing factory stops the boot by name.
     for (const name of registry.providers.keys()) capability(name as CapabilityName);
 
@@ -189,6 +207,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       finishJob: finish,
       blobsFor: (plugin) => blobsByPlugin.get(plugin)!,
       capabilitiesFor,
+      pluginConfigFor: pluginConfig,
       mediaUrl,
     });
 
@@ -213,6 +232,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         return operations;
       },
       capability,
+      pluginConfig,
       capabilitiesFor,
       mediaUrl,
       jobs,

@@ -78,6 +78,7 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
         params: call.params,
         request: call.request,
         config: kernel.config,
+        pluginConfig: kernel.pluginConfig(op.plugin),
         clock: kernel.clock,
         log: kernel.log,
         db: kernel.database.kysely,

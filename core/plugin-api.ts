@@ -30,6 +30,7 @@ export { formatTimestamp, parseSince, unixSeconds } from "./time.ts";
 export type { InferOutput, StandardSchemaV1 } from "./standard-schema.ts";
 export type { Clock } from "./clock.ts";
 export type { Config } from "./config.ts";
+export { ConfigError, defineConfig, envVar, type ConfigDeclaration, type ConfigValues, type ConfigVariable, type ConfigVariables, type Environment, type PluginConfigSource, type PluginConfigValues } from "./config.ts";
 export type { Logger } from "./log.ts";
 export type { Partner } from "./accounts.ts";
 

@@ -2,7 +2,7 @@
 // the kernel decides when and how to wire it (see core/registry.ts). Nothing here has side effects.
 import type { Kysely } from "kysely";
 import type { Clock } from "./clock.ts";
-import type { Config } from "./config.ts";
+import type { Config, ConfigDeclaration, PluginConfigValues } from "./config.ts";
 import type { Logger } from "./log.ts";
 import type { Price } from "./pricing.ts";
 import type { RateLimitName, RateWindow } from "./rate-limits.ts";
@@ -38,7 +38,17 @@ export interface OperationContext<Input = unknown> {
   /** Path parameters, named as in the declared path (`<job_id>` gives `params.job_id`). */
   params: Record<string, string>;
   request: Request;
+  /**
+   * Configuration, two kinds (a choice, kept here): `config` stays the kernel's own settings (core/config.ts,
+   * the same object for every plugin), and a plugin's own declared variables (definePlugin `config`) sit
+   * apart in `pluginConfig`, read typed through the declaration: `settings.of(ctx)`. Operations, job kinds
+   * and capability factories are declared apart from definePlugin, so the declaration, not the context,
+   * carries the type; there is no type argument at each use and no global augmentation. Job runners
+   * (JobRunContext) and capability factories (CapabilityHost) get the same two fields.
+   */
   config: Config;
+  /** This plugin's declared variables as read at boot, by variable name; read them through the declaration's `of`. */
+  pluginConfig: PluginConfigValues;
   clock: Clock;
   /** For what the partner must not see (a media tool's error, say): the response carries a sanitized text. */
   log: Logger;
@@ -137,6 +147,11 @@ export interface PluginDeclaration {
   features?: readonly string[];
   /** Service-wide pause switches this plugin honours (core/pauses.ts; the admin API flips registered ones). */
   pauses?: readonly string[];
+  /**
+   * The environment variables this plugin reads (`defineConfig`, core/config.ts), read and checked at boot;
+   * its contexts get them as `pluginConfig`. Plugins declaring one variable must share its declaration.
+   */
+  config?: ConfigDeclaration;
   operations?: readonly OperationDeclaration<any>[];
   /** Job kinds, by name: their states, legal transitions, terminal states and runner (core/jobs.ts). */
   jobs?: Readonly<Record<string, JobKindDeclaration<any>>>;
@@ -146,6 +161,8 @@ export interface PluginDeclaration {
 /** What a capability factory may use. */
 export interface CapabilityHost {
   config: Config;
+  /** The providing plugin's declared variables (see OperationContext `config`). */
+  pluginConfig: PluginConfigValues;
   clock: Clock;
   /** The whole blob store; a capability that keeps files uses `blobs.scoped(<its plugin>)`. */
   blobs: BlobStore;

@@ -4,6 +4,7 @@ import { mergeCosts } from "./pricing.ts";
 import { RATE_LIMITS, type RateWindow } from "./rate-limits.ts";
 import type { OperationDeclaration, PluginDeclaration } from "./plugin.ts";
 import type { Migration } from "../storage/migrate.ts";
+import { type ConfigVariable, KERNEL_VARIABLES } from "./config.ts";
 
 import { KERNEL_CAPABILITIES } from "../contracts/kernel.ts";
 
@@ -36,6 +37,8 @@ export interface Registry {
   migrations: readonly Migration[];
   /** Which plugin provides each capability. */
   providers: ReadonlyMap<string, PluginDeclaration>;
+  /** Every variable the plugins declare (definePlugin `config`), by name, with the plugins declaring it. */
+  configVariables: ReadonlyMap<string, { variable: ConfigVariable; plugins: readonly string[] }>;
 }
 
 export class BootError extends Error {}
@@ -134,6 +137,17 @@ export function compileRegistry(input: readonly PluginDeclaration[]): Registry {
   const providers = new Map<string, PluginDeclaration>();
   for (const p of plugins) for (const cap of Object.keys(p.provides ?? {})) providers.set(cap, p);
 
+  // One variable has one meaning: plugins that read it share one declaration (a fragment such as
+  // sandboxConfig), so they cannot disagree on its default or its checks.
+  const configVariables = new Map<string, { variable: ConfigVariable; plugins: string[] }>();
+  for (const p of plugins) for (const v of Object.values(p.config?.variables ?? {})) {
+    if ((KERNEL_VARIABLES as readonly string[]).includes(v.name)) throw new BootError(`plugin "${p.name}" declares ${v.name}, which the kernel reads itself`);
+    const seen = configVariables.get(v.name);
+    if (!seen) configVariables.set(v.name, { variable: v, plugins: [p.name] });
+    else if (seen.variable.schema !== v.schema) throw new BootError(`plugins "${seen.plugins[0]}" and "${p.name}" both declare ${v.name}, with different schemas (share one declaration)`);
+    else if (!seen.plugins.includes(p.name)) seen.plugins.push(p.name);
+  }
+
   // Shallow freezes for what holds plugin values: schema libraries cache lazily on their own objects.
   return Object.freeze({
     plugins: Object.freeze(plugins),
@@ -144,5 +158,6 @@ export function compileRegistry(input: readonly PluginDeclaration[]): Registry {
     rateLimits,
     migrations: Object.freeze(migrations),
     providers,
+    configVariables,
   });
 }

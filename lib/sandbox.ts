@@ -1,5 +1,20 @@
 // What every sandbox provider shares (DESIGN "Sandbox providers"): SANDBOX_LATENCY_MS spent in abortable
 // steps, and the markers that let anyone reach the failure paths.
+import { z } from "zod";
+import { defineConfig, envVar } from "../core/config.ts";
+
+/**
+ * The variable every sandbox provider reads, declared once: a sandbox plugin puts `config: sandboxConfig` in
+ * its definePlugin (or spreads `sandboxConfig.variables` into its own defineConfig) and reads
+ * `sandboxConfig.of(host).latencyMs`. Plugins declaring one variable must share its declaration.
+ */
+export const sandboxConfig = defineConfig({
+  latencyMs: envVar(
+    "SANDBOX_LATENCY_MS",
+    z.string().regex(/^\d+$/, "must be a non-negative integer").transform(Number).default(2000),
+    "how long a sandbox provider takes, in milliseconds (2000)",
+  ),
+});
 
 export const SANDBOX_MARKERS = {
   fail: "[sandbox:fail]",

@@ -7,7 +7,7 @@
 // content-safety block; `[sandbox:flaky]` fails the first route transiently, so a model with a second
 // provider shows its fallback.
 import { createHash } from "node:crypto";
-import { definePlugin, type GeneratedImage, hasMarker, type ImageGenerationRequest, type ImageProvider, type ImageProviders, sandboxSleep, TransientProviderError, UnsafeContentError, withoutMarkers } from "mediagate/plugin";
+import { definePlugin, type GeneratedImage, hasMarker, type ImageGenerationRequest, type ImageProvider, type ImageProviders, sandboxConfig, sandboxSleep, TransientProviderError, UnsafeContentError, withoutMarkers } from "mediagate/plugin";
 import { GLYPH_HEIGHT, GLYPH_WIDTH, glyph } from "./font5x7.ts";
 import { encodePng, exifChunk, xmpChunk } from "./png.ts";
 
@@ -160,7 +160,8 @@ export function sandboxImageProvider(options: { latencyMs: number }): ImageProvi
 /** Provides `image.generate` with the sandbox. A real deployment registers its adapter plugin instead. */
 export default definePlugin({
   name: "images-sandbox",
+  config: sandboxConfig,
   provides: {
-    "image.generate": (host) => sandboxImageProvider({ latencyMs: host.config.sandboxLatencyMs }),
+    "image.generate": (host) => sandboxImageProvider({ latencyMs: sandboxConfig.of(host).latencyMs }),
   },
 });

@@ -10,7 +10,7 @@
 // unusable input (`input_rejected`), `[sandbox:timeout]` an upstream that never answers (`timeout`). Markers
 // are never sung or shown in titles.
 import { createHash } from "node:crypto";
-import { type CapabilityHost, definePlugin, hasMarker, type MediaEngine, type MusicExtensionRequest, type MusicGenerationRequest, type MusicProvider, MusicProviderError, type MusicProviders, type MusicTrack, sandboxSleep, withoutMarkers, withVips } from "mediagate/plugin";
+import { type CapabilityHost, definePlugin, hasMarker, type MediaEngine, type MusicExtensionRequest, type MusicGenerationRequest, type MusicProvider, MusicProviderError, type MusicProviders, type MusicTrack, sandboxConfig, sandboxSleep, withoutMarkers, withVips } from "mediagate/plugin";
 import { arrangementForUpload, continuation, estimateTempo, fromPcm, join, JOIN_LEAD, newArrangement, parseArrangement, renderRange, SAMPLE_RATE, wav, type Arrangement, type Stereo } from "./render.ts";
 
 const VARIATIONS = 2;
@@ -152,8 +152,9 @@ export function sandboxMusicProvider(options: { latencyMs: number; media: () => 
 /** Provides `music.generate` with the sandbox. A real deployment registers its adapter plugin instead. */
 export default definePlugin({
   name: "music-sandbox",
+  config: sandboxConfig,
   requires: ["media"],
   provides: {
-    "music.generate": (host: CapabilityHost) => sandboxMusicProvider({ latencyMs: host.config.sandboxLatencyMs, media: () => host.capability("media") }),
+    "music.generate": (host: CapabilityHost) => sandboxMusicProvider({ latencyMs: sandboxConfig.of(host).latencyMs, media: () => host.capability("media") }),
   },
 });

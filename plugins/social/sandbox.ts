@@ -10,7 +10,7 @@
 //   sandbox-noaudio   a video without sound        sandbox-carousel-N  N items (cut to 10 by the caps)
 //   sandbox-flaky     the first attempt throws an unexpected error (the runtime's retry succeeds)
 import { createHash } from "node:crypto";
-import { definePlugin, type ExtractedItem, type ExtractedPost, ExtractionError, type ExtractRequest, type MediaEngine, sandboxSleep, type SocialExtractor, testVideoJob } from "mediagate/plugin";
+import { definePlugin, type ExtractedItem, type ExtractedPost, ExtractionError, type ExtractRequest, type MediaEngine, sandboxConfig, sandboxSleep, type SocialExtractor, testVideoJob } from "mediagate/plugin";
 import type { FailureReason } from "./errors.ts";
 import type { Platform } from "./hosts.ts";
 
@@ -109,9 +109,10 @@ export function sandboxExtractor(options: { latencyMs: number; media: () => Medi
 /** Provides `social.extract` with the sandbox. extractor.ts picks yt-dlp instead when configured. */
 export default definePlugin({
   name: "social-sandbox",
+  config: sandboxConfig,
   requires: ["media"],
   provides: {
     // The engine is fetched on first use: capabilities are built at boot, ffmpeg.wasm is not.
-    "social.extract": (host) => sandboxExtractor({ latencyMs: host.config.sandboxLatencyMs, media: () => host.capability("media") }),
+    "social.extract": (host) => sandboxExtractor({ latencyMs: sandboxConfig.of(host).latencyMs, media: () => host.capability("media") }),
   },
 });

@@ -119,7 +119,9 @@ const MAX_STDOUT = 32 * 1024 * 1024;
 export function runYtdlp(binary: string, args: string[], options: { signal: AbortSignal; timeoutMs: number; cwd?: string; onLine?(line: string): void }): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     if (options.signal.aborted) return reject(options.signal.reason);
-    const child = spawn(binary, args, { cwd: options.cwd, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, PYTHONUNBUFFERED: "1" } });
+    // No `env`: the child gets the server's environment as Node passes it (yt-dlp needs PATH to find ffmpeg),
+    // and yt-dlp flushes every line it writes, so progress arrives as written without PYTHONUNBUFFERED.
+    const child = spawn(binary, args, { cwd: options.cwd, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     let pending = "";

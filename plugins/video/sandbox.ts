@@ -13,7 +13,7 @@
 // Markers (DESIGN "Sandbox providers"): `[sandbox:fail]` fails, `[sandbox:unsafe]` is a content-safety block,
 // a frame URL whose path contains `sandbox-fail` fails.
 import { createHash } from "node:crypto";
-import { appendTopLevelBox, definePlugin, findSystemFont, type GeneratedVideo, hasMarker, type MediaEngine, MP4_UUIDS, sandboxSleep, UnsafeContentError, type VideoFrame, type VideoGenerationRequest, type VideoProvider, type VideoProviders, withoutMarkers } from "mediagate/plugin";
+import { appendTopLevelBox, definePlugin, findSystemFont, type GeneratedVideo, hasMarker, type MediaEngine, MP4_UUIDS, sandboxConfig, sandboxSleep, UnsafeContentError, type VideoFrame, type VideoGenerationRequest, type VideoProvider, type VideoProviders, withoutMarkers } from "mediagate/plugin";
 
 const SOFTWARE = "mediagate sandbox video provider";
 const FPS = 25;
@@ -191,9 +191,10 @@ export function sandboxVideoProvider(options: { latencyMs: number; media: () => 
 /** Provides `video.generate` with the sandbox. A real deployment registers its adapter plugin instead. */
 export default definePlugin({
   name: "video-sandbox",
+  config: sandboxConfig,
   requires: ["media"],
   provides: {
     // The engine is fetched on first render: capabilities are built at boot, ffmpeg.wasm is not.
-    "video.generate": (host) => sandboxVideoProvider({ latencyMs: host.config.sandboxLatencyMs, media: () => host.capability("media") }),
+    "video.generate": (host) => sandboxVideoProvider({ latencyMs: sandboxConfig.of(host).latencyMs, media: () => host.capability("media") }),
   },
 });

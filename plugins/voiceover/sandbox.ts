@@ -6,7 +6,7 @@
 // Markers (DESIGN "Sandbox providers"): `[sandbox:fail]` answers like an upstream HTTP 500; `[sandbox:unsafe]`
 // like an upstream content refusal (HTTP 400). Both end as the spec's "generation failed" 502, refunded.
 // Markers are not spoken.
-import { type CapabilityHost, definePlugin, type MediaEngine, type SpeechAudio, SpeechHttpError, type SpeechProvider, type SpeechProviders, type SpeechRequest } from "mediagate/plugin";
+import { type CapabilityHost, definePlugin, type MediaEngine, sandboxConfig, type SpeechAudio, SpeechHttpError, type SpeechProvider, type SpeechProviders, type SpeechRequest } from "mediagate/plugin";
 import { speak, type EspeakVoice } from "./espeak.ts";
 import type { OutputFormat } from "./models.ts";
 
@@ -66,8 +66,9 @@ export function sandboxSpeechProvider(options: { latencyMs: number; media: () =>
 /** Provides `speech.synthesize` with the sandbox. A real deployment registers its adapter plugin instead. */
 export default definePlugin({
   name: "voiceover-sandbox",
+  config: sandboxConfig,
   requires: ["media"],
   provides: {
-    "speech.synthesize": (host: CapabilityHost) => sandboxSpeechProvider({ latencyMs: host.config.sandboxLatencyMs, media: () => host.capability("media") }),
+    "speech.synthesize": (host: CapabilityHost) => sandboxSpeechProvider({ latencyMs: sandboxConfig.of(host).latencyMs, media: () => host.capability("media") }),
   },
 });

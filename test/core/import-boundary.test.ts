@@ -87,4 +87,25 @@ test("the check catches deep imports of every kind", () => {
   ]);
 });
 
+// Declared plugin configuration (issue 13, item 6): a plugin's variables are declared with defineConfig and
+// read by the kernel at boot, so no file under plugins/ reads the environment itself, in any spelling.
+const ENVIRONMENT_READS = [
+  /\bprocess\s*\.\s*env\b/,
+  /\bprocess\s*\[\s*["'`]env["'`]\s*\]/,
+  /\bDeno\s*\.\s*env\b/,
+  /\bimport\s*\{[^}]*\benv\b[^}]*\}\s*from\s*["'](?:node:)?process["']/,
+];
+
+test("no file under plugins/ reads process.env or Deno.env", () => {
+  const files = sources(join(ROOT, "plugins"));
+  const found = files.flatMap((f) =>
+    readFileSync(f, "utf8")
+      .split("\n")
+      .flatMap((line, i) => (ENVIRONMENT_READS.some((re) => re.test(line)) ? [`${relative(ROOT, f)}:${i + 1}: ${line.trim()}`] : [])),
+  );
+  assert.equal(found, [], `plugins read the environment instead of declaring their variables (definePlugin config):\n${found.join("\n")}`);
+  const spellings = ["const a = process.env.X;", 'const b = process["env"];', "const c = Deno.env.get('X');", 'import { env } from "node:process";'];
+  assert.equal(spellings.filter((line) => !ENVIRONMENT_READS.some((re) => re.test(line))), [], "each spelling is caught");
+});
+
 test.run();
