@@ -6,5 +6,6 @@ export { crc32 } from "./crc32.ts";
 export { DamagedMediaError, damagedMedia, isDamagedMedia } from "./errors.ts";
 export { isPng, PNG_METADATA_CHUNKS, PNG_SIGNATURE, pngChunk, pngChunks, writePng, type PngChunk, type PngChunkAt } from "./png.ts";
 export { isJpeg, isJpegFrameMarker, JPEG_EOI, JPEG_SOS, jpegSegment, jpegSegments, type JpegSegment } from "./jpeg.ts";
-export { isWebp, riffChunk, riffChunks, riffHeader, WEBP_VP8X_FLAGS, writeRiff, type RiffChunk } from "./riff.ts";
-export { appendTopLevelBox, isoBmffBox, mp4Boxes, type Mp4Box } from "./isobmff.ts";
+export { isWebp, riffChunk, riffChunks, riffHeader, WEBP_VP8X_FLAGS, writeRiff, type RiffChunk, type RiffChunksOptions } from "./riff.ts";
+export { appendTopLevelBox, isIsoBmffFirstBox, isoBmffBox, isoBmffFirstBox, mp4Boxes, type IsoBmffStartOptions, type Mp4Box } from "./isobmff.ts";
+export { sniffImageType, type ImageMimeType } from "./sniff.ts";

@@ -34,6 +34,27 @@ export function* mp4Boxes(b: Uint8Array, from = 0, to = b.length): Generator<Mp4
   }
 }
 
+/**
+ * Types an ISO-BMFF file may start with: ftyp, or for QuickTime files from before ftyp, one of the others.
+ * `pnot` (QuickTime's preview atom) leads some old MOV files too, but only where a caller asks for it: video
+ * upscale and reference videos have always refused such files, metadata removal accepts them.
+ */
+const FIRST_BOXES: ReadonlySet<string> = new Set(["ftyp", "moov", "mdat", "wide", "free", "skip"]);
+
+export interface IsoBmffStartOptions {
+  /** Whether a leading `pnot` box counts. */
+  pnot?: boolean;
+}
+
+/** Whether a file whose first box has this type is ISO-BMFF (MP4, MOV, 3GP, ...). */
+export const isIsoBmffFirstBox = (type: string, { pnot = false }: IsoBmffStartOptions = {}): boolean => FIRST_BOXES.has(type) || (pnot && type === "pnot");
+
+/** The first box when it fits in the file and marks it as ISO-BMFF; undefined otherwise. Never by extension or content type. */
+export function isoBmffFirstBox(b: Uint8Array, options?: IsoBmffStartOptions): Mp4Box | undefined {
+  for (const box of mp4Boxes(b)) return isIsoBmffFirstBox(box.type, options) ? box : undefined;
+  return undefined;
+}
+
 /** One box as stored: size, type, the 16-byte id of a `uuid` box when `uuid` is given (hex, dashes allowed), payload. */
 export function isoBmffBox(type: string, payload: Uint8Array, uuid?: string): Uint8Array {
   const hex = uuid ? uuid.replace(/-/g, "") : undefined;

@@ -25,16 +25,32 @@ export interface RiffChunk {
   end: number;
 }
 
+export interface RiffChunksOptions {
+  /**
+   * Sizes may run past `to` (a stream written before its length was known, its placeholder sizes never filled
+   * in): the bytes present are what counts, so such a chunk ends at `to` and ends the walk, and so do a few
+   * bytes too short for a chunk header. Without it both are DamagedMediaError.
+   */
+  cutAtEnd?: boolean;
+}
+
 /**
  * The chunks laid end to end in [from, to) (for a whole file: 12 and riffHeader's end); throws
  * DamagedMediaError when a chunk runs past `to`. A writer that leaves out the last pad byte is tolerated.
  */
-export function* riffChunks(b: Uint8Array, from: number, to: number): Generator<RiffChunk> {
+export function* riffChunks(b: Uint8Array, from: number, to: number, { cutAtEnd = false }: RiffChunksOptions = {}): Generator<RiffChunk> {
   let pos = from;
   while (pos < to) {
-    if (pos + 8 > to) damagedMedia("truncated chunk header");
+    if (pos + 8 > to) {
+      if (cutAtEnd) return;
+      damagedMedia("truncated chunk header");
+    }
     const type = latin1(b, pos, pos + 4);
     const size = u32le(b, pos + 4);
+    if (cutAtEnd && pos + 8 + size > to) {
+      yield { type, start: pos, body: pos + 8, dataEnd: to, end: to };
+      return;
+    }
     const dataEnd = pos + 8 + size;
     if (dataEnd > to) damagedMedia(`chunk ${JSON.stringify(type)} runs past the RIFF`);
     const end = Math.min(dataEnd + (size & 1), to);

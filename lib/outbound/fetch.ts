@@ -9,6 +9,7 @@ import { lookup as dnsLookup } from "node:dns/promises";
 import type { LookupAddress, LookupOptions } from "node:dns";
 import { isIPv4, isIPv6 } from "node:net";
 import { Agent, buildConnector } from "undici";
+import { concatBytes } from "../formats/bytes.ts";
 import { classifyAddress, isIpLiteral, unbracket } from "./address.ts";
 import { checkUrl, type CheckUrlResult } from "./check.ts";
 import { OutboundError } from "./errors.ts";
@@ -291,17 +292,8 @@ export function createOutboundGuard(options: OutboundGuardOptions = {}): Outboun
   async function fetchWhole(url: string | URL, req: OutboundRequest = {}): Promise<OutboundResponse> {
     const s = await stream(url, req);
     const chunks: Uint8Array[] = [];
-    let size = 0;
-    for await (const chunk of s.body) {
-      chunks.push(chunk);
-      size += chunk.byteLength;
-    }
-    const body = new Uint8Array(size);
-    let at = 0;
-    for (const c of chunks) {
-      body.set(c, at);
-      at += c.byteLength;
-    }
+    for await (const chunk of s.body) chunks.push(chunk);
+    const body = concatBytes(chunks);
     return { status: s.status, headers: s.headers, body, url: s.url };
   }
 

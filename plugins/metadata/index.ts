@@ -22,8 +22,8 @@
 //   operators; the partner sees only the response.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, type Counters, createSharedSlots, definePlugin, formatTimestamp, type MediaEngine, operation, type OperationContext, type OutboundGuard, type ServiceMediaReader, type SharedSlots } from "mediagate/plugin";
-import { isDamaged, type Cleaned } from "./damage.ts";
+import { ApiError, type Counters, createSharedSlots, definePlugin, formatTimestamp, isDamagedMedia, type MediaEngine, operation, type OperationContext, type OutboundGuard, type ServiceMediaReader, type SharedSlots } from "mediagate/plugin";
+import type { Cleaned } from "./damage.ts";
 import { METADATA_ERRORS as E } from "./errors.ts";
 import { imageFormatOf } from "./image.ts";
 import { RemoveMetadataInput, type RemovalSource } from "./input.ts";
@@ -96,7 +96,7 @@ export function createMetadataPlugin(options: Options = {}) {
         ({ format, contentType, extension } = container);
       }
     } catch (err) {
-      if (!isDamaged(err)) throw err;
+      if (!isDamagedMedia(err)) throw err;
       ctx.log.info(`metadata ${ctx.requestId}: ${err.detail}`);
       throw new ApiError(422, source.kind === "image" ? E.imageDamaged : E.videoDamaged);
     }

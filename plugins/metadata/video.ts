@@ -2,11 +2,11 @@
 // container by the media library's metadata-free remux (stripVideoMetadataArgs: what it leaves behind is
 // listed there). MOV stays MOV (QuickTime-only features survive), anything else becomes MP4; the index (moov)
 // goes in front so the copy plays while it downloads.
-import { damagedMedia, isMediaError, latin1, type MediaEngine, mp4Boxes, mp4MetadataCategories, stripVideoMetadataArgs } from "mediagate/plugin";
+import { damagedMedia, isIsoBmffFirstBox, isMediaError, isoBmffFirstBox, latin1, type MediaEngine, mp4Boxes, mp4MetadataCategories, stripVideoMetadataArgs } from "mediagate/plugin";
 import { sortCategories, type Category, type Cleaned } from "./damage.ts";
 
-/** QuickTime files from before the ftyp box start with one of the others. */
-const FIRST_BOXES = new Set(["ftyp", "moov", "mdat", "wide", "free", "skip", "pnot"]);
+/** Old QuickTime files led by a `pnot` preview atom are MOV too. */
+const START = { pnot: true } as const;
 
 export interface VideoContainer {
   format: "mov" | "mp4";
@@ -19,15 +19,15 @@ const MP4: VideoContainer = { format: "mp4", contentType: "video/mp4", extension
 
 /** The container the copy is written in, or null when `bytes` is not ISO-BMFF at all (the spec's 415). */
 export function videoContainerOf(bytes: Uint8Array): VideoContainer | null {
-  for (const box of mp4Boxes(bytes)) {
-    if (!FIRST_BOXES.has(box.type)) return null;
+  const box = isoBmffFirstBox(bytes, START);
+  if (box) {
     if (box.type !== "ftyp") return MOV;
     if (box.body + 4 > box.end) return null;
     return latin1(bytes, box.body, box.body + 4) === "qt  " ? MOV : MP4;
   }
   // A first box that does not fit in the file is still recognisably ISO-BMFF (a truncated download): the
   // remux will call it damaged.
-  return bytes.length >= 8 && FIRST_BOXES.has(latin1(bytes, 4, 8)) ? (latin1(bytes, 8, 12) === "qt  " || latin1(bytes, 4, 8) !== "ftyp" ? MOV : MP4) : null;
+  return bytes.length >= 8 && isIsoBmffFirstBox(latin1(bytes, 4, 8), START) ? (latin1(bytes, 8, 12) === "qt  " || latin1(bytes, 4, 8) !== "ftyp" ? MOV : MP4) : null;
 }
 
 /**

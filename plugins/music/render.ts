@@ -6,6 +6,7 @@
 // bar it belongs to, so any stretch of a song can be rendered on its own (an extension renders only its new
 // part, on the grid of the source, and so lands on the source's beat).
 import { createHash } from "node:crypto";
+import { riffChunk, writeRiff } from "mediagate/plugin";
 
 export const SAMPLE_RATE = 44100;
 const SR = SAMPLE_RATE;
@@ -798,28 +799,21 @@ function master(dry: readonly [Float32Array, Float32Array], a: Arrangement, rend
 /** 16-bit little-endian PCM WAV of a stereo buffer. */
 export function wav(audio: Stereo): Uint8Array {
   const frames = audio.left.length;
-  const out = new Uint8Array(44 + frames * 4);
-  const v = new DataView(out.buffer);
-  const text = (o: number, s: string) => [...s].forEach((c, i) => (out[o + i] = c.charCodeAt(0)));
-  text(0, "RIFF");
-  v.setUint32(4, 36 + frames * 4, true);
-  text(8, "WAVE");
-  text(12, "fmt ");
-  v.setUint32(16, 16, true);
-  v.setUint16(20, 1, true);
-  v.setUint16(22, 2, true);
-  v.setUint32(24, SR, true);
-  v.setUint32(28, SR * 4, true);
-  v.setUint16(32, 4, true);
-  v.setUint16(34, 16, true);
-  text(36, "data");
-  v.setUint32(40, frames * 4, true);
+  const fmt = new DataView(new ArrayBuffer(16));
+  fmt.setUint16(0, 1, true); // PCM
+  fmt.setUint16(2, 2, true); // channels
+  fmt.setUint32(4, SR, true);
+  fmt.setUint32(8, SR * 4, true); // bytes a second
+  fmt.setUint16(12, 4, true); // bytes a frame
+  fmt.setUint16(14, 16, true); // bits a sample
+  const pcm = new Uint8Array(frames * 4);
+  const v = new DataView(pcm.buffer);
   const q = (x: number) => Math.max(-32768, Math.min(32767, Math.round(x * 32767)));
   for (let i = 0; i < frames; i++) {
-    v.setInt16(44 + i * 4, q(audio.left[i]!), true);
-    v.setInt16(46 + i * 4, q(audio.right[i]!), true);
+    v.setInt16(i * 4, q(audio.left[i]!), true);
+    v.setInt16(i * 4 + 2, q(audio.right[i]!), true);
   }
-  return out;
+  return writeRiff("WAVE", [riffChunk("fmt ", new Uint8Array(fmt.buffer)), riffChunk("data", pcm)]);
 }
 
 /** Interleaved s16le stereo PCM to float channels. */

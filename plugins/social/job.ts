@@ -5,7 +5,7 @@
 //
 // The caps are checked here on what the extractor returned, whatever it promised: the extractor stops
 // early when it can (it knows a post's length before downloading), the plugin holds the line.
-import { type ExtractedItem, ExtractionError, firstAudio, firstVideo, JobFailure, type JobKindDeclaration, type JobRunContext, type MediaEngine, SOCIAL_LIMITS, type SocialExtractor } from "mediagate/plugin";
+import { type ExtractedItem, ExtractionError, firstAudio, firstVideo, JobFailure, type JobKindDeclaration, type JobRunContext, type MediaEngine, sniffImageType, SOCIAL_LIMITS, type SocialExtractor } from "mediagate/plugin";
 import { FAILURE_SENTENCES, type FailureReason } from "./errors.ts";
 import type { Platform } from "./hosts.ts";
 import type { DownloadOutput, StoredFile } from "./records.ts";
@@ -19,12 +19,6 @@ export interface DownloadInput {
 
 const fail = (reason: FailureReason) => new JobFailure(FAILURE_SENTENCES[reason]);
 const round2 = (n: number) => Math.round(n * 100) / 100;
-
-function sniffImage(bytes: Uint8Array): "image/jpeg" | "image/png" | null {
-  if (bytes[0] === 0xff && bytes[1] === 0xd8) return "image/jpeg";
-  if (bytes[0] === 0x89 && bytes[1] === 0x50 && bytes[2] === 0x4e && bytes[3] === 0x47) return "image/png";
-  return null;
-}
 
 interface Measured {
   video: Uint8Array;
@@ -58,7 +52,7 @@ async function measure(ctx: JobRunContext, engine: MediaEngine, item: ExtractedI
   if (secondsSoFar + probe.durationSeconds > SOCIAL_LIMITS.maxSeconds) throw fail("too_long");
 
   let cover = item.cover?.bytes ?? null;
-  let coverType = cover ? sniffImage(cover) : null;
+  let coverType = cover ? sniffImageType(cover, ["image/jpeg", "image/png"]) : null;
   if (!cover || !coverType) {
     // No usable cover from the network: the first frame stands in.
     const out = await engine.run(["-i", "video.mp4", "-frames:v", "1", "-q:v", "3", "cover.jpg"], { inputs: { "video.mp4": item.video }, outputs: ["cover.jpg"], signal: ctx.signal, timeoutMs: 60_000 });

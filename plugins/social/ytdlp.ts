@@ -12,7 +12,7 @@ import { spawn } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ExtractedItem, type ExtractedPost, ExtractionError, type ExtractRequest, firstAudio, firstVideo, type MediaEngine, type Probe, type SocialExtractor, type SocialLimits } from "mediagate/plugin";
+import { type ExtractedItem, type ExtractedPost, ExtractionError, type ExtractRequest, firstAudio, firstVideo, type MediaEngine, type Probe, sniffImageType, type SocialExtractor, type SocialLimits } from "mediagate/plugin";
 import type { FailureReason } from "./errors.ts";
 
 /** H.264 + AAC in MP4 when the network offers it (no re-encode then), else the best there is. */
@@ -174,12 +174,6 @@ export function playableArgs(probe: Probe, input: string, output: string): strin
 const VIDEO_EXT = new Set(["mp4", "webm", "mkv", "mov", "m4v"]);
 const IMAGE_EXT = new Set(["jpg", "jpeg", "png"]);
 
-function sniffImage(bytes: Uint8Array): "image/jpeg" | "image/png" | null {
-  if (bytes[0] === 0xff && bytes[1] === 0xd8) return "image/jpeg";
-  if (bytes[0] === 0x89 && bytes[1] === 0x50) return "image/png";
-  return null;
-}
-
 /** yt-dlp's `[download]  42.0% of ...` lines as a fraction. */
 export function progressOf(line: string): number | null {
   const m = /^\[download\]\s+(\d+(?:\.\d+)?)%/.exec(line.trim());
@@ -243,7 +237,7 @@ export function ytdlpExtractor(options: { binary: string; media: () => MediaEngi
           total += playable.byteLength;
           if (playable.byteLength > req.limits.maxFileBytes || total > req.limits.maxJobBytes) throw new ExtractionError("too_large", "over the size cap after conversion");
           const coverBytes = slot.cover ? new Uint8Array(await readFile(join(out, slot.cover))) : null;
-          const mimeType = coverBytes ? sniffImage(coverBytes) : null;
+          const mimeType = coverBytes ? sniffImageType(coverBytes, ["image/jpeg", "image/png"]) : null;
           items.push({ video: playable, cover: coverBytes && mimeType ? { bytes: coverBytes, mimeType } : null });
           await req.onProgress(0.7 + ((n + 1) / found.length) * 0.3);
         }

@@ -7,7 +7,7 @@
 // - Dimensions are the displayed ones (EXIF orientation applied): that is what the output has and what the
 //   8K rule and the tier measure.
 // - An animated WebP or PNG is upscaled from its first frame (the output is a single PNG).
-import { ApiError, type ImageRecords, isMediaError, JobFailure, type JobKindDeclaration, PENDING_SUCCESS_FAILED, probeImage } from "mediagate/plugin";
+import { ApiError, type ImageRecords, isJpeg, isMediaError, isPng, isWebp, JobFailure, type JobKindDeclaration, PENDING_SUCCESS_FAILED, probeImage } from "mediagate/plugin";
 import { UPSCALE_ERRORS as E } from "./errors.ts";
 import { IMAGE, tierFor, type Factor, type Tier } from "./prices.ts";
 import { upscaleImage } from "./resample.ts";
@@ -16,14 +16,12 @@ export type SourceFormat = "jpeg" | "png" | "webp";
 
 export const CONTENT_TYPES: Record<SourceFormat, string> = { jpeg: "image/jpeg", png: "image/png", webp: "image/webp" };
 
-const startsWith = (b: Uint8Array, sig: readonly number[], at = 0) => sig.every((x, i) => b[at + i] === x);
-const ascii = (s: string) => [...s].map((c) => c.charCodeAt(0));
-
 /** The format the bytes announce, whatever a URL's extension or a header claims. */
 export function sniffImage(bytes: Uint8Array): SourceFormat | null {
-  if (startsWith(bytes, [0xff, 0xd8, 0xff])) return "jpeg";
-  if (startsWith(bytes, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return "png";
-  if (startsWith(bytes, ascii("RIFF")) && startsWith(bytes, ascii("WEBP"), 8)) return "webp";
+  // SOI with a marker right after it: a decoder would skip junk there, this check refuses it.
+  if (isJpeg(bytes) && bytes[2] === 0xff) return "jpeg";
+  if (isPng(bytes)) return "png";
+  if (isWebp(bytes)) return "webp";
   return null;
 }
 

@@ -13,25 +13,22 @@
 // - Output: H.264 (yuv420p, CRF 18) in MP4 with the frame rate kept, moov in front; the first audio track is
 //   copied when MP4 can carry its codec, else encoded to AAC 192 kb/s; other tracks are dropped.
 // - `duration` of the record is the billed whole seconds until the job completes, then the output's length.
-import { ApiError, displaySize, firstAudio, firstVideo, isMediaError, JobFailure, type JobKindDeclaration, type JobRunContext, type MediaEngine, type MediaEngineKind, mp4Boxes, QUEUED_PROCESSING_COMPLETE, type VideoRecords } from "mediagate/plugin";
+import { ApiError, displaySize, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, JobFailure, type JobKindDeclaration, type JobRunContext, latin1, type MediaEngine, type MediaEngineKind, QUEUED_PROCESSING_COMPLETE, type VideoRecords } from "mediagate/plugin";
 import { UPSCALE_ERRORS as E } from "./errors.ts";
 import { VIDEO, type Factor } from "./prices.ts";
 
 const ISO_BMFF = "mov,mp4,m4a,3gp,3g2,mj2";
-const FIRST_BOXES = new Set(["ftyp", "moov", "mdat", "wide", "free", "skip"]);
 /** Audio codecs MP4 carries as they are. */
 const COPYABLE_AUDIO = new Set(["aac", "mp3", "ac3", "eac3", "alac"]);
 const PROBE_TIMEOUT_MS = 60_000;
 
 /** MP4 or MOV by its boxes: never by a URL's extension or a server's content type. */
 export function isMp4OrMov(bytes: Uint8Array): boolean {
-  for (const box of mp4Boxes(bytes)) {
-    if (!FIRST_BOXES.has(box.type)) return false;
-    if (box.type !== "ftyp") return true;
-    const brand = String.fromCharCode(...bytes.subarray(box.body, box.body + 4));
-    return brand.length === 4 && !brand.startsWith("3g");
-  }
-  return false;
+  const box = isoBmffFirstBox(bytes);
+  if (!box) return false;
+  if (box.type !== "ftyp") return true;
+  const brand = latin1(bytes, box.body, box.body + 4);
+  return brand.length === 4 && !brand.startsWith("3g");
 }
 
 export interface MeasuredVideo {

@@ -23,7 +23,7 @@
 // - Engine failures on the partner's file (damaged, unsupported, too slow to finish within the slot's hold
 //   time) answer "Could not prepare that ... as a reference."; an engine that is not there at all is ours and
 //   is not blamed on the file.
-import { ApiError, type Counters, createSharedSlots, fetchSource, firstAudio, firstVideo, isMediaError, type MediaEngine, mp4Boxes, type OutboundGuard, type Probe, type ReferenceMedia, type SharedSlots } from "mediagate/plugin";
+import { ApiError, type Counters, createSharedSlots, fetchSource, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, type MediaEngine, type OutboundGuard, type Probe, type ReferenceMedia, type SharedSlots } from "mediagate/plugin";
 import { VIDEO_ERRORS as E } from "./errors.ts";
 
 export const MAX_REFERENCE_VIDEO_BYTES = 95_000_000;
@@ -76,12 +76,6 @@ interface Kind {
 }
 
 const ISO_BMFF = "mov,mp4,m4a,3gp,3g2,mj2";
-// QuickTime files from before the ftyp box start with one of the others.
-const FIRST_BOXES = new Set(["ftyp", "moov", "mdat", "wide", "free", "skip"]);
-function isIsoBmff(bytes: Uint8Array): boolean {
-  for (const box of mp4Boxes(bytes)) return FIRST_BOXES.has(box.type);
-  return false;
-}
 
 // Global, per-stream and chapter metadata all go; bitexact keeps the encoder's name out of the file.
 const NO_METADATA = ["-map_metadata", "-1", "-map_metadata:s", "-1", "-map_chapters", "-1", "-fflags", "+bitexact"];
@@ -94,7 +88,7 @@ const VIDEO: Kind = {
   unusable: E.referenceVideoUnusable,
   length: E.referenceVideoLength,
   total: E.referenceVideosTotal,
-  accepts: (bytes, probe) => isIsoBmff(bytes) && probe.formatName === ISO_BMFF && firstVideo(probe) !== undefined,
+  accepts: (bytes, probe) => isoBmffFirstBox(bytes) !== undefined && probe.formatName === ISO_BMFF && firstVideo(probe) !== undefined,
   normalize(probe, engine) {
     const v = firstVideo(probe)!;
     const a = firstAudio(probe);
@@ -131,7 +125,7 @@ const AUDIO: Kind = {
   accepts: (bytes, probe) =>
     firstAudio(probe) !== undefined &&
     firstVideo(probe) === undefined &&
-    (probe.formatName === "mp3" || probe.formatName === "wav" || (probe.formatName === ISO_BMFF && isIsoBmff(bytes))),
+    (probe.formatName === "mp3" || probe.formatName === "wav" || (probe.formatName === ISO_BMFF && isoBmffFirstBox(bytes) !== undefined)),
   normalize: (probe) => ({
     output: "ref.mp3",
     args: [
@@ -178,7 +172,7 @@ async function measure(url: string, rules: ReferenceRules, kind: Kind, deps: Ref
   let probe: Probe;
   try {
     // Junk is refused on its first bytes, before the engine spends time on it.
-    if (kind === VIDEO && !isIsoBmff(bytes)) throw new ApiError(400, kind.unusable);
+    if (kind === VIDEO && !isoBmffFirstBox(bytes)) throw new ApiError(400, kind.unusable);
     probe = await deps.engine.probe(bytes, "in.bin", { signal, timeoutMs: PROBE_TIMEOUT_MS });
   } catch (err) {
     throw unusable(err, kind, deps);

@@ -13,7 +13,7 @@
 // Markers (DESIGN "Sandbox providers"): `[sandbox:fail]` fails, `[sandbox:unsafe]` is a content-safety block,
 // a frame URL whose path contains `sandbox-fail` fails.
 import { createHash } from "node:crypto";
-import { appendTopLevelBox, definePlugin, findSystemFont, type GeneratedVideo, hasMarker, type MediaEngine, MP4_UUIDS, sandboxConfig, sandboxSleep, UnsafeContentError, type VideoFrame, type VideoGenerationRequest, type VideoProvider, type VideoProviders, withoutMarkers } from "mediagate/plugin";
+import { appendTopLevelBox, concatBytes, definePlugin, findSystemFont, type GeneratedVideo, hasMarker, isoBmffBox, type MediaEngine, MP4_UUIDS, sandboxConfig, sandboxSleep, sniffImageType, UnsafeContentError, type VideoFrame, type VideoGenerationRequest, type VideoProvider, type VideoProviders, withoutMarkers } from "mediagate/plugin";
 
 const SOFTWARE = "mediagate sandbox video provider";
 const FPS = 25;
@@ -26,11 +26,7 @@ function seeded(seed: string): () => number {
 }
 
 function sniffExt(frame: VideoFrame): string {
-  const b = frame.bytes;
-  if (b[0] === 0x89 && b[1] === 0x50) return "png";
-  if (b[0] === 0xff && b[1] === 0xd8) return "jpg";
-  if (b[8] === 0x57 && b[9] === 0x45 && b[10] === 0x42 && b[11] === 0x50) return "webp";
-  return IMAGE_EXT[frame.mimeType] ?? "png";
+  return IMAGE_EXT[sniffImageType(frame.bytes) ?? frame.mimeType] ?? "png";
 }
 
 const xmlEscape = (s: string) => s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -51,18 +47,11 @@ function provenanceXmp(req: VideoGenerationRequest): Uint8Array {
 
 /** A C2PA-shaped manifest box payload: purpose, offset, and a JUMBF superbox labelled "c2pa". */
 function c2paPayload(req: VideoGenerationRequest): Uint8Array {
-  const box = (type: string, body: Uint8Array) => {
-    const out = new Uint8Array(8 + body.length);
-    new DataView(out.buffer).setUint32(0, out.length);
-    for (let i = 0; i < 4; i++) out[4 + i] = type.charCodeAt(i);
-    out.set(body, 8);
-    return out;
-  };
   const enc = new TextEncoder();
   const c2paType = Uint8Array.from([0x63, 0x32, 0x70, 0x61, 0x00, 0x11, 0x00, 0x10, 0x80, 0x00, 0x00, 0xaa, 0x00, 0x38, 0x9b, 0x71]);
-  const jumd = box("jumd", new Uint8Array([...c2paType, 0x03, ...enc.encode("c2pa"), 0]));
-  const claim = box("json", enc.encode(JSON.stringify({ claim_generator: SOFTWARE, digital_source_type: "trainedAlgorithmicMedia", prompt_sha256: createHash("sha256").update(req.prompt).digest("hex") })));
-  const jumb = box("jumb", new Uint8Array([...jumd, ...claim]));
+  const jumd = isoBmffBox("jumd", new Uint8Array([...c2paType, 0x03, ...enc.encode("c2pa"), 0]));
+  const claim = isoBmffBox("json", enc.encode(JSON.stringify({ claim_generator: SOFTWARE, digital_source_type: "trainedAlgorithmicMedia", prompt_sha256: createHash("sha256").update(req.prompt).digest("hex") })));
+  const jumb = isoBmffBox("jumb", concatBytes([jumd, claim]));
   // version/flags (4), purpose "manifest\0", offset to the manifest (8 bytes, 0 = none), then the JUMBF.
   return new Uint8Array([0, 0, 0, 0, ...enc.encode("manifest"), 0, 0, 0, 0, 0, 0, 0, 0, 0, ...jumb]);
 }

@@ -2,6 +2,7 @@
 // started on first use and unref'd so an idle one never keeps the process alive; texts are spoken one at a
 // time, in order. The worker holds the process open only while a text is being spoken.
 import { Worker } from "node:worker_threads";
+import { latin1, riffChunks } from "mediagate/plugin";
 
 export interface EspeakVoice {
   /** eSpeak voice with an optional variant, e.g. `en-us+f3`. */
@@ -59,16 +60,16 @@ function start(): Promise<Worker> {
 
 /** Reads the sample rate and data length of a PCM WAV as eSpeak writes it (canonical 44-byte header or chunks). */
 export function wavInfo(bytes: Uint8Array): { sampleRate: number; channels: number; bitsPerSample: number; dataBytes: number } {
+  // Not riffHeader: eSpeak may leave a streaming placeholder in the RIFF and data sizes, which that check
+  // refuses. The bytes present are what counts, so the chunks are read to the end of the bytes and a data
+  // chunk that claims more is cut there.
+  if (bytes.byteLength < 12 || latin1(bytes, 0, 4) !== "RIFF" || latin1(bytes, 8, 12) !== "WAVE") throw new Error("not a WAV file");
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const tag = (o: number) => String.fromCharCode(...bytes.subarray(o, o + 4));
-  if (bytes.byteLength < 12 || tag(0) !== "RIFF" || tag(8) !== "WAVE") throw new Error("not a WAV file");
   let fmt: { sampleRate: number; channels: number; bitsPerSample: number } | undefined;
-  for (let o = 12; o + 8 <= bytes.byteLength; ) {
-    const size = view.getUint32(o + 4, true);
-    if (tag(o) === "fmt ") fmt = { channels: view.getUint16(o + 10, true), sampleRate: view.getUint32(o + 12, true), bitsPerSample: view.getUint16(o + 22, true) };
-    // eSpeak may leave a streaming placeholder size in the header; the bytes present are what counts.
-    if (tag(o) === "data" && fmt) return { ...fmt, dataBytes: Math.min(size, bytes.byteLength - o - 8) };
-    o += 8 + size + (size & 1);
+  for (const chunk of riffChunks(bytes, 12, bytes.byteLength, { cutAtEnd: true })) {
+    const o = chunk.body;
+    if (chunk.type === "fmt ") fmt = { channels: view.getUint16(o + 2, true), sampleRate: view.getUint32(o + 4, true), bitsPerSample: view.getUint16(o + 14, true) };
+    if (chunk.type === "data" && fmt) return { ...fmt, dataBytes: chunk.dataEnd - chunk.body };
   }
   throw new Error("WAV without fmt and data chunks");
 }

@@ -1,8 +1,9 @@
 // ISO-BMFF boxes: written and read back (plain, uuid, 64-bit sizes, size 0 to the end, nested), and the
-// reader's promise on damaged input: it stops at the first box that does not fit, never throws, never loops.
+// reader's promise on damaged input: it stops at the first box that does not fit, never throws, never loops;
+// the first-box check that tells an ISO-BMFF file.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { appendTopLevelBox, isoBmffBox, latin1, mp4Boxes } from "../../lib/formats/index.ts";
+import { appendTopLevelBox, isIsoBmffFirstBox, isoBmffBox, isoBmffFirstBox, latin1, mp4Boxes } from "../../lib/formats/index.ts";
 import { fixture } from "../media/util.ts";
 import { bytes } from "./helpers.ts";
 
@@ -50,6 +51,18 @@ t("damaged input ends the walk: truncation at every length, sizes too small or t
   const huge64 = bytes([0, 0, 0, 1], "mdat", [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
   assert.equal(types(huge64), []);
   assert.equal(types(new Uint8Array(4096)), ["\0\0\0\0"], "zeros: one box of size 0 to the end, then done");
+});
+
+t("an ISO-BMFF file by its first box: ftyp or an old QuickTime box, pnot only when asked, and it must fit", () => {
+  assert.equal(isoBmffFirstBox(FILE), [...mp4Boxes(FILE)][0]);
+  for (const type of ["moov", "mdat", "wide", "free", "skip"]) assert.is(isoBmffFirstBox(isoBmffBox(type, new Uint8Array(4)))?.type, type);
+  const pnot = bytes(isoBmffBox("pnot", new Uint8Array(12)), isoBmffBox("moov", new Uint8Array(0)));
+  assert.is(isoBmffFirstBox(pnot), undefined);
+  assert.is(isoBmffFirstBox(pnot, { pnot: true })?.type, "pnot");
+  assert.ok(isIsoBmffFirstBox("pnot", { pnot: true }) && !isIsoBmffFirstBox("pnot") && !isIsoBmffFirstBox("RIFF"));
+  assert.is(isoBmffFirstBox(bytes("RIFF", [4, 0, 0, 0], "WEBP")), undefined);
+  assert.is(isoBmffFirstBox(FILE.subarray(0, 12)), undefined, "a first box past the end");
+  assert.is(isoBmffFirstBox(new Uint8Array(0)), undefined);
 });
 
 t("the real fixtures' top-level boxes", () => {

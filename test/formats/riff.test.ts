@@ -1,5 +1,6 @@
 // RIFF chunks (WebP): written and read back with odd sizes padded, the header's size checked against the
-// file, a chunk past the RIFF refused, truncation at every length, the real WebP fixture.
+// file, a chunk past the RIFF refused (or, when asked, cut at the end), truncation at every length, the real
+// WebP fixture.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { isWebp, latin1, riffChunk, riffChunks, riffHeader, writeRiff } from "../../lib/formats/index.ts";
@@ -43,6 +44,18 @@ t("a size that lies is refused", () => {
   throwsDamaged(() => walk(inside), "chunk past the RIFF");
   throwsDamaged(() => walk(bytes("RIFX", [4, 0, 0, 0], "WEBP")), "not RIFF");
   throwsDamaged(() => walk(bytes("RIFF", [2, 0, 0, 0], "WEBP")), "RIFF smaller than its form type");
+});
+
+t("cutAtEnd: sizes never filled in are read as far as the bytes go", () => {
+  // A WAV streamed with placeholder sizes: the RIFF's and the data chunk's claim more than there is.
+  const fmt = riffChunk("fmt ", new Uint8Array(16));
+  const wav = bytes("RIFF", [0x24, 0xf0, 0xff, 0x7f], "WAVE", fmt, "data", [0x00, 0xf0, 0xff, 0x7f], [1, 2, 3, 4, 5]);
+  throwsDamaged(() => riffHeader(wav), "placeholder RIFF size");
+  throwsDamaged(() => [...riffChunks(wav, 12, wav.length)], "placeholder data size");
+  const read = [...riffChunks(wav, 12, wav.length, { cutAtEnd: true })];
+  assert.equal(read.map((c) => [c.type, c.dataEnd - c.body, c.end]), [["fmt ", 16, 36], ["data", 5, wav.length]]);
+  const tail = [...riffChunks(bytes(fmt, "dat"), 0, fmt.length + 3, { cutAtEnd: true })];
+  assert.equal(tail.map((c) => c.type), ["fmt "], "a partial header ends the walk");
 });
 
 t("truncated at every length: damaged, never anything else", () => {

@@ -1,6 +1,7 @@
 // Response helpers for the REST transport: JSON bodies with the spec's shape (invariant 3).
 import type { UploadedFile } from "../../core/plugin.ts";
 import { ApiError, EdgeRejection, KERNEL_ERRORS } from "../../core/errors.ts";
+import { concatBytes } from "../../lib/formats/bytes.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
@@ -36,14 +37,7 @@ export async function readBodyCapped(request: Request, max: number, tooLarge: st
     }
     chunks.push(value);
   }
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const c of chunks) {
-    out.set(c, offset);
-    offset += c.byteLength;
-  }
-  return out;
+  return chunks.length === 1 ? chunks[0]! : concatBytes(chunks);
 }
 
 /** A JSON object body; an empty body is `{}`. Anything else is the spec's "Request body must be JSON". */
