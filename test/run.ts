@@ -277,6 +277,7 @@ async function runParallel(): Promise<never> {
         for (const err of msg.errors) stray(`worker ${id} cleanups`, err);
       }
     });
+    child.on("error", (err) => stray(`worker ${id}`, `could not be started or signalled: ${err.stack ?? err}`));
     child.on("close", (code, signal) => {
       clearTimeout(w.timer);
       live.delete(w);
