@@ -238,9 +238,12 @@ async function runParallel(): Promise<never> {
     w.errors = [];
     w.timedOut = false;
     w.timer = setTimeout(() => {
+      // The worker is told to stop (it runs its cleanups, then exits; its file is reported when it is gone),
+      // and a new one takes the remaining files meanwhile.
       w.timedOut = true;
-      w.child.kill("SIGTERM"); // the worker runs its cleanups, then exits
-      w.timer = setTimeout(() => killGroup(w, "SIGKILL"), 15_000);
+      w.child.kill("SIGTERM");
+      w.timer = setTimeout(() => killGroup(w, "SIGKILL"), (CLEANUP_LIMIT_S + 30) * 1000);
+      if (queue.length) next(spawnWorker());
     }, timeoutMs);
     send(w, { type: "run", file });
   };
@@ -294,7 +297,7 @@ async function runParallel(): Promise<never> {
         if (raw) output += `\n(the worker's stdout/stderr)\n${raw}`;
         record({ file: relative(ROOT, w.file), passed: 0, failed: 1 + w.errors.length, skipped: 0, errors: [why, ...w.errors], output, ms: w.timedOut ? timeoutMs : ms }, `, worker ${id}`);
         killGroup(w, "SIGKILL");
-        if (queue.length && !interrupted) next(spawnWorker());
+        if (queue.length && !interrupted && !w.timedOut) next(spawnWorker());
       } else if (!w.done || code !== 0) {
         stray(`worker ${id}`, `exited (${how}) ${w.done ? "after" : "before"} its cleanups finished${raw ? `\n${raw}` : ""}`);
         killGroup(w, "SIGKILL");
