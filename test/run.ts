@@ -2,7 +2,7 @@
 // parallel worker processes, and ends with the line "N passed, N failed" (", N skipped" when any) that CI
 // reads; exits 1 when a test failed, a file could not be imported, a worker crashed or a file timed out.
 //
-//   TEST_WORKERS        worker processes (default 3, see DEFAULT_WORKERS); 1 runs every file in this
+//   TEST_WORKERS        worker processes (default 4, see DEFAULT_WORKERS); 1 runs every file in this
 //                       process, one after another, like the runner always did (handy under a debugger)
 //   TEST_FILE_TIMEOUT_S a file still running after this many seconds fails and its worker is killed
 //                       (default 600); a new worker takes the remaining files
@@ -23,9 +23,12 @@ const started = performance.now();
 const ROOT = resolve(import.meta.dirname ?? "test", "..");
 const TEST_DIR = join(ROOT, "test");
 const TIMINGS = join(ROOT, ".test-data", "timings.json");
-// Measured on the 2-CPU CI machine (many tests wait on Postgres, timers and child processes): see the
-// commit message of the parallel runner.
-const DEFAULT_WORKERS = 3;
+// Measured on the 2-CPU machine (most test time is waiting: Postgres, timers, child processes, job polls):
+// the whole suite took 1349 s with 4 workers and 1793 s with 3, the per-file times adding up to about the
+// same (5211 s and 5330 s), so a fourth worker is nearly free. Both runs shared the machine with other
+// work (load average 17-22), so the numbers are rough. Each worker may hold a few dozen Postgres
+// connections at a time (max_connections is 100 by default): keep that in mind before raising it.
+const DEFAULT_WORKERS = 4;
 
 function findTests(dir: string): string[] {
   const out: string[] = [];
