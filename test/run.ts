@@ -21,7 +21,8 @@ import { CLEANUP_LIMIT_S, type FromWorker, type ToWorker } from "./helpers/run-p
 
 const started = performance.now();
 const ROOT = resolve(import.meta.dirname ?? "test", "..");
-const TEST_DIR = join(ROOT, "test");
+// Our tests, and the examples' own tests (a third-party plugin's test lives beside the plugin).
+const TEST_DIRS = [join(ROOT, "test"), join(ROOT, "examples")];
 const TIMINGS = join(ROOT, ".test-data", "timings.json");
 // Measured on the 2-CPU machine (most test time is waiting: Postgres, timers, child processes, job polls):
 // the whole suite took 1349 s with 4 workers and 1793 s with 3, the per-file times adding up to about the
@@ -35,7 +36,7 @@ function findTests(dir: string): string[] {
   for (const name of readdirSync(dir).sort()) {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) {
-      if (name !== "bench" && name !== "helpers") out.push(...findTests(path));
+      if (name !== "bench" && name !== "helpers" && name !== "node_modules") out.push(...findTests(path));
     } else if (name.endsWith(".test.ts")) out.push(path);
   }
   return out;
@@ -58,7 +59,7 @@ const files = [
   ...new Set(
     args.length
       ? args.flatMap((f) => (statSync(resolve(f)).isDirectory() ? findTests(resolve(f)) : [resolve(f)]))
-      : findTests(TEST_DIR),
+      : TEST_DIRS.flatMap(findTests),
   ),
 ];
 const workerCount = Math.max(1, Math.min(positiveInt("TEST_WORKERS", DEFAULT_WORKERS), files.length));
@@ -253,7 +254,7 @@ async function runParallel(): Promise<never> {
 
   const spawnWorker = () => {
     const id = ++nextId;
-    const child = fork(join(TEST_DIR, "helpers", "run-worker.ts"), [], {
+    const child = fork(join(ROOT, "test", "helpers", "run-worker.ts"), [], {
       cwd: ROOT,
       execArgv,
       env: { ...process.env, TEST_WORKER_ID: String(id), TEST_ROOT: ROOT },
