@@ -14,13 +14,13 @@
 //   image refunds its share and the shares sum to `credits_used`.
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, definePlugin, formatTimestamp, type GeneratedImage, type ImageProviders, JobFailure, type JobKindDeclaration, notFound, operation, PAGE_BOUNDS, pageQuery, PENDING_SUCCESS_FAILED, TransientProviderError, UnsafeContentError } from "mediagate/plugin";
+import { ApiError, definePlugin, formatTimestamp, type GeneratedImage, type ImageProviders, JobFailure, type JobKindDeclaration, notFound, operation, PAGE_BOUNDS, pageBody, pageQuery, pageShape, PENDING_SUCCESS_FAILED, TransientProviderError, UnsafeContentError } from "mediagate/plugin";
 import { IMAGE_ERRORS } from "./errors.ts";
 import { GenerateImageInput, MAX_REFERENCES, type ImageRequest } from "./input.ts";
 import { IMAGE_COSTS, MODELS, pixelSize, type ModelId, type Quality } from "./models.ts";
 import { metadataChunks, stripPngMetadata } from "./png.ts";
 import { imagesMigrations } from "./migrations.ts";
-import { IMAGES_TABLE as TABLE, imageRecords, type ImageOutput } from "./records.ts";
+import { IMAGES_TABLE as TABLE, imageJobs, imageRecords, type ImageOutput } from "./records.ts";
 
 const MAX_REF_BYTES = 20 * 1024 * 1024;
 const MAX_REFS_TOTAL_BYTES = 72 * 1024 * 1024;
@@ -200,15 +200,6 @@ const generateImage = operation({
   },
 });
 
-/** An image of this partner with its job, by integer generation_id or svc- public_id; 404 otherwise. */
-function imageQuery(db: any, partnerId: string) {
-  return db
-    .selectFrom(`${TABLE} as i`)
-    .innerJoin("jobs as j", "j.id", "i.job_id")
-    .select(["i.generation_id", "i.job_id", "i.prompt", "i.model", "i.aspect_ratio", "i.resolution", "i.ref_image_urls", "i.created_at", "j.state", "j.output", "j.error", "j.credits_used", "j.partner_job_id", "j.progress"])
-    .where("i.partner_id", "=", partnerId);
-}
-
 const imageStatus = operation({
   method: "GET",
   path: "/image-status/<id>",
@@ -227,17 +218,18 @@ const imageStatus = operation({
     error: z.string().optional(),
   }),
   async handle(ctx) {
+    // By integer generation_id or svc- public_id; anything else, or another account's image, is a 404.
     const id = ctx.params.id ?? "";
-    let query = imageQuery(ctx.db, ctx.partner.id);
-    if (/^\d{1,15}$/.test(id)) query = query.where("i.generation_id", "=", Number(id));
-    else if (/^svc-[0-9a-f]{8}$/.test(id)) query = query.where("i.job_id", "=", id);
-    else throw notFound();
-    const row = await query.executeTakeFirst();
+    const row = /^\d{1,15}$/.test(id)
+      ? await imageJobs.findBy(ctx.db, ctx.partner.id, (q) => q.where("r.generation_id", "=", Number(id)))
+      : /^svc-[0-9a-f]{8}$/.test(id)
+        ? await imageJobs.find(ctx.db, ctx.partner.id, id)
+        : undefined;
     if (!row) throw notFound();
     const generationId = Number(row.generation_id);
     if (row.state === "pending") return { status: "pending", generation_id: generationId, progress: row.progress ?? 0 };
     if (row.state === "failed") return { status: "failed", generation_id: generationId, error: row.error };
-    const output = row.output as JobOutput;
+    const output = row.output!;
     return {
       status: "success",
       generation_id: generationId,
@@ -257,57 +249,44 @@ const listImages = operation({
   path: "/images",
   summary: "This account's images, newest first",
   input: pageQuery(PAGE_BOUNDS.standard),
-  output: z.object({
-    images: z.array(
-      z.object({
-        generation_id: z.number().int(),
-        public_id: z.string(),
-        partner_job_id: z.string().nullable(),
-        prompt: z.string(),
-        model_used: z.string(),
-        aspect_ratio: z.string(),
-        resolution: z.string(),
-        credits_used: z.number().int(),
-        status: z.enum(["pending", "success", "failed"]),
-        image_url: z.string().nullable(),
-        ref_image_urls: z.array(z.string()),
-        metadata_removed: z.boolean(),
-        created_at: z.string(),
-      }),
-    ),
-    total: z.number().int(),
-    limit: z.number().int(),
-    offset: z.number().int(),
-  }),
+  output: pageShape(
+    "images",
+    z.object({
+      generation_id: z.number().int(),
+      public_id: z.string(),
+      partner_job_id: z.string().nullable(),
+      prompt: z.string(),
+      model_used: z.string(),
+      aspect_ratio: z.string(),
+      resolution: z.string(),
+      credits_used: z.number().int(),
+      status: z.enum(["pending", "success", "failed"]),
+      image_url: z.string().nullable(),
+      ref_image_urls: z.array(z.string()),
+      metadata_removed: z.boolean(),
+      created_at: z.string(),
+    }),
+  ),
   async handle(ctx) {
-    const { limit, offset } = ctx.input;
-    const [rows, count] = await Promise.all([
-      imageQuery(ctx.db, ctx.partner.id).orderBy("i.generation_id", "desc").limit(limit).offset(offset).execute(),
-      ctx.db.selectFrom(TABLE).select((eb: any) => eb.fn.countAll().as("n")).where("partner_id", "=", ctx.partner.id).executeTakeFirstOrThrow() as Promise<{ n: number | string }>,
-    ]);
-    return {
-      images: rows.map((row: any) => {
-        const output = row.output as JobOutput | null;
-        return {
-          generation_id: Number(row.generation_id),
-          public_id: row.job_id,
-          partner_job_id: row.partner_job_id,
-          prompt: row.prompt,
-          model_used: row.model,
-          aspect_ratio: row.aspect_ratio,
-          resolution: row.resolution,
-          credits_used: Number(row.credits_used),
-          status: row.state,
-          image_url: row.state === "success" && output ? ctx.mediaUrl(output.image_key) : null,
-          ref_image_urls: row.ref_image_urls,
-          metadata_removed: output?.metadata_removed ?? false,
-          created_at: formatTimestamp(row.created_at),
-        };
-      }),
-      total: Number(count.n),
-      limit,
-      offset,
-    };
+    const page = await imageJobs.page(ctx.db, ctx.partner.id, ctx.input);
+    return pageBody("images", page, ctx.input, (row) => {
+      const output = row.output;
+      return {
+        generation_id: Number(row.generation_id),
+        public_id: row.job_id,
+        partner_job_id: row.partner_job_id,
+        prompt: row.prompt,
+        model_used: row.model,
+        aspect_ratio: row.aspect_ratio,
+        resolution: row.resolution,
+        credits_used: Number(row.credits_used),
+        status: row.state,
+        image_url: row.state === "success" && output ? ctx.mediaUrl(output.image_key) : null,
+        ref_image_urls: row.ref_image_urls,
+        metadata_removed: output?.metadata_removed ?? false,
+        created_at: formatTimestamp(row.created_at),
+      };
+    });
   },
 });
 

@@ -2,13 +2,25 @@
 // GET /images. The `images.records` capability lets another area (image upscaling) make its jobs image jobs,
 // served by those endpoints, without importing this plugin.
 import { randomBytes } from "node:crypto";
-import type { Kysely } from "kysely";
-import { type BlobStore } from "mediagate/plugin";
+import type { ColumnType, Generated } from "kysely";
+import { type BlobStore, jobRecords } from "mediagate/plugin";
 import type { ImageOutput, ImageRecordRow, ImageRecords } from "mediagate/plugin";
 
 export type { ImageOutput, ImageRecordRow, ImageRecords };
 
 export const IMAGES_TABLE = "images_generations";
+
+/** An `images_generations` row (migrations.ts): what `images.records` inserts, the integer id and the creation time. */
+export interface ImagesTable extends Omit<ImageRecordRow, "ref_image_urls"> {
+  generation_id: Generated<number>;
+  request_index: number;
+  /** jsonb: written as JSON text, read back as the array. */
+  ref_image_urls: ColumnType<string[], string | undefined, string>;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+}
+
+/** Images joined to their kernel job rows, for status and list alike; 404s are the caller's. */
+export const imageJobs = jobRecords<ImagesTable, ImageOutput>(IMAGES_TABLE, { jobId: "job_id", newestFirst: ["generation_id"] });
 
 export function imageRecords(blobs: BlobStore): ImageRecords {
   return {

@@ -19,7 +19,7 @@
 // - A job whose provider does not answer within 10 minutes ends `error` with `error_code` timeout.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, definePlugin, JobFailure, type JobKindDeclaration, type JobRunContext, type MusicControls, type MusicErrorCode, type MusicModel, MusicProviderError, type MusicProviders, type MusicTrack, notFound, operation, type OperationContext, PAGE_BOUNDS, pageQuery, QUEUED_PROCESSING_COMPLETE } from "mediagate/plugin";
+import { ApiError, definePlugin, JobFailure, type JobKindDeclaration, type JobRunContext, type MusicControls, type MusicErrorCode, type MusicModel, MusicProviderError, type MusicProviders, type MusicTrack, notFound, operation, type OperationContext, PAGE_BOUNDS, pageBody, pageQuery, pageShape, QUEUED_PROCESSING_COMPLETE } from "mediagate/plugin";
 import { FAILURE_TEXTS, MUSIC_ERRORS as E } from "./errors.ts";
 import { IDEMPOTENCY_HEADER, idempotencyKeyOf, requestHash } from "./idempotency.ts";
 import { checkAgainstSource, checkExtendControls, ExtendMusicInput, GenerateMusicInput, type ExtendControls, type GenerateRequest } from "./input.ts";
@@ -331,29 +331,23 @@ const listMusic = operation({
   path: "/music",
   summary: "This account's music jobs, newest first",
   input: pageQuery(PAGE_BOUNDS.music),
-  output: z.object({
-    music: z.array(
-      z.object({
-        job_id: z.string(),
-        partner_job_id: z.string().nullable(),
-        status: z.string(),
-        operation: z.string(),
-        model: z.string(),
-        title: z.string().nullable(),
-        credits_used: z.number().int(),
-        tracks: z.array(trackOut),
-        created_at: z.string(),
-        completed_at: z.string().nullable(),
-      }),
-    ),
-    total: z.number().int(),
-    limit: z.number().int(),
-    offset: z.number().int(),
-  }),
+  output: pageShape(
+    "music",
+    z.object({
+      job_id: z.string(),
+      partner_job_id: z.string().nullable(),
+      status: z.string(),
+      operation: z.string(),
+      model: z.string(),
+      title: z.string().nullable(),
+      credits_used: z.number().int(),
+      tracks: z.array(trackOut),
+      created_at: z.string(),
+      completed_at: z.string().nullable(),
+    }),
+  ),
   async handle(ctx) {
-    const { limit, offset } = ctx.input;
-    const { rows, total } = await listJobs(ctx.db, ctx.partner.id, limit, offset);
-    return { music: rows.map((r) => listView(r, ctx.mediaUrl)), total, limit, offset };
+    return pageBody("music", await listJobs(ctx.db, ctx.partner.id, ctx.input), ctx.input, (row) => listView(row, ctx.mediaUrl));
   },
 });
 

@@ -7,8 +7,8 @@
 // - A failed job whose provider gave no failure kind (a crash, a lost worker) reports `error_code`
 //   `provider_down`.
 // - `credits_used` is what was charged, also on a refunded failure (the refund is its own ledger row).
-import type { Kysely } from "kysely";
-import { formatTimestamp, type MusicErrorCode } from "mediagate/plugin";
+import type { ColumnType, Generated } from "kysely";
+import { formatTimestamp, type JobRecord, jobRecords, type MusicErrorCode, type Page, type PageRequest, type PluginDb } from "mediagate/plugin";
 import { FAILURE_TEXTS } from "./errors.ts";
 
 export const MUSIC_TABLE = "music_jobs";
@@ -42,39 +42,40 @@ export interface MusicRow {
   request_hash: string | null;
 }
 
-const COLUMNS = [
-  "m.id",
-  "m.job_id",
-  "m.operation",
-  "m.model",
-  "m.title",
-  "m.instrumental",
-  "m.tracks",
-  "m.error_code",
-  "m.idempotency_key",
-  "m.request_hash",
-  "m.created_at",
-  "j.state",
-  "j.error",
-  "j.credits_used",
-  "j.partner_job_id",
-  "j.finished_at",
-] as const;
+/** A `music_jobs` row (migrations.ts). */
+export interface MusicJobsTable {
+  id: Generated<number>;
+  job_id: string;
+  partner_id: string;
+  operation: string;
+  model: string;
+  title: string | null;
+  instrumental: boolean;
+  /** StoredTrack[] as JSON text, written when the job completes. */
+  tracks: ColumnType<string, string | undefined, string>;
+  error_code: string | null;
+  idempotency_key: string | null;
+  request_hash: string | null;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+}
 
-function toRow(r: any): MusicRow {
+/** Music jobs joined to their kernel job rows; 404s are the caller's. */
+export const musicJobs = jobRecords<MusicJobsTable>(MUSIC_TABLE, { jobId: "job_id", newestFirst: ["id"] });
+
+function toRow(r: JobRecord<MusicJobsTable>): MusicRow {
   return {
-    id: Number(r.id),
+    id: r.id,
     job_id: r.job_id,
     partner_job_id: r.partner_job_id,
     state: r.state,
     operation: r.operation,
     model: r.model,
     title: r.title,
-    instrumental: r.instrumental === true || r.instrumental === "t",
+    instrumental: r.instrumental,
     tracks: JSON.parse(r.tracks) as StoredTrack[],
     error: r.error,
     error_code: r.error_code,
-    credits_used: Number(r.credits_used),
+    credits_used: r.credits_used,
     created_at: formatTimestamp(r.created_at)!,
     completed_at: r.finished_at ? formatTimestamp(r.finished_at) : null,
     idempotency_key: r.idempotency_key,
@@ -82,24 +83,19 @@ function toRow(r: any): MusicRow {
   };
 }
 
-export const musicQuery = (db: Kysely<any>) => db.selectFrom(`${MUSIC_TABLE} as m`).innerJoin("jobs as j", "j.id", "m.job_id").select([...COLUMNS]);
-
-export async function findJob(db: Kysely<any>, partnerId: string, jobId: string): Promise<MusicRow | undefined> {
-  const r = await musicQuery(db).where("m.job_id", "=", jobId).where("m.partner_id", "=", partnerId).executeTakeFirst();
+export async function findJob(db: PluginDb, partnerId: string, jobId: string): Promise<MusicRow | undefined> {
+  const r = await musicJobs.find(db, partnerId, jobId);
   return r && toRow(r);
 }
 
-export async function findByIdempotencyKey(db: Kysely<any>, partnerId: string, key: string): Promise<MusicRow | undefined> {
-  const r = await musicQuery(db).where("m.partner_id", "=", partnerId).where("m.idempotency_key", "=", key).executeTakeFirst();
+export async function findByIdempotencyKey(db: PluginDb, partnerId: string, key: string): Promise<MusicRow | undefined> {
+  const r = await musicJobs.findBy(db, partnerId, (q) => q.where("r.idempotency_key", "=", key));
   return r && toRow(r);
 }
 
-export async function listJobs(db: Kysely<any>, partnerId: string, limit: number, offset: number): Promise<{ rows: MusicRow[]; total: number }> {
-  const [rows, count] = await Promise.all([
-    musicQuery(db).where("m.partner_id", "=", partnerId).orderBy("m.id", "desc").limit(limit).offset(offset).execute(),
-    db.selectFrom(MUSIC_TABLE).select((eb: any) => eb.fn.countAll().as("n")).where("partner_id", "=", partnerId).executeTakeFirstOrThrow() as Promise<{ n: number | string }>,
-  ]);
-  return { rows: rows.map(toRow), total: Number(count.n) };
+export async function listJobs(db: PluginDb, partnerId: string, page: PageRequest): Promise<Page<MusicRow>> {
+  const { rows, total } = await musicJobs.page(db, partnerId, page);
+  return { rows: rows.map(toRow), total };
 }
 
 /** The public track entries; empty unless the job is complete. */

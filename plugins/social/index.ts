@@ -17,13 +17,13 @@
 //   410 once the 7 days have passed or the file is gone from storage. `?download=1` (or `true`) adds
 //   `Content-Disposition: attachment; filename="<download_name>"`; otherwise the file is `inline`.
 // - GraphQL derives a field for every operation; the file path answers there with a 406 pointing at REST.
-import { ApiError, contentDisposition, definePlugin, fileResponse, operation } from "mediagate/plugin";
+import { ApiError, contentDisposition, definePlugin, fileResponse, operation, pageBody, type PluginDb } from "mediagate/plugin";
 import { SOCIAL_ERRORS as E } from "./errors.ts";
 import { FileInput, ListInput, SocialDownloadInput } from "./input.ts";
 import { downloadJob, type DownloadInput } from "./job.ts";
 import { socialMigrations } from "./migrations.ts";
 import { QUOTA, quotaState, quotaView, type QuotaView } from "./quota.ts";
-import { downloadQuery, isExpired, ListShape, listEntryView, outputOf, RecordShape, RETENTION_DAYS, RETENTION_MS, recordView, SubmitShape, type DownloadRow } from "./records.ts";
+import { isExpired, ListShape, listEntryView, outputOf, RecordShape, RETENTION_DAYS, RETENTION_MS, recordView, socialDownloads, SubmitShape, type DownloadRow } from "./records.ts";
 
 /** The service-wide pause switch of new downloads (core/pauses.ts). */
 export const PAUSE = "social_downloads";
@@ -78,12 +78,12 @@ const submit = operation({
   },
 });
 
-async function findDownload(ctx: { db: any; partner: { id: string }; params: Record<string, string> }): Promise<DownloadRow> {
+async function findDownload(ctx: { db: PluginDb; partner: { id: string }; params: Record<string, string> }): Promise<DownloadRow> {
   const id = ctx.params.download_id ?? "";
   if (!DOWNLOAD_ID.test(id)) throw new ApiError(404, E.notFound);
-  const row = await downloadQuery(ctx.db, ctx.partner.id).where("d.download_id", "=", id).executeTakeFirst();
+  const row = await socialDownloads.find(ctx.db, ctx.partner.id, id);
   if (!row) throw new ApiError(404, E.notFound);
-  return row as DownloadRow;
+  return row;
 }
 
 const status = operation({
@@ -125,13 +125,9 @@ const list = operation({
   input: ListInput,
   output: ListShape,
   async handle(ctx) {
-    const { limit, offset } = ctx.input;
     const now = ctx.clock.now();
-    const [rows, count] = await Promise.all([
-      downloadQuery(ctx.db, ctx.partner.id).orderBy("d.created_at", "desc").orderBy("d.download_id", "desc").limit(limit).offset(offset).execute(),
-      ctx.db.selectFrom("social_downloads").select((eb: any) => eb.fn.countAll().as("n")).where("partner_id", "=", ctx.partner.id).executeTakeFirstOrThrow() as Promise<{ n: number | string }>,
-    ]);
-    return { downloads: rows.map((r) => listEntryView(r as DownloadRow, now)), total: Number(count.n), limit, offset };
+    const page = await socialDownloads.page(ctx.db, ctx.partner.id, ctx.input);
+    return pageBody("downloads", page, ctx.input, (row) => listEntryView(row, now));
   },
 });
 

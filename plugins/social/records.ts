@@ -9,9 +9,9 @@
 //   files); the record itself stays readable with `available: false`, the file path answers 410.
 // - Additions (versioning rule 3): `normalized_url`, `created_at`, `expires_at` on the record;
 //   `partner_job_id` and `created_at` on list entries; `total`, `limit`, `offset` on the list (convention 8).
-import type { Kysely } from "kysely";
+import type { ColumnType } from "kysely";
 import { z } from "zod";
-import { formatTimestamp } from "mediagate/plugin";
+import { formatTimestamp, type JobRecord, jobRecords, pageShape } from "mediagate/plugin";
 
 export const RETENTION_DAYS = 7;
 export const RETENTION_MS = RETENTION_DAYS * 24 * 3600 * 1000;
@@ -44,29 +44,24 @@ export interface DownloadOutput {
   files: StoredFile[];
 }
 
-export interface DownloadRow {
+/** A `social_downloads` row (migrations.ts): what is known at submit. */
+export interface SocialDownloadsTable {
   download_id: string;
+  partner_id: string;
   platform: string;
+  url: string;
   normalized_url: string;
-  created_at: Date | string;
-  expires_at: Date | string;
-  state: string;
-  error: string | null;
-  partner_job_id: string | null;
-  output: DownloadOutput | string | null;
+  created_at: ColumnType<Date, Date | string, never>;
+  expires_at: ColumnType<Date, Date | string, never>;
 }
 
-export function downloadQuery(db: Kysely<any>, partnerId: string) {
-  return db
-    .selectFrom("social_downloads as d")
-    .innerJoin("jobs as j", "j.id", "d.download_id")
-    .select(["d.download_id", "d.platform", "d.normalized_url", "d.created_at", "d.expires_at", "j.state", "j.error", "j.partner_job_id", "j.output"])
-    .where("d.partner_id", "=", partnerId);
-}
+/** Downloads joined to their kernel job rows (the download id is the job id), for status, file and list alike. */
+export const socialDownloads = jobRecords<SocialDownloadsTable, DownloadOutput>("social_downloads", { jobId: "download_id", newestFirst: ["created_at", "download_id"] });
+
+export type DownloadRow = JobRecord<SocialDownloadsTable, DownloadOutput>;
 
 export function outputOf(row: Pick<DownloadRow, "state" | "output">): DownloadOutput | null {
-  if (row.state !== "complete" || !row.output) return null;
-  return typeof row.output === "string" ? JSON.parse(row.output) : row.output;
+  return row.state === "complete" ? row.output : null;
 }
 
 export const isExpired = (row: Pick<DownloadRow, "expires_at">, now: number) => new Date(row.expires_at).getTime() <= now;
@@ -192,18 +187,14 @@ export const RecordShape = z.object({
   expires_at: z.string(),
 });
 
-export const ListShape = z.object({
-  downloads: z.array(
-    z.object({
-      download_id: z.string(),
-      partner_job_id: z.string().nullable(),
-      status: Status,
-      platform: z.string(),
-      files: z.array(FileEntry),
-      created_at: z.string(),
-    }),
-  ),
-  total: z.number().int(),
-  limit: z.number().int(),
-  offset: z.number().int(),
-});
+export const ListShape = pageShape(
+  "downloads",
+  z.object({
+    download_id: z.string(),
+    partner_job_id: z.string().nullable(),
+    status: Status,
+    platform: z.string(),
+    files: z.array(FileEntry),
+    created_at: z.string(),
+  }),
+);

@@ -16,13 +16,13 @@
 // - Merged files carry `expires_at` 7 days out ("kept about 7 days"); the kernel's retention sweeper removes them then.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, type Counters, definePlugin, JobFailure, type JobKindDeclaration, type JobRunContext, limitParam, type MediaEngine, mp4MetadataCategories, notFound, offsetParam, operation, type OperationContext, outboundToApiError, type OutboundGuard, PAGE_BOUNDS, parseSince, partnerJobIdField, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, stripVideoMetadataArgs, UnsafeContentError, type VideoFrame, videoFrameSize, type VideoProviders } from "mediagate/plugin";
+import { ApiError, type Counters, definePlugin, JobFailure, type JobKindDeclaration, type JobRunContext, limitParam, type MediaEngine, mp4MetadataCategories, notFound, offsetParam, operation, type OperationContext, outboundToApiError, type OutboundGuard, PAGE_BOUNDS, pageBody, pageShape, parseSince, partnerJobIdField, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, stripVideoMetadataArgs, UnsafeContentError, type VideoFrame, videoFrameSize, type VideoProviders } from "mediagate/plugin";
 import { VIDEO_ERRORS as E } from "./errors.ts";
 import { checkRequestUrls, decodedSize, GenerateAnimationInput, GenerateVideoInput, type FrameInput } from "./input.ts";
 import { concatClips } from "./merge.ts";
 import { videoMigrations } from "./migrations.ts";
 import { ANIMATION, MERGE_PRICE, MODELS, SHORT_EDGE, VIDEO_COSTS, videoPrice, type VideoModel } from "./models.ts";
-import { eventData, listView, MERGE_TABLE, statusView, VIDEO_TABLE, videoQuery, videoRecords, type VideoOutput, type VideoRecords } from "./records.ts";
+import { eventData, listView, MERGE_TABLE, statusView, VIDEO_TABLE, videoJobs, videoRecords, type VideoRecords } from "./records.ts";
 import { createNormalizationSlot, prepareReferenceAudio, prepareReferenceVideos, type NormalizationSlot } from "./references.ts";
 
 const MAX_FRAME_BYTES = 20 * 1024 * 1024;
@@ -396,9 +396,9 @@ const videoStatus = operation({
   async handle(ctx) {
     const id = ctx.params.job_id ?? "";
     if (!JOB_ID.test(id)) throw notFound();
-    const row = await videoQuery(ctx.db, ctx.partner.id).where("v.job_id", "=", id).executeTakeFirst();
+    const row = await videoJobs.find(ctx.db, ctx.partner.id, id);
     if (!row) throw notFound();
-    return statusView(row as any, ctx.mediaUrl);
+    return statusView(row, ctx.mediaUrl);
   },
 });
 
@@ -425,49 +425,39 @@ const listVideos = operation({
       }),
     since: z.unknown().optional().meta({ type: "string", description: "ISO 8601 UTC timestamp: jobs created at or after it" }),
   }),
-  output: z.object({
-    videos: z.array(
-      z.object({
-        job_id: z.string(),
-        partner_job_id: z.string().nullable(),
-        status: z.string(),
-        prompt: z.string(),
-        model: z.string(),
-        model_used: z.string(),
-        duration: z.number().int(),
-        aspect_ratio: z.string(),
-        credits_used: z.number().int(),
-        credits_refunded: z.number().int(),
-        video_url: z.string().nullable(),
-        start_frame_url: z.string().nullable(),
-        end_frame_url: z.string().nullable(),
-        created_at: z.string(),
-        metadata_removed: z.boolean(),
-        progress: z.number().int().nullable(),
-        message: z.string().nullable(),
-        error: z.string().nullable(),
-      }),
-    ),
-    total: z.number().int(),
-    limit: z.number().int(),
-    offset: z.number().int(),
-  }),
+  output: pageShape(
+    "videos",
+    z.object({
+      job_id: z.string(),
+      partner_job_id: z.string().nullable(),
+      status: z.string(),
+      prompt: z.string(),
+      model: z.string(),
+      model_used: z.string(),
+      duration: z.number().int(),
+      aspect_ratio: z.string(),
+      credits_used: z.number().int(),
+      credits_refunded: z.number().int(),
+      video_url: z.string().nullable(),
+      start_frame_url: z.string().nullable(),
+      end_frame_url: z.string().nullable(),
+      created_at: z.string(),
+      metadata_removed: z.boolean(),
+      progress: z.number().int().nullable(),
+      message: z.string().nullable(),
+      error: z.string().nullable(),
+    }),
+  ),
   async handle(ctx) {
-    const { limit, offset, status } = ctx.input;
+    const { status } = ctx.input;
     const since = parseSince(ctx.input.since);
-    const filter = (q: any) => {
+    const page = await videoJobs.page(ctx.db, ctx.partner.id, ctx.input, (q) => {
       if (status === "processing") q = q.where("j.finished_at", "is", null);
       else if (status) q = q.where("j.state", "=", LIST_STATUS[status]);
-      if (since) q = q.where("v.created_at", ">=", since);
+      if (since) q = q.where("r.created_at", ">=", since);
       return q;
-    };
-    const [rows, count] = await Promise.all([
-      filter(videoQuery(ctx.db, ctx.partner.id)).orderBy("v.created_at", "desc").orderBy("v.job_id", "desc").limit(limit).offset(offset).execute(),
-      filter(ctx.db.selectFrom(`${VIDEO_TABLE} as v`).innerJoin("jobs as j", "j.id", "v.job_id").where("v.partner_id", "=", ctx.partner.id))
-        .select((eb: any) => eb.fn.countAll().as("n"))
-        .executeTakeFirstOrThrow(),
-    ]);
-    return { videos: rows.map((r: any) => listView(r, ctx.mediaUrl)), total: Number(count.n), limit, offset };
+    });
+    return pageBody("videos", page, ctx.input, (row) => listView(row, ctx.mediaUrl));
   },
 });
 
@@ -499,12 +489,12 @@ const mergeVideos = operation({
   async handle(ctx) {
     const { jobIds, partnerJobId } = ctx.input;
     const unique = [...new Set(jobIds)];
-    const rows = await videoQuery(ctx.db, ctx.partner.id).where("v.job_id", "in", unique).where("j.state", "=", "complete").execute();
+    const rows = await videoJobs.owned(ctx.db, ctx.partner.id).where("r.job_id", "in", unique).where("j.state", "=", "complete").execute();
     if (rows.length !== unique.length) throw new ApiError(404, E.mergeNotFound);
-    const byId = new Map(rows.map((r: any) => [r.job_id, r]));
+    const byId = new Map(rows.map((r) => [r.job_id, r]));
     const clips: Uint8Array[] = [];
     for (const id of jobIds) {
-      const bytes = await ctx.blobs.get((byId.get(id)!.output as VideoOutput).video_key);
+      const bytes = await ctx.blobs.get(byId.get(id)!.output!.video_key);
       if (!bytes) throw new ApiError(404, E.mergeFileMissing(id));
       clips.push(bytes);
     }

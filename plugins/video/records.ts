@@ -6,8 +6,8 @@
 // - `video_url` is null until the job is complete; `duration` is the clip's length in whole seconds (gamma: 8).
 // - The list also carries `progress`, `message` and `error` (non-breaking additions, versioning rule 3).
 import { randomBytes } from "node:crypto";
-import type { Kysely } from "kysely";
-import { type BlobStore, formatTimestamp } from "mediagate/plugin";
+import type { ColumnType } from "kysely";
+import { type BlobStore, formatTimestamp, type JobRecord, jobRecords, type PluginDb } from "mediagate/plugin";
 import type { VideoJobRow, VideoOutput, VideoRecords } from "mediagate/plugin";
 
 export type { VideoJobRow, VideoOutput, VideoRecords };
@@ -29,41 +29,22 @@ export function videoRecords(blobs: BlobStore, mediaUrl: (key: string) => string
   };
 }
 
-const JOINED = [
-  "v.job_id",
-  "v.kind",
-  "v.prompt",
-  "v.model",
-  "v.model_used",
-  "v.duration",
-  "v.aspect_ratio",
-  "v.start_frame_url",
-  "v.end_frame_url",
-  "v.created_at",
-  "j.state",
-  "j.progress",
-  "j.message",
-  "j.output",
-  "j.error",
-  "j.credits_used",
-  "j.credits_refunded",
-  "j.partner_job_id",
-  "j.finished_at",
-] as const;
-
-/** Video jobs of one partner joined with their kernel job rows; 404s are the caller's. */
-export function videoQuery(db: Kysely<any>, partnerId: string) {
-  return db.selectFrom(`${VIDEO_TABLE} as v`).innerJoin("jobs as j", "j.id", "v.job_id").select(JOINED as any).where("v.partner_id", "=", partnerId);
+/** A `video_jobs` row (migrations.ts): what `video.records` inserts, and the clock's creation time. */
+export interface VideoJobsTable extends VideoJobRow {
+  created_at: ColumnType<Date, Date | string | undefined, never>;
 }
 
-type Joined = Record<(typeof JOINED)[number] extends `${string}.${infer C}` ? C : never, any>;
+/** Video jobs joined to their kernel job rows, for status, list, merge and events alike; 404s are the caller's. */
+export const videoJobs = jobRecords<VideoJobsTable, VideoOutput>(VIDEO_TABLE, { jobId: "job_id", newestFirst: ["created_at", "job_id"] });
 
-const urlOf = (row: Joined, mediaUrl: (key: string) => string) => (row.state === "complete" && row.output ? mediaUrl((row.output as VideoOutput).video_key) : null);
+type Joined = JobRecord<VideoJobsTable, VideoOutput>;
+
+const urlOf = (row: Joined, mediaUrl: (key: string) => string) => (row.state === "complete" && row.output ? mediaUrl(row.output.video_key) : null);
 
 /** GET /video-status/<job_id>: the processing, complete and failed shapes of the spec. */
 export function statusView(row: Joined, mediaUrl: (key: string) => string) {
   if (row.state === "complete") {
-    const out = row.output as VideoOutput;
+    const out = row.output!;
     return { job_id: row.job_id, status: "complete", video_url: mediaUrl(out.video_key), duration: out.duration, metadata_removed: out.metadata_removed };
   }
   if (row.state === "error") return { job_id: row.job_id, status: "error", error: row.error };
@@ -72,7 +53,7 @@ export function statusView(row: Joined, mediaUrl: (key: string) => string) {
 
 /** One entry of GET /videos, and the `data` of the video events (with `credits_refunded`). */
 export function recordView(row: Joined, videoUrl: string | null) {
-  const out = row.output as VideoOutput | null;
+  const out = row.output;
   return {
     job_id: row.job_id,
     partner_job_id: row.partner_job_id,
@@ -98,9 +79,9 @@ export function recordView(row: Joined, videoUrl: string | null) {
 export const listView = (row: Joined, mediaUrl: (key: string) => string) => recordView(row, urlOf(row, mediaUrl));
 
 /** The events' `data`: the fields part 1 lists for video events, read in the transaction that ends the job. */
-export async function eventData(trx: Kysely<any>, jobId: string): Promise<Record<string, unknown>> {
-  const row = (await trx.selectFrom(`${VIDEO_TABLE} as v`).innerJoin("jobs as j", "j.id", "v.job_id").select(JOINED as any).where("v.job_id", "=", jobId).executeTakeFirstOrThrow()) as Joined;
-  const view = recordView(row, row.state === "complete" && row.output ? (row.output as VideoOutput).video_url : null);
+export async function eventData(trx: PluginDb, jobId: string): Promise<Record<string, unknown>> {
+  const row = await videoJobs.inTransaction(trx, jobId);
+  const view = recordView(row, row.state === "complete" && row.output ? row.output.video_url : null);
   return {
     job_id: view.job_id,
     partner_job_id: view.partner_job_id,

@@ -20,13 +20,12 @@
 //   it gets the kernel's custom-rate 400 before any charge.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, DEFAULT_CUSTOM_RATE_MISSING, definePlugin, formatTimestamp, operation, type OperationContext, PAGE_BOUNDS, pageQuery, SpeechHttpError, type SpeechProviders, synthesizeWithin } from "mediagate/plugin";
+import { ApiError, DEFAULT_CUSTOM_RATE_MISSING, definePlugin, operation, type OperationContext, PAGE_BOUNDS, pageBody, pageQuery, pageShape, SpeechHttpError, type SpeechProviders, synthesizeWithin } from "mediagate/plugin";
 import { VOICEOVER_ERRORS as E } from "./errors.ts";
 import { GenerateVoiceoverInput } from "./input.ts";
 import { voiceoverMigrations } from "./migrations.ts";
 import { DEFAULT_MODEL, MODEL_IDS, MODELS, standardCredits, VOICEOVER_COSTS, VOICES, type ModelId } from "./models.ts";
-
-const TABLE = "voiceover_records";
+import { listView, VOICEOVER_TABLE as TABLE, voiceovers } from "./records.ts";
 
 interface JobOutput {
   audio_key: string;
@@ -152,64 +151,28 @@ const listVoiceovers = operation({
   path: "/voiceovers",
   summary: "This account's voiceovers, newest first",
   input: pageQuery(PAGE_BOUNDS.voiceovers),
-  output: z.object({
-    voiceovers: z.array(
-      z.object({
-        id: z.number().int(),
-        job_id: z.string(),
-        partner_job_id: z.string().nullable(),
-        text: z.string(),
-        voice_id: z.string(),
-        voice_name: z.string(),
-        model_id: z.string(),
-        char_count: z.number().int(),
-        credits_used: z.number().int(),
-        audio_url: z.string().nullable(),
-        status: z.enum(["processing", "success", "failed"]),
-        error_message: z.string().nullable(),
-        source: z.string(),
-        created_at: z.string(),
-      }),
-    ),
-    total: z.number().int(),
-    limit: z.number().int(),
-    offset: z.number().int(),
-  }),
+  output: pageShape(
+    "voiceovers",
+    z.object({
+      id: z.number().int(),
+      job_id: z.string(),
+      partner_job_id: z.string().nullable(),
+      text: z.string(),
+      voice_id: z.string(),
+      voice_name: z.string(),
+      model_id: z.string(),
+      char_count: z.number().int(),
+      credits_used: z.number().int(),
+      audio_url: z.string().nullable(),
+      status: z.enum(["processing", "success", "failed"]),
+      error_message: z.string().nullable(),
+      source: z.string(),
+      created_at: z.string(),
+    }),
+  ),
   async handle(ctx) {
-    const { limit, offset } = ctx.input;
-    const [rows, count] = await Promise.all([
-      ctx.db
-        .selectFrom(`${TABLE} as v`)
-        .innerJoin("jobs as j", "j.id", "v.job_id")
-        .select(["v.id", "v.job_id", "v.text", "v.voice_id", "v.voice_name", "v.model_id", "v.char_count", "v.source", "v.audio_key", "v.created_at", "j.state", "j.error", "j.credits_used", "j.partner_job_id"])
-        .where("v.partner_id", "=", ctx.partner.id)
-        .orderBy("v.id", "desc")
-        .limit(limit)
-        .offset(offset)
-        .execute(),
-      ctx.db.selectFrom(TABLE).select((eb: any) => eb.fn.countAll().as("n")).where("partner_id", "=", ctx.partner.id).executeTakeFirstOrThrow() as Promise<{ n: number | string }>,
-    ]);
-    return {
-      voiceovers: rows.map((row: any) => ({
-        id: Number(row.id),
-        job_id: row.job_id,
-        partner_job_id: row.partner_job_id,
-        text: row.text,
-        voice_id: row.voice_id,
-        voice_name: row.voice_name,
-        model_id: row.model_id,
-        char_count: Number(row.char_count),
-        credits_used: Number(row.credits_used),
-        audio_url: row.state === "success" && row.audio_key ? ctx.mediaUrl(row.audio_key) : null,
-        status: row.state,
-        error_message: row.state === "failed" ? row.error : null,
-        source: row.source,
-        created_at: formatTimestamp(row.created_at),
-      })),
-      total: Number(count.n),
-      limit,
-      offset,
-    };
+    const page = await voiceovers.page(ctx.db, ctx.partner.id, ctx.input);
+    return pageBody("voiceovers", page, ctx.input, (row) => listView(row, ctx.mediaUrl));
   },
 });
 
