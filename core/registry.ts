@@ -8,8 +8,6 @@ import { type ConfigVariable, KERNEL_VARIABLES } from "./config.ts";
 
 import { KERNEL_CAPABILITIES } from "../contracts/kernel.ts";
 
-export { KERNEL_CAPABILITIES };
-
 export interface CompiledOperation {
   plugin: string;
   declaration: OperationDeclaration<any>;

@@ -271,6 +271,9 @@ async function runParallel(): Promise<never> {
       } else if (msg.type === "error") {
         w.errors.push(msg.text);
       } else if (msg.type === "result") {
+        // A file that ends after its time-out is reported as timed out when its worker is gone; the dying
+        // worker must not be handed another file.
+        if (w.timedOut || w.finishing) return;
         clearTimeout(w.timer);
         const output = w.output + (w.raw ? `\n(written to the worker's stdout/stderr)\n${w.raw}` : "");
         w.raw = "";

@@ -1,4 +1,4 @@
-// Worker thread that runs @ffmpeg/core (ffmpeg.wasm, single-threaded build) for core/media/wasm.ts.
+// Worker thread that runs @ffmpeg/core (ffmpeg.wasm, single-threaded build) for lib/media/wasm.ts.
 //
 // Why a worker: the core's exec() is synchronous and takes seconds to minutes; on the main thread it would
 // freeze the server (requests, queue heartbeats) and make AbortSignal useless. Here the main thread stays free,

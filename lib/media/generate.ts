@@ -161,6 +161,12 @@ export interface StripVideoOptions {
    * media, which ffmpeg's demuxer would otherwise replay into the copy (timestamps running backwards).
    */
   ignoreEditList?: boolean;
+  /**
+   * End the run on any read error (a truncated mdat, a corrupt packet), so a partial copy is never returned:
+   * metadata removal answers 422 for a damaged upload. Off for clips from a provider, where a damaged packet
+   * is still the clip the partner paid for.
+   */
+  strict?: boolean;
 }
 
 /**
@@ -171,8 +177,7 @@ export interface StripVideoOptions {
  */
 export function stripVideoMetadataArgs(input: string, output: string, options: StripVideoOptions = {}): string[] {
   return [
-    // Any read error (a truncated mdat, a corrupt packet) ends the run: a partial copy is never returned.
-    "-xerror",
+    ...(options.strict ? ["-xerror"] : []),
     ...(options.ignoreEditList ? ["-ignore_editlist", "1"] : []),
     "-i", input,
     // Capital V: video streams that are not attached pictures (cover art is metadata, not picture).

@@ -1,6 +1,6 @@
 // The media engine: ffmpeg (native or wasm, one interface), probing, libvips image work, metadata-free remuxes.
 // Byte-level format readers and writers are lib/formats.
-// Product areas import from here only; the files behind it are free to change.
+// The kernel imports from here; plugins reach it through mediagate/plugin. The files behind it are free to change.
 export { createMediaEngine, detectNativeFfmpeg, type MediaEngineOptions } from "./engine.ts";
 export { createNativeEngine, findOnPath, supportsStatsPeriod, type NativeOptions } from "./native.ts";
 export { createWasmEngine, type WasmOptions } from "./wasm.ts";

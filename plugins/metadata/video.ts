@@ -72,7 +72,7 @@ export async function cleanVideo(engine: MediaEngine, bytes: Uint8Array, contain
   const output = `out.${container.extension}`;
   let out: Uint8Array;
   try {
-    const res = await engine.run(stripVideoMetadataArgs("in.bin", output, { format: container.format, ignoreEditList: hasMultiEditList(bytes) }), { inputs: { "in.bin": bytes }, outputs: [output], signal: options.signal, timeoutMs: options.timeoutMs });
+    const res = await engine.run(stripVideoMetadataArgs("in.bin", output, { format: container.format, ignoreEditList: hasMultiEditList(bytes), strict: true }), { inputs: { "in.bin": bytes }, outputs: [output], signal: options.signal, timeoutMs: options.timeoutMs });
     out = res[output]!;
   } catch (err) {
     // The arguments are fixed and tested on both engines, so a run that fails on its own ("invalid_input",

@@ -2,6 +2,8 @@
 // word: the host text too, although the spec notes it is given in the service's neutral wording (the three
 // networks: Facebook, Instagram and TikTok, host lists in hosts.ts). The failure sentences are ours: the spec asks for "a plain sentence"
 // (a post that needs a login, a link without a downloadable video) and never a provider's words.
+import type { SocialFailureReason } from "mediagate/plugin";
+
 export const SOCIAL_ERRORS = {
   // 400, before anything is stored.
   urlMissing: "Please provide a URL",
@@ -27,6 +29,7 @@ export const FAILURE_SENTENCES = {
   too_long: "This post is longer than 600 seconds, the most that can be downloaded.",
   too_large: "This post is larger than 200 MB, the most that can be downloaded.",
   failed: "This post could not be downloaded right now. Please try again later.",
-} as const;
+} as const satisfies Record<SocialFailureReason, string>;
 
-export type FailureReason = keyof typeof FAILURE_SENTENCES;
+/** The reasons of the social.extract contract, each with its sentence above. */
+export type FailureReason = SocialFailureReason;

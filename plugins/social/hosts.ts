@@ -11,9 +11,11 @@
 //   library hosts are kept: only the network knows where a short link leads), the path as sent, only the
 //   query parameters that name content (FB `v`, `story_fbid`, `id`, `fbid`; TikTok library `ad_id`),
 //   no fragment. A bare numeric ad id becomes the network-A ad library link.
+import type { SocialPlatform } from "mediagate/plugin";
 import { SOCIAL_ERRORS as E } from "./errors.ts";
 
-export type Platform = "facebook" | "instagram" | "tiktok";
+/** The three networks (the social.extract contract names them). */
+export type Platform = SocialPlatform;
 
 export const PLATFORMS: readonly Platform[] = ["facebook", "instagram", "tiktok"];
 

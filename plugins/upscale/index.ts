@@ -1,7 +1,7 @@
 // Image and video upscaling (spec part 1, "Upscaling", the upscale rows of the prices, errors, rate limits and
 // payload limits; part 2 for the video states and GET /video-status).
 //
-// Both submits read and measure the source before any charge (source.ts, image.ts, video.ts), so every 400 and
+// Both submits read and measure the source before any charge (readSource of the plugin API, image.ts, video.ts), so every 400 and
 // 413 leaves nothing behind; the source is then kept beside the job until the job ends (a day at most, through
 // the kernel's retention). An image upscale is an image job: `images.records` gives it a generation_id and
 // /image-status serves it. A video upscale is a video job: `video.records` records it and /video-status and
@@ -15,12 +15,11 @@
 // - A custom account without a negotiated video rate gets its 400 before the download.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, definePlugin, type ImageRecords, type MediaEngine, operation, type OperationContext, type OutboundGuard, type ServiceMediaReader, type VideoRecords } from "mediagate/plugin";
+import { ApiError, definePlugin, type ImageRecords, type MediaEngine, operation, type OperationContext, type OutboundGuard, type ServiceMediaReader, type VideoRecords, readSource, type ReadSourceDeps as SourceDeps } from "mediagate/plugin";
 import { UPSCALE_ERRORS as E } from "./errors.ts";
 import { CONTENT_TYPES, imageUpscaleJob, measureImage, planImage, type StoredImageInput } from "./image.ts";
 import { decodedSize, UpscaleImageInput, UpscaleVideoInput } from "./input.ts";
 import { billedSeconds, IMAGE, imagePrice, TIERS, UPSCALE_COSTS, VIDEO, videoPrice } from "./prices.ts";
-import { readSource, type SourceDeps } from "./source.ts";
 import { measureVideo, planVideo, videoUpscaleJob, type StoredVideoInput } from "./video.ts";
 
 const IMAGE_FETCH_TIMEOUT_MS = 30_000;

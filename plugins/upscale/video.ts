@@ -75,7 +75,7 @@ export function planVideo(source: { width: number; height: number }, factor: Fac
 
 const UNSHARP = "unsharp=5:5:0.6:5:5:0";
 
-/** One argument list for both engines (core/media: files by bare name). */
+/** One argument list for both engines (the media engine: files by bare name). */
 export function scaleArgs(source: { width: number; height: number }, plan: VideoPlan, audio: MeasuredVideo["audio"], engine: MediaEngineKind): string[] {
   const filters: string[] = [];
   if (plan.width === source.width && plan.height === source.height) filters.push("hqdn3d=1.5:1.5:6:6");

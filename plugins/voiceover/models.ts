@@ -1,6 +1,7 @@
 // The voiceover tables: models (price and provider time-out), the voice catalog and the output formats.
 // Spec part 3, "Voiceover record" and "Voiceover"; part 1, `costs.voiceover` of GET /credits. Prices are the
 // standard basis; the kernel applies the account's tier.
+import type { SpeechOutputFormat } from "mediagate/plugin";
 
 export interface VoiceoverModel {
   label: string;
@@ -63,19 +64,9 @@ export const standardCredits = (chars: number, charsPerCredit: number) => Math.m
 // Output formats. The spec names only the default (`mp3_44100_128`); the identifiers follow its pattern
 // `<codec>_<sample rate>[_<kbps>]`, restricted to combinations every encoder we ship accepts.
 
-export type Codec = "mp3" | "pcm" | "ulaw" | "alaw" | "opus";
-
-export interface OutputFormat {
-  id: string;
-  codec: Codec;
-  sampleRate: number;
-  /** kbit/s for the lossy codecs; null for PCM and G.711 (their rate follows from the sample rate). */
-  bitrateKbps: number | null;
-  /** ffmpeg codec name a probe reports for the file. */
-  probeCodec: string;
-  extension: "mp3" | "wav" | "ogg";
-  mimeType: string;
-}
+/** The contract's parsed encoding (contracts/speech.ts): what the provider is asked to write. */
+export type OutputFormat = SpeechOutputFormat;
+export type Codec = OutputFormat["codec"];
 
 const ALLOWED: Record<Codec, { rates: readonly number[]; kbps: readonly number[] | null }> = {
   mp3: { rates: [22050, 24000, 44100, 48000], kbps: [32, 48, 64, 96, 128, 160, 192] },

@@ -1,6 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { definePlugin, operation } from "../../core/plugin.ts";
+import { definePlugin, operation, type PluginDeclaration } from "../../core/plugin.ts";
+import type { CapabilityName } from "../../contracts/index.ts";
 import { BootError, compileRegistry } from "../../core/registry.ts";
 import account from "../../plugins/account/index.ts";
 import textStats from "../../examples/text-stats-plugin/index.ts";
@@ -21,24 +22,16 @@ t("operations compile to spec-notation endpoints and router paths", () => {
   assert.ok(reg.features.has("text_stats"));
 });
 
-declare module "../../contracts/index.ts" {
-  interface CapabilityMap {
-    // Test-only names, declared the way a third party declares its own.
-    "image.upscale": unknown;
-    thing: number;
-  }
-}
-
 t("a missing capability fails boot and names plugin and capability", () => {
-  const p = definePlugin({ name: "upscale", requires: ["image.upscale"] });
+  const p = definePlugin({ name: "upscale", requires: ["image.upscale" as CapabilityName] });
   assert.throws(() => compileRegistry([p]), (e: unknown) => e instanceof BootError && /plugin "upscale" requires capability "image.upscale"/.test((e as Error).message));
   // `media` is the kernel's own, so requiring it needs no provider.
   compileRegistry([definePlugin({ name: "video", requires: ["media"] })]);
 });
 
 t("providers are ordered before the plugins that require them", () => {
-  const user = definePlugin({ name: "user", requires: ["thing"] });
-  const provider = definePlugin({ name: "provider", provides: { thing: () => 1 } });
+  const user = definePlugin({ name: "user", requires: ["thing" as CapabilityName] });
+  const provider = definePlugin({ name: "provider", provides: { ["thing" as CapabilityName]: () => 1 } as PluginDeclaration["provides"] });
   assert.equal(compileRegistry([user, provider]).plugins.map((p) => p.name), ["provider", "user"]);
 });
 

@@ -180,8 +180,8 @@ s("forged, stale, future, malformed and unsigned requests get 400 and never reac
     const cases: Array<[string, string, string | undefined, string]> = [
       ["tampered body", body.replace("completed", "failed"), signPayload(body, SECRET, now), "signature mismatch"],
       ["wrong secret", body, signPayload(body, "whsec_other", now), "signature mismatch"],
-      ["old timestamp", body, signPayload(body, SECRET, now - 301), "timestamp too old"],
-      ["future timestamp", body, signPayload(body, SECRET, now + 301), "timestamp in the future"],
+      ["old timestamp", body, signPayload(body, SECRET, now - 400), "timestamp too old"],
+      ["future timestamp", body, signPayload(body, SECRET, now + 400), "timestamp in the future"],
       ["malformed header", body, "t=1,v1=zz", "malformed signature"],
       ["missing header", body, undefined, "missing signature"],
     ];

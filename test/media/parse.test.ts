@@ -185,12 +185,12 @@ t("the limiter is FIFO, caps concurrency and hands slots over without a gap", as
   assert.is(lim.pending, 0);
 });
 
-t("one metadata-free remux: MP4 unless MOV is asked, edit lists ignored only when asked", () => {
+t("one metadata-free remux: MP4 unless MOV is asked, edit lists ignored and read errors fatal only when asked", () => {
   const mp4 = stripVideoMetadataArgs("in.mp4", "out.mp4");
-  assert.equal(mp4.slice(0, 3), ["-xerror", "-i", "in.mp4"]);
+  assert.equal(mp4.slice(0, 2), ["-i", "in.mp4"]);
   assert.equal(mp4.slice(-5), ["-f", "mp4", "-movflags", "+faststart", "out.mp4"]);
   for (const flag of ["-map_metadata", "-map_chapters", "0:V?", "0:a?"]) assert.ok(mp4.includes(flag), flag);
-  const mov = stripVideoMetadataArgs("in.bin", "out.mov", { format: "mov", ignoreEditList: true });
+  const mov = stripVideoMetadataArgs("in.bin", "out.mov", { format: "mov", ignoreEditList: true, strict: true });
   assert.equal(mov.slice(0, 5), ["-xerror", "-ignore_editlist", "1", "-i", "in.bin"]);
   assert.equal(mov.slice(-7), ["-write_tmcd", "0", "-f", "mov", "-movflags", "+faststart", "out.mov"]);
 });
