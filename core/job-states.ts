@@ -21,3 +21,17 @@ export const PENDING_SUCCESS_FAILED: StateMachine = {
   terminal: { success: "success", failed: "failure" },
   failState: "failed",
 };
+
+/**
+ * A job with no step in between: `queued`, then `success` or `failure` under the names its area uses (a
+ * synchronous area's bookkeeping job, a third party's job, a test's).
+ */
+export function queuedThen(success: string, failure: string): StateMachine {
+  return {
+    states: ["queued", success, failure],
+    initial: "queued",
+    transitions: { queued: [success, failure] },
+    terminal: { [success]: "success", [failure]: "failure" },
+    failState: failure,
+  };
+}

@@ -14,7 +14,7 @@ export {
   type UploadedFile,
 } from "./plugin.ts";
 export { JobFailure, type JobKindDeclaration, type JobOutcome, type JobRunContext, type JobUpdate } from "./jobs.ts";
-export { PENDING_SUCCESS_FAILED, QUEUED_PROCESSING_COMPLETE } from "./job-states.ts";
+export { PENDING_SUCCESS_FAILED, QUEUED_PROCESSING_COMPLETE, queuedThen } from "./job-states.ts";
 export type { JobSubmission, SubmittedJob } from "./ledger.ts";
 export type { StateMachine } from "./job-states.ts";
 

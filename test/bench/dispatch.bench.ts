@@ -15,6 +15,7 @@
 //
 // Run: npx tsx test/bench/dispatch.bench.ts
 import process from "node:process";
+import { queuedThen } from "../../core/job-states.ts";
 import { PGlite } from "@electric-sql/pglite";
 import { z } from "zod";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
@@ -50,11 +51,7 @@ function startOf(id: string): Promise<number> {
 }
 
 const ping: JobKindDeclaration<Record<string, never>> = {
-  states: ["queued", "done", "failed"],
-  initial: "queued",
-  transitions: { queued: ["done", "failed"] },
-  terminal: { done: "success", failed: "failure" },
-  failState: "failed",
+  ...queuedThen("done", "failed"),
   failError: "failed",
   concurrency: CONCURRENCY,
   async run(ctx) {

@@ -4,6 +4,7 @@
 // straight through the outbound guard by a loop of the same concurrency (16), without queue or database.
 // Run: npx tsx test/bench/webhooks.bench.ts   (BENCH_EVENTS to change the count; PGlite, then Postgres if reachable)
 import { createServer } from "node:http";
+import { queuedThen } from "../../core/job-states.ts";
 import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
 import process from "node:process";
@@ -21,11 +22,7 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 1000);
 const ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres";
 
 const done: JobKindDeclaration<Record<string, never>> = {
-  states: ["queued", "completed", "failed"],
-  initial: "queued",
-  transitions: { queued: ["completed", "failed"] },
-  terminal: { completed: "success", failed: "failure" },
-  failState: "failed",
+  ...queuedThen("completed", "failed"),
   failError: "failed",
   concurrency: 8,
   events: { success: "video.completed", failure: "video.failed", data: async (_trx, job) => ({ job_id: job.jobId, status: "completed" }) },

@@ -1,4 +1,5 @@
 import { suite } from "uvu";
+import { queuedThen } from "../../core/job-states.ts";
 import * as assert from "uvu/assert";
 import { z } from "zod";
 import { ConfigError, defineConfig, envVar, loadConfig } from "../../core/config.ts";
@@ -98,11 +99,7 @@ t("handlers, job runners and capability factories read their plugin's variables,
     },
     jobs: {
       greet: {
-        states: ["queued", "done", "failed"],
-        initial: "queued",
-        transitions: { queued: ["done", "failed"] },
-        terminal: { done: "success", failed: "failure" },
-        failState: "failed",
+        ...queuedThen("done", "failed"),
         failError: "failed",
         async run(ctx) {
           seen.runner = greeter.of(ctx).greeting.toUpperCase();

@@ -2,6 +2,7 @@
 // charge with the spec's texts, prices per model and tier, the sandbox's real MP4 probed with the media
 // engine, status and list shapes, events, failure and refund, reference media, merges.
 import { createServer, type Server } from "node:http";
+import { queuedThen } from "../../core/job-states.ts";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -27,11 +28,7 @@ const fakeUpscale = definePlugin({
   rateLimits: { "POST /fake-upscale": [{ limit: 1000, windowSeconds: 60 }] },
   jobs: {
     "video-upscale": {
-      states: ["queued", "complete", "error"],
-      initial: "queued",
-      transitions: { queued: ["complete", "error"] },
-      terminal: { complete: "success", error: "failure" },
-      failState: "error",
+      ...queuedThen("complete", "error"),
       failError: "Upscaling failed.",
       retries: 0,
       async run(ctx) {

@@ -2,6 +2,7 @@
 // with retries to a receiver on 127.0.0.1 (ALLOW_PRIVATE_URLS=1, retry delays of 1 s), the test send, the
 // delivery records; and the guard refusing private URLs when the switch is off.
 import { createHmac } from "node:crypto";
+import { queuedThen } from "../../core/job-states.ts";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
@@ -18,11 +19,7 @@ import { createReceiver, signPayload, verifySignature } from "../../examples/web
 
 // A job kind that emits video-like events; its status fields are the event's `data`.
 const clip: JobKindDeclaration<{ fail: boolean }> = {
-  states: ["queued", "completed", "failed"],
-  initial: "queued",
-  transitions: { queued: ["completed", "failed"] },
-  terminal: { completed: "success", failed: "failure" },
-  failState: "failed",
+  ...queuedThen("completed", "failed"),
   failError: "Video generation failed.",
   retries: 0,
   events: {
