@@ -26,6 +26,15 @@ export type PageBounds = (typeof PAGE_BOUNDS)[keyof typeof PAGE_BOUNDS];
 // what was applied); a limit that is not a positive integer, or a negative offset, is a 400.
 const integerText = /^\d+$/;
 
+/** A query value (text) or a GraphQL one (number) as a safe integer, else undefined: never `String()` of an object. */
+function integerOf(value: unknown): number | undefined {
+  const text = typeof value === "string" ? value : typeof value === "number" ? String(value) : undefined;
+  if (text === undefined || !integerText.test(text)) return undefined;
+  const n = Number(text);
+  // Beyond 2^53 the number is no longer the one sent, and the database would refuse it (a 500, not a 400).
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
 export function limitParam(bounds: PageBounds) {
   return z
     .unknown()
@@ -34,23 +43,23 @@ export function limitParam(bounds: PageBounds) {
     .meta({ type: "integer", minimum: 1, maximum: bounds.max, default: bounds.default })
     .transform((value, ctx) => {
       if (value === undefined || value === "") return bounds.default;
-      const text = String(value);
-      if (!integerText.test(text) || Number(text) < 1) {
+      const n = integerOf(value);
+      if (n === undefined || n < 1) {
         ctx.addIssue({ code: "custom", message: KERNEL_ERRORS.invalidLimit });
         return z.NEVER;
       }
-      return Math.min(Number(text), bounds.max);
+      return Math.min(n, bounds.max);
     });
 }
 
 export const offsetParam = z.unknown().optional().meta({ type: "integer", minimum: 0, default: 0 }).transform((value, ctx) => {
   if (value === undefined || value === "") return 0;
-  const text = String(value);
-  if (!integerText.test(text)) {
+  const n = integerOf(value);
+  if (n === undefined) {
     ctx.addIssue({ code: "custom", message: KERNEL_ERRORS.invalidOffset });
     return z.NEVER;
   }
-  return Number(text);
+  return n;
 });
 
 /** `limit` and `offset` of a list endpoint with the given bounds (`.extend()` it with the list's filters). */

@@ -109,6 +109,16 @@ for (const backend of await databaseBackends()) {
     const junk = await tk.request("GET", "/notes?limit=0", { key: p.key });
     assert.is(junk.status, 400);
     assert.is(junk.body.error, "limit must be a positive integer");
+
+    // Past 2^53 a number is no longer the one sent and the database refuses it: a 400, not a 500.
+    for (const [query, error] of [["offset=99999999999999999999", "offset must be a non-negative integer"], ["limit=99999999999999999999", "limit must be a positive integer"], ["offset=1e3", "offset must be a non-negative integer"]]) {
+      const huge = await tk.request("GET", `/notes?${query}`, { key: p.key });
+      assert.is(huge.status, 400, query);
+      assert.is(huge.body.error, error, query);
+    }
+    const far = await tk.request("GET", "/notes?offset=9007199254740991", { key: p.key });
+    assert.is(far.status, 200, "the largest safe offset is an empty page");
+    assert.equal(far.body.notes, []);
   });
 
   t.run();
