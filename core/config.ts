@@ -27,6 +27,7 @@ export const KERNEL_VARIABLES = [
   "WEBHOOK_RETRY_DELAYS",
   "ALLOW_PRIVATE_URLS",
   "LOG_LEVEL",
+  "HEALTH_PORT",
 ] as const;
 export type KernelVariable = (typeof KERNEL_VARIABLES)[number];
 
@@ -49,6 +50,11 @@ export interface Config {
   webhookRetryDelays: number[];
   allowPrivateUrls: boolean;
   logLevel: LogLevel;
+  /**
+   * A second port serving only /healthz and /readyz (HEALTH_PORT; unset: none). The probe of a ROLE=worker
+   * process, which serves no HTTP API; in the other roles, probes kept off the public port.
+   */
+  healthPort: number | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -65,8 +71,19 @@ function nonNegativeInt(name: string, value: string | undefined, fallback: numbe
   return Number(value);
 }
 
-function flag(value: string | undefined): boolean {
-  return value !== undefined && ["1", "true", "yes", "on"].includes(value.toLowerCase());
+const TRUE_WORDS = ["1", "true", "yes", "on"];
+const FALSE_WORDS = ["0", "false", "no", "off"];
+
+/**
+ * A boolean variable, strictly: a word that is neither on nor off ("maybe", "ture") stops the boot rather
+ * than reading as off, which would silently leave a switch the operator meant to turn on turned off.
+ */
+export function flag(name: string, value: string | undefined, fallback = false): boolean {
+  if (value === undefined || value.trim() === "") return fallback;
+  const word = value.trim().toLowerCase();
+  if (TRUE_WORDS.includes(word)) return true;
+  if (FALSE_WORDS.includes(word)) return false;
+  throw new ConfigError(`${name} must be one of ${[...TRUE_WORDS, ...FALSE_WORDS].join(", ")} (got "${value}")`);
 }
 
 // The environment each Config was read from, so the kernel reads the plugins' variables from the same one
@@ -104,9 +121,14 @@ export function loadConfig(source: Environment = process.env): Config {
     mediaEngine: oneOf("MEDIA_ENGINE", env.MEDIA_ENGINE, ["auto", "native", "wasm"] as const, "auto"),
     retentionSweepMs: nonNegativeInt("RETENTION_SWEEP_MS", env.RETENTION_SWEEP_MS, 600_000) || 600_000,
     webhookRetryDelays: delays.map(Number),
-    allowPrivateUrls: flag(env.ALLOW_PRIVATE_URLS),
+    allowPrivateUrls: flag("ALLOW_PRIVATE_URLS", env.ALLOW_PRIVATE_URLS),
     logLevel: oneOf("LOG_LEVEL", env.LOG_LEVEL, ["debug", "info", "warn", "error", "silent"] as const, "info"),
+    healthPort: env.HEALTH_PORT ? nonNegativeInt("HEALTH_PORT", env.HEALTH_PORT, 0) : undefined,
   };
+  if (config.healthPort !== undefined) {
+    if (config.healthPort < 1 || config.healthPort > 65535) throw new ConfigError(`HEALTH_PORT must be between 1 and 65535 (got ${config.healthPort})`);
+    if (config.healthPort === port && config.role !== "worker") throw new ConfigError(`HEALTH_PORT must differ from PORT (both ${port})`);
+  }
   loadedFrom.set(config, source);
   return config;
 }
