@@ -1,21 +1,39 @@
 // First-start duties of a server process: the admin token and the demo partner.
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Kernel } from "./kernel.ts";
+import { ConfigError } from "./config.ts";
 import { newSecret } from "./ids.ts";
+import { privateDirSync, writePrivateFileSync } from "../storage/private-fs.ts";
+
+/**
+ * The shortest admin token a server accepts. The token is the whole of the admin API's authentication, so
+ * it must be a secret nobody guesses: at least 32 characters (the generated one is `adm_` and 48 random hex
+ * digits). Only the server enforces it: the CLI sends whatever it is given, and the server
+ * decides.
+ */
+export const MIN_ADMIN_TOKEN_LENGTH = 32;
+
+function checkAdminToken(token: string, source: string): string {
+  if (token.length < MIN_ADMIN_TOKEN_LENGTH) {
+    throw new ConfigError(`${source} must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters (got ${token.length}); a random one: openssl rand -hex 32`);
+  }
+  return token;
+}
 
 /**
  * ADMIN_TOKEN from the environment, else the one saved in DATA_DIR on an earlier start, else a new one,
- * saved (mode 0600, so the CLI on this machine finds it) and returned with `created` so it is printed once.
+ * saved (mode 0600 in a 0700 DATA_DIR, so the CLI on this machine finds it and nobody else reads it) and
+ * returned with `created` so it is printed once. A token shorter than MIN_ADMIN_TOKEN_LENGTH stops the boot
+ * (ConfigError naming where it came from).
  */
 export function resolveAdminToken(envToken: string | undefined, dataDir: string): { token: string; created: boolean } {
-  if (envToken) return { token: envToken, created: false };
+  if (envToken) return { token: checkAdminToken(envToken, "ADMIN_TOKEN"), created: false };
   const file = join(dataDir, "admin-token");
-  if (existsSync(file)) return { token: readFileSync(file, "utf8").trim(), created: false };
-  mkdirSync(dataDir, { recursive: true });
+  if (existsSync(file)) return { token: checkAdminToken(readFileSync(file, "utf8").trim(), `the admin token saved in ${file}`), created: false };
+  privateDirSync(dataDir);
   const token = `adm_${newSecret(24)}`;
-  writeFileSync(file, token + "\n", { mode: 0o600 });
-  chmodSync(file, 0o600);
+  writePrivateFileSync(file, token + "\n");
   return { token, created: true };
 }
 

@@ -13,8 +13,8 @@ import { createRateLimiter } from "./rate-limit.ts";
 import { BootError, compileRegistry, type Registry } from "./registry.ts";
 import { UsageRecorder } from "./usage.ts";
 import { fileBlobStore, type BlobStore } from "../storage/blobs.ts";
-import { memoryCounters, redisCounters, type Counters } from "../storage/counters.ts";
-import { openDatabase, type Database } from "../storage/db.ts";
+import { describeRedisUrl, memoryCounters, probeRedis, redisCounters, type Counters } from "../storage/counters.ts";
+import { CONNECT_TIMEOUT_MS, DatabaseOpenError, openDatabase, type Database } from "../storage/db.ts";
 import { migrate } from "../storage/migrate.ts";
 import { kernelMigrations } from "../storage/migrations/kernel.ts";
 import { memoryPubSub, redisPubSub, type PubSub } from "../storage/pubsub.ts";
@@ -98,7 +98,18 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const clock = options.clock ?? systemClock;
   const log = options.logger ?? createLogger(config.logLevel);
 
-  const database = options.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir }));
+  // The Redis connections made below retry for ever, and the first command on them would wait as long: an
+  // unreachable REDIS_URL is found first, within CONNECT_TIMEOUT_MS and before the (slower) database opens.
+  if (config.redisUrl && !(options.counters && options.pubsub)) {
+    const url = config.redisUrl;
+    await probeRedis(url, CONNECT_TIMEOUT_MS).catch((err: unknown) => {
+      throw new BootError(`REDIS_URL: cannot reach Redis at ${describeRedisUrl(url)} (${(err as Error).message || String(err)})`);
+    });
+  }
+  // An unreachable or locked database stops the boot as one line naming the variable (BootError), not a stack.
+  const database = options.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir }).catch((err: unknown) => {
+    throw err instanceof DatabaseOpenError ? new BootError(err.message) : err;
+  }));
   const closers: Array<() => Promise<unknown>> = [];
   if (!options.database) closers.push(() => database.close());
   try {

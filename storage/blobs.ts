@@ -2,9 +2,10 @@
 // unstorage driver (S3-compatible) in production. Keys are "<plugin>/<name>"; a plugin's context only
 // ever writes under its own prefix.
 import { join } from "node:path";
-import { createStorage, prefixStorage, type Storage } from "unstorage";
+import { createStorage, defineDriver, prefixStorage, type Driver, type Storage } from "unstorage";
 import fsDriver from "unstorage/drivers/fs-lite";
 import memoryDriver from "unstorage/drivers/memory";
+import { privateDirSync, writePrivateFile } from "./private-fs.ts";
 
 export interface BlobStore {
   /**
@@ -36,8 +37,33 @@ function wrap(storage: Storage): BlobStore {
   };
 }
 
+/**
+ * unstorage's fs-lite driver, except that what it writes is private: files 0600 and the directories made for
+ * them 0700, whatever the umask (fs-lite writes with the process's default modes, 0644 and 0755 under the
+ * usual umask, and takes no mode option). Reads, listing and removal are fs-lite's own.
+ */
+const privateFsDriver = defineDriver((options: { base: string }) => {
+  const inner = fsDriver({ base: options.base }) as Driver;
+  // fs-lite's own key-to-path mapping (":" separates segments), with its refusal of ".." segments.
+  const path = (key: string) => {
+    if (/\.\.:|\.\.$/.test(key)) throw new Error(`[unstorage] [private-fs] Invalid key: ${JSON.stringify(key)}. It should not contain .. segments`);
+    return join(options.base, key.replace(/:/g, "/"));
+  };
+  return {
+    ...inner,
+    name: "private-fs",
+    setItem: (key: string, value: string) => writePrivateFile(path(key), value),
+    setItemRaw: (key: string, value: Uint8Array) => writePrivateFile(path(key), value),
+  };
+});
+
 export function fileBlobStore(dataDir: string): BlobStore {
-  return wrap(createStorage({ driver: fsDriver({ base: join(dataDir, "blobs") }) }));
+  const base = join(dataDir, "blobs");
+  // Made (and an existing one narrowed to 0700) now, so blobs written by an older version, 0644, are out of
+  // other users' reach too.
+  privateDirSync(dataDir);
+  privateDirSync(base, { tighten: true });
+  return wrap(createStorage({ driver: privateFsDriver({ base }) }));
 }
 
 export function memoryBlobStore(): BlobStore {

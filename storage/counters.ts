@@ -10,6 +10,8 @@ export interface Counters {
    */
   increment(key: string, ttlMs: number, by?: number): Promise<{ value: number; ttlMs: number }>;
   get(key: string): Promise<number>;
+  /** Resolves when the store answers (Redis: PING); for the boot check and /readyz. */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -66,6 +68,7 @@ export function memoryCounters(now: () => number = Date.now): Counters {
     async get(key) {
       return live(key, now())?.value ?? 0;
     },
+    async ping() {},
     async close() {
       clearInterval(sweep);
       entries.clear();
@@ -89,6 +92,55 @@ type ScriptedRedis = Redis & {
   mgIncrement(key: string, by: number, ttlMs: number): Promise<[number, number]>;
 };
 
+/**
+ * QUIT when connected; otherwise drop the connection at once. QUIT on a connection that is still trying to
+ * reach its server waits for it (a boot that failed to reach Redis would then hang on its way out).
+ */
+export async function closeRedis(redis: Redis): Promise<void> {
+  if (redis.status === "ready") await redis.quit().catch(() => redis.disconnect());
+  else redis.disconnect();
+}
+
+/** `host:port` of a Redis URL, without user or password, for messages. */
+export function describeRedisUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname || "localhost"}:${u.port || "6379"}`;
+  } catch {
+    return "(a value that is not a URL)";
+  }
+}
+
+/**
+ * Connects to `url` once, on a connection of its own, and PINGs; rejects with the connection's own error
+ * (refused, unknown host, wrong password) or after `timeoutMs`. The stores' connections retry for ever, which
+ * is right once running and wrong at boot: an unreachable REDIS_URL must stop the boot, by name, at once.
+ */
+export async function probeRedis(url: string, timeoutMs: number): Promise<void> {
+  const redis = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  // The connection's own error (ECONNREFUSED, ENOTFOUND) comes as an event; connect() then rejects with a
+  // bare "Connection is closed.", so the event's is the one reported.
+  let cause: Error | undefined;
+  redis.on("error", (err: Error) => (cause ??= err));
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await Promise.race([
+      (async () => {
+        try {
+          await redis.connect();
+          await redis.ping();
+        } catch (err) {
+          throw cause ?? err;
+        }
+      })(),
+      new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    redis.disconnect();
+  }
+}
+
 export function redisCounters(options: { url: string; prefix?: string }): Counters {
   const prefix = options.prefix ?? "";
   // Auto-pipelining batches the many small scripts a burst of requests sends into few round trips.
@@ -106,8 +158,9 @@ export function redisCounters(options: { url: string; prefix?: string }): Counte
     async get(key) {
       return Number((await redis.get(prefix + key)) ?? 0);
     },
-    async close() {
-      await redis.quit().catch(() => redis.disconnect());
+    async ping() {
+      await redis.ping();
     },
+    close: () => closeRedis(redis),
   };
 }

@@ -1,12 +1,15 @@
 // The relational database: PGlite in DATA_DIR by default, Postgres when DATABASE_URL is set. One kysely
 // instance either way; the handles pg-boss needs (the PGlite instance, or the connection string) ride along.
-import { mkdirSync } from "node:fs";
+import { closeSync, openSync, readFileSync, unlinkSync, utimesSync, writeSync, statSync } from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
+import process from "node:process";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import { PGliteDialect } from "./pglite-dialect.ts";
 import type { KernelTables } from "./tables.ts";
+import { PRIVATE_FILE_MODE, privateDirSync, tightenTreeSync } from "./private-fs.ts";
 
 export type DatabaseKind = "pglite" | "postgres";
 
@@ -35,8 +38,48 @@ export interface OpenDatabaseOptions {
   poolSize?: number;
 }
 
+/**
+ * The database could not be opened: unreachable, refused, or (embedded) already open in another process.
+ * The message names the variable to look at and carries no password; the kernel turns it into a BootError,
+ * which main.ts prints as one "mediagate cannot start: ..." line.
+ */
+export class DatabaseOpenError extends Error {}
+
+/** How long opening Postgres may take before the boot gives up (a host that drops packets never refuses). */
+export const CONNECT_TIMEOUT_MS = 5_000;
+
+/** `host:port/database` of a connection string, without user or password, for messages. */
+export function describePostgresUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname || "localhost"}:${u.port || "5432"}${u.pathname && u.pathname !== "/" ? u.pathname : ""}`;
+  } catch {
+    return "(a connection string that is not a URL)";
+  }
+}
+
+// One connection, made and dropped before the pool exists: the pool connects lazily and without a time limit,
+// so an unreachable server would otherwise surface as a stack from the first query (or, for a host that
+// drops packets, never). Its own client, so the pool keeps pg's defaults for the life of the process.
+async function probePostgres(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  // A server that goes away after connecting emits 'error' on the client; the query's rejection reports it.
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    await client.query("select 1");
+  } catch (err) {
+    const e = err as { code?: string; message?: string };
+    const reason = e.code && !String(e.message).includes(e.code) ? `${e.code}: ${e.message}` : (e.message ?? String(err));
+    throw new DatabaseOpenError(`DATABASE_URL: cannot connect to Postgres at ${describePostgresUrl(url)} (${reason || "no answer"})`);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   if (options.url) {
+    await probePostgres(options.url);
     const pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
@@ -54,22 +97,158 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     };
   }
   let dataPath: string | undefined;
+  let lock: EmbeddedLock | undefined;
   if (options.dataDir) {
-    mkdirSync(options.dataDir, { recursive: true });
+    privateDirSync(options.dataDir);
     dataPath = join(options.dataDir, "pgdata");
+    // Before PGlite touches the files: two processes on one embedded database corrupt it, silently.
+    lock = lockEmbeddedDatabase(options.dataDir);
+    privateDirSync(dataPath, { tighten: true });
   }
-  const pglite = new PGlite(dataPath, { parsers: { [INT8]: toNumber, [NUMERIC]: toNumber } });
-  await pglite.waitReady;
+  let pglite: PGlite;
+  try {
+    pglite = new PGlite(dataPath, { parsers: { [INT8]: toNumber, [NUMERIC]: toNumber } });
+    await pglite.waitReady;
+    // PGlite's initdb writes the cluster's files world-readable and -writable (0666, whatever the umask);
+    // files Postgres creates later are 0600. All of it lives in the 0700 pgdata, and is made 0600 here too.
+    if (dataPath) tightenTreeSync(dataPath);
+  } catch (err) {
+    lock?.release();
+    throw err;
+  }
   const kysely = new Kysely<KernelTables>({ dialect: new PGliteDialect(pglite) });
   return {
     kind: "pglite",
     kysely,
     pglite,
     close: async () => {
-      await kysely.destroy();
-      await pglite.close();
+      try {
+        await kysely.destroy();
+        await pglite.close();
+      } finally {
+        lock?.release();
+      }
     },
   };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The embedded database's lock. PGlite runs Postgres inside this process and takes no lock of its own, so a
+// second process on the same DATA_DIR would open the same files and both would write them. The lock is a file
+// made with O_CREAT|O_EXCL (one process wins, atomically) holding the owner's pid and host. A lock whose
+// process is gone is stale and taken over: on this host, when its pid is dead; from another host (a volume
+// shared between machines), when its owner has stopped refreshing it, since a pid there means nothing here.
+
+export const LOCK_FILE = "pgdata.lock";
+/** How often the owner refreshes its lock's time; a lock from another host unrefreshed for LOCK_STALE_MS is stale. */
+const LOCK_REFRESH_MS = 10_000;
+const LOCK_STALE_MS = 60_000;
+
+interface LockOwner {
+  pid: number;
+  host: string;
+  since: string;
+}
+
+interface EmbeddedLock {
+  release(): void;
+}
+
+// Locks this process holds, by file: the same pid in a lock file is ours only if it is listed here (a
+// container restarted after a crash often gets the same pid as before).
+const held = new Set<string>();
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists, as another user's process.
+    return (err as { code?: string }).code === "EPERM";
+  }
+}
+
+function readOwner(file: string): LockOwner | undefined {
+  try {
+    const owner = JSON.parse(readFileSync(file, "utf8")) as LockOwner;
+    return Number.isInteger(owner.pid) && typeof owner.host === "string" ? owner : undefined;
+  } catch {
+    return undefined; // unreadable or half-written: judged by its age below
+  }
+}
+
+function isStale(file: string, owner: LockOwner | undefined): boolean {
+  if (owner && owner.host === hostname()) {
+    if (owner.pid === process.pid) return !held.has(file);
+    return !pidAlive(owner.pid);
+  }
+  let age: number;
+  try {
+    age = Date.now() - statSync(file).mtimeMs;
+  } catch {
+    return true; // removed meanwhile
+  }
+  return age > LOCK_STALE_MS;
+}
+
+function lockEmbeddedDatabase(dataDir: string): EmbeddedLock {
+  const file = join(dataDir, LOCK_FILE);
+  const me: LockOwner = { pid: process.pid, host: hostname(), since: new Date().toISOString() };
+  for (let attempt = 0; ; attempt++) {
+    let fd: number;
+    try {
+      fd = openSync(file, "wx", PRIVATE_FILE_MODE);
+    } catch (err) {
+      if ((err as { code?: string }).code !== "EEXIST") throw err;
+      const owner = readOwner(file);
+      if (attempt < 3 && isStale(file, owner)) {
+        // Another process may be judging the same stale lock: whoever unlinks first wins the next O_EXCL.
+        try {
+          unlinkSync(file);
+        } catch {
+          // already removed by that other process
+        }
+        continue;
+      }
+      const who = owner ? `process ${owner.pid} on ${owner.host === me.host ? "this host" : `host ${owner.host}`}, since ${owner.since}` : "another process";
+      throw new DatabaseOpenError(
+        `DATA_DIR ${dataDir}: the embedded database is already open in ${who}. Stop that process, or give this one its own DATA_DIR (or a DATABASE_URL for several processes). If no process uses it, remove ${file}.`,
+      );
+    }
+    try {
+      writeSync(fd, JSON.stringify(me) + "\n");
+    } finally {
+      closeSync(fd);
+    }
+    held.add(file);
+    const refresh = setInterval(() => {
+      try {
+        const now = new Date();
+        utimesSync(file, now, now);
+      } catch {
+        // removed under us; release() below still clears our state
+      }
+    }, LOCK_REFRESH_MS);
+    refresh.unref?.();
+    let released = false;
+    return {
+      release() {
+        if (released) return;
+        released = true;
+        clearInterval(refresh);
+        held.delete(file);
+        // Only our own lock: a process that judged it stale and took over must keep its file.
+        const owner = readOwner(file);
+        if (owner && owner.pid === me.pid && owner.host === me.host && owner.since === me.since) {
+          try {
+            unlinkSync(file);
+          } catch {
+            // gone already
+          }
+        }
+      },
+    };
+  }
 }
 
 /** True for a unique-constraint violation, on both backends. */

@@ -2,6 +2,7 @@
 // set (cache invalidation today; job progress for GraphQL subscriptions later). Messages are JSON, on both
 // stores, so code that works on one works on the other.
 import { Redis } from "ioredis";
+import { closeRedis } from "./counters.ts";
 
 export type Listener = (message: unknown) => void;
 
@@ -125,7 +126,7 @@ export function redisPubSub(options: { url: string; prefix?: string } & PubSubOp
     },
     async close() {
       channels.clear();
-      await Promise.all([pub.quit().catch(() => pub.disconnect()), sub.quit().catch(() => sub.disconnect())]);
+      await Promise.all([closeRedis(pub), closeRedis(sub)]);
     },
   };
 }

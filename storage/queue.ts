@@ -27,9 +27,9 @@ export interface QueueJob<T = unknown> {
   /** 0 on the first attempt, then 1, 2, ... */
   retryCount: number;
   /**
-   * Aborted when this attempt is abandoned: it ran past `expireInSeconds`, or the queue stopped before it
-   * finished. The job has already been failed (and will be retried) by then, so a handler should stop and
-   * not write its result.
+   * Aborted when this attempt is abandoned: it ran past `expireInSeconds` (the job has been failed and will
+   * be retried), or the queue stopped before it finished (the job has been handed back, see Queue.stop).
+   * Either way another attempt does the work, so a handler should stop and not write its result.
    */
   signal?: AbortSignal;
 }
@@ -96,8 +96,17 @@ export interface WorkOptions {
 export interface Queue {
   /** Optional: any other call starts the queue, until stop(). Starting again after stop() is allowed. */
   start(): Promise<void>;
-  /** Graceful: waits (bounded) for running handlers, fails whatever is still running, then closes. */
+  /**
+   * Graceful: fetches nothing more, waits (bounded by `stopTimeoutMs`) for running handlers, then hands
+   * back whatever is still running, aborting its signal, and closes. A job handed back is waiting again as
+   * it was before this attempt started, with the attempt not counted: the next start (this process's, or
+   * any other worker's at once) runs it. Shutting down never fails a job, nor moves one to its dead letter.
+   */
   stop(): Promise<void>;
+  /**
+   * Rejects unless the queue is running and pg-boss answers through its own connection (for /readyz).
+   */
+  check(): Promise<void>;
   /**
    * Idempotent, and declarative: creating an existing queue applies the options given (omitted ones go
    * back to their defaults), except `policy`, which is fixed at first creation.
@@ -140,7 +149,7 @@ export interface CreateQueueOptions {
   onError?: (err: unknown) => void;
   /** pg-boss's operator warnings (slow queries, backlogs, LISTEN unavailable). Default: ignored. */
   onWarning?: (warning: { message: string; data: object }) => void;
-  /** How long stop() waits for running handlers before failing them (default 10 000). */
+  /** How long stop() waits for running handlers before handing their jobs back (default 10 000). */
   stopTimeoutMs?: number;
   /**
    * How often maintenance runs: expiring attempts whose process died, deleting old jobs (pg-boss
@@ -247,6 +256,25 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
   };
   let stopped = false;
 
+  // Handlers running in this process, by job id: their queue, and the abort stop() uses when it hands the
+  // job back. `idle` is resolved when the last one ends, for stop()'s wait.
+  const running = new Map<string, { name: string; abort: AbortController }>();
+  let idle: (() => void) | undefined;
+
+  // What pg-boss's own restore() does (not public in 12.35): the job waits again as before this attempt, and,
+  // started_on being cleared, its next claim does not count an attempt. Only jobs still active, so a job
+  // whose handler finished meanwhile keeps its outcome.
+  const handBack = async (jobs: Array<{ name: string; id: string }>) => {
+    const byQueue = new Map<string, string[]>();
+    for (const j of jobs) byQueue.set(j.name, [...(byQueue.get(j.name) ?? []), j.id]);
+    for (const [name, ids] of byQueue) {
+      await boss.getDb().executeSql(
+        `UPDATE ${schema}.job SET state = 'created', started_on = NULL, heartbeat_on = NULL WHERE name = $1 AND id = ANY($2::uuid[]) AND state = 'active'`,
+        [name, ids],
+      );
+    }
+  };
+
   // This process's worker slots per queue: the pg-boss worker id of each, and whether it is running a job.
   // pg-boss wakes workers on its own only through LISTEN/NOTIFY, which needs a listening connection and, on
   // Postgres, a round trip through the server after the commit. A job sent from this process can wake a
@@ -294,7 +322,25 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
       if (!started) return;
       const starting = started;
       await starting.catch(() => {});
-      await boss.stop({ graceful: true, timeout: options.stopTimeoutMs ?? 10_000, close: true });
+      // No worker fetches again; the handlers running go on, and may finish within the time given.
+      await Promise.all([...slots.keys()].map((name) => boss.offWork(name, { wait: false }).catch(onError)));
+      if (running.size > 0) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([new Promise<void>((r) => (idle = r)), new Promise<void>((r) => (timer = setTimeout(r, options.stopTimeoutMs ?? 10_000)))]);
+        clearTimeout(timer);
+        idle = undefined;
+      }
+      // pg-boss would fail the jobs still running (failWip), spending an attempt, or the last attempt and the
+      // job with it: hand them back instead, then abort their handlers. pg-boss's failWip below is fenced to
+      // active attempts, so it leaves them waiting.
+      const left = [...running].map(([id, r]) => ({ id, ...r }));
+      if (left.length > 0) {
+        await handBack(left).catch(onError);
+        for (const r of left) r.abort.abort(new Error("the queue stopped; the job was handed back"));
+      }
+      // Graceful, so a worker loop still inside a fetch ends before the connection closes; a loop whose
+      // handler was handed back ends only with that handler, which is not waited for beyond a second.
+      await boss.stop({ graceful: true, timeout: left.length > 0 ? 1_000 : (options.stopTimeoutMs ?? 10_000), close: true });
       // Those workers are gone; a restart's work() registers new ones.
       slots.clear();
       // Only now, so a second stop() waits for the first instead of returning early.
@@ -355,6 +401,12 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
       if (!stopped) wakeIdle(name, jobs);
     },
 
+    async check() {
+      if (stopped || !started) throw new Error("the queue is not running");
+      await started;
+      if (!(await boss.isInstalled())) throw new Error("the queue's tables are missing");
+    },
+
     async work<T>(name: string, handler: (job: QueueJob<T>) => Promise<void>, o: WorkOptions = {}) {
       assertName(name);
       await ensureStarted();
@@ -384,7 +436,15 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
             slot.busy = true;
             try {
               for (const job of jobs) {
-                await handler({ id: job.id, name: job.name, data: job.data, retryCount: job.retryCount ?? 0, signal: job.signal });
+                const abort = new AbortController();
+                running.set(job.id, { name, abort });
+                try {
+                  const signal = job.signal ? AbortSignal.any([job.signal, abort.signal]) : abort.signal;
+                  await handler({ id: job.id, name: job.name, data: job.data, retryCount: job.retryCount ?? 0, signal });
+                } finally {
+                  running.delete(job.id);
+                  if (running.size === 0) idle?.();
+                }
               }
             } finally {
               slot.busy = false;

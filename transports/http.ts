@@ -5,6 +5,7 @@
 import { H3, serve } from "h3";
 import type { Kernel } from "../core/kernel.ts";
 import { KERNEL_ERRORS } from "../core/errors.ts";
+import { checkReadiness } from "../core/readiness.ts";
 import { mountAdminApi } from "./admin/routes.ts";
 import { createGraphql, GRAPHQL_PATH, type GraphqlServer } from "./graphql/yoga.ts";
 import type { GraphqlWebSocket } from "./graphql/websocket.ts";
@@ -18,16 +19,23 @@ export interface HttpAppOptions {
   graphql?: GraphqlServer;
 }
 
+/**
+ * `/healthz`, liveness: 200 while the process answers at all, whatever its dependencies do (restarting a
+ * process because its database is down helps nobody). `/readyz`, readiness: 200 {"status":"ready","checks":{…}}
+ * when the database, the queue and Redis (when configured) answer, else 503 {"status":"not ready","checks":{…}}
+ * with the failing check named (core/readiness.ts).
+ */
+function mountProbes(app: H3, kernel: Kernel): void {
+  app.get("/healthz", () => json(200, { status: "ok" }));
+  app.get("/readyz", async () => {
+    const { ready, checks } = await checkReadiness(kernel);
+    return json(ready ? 200 : 503, { status: ready ? "ready" : "not ready", checks });
+  });
+}
+
 export function createHttpApp(kernel: Kernel, options: HttpAppOptions): H3 {
   const app = new H3();
-  app.get("/healthz", async () => {
-    try {
-      await kernel.database.kysely.selectFrom("settings").select("key").limit(1).execute();
-      return json(200, { status: "ok" });
-    } catch {
-      return json(503, { status: "unavailable" });
-    }
-  });
+  mountProbes(app, kernel);
   mountPartnerApi(app, kernel);
   mountAdminApi(app, kernel, options.adminToken);
   mountMedia(app, kernel.blobs);
@@ -79,4 +87,17 @@ export async function serveHttp(kernel: Kernel, options: ServeHttpOptions): Prom
       clearTimeout(force);
     },
   };
+}
+
+/**
+ * `/healthz` and `/readyz` alone on a port of their own (HEALTH_PORT): the probe of a ROLE=worker process,
+ * which serves no API, and, in the other roles, probes kept off the public port. Anything else is a 404.
+ */
+export async function serveHealth(kernel: Kernel, options: { port: number; hostname: string }): Promise<{ url: string; close(): Promise<void> }> {
+  const app = new H3();
+  mountProbes(app, kernel);
+  app.all("/**", () => json(404, { error: KERNEL_ERRORS.notFound }));
+  const server = serve(app, { port: options.port, hostname: options.hostname, silent: true });
+  await server.ready();
+  return { url: server.url!, close: () => server.close(true) };
 }

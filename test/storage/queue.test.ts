@@ -1,6 +1,6 @@
 // The queue interface on pg-boss, once per database backend: delivery, waking an idle worker when a job is
 // sent (in process, and through NOTIFY from another process), delay, retry, dead letter, expiry of a hung
-// handler and of a dead worker, re-declaration, singleton keys, graceful stop, and durability across a
+// handler and of a dead worker, re-declaration, singleton keys, graceful stop (finishing or handing back running jobs), and durability across a
 // restart. On PGlite also that pg-boss never runs inside, or poisons, an application transaction.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -288,6 +288,32 @@ for (const backend of await databaseBackends()) {
       () => assert.unreachable("a send after stop() was accepted"),
       (err: Error) => assert.match(err.message, /stopped/),
     );
+  });
+
+  t("stop hands back a handler still running at its time limit: the job waits again, its attempt not counted", async () => {
+    // retryLimit 0: had the stop failed the attempt (pg-boss's own shutdown does), the job would be lost.
+    const first = open({ stopTimeoutMs: 300 });
+    await first.createQueue("test.handback", { retryLimit: 0 });
+    let started = false;
+    let aborted = false;
+    await first.work("test.handback", async (job) => {
+      started = true;
+      // A long job: it ends only when its signal says the attempt was given up.
+      await new Promise<void>((resolve) => job.signal?.addEventListener("abort", () => resolve(), { once: true }));
+      aborted = true;
+      throw new Error("abandoned");
+    }, fast);
+    const id = await first.send("test.handback", { n: 1 });
+    await waitFor(() => started, "the handler to start");
+    await first.stop();
+    assert.ok(aborted, "the handler's signal aborted");
+
+    const second = open();
+    const got: QueueJob[] = [];
+    await second.work("test.handback", async (job) => void got.push(job), fast);
+    await waitFor(() => got.length === 1, "the handed-back job on the next start");
+    assert.is(got[0]!.id, id);
+    assert.is(got[0]!.retryCount, 0, "the interrupted attempt was not counted");
   });
 
   t("bad queue names and options are refused", async () => {

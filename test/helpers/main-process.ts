@@ -1,0 +1,91 @@
+// main.ts (or `npm start`) as a child process in its own process group, for tests of what only a real
+// process shows: how it boots or refuses to, its probes, its signals. Unlike server.ts's startServer, it
+// waits for any line (a worker prints no "listening"), or for the process to exit, and takes the command.
+// Every process still running when the test process exits is killed with its group.
+import { type ChildProcess, spawn } from "node:child_process";
+import { resolve } from "node:path";
+import process from "node:process";
+
+export const ROOT = resolve(import.meta.dirname ?? "test/helpers", "../..");
+const running = new Set<ChildProcess>();
+
+process.on("exit", () => {
+  for (const child of running) killGroup(child, "SIGKILL");
+});
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // the group is gone
+  }
+}
+
+/** Whether any process of the group `pgid` is still alive. */
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (err) {
+    return (err as { code?: string }).code === "EPERM";
+  }
+}
+
+export interface MainProcess {
+  pid: number;
+  output(): string;
+  /** Resolves when `pattern` appears in the output; rejects with the output when the process exits first or after `timeoutMs`. */
+  waitFor(pattern: RegExp | string, timeoutMs?: number): Promise<void>;
+  /** The exit, or null if it has not exited within `timeoutMs`. */
+  exit(timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null } | null>;
+  /** SIGKILL to the whole group. */
+  kill(): Promise<void>;
+}
+
+/**
+ * Spawns `command` (default: node --import tsx main.ts) from the project root with `env` over a minimal
+ * environment (PATH, HOME, TMPDIR, HOST=127.0.0.1).
+ */
+export function spawnMain(env: Record<string, string>, command: string[] = [process.execPath, "--import", "tsx", "main.ts"]): MainProcess {
+  const child = spawn(command[0]!, command.slice(1), {
+    cwd: ROOT,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", TMPDIR: process.env.TMPDIR ?? "/tmp", HOST: "127.0.0.1", ...env },
+  });
+  running.add(child);
+  let out = "";
+  child.stdout!.setEncoding("utf8").on("data", (s: string) => (out += s));
+  child.stderr!.setEncoding("utf8").on("data", (s: string) => (out += s));
+  let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  const exitP = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
+    child.once("exit", (code, signal) => {
+      running.delete(child);
+      res((exited = { code, signal }));
+    }),
+  );
+  return {
+    pid: child.pid!,
+    output: () => out,
+    async waitFor(pattern, timeoutMs = 90_000) {
+      const until = Date.now() + timeoutMs;
+      const seen = () => (typeof pattern === "string" ? out.includes(pattern) : pattern.test(out));
+      while (!seen()) {
+        if (exited) throw new Error(`exited (${JSON.stringify(exited)}) before ${pattern}:\n${out}`);
+        if (Date.now() > until) throw new Error(`no ${pattern} within ${timeoutMs} ms:\n${out}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+    async exit(timeoutMs) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const result = await Promise.race([exitP, new Promise<null>((r) => (timer = setTimeout(() => r(null), timeoutMs)))]);
+      clearTimeout(timer);
+      return result;
+    },
+    async kill() {
+      killGroup(child, "SIGKILL");
+      if (!exited) await exitP;
+    },
+  };
+}
