@@ -49,4 +49,6 @@ export * from "../lib/media/index.ts";
 export * from "../lib/formats/index.ts";
 export * from "../lib/outbound/index.ts";
 export * from "../lib/sandbox.ts";
+// The environment a plugin's child process gets: no secrets of the server's (lib/child-env.ts).
+export { childEnv, type ChildEnvOptions } from "../lib/child-env.ts";
 export * from "../lib/file-response.ts";

@@ -8,4 +8,4 @@ export { isPng, PNG_METADATA_CHUNKS, PNG_SIGNATURE, pngChunk, pngChunks, writePn
 export { isJpeg, isJpegFrameMarker, JPEG_EOI, JPEG_SOS, jpegSegment, jpegSegments, type JpegSegment } from "./jpeg.ts";
 export { isWebp, riffChunk, riffChunks, riffHeader, WEBP_VP8X_FLAGS, writeRiff, type RiffChunk, type RiffChunksOptions } from "./riff.ts";
 export { appendTopLevelBox, isIsoBmffFirstBox, isoBmffBox, isoBmffFirstBox, mp4Boxes, type IsoBmffStartOptions, type Mp4Box } from "./isobmff.ts";
-export { sniffImageType, type ImageMimeType } from "./sniff.ts";
+export { AUDIO_CONTAINERS, IMAGE_CONTAINERS, MEDIA_CONTAINERS, sniffImageType, sniffMedia, VIDEO_CONTAINERS, type ImageMimeType, type MediaContainer } from "./sniff.ts";

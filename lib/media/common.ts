@@ -1,5 +1,6 @@
 // Pieces both engines share, so that validation, defaults and failure handling cannot drift apart.
 import { MediaError } from "./errors.ts";
+import { probeInputOptions, secureFfmpegArgs } from "./inputs.ts";
 import { FILE_NAME, type RunIO } from "./types.ts";
 
 /**
@@ -9,7 +10,8 @@ import { FILE_NAME, type RunIO } from "./types.ts";
  */
 export const FFMPEG_PREFIX = ["-nostdin", "-y", "-hide_banner", "-loglevel", "info", "-nostats", "-progress", "pipe:1", "-stats_period", "0.25"];
 
-export const FFPROBE_ARGS = (name: string) => ["-v", "error", "-print_format", "json", "-show_format", "-show_streams", name];
+/** ffprobe on one file, opened as lib/media/inputs.ts decides (its sniffed demuxer and the whitelists). */
+export const FFPROBE_ARGS = (name: string, bytes: Uint8Array) => ["-v", "error", ...probeInputOptions(name, bytes), "-print_format", "json", "-show_format", "-show_streams", name];
 
 /** How many stderr lines a MediaError keeps. */
 export const LOG_TAIL = 20;
@@ -23,21 +25,13 @@ export function validateIO(args: readonly string[], io: RunIO): void {
   for (const out of io.outputs) if (inputs.includes(out)) throw new MediaError("failed", `output ${out} is also an input`);
   for (const [name, bytes] of Object.entries(io.inputs ?? {})) {
     if (!(bytes instanceof Uint8Array)) throw new MediaError("failed", `input ${name} is not a Uint8Array`);
-    assertNotPlaylist(name, bytes);
   }
 }
 
-/**
- * Refuse HLS playlists disguised as media. ffmpeg probes content, not extensions, so an uploaded "video.mp4"
- * that is really an m3u8 would make native ffmpeg read local files or URLs it names (a known SSRF/file-read
- * trick). No product area takes playlists, so refusing them outright is the simple, safe rule.
- */
-export function assertNotPlaylist(name: string, bytes: Uint8Array): void {
-  let i = 0;
-  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) i = 3; // UTF-8 BOM
-  while (i < bytes.length && i < 64 && (bytes[i] === 0x20 || bytes[i] === 0x09 || bytes[i] === 0x0a || bytes[i] === 0x0d)) i++;
-  const head = new TextDecoder().decode(bytes.subarray(i, i + 7));
-  if (head === "#EXTM3U") throw new MediaError("invalid_input", `input ${name} is an HLS playlist`);
+/** Checks a run and answers its arguments as they are run: every input opened as lib/media/inputs.ts decides. */
+export function prepareRun(args: readonly string[], io: RunIO): string[] {
+  validateIO(args, io);
+  return secureFfmpegArgs(args, io.inputs ?? {});
 }
 
 /** Combine the caller's signal and timeout into one signal plus the reason to report. */

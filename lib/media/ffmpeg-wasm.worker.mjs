@@ -8,6 +8,8 @@
 // or option state changed for the next one) and its wasm memory never shrinks; instantiating the compiled module
 // again costs ~10 ms and gives every job a clean process, like a native fork/exec.
 //
+// Inputs: every argument list is checked again here (assertOpenedSafely) before the core sees it.
+//
 // Protocol: in  {id, program: "ffmpeg"|"ffprobe", args, inputs: {name: Uint8Array}, outputs: [name]}
 //           out {id, type: "log", line} | {id, type: "done", ret, outputs, missing} | {id, type: "error", message}
 import { parentPort } from "node:worker_threads";
@@ -34,9 +36,41 @@ async function newCore() {
   });
 }
 
+const lastValue = (options, name) => {
+  let value;
+  for (let i = 0; i < options.length - 1; i++) if (options[i] === name) value = options[i + 1];
+  return value;
+};
+
+/**
+ * Second fence behind lib/media/inputs.ts, which sniffs every input and names its demuxer: this core runs only
+ * argument lists where each input is a file of this job (or a lavfi source) opened with an explicit demuxer and
+ * both whitelists, so a list that skipped the engine's rules cannot make the core probe or follow a manifest.
+ */
+function assertOpenedSafely(program, args, inputs) {
+  const guarded = (options) => lastValue(options, "-f") !== undefined && lastValue(options, "-protocol_whitelist") === "file" && lastValue(options, "-format_whitelist") !== undefined;
+  if (program === "ffprobe") {
+    if (!guarded(args)) throw new Error("ffprobe input opened without a demuxer and whitelists");
+    return;
+  }
+  let group = 0;
+  for (let k = 0; k < args.length; k++) {
+    if (args[k] !== "-i") continue;
+    const options = args.slice(group, k);
+    const target = args[k + 1];
+    if (lastValue(options, "-f") !== "lavfi") {
+      if (!Object.hasOwn(inputs, target)) throw new Error(`input ${target} is not a file of this job`);
+      if (!guarded(options)) throw new Error(`input ${target} opened without a demuxer and whitelists`);
+    }
+    k++;
+    group = k + 1;
+  }
+}
+
 parentPort.on("message", async (job) => {
   const { id } = job;
   try {
+    assertOpenedSafely(job.program, job.args, job.inputs);
     const core = await newCore();
     core.setLogger(({ message }) => {
       // "Aborted()" is how the core's exit() unwinds, not an error.

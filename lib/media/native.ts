@@ -1,14 +1,17 @@
 // Native ffmpeg/ffprobe as child processes: 5-20x faster than the wasm core and multi-threaded, so production
 // uses it whenever it is on PATH. Each run gets a private temp dir as its cwd, which is what makes bare file
-// names in the arguments mean the same thing here as in the wasm core's in-memory FS.
+// names in the arguments mean the same thing here as in the wasm core's in-memory FS. Inputs are opened as
+// lib/media/inputs.ts decides (sniffed demuxer, whitelists), and the child sees a minimal environment
+// (lib/child-env.ts): none of the server's secrets.
 import { spawn } from "node:child_process";
 import { accessSync, constants } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import process from "node:process";
+import { childEnv } from "../child-env.ts";
 import { classifyFailure, MediaError } from "./errors.ts";
-import { FFMPEG_PREFIX, FFPROBE_ARGS, Limiter, LineSplitter, LineTail, runSignal, validateIO } from "./common.ts";
+import { FFMPEG_PREFIX, FFPROBE_ARGS, Limiter, LineSplitter, LineTail, prepareRun, runSignal, validateIO } from "./common.ts";
 import { parseFfprobeJson, type Probe } from "./probe.ts";
 import { ProgressTracker } from "./progress.ts";
 import { loadVips } from "./vips.ts";
@@ -60,7 +63,7 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
   /** The run prefix, adapted once to this ffmpeg's version. */
   function runPrefix(): Promise<string[]> {
     prefix ??= new Promise<string[]>((resolve) => {
-      const child = spawn(options.ffmpegPath, ["-hide_banner", "-version"], { stdio: ["ignore", "pipe", "ignore"] });
+      const child = spawn(options.ffmpegPath, ["-hide_banner", "-version"], { stdio: ["ignore", "pipe", "ignore"], env: childEnv() });
       let out = "";
       child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
       child.on("error", () => resolve(FFMPEG_PREFIX));
@@ -82,7 +85,7 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
     signal: AbortSignal | undefined,
   ): Promise<ProcResult> {
     return new Promise((resolve, reject) => {
-      const child = spawn(program, args, { cwd, stdio: ["ignore", "pipe", "pipe"], windowsHide: true });
+      const child = spawn(program, args, { cwd, env: childEnv({ dir: cwd }), stdio: ["ignore", "pipe", "pipe"], windowsHide: true });
       children.add(child);
       const chunks: Buffer[] = [];
       const out = onStdoutLine ? new LineSplitter(onStdoutLine) : undefined;
@@ -123,7 +126,7 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
 
     async run(args, io: RunIO) {
       if (closed) throw new MediaError("engine_unavailable", "engine closed");
-      validateIO(args, io);
+      const runArgs = prepareRun(args, io);
       const s = runSignal(io);
       try {
         return await limiter.run(
@@ -137,7 +140,7 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
                 progress.line(l);
               };
               if (s.signal?.aborted) throw s.reason();
-              const res = await exec(options.ffmpegPath, [...(await runPrefix()), ...args], dir, onLine, (l) => {
+              const res = await exec(options.ffmpegPath, [...(await runPrefix()), ...runArgs], dir, onLine, (l) => {
                 tail.push(l);
                 onLine(l);
               }, s.signal);
@@ -167,7 +170,8 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
 
     async probe(data, name = "input", opts = {}) {
       if (closed) throw new MediaError("engine_unavailable", "engine closed");
-      validateIO([], { inputs: { [name]: data }, outputs: [] }); // also refuses playlists
+      validateIO([], { inputs: { [name]: data }, outputs: [] });
+      const args = FFPROBE_ARGS(name, data); // refuses what is not plain media before anything starts
       const s = runSignal(opts);
       try {
         return await limiter.run(
@@ -176,7 +180,7 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
               await writeFile(join(dir, name), data);
               if (s.signal?.aborted) throw s.reason();
               const tail = new LineTail();
-              const res = await exec(options.ffprobePath, FFPROBE_ARGS(name), dir, undefined, (l) => tail.push(l), s.signal);
+              const res = await exec(options.ffprobePath, args, dir, undefined, (l) => tail.push(l), s.signal);
               if (s.signal?.aborted) throw s.reason();
               if (res.code !== 0) {
                 const kind = classifyFailure(tail.lines);

@@ -4,7 +4,8 @@
 // a new one is started for the next job, so one bad input can never poison later runs.
 import { Worker } from "node:worker_threads";
 import { classifyFailure, MediaError } from "./errors.ts";
-import { FFMPEG_PREFIX, FFPROBE_ARGS, Limiter, LineTail, runSignal, validateIO } from "./common.ts";
+import { FFMPEG_PREFIX, FFPROBE_ARGS, Limiter, LineTail, prepareRun, runSignal, validateIO } from "./common.ts";
+import { secureFfmpegArgs } from "./inputs.ts";
 import { parseFfmpegInfo, parseFfprobeJson, type Probe } from "./probe.ts";
 import { ProgressTracker } from "./progress.ts";
 import { loadVips } from "./vips.ts";
@@ -167,14 +168,14 @@ export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
 
     async run(args, io: RunIO) {
       if (closed) throw new MediaError("engine_unavailable", "engine closed");
-      validateIO(args, io);
+      const runArgs = prepareRun(args, io);
       const s = runSignal(io);
       try {
         return await onSlot(async (slot) => {
           const tail = new LineTail();
           const progress = new ProgressTracker(args, io.onProgress, io.durationSeconds);
           const res = await slot.exec(
-            { program: "ffmpeg", args: [...FFMPEG_PREFIX, ...args], inputs: io.inputs ?? {}, outputs: io.outputs },
+            { program: "ffmpeg", args: [...FFMPEG_PREFIX, ...runArgs], inputs: io.inputs ?? {}, outputs: io.outputs },
             (line) => {
               io.onLog?.(line);
               if (!/^[a-z_0-9]+=/.test(line)) tail.push(line); // progress key=value lines are not worth keeping
@@ -195,15 +196,16 @@ export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
 
     async probe(data, name = "input", opts = {}): Promise<Probe> {
       if (closed) throw new MediaError("engine_unavailable", "engine closed");
-      validateIO([], { inputs: { [name]: data }, outputs: [] }); // also refuses playlists
+      validateIO([], { inputs: { [name]: data }, outputs: [] });
       if (name === PROBE_OUT) throw new MediaError("failed", `reserved name ${name}`);
+      const args = FFPROBE_ARGS(name, data); // refuses what is not plain media before anything starts
       const s = runSignal(opts);
       try {
         return await onSlot(async (slot) => {
           const tail = new LineTail();
           // ffprobe's -o writes the JSON to a file: its stdout would arrive line by line through the logger.
           const res = await slot.exec(
-            { program: "ffprobe", args: [...FFPROBE_ARGS(name), "-o", PROBE_OUT], inputs: { [name]: data }, outputs: [PROBE_OUT] },
+            { program: "ffprobe", args: [...args, "-o", PROBE_OUT], inputs: { [name]: data }, outputs: [PROBE_OUT] },
             (line) => tail.push(line),
             s.signal,
             s.reason,
@@ -219,7 +221,7 @@ export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
           }
           // A core built without ffprobe: read what `ffmpeg -i` prints instead.
           const info: string[] = [];
-          await slot.exec({ program: "ffmpeg", args: ["-hide_banner", "-i", name], inputs: { [name]: data }, outputs: [] }, (l) => info.push(l), s.signal, s.reason);
+          await slot.exec({ program: "ffmpeg", args: ["-hide_banner", ...secureFfmpegArgs(["-i", name], { [name]: data })], inputs: { [name]: data }, outputs: [] }, (l) => info.push(l), s.signal, s.reason);
           return parseFfmpegInfo(info, data.byteLength);
         }, s.signal, s.reason);
       } finally {

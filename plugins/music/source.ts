@@ -1,7 +1,7 @@
 // The source of an extension, prepared before the charge (part 3, POST /extend-music): an owned track (JSON
 // form) or an uploaded file (multipart form), measured, with what it decides for the request (model,
 // instrumental, and whether the direct path is open).
-import { ApiError, isMediaError, type MediaEngine, type MusicModel, type OperationContext, type UploadedFile } from "mediagate/plugin";
+import { ApiError, isMediaError, type MediaContainer, type MediaEngine, type MusicModel, type OperationContext, sniffMedia, type UploadedFile } from "mediagate/plugin";
 import { MUSIC_ERRORS as E } from "./errors.ts";
 import { LIMITS, UPLOAD_EXTENSIONS } from "./models.ts";
 import { findJob } from "./records.ts";
@@ -34,10 +34,18 @@ export async function ownedSource(ctx: OperationContext<any>, ref: { ref: string
   return { direct, model: row.model as MusicModel, instrumental: row.instrumental, seconds: track.duration, arrangement: track.arrangement, title: track.title, key: track.audio_key, extension: "mp3" };
 }
 
+/**
+ * What an upload may be, by its first bytes: the containers of the spec's AAC, FLAC, M4A, MP3, OGG and WAV.
+ * The name's extension is only the spec's first rule; a manifest, playlist or any other text named "up.mp3"
+ * is refused here, before the engine opens it and before any charge.
+ */
+const UPLOAD_CONTAINERS: readonly MediaContainer[] = ["aac", "flac", "isobmff", "mp3", "ogg", "wav"];
+
 export async function uploadedSource(engine: MediaEngine, file: UploadedFile, signal?: AbortSignal): Promise<PreparedSource> {
   if (file.bytes.byteLength > LIMITS.uploadBytes) throw new ApiError(413, E.uploadTooLarge);
   const extension = file.filename.toLowerCase().split(".").pop() ?? "";
   if (!file.filename.includes(".") || !(UPLOAD_EXTENSIONS as readonly string[]).includes(extension)) throw new ApiError(400, E.uploadExtension);
+  if (!sniffMedia(file.bytes, UPLOAD_CONTAINERS)) throw new ApiError(400, E.uploadUnreadable);
   const name = `source.${extension}`;
   let seconds: number;
   try {

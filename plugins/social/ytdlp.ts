@@ -7,12 +7,19 @@
 //
 // yt-dlp fetches the network itself, so the outbound guard cannot pin its connections; what it is given is
 // only a normalized link that passed the host rules (hosts.ts), with `--ignore-config` so no local config
-// (proxies, cookies, exec hooks) rides along.
+// (proxies, cookies, exec hooks) rides along, and a minimal environment (childEnv): none of the server's
+// secrets, no proxy variables (a proxy only when one is passed explicitly).
+//
+// yt-dlp runs ffmpeg itself to merge the formats it downloaded and to convert thumbnails, on files a remote
+// site chose: those runs get the same input rules as our own engine (lib/media/inputs.ts) through
+// `--postprocessor-args ffmpeg_i:` (before every input): files only, and only plain media demuxers, so a
+// "video" that is really an HLS or DASH manifest cannot make that ffmpeg read a local file or a URL. What
+// comes out is then sniffed and opened by the media engine like any upload.
 import { spawn } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ExtractedItem, type ExtractedPost, ExtractionError, type ExtractRequest, firstAudio, firstVideo, type MediaEngine, type Probe, sniffImageType, type SocialExtractor, type SocialLimits } from "mediagate/plugin";
+import { childEnv, type ExtractedItem, type ExtractedPost, ExtractionError, type ExtractRequest, firstAudio, firstVideo, type MediaEngine, type Probe, sniffImageType, sniffMedia, type SocialExtractor, type SocialLimits, VIDEO_CONTAINERS } from "mediagate/plugin";
 import type { FailureReason } from "./errors.ts";
 
 /** H.264 + AAC in MP4 when the network offers it (no re-encode then), else the best there is. */
@@ -20,13 +27,29 @@ export const FORMAT = "bv*[vcodec^=avc1]+ba[acodec^=mp4a]/b[vcodec^=avc1][ext=mp
 
 const COMMON = ["--ignore-config", "--no-warnings", "--no-cache-dir", "--socket-timeout", "30", "--retries", "3"];
 
-export function infoArgs(url: string, limits: SocialLimits): string[] {
-  return [...COMMON, "--dump-single-json", "--yes-playlist", "--playlist-items", `1-${limits.maxItems}`, "--", url];
+/**
+ * Demuxers yt-dlp's own ffmpeg runs may use: what sites serve as downloaded files (MP4/MOV, WebM/Matroska,
+ * MPEG-TS from HLS downloads, FLV, plain audio) and thumbnails. No playlist, manifest or concat demuxer.
+ */
+export const YTDLP_FFMPEG_FORMATS = ["mov", "matroska", "webm", "mpegts", "flv", "mp3", "aac", "ogg", "flac", "wav", "image2", "png_pipe", "jpeg_pipe", "webp_pipe"];
+export const YTDLP_FFMPEG_INPUT_ARGS = ["--postprocessor-args", `ffmpeg_i:-protocol_whitelist file -format_whitelist ${YTDLP_FFMPEG_FORMATS.join(",")}`];
+
+export interface YtdlpNetwork {
+  /** A proxy for yt-dlp's requests, only when a deployment configures one (never taken from the environment). */
+  proxy?: string;
 }
 
-export function downloadArgs(infoJsonPath: string, dir: string, limits: SocialLimits): string[] {
+const networkArgs = (network: YtdlpNetwork = {}) => (network.proxy ? ["--proxy", network.proxy] : []);
+
+export function infoArgs(url: string, limits: SocialLimits, network?: YtdlpNetwork): string[] {
+  return [...COMMON, ...networkArgs(network), "--dump-single-json", "--yes-playlist", "--playlist-items", `1-${limits.maxItems}`, "--", url];
+}
+
+export function downloadArgs(infoJsonPath: string, dir: string, limits: SocialLimits, network?: YtdlpNetwork): string[] {
   return [
     ...COMMON,
+    ...networkArgs(network),
+    ...YTDLP_FFMPEG_INPUT_ARGS,
     "--load-info-json", infoJsonPath,
     "-f", FORMAT,
     "--max-filesize", String(limits.maxFileBytes),
@@ -119,9 +142,10 @@ const MAX_STDOUT = 32 * 1024 * 1024;
 export function runYtdlp(binary: string, args: string[], options: { signal: AbortSignal; timeoutMs: number; cwd?: string; onLine?(line: string): void }): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     if (options.signal.aborted) return reject(options.signal.reason);
-    // No `env`: the child gets the server's environment as Node passes it (yt-dlp needs PATH to find ffmpeg),
-    // and yt-dlp flushes every line it writes, so progress arrives as written without PYTHONUNBUFFERED.
-    const child = spawn(binary, args, { cwd: options.cwd, stdio: ["ignore", "pipe", "pipe"] });
+    // Only PATH (yt-dlp finds ffmpeg there), a HOME and TMPDIR of its own, a UTF-8 locale and unbuffered
+    // output (progress lines arrive as written): no secret and no proxy of the server's environment.
+    const env = childEnv({ dir: options.cwd, extra: { PYTHONUNBUFFERED: "1" } });
+    const child = spawn(binary, args, { cwd: options.cwd, env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     let pending = "";
@@ -180,7 +204,7 @@ export function progressOf(line: string): number | null {
   return m ? Number(m[1]) / 100 : null;
 }
 
-export function ytdlpExtractor(options: { binary: string; media: () => MediaEngine; timeoutMs?: number }): SocialExtractor {
+export function ytdlpExtractor(options: { binary: string; media: () => MediaEngine; timeoutMs?: number; network?: YtdlpNetwork }): SocialExtractor {
   const timeoutMs = options.timeoutMs ?? 20 * 60_000;
   const failWith = (res: RunResult, step: string) => {
     const reason = classifyFailure(`${res.stderr}\n${res.stdout.slice(-4000)}`);
@@ -192,7 +216,7 @@ export function ytdlpExtractor(options: { binary: string; media: () => MediaEngi
     async extract(req: ExtractRequest): Promise<ExtractedPost> {
       const dir = await mkdtemp(join(tmpdir(), "mediagate-social-"));
       try {
-        const info = await runYtdlp(options.binary, infoArgs(req.url, req.limits), { signal: req.signal, timeoutMs: 120_000, cwd: dir });
+        const info = await runYtdlp(options.binary, infoArgs(req.url, req.limits, options.network), { signal: req.signal, timeoutMs: 120_000, cwd: dir });
         if (info.code !== 0) failWith(info, "info");
         const post = parsePostInfo(info.stdout, req.limits);
         await req.onProgress(0.1);
@@ -200,7 +224,7 @@ export function ytdlpExtractor(options: { binary: string; media: () => MediaEngi
         const infoPath = join(dir, "info.json");
         await writeFile(infoPath, info.stdout);
         const out = join(dir, "out");
-        const download = await runYtdlp(options.binary, downloadArgs(infoPath, out, req.limits), {
+        const download = await runYtdlp(options.binary, downloadArgs(infoPath, out, req.limits, options.network), {
           signal: req.signal,
           timeoutMs,
           cwd: dir,
@@ -231,6 +255,9 @@ export function ytdlpExtractor(options: { binary: string; media: () => MediaEngi
         for (const [n, [, slot]] of found.entries()) {
           const raw = new Uint8Array(await readFile(join(out, slot.video!)));
           const ext = slot.video!.split(".").pop()!;
+          // What the site served is judged by its bytes: anything but a video container (a manifest, a page)
+          // never reaches the engine.
+          if (!sniffMedia(raw, VIDEO_CONTAINERS)) throw new ExtractionError("failed", `download ${slot.video} is not a video container`);
           const probe = await engine.probe(raw, `in.${ext}`, { signal: req.signal });
           const seconds = probe.durationSeconds;
           const playable = (await engine.run(playableArgs(probe, `in.${ext}`, "out.mp4"), { inputs: { [`in.${ext}`]: raw }, outputs: ["out.mp4"], signal: req.signal, durationSeconds: seconds, timeoutMs }))["out.mp4"]!;

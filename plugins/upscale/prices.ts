@@ -62,7 +62,8 @@ export const videoPrice = (factor: Factor, inputSeconds: number): Price => ({
 });
 
 /**
- * Whole input seconds billed: rounded up once. Measured durations are first rounded to the millisecond, so a
- * container that says 5.0000001 s is billed 5, not 6; anything shorter than a second is billed 1.
+ * Whole input seconds billed: rounded up once. The seconds are measured (video.ts: the stated duration, or the
+ * picture's packets when they run longer); they are first rounded to the millisecond, so 5.0000001 s is billed 5,
+ * not 6; anything shorter than a second is billed 1. The same number caps the job's work (`-t`).
  */
 export const billedSeconds = (measured: number) => Math.max(1, Math.ceil(Math.round(measured * 1000) / 1000));

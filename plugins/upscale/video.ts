@@ -13,9 +13,16 @@
 // - Output: H.264 (yuv420p, CRF 18) in MP4 with the frame rate kept, moov in front; the first audio track is
 //   copied when MP4 can carry its codec, else encoded to AAC 192 kb/s; other tracks are dropped.
 // - `duration` of the record is the billed whole seconds until the job completes, then the output's length.
+// - Billed seconds are measured, not only read from the header: a container's mvhd/mdhd durations are what the
+//   file says, and one that understates its length would be under-billed. The seconds billed are the longer
+//   of the stated duration and the span of the picture's packets (the first video track, read by a stream
+//   copy: no decoding, and packet timestamps are the decoded frames' timestamps). The job's ffmpeg is capped
+//   at the billed seconds (`-t`) besides, so no file (a long audio track behind a short picture included) can
+//   make it work longer than was paid for. An honest file is billed as before: its stated duration already
+//   covers its picture.
 import { ApiError, displaySize, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, JobFailure, type JobKindDeclaration, type JobRunContext, latin1, type MediaEngine, type MediaEngineKind, QUEUED_PROCESSING_COMPLETE, type VideoRecords } from "mediagate/plugin";
 import { UPSCALE_ERRORS as E } from "./errors.ts";
-import { VIDEO, type Factor } from "./prices.ts";
+import { billedSeconds, VIDEO, type Factor } from "./prices.ts";
 
 const ISO_BMFF = "mov,mp4,m4a,3gp,3g2,mj2";
 /** Audio codecs MP4 carries as they are. */
@@ -32,7 +39,7 @@ export function isMp4OrMov(bytes: Uint8Array): boolean {
 }
 
 export interface MeasuredVideo {
-  /** Container duration as measured, in seconds. */
+  /** Seconds billed: the stated duration or the picture's packets' span, whichever is longer. */
   seconds: number;
   /** Displayed size (rotation applied). */
   width: number;
@@ -53,9 +60,58 @@ export async function measureVideo(bytes: Uint8Array, engine: MediaEngine, signa
   }
   const size = displaySize(probe);
   if (probe.formatName !== ISO_BMFF || !firstVideo(probe) || !size || !(probe.durationSeconds > 0)) throw new ApiError(400, E.videoFormat);
-  if (Math.round(probe.durationSeconds * 1000) > VIDEO.inputMaxSeconds * 1000) throw new ApiError(400, E.videoTooLong);
+  const tooLong = (seconds: number) => Math.round(seconds * 1000) > VIDEO.inputMaxSeconds * 1000;
+  if (tooLong(probe.durationSeconds)) throw new ApiError(400, E.videoTooLong);
   const a = firstAudio(probe);
-  return { seconds: probe.durationSeconds, ...size, audio: a ? (COPYABLE_AUDIO.has(a.codec) ? "copy" : "aac") : null };
+  let seconds: number;
+  try {
+    seconds = Math.max(probe.durationSeconds, await pictureSeconds(engine, bytes, signal));
+  } catch (err) {
+    if (signal?.aborted) throw err;
+    if (isMediaError(err) && err.code === "engine_unavailable") throw new ApiError(500, E.notAvailable);
+    throw new ApiError(400, E.videoFormat);
+  }
+  if (!(seconds > 0)) throw new ApiError(400, E.videoFormat);
+  if (tooLong(seconds)) throw new ApiError(400, E.videoTooLong);
+  return { seconds, ...size, audio: a ? (COPYABLE_AUDIO.has(a.codec) ? "copy" : "aac") : null };
+}
+
+/**
+ * The seconds the packets of the first video track span: a stream copy into ffmpeg's framecrc listing (one
+ * line per packet with its timestamps), read up to just past the limit so a file cannot make it long.
+ */
+async function pictureSeconds(engine: MediaEngine, bytes: Uint8Array, signal?: AbortSignal): Promise<number> {
+  const args = ["-i", "in.bin", "-map", "0:v:0", "-c", "copy", "-t", String(VIDEO.inputMaxSeconds + 1), "-f", "framecrc", "packets.txt"];
+  const out = await engine.run(args, { inputs: { "in.bin": bytes }, outputs: ["packets.txt"], signal, timeoutMs: PROBE_TIMEOUT_MS });
+  return packetSpan(new TextDecoder().decode(out["packets.txt"]));
+}
+
+/**
+ * From a framecrc listing: `#tb <stream>: <num>/<den>` headers, then `<stream>, <dts>, <pts>, <duration>,
+ * <size>, <crc>` a packet. The span runs from the earliest packet start to the latest packet end, in seconds;
+ * packets before 0 (an AAC encoder's priming, which the edit list hides) are not played, so time starts at 0.
+ */
+export function packetSpan(listing: string): number {
+  const timeBase = new Map<string, number>();
+  let start = Infinity;
+  let end = -Infinity;
+  for (const line of listing.split("\n")) {
+    const tb = /^#tb (\d+): (\d+)\/(\d+)\s*$/.exec(line);
+    if (tb) {
+      if (Number(tb[3]) > 0) timeBase.set(tb[1]!, Number(tb[2]) / Number(tb[3]));
+      continue;
+    }
+    if (line.startsWith("#")) continue;
+    const [stream, , pts, duration] = line.split(",").map((f) => f.trim());
+    const unit = stream === undefined ? undefined : timeBase.get(stream);
+    const at = Number(pts);
+    const length = Number(duration);
+    if (unit === undefined || pts === "" || !Number.isFinite(at) || !Number.isFinite(length)) continue;
+    start = Math.min(start, at * unit);
+    end = Math.max(end, (at + Math.max(0, length)) * unit);
+  }
+  start = Math.max(0, start);
+  return end > start ? end - start : 0;
 }
 
 export interface VideoPlan {
@@ -75,8 +131,8 @@ export function planVideo(source: { width: number; height: number }, factor: Fac
 
 const UNSHARP = "unsharp=5:5:0.6:5:5:0";
 
-/** One argument list for both engines (the media engine: files by bare name). */
-export function scaleArgs(source: { width: number; height: number }, plan: VideoPlan, audio: MeasuredVideo["audio"], engine: MediaEngineKind): string[] {
+/** One argument list for both engines (the media engine: files by bare name); `maxSeconds` caps the output at what was billed. */
+export function scaleArgs(source: { width: number; height: number }, plan: VideoPlan, audio: MeasuredVideo["audio"], engine: MediaEngineKind, maxSeconds?: number): string[] {
   const filters: string[] = [];
   if (plan.width === source.width && plan.height === source.height) filters.push("hqdn3d=1.5:1.5:6:6");
   else filters.push(`scale=${plan.width}:${plan.height}:flags=lanczos+accurate_rnd+full_chroma_int`);
@@ -88,6 +144,7 @@ export function scaleArgs(source: { width: number; height: number }, plan: Video
     "-vf", filters.join(","),
     // The wasm engine is several times slower; its preset keeps a two-minute source within the job's time.
     "-c:v", "libx264", "-preset", engine === "wasm" ? "ultrafast" : "fast", "-crf", "18", "-pix_fmt", "yuv420p",
+    ...(maxSeconds === undefined ? [] : ["-t", String(maxSeconds)]),
     "-movflags", "+faststart",
     "out.mp4",
   ];
@@ -146,7 +203,7 @@ export const videoUpscaleJob: JobKindDeclaration<StoredVideoInput> = {
     const progress = progressWriter(ctx, 1, 95);
     let bytes: Uint8Array;
     try {
-      const args = scaleArgs({ width: input.source_width, height: input.source_height }, input, input.audio, engine.kind);
+      const args = scaleArgs({ width: input.source_width, height: input.source_height }, input, input.audio, engine.kind, billedSeconds(input.seconds));
       try {
         const out = await engine.run(args, { inputs: { "in.bin": source }, outputs: ["out.mp4"], signal: ctx.signal, timeoutMs: 3_500_000, durationSeconds: input.seconds, onProgress: progress.report });
         bytes = out["out.mp4"]!;

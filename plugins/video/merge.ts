@@ -71,7 +71,8 @@ export function copyCompatible(clips: readonly Uint8Array[], probes: readonly Pr
 
 function copyArgs(names: string[]): { args: string[]; list: Uint8Array } {
   const list = new TextEncoder().encode(names.map((n) => `file '${n}'`).join("\n") + "\n");
-  return { args: ["-f", "concat", "-safe", "0", "-i", "list.txt", "-map", "0:v", "-map", "0:a?", "-c", "copy", ...OUTPUT_ARGS, "merged.mp4"], list };
+  // The engine opens the list with `-safe 1` and whitelists, after checking that it names only these clips.
+  return { args: ["-f", "concat", "-i", "list.txt", "-map", "0:v", "-map", "0:a?", "-c", "copy", ...OUTPUT_ARGS, "merged.mp4"], list };
 }
 
 function reencodeArgs(names: string[], probes: readonly Probe[]): string[] {

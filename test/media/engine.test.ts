@@ -16,9 +16,12 @@ import {
   type MediaEngine,
   type Probe,
 } from "../../lib/media/index.ts";
+import { concatBytes, isoBmffBox } from "../../lib/formats/index.ts";
 import { ENGINE_MODES, EXIFTOOL, exifTags, fixture, leakedMetadata } from "./util.ts";
 
 const video1 = fixture("video1.mp4");
+/** An MP4 by its first box (so it passes the sniffing and reaches ffmpeg) whose body is junk. */
+const damagedMp4 = concatBytes([isoBmffBox("ftyp", new TextEncoder().encode("isom\0\0\x02\0isomiso2")), new Uint8Array(4096).map((_, i) => (i * 7919) % 251)]);
 const cmov = fixture("c.mov");
 const mp3 = fixture("sample1.mp3");
 
@@ -153,7 +156,14 @@ for (const mode of ENGINE_MODES) {
 
   t("bad input is a MediaError with a safe public message", async () => {
     const junk = new Uint8Array(4096).map((_, i) => (i * 7919) % 251);
-    const e = await rejects(engine.run(["-i", "in.mp4", "-c", "copy", "out.mov"], { inputs: { "in.mp4": junk }, outputs: ["out.mov"] }));
+    // Junk is refused on its first bytes, before ffmpeg starts (lib/media/inputs.ts).
+    const sniffed = await rejects(engine.run(["-i", "in.mp4", "-c", "copy", "out.mov"], { inputs: { "in.mp4": junk }, outputs: ["out.mov"] }));
+    assert.is(sniffed.code, "invalid_input");
+    assert.is(sniffed.status, 422);
+    assert.is(sniffed.message, "The media could not be processed (damaged or not a valid format).");
+    assert.match(sniffed.detail, /first bytes/);
+    // An MP4 by its first box whose body is junk gets as far as ffmpeg, which refuses it.
+    const e = await rejects(engine.run(["-i", "in.mp4", "-c", "copy", "out.mov"], { inputs: { "in.mp4": damagedMp4 }, outputs: ["out.mov"] }));
     assert.is(e.code, "invalid_input");
     assert.is(e.status, 422);
     assert.ok(e.isInputError);
@@ -164,6 +174,7 @@ for (const mode of ENGINE_MODES) {
 
     const pe = await rejects(engine.probe(junk, "junk.mp4"));
     assert.is(pe.code, "invalid_input");
+    assert.is((await rejects(engine.probe(damagedMp4, "junk.mp4"))).code, "invalid_input");
     const truncated = await rejects(engine.probe(video1.subarray(0, 20_000), "cut.mp4"));
     assert.is(truncated.status, 422);
   });
@@ -253,7 +264,7 @@ if (ENGINE_MODES.length === 2) {
           : ["-i", "bad.mp4", "o.mp4"];
         return engine
           .run(args, {
-            inputs: w ? {} : { "bad.mp4": new Uint8Array(2048).fill(9) },
+            inputs: w ? {} : { "bad.mp4": damagedMp4 },
             outputs: ["o.mp4"],
             onLog: () => {
               if (events.at(-1) !== `run ${i}`) events.push(`run ${i}`);

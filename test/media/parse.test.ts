@@ -16,7 +16,7 @@ import {
   testVideoJob,
   videoFrameSize,
 } from "../../lib/media/index.ts";
-import { Limiter, assertNotPlaylist } from "../../lib/media/common.ts";
+import { Limiter } from "../../lib/media/common.ts";
 
 const t = suite("media parsing and helpers");
 const isME = (e: unknown) => e instanceof MediaError;
@@ -153,12 +153,6 @@ t("test video jobs validate their size and never put text into the filter graph"
   assert.not.ok(testVideoJob({ width: 320, height: 240, seconds: 2, text: "x", font: false }).textDrawn);
   // Deterministic from the seed.
   assert.equal(testVideoJob({ width: 64, height: 64, seconds: 1, seed: "s" }).args, testVideoJob({ width: 64, height: 64, seconds: 1, seed: "s" }).args);
-});
-
-t("playlists are sniffed past a BOM and whitespace", () => {
-  assert.throws(() => assertNotPlaylist("a", new TextEncoder().encode("\uFEFF \n#EXTM3U\n")), isME);
-  assertNotPlaylist("a", new TextEncoder().encode("WEBVTT\n"));
-  assertNotPlaylist("a", new Uint8Array(0));
 });
 
 t("the limiter is FIFO, caps concurrency and hands slots over without a gap", async () => {
