@@ -417,7 +417,8 @@ const listVideos = operation({
       .meta({ type: "string", enum: Object.keys(LIST_STATUS) })
       .transform((v, c) => {
         if (v === undefined || v === "") return undefined;
-        if (typeof v !== "string" || !(v in LIST_STATUS)) {
+        // Own keys only: `in` would take "toString" or "constructor" from Object.prototype (a 500 later).
+        if (typeof v !== "string" || !Object.hasOwn(LIST_STATUS, v)) {
           c.addIssue({ code: "custom", message: E.listStatus });
           return z.NEVER;
         }
