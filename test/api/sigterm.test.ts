@@ -2,7 +2,7 @@
 // signal reaches the server through npm, which shuts down gracefully. An open GraphQL subscription gets a
 // final message, the image job running at that moment is handed back to the queue rather than failed (its
 // attempt not counted), every process of the group exits, the embedded database's lock is released, and the
-// next start finishes the job, charged once and never refunded.
+// next start finishes the job, charged once and never refunded. `deno task start` likewise.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -11,7 +11,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { sql } from "kysely";
 import { LOCK_FILE, openDatabase } from "../../storage/db.ts";
-import { groupAlive, spawnMain } from "../helpers/main-process.ts";
+import { groupAlive, ROOT, spawnMain } from "../helpers/main-process.ts";
 import { freePort, startServer } from "../helpers/server.ts";
 
 const ADMIN_TOKEN = "adm_sigterm_test_token_0123456789abc";
@@ -153,5 +153,30 @@ t("stops the server gracefully: subscriptions get a final message, the running j
     await database.close();
   }
 });
+
+const denoBin = join(ROOT, "node_modules/.bin/deno");
+if (existsSync(denoBin)) {
+  t("deno task start: SIGTERM to the task's PID stops the server gracefully too", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "mediagate-sigterm-deno-"));
+    dirs.push(dataDir);
+    const port = await freePort();
+    const task = spawnMain({ DATA_DIR: dataDir, ADMIN_TOKEN, PORT: String(port), LOG_LEVEL: "info", DENO_NO_UPDATE_CHECK: "1" }, [denoBin, "task", "start"]);
+    try {
+      await task.waitFor("mediagate listening on", 180_000);
+      assert.is((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 200);
+      process.kill(task.pid, "SIGTERM");
+      const exit = await task.exit(60_000);
+      assert.ok(exit, `deno task start still running 60 s after SIGTERM:\n${task.output()}`);
+      assert.is(exit!.code, 0, task.output());
+      assert.match(task.output(), /SIGTERM: shutting down/);
+      assert.match(task.output(), /INFO stopped/);
+      for (let i = 0; i < 50 && groupAlive(task.pid); i++) await sleep(100);
+      assert.not.ok(groupAlive(task.pid), `a process of the task's group outlived it:\n${task.output()}`);
+      assert.not.ok(existsSync(join(dataDir, LOCK_FILE)), "the embedded database's lock was released");
+    } finally {
+      await task.kill();
+    }
+  });
+}
 
 t.run();
