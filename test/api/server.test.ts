@@ -1,5 +1,5 @@
-// The same API through a real server, under each runtime: Node (tsx main.ts, as `npm start` runs it) and
-// Deno (`deno run main.ts`, as `deno task start` runs it). Each run is a fresh DATA_DIR: first start prints
+// The same API through a real server, under each runtime: Node (main.ts through tsx; `npm start` runs it as
+// `node --import tsx main.ts`) and Deno (`deno run main.ts`, as `deno task start` runs it). Each run is a fresh DATA_DIR: first start prints
 // the demo key and writes the admin token, which this test reads the way an operator would.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
