@@ -14,6 +14,7 @@
 // must not appear anywhere the partner can read: the answer, the job's status, or any file it links.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { spawnSync } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -48,6 +49,13 @@ const VIDEO_ON_DISK = join(FIXTURES, "video1.mp4");
 const t = suite("attack corpus against a real server");
 let server: ServerProcess;
 let dataDir: string;
+let secretsDir: string;
+/**
+ * A fragmented MP4 of audio on the server's disk, made with ffmpeg when it is installed (without it the
+ * server runs the wasm engine, which has no access to local files). ffmpeg's DASH demuxer reads this kind
+ * of file through a manifest's BaseURL: the "upload" becomes a file the partner never had.
+ */
+let localM4a: string | undefined;
 let files: Server; // serves manifests by URL (upscale-video, remove-metadata), like a partner's host would
 let filesUrl = "";
 const served = new Map<string, string>();
@@ -57,6 +65,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 t.before(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "mediagate-attacks-"));
+  secretsDir = mkdtempSync(join(tmpdir(), "mediagate-attack-secrets-"));
+  const m4a = join(secretsDir, "private.m4a");
+  const made = spawnSync("ffmpeg", ["-nostdin", "-y", "-loglevel", "error", "-i", AUDIO_ON_DISK, "-t", "20", "-c:a", "aac", "-movflags", "frag_keyframe+empty_moov+default_base_moof", "-f", "mp4", m4a], { stdio: "ignore", timeout: 60_000 });
+  if (made.status === 0 && existsSync(m4a)) localM4a = m4a;
   server = await startServer({ DATA_DIR: dataDir, ADMIN_TOKEN, LOG_LEVEL: "warn", ALLOW_PRIVATE_URLS: "1" }, 120_000);
   files = createServer((req, res) => {
     const body = served.get(req.url ?? "");
@@ -79,6 +91,7 @@ t.after(async () => {
   await new Promise<void>((r) => (files ? files.close(() => r()) : r()));
   await server?.stop();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  if (secretsDir) rmSync(secretsDir, { recursive: true, force: true });
 });
 
 // ---------------------------------------------------------------------------------------------------------
@@ -440,10 +453,12 @@ async function byUrl(path: string, field: string, content: string, signal: Abort
 
 const manifests: Array<[string, (signal: AbortSignal) => Promise<Outcome>]> = [
   ["extend-music: DASH .mpd as up.mp3, BaseURL file:/etc/passwd", (s) => uploadToExtendMusic(dashManifest("file:/etc/passwd"), "up.mp3", s)],
-  // ffmpeg's DASH demuxer opens .mp4 segments (not .mp3): the server's own video becomes the "upload".
   ["extend-music: DASH .mpd as up.mp3, BaseURL a local mp4", (s) => uploadToExtendMusic(dashManifest(`file:${VIDEO_ON_DISK}`, "video/mp4"), "up.mp3", s)],
-  // HLS skips a segment it may not open (passwd) and plays the next (a local mp3).
-  ["extend-music: HLS .m3u8 as up.mp3 (passwd, local mp3)", (s) => uploadToExtendMusic(hlsPlaylist(["file:/etc/passwd", AUDIO_ON_DISK]), "up.mp3", s)],
+  // The one the review found: ffmpeg 5.1 decodes a local fragmented MP4 through the manifest.
+  ["extend-music: DASH .mpd as up.mp3, BaseURL a local fragmented m4a", (s) => uploadToExtendMusic(dashManifest(`file:${localM4a}`), "up.mp3", s)],
+  // The one the review found working on ffmpeg 5.1: a playlist of a local mp3 is two minutes of "upload".
+  ["extend-music: HLS .m3u8 as up.mp3, a local mp3", (s) => uploadToExtendMusic(hlsPlaylist([AUDIO_ON_DISK]), "up.mp3", s)],
+  ["extend-music: HLS .m3u8 as up.mp3, file:/etc/passwd", (s) => uploadToExtendMusic(hlsPlaylist(["file:/etc/passwd"]), "up.mp3", s)],
   ["extend-music: ffconcat as up.wav (passwd, local mp3)", (s) => uploadToExtendMusic(ffconcatScript(["/etc/passwd", AUDIO_ON_DISK]), "up.wav", s)],
   ["extend-music: concat script as up.ogg", (s) => uploadToExtendMusic(concatScript([AUDIO_ON_DISK, "/etc/passwd"]), "up.ogg", s)],
   ["upscale-video: DASH by URL as clip.mp4 (local mp4)", (s) => byUrl("/upscale-video", "video_url", dashManifest(`file:${VIDEO_ON_DISK}`, "video/mp4"), s, (id) => `/video-status/${id}`)],
@@ -455,6 +470,10 @@ const manifests: Array<[string, (signal: AbortSignal) => Promise<Outcome>]> = [
 for (const [name, attack] of manifests) {
   t(`${name}: a 4xx, and no passwd bytes anywhere reachable`, async () => {
     assert.ok(existsSync(AUDIO_ON_DISK) && existsSync(VIDEO_ON_DISK), "the media fixtures are missing");
+    if (name.includes("fragmented m4a") && !localM4a) {
+      table.push({ attack: name, status: "skipped", worstMs: 0, polls: 0, note: "no native ffmpeg here to make the local file" });
+      return;
+    }
     await underAttack(name, attack);
   });
 }
