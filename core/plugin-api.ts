@@ -52,3 +52,5 @@ export * from "../lib/sandbox.ts";
 // The environment a plugin's child process gets: no secrets of the server's (lib/child-env.ts).
 export { childEnv, type ChildEnvOptions } from "../lib/child-env.ts";
 export * from "../lib/file-response.ts";
+// Blob names: which keys `/media` serves, and the private folder it never does (DESIGN "Media links").
+export { mediaToken, PRIVATE_KEY_PREFIX } from "../lib/service-media.ts";

@@ -16,6 +16,8 @@ export interface BlobStore {
   get(key: string): Promise<Uint8Array | null>;
   has(key: string): Promise<boolean>;
   remove(key: string): Promise<void>;
+  /** Every key in this store (`a/b/c.png`), in no particular order: for tests and operators, never a request path. */
+  keys(): Promise<string[]>;
   /** A store whose keys are all under `prefix/`. */
   scoped(prefix: string): BlobStore;
 }
@@ -33,6 +35,8 @@ function wrap(storage: Storage): BlobStore {
     },
     has: (key) => storage.hasItem(key),
     remove: (key) => storage.removeItem(key),
+    // unstorage spells a key's separators as `:`; our segments never contain one.
+    keys: async () => (await storage.getKeys()).map((k) => k.replaceAll(":", "/")),
     scoped: (prefix) => wrap(prefixStorage(storage, prefix)),
   };
 }

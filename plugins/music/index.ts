@@ -19,7 +19,7 @@
 // - A job whose provider does not answer within 10 minutes ends `error` with `error_code` timeout.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, definePlugin, JobFailure, type JobKindDeclaration, type JobRunContext, type MusicControls, type MusicErrorCode, type MusicModel, MusicProviderError, type MusicProviders, type MusicTrack, notFound, operation, type OperationContext, PAGE_BOUNDS, pageBody, pageQuery, pageShape, QUEUED_PROCESSING_COMPLETE } from "mediagate/plugin";
+import { ApiError, definePlugin, JobFailure, type JobKindDeclaration, type JobRunContext, type MusicControls, type MusicErrorCode, type MusicModel, MusicProviderError, type MusicProviders, type MusicTrack, notFound, operation, type OperationContext, PAGE_BOUNDS, pageBody, pageQuery, pageShape, PRIVATE_KEY_PREFIX, QUEUED_PROCESSING_COMPLETE } from "mediagate/plugin";
 import { FAILURE_TEXTS, MUSIC_ERRORS as E } from "./errors.ts";
 import { IDEMPOTENCY_HEADER, idempotencyKeyOf, requestHash } from "./idempotency.ts";
 import { checkAgainstSource, checkExtendControls, ExtendMusicInput, GenerateMusicInput, type ExtendControls, type GenerateRequest } from "./input.ts";
@@ -75,7 +75,7 @@ async function storeTracks(ctx: JobRunContext, tracks: MusicTrack[]): Promise<St
   const stored: StoredTrack[] = [];
   for (const [i, t] of tracks.entries()) {
     // Unguessable names: media links are capability URLs (DESIGN "Media links"); a rerun writes new ones.
-    const name = `${ctx.jobId}-${i}-${randomBytes(12).toString("hex")}`;
+    const name = `${ctx.jobId}-${i}-${randomBytes(16).toString("hex")}`;
     const audioKey = `tracks/${name}.mp3`;
     const imageKey = `covers/${name}.${t.coverMimeType === "image/png" ? "png" : "jpg"}`;
     await ctx.blobs.put(audioKey, t.audio, { contentType: "audio/mpeg" });
@@ -265,7 +265,8 @@ const extendMusic = operation({
     // An upload is written before the charge (the job may start at once) and removed if the charge fails.
     let sourceKey = source.key;
     if (source.bytes) {
-      sourceKey = `uploads/${randomBytes(12).toString("hex")}.${source.extension}`;
+      // Never shown to anyone: private, so `/media` does not serve it (DESIGN "Media links").
+      sourceKey = `${PRIVATE_KEY_PREFIX}uploads/${randomBytes(16).toString("hex")}.${source.extension}`;
       await ctx.blobs.put(sourceKey, source.bytes, { expiresAt: new Date(ctx.clock.now() + UPLOAD_RETENTION_MS) });
     }
     const operationName = source.direct ? "extend" : "upload_extend";

@@ -5,7 +5,7 @@
 //
 // The caps are checked here on what the extractor returned, whatever it promised: the extractor stops
 // early when it can (it knows a post's length before downloading), the plugin holds the line.
-import { type ExtractedItem, ExtractionError, firstAudio, firstVideo, JobFailure, type JobKindDeclaration, type JobRunContext, type MediaEngine, sniffImageType, SOCIAL_LIMITS, type SocialExtractor } from "mediagate/plugin";
+import { type ExtractedItem, ExtractionError, firstAudio, firstVideo, JobFailure, type JobKindDeclaration, type JobRunContext, type MediaEngine, PRIVATE_KEY_PREFIX, sniffImageType, SOCIAL_LIMITS, type SocialExtractor } from "mediagate/plugin";
 import { FAILURE_SENTENCES, type FailureReason } from "./errors.ts";
 import type { Platform } from "./hosts.ts";
 import type { DownloadOutput, StoredFile } from "./records.ts";
@@ -131,9 +131,10 @@ export const downloadJob: JobKindDeclaration<DownloadInput> = {
       const stem = `${platform}-${ctx.jobId}${several ? `-${n + 1}` : ""}`;
       const videoIdx = files.length;
       const coverExt = m.coverType === "image/png" ? "png" : "jpg";
-      // Fixed keys: a retry after a crash overwrites what the lost attempt wrote.
-      const videoKey = `downloads/${ctx.jobId}/${videoIdx}.mp4`;
-      const coverKey = `downloads/${ctx.jobId}/${videoIdx + 1}.${coverExt}`;
+      // Fixed keys: a retry after a crash overwrites what the lost attempt wrote. Private: `/media` never
+      // serves them (DESIGN "Media links"), only the authenticated file path does, to the owning account.
+      const videoKey = `${PRIVATE_KEY_PREFIX}downloads/${ctx.jobId}/${videoIdx}.mp4`;
+      const coverKey = `${PRIVATE_KEY_PREFIX}downloads/${ctx.jobId}/${videoIdx + 1}.${coverExt}`;
       await ctx.blobs.put(videoKey, m.video, { contentType: "video/mp4", expiresAt });
       await ctx.blobs.put(coverKey, m.cover, { contentType: m.coverType, expiresAt });
       files.push({ idx: videoIdx, kind: "video", key: videoKey, content_type: "video/mp4", download_name: `${stem}.mp4`, bytes: m.video.byteLength, width: m.width, height: m.height, duration_sec: round2(m.duration), has_audio: m.hasAudio });

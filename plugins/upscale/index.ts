@@ -15,7 +15,7 @@
 // - A custom account without a negotiated video rate gets its 400 before the download.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, definePlugin, type ImageRecords, type MediaEngine, operation, type OperationContext, type OutboundGuard, type ServiceMediaReader, type VideoRecords, readSource, type ReadSourceDeps as SourceDeps } from "mediagate/plugin";
+import { ApiError, definePlugin, type ImageRecords, type MediaEngine, operation, type OperationContext, type OutboundGuard, PRIVATE_KEY_PREFIX, type ServiceMediaReader, type VideoRecords, readSource, type ReadSourceDeps as SourceDeps } from "mediagate/plugin";
 import { UPSCALE_ERRORS as E } from "./errors.ts";
 import { CONTENT_TYPES, imageUpscaleJob, measureImage, planImage, type StoredImageInput } from "./image.ts";
 import { decodedSize, UpscaleImageInput, UpscaleVideoInput } from "./input.ts";
@@ -85,7 +85,8 @@ const upscaleImage = operation({
     const plan = planImage(measured, factor);
     const credits = ctx.priceFor(imagePrice(plan.tier));
 
-    const key = `sources/${randomBytes(12).toString("hex")}.${measured.format === "jpeg" ? "jpg" : measured.format}`;
+    // The partner's source is never shown: private, so `/media` does not serve it (DESIGN "Media links").
+    const key = `${PRIVATE_KEY_PREFIX}sources/${randomBytes(16).toString("hex")}.${measured.format === "jpeg" ? "jpg" : measured.format}`;
     const records = ctx.capability("images.records");
     let generationId = 0;
     const stored: StoredImageInput = { source_key: key, factor, width: plan.width, height: plan.height };
@@ -150,7 +151,7 @@ const upscaleVideo = operation({
     const inputSeconds = billedSeconds(measured.seconds);
     const credits = ctx.priceFor(videoPrice(factor, inputSeconds));
 
-    const key = `sources/${randomBytes(12).toString("hex")}.mp4`;
+    const key = `${PRIVATE_KEY_PREFIX}sources/${randomBytes(16).toString("hex")}.mp4`; // private, as above
     const records = ctx.capability("video.records");
     const stored: StoredVideoInput = {
       source_key: key,

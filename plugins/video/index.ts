@@ -16,7 +16,7 @@
 // - Merged files carry `expires_at` 7 days out ("kept about 7 days"); the kernel's retention sweeper removes them then.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, type Counters, definePlugin, JobFailure, type JobKindDeclaration, type JobRunContext, limitParam, type MediaEngine, mp4MetadataCategories, notFound, offsetParam, operation, type OperationContext, outboundToApiError, type OutboundGuard, PAGE_BOUNDS, pageBody, pageShape, parseSince, partnerJobIdField, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, stripVideoMetadataArgs, UnsafeContentError, type VideoFrame, videoFrameSize, type VideoProviders } from "mediagate/plugin";
+import { ApiError, type Counters, definePlugin, JobFailure, type JobKindDeclaration, type JobRunContext, limitParam, type MediaEngine, mp4MetadataCategories, notFound, offsetParam, operation, type OperationContext, outboundToApiError, type OutboundGuard, PAGE_BOUNDS, pageBody, pageShape, parseSince, partnerJobIdField, PRIVATE_KEY_PREFIX, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, stripVideoMetadataArgs, UnsafeContentError, type VideoFrame, videoFrameSize, type VideoProviders } from "mediagate/plugin";
 import { VIDEO_ERRORS as E } from "./errors.ts";
 import { checkRequestUrls, decodedSize, GenerateAnimationInput, GenerateVideoInput, type FrameInput } from "./input.ts";
 import { concatClips } from "./merge.ts";
@@ -288,14 +288,17 @@ const generateVideo = operation({
     const measured = hasVideos ? videos.reduce((s, v) => s + v.seconds, 0) : null;
     const credits = ctx.priceFor(videoPrice(req.model, req.quality, req.outputSeconds, req.sound, measured, texts));
 
-    const prefix = `inputs/${randomBytes(12).toString("hex")}`;
+    // Frames are shown as media links (128 random bits); references never are, so they are private.
+    const token = randomBytes(16).toString("hex");
+    const prefix = `inputs/${token}`;
+    const privatePrefix = `${PRIVATE_KEY_PREFIX}inputs/${token}`;
     const uploads: Upload[] = [];
     const start = storeFrame(req.startFrame, prefix, "start", uploads);
     const end = storeFrame(req.endFrame, prefix, "end", uploads);
-    const refs = req.referenceImages.map((r, i) => storeFrame(r, prefix, `ref-image-${i + 1}`, uploads)!);
+    const refs = req.referenceImages.map((r, i) => storeFrame(r, privatePrefix, `ref-image-${i + 1}`, uploads)!);
     const keep = (list: ReferenceMedia[], name: string, ext: string, type: string) =>
       list.map((m, i) => {
-        const key = `${prefix}/${name}-${i + 1}.${ext}`;
+        const key = `${privatePrefix}/${name}-${i + 1}.${ext}`;
         uploads.push({ key, bytes: m.bytes, contentType: type });
         return { key, seconds: m.seconds, url: m.url };
       });
@@ -358,7 +361,7 @@ const generateAnimation = operation({
     if (!ctx.capability("video.generate").forModel("animation")) throw new ApiError(500, E.notAvailable);
     const credits = ctx.priceFor({ lines: [{ key: ["animation"], rate: ANIMATION.price }] });
 
-    const prefix = `inputs/${randomBytes(12).toString("hex")}`;
+    const prefix = `inputs/${randomBytes(16).toString("hex")}`; // shown as media links: 128 random bits
     const uploads: Upload[] = [];
     const start = storeFrame(req.startFrame, prefix, "start", uploads);
     const end = storeFrame(req.endFrame, prefix, "end", uploads);
@@ -518,7 +521,7 @@ const mergeVideos = operation({
     let key: string;
     try {
       const merged = await concatClips(ctx.capability("media"), clips, { signal: ctx.request.signal, timeoutMs: 600_000 });
-      key = `merges/${job.jobId}-${randomBytes(12).toString("hex")}.mp4`;
+      key = `merges/${job.jobId}-${randomBytes(16).toString("hex")}.mp4`; // 128 random bits: a capability URL
       await ctx.blobs.put(key, merged.bytes, { contentType: "video/mp4", expiresAt });
       await ctx.db.updateTable(MERGE_TABLE).set({ video_key: key, duration_seconds: merged.durationSeconds }).where("merge_id", "=", job.jobId).execute();
       await ctx.finishJob(job.jobId, { state: "complete", refund: false, output: { video_key: key, duration: merged.durationSeconds } });

@@ -22,7 +22,7 @@ export function videoRecords(blobs: BlobStore, mediaUrl: (key: string) => string
     },
     async storeOutput(jobId, bytes, info) {
       // Unguessable: media links are capability URLs (DESIGN "Media links"); a rerun writes a new name.
-      const key = `clips/${jobId}-${randomBytes(12).toString("hex")}.mp4`;
+      const key = `clips/${jobId}-${randomBytes(16).toString("hex")}.mp4`; // 128 random bits: a capability URL
       await blobs.put(key, bytes, { contentType: "video/mp4" });
       return { video_key: key, video_url: mediaUrl(key), ...info };
     },

@@ -120,7 +120,7 @@ const generateVoiceover = operation({
     try {
       const audio = await synthesizeWithin(provider, { text: req.text, voiceId: req.voice.voice_id, model: req.model, format: req.format }, MODELS[req.model].timeoutMs, ctx.request.signal);
       if (audio.bytes.byteLength === 0) throw new SpeechHttpError(502, "empty audio");
-      key = `audio/${job.jobId}-${randomBytes(12).toString("hex")}.${req.format.extension}`;
+      key = `audio/${job.jobId}-${randomBytes(16).toString("hex")}.${req.format.extension}`; // 128 random bits: a capability URL
       await ctx.blobs.put(key, audio.bytes, { contentType: req.format.mimeType });
       await ctx.db.updateTable(TABLE).set({ audio_key: key }).where("job_id", "=", job.jobId).execute();
       await ctx.finishJob(job.jobId, { state: "success", refund: false, output: { audio_key: key, duration: audio.durationSeconds } satisfies JobOutput });

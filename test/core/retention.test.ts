@@ -96,9 +96,10 @@ for (const backend of await databaseBackends()) {
 
   t("service media URLs are read from storage; others are external; a swept file is missing", async () => {
     const { key } = await tk.partner();
-    const { url } = (await tk.request("POST", "/keep", { key, body: { name: "x.txt", days: 1 } })).body;
+    const name = `${"a1".repeat(16)}.txt`; // a name /media serves: 128 random bits (lib/service-media.ts)
+    const { url } = (await tk.request("POST", "/keep", { key, body: { name, days: 1 } })).body;
     let res = await tk.request("POST", "/read-back", { key, body: { url } });
-    assert.equal(res.body, { request_id: res.body.request_id, kind: "found", text: "x.txt", plugin: "keeper", key: "files/x.txt" });
+    assert.equal(res.body, { request_id: res.body.request_id, kind: "found", text: name, plugin: "keeper", key: `files/${name}` });
     for (const other of ["https://elsewhere.example/media/keeper/files/x.txt", "not a url", "https://media.example.test/other/keeper/files/x.txt"]) {
       res = await tk.request("POST", "/read-back", { key, body: { url: other } });
       assert.is(res.body.kind, "external", other);

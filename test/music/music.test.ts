@@ -511,7 +511,7 @@ for (const backend of await databaseBackends()) {
     // The upload is kept for the job, then swept.
     const uploads = await tk.kernel.database.kysely.selectFrom("retained_blobs" as any).select(["key"]).execute();
     assert.is(uploads.length, 1);
-    assert.match((uploads[0] as any).key, /^music\/uploads\//);
+    assert.match((uploads[0] as any).key, /^music\/private\/uploads\//);
     tk.clock.advance(3 * 24 * 3600 * 1000);
     await tk.kernel.retention.sweep();
     assert.is(await tk.kernel.blobs.has((uploads[0] as any).key), false);

@@ -187,7 +187,7 @@ for (const backend of await databaseBackends()) {
     const { key } = await tk.partner({ limits: UNLIMITED });
     const res = await tk.request("POST", "/social-download", { key, body: { url: "https://www.instagram.com/reel/Cabc/" } });
     const rec = await waitFor(tk, key, res.body.download_id);
-    const blobKey = `social/downloads/${rec.download_id}/0.mp4`;
+    const blobKey = `social/private/downloads/${rec.download_id}/0.mp4`;
     assert.ok(await tk.kernel.blobs.get(blobKey));
 
     tk.clock.advance(7 * DAY - 1000);
@@ -205,7 +205,7 @@ for (const backend of await databaseBackends()) {
 
     await tk.kernel.retention.sweep();
     assert.is(await tk.kernel.blobs.get(blobKey), null);
-    assert.is(await tk.kernel.blobs.get(`social/downloads/${rec.download_id}/1.jpg`), null);
+    assert.is(await tk.kernel.blobs.get(`social/private/downloads/${rec.download_id}/1.jpg`), null);
     assert.is((await tk.request("GET", rec.files[1].download_url, { key })).status, 410);
   });
 

@@ -1,11 +1,14 @@
 // Media links: `$PUBLIC_URL/media/<plugin>/<key>` serves a blob. The names are unguessable capability URLs
-// (DESIGN "Media links"), so no key is needed; files never change once written, so they cache forever.
+// (DESIGN "Media links"), so no key is needed; which keys qualify is decided in one place,
+// lib/service-media.ts (never a plugin's private files, never a name without a random token), and any other
+// key answers the same 404 as a missing file. Files never change once written, so they cache forever.
 // Range requests are answered for players and resumable downloads.
 import type { H3 } from "h3";
 import type { BlobStore } from "../../storage/blobs.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { json } from "./respond.ts";
 import { fileResponse } from "../../lib/file-response.ts";
+import { isServedMediaKey, mediaPathSegments } from "../../lib/service-media.ts";
 
 /** Content types by extension: the one table of the media types the service stores. */
 export const MEDIA_TYPES: Readonly<Record<string, string>> = {
@@ -27,20 +30,10 @@ export const MEDIA_TYPES: Readonly<Record<string, string>> = {
   zip: "application/zip",
 };
 
-// Segments of our own keys: letters, digits, dot, dash, underscore; never `.` or `..` alone.
-const SEGMENT = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,200}$/;
-
 export function mountMedia(app: H3, blobs: BlobStore): void {
   const serve = async (request: Request): Promise<Response> => {
-    const path = new URL(request.url).pathname.slice("/media/".length);
-    const segments = path.split("/").map((s) => {
-      try {
-        return decodeURIComponent(s);
-      } catch {
-        return "";
-      }
-    });
-    if (segments.length < 2 || !segments.every((s) => SEGMENT.test(s))) return json(404, { error: KERNEL_ERRORS.notFound });
+    const segments = mediaPathSegments(new URL(request.url).pathname.slice("/media/".length));
+    if (!isServedMediaKey(segments)) return json(404, { error: KERNEL_ERRORS.notFound });
     const data = await blobs.get(segments.join("/"));
     if (!data) return json(404, { error: KERNEL_ERRORS.notFound });
     const ext = segments.at(-1)!.split(".").pop()!.toLowerCase();
