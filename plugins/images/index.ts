@@ -10,11 +10,16 @@
 // - A pending status also carries `progress` (0-100), a non-breaking addition (versioning rule 3).
 // - `ref_image_urls` lists the references used: uploaded `ref_images` first (served as media links), then
 //   `reference_image_urls`, at most 5 in all, as the spec says only the first 5 are used.
+// - Each uploaded reference is stored under a name of its own request (128 random bits), never by content:
+//   a content-addressed name would be shared by every account sending the same bytes (one account's refused
+//   charge could remove the file another's job is about to read) and would be derivable from the bytes,
+//   which a media link must not be. The content hash still seeds the sandbox, so identical references
+//   render identical images.
 // - Each image of a `quantity` request is its own job holding its share of the single charge, so a failed
 //   image refunds its share and the shares sum to `credits_used`.
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import { z } from "zod";
-import { ApiError, definePlugin, formatTimestamp, type GeneratedImage, type ImageProviders, JobFailure, type JobKindDeclaration, notFound, operation, PAGE_BOUNDS, pageBody, pageQuery, pageShape, PENDING_SUCCESS_FAILED, TransientProviderError, UnsafeContentError } from "mediagate/plugin";
+import { ApiError, definePlugin, formatTimestamp, type GeneratedImage, type ImageProviders, JobFailure, type JobKindDeclaration, mediaToken, notFound, operation, PAGE_BOUNDS, pageBody, pageQuery, pageShape, PENDING_SUCCESS_FAILED, TransientProviderError, UnsafeContentError } from "mediagate/plugin";
 import { IMAGE_ERRORS } from "./errors.ts";
 import { GenerateImageInput, MAX_REFERENCES, type ImageRequest } from "./input.ts";
 import { IMAGE_COSTS, MODELS, pixelSize, type ModelId, type Quality } from "./models.ts";
@@ -31,8 +36,12 @@ interface StoredInput {
   height: number;
   background: ImageRequest["background"];
   strip_metadata: boolean;
-  /** Hashes of the uploaded references and the given URLs, in the order used; they seed the sandbox. */
-  references: Array<{ key: string; mime_type: string } | { url: string }>;
+  /**
+   * The uploaded references and the given URLs, in the order used. `id` names an upload by its content
+   * (`refs/<sha256>.<ext>`) and seeds the sandbox; inputs stored before it had one use their key, which
+   * was that same name.
+   */
+  references: Array<{ key: string; mime_type: string; id?: string } | { url: string }>;
 }
 
 type JobOutput = ImageOutput;
@@ -69,7 +78,7 @@ const imageJob: JobKindDeclaration<StoredInput> = {
           height: input.height,
           background: input.background,
           index: row.request_index,
-          references: input.references.map((r) => ("url" in r ? { id: r.url, url: r.url } : { id: r.key, mimeType: r.mime_type, read: () => ctx.blobs.get(r.key) })),
+          references: input.references.map((r) => ("url" in r ? { id: r.url, url: r.url } : { id: r.id ?? r.key, mimeType: r.mime_type, read: () => ctx.blobs.get(r.key) })),
           signal: ctx.signal,
           onProgress: (f) => ctx.progress(f * 90),
         });
@@ -91,7 +100,7 @@ const imageJob: JobKindDeclaration<StoredInput> = {
     const bytes = input.strip_metadata ? stripPngMetadata(image.bytes) : image.bytes;
     // Computed from the stored bytes, not copied from the request (spec: "carries none of that metadata").
     const metadataRemoved = input.strip_metadata && metadataChunks(bytes).length === 0;
-    const key = `${ctx.jobId}-${randomBytes(12).toString("hex")}.png`;
+    const key = `${ctx.jobId}-${mediaToken()}.png`; // 128 random bits: a capability URL
     await ctx.blobs.put(key, bytes, { contentType: image.mimeType });
     return { state: "success", output: { image_key: key, metadata_removed: metadataRemoved, width: input.width, height: input.height } satisfies JobOutput };
   },
@@ -133,8 +142,8 @@ const generateImage = operation({
     const credits = ctx.priceFor(priceOf(req.model, req.quality, req.quantity));
     const uploads = req.ref_images.slice(0, MAX_REFERENCES).map((ref) => {
       const bytes = Buffer.from(ref.base64, "base64");
-      const key = `refs/${createHash("sha256").update(bytes).digest("hex")}.${REF_EXT[ref.mime_type]}`;
-      return { key, mime_type: ref.mime_type, bytes };
+      const id = `refs/${createHash("sha256").update(bytes).digest("hex")}.${REF_EXT[ref.mime_type]}`;
+      return { key: `refs/${mediaToken()}.${REF_EXT[ref.mime_type]}`, id, mime_type: ref.mime_type, bytes };
     });
     const urls = req.reference_image_urls.slice(0, MAX_REFERENCES - uploads.length);
     const { width, height } = pixelSize(req.quality, req.aspect_ratio);
@@ -143,19 +152,14 @@ const generateImage = operation({
       height,
       background: req.background,
       strip_metadata: req.strip_metadata,
-      references: [...uploads.map(({ key, mime_type }) => ({ key, mime_type })), ...urls.map((url) => ({ url }))],
+      references: [...uploads.map(({ key, id, mime_type }) => ({ key, id, mime_type })), ...urls.map((url) => ({ url }))],
     };
     const refUrls = [...uploads.map((u) => ctx.mediaUrl(u.key)), ...urls];
 
     // Written before the charge: the job is queued in the charge's transaction and may start at once, and a
-    // provider reads its references. Content-addressed keys may already hold another request's identical
-    // file, so a refused charge removes only the files this request created.
-    const created: string[] = [];
-    for (const u of uploads) {
-      if (!(await ctx.blobs.has(u.key))) created.push(u.key);
-      await ctx.blobs.put(u.key, u.bytes, { contentType: u.mime_type });
-    }
-    const removeCreated = () => Promise.all(created.map((key) => ctx.blobs.remove(key).catch(() => {})));
+    // provider reads its references. Every key is this request's own, so a refused charge removes them all.
+    for (const u of uploads) await ctx.blobs.put(u.key, u.bytes, { contentType: u.mime_type });
+    const removeCreated = () => Promise.all(uploads.map((u) => ctx.blobs.remove(u.key).catch(() => {})));
 
     let generationIds: number[] = [];
     const job = await ctx.submitJob({
