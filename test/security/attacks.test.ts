@@ -15,7 +15,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { spawnSync } from "node:child_process";
-import { createServer, type Server } from "node:http";
+import { createServer, get as httpGet, type Server } from "node:http";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -97,15 +97,25 @@ t.after(async () => {
 // ---------------------------------------------------------------------------------------------------------
 // Measuring
 
-async function healthzOnce(timeoutMs = ANSWER_TIMEOUT_MS): Promise<{ ok: boolean; ms: number; error?: string }> {
+/**
+ * One GET /healthz on a connection of its own (no keep-alive: a pooled socket the server is just closing
+ * would fail the poll for a reason that is not the server's responsiveness).
+ */
+function healthzOnce(timeoutMs = ANSWER_TIMEOUT_MS): Promise<{ ok: boolean; ms: number; error?: string }> {
   const started = performance.now();
-  try {
-    const res = await fetch(`${server.url}/healthz`, { headers: { "user-agent": UA }, signal: AbortSignal.timeout(timeoutMs) });
-    await res.arrayBuffer();
-    return { ok: res.status === 200, ms: Math.round(performance.now() - started), ...(res.status === 200 ? {} : { error: `HTTP ${res.status}` }) };
-  } catch (err) {
-    return { ok: false, ms: Math.round(performance.now() - started), error: (err as Error).name === "TimeoutError" ? `no answer in ${timeoutMs} ms` : String(err) };
-  }
+  const ms = () => Math.round(performance.now() - started);
+  return new Promise((done) => {
+    const req = httpGet(`${server.url}/healthz`, { agent: false, headers: { "user-agent": UA } }, (res) => {
+      res.resume();
+      res.on("end", () => done({ ok: res.statusCode === 200, ms: ms(), ...(res.statusCode === 200 ? {} : { error: `HTTP ${res.statusCode}` }) }));
+      res.on("error", (err) => done({ ok: false, ms: ms(), error: String(err) }));
+    });
+    req.setTimeout(timeoutMs, () => {
+      req.destroy();
+      done({ ok: false, ms: ms(), error: `no answer in ${timeoutMs} ms` });
+    });
+    req.on("error", (err) => done({ ok: false, ms: ms(), error: String(err) }));
+  });
 }
 
 /** Polls /healthz every ~50 ms until stopped; a poll in flight when stopped is waited for (its wait counts). */
@@ -146,6 +156,11 @@ interface Outcome {
   status: string;
   refused: boolean;
   note?: string;
+  /**
+   * Run after the measurement, on its own time: where the passwd bytes can be read (the job's status once
+   * it ends, the files it links), or null. Kept out of the attack so a job's run is not the answer's time.
+   */
+  followUp?: () => Promise<string | null>;
 }
 
 /**
@@ -172,10 +187,17 @@ async function underAttack(name: string, attack: (signal: AbortSignal) => Promis
   }
   const health = await poll.stop();
   const after = await healthzOnce();
+  const leak = outcome?.followUp ? await outcome.followUp().catch((err) => `(the check failed: ${err})`) : null;
   const status = outcome?.status ?? `no answer (${(error as Error)?.message ?? error})`;
-  const notes = [outcome?.note, health.failures.length ? `/healthz failed ${health.failures.length}x: ${health.failures[0]}` : "", after.ok ? "" : `/healthz after: ${after.error}`];
+  const notes = [
+    outcome?.note,
+    leak ? `passwd bytes in ${leak}` : "",
+    health.failures.length ? `/healthz failed ${health.failures.length}x: ${health.failures[0]}` : "",
+    after.ok ? "" : `/healthz after: ${after.error}`,
+  ];
   table.push({ attack: name, status, worstMs: health.worst, polls: health.polls, note: notes.filter(Boolean).join("; ") });
   assert.ok(outcome, `${name}: ${status}`);
+  assert.is(leak, null, `${name}: the passwd bytes can be read in ${leak}`);
   assert.ok(outcome!.refused, `${name}: expected a 4xx (or a refused WebSocket), got ${status}${outcome!.note ? ` (${outcome!.note})` : ""}`);
   assert.equal(health.failures, [], `${name}: /healthz did not answer within ${ANSWER_TIMEOUT_MS} ms while under attack`);
   assert.ok(after.ok, `${name}: /healthz after the attack: ${after.error}`);
@@ -389,7 +411,8 @@ const leaks = (bytes: Uint8Array | string) => containsPasswd(bytes) ?? (PASSWD_L
  * Everything the partner can read after the request: the answer, the job's status once it ends (when a job
  * was accepted), and every file they link. Returns where the passwd bytes showed up, if anywhere.
  */
-async function passwdReachable(key: string, answer: string, statusPath: ((id: string) => string) | undefined, signal: AbortSignal): Promise<string | null> {
+async function passwdReachable(key: string, answer: string, statusPath: ((id: string) => string) | undefined): Promise<string | null> {
+  const signal = AbortSignal.timeout(120_000);
   if (leaks(answer)) return "the answer";
   let parsed: any;
   try {
@@ -400,13 +423,14 @@ async function passwdReachable(key: string, answer: string, statusPath: ((id: st
   const texts: string[] = [];
   const id = parsed?.job_id;
   if (typeof id === "string" && statusPath) {
-    for (let i = 0; i < 150 && !signal.aborted; i++) {
+    // Until the job ends (a loaded machine may take a while to run it).
+    for (let i = 0; i < 600 && !signal.aborted; i++) {
       const res = await fetch(`${server.url}/api/v1/partner${statusPath(id)}`, { headers: { authorization: `Bearer ${key}`, "user-agent": UA }, signal });
       const text = await res.text();
       texts.push(text);
       if (leaks(text)) return "the job status";
       if (/"status"\s*:\s*"(complete|completed|failed|error)"/.test(text) || res.status >= 400) break;
-      await sleep(100);
+      await sleep(200);
     }
   }
   const urls = new Set<string>();
@@ -422,7 +446,7 @@ async function passwdReachable(key: string, answer: string, statusPath: ((id: st
 async function uploadToExtendMusic(content: string, filename: string, signal: AbortSignal): Promise<Outcome> {
   const key = await freshPartner();
   const form = new FormData();
-  form.set("parameters", JSON.stringify({ continue_at: 1 }));
+  form.set("parameters", JSON.stringify({ continue_at: 1, prompt: "go on" }));
   form.set("audio", new Blob([content], { type: "audio/mpeg" }), filename);
   const res = await fetch(`${server.url}/api/v1/partner/extend-music`, {
     method: "POST",
@@ -431,9 +455,8 @@ async function uploadToExtendMusic(content: string, filename: string, signal: Ab
     signal,
   });
   const text = await res.text();
-  const leak = await passwdReachable(key, text, (id) => `/music-status/${id}`, signal);
-  const refused = res.status >= 400 && res.status < 500 && !leak;
-  return { status: String(res.status), refused, note: `${text.slice(0, 90)}${leak ? ` | passwd bytes in ${leak}` : ""}` };
+  const followUp = () => passwdReachable(key, text, (id) => `/music-status/${id}`);
+  return { status: String(res.status), refused: res.status >= 400 && res.status < 500, note: text.slice(0, 90), followUp };
 }
 
 async function byUrl(path: string, field: string, content: string, signal: AbortSignal, statusPath?: (id: string) => string): Promise<Outcome> {
@@ -447,8 +470,8 @@ async function byUrl(path: string, field: string, content: string, signal: Abort
     signal,
   });
   const text = await res.text();
-  const leak = await passwdReachable(key, text, statusPath, signal);
-  return { status: String(res.status), refused: res.status >= 400 && res.status < 500 && !leak, note: `${text.slice(0, 90)}${leak ? ` | passwd bytes in ${leak}` : ""}` };
+  const followUp = () => passwdReachable(key, text, statusPath);
+  return { status: String(res.status), refused: res.status >= 400 && res.status < 500, note: text.slice(0, 90), followUp };
 }
 
 const manifests: Array<[string, (signal: AbortSignal) => Promise<Outcome>]> = [
