@@ -235,6 +235,10 @@ const query = (q: string, variables?: Record<string, unknown>) => JSON.stringify
 // Payloads are built here, before the measurement starts.
 const graphqlAttacks: Array<[string, () => string]> = [
   ["GraphQL depth 1000 (introspection)", () => query(depthBomb(1000))],
+  // Small enough to pass a document-size or token cap, so the depth, alias and directive rules are met.
+  ["GraphQL depth 300 (a small document)", () => query(depthBomb(300))],
+  ["GraphQL 500 aliases (a small document)", () => query(aliasBomb(500))],
+  ["GraphQL 300 directives (a small document)", () => query(directiveFlood(300))],
   ["GraphQL fragment cycle (2)", () => query(fragmentCycle(2))],
   ["GraphQL fragment cycle (5,000)", () => query(fragmentCycle(5_000))],
   ["GraphQL 50k directives on one field", () => query(directiveFlood(50_000))],
