@@ -11,13 +11,18 @@
 // after their transaction commits. A charge never reads this cache: core/ledger.ts decides it inside its
 // transaction with a conditional update of the row.
 //
+// A rotation or a deactivation also ends what still holds the old key open (GraphQL subscriptions), on
+// every process: see core/revocations.ts (`revocations`, KEY_REVOKED).
+//
 // A read that was already on its way to the database when an eviction arrived may carry the row as it was
 // before the write; it answers its own callers (who asked before the write was announced) but never fills
 // the cache, and no later caller joins it. Evictions are numbered for that (`#seq`).
+import { randomUUID } from "node:crypto";
 import { sql, type Kysely, type Selectable } from "kysely";
 import type { Clock } from "./clock.ts";
 import { newApiKey, partnerId as newPartnerId } from "./ids.ts";
 import { listPage, type PageRequest } from "./paging.ts";
+import { KEY_REVOKED, Revocations } from "./revocations.ts";
 import type { UsageRecorder } from "./usage.ts";
 import type { PubSub } from "../storage/pubsub.ts";
 import type { KernelTables, PartnerLimits, PartnersTable, PricingTier } from "../storage/tables.ts";
@@ -90,6 +95,10 @@ export class Accounts implements AccountService {
   /** Partner id -> `#seq` of its latest eviction, kept only while some read is in flight. */
   #evictedAt = new Map<string, number>();
   #reads = 0;
+  /** This process's open holders of keys (GraphQL subscriptions), told when a key may have been revoked. */
+  readonly revocations = new Revocations();
+  /** Marks our own KEY_REVOKED messages, whose holders were rechecked before publishing. */
+  readonly #origin = randomUUID();
 
   constructor(
     private readonly db: Kysely<KernelTables>,
@@ -98,12 +107,23 @@ export class Accounts implements AccountService {
     private readonly usageRecorder: UsageRecorder,
   ) {}
 
-  /** Subscribes to other processes' changes; call once at boot. */
+  /** Subscribes to other processes' changes and revocations; call once at boot. */
   async listen(): Promise<() => Promise<void>> {
-    return this.pubsub.subscribe(PARTNER_CHANGED, (message) => {
+    const offChanged = await this.pubsub.subscribe(PARTNER_CHANGED, (message) => {
       const id = (message as { partnerId?: string })?.partnerId;
       if (typeof id === "string") this.#evictLocal(id);
     });
+    const offRevoked = await this.pubsub.subscribe(KEY_REVOKED, (message) => {
+      const { partnerId, origin } = (message ?? {}) as { partnerId?: unknown; origin?: unknown };
+      if (typeof partnerId !== "string" || origin === this.#origin) return;
+      // Evict here too, so the recheck reads the row as written whatever order the two messages arrive in.
+      this.#evictLocal(partnerId);
+      void this.revocations.recheck(partnerId);
+    });
+    return async () => {
+      await offChanged();
+      await offRevoked();
+    };
   }
 
   /** The partner holding this key hash, served from the cache when fresh. */
@@ -219,7 +239,18 @@ export class Accounts implements AccountService {
       : await this.db.selectFrom("partners").selectAll().where("id", "=", id).executeTakeFirst();
     if (!row) return undefined;
     await this.changed(id);
+    if (patch.isActive === false) await this.#revoked(id);
     return toPartner(row);
+  }
+
+  /**
+   * After a write that may have made a key invalid (and its cache eviction): this process's holders of the
+   * partner's keys re-check them now, and every other process's when KEY_REVOKED reaches it.
+   */
+  async #revoked(partnerId: string): Promise<void> {
+    // Not awaited: the admin call that revoked does not wait for streams to end.
+    void this.revocations.recheck(partnerId);
+    await this.pubsub.publish(KEY_REVOKED, { partnerId, origin: this.#origin });
   }
 
   /** Issues a new key; the old one stops at once (spec Authentication 4: no grace period). */
@@ -233,6 +264,7 @@ export class Accounts implements AccountService {
       .executeTakeFirst();
     if (!row) return undefined;
     await this.changed(id);
+    await this.#revoked(id);
     return key.key;
   }
 

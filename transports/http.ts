@@ -8,6 +8,7 @@ import { KERNEL_ERRORS } from "../core/errors.ts";
 import { checkReadiness } from "../core/readiness.ts";
 import { mountAdminApi } from "./admin/routes.ts";
 import { createGraphql, GRAPHQL_PATH, type GraphqlServer } from "./graphql/yoga.ts";
+import { endSubscriptions } from "./graphql/subscriptions.ts";
 import type { GraphqlWebSocket } from "./graphql/websocket.ts";
 import { mountMedia } from "./rest/media.ts";
 import { mountPartnerApi } from "./rest/partner-api.ts";
@@ -58,8 +59,8 @@ export interface HttpServer {
   /** Whether GraphQL subscriptions are also served over WebSocket (Node); over SSE they always are. */
   websocket: boolean;
   /**
-   * Stops accepting, closes the WebSocket subscriptions, then waits for open requests; an SSE subscription
-   * never ends by itself, so after `graceMs` (default: none) the connections still open are cut.
+   * Ends every open subscription with a final "shutting down" error (endSubscriptions), closes the WebSocket
+   * server, then waits for open requests; after `graceMs` (default: none) the connections still open are cut.
    */
   close(graceMs?: number): Promise<void>;
 }
@@ -80,6 +81,8 @@ export async function serveHttp(kernel: Kernel, options: ServeHttpOptions): Prom
     url: server.url!,
     websocket: socket !== undefined,
     async close(graceMs = 0) {
+      // Every open subscription (SSE and WebSocket) gets a final "shutting down" error before its connection goes.
+      await endSubscriptions(kernel);
       await socket?.close();
       if (graceMs <= 0) return void (await server.close(true));
       const force = setTimeout(() => void server.close(true), graceMs);

@@ -6,7 +6,7 @@
 // Resolvers call the same compiled invoker as the REST route (core/operations.ts): edge rule,
 // authentication, usage count, rate limit, feature switch, validation with the spec's texts, handler.
 // Each field's resolver, and the invoker inside it, is made once here, at build time.
-import type { GraphQLSchema } from "graphql";
+import { GraphQLError, type GraphQLSchema } from "graphql";
 import { ApiError, KERNEL_ERRORS } from "../../core/errors.ts";
 import type { JobUpdate } from "../../core/jobs.ts";
 import type { Invoke } from "../../core/operations.ts";
@@ -24,7 +24,8 @@ export const DEFAULT_MAX_BODY = 1_000_000;
 /** What resolvers need at run time; absent when the schema is only printed (scripts/generate-schema.ts). */
 export interface SchemaRuntime {
   invoke(op: CompiledOperation): Invoke;
-  jobUpdates(caller: Caller, jobId: string): Promise<AsyncIterable<JobUpdate>>;
+  /** The job's updates; a GraphQLError as the last item ends the stream with that error (a revoked key, shutdown). */
+  jobUpdates(caller: Caller, jobId: string): Promise<AsyncIterable<JobUpdate | GraphQLError>>;
   onInternal(where: string, error: unknown): void;
 }
 
@@ -163,7 +164,10 @@ function addJobUpdates(builder: Builder, runtime: SchemaRuntime | null): void {
           throw toGraphqlError(error, {}, (e) => runtime.onInternal("subscription jobUpdates", e));
         }
       },
-      resolve: (update) => update,
+      resolve: (update: JobUpdate | GraphQLError) => {
+        if (update instanceof GraphQLError) throw update;
+        return update;
+      },
     }),
   );
 }
