@@ -3,6 +3,7 @@
 // extractor only turns a normalized post link into browser-playable MP4s and covers. The sandbox
 // (plugins/social/sandbox.ts) or yt-dlp (plugins/social/ytdlp.ts) provides it, so one replaces the other without
 // touching the plugin.
+import { megabytes } from "../core/sizes.ts";
 
 /** The three networks of the spec. */
 export type SocialPlatform = "facebook" | "instagram" | "tiktok";
@@ -13,8 +14,8 @@ export type SocialFailureReason = "login_required" | "no_video" | "unavailable" 
 /** The spec's caps ("Daily quotas": 600 s per post, 200 MB per file and per job, 10 items per carousel). */
 export const SOCIAL_LIMITS = Object.freeze({
   maxSeconds: 600,
-  maxFileBytes: 200 * 1024 * 1024,
-  maxJobBytes: 200 * 1024 * 1024,
+  maxFileBytes: megabytes(200),
+  maxJobBytes: megabytes(200),
   maxItems: 10,
 });
 

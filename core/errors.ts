@@ -45,6 +45,17 @@ export const KERNEL_ERRORS = {
   invalidOffset: "offset must be a non-negative integer",
   invalidSince: "since must be an ISO 8601 date or timestamp",
   invalidPartnerJobId: "partner_job_id must be 1-64 characters: letters, digits, '-', '/' or '_'",
+  // Hostile input, refused for every operation before its own rules run (core/validation.ts screenInput).
+  // Not quoted by the spec, which says only "400 invalid input" and "415 unsupported content type".
+  unsupportedContentType: "Content-Type must be application/json",
+  controlCharacter: (field: string) => `${field} must not contain control characters (only tab, line feed and carriage return are allowed)`,
+  illFormedText: (field: string) => `${field} must be valid Unicode text (it contains an unpaired surrogate)`,
+  invalidFieldName: "Field names must be valid Unicode text without control characters",
+  reservedFieldName: (field: string) => `${field} is not an accepted field name`,
+  tooDeep: (levels: number) => `Request body is nested too deeply (at most ${levels} levels)`,
+  // A price the ledger cannot hold: the request asked for more than any balance could pay.
+  chargeTooLarge: "The price of this request is out of range. Ask for less.",
+  balanceTooLarge: "The adjustment would make the balance too large",
 } as const;
 
 export const badRequest = (message: string, extra?: Record<string, unknown>) => new ApiError(400, message, extra);

@@ -3,9 +3,12 @@
 // the spec's error text. The spec's rules depend on each other (a model decides the allowed ratios, one
 // field decides whether another is required), so they are plain code run in order, not per-field schemas.
 //
-// Every documented field reaches `check` exactly as sent (absent, null, a wrong type, NUL or a lone surrogate
-// alike): the parser never answers in a field's stead, so the first failing rule of the spec always has the
-// word. The one exception is `field.partnerJobId()`, convention 5's shared rule, which runs first.
+// Every documented field reaches `check` exactly as sent (absent, null, a wrong type alike): the parser never
+// answers in a field's stead, so the first failing rule of the spec always has the word. Two things run
+// first: the kernel's screen of hostile values (core/validation.ts screenInput: control characters, unpaired
+// surrogates, field names such as __proto__, nesting), so no `check` ever sees them, and
+// `field.partnerJobId()`, convention 5's shared rule. A value a check quotes in its text goes through
+// `shown`, never `String()`: a partner's object may carry any `toString`.
 import { z } from "zod";
 import { partnerJobIdField } from "./validation.ts";
 
@@ -44,6 +47,18 @@ export const field = {
   partnerJobId: (options?: Parameters<typeof partnerJobIdField>[0]): InputField<string | null> =>
     partnerJobIdField(options).meta({ type: "string" }),
 };
+
+/**
+ * A sent value as an error text may quote it ("Invalid image_url: <value>"): a string cut to `max`
+ * characters, a number, boolean or null as written, an array or object by its kind. Never throws.
+ */
+export function shown(value: unknown, max = 200): string {
+  if (typeof value === "string") return value.slice(0, max);
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? "an object" : typeof value;
+}
 
 /** Ends a check with the spec's text: the input's first (and only) issue. */
 export type Fail = (message: string) => never;

@@ -60,11 +60,21 @@ export interface ChargeRequest extends JobSubmission {
 }
 
 /**
+ * The ledger's guard on a price. A price beyond what a balance can hold (above 2^53 - 1, or Infinity) comes
+ * from a request that asked for too much (a duration of 10^16 seconds): the partner's 400, before any
+ * charge. Anything else that is not a non-negative integer (NaN, -1, 2.5) is a plugin's bug: an internal error.
+ */
+export function checkCharge(credits: number): void {
+  if (credits > Number.MAX_SAFE_INTEGER) throw new ApiError(400, KERNEL_ERRORS.chargeTooLarge);
+  if (!Number.isSafeInteger(credits) || credits < 0) throw new Error(`charge must be a non-negative integer, got ${credits}`);
+}
+
+/**
  * Charges and creates the job row in one transaction. The partner row is locked first, so concurrent
  * submits of one account serialize: the in-flight count and the balance check see every earlier commit.
  */
 export async function chargeAndCreateJob(db: Kysely<KernelTables>, req: ChargeRequest): Promise<SubmittedJob> {
-  if (!Number.isSafeInteger(req.credits) || req.credits < 0) throw new Error(`charge must be a non-negative integer, got ${req.credits}`);
+  checkCharge(req.credits);
   return db.transaction().execute(async (trx) => {
     const partner = await trx
       .selectFrom("partners")
@@ -205,7 +215,10 @@ export async function finishJob(db: Kysely<KernelTables>, jobId: string, finish:
   });
 }
 
-/** Purchases and adjustments (admin API). A negative adjustment may not take the balance below zero. */
+/**
+ * Purchases and adjustments (admin API). An adjustment may not take the balance below zero, nor above 2^53 - 1,
+ * the largest balance a JavaScript number holds exactly. Null when it would.
+ */
 export async function addCredits(
   db: Kysely<KernelTables>,
   partnerId: string,
@@ -219,6 +232,7 @@ export async function addCredits(
       .set({ credits_remaining: sql`credits_remaining + ${amount}` })
       .where("id", "=", partnerId)
       .where(sql<boolean>`credits_remaining + ${amount} >= 0`)
+      .where(sql<boolean>`credits_remaining + ${amount} <= ${Number.MAX_SAFE_INTEGER}`)
       .returning("credits_remaining")
       .executeTakeFirst();
     if (!updated) return null;

@@ -1,7 +1,7 @@
 // Operations compiled once at boot into transport-neutral invokers. REST and GraphQL both call these, so
-// the pipeline (edge check, authentication, usage count, rate limit, feature switch, validation, handler)
-// and every error text are the same on both. A transport only says where the raw input comes from and how
-// to render the outcome.
+// the pipeline (edge check, authentication, usage count, rate limit, feature switch, the screen of hostile
+// input, validation, handler) and every error text are the same on both. A transport only says where the raw
+// input comes from and how to render the outcome.
 import { authenticate } from "./auth.ts";
 import { isEdgeRejected } from "./edge.ts";
 import { ApiError, EdgeRejection, KERNEL_ERRORS } from "./errors.ts";
@@ -11,6 +11,7 @@ import type { OperationContext, UploadedFile } from "./plugin.ts";
 import { chargeFor } from "./pricing.ts";
 import type { CompiledOperation } from "./registry.ts";
 import { validate } from "./standard-schema.ts";
+import { screenInput } from "./validation.ts";
 import { isPaused } from "./pauses.ts";
 
 export interface OperationCall {
@@ -61,6 +62,10 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
         if (value === null || !rule.pattern.test(value)) throw new ApiError(400, rule.message);
       }
       const raw = await call.readInput();
+      // Hostile values (control characters, unpaired surrogates, prototype keys, deep nesting) in the input or
+      // the path, before any plugin rule and before anything is stored: one screen for both transports.
+      const hostile = screenInput(call.params) ?? screenInput(raw);
+      if (hostile !== null) throw new ApiError(400, hostile);
       let input: unknown = undefined;
       if (decl.input) {
         const result = await validate(decl.input, raw);
@@ -84,7 +89,12 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
         db: kernel.database.kysely,
         costs: kernel.registry.costs,
         account: kernel.accounts,
-        priceFor: (price) => chargeFor(price, partner.pricingTier, partner.customRates),
+        priceFor: (price) => {
+          const credits = chargeFor(price, partner.pricingTier, partner.customRates);
+          // A price no balance can hold is the request's 400 as soon as it is known (the ledger checks again).
+          if (credits > Number.MAX_SAFE_INTEGER) throw new ApiError(400, KERNEL_ERRORS.chargeTooLarge);
+          return credits;
+        },
         submitJob: (submission) => kernel.jobs.submit({ ...submission, partnerId: partner.id, plugin: op.plugin, endpoint: op.endpoint, inflight: decl.inflight === true }),
         async finishJob(jobId, finish) {
           const job = await kernel.database.kysely.selectFrom("jobs").select(["plugin", "partner_id"]).where("id", "=", jobId).executeTakeFirst();

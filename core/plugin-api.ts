@@ -24,8 +24,9 @@ export { limitParam, offsetParam, PAGE_BOUNDS, pageQuery, partnerJobIdField, typ
 // Lists (convention 8) and the typed read model of a plugin's record table joined to its jobs.
 export { listPage, pageBody, pageShape, type Page, type PageRequest } from "./paging.ts";
 export { JOB_COLUMNS, jobRecords, type JobColumnName, type JobColumns, type JobRecord, type JobRecords, type JobRecordsOptions, type PluginDb, type RecordFilter, type RecordQuery, type RecordTables } from "./records.ts";
-export { checked, defineInput, field, type Checked, type Fail, type FieldDoc, type InputDeclaration, type InputField, type RawInput } from "./input.ts";
+export { checked, defineInput, field, shown, type Checked, type Fail, type FieldDoc, type InputDeclaration, type InputField, type RawInput } from "./input.ts";
 export { DEFAULT_CUSTOM_RATE_MISSING, type Price, type PriceLine } from "./pricing.ts";
+export { MEGABYTE, megabytes } from "./sizes.ts";
 export { formatTimestamp, parseSince, unixSeconds } from "./time.ts";
 export type { InferOutput, StandardSchemaV1 } from "./standard-schema.ts";
 export type { Clock } from "./clock.ts";
@@ -47,7 +48,37 @@ export * from "../contracts/index.ts";
 // Libraries: the media engine, the outbound-URL guard, sandbox helpers, HTTP file responses.
 export * from "../lib/media/index.ts";
 export * from "../lib/formats/index.ts";
-export * from "../lib/outbound/index.ts";
+// The outbound guard reaches a plugin only as its `outbound` capability, configured once by the kernel
+// (ALLOW_PRIVATE_URLS and the rest): the bare `checkUrl` and `createOutboundGuard` are not exported, so no
+// plugin can check or fetch a URL under rules of its own.
+export {
+  classifyAddress,
+  fetchSource,
+  isOutboundError,
+  isPublicAddress,
+  outboundToApiError,
+  OutboundError,
+  readSource,
+  storedSource,
+  DEFAULT_MAX_BYTES,
+  DEFAULT_MAX_URL_LENGTH,
+  DEFAULT_TIMEOUT_MS,
+  MAX_HOSTNAME_LENGTH,
+  MAX_LABEL_LENGTH,
+  type AddressClass,
+  type CheckUrlResult,
+  type FetchSourceDeps,
+  type FetchSourceRules,
+  type OutboundErrorKind,
+  type OutboundGuard,
+  type OutboundRequest,
+  type OutboundResponse,
+  type OutboundStream,
+  type OutboundTexts,
+  type ReadSourceDeps,
+  type ReadSourceRules,
+  type ResolvedAddress,
+} from "../lib/outbound/index.ts";
 export * from "../lib/sandbox.ts";
 // The environment a plugin's child process gets: no secrets of the server's (lib/child-env.ts).
 export { childEnv, type ChildEnvOptions } from "../lib/child-env.ts";

@@ -19,16 +19,16 @@
 //   image refunds its share and the shares sum to `credits_used`.
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { ApiError, definePlugin, formatTimestamp, type GeneratedImage, type ImageProviders, JobFailure, type JobKindDeclaration, mediaToken, notFound, operation, PAGE_BOUNDS, pageBody, pageQuery, pageShape, PENDING_SUCCESS_FAILED, TransientProviderError, UnsafeContentError } from "mediagate/plugin";
+import { ApiError, definePlugin, formatTimestamp, type GeneratedImage, type ImageProviders, JobFailure, type JobKindDeclaration, mediaToken, megabytes, notFound, operation, PAGE_BOUNDS, pageBody, pageQuery, pageShape, PENDING_SUCCESS_FAILED, TransientProviderError, UnsafeContentError } from "mediagate/plugin";
 import { IMAGE_ERRORS } from "./errors.ts";
-import { GenerateImageInput, MAX_REFERENCES, type ImageRequest } from "./input.ts";
+import { checkReferenceUrls, GenerateImageInput, MAX_REFERENCES, type ImageRequest } from "./input.ts";
 import { IMAGE_COSTS, MODELS, pixelSize, type ModelId, type Quality } from "./models.ts";
 import { metadataChunks, stripPngMetadata } from "./png.ts";
 import { imagesMigrations } from "./migrations.ts";
 import { IMAGES_TABLE as TABLE, imageJobs, imageRecords, type ImageOutput } from "./records.ts";
 
-const MAX_REF_BYTES = 20 * 1024 * 1024;
-const MAX_REFS_TOTAL_BYTES = 72 * 1024 * 1024;
+const MAX_REF_BYTES = megabytes(20);
+const MAX_REFS_TOTAL_BYTES = megabytes(72);
 const REF_EXT: Record<string, string> = { "image/png": "png", "image/jpeg": "jpg", "image/webp": "webp" };
 
 interface StoredInput {
@@ -128,6 +128,9 @@ const generateImage = operation({
   }),
   async handle(ctx) {
     const req = ctx.input;
+    const guard = ctx.capability("outbound");
+    const badUrl = checkReferenceUrls(req.reference_image_urls, (u) => guard.checkUrl(u));
+    if (badUrl !== null) throw new ApiError(400, badUrl);
     let total = 0;
     for (const ref of req.ref_images) {
       const size = decodedSize(ref.base64);
@@ -296,7 +299,7 @@ const listImages = operation({
 
 export default definePlugin({
   name: "images",
-  requires: ["image.generate"],
+  requires: ["image.generate", "outbound"],
   provides: {
     // Files live in this plugin's blob store whichever area made them, so one media URL scheme serves all.
     "images.records": (host) => imageRecords(host.blobs.scoped("images")),

@@ -1,7 +1,7 @@
 // POST /generate-image input: every rule of the spec, checked in one pass before any charge. The rules
 // depend on each other (the model decides the allowed ratios and qualities), so one ordered check decides
 // the error text; the fields beside it describe the body for OpenAPI and GraphQL.
-import { checkUrl, defineInput, field, type InferOutput } from "mediagate/plugin";
+import { type CheckUrlResult, defineInput, field, type InferOutput, shown } from "mediagate/plugin";
 import { IMAGE_ERRORS as E } from "./errors.ts";
 import { BACKGROUNDS, DEFAULT_MODEL, MODEL_IDS, MODELS, type Background, type ModelId, type Quality } from "./models.ts";
 
@@ -76,9 +76,10 @@ export const GenerateImageInput = defineInput({
 
     const urls = raw.reference_image_urls ?? [];
     if (!Array.isArray(urls) || urls.length > MAX_REFERENCES) return fail(E.refUrlsShape);
-    // The outbound guard's syntax rules (https, ASCII host, no userinfo, no private literal), before any charge.
+    // The outbound guard's rules (https, ASCII host, no userinfo, no private host unless the deployment allows
+    // it) depend on its configuration, which a schema cannot see: the handler runs them (checkReferenceUrls).
     for (const url of urls) {
-      if (typeof url !== "string" || !checkUrl(url).ok) return fail(E.invalidRefUrl(String(url).slice(0, 200)));
+      if (typeof url !== "string") return fail(E.invalidRefUrl(shown(url)));
     }
 
     return {
@@ -95,3 +96,17 @@ export const GenerateImageInput = defineInput({
     };
   },
 });
+
+/**
+ * `reference_image_urls` through the configured outbound guard's syntax rules (`check` is its checkUrl, so
+ * ALLOW_PRIVATE_URLS applies), normalized; the first failure's text, or null. Run by the handler before any
+ * charge, where the input check used to run them.
+ */
+export function checkReferenceUrls(urls: string[], check: (text: unknown) => CheckUrlResult): string | null {
+  for (const [i, url] of urls.entries()) {
+    const c = check(url);
+    if (!c.ok) return E.invalidRefUrl(url.slice(0, 200));
+    urls[i] = c.url.href;
+  }
+  return null;
+}

@@ -5,8 +5,9 @@
 // - A field counts as sent when it is present and not null or "" (an empty field does not make two).
 // - image_base64 may carry a `data:image/...;base64,` prefix, as browsers produce it; anything else must be
 //   plain base64 (padding optional, no whitespace).
-// - A URL longer than 200 characters is cut to 200 in the "Invalid ...: <url>" text.
-import { defineInput, field } from "mediagate/plugin";
+// - A URL longer than 200 characters is cut to 200 in the "Invalid ...: <url>" text; a value that is not a
+//   string is named by its kind there ("Invalid image_url: an object").
+import { defineInput, field, shown } from "mediagate/plugin";
 import { METADATA_ERRORS as E } from "./errors.ts";
 
 /** What to remove metadata from: exactly one source. */
@@ -35,9 +36,9 @@ export const RemoveMetadataInput = defineInput({
     const value = raw[sent[0]!];
     switch (sent[0]) {
       case "image_url":
-        return typeof value === "string" ? { kind: "image", url: value.trim() } : fail(E.invalidImageUrl(String(value).slice(0, 200)));
+        return typeof value === "string" ? { kind: "image", url: value.trim() } : fail(E.invalidImageUrl(shown(value)));
       case "video_url":
-        return typeof value === "string" ? { kind: "video", url: value.trim() } : fail(E.invalidVideoUrl(String(value).slice(0, 200)));
+        return typeof value === "string" ? { kind: "video", url: value.trim() } : fail(E.invalidVideoUrl(shown(value)));
       default: {
         if (typeof value !== "string") return fail(E.invalidImageBase64);
         const base64 = value.replace(DATA_URL, "");

@@ -1,7 +1,7 @@
 // Where the bytes come from: base64 in the request, a service media URL read back from storage, or a public
 // URL fetched through the outbound guard. Split in two like every validation here: `locate` decides what the
 // request points at and refuses bad URLs before anything is counted; `load` reads the bytes.
-import { ApiError, fetchSource, type OutboundGuard, type ServiceMedia, type ServiceMediaReader, storedSource } from "mediagate/plugin";
+import { ApiError, fetchSource, megabytes, type OutboundGuard, type ServiceMedia, type ServiceMediaReader, storedSource } from "mediagate/plugin";
 import { METADATA_ERRORS as E } from "./errors.ts";
 import { decodedSize, type RemovalSource } from "./input.ts";
 
@@ -14,9 +14,10 @@ export interface KindTexts {
   tooLarge: string;
 }
 
+// The spec's "max 20 MB" and "max 100 MB", in its decimal megabytes. Both caps hold while the bytes stream in
+// (the outbound guard and storedSource stop at the cap with the 413), before any work on them.
 export const IMAGE_LIMITS: KindTexts = {
-  // Binary megabytes, like the other 20 MB image caps of the service (video frames, reference images).
-  maxBytes: 20 * 1024 * 1024,
+  maxBytes: megabytes(20),
   https: E.imageUrlHttps,
   invalid: E.invalidImageUrl,
   fetch: E.imageFetch,
@@ -25,7 +26,7 @@ export const IMAGE_LIMITS: KindTexts = {
 };
 
 export const VIDEO_LIMITS: KindTexts = {
-  maxBytes: 100 * 1024 * 1024,
+  maxBytes: megabytes(100),
   https: E.videoUrlHttps,
   invalid: E.invalidVideoUrl,
   fetch: E.videoFetch,

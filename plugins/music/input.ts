@@ -90,7 +90,7 @@ export function checkExtendControls(raw: Record<string, unknown>, upload: boolea
       const { kind, ref, track = 0 } = s as Record<string, unknown>;
       // Provider ids, paths and URLs are never a source: only our own job id, by its shape.
       if (kind !== "svc_music" || typeof ref !== "string" || !/^svc-[0-9a-f]{8}$/.test(ref)) return fail(E.invalidSource);
-      if (typeof track !== "number" || !Number.isInteger(track) || track < 0) return fail(E.invalidSource);
+      if (typeof track !== "number" || !Number.isSafeInteger(track) || track < 0) return fail(E.invalidSource);
       source = { ref, track };
     }
 

@@ -1,7 +1,7 @@
 // The upscaler's one table of prices and limits (spec part 1, "Credits and pricing tiers", "Upscaling",
 // "Concurrency and payload limits", and `costs.upscale` of GET /credits). Prices are the standard basis; the
 // kernel applies the account's tier once per job.
-import { type Price } from "mediagate/plugin";
+import { megabytes, type Price } from "mediagate/plugin";
 
 export const FACTORS = [1, 2, 4] as const;
 export type Factor = (typeof FACTORS)[number];
@@ -14,8 +14,8 @@ export const IMAGE = {
   perImageByOutputTier: { "2K": 7, "4K": 14, "8K": 28 } as Record<Tier, number>,
   tierMaxLongEdge: { "2K": 2048, "4K": 4096, "8K": 8192 } as Record<Tier, number>,
   inputMaxBytes: 10_000_000,
-  /** "payload cap about 20 MB" of image_base64, in the binary megabytes the video frames use too. */
-  base64MaxBytes: 20 * 1024 * 1024,
+  /** "payload cap about 20 MB" of image_base64 (decoded), in the spec's decimal megabytes. */
+  base64MaxBytes: megabytes(20),
   maxOutputLongEdge: 8192,
 } as const;
 

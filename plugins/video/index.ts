@@ -16,7 +16,7 @@
 // - Merged files carry `expires_at` 7 days out ("kept about 7 days"); the kernel's retention sweeper removes them then.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, type Counters, definePlugin, JobFailure, type JobKindDeclaration, type JobRunContext, limitParam, type MediaEngine, mp4MetadataCategories, notFound, offsetParam, operation, type OperationContext, outboundToApiError, type OutboundGuard, PAGE_BOUNDS, pageBody, pageShape, parseSince, partnerJobIdField, PRIVATE_KEY_PREFIX, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, stripVideoMetadataArgs, UnsafeContentError, type VideoFrame, videoFrameSize, type VideoProviders } from "mediagate/plugin";
+import { ApiError, type Counters, definePlugin, JobFailure, type JobKindDeclaration, type JobRunContext, limitParam, type MediaEngine, megabytes, mp4MetadataCategories, notFound, offsetParam, operation, type OperationContext, outboundToApiError, type OutboundGuard, PAGE_BOUNDS, pageBody, pageShape, parseSince, partnerJobIdField, PRIVATE_KEY_PREFIX, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, shown, stripVideoMetadataArgs, UnsafeContentError, type VideoFrame, videoFrameSize, type VideoProviders } from "mediagate/plugin";
 import { VIDEO_ERRORS as E } from "./errors.ts";
 import { checkRequestUrls, decodedSize, GenerateAnimationInput, GenerateVideoInput, type FrameInput } from "./input.ts";
 import { concatClips } from "./merge.ts";
@@ -25,8 +25,8 @@ import { ANIMATION, MERGE_PRICE, MODELS, SHORT_EDGE, VIDEO_COSTS, videoPrice, ty
 import { eventData, listView, MERGE_TABLE, statusView, VIDEO_TABLE, videoJobs, videoRecords, type VideoRecords } from "./records.ts";
 import { createNormalizationSlot, prepareReferenceAudio, prepareReferenceVideos, type NormalizationSlot } from "./references.ts";
 
-const MAX_FRAME_BYTES = 20 * 1024 * 1024;
-const MAX_REF_IMAGES_TOTAL = 72 * 1024 * 1024;
+const MAX_FRAME_BYTES = megabytes(20);
+const MAX_REF_IMAGES_TOTAL = megabytes(72);
 const FRAME_FETCH = { maxBytes: MAX_FRAME_BYTES, timeoutMs: 30_000 };
 const MERGE_RETENTION_MS = 7 * 24 * 3600 * 1000;
 const MIME_EXT: Record<string, string> = { "image/png": "png", "image/jpeg": "jpg", "image/webp": "webp" };
@@ -483,7 +483,7 @@ const mergeVideos = operation({
       }
       for (const id of ids) {
         if (typeof id !== "string" || !JOB_ID.test(id)) {
-          c.addIssue({ code: "custom", message: E.mergeInvalidJobId(String(id).slice(0, 100)) });
+          c.addIssue({ code: "custom", message: E.mergeInvalidJobId(shown(id, 100)) });
           return z.NEVER;
         }
       }

@@ -6,11 +6,11 @@
 // Choices where the spec is silent, written down here:
 // - `duration` omitted on a gamma model means 8 (the clip is 8 s whatever is sent; the default 10 is not one
 //   of its accepted values). A sent duration is still checked against 4, 6, 8.
-// - `duration` must be a JSON integer; "10" (a string) or 7.5 is `Invalid duration`.
+// - `duration` must be a JSON integer; "10" (a string), 7.5 or one past 2^53 is `Invalid duration`.
 // - `sound: false` is accepted on every model; only `true` is refused off the alpha text and image models.
 // - `alpha-v3-text-to-video` with a start frame reports `model_used` `alpha-v3-image-to-video` (the spec's
 //   "switches to image-to-video automatically").
-import { type CheckUrlResult, defineInput, field, type Fail, type InferOutput } from "mediagate/plugin";
+import { type CheckUrlResult, defineInput, field, type Fail, type InferOutput, shown } from "mediagate/plugin";
 import { VIDEO_ERRORS as E } from "./errors.ts";
 import {
   acceptsDuration,
@@ -52,7 +52,7 @@ const present = (v: unknown) => v !== undefined && v !== null && v !== "";
 function frameOf(raw: Record<string, unknown>, name: string, texts: { invalidUrl: (u: string) => string; base64: string; mime: string }, fail: Fail): FrameInput | null {
   const url = raw[`${name}_url`];
   if (present(url)) {
-    if (typeof url !== "string") return fail(texts.invalidUrl(String(url)));
+    if (typeof url !== "string") return fail(texts.invalidUrl(shown(url)));
     return { url: url.trim() };
   }
   const base64 = raw[`${name}_base64`];
@@ -127,7 +127,7 @@ export const GenerateVideoInput = defineInput({
     if (typeof ratio !== "string" || !(ASPECT_RATIOS as readonly string[]).includes(ratio)) return fail(E.invalidAspectRatio);
 
     const duration = raw.duration ?? (model.fixedOutputSeconds ?? DEFAULT_DURATION);
-    if (typeof duration !== "number" || !Number.isInteger(duration) || duration < 1) return fail(E.invalidDuration);
+    if (typeof duration !== "number" || !Number.isSafeInteger(duration) || duration < 1) return fail(E.invalidDuration);
     if (!acceptsDuration(model, duration)) return fail(E.durationNotSupported(duration, modelId, allowedDurations(model)));
 
     const sound = raw.sound ?? false;

@@ -23,7 +23,10 @@ type Pricing =
 export interface VideoModel {
   family: "alpha" | "beta" | "gamma";
   qualities: readonly Quality[];
-  /** Accepted durations; `any` accepts every whole second from 1 (beta-2-direct: "no strict limit"). */
+  /**
+   * Accepted durations; `any` accepts every whole second from 1 to MAX_ANY_SECONDS (beta-2-direct: "no strict
+   * limit"; ours: an hour, so a duration cannot overflow a price or a column nor ask for a year of video).
+   */
   durations: readonly number[] | { min: number; max: number } | "any";
   /** The clip is always this long, whatever was asked (gamma). */
   fixedOutputSeconds?: number;
@@ -123,16 +126,19 @@ export const SHORT_EDGE: Record<Quality, number> = { "480p": 480, "720p": 720, "
 export const ANIMATION = { price: 156, seconds: 8, quality: "1080p" as Quality };
 export const MERGE_PRICE = 100;
 
+/** The longest clip a model with `durations: "any"` accepts (our bound where the spec has none). */
+export const MAX_ANY_SECONDS = 3600;
+
 /** The durations text of the 400 ("Allowed: ..."). */
 export function allowedDurations(model: VideoModel): string {
-  if (model.durations === "any") return "any whole number of seconds";
+  if (model.durations === "any") return `any whole number of seconds up to ${MAX_ANY_SECONDS}`;
   if (Array.isArray(model.durations)) return model.durations.join(", ");
   const d = model.durations as { min: number; max: number };
   return `${d.min}-${d.max}`;
 }
 
 export function acceptsDuration(model: VideoModel, seconds: number): boolean {
-  if (model.durations === "any") return seconds >= 1;
+  if (model.durations === "any") return seconds >= 1 && seconds <= MAX_ANY_SECONDS;
   if (Array.isArray(model.durations)) return model.durations.includes(seconds);
   const d = model.durations as { min: number; max: number };
   return seconds >= d.min && seconds <= d.max;

@@ -40,7 +40,7 @@ t("arguments: the link after --, caps on items and size, no local config", () =>
   assert.ok(a.includes("--ignore-config"));
   assert.equal(a.slice(a.indexOf("--playlist-items"), a.indexOf("--playlist-items") + 2), ["--playlist-items", "1-10"]);
   const d = downloadArgs("/tmp/x/info.json", "/tmp/x/out", SOCIAL_LIMITS);
-  assert.equal(d.slice(d.indexOf("--max-filesize"), d.indexOf("--max-filesize") + 2), ["--max-filesize", String(200 * 1024 * 1024)]);
+  assert.equal(d.slice(d.indexOf("--max-filesize"), d.indexOf("--max-filesize") + 2), ["--max-filesize", String(200_000_000)]);
   assert.equal(d.slice(d.indexOf("--load-info-json"), d.indexOf("--load-info-json") + 2), ["--load-info-json", "/tmp/x/info.json"]);
   assert.ok(d.includes("--merge-output-format") && d.includes("--ignore-config"));
   assert.not.ok(d.some((x) => x.startsWith("http")), "the download reads the info file, not the link");

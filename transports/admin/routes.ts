@@ -4,14 +4,15 @@ import { timingSafeEqual, createHash } from "node:crypto";
 import type { H3 } from "h3";
 import { z } from "zod";
 import type { Partner } from "../../core/accounts.ts";
-import { ApiError } from "../../core/errors.ts";
+import { ApiError, KERNEL_ERRORS } from "../../core/errors.ts";
 import { requestId } from "../../core/ids.ts";
 import type { Kernel } from "../../core/kernel.ts";
 import { addCredits } from "../../core/ledger.ts";
 import { isPaused, setPaused } from "../../core/pauses.ts";
 import { validate } from "../../core/standard-schema.ts";
+import { screenInput } from "../../core/validation.ts";
 import { formatTimestamp } from "../../core/time.ts";
-import { errorResponse, json, parseJsonObject, readBodyCapped } from "../rest/respond.ts";
+import { errorResponse, json, readJsonBody } from "../rest/respond.ts";
 
 export const ADMIN_BASE = "/api/v1/admin";
 
@@ -97,9 +98,16 @@ export function mountAdminApi(app: H3, kernel: Kernel, adminToken: string): void
     const h: Handler = async (request, params) => {
       try {
         if (!tokenMatches(adminToken, request.headers.get("authorization"))) throw new ApiError(401, "Missing or invalid admin token");
+        // The partner API's rules for hostile input (core/validation.ts) hold here too: a NUL in a name or a
+        // path, or an unpaired surrogate, is a 400, never a database error.
+        const hostileParam = screenInput(params);
+        if (hostileParam !== null) throw new ApiError(400, hostileParam);
         let body: unknown = undefined;
         if (schema) {
-          const result = await validate(schema, parseJsonObject(await readBodyCapped(request, 1_000_000, "Request body too large")));
+          const raw = await readJsonBody(request, 1_000_000, KERNEL_ERRORS.bodyTooLarge);
+          const hostile = screenInput(raw);
+          if (hostile !== null) throw new ApiError(400, hostile);
+          const result = await validate(schema, raw);
           if (!result.ok) throw new ApiError(400, result.message);
           body = result.value;
         }
@@ -137,7 +145,7 @@ export function mountAdminApi(app: H3, kernel: Kernel, adminToken: string): void
   route("POST", "/partners/:partner_id/credits", 200, async (body: z.infer<typeof creditsSchema>, params) => {
     mustFind(await kernel.accounts.get(params.partner_id!));
     const balance = await addCredits(kernel.database.kysely, params.partner_id!, body.amount, body.type, body.description);
-    if (balance === null) throw new ApiError(400, "The adjustment would make the balance negative");
+    if (balance === null) throw new ApiError(400, body.amount > 0 ? KERNEL_ERRORS.balanceTooLarge : "The adjustment would make the balance negative");
     await kernel.accounts.changed(params.partner_id!);
     return { credits_remaining: balance };
   }, creditsSchema);

@@ -7,7 +7,7 @@ import type { Invoke } from "../../core/operations.ts";
 import type { CompiledOperation } from "../../core/registry.ts";
 import { ApiError } from "../../core/errors.ts";
 import type { UploadedFile } from "../../core/plugin.ts";
-import { errorResponse, mediaTypeOf, parseJsonObject, parseMultipart, queryObject, readBodyCapped } from "./respond.ts";
+import { errorResponse, isJsonContentType, mediaTypeOf, parseMultipart, queryObject, readBodyCapped, readJsonBody } from "./respond.ts";
 
 export const PARTNER_BASE = "/api/v1/partner";
 const DEFAULT_MAX_BODY = 1_000_000;
@@ -26,13 +26,14 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
   return async (request: Request, params: Record<string, string>, url: URL): Promise<Response | HTTPResponse> => {
     let files: Record<string, UploadedFile> = {};
     const readBody = async () => {
+      // JSON bodies are read only as application/json (readJsonBody: 415 otherwise, before any charge). An
+      // operation that takes uploads also reads multipart/form-data and words its own 415, which the spec's
+      // "application/json or multipart/form-data (else 415)" gives an untyped empty body too.
       const multipart = decl.multipart;
-      if (!multipart) return parseJsonObject(await readBodyCapped(request, maxBody, tooLarge));
-      // An operation that takes uploads says which bodies it reads; anything else is refused before reading.
+      if (!multipart) return readJsonBody(request, maxBody, tooLarge);
       const contentType = request.headers.get("content-type");
-      const type = mediaTypeOf(contentType);
-      if (type === "application/json") return parseJsonObject(await readBodyCapped(request, maxBody, tooLarge));
-      if (type !== "multipart/form-data") throw new ApiError(415, multipart.unsupportedType);
+      if (isJsonContentType(contentType)) return readJsonBody(request, maxBody, tooLarge);
+      if (mediaTypeOf(contentType) !== "multipart/form-data") throw new ApiError(415, multipart.unsupportedType);
       const parsed = await parseMultipart(await readBodyCapped(request, multipart.maxBytes, multipart.tooLarge), contentType!, multipart.parameters, multipart.files, multipart.malformed);
       files = parsed.files;
       return parsed.input;
