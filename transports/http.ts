@@ -67,7 +67,10 @@ export interface HttpServer {
 
 export async function serveHttp(kernel: Kernel, options: ServeHttpOptions): Promise<HttpServer> {
   const graphql = createGraphql(kernel);
-  const server = serve(createHttpApp(kernel, { adminToken: options.adminToken, graphql }), { port: options.port, hostname: options.hostname, silent: true });
+  // gracefulShutdown off: srvx would add its own SIGINT/SIGTERM handler that closes the raw server, racing
+  // main.ts's shutdown (which first ends the open subscriptions with their final message). srvx turns it off
+  // by itself only when it sees a test or CI environment, which is why the tests never showed the race.
+  const server = serve(createHttpApp(kernel, { adminToken: options.adminToken, graphql }), { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });
   await server.ready();
   // GraphQL over WebSocket needs the node:http server, which srvx exposes under Node only. Under Deno,
   // subscriptions are served over SSE (the same /graphql endpoint), and `ws` is never loaded.
@@ -100,7 +103,7 @@ export async function serveHealth(kernel: Kernel, options: { port: number; hostn
   const app = new H3();
   mountProbes(app, kernel);
   app.all("/**", () => json(404, { error: KERNEL_ERRORS.notFound }));
-  const server = serve(app, { port: options.port, hostname: options.hostname, silent: true });
+  const server = serve(app, { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });
   await server.ready();
   return { url: server.url!, close: () => server.close(true) };
 }
