@@ -37,6 +37,8 @@ export const VIDEO_ERRORS = {
   tooManyReferenceImages: (n: number, max: number, model: string) => `Too many reference images (${n}). Max is ${max} for ${model}.`,
   invalidReferenceImageUrl: (url: string) => `Invalid reference image URL: ${url}`,
   referenceImageBase64: "reference_images_base64 must hold valid base64 strings",
+  // Not shown in the spec: a frame or reference image whose bytes are not an image (read from its first bytes).
+  notAnImage: (field: string) => `${field} must be a JPEG, PNG or WebP image`,
   referenceImageTooLarge: "a reference image is too large (max 20 MB)",
   referenceImagesTooLarge: "reference images total size too large",
   tooManyReferenceVideos: (n: number, max: number, model: string) => `Too many reference videos (${n}). Max is ${max} for ${model}.`,

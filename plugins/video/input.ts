@@ -10,7 +10,7 @@
 // - `sound: false` is accepted on every model; only `true` is refused off the alpha text and image models.
 // - `alpha-v3-text-to-video` with a start frame reports `model_used` `alpha-v3-image-to-video` (the spec's
 //   "switches to image-to-video automatically").
-import { type CheckUrlResult, defineInput, field, type Fail, type InferOutput, shown } from "mediagate/plugin";
+import { type CheckUrlResult, defineInput, field, type Fail, type InferOutput, shown, sniffImageType } from "mediagate/plugin";
 import { VIDEO_ERRORS as E } from "./errors.ts";
 import {
   acceptsDuration,
@@ -40,6 +40,22 @@ export type VideoRequest = InferOutput<typeof GenerateVideoInput>;
 export type AnimationRequest = InferOutput<typeof GenerateAnimationInput>;
 
 export const validBase64 = (s: string) => s.length > 0 && s.length % 4 !== 1 && BASE64.test(s);
+
+/**
+ * Whether (valid) base64 text decodes to a JPEG, PNG or WebP, judged by its first bytes: a frame is checked
+ * before the charge, so an SVG, a manifest or any other file sent as a frame is a 400 and not a charged job
+ * that the media engine then refuses (and refunds). `_mime` only names the type; the bytes decide.
+ */
+export function isImageBase64(base64: string): boolean {
+  const head = base64.slice(0, 64);
+  let bytes: Uint8Array;
+  try {
+    bytes = Uint8Array.from(atob(head), (c) => c.charCodeAt(0));
+  } catch {
+    return false;
+  }
+  return sniffImageType(bytes) !== null;
+}
 /** Bytes a base64 text decodes to, without decoding it. */
 export const decodedSize = (base64: string) => Math.floor((base64.length * 3) / 4) - (base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0);
 
@@ -49,7 +65,7 @@ const present = (v: unknown) => v !== undefined && v !== null && v !== "";
  * A frame from a `<name>_url` / `<name>_base64` / `<name>_mime` triple. The URL wins when both are sent
  * (choice: the spec lists them as alternatives without saying).
  */
-function frameOf(raw: Record<string, unknown>, name: string, texts: { invalidUrl: (u: string) => string; base64: string; mime: string }, fail: Fail): FrameInput | null {
+function frameOf(raw: Record<string, unknown>, name: string, texts: { invalidUrl: (u: string) => string; base64: string; notImage: string; mime: string }, fail: Fail): FrameInput | null {
   const url = raw[`${name}_url`];
   if (present(url)) {
     if (typeof url !== "string") return fail(texts.invalidUrl(shown(url)));
@@ -58,6 +74,7 @@ function frameOf(raw: Record<string, unknown>, name: string, texts: { invalidUrl
   const base64 = raw[`${name}_base64`];
   if (present(base64)) {
     if (typeof base64 !== "string" || !validBase64(base64)) return fail(texts.base64);
+    if (!isImageBase64(base64)) return fail(texts.notImage);
     const mime = raw[`${name}_mime`] ?? "image/jpeg";
     if (typeof mime !== "string" || !(IMAGE_MIME_TYPES as readonly string[]).includes(mime)) return fail(texts.mime);
     return { base64, mimeType: mime };
@@ -141,8 +158,8 @@ export const GenerateVideoInput = defineInput({
     const negative = raw.negative_prompt ?? null;
     if (negative !== null && typeof negative !== "string") return fail(E.negativePromptType);
 
-    const start = frameOf(raw, "image", { invalidUrl: E.invalidImageUrl, base64: E.imageBase64, mime: E.imageMime }, fail);
-    const end = frameOf(raw, "end_image", { invalidUrl: E.invalidEndImageUrl, base64: E.endImageBase64, mime: E.endImageMime }, fail);
+    const start = frameOf(raw, "image", { invalidUrl: E.invalidImageUrl, base64: E.imageBase64, notImage: E.notAnImage("image_base64"), mime: E.imageMime }, fail);
+    const end = frameOf(raw, "end_image", { invalidUrl: E.invalidEndImageUrl, base64: E.endImageBase64, notImage: E.notAnImage("end_image_base64"), mime: E.endImageMime }, fail);
     const framed = start !== null || end !== null;
     if (framed && !model.frames) return fail(E.framesNotSupported(modelId));
     if (end && !start) return fail(E.endFrameNeedsStart);
@@ -165,6 +182,7 @@ export const GenerateVideoInput = defineInput({
       if (audio > refs.audio.count) return fail(E.tooManyReferenceAudio(audio, refs.audio.count, modelId));
       if (audio > 0 && refs.audio.needsImageOrVideo && images + videos === 0) return fail(E.referenceAudioNeedsVisual(modelId));
       for (const b of refB64) if (!validBase64(b)) return fail(E.referenceImageBase64);
+      for (const b of refB64) if (!isImageBase64(b)) return fail(E.notAnImage("reference_images_base64"));
     }
 
     const callbackUrl = callbackUrlOf(raw, fail);
@@ -264,8 +282,8 @@ export const GenerateAnimationInput = defineInput({
     if (raw.prompt.length > MAX_PROMPT.animation) return fail(E.animationPromptTooLong);
     const ratio = raw.aspect_ratio ?? DEFAULT_ASPECT_RATIO;
     if (typeof ratio !== "string" || !(ASPECT_RATIOS as readonly string[]).includes(ratio)) return fail(E.invalidAspectRatio);
-    const start = frameOf(raw, "start_image", { invalidUrl: E.invalidStartImageUrl, base64: E.startImageBase64, mime: E.startImageMime }, fail);
-    const end = frameOf(raw, "end_image", { invalidUrl: E.invalidEndImageUrl, base64: E.endImageBase64, mime: E.endImageMime }, fail);
+    const start = frameOf(raw, "start_image", { invalidUrl: E.invalidStartImageUrl, base64: E.startImageBase64, notImage: E.notAnImage("start_image_base64"), mime: E.startImageMime }, fail);
+    const end = frameOf(raw, "end_image", { invalidUrl: E.invalidEndImageUrl, base64: E.endImageBase64, notImage: E.notAnImage("end_image_base64"), mime: E.endImageMime }, fail);
     if (!start || !end) return fail(E.animationFramesRequired);
     const callbackUrl = callbackUrlOf(raw, fail);
     return { prompt: raw.prompt.trim(), aspectRatio: ratio as AspectRatio, startFrame: start, endFrame: end, callbackUrl, partnerJobId: raw.partner_job_id };

@@ -138,6 +138,10 @@ for (const backend of await databaseBackends()) {
       [{ prompt: "x", end_image_base64: png([1, 2, 3]) }, E.endFrameNeedsStart],
       [{ prompt: "x", image_base64: "!!!" }, E.imageBase64],
       [{ prompt: "x", image_base64: png([1, 2, 3]), image_mime: "image/gif" }, E.imageMime],
+      // The bytes decide, not the _mime: an SVG or a manifest sent as a frame is refused before the charge.
+      [{ prompt: "x", image_base64: Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>').toString("base64"), image_mime: "image/png" }, E.notAnImage("image_base64")],
+      [{ prompt: "x", image_base64: png([1, 2, 3]), end_image_base64: Buffer.from("#EXTM3U\n#EXT-X-ENDLIST\n").toString("base64") }, E.notAnImage("end_image_base64")],
+      [{ prompt: "x", model: "beta-2-5", duration: 5, reference_images_base64: [png([1, 1, 1]), Buffer.from("<?xml version='1.0'?><x/>").toString("base64")] }, E.notAnImage("reference_images_base64")],
       [{ prompt: "x", reference_image_urls: ["https://example.com/a.png"] }, E.referencesBetaOnly("images")],
       [{ prompt: "x", model: "gamma-3.1-fast", reference_video_urls: ["https://example.com/a.mp4"] }, E.referencesBetaOnly("videos")],
       [{ prompt: "x", model: "beta-2-5", duration: 5, image_url: "https://example.com/a.png", reference_image_urls: ["https://example.com/b.png"] }, E.referencesWithFrames],
@@ -163,7 +167,8 @@ for (const backend of await databaseBackends()) {
 
   v("base64 frames over 20 MB answer 413 without a charge", async () => {
     const { key } = await partner({ credits: 10_000 });
-    const big = "A".repeat(Math.ceil((20 * 1024 * 1024 + 3) / 3) * 4);
+    // A PNG signature ("iVBORw0KGgoA": its 8 bytes and a zero) then zeros: an image by its first bytes, too big.
+    const big = "iVBORw0KGgoA" + "A".repeat(Math.ceil((20 * 1024 * 1024 + 3) / 3) * 4);
     const start = await tk.request("POST", "/generate-video", { key, body: { prompt: "x", image_base64: big } });
     assert.is(start.status, 413);
     assert.is(start.body.error, E.imageTooLarge);
