@@ -116,7 +116,8 @@ export function checkSocialLink(raw: unknown): LinkCheck {
   const sentHost = /^[a-z]+:\/\/([^/?#]*)/i.exec(withScheme)?.[1] ?? "";
   if (/[^\x21-\x7e]/.test(sentHost)) return { ok: false, message: E.unsupportedHost };
   const host = url.hostname.toLowerCase().replace(/\.$/, "");
-  const rule = HOSTS[host];
+  // Own keys only: a host named "__proto__" or "constructor" must not find Object.prototype's members.
+  const rule = Object.hasOwn(HOSTS, host) ? HOSTS[host] : undefined;
   if (!rule) return { ok: false, message: E.unsupportedHost };
   return { ok: true, value: { platform: rule.platform, normalizedUrl: normalize(url, host, rule) } };
 }

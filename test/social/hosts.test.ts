@@ -41,6 +41,10 @@ const REFUSED: Array<[unknown, string]> = [
   ["file:///etc/passwd", E.notHttp],
   ["https://facebook.com.evil.test/watch?v=1", E.unsupportedHost],
   ["https://evilfacebook.com/watch?v=1", E.unsupportedHost],
+  // Host names that are Object.prototype members (found by the openapi fuzzer: a 500 from a null platform).
+  ["__proto__", E.unsupportedHost],
+  ["https://constructor/x", E.unsupportedHost],
+  ["toString", E.unsupportedHost],
   ["https://www.facebook.co/watch?v=1", E.unsupportedHost],
   ["https://instagram.com@evil.test/p/x", E.unsupportedHost],
   ["https://user:pw@www.instagram.com/p/x", E.unsupportedHost],
