@@ -28,6 +28,8 @@ export const KERNEL_VARIABLES = [
   "ALLOW_PRIVATE_URLS",
   "LOG_LEVEL",
   "HEALTH_PORT",
+  "NODE_ENV",
+  "GRAPHQL_INTROSPECTION",
 ] as const;
 export type KernelVariable = (typeof KERNEL_VARIABLES)[number];
 
@@ -55,6 +57,11 @@ export interface Config {
    * process, which serves no HTTP API; in the other roles, probes kept off the public port.
    */
   healthPort: number | undefined;
+  /**
+   * GraphQL schema introspection and the GraphiQL page (GRAPHQL_INTROSPECTION). Default: on in development,
+   * off when NODE_ENV=production, where the schema is published as schema/schema.graphql instead.
+   */
+  graphqlIntrospection: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -124,6 +131,8 @@ export function loadConfig(source: Environment = process.env): Config {
     allowPrivateUrls: flag("ALLOW_PRIVATE_URLS", env.ALLOW_PRIVATE_URLS),
     logLevel: oneOf("LOG_LEVEL", env.LOG_LEVEL, ["debug", "info", "warn", "error", "silent"] as const, "info"),
     healthPort: env.HEALTH_PORT ? nonNegativeInt("HEALTH_PORT", env.HEALTH_PORT, 0) : undefined,
+    // "Development" is any NODE_ENV but production, unset included: `npm start` on a laptop gets GraphiQL.
+    graphqlIntrospection: flag("GRAPHQL_INTROSPECTION", env.GRAPHQL_INTROSPECTION, env.NODE_ENV !== "production"),
   };
   if (config.healthPort !== undefined) {
     if (config.healthPort < 1 || config.healthPort > 65535) throw new ConfigError(`HEALTH_PORT must be between 1 and 65535 (got ${config.healthPort})`);

@@ -2,12 +2,19 @@
 // operation runs through yoga's envelope, so the schema, the context, error masking and the operation
 // pipeline are the ones HTTP uses. Browsers cannot set headers on a WebSocket, so the key may come in
 // `connectionParams` (`authorization` or `Authorization`); the User-Agent is the upgrade request's.
+//
+// What a socket may do before it proves a key is bounded (limits.ts): a frame is at most
+// `websocketFrameBytes` (ws closes the socket with 1009 before buffering more); an upgrade without a valid
+// key in its headers spends the client address's budget of unauthenticated calls (429 when it is spent);
+// `connection_init` must carry a valid key or the socket is closed with 4403 Forbidden. Documents sent in
+// `subscribe` go through yoga's enveloped parse and validate, so the document limits hold here as over HTTP.
 import type { IncomingMessage, Server as HttpServer } from "node:http";
 import type { Http2Server } from "node:http2";
 import { GraphQLError, type ExecutionArgs } from "graphql";
 import { useServer } from "graphql-ws/use/ws";
-import { WebSocketServer } from "ws";
+import { WebSocketServer, type VerifyClientCallbackAsync } from "ws";
 import type { Caller } from "./context.ts";
+import { withoutHttp } from "./limits.ts";
 import { GRAPHQL_PATH, type GraphqlServer } from "./yoga.ts";
 
 function header(request: IncomingMessage, name: string): string | null {
@@ -38,9 +45,32 @@ type Enveloped = ReturnType<GraphqlServer["yoga"]["getEnveloped"]>;
 type RootValue = { execute: Enveloped["execute"]; subscribe: Enveloped["subscribe"] };
 
 export function attachGraphqlWebSocket(server: HttpServer | Http2Server, graphql: GraphqlServer): GraphqlWebSocket {
-  const wss = new WebSocketServer({ server: server as HttpServer, path: GRAPHQL_PATH });
+  // Before the handshake: a key in the upgrade's own headers, or one unit of the address's budget.
+  const verifyClient: VerifyClientCallbackAsync = ({ req }, done) => {
+    void (async () => {
+      if (await graphql.hasValidKey(header(req, "authorization"))) return done(true);
+      const refused = await graphql.refuseUnauthenticated(req.socket.remoteAddress);
+      if (!refused) return done(true);
+      done(false, 429, "Too Many Requests", { ...refused.headers, "Content-Type": "text/plain; charset=utf-8" });
+    })().catch(() => done(false, 500));
+  };
+  const wss = new WebSocketServer({ server: server as HttpServer, path: GRAPHQL_PATH, maxPayload: graphql.limits.websocketFrameBytes, verifyClient });
+  // ws reports a peer's protocol violation (a frame over maxPayload, invalid UTF-8, a bad opcode: codes
+  // WS_ERR_*) as an 'error' on the socket, after closing it itself with the matching code (1009, 1007, 1002).
+  // graphql-ws prints every socket error to stderr as an internal error, so any client could fill the logs
+  // with oversized frames; these are the client's errors, not ours, and stop here. (Registered before
+  // useServer's own 'connection' listener, so every socket is wrapped before it can receive a frame.)
+  wss.on("connection", (socket) => {
+    const emit = socket.emit.bind(socket);
+    socket.emit = ((event: string | symbol, ...args: unknown[]) => {
+      if (event === "error" && /^WS_ERR_/.test(String((args[0] as { code?: unknown } | undefined)?.code))) return false;
+      return emit(event, ...args);
+    }) as typeof socket.emit;
+  });
   const disposable = useServer<Record<string, unknown>>(
     {
+      // No valid key in connection_init (or the upgrade's headers): graphql-ws closes with 4403 Forbidden.
+      onConnect: (ctx) => graphql.hasValidKey(callerFromSocket(ctx.extra.request, ctx.connectionParams).authorization),
       execute: (args) => (args.rootValue as RootValue).execute(args),
       subscribe: (args) => (args.rootValue as RootValue).subscribe(args),
       onSubscribe: async (ctx, _id, payload) => {
@@ -55,11 +85,11 @@ export function attachGraphqlWebSocket(server: HttpServer | Http2Server, graphql
         try {
           document = parse(payload.query);
         } catch (error) {
-          if (error instanceof GraphQLError) return [error];
+          if (error instanceof GraphQLError) return [withoutHttp(error)];
           throw error;
         }
         const errors = validate(schema, document);
-        if (errors.length) return errors;
+        if (errors.length) return errors.map(withoutHttp);
         const args: ExecutionArgs = {
           schema,
           document,

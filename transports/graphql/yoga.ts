@@ -2,13 +2,18 @@
 // subscriptions over SSE (`Accept: text/event-stream`) from yoga itself, and over WebSocket when the
 // Node server attaches transports/graphql/websocket.ts. `yoga.fetch` is a fetch handler, so the HTTP app
 // (transports/http.ts) mounts it and the test kit reaches it through `app.fetch`, without a server.
+// What a request may ask before anything runs (body, document, depth, aliases, cost, a budget for callers
+// without a valid key) is limits.ts; introspection and GraphiQL follow GRAPHQL_INTROSPECTION.
 import { createYoga, type YogaServerInstance } from "graphql-yoga";
 import { GraphQLError, type GraphQLSchema } from "graphql";
+import { authenticate } from "../../core/auth.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import type { Kernel } from "../../core/kernel.ts";
 import { callerFromRequest, type Caller, type GraphqlContext } from "./context.ts";
 import { codeFor } from "./errors.ts";
-import { buildGraphqlSchema, DEFAULT_MAX_BODY } from "./schema.ts";
+import type { RateLimitDecision } from "../../core/rate-limit.ts";
+import { addressBudget, clientAddress, documentLimits, GRAPHQL_LIMITS, tooManyRequests, type GraphqlLimits } from "./limits.ts";
+import { buildGraphqlSchema } from "./schema.ts";
 import { subscribeToJob } from "./subscriptions.ts";
 
 export const GRAPHQL_PATH = "/graphql";
@@ -23,15 +28,28 @@ export type Yoga = YogaServerInstance<ServerContext, GraphqlContext>;
 export interface GraphqlServer {
   yoga: Yoga;
   schema: GraphQLSchema;
+  /** The limits in force (the WebSocket transport caps its frames with them). */
+  limits: Readonly<GraphqlLimits>;
+  /** Whether an Authorization value carries a valid key of an active account. */
+  hasValidKey(authorization: string | null): Promise<boolean>;
+  /**
+   * Counts one HTTP request or WebSocket upgrade without a valid key against its client address's budget
+   * (limits.ts); null when it may go on (also when the address is unknown or the counters cannot be reached).
+   */
+  refuseUnauthenticated(address: string | undefined): Promise<RateLimitDecision | null>;
 }
 
 export interface GraphqlOptions {
-  /** The GraphiQL page on GET /graphql for browsers (default on); it calls the API with the key you give it. */
+  /**
+   * The GraphiQL page on GET /graphql for browsers; it calls the API with the key you give it. Default: the
+   * kernel's `graphqlIntrospection` (GRAPHQL_INTROSPECTION), since GraphiQL without introspection is blind.
+   */
   graphiql?: boolean;
+  /** Schema introspection (`__schema`, `__type`). Default: the kernel's `graphqlIntrospection`. */
+  introspection?: boolean;
+  /** Replaces some of GRAPHQL_LIMITS (tests). */
+  limits?: Partial<GraphqlLimits>;
 }
-
-// Room for the document and variables around the largest body an operation accepts.
-const DOCUMENT_ALLOWANCE = 1_000_000;
 
 /** A GraphQLError we (or graphql-js, for a bad document) raised on purpose, not one wrapping a thrown bug. */
 function isOriginalGraphqlError(error: unknown): boolean {
@@ -47,7 +65,28 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
     jobUpdates: (caller, jobId) => subscribeToJob(kernel, caller, jobId),
     onInternal: (where, error) => kernel.log.error(`GraphQL ${where} failed`, error),
   });
-  const maxBody = Math.max(DEFAULT_MAX_BODY, ...kernel.registry.operations.map((op) => op.declaration.maxBodyBytes ?? DEFAULT_MAX_BODY)) + DOCUMENT_ALLOWANCE;
+  const limits: Readonly<GraphqlLimits> = Object.freeze({ ...GRAPHQL_LIMITS, ...options.limits });
+  const introspection = options.introspection ?? kernel.config.graphqlIntrospection;
+  const unauthenticated = addressBudget(kernel.limiter, limits.unauthenticatedPerMinute);
+  const hasValidKey = async (authorization: string | null): Promise<boolean> => {
+    if (!authorization) return false;
+    try {
+      await authenticate(kernel.accounts, authorization);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const refuseUnauthenticated = async (address: string | undefined): Promise<RateLimitDecision | null> => {
+    try {
+      const decision = await unauthenticated.spend(address);
+      return decision && !decision.allowed ? decision : null;
+    } catch (error) {
+      // Counters unreachable: the document limits still hold, and refusing here would refuse everyone.
+      kernel.log.warn("GraphQL: the budget of unauthenticated callers could not be counted", error);
+      return null;
+    }
+  };
 
   // The caller of each HTTP request, so its rate-limit headers can be put on the response.
   const callers = new WeakMap<Request, Caller>();
@@ -57,7 +96,9 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
     graphqlEndpoint: GRAPHQL_PATH,
     // The runtime's own classes, not yoga's ponyfills: h3 (and Deno) recognise only a native Response.
     fetchAPI: { Request, Response, Headers, ReadableStream, TextEncoder, TextDecoder, URL, URLSearchParams, fetch, FormData, Blob, File },
-    graphiql: options.graphiql ?? true,
+    graphiql: options.graphiql ?? introspection,
+    // Checks content-length before reading and counts the bytes of a chunked body while it streams (413).
+    maxRequestBodySize: limits.bodyBytes,
     landingPage: false,
     // Like the REST API, which sends no CORS headers: keys belong on servers, not in browsers.
     cors: false,
@@ -72,6 +113,10 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
     // and never with details, whatever NODE_ENV says (invariant 7).
     maskedErrors: {
       maskError(error, message) {
+        if (error instanceof GraphQLError && error.extensions.code === "REQUEST_ENTITY_TOO_LARGE") {
+          // yoga's body cap (maxRequestBodySize), in the terms of errors.ts.
+          return new GraphQLError(KERNEL_ERRORS.bodyTooLarge, { extensions: { code: codeFor(413), status: 413, limit: "body", max: limits.bodyBytes, http: { status: 413 } } });
+        }
         if (isOriginalGraphqlError(error)) return error as GraphQLError;
         kernel.log.error(`GraphQL: ${message}`, (error as { originalError?: unknown }).originalError ?? error);
         const located = error instanceof GraphQLError ? error : undefined;
@@ -86,13 +131,16 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
     },
     plugins: [
       {
-        onRequest({ request, endResponse }) {
-          const length = Number(request.headers.get("content-length") ?? 0);
-          if (length > maxBody) {
-            const body = { errors: [{ message: KERNEL_ERRORS.bodyTooLarge, extensions: { code: codeFor(413), status: 413 } }] };
-            endResponse(new Response(JSON.stringify(body), { status: 413, headers: { "content-type": "application/json; charset=utf-8" } }));
-          }
+        async onRequest({ request, endResponse }) {
+          // Over the network only: a request handed to app.fetch in process has no client address.
+          const address = clientAddress(request);
+          if (address === undefined || (await hasValidKey(request.headers.get("authorization")))) return;
+          const refused = await refuseUnauthenticated(address);
+          if (refused) endResponse(tooManyRequests(refused));
         },
+      },
+      documentLimits(limits, { introspection }),
+      {
         onResponse({ request, response }) {
           const caller = callers.get(request);
           if (!caller) return;
@@ -101,5 +149,5 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
       },
     ],
   });
-  return { yoga, schema };
+  return { yoga, schema, limits, hasValidKey, refuseUnauthenticated };
 }

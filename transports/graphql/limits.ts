@@ -1,0 +1,324 @@
+// Limits on what one GraphQL request may ask of the server, all checked before execution and before
+// authentication (DESIGN invariant 9). Without them one unauthenticated POST of a million aliased
+// `__typename` fields (22 MB) held the event loop for about 30 s and took 2.4 GB.
+//
+// Where each limit holds, in the order a request meets them:
+//   - requests without a valid key: a budget per client address (HTTP requests and WebSocket upgrades);
+//   - the HTTP body: `bodyBytes`, yoga's `maxRequestBodySize` (checks `content-length` before reading, and
+//     counts the bytes of a body sent without one while it streams), 413;
+//   - the document: its size, then its tokens while the lexer runs (graphql-js stops at `maxTokens`, so a
+//     huge document costs no more than its first `tokens` tokens);
+//   - the parsed operation: depth, aliases, directives and cost (fields as executed), with fragments
+//     expanded once each (memoised, so a fragment spread twice at every level cannot multiply the work)
+//     and cycles cut (graphql-js's NoFragmentCyclesRule reports those);
+//   - introspection, when switched off.
+// The same parse and validate serve the WebSocket transport (websocket.ts calls yoga's enveloped functions),
+// so a subscription document meets the same document limits.
+import {
+  GraphQLError,
+  Kind,
+  parse,
+  type ASTNode,
+  type ASTVisitor,
+  type DocumentNode,
+  type FragmentDefinitionNode,
+  type ParseOptions,
+  type SelectionSetNode,
+  type Source,
+  type ValidationRule,
+} from "graphql";
+import type { Plugin } from "graphql-yoga";
+import { KERNEL_ERRORS } from "../../core/errors.ts";
+import type { RateLimitDecision, RateLimiter } from "../../core/rate-limit.ts";
+import type { RateWindow } from "../../core/rate-limits.ts";
+import { codeFor } from "./errors.ts";
+
+export interface GraphqlLimits {
+  /** HTTP body of one GraphQL request, in bytes. */
+  bodyBytes: number;
+  /** A document's length in characters (the `query` text; data belongs in variables). */
+  documentChars: number;
+  /** Lexical tokens of a document (punctuation, names, values; comments and whitespace are not tokens). */
+  tokens: number;
+  /** Nesting of selections: `{ a }` is 1, `{ a { b } }` is 2. */
+  depth: number;
+  /** Aliased fields in one operation, fragments expanded. */
+  aliases: number;
+  /** Directive uses in one operation, fragments expanded. */
+  directives: number;
+  /** Fields one operation selects, fragments expanded: what execution would resolve. */
+  cost: number;
+  /** One WebSocket frame, in bytes. */
+  websocketFrameBytes: number;
+  /** Requests and WebSocket upgrades without a valid key, per client address and minute. */
+  unauthenticatedPerMinute: number;
+}
+
+// Measured against what clients need: the standard introspection query (GraphiQL's) has under 200 tokens,
+// depth 15 and 230 fields; the deepest output type of the schema is 4 levels under its root field. (How deep
+// introspection may nest its lists, `fields { type { fields ...`, graphql-js's MaxIntrospectionDepthRule
+// limits among the standard rules.)
+// A GraphQL body carries a control document and variables: inputs with base64 media larger than 1 MB go
+// through REST, whose per-operation caps allow them.
+export const GRAPHQL_LIMITS: Readonly<GraphqlLimits> = Object.freeze({
+  bodyBytes: 1_000_000,
+  documentChars: 100_000,
+  tokens: 2_000,
+  depth: 20,
+  aliases: 20,
+  directives: 20,
+  cost: 1_000,
+  websocketFrameBytes: 256 * 1024,
+  unauthenticatedPerMinute: 60,
+});
+
+type LimitName = "body" | "document" | "tokens" | "depth" | "aliases" | "directives" | "cost" | "introspection";
+
+/**
+ * A refusal by one of the limits: a GraphQL error with the status and code of errors.ts, the limit's name and
+ * its maximum. `extensions.http` makes yoga answer the HTTP request with 400, also to a client that accepts
+ * only `application/json` (`spec: false`: yoga would otherwise answer a spec-defined error to such a client
+ * with 200); yoga removes it from the body, and the WebSocket transport does too (withoutHttp).
+ */
+export function limitError(message: string, limit: LimitName, max?: number, nodes?: readonly ASTNode[]): GraphQLError {
+  return new GraphQLError(message, {
+    nodes,
+    extensions: { code: codeFor(400), status: 400, limit, ...(max === undefined ? {} : { max }), http: { spec: false, status: 400 } },
+  });
+}
+
+/** An error as a WebSocket client gets it: without the HTTP hints meant for yoga. */
+export function withoutHttp(error: GraphQLError): GraphQLError {
+  if (!error.extensions || !("http" in error.extensions)) return error;
+  const { http: _http, ...extensions } = error.extensions;
+  return new GraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, originalError: error.originalError, extensions });
+}
+
+/**
+ * A document that cannot run (a limit, a syntax error, a validation error) as a 400 over HTTP, whatever the
+ * client accepts: the error itself, with `extensions.status` as errors.ts gives every error and the HTTP hint.
+ */
+export function asRefusal(error: GraphQLError, code?: string): GraphQLError {
+  const extensions = error.extensions as Record<string, unknown>;
+  if (code) extensions.code ??= code;
+  const http = (extensions.http ?? {}) as { status?: number };
+  extensions.http = { ...http, spec: false, status: http.status ?? 400 };
+  extensions.status ??= 400;
+  return error;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The document: size and tokens in parse, the rest in one validation rule.
+
+/** graphql-js's own text for the token limit ("Document contains more that N tokens. Parsing aborted."). */
+const TOKEN_LIMIT_TEXT = /Document contains more tha[nt] \d+ tokens/;
+
+const documentTooLarge = (chars: number, limits: GraphqlLimits) =>
+  limitError(`The GraphQL document is too large: ${chars} characters (at most ${limits.documentChars}). Pass large values as variables.`, "document", limits.documentChars);
+const tooManyTokens = (limits: GraphqlLimits) => limitError(`The GraphQL document has more than ${limits.tokens} tokens.`, "tokens", limits.tokens);
+
+/** graphql-js's parse with the size checked first and the lexer stopped after `tokens` tokens. */
+export function parseWithinLimits(source: string | Source, limits: GraphqlLimits, options?: ParseOptions): DocumentNode {
+  const text = typeof source === "string" ? source : source.body;
+  if (text.length > limits.documentChars) throw documentTooLarge(text.length, limits);
+  try {
+    return parse(source, { ...options, maxTokens: limits.tokens });
+  } catch (error) {
+    if (error instanceof GraphQLError && TOKEN_LIMIT_TEXT.test(error.message)) throw tooManyTokens(limits);
+    throw error;
+  }
+}
+
+
+interface Measure {
+  depth: number;
+  aliases: number;
+  directives: number;
+  cost: number;
+}
+
+const NOTHING: Measure = Object.freeze({ depth: 0, aliases: 0, directives: 0, cost: 0 });
+
+/**
+ * Depth, aliases, directives and cost of each operation of a document, each fragment measured once. A spread
+ * of a fragment that is being measured (a cycle) adds nothing; a spread of an unknown fragment neither (the
+ * standard rules report both).
+ */
+export function measureOperations(document: DocumentNode): Array<{ name: string | undefined; node: ASTNode } & Measure> {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
+  const measured = new Map<string, Measure>();
+  const measuring = new Set<string>();
+
+  function fragment(name: string): Measure {
+    const known = measured.get(name);
+    if (known) return known;
+    const def = fragments.get(name);
+    if (!def || measuring.has(name)) return NOTHING;
+    measuring.add(name);
+    const m = selections(def.selectionSet);
+    m.directives += def.directives?.length ?? 0;
+    measuring.delete(name);
+    measured.set(name, m);
+    return m;
+  }
+
+  function selections(set: SelectionSetNode): Measure {
+    const m: Measure = { depth: 0, aliases: 0, directives: 0, cost: 0 };
+    for (const s of set.selections) {
+      m.directives += s.directives?.length ?? 0;
+      let inner: Measure;
+      let levels = 0;
+      if (s.kind === Kind.FIELD) {
+        if (s.alias) m.aliases++;
+        m.cost++;
+        levels = 1;
+        inner = s.selectionSet ? selections(s.selectionSet) : NOTHING;
+      } else if (s.kind === Kind.INLINE_FRAGMENT) {
+        inner = selections(s.selectionSet);
+      } else {
+        inner = fragment(s.name.value);
+      }
+      m.depth = Math.max(m.depth, levels + inner.depth);
+      m.aliases += inner.aliases;
+      m.directives += inner.directives;
+      m.cost += inner.cost;
+    }
+    return m;
+  }
+
+  const out: Array<{ name: string | undefined; node: ASTNode } & Measure> = [];
+  for (const d of document.definitions) {
+    if (d.kind !== Kind.OPERATION_DEFINITION) continue;
+    const m = selections(d.selectionSet);
+    m.directives += (d.directives?.length ?? 0) + (d.variableDefinitions ?? []).reduce((n, v) => n + (v.directives?.length ?? 0), 0);
+    out.push({ name: d.name?.value, node: d, ...m });
+  }
+  return out;
+}
+
+/** The depth, alias, directive and cost limits as one validation rule; it measures on entering the document. */
+export function operationLimitsRule(limits: GraphqlLimits): ValidationRule {
+  return (context): ASTVisitor => ({
+    Document(document) {
+      for (const op of measureOperations(document)) {
+        const which = op.name ? `Operation "${op.name}"` : "The operation";
+        const over = (found: number, max: number) => found > max;
+        if (over(op.depth, limits.depth)) {
+          context.reportError(limitError(`${which} is nested too deeply: ${op.depth} levels (at most ${limits.depth}).`, "depth", limits.depth, [op.node]));
+        }
+        if (over(op.aliases, limits.aliases)) {
+          context.reportError(limitError(`${which} has too many aliases: ${op.aliases} (at most ${limits.aliases}).`, "aliases", limits.aliases, [op.node]));
+        }
+        if (over(op.directives, limits.directives)) {
+          context.reportError(limitError(`${which} has too many directives: ${op.directives} (at most ${limits.directives}).`, "directives", limits.directives, [op.node]));
+        }
+        if (over(op.cost, limits.cost)) {
+          // The count may be astronomically large for a fragment bomb; say so without printing 1e+300.
+          const found = Number.isSafeInteger(op.cost) ? String(op.cost) : "more than that";
+          context.reportError(limitError(`${which} selects too many fields: ${found} (at most ${limits.cost}).`, "cost", limits.cost, [op.node]));
+        }
+      }
+      // Everything is measured from the document node; the rule need not visit the rest.
+      return false;
+    },
+  });
+}
+
+/** Refuses `__schema` and `__type` (the introspection fields); `__typename` stays, clients rely on it. */
+export const noIntrospectionRule: ValidationRule = (context) => ({
+  Field(node) {
+    if (node.name.value === "__schema" || node.name.value === "__type") {
+      context.reportError(limitError("GraphQL introspection is disabled on this server.", "introspection", undefined, [node]));
+    }
+  },
+});
+
+/**
+ * The document limits (and, when off, introspection) as a yoga plugin. HTTP and WebSocket both parse and
+ * validate through it (websocket.ts calls yoga's enveloped parse and validate).
+ *
+ * Over HTTP a document that cannot run answers 400. Validation errors are marked so as they come out of
+ * validate. A parse error cannot be: yoga marks every parse error as one the GraphQL-over-HTTP spec defines
+ * (answered 200 to an `application/json` client) after any plugin's hook. So the HTTP request's document
+ * is parsed once in onParams, before yoga's own parse, and a failure becomes the request's result there.
+ * (Parsing is bounded by the size and token limits; yoga's parse of the same text is then a cache hit.)
+ */
+export function documentLimits(limits: GraphqlLimits, options: { introspection: boolean }): Plugin {
+  const rule = operationLimitsRule(limits);
+  return {
+    onParams({ params, setResult }) {
+      if (typeof params.query !== "string") return;
+      try {
+        parseWithinLimits(params.query, limits);
+      } catch (error) {
+        // The code yoga gives a parse error when it finds one itself.
+        if (error instanceof GraphQLError) setResult({ errors: [asRefusal(error, "GRAPHQL_PARSE_FAILED")] });
+      }
+    },
+    onParse({ setParseFn }) {
+      setParseFn((source, parseOptions) => parseWithinLimits(source, limits, parseOptions));
+    },
+    onValidate({ addValidationRule }) {
+      addValidationRule(rule);
+      if (!options.introspection) addValidationRule(noIntrospectionRule);
+      return ({ valid, result }) => {
+        if (!valid) for (const error of result) asRefusal(error);
+      };
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Requests without a valid key: a budget per client address.
+
+/** The address of the client an HTTP request came from: srvx puts it on the request (Node, Deno, Bun). */
+export function clientAddress(request: Request): string | undefined {
+  const ip = (request as Request & { ip?: unknown }).ip;
+  return typeof ip === "string" && ip !== "" ? ip : undefined;
+}
+
+/**
+ * The counter key of an address: IPv4 as is (also when IPv4-mapped), IPv6 by its /64, since one host is
+ * usually given a whole /64 and could otherwise take a fresh budget for every address in it.
+ */
+export function addressKey(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  if (!address.includes(":")) return address;
+  const bare = address.split("%")[0]!.toLowerCase();
+  const [head, tail] = bare.split("::") as [string, string | undefined];
+  const left = head ? head.split(":") : [];
+  const right = tail ? tail.split(":") : [];
+  const groups = tail === undefined ? left : [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ""))
+    .join(":")}::/64`;
+}
+
+export interface AddressBudget {
+  /** Counts one unauthenticated request or upgrade of `address`; null when the address is unknown (in process). */
+  spend(address: string | undefined): Promise<RateLimitDecision | null>;
+}
+
+const RULE = "graphql unauthenticated";
+
+export function addressBudget(limiter: RateLimiter, perMinute: number): AddressBudget {
+  const windows: readonly RateWindow[] = [{ limit: perMinute, windowSeconds: 60 }];
+  return {
+    async spend(address) {
+      if (address === undefined) return null;
+      return limiter.check(`addr:${addressKey(address)}`, RULE, windows);
+    },
+  };
+}
+
+/** The 429 of an exhausted address budget, in the shape of every GraphQL error body. */
+export function tooManyRequests(decision: RateLimitDecision): Response {
+  const extensions = { code: codeFor(429), status: 429, retry_after_seconds: decision.retryAfterSeconds };
+  return new Response(JSON.stringify({ errors: [{ message: KERNEL_ERRORS.rateLimited, extensions }] }), {
+    status: 429,
+    headers: { "content-type": "application/json; charset=utf-8", ...decision.headers },
+  });
+}
