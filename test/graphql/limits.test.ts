@@ -229,7 +229,9 @@ function socket(url: string, headers: Record<string, string> = {}) {
     ws.once("unexpected-response", (_req, res) => reject(Object.assign(new Error(`upgrade refused ${res.statusCode}`), { status: res.statusCode, headers: res.headers })));
     ws.once("error", reject);
   });
-  const closed = new Promise<number>((resolve) => ws.once("close", (code) => resolve(code)));
+  const closing = new Promise<number>((resolve) => ws.once("close", (code) => resolve(code)));
+  // A bound on "is closed at all" (not a timing assertion): a socket left open fails the test instead of hanging it.
+  const closed = Promise.race([closing, new Promise<string>((resolve) => setTimeout(() => resolve("still open after 60 s"), 60_000).unref())]);
   ws.on("message", (data) => messages.push(JSON.parse(String(data))));
   const next = async (type: string) => {
     for (let i = 0; i < 600 && !messages.some((m) => m.type === type); i++) await new Promise((r) => setTimeout(r, 50));
@@ -244,6 +246,7 @@ live("WebSocket: connection_init without a valid key is closed with 4403", async
     await c.opened;
     c.send({ type: "connection_init", payload });
     assert.is(await c.closed, 4403);
+    c.ws.terminate();
     assert.not.ok(c.messages.some((m) => m.type === "connection_ack"));
   }
 });
@@ -254,6 +257,7 @@ live("WebSocket: a frame over the cap closes the socket (1009) before connection
   await c.opened;
   c.send({ type: "connection_init", payload: { authorization: `Bearer ${p.key}`, pad: "x".repeat(GRAPHQL_LIMITS.websocketFrameBytes) } });
   assert.is(await c.closed, 1009);
+  c.ws.terminate();
 });
 
 live("WebSocket: subscribe meets the same document limits, as an `error` message", async () => {
