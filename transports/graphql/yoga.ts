@@ -114,8 +114,11 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
     maskedErrors: {
       maskError(error, message) {
         if (error instanceof GraphQLError && error.extensions.code === "REQUEST_ENTITY_TOO_LARGE") {
-          // yoga's body cap (maxRequestBodySize), in the terms of errors.ts.
-          return new GraphQLError(KERNEL_ERRORS.bodyTooLarge, { extensions: { code: codeFor(413), status: 413, limit: "body", max: limits.bodyBytes, http: { status: 413 } } });
+          // yoga's body cap (maxRequestBodySize; its text is REST's), in the terms of errors.ts. The same
+          // object, changed in place: yoga logs every error that masking replaces, and a client's oversized
+          // body is not worth an error line in our log.
+          Object.assign(error.extensions, { code: codeFor(413), status: 413, limit: "body", max: limits.bodyBytes });
+          return error;
         }
         if (isOriginalGraphqlError(error)) return error as GraphQLError;
         kernel.log.error(`GraphQL: ${message}`, (error as { originalError?: unknown }).originalError ?? error);
