@@ -129,6 +129,24 @@ doc("a body over the cap is a 413, by its content-length and while a chunked bod
   assert.ok(sent < 4 * GRAPHQL_LIMITS.bodyBytes, `stopped reading (${sent} bytes pulled)`);
 });
 
+doc("variables nested deeper than a REST body may be are a 400 with REST's text (not a stack overflow)", async () => {
+  const app = createHttpApp(tk.kernel, { adminToken: tk.adminToken });
+  const p = await tk.partner();
+  const ask = async (variables: string) => {
+    const body = `{"query":"{ __typename }","variables":${variables}}`;
+    const res = await app.fetch(new Request("http://t/graphql", { method: "POST", headers: { "content-type": "application/json", "user-agent": UA, authorization: `Bearer ${p.key}` }, body }));
+    return { status: res.status, ...((await res.json()) as any) };
+  };
+  for (const deep of ["[".repeat(20_000) + "]".repeat(20_000), '{"a":'.repeat(33) + "1" + "}".repeat(33)]) {
+    const e = refusal(await ask(`{"i":{"note":${deep}}}`), "variables");
+    assert.is(e.message, "Request body is nested too deeply (at most 32 levels)");
+  }
+  // 32 levels, as REST allows, pass.
+  const ok = await ask(`{"i":${'{"a":'.repeat(31)}1${"}".repeat(31)}}`);
+  assert.is(ok.status, 200, JSON.stringify(ok.errors));
+  assert.is(ok.data.__typename, "Query");
+});
+
 doc("the standard introspection query fits every limit", async () => {
   const { getIntrospectionQuery } = await import("graphql");
   const res = await graphql(tk, getIntrospectionQuery({ descriptions: true, specifiedByUrl: true, directiveIsRepeatable: true, schemaDescription: true, inputValueDeprecation: true }));

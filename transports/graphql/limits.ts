@@ -29,6 +29,7 @@ import {
 } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
+import { MAX_INPUT_DEPTH } from "../../core/validation.ts";
 import type { RateLimitDecision, RateLimiter } from "../../core/rate-limit.ts";
 import type { RateWindow } from "../../core/rate-limits.ts";
 import { codeFor } from "./errors.ts";
@@ -72,7 +73,7 @@ export const GRAPHQL_LIMITS: Readonly<GraphqlLimits> = Object.freeze({
   unauthenticatedPerMinute: 60,
 });
 
-type LimitName = "body" | "document" | "tokens" | "depth" | "aliases" | "directives" | "cost" | "introspection";
+type LimitName = "body" | "document" | "tokens" | "depth" | "aliases" | "directives" | "cost" | "introspection" | "variables";
 
 /**
  * A refusal by one of the limits: a GraphQL error with the status and code of errors.ts, the limit's name and
@@ -235,6 +236,24 @@ export const noIntrospectionRule: ValidationRule = (context) => ({
 });
 
 /**
+ * Variables nested deeper than a REST body may be (MAX_INPUT_DEPTH, with REST's text): a 20,000-deep array in
+ * a JSON-typed variable would otherwise reach recursive code (coercion, the copy of an operation's input)
+ * and end as a 500. Walked without recursion; null when the variables are fine.
+ */
+export function variablesRefusal(variables: unknown): GraphQLError | null {
+  if (variables === null || typeof variables !== "object") return null;
+  // Each variable's value is what a REST body would be, so it is measured from one level below `variables`.
+  const stack: Array<[unknown, number]> = Object.values(variables).map((v) => [v, 1]);
+  while (stack.length) {
+    const [value, level] = stack.pop()!;
+    if (value === null || typeof value !== "object") continue;
+    if (level > MAX_INPUT_DEPTH) return limitError(KERNEL_ERRORS.tooDeep(MAX_INPUT_DEPTH), "variables", MAX_INPUT_DEPTH);
+    for (const child of Object.values(value)) stack.push([child, level + 1]);
+  }
+  return null;
+}
+
+/**
  * The document limits (and, when off, introspection) as a yoga plugin. HTTP and WebSocket both parse and
  * validate through it (websocket.ts calls yoga's enveloped parse and validate).
  *
@@ -248,6 +267,8 @@ export function documentLimits(limits: GraphqlLimits, options: { introspection: 
   const rule = operationLimitsRule(limits);
   return {
     onParams({ params, setResult }) {
+      const deep = variablesRefusal(params.variables);
+      if (deep) return setResult({ errors: [deep] });
       if (typeof params.query !== "string") return;
       try {
         parseWithinLimits(params.query, limits);

@@ -14,7 +14,7 @@ import { GraphQLError, type ExecutionArgs } from "graphql";
 import { useServer } from "graphql-ws/use/ws";
 import { WebSocketServer, type VerifyClientCallbackAsync } from "ws";
 import type { Caller } from "./context.ts";
-import { withoutHttp } from "./limits.ts";
+import { variablesRefusal, withoutHttp } from "./limits.ts";
 import { GRAPHQL_PATH, type GraphqlServer } from "./yoga.ts";
 
 function header(request: IncomingMessage, name: string): string | null {
@@ -81,6 +81,8 @@ export function attachGraphqlWebSocket(server: HttpServer | Http2Server, graphql
           params: payload,
           caller,
         } as never);
+        const deep = variablesRefusal(payload.variables);
+        if (deep) return [withoutHttp(deep)];
         let document;
         try {
           document = parse(payload.query);
