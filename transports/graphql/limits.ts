@@ -6,14 +6,15 @@
 //   - requests without a valid key: a budget per client address (HTTP requests and WebSocket upgrades);
 //   - the HTTP body: `bodyBytes`, yoga's `maxRequestBodySize` (checks `content-length` before reading, and
 //     counts the bytes of a body sent without one while it streams), 413;
+//   - variables nested deeper than a REST body may be;
 //   - the document: its size, then its tokens while the lexer runs (graphql-js stops at `maxTokens`, so a
 //     huge document costs no more than its first `tokens` tokens);
 //   - the parsed operation: depth, aliases, directives and cost (fields as executed), with fragments
 //     expanded once each (memoised, so a fragment spread twice at every level cannot multiply the work)
 //     and cycles cut (graphql-js's NoFragmentCyclesRule reports those);
 //   - introspection, when switched off.
-// The same parse and validate serve the WebSocket transport (websocket.ts calls yoga's enveloped functions),
-// so a subscription document meets the same document limits.
+// The same parse and validate serve the WebSocket transport (websocket.ts calls yoga's enveloped functions
+// and checks the variables itself), so a subscription document meets the same document limits.
 import {
   GraphQLError,
   Kind,
