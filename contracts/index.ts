@@ -22,3 +22,5 @@ export * from "./music.ts";
 export * from "./speech.ts";
 export * from "./social.ts";
 export * from "./records.ts";
+export * from "./omni.ts";
+export * from "./text.ts";

@@ -2,6 +2,7 @@
 // list endpoints, without importing it. Image upscaling makes image jobs (`images.records`, provided by the
 // images plugin) and video upscaling makes video jobs (`video.records`, provided by the video plugin).
 import type { Kysely } from "kysely";
+import type { SpokenRecord } from "./speech.ts";
 
 /** What a finished image job keeps on its `jobs.output`; status and list build the media link from the key. */
 export interface ImageOutput {
@@ -38,6 +39,32 @@ export interface VideoOutput {
   metadata_removed: boolean;
   width: number;
   height: number;
+  /**
+   * What the provider spoke in the clip and when (GeneratedVideo.spoken): null when it did not say (an
+   * upstream that does not record, an upscale), absent on jobs older than the field.
+   */
+  spoken?: SpokenRecord | null;
+}
+
+/**
+ * One of an account's videos as another area (captions) sees it: a video, animation or upscale job, or a
+ * merge. `read()` gives the stored MP4, null once it has been pruned (or before the job completed).
+ */
+export interface CaptionableVideo {
+  job_id: string;
+  /** `video`, `animation`, `upscale` or `merge`. */
+  kind: string;
+  /** The job's state as its own status shows it (`queued`, `processing`, `complete`, `error`, `failed`). */
+  state: string;
+  complete: boolean;
+  /** Seconds; whole seconds for generated clips (what their status shows), measured for merges. */
+  duration: number;
+  /** Pixels; 0 while a video job is not complete. */
+  width: number;
+  height: number;
+  read(): Promise<Uint8Array | null>;
+  /** The words spoken in the file and their times, when we spoke them ourselves; else null. */
+  spoken: SpokenRecord | null;
 }
 
 export interface VideoJobRow {
@@ -63,6 +90,11 @@ export interface VideoRecords {
   insert(trx: Kysely<any>, row: Omit<VideoJobRow, "start_frame_url" | "end_frame_url"> & Partial<Pick<VideoJobRow, "start_frame_url" | "end_frame_url">>): Promise<void>;
   /** Stores a finished clip where the video endpoints serve it from; return the result from run() as output. */
   storeOutput(jobId: string, bytes: Uint8Array, info: Omit<VideoOutput, "video_key" | "video_url">): Promise<VideoOutput>;
+  /**
+   * One of the partner's videos (video, animation, upscale or merge job) by job id; null when there is no
+   * such job or it is another account's (the same answer for both).
+   */
+  find(db: Kysely<any>, partnerId: string, jobId: string): Promise<CaptionableVideo | null>;
 }
 
 declare module "./index.ts" {

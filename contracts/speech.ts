@@ -29,6 +29,8 @@ export interface SpeechAudio {
   /** Encoded in `format`. */
   bytes: Uint8Array;
   durationSeconds: number;
+  /** The words spoken and their times in this audio, when the provider recorded them (lib/speech speakTimed). */
+  spoken?: SpokenRecord;
 }
 
 /**
@@ -83,5 +85,69 @@ export async function synthesizeWithin(provider: SpeechProvider, request: Omit<S
 declare module "./index.ts" {
   interface CapabilityMap {
     "speech.synthesize": SpeechProviders;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// `speech.transcribe`: audio in, timed words out. Captions and ad analysis call it; the captions plugin
+// provides it as a chain of providers (plugins/captions/transcribe/), each of which may decline.
+
+/** One spoken word and where it is in the audio, in seconds from the start of the file. */
+export interface TimedWord {
+  text: string;
+  start: number;
+  end: number;
+  /** 0-1; 1 for words we know because we spoke them ourselves or a timed-text track says so. */
+  confidence: number;
+}
+
+/**
+ * What a sandbox that speaks recorded as it synthesized: the words it spoke and their times in the file it
+ * made. It travels with the job that made the file (e.g. on a video job's output), so a caption job on that
+ * file needs no recognition at all.
+ */
+export interface SpokenRecord {
+  language: string;
+  words: TimedWord[];
+}
+
+export interface TranscribeRequest {
+  /** The speech to transcribe: 16-bit PCM mono WAV (16 kHz is what the recognizers want). */
+  audio: Uint8Array;
+  /** Language hint, e.g. "en" (default "en"). */
+  language?: string;
+  /** The record of our own synthesis, when the file is one we made (the first provider uses it as it is). */
+  spoken?: SpokenRecord | null;
+  /** An embedded timed-text track of the source file (mov_text or WebVTT), as WebVTT text. */
+  timedText?: string | null;
+  signal: AbortSignal;
+  /** Fractions in [0, 1] as recognition goes. */
+  onProgress?(fraction: number): void;
+}
+
+export interface Transcript {
+  language: string;
+  /** In time order; empty when the audio holds no usable speech (the caller's `no_speech`). */
+  words: TimedWord[];
+  /** Which provider answered (`spoken`, `timed-text`, `pocketsphinx`, `openai`, or `vad` for silence). */
+  provider: string;
+}
+
+/** One link of the chain. `null` declines (not installed, not configured, nothing to go on); a throw fails. */
+export interface TranscriptionProvider {
+  readonly name: string;
+  transcribe(request: TranscribeRequest): Promise<Transcript | null>;
+}
+
+export interface SpeechTranscriber {
+  /** Tries the providers in order; silence (voice-activity step) answers an empty transcript. */
+  transcribe(request: TranscribeRequest): Promise<Transcript>;
+  /** The providers in the order they are tried (for tests and the benchmark). */
+  readonly providers: readonly TranscriptionProvider[];
+}
+
+declare module "./index.ts" {
+  interface CapabilityMap {
+    "speech.transcribe": SpeechTranscriber;
   }
 }

@@ -2,6 +2,7 @@
 // charges, fetches the frames and prepares the reference media, then hands the provider everything as bytes;
 // its sandbox (plugins/video/sandbox.ts) or a real upstream adapter provides it, so one replaces the other without touching
 // the plugin.
+import type { SpokenRecord } from "./speech.ts";
 
 /** A still picture: a start or end frame, or a reference image. */
 export interface VideoFrame {
@@ -49,6 +50,11 @@ export interface GeneratedVideo {
   /** An MP4 (H.264 video, AAC audio when there is sound), possibly carrying provenance metadata. */
   bytes: Uint8Array;
   mimeType: "video/mp4";
+  /**
+   * The words the clip speaks and their times in this file, when the provider spoke them itself (the sandbox
+   * does when `sound` is on; `words` empty when it had nothing to say). Kept with the job for captions.
+   */
+  spoken?: SpokenRecord | null;
 }
 
 export { UnsafeContentError } from "./errors.ts";

@@ -105,6 +105,11 @@ export interface JobRunContext<Input = any> {
   progress(percent: number, message?: string): Promise<void>;
   /** A non-terminal move; an illegal one throws. */
   moveTo(state: string, message?: string): Promise<void>;
+  /**
+   * Returns one part of this job's charge (JobSubmission.refundableShares, by index), at most once however
+   * often it is called, across attempts too; the credits returned (0 when already returned or no such part).
+   */
+  refundShare(index: number): Promise<number>;
 }
 
 /** What subscribers of a job see (GraphQL subscriptions, and anyone on `jobChannel(id)`). */
@@ -121,6 +126,23 @@ export interface JobUpdate {
 }
 
 export const jobChannel = (jobId: string) => `job:${jobId}`;
+
+/**
+ * A provider's progress (0-1) as the job's percent between `from` and `to`, throttled: engines report every
+ * quarter second, the job row needs whole percents (the last one, `to`, is always written).
+ */
+export function progressBetween(ctx: Pick<JobRunContext, "progress">, from: number, to: number, defaultMessage = "Rendering") {
+  let last = -1;
+  let lastAt = 0;
+  return async (fraction: number, message?: string) => {
+    const percent = Math.floor(from + Math.max(0, Math.min(1, fraction)) * (to - from));
+    const now = Date.now();
+    if (percent <= last || (now - lastAt < 250 && percent < to)) return;
+    last = percent;
+    lastAt = now;
+    await ctx.progress(percent, message ?? defaultMessage);
+  };
+}
 
 export class IllegalTransition extends Error {}
 
@@ -172,6 +194,7 @@ export interface JobRuntimeDeps {
   kinds: Map<string, CompiledKind>;
   chargeAndCreateJob(req: ChargeRequest): Promise<SubmittedJob>;
   finishJob(jobId: string, finish: FinishJob): Promise<FinishedJob | null>;
+  refundShare(jobId: string, index: number): Promise<number>;
   blobsFor(plugin: string): BlobStore;
   capabilitiesFor(plugin: string): <K extends CapabilityName>(name: K) => CapabilityMap[K];
   pluginConfigFor(plugin: string): PluginConfigValues;
@@ -268,6 +291,10 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
         // then see 20 %; the bar waits until the new attempt passes the old mark.
         await write({ progress: sql<number>`greatest(coalesce(progress, 0), ${p})`, ...(message !== undefined ? { message } : {}) }, state);
       },
+      async refundShare(index) {
+        alive();
+        return deps.refundShare(jobId, index);
+      },
       async moveTo(to, message) {
         assertLegal(to);
         if (k.decl.terminal[to]) throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: moveTo("${to}") is terminal; return it from run()`);
@@ -348,8 +375,8 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       if (runs) await ensureQueue(k);
       return deps.chargeAndCreateJob({
         ...req,
-        within: async (trx, jobIds) => {
-          await req.within?.(trx, jobIds);
+        within: async (trx, jobIds, groupId) => {
+          await req.within?.(trx, jobIds, groupId);
           if (!runs) return;
           const executor = async (text: string, values: unknown[]) => trx.executeQuery(CompiledQuery.raw(text, values as any[]));
           for (const jobId of jobIds) await queue.sendWithin(executor, k.queue, { jobId } satisfies QueuedJob);

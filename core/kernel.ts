@@ -5,7 +5,7 @@ import { type Clock, systemClock } from "./clock.ts";
 import { type Config, type Environment, environmentOf, type PluginConfigValues, readVariables } from "./config.ts";
 import { compileJobKinds, createJobRuntime, type JobRuntime } from "./jobs.ts";
 import { compileOperations, type OperationTable } from "./operations.ts";
-import { chargeAndCreateJob, finishJob, type FinishJob, type FinishedJob } from "./ledger.ts";
+import { chargeAndCreateJob, finishJob, type FinishJob, type FinishedJob, refundShare } from "./ledger.ts";
 import { createLogger, type Logger } from "./log.ts";
 import type { CapabilityHost, PluginDeclaration } from "./plugin.ts";
 import type { CapabilityMap, CapabilityName, KernelCapability } from "../contracts/index.ts";
@@ -216,6 +216,11 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       kinds: jobKinds,
       chargeAndCreateJob: chargeAndCreate,
       finishJob: finish,
+      async refundShare(jobId, index) {
+        const { partnerId, credits } = await refundShare(database.kysely, jobId, index);
+        if (credits > 0) await accounts.changed(partnerId);
+        return credits;
+      },
       blobsFor: (plugin) => blobsByPlugin.get(plugin)!,
       capabilitiesFor,
       pluginConfigFor: pluginConfig,

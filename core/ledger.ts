@@ -31,16 +31,36 @@ export interface JobSubmission {
    */
   count?: number;
   /**
+   * Unequal shares instead of `count`: one job per share, each charged (and later refunded, once) exactly its
+   * share, e.g. a batch's sections priced by their own durations. They must sum to `credits`; still one
+   * ledger line for the whole charge.
+   */
+  shares?: readonly number[];
+  /**
+   * One job whose charge is made of parts it may refund one by one while it runs (JobRunContext.refundShare,
+   * each part at most once), e.g. a run's scenes. They must sum to `credits`; one job, one ledger line.
+   */
+  refundableShares?: readonly number[];
+  /** One input per job (with `count` or `shares`, in the jobs' order) instead of `input` for all. */
+  inputs?: readonly Record<string, unknown>[];
+  /**
+   * The jobs form one group whose id is allocated here (SubmittedJob.groupId, a `svc-` id like any job's):
+   * an in-flight group holds one slot of the cap, not one per job, until its last job ends.
+   */
+  group?: boolean;
+  /**
    * Runs inside the charge's transaction after the job rows exist: the plugin's own rows, and the queue
    * send (core/jobs.ts), commit or vanish together with the charge. Database work only.
    */
-  within?: (trx: Kysely<any>, jobIds: readonly string[]) => Promise<void>;
+  within?: (trx: Kysely<any>, jobIds: readonly string[], groupId: string | null) => Promise<void>;
 }
 
 export interface SubmittedJob {
   /** The first (usually only) job. */
   jobId: string;
   jobIds: string[];
+  /** With `group`: the group's id. */
+  groupId: string | null;
   creditsUsed: number;
   creditsRemaining: number;
 }
@@ -49,6 +69,21 @@ export interface SubmittedJob {
 export function splitCredits(total: number, count: number): number[] {
   const base = Math.floor(total / count);
   return Array.from({ length: count }, (_, i) => base + (i < total - base * count ? 1 : 0));
+}
+
+/** Each job's share of the charge: `shares` as given (checked), or `count` equal shares. */
+function jobShares(req: JobSubmission): number[] {
+  if (req.shares) {
+    if (req.count !== undefined) throw new Error("a submission has either count or shares");
+    const sum = req.shares.reduce((a, b) => a + b, 0);
+    if (req.shares.length < 1 || req.shares.some((s) => !Number.isSafeInteger(s) || s < 0) || sum !== req.credits) {
+      throw new Error(`shares must be non-negative integers summing to the charge (${req.credits}), got ${req.shares.join(", ")}`);
+    }
+    return [...req.shares];
+  }
+  const count = req.count ?? 1;
+  if (!Number.isSafeInteger(count) || count < 1) throw new Error(`job count must be a positive integer, got ${count}`);
+  return splitCredits(req.credits, count);
 }
 
 export interface ChargeRequest extends JobSubmission {
@@ -86,7 +121,8 @@ export async function chargeAndCreateJob(db: Kysely<KernelTables>, req: ChargeRe
       const cap = partner.limits?.inflight_jobs ?? DEFAULT_INFLIGHT_CAP;
       const { n } = await trx
         .selectFrom("jobs")
-        .select((eb) => eb.fn.countAll<number>().as("n"))
+        // A group (a batch's sections) is one job of the cap, however many of its jobs still run.
+        .select(sql<number>`count(distinct coalesce(group_id, id))`.as("n"))
         .where("partner_id", "=", req.partnerId)
         .where("holds_inflight_slot", "=", true)
         .executeTakeFirstOrThrow();
@@ -107,11 +143,12 @@ export async function chargeAndCreateJob(db: Kysely<KernelTables>, req: ChargeRe
       }
       remaining = updated.credits_remaining;
     }
-    const count = req.count ?? 1;
-    if (!Number.isSafeInteger(count) || count < 1) throw new Error(`job count must be a positive integer, got ${count}`);
-    const shares = splitCredits(req.credits, count);
+    const shares = jobShares(req);
+    const groupId = req.group ? await allocateServiceId(trx) : null;
     const jobIds: string[] = [];
-    for (const share of shares) {
+    if (req.inputs && req.inputs.length !== shares.length) throw new Error(`${req.inputs.length} inputs for ${shares.length} jobs`);
+    for (const [i, share] of shares.entries()) {
+      const input = req.inputs ? req.inputs[i] : req.input;
       const id = await allocateServiceId(trx);
       jobIds.push(id);
       await trx
@@ -125,14 +162,22 @@ export async function chargeAndCreateJob(db: Kysely<KernelTables>, req: ChargeRe
           state: req.state,
           partner_job_id: req.partnerJobId ?? null,
           callback_url: req.callbackUrl ?? null,
+          group_id: groupId,
           credits_used: share,
           holds_inflight_slot: req.inflight && !req.terminal,
           finished_at: req.terminal ? sql`now()` : null,
-          input: req.input ? JSON.stringify(req.input) : null,
+          input: input ? JSON.stringify(input) : null,
         })
         .execute();
     }
     const jobId = jobIds[0]!;
+    if (req.refundableShares) {
+      const parts = req.refundableShares;
+      if (jobIds.length !== 1 || parts.some((c) => !Number.isSafeInteger(c) || c < 0) || parts.reduce((a, b) => a + b, 0) !== req.credits) {
+        throw new Error(`refundable shares must be one job's non-negative integers summing to the charge (${req.credits}), got ${parts.join(", ")}`);
+      }
+      for (const [idx, credits] of parts.entries()) await trx.insertInto("job_shares").values({ job_id: jobId, idx, credits }).execute();
+    }
     if (req.credits > 0) {
       await trx
         .insertInto("ledger")
@@ -146,8 +191,8 @@ export async function chargeAndCreateJob(db: Kysely<KernelTables>, req: ChargeRe
         })
         .execute();
     }
-    await req.within?.(trx, jobIds);
-    return { jobId, jobIds, creditsUsed: req.credits, creditsRemaining: remaining };
+    await req.within?.(trx, jobIds, groupId);
+    return { jobId, jobIds, groupId, creditsUsed: req.credits, creditsRemaining: remaining };
   });
 }
 
@@ -176,6 +221,9 @@ export interface FinishedJob {
  */
 export async function finishJob(db: Kysely<KernelTables>, jobId: string, finish: FinishJob): Promise<FinishedJob | null> {
   return db.transaction().execute(async (trx) => {
+    // What its refundable shares already returned (refundShare) stays; a failure returns the rest.
+    const before = await trx.selectFrom("jobs").select(["credits_used", "credits_refunded"]).where("id", "=", jobId).where("finished_at", "is", null).forUpdate().executeTakeFirst();
+    if (!before) return null;
     const job = await trx
       .updateTable("jobs")
       .set({
@@ -183,7 +231,7 @@ export async function finishJob(db: Kysely<KernelTables>, jobId: string, finish:
         finished_at: sql`now()`,
         updated_at: sql`now()`,
         holds_inflight_slot: false,
-        credits_refunded: finish.refund ? sql`credits_used` : 0,
+        credits_refunded: finish.refund ? sql`credits_used` : sql`credits_refunded`,
         error: finish.error ?? null,
         ...(finish.output ? { output: JSON.stringify(finish.output) } : {}),
       })
@@ -192,26 +240,35 @@ export async function finishJob(db: Kysely<KernelTables>, jobId: string, finish:
       .returning(["partner_id", "credits_refunded", "endpoint"])
       .executeTakeFirst();
     if (!job) return null;
-    if (job.credits_refunded > 0) {
-      await trx
-        .updateTable("partners")
-        .set({ credits_remaining: sql`credits_remaining + ${job.credits_refunded}` })
-        .where("id", "=", job.partner_id)
-        .execute();
-      await trx
-        .insertInto("ledger")
-        .values({
-          partner_id: job.partner_id,
-          amount: job.credits_refunded,
-          type: "refund",
-          description: `Refund: ${job.endpoint} (${jobId})`,
-          endpoint: job.endpoint,
-          job_id: jobId,
-        })
-        .execute();
-    }
+    const refunded = Number(job.credits_refunded) - Number(before.credits_refunded);
+    if (refunded > 0) await creditRefund(trx, job.partner_id, refunded, job.endpoint, jobId, `Refund: ${job.endpoint} (${jobId})`);
     await finish.within?.(trx, { partnerId: job.partner_id, creditsRefunded: job.credits_refunded });
-    return { partnerId: job.partner_id, creditsRefunded: job.credits_refunded };
+    return { partnerId: job.partner_id, creditsRefunded: refunded };
+  });
+}
+
+async function creditRefund(trx: Kysely<KernelTables>, partnerId: string, amount: number, endpoint: string, jobId: string, description: string, part: number | null = null) {
+  await trx.updateTable("partners").set({ credits_remaining: sql`credits_remaining + ${amount}` }).where("id", "=", partnerId).execute();
+  // The unique index on (job_id, part) of refund rows backs "at most once" in the database itself.
+  await trx.insertInto("ledger").values({ partner_id: partnerId, amount, type: "refund", description, endpoint, job_id: jobId, part }).execute();
+}
+
+/**
+ * Refunds one part of a running job's charge (JobSubmission.refundableShares), at most once: the share's
+ * flag, the job's `credits_refunded`, the balance and a ledger row change in one transaction. Nothing once
+ * the job has ended (its ending settled the money). Returns the credits returned (0 when nothing was).
+ */
+export async function refundShare(db: Kysely<KernelTables>, jobId: string, idx: number): Promise<{ partnerId: string; credits: number }> {
+  return db.transaction().execute(async (trx) => {
+    const job = await trx.selectFrom("jobs").select(["partner_id", "endpoint"]).where("id", "=", jobId).where("finished_at", "is", null).forUpdate().executeTakeFirst();
+    if (!job) return { partnerId: "", credits: 0 };
+    const share = await trx.updateTable("job_shares").set({ refunded: true }).where("job_id", "=", jobId).where("idx", "=", idx).where("refunded", "=", false).returning("credits").executeTakeFirst();
+    const credits = Number(share?.credits ?? 0);
+    if (credits > 0) {
+      await trx.updateTable("jobs").set({ credits_refunded: sql`credits_refunded + ${credits}`, updated_at: sql`now()` }).where("id", "=", jobId).execute();
+      await creditRefund(trx, job.partner_id, credits, job.endpoint, jobId, `Refund: ${job.endpoint} (${jobId}, part ${idx + 1})`, idx);
+    }
+    return { partnerId: job.partner_id, credits };
   });
 }
 

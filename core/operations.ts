@@ -22,6 +22,11 @@ export interface OperationCall {
   readInput(): Promise<Record<string, unknown>>;
   /** File parts read with the input (multipart REST bodies only); called after `readInput`. */
   files?(): Record<string, UploadedFile>;
+  /**
+   * The raw body of an operation declaring `rawBody`, read by `readInput` (REST only); called after it. A
+   * transport without one (GraphQL) cannot carry such an operation: it answers the operation's 415.
+   */
+  body?(): Uint8Array | null;
   /** The HTTP request when there is one (REST, or the GraphQL request that carried the call). */
   request: Request;
 }
@@ -61,6 +66,7 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
         const value = call.request.headers.get(name);
         if (value === null || !rule.pattern.test(value)) throw new ApiError(400, rule.message);
       }
+      if (decl.rawBody && !call.body) throw new ApiError(415, decl.rawBody.unsupportedType);
       const raw = await call.readInput();
       // Hostile values (control characters, unpaired surrogates, prototype keys, deep nesting) in the input or
       // the path, before any plugin rule and before anything is stored: one screen for both transports.
@@ -107,6 +113,7 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
         queue: kernel.queue,
         mediaUrl: (key) => kernel.mediaUrl(op.plugin, key),
         files: call.files?.() ?? {},
+        body: call.body?.() ?? null,
         setStatus: (s) => void (answerStatus = s),
         isPaused: (name) => {
           if (!pauses.has(name)) throw new Error(`plugin "${op.plugin}" reads pause switch "${name}" without declaring it in pauses`);

@@ -13,7 +13,7 @@ export {
   type PluginDeclaration,
   type UploadedFile,
 } from "./plugin.ts";
-export { JobFailure, type JobKindDeclaration, type JobOutcome, type JobRunContext, type JobUpdate } from "./jobs.ts";
+export { JobFailure, progressBetween, type JobKindDeclaration, type JobOutcome, type JobRunContext, type JobUpdate } from "./jobs.ts";
 export { PENDING_SUCCESS_FAILED, QUEUED_PROCESSING_COMPLETE, queuedThen } from "./job-states.ts";
 export type { JobSubmission, SubmittedJob } from "./ledger.ts";
 export type { StateMachine } from "./job-states.ts";
@@ -28,6 +28,8 @@ export { checked, defineInput, field, shown, type Checked, type Fail, type Field
 export { DEFAULT_CUSTOM_RATE_MISSING, type Price, type PriceLine } from "./pricing.ts";
 export { MEGABYTE, megabytes } from "./sizes.ts";
 export { formatTimestamp, parseSince, unixSeconds } from "./time.ts";
+// A `svc-` id never used by any job, batch, character or voice (library rows that are not jobs take theirs here).
+export { allocateServiceId } from "./ids.ts";
 export type { InferOutput, StandardSchemaV1 } from "./standard-schema.ts";
 export type { Clock } from "./clock.ts";
 export type { Config } from "./config.ts";
@@ -79,7 +81,10 @@ export {
   type ReadSourceRules,
   type ResolvedAddress,
 } from "../lib/outbound/index.ts";
+export { redactKey, upstreamBaseUrl } from "../lib/outbound/upstream-url.ts";
 export * from "../lib/sandbox.ts";
+// Speech for sandboxes that speak: eSpeak NG, and speech with the time of every word (lib/speech).
+export * from "../lib/speech/index.ts";
 // The environment a plugin's child process gets: no secrets of the server's (lib/child-env.ts).
 export { childEnv, type ChildEnvOptions } from "../lib/child-env.ts";
 export * from "../lib/file-response.ts";

@@ -25,6 +25,7 @@ export interface UploadedFile {
   filename: string;
   /** The part's declared content type (the client's word, not checked). */
   contentType: string;
+  /** The part's bytes: a view into the request body as read (not a copy), so keep it only as long as needed. */
   bytes: Uint8Array;
 }
 
@@ -75,6 +76,8 @@ export interface OperationContext<Input = unknown> {
   mediaUrl(key: string): string;
   /** File parts of a multipart body, by field name (empty for JSON bodies and for GraphQL). See `multipart`. */
   files: Readonly<Record<string, UploadedFile>>;
+  /** The raw body of an operation that declares `rawBody` (null for every other operation). */
+  body: Uint8Array | null;
   /** Whether an operator paused this service-wide switch (one the plugin declares in `pauses`). */
   isPaused(name: string): Promise<boolean>;
   /** Answer with this status instead of the declared one (e.g. 200 for an idempotent replay of a 202). */
@@ -104,12 +107,16 @@ export interface OperationDeclaration<S extends StandardSchemaV1 | undefined = S
   maxBodyBytes?: number;
   bodyTooLarge?: string;
   /**
-   * Accept `multipart/form-data` as well as JSON. The text field `parameters` holds a JSON object that is
-   * validated by `input` exactly as a JSON body is; the named file parts reach the handler as `ctx.files`.
-   * With this set, a body that is neither JSON nor multipart answers 415 `unsupportedType`.
+   * Accept `multipart/form-data` as well as JSON. The input object `input` validates is built from the form's
+   * text: the field named by `parameters` holds a JSON object (parsed, then validated exactly as a JSON body
+   * is), and each text field named in `fields` becomes the input property of that name, its value the plain
+   * string sent (`style` sent as JSON text stays text: the input's check parses it). A field named in both
+   * ways is taken from `fields`. The named file parts reach the handler as `ctx.files`; other parts are
+   * ignored. With this set, a body that is neither JSON nor multipart answers 415 `unsupportedType`.
    */
   multipart?: {
-    parameters: string;
+    parameters?: string;
+    fields?: readonly string[];
     files: readonly string[];
     unsupportedType: string;
     /** Cap of a multipart body and its 413 text (a JSON body keeps `maxBodyBytes`). */
@@ -117,6 +124,23 @@ export interface OperationDeclaration<S extends StandardSchemaV1 | undefined = S
     tooLarge: string;
     /** The 400 of a body that says multipart but cannot be read as such. */
     malformed: string;
+  };
+  /**
+   * The body is bytes, not an input object: a body whose media type is one of `contentTypes` is read, with
+   * its own cap, and reaches the handler as `ctx.body` (the input object is then `{}`; path parameters
+   * carry the rest). Any other Content-Type answers 415 `unsupportedType` before the body is read; a body
+   * that declares or streams more than `maxBytes` answers `tooLargeStatus` (413 unless said otherwise)
+   * with `tooLarge`, counted while it streams, so an oversized chunked body is refused without being read
+   * whole. The body is held in memory once read: keep `maxBytes` to what one request may hold (a part of a
+   * chunked upload, not the upload). GraphQL cannot carry bytes: there the operation answers the 415.
+   */
+  rawBody?: {
+    contentTypes: readonly string[];
+    maxBytes: number;
+    /** The over-cap text, or a function of the path parameters (which part of an upload was too large). */
+    tooLarge: string | ((params: Readonly<Record<string, string>>) => string);
+    tooLargeStatus?: 400 | 413;
+    unsupportedType: string;
   };
   /**
    * Request headers the operation requires, checked before the body is read (so a refused upload is not

@@ -15,8 +15,14 @@ export interface PriceLine {
 
 export interface Price {
   lines: readonly PriceLine[];
-  /** A flat add-on applied after the tier markup, the same on every tier. */
+  /** A flat add-on applied after the tier markup, the same on every tier (a surcharge). */
   addOn?: number;
+  /**
+   * Where a custom account's negotiated all-in rate for this price sits (e.g. a clip with a reference video):
+   * an account with a rate there pays exactly that, instead of its line rates plus `addOn`. Other tiers and
+   * custom accounts without it are unaffected.
+   */
+  allInKey?: readonly (string | number)[];
   /** The 400 text when a custom account has no negotiated rate for one of the lines. */
   customRateMissing?: string;
 }
@@ -57,6 +63,8 @@ export function chargeFor(price: Price, tier: PricingTier, customRates: Record<s
     case "api_plus10":
       return ceilDiv(exactTotal(price.lines, (l) => l.rate) * 11, EXACT * 10) + addOn;
     case "custom": {
+      const allIn = price.allInKey ? lookup(customRates, price.allInKey) : undefined;
+      if (allIn !== undefined) return ceilDiv(Math.round(allIn * 100) * 100, EXACT);
       for (const line of price.lines) {
         if (lookup(customRates, line.key) === undefined) {
           throw new ApiError(400, price.customRateMissing ?? DEFAULT_CUSTOM_RATE_MISSING);

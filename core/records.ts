@@ -13,7 +13,7 @@ import { listPage, type Page, type PageRequest } from "./paging.ts";
  * The job's columns a record read carries beside the record's own. Not the job's id, partner or creation
  * time (the record table has its own), nor its input, plugin, kind or bookkeeping.
  */
-export const JOB_COLUMNS = ["state", "partner_job_id", "credits_used", "credits_refunded", "progress", "message", "output", "error", "finished_at"] as const;
+export const JOB_COLUMNS = ["state", "partner_job_id", "credits_used", "credits_refunded", "progress", "message", "output", "error", "finished_at", "updated_at"] as const;
 export type JobColumnName = (typeof JOB_COLUMNS)[number];
 
 /** The job as a record read sees it, `output` typed as the plugin's job stores it. */

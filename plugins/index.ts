@@ -2,10 +2,14 @@
 // Providers come first: `images-sandbox` provides `image.generate`; a deployment with a real upstream
 // registers its adapter plugin in its place.
 import account from "./account/index.ts";
+import captions from "./captions/index.ts";
 import images from "./images/index.ts";
 import metadata from "./metadata/index.ts";
 import music from "./music/index.ts";
+import omni from "./omni/index.ts";
+import omniSandbox from "./omni/sandbox.ts";
 import musicSandbox from "./music/sandbox.ts";
+import scriptRunner from "./script-runner/index.ts";
 import social from "./social/index.ts";
 import upscale from "./upscale/index.ts";
 import socialExtractor from "./social/extractor.ts";
@@ -15,5 +19,6 @@ import videoSandbox from "./video/sandbox.ts";
 import voiceover from "./voiceover/index.ts";
 import voiceoverSandbox from "./voiceover/sandbox.ts";
 import webhooks from "./webhooks/index.ts";
+import text from "./text/index.ts";
 
-export const plugins = [account, webhooks, imagesSandbox, images, videoSandbox, video, upscale, voiceoverSandbox, voiceover, musicSandbox, music, metadata, socialExtractor, social];
+export const plugins = [account, webhooks, imagesSandbox, images, videoSandbox, video, captions, text, omniSandbox, omni, scriptRunner, upscale, voiceoverSandbox, voiceover, musicSandbox, music, metadata, socialExtractor, social];

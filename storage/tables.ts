@@ -37,6 +37,8 @@ export interface LedgerTable {
   description: string;
   endpoint: string | null;
   job_id: string | null;
+  /** A refund of one refundable share of the job (its index); null for a job's own refund. */
+  part: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: Timestamp;
 }
 
@@ -61,6 +63,16 @@ export interface JobsTable {
   finished_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   /** Where this job's events go instead of the account's webhook URL. */
   callback_url: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Jobs charged together as one group (a batch): they hold one in-flight slot between them. */
+  group_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** Parts of one job's charge it may refund one by one (core/ledger.ts refundShare). */
+export interface JobSharesTable {
+  job_id: string;
+  idx: number;
+  credits: number;
+  refunded: ColumnType<boolean, boolean | undefined, boolean>;
 }
 
 export interface WebhookSettingsTable {
@@ -119,6 +131,7 @@ export interface KernelTables {
   partners: PartnersTable;
   ledger: LedgerTable;
   jobs: JobsTable;
+  job_shares: JobSharesTable;
   usage_calls: UsageCallsTable;
   service_ids: ServiceIdsTable;
   settings: SettingsTable;

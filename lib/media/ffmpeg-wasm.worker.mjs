@@ -10,7 +10,7 @@
 //
 // Inputs: every argument list is checked again here (assertOpenedSafely) before the core sees it.
 //
-// Protocol: in  {id, program: "ffmpeg"|"ffprobe", args, inputs: {name: Uint8Array}, outputs: [name]}
+// Protocol: in  {id, program: "ffmpeg"|"ffprobe", args, inputs: {name: Uint8Array}, outputs: [name], fonts?: {name: Uint8Array}}
 //           out {id, type: "log", line} | {id, type: "done", ret, outputs, missing} | {id, type: "error", message}
 import { parentPort } from "node:worker_threads";
 import { readFile } from "node:fs/promises";
@@ -78,6 +78,11 @@ parentPort.on("message", async (job) => {
       parentPort.postMessage({ id, type: "log", line: message });
     });
     for (const [name, bytes] of Object.entries(job.inputs)) core.FS.writeFile(name, bytes);
+    if (job.fonts) {
+      // libass's fontsdir (types.ts FONTS_DIR): a directory of its own, since libass loads every file in it.
+      core.FS.mkdir("fonts");
+      for (const [name, bytes] of Object.entries(job.fonts)) core.FS.writeFile(`fonts/${name}`, bytes);
+    }
     if (job.program === "ffprobe" && typeof core.ffprobe !== "function") {
       // Cores before 0.12.6 have no ffprobe: report "nothing produced, nothing said"; wasm.ts then parses `ffmpeg -i`.
       parentPort.postMessage({ id, type: "done", ret: -2, outputs: {}, missing: job.outputs });

@@ -191,3 +191,17 @@ export function stripVideoMetadataArgs(input: string, output: string, options: S
     output,
   ];
 }
+
+/**
+ * The last step of a generated clip's job: its provenance metadata removed when the partner asked
+ * (`strip_metadata`, a lossless remux), then its length measured from the file that will be stored.
+ */
+export async function finishGeneratedClip(engine: MediaEngine, clip: Uint8Array, options: { strip: boolean; signal?: AbortSignal; timeoutMs?: number }): Promise<{ bytes: Uint8Array; seconds: number }> {
+  let bytes = clip;
+  if (options.strip) {
+    const out = await engine.run(stripVideoMetadataArgs("in.mp4", "out.mp4"), { inputs: { "in.mp4": bytes }, outputs: ["out.mp4"], signal: options.signal, timeoutMs: options.timeoutMs ?? 300_000 });
+    bytes = out["out.mp4"]!;
+  }
+  const probe = await engine.probe(bytes, "clip.mp4", { signal: options.signal });
+  return { bytes, seconds: probe.durationSeconds };
+}

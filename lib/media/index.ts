@@ -4,7 +4,17 @@
 export { createMediaEngine, detectNativeFfmpeg, type MediaEngineOptions } from "./engine.ts";
 export { createNativeEngine, findOnPath, supportsStatsPeriod, type NativeOptions } from "./native.ts";
 export { createWasmEngine, type WasmOptions } from "./wasm.ts";
-export { FILE_NAME, type MediaEngine, type MediaEngineKind, type MediaEngineMode, type RunIO } from "./types.ts";
+export {
+  FILE_NAME,
+  FONTS_DIR,
+  type EngineInput,
+  type MediaEngine,
+  type MediaEngineKind,
+  type MediaEngineMode,
+  type RunIO,
+  type StreamedInput,
+} from "./types.ts";
+export { isStreamedInput, libassFilter, readHead } from "./common.ts";
 export {
   classifyFailure,
   isMediaError,
@@ -42,6 +52,7 @@ export {
 } from "./vips.ts";
 export {
   findSystemFont,
+  finishGeneratedClip,
   generateTestVideo,
   stripVideoMetadataArgs,
   type StripVideoOptions,

@@ -5,17 +5,20 @@
 // (lib/child-env.ts): none of the server's secrets.
 import { spawn } from "node:child_process";
 import { accessSync, constants } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createWriteStream } from "node:fs";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import process from "node:process";
 import { childEnv } from "../child-env.ts";
 import { classifyFailure, MediaError } from "./errors.ts";
-import { FFMPEG_PREFIX, FFPROBE_ARGS, Limiter, LineSplitter, LineTail, prepareRun, runSignal, validateIO } from "./common.ts";
+import { FFMPEG_PREFIX, FFPROBE_ARGS, Limiter, LineSplitter, LineTail, prepareRun, readHead, runSignal, validateIO } from "./common.ts";
 import { parseFfprobeJson, type Probe } from "./probe.ts";
 import { ProgressTracker } from "./progress.ts";
 import { loadVips } from "./vips.ts";
-import type { MediaEngine, RunIO } from "./types.ts";
+import { FONTS_DIR, type EngineInput, type MediaEngine, type RunIO } from "./types.ts";
 
 /** Find an executable on PATH (no shell, no `which`). */
 export function findOnPath(name: string, pathEnv = process.env.PATH ?? ""): string | undefined {
@@ -30,6 +33,30 @@ export function findOnPath(name: string, pathEnv = process.env.PATH ?? ""): stri
     }
   }
   return undefined;
+}
+
+/**
+ * Write one input to the run's temp dir. A streamed input goes to disk chunk by chunk (backpressure through
+ * pipeline), so its whole size is never in memory; it must give exactly the bytes it declared.
+ */
+async function writeInput(path: string, name: string, input: EngineInput, signal: AbortSignal | undefined): Promise<void> {
+  if (input instanceof Uint8Array) return writeFile(path, input);
+  let written = 0;
+  const counted = async function* () {
+    for await (const chunk of input.chunks()) {
+      written += chunk.byteLength;
+      if (written > input.size) break;
+      yield chunk;
+    }
+  };
+  try {
+    await pipeline(Readable.from(counted(), { objectMode: false }), createWriteStream(path, { flags: "wx" }), { signal });
+  } catch (e) {
+    if (signal?.aborted) return; // the caller reports the abort
+    throw new MediaError("failed", `cannot write input ${name}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  if (written > input.size) throw new MediaError("failed", `streamed input ${name} gave more than the ${input.size} bytes it declared`);
+  if (written < input.size) throw new MediaError("failed", `streamed input ${name} gave ${written} bytes, declared ${input.size}`);
 }
 
 export interface NativeOptions {
@@ -126,13 +153,18 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
 
     async run(args, io: RunIO) {
       if (closed) throw new MediaError("engine_unavailable", "engine closed");
-      const runArgs = prepareRun(args, io);
+      const prepared = prepareRun(args, io);
+      const runArgs = Array.isArray(prepared) ? prepared : await prepared;
       const s = runSignal(io);
       try {
         return await limiter.run(
           () =>
             withTempDir(async (dir) => {
-              await Promise.all(Object.entries(io.inputs ?? {}).map(([name, bytes]) => writeFile(join(dir, name), bytes)));
+              await Promise.all(Object.entries(io.inputs ?? {}).map(([name, input]) => writeInput(join(dir, name), name, input, s.signal)));
+              if (io.fonts) {
+                await mkdir(join(dir, FONTS_DIR));
+                await Promise.all(Object.entries(io.fonts).map(([name, bytes]) => writeFile(join(dir, FONTS_DIR, name), bytes)));
+              }
               const tail = new LineTail();
               const progress = new ProgressTracker(args, io.onProgress, io.durationSeconds);
               const onLine = (l: string) => {
@@ -171,13 +203,15 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
     async probe(data, name = "input", opts = {}) {
       if (closed) throw new MediaError("engine_unavailable", "engine closed");
       validateIO([], { inputs: { [name]: data }, outputs: [] });
-      const args = FFPROBE_ARGS(name, data); // refuses what is not plain media before anything starts
+      // Refuses what is not plain media before anything starts (a stream by its first bytes; no await for bytes,
+      // so the probe is queued at once).
+      const args = FFPROBE_ARGS(name, data instanceof Uint8Array ? data : await readHead(data));
       const s = runSignal(opts);
       try {
         return await limiter.run(
           () =>
             withTempDir(async (dir): Promise<Probe> => {
-              await writeFile(join(dir, name), data);
+              await writeInput(join(dir, name), name, data, s.signal);
               if (s.signal?.aborted) throw s.reason();
               const tail = new LineTail();
               const res = await exec(options.ffprobePath, args, dir, undefined, (l) => tail.push(l), s.signal);
@@ -186,7 +220,7 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
                 const kind = classifyFailure(tail.lines);
                 throw new MediaError(kind === "failed" ? "invalid_input" : kind, `ffprobe failed (exit code ${res.code})`, { log: tail.lines });
               }
-              return parseFfprobeJson(new TextDecoder().decode(res.stdout), data.byteLength);
+              return parseFfprobeJson(new TextDecoder().decode(res.stdout), data instanceof Uint8Array ? data.byteLength : data.size);
             }),
           s.signal,
           s.reason,

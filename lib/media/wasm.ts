@@ -4,12 +4,12 @@
 // a new one is started for the next job, so one bad input can never poison later runs.
 import { Worker } from "node:worker_threads";
 import { classifyFailure, MediaError } from "./errors.ts";
-import { FFMPEG_PREFIX, FFPROBE_ARGS, Limiter, LineTail, prepareRun, runSignal, validateIO } from "./common.ts";
+import { FFMPEG_PREFIX, FFPROBE_ARGS, Limiter, LineTail, prepareRun, readHead, runSignal, validateIO } from "./common.ts";
 import { secureFfmpegArgs } from "./inputs.ts";
 import { parseFfmpegInfo, parseFfprobeJson, type Probe } from "./probe.ts";
 import { ProgressTracker } from "./progress.ts";
 import { loadVips } from "./vips.ts";
-import type { MediaEngine, RunIO } from "./types.ts";
+import type { EngineInput, MediaEngine, RunIO } from "./types.ts";
 
 const WORKER_URL = new URL("./ffmpeg-wasm.worker.mjs", import.meta.url);
 const PROBE_OUT = "probe-out.json";
@@ -24,6 +24,27 @@ interface Job {
   args: string[];
   inputs: Record<string, Uint8Array>;
   outputs: string[];
+  /** Written to FONTS_DIR in the core's FS. */
+  fonts?: Record<string, Uint8Array>;
+}
+
+/**
+ * The core's files live in its memory, so a streamed input is read whole here: its size in the main thread,
+ * handed to the worker without a copy (transferred), then once more in the core's FS while the run lasts. A
+ * 100 MB source costs about 200 MB at the peak; large sources belong on the native engine.
+ */
+async function inputBytes(name: string, input: EngineInput, signal: AbortSignal | undefined, reason: () => MediaError): Promise<{ bytes: Uint8Array; owned: boolean }> {
+  if (input instanceof Uint8Array) return { bytes: input, owned: false };
+  const bytes = new Uint8Array(input.size);
+  let got = 0;
+  for await (const chunk of input.chunks()) {
+    if (signal?.aborted) throw reason();
+    if (got + chunk.byteLength > input.size) throw new MediaError("failed", `streamed input ${name} gave more than the ${input.size} bytes it declared`);
+    bytes.set(chunk, got);
+    got += chunk.byteLength;
+  }
+  if (got !== input.size) throw new MediaError("failed", `streamed input ${name} gave ${got} bytes, declared ${input.size}`);
+  return { bytes, owned: true };
 }
 
 interface JobResult {
@@ -87,7 +108,7 @@ class Slot {
     if (w) await w.terminate().catch(() => {});
   }
 
-  async exec(job: Job, onLine: (line: string) => void, signal: AbortSignal | undefined, reason: () => MediaError): Promise<JobResult> {
+  async exec(job: Job, onLine: (line: string) => void, signal: AbortSignal | undefined, reason: () => MediaError, transfer?: ArrayBuffer[]): Promise<JobResult> {
     const w = await this.spawn();
     if (signal?.aborted) throw reason();
     const id = this.nextId++;
@@ -132,8 +153,9 @@ class Slot {
         w.once("error", onError);
         w.once("exit", onExit);
         signal?.addEventListener("abort", onAbort, { once: true });
-        // Inputs are copied (not transferred) so the caller's buffers stay usable.
-        w.postMessage({ id, ...job });
+        // Inputs are copied (not transferred) so the caller's buffers stay usable; buffers the engine made
+        // itself (streamed inputs read whole) are transferred.
+        w.postMessage({ id, ...job }, transfer ?? []);
       });
     } finally {
       this.worker?.unref();
@@ -168,14 +190,23 @@ export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
 
     async run(args, io: RunIO) {
       if (closed) throw new MediaError("engine_unavailable", "engine closed");
-      const runArgs = prepareRun(args, io);
+      const prepared = prepareRun(args, io);
+      const runArgs = Array.isArray(prepared) ? prepared : await prepared;
       const s = runSignal(io);
       try {
         return await onSlot(async (slot) => {
+          const inputs: Record<string, Uint8Array> = {};
+          const transfer: ArrayBuffer[] = [];
+          for (const [name, input] of Object.entries(io.inputs ?? {})) {
+            const { bytes, owned } = await inputBytes(name, input, s.signal, s.reason);
+            inputs[name] = bytes;
+            if (owned) transfer.push(bytes.buffer as ArrayBuffer);
+          }
+          if (s.signal?.aborted) throw s.reason();
           const tail = new LineTail();
           const progress = new ProgressTracker(args, io.onProgress, io.durationSeconds);
           const res = await slot.exec(
-            { program: "ffmpeg", args: [...FFMPEG_PREFIX, ...runArgs], inputs: io.inputs ?? {}, outputs: io.outputs },
+            { program: "ffmpeg", args: [...FFMPEG_PREFIX, ...runArgs], inputs, outputs: io.outputs, fonts: io.fonts },
             (line) => {
               io.onLog?.(line);
               if (!/^[a-z_0-9]+=/.test(line)) tail.push(line); // progress key=value lines are not worth keeping
@@ -183,6 +214,7 @@ export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
             },
             s.signal,
             s.reason,
+            transfer,
           );
           if (res.ret !== 0) throw new MediaError(classifyFailure(tail.lines), `ffmpeg.wasm failed (exit code ${res.ret})`, { log: tail.lines });
           if (res.missing.length) throw new MediaError("failed", `ffmpeg.wasm produced no ${res.missing.join(", ")}`, { log: tail.lines });
@@ -198,22 +230,27 @@ export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
       if (closed) throw new MediaError("engine_unavailable", "engine closed");
       validateIO([], { inputs: { [name]: data }, outputs: [] });
       if (name === PROBE_OUT) throw new MediaError("failed", `reserved name ${name}`);
-      const args = FFPROBE_ARGS(name, data); // refuses what is not plain media before anything starts
+      // Refuses what is not plain media before anything starts (a stream by its first bytes).
+      const args = FFPROBE_ARGS(name, data instanceof Uint8Array ? data : await readHead(data));
       const s = runSignal(opts);
       try {
         return await onSlot(async (slot) => {
+          const { bytes: file, owned } = await inputBytes(name, data, s.signal, s.reason);
+          if (s.signal?.aborted) throw s.reason();
           const tail = new LineTail();
           // ffprobe's -o writes the JSON to a file: its stdout would arrive line by line through the logger.
           const res = await slot.exec(
-            { program: "ffprobe", args: [...args, "-o", PROBE_OUT], inputs: { [name]: data }, outputs: [PROBE_OUT] },
+            { program: "ffprobe", args: [...args, "-o", PROBE_OUT], inputs: { [name]: file }, outputs: [PROBE_OUT] },
             (line) => tail.push(line),
             s.signal,
             s.reason,
+            // The fallback below needs the bytes again: a stream's copy is transferred only when nothing follows.
+            undefined,
           );
           const json = res.outputs[PROBE_OUT];
           if (json) {
             const text = new TextDecoder().decode(json);
-            if (/"format"\s*:/.test(text)) return parseFfprobeJson(text, data.byteLength);
+            if (/"format"\s*:/.test(text)) return parseFfprobeJson(text, file.byteLength);
           }
           if (tail.lines.length) {
             const kind = classifyFailure(tail.lines);
@@ -221,8 +258,8 @@ export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
           }
           // A core built without ffprobe: read what `ffmpeg -i` prints instead.
           const info: string[] = [];
-          await slot.exec({ program: "ffmpeg", args: ["-hide_banner", ...secureFfmpegArgs(["-i", name], { [name]: data })], inputs: { [name]: data }, outputs: [] }, (l) => info.push(l), s.signal, s.reason);
-          return parseFfmpegInfo(info, data.byteLength);
+          await slot.exec({ program: "ffmpeg", args: ["-hide_banner", ...secureFfmpegArgs(["-i", name], { [name]: file })], inputs: { [name]: file }, outputs: [] }, (l) => info.push(l), s.signal, s.reason, owned ? [file.buffer as ArrayBuffer] : undefined);
+          return parseFfmpegInfo(info, file.byteLength);
         }, s.signal, s.reason);
       } finally {
         s.dispose();

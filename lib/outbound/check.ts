@@ -14,6 +14,11 @@ export interface CheckUrlOptions {
   allowPrivate?: boolean;
   /** Longest accepted URL text, in characters (default 4096). */
   maxUrlLength?: number;
+  /**
+   * Plain http is accepted too, for a field the spec lets be http (the Script Runner's character image URL);
+   * every other rule, private addresses included, still holds.
+   */
+  allowHttp?: boolean;
 }
 
 export type CheckUrlResult =
@@ -54,7 +59,7 @@ export function checkUrl(text: unknown, opts: CheckUrlOptions = {}): CheckUrlRes
   const raw = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\/([^/?#]*)/.exec(text);
   if (!raw) return invalid("not an absolute URL of the form scheme://host/...");
   const scheme = raw[1]!.toLowerCase();
-  if (scheme !== "https" && !(scheme === "http" && allowPrivate)) return invalid(`scheme ${scheme}: not allowed`);
+  if (scheme !== "https" && !(scheme === "http" && (allowPrivate || opts.allowHttp === true))) return invalid(`scheme ${scheme}: not allowed`);
   const authority = raw[2]!;
   if (authority.includes("@")) return invalid("userinfo");
   if (authority.includes("%")) return invalid("percent-encoding in the host");

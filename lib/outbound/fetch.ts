@@ -51,6 +51,8 @@ export interface OutboundRequest {
   signal?: AbortSignal;
   /** Which statuses are a success; anything else fails with `http_status`. 3xx is always `redirect`. Default 2xx. */
   acceptStatus?: (status: number) => boolean;
+  /** Plain http is allowed for this request (CheckUrlOptions.allowHttp); addresses must still be public. */
+  allowHttp?: boolean;
 }
 
 export interface OutboundResponse {
@@ -76,8 +78,8 @@ export interface OutboundStream {
 
 export interface OutboundGuard {
   readonly allowPrivate: boolean;
-  /** Syntactic check only (sync, no DNS): for request validation before any charge. */
-  checkUrl(text: unknown): CheckUrlResult;
+  /** Syntactic check only (sync, no DNS): for request validation before any charge. `allowHttp`: see OutboundRequest. */
+  checkUrl(text: unknown, opts?: { allowHttp?: boolean }): CheckUrlResult;
   /** checkUrl, then DNS: every address must be public. Throws OutboundError `invalid_url`, `not_public`, `network`. */
   resolvePublic(url: string | URL): Promise<ResolvedAddress[]>;
   /** A capped request whose body is read whole. Throws OutboundError on any failure. */
@@ -157,14 +159,16 @@ export function createOutboundGuard(options: OutboundGuardOptions = {}): Outboun
     ...(options.ca === undefined ? {} : { ca: options.ca }),
   });
 
-  const connect: buildConnector.connector = (opts, callback) => {
+  // Two connectors, one pool each: https only, and http-or-https for requests that allow plain http. Both
+  // refuse non-public addresses the same way.
+  const connector = (httpAllowed: boolean): buildConnector.connector => (opts, callback) => {
     const host = unbracket(opts.hostname);
     // node:net skips `lookup` for an IP literal, so literals are checked here.
     if (isIpLiteral(host) && !allowPrivate && classifyAddress(host) !== null) {
       callback(new OutboundError("not_public", `address ${host} is not public`), null);
       return;
     }
-    if (opts.protocol !== "https:" && !allowPrivate) {
+    if (opts.protocol !== "https:" && !allowPrivate && !(httpAllowed && opts.protocol === "http:")) {
       callback(new OutboundError("invalid_url", `scheme ${opts.protocol} is not allowed`), null);
       return;
     }
@@ -186,15 +190,16 @@ export function createOutboundGuard(options: OutboundGuardOptions = {}): Outboun
     });
   };
 
-  const agent = new Agent({
-    connect,
+  const agentOptions = {
     // Our deadline governs; undici's own timers only need to be no shorter.
     headersTimeout: 0,
     bodyTimeout: 0,
-  });
+  };
+  const agent = new Agent({ connect: connector(false), ...agentOptions });
+  const httpAgent = new Agent({ connect: connector(true), ...agentOptions });
 
-  function checked(url: string | URL): URL {
-    const result = checkUrl(typeof url === "string" ? url : url.href, checkOpts);
+  function checked(url: string | URL, allowHttp = false): URL {
+    const result = checkUrl(typeof url === "string" ? url : url.href, { ...checkOpts, allowHttp });
     if (!result.ok) throw new OutboundError(result.kind, result.reason);
     return result.url;
   }
@@ -204,7 +209,7 @@ export function createOutboundGuard(options: OutboundGuardOptions = {}): Outboun
   }
 
   async function stream(url: string | URL, req: OutboundRequest = {}): Promise<OutboundStream> {
-    const target = checked(url);
+    const target = checked(url, req.allowHttp === true);
     const maxBytes = req.maxBytes ?? DEFAULT_MAX_BYTES;
     const timeoutMs = req.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const acceptStatus = req.acceptStatus ?? ((s: number) => s >= 200 && s < 300);
@@ -234,7 +239,7 @@ export function createOutboundGuard(options: OutboundGuardOptions = {}): Outboun
 
     let res: Awaited<ReturnType<Agent["request"]>>;
     try {
-      res = await agent.request({
+      res = await (req.allowHttp ? httpAgent : agent).request({
         origin: target.origin,
         path: target.pathname + target.search,
         method: (req.method ?? "GET").toUpperCase() as "GET",
@@ -299,11 +304,13 @@ export function createOutboundGuard(options: OutboundGuardOptions = {}): Outboun
 
   return {
     allowPrivate,
-    checkUrl: (text) => checkUrl(text, checkOpts),
+    checkUrl: (text, opts) => checkUrl(text, { ...checkOpts, allowHttp: opts?.allowHttp === true }),
     resolvePublic,
     fetch: fetchWhole,
     stream,
-    close: () => agent.close(),
+    close: async () => {
+      await Promise.all([agent.close(), httpAgent.close()]);
+    },
   };
 }
 

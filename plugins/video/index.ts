@@ -16,13 +16,13 @@
 // - Merged files carry `expires_at` 7 days out ("kept about 7 days"); the kernel's retention sweeper removes them then.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, type Counters, definePlugin, JobFailure, type JobKindDeclaration, type JobRunContext, limitParam, type MediaEngine, megabytes, mp4MetadataCategories, notFound, offsetParam, operation, type OperationContext, outboundToApiError, type OutboundGuard, PAGE_BOUNDS, pageBody, pageShape, parseSince, partnerJobIdField, PRIVATE_KEY_PREFIX, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, shown, stripVideoMetadataArgs, UnsafeContentError, type VideoFrame, videoFrameSize, type VideoProviders } from "mediagate/plugin";
+import { ApiError, type Counters, definePlugin, finishGeneratedClip, JobFailure, progressBetween, type JobKindDeclaration, type JobRunContext, limitParam, type MediaEngine, megabytes, mp4MetadataCategories, notFound, offsetParam, operation, type OperationContext, outboundToApiError, type OutboundGuard, PAGE_BOUNDS, pageBody, pageShape, parseSince, partnerJobIdField, PRIVATE_KEY_PREFIX, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, shown, UnsafeContentError, type VideoFrame, videoFrameSize, type VideoProviders } from "mediagate/plugin";
 import { VIDEO_ERRORS as E } from "./errors.ts";
 import { checkRequestUrls, decodedSize, GenerateAnimationInput, GenerateVideoInput, type FrameInput } from "./input.ts";
 import { concatClips } from "./merge.ts";
 import { videoMigrations } from "./migrations.ts";
 import { ANIMATION, MERGE_PRICE, MODELS, SHORT_EDGE, VIDEO_COSTS, videoPrice, type VideoModel } from "./models.ts";
-import { eventData, listView, MERGE_TABLE, statusView, VIDEO_TABLE, videoJobs, videoRecords, type VideoRecords } from "./records.ts";
+import { eventData, listView, MERGE_TABLE, type MergePart, mergedSpoken, statusView, VIDEO_TABLE, videoJobs, type VideoOutput, videoRecords, type VideoRecords } from "./records.ts";
 import { createNormalizationSlot, prepareReferenceAudio, prepareReferenceVideos, type NormalizationSlot } from "./references.ts";
 
 const MAX_FRAME_BYTES = megabytes(20);
@@ -79,20 +79,6 @@ async function loadReferences(ctx: JobRunContext, refs: StoredInput["reference_v
   return out;
 }
 
-/** Progress writes are throttled: the engine reports every quarter second, the row needs whole percents. */
-function progressWriter(ctx: JobRunContext, from: number, to: number) {
-  let last = -1;
-  let lastAt = 0;
-  return async (fraction: number, message?: string) => {
-    const percent = Math.floor(from + Math.max(0, Math.min(1, fraction)) * (to - from));
-    const now = Date.now();
-    if (percent <= last || (now - lastAt < 250 && percent < to)) return;
-    last = percent;
-    lastAt = now;
-    await ctx.progress(percent, message ?? "Rendering");
-  };
-}
-
 const videoJob: JobKindDeclaration<StoredInput> = {
   ...QUEUED_PROCESSING_COMPLETE,
   failError: E.failed,
@@ -115,6 +101,7 @@ const videoJob: JobKindDeclaration<StoredInput> = {
     const row = await ctx.db.selectFrom(VIDEO_TABLE).select(["prompt"]).where("job_id", "=", ctx.jobId).executeTakeFirstOrThrow();
 
     let bytes: Uint8Array;
+    let spoken: VideoOutput["spoken"] = null;
     try {
       const video = await provider.generate({
         prompt: row.prompt,
@@ -130,9 +117,10 @@ const videoJob: JobKindDeclaration<StoredInput> = {
         referenceVideos,
         referenceAudio,
         signal: ctx.signal,
-        onProgress: progressWriter(ctx, 5, 90),
+        onProgress: progressBetween(ctx, 5, 90),
       });
       bytes = video.bytes;
+      spoken = video.spoken ?? null;
     } catch (err) {
       if (ctx.signal.aborted) throw err;
       if (err instanceof UnsafeContentError) throw new JobFailure(E.unsafe);
@@ -141,20 +129,18 @@ const videoJob: JobKindDeclaration<StoredInput> = {
       throw new JobFailure(E.failed);
     }
 
-    const engine = ctx.capability("media");
-    if (input.strip_metadata) {
-      await ctx.progress(92, "Removing metadata");
-      const out = await engine.run(stripVideoMetadataArgs("in.mp4", "out.mp4"), { inputs: { "in.mp4": bytes }, outputs: ["out.mp4"], signal: ctx.signal, timeoutMs: 120_000 });
-      bytes = out["out.mp4"]!;
-    }
-    const probe = await engine.probe(bytes, "clip.mp4", { signal: ctx.signal });
+    if (input.strip_metadata) await ctx.progress(92, "Removing metadata");
+    const clip = await finishGeneratedClip(ctx.capability("media"), bytes, { strip: input.strip_metadata, signal: ctx.signal, timeoutMs: 120_000 });
+    bytes = clip.bytes;
     const records = ctx.capability("video.records");
     const output = await records.storeOutput(ctx.jobId, bytes, {
-      duration: Math.round(probe.durationSeconds),
+      duration: Math.round(clip.seconds),
       // Computed from the stored bytes, not copied from the request (spec: "carries none of that metadata").
       metadata_removed: input.strip_metadata && mp4MetadataCategories(bytes).length === 0,
       width: input.width,
       height: input.height,
+      // Kept with the job for captions (stripping metadata copies the streams: the times still hold).
+      spoken,
     });
     return { state: "complete", output: output as unknown as Record<string, unknown> };
   },
@@ -465,6 +451,25 @@ const listVideos = operation({
   },
 });
 
+/**
+ * The spoken record of a merge (records.ts mergedSpoken): the clips' records shifted by the clips' lengths, each
+ * clip probed for its length and its sound only when some clip has a record. Never fails the merge.
+ */
+async function mergeSpoken(ctx: OperationContext<any>, records: Array<VideoOutput["spoken"]>, clips: Uint8Array[]): Promise<VideoOutput["spoken"]> {
+  if (!records.some((r) => r)) return null;
+  try {
+    const parts: MergePart[] = [];
+    for (const [i, clip] of clips.entries()) {
+      const probe = await ctx.capability("media").probe(clip, "clip.mp4", { signal: ctx.request.signal });
+      parts.push({ spoken: records[i], hasAudio: probe.streams.some((st) => st.type === "audio"), seconds: probe.durationSeconds });
+    }
+    return mergedSpoken(parts);
+  } catch (err) {
+    ctx.log.warn(`merge: no spoken record: ${err instanceof Error ? err.message : String(err)}`);
+    return null;
+  }
+}
+
 const mergeVideos = operation({
   method: "POST",
   path: "/merge-videos",
@@ -524,7 +529,8 @@ const mergeVideos = operation({
       key = `merges/${job.jobId}-${randomBytes(16).toString("hex")}.mp4`; // 128 random bits: a capability URL
       await ctx.blobs.put(key, merged.bytes, { contentType: "video/mp4", expiresAt });
       await ctx.db.updateTable(MERGE_TABLE).set({ video_key: key, duration_seconds: merged.durationSeconds }).where("merge_id", "=", job.jobId).execute();
-      await ctx.finishJob(job.jobId, { state: "complete", refund: false, output: { video_key: key, duration: merged.durationSeconds } });
+      const spoken = await mergeSpoken(ctx, jobIds.map((id) => byId.get(id)!.output!.spoken), clips);
+      await ctx.finishJob(job.jobId, { state: "complete", refund: false, output: { video_key: key, duration: merged.durationSeconds, spoken } });
     } catch (err) {
       await ctx.finishJob(job.jobId, { state: "failed", refund: true, error: E.mergeFailed });
       ctx.log.warn(`merge ${job.jobId} failed: ${err instanceof Error ? err.message : String(err)}`);

@@ -8,9 +8,9 @@
 import { randomBytes } from "node:crypto";
 import type { ColumnType } from "kysely";
 import { type BlobStore, formatTimestamp, type JobRecord, jobRecords, type PluginDb } from "mediagate/plugin";
-import type { VideoJobRow, VideoOutput, VideoRecords } from "mediagate/plugin";
+import type { CaptionableVideo, SpokenRecord, VideoJobRow, VideoOutput, VideoRecords } from "mediagate/plugin";
 
-export type { VideoJobRow, VideoOutput, VideoRecords };
+export type { CaptionableVideo, VideoJobRow, VideoOutput, VideoRecords };
 
 export const VIDEO_TABLE = "video_jobs";
 export const MERGE_TABLE = "video_merges";
@@ -26,7 +26,68 @@ export function videoRecords(blobs: BlobStore, mediaUrl: (key: string) => string
       await blobs.put(key, bytes, { contentType: "video/mp4" });
       return { video_key: key, video_url: mediaUrl(key), ...info };
     },
+    find: (db, partnerId, jobId) => findVideo(db, blobs, partnerId, jobId),
   };
+}
+
+const reader = (blobs: BlobStore, key: string | null | undefined) => async () => (key ? ((await blobs.get(key)) ?? null) : null);
+
+/** A video job (clip, animation, upscale) or else a merge of the partner's, as `video.records` find() shows it. */
+async function findVideo(db: PluginDb, blobs: BlobStore, partnerId: string, jobId: string): Promise<CaptionableVideo | null> {
+  const row = await videoJobs.find(db, partnerId, jobId);
+  if (row) {
+    const out = row.state === "complete" ? row.output : null;
+    return {
+      job_id: row.job_id,
+      kind: row.kind,
+      state: row.state,
+      complete: out !== null,
+      duration: out?.duration ?? Number(row.duration),
+      width: out?.width ?? 0,
+      height: out?.height ?? 0,
+      read: reader(blobs, out?.video_key),
+      spoken: out?.spoken ?? null,
+    };
+  }
+  const merge = await mergeJobs.find(db, partnerId, jobId);
+  if (!merge) return null;
+  const out = merge.state === "complete" ? merge.output : null;
+  // A merge has the first clip's picture size (merge.ts copies or scales to it); its own row does not keep it.
+  const firstId = (typeof merge.job_ids === "string" ? JSON.parse(merge.job_ids) : merge.job_ids)[0] as string | undefined;
+  const first = firstId ? await videoJobs.find(db, partnerId, firstId) : undefined;
+  return {
+    job_id: merge.merge_id,
+    kind: "merge",
+    state: merge.state,
+    complete: out !== null,
+    duration: Number(merge.duration_seconds ?? out?.duration ?? 0),
+    width: first?.output?.width ?? 0,
+    height: first?.output?.height ?? 0,
+    read: reader(blobs, out?.video_key),
+    spoken: out?.spoken ?? null,
+  };
+}
+
+/** One clip of a merge: its record, whether the file has sound, and its length in the merged file. */
+export interface MergePart {
+  spoken: SpokenRecord | null | undefined;
+  hasAudio: boolean;
+  seconds: number;
+}
+
+/**
+ * What a merge speaks: the clips' records laid end to end, each shifted by the clips before it. Only when every
+ * clip with sound has a record (a clip without one may hold speech nobody wrote down); otherwise null.
+ */
+export function mergedSpoken(parts: readonly MergePart[]): SpokenRecord | null {
+  if (!parts.some((p) => p.spoken) || parts.some((p) => p.hasAudio && !p.spoken)) return null;
+  let at = 0;
+  const words: SpokenRecord["words"] = [];
+  for (const p of parts) {
+    for (const w of p.spoken?.words ?? []) words.push({ ...w, start: Math.round((w.start + at) * 1000) / 1000, end: Math.round((w.end + at) * 1000) / 1000 });
+    at += p.seconds;
+  }
+  return { language: parts.find((p) => p.spoken)!.spoken!.language, words };
 }
 
 /** A `video_jobs` row (migrations.ts): what `video.records` inserts, and the clock's creation time. */
@@ -38,6 +99,27 @@ export interface VideoJobsTable extends VideoJobRow {
 export const videoJobs = jobRecords<VideoJobsTable, VideoOutput>(VIDEO_TABLE, { jobId: "job_id", newestFirst: ["created_at", "job_id"] });
 
 type Joined = JobRecord<VideoJobsTable, VideoOutput>;
+
+/** A `video_merges` row (migrations.ts). */
+export interface VideoMergesTable {
+  merge_id: string;
+  partner_id: string;
+  job_ids: ColumnType<string[] | string, string, string>;
+  video_key: string | null;
+  duration_seconds: number | null;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+  created_at: ColumnType<Date, Date | string | undefined, never>;
+}
+
+/** What a finished merge keeps on its `jobs.output`. */
+export interface MergeOutput {
+  video_key: string;
+  duration: number;
+  spoken?: SpokenRecord | null;
+}
+
+/** Merges joined to their kernel job rows (what `video.records` find() reads for a merge id). */
+export const mergeJobs = jobRecords<VideoMergesTable, MergeOutput>(MERGE_TABLE, { jobId: "merge_id", newestFirst: ["created_at", "merge_id"] });
 
 const urlOf = (row: Joined, mediaUrl: (key: string) => string) => (row.state === "complete" && row.output ? mediaUrl(row.output.video_key) : null);
 

@@ -8,12 +8,15 @@
 //   end frame too, a crossfade into the end frame, which zooms out to be exactly the last picture;
 // - without frames: a moving test scene, its colours turning at a prompt-seeded speed and direction, with the
 //   prompt's words scrolling over it (drawn from a text file, never from the filter graph).
-// Sound, when asked: a prompt-seeded three-note chord that swells, AAC 48 kHz stereo.
+// Sound, when asked: a prompt-seeded three-note chord that swells, AAC 48 kHz stereo, and over it, clearly
+// louder, a voice (eSpeak NG through lib/speech's speakTimed) saying the prompt's quoted dialogue ("..." or
+// “...”), or else the prompt's first sentence, from SPEECH_START on, cut and sped up to fit the clip. The words'
+// times in the file come back as GeneratedVideo.spoken, so captions on the clip need no recognition.
 //
 // Markers (DESIGN "Sandbox providers"): `[sandbox:fail]` fails, `[sandbox:unsafe]` is a content-safety block,
 // a frame URL whose path contains `sandbox-fail` fails.
 import { createHash } from "node:crypto";
-import { appendTopLevelBox, concatBytes, definePlugin, findSystemFont, type GeneratedVideo, hasMarker, isoBmffBox, type MediaEngine, MP4_UUIDS, sandboxConfig, sandboxSleep, sniffImageType, UnsafeContentError, type VideoFrame, type VideoGenerationRequest, type VideoProvider, type VideoProviders, withoutMarkers } from "mediagate/plugin";
+import { definePlugin, type EspeakVoice, findSystemFont, type GeneratedVideo, hasMarker, type MediaEngine, pcm16Wav, sandboxConfig, sandboxSleep, sniffImageType, speakTimed, spokenWords, type SpokenRecord, UnsafeContentError, type VideoFrame, type VideoGenerationRequest, type VideoProvider, type VideoProviders, wavSamples, withoutMarkers, withSandboxProvenance } from "mediagate/plugin";
 
 const SOFTWARE = "mediagate sandbox video provider";
 const FPS = 25;
@@ -29,35 +32,77 @@ function sniffExt(frame: VideoFrame): string {
   return IMAGE_EXT[sniffImageType(frame.bytes) ?? frame.mimeType] ?? "png";
 }
 
-const xmlEscape = (s: string) => s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
+// ---------------------------------------------------------------------------------------------------------
+// What a clip with sound says.
 
-function provenanceXmp(req: VideoGenerationRequest): Uint8Array {
-  return new TextEncoder().encode(`<?xpacket begin="\uFEFF" id="W5M0MpCehiHzreSzNTczkc9d"?>
-<x:xmpmeta xmlns:x="adobe:ns:meta/">
- <rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">
-  <rdf:Description rdf:about="" xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:xmp="http://ns.adobe.com/xap/1.0/"
-    xmlns:Iptc4xmpExt="http://iptc.org/std/Iptc4xmpExt/2008-02-29/" xmp:CreatorTool="${SOFTWARE}"
-    Iptc4xmpExt:DigitalSourceType="http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia">
-   <dc:description><rdf:Alt><rdf:li xml:lang="x-default">${xmlEscape(req.prompt.slice(0, 1000))}</rdf:li></rdf:Alt></dc:description>
-  </rdf:Description>
- </rdf:RDF>
-</x:xmpmeta>
-<?xpacket end="r"?>`);
+/** The voice of the sandbox's clips. */
+export const CLIP_VOICE: EspeakVoice = { voice: "en-us+m3", pitch: 45, speed: 165, gap: 0 };
+/** When speech starts in the clip, and the quiet it leaves at the end, in seconds. */
+export const SPEECH_START = 0.4;
+const SPEECH_TAIL = 0.2;
+/** How fast speech may get to fit (eSpeak words per minute), and how many words a second a slot starts with. */
+const MAX_SPEED = 320;
+const WORDS_PER_SECOND = 3;
+/** Gains of the mix: the chord well under the voice, and headroom left (eSpeak peaks near 0.7 of full scale). */
+const BED_GAIN = 0.1;
+const VOICE_GAIN = 1.25;
+
+/**
+ * The line a clip says: the prompt's quoted dialogue (straight or curly quotes, all quotes in order), or else
+ * its first sentence; markers removed, white space collapsed. Empty when the prompt has nothing to say.
+ */
+export function clipLine(prompt: string): string {
+  const text = withoutMarkers(prompt).replace(/\s+/g, " ").trim();
+  const quoted = [...text.matchAll(/"([^"]+)"|“([^”]+)”/g)].map((m) => (m[1] ?? m[2] ?? "").trim()).filter((q) => /[\p{L}\p{N}]/u.test(q));
+  if (quoted.length > 0) return quoted.join(" ");
+  return text.split(/(?<=[.!?])\s/)[0]!.trim();
 }
 
-/** A C2PA-shaped manifest box payload: purpose, offset, and a JUMBF superbox labelled "c2pa". */
-function c2paPayload(req: VideoGenerationRequest): Uint8Array {
-  const enc = new TextEncoder();
-  const c2paType = Uint8Array.from([0x63, 0x32, 0x70, 0x61, 0x00, 0x11, 0x00, 0x10, 0x80, 0x00, 0x00, 0xaa, 0x00, 0x38, 0x9b, 0x71]);
-  const jumd = isoBmffBox("jumd", new Uint8Array([...c2paType, 0x03, ...enc.encode("c2pa"), 0]));
-  const claim = isoBmffBox("json", enc.encode(JSON.stringify({ claim_generator: SOFTWARE, digital_source_type: "trainedAlgorithmicMedia", prompt_sha256: createHash("sha256").update(req.prompt).digest("hex") })));
-  const jumb = isoBmffBox("jumb", concatBytes([jumd, claim]));
-  // version/flags (4), purpose "manifest\0", offset to the manifest (8 bytes, 0 = none), then the JUMBF.
-  return new Uint8Array([0, 0, 0, 0, ...enc.encode("manifest"), 0, 0, 0, 0, 0, 0, 0, 0, 0, ...jumb]);
+export interface ClipSpeech {
+  /** 16-bit mono WAV, to be mixed in at SPEECH_START. */
+  wav: Uint8Array;
+  /** Word times in the clip (SPEECH_START included). */
+  spoken: SpokenRecord;
 }
 
-/** The ffmpeg arguments and inputs of one clip. */
-export function sandboxRender(req: VideoGenerationRequest): { args: string[]; inputs: Record<string, Uint8Array> } {
+const ms = (seconds: number) => Math.round(seconds * 1000) / 1000;
+
+/**
+ * Speech that fits between SPEECH_START and the clip's end less SPEECH_TAIL: the line cut to the words the slot
+ * can hold, spoken faster (and with shorter pauses) while it runs over, the words that still do not fit dropped.
+ * Null when there is nothing to say or no room to say it.
+ */
+export async function clipSpeech(prompt: string, seconds: number, signal?: AbortSignal): Promise<ClipSpeech | null> {
+  const slot = seconds - SPEECH_START - SPEECH_TAIL;
+  let words = spokenWords(clipLine(prompt)).slice(0, Math.max(1, Math.floor(slot * WORDS_PER_SECOND)));
+  if (words.length === 0 || slot <= 0.2) return null;
+  let voice = CLIP_VOICE;
+  let pace = 1;
+  let said = await speakTimed(words.join(" "), voice, { signal, language: "en" });
+  for (let attempt = 0; attempt < 3 && said.wav.durationSeconds > slot; attempt++) {
+    const over = said.wav.durationSeconds / slot;
+    if (voice.speed >= MAX_SPEED) words = words.slice(0, Math.max(1, Math.floor(words.length / over)));
+    voice = { ...voice, speed: Math.min(MAX_SPEED, Math.ceil(voice.speed * over * 1.05)) };
+    pace = Math.max(0.3, pace / over);
+    said = await speakTimed(words.join(" "), voice, { signal, language: "en", pace });
+  }
+  let { wav, spoken } = { wav: said.wav.bytes, spoken: said.spoken };
+  if (said.wav.durationSeconds > slot) {
+    // Still over: keep the words that end in the slot, and the audio up to the last of them.
+    const kept = spoken.words.filter((w) => w.end <= slot);
+    if (kept.length === 0) return null;
+    const { samples, sampleRate } = wavSamples(wav);
+    wav = pcm16Wav(samples.slice(0, Math.min(samples.length, Math.round((kept.at(-1)!.end + 0.05) * sampleRate))), sampleRate);
+    spoken = { ...spoken, words: kept };
+  }
+  return { wav, spoken: { language: spoken.language, words: spoken.words.map((w) => ({ ...w, start: ms(w.start + SPEECH_START), end: ms(w.end + SPEECH_START) })) } };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The clip.
+
+/** The ffmpeg arguments and inputs of one clip; `speech` (with sound only) is mixed over the chord. */
+export function sandboxRender(req: VideoGenerationRequest, speech?: ClipSpeech | null): { args: string[]; inputs: Record<string, Uint8Array> } {
   const { width: W, height: H, seconds: T } = req;
   const rnd = seeded(`${req.model}|${req.prompt}|${W}x${H}|${T}|${req.negativePrompt ?? ""}`);
   const frames = Math.round(T * FPS);
@@ -115,8 +160,20 @@ export function sandboxRender(req: VideoGenerationRequest): { args: string[]; in
     const swell = (0.1 + rnd() * 0.4).toFixed(2);
     args.push("-f", "lavfi", "-i", `aevalsrc=(0.22*sin(2*PI*${a}*t)+0.16*sin(2*PI*${b}*t)+0.12*sin(2*PI*${c}*t))*(0.65+0.35*sin(2*PI*${swell}*t)):s=48000:d=${T}`);
   }
+  let audio = `${audioIndex}:a`;
+  if (req.sound && speech) {
+    inputs["speech.wav"] = speech.wav;
+    args.push("-i", "speech.wav");
+    const delay = Math.round(SPEECH_START * 1000);
+    // The chord (as long as the clip) sets the length; the voice, delayed, lies over it. normalize=0: amix
+    // would otherwise halve both.
+    filters.push(`[${audioIndex}:a]volume=${BED_GAIN}[bed]`);
+    filters.push(`[${audioIndex + 1}:a]aresample=48000,aformat=sample_fmts=fltp:channel_layouts=stereo,volume=${VOICE_GAIN},adelay=${delay}|${delay}[voice]`);
+    filters.push(`[bed][voice]amix=inputs=2:duration=first:dropout_transition=0:normalize=0[mix]`);
+    audio = "[mix]";
+  }
   args.push("-filter_complex", filters.join(";"), "-map", video);
-  if (req.sound) args.push("-map", `${audioIndex}:a`, "-c:a", "aac", "-b:a", "128k", "-ac", "2", "-ar", "48000");
+  if (req.sound) args.push("-map", audio, "-c:a", "aac", "-b:a", "128k", "-ac", "2", "-ar", "48000");
   args.push(
     "-c:v", "libx264", "-preset", "ultrafast", "-crf", "26", "-pix_fmt", "yuv420p", "-r", String(FPS),
     "-frames:v", String(frames), "-t", String(T),
@@ -159,7 +216,9 @@ export function sandboxVideoProvider(options: { latencyMs: number; media: () => 
         }
         await req.onProgress(((i + 1) / steps) * 0.2, "Generating");
       }
-      const { args, inputs } = sandboxRender(req);
+      // Spoken before rendering: the render mixes it in, and its times are the clip's.
+      const speech = req.sound ? await clipSpeech(req.prompt, req.seconds, req.signal) : null;
+      const { args, inputs } = sandboxRender(req, speech);
       const out = await options.media().run(args, {
         inputs,
         outputs: ["out.mp4"],
@@ -168,10 +227,9 @@ export function sandboxVideoProvider(options: { latencyMs: number; media: () => 
         timeoutMs: 20 * 60_000,
         onProgress: (f) => void Promise.resolve(req.onProgress(0.2 + f * 0.8, "Rendering")).catch(() => {}),
       });
-      let bytes = out["out.mp4"]!;
-      bytes = appendTopLevelBox(bytes, "uuid", provenanceXmp(req), MP4_UUIDS.xmp);
-      bytes = appendTopLevelBox(bytes, "uuid", c2paPayload(req), MP4_UUIDS.c2pa);
-      return { bytes, mimeType: "video/mp4" };
+      const bytes = withSandboxProvenance(out["out.mp4"]!, req.prompt, SOFTWARE);
+      // With sound, the record says what was spoken, nothing included; without, there is no audio to caption.
+      return { bytes, mimeType: "video/mp4", spoken: req.sound ? (speech?.spoken ?? { language: "en", words: [] }) : null };
     },
   };
   return { forModel: () => provider };

@@ -1,13 +1,14 @@
 // The sandbox speech provider: real speech from eSpeak NG (compiled to WebAssembly, run in a worker by
-// espeak.ts), each catalog voice a distinct eSpeak voice, variant, pitch and speed so voices sound different,
-// encoded to the requested output format with the media engine. The same request gives the same bytes.
+// lib/speech/espeak.ts), each catalog voice a distinct eSpeak voice, variant, pitch and speed so voices sound
+// different, encoded to the requested output format with the media engine. The same request gives the same bytes.
+// It speaks connected sentences (speak), not speakTimed's measured words: those pause after every word and
+// even out the voices' pace, so no SpeechAudio.spoken here.
 // It takes about SANDBOX_LATENCY_MS on top of the synthesis itself.
 //
 // Markers (DESIGN "Sandbox providers"): `[sandbox:fail]` answers like an upstream HTTP 500; `[sandbox:unsafe]`
 // like an upstream content refusal (HTTP 400). Both end as the spec's "generation failed" 502, refunded.
 // Markers are not spoken.
-import { type CapabilityHost, definePlugin, type MediaEngine, sandboxConfig, type SpeechAudio, SpeechHttpError, type SpeechProvider, type SpeechProviders, type SpeechRequest } from "mediagate/plugin";
-import { speak, type EspeakVoice } from "./espeak.ts";
+import { type CapabilityHost, definePlugin, type EspeakVoice, type MediaEngine, sandboxConfig, type SpeechAudio, SpeechHttpError, type SpeechProvider, type SpeechProviders, type SpeechRequest, speak } from "mediagate/plugin";
 import type { OutputFormat } from "./models.ts";
 
 /** Catalog voice -> eSpeak settings. Languages follow the catalog's `lang`; pitch and speed keep same-language voices apart. */

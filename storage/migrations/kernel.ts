@@ -119,4 +119,27 @@ export const kernelMigrations: Migration[] = [
       `create index retained_blobs_due on retained_blobs (expires_at)`,
     ],
   },
+  {
+    // Jobs charged as one group (an Omni batch's sections): the in-flight cap counts a group once.
+    name: "kernel/0004_job_groups",
+    statements: [`alter table jobs add column group_id text`, `create index jobs_group on jobs (group_id) where group_id is not null`],
+  },
+  {
+    // Parts of one job's charge it refunds one by one, each once (a Script Runner run's scenes): a refund row
+    // names its part, and the one-refund-per-job index becomes one per job and part (the job's own refund,
+    // of whatever its parts did not return, is the part-less one).
+    name: "kernel/0005_job_shares",
+    statements: [
+      `alter table ledger add column part integer`,
+      `drop index ledger_one_refund_per_job`,
+      `create unique index ledger_one_refund_per_job_part on ledger (job_id, coalesce(part, -1)) where type = 'refund'`,
+      `create table job_shares (
+        job_id text not null references jobs(id),
+        idx integer not null,
+        credits integer not null check (credits >= 0),
+        refunded boolean not null default false,
+        primary key (job_id, idx)
+      )`,
+    ],
+  },
 ];

@@ -5,7 +5,7 @@
 import process from "node:process";
 import { loadConfig } from "../../core/config.ts";
 import { createMediaEngine } from "../../lib/media/index.ts";
-import { speak } from "../../plugins/voiceover/espeak.ts";
+import { speak } from "../../lib/speech/espeak.ts";
 import { parseOutputFormat, VOICES } from "../../plugins/voiceover/models.ts";
 import { sandboxSpeechProvider, SANDBOX_VOICES } from "../../plugins/voiceover/sandbox.ts";
 

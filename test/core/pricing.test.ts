@@ -46,6 +46,21 @@ t("a flat add-on is applied after the markup, the same on every tier", () => {
   assert.is(chargeFor(p, "standard"), 125);
 });
 
+t("a surcharge with an all-in key: flat on api_plus10 and standard; a custom account's all-in rate replaces clip + surcharge", () => {
+  // Omni 1080p 8 s with a reference video (spec part 3): 154 + 47 on api_plus10, 140 + 47 standard.
+  const clip: Price = { lines: [{ key: ["omni", "video_price", "1080p", 8], rate: 140 }], addOn: 47, allInKey: ["omni", "reference_video_price", "1080p", 8] };
+  assert.is(chargeFor(clip, "api_plus10"), 201);
+  assert.is(chargeFor(clip, "standard"), 187);
+  // Custom with only the clip rate: negotiated clip + the same flat surcharge.
+  assert.is(chargeFor(clip, "custom", { omni: { video_price: { "1080p": { 8: 100 } } } }), 147);
+  // Custom with an all-in rate: that rate, nothing added (a fraction rounds up once).
+  assert.is(chargeFor(clip, "custom", { omni: { video_price: { "1080p": { 8: 100 } }, reference_video_price: { "1080p": { 8: 120.5 } } } }), 121);
+  // The all-in rate alone is enough: no clip rate needed.
+  assert.is(chargeFor(clip, "custom", { omni: { reference_video_price: { "1080p": { 8: 130 } } } }), 130);
+  // Neither: the 400 before any charge.
+  assert.throws(() => chargeFor(clip, "custom", {}), (e: unknown) => e instanceof ApiError && e.status === 400);
+});
+
 t("costs fragments merge deeply; a leaf claimed twice is an error", () => {
   const merged = mergeCosts([
     { plugin: "a", costs: { upscale: { image: { x: 1 } } } },

@@ -375,6 +375,26 @@ if (tlsMaterial) {
   });
 }
 
+const h = suite("outbound allowHttp (the Script Runner's http image URL)");
+
+h("plain http only where asked; private addresses refused either way", async () => {
+  const guard = createOutboundGuard({ lookup: fakeResolver({ "pics.example.com": [LOOPBACK], "cdn.example.com": [PUBLIC_V4] }) });
+  try {
+    assert.is(guard.checkUrl("http://cdn.example.com/a.png").ok, false);
+    assert.is(guard.checkUrl("http://cdn.example.com/a.png", { allowHttp: true }).ok, true);
+    assert.is(guard.checkUrl("ftp://cdn.example.com/a.png", { allowHttp: true }).ok, false);
+    const literal = guard.checkUrl("http://127.0.0.1/a.png", { allowHttp: true });
+    assert.equal([literal.ok, !literal.ok && literal.kind], [false, "not_public"]);
+    assert.is(guard.checkUrl("http://user@cdn.example.com/a.png", { allowHttp: true }).ok, false);
+    await expectKind(guard.fetch("http://pics.example.com/a.png"), "invalid_url");
+    // Allowed by scheme, still refused by address: the name resolves to loopback.
+    await expectKind(guard.fetch("http://pics.example.com/a.png", { allowHttp: true, timeoutMs: 2000 }), "not_public");
+  } finally {
+    await guard.close();
+  }
+});
+
 t.run();
 f.run();
 s.run();
+h.run();

@@ -26,12 +26,20 @@ export function buildOpenApi(registry: Registry, version: string): Record<string
     }
     const input = decl.input ? inputJsonSchema(decl.input) : undefined;
     let requestBody: unknown;
-    if (input && (op.method === "POST" || op.method === "PATCH")) {
+    if (decl.rawBody && (op.method === "POST" || op.method === "PATCH")) {
+      // Bytes: each accepted media type, capped.
+      const schema = { type: "string", contentMediaType: decl.rawBody.contentTypes[0], maxLength: decl.rawBody.maxBytes, description: `at most ${decl.rawBody.maxBytes} bytes` };
+      requestBody = { required: true, content: Object.fromEntries(decl.rawBody.contentTypes.map((t) => [t, { schema: { ...schema, contentMediaType: t } }])) };
+    } else if (input && (op.method === "POST" || op.method === "PATCH")) {
       const content: Record<string, unknown> = { "application/json": { schema: input } };
       if (decl.multipart) {
-        // The multipart form: the same object as JSON text in one field, and the file parts.
+        // The multipart form: the same object as JSON text in one field and/or its properties as plain text
+        // fields, and the file parts.
         const files = Object.fromEntries(decl.multipart.files.map((f) => [f, { type: "string", contentMediaType: "application/octet-stream" }]));
-        content["multipart/form-data"] = { schema: { type: "object", properties: { [decl.multipart.parameters]: { type: "string", contentMediaType: "application/json", description: "the JSON body's object, as text" }, ...files }, required: [...decl.multipart.files] } };
+        const parameters = decl.multipart.parameters === undefined ? {} : { [decl.multipart.parameters]: { type: "string", contentMediaType: "application/json", description: "the JSON body's object, as text" } };
+        const inputProps = (input.properties ?? {}) as Record<string, JsonSchema>;
+        const fields = Object.fromEntries((decl.multipart.fields ?? []).map((f) => [f, { type: "string", ...(inputProps[f]?.description ? { description: inputProps[f].description } : {}) }]));
+        content["multipart/form-data"] = { schema: { type: "object", properties: { ...parameters, ...fields, ...files }, required: [...decl.multipart.files] } };
       }
       requestBody = { required: true, content };
     } else if (input?.properties) {

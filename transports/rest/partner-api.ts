@@ -25,7 +25,16 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
   // `url` is the one h3 already parsed for routing: a GET's query is read from it, not parsed again.
   return async (request: Request, params: Record<string, string>, url: URL): Promise<Response | HTTPResponse> => {
     let files: Record<string, UploadedFile> = {};
+    let body: Uint8Array | null = null;
     const readBody = async () => {
+      // Bytes, not an input object (core/plugin.ts `rawBody`): the media type first, then its own cap.
+      const raw = decl.rawBody;
+      if (raw) {
+        if (!raw.contentTypes.includes(mediaTypeOf(request.headers.get("content-type")))) throw new ApiError(415, raw.unsupportedType);
+        const tooLargeText = typeof raw.tooLarge === "string" ? raw.tooLarge : raw.tooLarge(params);
+        body = await readBodyCapped(request, raw.maxBytes, tooLargeText, raw.tooLargeStatus);
+        return {};
+      }
       // JSON bodies are read only as application/json (readJsonBody: 415 otherwise, before any charge). An
       // operation that takes uploads also reads multipart/form-data and words its own 415, which the spec's
       // "application/json or multipart/form-data (else 415)" gives an untyped empty body too.
@@ -34,7 +43,7 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
       const contentType = request.headers.get("content-type");
       if (isJsonContentType(contentType)) return readJsonBody(request, maxBody, tooLarge);
       if (mediaTypeOf(contentType) !== "multipart/form-data") throw new ApiError(415, multipart.unsupportedType);
-      const parsed = await parseMultipart(await readBodyCapped(request, multipart.maxBytes, multipart.tooLarge), contentType!, multipart.parameters, multipart.files, multipart.malformed);
+      const parsed = await parseMultipart(await readBodyCapped(request, multipart.maxBytes, multipart.tooLarge), contentType!, multipart, multipart.malformed);
       files = parsed.files;
       return parsed.input;
     };
@@ -45,6 +54,7 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
       request,
       readInput: async () => (hasBody ? readBody() : queryObject(url)),
       files: () => files,
+      ...(decl.rawBody ? { body: () => body } : {}),
     });
     if (!outcome.ok) return errorResponse(outcome.error, onInternal, outcome.headers);
     if ("response" in outcome) {

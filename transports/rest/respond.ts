@@ -2,6 +2,7 @@
 import type { UploadedFile } from "../../core/plugin.ts";
 import { ApiError, EdgeRejection, KERNEL_ERRORS } from "../../core/errors.ts";
 import { MAX_INPUT_DEPTH } from "../../core/validation.ts";
+import { Buffer } from "node:buffer";
 import { concatBytes } from "../../lib/formats/bytes.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -20,24 +21,33 @@ export function errorResponse(err: unknown, onInternal: (err: unknown) => void, 
   return json(500, { error: KERNEL_ERRORS.internal }, headers);
 }
 
-/** Reads a request body up to `max` bytes; more is a 413 before anything is parsed. */
-export async function readBodyCapped(request: Request, max: number, tooLarge: string): Promise<Uint8Array> {
+/**
+ * Reads a request body up to `max` bytes; more is a 413 (or `status`) before anything is parsed: a declared
+ * Content-Length above the cap before a byte is read, a chunked body as soon as its count passes the cap.
+ */
+export async function readBodyCapped(request: Request, max: number, tooLarge: string, status: 400 | 413 = 413): Promise<Uint8Array> {
   const declared = request.headers.get("content-length");
-  if (declared !== null && Number(declared) > max) throw new ApiError(413, tooLarge);
+  if (declared !== null && Number(declared) > max) throw new ApiError(status, tooLarge);
   if (!request.body) return new Uint8Array();
   const reader = request.body.getReader();
+  // With a declared length the bytes go straight into one buffer of that size: a large body (an upload's
+  // 8 MB part) is then held once, not as its chunks and again as their concatenation.
+  const length = declared !== null && /^\d+$/.test(declared.trim()) ? Number(declared) : null;
+  const into = length !== null && length > 0 ? new Uint8Array(length) : null;
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
-    size += value.byteLength;
-    if (size > max) {
+    if (size + value.byteLength > max || (into && size + value.byteLength > into.byteLength)) {
       await reader.cancel().catch(() => {});
-      throw new ApiError(413, tooLarge);
+      throw new ApiError(status, tooLarge);
     }
-    chunks.push(value);
+    if (into) into.set(value, size);
+    else chunks.push(value);
+    size += value.byteLength;
   }
+  if (into) return size === into.byteLength ? into : into.subarray(0, size);
   return chunks.length === 1 ? chunks[0]! : concatBytes(chunks);
 }
 
@@ -132,30 +142,112 @@ export function mediaTypeOf(contentType: string | null): string {
   return (contentType ?? "").split(";")[0]!.trim().toLowerCase();
 }
 
+/** Which parts of a multipart form an operation reads (core/plugin.ts `multipart`). */
+export interface MultipartFields {
+  /** A text field holding the input as a JSON object. */
+  parameters?: string;
+  /** Text fields that become input properties of the same name, as the strings sent. */
+  fields?: readonly string[];
+  files: readonly string[];
+}
+
 /**
- * A multipart/form-data body: the text field `parametersField` parsed as a JSON object (absent: `{}`), and the
+ * A multipart/form-data body: the text field `parameters` parsed as a JSON object (absent: `{}`), the text
+ * fields of `fields` as properties of the same name (a field sent as a file is read as its text), and the
  * named file parts. Other parts are ignored. A body that cannot be parsed as multipart is a 400 `malformed`;
  * a `parameters` field that is not a JSON object is the JSON-body 400.
  */
-export async function parseMultipart(bytes: Uint8Array, contentType: string, parametersField: string, fileFields: readonly string[], malformed: string): Promise<{ input: Record<string, unknown>; files: Record<string, UploadedFile> }> {
-  let form: FormData;
-  try {
-    form = await new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { "content-type": contentType } }).formData();
-  } catch {
-    throw new ApiError(400, malformed);
-  }
-  const params = form.get(parametersField);
+export async function parseMultipart(bytes: Uint8Array, contentType: string, wanted: MultipartFields, malformed: string): Promise<{ input: Record<string, unknown>; files: Record<string, UploadedFile> }> {
+  const parts = readMultipart(bytes, contentType);
+  if (parts === null) throw new ApiError(400, malformed);
+  // The first part of a name, as FormData.get answers.
+  const first = (name: string) => parts.find((p) => p.name === name);
+  const text = (p: MultipartPart) => new TextDecoder().decode(p.bytes);
+  const params = wanted.parameters === undefined ? undefined : first(wanted.parameters);
   let input: Record<string, unknown> = {};
-  if (params !== null) {
-    const text = typeof params === "string" ? params : await params.text();
-    input = parseJsonObject(new TextEncoder().encode(text));
+  if (params) input = parseJsonObject(params.bytes);
+  for (const name of wanted.fields ?? []) {
+    const value = first(name);
+    if (value) input[name] = text(value);
   }
   const files: Record<string, UploadedFile> = {};
-  for (const name of fileFields) {
-    const part = form.get(name);
-    if (part !== null && typeof part !== "string") {
-      files[name] = { filename: part.name ?? "", contentType: part.type ?? "", bytes: new Uint8Array(await part.arrayBuffer()) };
-    }
+  for (const name of wanted.files) {
+    const part = first(name);
+    if (part && part.filename !== null) files[name] = { filename: part.filename, contentType: part.contentType, bytes: part.bytes };
   }
   return { input, files };
+}
+
+/** One part of a multipart/form-data body; `bytes` is a view into the body (nothing is copied). */
+export interface MultipartPart {
+  name: string;
+  /** null for a text field (no `filename` parameter), else the file name sent (may be ""). */
+  filename: string | null;
+  contentType: string;
+  bytes: Uint8Array;
+}
+
+const CRLF = Buffer.from("\r\n");
+const HEADERS_END = Buffer.from("\r\n\r\n");
+const UTF8_LOOSE = new TextDecoder();
+
+/** A parameter of a header value (`name="x"`, `name=x`), quoted-string escapes undone; null when absent. */
+function headerParam(value: string, param: string): string | null {
+  const re = new RegExp(`;\\s*${param}\\s*=\\s*(?:"((?:[^"\\\\]|\\\\.)*)"|([^;\\s]*))`, "i");
+  const m = re.exec(value);
+  if (!m) return null;
+  return m[1] !== undefined ? m[1].replace(/\\(.)/g, "$1") : m[2]!;
+}
+
+/**
+ * The parts of a multipart/form-data body (RFC 7578) as views into `bytes`, or null when it is not one: no
+ * boundary, no opening or closing delimiter, a part without its blank line or without a
+ * `Content-Disposition: form-data; name=...`. Read in place, so a 95 MB upload is held once, as the body
+ * it arrived in (FormData would copy it twice more). Names and file names are UTF-8, as browsers send them.
+ */
+export function readMultipart(bytes: Uint8Array, contentType: string): MultipartPart[] | null {
+  const boundary = headerParam(contentType, "boundary");
+  if (!boundary || boundary.length > 200) return null;
+  const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const delimiter = Buffer.from(`--${boundary}`);
+  const next = Buffer.from(`\r\n--${boundary}`);
+  // The first delimiter opens the body, at its start or after a preamble's CRLF.
+  let at = body.subarray(0, delimiter.length).equals(delimiter) ? 0 : body.indexOf(next);
+  if (at < 0) return null;
+  at += at === 0 && body[0] === 0x2d ? delimiter.length : next.length;
+  const parts: MultipartPart[] = [];
+  for (;;) {
+    // After a delimiter: "--" ends the body; otherwise optional padding, then CRLF and the part's headers.
+    if (body[at] === 0x2d && body[at + 1] === 0x2d) return parts;
+    const lineEnd = body.indexOf(CRLF, at);
+    if (lineEnd < 0 || body.subarray(at, lineEnd).some((c) => c !== 0x20 && c !== 0x09)) return null;
+    const headersStart = lineEnd + 2;
+    const headersEnd = body.indexOf(HEADERS_END, headersStart - 2);
+    if (headersEnd < 0) return null;
+    let name: string | null = null;
+    let filename: string | null = null;
+    let type = "";
+    const headerText = headersEnd >= headersStart ? UTF8_LOOSE.decode(body.subarray(headersStart, headersEnd)) : "";
+    for (const line of headerText.split("\r\n")) {
+      const colon = line.indexOf(":");
+      if (colon < 0) continue;
+      const key = line.slice(0, colon).trim().toLowerCase();
+      const value = line.slice(colon + 1).trim();
+      if (key === "content-disposition") {
+        if (!/^form-data\s*(;|$)/i.test(value)) return null;
+        // The HTML form encoding writes `"`, CR and LF in names as %22, %0D and %0A (as FormData reads them).
+        const unescape = (v: string | null) => v && v.replace(/%(22|0D|0A)/gi, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
+        name = unescape(headerParam(value, "name"));
+        filename = unescape(headerParam(value, "filename"));
+      } else if (key === "content-type") {
+        type = value;
+      }
+    }
+    if (name === null) return null;
+    const contentStart = headersEnd + 4;
+    const end = body.indexOf(next, contentStart);
+    if (end < 0) return null;
+    parts.push({ name, filename, contentType: type, bytes: bytes.subarray(contentStart, end) });
+    at = end + next.length;
+  }
 }

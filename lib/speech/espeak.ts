@@ -2,7 +2,7 @@
 // started on first use and unref'd so an idle one never keeps the process alive; texts are spoken one at a
 // time, in order. The worker holds the process open only while a text is being spoken.
 import { Worker } from "node:worker_threads";
-import { latin1, riffChunks } from "mediagate/plugin";
+import { latin1, riffChunks } from "../formats/index.ts";
 
 export interface EspeakVoice {
   /** eSpeak voice with an optional variant, e.g. `en-us+f3`. */
@@ -59,7 +59,7 @@ function start(): Promise<Worker> {
 }
 
 /** Reads the sample rate and data length of a PCM WAV as eSpeak writes it (canonical 44-byte header or chunks). */
-export function wavInfo(bytes: Uint8Array): { sampleRate: number; channels: number; bitsPerSample: number; dataBytes: number } {
+export function wavInfo(bytes: Uint8Array): { sampleRate: number; channels: number; bitsPerSample: number; dataBytes: number; dataOffset: number } {
   // Not riffHeader: eSpeak may leave a streaming placeholder in the RIFF and data sizes, which that check
   // refuses. The bytes present are what counts, so the chunks are read to the end of the bytes and a data
   // chunk that claims more is cut there.
@@ -69,13 +69,16 @@ export function wavInfo(bytes: Uint8Array): { sampleRate: number; channels: numb
   for (const chunk of riffChunks(bytes, 12, bytes.byteLength, { cutAtEnd: true })) {
     const o = chunk.body;
     if (chunk.type === "fmt ") fmt = { channels: view.getUint16(o + 2, true), sampleRate: view.getUint32(o + 4, true), bitsPerSample: view.getUint16(o + 14, true) };
-    if (chunk.type === "data" && fmt) return { ...fmt, dataBytes: chunk.dataEnd - chunk.body };
+    if (chunk.type === "data" && fmt) return { ...fmt, dataBytes: chunk.dataEnd - chunk.body, dataOffset: chunk.body };
   }
   throw new Error("WAV without fmt and data chunks");
 }
 
-/** Speaks `text` with `voice`; rejects at once when `signal` aborts (the worker finishes that text and moves on). */
-export async function speak(text: string, voice: EspeakVoice, signal?: AbortSignal): Promise<Wav> {
+/**
+ * Speaks `text` with `voice`; rejects at once when `signal` aborts (the worker finishes that text and moves on).
+ * With `ssml`, the text is read as SSML (eSpeak's -m): the caller escapes it.
+ */
+export async function speak(text: string, voice: EspeakVoice, signal?: AbortSignal, options: { ssml?: boolean } = {}): Promise<Wav> {
   signal?.throwIfAborted();
   const w = await start();
   const id = nextId++;
@@ -90,7 +93,7 @@ export async function speak(text: string, voice: EspeakVoice, signal?: AbortSign
       resolve: (v) => (signal?.removeEventListener("abort", onAbort), resolve(v)),
       reject: (e) => (signal?.removeEventListener("abort", onAbort), reject(e)),
     });
-    w.postMessage({ id, text, ...voice });
+    w.postMessage({ id, text, voice: voice.voice, pitch: voice.pitch, speed: voice.speed, gap: voice.gap, ssml: options.ssml === true });
   }).finally(() => {
     if (pending.size === 0) w.unref();
   });

@@ -6,7 +6,7 @@
 // inherit tsx's loader. Why a fresh instance per text: the CLI is a program, not a library: it runs main()
 // once and keeps its globals; instantiating the module compiled once below is cheap and gives a clean run.
 //
-// Protocol: in  {id, text, voice, pitch, speed, gap}
+// Protocol: in  {id, text, voice, pitch, speed, gap, ssml?}   (ssml: the text is SSML, eSpeak's -m)
 //           out {id, wav: Uint8Array} | {id, error}
 import { parentPort } from "node:worker_threads";
 import { readFile } from "node:fs/promises";
@@ -20,12 +20,12 @@ const jsUrl = import.meta.resolve("espeak-ng");
 const { default: createESpeak } = await import(jsUrl);
 const compiled = await WebAssembly.compile(await readFile(fileURLToPath(new URL("./espeak-ng.wasm", jsUrl))));
 
-parentPort.on("message", async ({ id, text, voice, pitch, speed, gap }) => {
+parentPort.on("message", async ({ id, text, voice, pitch, speed, gap, ssml }) => {
   const log = [];
   try {
     const run = await createESpeak({
       // The text goes through a file so nothing in it can be read as a command-line option.
-      arguments: ["-v", voice, "-p", String(pitch), "-s", String(speed), "-g", String(gap), "-w", "out.wav", "-f", "in.txt"],
+      arguments: ["-v", voice, "-p", String(pitch), "-s", String(speed), "-g", String(gap), ...(ssml ? ["-m"] : []), "-w", "out.wav", "-f", "in.txt"],
       preRun: [(m) => m.FS.writeFile("in.txt", text)],
       print: () => {},
       printErr: (line) => log.push(line),

@@ -1,0 +1,225 @@
+// Characters: POST/GET/DELETE /omni/characters. Creation is synchronous and charged (30 standard basis, 33 on
+// api_plus10), not counted in the in-flight cap.
+//
+// Order of POST: pause (503), the body's rules (400), the image's size (413) and kind (400), the URL image
+// fetched through the outbound guard (400 when it cannot be had or is no image), the voice (400), the price
+// (a custom account without a rate: 400); then the image is stored and the charge, the job row and the
+// character row commit in one transaction; a refused charge (402) removes the stored image again.
+//
+// Choices where the spec is silent, written down here:
+// - The character's id is its creation job's id (a `svc-` id, unique with every other).
+// - `image_url` in every answer is our media link of the stored image (the spec: "hosted reference image"),
+//   whichever way the image came; a URL image is fetched once, at creation.
+// - `description` empty means the name is the identity (the video job uses it so); both are kept as sent,
+//   the name trimmed.
+// - DELETE removes the row and the image; videos already submitted keep their own copy (video.ts).
+// - A storage failure before the charge is a 502 with nothing charged; there is no failure after it.
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import { ApiError, isOutboundError, notFound, operation, type OutboundGuard, partnerJobIdField, type VideoFrame, decodeImageBase64, IMAGE_EXT, imageKind } from "mediagate/plugin";
+import { OMNI_ERRORS as E } from "./errors.ts";
+import { characterPrice, LIMITS, OMNI_FEATURE, OMNI_PAUSE } from "./limits.ts";
+import { CHARACTERS_TABLE, type CharacterRecord, type CharacterVoice, findVoices, timestamp } from "./records.ts";
+
+const ID = /^svc-[0-9a-f]{8}$/;
+const IMAGE_FETCH_TIMEOUT_MS = 30_000;
+
+const CreateInput = z
+  .object({
+    name: z.unknown().optional().meta({ type: "string", maxLength: LIMITS.nameChars }),
+    description: z.unknown().optional().meta({ type: "string", maxLength: LIMITS.descriptionChars }),
+    image_base64: z.unknown().optional().meta({ type: "string", description: "PNG, JPEG or WebP as base64 (a data: prefix is tolerated), at most 20 MB" }),
+    image_url: z.unknown().optional().meta({ type: "string", description: "public HTTPS reference image" }),
+    voice_id: z.unknown().optional().meta({ type: "string" }),
+    partner_job_id: partnerJobIdField().meta({ type: "string" }),
+  })
+  .meta({ required: ["name"] })
+  .transform((raw, c) => {
+    const fail = (message: string) => (c.addIssue({ code: "custom", message }), z.NEVER);
+    const name = typeof raw.name === "string" ? raw.name.trim() : "";
+    if (name === "") return fail(E.characterNameRequired);
+    if (name.length > LIMITS.nameChars) return fail(E.characterNameTooLong);
+    const description = raw.description ?? "";
+    if (typeof description !== "string") return fail(E.descriptionType);
+    if (description.length > LIMITS.descriptionChars) return fail(E.descriptionTooLong);
+    const hasBase64 = raw.image_base64 !== undefined && raw.image_base64 !== null && raw.image_base64 !== "";
+    const hasUrl = raw.image_url !== undefined && raw.image_url !== null && raw.image_url !== "";
+    if (!hasBase64 && !hasUrl) return fail(E.provideImage);
+    if (hasBase64 && hasUrl) return fail(E.bothImages);
+    if (hasUrl && typeof raw.image_url !== "string") return fail(E.invalidImageUrl("must be a string"));
+    if (hasBase64 && typeof raw.image_base64 !== "string") return fail(E.invalidImageBase64);
+    const voiceId = raw.voice_id ?? null;
+    if (voiceId !== null && typeof voiceId !== "string") return fail(E.voicesNotFound);
+    return {
+      name,
+      description,
+      image: hasBase64 ? ({ base64: raw.image_base64 as string } as const) : ({ url: raw.image_url as string } as const),
+      voiceId: voiceId || null,
+      partnerJobId: raw.partner_job_id,
+    };
+  });
+
+const voiceObject = z.object({ id: z.string(), name: z.string(), base_voice: z.string(), base_voice_name: z.string() }).nullable();
+
+const characterShape = z.object({
+  character_id: z.string(),
+  partner_job_id: z.string().nullable(),
+  name: z.string(),
+  description: z.string(),
+  image_url: z.string(),
+  voice_id: z.string().nullable(),
+  voice: voiceObject,
+  created_at: z.string(),
+});
+
+const voiceView = (v: CharacterVoice | null) => (v ? { id: v.id, name: v.name, base_voice: v.base_voice, base_voice_name: v.base_voice_name } : null);
+
+const createCharacter = operation({
+  method: "POST",
+  path: "/omni/characters",
+  status: 201,
+  feature: OMNI_FEATURE,
+  summary: "Create a reusable character from a reference image",
+  input: CreateInput,
+  // A 20 MB image is about 28 MB of base64; the decoded size is checked exactly below.
+  maxBodyBytes: 30_000_000,
+  bodyTooLarge: E.imageTooLarge,
+  output: z.object({
+    character_id: z.string(),
+    partner_job_id: z.string().nullable(),
+    name: z.string(),
+    description: z.string(),
+    image_url: z.string(),
+    voice_id: z.string().nullable(),
+    credits_used: z.number().int(),
+    credits_remaining: z.number().int(),
+  }),
+  async handle(ctx) {
+    if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, E.unavailable);
+    const req = ctx.input;
+    let image: VideoFrame;
+    if ("base64" in req.image) {
+      const decoded = decodeImageBase64(req.image.base64, LIMITS.imageMaxBytes);
+      if (!decoded.ok) throw decoded.reason === "too_large" ? new ApiError(413, E.imageTooLarge) : new ApiError(400, E.invalidImageBase64);
+      image = decoded.image;
+    } else {
+      image = await fetchImage(ctx.capability("outbound"), req.image.url, ctx.request.signal);
+    }
+    const voices = req.voiceId ? await findVoices(ctx.db, ctx.partner.id, [req.voiceId]) : [];
+    if (!voices) throw new ApiError(400, E.voicesNotFound);
+    const voice = voices[0] ?? null;
+    const credits = ctx.priceFor({ ...characterPrice(), customRateMissing: E.customNoRate });
+
+    const key = `characters/${randomBytes(16).toString("hex")}.${IMAGE_EXT[image.mimeType as keyof typeof IMAGE_EXT] ?? "img"}`;
+    try {
+      await ctx.blobs.put(key, image.bytes, { contentType: image.mimeType });
+    } catch (err) {
+      ctx.log.warn(`omni character image not stored: ${err instanceof Error ? err.message : String(err)}`);
+      throw new ApiError(502, E.characterFailed);
+    }
+    try {
+      const job = await ctx.submitJob({
+        kind: "character",
+        state: "created",
+        terminal: true,
+        credits,
+        partnerJobId: req.partnerJobId,
+        description: `Omni character: ${req.name.slice(0, 120)}`,
+        insufficientCredits: E.characterInsufficient,
+        within: async (trx, [jobId]) => {
+          await trx
+            .insertInto(CHARACTERS_TABLE)
+            .values({
+              character_id: jobId!,
+              partner_id: ctx.partner.id,
+              partner_job_id: req.partnerJobId,
+              name: req.name,
+              description: req.description,
+              image_key: key,
+              image_mime: image.mimeType,
+              voice_id: voice?.id ?? null,
+              voice: voice ? JSON.stringify(voice) : null,
+              credits_used: credits,
+            })
+            .execute();
+        },
+      });
+      return {
+        character_id: job.jobId,
+        partner_job_id: req.partnerJobId,
+        name: req.name,
+        description: req.description,
+        image_url: ctx.mediaUrl(key),
+        voice_id: voice?.id ?? null,
+        credits_used: job.creditsUsed,
+        credits_remaining: job.creditsRemaining,
+      };
+    } catch (err) {
+      // A refused charge (402, a custom rate's 400) leaves nothing behind.
+      await ctx.blobs.remove(key).catch(() => {});
+      throw err;
+    }
+  },
+});
+
+/** The image at a URL, through the outbound guard, before any charge; every failure is the partner's 400. */
+async function fetchImage(guard: OutboundGuard, url: string, signal: AbortSignal): Promise<VideoFrame> {
+  const checked = guard.checkUrl(url);
+  if (!checked.ok) throw new ApiError(400, E.invalidImageUrl(checked.reason));
+  let body: Uint8Array;
+  try {
+    body = (await guard.fetch(checked.url, { maxBytes: LIMITS.imageMaxBytes, timeoutMs: IMAGE_FETCH_TIMEOUT_MS, signal })).body;
+  } catch (err) {
+    if (signal.aborted) throw err;
+    if (!isOutboundError(err)) throw err;
+    const reason = err.kind === "too_large" ? "larger than 20 MB" : err.kind === "http_status" ? `the server answered ${err.status}` : err.kind === "timeout" ? "timed out" : err.kind === "not_public" ? "not a public address" : "could not be downloaded";
+    throw new ApiError(400, E.invalidImageUrl(reason));
+  }
+  const mimeType = imageKind(body);
+  if (!mimeType) throw new ApiError(400, E.invalidImageUrl("not a PNG, JPEG or WebP image"));
+  return { bytes: body, mimeType, url };
+}
+
+const listCharacters = operation({
+  method: "GET",
+  path: "/omni/characters",
+  feature: OMNI_FEATURE,
+  summary: "This account's characters, newest first",
+  output: z.object({ characters: z.array(characterShape) }),
+  async handle(ctx) {
+    const rows = await ctx.db.selectFrom(CHARACTERS_TABLE).selectAll().where("partner_id", "=", ctx.partner.id).orderBy("created_at", "desc").orderBy("character_id", "desc").execute();
+    return {
+      characters: (rows as Array<CharacterRecord & { voice: CharacterVoice | string | null }>).map((r) => {
+        const voice = typeof r.voice === "string" ? (JSON.parse(r.voice) as CharacterVoice) : r.voice;
+        return {
+          character_id: r.character_id,
+          partner_job_id: r.partner_job_id,
+          name: r.name,
+          description: r.description,
+          image_url: ctx.mediaUrl(r.image_key),
+          voice_id: r.voice_id,
+          voice: voiceView(voice),
+          created_at: timestamp(r.created_at),
+        };
+      }),
+    };
+  },
+});
+
+const deleteCharacter = operation({
+  method: "DELETE",
+  path: "/omni/characters/<id>",
+  feature: OMNI_FEATURE,
+  summary: "Delete a character",
+  output: z.object({ ok: z.literal(true), deleted_id: z.string() }),
+  async handle(ctx) {
+    const id = ctx.params.id ?? "";
+    if (!ID.test(id)) throw notFound(E.notFound);
+    const row = (await ctx.db.deleteFrom(CHARACTERS_TABLE).where("partner_id", "=", ctx.partner.id).where("character_id", "=", id).returning(["image_key"]).executeTakeFirst()) as { image_key: string } | undefined;
+    if (!row) throw notFound(E.notFound);
+    await ctx.blobs.remove(row.image_key).catch(() => {});
+    return { ok: true as const, deleted_id: id };
+  },
+});
+
+export const characterOperations = [createCharacter, listCharacters, deleteCharacter];

@@ -1,0 +1,170 @@
+// The sandbox Omni provider (capability `omni.generate`): a real H.264/AAC MP4 of the requested size and length,
+// rendered with the media engine (native ffmpeg or ffmpeg.wasm, the same arguments), deterministic from the
+// request, with the provenance metadata generative providers attach (container tags, XMP, a C2PA-shaped box)
+// for `strip_metadata` to remove. It waits SANDBOX_LATENCY_MS (in abortable steps) and reports progress.
+//
+// What the picture is (25 fps; x264 `veryfast` at 1080p, `ultrafast` at 4k, where the pixel count is 4x):
+// - `omni-1.1` with a first frame: the clip starts on exactly that picture, slowly pushing in; with a last
+//   frame it cross-fades into it, which zooms out to be exactly the last picture;
+// - otherwise the characters' images (else the reference images), up to three, each a slow push-in, cross-
+//   fading one into the next; with none, a moving colour scene seeded by the prompt;
+// - a reference video (already cut to its window and normalized by the plugin) is composited picture-in-
+//   picture in the lower right corner, a third of the frame wide, from the start for its own length.
+// The sound: a quiet prompt-seeded chord, and over it the prompt's quoted lines spoken with each speaker's
+// preset voice (sandbox-speech.ts); the words' times in the file come back as `spoken`.
+//
+// Markers (DESIGN "Sandbox providers"): `[sandbox:unsafe]` is a prompt-fixable safety block (checked before
+// `[sandbox:fail]`, a plain failure); a frame or image URL whose path contains `sandbox-fail` fails.
+import { createHash } from "node:crypto";
+import { definePlugin, type GeneratedVideo, hasMarker, type MediaEngine, type OmniGenerationRequest, type OmniProvider, sandboxConfig, sandboxSleep, sniffImageType, UnsafeContentError, type VideoFrame, withSandboxProvenance } from "mediagate/plugin";
+import { clipSpeech, type ClipSpeech, quotedLines, SPEECH_START } from "./sandbox-speech.ts";
+
+const SOFTWARE = "mediagate sandbox omni provider";
+const FPS = 25;
+const MAX_STILLS = 3;
+const IMAGE_EXT: Record<string, string> = { "image/png": "png", "image/jpeg": "jpg", "image/webp": "webp" };
+const BED_GAIN = 0.1;
+const VOICE_GAIN = 1.25;
+
+/** Numbers in [0, 1) seeded by the request: the same request renders the same clip. */
+function seeded(seed: string): () => number {
+  let counter = 0;
+  return () => createHash("sha256").update(`${seed}:${counter++}`).digest().readUInt32BE(0) / 2 ** 32;
+}
+
+const extOf = (f: VideoFrame) => IMAGE_EXT[sniffImageType(f.bytes) ?? f.mimeType] ?? "png";
+
+/** The stills the clip animates, in order, and whether the last one must end the clip exactly (a last frame). */
+function stillsOf(req: OmniGenerationRequest): { stills: VideoFrame[]; endsOnLast: boolean } {
+  if (req.firstFrame) return { stills: req.lastFrame ? [req.firstFrame, req.lastFrame] : [req.firstFrame], endsOnLast: !!req.lastFrame };
+  const pictures = req.characters.length > 0 ? req.characters.map((c) => c.image) : req.referenceImages;
+  return { stills: pictures.slice(0, MAX_STILLS), endsOnLast: false };
+}
+
+/** The ffmpeg arguments and inputs of one clip. */
+export function omniRender(req: OmniGenerationRequest, speech: ClipSpeech | null): { args: string[]; inputs: Record<string, Uint8Array> } {
+  const { width: W, height: H, seconds: T } = req;
+  const rnd = seeded(`${req.seed ?? ""}|${req.model}|${req.prompt}|${W}x${H}|${T}`);
+  const frames = Math.round(T * FPS);
+  const inputs: Record<string, Uint8Array> = {};
+  const args: string[] = [];
+  const filters: string[] = [];
+  let index = 0;
+
+  const { stills, endsOnLast } = stillsOf(req);
+  const cover = `scale=${W}:${H}:force_original_aspect_ratio=increase,crop=${W}:${H},setsar=1`;
+  const centre = `x='iw/2-(iw/zoom/2)':y='ih/2-(ih/zoom/2)'`;
+  const zoomStep = (0.0004 + rnd() * 0.0008).toFixed(5);
+  if (stills.length > 0) {
+    // n segments of L frames overlapping by F: n L - (n - 1) F = frames.
+    const n = stills.length;
+    const fade = n > 1 ? Math.max(2, Math.round(Math.min(FPS, frames / (2 * n)))) : 0;
+    const length = Math.ceil((frames + (n - 1) * fade) / n);
+    for (const [i, still] of stills.entries()) {
+      const name = `still-${i + 1}.${extOf(still)}`;
+      inputs[name] = still.bytes;
+      args.push("-loop", "1", "-framerate", String(FPS), "-i", name);
+      // The last frame of omni-1.1 zooms out to exactly itself; every other still starts exactly as given.
+      const zoom = endsOnLast && i === n - 1 ? `1+${zoomStep}*(${length - 1}-on)` : `1+${zoomStep}*on`;
+      filters.push(`[${index}:v]${cover},zoompan=z='${zoom}':${centre}:d=1:s=${W}x${H}:fps=${FPS},trim=end_frame=${length},setpts=PTS-STARTPTS,format=yuv420p[s${i}]`);
+      index++;
+    }
+    let last = "s0";
+    for (let i = 1; i < n; i++) {
+      const offset = (i * (length - fade)) / FPS;
+      filters.push(`[${last}][s${i}]xfade=transition=fade:duration=${(fade / FPS).toFixed(3)}:offset=${offset.toFixed(3)}[x${i}]`);
+      last = `x${i}`;
+    }
+    filters.push(`[${last}]trim=end_frame=${frames},format=yuv420p[base]`);
+  } else {
+    const hue = Math.round(rnd() * 360);
+    const turn = ((rnd() < 0.5 ? -1 : 1) * (20 + rnd() * 70)).toFixed(1);
+    args.push("-f", "lavfi", "-i", `testsrc2=size=${W}x${H}:rate=${FPS}:duration=${T}`);
+    filters.push(`[${index}:v]hue=h='${hue}+${turn}*t':s=${(0.6 + rnd() * 0.8).toFixed(2)},format=yuv420p[base]`);
+    index++;
+  }
+
+  let video = "[base]";
+  if (req.referenceVideo) {
+    inputs["reference.mp4"] = req.referenceVideo.bytes;
+    args.push("-i", "reference.mp4");
+    const pipWidth = Math.round(W / 3 / 2) * 2;
+    const margin = Math.round(Math.min(W, H) / 30);
+    filters.push(`[${index}:v]scale=${pipWidth}:-2,setsar=1,fps=${FPS},setpts=PTS-STARTPTS[pip]`);
+    filters.push(`[base][pip]overlay=x=W-w-${margin}:y=H-h-${margin}:eof_action=pass:shortest=0,format=yuv420p[v]`);
+    video = "[v]";
+    index++;
+  }
+
+  // A quiet chord as long as the clip, and the voice over it.
+  const root = 110 * 2 ** (Math.floor(rnd() * 12) / 12);
+  const [a, b, c] = [root, root * 2 ** ((rnd() < 0.5 ? 3 : 4) / 12), root * 2 ** (7 / 12)].map((f) => f.toFixed(2));
+  args.push("-f", "lavfi", "-i", `aevalsrc=(0.22*sin(2*PI*${a}*t)+0.16*sin(2*PI*${b}*t)+0.12*sin(2*PI*${c}*t))*(0.65+0.35*sin(2*PI*0.3*t)):s=48000:d=${T}`);
+  const bed = index++;
+  let audio = `${bed}:a`;
+  if (speech) {
+    inputs["speech.wav"] = speech.wav;
+    args.push("-i", "speech.wav");
+    const delay = Math.round(SPEECH_START * 1000);
+    filters.push(`[${bed}:a]volume=${BED_GAIN}[bed]`);
+    filters.push(`[${index}:a]aresample=48000,aformat=sample_fmts=fltp:channel_layouts=stereo,volume=${VOICE_GAIN},adelay=${delay}|${delay}[voice]`);
+    filters.push(`[bed][voice]amix=inputs=2:duration=first:dropout_transition=0:normalize=0[mix]`);
+    audio = "[mix]";
+    index++;
+  }
+
+  args.push("-filter_complex", filters.join(";"), "-map", video, "-map", audio);
+  args.push(
+    "-c:a", "aac", "-b:a", "128k", "-ac", "2", "-ar", "48000",
+    "-c:v", "libx264", "-preset", W * H > 1920 * 1080 ? "ultrafast" : "veryfast", "-crf", "24", "-pix_fmt", "yuv420p", "-r", String(FPS),
+    "-frames:v", String(frames), "-t", String(T),
+    "-metadata", `title=${req.prompt.slice(0, 200)}`,
+    "-metadata", `comment=Generated by ${SOFTWARE}`,
+    "-metadata", "encoder=mediagate sandbox",
+    "-movflags", "+faststart",
+    "out.mp4",
+  );
+  return { args, inputs };
+}
+
+const failsByUrl = (f: VideoFrame | undefined) => !!f?.url && new URL(f.url).pathname.includes("sandbox-fail");
+
+export function sandboxOmniProvider(options: { latencyMs: number; media: () => MediaEngine }): OmniProvider {
+  return {
+    async generate(req): Promise<GeneratedVideo> {
+      const steps = 4;
+      for (let i = 0; i < steps; i++) {
+        await sandboxSleep(options.latencyMs / steps, req.signal);
+        if (i === 0) {
+          if (hasMarker(req.prompt, "unsafe")) throw new UnsafeContentError("sandbox: unsafe content requested by the prompt");
+          if (hasMarker(req.prompt, "fail")) throw new Error("sandbox: failure requested by the prompt");
+          if ([req.firstFrame, req.lastFrame, ...req.referenceImages].some(failsByUrl)) throw new Error("sandbox: failure requested by an image URL");
+        }
+        await req.onProgress(((i + 1) / steps) * 0.15, "Generating");
+      }
+      // Spoken before rendering: the render mixes it in, and its times are the clip's.
+      const speech = await clipSpeech(quotedLines(req.prompt, req.characters, req.voices), req.seconds, req.signal);
+      const { args, inputs } = omniRender(req, speech);
+      const out = await options.media().run(args, {
+        inputs,
+        outputs: ["out.mp4"],
+        signal: req.signal,
+        durationSeconds: req.seconds,
+        timeoutMs: 30 * 60_000,
+        onProgress: (f) => void Promise.resolve(req.onProgress(0.15 + f * 0.85, "Rendering")).catch(() => {}),
+      });
+      return { bytes: withSandboxProvenance(out["out.mp4"]!, req.prompt, SOFTWARE), mimeType: "video/mp4", spoken: speech?.spoken ?? { language: "en", words: [] } };
+    },
+  };
+}
+
+/** Provides `omni.generate` with the sandbox. A real deployment registers its adapter plugin instead. */
+export default definePlugin({
+  name: "omni-sandbox",
+  config: sandboxConfig,
+  requires: ["media"],
+  provides: {
+    // The engine is fetched on first render: capabilities are built at boot, ffmpeg.wasm is not.
+    "omni.generate": (host) => sandboxOmniProvider({ latencyMs: sandboxConfig.of(host).latencyMs, media: () => host.capability("media") }),
+  },
+});

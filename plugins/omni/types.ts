@@ -1,0 +1,61 @@
+// The shapes that pass between the Omni modules: what POST /omni/video's checks hand to the submit
+// (video-input.ts -> video.ts), and what an Omni video job keeps as its input (video.ts, batch.ts, improve.ts).
+import type { OmniReferenceVideo, VideoFrame } from "mediagate/plugin";
+import type { OmniAspectRatio, OmniDuration, OmniModel, OmniResolution } from "./limits.ts";
+import type { CharacterRecord, CharacterVoice } from "./records.ts";
+
+/**
+ * POST /omni/video after every check of the request (schema, sizes, magic bytes, URL syntax, the callback's
+ * DNS, ownership of characters and voices, the reference budget) and after the reference video was fetched,
+ * measured and its window cut: nothing is charged yet, nothing stored yet.
+ */
+export interface PreparedOmniVideo {
+  prompt: string;
+  model: OmniModel;
+  duration: OmniDuration;
+  aspectRatio: OmniAspectRatio;
+  resolution: OmniResolution;
+  seed: number | null;
+  partnerJobId: string | null;
+  callbackUrl: string | null;
+  stripMetadata: boolean;
+  /** As sent (omni-1.1 only); the job fetches them through the outbound guard. */
+  firstFrameUrl: string | null;
+  lastFrameUrl: string | null;
+  /** The account's characters, in the request's order (snapshots, voices included). */
+  characters: CharacterRecord[];
+  /** The account's voices of `voice_ids`, in order. */
+  voices: CharacterVoice[];
+  /** As sent, checked by the guard's syntax rules; the job fetches them. */
+  imageUrls: string[];
+  /** `image_base64` decoded, each a PNG, JPEG or WebP by its magic bytes. */
+  images: VideoFrame[];
+  /** The trimmed window of `video_url`, normalized (H.264/AAC MP4), measured. */
+  referenceVideo: OmniReferenceVideo | null;
+}
+
+/** A stored picture the job reads back: a key in the omni blob store. */
+export interface StoredImage {
+  key: string;
+  mime_type: string;
+}
+
+/** What an Omni video job keeps as its input (jobs.input): everything the provider needs, by value or by key. */
+export interface OmniJobInput {
+  model: OmniModel;
+  width: number;
+  height: number;
+  seconds: OmniDuration;
+  seed: number | null;
+  strip_metadata: boolean;
+  first_frame_url: string | null;
+  last_frame_url: string | null;
+  /** Snapshots taken at submit; the image copied under the job's private prefix (a later delete cannot break the job). */
+  characters: Array<{ id: string; name: string; description: string; image: StoredImage; voice: CharacterVoice | null }>;
+  voices: CharacterVoice[];
+  image_urls: string[];
+  images: StoredImage[];
+  reference_video: { key: string; seconds: number; url: string } | null;
+  /** The request's callback_url (the kernel keeps it on the job too): a repaired prompt's clip reports there as well. */
+  callback_url: string | null;
+}

@@ -1,0 +1,194 @@
+// Voices: GET /omni/voice-presets, POST/GET/DELETE /omni/voices. Free and synchronous: no job, no ledger line.
+//
+// Choices where the spec is silent, written down here:
+// - Samples are WAV (16-bit mono, eSpeak's 22,050 Hz): what the synthesizer makes, playable everywhere, and
+//   100-200 kB for a sentence. A preset's sample says "Hi, I'm <Name>. This is how I sound." in its voice; it
+//   is synthesized once, on the first GET /omni/voice-presets of a process that does not find it stored, under
+//   a key made of the preset, its voice settings and the sentence (every process finds the same file; a
+//   change of voice or text makes a new one). A partner voice's sample says its `example_dialogue`, or "Hi,
+//   I'm <name>." when there is none, in its base preset's voice, under a 128-bit key.
+// - `name` is trimmed; descriptions are kept as sent. The voice fields of every answer are the create
+//   response's: voice_id, partner_job_id, name, base_voice, base_voice_name, gender, traits, description,
+//   example_dialogue, sample_url, created_at.
+// - DELETE removes the row and its sample; characters keep the voice they were created with (a snapshot).
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { allocateServiceId, ApiError, type BlobStore, mediaToken, notFound, operation, partnerJobIdField, speak } from "mediagate/plugin";
+import { OMNI_ERRORS as E } from "./errors.ts";
+import { LIMITS, OMNI_FEATURE, OMNI_PAUSE } from "./limits.ts";
+import { presetById, VOICE_PRESETS, type VoicePreset } from "./presets.ts";
+import { timestamp, VOICES_TABLE, type VoiceRow } from "./records.ts";
+
+const ID = /^svc-[0-9a-f]{8}$/;
+const WAV = "audio/wav";
+
+const presetSentence = (p: VoicePreset) => `Hi, I'm ${p.name}. This is how I sound.`;
+
+function presetSampleKey(p: VoicePreset): string {
+  const hash = createHash("sha256").update(JSON.stringify([p.espeak, presetSentence(p)])).digest("hex").slice(0, 16);
+  return `presets/${p.id}-${hash}.wav`;
+}
+
+// One synthesis per blob store and process, however many first requests arrive together.
+const presetSamples = new WeakMap<BlobStore, Promise<void>>();
+
+async function ensurePresetSamples(blobs: BlobStore, signal: AbortSignal): Promise<void> {
+  let ready = presetSamples.get(blobs);
+  if (!ready) {
+    ready = (async () => {
+      for (const p of VOICE_PRESETS) {
+        const key = presetSampleKey(p);
+        if (await blobs.has(key)) continue;
+        const wav = await speak(presetSentence(p), p.espeak);
+        await blobs.put(key, wav.bytes, { contentType: WAV });
+      }
+    })();
+    presetSamples.set(blobs, ready);
+    // A failure is not cached: the next request tries again.
+    ready.catch(() => presetSamples.delete(blobs));
+  }
+  signal.throwIfAborted();
+  await ready;
+}
+
+const presetShape = z.object({ id: z.string(), name: z.string(), gender: z.string(), traits: z.string(), sample_url: z.string() });
+
+const voiceShape = z.object({
+  voice_id: z.string(),
+  partner_job_id: z.string().nullable(),
+  name: z.string(),
+  base_voice: z.string(),
+  base_voice_name: z.string(),
+  gender: z.string(),
+  traits: z.string(),
+  description: z.string(),
+  example_dialogue: z.string(),
+  sample_url: z.string(),
+  created_at: z.string(),
+});
+
+function voiceView(row: VoiceRow, mediaUrl: (key: string) => string): z.infer<typeof voiceShape> {
+  const preset = presetById(row.base_voice);
+  return {
+    voice_id: row.voice_id,
+    partner_job_id: row.partner_job_id,
+    name: row.name,
+    base_voice: row.base_voice,
+    base_voice_name: preset?.name ?? row.base_voice,
+    gender: preset?.gender ?? "neutral",
+    traits: preset?.traits ?? "",
+    description: row.description,
+    example_dialogue: row.example_dialogue,
+    sample_url: mediaUrl(row.sample_key),
+    created_at: timestamp(row.created_at as unknown as Date),
+  };
+}
+
+const listPresets = operation({
+  method: "GET",
+  path: "/omni/voice-presets",
+  feature: OMNI_FEATURE,
+  summary: "The 30 preset voices, each with a spoken sample",
+  output: z.object({ presets: z.array(presetShape) }),
+  async handle(ctx) {
+    await ensurePresetSamples(ctx.blobs, ctx.request.signal);
+    return { presets: VOICE_PRESETS.map((p) => ({ id: p.id, name: p.name, gender: p.gender, traits: p.traits, sample_url: ctx.mediaUrl(presetSampleKey(p)) })) };
+  },
+});
+
+const optionalText = (max: number, tooLong: string, type: string) =>
+  z
+    .unknown()
+    .optional()
+    .meta({ type: "string", maxLength: max })
+    .transform((v, c) => {
+      if (v === undefined || v === null) return "";
+      if (typeof v !== "string") return (c.addIssue({ code: "custom", message: type }), z.NEVER);
+      if (v.length > max) return (c.addIssue({ code: "custom", message: tooLong }), z.NEVER);
+      return v;
+    });
+
+const createVoice = operation({
+  method: "POST",
+  path: "/omni/voices",
+  status: 201,
+  feature: OMNI_FEATURE,
+  summary: "Create a voice from a preset (free)",
+  input: z
+    .object({
+      base_voice: z.unknown().optional().meta({ type: "string", enum: VOICE_PRESETS.map((p) => p.id) }),
+      name: z.unknown().optional().meta({ type: "string", maxLength: LIMITS.nameChars }),
+      description: optionalText(LIMITS.descriptionChars, E.voiceDescriptionTooLong, E.voiceDescriptionType),
+      example_dialogue: optionalText(LIMITS.exampleDialogueChars, E.exampleDialogueTooLong, E.exampleDialogueType),
+      partner_job_id: partnerJobIdField().meta({ type: "string" }),
+    })
+    .meta({ required: ["base_voice", "name"] })
+    .transform((raw, c) => {
+      const fail = (message: string) => (c.addIssue({ code: "custom", message }), z.NEVER);
+      const preset = typeof raw.base_voice === "string" ? presetById(raw.base_voice) : undefined;
+      if (!preset) return fail(E.unknownBaseVoice);
+      const name = typeof raw.name === "string" ? raw.name.trim() : "";
+      if (name === "") return fail(E.voiceNameRequired);
+      if (name.length > LIMITS.nameChars) return fail(E.voiceNameTooLong);
+      return { preset, name, description: raw.description, exampleDialogue: raw.example_dialogue, partnerJobId: raw.partner_job_id };
+    }),
+  output: voiceShape,
+  async handle(ctx) {
+    if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, E.voicesUnavailable);
+    const { preset, name, description, exampleDialogue, partnerJobId } = ctx.input;
+    const key = `voices/${mediaToken()}.wav`;
+    try {
+      const wav = await speak(exampleDialogue.trim() || `Hi, I'm ${name}.`, preset.espeak, ctx.request.signal);
+      await ctx.blobs.put(key, wav.bytes, { contentType: WAV });
+    } catch (err) {
+      if (ctx.request.signal.aborted) throw err;
+      ctx.log.warn(`omni voice sample failed: ${err instanceof Error ? err.message : String(err)}`);
+      await ctx.blobs.remove(key).catch(() => {});
+      throw new ApiError(502, E.voiceFailed);
+    }
+    try {
+      const row = (await ctx.db.transaction().execute(async (trx) => {
+        const voiceId = await allocateServiceId(trx);
+        return trx
+          .insertInto(VOICES_TABLE)
+          .values({ voice_id: voiceId, partner_id: ctx.partner.id, partner_job_id: partnerJobId, name, base_voice: preset.id, description, example_dialogue: exampleDialogue, sample_key: key })
+          .returningAll()
+          .executeTakeFirstOrThrow();
+      })) as VoiceRow;
+      return voiceView(row, ctx.mediaUrl);
+    } catch (err) {
+      await ctx.blobs.remove(key).catch(() => {});
+      throw err;
+    }
+  },
+});
+
+const listVoices = operation({
+  method: "GET",
+  path: "/omni/voices",
+  feature: OMNI_FEATURE,
+  summary: "This account's voices, newest first",
+  output: z.object({ voices: z.array(voiceShape) }),
+  async handle(ctx) {
+    const rows = (await ctx.db.selectFrom(VOICES_TABLE).selectAll().where("partner_id", "=", ctx.partner.id).orderBy("created_at", "desc").orderBy("voice_id", "desc").execute()) as VoiceRow[];
+    return { voices: rows.map((r) => voiceView(r, ctx.mediaUrl)) };
+  },
+});
+
+const deleteVoice = operation({
+  method: "DELETE",
+  path: "/omni/voices/<id>",
+  feature: OMNI_FEATURE,
+  summary: "Delete a voice (characters created with it keep it)",
+  output: z.object({ ok: z.literal(true), deleted_id: z.string() }),
+  async handle(ctx) {
+    const id = ctx.params.id ?? "";
+    if (!ID.test(id)) throw notFound(E.notFound);
+    const row = (await ctx.db.deleteFrom(VOICES_TABLE).where("partner_id", "=", ctx.partner.id).where("voice_id", "=", id).returning(["sample_key"]).executeTakeFirst()) as { sample_key: string } | undefined;
+    if (!row) throw notFound(E.notFound);
+    await ctx.blobs.remove(row.sample_key).catch(() => {});
+    return { ok: true as const, deleted_id: id };
+  },
+});
+
+export const voiceOperations = [listPresets, createVoice, listVoices, deleteVoice];

@@ -1,0 +1,122 @@
+// `text.generate` through any OpenAI-compatible chat-completions endpoint (OpenAI, or a self-hosted server
+// speaking the same API: vLLM, llama.cpp, Ollama, LiteLLM), configured by TEXT_GENERATE_URL / _KEY / _MODEL /
+// _TIMEOUT_MS (config.ts): POST <base>/v1/chat/completions with the instructions as the system message and the
+// input as the user's, temperature 0 (the same request, as nearly as the model allows the same answer), and
+// `response_format: {type: "json_object"}` when JSON is asked; the answer is `choices[0].message.content`.
+//
+// The URL is a base URL, as the captions adapter takes its own (one rule, lib/outbound/upstream-url.ts); a
+// base ending in /v1 (as OpenAI's SDKs take it) is not doubled, and a full URL ending in /chat/completions is
+// used as is, since that is what many servers' documentation shows.
+//
+// Called through the kernel's outbound guard (DESIGN invariant 6): an endpoint on a private address is refused
+// unless ALLOW_PRIVATE_URLS, redirects are not followed, the call has a deadline and the answer a size cap.
+// Every failure (HTTP error, time-out, unreachable, not the API's JSON, no content, an answer cut off or over
+// maxChars, invalid JSON in JSON mode) is a TextGenerationError: the caller's 502, refunded.
+//
+// The key is a secret (DESIGN "Secrets"): sent as a Bearer token and nowhere else. A 401/403 answer's text is
+// never repeated (OpenAI's echoes part of the key), and every other message has the key, and anything shaped
+// like a key or a Bearer token, cut out.
+import { isOutboundError, type OutboundGuard, redactKey, type TextGenerationRequest, TextGenerationError, type TextGenerator } from "mediagate/plugin";
+import { DEFAULT_MAX_CHARS, type TextSettings } from "./config.ts";
+
+
+const PATH = "/v1/chat/completions";
+/** A chat answer is a few kB; 4 MB is far beyond any answer we cap at 20,000 characters. */
+const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+/** How much of the endpoint's own error message an error carries. */
+const MAX_MESSAGE_CHARS = 200;
+const MAX_ERROR_CHARS = 400;
+
+/** The URL posted to: a full .../chat/completions URL as is, a base ending in /v1 plus the rest, else base + PATH. */
+export function endpointOf(base: string): string {
+  const trimmed = base.replace(/\/+$/, "");
+  if (/\/chat\/completions$/.test(trimmed)) return trimmed;
+  return /\/v1$/.test(trimmed) ? `${trimmed}/chat/completions` : `${trimmed}${PATH}`;
+}
+
+/** `text` with the key and anything shaped like an API key removed. */
+export const redact = redactKey;
+
+/** The parts of a chat-completions answer we read. */
+interface ChatAnswer {
+  choices?: Array<{ message?: { content?: unknown; refusal?: unknown }; finish_reason?: unknown }>;
+}
+
+export function openAiChatGenerator(settings: TextSettings & { url: string }, guard: OutboundGuard): TextGenerator {
+  const endpoint = endpointOf(settings.url);
+  const fail = (message: string): never => {
+    throw new TextGenerationError(redact(message, settings.key).slice(0, MAX_ERROR_CHARS));
+  };
+  return {
+    async generate(req: TextGenerationRequest) {
+      const maxChars = req.maxChars ?? DEFAULT_MAX_CHARS;
+      const body = JSON.stringify({
+        model: settings.model,
+        temperature: 0,
+        messages: [
+          { role: "system", content: req.instructions },
+          { role: "user", content: req.input },
+        ],
+        ...(req.json ? { response_format: { type: "json_object" } } : {}),
+      });
+      let res;
+      try {
+        res = await guard.fetch(endpoint, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json", ...(settings.key ? { authorization: `Bearer ${settings.key}` } : {}) },
+          body,
+          timeoutMs: settings.timeoutMs,
+          maxBytes: MAX_ANSWER_BYTES,
+          ...(req.signal ? { signal: req.signal } : {}),
+          // Every status is read here, so an error answer's own message can be reported.
+          acceptStatus: () => true,
+        });
+      } catch (err) {
+        // The caller gave up: its reason, not a provider failure.
+        if (req.signal?.aborted) throw req.signal.reason;
+        const what = isOutboundError(err) ? `${err.kind}: ${err.message}` : err instanceof Error ? err.message : String(err);
+        return fail(`text endpoint failed (${what})`);
+      }
+      const raw = new TextDecoder().decode(res.body);
+      if (res.status < 200 || res.status >= 300) {
+        let detail = "";
+        // 401/403 answers echo (part of) the key: their text is not repeated at all.
+        if (res.status !== 401 && res.status !== 403) {
+          try {
+            const message = (JSON.parse(raw) as { error?: { message?: unknown } })?.error?.message;
+            // Redacted before it is cut, so a key cut in half cannot slip past the redaction.
+            if (typeof message === "string") detail = `: ${redact(message, settings.key).slice(0, MAX_MESSAGE_CHARS)}`;
+          } catch {
+            // no JSON error body: the status says it
+          }
+        }
+        return fail(`text endpoint answered ${res.status}${detail}`);
+      }
+      let answer: ChatAnswer;
+      try {
+        answer = JSON.parse(raw) as ChatAnswer;
+      } catch {
+        return fail("text endpoint answered malformed JSON");
+      }
+      const choice = Array.isArray(answer?.choices) ? answer.choices[0] : undefined;
+      if (!choice || typeof choice !== "object") return fail("text endpoint answered no choices");
+      const content = choice.message?.content;
+      if (typeof content !== "string" || content.trim() === "") {
+        return fail(typeof choice.message?.refusal === "string" ? "text endpoint refused the request" : "text endpoint answered no content");
+      }
+      // A cut-off answer is half a prompt or half a JSON object: a failure, not a shorter answer.
+      if (choice.finish_reason === "length") return fail("text endpoint's answer was cut off (finish_reason length)");
+      if (content.length > maxChars) return fail(`text endpoint answered ${content.length} characters, over the ${maxChars} allowed`);
+      if (req.json) {
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(content);
+        } catch {
+          return fail("text endpoint answered invalid JSON in JSON mode");
+        }
+        if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) return fail("text endpoint answered JSON that is not an object in JSON mode");
+      }
+      return { text: content, provider: "openai-compatible" };
+    },
+  };
+}

@@ -1,0 +1,79 @@
+// A caption job survives its server being SIGKILLed during the burn, on every database backend: after a
+// restart on the same database and DATA_DIR the job reaches a terminal state, charged once and refunded at
+// most once, and the account's ledger still sums to its balance (DESIGN invariant 1, core/jobs.ts "Crash
+// safety"). The dead attempt is found by pg-boss's heartbeat expiry, so recovery takes 10-20 s.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { openDatabase } from "../../storage/db.ts";
+import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { api, call, sleep, until } from "../helpers/restart.ts";
+import { type ServerProcess, startServer } from "../helpers/server.ts";
+
+const ADMIN_TOKEN = "adm_captions_restart_token_0123456789";
+
+for (const backend of await databaseBackends()) {
+  const t = suite(`captions: server killed during the burn on ${backend.name}`);
+  const servers: ServerProcess[] = [];
+  let dataDir = "";
+  let env: Record<string, string> = {};
+  const logs = () => servers.map((s, i) => `--- server ${i + 1} ---\n${s.output()}`).join("\n");
+
+  t.before.each(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), "mediagate-captions-restart-"));
+    const databaseUrl = backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined;
+    env = { DATA_DIR: dataDir, ADMIN_TOKEN, SANDBOX_LATENCY_MS: "0", LOG_LEVEL: "warn", ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) };
+  });
+  t.after.each(async () => {
+    for (const s of servers.splice(0)) await s.kill();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  t("the job ends once, charged once, refunded at most once", async () => {
+    const first = await startServer(env);
+    servers.push(first);
+    const created = await call(first, "POST", "/api/v1/admin/partners", { adminToken: ADMIN_TOKEN, body: { name: "Captions restart", credits: 1000 } });
+    assert.is(created.status, 201, JSON.stringify(created.body));
+    const { partner_id: partnerId, api_key: key } = created.body;
+
+    // A long enough clip (10 s at 1080p, with speech) that the burn is still running when we look.
+    const gen = await call(first, "POST", api("/generate-video"), { key, body: { prompt: 'She says "the quick brown fox jumps over the lazy dog, and then it runs far away"', model: "alpha-v3-text-to-video", quality: "1080p", duration: 10, sound: true, aspect_ratio: "16:9" } });
+    assert.is(gen.status, 202, JSON.stringify(gen.body));
+    await until(() => call(first, "GET", api(`/video-status/${gen.body.job_id}`), { key }), (r) => r.body.status === "complete", "video");
+    const sub = await call(first, "POST", api("/captions"), { key, body: { video_job_id: gen.body.job_id } });
+    assert.is(sub.status, 202, JSON.stringify(sub.body));
+    const jobId: string = sub.body.job_id;
+
+    // Kill the server while the job works: once it is processing, a moment into the burn (the spoken
+    // record makes transcription instant; the 10 s 1080p burn takes several seconds).
+    await until(() => call(first, "GET", api(`/captions/${jobId}`), { key }), (r) => r.body.status !== "pending", "caption started", 120_000);
+    await sleep(1500);
+    await first.kill();
+
+    const second = await startServer(env);
+    servers.push(second);
+    const final = await until(() => call(second, "GET", api(`/captions/${jobId}`), { key }), (r) => ["complete", "failed", "no_speech"].includes(r.body.status), `recovery\n${logs()}`, 240_000);
+    assert.ok(["complete", "failed"].includes(final.body.status), JSON.stringify(final.body));
+    await second.stop();
+
+    const database = await openDatabase(backend.name === "postgres" ? { url: env.DATABASE_URL } : { dataDir });
+    try {
+      const db = database.kysely;
+      const ledger = await db.selectFrom("ledger").selectAll().where("partner_id", "=", partnerId).execute();
+      const forJob = ledger.filter((e) => e.job_id === jobId);
+      assert.is(forJob.filter((e) => e.type === "usage").length, 1, "charged once");
+      assert.ok(forJob.filter((e) => e.type === "refund").length <= 1, "refunded at most once");
+      assert.is(forJob.filter((e) => e.type === "refund").length, final.body.status === "complete" ? 0 : 1);
+      const partner = await db.selectFrom("partners").select("credits_remaining").where("id", "=", partnerId).executeTakeFirstOrThrow();
+      assert.is(Number(partner.credits_remaining), ledger.reduce((n, e) => n + Number(e.amount), 0), "the balance is the ledger's sum");
+      const job = await db.selectFrom("jobs").selectAll().where("id", "=", jobId).executeTakeFirstOrThrow();
+      assert.ok(job.finished_at !== null);
+    } finally {
+      await database.close();
+    }
+  });
+
+  t.run();
+}

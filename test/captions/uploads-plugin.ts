@@ -1,0 +1,33 @@
+// The upload operations as a plugin for the upload tests: the captions plugin's name, feature, price and
+// tables with the five upload operations, and a caption job kind that never runs (the tests do not start
+// workers), so these tests are about uploads alone, whatever state the rest of the captions area is in.
+import { definePlugin } from "../../core/plugin.ts";
+import { CAPTION_CREDITS } from "../../plugins/captions/limits.ts";
+import { captionMigrations } from "../../plugins/captions/migrations.ts";
+import { uploadMigrations, uploadOperations } from "../../plugins/captions/uploads.ts";
+
+export { uploadMigrations, uploadOperations };
+/** The style check the operations use, for the tests' expected texts. */
+export { checkStyle } from "../../plugins/captions/style.ts";
+
+/** The caption job kind's states, with a runner the tests never start. */
+const standInJob = {
+  states: ["pending", "processing", "complete", "no_speech", "failed"],
+  initial: "pending",
+  transitions: { pending: ["processing", "complete", "no_speech", "failed"], processing: ["complete", "no_speech", "failed"] },
+  terminal: { complete: "success", no_speech: "failure", failed: "failure" },
+  failState: "failed",
+  failError: "Caption rendering failed",
+  async run() {
+    return { state: "failed" as const, output: {} };
+  },
+} as const;
+
+export const uploadsPlugin = definePlugin({
+  name: "captions",
+  features: ["captions"],
+  costs: { captions: CAPTION_CREDITS },
+  operations: uploadOperations,
+  jobs: { caption: standInJob as any },
+  migrations: [...captionMigrations, ...uploadMigrations],
+});

@@ -1,0 +1,36 @@
+// What the kill -9 tests share (test/*/restart.test.ts): JSON calls to a real server started by
+// test/helpers/server.ts, with a partner key or the admin token, and polling until a condition holds.
+import type { ServerProcess } from "./server.ts";
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A path of the partner API. */
+export const api = (path: string) => `/api/v1/partner${path}`;
+
+/** Calls over HTTP as a partner (`key`) or as the operator (`adminToken`); the body parsed when it is JSON. */
+export async function call(server: ServerProcess, method: string, path: string, opts: { key?: string; adminToken?: string; body?: unknown } = {}) {
+  const headers: Record<string, string> = { "user-agent": "mediagate-restart-test/1.0" };
+  if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+  if (opts.adminToken) headers.authorization = `Bearer ${opts.adminToken}`;
+  if (opts.body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(server.url + path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+  const text = await res.text();
+  let body: any = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON
+  }
+  return { status: res.status, body };
+}
+
+/** Reads until `done` holds; fails with `what` and the last value after `ms`. */
+export async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, ms = 180_000, everyMs = 100): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await read();
+    if (done(v)) return v;
+    if (Date.now() > end) throw new Error(`${what}: ${JSON.stringify(v)}`);
+    await sleep(everyMs);
+  }
+}

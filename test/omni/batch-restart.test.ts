@@ -1,0 +1,88 @@
+// An Omni batch survives its server being SIGKILLed while sections render, on every database backend: after a
+// restart on the same database and DATA_DIR every section reaches a terminal state, the batch ends `partial`
+// (one section fails by its prompt), the batch was charged once, and exactly the failed section's share was
+// refunded, once; the account's ledger still sums to its balance (DESIGN invariant 1). The dead attempts are
+// found by pg-boss's heartbeat expiry, so recovery takes 10-20 s.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { openDatabase } from "../../storage/db.ts";
+import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { api, call, sleep, until } from "../helpers/restart.ts";
+import { type ServerProcess, startServer } from "../helpers/server.ts";
+import { png } from "./helpers.ts";
+
+const ADMIN_TOKEN = "adm_omni_restart_token_0123456789abcd";
+
+for (const backend of await databaseBackends()) {
+  const t = suite(`omni batch: server killed mid-batch on ${backend.name}`);
+  const servers: ServerProcess[] = [];
+  let dataDir = "";
+  let env: Record<string, string> = {};
+  const logs = () => servers.map((s, i) => `--- server ${i + 1} ---\n${s.output()}`).join("\n");
+
+  t.before.each(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), "mediagate-omni-restart-"));
+    const databaseUrl = backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined;
+    // Each section waits 3 s before rendering: the kill finds sections in flight.
+    env = { DATA_DIR: dataDir, ADMIN_TOKEN, SANDBOX_LATENCY_MS: "3000", LOG_LEVEL: "warn", ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) };
+  });
+  t.after.each(async () => {
+    for (const s of servers.splice(0)) await s.kill();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  t("the batch ends partial, charged once, the failed share refunded exactly once", async () => {
+    const first = await startServer(env);
+    servers.push(first);
+    const polls = { "GET /omni/script-runner/<batch_id>": 100_000, "POST /omni/characters": 100 };
+    const created = await call(first, "POST", "/api/v1/admin/partners", { adminToken: ADMIN_TOKEN, body: { name: "Omni restart", credits: 2000, limits: { rate_limits: polls } } });
+    assert.is(created.status, 201, JSON.stringify(created.body));
+    const { partner_id: partnerId, api_key: key } = created.body;
+    const hero = await call(first, "POST", api("/omni/characters"), { key, body: { name: "Hero", image_base64: png([30, 120, 220]) } });
+    assert.is(hero.status, 201, JSON.stringify(hero.body));
+
+    const sections = [
+      { content: 'Hero: "One."', duration: 4 },
+      { content: "Two [sandbox:fail]", duration: 6 },
+      { content: 'Hero: "Three."', duration: 4 },
+      { content: 'Hero: "Four."', duration: 4 },
+    ];
+    const res = await call(first, "POST", api("/omni/script-runner"), { key, body: { character_id: hero.body.character_id, sections } });
+    assert.is(res.status, 202, JSON.stringify(res.body));
+    const batchId: string = res.body.batch_id;
+    const shares: number[] = res.body.jobs.map((j: any) => j.credits_used);
+    assert.equal(shares, [132, 143, 132, 132]);
+
+    // Kill while sections are in flight (they wait 3 s each, two at a time).
+    await sleep(1500);
+    await first.kill();
+
+    const second = await startServer(env);
+    servers.push(second);
+    const final = await until(() => call(second, "GET", api(`/omni/script-runner/${batchId}`), { key }), (r) => r.status === 200 && r.body.status !== "processing", `recovery\n${logs()}`, 300_000);
+    assert.is(final.body.status, "partial", JSON.stringify(final.body));
+    assert.equal(final.body.jobs.map((j: any) => j.status), ["complete", "error", "complete", "complete"]);
+    assert.equal(final.body.jobs.map((j: any) => j.credits_refunded), [0, 143, 0, 0]);
+    await second.stop();
+
+    const database = await openDatabase(backend.name === "postgres" ? { url: env.DATABASE_URL } : { dataDir });
+    try {
+      const db = database.kysely;
+      const ledger = await db.selectFrom("ledger").selectAll().where("partner_id", "=", partnerId).execute();
+      const jobIds = new Set(res.body.jobs.map((j: any) => j.job_id));
+      const batchLines = ledger.filter((e) => e.job_id !== null && jobIds.has(e.job_id));
+      assert.equal(batchLines.filter((e) => e.type === "usage").map((e) => Number(e.amount)), [-539], "charged once, one line");
+      assert.equal(batchLines.filter((e) => e.type === "refund").map((e) => [e.job_id, Number(e.amount)]), [[res.body.jobs[1].job_id, 143]], "exactly the failed share, once");
+      const partner = await db.selectFrom("partners").select("credits_remaining").where("id", "=", partnerId).executeTakeFirstOrThrow();
+      assert.is(Number(partner.credits_remaining), ledger.reduce((n, e) => n + Number(e.amount), 0), "the balance is the ledger's sum");
+      assert.is(Number(partner.credits_remaining), 2000 - 33 - 539 + 143);
+    } finally {
+      await database.close();
+    }
+  });
+
+  t.run();
+}

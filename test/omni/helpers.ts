@@ -1,0 +1,84 @@
+// What the Omni API tests share: a test kernel with the Omni plugins, raised limits, solid-colour pictures,
+// polling and reading stored media back.
+import { encodePng } from "../../plugins/images/png.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import account from "../../plugins/account/index.ts";
+import webhooks from "../../plugins/webhooks/index.ts";
+import text from "../../plugins/text/index.ts";
+import omniSandbox from "../../plugins/omni/sandbox.ts";
+import omni from "../../plugins/omni/index.ts";
+import { isolatedPostgresDatabase } from "../helpers/backends.ts";
+
+export const OMNI_PLUGINS = [account, webhooks, text, omniSandbox, omni];
+
+/** The spec's per-minute limits (10 submits, 60 polls) would stop these tests, not the code they test. */
+export const OMNI_LIMITS = {
+  inflight_jobs: 50,
+  rate_limits: Object.fromEntries(
+    [
+      "POST /omni/characters", "GET /omni/characters", "DELETE /omni/characters/<id>", "POST /omni/voices", "GET /omni/voices",
+      "DELETE /omni/voices/<id>", "POST /omni/video", "GET /omni/video/<job_id>", "GET /omni/videos", "POST /omni/script-runner",
+      "GET /omni/script-runner/<batch_id>", "GET /omni/script-runner", "POST /omni/improve-prompt", "GET /credits",
+    ].map((row) => [row, 100_000]),
+  ),
+};
+
+export async function omniKernel(backend: { name: string }, env: Record<string, string> = {}): Promise<TestKernel> {
+  return createTestKernel({
+    plugins: OMNI_PLUGINS,
+    databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
+    start: true,
+    env: { SANDBOX_LATENCY_MS: "20", PUBLIC_URL: "https://media.example.test", ALLOW_PRIVATE_URLS: "1", ...env },
+  });
+}
+
+/** A solid-colour PNG as base64. */
+export function png(rgb: [number, number, number], width = 96, height = 128): string {
+  const px = new Uint8Array(width * height * 3);
+  for (let i = 0; i < px.length; i += 3) px.set(rgb, i);
+  return Buffer.from(encodePng(width, height, px, 3)).toString("base64");
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls a status path until `done` holds. */
+export async function until(tk: TestKernel, key: string, path: string, done: (body: any) => boolean, timeoutMs = 180_000) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await tk.request("GET", path, { key });
+    if (res.status !== 200) throw new Error(`${path}: ${res.status} ${JSON.stringify(res.body)}`);
+    if (done(res.body)) return res.body;
+    if (Date.now() > end) throw new Error(`${path} still ${JSON.stringify(res.body).slice(0, 300)}`);
+    await sleep(100);
+  }
+}
+
+export const videoDone = (tk: TestKernel, key: string, jobId: string) => until(tk, key, `/omni/video/${jobId}`, (b) => b.status === "complete" || b.status === "error");
+
+export async function mediaBytes(tk: TestKernel, url: string): Promise<Uint8Array> {
+  const res = await tk.kernel.blobs.get(new URL(url).pathname.replace(/^\/media\//, "").split("/").map(decodeURIComponent).join("/"));
+  if (!res) throw new Error(`no blob behind ${url}`);
+  return res;
+}
+
+export async function balance(tk: TestKernel, key: string): Promise<number> {
+  return (await tk.request("GET", "/credits", { key })).body.credits_remaining;
+}
+
+export async function ledgerSum(tk: TestKernel, partnerId: string): Promise<number> {
+  const r = await tk.kernel.database.kysely.selectFrom("ledger").select((eb) => eb.fn.sum<number>("amount").as("s")).where("partner_id", "=", partnerId).executeTakeFirstOrThrow();
+  return Number(r.s);
+}
+
+/** A character of the account, made through the API (33 credits on api_plus10). */
+export async function character(tk: TestKernel, key: string, name: string, rgb: [number, number, number], voiceId?: string): Promise<string> {
+  const res = await tk.request("POST", "/omni/characters", { key, body: { name, image_base64: png(rgb), ...(voiceId ? { voice_id: voiceId } : {}) } });
+  if (res.status !== 201) throw new Error(`character: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.character_id;
+}
+
+export async function voice(tk: TestKernel, key: string, name: string, baseVoice: string): Promise<string> {
+  const res = await tk.request("POST", "/omni/voices", { key, body: { name, base_voice: baseVoice } });
+  if (res.status !== 201) throw new Error(`voice: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.voice_id;
+}

@@ -1,0 +1,146 @@
+// The sandbox Omni provider called directly, on both media engines: real H.264/AAC MP4s of the asked size and
+// length; the quoted lines spoken where the record says (the audio is loud during the recorded words and
+// quiet between lines), each speaker with its own preset voice; omni-1.1 frames as the first and last
+// pictures; the reference window composited in; the markers; abort. One short 4k render on native ffmpeg.
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
+import { ENGINE_MODES } from "../media/util.ts";
+import { UnsafeContentError, type OmniCharacterSnapshot, type OmniGenerationRequest } from "../../contracts/index.ts";
+import { sandboxOmniProvider } from "../../plugins/omni/sandbox.ts";
+import { quotedLines } from "../../plugins/omni/sandbox-speech.ts";
+import { encodePng } from "../../plugins/images/png.ts";
+
+const still = (rgb: [number, number, number]) => {
+  const px = new Uint8Array(96 * 128 * 3);
+  for (let i = 0; i < px.length; i += 3) px.set(rgb, i);
+  return { bytes: encodePng(96, 128, px, 3), mimeType: "image/png" };
+};
+const voice = (base: string) => ({ id: `v-${base}`, name: base, base_voice: base, description: "" });
+const person = (id: string, name: string, rgb: [number, number, number], base?: string): OmniCharacterSnapshot => ({ id, name, description: name, image: still(rgb), voice: base ? voice(base) : null });
+
+function request(over: Partial<OmniGenerationRequest>): OmniGenerationRequest {
+  return { prompt: "a calm lake", model: "omni", width: 1080, height: 1920, seconds: 4, seed: null, characters: [], voices: [], referenceImages: [], referenceVideo: null, signal: new AbortController().signal, onProgress: () => {}, ...over };
+}
+
+/** Mean RGB of the frame at `t`, scaled to 8x8. */
+async function meanAt(engine: MediaEngine, mp4: Uint8Array, t: number, crop = "") {
+  const out = await engine.run(["-ss", t.toFixed(3), "-i", "in.mp4", "-frames:v", "1", "-vf", `${crop}scale=8:8`, "-f", "rawvideo", "-pix_fmt", "rgb24", "f.rgb"], { inputs: { "in.mp4": mp4 }, outputs: ["f.rgb"] });
+  const px = out["f.rgb"]!;
+  const sum = [0, 0, 0];
+  for (let i = 0; i < px.length; i += 3) for (let c = 0; c < 3; c++) sum[c]! += px[i + c]!;
+  return sum.map((s) => s / (px.length / 3));
+}
+
+/** RMS of the mono 16 kHz PCM between two times. */
+async function loudness(engine: MediaEngine, mp4: Uint8Array): Promise<(from: number, to: number) => number> {
+  const out = await engine.run(["-i", "in.mp4", "-vn", "-ac", "1", "-ar", "16000", "-f", "s16le", "a.pcm"], { inputs: { "in.mp4": mp4 }, outputs: ["a.pcm"] });
+  const b = out["a.pcm"]!;
+  const pcm = new Int16Array(b.buffer, b.byteOffset, Math.floor(b.byteLength / 2));
+  return (from, to) => {
+    let s = 0;
+    let n = 0;
+    for (let i = Math.floor(from * 16000); i < Math.min(pcm.length, Math.floor(to * 16000)); i++) (s += pcm[i]! ** 2), n++;
+    return Math.sqrt(s / Math.max(1, n));
+  };
+}
+
+suite("omni sandbox speech attribution")("lines go to the speaker named before them, else in turn", () => {
+  const mia = person("svc-1", "Mia", [1, 1, 1], "kore");
+  const tom = person("svc-2", "Tom", [1, 1, 1], "charon");
+  const lines = quotedLines('Mia smiles: "Hi Tom." Tom nods. Tom: "Hello Mia." Then "together now" [sandbox:fail]', [mia, tom], []);
+  assert.equal(lines.map((l) => [l.text, l.preset]), [["Hi Tom.", "kore"], ["Hello Mia.", "charon"], ["together now", "kore"]]);
+  // Request voices take the unnamed lines in turn.
+  const turns = quotedLines('"one" "two" "three"', [], [voice("puck"), voice("leda")]);
+  assert.equal(turns.map((l) => l.preset), ["puck", "leda", "puck"]);
+  assert.equal(quotedLines("nothing quoted here", [], []), []);
+});
+
+for (const mode of ENGINE_MODES) {
+  const t = suite(`omni sandbox on ${mode}`);
+  const engine = createMediaEngine({ mode });
+  const provider = sandboxOmniProvider({ latencyMs: 0, media: () => engine });
+  t.after(async () => {
+    await engine.close();
+  });
+
+  t("two characters speak their lines in their own voices, at the recorded times", async () => {
+    const req = request({
+      prompt: 'Mia waves. Mia: "Good morning everyone." Tom replies "Morning, nice to see you."',
+      characters: [person("svc-1", "Mia", [220, 40, 40], "kore"), person("svc-2", "Tom", [40, 40, 220], "charon")],
+      seconds: 6,
+      width: 1920,
+      height: 1080,
+    });
+    const seen: number[] = [];
+    const out = await provider.generate({ ...req, onProgress: (f) => void seen.push(f) });
+    const probe = await engine.probe(out.bytes, "o.mp4");
+    const v = probe.streams.find((s) => s.type === "video")!;
+    assert.equal([v.codec, v.width, v.height], ["h264", 1920, 1080]);
+    assert.is(probe.streams.find((s) => s.type === "audio")?.codec, "aac");
+    assert.ok(Math.abs(probe.durationSeconds - 6) < 0.15, String(probe.durationSeconds));
+    for (let i = 1; i < seen.length; i++) assert.ok(seen[i]! >= seen[i - 1]!, `progress went back: ${seen}`);
+
+    const words = out.spoken!.words;
+    assert.equal(words.map((w) => w.text.replace(/[^\w]/g, "").toLowerCase()), ["good", "morning", "everyone", "morning", "nice", "to", "see", "you"]);
+    const level = await loudness(engine, out.bytes);
+    const speaking = level(words[0]!.start, words[2]!.end);
+    const between = level(words[2]!.end + 0.05, words[3]!.start - 0.05);
+    assert.ok(speaking > 3 * between, `speech ${speaking} vs gap ${between}`);
+    // The first still is Mia's (red), and the clip moves on to Tom's (blue).
+    const [r0, , b0] = await meanAt(engine, out.bytes, 0.1);
+    const [r1, , b1] = await meanAt(engine, out.bytes, 5.8);
+    assert.ok(r0! > 150 && b0! < 100, `start ${r0},${b0}`);
+    assert.ok(b1! > 150 && r1! < 100, `end ${r1},${b1}`);
+  });
+
+  t("different preset voices sound different", async () => {
+    const say = async (base: string) => {
+      const out = await provider.generate(request({ prompt: '"The quick brown fox jumps."', voices: [voice(base)], width: 540, height: 960 }));
+      return out.spoken!.words.at(-1)!.end;
+    };
+    const [slow, fast] = [await say("gacrux"), await say("fenrir")];
+    assert.ok(Math.abs(slow - fast) > 0.1, `${slow} vs ${fast}`);
+  });
+
+  t("omni-1.1 starts on the first frame and ends on the last; a reference window is composited", async () => {
+    const out = await provider.generate(request({ model: "omni-1.1", firstFrame: still([230, 20, 20]), lastFrame: still([20, 20, 230]), width: 540, height: 960 }));
+    const [r0, , b0] = await meanAt(engine, out.bytes, 0);
+    const [r1, , b1] = await meanAt(engine, out.bytes, 3.95);
+    assert.ok(r0! > 180 && b0! < 60, `first ${r0},${b0}`);
+    assert.ok(b1! > 180 && r1! < 60, `last ${r1},${b1}`);
+    assert.equal(out.spoken, { language: "en", words: [] });
+
+    const ref = await engine.run(["-f", "lavfi", "-i", "color=c=0x00ff00:size=320x240:rate=25:duration=3", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "r.mp4"], { outputs: ["r.mp4"] });
+    const withRef = await provider.generate(request({ characters: [person("svc-1", "Mia", [230, 20, 20])], referenceVideo: { bytes: ref["r.mp4"]!, seconds: 3, url: "https://example.com/r.mp4" }, width: 540, height: 960 }));
+    // The lower-right third shows the green reference while it lasts, the red still elsewhere.
+    const [, g] = await meanAt(engine, withRef.bytes, 1, "crop=iw/4:ih/8:iw*0.7:ih*0.85,");
+    const [r] = await meanAt(engine, withRef.bytes, 1, "crop=iw/4:ih/8:0:0,");
+    assert.ok(g! > 150, `reference corner green ${g}`);
+    assert.ok(r! > 150, `still red ${r}`);
+  });
+
+  t("markers: unsafe is a safety block (before fail), fail a plain failure; abort stops", async () => {
+    const unsafe = await provider.generate(request({ prompt: "x [sandbox:fail] [sandbox:unsafe]" })).catch((e) => e);
+    assert.instance(unsafe, UnsafeContentError);
+    const failed = await provider.generate(request({ prompt: "x [sandbox:fail]" })).catch((e) => e);
+    assert.instance(failed, Error);
+    assert.not.instance(failed, UnsafeContentError);
+    const ctl = new AbortController();
+    const run = provider.generate(request({ seconds: 10, signal: ctl.signal }));
+    setTimeout(() => ctl.abort(), 200);
+    assert.ok(await run.then(() => false, () => true), "an aborted render rejects");
+  });
+
+  if (mode === "native") {
+    t("4k: 2160x3840, the length asked", async () => {
+      const out = await provider.generate(request({ width: 2160, height: 3840, seconds: 4, characters: [person("svc-1", "Mia", [120, 120, 20])] }));
+      const probe = await engine.probe(out.bytes, "o.mp4");
+      const v = probe.streams.find((s) => s.type === "video")!;
+      assert.equal([v.width, v.height], [2160, 3840]);
+      assert.ok(Math.abs(probe.durationSeconds - 4) < 0.15);
+    });
+  }
+
+  t.run();
+}

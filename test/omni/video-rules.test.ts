@@ -1,0 +1,99 @@
+// Every field rule of POST /omni/video, each refused before any charge with its text, and hostile values
+// (wrong types, huge numbers, nesting) refused as 400s, never 5xx; on PGlite (the rules do not touch the
+// backend beyond ownership, which video-api.test.ts covers on both).
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { OMNI_ERRORS as E } from "../../plugins/omni/errors.ts";
+import { createMediaEngine } from "../../lib/media/index.ts";
+import { balance, character, OMNI_LIMITS, omniKernel, png, voice } from "./helpers.ts";
+
+const t = suite("POST /omni/video rules");
+const engine = createMediaEngine({ mode: "native" });
+
+t("every rule, its text, nothing charged", async () => {
+  const tk = await omniKernel({ name: "pglite" });
+  const made = await engine.run(["-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25:duration=35", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "long.mp4"], { outputs: ["long.mp4"] });
+  const server = createServer((req, res) => {
+    if (req.url === "/long.mp4") return res.writeHead(200, { "content-type": "video/mp4" }).end(made["long.mp4"]);
+    if (req.url === "/playlist.m3u8") return res.writeHead(200, { "content-type": "application/vnd.apple.mpegurl" }).end("#EXTM3U\n#EXTINF:1,\nfile:///etc/passwd\n");
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    const { key } = await tk.partner({ credits: 1000, limits: OMNI_LIMITS });
+    const c = await character(tk, key, "C", [1, 2, 3]);
+    const v = await voice(tk, key, "V", "kore");
+    const img = png([1, 2, 3]);
+    const before = await balance(tk, key);
+    const cases: Array<[unknown, number, string | RegExp]> = [
+      [{}, 400, E.promptRequired],
+      [{ prompt: "   " }, 400, E.promptRequired],
+      [{ prompt: 7 }, 400, E.promptRequired],
+      [{ prompt: "x".repeat(10_001) }, 400, E.promptTooLong],
+      [{ prompt: "x", model: "omni-2" }, 400, E.invalidModel],
+      [{ prompt: "x", model: ["omni"] }, 400, E.invalidModel],
+      [{ prompt: "x", duration: 5 }, 400, E.invalidDuration],
+      [{ prompt: "x", duration: "8" }, 400, E.invalidDuration],
+      [{ prompt: "x", duration: 1e308 }, 400, E.invalidDuration],
+      [{ prompt: "x", aspect_ratio: "1:1" }, 400, E.invalidAspectRatio],
+      [{ prompt: "x", resolution: "8k" }, 400, E.invalidResolution],
+      [{ prompt: "x", seed: 1.5 }, 400, E.invalidSeed],
+      [{ prompt: "x", seed: 2 ** 60 }, 400, E.invalidSeed],
+      [{ prompt: "x", strip_metadata: "true" }, 400, E.stripMetadata],
+      [{ prompt: "x", first_frame_url: "https://example.com/a.png" }, 400, E.framesNeedOmni11],
+      [{ prompt: "x", model: "omni-1.1", last_frame_url: "https://example.com/a.png" }, 400, E.lastFrameNeedsFirst],
+      [{ prompt: "x", model: "omni-1.1", first_frame_url: "https://example.com/a.png", character_ids: [c] }, 400, E.framesExclusive],
+      [{ prompt: "x", model: "omni-1.1", first_frame_url: "https://example.com/a.png", voice_ids: [v] }, 400, E.framesExclusive],
+      [{ prompt: "x", model: "omni-1.1", first_frame_url: "https://example.com/a.png", image_base64: [img] }, 400, E.framesExclusive],
+      [{ prompt: "x", model: "omni-1.1", first_frame_url: "https://example.com/a.png", video_url: "https://example.com/v.mp4", video_start: 0, video_end: 1 }, 400, E.framesExclusive],
+      [{ prompt: "x", character_ids: "svc-00000000" }, 400, E.arrayOfStrings("character_ids")],
+      [{ prompt: "x", character_ids: [[c]] }, 400, E.arrayOfStrings("character_ids")],
+      [{ prompt: "x", voice_ids: [1] }, 400, E.arrayOfStrings("voice_ids")],
+      [{ prompt: "x", character_ids: [c, c, c, c] }, 400, E.tooManyCharacters],
+      [{ prompt: "x", voice_ids: [v, v, v, v] }, 400, E.tooManyVoices],
+      [{ prompt: "x", image_urls: {} }, 400, E.arrayOfStrings("image_urls")],
+      [{ prompt: "x", image_base64: [img, img, img, img, img, img], video_url: `${base}/long.mp4`, video_start: 0, video_end: 1 }, 400, E.referenceBudget],
+      [{ prompt: "x", image_base64: [img, img, img, img, img], character_ids: [c, c, c] }, 400, E.referenceBudget],
+      [{ prompt: "x", video_url: `${base}/long.mp4` }, 400, E.trimRequired],
+      [{ prompt: "x", video_start: 1, video_end: 2 }, 400, E.trimWithoutVideo],
+      [{ prompt: "x", video_url: `${base}/long.mp4`, video_start: 3, video_end: 2 }, 400, E.invalidTrim],
+      [{ prompt: "x", video_url: `${base}/long.mp4`, video_start: "0", video_end: 2 }, 400, E.invalidTrim],
+      [{ prompt: "x", video_url: `${base}/long.mp4`, video_start: 0, video_end: 10.5 }, 400, E.trimTooLong],
+      [{ prompt: "x", video_url: `${base}/long.mp4`, video_start: 0, video_end: 5 }, 400, E.referenceVideoTooLong],
+      [{ prompt: "x", video_url: `${base}/playlist.m3u8`, video_start: 0, video_end: 5 }, 400, E.referenceVideoUnreadable],
+      [{ prompt: "x", video_url: `${base}/missing.mp4`, video_start: 0, video_end: 5 }, 400, E.referenceUnavailable(404)],
+      [{ prompt: "x", video_url: "ftp://example.com/v.mp4", video_start: 0, video_end: 5 }, 400, /^Invalid video_url: /],
+      [{ prompt: "x", image_urls: ["javascript:alert(1)"] }, 400, /^Invalid image_urls entry: /],
+      [{ prompt: "x", image_base64: ["bm90IGFuIGltYWdl"] }, 400, E.invalidReferenceImageBase64],
+      [{ prompt: "x", image_base64: ["A".repeat(28_000_000)] }, 413, E.referenceImageTooLarge],
+      [{ prompt: "x", image_base64: Array.from({ length: 4 }, () => "A".repeat(26_000_000)) }, 413, E.referenceImagesTooLarge],
+      [{ prompt: "x", character_ids: ["svc-00000000"] }, 400, E.charactersNotFound],
+      [{ prompt: "x", voice_ids: ["not-an-id"] }, 400, E.voicesNotFound],
+      [{ prompt: "x", callback_url: 12 }, 400, E.callbackUrl],
+      [{ prompt: "x", partner_job_id: { a: 1 } }, 400, /partner_job_id/],
+    ];
+    for (const [body, status, error] of cases) {
+      const res = await tk.request("POST", "/omni/video", { key, body });
+      const what = JSON.stringify(body).slice(0, 160);
+      assert.is(res.status, status, `${what}: ${JSON.stringify(res.body).slice(0, 200)}`);
+      if (typeof error === "string") assert.is(res.body.error, error, what);
+      else assert.match(res.body.error, error, what);
+    }
+    // Deep nesting and a body that is not an object are the kernel's 400s, never a 5xx.
+    const deep = `{"prompt":"x","character_ids":${"[".repeat(5000)}"x"${"]".repeat(5000)}}`;
+    assert.is((await tk.request("POST", "/omni/video", { key, body: deep })).status, 400);
+    assert.is((await tk.request("POST", "/omni/video", { key, body: [1, 2] })).status, 400);
+    assert.is(await balance(tk, key), before);
+    assert.is((await tk.kernel.database.kysely.selectFrom("omni_videos" as any).select("job_id").execute()).length, 0);
+  } finally {
+    server.closeAllConnections();
+    server.close();
+    await tk.close();
+    await engine.close();
+  }
+});
+
+t.run();
