@@ -24,3 +24,4 @@ export * from "./social.ts";
 export * from "./records.ts";
 export * from "./omni.ts";
 export * from "./text.ts";
+export * from "./analysis.ts";

@@ -4,6 +4,7 @@
 // (plugins/social/sandbox.ts) or yt-dlp (plugins/social/ytdlp.ts) provides it, so one replaces the other without
 // touching the plugin.
 import { megabytes } from "../core/sizes.ts";
+import type { SpokenRecord } from "./speech.ts";
 
 /** The three networks of the spec. */
 export type SocialPlatform = "facebook" | "instagram" | "tiktok";
@@ -37,6 +38,11 @@ export interface ExtractedItem {
   video: Uint8Array;
   /** The item's cover picture (JPEG or PNG), or null to have the plugin take the first frame. */
   cover: { bytes: Uint8Array; mimeType: "image/jpeg" | "image/png" } | null;
+  /**
+   * The words spoken in `video` and their times, when the extractor made the speech itself (the sandbox's
+   * ads do, lib/speech speakTimed): ad analysis then needs no recognition. Real extractors leave it out.
+   */
+  spoken?: SpokenRecord | null;
 }
 
 export interface ExtractedPost {

@@ -83,6 +83,8 @@ export {
 } from "../lib/outbound/index.ts";
 export { redactKey, upstreamBaseUrl } from "../lib/outbound/upstream-url.ts";
 export * from "../lib/sandbox.ts";
+// The three networks' host rules, one table for the social downloader and ad analysis.
+export { HOSTS, MAX_URL_LENGTH, parseSocialLink, type HostRole, type HostRule, type HostSet, type LinkRefusal, type Platform, type SocialLink } from "../lib/social-links.ts";
 // Speech for sandboxes that speak: eSpeak NG, and speech with the time of every word (lib/speech).
 export * from "../lib/speech/index.ts";
 // The environment a plugin's child process gets: no secrets of the server's (lib/child-env.ts).

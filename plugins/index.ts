@@ -2,6 +2,7 @@
 // Providers come first: `images-sandbox` provides `image.generate`; a deployment with a real upstream
 // registers its adapter plugin in its place.
 import account from "./account/index.ts";
+import analysis from "./analysis/index.ts";
 import captions from "./captions/index.ts";
 import images from "./images/index.ts";
 import metadata from "./metadata/index.ts";
@@ -21,4 +22,4 @@ import voiceoverSandbox from "./voiceover/sandbox.ts";
 import webhooks from "./webhooks/index.ts";
 import text from "./text/index.ts";
 
-export const plugins = [account, webhooks, imagesSandbox, images, videoSandbox, video, captions, text, omniSandbox, omni, scriptRunner, upscale, voiceoverSandbox, voiceover, musicSandbox, music, metadata, socialExtractor, social];
+export const plugins = [account, webhooks, imagesSandbox, images, videoSandbox, video, captions, text, omniSandbox, omni, scriptRunner, upscale, voiceoverSandbox, voiceover, musicSandbox, music, metadata, socialExtractor, social, analysis];

@@ -1,132 +1,22 @@
-// The host rules of the three networks: ONE table of every host a link may name, and the parsing and
-// normalization derived from it. Hosts are matched exactly (lowercased, a trailing dot dropped), never by
-// suffix or substring, so `facebook.com.evil.test`, `evilfacebook.com` and an IDN lookalike are simply not
-// in the table. Anything not in it is the spec's 400.
-//
-// Choices where the spec is silent, written down here:
-// - A link without a scheme (`instagram.com/p/...`, as partners paste them) is read as https; `http:` is
-//   accepted and normalized to https; any other scheme is "Only http(s) links are supported."
-// - A link with userinfo, a non-default port, or a host outside the table is the host 400.
-// - `normalized_url`: https, the network's canonical host for apex/mobile/alias hosts (short-link and ad
-//   library hosts are kept: only the network knows where a short link leads), the path as sent, only the
-//   query parameters that name content (FB `v`, `story_fbid`, `id`, `fbid`; TikTok library `ad_id`),
-//   no fragment. A bare numeric ad id becomes the network-A ad library link.
-import type { SocialPlatform } from "mediagate/plugin";
+// The downloader's view of the shared host rules (lib/social-links.ts, one table for the downloader and ad
+// analysis): every host of the table, each refusal worded with the downloader's 400 texts.
+import { type LinkRefusal, parseSocialLink, type Platform, type SocialLink } from "mediagate/plugin";
 import { SOCIAL_ERRORS as E } from "./errors.ts";
 
-/** The three networks (the social.extract contract names them). */
-export type Platform = SocialPlatform;
+export { HOSTS, MAX_URL_LENGTH } from "mediagate/plugin";
+export type { Platform };
 
-export const PLATFORMS: readonly Platform[] = ["facebook", "instagram", "tiktok"];
-
-/** What a host is for: the spec names apex, short-link, mobile hosts and ad library links. */
-export type HostRole = "apex" | "www" | "mobile" | "alias" | "short" | "ad-library";
-
-export interface HostRule {
-  platform: Platform;
-  role: HostRole;
-  /** The host `normalized_url` uses; null keeps the host (short links, ad libraries). */
-  canonical: string | null;
-}
-
-const FB = "www.facebook.com";
-const IG = "www.instagram.com";
-const TT = "www.tiktok.com";
-
-/** Every accepted host. The one place to add or remove one. */
-export const HOSTS: Readonly<Record<string, HostRule>> = Object.freeze({
-  "facebook.com": { platform: "facebook", role: "apex", canonical: FB },
-  "www.facebook.com": { platform: "facebook", role: "www", canonical: FB },
-  "m.facebook.com": { platform: "facebook", role: "mobile", canonical: FB },
-  "mbasic.facebook.com": { platform: "facebook", role: "mobile", canonical: FB },
-  "touch.facebook.com": { platform: "facebook", role: "mobile", canonical: FB },
-  "mobile.facebook.com": { platform: "facebook", role: "mobile", canonical: FB },
-  "web.facebook.com": { platform: "facebook", role: "alias", canonical: FB },
-  "business.facebook.com": { platform: "facebook", role: "alias", canonical: FB },
-  // fb.com serves facebook.com's paths; fb.watch and fb.me are short links resolved by the network.
-  "fb.com": { platform: "facebook", role: "alias", canonical: FB },
-  "www.fb.com": { platform: "facebook", role: "alias", canonical: FB },
-  "fb.watch": { platform: "facebook", role: "short", canonical: null },
-  "www.fb.watch": { platform: "facebook", role: "short", canonical: "fb.watch" },
-  "fb.me": { platform: "facebook", role: "short", canonical: null },
-
-  "instagram.com": { platform: "instagram", role: "apex", canonical: IG },
-  "www.instagram.com": { platform: "instagram", role: "www", canonical: IG },
-  "m.instagram.com": { platform: "instagram", role: "mobile", canonical: IG },
-  // instagr.am serves instagram.com's paths.
-  "instagr.am": { platform: "instagram", role: "short", canonical: IG },
-  "www.instagr.am": { platform: "instagram", role: "short", canonical: IG },
-
-  "tiktok.com": { platform: "tiktok", role: "apex", canonical: TT },
-  "www.tiktok.com": { platform: "tiktok", role: "www", canonical: TT },
-  "m.tiktok.com": { platform: "tiktok", role: "mobile", canonical: TT },
-  "vm.tiktok.com": { platform: "tiktok", role: "short", canonical: null },
-  "vt.tiktok.com": { platform: "tiktok", role: "short", canonical: null },
-  "library.tiktok.com": { platform: "tiktok", role: "ad-library", canonical: null },
-});
-
-/** Query parameters that name content, per network; every other one (tracking, share ids) is dropped. */
-export const CONTENT_PARAMS: Readonly<Record<Platform, readonly string[]>> = {
-  facebook: ["v", "story_fbid", "id", "fbid"],
-  instagram: [],
-  tiktok: ["ad_id"],
+const REFUSALS: Record<LinkRefusal, string> = {
+  missing: E.urlMissing,
+  too_long: E.tooLong,
+  not_http: E.notHttp,
+  host: E.unsupportedHost,
 };
-
-/** A bare ad id (the network-A ad library's numeric ids) and where it is looked up. */
-const AD_ID = /^\d{5,25}$/;
-const adLibraryUrl = (id: string) => `https://${FB}/ads/library/?id=${id}`;
-
-export const MAX_URL_LENGTH = 500;
-
-export interface SocialLink {
-  platform: Platform;
-  normalizedUrl: string;
-}
 
 export type LinkCheck = { ok: true; value: SocialLink } | { ok: false; message: string };
 
-const SCHEME = /^([a-z][a-z0-9+.-]*):/i;
-
 /** Checks a submitted `url` against the host rules; the 400 text on refusal. */
 export function checkSocialLink(raw: unknown): LinkCheck {
-  if (typeof raw !== "string" || raw.trim() === "") return { ok: false, message: E.urlMissing };
-  const text = raw.trim();
-  if (text.length > MAX_URL_LENGTH) return { ok: false, message: E.tooLong };
-  if (AD_ID.test(text)) return { ok: true, value: { platform: "facebook", normalizedUrl: adLibraryUrl(text) } };
-
-  let withScheme = text;
-  const scheme = SCHEME.exec(text);
-  // `host:port/...` also looks like a scheme; a scheme is followed by anything but digits.
-  if (scheme && !/^\d/.test(text.slice(scheme[0].length))) {
-    const name = scheme[1]!.toLowerCase();
-    if (name !== "http" && name !== "https") return { ok: false, message: E.notHttp };
-  } else {
-    withScheme = `https://${text.replace(/^\/\//, "")}`;
-  }
-
-  let url: URL;
-  try {
-    url = new URL(withScheme);
-  } catch {
-    return { ok: false, message: E.unsupportedHost };
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") return { ok: false, message: E.notHttp };
-  if (url.username || url.password || url.port) return { ok: false, message: E.unsupportedHost };
-  // The WHATWG parser turns a non-ASCII host into punycode; the text as sent must have been ASCII.
-  const sentHost = /^[a-z]+:\/\/([^/?#]*)/i.exec(withScheme)?.[1] ?? "";
-  if (/[^\x21-\x7e]/.test(sentHost)) return { ok: false, message: E.unsupportedHost };
-  const host = url.hostname.toLowerCase().replace(/\.$/, "");
-  // Own keys only: a host named "__proto__" or "constructor" must not find Object.prototype's members.
-  const rule = Object.hasOwn(HOSTS, host) ? HOSTS[host] : undefined;
-  if (!rule) return { ok: false, message: E.unsupportedHost };
-  return { ok: true, value: { platform: rule.platform, normalizedUrl: normalize(url, host, rule) } };
-}
-
-function normalize(url: URL, host: string, rule: HostRule): string {
-  const keep = CONTENT_PARAMS[rule.platform];
-  const params = new URLSearchParams();
-  for (const [k, v] of url.searchParams) if (keep.includes(k) && !params.has(k)) params.set(k, v);
-  const path = url.pathname.replace(/\/{2,}/g, "/") || "/";
-  const query = params.toString();
-  return `https://${rule.canonical ?? host}${path}${query ? `?${query}` : ""}`;
+  const checked = parseSocialLink(raw, "all");
+  return checked.ok ? checked : { ok: false, message: REFUSALS[checked.reason] };
 }

@@ -1,7 +1,9 @@
 // The sandbox extractor (DESIGN "Sandbox providers"): for any accepted link, a real post made with the
-// media engine, deterministically from the link: per item a playable H.264/AAC MP4 (its picture and tone
-// seeded by the link, the title drawn on it) and a JPEG cover taken from its first frame; title, uploader,
-// length and frame size derived from the link. It takes about SANDBOX_LATENCY_MS and reports progress.
+// media engine, deterministically from the link: per item a playable H.264/AAC MP4, an ad that speaks
+// (sandbox-ad.ts: a seeded script read by an eSpeak NG voice, its word times recorded and returned as the
+// item's `spoken`, over solid-colour shots with hard cuts and the title drawn on them) and a JPEG cover taken
+// from its first frame; title, uploader, length (8-12 s) and frame size derived from the link. It takes about
+// SANDBOX_LATENCY_MS and reports progress.
 //
 // Markers in the link's path (so they survive normalization), each reaching one failure path:
 //   sandbox-fail      the generic failure          sandbox-login     the post needs a login
@@ -10,9 +12,10 @@
 //   sandbox-noaudio   a video without sound        sandbox-carousel-N  N items (cut to 10 by the caps)
 //   sandbox-flaky     the first attempt throws an unexpected error (the runtime's retry succeeds)
 import { createHash } from "node:crypto";
-import { definePlugin, type ExtractedItem, type ExtractedPost, ExtractionError, type ExtractRequest, type MediaEngine, sandboxConfig, sandboxSleep, type SocialExtractor, testVideoJob } from "mediagate/plugin";
+import { definePlugin, type ExtractedItem, type ExtractedPost, ExtractionError, type ExtractRequest, type MediaEngine, sandboxConfig, sandboxSleep, type SocialExtractor } from "mediagate/plugin";
 import type { FailureReason } from "./errors.ts";
 import type { Platform } from "./hosts.ts";
+import { adPlan, makeSandboxAd } from "./sandbox-ad.ts";
 
 const FAILURE_MARKERS: ReadonlyArray<[string, FailureReason]> = [
   ["sandbox-fail", "failed"],
@@ -60,21 +63,20 @@ export function sandboxPlan(url: string, platform: Platform): SandboxPostPlan {
     title: `${WORDS[pick(WORDS.length)]} ${VERBS[pick(VERBS.length)]} #${1 + pick(999)}`,
     uploader: `${WORDS[pick(WORDS.length)]!.toLowerCase()}_${platform}_${100 + pick(900)}`,
     items,
-    seconds: Array.from({ length: items }, () => 1 + pick(3)),
+    // Whole frames: the ad's own rounding of its seconds.
+    seconds: Array.from({ length: items }, (_, i) => adPlan(itemSeed(url, i), 8 + pick(5)).seconds),
     ...size,
     audio: !path.includes("sandbox-noaudio"),
   };
 }
 
+const itemSeed = (url: string, i: number) => `${url}#${i}`;
+
 async function makeItem(engine: MediaEngine, plan: SandboxPostPlan, url: string, i: number, signal: AbortSignal): Promise<ExtractedItem> {
-  const job = testVideoJob({ width: plan.width, height: plan.height, seconds: plan.seconds[i]!, text: plan.items > 1 ? `${plan.title} (${i + 1}/${plan.items})` : plan.title, seed: `${url}#${i}` });
-  let video = (await engine.run(job.args, { inputs: job.inputs, outputs: job.outputs, durationSeconds: job.durationSeconds, signal }))[job.outputs[0]!]!;
-  if (!plan.audio) {
-    const out = await engine.run(["-i", "in.mp4", "-an", "-c:v", "copy", "-movflags", "+faststart", "out.mp4"], { inputs: { "in.mp4": video }, outputs: ["out.mp4"], signal });
-    video = out["out.mp4"]!;
-  }
-  const cover = await engine.run(["-i", "video.mp4", "-frames:v", "1", "-q:v", "3", "cover.jpg"], { inputs: { "video.mp4": video }, outputs: ["cover.jpg"], signal });
-  return { video, cover: { bytes: cover["cover.jpg"]!, mimeType: "image/jpeg" } };
+  const title = plan.items > 1 ? `${plan.title} (${i + 1}/${plan.items})` : plan.title;
+  const ad = await makeSandboxAd(engine, { seed: itemSeed(url, i), seconds: plan.seconds[i]!, width: plan.width, height: plan.height, title, audio: plan.audio, signal });
+  const cover = await engine.run(["-i", "video.mp4", "-frames:v", "1", "-q:v", "3", "cover.jpg"], { inputs: { "video.mp4": ad.video }, outputs: ["cover.jpg"], signal });
+  return { video: ad.video, cover: { bytes: cover["cover.jpg"]!, mimeType: "image/jpeg" }, spoken: ad.spoken };
 }
 
 export function sandboxExtractor(options: { latencyMs: number; media: () => MediaEngine }): SocialExtractor {

@@ -1,8 +1,9 @@
 // The tasks the text sandbox knows, by `TextGenerationRequest.task`. Each is a pure function of the request:
-// the same request, the same answer, so tests and demos can predict it. A later area adds its task as one
-// entry of SANDBOX_TASKS (say "ad-analysis": (req) => ({ text: JSON.stringify(...), notes: "..." })); until
-// then an unknown task gets `digest`, an answer built from the input alone (valid JSON when JSON is asked).
-import { SANDBOX_MARKERS, type TextGenerationRequest } from "mediagate/plugin";
+// the same request, the same answer, so tests and demos can predict it. An area adds its task as one entry of
+// SANDBOX_TASKS; an unknown task gets `digest`, an answer built from the input alone (valid JSON when JSON is
+// asked).
+import { AD_ANALYSIS_TASK, SANDBOX_MARKERS, type TextGenerationRequest } from "mediagate/plugin";
+import { writeAdAnalysis } from "./ad-analysis.ts";
 
 export interface SandboxAnswer {
   text: string;
@@ -93,6 +94,8 @@ export const SANDBOX_TASKS: Readonly<Record<string, SandboxTask>> = {
     const answer = repairPrompt(req.input);
     return req.json ? { text: JSON.stringify({ prompt: answer.text, notes: answer.notes }), notes: answer.notes } : answer;
   },
+  // Ad analysis: the four texts from the measured facts (ad-analysis.ts); always JSON, the only form it asks.
+  [AD_ANALYSIS_TASK]: (req) => ({ text: JSON.stringify(writeAdAnalysis(req.input)), notes: "Written from the measured facts." }),
 };
 
 /** The task answering `name`: its entry, else the digest. */

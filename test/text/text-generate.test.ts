@@ -40,8 +40,10 @@ sandbox("prompt repair: whole words only, compounds whole, any case, once in the
 sandbox("unknown tasks: a digest from the input alone; tasks are one registry entry each", () => {
   assert.equal(digest(ask({ input: "Buy now.  Great deals today!" })), { text: "Buy now. (5 words)", notes: "Sandbox digest of the input." });
   assert.is(digest(ask({ input: "" })).text, "(0 words)");
-  assert.equal(JSON.parse(digest(ask({ task: "ad-analysis", input: "One line no stop", json: true })).text), { task: "ad-analysis", summary: "One line no stop", words: 4 });
-  assert.equal(Object.keys(SANDBOX_TASKS), ["prompt-repair"]);
+  assert.equal(JSON.parse(digest(ask({ task: "some-later-task", input: "One line no stop", json: true })).text), { task: "some-later-task", summary: "One line no stop", words: 4 });
+  assert.equal(Object.keys(SANDBOX_TASKS), ["prompt-repair", "ad-analysis"]);
+  // A task that is not given its input (ad analysis: the measured facts) fails as a provider would.
+  assert.throws(() => SANDBOX_TASKS["ad-analysis"]!(ask({ task: "ad-analysis", input: "Buy now.", json: true })), (e: unknown) => e instanceof TextGenerationError);
 });
 
 sandbox("through the kernel: sandbox without TEXT_GENERATE_URL, fail marker, deterministic, JSON valid, maxChars, abort", async () => {
@@ -56,11 +58,11 @@ sandbox("through the kernel: sandbox without TEXT_GENERATE_URL, fail marker, det
       const err = await gen.generate(ask({ task, input: "x [sandbox:fail] gore" })).catch((e) => e);
       assert.instance(err, TextGenerationError, task);
     }
-    const a = await gen.generate(ask({ task: "ad-analysis", instructions: "analyse", input: "Buy now. Great deals today!", json: true }));
-    const b = await gen.generate(ask({ task: "ad-analysis", instructions: "other words", input: "Buy now. Great deals today!", json: true }));
+    const a = await gen.generate(ask({ task: "some-later-task", instructions: "analyse", input: "Buy now. Great deals today!", json: true }));
+    const b = await gen.generate(ask({ task: "some-later-task", instructions: "other words", input: "Buy now. Great deals today!", json: true }));
     assert.equal(a, b);
-    assert.equal(JSON.parse(a.text), { task: "ad-analysis", summary: "Buy now.", words: 5 });
-    const prose = await gen.generate(ask({ task: "ad-analysis", input: "Buy now. Great deals today!" }));
+    assert.equal(JSON.parse(a.text), { task: "some-later-task", summary: "Buy now.", words: 5 });
+    const prose = await gen.generate(ask({ task: "some-later-task", input: "Buy now. Great deals today!" }));
     assert.is(prose.text, "Buy now. (5 words)");
     assert.instance(await gen.generate(ask({ input: "a ".repeat(50), maxChars: 5 })).catch((e) => e), TextGenerationError);
     const aborted = AbortSignal.abort(new Error("gone"));
