@@ -8,8 +8,8 @@
 // transcript comes from offline recognition (pocketsphinx, when installed) as for a real network's ad. Each
 // engine runs in its own child process so its peak RSS is its own.
 // Run: npx tsx test/bench/analysis.bench.ts
-import { spawn } from "node:child_process";
 import process from "node:process";
+import { childEngine, runEngineChild } from "./engine-child.ts";
 import { createMediaEngine, detectNativeFfmpeg } from "../../lib/media/index.ts";
 import { definePlugin, type ExtractedPost, type SocialExtractor } from "../../core/plugin-api.ts";
 import { createTestKernel, graphqlSubscription } from "../../testkit/index.ts";
@@ -78,22 +78,13 @@ async function runEngine(mode: Mode): Promise<void> {
   }
 }
 
-function spawnEngine(mode: Mode): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", new URL(import.meta.url).pathname, "--engine", mode], { stdio: ["ignore", "pipe", "inherit"] });
-    let out = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out.trim().split("\n").at(-1)!)) : reject(new Error(`${mode} exited ${code}`))));
-  });
-}
-
-const engineArg = process.argv.indexOf("--engine");
-if (engineArg > 0) {
-  await runEngine(process.argv[engineArg + 1] as Mode);
+const child = childEngine();
+if (child) {
+  await runEngine(child);
 } else {
   const modes: Mode[] = detectNativeFfmpeg() ? ["native", "wasm"] : ["wasm"];
   const results: Result[] = [];
-  for (const mode of modes) results.push(await spawnEngine(mode));
+  for (const mode of modes) results.push(await runEngineChild<Result>(import.meta.url, mode));
   const s = (ms: number) => (ms / 1000).toFixed(2).padStart(7);
   console.log(`Ad analysis of a ${SECONDS} s 720x1280 spoken ad, by stage (seconds; ratio = stage / ${SECONDS} s of ad)`);
   console.log("engine   transcript   download   frames   transcript   writing    total   frames/bare decode   peak RSS MB");

@@ -3,14 +3,15 @@
 // seconds / 8: below 1 is faster than real time). The baseline in the same run is the clip's own length; the
 // table adds wasm/native. Each engine runs in its own child process so its peak RSS is its own.
 // Run: npx tsx test/bench/omni-render.bench.ts   (OMNI_BENCH_CASES=1080p to skip 4k)
-import { spawn } from "node:child_process";
 import process from "node:process";
+import { childEngine, runEngineChild } from "./engine-child.ts";
 import { createMediaEngine, detectNativeFfmpeg } from "../../lib/media/index.ts";
 import { sandboxOmniProvider } from "../../plugins/omni/sandbox.ts";
 import { frameSize, type OmniResolution } from "../../plugins/omni/limits.ts";
 import { encodePng } from "../../plugins/images/png.ts";
 
 type Mode = "native" | "wasm";
+type EngineResult = { mode: Mode; rows: Array<{ resolution: string; ms: number }>; peakRssMb: number };
 const SECONDS = 8;
 const CASES = (process.env.OMNI_BENCH_CASES ?? "1080p,4k").split(",") as OmniResolution[];
 
@@ -49,22 +50,13 @@ async function runEngine(mode: Mode) {
   process.stdout.write(JSON.stringify({ mode, rows, peakRssMb: process.resourceUsage().maxRSS / 1024 }) + "\n");
 }
 
-function spawnEngine(mode: Mode): Promise<{ mode: Mode; rows: Array<{ resolution: string; ms: number }>; peakRssMb: number }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", new URL(import.meta.url).pathname, "--engine", mode], { stdio: ["ignore", "pipe", "inherit"] });
-    let out = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out.trim().split("\n").at(-1)!)) : reject(new Error(`${mode} exited ${code}`))));
-  });
-}
-
-const engineArg = process.argv.indexOf("--engine");
-if (engineArg > 0) {
-  await runEngine(process.argv[engineArg + 1] as Mode);
+const child = childEngine();
+if (child) {
+  await runEngine(child);
 } else {
   const modes: Mode[] = detectNativeFfmpeg() ? ["native", "wasm"] : ["wasm"];
   const results = [];
-  for (const mode of modes) results.push(await spawnEngine(mode));
+  for (const mode of modes) results.push(await runEngineChild<EngineResult>(import.meta.url, mode));
   console.log(`Omni sandbox render, ${SECONDS} s 9:16 clip, one character speaking (ratio = render time / clip duration)`);
   console.log("engine   resolution   render s   ratio    peak RSS MB");
   for (const r of results) for (const row of r.rows) console.log(`${r.mode.padEnd(8)} ${row.resolution.padEnd(12)} ${(row.ms / 1000).toFixed(1).padStart(8)}   ${(row.ms / 1000 / SECONDS).toFixed(2).padStart(5)}    ${r.peakRssMb.toFixed(0)}`);
