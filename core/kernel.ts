@@ -23,6 +23,7 @@ import { createMediaEngine } from "../lib/media/index.ts";
 import { createOutboundGuard, type OutboundGuard } from "../lib/outbound/index.ts";
 import { createWebhooks, TEST_EVENT, type Webhooks } from "./webhooks.ts";
 import { createRetentionSweeper, retainingBlobStore, type RetentionSweeper } from "./retention.ts";
+import { createIdempotencyStore, type IdempotencyStore } from "./idempotency.ts";
 import { serviceMediaReader } from "../lib/service-media.ts";
 
 export interface KernelOptions {
@@ -69,6 +70,8 @@ export interface Kernel {
   jobs: JobRuntime;
   /** Webhook settings, events and deliveries (core/webhooks.ts). */
   webhooks: Webhooks;
+  /** Idempotency-Key: keys claimed with their job, first responses replayed (core/idempotency.ts). */
+  idempotency: IdempotencyStore;
   /** Removes retained files whose window has passed (core/retention.ts); runs on its own once started. */
   retention: RetentionSweeper;
   /** Ends a job: terminal state, refund if asked, slot released; exactly once. */
@@ -124,7 +127,9 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     const blobs = retainingBlobStore(storedBlobs, database.kysely);
     // The sweeper removes files from the store underneath, and its rows itself, so a window extended while it
     // runs is respected.
-    const retention = createRetentionSweeper({ db: database.kysely, blobs: storedBlobs, clock, log, intervalMs: config.retentionSweepMs });
+    const idempotency = createIdempotencyStore(database.kysely, clock);
+    // Its pass also forgets idempotency keys past their 24 hours.
+    const retention = createRetentionSweeper({ db: database.kysely, blobs: storedBlobs, clock, log, intervalMs: config.retentionSweepMs, alsoSweep: () => idempotency.sweep() });
     const queue = createQueue(
       database.kind === "pglite" ? { kind: "pglite", pglite: database.pglite! } : { kind: "postgres", connectionString: database.connectionString! },
       // Maintenance (which fails attempts whose process died) every 10 s, so a crash costs seconds, not minutes.
@@ -253,6 +258,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       mediaUrl,
       jobs,
       webhooks,
+      idempotency,
       retention,
       finishJob: finish,
       chargeAndCreateJob: chargeAndCreate,

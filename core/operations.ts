@@ -13,6 +13,7 @@ import type { CompiledOperation } from "./registry.ts";
 import { validate } from "./standard-schema.ts";
 import { screenInput } from "./validation.ts";
 import { isPaused } from "./pauses.ts";
+import { IdempotencyRace, idempotencyKeyOf, requestHash, type StoredResponse } from "./idempotency.ts";
 
 export interface OperationCall {
   authorization: string | null;
@@ -46,9 +47,13 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
   const scopedBlobs = kernel.blobs.scoped(op.plugin);
   const capability = kernel.capabilitiesFor(op.plugin);
   const pauses = new Set(kernel.registry.plugins.find((p) => p.name === op.plugin)?.pauses ?? []);
+  const idempotent = decl.method === "POST" && decl.idempotency !== "own";
 
   return async (call) => {
     let headers: Record<string, string> = {};
+    // Set once the request has an Idempotency-Key; `claimed` once its first job committed with the key.
+    let idem: { partnerId: string; key: string; hash: string; claimed: boolean } | null = null;
+    const replayed = (first: StoredResponse): OperationOutcome => ({ ok: true, status: first.status, body: first.body, headers: { ...headers, "idempotent-replayed": "true" } });
     try {
       if (isEdgeRejected(call.userAgent)) throw new EdgeRejection();
       const partner = await authenticate(kernel.accounts, call.authorization);
@@ -78,6 +83,14 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
         if (!result.ok) throw new ApiError(400, result.message);
         input = result.value;
       }
+      if (idempotent) {
+        const key = idempotencyKeyOf(call.request);
+        if (key !== null) {
+          idem = { partnerId: partner.id, key, hash: requestHash(op.endpoint, call.params, raw, call.files?.() ?? {}), claimed: false };
+          const first = await kernel.idempotency.replay(partner.id, key, idem.hash);
+          if (first) return replayed(first);
+        }
+      }
 
       const requestId = newRequestId();
       let answerStatus: number = status;
@@ -101,7 +114,22 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
           if (credits > Number.MAX_SAFE_INTEGER) throw new ApiError(400, KERNEL_ERRORS.chargeTooLarge);
           return credits;
         },
-        submitJob: (submission) => kernel.jobs.submit({ ...submission, partnerId: partner.id, plugin: op.plugin, endpoint: op.endpoint, inflight: decl.inflight === true }),
+        submitJob: (submission) => {
+          // The request's first job carries its key (claimed in the charge's transaction, before the plugin's
+          // own rows); a request that makes several jobs (a repair, then its clip) is answered as one.
+          const claim = idem && !idem.claimed ? idem : null;
+          if (claim) claim.claimed = true;
+          const within: typeof submission.within = claim
+            ? async (trx, jobIds, groupId) => {
+                await kernel.idempotency.claim(trx, claim.partnerId, claim.key, op.endpoint, claim.hash, jobIds[0]!);
+                await submission.within?.(trx, jobIds, groupId);
+              }
+            : submission.within;
+          const submitted = kernel.jobs.submit({ ...submission, ...(within ? { within } : {}), partnerId: partner.id, plugin: op.plugin, endpoint: op.endpoint, inflight: decl.inflight === true });
+          // A charge refused or rolled back claimed nothing: a later job of this request may claim the key.
+          if (claim) submitted.catch(() => void (claim.claimed = false));
+          return submitted;
+        },
         async finishJob(jobId, finish) {
           const job = await kernel.database.kysely.selectFrom("jobs").select(["plugin", "partner_id"]).where("id", "=", jobId).executeTakeFirst();
           if (!job || job.plugin !== op.plugin || job.partner_id !== partner.id) throw new Error(`finishJob: job ${jobId} is not one of this operation's`);
@@ -121,13 +149,37 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
         },
         webhooks: kernel.webhooks,
       };
-      const result = await decl.handle(ctx);
+      let result: Awaited<ReturnType<typeof decl.handle>>;
+      try {
+        result = await decl.handle(ctx);
+      } catch (error) {
+        // After the key's job committed, a failure is the first response too, so a retry is not charged again.
+        if (idem?.claimed) await kernel.idempotency.store(idem.partnerId, idem.key, errorResponse(error)).catch((e) => kernel.log.error("idempotency: could not store a response", e));
+        throw error;
+      }
       if (result instanceof Response) return { ok: true, status: result.status, response: result, headers };
-      return { ok: true, status: answerStatus, body: { request_id: requestId, ...result }, headers };
+      const body = { request_id: requestId, ...result };
+      if (idem?.claimed) await kernel.idempotency.store(idem.partnerId, idem.key, { status: answerStatus, body });
+      return { ok: true, status: answerStatus, body, headers };
     } catch (error) {
+      // Lost the race for the key to an identical request: its response is this one's.
+      if (error instanceof IdempotencyRace && idem) {
+        try {
+          const first = await kernel.idempotency.replay(idem.partnerId, idem.key, idem.hash);
+          if (first) return replayed(first);
+        } catch (replayError) {
+          return { ok: false, error: replayError, headers };
+        }
+      }
       return { ok: false, error, headers };
     }
   };
+}
+
+/** A failure as the partner saw it: an ApiError's status and body, anything else the fixed 500. */
+function errorResponse(error: unknown): StoredResponse {
+  if (error instanceof ApiError) return { status: error.status, body: error.body() };
+  return { status: 500, body: { error: KERNEL_ERRORS.internal } };
 }
 
 /** One row of the kernel's operation table: a registry operation and its invoker. */

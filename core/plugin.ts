@@ -147,6 +147,11 @@ export interface OperationDeclaration<S extends StandardSchemaV1 | undefined = S
    * read at all): a missing or non-matching header answers 400 with its message.
    */
   requiredHeaders?: Readonly<Record<string, { pattern: RegExp; message: string }>>;
+  /**
+   * `kernel` (default for POST): the kernel's Idempotency-Key rule (core/idempotency.ts) on every job this
+   * operation creates. `own`: the operation has a rule of its own for the header (POST /extend-music).
+   */
+  idempotency?: "kernel" | "own";
   /** Success status: 200 (default), 201 or 202. */
   status?: 200 | 201 | 202;
   summary?: string;

@@ -55,7 +55,15 @@ export interface RetentionSweeper {
 
 const BATCH = 200;
 
-export function createRetentionSweeper(options: { db: Kysely<any>; blobs: BlobStore; clock: Clock; log: Logger; intervalMs: number }): RetentionSweeper {
+export function createRetentionSweeper(options: {
+  db: Kysely<any>;
+  blobs: BlobStore;
+  clock: Clock;
+  log: Logger;
+  intervalMs: number;
+  /** Other rows with a window, forgotten on the same pass (idempotency keys). */
+  alsoSweep?: () => Promise<unknown>;
+}): RetentionSweeper {
   const { db, blobs, clock, log } = options;
   let timer: ReturnType<typeof setInterval> | undefined;
   let running: Promise<number> | undefined;
@@ -77,7 +85,10 @@ export function createRetentionSweeper(options: { db: Kysely<any>; blobs: BlobSt
         await db.deleteFrom(RETAINED_TABLE).where("key", "=", row.key).where("expires_at", "<=", new Date(clock.now())).execute();
         removed++;
       }
-      if (due.length < BATCH) return removed;
+      if (due.length < BATCH) {
+        await options.alsoSweep?.();
+        return removed;
+      }
     }
   }
 

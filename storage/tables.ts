@@ -138,4 +138,17 @@ export interface KernelTables {
   webhook_settings: WebhookSettingsTable;
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  idempotency_keys: IdempotencyKeysTable;
+}
+
+/** Idempotency-Key rows (core/idempotency.ts). */
+export interface IdempotencyKeysTable {
+  partner_id: string;
+  key: string;
+  endpoint: string;
+  request_hash: string;
+  job_id: string | null;
+  status: number | null;
+  body: string | null;
+  created_at: Date;
 }

@@ -230,6 +230,8 @@ const extendMusic = operation({
   summary: "Extend an owned track (JSON) or an uploaded audio file (multipart); needs an Idempotency-Key header",
   input: ExtendMusicInput,
   requiredHeaders: IDEMPOTENCY_HEADER,
+  // The spec's own Idempotency-Key rule for this endpoint (idempotency.ts), not the kernel's.
+  idempotency: "own",
   multipart: {
     parameters: "parameters",
     files: ["audio"],

@@ -142,4 +142,23 @@ export const kernelMigrations: Migration[] = [
       )`,
     ],
   },
+  {
+    // Idempotency-Key on POSTs that create a job (core/idempotency.ts): one row per account and key, claimed
+    // in the charge's transaction, with the first response once it is known.
+    name: "kernel/0006_idempotency_keys",
+    statements: [
+      `create table idempotency_keys (
+        partner_id text not null references partners(id),
+        key text not null,
+        endpoint text not null,
+        request_hash text not null,
+        job_id text,
+        status integer,
+        body text,
+        created_at timestamptz not null,
+        primary key (partner_id, key)
+      )`,
+      `create index idempotency_keys_created on idempotency_keys (created_at)`,
+    ],
+  },
 ];

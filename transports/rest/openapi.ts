@@ -21,6 +21,15 @@ export function buildOpenApi(registry: Registry, version: string): Record<string
     const decl = op.declaration;
     const openapiPath = PARTNER_BASE + op.path.replace(/<([a-z_][a-z0-9_]*)>/gi, "{$1}");
     const parameters: unknown[] = [...op.path.matchAll(/<([a-z_][a-z0-9_]*)>/gi)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
+    if (decl.method === "POST" && decl.idempotency !== "own") {
+      parameters.push({
+        name: "Idempotency-Key",
+        in: "header",
+        required: false,
+        description: "Beyond the spec: the same key and request within 24 h answers the first response again (header Idempotent-Replayed: true) without a second charge; another request under the key is 409.",
+        schema: { type: "string", pattern: "^[\\x21-\\x7e]{1,255}$" },
+      });
+    }
     for (const [name, rule] of Object.entries(decl.requiredHeaders ?? {})) {
       parameters.push({ name, in: "header", required: true, schema: { type: "string", pattern: rule.pattern.source } });
     }
