@@ -30,6 +30,8 @@ export interface OperationCall {
   body?(): Uint8Array | null;
   /** The HTTP request when there is one (REST, or the GraphQL request that carried the call). */
   request: Request;
+  /** The call's `request_id`, when the transport made it already (REST: it also goes in X-Request-Id). */
+  requestId?: string;
 }
 
 export type OperationOutcome =
@@ -92,7 +94,7 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
         }
       }
 
-      const requestId = newRequestId();
+      const requestId = call.requestId ?? newRequestId();
       let answerStatus: number = status;
       const ctx: OperationContext<any> = {
         requestId,

@@ -1,6 +1,8 @@
 // The partner API under /api/v1/partner, derived from the registry: each compiled operation (core/operations.ts)
 // gets a route; this file only reads the HTTP request and renders the outcome. Nothing here knows a plugin.
+import { createHash } from "node:crypto";
 import { HTTPResponse, type H3 } from "h3";
+import { requestId as newRequestId } from "../../core/ids.ts";
 import type { Kernel } from "../../core/kernel.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import type { Invoke } from "../../core/operations.ts";
@@ -12,6 +14,22 @@ import { errorResponse, isJsonContentType, mediaTypeOf, parseMultipart, queryObj
 export const PARTNER_BASE = "/api/v1/partner";
 const DEFAULT_MAX_BODY = 1_000_000;
 const JSON_TYPE = "application/json; charset=utf-8";
+/** A client's own X-Request-Id is echoed when it is of this form; otherwise the header is our request_id. */
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
+
+/**
+ * A GET's validator: the body without its `request_id` (new on every call), so an unchanged status or list
+ * answers 304 to a client that sends it back in If-None-Match.
+ */
+function etagOf(body: Record<string, unknown>): string {
+  const { request_id: _, ...rest } = body;
+  return `W/"${createHash("sha256").update(JSON.stringify(rest)).digest("base64url").slice(0, 27)}"`;
+}
+
+function matches(ifNoneMatch: string | null, etag: string): boolean {
+  if (!ifNoneMatch) return false;
+  return ifNoneMatch.split(",").some((t) => t.trim() === etag || t.trim() === "*");
+}
 
 function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
   const decl = op.declaration;
@@ -47,7 +65,11 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
       files = parsed.files;
       return parsed.input;
     };
+    const requestId = newRequestId();
+    const incoming = request.headers.get("x-request-id");
+    const traced = { "x-request-id": incoming && SAFE_REQUEST_ID.test(incoming) ? incoming : requestId };
     const outcome = await invoke({
+      requestId,
       authorization: request.headers.get("authorization"),
       userAgent: request.headers.get("user-agent"),
       params,
@@ -56,12 +78,18 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
       files: () => files,
       ...(decl.rawBody ? { body: () => body } : {}),
     });
-    if (!outcome.ok) return errorResponse(outcome.error, onInternal, outcome.headers);
+    if (!outcome.ok) return errorResponse(outcome.error, onInternal, { ...outcome.headers, ...traced });
     if ("response" in outcome) {
-      for (const [k, v] of Object.entries(outcome.headers)) outcome.response.headers.set(k, v);
+      for (const [k, v] of Object.entries({ ...outcome.headers, ...traced })) outcome.response.headers.set(k, v);
       return outcome.response;
     }
-    return new HTTPResponse(JSON.stringify(outcome.body), { status: outcome.status, headers: { "content-type": JSON_TYPE, ...outcome.headers } });
+    if (op.method === "GET" && outcome.status === 200) {
+      const etag = etagOf(outcome.body);
+      const headers = { ...outcome.headers, ...traced, etag, "cache-control": "private, no-cache" };
+      if (matches(request.headers.get("if-none-match"), etag)) return new HTTPResponse(null, { status: 304, headers });
+      return new HTTPResponse(JSON.stringify(outcome.body), { status: 200, headers: { "content-type": JSON_TYPE, ...headers } });
+    }
+    return new HTTPResponse(JSON.stringify(outcome.body), { status: outcome.status, headers: { "content-type": JSON_TYPE, ...outcome.headers, ...traced } });
   };
 }
 

@@ -16,7 +16,8 @@ export function errorResponse(err: unknown, onInternal: (err: unknown) => void, 
   if (err instanceof EdgeRejection) {
     return new Response(err.html, { status: 403, headers: { "content-type": "text/html; charset=utf-8" } });
   }
-  if (err instanceof ApiError) return json(err.status, err.body(), { ...headers, ...err.headers });
+  // RFC 9110: a 401 names the scheme that would work.
+  if (err instanceof ApiError) return json(err.status, err.body(), { ...headers, ...(err.status === 401 ? { "www-authenticate": 'Bearer realm="partner API"' } : {}), ...err.headers });
   onInternal(err);
   return json(500, { error: KERNEL_ERRORS.internal }, headers);
 }
