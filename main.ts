@@ -56,7 +56,8 @@ async function main() {
   let server: HttpServer | undefined;
   if (config.role !== "worker") {
     server = await listening("PORT", config.port, config.host, () => serveHttp(kernel, { adminToken: admin.token, port: config.port, hostname: config.host }));
-    console.log(`mediagate listening on http://${config.host}:${config.port} (public URL ${config.publicUrl}, database ${kernel.database.kind}, role ${config.role}; GraphQL at /graphql)`);
+    // server.url, not config.port: with PORT=0 the system chooses the port, and this line is how to learn it.
+    console.log(`mediagate listening on ${server.url.replace(/\/$/, "")} (public URL ${config.publicUrl}, database ${kernel.database.kind}, role ${config.role}; GraphQL at /graphql)`);
   } else {
     console.log(`mediagate worker running (database ${kernel.database.kind})`);
   }
