@@ -30,6 +30,7 @@ export const KERNEL_VARIABLES = [
   "HEALTH_PORT",
   "NODE_ENV",
   "GRAPHQL_INTROSPECTION",
+  "CORS_ORIGINS",
 ] as const;
 export type KernelVariable = (typeof KERNEL_VARIABLES)[number];
 
@@ -62,6 +63,12 @@ export interface Config {
    * off when NODE_ENV=production, where the schema is published as schema/schema.graphql instead.
    */
   graphqlIntrospection: boolean;
+  /**
+   * Browser origins allowed to call the partner API and GraphQL (CORS_ORIGINS, comma-separated, each
+   * `scheme://host[:port]`). Default none: an API key belongs on a server; this is for frontend teams whose
+   * own backend proxies the key and whose pages call through it.
+   */
+  corsOrigins: string[];
 }
 
 export class ConfigError extends Error {}
@@ -76,6 +83,27 @@ function nonNegativeInt(name: string, value: string | undefined, fallback: numbe
   if (value === undefined || value === "") return fallback;
   if (!/^\d+$/.test(value)) throw new ConfigError(`${name} must be a non-negative integer (got "${value}")`);
   return Number(value);
+}
+
+/**
+ * A list of exact origins, as a browser sends them in `Origin` (no path, no trailing slash, no "*": a wildcard
+ * would hand any page on the web a partner's authority once a key reached a browser).
+ */
+function origins(name: string, value: string | undefined): string[] {
+  if (value === undefined || value.trim() === "") return [];
+  return value.split(",").map((raw) => {
+    const text = raw.trim();
+    let url: URL | undefined;
+    try {
+      url = new URL(text);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== "https:" && url.protocol !== "http:") || url.origin !== text) {
+      throw new ConfigError(`${name} must be comma-separated origins such as https://app.example.com (got "${text}")`);
+    }
+    return text;
+  });
 }
 
 const TRUE_WORDS = ["1", "true", "yes", "on"];
@@ -133,6 +161,7 @@ export function loadConfig(source: Environment = process.env): Config {
     healthPort: env.HEALTH_PORT ? nonNegativeInt("HEALTH_PORT", env.HEALTH_PORT, 0) : undefined,
     // "Development" is any NODE_ENV but production, unset included: `npm start` on a laptop gets GraphiQL.
     graphqlIntrospection: flag("GRAPHQL_INTROSPECTION", env.GRAPHQL_INTROSPECTION, env.NODE_ENV !== "production"),
+    corsOrigins: origins("CORS_ORIGINS", env.CORS_ORIGINS),
   };
   if (config.healthPort !== undefined) {
     if (config.healthPort < 1 || config.healthPort > 65535) throw new ConfigError(`HEALTH_PORT must be between 1 and 65535 (got ${config.healthPort})`);

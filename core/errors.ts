@@ -40,6 +40,8 @@ export const KERNEL_ERRORS = {
   bodyNotJson: "Request body must be JSON",
   bodyTooLarge: "Request body too large",
   notFound: "Not found",
+  // Not in the spec (which lists no wrong-method case); RFC 9110's reason phrase, with the Allow header.
+  methodNotAllowed: "Method not allowed",
   internal: "Internal server error",
   invalidLimit: "limit must be a positive integer",
   invalidOffset: "offset must be a non-negative integer",

@@ -54,6 +54,8 @@ export interface TestKernel {
   adminToken: string;
   /** Calls the app in process. Paths are absolute (`/api/v1/partner/me`) or relative to the partner API. */
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
+  /** The app's own fetch handler, for a request built by hand and the raw Response (bytes, encodings). */
+  fetch(request: Request): Promise<Response>;
   /** A partner created through the kernel, with its key. */
   /** A fresh account and key; `limits` are the admin API's per-account overrides (e.g. a raised rate limit). */
   partner(options?: { name?: string; credits?: number; tier?: PricingTier; features?: Record<string, boolean>; limits?: PartnerLimits }): Promise<{ id: string; key: string }>;
@@ -102,6 +104,9 @@ export async function createTestKernel(options: TestKernelOptions): Promise<Test
       let parsed: unknown = text;
       if ((res.headers.get("content-type") ?? "").includes("json")) parsed = JSON.parse(text);
       return { status: res.status, headers: res.headers, body: parsed };
+    },
+    async fetch(request) {
+      return await app.fetch(request);
     },
     async partner(p = {}) {
       const { partner, apiKey } = await kernel.accounts.create({ name: p.name ?? "Test partner", credits: p.credits ?? 1000, pricingTier: p.tier, features: p.features });

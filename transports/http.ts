@@ -2,16 +2,17 @@
 // HTTP and, on a Node server, over WebSocket (graphql/), media links and the health check. `createHttpApp`
 // is the fetch handler tests drive through `app.fetch` without a port; `serveHttp` puts the same app on a
 // port under Node or Deno (main.ts, benches).
-import { H3, serve } from "h3";
+import { H3, onResponse, serve } from "h3";
 import type { Kernel } from "../core/kernel.ts";
 import { KERNEL_ERRORS } from "../core/errors.ts";
 import { checkReadiness } from "../core/readiness.ts";
 import { mountAdminApi } from "./admin/routes.ts";
+import { compressJson, corsHeaders, RoutedH3 } from "./http-manners.ts";
 import { createGraphql, GRAPHQL_PATH, type GraphqlServer } from "./graphql/yoga.ts";
 import { endSubscriptions } from "./graphql/subscriptions.ts";
 import type { GraphqlWebSocket } from "./graphql/websocket.ts";
 import { mountMedia } from "./rest/media.ts";
-import { mountPartnerApi } from "./rest/partner-api.ts";
+import { mountPartnerApi, PARTNER_BASE } from "./rest/partner-api.ts";
 import { json } from "./rest/respond.ts";
 
 export interface HttpAppOptions {
@@ -34,8 +35,41 @@ function mountProbes(app: H3, kernel: Kernel): void {
   });
 }
 
+/** Where a listed browser origin may call (CORS_ORIGINS): the partner API and GraphQL, never the admin API. */
+function inCorsScope(pathname: string): boolean {
+  return pathname === GRAPHQL_PATH || pathname.startsWith(PARTNER_BASE + "/");
+}
+
+/**
+ * The manners every route shares (transports/http-manners.ts): OPTIONS answered with Allow (and a CORS
+ * preflight for a listed origin), CORS headers on the answers to a listed origin, JSON compressed above 1 KB.
+ */
+function mountManners(app: RoutedH3, kernel: Kernel): void {
+  const origins = kernel.config.corsOrigins;
+  app.use((event) => {
+    if (event.req.method !== "OPTIONS") return;
+    const allow = app.allowedMethods(event.url.pathname);
+    if (allow.length === 0) return; // the catch-all's 404
+    const cors = origins.length > 0 && inCorsScope(event.url.pathname) ? corsHeaders(origins, event.req as Request, allow) : undefined;
+    return new Response(null, { status: 204, headers: { allow: allow.join(", "), ...cors, ...(origins.length > 0 ? { vary: "Origin" } : {}) } });
+  });
+  app.use(
+    onResponse(async (response, event) => {
+      const request = event.req as Request;
+      let answer = await compressJson(request, response);
+      if (origins.length > 0 && inCorsScope(event.url.pathname)) {
+        if (answer === response) answer = new Response(response.body, response);
+        answer.headers.append("vary", "Origin");
+        for (const [k, v] of Object.entries(corsHeaders(origins, request, []) ?? {})) answer.headers.set(k, v);
+      }
+      return answer;
+    }),
+  );
+}
+
 export function createHttpApp(kernel: Kernel, options: HttpAppOptions): H3 {
-  const app = new H3();
+  const app = new RoutedH3();
+  mountManners(app, kernel);
   mountProbes(app, kernel);
   mountPartnerApi(app, kernel);
   mountAdminApi(app, kernel, options.adminToken);
@@ -43,7 +77,11 @@ export function createHttpApp(kernel: Kernel, options: HttpAppOptions): H3 {
   const graphql = options.graphql ?? createGraphql(kernel);
   app.on("GET", GRAPHQL_PATH, (event) => graphql.yoga.fetch(event.req as Request));
   app.on("POST", GRAPHQL_PATH, (event) => graphql.yoga.fetch(event.req as Request));
-  app.all("/**", () => json(404, { error: KERNEL_ERRORS.notFound }));
+  app.all("/**", (event) => {
+    const allow = app.allowedMethods(event.url.pathname);
+    if (allow.length > 0) return json(405, { error: KERNEL_ERRORS.methodNotAllowed }, { allow: allow.join(", ") });
+    return json(404, { error: KERNEL_ERRORS.notFound });
+  });
   return app;
 }
 

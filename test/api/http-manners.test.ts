@@ -1,10 +1,15 @@
 // HTTP manners of the partner API (beyond the spec, non-breaking): X-Request-Id on every answer (the body's
-// request_id, or the client's own id of a safe form echoed), WWW-Authenticate on a 401, and ETag with 304 on
-// GET reads, the validator ignoring the per-call request_id so an unchanged read matches.
+// request_id, or the client's own id of a safe form echoed), WWW-Authenticate on a 401, ETag with 304 on GET
+// reads (the validator ignoring the per-call request_id so an unchanged read matches), 405 with Allow, OPTIONS,
+// gzip/br for JSON above 1 KB (through app.fetch and a real server), and CORS only for CORS_ORIGINS.
+import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
+import { ConfigError, loadConfig } from "../../core/config.ts";
+import { serveHttp } from "../../transports/http.ts";
+import { chooseEncoding } from "../../transports/http-manners.ts";
 
 const t = suite("partner API HTTP manners");
 let tk: TestKernel;
@@ -60,6 +65,120 @@ t("GET reads: ETag, 304 while unchanged, a new ETag once the answer changes", as
   assert.is.not(changed.headers.get("etag"), etag);
   // Writes carry no validator.
   assert.is((await tk.request("POST", "/generate-image", { key, body: {} })).headers.get("etag"), null);
+});
+
+t("a known path with a method it does not serve: 405 with Allow; OPTIONS answers Allow; unknown paths stay 404", async () => {
+  const { key } = await tk.partner({ credits: 100 });
+  const wrong = await tk.request("DELETE", "/me", { key });
+  assert.is(wrong.status, 405);
+  assert.equal(wrong.body, { error: "Method not allowed" });
+  assert.is(wrong.headers.get("allow"), "GET, HEAD, OPTIONS");
+  // A parameterised path: the methods of every pattern that matches it.
+  const partner = await tk.request("PUT", "/api/v1/admin/partners/prt_0123456789abcdef", { headers: { authorization: `Bearer ${tk.adminToken}` } });
+  assert.is(partner.status, 405);
+  assert.is(partner.headers.get("allow"), "GET, HEAD, OPTIONS, PATCH");
+  const adminWrong = await tk.request("GET", "/api/v1/admin/partners/prt_x/credits", { headers: { authorization: `Bearer ${tk.adminToken}` } });
+  assert.is(adminWrong.status, 405);
+  assert.match(adminWrong.headers.get("allow")!, /POST/);
+  const options = await tk.request("OPTIONS", "/credits");
+  assert.is(options.status, 204);
+  assert.is(options.headers.get("allow"), "GET, HEAD, OPTIONS");
+  assert.is(options.headers.get("access-control-allow-origin"), null);
+  assert.is((await tk.request("DELETE", "/nowhere", { key })).status, 404);
+  assert.is((await tk.request("OPTIONS", "/nowhere")).status, 404);
+});
+
+/** `n` credit grants through the admin API: a transactions list long enough to compress. */
+async function grants(partnerId: string, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const r = await tk.request("POST", `/api/v1/admin/partners/${partnerId}/credits`, { headers: { authorization: `Bearer ${tk.adminToken}` }, body: { amount: 1, type: "purchase", description: `grant ${i}` } });
+    assert.is(r.status, 200);
+  }
+}
+
+t("JSON above 1 KB is compressed for a client that accepts br or gzip; small answers and other clients are not", async () => {
+  assert.is(chooseEncoding("gzip, deflate, br"), "br");
+  assert.is(chooseEncoding("br;q=0, gzip;q=0.5"), "gzip");
+  assert.is(chooseEncoding("identity"), undefined);
+  assert.is(chooseEncoding("*"), "br");
+  assert.is(chooseEncoding("*, br;q=0, gzip;q=0"), undefined);
+  assert.is(chooseEncoding(null), undefined);
+  const { id, key } = await tk.partner({ credits: 100 });
+  await grants(id, 30);
+  const plain = await tk.request("GET", "/transactions?limit=30", { key });
+  assert.is(plain.status, 200);
+  assert.ok(JSON.stringify(plain.body).length > 1024, "a list long enough to compress");
+  assert.is(plain.headers.get("content-encoding"), null);
+  assert.match(plain.headers.get("vary") ?? "", /Accept-Encoding/);
+  for (const [accept, encoding, unpack] of [
+    ["gzip, deflate, br", "br", brotliDecompressSync],
+    ["gzip", "gzip", gunzipSync],
+  ] as const) {
+    const res = await tk.fetch(new Request("http://mediagate.test/api/v1/partner/transactions?limit=30", { headers: { authorization: `Bearer ${key}`, "user-agent": "manners/1", "accept-encoding": accept } }));
+    assert.is(res.headers.get("content-encoding"), encoding);
+    const packed = new Uint8Array(await res.arrayBuffer());
+    assert.is(Number(res.headers.get("content-length")), packed.byteLength);
+    const body = JSON.parse(Buffer.from(unpack(packed)).toString("utf8"));
+    assert.equal(body.transactions, plain.body.transactions);
+    assert.ok(packed.byteLength < JSON.stringify(body).length / 2, `${encoding}: ${packed.byteLength} bytes`);
+  }
+  const small = await tk.fetch(new Request("http://mediagate.test/api/v1/partner/me", { headers: { authorization: `Bearer ${key}`, "user-agent": "manners/1", "accept-encoding": "br" } }));
+  assert.is(small.headers.get("content-encoding"), null, "under 1 KB: sent as is");
+  assert.ok((await small.json()).request_id);
+});
+
+t("through a real server: fetch decompresses, the headers say so", async () => {
+  const server = await serveHttp(tk.kernel, { adminToken: tk.adminToken, port: 0, hostname: "127.0.0.1" });
+  try {
+    const { id, key } = await tk.partner({ credits: 100 });
+    await grants(id, 30);
+    const res = await fetch(new URL("/api/v1/partner/transactions?limit=30", server.url), { headers: { authorization: `Bearer ${key}`, "user-agent": "manners/1", "accept-encoding": "br" } });
+    assert.is(res.status, 200);
+    assert.is(res.headers.get("content-encoding"), "br");
+    assert.is((await res.json()).transactions.length, 30);
+    const wrong = await fetch(new URL("/api/v1/partner/credits", server.url), { method: "PATCH", headers: { "user-agent": "manners/1" } });
+    assert.is(wrong.status, 405);
+    assert.is(wrong.headers.get("allow"), "GET, HEAD, OPTIONS");
+  } finally {
+    await server.close();
+  }
+});
+
+t("CORS: off by default; CORS_ORIGINS lists exact origins, which get preflights and readable answers; never the admin API", async () => {
+  const { key } = await tk.partner({ credits: 100 });
+  const off = await tk.request("GET", "/me", { key, headers: { origin: "https://app.example.com" } });
+  assert.is(off.headers.get("access-control-allow-origin"), null);
+  const cors = await createTestKernel({ plugins: [account], env: { CORS_ORIGINS: "https://app.example.com, http://localhost:5173" } });
+  try {
+    const p = await cors.partner({ credits: 100 });
+    const preflight = await cors.request("OPTIONS", "/credits", { headers: { origin: "https://app.example.com", "access-control-request-method": "GET" } });
+    assert.is(preflight.status, 204);
+    assert.is(preflight.headers.get("access-control-allow-origin"), "https://app.example.com");
+    assert.match(preflight.headers.get("access-control-allow-headers")!, /Authorization/);
+    assert.match(preflight.headers.get("access-control-allow-headers")!, /Idempotency-Key/);
+    assert.is(preflight.headers.get("access-control-allow-methods"), "GET, HEAD");
+    const read = await cors.request("GET", "/me", { key: p.key, headers: { origin: "http://localhost:5173" } });
+    assert.is(read.status, 200);
+    assert.is(read.headers.get("access-control-allow-origin"), "http://localhost:5173");
+    assert.match(read.headers.get("access-control-expose-headers")!, /X-Request-Id/);
+    assert.match(read.headers.get("vary")!, /Origin/);
+    const stranger = await cors.request("GET", "/me", { key: p.key, headers: { origin: "https://evil.example" } });
+    assert.is(stranger.status, 200, "CORS is the browser's refusal, not the server's");
+    assert.is(stranger.headers.get("access-control-allow-origin"), null);
+    const graphqlPreflight = await cors.request("OPTIONS", "/graphql", { headers: { origin: "https://app.example.com", "access-control-request-method": "POST" } });
+    assert.is(graphqlPreflight.headers.get("access-control-allow-origin"), "https://app.example.com");
+    const admin = await cors.request("GET", "/api/v1/admin/pauses", { headers: { origin: "https://app.example.com", authorization: `Bearer ${cors.adminToken}` } });
+    assert.is(admin.status, 200);
+    assert.is(admin.headers.get("access-control-allow-origin"), null);
+    const adminPreflight = await cors.request("OPTIONS", "/api/v1/admin/pauses", { headers: { origin: "https://app.example.com" } });
+    assert.is(adminPreflight.headers.get("access-control-allow-origin"), null);
+  } finally {
+    await cors.close();
+  }
+  for (const bad of ["*", "https://app.example.com/", "https://app.example.com/path", "ftp://x.example", "app.example.com"]) {
+    assert.throws(() => loadConfig({ CORS_ORIGINS: bad }), (e: unknown) => e instanceof ConfigError && /CORS_ORIGINS/.test((e as Error).message), bad);
+  }
+  assert.equal(loadConfig({}).corsOrigins, []);
 });
 
 t.run();

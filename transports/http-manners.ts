@@ -1,0 +1,101 @@
+// HTTP manners every route shares, beyond the spec and non-breaking (README "Decisions"): 405 with Allow for a
+// known path asked with a method it does not serve, OPTIONS answered with Allow, gzip/br for JSON answers above
+// 1 KB, and CORS for the origins an operator lists in CORS_ORIGINS (none by default: API keys belong on
+// servers, not in browsers). Kept apart from the routes so no route handler has to remember any of it.
+import { promisify } from "node:util";
+import { brotliCompress, constants as zlib, gzip } from "node:zlib";
+import { H3 } from "h3";
+import { addRoute, createRouter, findAllRoutes } from "rou3";
+
+/** Below this a compressed JSON answer saves less than the headers and the CPU cost. */
+export const COMPRESS_MIN_BYTES = 1024;
+const COMPRESSIBLE = /^application\/(?:[\w.+-]*\+)?json\b/i;
+const brotli = promisify(brotliCompress);
+const gzipped = promisify(gzip);
+// Quality 5 of 11: most of brotli's gain on JSON at a small part of its top setting's CPU time.
+const BROTLI_OPTIONS = { params: { [zlib.BROTLI_PARAM_QUALITY]: 5, [zlib.BROTLI_PARAM_MODE]: zlib.BROTLI_MODE_TEXT } };
+
+/**
+ * An H3 app that remembers which methods each route pattern serves, so the catch-all can tell "no such path"
+ * (404) from "not with this method" (405 with Allow). Mounts keep calling app.on / app.get as usual.
+ */
+export class RoutedH3 extends H3 {
+  readonly #patterns = createRouter<Set<string>>();
+  readonly #byPattern = new Map<string, Set<string>>();
+
+  override on(...args: Parameters<H3["on"]>): this {
+    const [method, route] = args;
+    // Catch-alls ("/**") and method-less routes say nothing about one path's methods.
+    if (method && !route.includes("**")) {
+      let methods = this.#byPattern.get(route);
+      if (!methods) {
+        this.#byPattern.set(route, (methods = new Set()));
+        addRoute(this.#patterns, "", route, methods);
+      }
+      methods.add(method.toUpperCase());
+    }
+    return super.on(...args);
+  }
+
+  /** The methods some route serves at this path (HEAD with GET, OPTIONS always), or [] for an unknown path. */
+  allowedMethods(pathname: string): string[] {
+    const methods = new Set<string>();
+    for (const match of findAllRoutes(this.#patterns, "", pathname)) for (const m of match.data) methods.add(m);
+    if (methods.size === 0) return [];
+    if (methods.has("GET")) methods.add("HEAD");
+    methods.add("OPTIONS");
+    return [...methods].sort();
+  }
+}
+
+/** The encoding to answer with: br, then gzip, when the client accepts it (q > 0); otherwise none. */
+export function chooseEncoding(acceptEncoding: string | null): "br" | "gzip" | undefined {
+  if (!acceptEncoding) return undefined;
+  const accepted = new Map<string, number>();
+  for (const part of acceptEncoding.split(",")) {
+    const [name, ...params] = part.trim().toLowerCase().split(";");
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith("q="));
+    accepted.set(name!.trim(), q ? Number(q.slice(2)) || 0 : 1);
+  }
+  const ok = (name: string) => (accepted.get(name) ?? accepted.get("*") ?? 0) > 0;
+  if (ok("br")) return "br";
+  if (ok("gzip")) return "gzip";
+  return undefined;
+}
+
+/**
+ * The answer compressed when it is JSON above COMPRESS_MIN_BYTES and the request accepts br or gzip; every
+ * JSON answer says `Vary: Accept-Encoding` so a shared cache keeps the two apart. Streams (SSE, media) and
+ * other types pass untouched.
+ */
+export async function compressJson(request: Request, response: Response): Promise<Response> {
+  const type = response.headers.get("content-type");
+  if (!type || !COMPRESSIBLE.test(type) || !response.body || response.headers.has("content-encoding")) return response;
+  const headers = new Headers(response.headers);
+  headers.append("vary", "Accept-Encoding");
+  const encoding = request.method === "HEAD" ? undefined : chooseEncoding(request.headers.get("accept-encoding"));
+  if (!encoding) return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+  const raw = new Uint8Array(await response.arrayBuffer());
+  if (raw.byteLength < COMPRESS_MIN_BYTES) return new Response(raw, { status: response.status, statusText: response.statusText, headers });
+  const packed = encoding === "br" ? await brotli(raw, BROTLI_OPTIONS) : await gzipped(raw);
+  headers.set("content-encoding", encoding);
+  headers.set("content-length", String(packed.byteLength));
+  return new Response(packed, { status: response.status, statusText: response.statusText, headers });
+}
+
+/** What a browser script on a listed origin may send and read (the partner API's own headers included). */
+const CORS_ALLOW_HEADERS = "Authorization, Content-Type, Idempotency-Key, X-Request-Id, If-None-Match";
+const CORS_EXPOSE_HEADERS = "X-Request-Id, ETag, RateLimit, RateLimit-Policy, Retry-After, Idempotent-Replayed";
+
+/** The CORS headers for an allowed origin; none (so the browser refuses) for any other, or when none are listed. */
+export function corsHeaders(origins: readonly string[], request: Request, allow: string[]): Record<string, string> | undefined {
+  const origin = request.headers.get("origin");
+  if (!origin || !origins.includes(origin)) return undefined;
+  const headers: Record<string, string> = { "access-control-allow-origin": origin, "access-control-expose-headers": CORS_EXPOSE_HEADERS };
+  if (request.method === "OPTIONS") {
+    headers["access-control-allow-methods"] = allow.filter((m) => m !== "OPTIONS").join(", ");
+    headers["access-control-allow-headers"] = CORS_ALLOW_HEADERS;
+    headers["access-control-max-age"] = "600";
+  }
+  return headers;
+}
