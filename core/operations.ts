@@ -156,7 +156,7 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
         result = await decl.handle(ctx);
       } catch (error) {
         // After the key's job committed, a failure is the first response too, so a retry is not charged again.
-        if (idem?.claimed) await kernel.idempotency.store(idem.partnerId, idem.key, errorResponse(error)).catch((e) => kernel.log.error("idempotency: could not store a response", e));
+        if (idem?.claimed) await kernel.idempotency.store(idem.partnerId, idem.key, errorResponse(error, requestId)).catch((e) => kernel.log.error("idempotency: could not store a response", e));
         throw error;
       }
       if (result instanceof Response) return { ok: true, status: result.status, response: result, headers };
@@ -178,10 +178,10 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
   };
 }
 
-/** A failure as the partner saw it: an ApiError's status and body, anything else the fixed 500. */
-function errorResponse(error: unknown): StoredResponse {
-  if (error instanceof ApiError) return { status: error.status, body: error.body() };
-  return { status: 500, body: { error: KERNEL_ERRORS.internal } };
+/** A failure as the partner saw it: an ApiError's status and body, anything else the fixed 500 (REST's shape). */
+function errorResponse(error: unknown, requestId: string): StoredResponse {
+  if (error instanceof ApiError) return { status: error.status, body: { ...error.body(), request_id: requestId } };
+  return { status: 500, body: { error: KERNEL_ERRORS.internal, request_id: requestId } };
 }
 
 /** One row of the kernel's operation table: a registry operation and its invoker. */

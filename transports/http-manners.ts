@@ -4,8 +4,28 @@
 // servers, not in browsers). Kept apart from the routes so no route handler has to remember any of it.
 import { promisify } from "node:util";
 import { brotliCompress, constants as zlib, gzip } from "node:zlib";
-import { H3 } from "h3";
+import { Buffer } from "node:buffer";
+import { H3, HTTPResponse, type H3Event } from "h3";
+import { requestId as newRequestId } from "../core/ids.ts";
 import { addRoute, createRouter, findAllRoutes } from "rou3";
+
+/** A client's own X-Request-Id is echoed when it is of this form; otherwise the header is our request_id. */
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
+
+/**
+ * The request's `request_id`, made on first use and kept on the event: the body's `request_id` (success or
+ * error) and the X-Request-Id header of the answer are the same id.
+ */
+export function requestIdOf(event: H3Event): string {
+  const context = event.context as { requestId?: string };
+  return (context.requestId ??= newRequestId());
+}
+
+/** The X-Request-Id to answer with: the client's own when it is of a safe form (its trace), else ours. */
+export function traceIdOf(event: H3Event): string {
+  const incoming = event.req.headers.get("x-request-id");
+  return incoming && SAFE_REQUEST_ID.test(incoming) ? incoming : requestIdOf(event);
+}
 
 /** Below this a compressed JSON answer saves less than the headers and the CPU cost. */
 export const COMPRESS_MIN_BYTES = 1024;
@@ -64,23 +84,29 @@ export function chooseEncoding(acceptEncoding: string | null): "br" | "gzip" | u
 }
 
 /**
- * The answer compressed when it is JSON above COMPRESS_MIN_BYTES and the request accepts br or gzip; every
- * JSON answer says `Vary: Accept-Encoding` so a shared cache keeps the two apart. Streams (SSE, media) and
- * other types pass untouched.
+ * A route's answer compressed with `encoding` when it is JSON of at least COMPRESS_MIN_BYTES; anything else
+ * (streams: SSE, media; other types; small answers) passes untouched. Takes what a handler returns: h3's
+ * HTTPResponse (the partner API's successes, kept as text so h3 writes them without a web stream) or a Response.
  */
-export async function compressJson(request: Request, response: Response): Promise<Response> {
-  const type = response.headers.get("content-type");
-  if (!type || !COMPRESSIBLE.test(type) || !response.body || response.headers.has("content-encoding")) return response;
-  const headers = new Headers(response.headers);
-  headers.append("vary", "Accept-Encoding");
-  const encoding = request.method === "HEAD" ? undefined : chooseEncoding(request.headers.get("accept-encoding"));
-  if (!encoding) return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
-  const raw = new Uint8Array(await response.arrayBuffer());
-  if (raw.byteLength < COMPRESS_MIN_BYTES) return new Response(raw, { status: response.status, statusText: response.statusText, headers });
-  const packed = encoding === "br" ? await brotli(raw, BROTLI_OPTIONS) : await gzipped(raw);
-  headers.set("content-encoding", encoding);
-  headers.set("content-length", String(packed.byteLength));
-  return new Response(packed, { status: response.status, statusText: response.statusText, headers });
+export async function compressJson<T>(answer: T, encoding: "br" | "gzip"): Promise<T | HTTPResponse | Response> {
+  if (!(answer instanceof HTTPResponse) && !(answer instanceof Response)) return answer;
+  const type = answer.headers.get("content-type");
+  if (!type || !COMPRESSIBLE.test(type) || answer.headers.has("content-encoding") || answer.body == null) return answer;
+  let raw: Uint8Array;
+  if (answer instanceof Response) raw = new Uint8Array(await answer.arrayBuffer());
+  else if (typeof answer.body === "string") raw = Buffer.from(answer.body, "utf8");
+  else return answer;
+  const init = (body: Uint8Array, extra: Record<string, string>) => {
+    const headers = new Headers(answer.headers);
+    for (const [k, v] of Object.entries(extra)) headers.set(k, v);
+    return { body: body as BodyInit, init: { status: answer.status ?? 200, ...(answer.statusText ? { statusText: answer.statusText } : {}), headers } };
+  };
+  const small = raw.byteLength < COMPRESS_MIN_BYTES;
+  const packed = small ? raw : encoding === "br" ? await brotli(raw, BROTLI_OPTIONS) : await gzipped(raw);
+  const { body, init: options } = init(packed, small ? {} : { "content-encoding": encoding, "content-length": String(packed.byteLength) });
+  // A Response read above cannot be handed on; a small HTTPResponse can.
+  if (answer instanceof HTTPResponse) return small ? answer : new HTTPResponse(body, options);
+  return new Response(body, options);
 }
 
 /** What a browser script on a listed origin may send and read (the partner API's own headers included). */

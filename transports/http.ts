@@ -2,15 +2,16 @@
 // HTTP and, on a Node server, over WebSocket (graphql/), media links and the health check. `createHttpApp`
 // is the fetch handler tests drive through `app.fetch` without a port; `serveHttp` puts the same app on a
 // port under Node or Deno (main.ts, benches).
-import { H3, onResponse, serve } from "h3";
+import { H3, serve } from "h3";
 import type { Kernel } from "../core/kernel.ts";
 import { KERNEL_ERRORS } from "../core/errors.ts";
 import { checkReadiness } from "../core/readiness.ts";
 import { mountAdminApi } from "./admin/routes.ts";
-import { compressJson, corsHeaders, RoutedH3 } from "./http-manners.ts";
+import { chooseEncoding, compressJson, corsHeaders, requestIdOf, RoutedH3, traceIdOf } from "./http-manners.ts";
 import { createGraphql, GRAPHQL_PATH, type GraphqlServer } from "./graphql/yoga.ts";
 import { endSubscriptions } from "./graphql/subscriptions.ts";
 import type { GraphqlWebSocket } from "./graphql/websocket.ts";
+import { mountDocs } from "./rest/docs.ts";
 import { mountMedia } from "./rest/media.ts";
 import { mountPartnerApi, PARTNER_BASE } from "./rest/partner-api.ts";
 import { json } from "./rest/respond.ts";
@@ -41,30 +42,28 @@ function inCorsScope(pathname: string): boolean {
 }
 
 /**
- * The manners every route shares (transports/http-manners.ts): OPTIONS answered with Allow (and a CORS
- * preflight for a listed origin), CORS headers on the answers to a listed origin, JSON compressed above 1 KB.
+ * The manners every route shares (transports/http-manners.ts): X-Request-Id on every answer, OPTIONS answered
+ * with Allow (and a CORS preflight for a listed origin), CORS headers on the answers to a listed origin, JSON
+ * compressed above 1 KB. Headers are staged on `event.res` (headers for successes, errHeaders for 4xx/5xx),
+ * which h3 merges into whatever the route returns: no route has to know, and no answer is rebuilt for them.
  */
 function mountManners(app: RoutedH3, kernel: Kernel): void {
   const origins = kernel.config.corsOrigins;
+  const vary = origins.length > 0 ? "Accept-Encoding, Origin" : "Accept-Encoding";
   app.use((event) => {
-    if (event.req.method !== "OPTIONS") return;
-    const allow = app.allowedMethods(event.url.pathname);
-    if (allow.length === 0) return; // the catch-all's 404
-    const cors = origins.length > 0 && inCorsScope(event.url.pathname) ? corsHeaders(origins, event.req as Request, allow) : undefined;
-    return new Response(null, { status: 204, headers: { allow: allow.join(", "), ...cors, ...(origins.length > 0 ? { vary: "Origin" } : {}) } });
+    const request = event.req as Request;
+    const preflight = request.method === "OPTIONS";
+    const allow = preflight ? app.allowedMethods(event.url.pathname) : [];
+    const cors = origins.length > 0 && inCorsScope(event.url.pathname) ? corsHeaders(origins, request, allow) : undefined;
+    const staged = { "x-request-id": traceIdOf(event), vary, ...cors };
+    if (preflight && allow.length > 0) return new Response(null, { status: 204, headers: { allow: allow.join(", "), ...staged } });
+    for (const headers of [event.res.headers, event.res.errHeaders]) for (const [k, v] of Object.entries(staged)) headers.set(k, v);
   });
-  app.use(
-    onResponse(async (response, event) => {
-      const request = event.req as Request;
-      let answer = await compressJson(request, response);
-      if (origins.length > 0 && inCorsScope(event.url.pathname)) {
-        if (answer === response) answer = new Response(response.body, response);
-        answer.headers.append("vary", "Origin");
-        for (const [k, v] of Object.entries(corsHeaders(origins, request, []) ?? {})) answer.headers.set(k, v);
-      }
-      return answer;
-    }),
-  );
+  app.use(async (event, next) => {
+    const encoding = event.req.method === "HEAD" ? undefined : chooseEncoding(event.req.headers.get("accept-encoding"));
+    if (!encoding) return next();
+    return compressJson(await next(), encoding);
+  });
 }
 
 export function createHttpApp(kernel: Kernel, options: HttpAppOptions): H3 {
@@ -72,15 +71,15 @@ export function createHttpApp(kernel: Kernel, options: HttpAppOptions): H3 {
   mountManners(app, kernel);
   mountProbes(app, kernel);
   mountPartnerApi(app, kernel);
-  mountAdminApi(app, kernel, options.adminToken);
+  mountDocs(app, kernel, mountAdminApi(app, kernel, options.adminToken));
   mountMedia(app, kernel.blobs);
   const graphql = options.graphql ?? createGraphql(kernel);
   app.on("GET", GRAPHQL_PATH, (event) => graphql.yoga.fetch(event.req as Request));
   app.on("POST", GRAPHQL_PATH, (event) => graphql.yoga.fetch(event.req as Request));
   app.all("/**", (event) => {
     const allow = app.allowedMethods(event.url.pathname);
-    if (allow.length > 0) return json(405, { error: KERNEL_ERRORS.methodNotAllowed }, { allow: allow.join(", ") });
-    return json(404, { error: KERNEL_ERRORS.notFound });
+    if (allow.length > 0) return json(405, { error: KERNEL_ERRORS.methodNotAllowed, request_id: requestIdOf(event) }, { allow: allow.join(", ") });
+    return json(404, { error: KERNEL_ERRORS.notFound, request_id: requestIdOf(event) });
   });
   return app;
 }

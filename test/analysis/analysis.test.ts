@@ -19,6 +19,7 @@ import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { databaseBackends, isolatedPostgresDatabase, redisUrl } from "../helpers/backends.ts";
+import { errorBody } from "../helpers/error-body.ts";
 
 const LIMITS = { inflight_jobs: 50, rate_limits: { "POST /analyze": 10_000, "GET /status/<job_id>": 100_000, "GET /analyses": 10_000, "GET /credits": 10_000 } };
 const TIKTOK = "https://www.tiktok.com/@shop/video/7300000000000000001";
@@ -87,12 +88,12 @@ for (const backend of await databaseBackends()) {
     for (const [body, error] of refused) {
       const r = await tk.request("POST", "/analyze", { key, body });
       assert.is(r.status, 400, JSON.stringify(body));
-      assert.equal(r.body, { error }, JSON.stringify(body));
+      assert.equal(errorBody(r), { error }, JSON.stringify(body));
     }
     for (const raw of ["not json", "[1,2]", '"https://www.tiktok.com/@a/video/1"', "{\"url\": \"x\"", "null"]) {
       const r = await tk.request("POST", "/analyze", { key, body: raw, headers: { "content-type": "application/json" } });
       assert.is(r.status, 400, raw);
-      assert.equal(r.body, { error: KERNEL_ERRORS.bodyNotJson }, raw);
+      assert.equal(errorBody(r), { error: KERNEL_ERRORS.bodyNotJson }, raw);
     }
     const poor = await partner({ credits: 54 });
     const r = await tk.request("POST", "/analyze", { key: poor.key, body: { url: TIKTOK } });
@@ -229,12 +230,12 @@ for (const backend of await databaseBackends()) {
       tk.clock.advance(1000);
       ids.push((await tk.request("POST", "/analyze", { key: a.key, body: { url: `https://www.tiktok.com/@a/video/${i}` } })).body.job_id);
     }
-    assert.equal(await tk.request("GET", `/status/${ids[0]}`, { key: b.key }).then((r) => [r.status, r.body]), [404, { error: E.jobNotFound }]);
-    assert.equal(await tk.request("GET", "/status/svc-00000000", { key: a.key }).then((r) => [r.status, r.body]), [404, { error: E.jobNotFound }]);
+    assert.equal(await tk.request("GET", `/status/${ids[0]}`, { key: b.key }).then((r) => [r.status, errorBody(r)]), [404, { error: E.jobNotFound }]);
+    assert.equal(await tk.request("GET", "/status/svc-00000000", { key: a.key }).then((r) => [r.status, errorBody(r)]), [404, { error: E.jobNotFound }]);
     for (const bad of ["123", "svc-XYZ", "svc-0000000g", "svc-000000000", "%00", "svc-0000000%00"]) {
       const r = await tk.request("GET", `/status/${bad}`, { key: a.key });
       assert.is(r.status, 400, bad);
-      assert.equal(r.body, { error: E.invalidJobId }, bad);
+      assert.equal(errorBody(r), { error: E.invalidJobId }, bad);
     }
     const running = await tk.request("GET", `/status/${ids[2]}`, { key: a.key });
     assert.ok(["queued", "downloading", "extracting_frames", "transcribing", "analyzing", "complete"].includes(running.body.status), JSON.stringify(running.body));
@@ -260,7 +261,7 @@ for (const backend of await databaseBackends()) {
     // The first holds the only slot: its download alone takes longer than this next call.
     const second = await tk.request("POST", "/analyze", { key, body: { url: TIKTOK } });
     assert.is(second.status, 429);
-    assert.equal(second.body, { error: "Too many in-flight jobs for this partner. Wait for some to finish and retry." });
+    assert.equal(errorBody(second), { error: "Too many in-flight jobs for this partner. Wait for some to finish and retry." });
     await finished(key, first.body.job_id);
     // 20 a minute: the 21st call is a 429, whatever its body (these are refused bodies: nothing is charged).
     let status = 0;

@@ -8,6 +8,7 @@ import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import textStats from "../../examples/text-stats-plugin/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { errorBody } from "../helpers/error-body.ts";
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 
@@ -77,12 +78,12 @@ for (const backend of await databaseBackends()) {
     for (const [headers, status, error] of cases) {
       const res = await tk.request("GET", "/me", { headers });
       assert.is(res.status, status);
-      assert.equal(res.body, { error });
+      assert.equal(errorBody(res), { error });
     }
     await tk.kernel.accounts.update(p.id, { isActive: false });
     const res = await tk.request("GET", "/me", { key: p.key });
     assert.is(res.status, 403);
-    assert.equal(res.body, { error: "API key deactivated" });
+    assert.equal(errorBody(res), { error: "API key deactivated" });
   });
 
   t("edge: a missing or generic User-Agent gets the HTML 403 error code: 1010, whatever the key", async () => {
@@ -114,7 +115,7 @@ for (const backend of await databaseBackends()) {
     const page = await tk.request("GET", "/transactions?limit=1000&offset=3", { key: p.key });
     assert.is(page.body.limit, 200);
     assert.equal(page.body.transactions.map((e: any) => e.type), ["purchase"]);
-    assert.equal((await tk.request("GET", "/transactions?limit=x", { key: p.key })).body, { error: "limit must be a positive integer" });
+    assert.equal(errorBody(await tk.request("GET", "/transactions?limit=x", { key: p.key })), { error: "limit must be a positive integer" });
   });
 
   t("GET /usage counts every authenticated call, free ones included, with net credits per endpoint", async () => {
@@ -142,7 +143,7 @@ for (const backend of await databaseBackends()) {
     const res = await tk.request("GET", `/usage?since=${encodeURIComponent(cut)}`, { key: p.key });
     assert.is(res.body.since, cut.slice(0, 19).replace("T", " "));
     assert.equal(res.body.per_endpoint.find((e: any) => e.endpoint === "GET /me").calls, 1);
-    assert.equal((await tk.request("GET", "/usage?since=last-week", { key: p.key })).body, { error: "since must be an ISO 8601 date or timestamp" });
+    assert.equal(errorBody(await tk.request("GET", "/usage?since=last-week", { key: p.key })), { error: "since must be an ISO 8601 date or timestamp" });
   });
 
   t("bad input changes nothing: no charge, no ledger row, no job", async () => {
@@ -151,8 +152,8 @@ for (const backend of await databaseBackends()) {
       const res = await tk.request("POST", "/text-stats", { key: p.key, body, headers: { "content-type": "application/json" } });
       assert.is(res.status, 400, body);
     }
-    assert.equal((await tk.request("POST", "/text-stats", { key: p.key, body: "{not json" })).body, { error: "Request body must be JSON" });
-    assert.equal((await tk.request("POST", "/text-stats", { key: p.key, body: { text: "" } })).body, { error: "Please provide a text" });
+    assert.equal(errorBody(await tk.request("POST", "/text-stats", { key: p.key, body: "{not json" })), { error: "Request body must be JSON" });
+    assert.equal(errorBody(await tk.request("POST", "/text-stats", { key: p.key, body: { text: "" } })), { error: "Please provide a text" });
     const big = await tk.request("POST", "/text-stats", { key: p.key, body: { text: "x".repeat(1_100_000) } });
     assert.is(big.status, 413);
     const db = tk.kernel.database.kysely;
@@ -165,7 +166,7 @@ for (const backend of await databaseBackends()) {
     const p = await tk.partner({ features: { text_stats: false } });
     const res = await tk.request("POST", "/text-stats", { key: p.key, body: { text: "hi" } });
     assert.is(res.status, 403);
-    assert.equal(res.body, { error: "Feature 'text_stats' is not enabled for this partner.", feature: "text_stats" });
+    assert.equal(errorBody(res), { error: "Feature 'text_stats' is not enabled for this partner.", feature: "text_stats" });
     assert.is(await tk.kernel.accounts.balance(p.id), 1000);
   });
 
@@ -175,7 +176,7 @@ for (const backend of await databaseBackends()) {
     for (let i = 0; i < 20; i++) assert.is((await tk.request("GET", "/usage", { key: a.key })).status, 200);
     const over = await tk.request("GET", "/usage", { key: a.key });
     assert.is(over.status, 429);
-    assert.equal(over.body, { error: "Rate limit exceeded. Wait at least 10 seconds, then retry." });
+    assert.equal(errorBody(over), { error: "Rate limit exceeded. Wait at least 10 seconds, then retry." });
     assert.ok(Number(over.headers.get("retry-after")) >= 10);
     assert.ok(over.headers.get("ratelimit-policy")!.includes("q=20"));
     assert.ok(over.headers.get("ratelimit")!.includes("r=0"));
@@ -200,7 +201,7 @@ for (const backend of await databaseBackends()) {
     assert.is(results.filter((r) => r.status === 202).length, 10);
     const refused = results.filter((r) => r.status === 429);
     assert.is(refused.length, 5);
-    assert.equal(refused[0]!.body, { error: "Too many in-flight jobs for this partner. Wait for some to finish and retry." });
+    assert.equal(errorBody(refused[0]!), { error: "Too many in-flight jobs for this partner. Wait for some to finish and retry." });
     assert.is(await tk.kernel.accounts.balance(p.id), 90);
     await tk.kernel.accounts.update(p.id, { limits: { inflight_jobs: 12 } });
     assert.is((await tk.request("POST", "/slots", { key: p.key, body: { credits: 1 } })).status, 202);
@@ -212,14 +213,14 @@ for (const backend of await databaseBackends()) {
     const p = await tk.partner({ credits: 3 });
     const res = await tk.request("POST", "/slots", { key: p.key, body: { credits: 4 } });
     assert.is(res.status, 402);
-    assert.equal(res.body, { error: "Insufficient credits", credits_remaining: 3 });
+    assert.equal(errorBody(res), { error: "Insufficient credits", credits_remaining: 3 });
   });
 
   t("unknown paths are JSON 404s; healthz answers", async () => {
     const p = await tk.partner();
     const res = await tk.request("GET", "/nope", { key: p.key });
     assert.is(res.status, 404);
-    assert.equal(res.body, { error: "Not found" });
+    assert.equal(errorBody(res), { error: "Not found" });
     assert.equal((await tk.request("GET", "/healthz")).body, { status: "ok" });
   });
 

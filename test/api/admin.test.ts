@@ -6,6 +6,7 @@ import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import textStats from "../../examples/text-stats-plugin/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { errorBody } from "../helpers/error-body.ts";
 
 for (const backend of await databaseBackends()) {
   const t = suite(`admin API on ${backend.name}`);
@@ -44,11 +45,11 @@ for (const backend of await databaseBackends()) {
   });
 
   t("validation: names, tiers, unknown switches and limits are 400s", async () => {
-    assert.equal((await admin("POST", "/partners", {})).body, { error: "name is required" });
-    assert.equal((await admin("POST", "/partners", { name: "x", pricing_tier: "gold" })).body, { error: "pricing_tier must be api_plus10, standard or custom" });
-    assert.equal((await admin("POST", "/partners", { name: "x", features: { teleport: true } })).body, { error: "Unknown feature switch: teleport" });
+    assert.equal(errorBody(await admin("POST", "/partners", {})), { error: "name is required" });
+    assert.equal(errorBody(await admin("POST", "/partners", { name: "x", pricing_tier: "gold" })), { error: "pricing_tier must be api_plus10, standard or custom" });
+    assert.equal(errorBody(await admin("POST", "/partners", { name: "x", features: { teleport: true } })), { error: "Unknown feature switch: teleport" });
     const { partner_id } = (await admin("POST", "/partners", { name: "x" })).body;
-    assert.equal((await admin("PATCH", `/partners/${partner_id}`, { limits: { rate_limits: { "GET /nowhere": 5 } } })).body, { error: "Unknown rate limit: GET /nowhere" });
+    assert.equal(errorBody(await admin("PATCH", `/partners/${partner_id}`, { limits: { rate_limits: { "GET /nowhere": 5 } } })), { error: "Unknown rate limit: GET /nowhere" });
     assert.is((await admin("PATCH", `/partners/${partner_id}`, { limits: { inflight_jobs: 0 } })).status, 400);
     assert.is((await admin("GET", "/partners/prt_0000000000000000")).status, 404);
   });
@@ -58,7 +59,7 @@ for (const backend of await databaseBackends()) {
     assert.is((await tk.request("GET", "/me", { key: api_key })).status, 200); // now cached
     const rotated = await admin("POST", `/partners/${partner_id}/rotate-key`);
     assert.is(rotated.status, 200);
-    assert.equal((await tk.request("GET", "/me", { key: api_key })).body, { error: "Invalid API key" });
+    assert.equal(errorBody(await tk.request("GET", "/me", { key: api_key })), { error: "Invalid API key" });
     assert.is((await tk.request("GET", "/me", { key: rotated.body.api_key })).status, 200);
   });
 
@@ -68,7 +69,7 @@ for (const backend of await databaseBackends()) {
     await admin("PATCH", `/partners/${partner_id}`, { features: { text_stats: false } });
     assert.is((await tk.request("POST", "/text-stats", { key: api_key, body: { text: "a" } })).status, 403);
     await admin("PATCH", `/partners/${partner_id}`, { is_active: false });
-    assert.equal((await tk.request("GET", "/me", { key: api_key })).body, { error: "API key deactivated" });
+    assert.equal(errorBody(await tk.request("GET", "/me", { key: api_key })), { error: "API key deactivated" });
     const view = await admin("PATCH", `/partners/${partner_id}`, { is_active: true, pricing_tier: "custom", custom_rates: { text_stats: 1 } });
     assert.is(view.body.pricing_tier, "custom");
     await admin("PATCH", `/partners/${partner_id}`, { features: { text_stats: true } });

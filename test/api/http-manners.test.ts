@@ -36,6 +36,17 @@ t("X-Request-Id: the body's request_id, or the client's safe id echoed; on error
   const refused = await tk.request("GET", "/transactions?limit=abc", { key });
   assert.is(refused.status, 400);
   assert.match(refused.headers.get("x-request-id") ?? "", /^req_[0-9a-f]{24}$/);
+  assert.equal(refused.body, { error: "limit must be a positive integer", request_id: refused.headers.get("x-request-id") }, "the error body names the request too");
+  const unknown = await tk.request("GET", "/nowhere", { key });
+  assert.equal(unknown.body, { error: "Not found", request_id: unknown.headers.get("x-request-id") });
+  const admin = await tk.request("GET", "/api/v1/admin/pauses", { headers: { authorization: "Bearer wrong" } });
+  assert.is(admin.status, 401);
+  assert.equal(admin.body, { error: "Missing or invalid admin token", request_id: admin.headers.get("x-request-id") });
+  const probe = await tk.request("GET", "/healthz");
+  assert.match(probe.headers.get("x-request-id") ?? "", /^req_/, "every answer, not only the partner API's");
+  const edge = await tk.request("GET", "/me", { key, userAgent: "python-requests/2.31" });
+  assert.is(edge.status, 403);
+  assert.match(edge.headers.get("x-request-id") ?? "", /^req_/);
 });
 
 t("a 401 carries WWW-Authenticate", async () => {
@@ -71,7 +82,7 @@ t("a known path with a method it does not serve: 405 with Allow; OPTIONS answers
   const { key } = await tk.partner({ credits: 100 });
   const wrong = await tk.request("DELETE", "/me", { key });
   assert.is(wrong.status, 405);
-  assert.equal(wrong.body, { error: "Method not allowed" });
+  assert.equal(wrong.body, { error: "Method not allowed", request_id: wrong.headers.get("x-request-id") });
   assert.is(wrong.headers.get("allow"), "GET, HEAD, OPTIONS");
   // A parameterised path: the methods of every pattern that matches it.
   const partner = await tk.request("PUT", "/api/v1/admin/partners/prt_0123456789abcdef", { headers: { authorization: `Bearer ${tk.adminToken}` } });

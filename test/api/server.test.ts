@@ -9,6 +9,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import process from "node:process";
+import { errorBody } from "../helpers/error-body.ts";
 
 const root = resolve(import.meta.dirname!, "../..");
 const runtimes = [
@@ -121,7 +122,7 @@ for (const runtime of runtimes) {
     assert.is(edge.status, 403);
     assert.ok((await edge.text()).includes("error code: 1010"));
     const bad = await get("/me", "svc_partner_nope0000000000");
-    assert.equal(await bad.json(), { error: "Invalid API key" });
+    assert.equal(errorBody({ body: await bad.json(), headers: bad.headers }), { error: "Invalid API key" });
   });
 
   t.run();

@@ -13,6 +13,7 @@ import { CAPTION_ERRORS as E } from "../../plugins/captions/errors.ts";
 import { LIMITS } from "../../plugins/captions/limits.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { syntheticMp4 } from "./uploads-mp4.ts";
+import { errorBody } from "../helpers/error-body.ts";
 
 const CHUNK = LIMITS.chunkSize;
 const HOUR = 3600 * 1000;
@@ -193,7 +194,7 @@ for (const backend of await databaseBackends()) {
     const s = init1.body.session_id;
     assert.is((await part(p.key, s, 2, parts[2]!)).status, 200);
     const missing = await post(p.key, `/captions/uploads/${s}/finalize`);
-    assert.equal(missing.body, { error: E.partsMissing, missing: [0, 1, 3] });
+    assert.equal(errorBody(missing), { error: E.partsMissing, missing: [0, 1, 3] });
     assert.is(missing.status, 409);
     for (const i of [3, 0, 1]) assert.is((await part(p.key, s, i, parts[i]!)).status, 200);
     assert.is(await balance(p.id), 1000);
@@ -251,7 +252,7 @@ for (const backend of await databaseBackends()) {
     await part(p.key, s, 0, new Uint8Array(CHUNK).fill(0x41));
     await part(p.key, s, 1, new Uint8Array(2000));
     const fin = () => post(p.key, `/captions/uploads/${s}/finalize`);
-    assert.equal((await fin()).body, { error: E.notMp4 });
+    assert.equal(errorBody(await fin()), { error: E.notMp4 });
     const cases: Array<[Uint8Array, string]> = [
       [syntheticMp4(size, { seconds: 10, tracks: ["soun"] }), E.noVideoStream],
       [syntheticMp4(size, { seconds: 1801 }), E.tooLong],
@@ -310,7 +311,7 @@ for (const backend of await databaseBackends()) {
     const [first] = await db().selectFrom("captions_upload_parts").select("key").where("session_id", "=", s).where("idx", "=", 0).execute();
     await tk.kernel.blobs.remove(`captions/${first!.key}`);
     const r = await post(p.key, `/captions/uploads/${s}/finalize`);
-    assert.equal([r.status, r.body], [409, { error: E.partsMissing, missing: [0] }]);
+    assert.equal([r.status, errorBody(r)], [409, { error: E.partsMissing, missing: [0] }]);
     assert.is(await balance(p.id), 1000);
     assert.is((await sessionRows(p.id))[0]!.state, "open");
     // Sending the part again repairs it.
@@ -417,7 +418,8 @@ big("a file above 95,000,000 bytes is 413; a form far above is refused before it
     const p = await tk.partner();
     const send = async (body: BodyInit, headers: Record<string, string> = {}) => {
       const res = await app.fetch(new Request("http://mediagate.test/api/v1/partner/captions/upload", { method: "POST", headers: { authorization: `Bearer ${p.key}`, "user-agent": "t/1", ...headers }, body }));
-      return { status: res.status, body: (await res.json()) as any };
+      const answer = { body: (await res.json()) as any, headers: res.headers };
+      return { status: res.status, body: errorBody(answer) };
     };
     const f = new FormData();
     f.set("video", new Blob([syntheticMp4(LIMITS.singleUploadBytes + 1, { seconds: 3 }) as Uint8Array<ArrayBuffer>]), "big.mp4");

@@ -8,6 +8,7 @@ import { definePlugin, operation } from "../../core/plugin.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { errorBody } from "../helpers/error-body.ts";
 
 const pausable = definePlugin({
   name: "pausable",
@@ -60,7 +61,7 @@ for (const backend of await databaseBackends()) {
 
   t("unknown switches, bad bodies and missing tokens are refused; undeclared reads fail loudly", async () => {
     const { key } = await tk.partner();
-    assert.equal((await admin("PUT", "/pauses/teleport", { paused: true })).body, { error: "Unknown pause switch: teleport" });
+    assert.equal(errorBody(await admin("PUT", "/pauses/teleport", { paused: true })), { error: "Unknown pause switch: teleport" });
     assert.is((await admin("PUT", "/pauses/printing", { paused: "yes" })).status, 400);
     assert.is((await tk.request("PUT", "/api/v1/admin/pauses/printing", { body: { paused: true } })).status, 401);
     assert.is((await tk.request("POST", "/sneak", { key })).status, 500);

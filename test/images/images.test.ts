@@ -13,6 +13,7 @@ import imagesSandbox from "../../plugins/images/sandbox.ts";
 import { IMAGE_ERRORS } from "../../plugins/images/errors.ts";
 import { encodePng, metadataChunks, pngInfo } from "../../plugins/images/png.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { errorBody } from "../helpers/error-body.ts";
 
 const EXIFTOOL = ["/usr/bin/exiftool", "/usr/local/bin/exiftool"].find((p) => existsSync(p));
 
@@ -93,7 +94,7 @@ for (const backend of await databaseBackends()) {
     const outside = await fetchMedia(tk, done.body.image_url, { range: `bytes=${raw!.byteLength}-` });
     assert.is(outside.status, 416);
     const missing = await tk.request("GET", "/media/images/nothing-here.png");
-    assert.equal(missing.body, { error: "Not found" });
+    assert.equal(errorBody(missing), { error: "Not found" });
     assert.is(missing.status, 404);
     const traversal = await tk.request("GET", "/media/images/..%2F..%2Fpasswd");
     assert.is(traversal.status, 404);
@@ -241,7 +242,7 @@ for (const backend of await databaseBackends()) {
     const { key } = await tk.partner({ credits: 16 });
     const res = await tk.request("POST", "/generate-image", { key, body: { prompt: "x" } });
     assert.is(res.status, 402);
-    assert.equal(res.body, { error: "Insufficient credits. Need 17 credits.", credits_remaining: 16 });
+    assert.equal(errorBody(res), { error: "Insufficient credits. Need 17 credits.", credits_remaining: 16 });
     // Reference uploads are written before the charge (the job may read them at once); a refused charge
     // removes the ones it created, and leaves an identical file another request stored.
     const ref = (n: number) => ({ base64: Buffer.from(encodePng(2, 2, new Uint8Array(12).fill(n), 3)).toString("base64"), mime_type: "image/png" });
@@ -267,7 +268,7 @@ for (const backend of await databaseBackends()) {
     for (const id of [res.body.generation_id, res.body.public_id, "999999", "svc-00000000", "abc"]) {
       const other = await tk.request("GET", `/image-status/${id}`, { key: b.key });
       assert.is(other.status, 404);
-      assert.equal(other.body, { error: "Not found" });
+      assert.equal(errorBody(other), { error: "Not found" });
     }
     assert.is((await tk.request("GET", "/images", { key: b.key })).body.total, 0);
   });

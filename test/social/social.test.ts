@@ -15,6 +15,7 @@ import socialSandbox, { sandboxPlan } from "../../plugins/social/sandbox.ts";
 import { createHttpApp } from "../../transports/http.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
+import { errorBody } from "../helpers/error-body.ts";
 
 const PLUGINS = [account, socialSandbox, social];
 const HOUR = 3600_000;
@@ -176,10 +177,10 @@ for (const backend of await databaseBackends()) {
     for (const path of [video.stream_url, `/api/v1/partner/social-download/${rec.download_id}`]) {
       const r = await tk.request("GET", path, { key: other.key });
       assert.is(r.status, 404);
-      assert.equal(r.body, { error: E.notFound });
+      assert.equal(errorBody(r), { error: E.notFound });
     }
-    assert.equal((await tk.request("GET", `/social-download/${rec.download_id}/file/7`, { key })).body, { error: E.fileNotFound });
-    assert.equal((await tk.request("GET", `/social-download/svc-00000000`, { key })).body, { error: E.notFound });
+    assert.equal(errorBody(await tk.request("GET", `/social-download/${rec.download_id}/file/7`, { key })), { error: E.fileNotFound });
+    assert.equal(errorBody(await tk.request("GET", `/social-download/svc-00000000`, { key })), { error: E.notFound });
     assert.is((await tk.request("GET", `/social-download/nonsense`, { key })).status, 404);
   });
 
@@ -198,7 +199,7 @@ for (const backend of await databaseBackends()) {
     tk.clock.advance(1000);
     const gone = await tk.request("GET", rec.files[0].stream_url, { key });
     assert.is(gone.status, 410, "from the record's expiry, before any sweep");
-    assert.equal(gone.body, { error: E.expired });
+    assert.equal(errorBody(gone), { error: E.expired });
     const after = await tk.request("GET", `/social-download/${rec.download_id}`, { key });
     assert.is(after.status, 200);
     assert.ok(after.body.files.every((f: any) => f.available === false));
@@ -307,7 +308,7 @@ for (const backend of await databaseBackends()) {
     for (const [body, text] of cases) {
       const res = await tk.request("POST", "/social-download", { key, body });
       assert.is(res.status, 400, JSON.stringify(body));
-      assert.equal(res.body, { error: text });
+      assert.equal(errorBody(res), { error: text });
     }
     assert.is((await tk.request("GET", "/social-downloads", { key })).body.total, 0);
   });
@@ -348,7 +349,7 @@ for (const backend of await databaseBackends()) {
 
     const over = await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/2" } });
     assert.is(over.status, 429);
-    assert.equal(over.body, { error: E.dailyLimit, quota: { limit: 200, used: 200, remaining: 0, window_hours: 24, resets_in_seconds: 3600 } });
+    assert.equal(errorBody(over), { error: E.dailyLimit, quota: { limit: 200, used: 200, remaining: 0, window_hours: 24, resets_in_seconds: 3600 } });
     assert.is(over.headers.get("retry-after"), "3600");
 
     tk.clock.advance(1800_000);
@@ -397,7 +398,7 @@ for (const backend of await databaseBackends()) {
     await setPaused(tk.kernel.database.kysely, "social_downloads", true);
     const res = await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/1" } });
     assert.is(res.status, 503);
-    assert.equal(res.body, { error: E.paused });
+    assert.equal(errorBody(res), { error: E.paused });
     await setPaused(tk.kernel.database.kysely, "social_downloads", false);
     assert.is((await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/1" } })).status, 202);
   });

@@ -12,6 +12,7 @@ import { UPSCALE_COSTS } from "../../plugins/upscale/prices.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { fixture } from "../media/util.ts";
 import { assertNothingChanged, balance, count, fileServer, ledgerSum, mediaBytes, partner, poll, upscaleKernel } from "./util.ts";
+import { errorBody } from "../helpers/error-body.ts";
 
 const JPEG = fixture("earth_apollo17.jpg"); // 375x375, EXIF + XMP
 const WIDE = fixture("C.jpg"); // 2048x1365
@@ -188,7 +189,7 @@ for (const backend of await databaseBackends()) {
     const { key, id } = await partner(tk, { credits: 7 });
     const res = await tk.request("POST", "/upscale-image", { key, body: { image_base64: b64(JPEG) } });
     assert.is(res.status, 402);
-    assert.equal(res.body, { error: "Insufficient credits. Need 8 credits.", credits_remaining: 7 });
+    assert.equal(errorBody(res), { error: "Insufficient credits. Need 8 credits.", credits_remaining: 7 });
     await assertNothingChanged(tk, id, key, 7, "402");
   });
 

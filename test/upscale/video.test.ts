@@ -10,6 +10,7 @@ import { UPSCALE_ERRORS as E } from "../../plugins/upscale/errors.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { ENGINE_MODES, fixture } from "../media/util.ts";
 import { assertNothingChanged, balance, count, fileServer, ledgerSum, mediaBytes, partner, poll, upscaleKernel } from "./util.ts";
+import { errorBody } from "../helpers/error-body.ts";
 
 // Fixtures, made once on the fastest engine here (every await before the first suite: uvu starts on yield).
 const BACKENDS = await databaseBackends();
@@ -224,7 +225,7 @@ for (const backend of BACKENDS) {
     const { key, id } = await partner(tk, { credits: 19 });
     const res = await tk.request("POST", "/upscale-video", { key, body: { video_url: url("/clip.mp4") } });
     assert.is(res.status, 402);
-    assert.equal(res.body, { error: "Insufficient credits. Need 20 credits.", credits_remaining: 19 });
+    assert.equal(errorBody(res), { error: "Insufficient credits. Need 20 credits.", credits_remaining: 19 });
     await assertNothingChanged(tk, id, key, 19, "402");
   });
 

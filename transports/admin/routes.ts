@@ -1,18 +1,20 @@
 // The admin API (DESIGN "Admin API"): operators create partners, change tiers, switches and limits, add
 // credits and rotate keys. Bearer $ADMIN_TOKEN; a missing or wrong token is a 401.
 import { timingSafeEqual, createHash } from "node:crypto";
-import type { H3 } from "h3";
+import { H3 } from "h3";
 import { z } from "zod";
 import type { Partner } from "../../core/accounts.ts";
 import { ApiError, KERNEL_ERRORS } from "../../core/errors.ts";
-import { requestId } from "../../core/ids.ts";
 import type { Kernel } from "../../core/kernel.ts";
+import type { Registry } from "../../core/registry.ts";
 import { addCredits } from "../../core/ledger.ts";
 import { isPaused, setPaused } from "../../core/pauses.ts";
 import { validate } from "../../core/standard-schema.ts";
 import { screenInput } from "../../core/validation.ts";
 import { formatTimestamp } from "../../core/time.ts";
 import { errorResponse, json, readJsonBody } from "../rest/respond.ts";
+import { requestIdOf } from "../http-manners.ts";
+import type { AdminRouteDoc } from "../rest/openapi.ts";
 
 export const ADMIN_BASE = "/api/v1/admin";
 
@@ -72,7 +74,17 @@ function tokenMatches(expected: string, header: string | null): boolean {
   return timingSafeEqual(a, b);
 }
 
-export function mountAdminApi(app: H3, kernel: Kernel, adminToken: string): void {
+/**
+ * The admin route table alone, for schema/admin-openapi.json without a running kernel: the routes are mounted
+ * on a throwaway app with only the registry (their schemas read it); no handler ever runs.
+ */
+export function adminRouteDocs(registry: Registry): AdminRouteDoc[] {
+  return mountAdminApi(new H3(), { registry } as unknown as Kernel, "");
+}
+
+/** Mounts the admin API; returns its route table, which documents it (schema/admin-openapi.json). */
+export function mountAdminApi(app: H3, kernel: Kernel, adminToken: string): AdminRouteDoc[] {
+  const routes: AdminRouteDoc[] = [];
   const createSchema = z.object({
     name,
     credits: z.number({ error: "credits must be a non-negative integer" }).int({ error: "credits must be a non-negative integer" }).min(0, { error: "credits must be a non-negative integer" }).optional(),
@@ -93,9 +105,10 @@ export function mountAdminApi(app: H3, kernel: Kernel, adminToken: string): void
     description: z.string({ error: "description is required" }).trim().min(1, { error: "description is required" }).max(500, { error: "description is too long" }),
   }).refine((b) => b.type !== "purchase" || b.amount > 0, { error: "a purchase must be a positive amount" });
 
-  type Handler = (request: Request, params: Record<string, string>) => Promise<Response>;
-  const route = (method: string, path: string, status: number, handle: (body: any, params: Record<string, string>) => Promise<Record<string, unknown>>, schema?: z.ZodType): void => {
-    const h: Handler = async (request, params) => {
+  type Handler = (request: Request, params: Record<string, string>, requestId: string) => Promise<Response>;
+  const route = (method: string, path: string, status: number, summary: string, handle: (body: any, params: Record<string, string>) => Promise<Record<string, unknown>>, schema?: z.ZodType): void => {
+    routes.push({ method, path, status, summary, ...(schema ? { body: schema } : {}) });
+    const h: Handler = async (request, params, requestId) => {
       try {
         if (!tokenMatches(adminToken, request.headers.get("authorization"))) throw new ApiError(401, "Missing or invalid admin token");
         // The partner API's rules for hostile input (core/validation.ts) hold here too: a NUL in a name or a
@@ -111,26 +124,26 @@ export function mountAdminApi(app: H3, kernel: Kernel, adminToken: string): void
           if (!result.ok) throw new ApiError(400, result.message);
           body = result.value;
         }
-        return json(status, { request_id: requestId(), ...(await handle(body, params)) });
+        return json(status, { request_id: requestId, ...(await handle(body, params)) });
       } catch (err) {
-        return errorResponse(err, (e) => kernel.log.error(`admin ${method} ${path} failed`, e));
+        return errorResponse(err, (e) => kernel.log.error(`admin ${method} ${path} failed`, e), {}, requestId);
       }
     };
-    app.on(method as any, ADMIN_BASE + path, (event) => h(event.req as Request, (event.context.params ?? {}) as Record<string, string>));
+    app.on(method as any, ADMIN_BASE + path, (event) => h(event.req as Request, (event.context.params ?? {}) as Record<string, string>, requestIdOf(event)));
   };
   const mustFind = (p: Partner | undefined): Partner => {
     if (!p) throw new ApiError(404, "Partner not found");
     return p;
   };
 
-  route("POST", "/partners", 201, async (body: z.infer<typeof createSchema>) => {
+  route("POST", "/partners", 201, "Create a partner; the answer shows its API key once", async (body: z.infer<typeof createSchema>) => {
     const { partner, apiKey } = await kernel.accounts.create({ name: body.name, credits: body.credits, pricingTier: body.pricing_tier, features: body.features });
     return { partner_id: partner.id, name: partner.name, api_key: apiKey, api_key_prefix: partner.apiKeyPrefix, pricing_tier: partner.pricingTier, credits_remaining: partner.creditsRemaining };
   }, createSchema);
 
-  route("GET", "/partners/:partner_id", 200, async (_b, params) => partnerView(mustFind(await kernel.accounts.get(params.partner_id!))));
+  route("GET", "/partners/:partner_id", 200, "A partner: tier, balance, switches, limits, custom rates", async (_b, params) => partnerView(mustFind(await kernel.accounts.get(params.partner_id!))));
 
-  route("PATCH", "/partners/:partner_id", 200, async (body: z.infer<typeof patchSchema>, params) => {
+  route("PATCH", "/partners/:partner_id", 200, "Change a partner's name, tier, activity, switches, limits or custom rates", async (body: z.infer<typeof patchSchema>, params) => {
     const p = await kernel.accounts.update(params.partner_id!, {
       name: body.name,
       pricingTier: body.pricing_tier,
@@ -142,7 +155,7 @@ export function mountAdminApi(app: H3, kernel: Kernel, adminToken: string): void
     return partnerView(mustFind(p));
   }, patchSchema);
 
-  route("POST", "/partners/:partner_id/credits", 200, async (body: z.infer<typeof creditsSchema>, params) => {
+  route("POST", "/partners/:partner_id/credits", 200, "Grant (purchase) or adjust credits", async (body: z.infer<typeof creditsSchema>, params) => {
     mustFind(await kernel.accounts.get(params.partner_id!));
     const balance = await addCredits(kernel.database.kysely, params.partner_id!, body.amount, body.type, body.description);
     if (balance === null) throw new ApiError(400, body.amount > 0 ? KERNEL_ERRORS.balanceTooLarge : "The adjustment would make the balance negative");
@@ -156,20 +169,21 @@ export function mountAdminApi(app: H3, kernel: Kernel, adminToken: string): void
     if (!kernel.registry.pauses.has(name)) throw new ApiError(404, `Unknown pause switch: ${name}`);
     return name;
   };
-  route("GET", "/pauses", 200, async () => {
+  route("GET", "/pauses", 200, "The service-wide pause switches and their states", async () => {
     const names = [...kernel.registry.pauses].sort();
     const states = await Promise.all(names.map((n) => isPaused(kernel.database.kysely, n)));
     return { pauses: Object.fromEntries(names.map((n, i) => [n, states[i]])) };
   });
-  route("PUT", "/pauses/:name", 200, async (body: z.infer<typeof pauseSchema>, params) => {
+  route("PUT", "/pauses/:name", 200, "Pause or resume one switch", async (body: z.infer<typeof pauseSchema>, params) => {
     const name = knownPause(params.name!);
     await setPaused(kernel.database.kysely, name, body.paused);
     return { name, paused: body.paused };
   }, pauseSchema);
 
-  route("POST", "/partners/:partner_id/rotate-key", 200, async (_b, params) => {
+  route("POST", "/partners/:partner_id/rotate-key", 200, "A new API key for the partner; the old one stops at once", async (_b, params) => {
     const key = await kernel.accounts.rotateKey(params.partner_id!);
     if (!key) throw new ApiError(404, "Partner not found");
     return { api_key: key };
   });
+  return routes;
 }

@@ -7,6 +7,7 @@ import type { H3 } from "h3";
 import type { BlobStore } from "../../storage/blobs.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { json } from "./respond.ts";
+import { requestIdOf } from "../http-manners.ts";
 import { fileResponse } from "../../lib/file-response.ts";
 import { isServedMediaKey, mediaPathSegments } from "../../lib/service-media.ts";
 
@@ -31,14 +32,15 @@ export const MEDIA_TYPES: Readonly<Record<string, string>> = {
 };
 
 export function mountMedia(app: H3, blobs: BlobStore): void {
-  const serve = async (request: Request): Promise<Response> => {
+  const serve = async (request: Request, requestId: string): Promise<Response> => {
+    const notFound = () => json(404, { error: KERNEL_ERRORS.notFound, request_id: requestId });
     const segments = mediaPathSegments(new URL(request.url).pathname.slice("/media/".length));
-    if (!isServedMediaKey(segments)) return json(404, { error: KERNEL_ERRORS.notFound });
+    if (!isServedMediaKey(segments)) return notFound();
     const data = await blobs.get(segments.join("/"));
-    if (!data) return json(404, { error: KERNEL_ERRORS.notFound });
+    if (!data) return notFound();
     const ext = segments.at(-1)!.split(".").pop()!.toLowerCase();
     return fileResponse(request, data, { "content-type": MEDIA_TYPES[ext] ?? "application/octet-stream", "cache-control": "public, max-age=31536000, immutable" });
   };
-  app.get("/media/**", (event) => serve(event.req as Request));
-  app.on("HEAD", "/media/**", (event) => serve(event.req as Request));
+  app.get("/media/**", (event) => serve(event.req as Request, requestIdOf(event)));
+  app.on("HEAD", "/media/**", (event) => serve(event.req as Request, requestIdOf(event)));
 }

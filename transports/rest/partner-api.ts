@@ -2,7 +2,7 @@
 // gets a route; this file only reads the HTTP request and renders the outcome. Nothing here knows a plugin.
 import { createHash } from "node:crypto";
 import { HTTPResponse, type H3 } from "h3";
-import { requestId as newRequestId } from "../../core/ids.ts";
+import { requestIdOf } from "../http-manners.ts";
 import type { Kernel } from "../../core/kernel.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import type { Invoke } from "../../core/operations.ts";
@@ -14,8 +14,6 @@ import { errorResponse, isJsonContentType, mediaTypeOf, parseMultipart, queryObj
 export const PARTNER_BASE = "/api/v1/partner";
 const DEFAULT_MAX_BODY = 1_000_000;
 const JSON_TYPE = "application/json; charset=utf-8";
-/** A client's own X-Request-Id is echoed when it is of this form; otherwise the header is our request_id. */
-const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 
 /**
  * A GET's validator: the body without its `request_id` (new on every call), so an unchanged status or list
@@ -41,7 +39,7 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
   // A success is handed to h3 as an HTTPResponse (body text, status, headers), which h3 writes to the socket
   // directly; a `new Response(...)` would build a web stream for the body only to be read back out.
   // `url` is the one h3 already parsed for routing: a GET's query is read from it, not parsed again.
-  return async (request: Request, params: Record<string, string>, url: URL): Promise<Response | HTTPResponse> => {
+  return async (request: Request, params: Record<string, string>, url: URL, requestId: string): Promise<Response | HTTPResponse> => {
     let files: Record<string, UploadedFile> = {};
     let body: Uint8Array | null = null;
     const readBody = async () => {
@@ -65,9 +63,6 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
       files = parsed.files;
       return parsed.input;
     };
-    const requestId = newRequestId();
-    const incoming = request.headers.get("x-request-id");
-    const traced = { "x-request-id": incoming && SAFE_REQUEST_ID.test(incoming) ? incoming : requestId };
     const outcome = await invoke({
       requestId,
       authorization: request.headers.get("authorization"),
@@ -78,18 +73,18 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
       files: () => files,
       ...(decl.rawBody ? { body: () => body } : {}),
     });
-    if (!outcome.ok) return errorResponse(outcome.error, onInternal, { ...outcome.headers, ...traced });
+    if (!outcome.ok) return errorResponse(outcome.error, onInternal, outcome.headers, requestId);
     if ("response" in outcome) {
-      for (const [k, v] of Object.entries({ ...outcome.headers, ...traced })) outcome.response.headers.set(k, v);
+      for (const [k, v] of Object.entries(outcome.headers)) outcome.response.headers.set(k, v);
       return outcome.response;
     }
     if (op.method === "GET" && outcome.status === 200) {
       const etag = etagOf(outcome.body);
-      const headers = { ...outcome.headers, ...traced, etag, "cache-control": "private, no-cache" };
+      const headers = { ...outcome.headers, etag, "cache-control": "private, no-cache" };
       if (matches(request.headers.get("if-none-match"), etag)) return new HTTPResponse(null, { status: 304, headers });
       return new HTTPResponse(JSON.stringify(outcome.body), { status: 200, headers: { "content-type": JSON_TYPE, ...headers } });
     }
-    return new HTTPResponse(JSON.stringify(outcome.body), { status: outcome.status, headers: { "content-type": JSON_TYPE, ...outcome.headers, ...traced } });
+    return new HTTPResponse(JSON.stringify(outcome.body), { status: outcome.status, headers: { "content-type": JSON_TYPE, ...outcome.headers } });
   };
 }
 
@@ -97,6 +92,6 @@ export function mountPartnerApi(app: H3, kernel: Kernel): void {
   // The kernel's operation table (core/operations.ts), the one GraphQL reads too.
   for (const { op, invoke } of kernel.operations) {
     const handler = route(kernel, op, invoke);
-    app.on(op.method as "GET", PARTNER_BASE + op.routerPath, (event) => handler(event.req as Request, (event.context.params ?? {}) as Record<string, string>, event.url));
+    app.on(op.method as "GET", PARTNER_BASE + op.routerPath, (event) => handler(event.req as Request, (event.context.params ?? {}) as Record<string, string>, event.url, requestIdOf(event)));
   }
 }

@@ -11,15 +11,19 @@ export function json(status: number, body: unknown, headers: Record<string, stri
   return new Response(JSON.stringify(body), { status, headers: { "content-type": JSON_TYPE, ...headers } });
 }
 
-/** Renders anything thrown; only ApiError's text reaches the partner, everything else is a fixed 500. */
-export function errorResponse(err: unknown, onInternal: (err: unknown) => void, headers: Record<string, string> = {}): Response {
+/**
+ * Renders anything thrown; only ApiError's text reaches the partner, everything else is a fixed 500. The body
+ * gains `request_id` (after the spec's fields: an added field, non-breaking) so a partner can quote it.
+ */
+export function errorResponse(err: unknown, onInternal: (err: unknown) => void, headers: Record<string, string> = {}, requestId?: string): Response {
+  const traced = requestId ? { request_id: requestId } : {};
   if (err instanceof EdgeRejection) {
     return new Response(err.html, { status: 403, headers: { "content-type": "text/html; charset=utf-8" } });
   }
   // RFC 9110: a 401 names the scheme that would work.
-  if (err instanceof ApiError) return json(err.status, err.body(), { ...headers, ...(err.status === 401 ? { "www-authenticate": 'Bearer realm="partner API"' } : {}), ...err.headers });
+  if (err instanceof ApiError) return json(err.status, { ...err.body(), ...traced }, { ...headers, ...(err.status === 401 ? { "www-authenticate": 'Bearer realm="partner API"' } : {}), ...err.headers });
   onInternal(err);
-  return json(500, { error: KERNEL_ERRORS.internal }, headers);
+  return json(500, { error: KERNEL_ERRORS.internal, ...traced }, headers);
 }
 
 /**
