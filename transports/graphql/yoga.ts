@@ -91,12 +91,16 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
   // The caller of each HTTP request, so its rate-limit headers can be put on the response.
   const callers = new WeakMap<Request, Caller>();
 
+  let graphiqlPage: Promise<string> | undefined;
   const yoga = createYoga<ServerContext, GraphqlContext>({
     schema,
     graphqlEndpoint: GRAPHQL_PATH,
     // The runtime's own classes, not yoga's ponyfills: h3 (and Deno) recognise only a native Response.
     fetchAPI: { Request, Response, Headers, ReadableStream, TextEncoder, TextDecoder, URL, URLSearchParams, fetch, FormData, Blob, File },
     graphiql: options.graphiql ?? introspection,
+    // GraphiQL from the npm package, not yoga's default page, which loads it from a CDN (blank offline). The
+    // package is 9 MB of JavaScript: imported on the first page asked for, then the page is kept.
+    renderGraphiQL: (opts) => (graphiqlPage ??= import("@graphql-yoga/render-graphiql").then((m) => m.renderGraphiQL(opts))),
     // Checks content-length before reading and counts the bytes of a chunked body while it streams (413).
     maxRequestBodySize: limits.bodyBytes,
     landingPage: false,
