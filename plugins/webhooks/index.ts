@@ -20,6 +20,38 @@ export const WEBHOOK_ERRORS = {
   noUrl: "No webhook URL configured. Set one with POST /webhook or pass url.",
 } as const;
 
+// The success bodies, declared so OpenAPI and GraphQL type them (times of deliveries are unix seconds).
+const settingsOutput = z.object({
+  url: z.string().nullable(),
+  secret: z.string().nullable(),
+  events: z.array(z.string()),
+  max_attempts: z.number().int(),
+  retry_delays_seconds: z.array(z.number().int()),
+  signature_header: z.string(),
+});
+const testOutput = z.object({ delivered: z.boolean(), status_code: z.number().int().nullable(), error: z.string().nullable(), event_id: z.string(), url: z.string() });
+const unixSeconds = z.number().int().nullable();
+const deliveriesOutput = z.object({
+  deliveries: z.array(
+    z.object({
+      event_id: z.string(),
+      event: z.string(),
+      job_id: z.string().nullable(),
+      url: z.string(),
+      status: z.enum(["pending", "delivered", "failed"]),
+      attempt: z.number().int(),
+      max_attempts: z.number().int(),
+      last_status_code: z.number().int().nullable(),
+      last_error: z.string().nullable(),
+      created_at: unixSeconds,
+      last_attempt_at: unixSeconds,
+      next_attempt_at: unixSeconds,
+      delivered_at: unixSeconds,
+    }),
+  ),
+  limit: z.number().int(),
+});
+
 /** Syntax, then DNS: every address the name resolves to must be public (checked again at each delivery). */
 async function publicUrl(ctx: OperationContext<unknown>, text: string): Promise<string> {
   const guard = ctx.capability("outbound");
@@ -37,6 +69,7 @@ const getSettings = operation({
   method: "GET",
   path: "/webhook",
   summary: "The account's webhook settings",
+  output: settingsOutput,
   async handle(ctx) {
     return { ...(await ctx.webhooks.settings(ctx.partner.id)) };
   },
@@ -46,6 +79,7 @@ const setSettings = operation({
   method: "POST",
   path: "/webhook",
   summary: "Set or clear the webhook URL, or rotate the signing secret",
+  output: settingsOutput,
   input: z.object({
     url: z.union([z.string(), z.null()], { error: WEBHOOK_ERRORS.urlType }).optional().meta({ type: ["string", "null"], description: "public https URL; null or \"\" clears it" }),
     rotate_secret: z.boolean({ error: WEBHOOK_ERRORS.rotateSecret }).optional(),
@@ -61,6 +95,7 @@ const testSend = operation({
   method: "POST",
   path: "/webhook/test",
   summary: "Send one signed webhook.test event now (not retried)",
+  output: testOutput,
   input: z.object({ url: z.string({ error: WEBHOOK_ERRORS.notPublic }).optional() }),
   async handle(ctx) {
     const target = ctx.input.url ?? (await ctx.webhooks.settings(ctx.partner.id)).url;
@@ -74,6 +109,7 @@ const deliveries = operation({
   method: "GET",
   path: "/webhook/deliveries",
   summary: "Delivery records, newest first",
+  output: deliveriesOutput,
   input: z.object({
     limit: limitParam(PAGE_BOUNDS.webhookDeliveries),
     job_id: z.string().optional().meta({ type: "string", description: "only this job's deliveries" }),

@@ -9,6 +9,10 @@ import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.
 import { ticker } from "./fixtures.ts";
 import { errorBody } from "../helpers/error-body.ts";
 
+// Every field of the typed results, so a whole body compares with REST's.
+const CREDITS = "request_id credits_remaining pricing_tier credit_cost_per_analysis costs";
+const ME = "request_id name api_key_prefix pricing_tier credits_remaining is_active created_at last_active";
+const TRANSACTIONS = "request_id total limit offset transactions { amount type description created_at }";
 const withoutRequestId = ({ request_id, ...rest }: Record<string, unknown>) => {
   assert.match(String(request_id), /^req_[0-9a-f]{24}$/);
   return rest;
@@ -26,7 +30,7 @@ for (const backend of await databaseBackends()) {
 
   t("credits and me: the REST bodies, in one document", async () => {
     const p = await tk.partner({ name: "Acme", credits: 1234, tier: "standard" });
-    const res = await graphql(tk, "{ credits me }", undefined, { key: p.key });
+    const res = await graphql(tk, `{ credits { ${CREDITS} } me { ${ME} } }`, undefined, { key: p.key });
     assert.is(res.status, 200);
     assert.is(res.errors, undefined);
     const credits = await tk.request("GET", "/credits", { key: p.key });
@@ -44,21 +48,21 @@ for (const backend of await databaseBackends()) {
       assert.is(r.data.textStats.words, 2);
     }
     for (const [args, query] of [["", ""], ["(limit: 2, offset: 1)", "?limit=2&offset=1"], ["(limit: 1000)", "?limit=1000"]] as const) {
-      const g = await graphql(tk, `{ transactions${args} }`, undefined, { key: p.key });
+      const g = await graphql(tk, `{ transactions${args} { ${TRANSACTIONS} } }`, undefined, { key: p.key });
       const r = await tk.request("GET", `/transactions${query}`, { key: p.key });
       assert.is(r.status, 200);
       assert.equal(withoutRequestId(g.data.transactions), withoutRequestId(r.body), args);
     }
-    const g = await graphql(tk, "{ transactions(limit: 2, offset: 1) }", undefined, { key: p.key });
+    const g = await graphql(tk, `{ transactions(limit: 2, offset: 1) { ${TRANSACTIONS} } }`, undefined, { key: p.key });
     assert.equal(g.data.transactions.transactions.map((e: any) => e.amount), [-3, -3]);
   });
 
   t("usage: GraphQL calls count under the REST endpoint they run", async () => {
     const p = await tk.partner();
-    await graphql(tk, "{ me }", undefined, { key: p.key });
-    await graphql(tk, "{ me credits }", undefined, { key: p.key });
+    await graphql(tk, "{ me { credits_remaining } }", undefined, { key: p.key });
+    await graphql(tk, "{ me { credits_remaining } credits { credits_remaining } }", undefined, { key: p.key });
     await tk.request("GET", "/me", { key: p.key });
-    const g = await graphql(tk, '{ usage(since: "2020-01-01") }', undefined, { key: p.key });
+    const g = await graphql(tk, '{ usage(since: "2020-01-01") { total_calls per_endpoint { endpoint calls credits_used } } }', undefined, { key: p.key });
     const byEndpoint = Object.fromEntries(g.data.usage.per_endpoint.map((e: any) => [e.endpoint, e.calls]));
     assert.equal(byEndpoint, { "GET /me": 3, "GET /credits": 1, "GET /usage": 1 });
     const r = await tk.request("GET", "/usage?since=2020-01-01", { key: p.key });
@@ -73,7 +77,7 @@ for (const backend of await databaseBackends()) {
       [{ authorization: "Bearer svc_partner_doesnotexist000" }, 401, "UNAUTHENTICATED", "Invalid API key"],
     ];
     for (const [headers, status, code, message] of cases) {
-      const g = await graphql(tk, "{ me }", undefined, { headers });
+      const g = await graphql(tk, "{ me { credits_remaining } }", undefined, { headers });
       const r = await tk.request("GET", "/me", { headers });
       assert.is(g.status, 200);
       assert.equal(g.data, { me: null });
@@ -86,14 +90,14 @@ for (const backend of await databaseBackends()) {
       assert.is(g.errors![0]!.extensions!.code, code);
     }
     await tk.kernel.accounts.update(p.id, { isActive: false });
-    const off = await graphql(tk, "{ me }", undefined, { key: p.key });
+    const off = await graphql(tk, "{ me { credits_remaining } }", undefined, { key: p.key });
     assert.is(off.errors![0]!.message, (await tk.request("GET", "/me", { key: p.key })).body.error);
   });
 
   t("the edge rule: a generic library's User-Agent is 'error code: 1010', 403", async () => {
     const p = await tk.partner();
     for (const userAgent of ["python-requests/2.31.0", null]) {
-      const g = await graphql(tk, "{ me }", undefined, { key: p.key, userAgent });
+      const g = await graphql(tk, "{ me { credits_remaining } }", undefined, { key: p.key, userAgent });
       assert.is(g.errors![0]!.message, "error code: 1010");
       assert.is(g.errors![0]!.extensions!.status, 403);
     }
@@ -102,7 +106,7 @@ for (const backend of await databaseBackends()) {
   t("bad pagination: the REST 400 texts; other fields of the document still answer", async () => {
     const p = await tk.partner();
     for (const [args, query] of [["limit: 0", "limit=0"], ["limit: -5", "limit=-5"], ["offset: -1", "offset=-1"]] as const) {
-      const g = await graphql(tk, `{ me transactions(${args}) }`, undefined, { key: p.key });
+      const g = await graphql(tk, `{ me { credits_remaining } transactions(${args}) { total } }`, undefined, { key: p.key });
       const r = await tk.request("GET", `/transactions?${query}`, { key: p.key });
       assert.is(r.status, 400);
       assert.is(g.errors!.length, 1);
@@ -113,7 +117,7 @@ for (const backend of await databaseBackends()) {
       assert.is(g.data.transactions, null);
       assert.is(g.data.me.credits_remaining, 1000);
     }
-    const since = await graphql(tk, '{ usage(since: "last-week") }', undefined, { key: p.key });
+    const since = await graphql(tk, '{ usage(since: "last-week") { total_calls } }', undefined, { key: p.key });
     assert.is(since.errors![0]!.message, "since must be an ISO 8601 date or timestamp");
   });
 
@@ -144,10 +148,10 @@ for (const backend of await databaseBackends()) {
   t("rate limits: the REST budget and text; Retry-After on the response and in the error", async () => {
     const p = await tk.partner();
     await tk.kernel.accounts.update(p.id, { limits: { rate_limits: { "GET /me": 2 } } });
-    assert.is((await graphql(tk, "{ me }", undefined, { key: p.key })).errors, undefined);
+    assert.is((await graphql(tk, "{ me { credits_remaining } }", undefined, { key: p.key })).errors, undefined);
     const ok = await tk.request("GET", "/me", { key: p.key });
     assert.is(ok.status, 200, "REST and GraphQL share one budget");
-    const g = await graphql(tk, "{ me credits }", undefined, { key: p.key });
+    const g = await graphql(tk, "{ me { credits_remaining } credits { credits_remaining } }", undefined, { key: p.key });
     assert.is(g.status, 200);
     assert.is(g.errors!.length, 1);
     assert.is(g.errors![0]!.message, "Rate limit exceeded. Wait at least 10 seconds, then retry.");

@@ -220,18 +220,18 @@ ws("a subscription streams the job until it ends; the key comes in connectionPar
 ws("queries and mutations run over the socket too, with the REST error texts", async () => {
   const p = await tk.partner({ credits: 77 });
   const c = client({ Authorization: `Bearer ${p.key}` });
-  for await (const r of c.iterate({ query: "{ me }" }) as AsyncIterable<any>) assert.is(r.data.me.credits_remaining, 77);
+  for await (const r of c.iterate({ query: "{ me { credits_remaining } }" }) as AsyncIterable<any>) assert.is(r.data.me.credits_remaining, 77);
   // Without a key, connection_init is refused: the socket closes with 4403 Forbidden before any operation runs.
   const refused = await (async () => {
     try {
-      for await (const _ of client({}).iterate({ query: "{ me }" }) as AsyncIterable<any>) return "answered";
+      for await (const _ of client({}).iterate({ query: "{ me { credits_remaining } }" }) as AsyncIterable<any>) return "answered";
       return "completed";
     } catch (closed) {
       return (closed as { code?: number }).code;
     }
   })();
   assert.is(refused, 4403);
-  for await (const r of client({ authorization: `Bearer ${p.key}` }, null).iterate({ query: "{ me }" }) as AsyncIterable<any>) assert.is(r.errors[0].message, "error code: 1010");
+  for await (const r of client({ authorization: `Bearer ${p.key}` }, null).iterate({ query: "{ me { credits_remaining } }" }) as AsyncIterable<any>) assert.is(r.errors[0].message, "error code: 1010");
   const other = await tk.partner();
   const id = await submit(tk, other.key);
   openGate(id);
