@@ -84,8 +84,9 @@ export function chooseEncoding(acceptEncoding: string | null): "br" | "gzip" | u
 }
 
 /**
- * A route's answer compressed with `encoding` when it is JSON of at least COMPRESS_MIN_BYTES; anything else
- * (streams: SSE, media; other types; small answers) passes untouched. Takes what a handler returns: h3's
+ * A route's answer compressed with `encoding` when it is JSON of at least COMPRESS_MIN_BYTES (every JSON
+ * answer to such a client says `Vary: Accept-Encoding`); anything else (streams: SSE, media; other types)
+ * passes untouched. Takes what a handler returns: h3's
  * HTTPResponse (the partner API's successes, kept as text so h3 writes them without a web stream) or a Response.
  */
 export async function compressJson<T>(answer: T, encoding: "br" | "gzip"): Promise<T | HTTPResponse | Response> {
@@ -98,6 +99,8 @@ export async function compressJson<T>(answer: T, encoding: "br" | "gzip"): Promi
   else return answer;
   const init = (body: Uint8Array, extra: Record<string, string>) => {
     const headers = new Headers(answer.headers);
+    // A shared cache must keep the compressed and the plain answer apart.
+    headers.append("vary", "Accept-Encoding");
     for (const [k, v] of Object.entries(extra)) headers.set(k, v);
     return { body: body as BodyInit, init: { status: answer.status ?? 200, ...(answer.statusText ? { statusText: answer.statusText } : {}), headers } };
   };
@@ -105,7 +108,11 @@ export async function compressJson<T>(answer: T, encoding: "br" | "gzip"): Promi
   const packed = small ? raw : encoding === "br" ? await brotli(raw, BROTLI_OPTIONS) : await gzipped(raw);
   const { body, init: options } = init(packed, small ? {} : { "content-encoding": encoding, "content-length": String(packed.byteLength) });
   // A Response read above cannot be handed on; a small HTTPResponse can.
-  if (answer instanceof HTTPResponse) return small ? answer : new HTTPResponse(body, options);
+  if (answer instanceof HTTPResponse) {
+    if (!small) return new HTTPResponse(body, options);
+    answer.headers.append("vary", "Accept-Encoding");
+    return answer;
+  }
   return new Response(body, options);
 }
 

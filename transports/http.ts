@@ -2,7 +2,7 @@
 // HTTP and, on a Node server, over WebSocket (graphql/), media links and the health check. `createHttpApp`
 // is the fetch handler tests drive through `app.fetch` without a port; `serveHttp` puts the same app on a
 // port under Node or Deno (main.ts, benches).
-import { H3, serve } from "h3";
+import { H3, HTTPResponse, serve, type H3Event } from "h3";
 import type { Kernel } from "../core/kernel.ts";
 import { KERNEL_ERRORS } from "../core/errors.ts";
 import { checkReadiness } from "../core/readiness.ts";
@@ -20,6 +20,11 @@ export interface HttpAppOptions {
   adminToken: string;
   /** The GraphQL server to mount; `serveHttp` passes the one its WebSocket transport shares. */
   graphql?: GraphqlServer;
+  /**
+   * The shared HTTP manners (mountManners). Default on; off only so a benchmark can measure what they cost
+   * against the same app without them (test/bench/me.bench.ts).
+   */
+  manners?: boolean;
 }
 
 /**
@@ -44,31 +49,62 @@ function inCorsScope(pathname: string): boolean {
 /**
  * The manners every route shares (transports/http-manners.ts): X-Request-Id on every answer, OPTIONS answered
  * with Allow (and a CORS preflight for a listed origin), CORS headers on the answers to a listed origin, JSON
- * compressed above 1 KB. Headers are staged on `event.res` (headers for successes, errHeaders for 4xx/5xx),
- * which h3 merges into whatever the route returns: no route has to know, and no answer is rebuilt for them.
+ * compressed above 1 KB. One middleware, which sets its headers on the answer the route returns (no route has
+ * to know); only what h3 renders itself (a thrown error) gets them through `event.res.errHeaders`. Staging
+ * every header on `event.res` would be simpler, and costs a copy of every answer's headers (me.bench).
  */
 function mountManners(app: RoutedH3, kernel: Kernel): void {
   const origins = kernel.config.corsOrigins;
-  const vary = origins.length > 0 ? "Accept-Encoding, Origin" : "Accept-Encoding";
-  app.use((event) => {
-    const request = event.req as Request;
-    const preflight = request.method === "OPTIONS";
-    const allow = preflight ? app.allowedMethods(event.url.pathname) : [];
-    const cors = origins.length > 0 && inCorsScope(event.url.pathname) ? corsHeaders(origins, request, allow) : undefined;
-    const staged = { "x-request-id": traceIdOf(event), vary, ...cors };
-    if (preflight && allow.length > 0) return new Response(null, { status: 204, headers: { allow: allow.join(", "), ...staged } });
-    for (const headers of [event.res.headers, event.res.errHeaders]) for (const [k, v] of Object.entries(staged)) headers.set(k, v);
-  });
   app.use(async (event, next) => {
-    const encoding = event.req.method === "HEAD" ? undefined : chooseEncoding(event.req.headers.get("accept-encoding"));
-    if (!encoding) return next();
-    return compressJson(await next(), encoding);
+    const request = event.req as Request;
+    const cors = origins.length > 0 && inCorsScope(event.url.pathname);
+    if (request.method === "OPTIONS") {
+      const allow = app.allowedMethods(event.url.pathname);
+      if (allow.length > 0) {
+        const headers = { allow: allow.join(", "), "x-request-id": traceIdOf(event), ...(cors ? { vary: "Origin", ...corsHeaders(origins, request, allow) } : {}) };
+        return new Response(null, { status: 204, headers });
+      }
+    }
+    const trace = traceIdOf(event);
+    const corsAdded = cors ? { vary: "Origin", ...corsHeaders(origins, request, []) } : undefined;
+    let answer: unknown;
+    try {
+      answer = await next();
+    } catch (error) {
+      event.res.errHeaders.set("x-request-id", trace);
+      for (const [k, v] of Object.entries(corsAdded ?? {})) event.res.errHeaders.set(k, v);
+      throw error;
+    }
+    const accept = request.headers.get("accept-encoding");
+    const encoding = accept && request.method !== "HEAD" ? chooseEncoding(accept) : undefined;
+    if (encoding) answer = await compressJson(answer, encoding);
+    return withHeaders(event, answer, trace, corsAdded);
   });
+}
+
+/** The answer with its X-Request-Id (and CORS headers): set on it when it is a Response or h3's HTTPResponse. */
+function withHeaders(event: H3Event, answer: unknown, trace: string, cors: Record<string, string> | undefined): unknown {
+  if (answer instanceof Response || answer instanceof HTTPResponse) {
+    try {
+      answer.headers.set("x-request-id", trace);
+      if (cors) for (const [k, v] of Object.entries(cors)) (k === "vary" ? answer.headers.append(k, v) : answer.headers.set(k, v));
+      return answer;
+    } catch {
+      // Immutable headers (a Response from fetch): copy once.
+      const copy = new Response(answer.body as BodyInit | null, { status: answer.status ?? 200, statusText: answer.statusText, headers: answer.headers });
+      copy.headers.set("x-request-id", trace);
+      for (const [k, v] of Object.entries(cors ?? {})) copy.headers.set(k, v);
+      return copy;
+    }
+  }
+  event.res.headers.set("x-request-id", trace);
+  for (const [k, v] of Object.entries(cors ?? {})) event.res.headers.set(k, v);
+  return answer;
 }
 
 export function createHttpApp(kernel: Kernel, options: HttpAppOptions): H3 {
   const app = new RoutedH3();
-  mountManners(app, kernel);
+  if (options.manners !== false) mountManners(app, kernel);
   mountProbes(app, kernel);
   mountPartnerApi(app, kernel);
   mountDocs(app, kernel, mountAdminApi(app, kernel, options.adminToken));
@@ -86,6 +122,8 @@ export function createHttpApp(kernel: Kernel, options: HttpAppOptions): H3 {
 
 export interface ServeHttpOptions {
   adminToken: string;
+  /** See HttpAppOptions.manners. */
+  manners?: boolean;
   port: number;
   hostname: string;
 }
@@ -107,7 +145,7 @@ export async function serveHttp(kernel: Kernel, options: ServeHttpOptions): Prom
   // gracefulShutdown off: srvx would add its own SIGINT/SIGTERM handler that closes the raw server, racing
   // main.ts's shutdown (which first ends the open subscriptions with their final message). srvx turns it off
   // by itself only when it sees a test or CI environment, which is why the tests never showed the race.
-  const server = serve(createHttpApp(kernel, { adminToken: options.adminToken, graphql }), { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });
+  const server = serve(createHttpApp(kernel, { adminToken: options.adminToken, graphql, manners: options.manners }), { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });
   await server.ready();
   // GraphQL over WebSocket needs the node:http server, which srvx exposes under Node only. Under Deno,
   // subscriptions are served over SSE (the same /graphql endpoint), and `ws` is never loaded.

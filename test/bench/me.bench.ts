@@ -1,6 +1,7 @@
 // Benchmark: requests per second of an authenticated GET /me against a bare h3 handler answering the same
 // JSON, measured in one run on this machine, reported as a ratio (and each server's memory). Target: the
-// ratio is at least 0.5. Run: npm run bench  (BENCH_SECONDS, BENCH_CONNECTIONS to change the load).
+// ratio is at least 0.5. Also the same app without the shared HTTP manners (X-Request-Id, compression, CORS;
+// transports/http-manners.ts): their cost as a ratio, target at least 0.9. Run: npm run bench  (BENCH_SECONDS, BENCH_CONNECTIONS to change the load).
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -31,7 +32,7 @@ function rssOf(pid: number): number {
   }
 }
 
-async function measure(mode: "bare" | "me") {
+async function measure(mode: "bare" | "me" | "me-plain") {
   const port = await freePort();
   // Node itself with tsx as a loader (not the tsx binary, which would fork): the pid is the server's, so its
   // RSS is measured and the kill reaches it.
@@ -56,8 +57,11 @@ async function measure(mode: "bare" | "me") {
 }
 
 const bare = await measure("bare");
+const plain = await measure("me-plain");
 const me = await measure("me");
 const ratio = me.rps / bare.rps;
 console.log(`bare h3 handler     ${bare.rps.toFixed(0)} req/s  p99 ${bare.p99} ms  rss ${bare.rss.toFixed(0)} MB`);
 console.log(`authenticated /me   ${me.rps.toFixed(0)} req/s  p99 ${me.p99} ms  rss ${me.rss.toFixed(0)} MB`);
+console.log(`/me without manners ${plain.rps.toFixed(0)} req/s  p99 ${plain.p99} ms  rss ${plain.rss.toFixed(0)} MB`);
 console.log(`ratio /me : bare    ${ratio.toFixed(2)}  (target >= 0.50)`);
+console.log(`ratio manners       ${(me.rps / plain.rps).toFixed(2)}  (/me : /me without the HTTP manners; target >= 0.90)`);

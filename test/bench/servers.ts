@@ -1,6 +1,8 @@
 // One server of the GET /me benchmark, in its own process so the load generator does not share its core:
 //   tsx test/bench/servers.ts bare <port>   a bare h3 handler answering the same JSON as GET /me
 //   tsx test/bench/servers.ts me <port>     the real app: edge rule, auth (key cache), usage count, rate limit, handler
+//   tsx test/bench/servers.ts me-plain <port>  the same app without the shared HTTP manners (request id header,
+//                                              compression, CORS; transports/http-manners.ts), to price them
 // Prints "READY <key>" when it listens.
 import process from "node:process";
 import { H3, serve } from "h3";
@@ -37,6 +39,6 @@ if (mode === "bare") {
   const { partner, apiKey } = await kernel.accounts.create({ name: "Bench partner", credits: 1_000_000 });
   // The benchmark measures request cost, not the rate limiter's refusals: lift GET /me's limit for this key.
   await kernel.accounts.update(partner.id, { limits: { rate_limits: { "GET /me": 1_000_000_000 } } });
-  await serveHttp(kernel, { adminToken: "bench", port, hostname: "127.0.0.1" });
+  await serveHttp(kernel, { adminToken: "bench", port, hostname: "127.0.0.1", manners: mode !== "me-plain" });
   console.log(`READY ${apiKey}`);
 }
