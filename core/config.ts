@@ -31,6 +31,7 @@ export const KERNEL_VARIABLES = [
   "NODE_ENV",
   "GRAPHQL_INTROSPECTION",
   "CORS_ORIGINS",
+  "ACCESS_LOG",
 ] as const;
 export type KernelVariable = (typeof KERNEL_VARIABLES)[number];
 
@@ -69,6 +70,11 @@ export interface Config {
    * own backend proxies the key and whose pages call through it.
    */
   corsOrigins: string[];
+  /**
+   * One log line per request at info level (ACCESS_LOG, default on). Off where a proxy in front already
+   * writes one: it is the most expensive of the shared HTTP manners (me.bench).
+   */
+  accessLog: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -162,6 +168,7 @@ export function loadConfig(source: Environment = process.env): Config {
     // "Development" is any NODE_ENV but production, unset included: `npm start` on a laptop gets GraphiQL.
     graphqlIntrospection: flag("GRAPHQL_INTROSPECTION", env.GRAPHQL_INTROSPECTION, env.NODE_ENV !== "production"),
     corsOrigins: origins("CORS_ORIGINS", env.CORS_ORIGINS),
+    accessLog: flag("ACCESS_LOG", env.ACCESS_LOG, true),
   };
   if (config.healthPort !== undefined) {
     if (config.healthPort < 1 || config.healthPort > 65535) throw new ConfigError(`HEALTH_PORT must be between 1 and 65535 (got ${config.healthPort})`);

@@ -32,6 +32,8 @@ export interface OperationCall {
   request: Request;
   /** The call's `request_id`, when the transport made it already (REST: it also goes in X-Request-Id). */
   requestId?: string;
+  /** Told the partner's id once the key is accepted (REST's access log names the partner, never the key). */
+  onAuthenticated?(partnerId: string): void;
 }
 
 export type OperationOutcome =
@@ -59,6 +61,7 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
     try {
       if (isEdgeRejected(call.userAgent)) throw new EdgeRejection();
       const partner = await authenticate(kernel.accounts, call.authorization);
+      call.onAuthenticated?.(partner.id);
       kernel.usage.record(partner.id, op.endpoint);
 
       const decision = await kernel.limiter.check(partner.id, op.rateLimit, op.rateWindows, partner.limits.rate_limits?.[op.rateLimit]);

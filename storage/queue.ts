@@ -138,6 +138,11 @@ export interface Queue {
    * the queue's dead-letter queue.
    */
   work<T>(name: string, handler: (job: QueueJob<T>) => Promise<void>, options?: WorkOptions): Promise<void>;
+  /**
+   * Jobs per queue for /metrics: ready to run now, deferred (a retry or a delay not yet due), and active. From
+   * pg-boss's queue table, which its maintenance pass keeps current (seconds behind, not per job).
+   */
+  depths(): Promise<Array<{ name: string; ready: number; deferred: number; active: number }>>;
 }
 
 export type QueueTarget = { kind: "pglite"; pglite: PGlite } | { kind: "postgres"; connectionString: string };
@@ -395,6 +400,12 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
       // Committed (send runs in its own statement), so a fetch will see it. A delayed job is left to polling.
       if (id !== null && !o.startAfterSeconds) wakeIdle(name);
       return id;
+    },
+
+    async depths() {
+      await ensureStarted();
+      const queues = await boss.getQueues();
+      return queues.map((q) => ({ name: q.name, ready: q.readyCount ?? Math.max(0, q.queuedCount - q.deferredCount), deferred: q.deferredCount, active: q.activeCount }));
     },
 
     wake(name, jobs = 1) {

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { fakeClock, type FakeClock } from "../core/clock.ts";
 import { loadConfig, type Config } from "../core/config.ts";
 import { createKernel, type Kernel } from "../core/kernel.ts";
-import { createLogger } from "../core/log.ts";
+import { createLogger, type Logger } from "../core/log.ts";
 import type { PluginDeclaration } from "../core/plugin.ts";
 import type { OutboundGuard } from "../lib/outbound/index.ts";
 import type { PartnerLimits, PricingTier } from "../storage/tables.ts";
@@ -28,6 +28,8 @@ export interface TestKernelOptions {
   env?: Record<string, string>;
   /** Start background work (queue workers, usage flushing). Off by default: most tests need neither. */
   start?: boolean;
+  /** A logger of the test's own (to read what is logged); default: LOG_LEVEL's, silent here. */
+  logger?: Logger;
   /** An outbound-URL guard of the test's own (e.g. with a fake DNS resolver). */
   outbound?: OutboundGuard;
 }
@@ -75,7 +77,7 @@ export async function createTestKernel(options: TestKernelOptions): Promise<Test
     counters: options.redisUrl ? redisCounters({ url: options.redisUrl, prefix }) : memoryCounters(() => clock.now()),
     pubsub: options.redisUrl ? redisPubSub({ url: options.redisUrl, prefix }) : memoryPubSub(),
     clock,
-    logger: createLogger(config.logLevel),
+    logger: options.logger ?? createLogger(config.logLevel),
     outbound: options.outbound,
   });
   if (options.start) await kernel.start();

@@ -6,7 +6,8 @@ import { H3, HTTPResponse, serve, type H3Event } from "h3";
 import type { Kernel } from "../core/kernel.ts";
 import { KERNEL_ERRORS } from "../core/errors.ts";
 import { checkReadiness } from "../core/readiness.ts";
-import { mountAdminApi } from "./admin/routes.ts";
+import { mountAdminApi, tokenMatches } from "./admin/routes.ts";
+import { metricsOf, metricsResponse, type Metrics } from "./metrics.ts";
 import { chooseEncoding, compressJson, corsHeaders, requestIdOf, RoutedH3, traceIdOf } from "./http-manners.ts";
 import { createGraphql, GRAPHQL_PATH, type GraphqlServer } from "./graphql/yoga.ts";
 import { endSubscriptions } from "./graphql/subscriptions.ts";
@@ -33,11 +34,19 @@ export interface HttpAppOptions {
  * when the database, the queue and Redis (when configured) answer, else 503 {"status":"not ready","checks":{…}}
  * with the failing check named (core/readiness.ts).
  */
-function mountProbes(app: H3, kernel: Kernel): void {
+function mountProbes(app: H3, kernel: Kernel, metricsToken?: string): void {
   app.get("/healthz", () => json(200, { status: "ok" }));
   app.get("/readyz", async () => {
     const { ready, checks } = await checkReadiness(kernel);
     return json(ready ? 200 : 503, { status: ready ? "ready" : "not ready", checks });
+  });
+  // /metrics (transports/metrics.ts): on the public port only with the admin token (a scraper sends it as a
+  // bearer token); on HEALTH_PORT, which an operator keeps off the public network, without.
+  app.get("/metrics", (event) => {
+    if (metricsToken !== undefined && !tokenMatches(metricsToken, event.req.headers.get("authorization"))) {
+      return json(401, { error: "Missing or invalid admin token", request_id: requestIdOf(event) }, { "www-authenticate": 'Bearer realm="metrics"' });
+    }
+    return metricsResponse(kernel);
   });
 }
 
@@ -55,7 +64,9 @@ function inCorsScope(pathname: string): boolean {
  */
 function mountManners(app: RoutedH3, kernel: Kernel): void {
   const origins = kernel.config.corsOrigins;
+  const metrics = metricsOf(kernel);
   app.use(async (event, next) => {
+    const started = performance.now();
     const request = event.req as Request;
     const cors = origins.length > 0 && inCorsScope(event.url.pathname);
     if (request.method === "OPTIONS") {
@@ -73,13 +84,27 @@ function mountManners(app: RoutedH3, kernel: Kernel): void {
     } catch (error) {
       event.res.errHeaders.set("x-request-id", trace);
       for (const [k, v] of Object.entries(corsAdded ?? {})) event.res.errHeaders.set(k, v);
+      observed(kernel, metrics, event, 500, started);
       throw error;
     }
+    observed(kernel, metrics, event, answer instanceof Response || answer instanceof HTTPResponse ? (answer.status ?? 200) : (event.res.status ?? 200), started);
     const accept = request.headers.get("accept-encoding");
     const encoding = accept && request.method !== "HEAD" ? chooseEncoding(accept) : undefined;
     if (encoding) answer = await compressJson(answer, encoding);
     return withHeaders(event, answer, trace, corsAdded);
   });
+}
+
+/**
+ * One request seen: the access log line (request id, partner id once the key was accepted, method, route
+ * pattern, status, milliseconds; never a key or a query string) and the request metrics.
+ */
+function observed(kernel: Kernel, metrics: Metrics, event: H3Event, status: number, started: number): void {
+  const ms = performance.now() - started;
+  const route = (event.context.matchedRoute as { route?: string } | undefined)?.route ?? "(unmatched)";
+  const method = event.req.method;
+  metrics.request(method, route, status, ms / 1000);
+  if (kernel.config.accessLog) kernel.log.info("request", { request_id: requestIdOf(event), partner_id: (event.context as { partnerId?: string }).partnerId ?? null, method, route, status, duration_ms: Math.round(ms * 10) / 10 });
 }
 
 /** The answer with its X-Request-Id (and CORS headers): set on it when it is a Response or h3's HTTPResponse. */
@@ -105,7 +130,7 @@ function withHeaders(event: H3Event, answer: unknown, trace: string, cors: Recor
 export function createHttpApp(kernel: Kernel, options: HttpAppOptions): H3 {
   const app = new RoutedH3();
   if (options.manners !== false) mountManners(app, kernel);
-  mountProbes(app, kernel);
+  mountProbes(app, kernel, options.adminToken);
   mountPartnerApi(app, kernel);
   mountDocs(app, kernel, mountAdminApi(app, kernel, options.adminToken));
   mountMedia(app, kernel.blobs);

@@ -107,7 +107,7 @@ t("stops the server gracefully: subscriptions get a final message, the running j
     assert.ok(exit, `npm start still running 60 s after SIGTERM:\n${npm.output()}`);
     assert.is(exit!.code, 0, npm.output());
     assert.match(npm.output(), /SIGTERM: shutting down/);
-    assert.match(npm.output(), /INFO stopped/);
+    assert.match(npm.output(), /INFO stopped|"msg":"stopped"/);
     for (let i = 0; i < 50 && groupAlive(npm.pid); i++) await sleep(100);
     assert.not.ok(groupAlive(npm.pid), `a process of npm start's group outlived it:\n${npm.output()}`);
     await fetch(`${base}/healthz`).then(
@@ -169,7 +169,7 @@ if (existsSync(denoBin)) {
       assert.ok(exit, `deno task start still running 60 s after SIGTERM:\n${task.output()}`);
       assert.is(exit!.code, 0, task.output());
       assert.match(task.output(), /SIGTERM: shutting down/);
-      assert.match(task.output(), /INFO stopped/);
+      assert.match(task.output(), /INFO stopped|"msg":"stopped"/);
       for (let i = 0; i < 50 && groupAlive(task.pid); i++) await sleep(100);
       assert.not.ok(groupAlive(task.pid), `a process of the task's group outlived it:\n${task.output()}`);
       assert.not.ok(existsSync(join(dataDir, LOCK_FILE)), "the embedded database's lock was released");

@@ -1,6 +1,7 @@
 // One server of the GET /me benchmark, in its own process so the load generator does not share its core:
 //   tsx test/bench/servers.ts bare <port>   a bare h3 handler answering the same JSON as GET /me
 //   tsx test/bench/servers.ts me <port>     the real app: edge rule, auth (key cache), usage count, rate limit, handler
+//   tsx test/bench/servers.ts me-quiet <port>  the real app with ACCESS_LOG=off
 //   tsx test/bench/servers.ts me-plain <port>  the same app without the shared HTTP manners (request id header,
 //                                              compression, CORS; transports/http-manners.ts), to price them
 // Prints "READY <key>" when it listens.
@@ -33,7 +34,8 @@ if (mode === "bare") {
   await serve(app, { port, hostname: "127.0.0.1", silent: true }).ready();
   console.log("READY svc_partner_unused");
 } else {
-  const config = loadConfig({ LOG_LEVEL: "error", DATA_DIR: "/tmp/mediagate-bench" });
+  // info: the access log line of every request is part of what the manners cost (stderr goes to /dev/null).
+  const config = loadConfig({ LOG_LEVEL: "info", ACCESS_LOG: mode === "me-quiet" ? "off" : "on", DATA_DIR: "/tmp/mediagate-bench" });
   const kernel = await createKernel({ config, plugins, database: await openDatabase({}), blobs: memoryBlobStore() });
   await kernel.start();
   const { partner, apiKey } = await kernel.accounts.create({ name: "Bench partner", credits: 1_000_000 });

@@ -65,7 +65,8 @@ function partnerView(p: Partner) {
   };
 }
 
-function tokenMatches(expected: string, header: string | null): boolean {
+/** Whether an Authorization header carries the admin token (constant time; also guards /metrics). */
+export function tokenMatches(expected: string, header: string | null): boolean {
   const m = header ? /^Bearer\s+(\S+)\s*$/.exec(header) : null;
   if (!m) return false;
   // Hash both sides first: timingSafeEqual needs equal lengths and must not leak the token's length.

@@ -39,7 +39,7 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
   // A success is handed to h3 as an HTTPResponse (body text, status, headers), which h3 writes to the socket
   // directly; a `new Response(...)` would build a web stream for the body only to be read back out.
   // `url` is the one h3 already parsed for routing: a GET's query is read from it, not parsed again.
-  return async (request: Request, params: Record<string, string>, url: URL, requestId: string): Promise<Response | HTTPResponse> => {
+  return async (request: Request, params: Record<string, string>, url: URL, requestId: string, onAuthenticated: (partnerId: string) => void): Promise<Response | HTTPResponse> => {
     let files: Record<string, UploadedFile> = {};
     let body: Uint8Array | null = null;
     const readBody = async () => {
@@ -65,6 +65,7 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
     };
     const outcome = await invoke({
       requestId,
+      onAuthenticated,
       authorization: request.headers.get("authorization"),
       userAgent: request.headers.get("user-agent"),
       params,
@@ -92,6 +93,8 @@ export function mountPartnerApi(app: H3, kernel: Kernel): void {
   // The kernel's operation table (core/operations.ts), the one GraphQL reads too.
   for (const { op, invoke } of kernel.operations) {
     const handler = route(kernel, op, invoke);
-    app.on(op.method as "GET", PARTNER_BASE + op.routerPath, (event) => handler(event.req as Request, (event.context.params ?? {}) as Record<string, string>, event.url, requestIdOf(event)));
+    app.on(op.method as "GET", PARTNER_BASE + op.routerPath, (event) =>
+      handler(event.req as Request, (event.context.params ?? {}) as Record<string, string>, event.url, requestIdOf(event), (partnerId) => void ((event.context as { partnerId?: string }).partnerId = partnerId)),
+    );
   }
 }

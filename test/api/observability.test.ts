@@ -1,0 +1,131 @@
+// Logs and metrics (README "Operations"): an access log line per request (request id, partner id, method,
+// route pattern, status, duration; never the key), JSON lines from pino when stderr is not a terminal, and
+// /metrics in the Prometheus format with the request counters and the database's figures (jobs by kind and
+// state, queue depth, webhook deliveries, credits charged and refunded), on both database backends.
+import { spawnSync } from "node:child_process";
+import { resolve } from "node:path";
+import process from "node:process";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import type { Logger } from "../../core/log.ts";
+import account from "../../plugins/account/index.ts";
+import images from "../../plugins/images/index.ts";
+import imagesSandbox from "../../plugins/images/sandbox.ts";
+import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { serveHealth } from "../../transports/http.ts";
+
+/** A logger that keeps what it is given. */
+function recordingLogger(): Logger & { lines: Array<{ level: string; message: string; details: unknown[] }> } {
+  const lines: Array<{ level: string; message: string; details: unknown[] }> = [];
+  const at = (level: string) => (message: string, ...details: unknown[]) => void lines.push({ level, message, details });
+  return { lines, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+}
+
+/** The value of one sample of the exposition, by metric name and labels. */
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${name}{`)) continue;
+    const inside = line.slice(name.length + 1, line.lastIndexOf("}"));
+    const got = Object.fromEntries([...inside.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    if (Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return undefined;
+}
+
+for (const backend of await databaseBackends()) {
+  const t = suite(`logs and metrics on ${backend.name}`);
+  let tk: TestKernel;
+  let log: ReturnType<typeof recordingLogger>;
+  t.before.each(async () => {
+    log = recordingLogger();
+    tk = await createTestKernel({ plugins: [account, imagesSandbox, images], start: true, logger: log, databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined });
+  });
+  t.after.each(async () => {
+    await tk.close();
+  });
+
+  t("an access log line per request: ids, route pattern, status, duration, and never the key", async () => {
+    const { id, key } = await tk.partner({ credits: 100 });
+    const ok = await tk.request("GET", "/image-status/123456", { key });
+    const bad = await tk.request("GET", "/me", { key: "svc_partner_wrong" });
+    const access = log.lines.filter((l) => l.message === "request").map((l) => l.details[0] as Record<string, unknown>);
+    const first = access.find((a) => a.request_id === ok.headers.get("x-request-id"));
+    assert.ok(first, JSON.stringify(access));
+    assert.equal({ ...first, duration_ms: typeof first!.duration_ms }, { request_id: ok.headers.get("x-request-id"), partner_id: id, method: "GET", route: "/api/v1/partner/image-status/:id", status: ok.status, duration_ms: "number" });
+    const refused = access.find((a) => a.request_id === bad.headers.get("x-request-id"));
+    assert.equal([refused!.partner_id, refused!.status], [null, 401]);
+    assert.not.match(JSON.stringify(log.lines), /svc_partner_/, "no key, not even a wrong one");
+
+    const quietLog = recordingLogger();
+    const quiet = await createTestKernel({ plugins: [account], logger: quietLog, env: { ACCESS_LOG: "off" } });
+    try {
+      const p = await quiet.partner();
+      assert.is((await quiet.request("GET", "/me", { key: p.key })).status, 200);
+      assert.equal(quietLog.lines.filter((l) => l.message === "request"), [], "ACCESS_LOG=off");
+    } finally {
+      await quiet.close();
+    }
+  });
+
+  t("/metrics: the admin token on the public port; requests, jobs, queue, credits; open on HEALTH_PORT", async () => {
+    const { key } = await tk.partner({ credits: 100 });
+    const denied = await tk.fetch(new Request("http://mediagate.test/metrics", { headers: { "user-agent": "prom/1" } }));
+    assert.is(denied.status, 401);
+    const job = await tk.request("POST", "/generate-image", { key, body: { prompt: "a lighthouse at dusk" } });
+    assert.is(job.status, 202, JSON.stringify(job.body));
+    for (let i = 0; i < 200; i++) {
+      const s = await tk.request("GET", `/image-status/${job.body.generation_id}`, { key });
+      if (s.body.status !== "pending") break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await tk.request("GET", "/me", { key });
+    const res = await tk.fetch(new Request("http://mediagate.test/metrics", { headers: { authorization: `Bearer ${tk.adminToken}`, "user-agent": "prom/1" } }));
+    assert.is(res.status, 200);
+    assert.match(res.headers.get("content-type")!, /^text\/plain/);
+    const text = await res.text();
+    assert.ok((sample(text, "mediagate_http_requests_total", { method: "GET", route: "/api/v1/partner/me", status: "200" }) ?? 0) >= 1, text.slice(0, 2000));
+    assert.ok((sample(text, "mediagate_http_requests_total", { method: "POST", route: "/api/v1/partner/generate-image", status: "202" }) ?? 0) >= 1);
+    assert.ok((sample(text, "mediagate_http_request_duration_seconds_count", { method: "GET", route: "/api/v1/partner/me" }) ?? 0) >= 1);
+    const jobs = [...text.matchAll(/^mediagate_jobs\{plugin="images",kind="([^"]+)",state="([^"]+)"\} (\d+)/gm)];
+    assert.ok(jobs.length >= 1 && jobs.reduce((n, m) => n + Number(m[3]), 0) >= 1, "the image job, by kind and state");
+    assert.is(sample(text, "mediagate_credits", { type: "charged" }), job.body.credits_used);
+    assert.is(sample(text, "mediagate_credits", { type: "refunded" }), 0);
+    assert.match(text, /^mediagate_queue_jobs\{queue="[^"]+",state="ready"\} \d+/m);
+    assert.match(text, /# TYPE mediagate_webhook_deliveries gauge/);
+    assert.not.match(text, /svc_partner_/);
+
+    const health = await serveHealth(tk.kernel, { port: 0, hostname: "127.0.0.1" });
+    try {
+      const open = await fetch(new URL("/metrics", health.url));
+      assert.is(open.status, 200);
+      assert.match(await open.text(), /mediagate_http_requests_total/);
+    } finally {
+      await health.close();
+    }
+  });
+
+  t.run();
+}
+
+const plain = suite("log lines");
+plain("JSON lines from pino when stderr is not a terminal: level, time, message, fields, err", () => {
+  const script = `
+    import { createLogger } from "./core/log.ts";
+    const log = createLogger("info");
+    log.debug("hidden");
+    log.info("request", { request_id: "req_1", status: 200 });
+    log.error("a job failed", new Error("disk full"));
+    log.warn("odd", 42);
+  `;
+  const out = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: resolve(import.meta.dirname!, "../.."), encoding: "utf8" });
+  assert.is(out.status, 0, out.stderr);
+  const lines = out.stderr.trim().split("\n").map((l) => JSON.parse(l));
+  assert.equal(lines.map((l) => [l.level, l.msg]), [["info", "request"], ["error", "a job failed"], ["warn", "odd"]]);
+  assert.equal([lines[0].request_id, lines[0].status], ["req_1", 200]);
+  assert.is(lines[1].err.message, "disk full");
+  assert.match(lines[1].err.stack, /Error: disk full/);
+  assert.is(lines[2].details, 42);
+  assert.match(lines[0].time, /^\d{4}-\d{2}-\d{2}T/);
+});
+plain.run();
