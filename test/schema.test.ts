@@ -3,7 +3,10 @@ import * as assert from "uvu/assert";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { buildSchema } from "graphql";
-import { adminOpenApiText, graphqlText, openApiText } from "../scripts/generate-schema.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { adminOpenApiText, graphqlText, openApiText, writeClientTypes } from "../scripts/generate-schema.ts";
 
 const t = suite("generated schema artifacts");
 
@@ -15,6 +18,20 @@ t("schema/openapi.json is current (run `npm run schema` after changing a declara
 
 t("schema/admin-openapi.json is current (run `npm run schema` after changing an admin route)", () => {
   assert.fixture(committed("admin-openapi.json"), adminOpenApiText(), "schema/admin-openapi.json is stale: run `npm run schema`");
+});
+
+t("the example clients' generated types are current (openapi.d.ts, graphql-env.d.ts)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "client-types-"));
+  try {
+    writeClientTypes(dir);
+    for (const name of ["openapi.d.ts", "graphql-env.d.ts"]) {
+      const fresh = readFileSync(join(dir, name), "utf8");
+      const kept = readFileSync(resolve(import.meta.dirname!, "../examples/partner-client", name), "utf8");
+      assert.fixture(kept, fresh, `examples/partner-client/${name} is stale: run \`npm run schema\``);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 t("schema/schema.graphql is current (run `npm run schema` after changing a declaration)", () => {
