@@ -32,6 +32,8 @@ export const KERNEL_VARIABLES = [
   "GRAPHQL_INTROSPECTION",
   "CORS_ORIGINS",
   "ACCESS_LOG",
+  "GRAPHQL_PERSISTED_OPERATIONS",
+  "GRAPHQL_PERSISTED_ONLY",
 ] as const;
 export type KernelVariable = (typeof KERNEL_VARIABLES)[number];
 
@@ -75,6 +77,10 @@ export interface Config {
    * writes one: it is the most expensive of the shared HTTP manners (me.bench).
    */
   accessLog: boolean;
+  /** A JSON manifest of persisted GraphQL operations, `{ id: document }` (transports/graphql/persisted.ts). */
+  graphqlPersistedOperations: string | undefined;
+  /** Only the manifest's operations run (an allow-list), over HTTP and WebSocket. */
+  graphqlPersistedOnly: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -169,6 +175,8 @@ export function loadConfig(source: Environment = process.env): Config {
     graphqlIntrospection: flag("GRAPHQL_INTROSPECTION", env.GRAPHQL_INTROSPECTION, env.NODE_ENV !== "production"),
     corsOrigins: origins("CORS_ORIGINS", env.CORS_ORIGINS),
     accessLog: flag("ACCESS_LOG", env.ACCESS_LOG, true),
+    graphqlPersistedOperations: env.GRAPHQL_PERSISTED_OPERATIONS ? resolve(env.GRAPHQL_PERSISTED_OPERATIONS) : undefined,
+    graphqlPersistedOnly: flag("GRAPHQL_PERSISTED_ONLY", env.GRAPHQL_PERSISTED_ONLY),
   };
   if (config.healthPort !== undefined) {
     if (config.healthPort < 1 || config.healthPort > 65535) throw new ConfigError(`HEALTH_PORT must be between 1 and 65535 (got ${config.healthPort})`);

@@ -83,9 +83,12 @@ export function attachGraphqlWebSocket(server: HttpServer | Http2Server, graphql
         } as never);
         const deep = variablesRefusal(payload.variables);
         if (deep) return [withoutHttp(deep)];
+        // The same manifest and allow-list as over HTTP (persisted.ts): WebSocket is no way around it.
+        const resolved = graphql.persisted?.resolve(payload as typeof payload & { documentId?: unknown }) ?? null;
+        if (resolved && "error" in resolved) return [withoutHttp(resolved.error)];
         let document;
         try {
-          document = parse(payload.query);
+          document = parse(resolved ? resolved.query : payload.query);
         } catch (error) {
           if (error instanceof GraphQLError) return [withoutHttp(error)];
           throw error;

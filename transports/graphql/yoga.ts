@@ -4,7 +4,7 @@
 // (transports/http.ts) mounts it and the test kit reaches it through `app.fetch`, without a server.
 // What a request may ask before anything runs (body, document, depth, aliases, cost, a budget for callers
 // without a valid key) is limits.ts; introspection and GraphiQL follow GRAPHQL_INTROSPECTION.
-import { createYoga, type YogaServerInstance } from "graphql-yoga";
+import { createYoga, type GraphQLParams, type YogaServerInstance } from "graphql-yoga";
 import { GraphQLError, type GraphQLSchema } from "graphql";
 import { authenticate } from "../../core/auth.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
@@ -15,6 +15,7 @@ import type { RateLimitDecision } from "../../core/rate-limit.ts";
 import { addressBudget, clientAddress, documentLimits, GRAPHQL_LIMITS, tooManyRequests, type GraphqlLimits } from "./limits.ts";
 import { buildGraphqlSchema } from "./schema.ts";
 import { subscribeToJob } from "./subscriptions.ts";
+import { loadPersistedOperations, type PersistedOperations } from "./persisted.ts";
 
 export const GRAPHQL_PATH = "/graphql";
 
@@ -27,6 +28,8 @@ export type Yoga = YogaServerInstance<ServerContext, GraphqlContext>;
 
 export interface GraphqlServer {
   yoga: Yoga;
+  /** The persisted-operations manifest when one is configured (the WebSocket transport resolves with it too). */
+  persisted: PersistedOperations | undefined;
   schema: GraphQLSchema;
   /** The limits in force (the WebSocket transport caps its frames with them). */
   limits: Readonly<GraphqlLimits>;
@@ -67,6 +70,7 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
   });
   const limits: Readonly<GraphqlLimits> = Object.freeze({ ...GRAPHQL_LIMITS, ...options.limits });
   const introspection = options.introspection ?? kernel.config.graphqlIntrospection;
+  const persisted = loadPersistedOperations(kernel.config.graphqlPersistedOperations, kernel.config.graphqlPersistedOnly);
   const unauthenticated = addressBudget(kernel.limiter, limits.unauthenticatedPerMinute);
   const hasValidKey = async (authorization: string | null): Promise<boolean> => {
     if (!authorization) return false;
@@ -146,6 +150,22 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
           if (refused) endResponse(tooManyRequests(refused));
         },
       },
+      // Before the document limits: an id becomes its published document, and in allow-list mode any other
+      // document is refused before it is parsed at all.
+      ...(persisted
+        ? [
+            {
+              onParams({ params, setParams }: { params: GraphQLParams; setParams: (p: GraphQLParams) => void }) {
+                const { documentId, ...rest } = params as GraphQLParams & { documentId?: unknown };
+                const resolved = persisted.resolve({ ...rest, documentId });
+                if (resolved === null) return;
+                if ("error" in resolved) throw resolved.error;
+                // Without documentId: yoga refuses a parameter it does not know.
+                setParams({ ...rest, query: resolved.query });
+              },
+            },
+          ]
+        : []),
       documentLimits(limits, { introspection }),
       {
         onResponse({ request, response }) {
@@ -156,5 +176,5 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
       },
     ],
   });
-  return { yoga, schema, limits, hasValidKey, refuseUnauthenticated };
+  return { yoga, persisted, schema, limits, hasValidKey, refuseUnauthenticated };
 }
