@@ -32,7 +32,11 @@ function rssOf(pid: number): number {
   }
 }
 
-async function measure(mode: "bare" | "me" | "me-quiet" | "me-plain") {
+// The same read over GraphQL, every field of GET /me's body, against the same server as "me".
+const GRAPHQL_ME = JSON.stringify({ query: "{ me { request_id name api_key_prefix pricing_tier credits_remaining is_active created_at last_active } }" });
+
+async function measure(variant: "bare" | "me" | "me-quiet" | "me-plain" | "graphql") {
+  const mode = variant === "graphql" ? "me" : variant;
   const port = await freePort();
   // Node itself with tsx as a loader (not the tsx binary, which would fork): the pid is the server's, so its
   // RSS is measured and the kill reaches it.
@@ -46,14 +50,16 @@ async function measure(mode: "bare" | "me" | "me-quiet" | "me-plain") {
     });
     child.once("exit", (code) => rej(new Error(`${mode} server exited with ${code}`)));
   });
-  const url = `http://127.0.0.1:${port}/api/v1/partner/me`;
-  const headers = { authorization: `Bearer ${key}`, "user-agent": "mediagate-bench/1.0" };
-  await autocannon({ url, headers, connections, duration: 2 }); // warm-up: JIT, caches
-  const result = await autocannon({ url, headers, connections, duration: seconds });
+  const graphql = variant === "graphql";
+  const url = `http://127.0.0.1:${port}${graphql ? "/graphql" : "/api/v1/partner/me"}`;
+  const headers: Record<string, string> = { authorization: `Bearer ${key}`, "user-agent": "mediagate-bench/1.0", ...(graphql ? { "content-type": "application/json" } : {}) };
+  const load = { url, headers, connections, ...(graphql ? { method: "POST" as const, body: GRAPHQL_ME } : {}) };
+  await autocannon({ ...load, duration: 2 }); // warm-up: JIT, caches
+  const result = await autocannon({ ...load, duration: seconds });
   const rss = rssOf(child.pid!);
   child.kill("SIGKILL");
   if (result.non2xx || result.errors) throw new Error(`${mode}: ${result.non2xx} non-2xx and ${result.errors} errors`);
-  return { rps: result.requests.average, p99: result.latency.p99, rss };
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, rss };
 }
 
 // Two rounds of the two app variants, interleaved, each round's best kept: on a 2-CPU machine shared with the
@@ -67,6 +73,7 @@ let quiet = await measure("me-quiet");
 plain = best(plain, await measure("me-plain"));
 me = best(me, await measure("me"));
 quiet = best(quiet, await measure("me-quiet"));
+const overGraphql = await measure("graphql");
 const ratio = me.rps / bare.rps;
 console.log(`bare h3 handler     ${bare.rps.toFixed(0)} req/s  p99 ${bare.p99} ms  rss ${bare.rss.toFixed(0)} MB`);
 console.log(`authenticated /me   ${me.rps.toFixed(0)} req/s  p99 ${me.p99} ms  rss ${me.rss.toFixed(0)} MB`);
@@ -75,3 +82,4 @@ console.log(`ratio /me : bare    ${ratio.toFixed(2)}  (target >= 0.50)`);
 console.log(`/me, ACCESS_LOG=off ${quiet.rps.toFixed(0)} req/s  p99 ${quiet.p99} ms  rss ${quiet.rss.toFixed(0)} MB`);
 console.log(`ratio manners       ${(me.rps / plain.rps).toFixed(2)}  (/me : /me without the HTTP manners: request id, compression, CORS, metrics, access log; target >= 0.90)`);
 console.log(`ratio manners, quiet ${(quiet.rps / plain.rps).toFixed(2)}  (the same with ACCESS_LOG=off)`);
+console.log(`GraphQL { me }      ${overGraphql.rps.toFixed(0)} req/s  p99 ${overGraphql.p99} ms; ratio GraphQL : REST ${(overGraphql.rps / me.rps).toFixed(2)}`);
