@@ -42,6 +42,12 @@ const BROTLI_OPTIONS = { params: { [zlib.BROTLI_PARAM_QUALITY]: 5, [zlib.BROTLI_
 export class RoutedH3 extends H3 {
   readonly #patterns = createRouter<Set<string>>();
   readonly #byPattern = new Map<string, Set<string>>();
+  readonly #noHead = new Set<string>();
+
+  /** A GET route whose handler does not answer HEAD (yoga's /graphql): Allow then leaves HEAD out. */
+  withoutHead(route: string): void {
+    this.#noHead.add(route);
+  }
 
   override on(...args: Parameters<H3["on"]>): this {
     const [method, route] = args;
@@ -60,9 +66,14 @@ export class RoutedH3 extends H3 {
   /** The methods some route serves at this path (HEAD with GET, OPTIONS always), or [] for an unknown path. */
   allowedMethods(pathname: string): string[] {
     const methods = new Set<string>();
-    for (const match of findAllRoutes(this.#patterns, "", pathname)) for (const m of match.data) methods.add(m);
+    let head = false;
+    for (const match of findAllRoutes(this.#patterns, "", pathname)) {
+      for (const m of match.data) methods.add(m);
+      // h3 answers HEAD with the GET route's handler, except where that handler refuses it.
+      if (match.data.has("GET") && !this.#noHead.has(pathname)) head = true;
+    }
     if (methods.size === 0) return [];
-    if (methods.has("GET")) methods.add("HEAD");
+    if (head) methods.add("HEAD");
     methods.add("OPTIONS");
     return [...methods].sort();
   }
@@ -93,6 +104,12 @@ export async function compressJson<T>(answer: T, encoding: "br" | "gzip"): Promi
   if (!(answer instanceof HTTPResponse) && !(answer instanceof Response)) return answer;
   const type = answer.headers.get("content-type");
   if (!type || !COMPRESSIBLE.test(type) || answer.headers.has("content-encoding") || answer.body == null) return answer;
+  // A declared small length: nothing to gain, and a Response need not be read back and rebuilt.
+  const declared = Number(answer.headers.get("content-length") ?? NaN);
+  if (declared < COMPRESS_MIN_BYTES) {
+    answer.headers.append("vary", "Accept-Encoding");
+    return answer;
+  }
   let raw: Uint8Array;
   if (answer instanceof Response) raw = new Uint8Array(await answer.arrayBuffer());
   else if (typeof answer.body === "string") raw = Buffer.from(answer.body, "utf8");

@@ -84,7 +84,7 @@ function mountManners(app: RoutedH3, kernel: Kernel): void {
     } catch (error) {
       event.res.errHeaders.set("x-request-id", trace);
       for (const [k, v] of Object.entries(corsAdded ?? {})) event.res.errHeaders.set(k, v);
-      observed(kernel, metrics, event, 500, started);
+      observed(kernel, metrics, event, (error as { status?: number }).status ?? 500, started);
       throw error;
     }
     observed(kernel, metrics, event, answer instanceof Response || answer instanceof HTTPResponse ? (answer.status ?? 200) : (event.res.status ?? 200), started);
@@ -99,12 +99,19 @@ function mountManners(app: RoutedH3, kernel: Kernel): void {
  * One request seen: the access log line (request id, partner id once the key was accepted, method, route
  * pattern, status, milliseconds; never a key or a query string) and the request metrics.
  */
+const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+
 function observed(kernel: Kernel, metrics: Metrics, event: H3Event, status: number, started: number): void {
   const ms = performance.now() - started;
   const route = (event.context.matchedRoute as { route?: string } | undefined)?.route ?? "(unmatched)";
-  const method = event.req.method;
+  // A label of a fixed set: a runtime that accepts any method token (Deno) must not grow the label sets.
+  const method = KNOWN_METHODS.has(event.req.method) ? event.req.method : "OTHER";
   metrics.request(method, route, status, ms / 1000);
-  if (kernel.config.accessLog) kernel.log.info("request", { request_id: requestIdOf(event), partner_id: (event.context as { partnerId?: string }).partnerId ?? null, method, route, status, duration_ms: Math.round(ms * 10) / 10 });
+  if (!kernel.config.accessLog) return;
+  const requestId = requestIdOf(event);
+  const trace = traceIdOf(event);
+  // A client's own X-Request-Id is logged too: it is the id their support request will quote.
+  kernel.log.info("request", { request_id: requestId, ...(trace !== requestId ? { client_request_id: trace } : {}), partner_id: (event.context as { partnerId?: string }).partnerId ?? null, method, route, status, duration_ms: Math.round(ms * 10) / 10 });
 }
 
 /** The answer with its X-Request-Id (and CORS headers): set on it when it is a Response or h3's HTTPResponse. */
@@ -118,7 +125,7 @@ function withHeaders(event: H3Event, answer: unknown, trace: string, cors: Recor
       // Immutable headers (a Response from fetch): copy once.
       const copy = new Response(answer.body as BodyInit | null, { status: answer.status ?? 200, statusText: answer.statusText, headers: answer.headers });
       copy.headers.set("x-request-id", trace);
-      for (const [k, v] of Object.entries(cors ?? {})) copy.headers.set(k, v);
+      for (const [k, v] of Object.entries(cors ?? {})) (k === "vary" ? copy.headers.append(k, v) : copy.headers.set(k, v));
       return copy;
     }
   }
@@ -136,6 +143,7 @@ export function createHttpApp(kernel: Kernel, options: HttpAppOptions): H3 {
   mountMedia(app, kernel.blobs);
   const graphql = options.graphql ?? createGraphql(kernel);
   app.on("GET", GRAPHQL_PATH, (event) => graphql.yoga.fetch(event.req as Request));
+  app.withoutHead(GRAPHQL_PATH);
   app.on("POST", GRAPHQL_PATH, (event) => graphql.yoga.fetch(event.req as Request));
   app.all("/**", (event) => {
     const allow = app.allowedMethods(event.url.pathname);

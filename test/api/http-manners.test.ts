@@ -42,6 +42,7 @@ t("X-Request-Id: the body's request_id, or the client's safe id echoed; on error
   const admin = await tk.request("GET", "/api/v1/admin/pauses", { headers: { authorization: "Bearer wrong" } });
   assert.is(admin.status, 401);
   assert.equal(admin.body, { error: "Missing or invalid admin token", request_id: admin.headers.get("x-request-id") });
+  assert.is(admin.headers.get("www-authenticate"), 'Bearer realm="admin API"', "the admin realm, not the partner one");
   const probe = await tk.request("GET", "/healthz");
   assert.match(probe.headers.get("x-request-id") ?? "", /^req_/, "every answer, not only the partner API's");
   const edge = await tk.request("GET", "/me", { key, userAgent: "python-requests/2.31" });
@@ -95,6 +96,9 @@ t("a known path with a method it does not serve: 405 with Allow; OPTIONS answers
   assert.is(options.status, 204);
   assert.is(options.headers.get("allow"), "GET, HEAD, OPTIONS");
   assert.is(options.headers.get("access-control-allow-origin"), null);
+  // yoga refuses HEAD on /graphql, so Allow does not offer it there.
+  const graphqlOptions = await tk.fetch(new Request("http://mediagate.test/graphql", { method: "OPTIONS", headers: { "user-agent": "manners/1" } }));
+  assert.is(graphqlOptions.headers.get("allow"), "GET, OPTIONS, POST");
   assert.is((await tk.request("DELETE", "/nowhere", { key })).status, 404);
   assert.is((await tk.request("OPTIONS", "/nowhere")).status, 404);
 });

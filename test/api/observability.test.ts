@@ -53,6 +53,10 @@ for (const backend of await databaseBackends()) {
     const first = access.find((a) => a.request_id === ok.headers.get("x-request-id"));
     assert.ok(first, JSON.stringify(access));
     assert.equal({ ...first, duration_ms: typeof first!.duration_ms }, { request_id: ok.headers.get("x-request-id"), partner_id: id, method: "GET", route: "/api/v1/partner/image-status/:id", status: ok.status, duration_ms: "number" });
+    const traced = await tk.request("GET", "/me", { key, headers: { "x-request-id": "client-trace-42" } });
+    const tracedLine = log.lines.filter((l) => l.message === "request").map((l) => l.details[0] as Record<string, unknown>).find((a) => a.client_request_id === "client-trace-42");
+    assert.ok(tracedLine, "a client's own X-Request-Id is logged beside ours");
+    assert.is(tracedLine!.request_id, traced.body.request_id);
     const refused = access.find((a) => a.request_id === bad.headers.get("x-request-id"));
     assert.equal([refused!.partner_id, refused!.status], [null, 401]);
     assert.not.match(JSON.stringify(log.lines), /svc_partner_/, "no key, not even a wrong one");

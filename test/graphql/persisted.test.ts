@@ -53,11 +53,13 @@ t("allow-list mode over HTTP: ids run their published document; any text, or an 
   assert.is(text.status, 403);
   assert.is(text.body.errors![0]!.message, PERSISTED_ERRORS.only);
   assert.is(text.body.data, undefined, "nothing ran");
+  const viaGet = await only.fetch(new Request(`http://mediagate.test/graphql?documentId=${encodeURIComponent(`sha256:${hex(ME)}`)}`, { headers: { authorization: `Bearer ${p.key}`, accept: "application/json", "user-agent": "persisted-test/1" } }));
+  assert.equal(((await viaGet.json()) as any).data, { me: { name: "Acme", credits_remaining: 7 } }, "documentId in a GET's query string");
   const unknown = await post(only, p.key, { documentId: "sha256:0000" });
   assert.is(unknown.status, 404);
   assert.is(unknown.body.errors![0]!.message, PERSISTED_ERRORS.notFound);
   const usage = await only.request("GET", "/usage", { key: p.key });
-  assert.is(usage.body.per_endpoint.find((e: any) => e.endpoint === "GET /me").calls, 2, "the refused ones ran nothing");
+  assert.is(usage.body.per_endpoint.find((e: any) => e.endpoint === "GET /me").calls, 3, "two ids over POST, one over GET; the refused ones ran nothing");
 });
 
 t("allow-list mode over WebSocket: the same rule", async () => {
@@ -83,6 +85,9 @@ t("without GRAPHQL_PERSISTED_ONLY both work; ONLY without a manifest, or a broke
   const p = await open.partner({ name: "Open", credits: 1 });
   assert.equal((await post(open, p.key, { documentId: `sha256:${hex(ME)}` })).body.data, { me: { name: "Open", credits_remaining: 1 } });
   assert.equal((await graphql(open, "{ me { name } }", undefined, { key: p.key })).data, { me: { name: "Open" } });
+  // Apollo's retry after a miss: an unknown hash with its text runs the text when the list is not exclusive.
+  const retry = await post(open, p.key, { query: "{ me { name } }", extensions: { persistedQuery: { version: 1, sha256Hash: "ab".repeat(32) } } });
+  assert.equal(retry.body.data, { me: { name: "Open" } });
   for (const env of [{ GRAPHQL_PERSISTED_ONLY: "on" }, { GRAPHQL_PERSISTED_OPERATIONS: join(dir, "missing.json") }] as Array<Record<string, string>>) {
     const broken = join(dir, "broken.json");
     writeFileSync(broken, "[1, 2]");

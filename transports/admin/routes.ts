@@ -17,6 +17,8 @@ import { requestIdOf } from "../http-manners.ts";
 import type { AdminRouteDoc } from "../rest/openapi.ts";
 
 export const ADMIN_BASE = "/api/v1/admin";
+/** What a 401 of the admin API names (a partner API 401 names the partner realm). */
+const ADMIN_CHALLENGE = { "www-authenticate": 'Bearer realm="admin API"' };
 
 const tier = z.enum(["api_plus10", "standard", "custom"], { error: "pricing_tier must be api_plus10, standard or custom" });
 const name = z.string({ error: "name is required" }).trim().min(1, { error: "name is required" }).max(200, { error: "name is too long" });
@@ -127,7 +129,7 @@ export function mountAdminApi(app: H3, kernel: Kernel, adminToken: string): Admi
         }
         return json(status, { request_id: requestId, ...(await handle(body, params)) });
       } catch (err) {
-        return errorResponse(err, (e) => kernel.log.error(`admin ${method} ${path} failed`, e), {}, requestId);
+        return errorResponse(err, (e) => kernel.log.error(`admin ${method} ${path} failed`, e), ADMIN_CHALLENGE, requestId);
       }
     };
     app.on(method as any, ADMIN_BASE + path, (event) => h(event.req as Request, (event.context.params ?? {}) as Record<string, string>, requestIdOf(event)));

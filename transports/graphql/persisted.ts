@@ -53,7 +53,10 @@ export function loadPersistedOperations(path: string | undefined, only: boolean)
       const id = idOf(params);
       if (id !== undefined) {
         const query = manifest.get(id);
-        return query === undefined ? { error: refusal(PERSISTED_ERRORS.notFound, 404, "PERSISTED_QUERY_NOT_FOUND") } : { query };
+        if (query !== undefined) return { query };
+        // Outside allow-list mode an unknown id sent with its text runs the text (Apollo's retry after a miss).
+        if (!only && typeof params.query === "string" && params.query !== "") return null;
+        return { error: refusal(PERSISTED_ERRORS.notFound, 404, "PERSISTED_QUERY_NOT_FOUND") };
       }
       return only ? { error: refusal(PERSISTED_ERRORS.only, 403, "PERSISTED_QUERY_ONLY") } : null;
     },

@@ -155,8 +155,10 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
       ...(persisted
         ? [
             {
-              onParams({ params, setParams }: { params: GraphQLParams; setParams: (p: GraphQLParams) => void }) {
-                const { documentId, ...rest } = params as GraphQLParams & { documentId?: unknown };
+              onParams({ params, setParams, request }: { params: GraphQLParams; setParams: (p: GraphQLParams) => void; request: Request }) {
+                const { documentId: sent, ...rest } = params as GraphQLParams & { documentId?: unknown };
+                // yoga's GET parser keeps only the parameters it knows: documentId is read from the URL there.
+                const documentId = sent ?? (request.method === "GET" ? (new URL(request.url).searchParams.get("documentId") ?? undefined) : undefined);
                 const resolved = persisted.resolve({ ...rest, documentId });
                 if (resolved === null) return;
                 if ("error" in resolved) throw resolved.error;

@@ -16,12 +16,16 @@ const DEFAULT_MAX_BODY = 1_000_000;
 const JSON_TYPE = "application/json; charset=utf-8";
 
 /**
- * A GET's validator: the body without its `request_id` (new on every call), so an unchanged status or list
- * answers 304 to a client that sends it back in If-None-Match.
+ * A GET's body text and its validator, from one serialization: the validator hashes the body without its
+ * `request_id` (new on every call), so an unchanged status or list answers 304 to a client that sends it back
+ * in If-None-Match; the text is the same JSON with `request_id` put back first.
  */
-function etagOf(body: Record<string, unknown>): string {
-  const { request_id: _, ...rest } = body;
-  return `W/"${createHash("sha256").update(JSON.stringify(rest)).digest("base64url").slice(0, 27)}"`;
+function withEtag(body: Record<string, unknown>): { text: string; etag: string } {
+  const { request_id, ...rest } = body;
+  const restText = JSON.stringify(rest);
+  const etag = `W/"${createHash("sha256").update(restText).digest("base64url").slice(0, 27)}"`;
+  if (typeof request_id !== "string") return { text: JSON.stringify(body), etag };
+  return { text: `{"request_id":${JSON.stringify(request_id)}${restText === "{}" ? "}" : `,${restText.slice(1)}`}`, etag };
 }
 
 function matches(ifNoneMatch: string | null, etag: string): boolean {
@@ -80,10 +84,10 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
       return outcome.response;
     }
     if (op.method === "GET" && outcome.status === 200) {
-      const etag = etagOf(outcome.body);
+      const { text, etag } = withEtag(outcome.body);
       const headers = { ...outcome.headers, etag, "cache-control": "private, no-cache" };
       if (matches(request.headers.get("if-none-match"), etag)) return new HTTPResponse(null, { status: 304, headers });
-      return new HTTPResponse(JSON.stringify(outcome.body), { status: 200, headers: { "content-type": JSON_TYPE, ...headers } });
+      return new HTTPResponse(text, { status: 200, headers: { "content-type": JSON_TYPE, ...headers } });
     }
     return new HTTPResponse(JSON.stringify(outcome.body), { status: outcome.status, headers: { "content-type": JSON_TYPE, ...outcome.headers } });
   };

@@ -8,7 +8,9 @@ import { concatBytes } from "../../lib/formats/bytes.ts";
 const JSON_TYPE = "application/json; charset=utf-8";
 
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { "content-type": JSON_TYPE, ...headers } });
+  const text = JSON.stringify(body);
+  // The length lets the compression step pass a small answer by without reading it back (http-manners.ts).
+  return new Response(text, { status, headers: { "content-type": JSON_TYPE, "content-length": String(Buffer.byteLength(text)), ...headers } });
 }
 
 /**
@@ -21,7 +23,7 @@ export function errorResponse(err: unknown, onInternal: (err: unknown) => void, 
     return new Response(err.html, { status: 403, headers: { "content-type": "text/html; charset=utf-8" } });
   }
   // RFC 9110: a 401 names the scheme that would work.
-  if (err instanceof ApiError) return json(err.status, { ...err.body(), ...traced }, { ...headers, ...(err.status === 401 ? { "www-authenticate": 'Bearer realm="partner API"' } : {}), ...err.headers });
+  if (err instanceof ApiError) return json(err.status, { ...err.body(), ...traced }, { ...(err.status === 401 ? { "www-authenticate": 'Bearer realm="partner API"' } : {}), ...headers, ...err.headers });
   onInternal(err);
   return json(500, { error: KERNEL_ERRORS.internal, ...traced }, headers);
 }
