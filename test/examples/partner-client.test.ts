@@ -1,4 +1,6 @@
-// The typed clients against a live server (a real port, the sandbox image provider): the REST client submits,
+// The typed clients of examples/partner-client against a live server (a real port, the sandbox image
+// provider; the test lives here, not beside them: it starts a kernel, which an example, held to the public
+// plugin API, may not import): the REST client submits,
 // polls and downloads; the GraphQL client submits, follows the job over the WebSocket subscription and reads
 // the result. `typecheck()` is never run: `tsc` (npm test) checks that the generated types refuse a wrong
 // field, path or property, through `@ts-expect-error` lines that fail the build if they stop being errors.
@@ -12,8 +14,8 @@ import { serveHttp, type HttpServer } from "../../transports/http.ts";
 import account from "../../plugins/account/index.ts";
 import images from "../../plugins/images/index.ts";
 import imagesSandbox from "../../plugins/images/sandbox.ts";
-import { generateImage, partnerClient } from "./rest-client.ts";
-import { generateAndFollow, ImageStatus } from "./graphql-client.ts";
+import { generateImage, partnerClient } from "../../examples/partner-client/rest-client.ts";
+import { generateAndFollow, ImageStatus } from "../../examples/partner-client/graphql-client.ts";
 import type { ResultOf } from "gql.tada";
 
 const t = suite("typed clients against a live server");
