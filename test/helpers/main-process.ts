@@ -59,10 +59,15 @@ export function spawnMain(env: Record<string, string>, command: string[] = [proc
   child.stdout!.setEncoding("utf8").on("data", (s: string) => (out += s));
   child.stderr!.setEncoding("utf8").on("data", (s: string) => (out += s));
   let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  // "exit" can come before the last bytes of stdout/stderr are read (a busy machine showed a refusal's one
+  // line missing); the exit is reported once both pipes have ended, or after a second if a grandchild that
+  // outlived the process still holds them.
+  const drained = (stream: NodeJS.ReadableStream) => new Promise<void>((r) => (stream.once("end", () => r()), stream.once("close", () => r())));
+  const pipesDone = Promise.all([drained(child.stdout!), drained(child.stderr!)]);
   const exitP = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
     child.once("exit", (code, signal) => {
       running.delete(child);
-      res((exited = { code, signal }));
+      void Promise.race([pipesDone, new Promise((r) => setTimeout(r, 1000))]).then(() => res((exited = { code, signal })));
     }),
   );
   return {
