@@ -76,6 +76,8 @@ const ATTEMPT_ERRORS = {
   network: "Connection failed",
 } as const;
 
+export type ResendResult = { outcome: "not_found" | "pending" | "no_url" } | { outcome: "queued"; event_id: string; event: string; url: string };
+
 export interface WebhookDeps {
   db: Kysely<KernelTables>;
   queue: Queue;
@@ -270,6 +272,32 @@ export function createWebhooks(deps: WebhookDeps) {
           .execute();
       });
       return { delivered: result.ok, status_code: result.status, error: result.error, event_id: id, url };
+    },
+
+    /**
+     * A new delivery of a stored event, its body byte for byte (the envelope keeps its id, so a receiver that
+     * deduplicates by id sees a repeat), to the account's URL now (else where the event last went), with
+     * the usual attempts (one for `webhook.test`, which is never retried). Refused while a delivery of the
+     * event is still pending: the event row is locked, so two resends at once make one delivery.
+     */
+    async resend(partnerId: string, eventId: string): Promise<ResendResult> {
+      await ready();
+      return db.transaction().execute(async (trx) => {
+        const event = await trx.selectFrom("webhook_events").select(["id", "event"]).where("id", "=", eventId).where("partner_id", "=", partnerId).forUpdate().executeTakeFirst();
+        if (!event) return { outcome: "not_found" as const };
+        const previous = await trx.selectFrom("webhook_deliveries").select(["url", "status", "job_id"]).where("event_id", "=", eventId).orderBy("id", "desc").execute();
+        if (previous.some((d) => d.status === "pending")) return { outcome: "pending" as const };
+        const account = await trx.selectFrom("webhook_settings").select("url").where("partner_id", "=", partnerId).executeTakeFirst();
+        const url = account?.url ?? previous[0]?.url;
+        if (!url) return { outcome: "no_url" as const };
+        const delivery = await trx
+          .insertInto("webhook_deliveries")
+          .values({ event_id: eventId, partner_id: partnerId, job_id: previous[0]?.job_id ?? null, url, status: "pending", max_attempts: event.event === TEST_EVENT ? 1 : MAX_ATTEMPTS, next_attempt_at: sql`now()` })
+          .returning("id")
+          .executeTakeFirstOrThrow();
+        await queue.sendWithin(executorOf(trx), WEBHOOK_QUEUE, { deliveryId: String(delivery.id), attempt: 1 } satisfies DeliveryJob);
+        return { outcome: "queued" as const, event_id: eventId, event: event.event, url };
+      });
     },
 
     async deliveries(partnerId: string, q: { limit: number; jobId?: string }) {

@@ -244,6 +244,39 @@ for (const backend of await databaseBackends()) {
     assert.is(list.deliveries[0].event_id, failed.body.event_id);
   });
 
+  t("resend (beyond the spec): the same bytes as a new delivery, to the account's URL now; refusals change nothing", async () => {
+    const first = await receiver([500]);
+    const second = await receiver([200]);
+    closers.push(first.close, second.close);
+    const { key } = await tk.partner(POLLING);
+    const other = await tk.partner(POLLING);
+    await tk.request("POST", "/webhook", { key, body: { url: first.url } });
+    const sub = await tk.request("POST", "/clip", { key, body: {} });
+    await waitFor(() => first.got.length >= 1, "first attempt");
+    const eventId = JSON.parse(first.got[0]!.body).id as string;
+    const pending = await tk.request("POST", `/webhook/deliveries/${eventId}/resend`, { key });
+    assert.equal([pending.status, pending.body.error], [409, WEBHOOK_ERRORS.stillPending]);
+    await waitFor(async () => (await tk.request("GET", "/webhook/deliveries", { key })).body.deliveries[0]?.status === "failed", "failed after six attempts", 60_000);
+    for (const [who, id] of [[other.key, eventId], [key, "evt_0000000000000000"]] as const) {
+      const refused = await tk.request("POST", `/webhook/deliveries/${id}/resend`, { key: who });
+      assert.equal([refused.status, refused.body.error], [404, WEBHOOK_ERRORS.eventNotFound], "another account's event is not found, like a missing one");
+    }
+    await tk.request("POST", "/webhook", { key, body: { url: second.url } });
+    const res = await tk.request("POST", `/webhook/deliveries/${eventId}/resend`, { key });
+    assert.is(res.status, 202);
+    assert.equal(res.body, { request_id: res.body.request_id, event_id: eventId, event: "video.completed", url: second.url, status: "pending" });
+    await waitFor(() => second.got.length === 1, "the resend arrives");
+    assert.is(second.got[0]!.body, first.got[0]!.body, "byte for byte");
+    assert.is(second.got[0]!.headers["x-service-delivery-attempt"], "1");
+    await waitFor(async () => (await tk.request("GET", "/webhook/deliveries", { key })).body.deliveries[0]?.status === "delivered", "delivered");
+    const list = (await tk.request("GET", `/webhook/deliveries?job_id=${sub.body.job_id}`, { key })).body.deliveries;
+    assert.equal(list.map((d: { status: string; url: string }) => [d.status, d.url]), [["delivered", second.url], ["failed", first.url]], "both records kept, newest first");
+    await tk.request("POST", "/webhook", { key, body: { url: null } });
+    const again = await tk.request("POST", `/webhook/deliveries/${eventId}/resend`, { key });
+    assert.is(again.status, 202, "with no account URL it goes where the event last went");
+    assert.is(again.body.url, second.url);
+  });
+
   t.run();
 }
 
