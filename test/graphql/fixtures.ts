@@ -12,6 +12,7 @@ const perMinute = (limit: number) => [{ limit, windowSeconds: 60 }];
 export const PROBE_OUTPUT = z.object({
   id: z.string(),
   kind: z.enum(["small", "large"]),
+  shape: z.enum(["1:1", "16:9"]),
   count: z.number().int(),
   ratio: z.number().nullable(),
   note: z.string().optional(),
@@ -40,6 +41,7 @@ export const probe = definePlugin({
         return {
           id: ctx.params.id,
           kind: "small",
+          shape: "16:9",
           count: 3,
           ratio: null,
           tags: ["a", "b"],

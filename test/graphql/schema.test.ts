@@ -4,7 +4,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { z } from "zod";
-import { buildSchema, getNamedType, GraphQLObjectType, printType } from "graphql";
+import { buildSchema, getNamedType, type GraphQLEnumType, GraphQLObjectType, printType } from "graphql";
 import { definePlugin, operation } from "../../core/plugin.ts";
 import { compileRegistry } from "../../core/registry.ts";
 import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
@@ -58,14 +58,17 @@ t("output JSON Schema becomes object types with the REST field names; free-form 
     extra: "JSON!",
     id: "String!",
     items: "[ProbeResultItemsItem!]!",
-    kind: "String!",
+    kind: "ProbeResultKind!",
     nested: "ProbeResultNested!",
     note: "String",
     ratio: "Float",
     request_id: "String!",
+    shape: "String!",
     tags: "[String!]!",
   });
-  assert.match(result.getFields().kind!.description!, /One of: "small", "large"/);
+  // A result's enum whose values GraphQL can spell is an enum; one it cannot (`16:9`) a String that lists them.
+  assert.equal((schema.getType("ProbeResultKind") as GraphQLEnumType).getValues().map((v) => [v.name, v.value]).sort(), [["large", "large"], ["small", "small"]]);
+  assert.match(result.getFields().shape!.description!, /One of: "1:1", "16:9"/);
   assert.equal(argsOf(schema, "Query", "probe"), ["id: String!"]);
   assert.equal(argsOf(schema, "Query", "probeEcho"), ["times: String", "word: String!"]);
   assert.is(String(schema.getQueryType()!.getFields().probeFile!.type), "JSON", "no output schema: the REST body as JSON");
@@ -102,7 +105,7 @@ s.after.each(async () => {
 
 s("a typed body selects the REST body's fields", async () => {
   const p = await tk.partner();
-  const g = await graphql(tk, '{ probe(id: "x1") { request_id id kind count ratio note tags nested { label flag } items { n } extra } }', undefined, { key: p.key });
+  const g = await graphql(tk, '{ probe(id: "x1") { request_id id kind shape count ratio note tags nested { label flag } items { n } extra } }', undefined, { key: p.key });
   assert.is(g.errors, undefined, JSON.stringify(g.errors));
   const r = await tk.request("GET", "/probe/x1", { key: p.key });
   const { request_id: _a, ...rest } = r.body;

@@ -7,8 +7,11 @@
 //   (snake_case), so `credits_remaining` is `credits_remaining` in both APIs;
 // - objects without properties (records, `costs`), unions other than "X or null", tuples, and anything
 //   whose property names GraphQL cannot spell, are the `JSON` scalar;
-// - arrays are lists; string, integer, number, boolean are String, Int, Float, Boolean; enums are String
-//   (their values listed in the description), so adding a value to an enum is not a breaking change;
+// - arrays are lists; string, integer, number, boolean are String, Int, Float, Boolean;
+// - a string enum in a result is a GraphQL enum when every value can be spelled as one (`status`:
+//   `pending | success | failed`), else a String whose description lists the values (`1:1`, `4K`). In
+//   arguments and inputs enums stay String, so a wrong value gets the spec's error text from the same
+//   validation as REST rather than GraphQL's own "value does not exist";
 // - a field is nullable when it is not required or its type admits null.
 // Type names come from a schema's `title` or `$defs` name when it has one, else from where the schema sits
 // (`ImageStatusResult`, `ImagesResultImagesItem`); one name given to two different shapes is a boot error.
@@ -106,6 +109,13 @@ function scalarOf(schema: JsonSchema): string | undefined {
   }
 }
 
+/** A string enum's values when each is a GraphQL enum value name (not `true`, `false` or `null`), else undefined. */
+function enumNames(schema: JsonSchema): string[] | undefined {
+  const values: unknown[] | undefined = Array.isArray(schema.enum) ? schema.enum : "const" in schema ? [schema.const] : undefined;
+  if (!values?.length || !values.every((v): v is string => typeof v === "string" && isGraphqlName(v) && v !== "true" && v !== "false" && v !== "null")) return undefined;
+  return values;
+}
+
 const isArray = (s: JsonSchema) => s.type === "array" || (s.type === undefined && s.items !== undefined);
 
 /** Properties that can become GraphQL fields, or undefined when the object is free-form. */
@@ -154,6 +164,12 @@ export class JsonSchemaTypes {
   output(raw: JsonSchema, doc: JsonSchema, name: string, extras: ObjectExtras = {}): Mapped {
     const { schema, nullable, defName } = withoutNull(raw, doc);
     const description = describe(schema);
+    const values = enumNames(schema);
+    if (values) {
+      const typeName = this.named(schema, defName, name);
+      const { ref } = this.claim(this.outputs, typeName, { enum: values }, () => this.builder.enumType(typeName, { values: Object.fromEntries(values.map((v) => [v, { value: v }])) }));
+      return { type: ref, nullable, description: typeof schema.description === "string" ? schema.description : undefined };
+    }
     const scalar = scalarOf(schema);
     if (scalar) return { type: scalar, nullable, description };
     if (isArray(schema)) {
