@@ -12,6 +12,7 @@ import { chooseEncoding, compressJson, corsHeaders, requestIdOf, RoutedH3, trace
 import { createGraphql, GRAPHQL_PATH, type GraphqlServer } from "./graphql/yoga.ts";
 import { endSubscriptions } from "./graphql/subscriptions.ts";
 import type { GraphqlWebSocket } from "./graphql/websocket.ts";
+import { mountConsole } from "./rest/console.ts";
 import { mountDocs } from "./rest/docs.ts";
 import { mountMedia } from "./rest/media.ts";
 import { mountPartnerApi, PARTNER_BASE } from "./rest/partner-api.ts";
@@ -141,6 +142,7 @@ export function createHttpApp(kernel: Kernel, options: HttpAppOptions): H3 {
   mountPartnerApi(app, kernel);
   mountDocs(app, kernel, mountAdminApi(app, kernel, options.adminToken));
   mountMedia(app, kernel.blobs);
+  mountConsole(app, kernel);
   const graphql = options.graphql ?? createGraphql(kernel);
   app.on("GET", GRAPHQL_PATH, (event) => graphql.yoga.fetch(event.req as Request));
   app.withoutHead(GRAPHQL_PATH);
