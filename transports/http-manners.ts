@@ -100,6 +100,11 @@ export function chooseEncoding(acceptEncoding: string | null): "br" | "gzip" | u
  * passes untouched. Takes what a handler returns: h3's
  * HTTPResponse (the partner API's successes, kept as text so h3 writes them without a web stream) or a Response.
  */
+/** Adds Accept-Encoding to Vary once (a GET's answer may already carry it from its route, for its 304). */
+function varyOnEncoding(headers: Headers): void {
+  if (!/(^|,)\s*accept-encoding\s*(,|$)/i.test(headers.get("vary") ?? "")) headers.append("vary", "Accept-Encoding");
+}
+
 export async function compressJson<T>(answer: T, encoding: "br" | "gzip"): Promise<T | HTTPResponse | Response> {
   if (!(answer instanceof HTTPResponse) && !(answer instanceof Response)) return answer;
   const type = answer.headers.get("content-type");
@@ -107,7 +112,7 @@ export async function compressJson<T>(answer: T, encoding: "br" | "gzip"): Promi
   // A declared small length: nothing to gain, and a Response need not be read back and rebuilt.
   const declared = Number(answer.headers.get("content-length") ?? NaN);
   if (declared < COMPRESS_MIN_BYTES) {
-    answer.headers.append("vary", "Accept-Encoding");
+    varyOnEncoding(answer.headers);
     return answer;
   }
   let raw: Uint8Array;
@@ -117,7 +122,7 @@ export async function compressJson<T>(answer: T, encoding: "br" | "gzip"): Promi
   const init = (body: Uint8Array, extra: Record<string, string>) => {
     const headers = new Headers(answer.headers);
     // A shared cache must keep the compressed and the plain answer apart.
-    headers.append("vary", "Accept-Encoding");
+    varyOnEncoding(headers);
     for (const [k, v] of Object.entries(extra)) headers.set(k, v);
     return { body: body as BodyInit, init: { status: answer.status ?? 200, ...(answer.statusText ? { statusText: answer.statusText } : {}), headers } };
   };
@@ -127,7 +132,7 @@ export async function compressJson<T>(answer: T, encoding: "br" | "gzip"): Promi
   // A Response read above cannot be handed on; a small HTTPResponse can.
   if (answer instanceof HTTPResponse) {
     if (!small) return new HTTPResponse(body, options);
-    answer.headers.append("vary", "Accept-Encoding");
+    varyOnEncoding(answer.headers);
     return answer;
   }
   return new Response(body, options);

@@ -82,6 +82,10 @@ function mountManners(app: RoutedH3, kernel: Kernel): void {
     let answer: unknown;
     try {
       answer = await next();
+      const accept = request.headers.get("accept-encoding");
+      const encoding = accept && request.method !== "HEAD" ? chooseEncoding(accept) : undefined;
+      // Inside the try: a compression that fails is an error answer with its request id like any other.
+      if (encoding) answer = await compressJson(answer, encoding);
     } catch (error) {
       event.res.errHeaders.set("x-request-id", trace);
       for (const [k, v] of Object.entries(corsAdded ?? {})) event.res.errHeaders.set(k, v);
@@ -89,9 +93,6 @@ function mountManners(app: RoutedH3, kernel: Kernel): void {
       throw error;
     }
     observed(kernel, metrics, event, answer instanceof Response || answer instanceof HTTPResponse ? (answer.status ?? 200) : (event.res.status ?? 200), started);
-    const accept = request.headers.get("accept-encoding");
-    const encoding = accept && request.method !== "HEAD" ? chooseEncoding(accept) : undefined;
-    if (encoding) answer = await compressJson(answer, encoding);
     return withHeaders(event, answer, trace, corsAdded);
   });
 }

@@ -85,7 +85,8 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
     }
     if (op.method === "GET" && outcome.status === 200) {
       const { text, etag } = withEtag(outcome.body);
-      const headers = { ...outcome.headers, etag, "cache-control": "private, no-cache" };
+      // Vary on both: a 304 must name what the 200 it stands for varied on (RFC 9110 15.4.5).
+      const headers = { ...outcome.headers, etag, "cache-control": "private, no-cache", vary: "Accept-Encoding" };
       if (matches(request.headers.get("if-none-match"), etag)) return new HTTPResponse(null, { status: 304, headers });
       return new HTTPResponse(text, { status: 200, headers: { "content-type": JSON_TYPE, ...headers } });
     }
