@@ -200,7 +200,7 @@ export interface JobRuntimeDeps {
   pluginConfigFor(plugin: string): PluginConfigValues;
   mediaUrl(plugin: string, key: string): string;
   /** Makes events inside the finishing transaction (core/webhooks.ts). */
-  webhooks: Pick<Webhooks, "prepare" | "createEvent">;
+  webhooks: Pick<Webhooks, "wake" | "createEvent">;
 }
 
 interface QueuedJob {
@@ -332,7 +332,6 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     const events = k.decl.events;
     const event = events?.[k.decl.terminal[finish.state] === "success" ? "success" : "failure"];
     if (events && event) {
-      await deps.webhooks.prepare(); // before the transaction: on PGlite the queue cannot look up inside it
       finish = {
         ...finish,
         within: async (trx, job) => {
@@ -343,6 +342,8 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       };
     }
     const done = await deps.finishJob(jobId, finish);
+    // Committed: the delivery it may have made can be claimed now.
+    if (done && events && event) await deps.webhooks.wake();
     if (done) await publishRow(jobId);
     else log.debug?.(`${k.plugin}/${k.kind} job ${jobId} had already ended`);
   }

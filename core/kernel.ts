@@ -203,7 +203,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     };
     const webhooks = createWebhooks({
       db: database.kysely,
-      queue,
+      pubsub,
       outbound: () => capability("outbound"),
       config,
       clock,
@@ -279,6 +279,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         {
           // Unconditional: a send before start() starts the queue too, and it must not outlive the kernel.
           await retention.stop();
+          await webhooks.stopWorkers();
           await queue.stop().catch((err) => log.error("queue stop failed", err));
           if (started) {
             await usage.stop().catch((err) => log.error("usage flush failed", err));

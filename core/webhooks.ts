@@ -1,26 +1,26 @@
 // Events and webhook delivery (spec part 1 "Events", "Webhook settings and delivery records", the
 // webhook-delivery state table). The kernel owns them because a job's terminal transition makes the event:
 // - An event is created inside the transaction that ends its job (core/ledger.ts finishJob `within`): the
-//   envelope is serialized once and stored, with a delivery row and its first queue job, so an event is
-//   never lost and never made twice, whatever crashes.
-// - Each attempt is one queue job. Its outcome, and the queue job of the next attempt (delayed by
-//   WEBHOOK_RETRY_DELAYS), commit in one transaction: a restart mid-schedule continues it, and a queue
-//   retry of an attempt whose outcome was already recorded does nothing.
+//   envelope is serialized once and stored, with a delivery row due at once, so an event is never lost and
+//   never made twice, whatever crashes.
+// - The delivery rows are the schedule: the delivery loop (core/webhook-delivery.ts) claims due rows in
+//   batches, sends them concurrently and records the outcomes in batches, each with the next attempt's time
+//   (WEBHOOK_RETRY_DELAYS), so a restart mid-schedule continues it.
 // - Every attempt goes through the outbound guard, which resolves DNS again and pins the connection to the
 //   checked address: a URL that became private since it was saved is refused at delivery time.
 // Delivery status values (the spec names `delivered` and `failed` and leaves the retrying one unnamed):
 // `pending` until the first 2xx or the last attempt.
 import { createHmac } from "node:crypto";
-import { CompiledQuery, sql, type Kysely } from "kysely";
+import { sql, type Kysely } from "kysely";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import { eventId, newSecret } from "./ids.ts";
 import type { Logger } from "./log.ts";
 import { isOutboundError, type OutboundGuard } from "../lib/outbound/index.ts";
-import type { Queue } from "../storage/queue.ts";
+import type { PubSub } from "../storage/pubsub.ts";
 import type { KernelTables } from "../storage/tables.ts";
+import { createDeliveryLoop, type ClaimedDelivery } from "./webhook-delivery.ts";
 
-export const WEBHOOK_QUEUE = "kernel.webhook-delivery";
 export const MAX_ATTEMPTS = 6;
 export const SIGNATURE_HEADER = "X-Service-Signature";
 export const ATTEMPT_TIMEOUT_MS = 10_000;
@@ -40,12 +40,6 @@ export interface EventToCreate {
   data: Record<string, unknown>;
   /** The job's own callback_url, which overrides the account's URL. */
   callbackUrl?: string | null;
-}
-
-interface DeliveryJob {
-  deliveryId: string;
-  /** The attempt this queue job makes (1-based). */
-  attempt: number;
 }
 
 export interface WebhookSettingsView {
@@ -80,7 +74,8 @@ export type ResendResult = { outcome: "not_found" | "pending" | "no_url" } | { o
 
 export interface WebhookDeps {
   db: Kysely<KernelTables>;
-  queue: Queue;
+  /** Wakes every instance's delivery loop when deliveries become due. */
+  pubsub: PubSub;
   outbound: () => OutboundGuard;
   config: Config;
   clock: Clock;
@@ -92,19 +87,9 @@ export interface WebhookDeps {
 export type Webhooks = ReturnType<typeof createWebhooks>;
 
 export function createWebhooks(deps: WebhookDeps) {
-  const { db, queue, config, log } = deps;
+  const { db, config, log } = deps;
   const delays = config.webhookRetryDelays;
   const nowSeconds = () => Math.floor(deps.clock.now() / 1000);
-
-  async function ensureQueue() {
-    // Attempts are scheduled by us (one queue job per attempt); a queue retry only covers a crash mid-attempt.
-    await queue.createQueue(WEBHOOK_QUEUE, { retryLimit: 2, retryDelaySeconds: 5, expireInSeconds: 60 });
-    await queue.prepare(WEBHOOK_QUEUE);
-  }
-  let made: Promise<void> | undefined;
-  const ready = () => (made ??= ensureQueue().catch((err) => ((made = undefined), Promise.reject(err))));
-
-  const executorOf = (trx: Kysely<any>) => async (text: string, values: unknown[]) => trx.executeQuery(CompiledQuery.raw(text, values as any[]));
 
   async function settingsRow(partnerId: string) {
     return db.selectFrom("webhook_settings").selectAll().where("partner_id", "=", partnerId).executeTakeFirst();
@@ -152,51 +137,22 @@ export function createWebhooks(deps: WebhookDeps) {
     }
   }
 
-  async function attempt(job: DeliveryJob) {
-    const row = await db
-      .selectFrom("webhook_deliveries as d")
-      .innerJoin("webhook_events as e", "e.id", "d.event_id")
-      .leftJoin("webhook_settings as s", "s.partner_id", "d.partner_id")
-      .select(["d.id", "d.url", "d.status", "d.attempt", "d.max_attempts", "e.id as event_id", "e.event", "e.body", "s.secret"])
-      .where("d.id", "=", job.deliveryId)
-      .executeTakeFirst();
-    // Already recorded (a queue retry after our commit), or ended: nothing to do.
-    if (!row || row.status !== "pending" || row.attempt !== job.attempt - 1) return;
-    // Signed with the account's current secret, so a rotation applies to retries too.
-    const secret = row.secret ?? "";
-    const result = await post(row.url, secret, row.event, row.event_id, row.body, job.attempt);
-    const last = job.attempt >= row.max_attempts;
-    const delay = delays[job.attempt - 1] ?? delays.at(-1) ?? 60;
-    const status = result.ok ? "delivered" : last ? "failed" : "pending";
-    await db.transaction().execute(async (trx) => {
-      const updated = await trx
-        .updateTable("webhook_deliveries")
-        .set({
-          status,
-          attempt: job.attempt,
-          last_status_code: result.status,
-          last_error: result.error,
-          last_attempt_at: sql`now()`,
-          next_attempt_at: status === "pending" ? sql`now() + make_interval(secs => ${delay})` : null,
-          delivered_at: result.ok ? sql`now()` : null,
-        })
-        .where("id", "=", job.deliveryId)
-        .where("attempt", "=", job.attempt - 1)
-        .where("status", "=", "pending")
-        .executeTakeFirst();
-      if (Number(updated.numUpdatedRows) === 1 && status === "pending") {
-        await queue.sendWithin(executorOf(trx), WEBHOOK_QUEUE, { deliveryId: job.deliveryId, attempt: job.attempt + 1 } satisfies DeliveryJob, { startAfterSeconds: delay });
-      }
-    });
-  }
+  // Signed with the account's current secret at each attempt, so a rotation applies to retries too.
+  const loop = createDeliveryLoop({
+    db,
+    pubsub: deps.pubsub,
+    log,
+    retryDelays: delays,
+    send: (d: ClaimedDelivery) => post(d.url, d.secret ?? "", d.event, d.event_id, d.body, d.attempt),
+  });
 
   return {
-    /** Readies the delivery queue; call before a transaction that may create events (PGlite). */
-    prepare: ready,
+    /** Tells the delivery loops that deliveries are due; call after the transaction that made them committed. */
+    wake: () => loop.wake(),
 
     /**
      * Inside the caller's transaction: stores the event with its body fixed, and, when there is a URL (the
-     * job's callback_url, else the account's), a delivery and its first attempt's queue job.
+     * job's callback_url, else the account's), a delivery due now. The caller wakes the loops after commit.
      */
     async createEvent(trx: Kysely<any>, e: EventToCreate): Promise<string> {
       const id = eventId();
@@ -205,26 +161,24 @@ export function createWebhooks(deps: WebhookDeps) {
       const account = await trx.selectFrom("webhook_settings").select("url").where("partner_id", "=", e.partnerId).executeTakeFirst();
       const url = e.callbackUrl || account?.url;
       if (!url) return id;
-      const delivery = await trx
+      await trx
         .insertInto("webhook_deliveries")
         .values({ event_id: id, partner_id: e.partnerId, job_id: e.jobId, url, status: "pending", max_attempts: MAX_ATTEMPTS, next_attempt_at: sql`now()` })
-        .returning("id")
-        .executeTakeFirstOrThrow();
+        .execute();
       // A secret exists from the first URL on; a callback_url on an account without one gets one now.
       await trx
         .insertInto("webhook_settings")
         .values({ partner_id: e.partnerId, url: null, secret: newSecret() })
         .onConflict((oc) => oc.column("partner_id").doUpdateSet({ secret: sql`coalesce(webhook_settings.secret, excluded.secret)` }))
         .execute();
-      await queue.sendWithin(executorOf(trx), WEBHOOK_QUEUE, { deliveryId: String(delivery.id), attempt: 1 } satisfies DeliveryJob);
       return id;
     },
 
-    async startWorkers() {
-      await ready();
-      // Enough slots that a receiver holding its 10 s never blocks the others.
-      await queue.work<DeliveryJob>(WEBHOOK_QUEUE, (job) => attempt(job.data), { concurrency: 16, pollingIntervalSeconds: 1 });
-    },
+    /** Starts this process's delivery loop (worker processes). */
+    startWorkers: () => loop.start(),
+
+    /** Stops the loop: sends in flight get a moment, then their rows are handed back for another attempt. */
+    stopWorkers: () => loop.stop(),
 
     async settings(partnerId: string): Promise<WebhookSettingsView> {
       return view(await settingsRow(partnerId));
@@ -281,8 +235,7 @@ export function createWebhooks(deps: WebhookDeps) {
      * event is still pending: the event row is locked, so two resends at once make one delivery.
      */
     async resend(partnerId: string, eventId: string): Promise<ResendResult> {
-      await ready();
-      return db.transaction().execute(async (trx) => {
+      const result = await db.transaction().execute(async (trx) => {
         const event = await trx.selectFrom("webhook_events").select(["id", "event"]).where("id", "=", eventId).where("partner_id", "=", partnerId).forUpdate().executeTakeFirst();
         if (!event) return { outcome: "not_found" as const };
         const previous = await trx.selectFrom("webhook_deliveries").select(["url", "status", "job_id"]).where("event_id", "=", eventId).orderBy("id", "desc").execute();
@@ -290,14 +243,14 @@ export function createWebhooks(deps: WebhookDeps) {
         const account = await trx.selectFrom("webhook_settings").select("url").where("partner_id", "=", partnerId).executeTakeFirst();
         const url = account?.url ?? previous[0]?.url;
         if (!url) return { outcome: "no_url" as const };
-        const delivery = await trx
+        await trx
           .insertInto("webhook_deliveries")
           .values({ event_id: eventId, partner_id: partnerId, job_id: previous[0]?.job_id ?? null, url, status: "pending", max_attempts: event.event === TEST_EVENT ? 1 : MAX_ATTEMPTS, next_attempt_at: sql`now()` })
-          .returning("id")
-          .executeTakeFirstOrThrow();
-        await queue.sendWithin(executorOf(trx), WEBHOOK_QUEUE, { deliveryId: String(delivery.id), attempt: 1 } satisfies DeliveryJob);
+          .execute();
         return { outcome: "queued" as const, event_id: eventId, event: event.event, url };
       });
+      if (result.outcome === "queued") await loop.wake();
+      return result;
     },
 
     async deliveries(partnerId: string, q: { limit: number; jobId?: string }) {

@@ -88,6 +88,10 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
           oid === INT8 || oid === NUMERIC ? toNumber : pg.types.getTypeParser(oid, format as any)) as any,
       },
     });
+    // An idle connection that the server ends (a restart, a failover, an administrator's terminate) is an
+    // 'error' event on the pool, which with no listener ends the process. pg has already dropped that
+    // connection; the next query opens a new one, or fails with an error of its own where it is handled.
+    pool.on("error", () => {});
     const kysely = new Kysely<KernelTables>({ dialect: new PostgresDialect({ pool }) });
     return {
       kind: "postgres",

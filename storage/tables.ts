@@ -108,6 +108,8 @@ export interface WebhookDeliveriesTable {
   created_at: ColumnType<Date, Date | string | undefined, Date | string>;
   last_attempt_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   next_attempt_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** The delivery loop's lease on a row it is sending (core/webhook-delivery.ts). */
+  claimed_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   delivered_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 

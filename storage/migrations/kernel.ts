@@ -161,4 +161,14 @@ export const kernelMigrations: Migration[] = [
       `create index idempotency_keys_created on idempotency_keys (created_at)`,
     ],
   },
+  {
+    // The delivery loop (core/webhook-delivery.ts) claims due rows itself instead of one queue job per
+    // attempt: a claim's lease, and the index its claim scans. Deliveries a queue job still stood for are
+    // pending rows with their next_attempt_at, so they are claimed like any other.
+    name: "kernel/0007_webhook_delivery_claims",
+    statements: [
+      `alter table webhook_deliveries add column claimed_until timestamptz`,
+      `create index webhook_deliveries_due on webhook_deliveries (next_attempt_at) where status = 'pending'`,
+    ],
+  },
 ];

@@ -1,0 +1,253 @@
+// The webhook delivery loop: one per worker process. The delivery rows are the schedule (a pending row is due
+// at `next_attempt_at`), so nothing else has to be queued, and a loop that dies loses nothing:
+// - a tick claims due rows in one statement, as many as there are free sending slots, at most PER_HOST per
+//   destination (host and port) counting what this process is already sending there, by setting a short
+//   lease (`claimed_until`). The UPDATE re-checks the lease on each row it locks, so two processes never
+//   claim the same row; a process killed mid-send leaves a lease that runs out, and the row is sent again
+//   (at least once, as the spec's receivers expect: they drop repeated event ids);
+// - each claimed row is sent at once, concurrently (a receiver that hangs holds only its own slots for its
+//   10 s), and its outcome joins a buffer that one UPDATE writes for the whole batch. The write is fenced on
+//   the attempt it answers (`attempt = n - 1` and still pending), so a late or repeated outcome changes
+//   nothing and at most one attempt marks a delivery delivered;
+// - a failed attempt with attempts left sets `next_attempt_at` by WEBHOOK_RETRY_DELAYS and drops the lease.
+// It ticks when woken (a job that ended with an event, a resend: `wake()`, over the kernel's pub/sub so
+// every instance hears it), when a send ends, and once a second for retries coming due.
+import { sql, type Kysely } from "kysely";
+import type { Logger } from "./log.ts";
+import type { PubSub } from "../storage/pubsub.ts";
+import type { KernelTables } from "../storage/tables.ts";
+
+/** Bounds of one process's sending, and its pace. */
+export const DELIVERY_LIMITS = {
+  /** Sends in flight at once in this process. */
+  total: 128,
+  /** Sends in flight at once to one destination (host and port) from this process. */
+  perHost: 16,
+  /** How often due retries are looked for without a wake-up. */
+  pollMs: 1_000,
+  /** A claim's lease: longer than an attempt may take (10 s) plus the time to record it. */
+  leaseSeconds: 30,
+  /** Outcomes written per statement. */
+  flushBatch: 200,
+  /** How long stop() waits for sends in flight before handing their rows back. */
+  stopWaitMs: 2_000,
+} as const;
+
+export const WEBHOOK_WAKE_CHANNEL = "kernel:webhooks-due";
+
+/** A claimed delivery, with what its attempt sends. */
+export interface ClaimedDelivery {
+  id: string;
+  url: string;
+  authority: string;
+  /** The attempt about to be made (1-based). */
+  attempt: number;
+  max_attempts: number;
+  event_id: string;
+  event: string;
+  body: string;
+  secret: string | null;
+}
+
+export interface AttemptResult {
+  ok: boolean;
+  status: number | null;
+  error: string | null;
+}
+
+export interface DeliveryLoopDeps {
+  db: Kysely<KernelTables>;
+  pubsub: PubSub;
+  log: Logger;
+  /** Seconds before attempt n + 1 after a failed attempt n (WEBHOOK_RETRY_DELAYS). */
+  retryDelays: readonly number[];
+  /** One signed POST of a claimed delivery; never throws. */
+  send(delivery: ClaimedDelivery): Promise<AttemptResult>;
+  limits?: Partial<typeof DELIVERY_LIMITS>;
+}
+
+interface Outcome {
+  id: string;
+  attempt: number;
+  status: "delivered" | "failed" | "pending";
+  code: number | null;
+  error: string | null;
+  delay: number;
+}
+
+// The destination of a stored URL as the claim groups it: what lies between "://" and the next "/" (URLs
+// are stored as the URL parser's href, which always has that "/").
+const AUTHORITY = sql`split_part(split_part(d.url, '://', 2), '/', 1)`;
+
+export function createDeliveryLoop(deps: DeliveryLoopDeps) {
+  const limits = { ...DELIVERY_LIMITS, ...deps.limits };
+  const { db, log } = deps;
+  const sending = new Map<string, ClaimedDelivery>();
+  const perHost = new Map<string, number>();
+  const outcomes: Outcome[] = [];
+  let running = false;
+  let ticking: Promise<void> | null = null;
+  let tickAgain = false;
+  // Whether more may be due after the last claim: a send that ends then ticks, since its slot is free. After a
+  // claim that found nothing with no bound reached, only a wake-up or the poll can change that.
+  let mayHaveMore = false;
+  let flushing: Promise<void> | null = null;
+  let poll: ReturnType<typeof setInterval> | undefined;
+  let unsubscribe: (() => Promise<void>) | undefined;
+  let drained: (() => void) | undefined;
+
+  /** Claims up to `free` due rows, within each destination's allowance, and returns them with their bodies. */
+  async function claim(free: number): Promise<ClaimedDelivery[]> {
+    const busy = JSON.stringify(Object.fromEntries(perHost));
+    const { rows } = await sql<ClaimedDelivery>`
+      with ranked as (
+        select d.id, ${AUTHORITY} as authority,
+               row_number() over (partition by ${AUTHORITY} order by d.next_attempt_at, d.id) as n
+        from webhook_deliveries d
+        where d.status = 'pending' and d.next_attempt_at <= now() and (d.claimed_until is null or d.claimed_until < now())
+      ), due as (
+        select id, authority from ranked
+        where n <= ${limits.perHost} - coalesce((${busy}::jsonb ->> authority)::int, 0)
+        order by n, id
+        limit ${free}
+      )
+      update webhook_deliveries w
+      set claimed_until = now() + make_interval(secs => ${limits.leaseSeconds})
+      from due, webhook_events e
+      where w.id = due.id and e.id = w.event_id
+        and w.status = 'pending' and (w.claimed_until is null or w.claimed_until < now())
+      returning w.id::text as id, w.url, due.authority, w.attempt + 1 as attempt, w.max_attempts, e.id as event_id, e.event, e.body,
+        (select s.secret from webhook_settings s where s.partner_id = w.partner_id) as secret`.execute(db);
+    return rows;
+  }
+
+  function start(d: ClaimedDelivery): void {
+    sending.set(d.id, d);
+    perHost.set(d.authority, (perHost.get(d.authority) ?? 0) + 1);
+    void deps
+      .send(d)
+      .then((result) => {
+        if (!running && !sending.has(d.id)) return; // handed back by stop()
+        const last = d.attempt >= d.max_attempts;
+        const status = result.ok ? "delivered" : last ? "failed" : "pending";
+        const delay = deps.retryDelays[d.attempt - 1] ?? deps.retryDelays.at(-1) ?? 60;
+        outcomes.push({ id: d.id, attempt: d.attempt, status, code: result.status, error: result.error, delay });
+        void flush();
+      })
+      .finally(() => {
+        sending.delete(d.id);
+        const left = (perHost.get(d.authority) ?? 1) - 1;
+        if (left > 0) perHost.set(d.authority, left);
+        else perHost.delete(d.authority);
+        if (sending.size === 0) drained?.();
+        if (mayHaveMore) void tick();
+      });
+  }
+
+  /** Writes the buffered outcomes, a batch per statement, fenced on the attempt each one answers. */
+  function flush(): Promise<void> {
+    if (flushing) return flushing;
+    flushing = (async () => {
+      // Let the sends that end in the same turn join this batch.
+      await new Promise((r) => setImmediate(r));
+      while (outcomes.length > 0) {
+        const batch = outcomes.splice(0, limits.flushBatch);
+        const values = sql.join(batch.map((o) => sql`(${o.id}::bigint, ${o.status}::text, ${o.attempt}::int, ${o.code}::int, ${o.error}::text, ${o.delay}::int)`));
+        try {
+          await sql`
+            update webhook_deliveries d set
+              status = v.status,
+              attempt = v.attempt,
+              last_status_code = v.code,
+              last_error = v.error,
+              last_attempt_at = now(),
+              next_attempt_at = case when v.status = 'pending' then now() + make_interval(secs => v.delay) else null end,
+              delivered_at = case when v.status = 'delivered' then now() else null end,
+              claimed_until = null
+            from (values ${values}) as v(id, status, attempt, code, error, delay)
+            where d.id = v.id and d.attempt = v.attempt - 1 and d.status = 'pending'`.execute(db);
+        } catch (err) {
+          // Not recorded: each lease runs out and its attempt is made again (at least once).
+          log.error(`webhooks: ${batch.length} attempt outcomes could not be recorded`, err);
+        }
+      }
+    })().finally(() => (flushing = null));
+    return flushing;
+  }
+
+  /** Claims and starts what is due while there are free slots; one tick at a time, a wake during it runs another. */
+  function tick(): Promise<void> {
+    if (!running) return Promise.resolve();
+    if (ticking) {
+      tickAgain = true;
+      return ticking;
+    }
+    ticking = (async () => {
+      do {
+        tickAgain = false;
+        const free = limits.total - sending.size;
+        if (free <= 0) break;
+        try {
+          const claimed = await claim(free);
+          if (!running) {
+            await handBack(claimed.map((d) => d.id));
+            break;
+          }
+          // An empty claim with a destination at its bound does not mean nothing is due: its rows wait for these sends.
+          mayHaveMore = claimed.length > 0 || [...perHost.values()].some((n) => n >= limits.perHost);
+          for (const d of claimed) start(d);
+          // A full claim may have left more due rows behind.
+          if (claimed.length === free) tickAgain = true;
+        } catch (err) {
+          log.warn("webhooks: could not claim due deliveries", err);
+          break;
+        }
+      } while (tickAgain && running);
+    })().finally(() => (ticking = null));
+    return ticking;
+  }
+
+  /** Drops the leases of rows this process will not send after all, so another process sends them now. */
+  async function handBack(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await sql`update webhook_deliveries set claimed_until = null where id = any(${ids}::bigint[]) and status = 'pending'`.execute(db).catch((err) => log.warn("webhooks: could not hand back claimed deliveries", err));
+  }
+
+  return {
+    async start(): Promise<void> {
+      if (running) return;
+      running = true;
+      unsubscribe = await deps.pubsub.subscribe(WEBHOOK_WAKE_CHANNEL, () => void tick());
+      poll = setInterval(() => void tick(), limits.pollMs);
+      poll.unref?.();
+      void tick();
+    },
+
+    /** Tells every instance's loop that deliveries may be due now (after the transaction that made them committed). */
+    async wake(): Promise<void> {
+      await deps.pubsub.publish(WEBHOOK_WAKE_CHANNEL, 1).catch((err) => log.warn("webhooks: wake-up not published", err));
+    },
+
+    /**
+     * Claims nothing more, waits a little for the sends in flight, records what ended, and hands back the
+     * rows still being sent (their attempt is made again elsewhere: at least once).
+     */
+    async stop(): Promise<void> {
+      if (!running) return;
+      running = false;
+      clearInterval(poll);
+      await unsubscribe?.().catch(() => {});
+      await ticking;
+      if (sending.size > 0) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([new Promise<void>((r) => (drained = r)), new Promise<void>((r) => (timer = setTimeout(r, limits.stopWaitMs)))]);
+        clearTimeout(timer);
+        drained = undefined;
+      }
+      const left = [...sending.keys()];
+      sending.clear();
+      await flush();
+      await handBack(left);
+    },
+  };
+}

@@ -1,0 +1,124 @@
+// The delivery loop (core/webhook-delivery.ts) killed in the middle of a delivery burst, on every database
+// backend: the real server (main.ts) makes video events whose first attempts fail, so every delivery waits
+// for its retry; the receiver then answers slowly, and the server is SIGKILLed while those retries are in
+// flight. A new server on the same database must deliver every event: none lost, each delivery record
+// marked delivered once, every copy received byte for byte the same, and the schedule continued (attempt
+// numbers go on from where they were, the killed claims taken back once their lease runs out).
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { call, sleep, until } from "../helpers/restart.ts";
+import { type ServerProcess, startServer } from "../helpers/server.ts";
+
+const ADMIN_TOKEN = "adm_webhook_restart_token_0123456789";
+const JOBS = 6;
+
+interface Receipt {
+  id: string;
+  attempt: string;
+  body: string;
+  mode: "fail" | "slow";
+}
+
+function receiver() {
+  const got: Receipt[] = [];
+  let mode: "fail" | "slow" = "fail";
+  const server = createServer((req: IncomingMessage, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks).toString("utf8");
+      const seen = mode;
+      got.push({ id: JSON.parse(body).id, attempt: String(req.headers["x-service-delivery-attempt"]), body, mode: seen });
+      if (seen === "fail") res.writeHead(500).end();
+      else setTimeout(() => res.writeHead(200).end("ok"), 400);
+    });
+  });
+  return {
+    got,
+    setMode: (m: "fail" | "slow") => (mode = m),
+    listen: () => new Promise<string>((r) => server.listen(0, "127.0.0.1", () => r(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`))),
+    close: () => new Promise<void>((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    }),
+  };
+}
+
+for (const backend of await databaseBackends()) {
+  const t = suite(`webhooks: server killed mid-delivery on ${backend.name}`);
+  const servers: ServerProcess[] = [];
+  let dataDir = "";
+  const logs = () => servers.map((s, i) => `--- server ${i + 1} ---\n${s.output()}`).join("\n");
+
+  t.after.each(async () => {
+    for (const s of servers.splice(0)) await s.kill();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  t("every event is delivered after a SIGKILL during the burst; one record each, the same bytes, the schedule continued", async () => {
+    dataDir = mkdtempSync(join(tmpdir(), "mediagate-webhook-restart-"));
+    const databaseUrl = backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined;
+    const env = {
+      DATA_DIR: dataDir,
+      ADMIN_TOKEN,
+      SANDBOX_LATENCY_MS: "0",
+      ALLOW_PRIVATE_URLS: "1",
+      WEBHOOK_RETRY_DELAYS: "3,3,3,3,3",
+      LOG_LEVEL: "warn",
+      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    };
+    const rcv = receiver();
+    const url = await rcv.listen();
+    try {
+      const first = await startServer(env);
+      servers.push(first);
+      const created = await call(first, "POST", "/api/v1/admin/partners", { adminToken: ADMIN_TOKEN, body: { name: "Webhook restart", credits: 10_000 } });
+      assert.is(created.status, 201, JSON.stringify(created.body));
+      const key: string = created.body.api_key;
+      await call(first, "PATCH", `/api/v1/admin/partners/${created.body.partner_id}`, {
+        adminToken: ADMIN_TOKEN,
+        body: { limits: { inflight_jobs: 100, rate_limits: { "POST /generate-video": 1000, "GET /webhook/deliveries": 100_000 } } },
+      });
+      assert.is((await call(first, "POST", "/api/v1/partner/webhook", { key, body: { url } })).status, 200);
+      for (let i = 0; i < JOBS; i++) {
+        const res = await call(first, "POST", "/api/v1/partner/generate-video", { key, body: { prompt: `Clip ${i}: waves on a pier` } });
+        assert.is(res.status, 202, JSON.stringify(res.body));
+      }
+      const deliveries = async (server: ServerProcess) => (await call(server, "GET", "/api/v1/partner/webhook/deliveries", { key })).body.deliveries as Array<{ event_id: string; status: string; attempt: number }>;
+      // Every event made, and its first attempt refused: all of them wait for their retry.
+      await until(() => deliveries(first), (d) => d.length === JOBS && d.every((x) => x.attempt >= 1), `all ${JOBS} first attempts\n${logs()}`);
+      rcv.setMode("slow");
+      // The retries come due together; kill while some are in flight (the receiver holds each for 400 ms).
+      await until(async () => rcv.got.filter((g) => g.mode === "slow").length, (n) => n >= 1, `a retry in flight\n${logs()}`);
+      await first.kill();
+      const atKill = rcv.got.length;
+
+      const second = await startServer(env);
+      servers.push(second);
+      const final = await until(() => deliveries(second), (d) => d.length === JOBS && d.every((x) => x.status === "delivered"), `all delivered after the restart\n${logs()}`, 120_000);
+      await sleep(500);
+
+      const events = new Set(final.map((d) => d.event_id));
+      assert.is(events.size, JOBS, "one delivery record per event");
+      for (const id of events) {
+        const copies = rcv.got.filter((g) => g.id === id);
+        assert.ok(copies.some((g) => g.mode === "slow"), `event ${id} was answered 2xx`);
+        assert.is(new Set(copies.map((g) => g.body)).size, 1, `event ${id}: every copy has the same bytes`);
+        const record = final.find((d) => d.event_id === id)!;
+        assert.ok(record.attempt >= 2, `event ${id}: the schedule went on (attempt ${record.attempt})`);
+      }
+      assert.ok(rcv.got.length > atKill, "the second server delivered");
+      assert.ok(rcv.got.filter((g) => g.mode === "slow").every((g) => Number(g.attempt) >= 2), "no first attempt was made again");
+    } finally {
+      await rcv.close();
+    }
+  });
+
+  t.run();
+}
