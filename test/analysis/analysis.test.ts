@@ -210,7 +210,9 @@ for (const backend of await databaseBackends()) {
         if (r.data.jobUpdates.terminal) break;
       }
       assert.is(reached.at(-1), "error", url);
-      assert.is(reached.at(-2), stage, `${url}: ${JSON.stringify(reached)}`);
+      // The failing stage was reached; the sentence below says which stage failed. (Not "the state before the
+      // error": on a loaded machine an attempt's heartbeat can lapse, and the retry republishes earlier stages.)
+      assert.ok(reached.includes(stage), `${url}: ${JSON.stringify(reached)}`);
       const done = await finished(key, sub.body.job_id);
       assert.equal(done, { request_id: done.request_id, job_id: sub.body.job_id, status: "error", message: sentence, error: sentence }, url);
     }

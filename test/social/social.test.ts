@@ -36,7 +36,9 @@ const UNLIMITED = {
 const engine: MediaEngine = createMediaEngine({ mode: "auto" });
 onAfterAll(() => engine.close());
 
-async function waitFor(tk: TestKernel, key: string, id: string, timeoutMs = 60_000) {
+// A ceiling, not a wait: a carousel renders ten videos and their covers, which on a loaded CI machine (four
+// test workers on two CPUs, the wasm engine included) took over a minute.
+async function waitFor(tk: TestKernel, key: string, id: string, timeoutMs = 240_000) {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const res = await tk.request("GET", `/social-download/${id}`, { key });
