@@ -393,7 +393,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     async startWorkers() {
       for (const k of kinds.values()) {
         await ensureQueue(k);
-        await queue.work<QueuedJob>(k.queue, (qjob) => runAttempt(k, qjob), { concurrency: k.decl.concurrency ?? 4, pollingIntervalSeconds: 2 });
+        await queue.work<QueuedJob>(k.queue, (qjob) => runAttempt(k, qjob), { concurrency: k.decl.concurrency ?? 4 });
         // Every attempt failed or its processes died: end the job as failed, refunded.
         await queue.work<QueuedJob>(k.deadLetter, async (qjob) => {
           log.warn(`${k.plugin}/${k.kind} job ${qjob.data.jobId}: out of attempts, failing and refunding`);

@@ -8,17 +8,18 @@
 //   `beginTransaction`, and on the `pglite` backend every multi-statement block is a single `exec()`
 //   (which pgliteDatabase below runs through `transaction()`, so a failing block cannot leak either).
 // - server: Postgres at a connection string, pg-boss owning its pool.
-// Both use LISTEN/NOTIFY so a worker wakes the moment a job is sent (pg-boss 12.35's `fromPglite` exposes
-// `pglite.listen`, and PGlite delivers a NOTIFY to its own listeners at commit). On top of that, a send from
-// this process wakes this process's idle worker directly (`boss.notifyWorker`, see `wakeIdle` below), which
-// does not depend on a LISTEN connection. Polling stays on as the floor and is what finds delayed jobs and
-// retries coming due.
+// Work is taken by one fetcher per queue and process, in batches, not by pg-boss's per-slot polling workers
+// (storage/queue-fetcher.ts says how). A fetcher is woken by a send from this process, by a NOTIFY from
+// another one (we LISTEN on pg-boss's channel ourselves: pg-boss's own listener only wakes its own
+// workers; `fromPglite` exposes `pglite.listen`, and PGlite delivers a NOTIFY to its own listeners at
+// commit), and by one scan of all the process's queues that finds delayed jobs and retries coming due.
 // pg-boss's major-version changes stay in this file.
 //
 // On PGlite, never `await` a queue call inside a database transaction: the transaction holds the only
 // connection, pg-boss's statement waits for it, and the transaction waits for pg-boss.
 import type { PGlite } from "@electric-sql/pglite";
-import { PgBoss, fromPglite, type ConstructorOptions, type Db, type Job, type SendOptions as BossSendOptions } from "pg-boss";
+import { PgBoss, fromPglite, type ConstructorOptions, type Db, type SendOptions as BossSendOptions } from "pg-boss";
+import { createFetcher, createScanner, type BossCalls, type Fetcher, type HeldJob, type Scanner } from "./queue-fetcher.ts";
 
 export interface QueueJob<T = unknown> {
   id: string;
@@ -89,7 +90,12 @@ export interface SendOptions {
 export interface WorkOptions {
   /** Jobs of this queue run at once in this process (default 1). */
   concurrency?: number;
-  /** How often an idle worker looks for due jobs, >= 0.5 (default 2). */
+  /**
+   * The longest this process goes without looking for due jobs it was not told about (a retry or a
+   * delayed job whose time is unknown here, a send whose NOTIFY was lost), >= 0.5 (default 10). One scan
+   * covers every queue, at the shortest interval any of them asks for; jobs sent with a known delay and
+   * this process's own retries are looked for when they come due, whatever this says.
+   */
   pollingIntervalSeconds?: number;
 }
 
@@ -126,12 +132,12 @@ export interface Queue {
    */
   sendWithin<T extends object>(executor: SqlExecutor, name: string, data: T, options?: SendOptions): Promise<string | null>;
   /**
-   * Wakes up to `jobs` idle workers of `name` in this process, so they fetch now instead of at their next
-   * poll. send() does this itself; after {@link Queue.sendWithin} the caller calls it once the transaction
-   * has committed (before that, the job is invisible to a fetch and the wake would be wasted). A no-op when
-   * this process runs no worker for `name`. Workers elsewhere are woken by NOTIFY, or by their polling.
+   * Tells this process's fetcher of `name` to fetch now (once, however many jobs were sent). send() does
+   * this itself; after {@link Queue.sendWithin} the caller may call it once the transaction has committed
+   * (before that, the job is invisible to a fetch); the commit's NOTIFY wakes it too, a moment later. A
+   * no-op when this process does not work `name`.
    */
-  wake(name: string, jobs?: number): void;
+  wake(name: string): void;
   /**
    * Runs `handler` for each job, one job per call. A handler that throws (or outlives
    * `expireInSeconds`) fails the attempt; pg-boss retries per the queue's options, then moves the job to
@@ -229,7 +235,9 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
   const onError = options.onError ?? ((err: unknown) => console.error("queue:", err));
   const config: ConstructorOptions = {
     schema,
-    useListenNotify: options.listenNotify ?? true,
+    // We LISTEN ourselves (see the file's header): pg-boss's listener would only wake pg-boss's workers,
+    // which we do not run. Its sends NOTIFY either way.
+    useListenNotify: false,
     // We use neither cron schedules nor flows. Left on, each polls the database every few seconds, and
     // on PGlite every poll takes the one connection from the application.
     schedule: false,
@@ -261,10 +269,13 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
   };
   let stopped = false;
 
-  // Handlers running in this process, by job id: their queue, and the abort stop() uses when it hands the
-  // job back. `idle` is resolved when the last one ends, for stop()'s wait.
-  const running = new Map<string, { name: string; abort: AbortController }>();
+  // Jobs held by this process's slots, by id; `idle` is resolved when the last one is let go, for stop().
+  const held = new Map<string, HeldJob>();
   let idle: (() => void) | undefined;
+  const fetchers = new Map<string, Fetcher>();
+  const intervals: number[] = [];
+  let scanner: Scanner | undefined;
+  let listening: Promise<{ close(): Promise<void> } | undefined> | undefined;
 
   // What pg-boss's own restore() does (not public in 12.35): the job waits again as before this attempt, and,
   // started_on being cleared, its next claim does not count an attempt. Only jobs still active, so a job
@@ -280,33 +291,18 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
     }
   };
 
-  // This process's worker slots per queue: the pg-boss worker id of each, and whether it is running a job.
-  // pg-boss wakes workers on its own only through LISTEN/NOTIFY, which needs a listening connection and, on
-  // Postgres, a round trip through the server after the commit. A job sent from this process can wake a
-  // local worker directly: `boss.notifyWorker(id)` (pg-boss 12.35, manager.notifyWorker) aborts the worker's
-  // polling sleep, or, if it is busy fetching, makes it fetch again right after instead of sleeping.
-  interface Slot {
-    id: string;
-    busy: boolean;
-  }
-  const slots = new Map<string, Slot[]>();
-  let nextSlot = 0;
-  // One idle slot per job sent rather than every slot (NOTIFY's way): on PGlite every fetch takes the one
-  // connection, and a fetch that finds nothing only delays everybody else. Busy slots need no wake: each
-  // wakes itself when its job ends (see work()), and a backlog keeps them fetching. `busy` turns on only
-  // when the handler runs, so a wake can land on a slot whose fetch is just bringing another job; the job
-  // sent then waits at worst for an idle slot's next poll (or NOTIFY wakes them), not for that job's end.
-  const wakeIdle = (name: string, jobs = 1) => {
-    const all = slots.get(name);
-    if (!all) return;
-    const start = nextSlot++;
-    let left = jobs;
-    for (let i = 0; i < all.length && left > 0; i++) {
-      const slot = all[(start + i) % all.length]!;
-      if (slot.busy) continue;
-      boss.notifyWorker(slot.id);
-      left--;
-    }
+  // pg-boss's channel (its plans.notifyChannelSql); the payload of a NOTIFY is the queue's name.
+  const listen = async () => {
+    const db = boss.getDb();
+    if (!db.listen) return undefined;
+    const literal = schema.replace(/^"(.*)"$/, "$1").replace(/'/g, "''");
+    const { rows } = await db.executeSql(`SELECT ('pgboss_' || left(encode(sha224('${literal}'::bytea), 'hex'), 24)) AS channel`);
+    return db.listen(
+      rows[0].channel,
+      (name) => fetchers.get(name)?.pump(),
+      // (Re)connected: NOTIFYs sent meanwhile were missed.
+      () => scanner?.soon(0),
+    );
   };
 
   // Any call starts pg-boss, except after stop(): a late send during shutdown must not quietly restart
@@ -327,27 +323,30 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
       if (!started) return;
       const starting = started;
       await starting.catch(() => {});
-      // No worker fetches again; the handlers running go on, and may finish within the time given.
-      await Promise.all([...slots.keys()].map((name) => boss.offWork(name, { wait: false }).catch(onError)));
-      if (running.size > 0) {
+      // Nothing is fetched again; the handlers running go on, and may finish within the time given.
+      scanner?.stop();
+      scanner = undefined;
+      const listener = listening;
+      listening = undefined;
+      await Promise.all([...fetchers.values()].map((f) => f.close()));
+      await listener?.then((l) => l?.close()).catch(onError);
+      if (held.size > 0) {
         let timer: ReturnType<typeof setTimeout> | undefined;
         await Promise.race([new Promise<void>((r) => (idle = r)), new Promise<void>((r) => (timer = setTimeout(r, options.stopTimeoutMs ?? 10_000)))]);
         clearTimeout(timer);
         idle = undefined;
       }
-      // pg-boss would fail the jobs still running (failWip), spending an attempt, or the last attempt and the
-      // job with it: hand them back instead, then abort their handlers. pg-boss's failWip below is fenced to
-      // active attempts, so it leaves them waiting.
-      const left = [...running].map(([id, r]) => ({ id, ...r }));
+      // Failing the jobs still running would spend an attempt, or the last attempt and the job with it:
+      // hand them back instead, then tell their handlers to stop (they settle nothing after that).
+      const left = [...held].map(([id, h]) => ({ id, name: h.name, h }));
       if (left.length > 0) {
         await handBack(left).catch(onError);
-        for (const r of left) r.abort.abort(new Error("the queue stopped; the job was handed back"));
+        for (const { h } of left) h.release(new Error("the queue stopped; the job was handed back"));
       }
-      // Graceful, so a worker loop still inside a fetch ends before the connection closes; a loop whose
-      // handler was handed back ends only with that handler, which is not waited for beyond a second.
-      await boss.stop({ graceful: true, timeout: left.length > 0 ? 1_000 : (options.stopTimeoutMs ?? 10_000), close: true });
-      // Those workers are gone; a restart's work() registers new ones.
-      slots.clear();
+      await boss.stop({ graceful: true, timeout: options.stopTimeoutMs ?? 10_000, close: true });
+      // A restart's work() registers new fetchers.
+      fetchers.clear();
+      intervals.length = 0;
       // Only now, so a second stop() waits for the first instead of returning early.
       if (started === starting) started = undefined;
     },
@@ -397,8 +396,11 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
     async send(name, data, o = {}) {
       await ensureStarted();
       const id = await boss.send(name, data, bossSendOptions(o));
-      // Committed (send runs in its own statement), so a fetch will see it. A delayed job is left to polling.
-      if (id !== null && !o.startAfterSeconds) wakeIdle(name);
+      // Committed (send runs in its own statement), so a fetch will see it; a delayed one, when it is due.
+      if (id !== null) {
+        if (o.startAfterSeconds) scanner?.soon(o.startAfterSeconds);
+        else fetchers.get(name)?.pump();
+      }
       return id;
     },
 
@@ -408,8 +410,8 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
       return queues.map((q) => ({ name: q.name, ready: q.readyCount ?? Math.max(0, q.queuedCount - q.deferredCount), deferred: q.deferredCount, active: q.activeCount }));
     },
 
-    wake(name, jobs = 1) {
-      if (!stopped) wakeIdle(name, jobs);
+    wake(name) {
+      if (!stopped) fetchers.get(name)?.pump();
     },
 
     async check() {
@@ -421,50 +423,33 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
     async work<T>(name: string, handler: (job: QueueJob<T>) => Promise<void>, o: WorkOptions = {}) {
       assertName(name);
       await ensureStarted();
-      const polling = o.pollingIntervalSeconds ?? 2;
-      // One pg-boss worker per slot rather than one work() with localConcurrency: each slot then has an id
-      // we can wake. After a job, a pg-boss worker sleeps out its polling interval before fetching again
-      // (NOTIFY wakes it only for new inserts), so a backlog would drain at one job per slot per interval;
-      // waking the slot that just finished makes it fetch at once, and polling resumes only when the queue
-      // is empty.
-      const mine = slots.get(name) ?? [];
-      slots.set(name, mine);
-      for (let i = 0; i < (o.concurrency ?? 1); i++) {
-        // The handler closes over its slot, so it works even when the first fetch (which pg-boss starts
-        // inside work()) brings a job before the id is known; wakes reach the slot once it is listed.
-        const slot: Slot = { id: "", busy: false };
-        slot.id = await boss.work<T>(
-          name,
-          {
-            // One job per handler call, so a throw fails only that job.
-            batchSize: 1,
-            pollingIntervalSeconds: polling,
-            // NOTIFY only announces jobs runnable at insert time; delayed jobs and retries coming due are
-            // found by polling, so polling keeps its pace instead of relaxing to pg-boss's 30 s backstop.
-            notifyPollingIntervalSeconds: polling,
-          },
-          async (jobs: Job<T>[]) => {
-            slot.busy = true;
-            try {
-              for (const job of jobs) {
-                const abort = new AbortController();
-                running.set(job.id, { name, abort });
-                try {
-                  const signal = job.signal ? AbortSignal.any([job.signal, abort.signal]) : abort.signal;
-                  await handler({ id: job.id, name: job.name, data: job.data, retryCount: job.retryCount ?? 0, signal });
-                } finally {
-                  running.delete(job.id);
-                  if (running.size === 0) idle?.();
-                }
-              }
-            } finally {
-              slot.busy = false;
-              if (slot.id) boss.notifyWorker(slot.id);
-            }
-          },
-        );
-        mine.push(slot);
-      }
+      if (fetchers.has(name)) throw new Error(`queue "${name}" is already worked by this process`);
+      const polling = o.pollingIntervalSeconds ?? 10;
+      if (!(polling >= 0.5)) throw new Error(`pollingIntervalSeconds must be >= 0.5, got ${polling}`);
+      intervals.push(polling);
+      scanner ??= createScanner({
+        query: (text, values) => boss.getDb().executeSql(text, values),
+        schema,
+        fetchers,
+        idleSeconds: () => Math.min(...intervals),
+        onError,
+      });
+      if (options.listenNotify !== false) listening ??= listen().catch((err) => void onError(err));
+      const fetcher = createFetcher<T>({
+        name,
+        concurrency: o.concurrency ?? 1,
+        handler,
+        boss: boss as unknown as BossCalls,
+        held,
+        onEmpty: () => idle?.(),
+        onFailed: () => scanner?.soon(1),
+        handBack,
+        onError,
+      });
+      fetchers.set(name, fetcher);
+      // Whatever is already waiting.
+      fetcher.pump();
+      scanner.soon(polling);
     },
   };
 }

@@ -1,7 +1,9 @@
-// The queue interface on pg-boss, once per database backend: delivery, waking an idle worker when a job is
-// sent (in process, and through NOTIFY from another process), delay, retry, dead letter, expiry of a hung
-// handler and of a dead worker, re-declaration, singleton keys, graceful stop (finishing or handing back running jobs), and durability across a
-// restart. On PGlite also that pg-boss never runs inside, or poisons, an application transaction.
+// The queue interface on pg-boss, once per database backend: delivery, waking an idle fetcher when a job is
+// sent (in process, and through NOTIFY from another process), bursts taken in batches, a process at rest
+// making next to no statements, delay, retry, dead letter, expiry of a hung handler and of a dead worker, a
+// claim lost to another process, re-declaration, singleton keys, graceful stop (finishing or handing back
+// running jobs), and durability across a restart. On PGlite also that pg-boss never runs inside, or
+// poisons, an application transaction.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -21,8 +23,40 @@ const waitFor = async (check: () => boolean, what: string, ms = 20_000) => {
     await sleep(20);
   }
 };
-// Small, so retries and delayed jobs (found by polling, not NOTIFY) come round quickly.
+// Small, so retries and delayed jobs whose time this process was not told (found by the scan) come quickly.
 const fast = { pollingIntervalSeconds: 0.5 };
+
+// Statements the database ran: on PGlite every call reaching the instance (one statement or one block), on
+// Postgres the transactions committed in the test's own database.
+function countingPglite(pglite: PGlite): { pglite: PGlite; count(only?: RegExp): number } {
+  const statements: string[] = [];
+  const counted = new Set(["query", "exec", "transaction"]);
+  const proxy = new Proxy(pglite, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        if (counted.has(key as string)) statements.push(String(args[0]));
+        return value.apply(target, args);
+      };
+    },
+  });
+  return { pglite: proxy, count: (only) => (only ? statements.filter((s) => only.test(s)).length : statements.length) };
+}
+// pg-boss's fetch statement (plans.fetchNextJob) locks the rows it takes.
+const FETCH = /FOR UPDATE OF j SKIP LOCKED/;
+async function committedTransactions(connectionString: string): Promise<number> {
+  const client = new pg.Client({ connectionString });
+  await client.connect();
+  try {
+    // The statistics are sent at the end of each transaction, and read from a snapshot: clear it first.
+    await client.query("SELECT pg_stat_clear_snapshot()");
+    const { rows } = await client.query("SELECT xact_commit::int AS n FROM pg_stat_database WHERE datname = current_database()");
+    return rows[0].n;
+  } finally {
+    await client.end();
+  }
+}
 
 for (const backend of await databaseBackends()) {
   const t = suite(`queue on ${backend.name}`);
@@ -78,8 +112,8 @@ for (const backend of await databaseBackends()) {
     const queue = open();
     await queue.createQueue("test.backlog");
     const done: number[] = [];
-    // Polling every 30 s; without the finished slot waking itself the second job would wait 30 s.
-    // Sent before the worker starts, so no NOTIFY arrives while it works: only the self-wake moves it on.
+    // Scanning every 30 s; without a freed slot fetching again the second job would wait 30 s.
+    // Sent before the worker starts, so no NOTIFY arrives while it works: only the backlog moves it on.
     for (let n = 0; n < 6; n++) await queue.send("test.backlog", { n });
     await queue.work<{ n: number }>("test.backlog", async (job) => void done.push(job.data.n), { concurrency: 1, pollingIntervalSeconds: 30 });
     await waitFor(() => done.length === 6, "backlog drained", 10_000);
@@ -239,6 +273,100 @@ for (const backend of await databaseBackends()) {
     await waitFor(() => got.length === 1, "the expired job");
     assert.is(got[0]!.id, id);
     assert.is(got[0]!.retryCount, 1);
+  });
+
+  t("a burst is taken in batches: one fetch fills every free slot", async () => {
+    if (target.kind !== "pglite") return; // counted where every statement can be seen (see countingPglite)
+    const counting = countingPglite(target.pglite);
+    const queue = open({}, { kind: "pglite", pglite: counting.pglite });
+    await queue.createQueue("test.batch");
+    for (let n = 0; n < 40; n++) await queue.send("test.batch", { n });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let started = 0;
+    let most = 0;
+    let running = 0;
+    const before = counting.count(FETCH);
+    await queue.work("test.batch", async () => {
+      started++;
+      most = Math.max(most, ++running);
+      await gate;
+      running--;
+    }, { concurrency: 8, pollingIntervalSeconds: 30 });
+    await waitFor(() => started === 8, "the first batch");
+    await sleep(300);
+    assert.is(started, 8, "no more than the slots");
+    // One fetch (two if the scan's wake came in between), where a poller per slot makes 8.
+    const fetches = counting.count(FETCH) - before;
+    assert.ok(fetches <= 2, `${fetches} fetches to start 8 jobs`);
+    release();
+    await waitFor(() => started === 40, "the rest of the burst");
+    assert.is(most, 8);
+  });
+
+  t("a process at rest makes next to no statements", async () => {
+    const counting = target.kind === "pglite" ? countingPglite(target.pglite) : undefined;
+    const queue = open({}, counting ? { kind: "pglite", pglite: counting.pglite } : target);
+    // As many queues as the kernel works (every job kind and its dead letter), each with its slots.
+    for (let i = 0; i < 30; i++) {
+      await queue.createQueue(`test.rest.${i}`);
+      await queue.work(`test.rest.${i}`, async () => {}, { concurrency: 4 });
+    }
+    await sleep(1000); // the first fetches and the first scan
+    const count = () => (counting ? Promise.resolve(counting.count()) : committedTransactions((target as { connectionString: string }).connectionString));
+    const before = await count();
+    await sleep(5000);
+    // The scan runs at most every 10 s (the default); pg-boss's own maintenance now and then. Polling per
+    // slot every 2 s, as before, made 30 x 4 / 2 x 5 = 300.
+    const made = (await count()) - before - (counting ? 0 : 1); // less our own reading
+    assert.ok(made <= 5, `${made} statements in 5 s at rest`);
+  });
+
+  t("a job whose claim is lost (its attempt expired elsewhere) is told to stop", async () => {
+    // The heartbeat finds the attempt no longer ours: another process's supervisor failed it, say, after
+    // this one looked dead. Simulated by failing it from a second queue handle with pg-boss's own call.
+    const queue = open();
+    await queue.createQueue("test.lost", { retryLimit: 1, retryDelaySeconds: 60, heartbeatSeconds: 10 });
+    let aborted: unknown;
+    let started = false;
+    await queue.work("test.lost", async (job) => {
+      started = true;
+      await new Promise<void>((resolve) => job.signal?.addEventListener("abort", () => resolve(), { once: true }));
+      aborted = job.signal?.reason;
+    }, fast);
+    const id = await queue.send("test.lost", {});
+    await waitFor(() => started, "the handler to start");
+    const other = new PgBoss(
+      target.kind === "pglite"
+        ? { db: pgliteDatabase(target.pglite), backend: "pglite", supervise: false, schedule: false }
+        : { connectionString: target.connectionString, supervise: false, schedule: false, max: 2 },
+    );
+    other.on("error", (err) => errors.push(err));
+    await other.start();
+    cleanups.push(() => other.stop({ graceful: false }));
+    await other.fail("test.lost", id!, { message: "expired elsewhere" });
+    // The heartbeat runs every 5 s (half of heartbeatSeconds).
+    await waitFor(() => aborted !== undefined, "the abort", 15_000);
+    assert.match(String((aborted as Error).message), /no longer active/);
+  });
+
+  t("two processes never run the same job at once", async () => {
+    const a = open();
+    const b = open();
+    await a.createQueue("test.shared");
+    const seen = new Map<string, number>();
+    let overlap = false;
+    const handler = async (job: QueueJob) => {
+      const n = (seen.get(job.id) ?? 0) + 1;
+      seen.set(job.id, n);
+      if (n > 1) overlap = true;
+      await sleep(5);
+    };
+    await a.work("test.shared", handler, { concurrency: 4 });
+    await b.work("test.shared", handler, { concurrency: 4 });
+    for (let n = 0; n < 60; n++) await (n % 2 ? a : b).send("test.shared", { n });
+    await waitFor(() => seen.size === 60, "every job");
+    assert.not.ok(overlap, "a job ran twice");
   });
 
   t("re-declaring a queue applies its new options", async () => {
