@@ -11,7 +11,10 @@
 //   nothing and at most one attempt marks a delivery delivered;
 // - a failed attempt with attempts left sets `next_attempt_at` by WEBHOOK_RETRY_DELAYS and drops the lease.
 // It ticks when woken (a job that ended with an event, a resend: `wake()`, over the kernel's pub/sub so
-// every instance hears it), when a send ends, and once a second for retries coming due.
+// every instance hears it), when a send ends while more may be due, when a retry it scheduled comes due, and
+// otherwise every `idleMs` for rows nobody announced to it (a lease run out after a crash, a retry another
+// process scheduled and then died, a wake-up that could not reach it: without Redis the pub/sub is per
+// process). So a process at rest makes one small query every few seconds.
 import { sql, type Kysely } from "kysely";
 import type { Logger } from "./log.ts";
 import type { PubSub } from "../storage/pubsub.ts";
@@ -23,8 +26,8 @@ export const DELIVERY_LIMITS = {
   total: 128,
   /** Sends in flight at once to one destination (host and port) from this process. */
   perHost: 16,
-  /** How often due retries are looked for without a wake-up. */
-  pollMs: 1_000,
+  /** How often due rows are looked for when nothing said any would be due. */
+  idleMs: 10_000,
   /** A claim's lease: longer than an attempt may take (10 s) plus the time to record it. */
   leaseSeconds: 30,
   /** Outcomes written per statement. */
@@ -92,7 +95,8 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
   // claim that found nothing with no bound reached, only a wake-up or the poll can change that.
   let mayHaveMore = false;
   let flushing: Promise<void> | null = null;
-  let poll: ReturnType<typeof setInterval> | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timerAt = Infinity;
   let unsubscribe: (() => Promise<void>) | undefined;
   let drained: (() => void) | undefined;
 
@@ -152,6 +156,9 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
       await new Promise((r) => setImmediate(r));
       while (outcomes.length > 0) {
         const batch = outcomes.splice(0, limits.flushBatch);
+        // The retries this batch schedules: look again when the first comes due (a little after, so the
+        // database's now() has passed it too).
+        const retry = Math.min(...batch.filter((o) => o.status === "pending").map((o) => o.delay));
         const values = sql.join(batch.map((o) => sql`(${o.id}::bigint, ${o.status}::text, ${o.attempt}::int, ${o.code}::int, ${o.error}::text, ${o.delay}::int)`));
         try {
           await sql`
@@ -170,6 +177,7 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
           // Not recorded: each lease runs out and its attempt is made again (at least once).
           log.error(`webhooks: ${batch.length} attempt outcomes could not be recorded`, err);
         }
+        if (Number.isFinite(retry)) tickIn(retry * 1000 + 50);
       }
     })().finally(() => (flushing = null));
     return flushing;
@@ -203,8 +211,26 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
           break;
         }
       } while (tickAgain && running);
-    })().finally(() => (ticking = null));
+    })().finally(() => {
+      ticking = null;
+      tickIn(limits.idleMs);
+    });
     return ticking;
+  }
+
+  /** A tick within `ms`, unless one is already set sooner. */
+  function tickIn(ms: number): void {
+    if (!running) return;
+    const at = Date.now() + ms;
+    if (timer && at >= timerAt) return;
+    clearTimeout(timer);
+    timerAt = at;
+    timer = setTimeout(() => {
+      timer = undefined;
+      timerAt = Infinity;
+      void tick();
+    }, ms);
+    timer.unref?.();
   }
 
   /** Drops the leases of rows this process will not send after all, so another process sends them now. */
@@ -218,8 +244,6 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
       if (running) return;
       running = true;
       unsubscribe = await deps.pubsub.subscribe(WEBHOOK_WAKE_CHANNEL, () => void tick());
-      poll = setInterval(() => void tick(), limits.pollMs);
-      poll.unref?.();
       void tick();
     },
 
@@ -235,7 +259,8 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
     async stop(): Promise<void> {
       if (!running) return;
       running = false;
-      clearInterval(poll);
+      clearTimeout(timer);
+      timer = undefined;
       await unsubscribe?.().catch(() => {});
       await ticking;
       if (sending.size > 0) {
