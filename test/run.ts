@@ -8,7 +8,10 @@
 //                       (default 600); a new worker takes the remaining files
 //
 // Files are handed out one at a time to whichever worker is free, longest first: .test-data/timings.json
-// keeps each file's time from earlier runs (files not in it are estimated from their size). Each worker
+// keeps each file's time from earlier runs on this machine, test/timings.json (committed) those of a full
+// CI run for a fresh clone, and files in neither are estimated from their size. Started last, a long file
+// would run alone at the end: refresh test/timings.json from .test-data/timings.json after adding long
+// tests. Each worker
 // runs its files with uvu's deferred queue exactly as the serial runner does (test/helpers/run-file.ts),
 // and runs its own lifecycle cleanups (test/helpers/lifecycle.ts) before it exits. A file's result is
 // printed as one block when the file ends.
@@ -24,6 +27,7 @@ const ROOT = resolve(import.meta.dirname ?? "test", "..");
 // Our tests, and the examples' own tests (a third-party plugin's test lives beside the plugin).
 const TEST_DIRS = [join(ROOT, "test"), join(ROOT, "examples")];
 const TIMINGS = join(ROOT, ".test-data", "timings.json");
+const COMMITTED_TIMINGS = join(ROOT, "test", "timings.json");
 // Measured on the 2-CPU machine (most test time is waiting: Postgres, timers, child processes, job polls):
 // the whole suite took 1349 s with 4 workers and 1793 s with 3, the per-file times adding up to about the
 // same (5211 s and 5330 s), so a fourth worker is nearly free. Both runs shared the machine with other
@@ -114,14 +118,16 @@ function finish(interrupted = false): never {
 // ---------------------------------------------------------------------------------------------------------
 // Timings: longest first, from earlier runs; unknown files estimated from their size
 
-function loadTimings(): Record<string, number> {
+function readTimings(path: string): Record<string, number> {
   try {
-    const parsed = JSON.parse(readFileSync(TIMINGS, "utf8"));
+    const parsed = JSON.parse(readFileSync(path, "utf8"));
     return parsed && typeof parsed.files === "object" ? parsed.files : {};
   } catch {
     return {};
   }
 }
+
+const loadTimings = () => readTimings(TIMINGS);
 
 function saveTimings(): void {
   if (!Object.keys(timings).length) return;
@@ -137,7 +143,7 @@ function saveTimings(): void {
 }
 
 function longestFirst(paths: string[]): string[] {
-  const known = loadTimings();
+  const known = { ...readTimings(COMMITTED_TIMINGS), ...loadTimings() };
   const size = (f: string) => statSync(f).size;
   const ratios = paths
     .filter((f) => known[relative(ROOT, f)] !== undefined)
