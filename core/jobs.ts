@@ -22,6 +22,7 @@ import type { CapabilityMap, CapabilityName } from "../contracts/index.ts";
 import { formatTimestamp } from "./time.ts";
 import type { BlobStore } from "../storage/blobs.ts";
 import type { PubSub } from "../storage/pubsub.ts";
+import { inBackground } from "../storage/lanes.ts";
 import type { Queue, QueueJob } from "../storage/queue.ts";
 import type { KernelTables } from "../storage/tables.ts";
 import type { Webhooks } from "./webhooks.ts";
@@ -393,12 +394,13 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     async startWorkers() {
       for (const k of kinds.values()) {
         await ensureQueue(k);
-        await queue.work<QueuedJob>(k.queue, (qjob) => runAttempt(k, qjob), { concurrency: k.decl.concurrency ?? 4 });
+        // In the background lane (storage/lanes.ts): a job's statements take turns with a burst of requests'.
+        await queue.work<QueuedJob>(k.queue, (qjob) => inBackground(() => runAttempt(k, qjob)), { concurrency: k.decl.concurrency ?? 4 });
         // Every attempt failed or its processes died: end the job as failed, refunded.
-        await queue.work<QueuedJob>(k.deadLetter, async (qjob) => {
+        await queue.work<QueuedJob>(k.deadLetter, async (qjob) => inBackground(async () => {
           log.warn(`${k.plugin}/${k.kind} job ${qjob.data.jobId}: out of attempts, failing and refunding`);
           await end(k, qjob.data.jobId, { state: k.decl.failState, refund: true, error: k.decl.failError });
-        });
+        }));
       }
     },
   };

@@ -17,6 +17,7 @@
 // process). So a process at rest makes one small query every few seconds.
 import { sql, type Kysely } from "kysely";
 import type { Logger } from "./log.ts";
+import { inBackground } from "../storage/lanes.ts";
 import type { PubSub } from "../storage/pubsub.ts";
 import type { KernelTables } from "../storage/tables.ts";
 
@@ -151,7 +152,7 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
   /** Writes the buffered outcomes, a batch per statement, fenced on the attempt each one answers. */
   function flush(): Promise<void> {
     if (flushing) return flushing;
-    flushing = (async () => {
+    flushing = inBackground(async () => {
       // Let the sends that end in the same turn join this batch.
       await new Promise((r) => setImmediate(r));
       while (outcomes.length > 0) {
@@ -179,7 +180,7 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
         }
         if (Number.isFinite(retry)) tickIn(retry * 1000 + 50);
       }
-    })().finally(() => (flushing = null));
+    }).finally(() => (flushing = null));
     return flushing;
   }
 
@@ -190,7 +191,7 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
       tickAgain = true;
       return ticking;
     }
-    ticking = (async () => {
+    ticking = inBackground(async () => {
       do {
         tickAgain = false;
         const free = limits.total - sending.size;
@@ -211,7 +212,7 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
           break;
         }
       } while (tickAgain && running);
-    })().finally(() => {
+    }).finally(() => {
       ticking = null;
       tickIn(limits.idleMs);
     });

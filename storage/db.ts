@@ -7,6 +7,7 @@ import process from "node:process";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
+import { LanePlaces } from "./lanes.ts";
 import { PGliteDialect } from "./pglite-dialect.ts";
 import type { KernelTables } from "./tables.ts";
 import { PRIVATE_FILE_MODE, privateDirSync, tightenTreeSync } from "./private-fs.ts";
@@ -58,6 +59,33 @@ export function describePostgresUrl(url: string): string {
   }
 }
 
+// The pool as kysely sees it: a connection is taken through LanePlaces (storage/lanes.ts), so a job's
+// statements take turns with a burst of requests' instead of queueing behind all of them. As many places as
+// the pool has connections, so pg's own queue stays empty.
+function byLane(pool: pg.Pool, size: number) {
+  const places = new LanePlaces(size);
+  return {
+    async connect() {
+      const giveBack = await places.acquire();
+      let client: pg.PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (err) {
+        giveBack();
+        throw err;
+      }
+      // pg sets `release` on each checkout, so wrapping this one leaves the next checkout's alone.
+      const release = client.release.bind(client);
+      client.release = (err?: Error | boolean) => {
+        release(err);
+        giveBack();
+      };
+      return client;
+    },
+    end: () => pool.end(),
+  };
+}
+
 // One connection, made and dropped before the pool exists: the pool connects lazily and without a time limit,
 // so an unreachable server would otherwise surface as a stack from the first query (or, for a host that
 // drops packets, never). Its own client, so the pool keeps pg's defaults for the life of the process.
@@ -92,7 +120,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     // 'error' event on the pool, which with no listener ends the process. pg has already dropped that
     // connection; the next query opens a new one, or fails with an error of its own where it is handled.
     pool.on("error", () => {});
-    const kysely = new Kysely<KernelTables>({ dialect: new PostgresDialect({ pool }) });
+    const kysely = new Kysely<KernelTables>({ dialect: new PostgresDialect({ pool: byLane(pool, options.poolSize ?? 10) }) });
     return {
       kind: "postgres",
       kysely,

@@ -5,7 +5,16 @@
 // We keep that property by running every kysely transaction inside `pglite.transaction()` and holding the
 // callback open until kysely commits or rolls back. The price: a transaction blocks the whole database, so
 // callers must never await network, blob, queue or media work inside one (DESIGN: "PGlite has one connection").
+//
+// PGlite's mutex is first come, first served. Under a burst, hundreds of requests' statements wait in it, and
+// a statement of the job queue (pg-boss's fetch, complete or heartbeat, which reach PGlite directly through
+// storage/queue.ts) or of a job would wait behind all of them: no job would start before the last request of
+// the burst was answered. So the application's statements and transactions first take the one place of a
+// LanePlaces (storage/lanes.ts): at most one of them waits in PGlite's mutex, so a queue statement waits
+// behind that one only, and a job's statements take turns with the requests'. It costs nothing in
+// throughput, since PGlite runs one statement at a time anyway.
 import type { PGlite, Transaction } from "@electric-sql/pglite";
+import { LanePlaces } from "./lanes.ts";
 import {
   type CompiledQuery,
   type DatabaseConnection,
@@ -22,10 +31,30 @@ class PGliteConnection implements DatabaseConnection {
   #tx: Transaction | undefined;
   #finish: ((commit: boolean) => void) | undefined;
   #settled: Promise<void> | undefined;
+  #release: (() => void) | undefined;
 
-  constructor(private readonly pglite: PGlite) {}
+  constructor(
+    private readonly pglite: PGlite,
+    private readonly gate: LanePlaces,
+  ) {}
 
   async begin(): Promise<void> {
+    this.#release = await this.gate.acquire();
+    try {
+      await this.open();
+    } catch (err) {
+      this.leave();
+      throw err;
+    }
+  }
+
+  private leave(): void {
+    const release = this.#release;
+    this.#release = undefined;
+    release?.();
+  }
+
+  private async open(): Promise<void> {
     let opened!: () => void;
     const ready = new Promise<void>((resolve) => (opened = resolve));
     const decision = new Promise<boolean>((resolve) => (this.#finish = resolve));
@@ -46,12 +75,22 @@ class PGliteConnection implements DatabaseConnection {
       this.#tx = undefined;
       this.#finish = undefined;
       this.#settled = undefined;
+      this.leave();
     }
   }
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
-    const target = this.#tx ?? this.pglite;
-    const result = await target.query<R>(compiled.sql, compiled.parameters as unknown[]);
+    let result;
+    if (this.#tx) {
+      result = await this.#tx.query<R>(compiled.sql, compiled.parameters as unknown[]);
+    } else {
+      const release = await this.gate.acquire();
+      try {
+        result = await this.pglite.query<R>(compiled.sql, compiled.parameters as unknown[]);
+      } finally {
+        release();
+      }
+    }
     return {
       rows: result.rows,
       numAffectedRows: result.affectedRows === undefined ? undefined : BigInt(result.affectedRows),
@@ -65,12 +104,13 @@ class PGliteConnection implements DatabaseConnection {
 }
 
 class PGliteDriver implements Driver {
+  readonly #gate = new LanePlaces(1);
   constructor(private readonly pglite: PGlite) {}
   async init(): Promise<void> {
     await this.pglite.waitReady;
   }
   async acquireConnection(): Promise<DatabaseConnection> {
-    return new PGliteConnection(this.pglite);
+    return new PGliteConnection(this.pglite, this.#gate);
   }
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await (connection as PGliteConnection).begin();
