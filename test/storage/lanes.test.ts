@@ -1,0 +1,58 @@
+// The two lanes to the database (storage/lanes.ts): a freed place goes to background work first, a waiting
+// request gets at least one place in four, requests keep every place when nothing else waits, and a place
+// given back twice counts once.
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { LanePlaces, inBackground } from "../../storage/lanes.ts";
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+test("background work waiting gets a freed place before requests, a request at least one in four", async () => {
+  const places = new LanePlaces(1);
+  const first = await places.acquire();
+  const order: string[] = [];
+  const wait = (name: string, background: boolean) => {
+    const take = () => places.acquire().then((release) => {
+      order.push(name);
+      release();
+    });
+    return background ? inBackground(take) : take();
+  };
+  const all = [wait("r1", false), wait("r2", false), wait("b1", true), wait("b2", true), wait("b3", true), wait("b4", true), wait("b5", true), wait("r3", false)];
+  first();
+  await Promise.all(all);
+  assert.equal(order, ["b1", "b2", "b3", "r1", "b4", "b5", "r2", "r3"]);
+});
+
+test("requests alone are served first come, first served; a place given back twice counts once", async () => {
+  const places = new LanePlaces(2);
+  const a = await places.acquire();
+  const b = await places.acquire();
+  const order: string[] = [];
+  const waiting = ["r1", "r2", "r3"].map((name) => places.acquire().then((release) => (order.push(name), release)));
+  a();
+  a(); // again: must not free a second place
+  await tick();
+  assert.equal(order, ["r1"]);
+  b();
+  const [r1, r2] = await Promise.all(waiting.slice(0, 2));
+  assert.equal(order, ["r1", "r2"]);
+  r1!();
+  const r3 = await waiting[2]!;
+  assert.equal(order, ["r1", "r2", "r3"]);
+  r2!();
+  r3!();
+  // Both places are free again: two acquire at once, a third waits.
+  const x = await places.acquire();
+  const y = await places.acquire();
+  let third = false;
+  void places.acquire().then(() => (third = true));
+  await tick();
+  assert.not.ok(third);
+  x();
+  await tick();
+  assert.ok(third);
+  y();
+});
+
+test.run();
