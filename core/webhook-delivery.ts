@@ -91,6 +91,7 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
   const outcomes: Outcome[] = [];
   let running = false;
   let ticking: Promise<void> | null = null;
+  let looping = false;
   let tickAgain = false;
   // Whether more may be due after the last claim: a send that ends then ticks, since its slot is free. After a
   // claim that found nothing with no bound reached, only a wake-up or the poll can change that.
@@ -187,36 +188,47 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
   /** Claims and starts what is due while there are free slots; one tick at a time, a wake during it runs another. */
   function tick(): Promise<void> {
     if (!running) return Promise.resolve();
-    if (ticking) {
+    // `looping` ends in the turn the loop decides to end (`ticking` is cleared a few turns later), so a wake
+    // is either seen by the loop's last check or starts a new loop, never lost.
+    if (looping) {
       tickAgain = true;
-      return ticking;
+      return ticking ?? Promise.resolve();
     }
+    looping = true;
     ticking = inBackground(async () => {
-      do {
-        tickAgain = false;
-        const free = limits.total - sending.size;
-        if (free <= 0) break;
-        try {
-          const claimed = await claim(free);
-          if (!running) {
-            await handBack(claimed.map((d) => d.id));
-            break;
-          }
-          // An empty claim with a destination at its bound does not mean nothing is due: its rows wait for these sends.
-          mayHaveMore = claimed.length > 0 || [...perHost.values()].some((n) => n >= limits.perHost);
-          for (const d of claimed) start(d);
-          // A full claim may have left more due rows behind.
-          if (claimed.length === free) tickAgain = true;
-        } catch (err) {
-          log.warn("webhooks: could not claim due deliveries", err);
-          break;
-        }
-      } while (tickAgain && running);
+      try {
+        await tickLoop();
+      } finally {
+        looping = false;
+      }
     }).finally(() => {
       ticking = null;
       tickIn(limits.idleMs);
     });
     return ticking;
+  }
+
+  async function tickLoop(): Promise<void> {
+    do {
+      tickAgain = false;
+      const free = limits.total - sending.size;
+      if (free <= 0) break;
+      try {
+        const claimed = await claim(free);
+        if (!running) {
+          await handBack(claimed.map((d) => d.id));
+          break;
+        }
+        // An empty claim with a destination at its bound does not mean nothing is due: its rows wait for these sends.
+        mayHaveMore = claimed.length > 0 || [...perHost.values()].some((n) => n >= limits.perHost);
+        for (const d of claimed) start(d);
+        // A full claim may have left more due rows behind.
+        if (claimed.length === free) tickAgain = true;
+      } catch (err) {
+        log.warn("webhooks: could not claim due deliveries", err);
+        break;
+      }
+    } while (tickAgain && running);
   }
 
   /** A tick within `ms`, unless one is already set sooner. */

@@ -75,6 +75,9 @@ export function createFetcher<T>(o: FetcherOptions<T>): Fetcher {
   let active = 0;
   let closed = false;
   let fetching: Promise<void> | undefined;
+  // True from a pump until its loop has decided to end, in the same turn: a wake after that starts a new
+  // loop, a wake before it is seen by the loop's last check (`fetching` is cleared a few turns later).
+  let looping = false;
   // A wake that arrived while a fetch was in flight: that fetch may not have seen the new job.
   let again = false;
   // The last fetch filled every free slot (or found none free): more jobs are probably waiting.
@@ -172,6 +175,14 @@ export function createFetcher<T>(o: FetcherOptions<T>): Fetcher {
   }
 
   async function fetchWhileFree() {
+    try {
+      await fetchLoop();
+    } finally {
+      looping = false;
+    }
+  }
+
+  async function fetchLoop() {
     do {
       again = false;
       const free = o.concurrency - active;
@@ -191,10 +202,11 @@ export function createFetcher<T>(o: FetcherOptions<T>): Fetcher {
 
   function pump() {
     if (closed) return;
-    if (fetching) {
+    if (looping) {
       again = true;
       return;
     }
+    looping = true;
     fetching = fetchWhileFree()
       .catch((err) => o.onError(err))
       .finally(() => (fetching = undefined));
