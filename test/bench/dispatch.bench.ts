@@ -158,6 +158,16 @@ async function throughKernel(databaseUrl: string | undefined): Promise<[Pattern,
   }
 }
 
+/** A send as a Sample: when it returned, and how long it took. */
+function timedSend(send: () => Promise<string | null>): () => Promise<Sample> {
+  return async () => {
+    const t0 = performance.now();
+    const id = await send();
+    const accepted = performance.now();
+    return { id: id!, accepted, roundTrip: accepted - t0 };
+  };
+}
+
 async function throughBareQueue(target: QueueTarget, listenNotify: boolean): Promise<[Pattern, Pattern]> {
   let stopping = false;
   // pg-boss's stop() can return while its pool's sockets are still closing; dropping the database right
@@ -167,12 +177,7 @@ async function throughBareQueue(target: QueueTarget, listenNotify: boolean): Pro
   try {
     await queue.createQueue("bench.bare");
     await queue.work("bench.bare", async (job) => markStarted(job.id), { concurrency: CONCURRENCY });
-    const send = async (): Promise<Sample> => {
-      const t0 = performance.now();
-      const id = await queue.send("bench.bare", {});
-      const accepted = performance.now();
-      return { id: id!, accepted, roundTrip: accepted - t0 };
-    };
+    const send = timedSend(() => queue.send("bench.bare", {}));
     for (let i = 0; i < WARMUP; i++) await startOf((await send()).id);
     return [await sequential(send), await burst(send)];
   } finally {
@@ -205,12 +210,7 @@ async function throughPlainPgBoss(target: QueueTarget): Promise<[Pattern, Patter
         },
       );
     }
-    const send = async (): Promise<Sample> => {
-      const t0 = performance.now();
-      const id = await boss.send("bench.plain", {});
-      const accepted = performance.now();
-      return { id: id!, accepted, roundTrip: accepted - t0 };
-    };
+    const send = timedSend(() => boss.send("bench.plain", {}));
     for (let i = 0; i < WARMUP; i++) await startOf((await send()).id);
     return [await sequential(send), await burst(send)];
   } finally {

@@ -60,6 +60,19 @@ for (const backend of await databaseBackends()) {
     return queue;
   };
 
+  /** Plain pg-boss on the same database, standing for another process (stopped after the test). */
+  const otherProcess = async () => {
+    const other = new PgBoss(
+      target.kind === "pglite"
+        ? { db: pgliteDatabase(target.pglite), backend: "pglite", supervise: false, schedule: false }
+        : { connectionString: target.connectionString, supervise: false, schedule: false, max: 2 },
+    );
+    other.on("error", (err) => errors.push(err));
+    await other.start();
+    cleanups.push(() => other.stop({ graceful: false }));
+    return other;
+  };
+
   t.before.each(async () => {
     errors = [];
     warnings = [];
@@ -243,14 +256,7 @@ for (const backend of await databaseBackends()) {
     await queue.createQueue("test.crash", { retryLimit: 1, retryDelaySeconds: 0, expireInSeconds: 1 });
     const id = await queue.send("test.crash", { n: 1 });
     // Another process claims the job and dies: plain pg-boss, fetching without ever settling.
-    const other = new PgBoss(
-      target.kind === "pglite"
-        ? { db: pgliteDatabase(target.pglite), backend: "pglite", supervise: false, schedule: false }
-        : { connectionString: target.connectionString, supervise: false, schedule: false, max: 2 },
-    );
-    other.on("error", (err) => errors.push(err));
-    await other.start();
-    cleanups.push(() => other.stop({ graceful: false }));
+    const other = await otherProcess();
     const claimed = await other.fetch("test.crash");
     assert.is(claimed[0]?.id, id);
     await other.stop({ graceful: false });
@@ -326,14 +332,7 @@ for (const backend of await databaseBackends()) {
     }, fast);
     const id = await queue.send("test.lost", {});
     await waitFor(() => started, "the handler to start");
-    const other = new PgBoss(
-      target.kind === "pglite"
-        ? { db: pgliteDatabase(target.pglite), backend: "pglite", supervise: false, schedule: false }
-        : { connectionString: target.connectionString, supervise: false, schedule: false, max: 2 },
-    );
-    other.on("error", (err) => errors.push(err));
-    await other.start();
-    cleanups.push(() => other.stop({ graceful: false }));
+    const other = await otherProcess();
     await other.fail("test.lost", id!, { message: "expired elsewhere" });
     // The heartbeat runs every 5 s (half of heartbeatSeconds).
     await waitFor(() => aborted !== undefined, "the abort", 15_000);
