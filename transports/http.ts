@@ -147,7 +147,7 @@ export function createHttpApp(kernel: Kernel, options: HttpAppOptions): H3 {
   const graphql = options.graphql ?? createGraphql(kernel);
   app.on("GET", GRAPHQL_PATH, (event) => graphql.yoga.fetch(event.req as Request));
   app.withoutHead(GRAPHQL_PATH);
-  app.on("POST", GRAPHQL_PATH, (event) => graphql.yoga.fetch(event.req as Request));
+  app.on("POST", GRAPHQL_PATH, (event) => graphql.fetch(event.req as Request));
   app.all("/**", (event) => {
     const allow = app.allowedMethods(event.url.pathname);
     if (allow.length > 0) return json(405, { error: KERNEL_ERRORS.methodNotAllowed, request_id: requestIdOf(event) }, { allow: allow.join(", ") });

@@ -303,6 +303,11 @@ export function variablesRefusal(variables: unknown): GraphQLError | null {
   return null;
 }
 
+/** The validation rules of the limits, added to graphql-js's own (and to the direct route's, direct.ts). */
+export function documentRules(limits: GraphqlLimits, introspection: boolean): ValidationRule[] {
+  return introspection ? [operationLimitsRule(limits)] : [operationLimitsRule(limits), noIntrospectionRule];
+}
+
 /** Parsed documents by their text (yoga's `parserAndValidationCache.documentCache`). */
 export interface DocumentCache {
   get(text: string): DocumentNode | undefined;
@@ -321,7 +326,7 @@ export interface DocumentCache {
  * parse of the same text is a cache hit, and a text parsed before is not parsed again.
  */
 export function documentLimits(limits: GraphqlLimits, options: { introspection: boolean; documents: DocumentCache }): Plugin {
-  const rule = operationLimitsRule(limits);
+  const rules = documentRules(limits, options.introspection);
   const { documents } = options;
   return {
     onParams({ params, setResult }) {
@@ -340,8 +345,7 @@ export function documentLimits(limits: GraphqlLimits, options: { introspection: 
       setParseFn((source, parseOptions) => parseWithinLimits(source, limits, parseOptions));
     },
     onValidate({ addValidationRule }) {
-      addValidationRule(rule);
-      if (!options.introspection) addValidationRule(noIntrospectionRule);
+      for (const rule of rules) addValidationRule(rule);
       return ({ valid, result }) => {
         if (!valid) for (const error of result) asRefusal(error);
       };

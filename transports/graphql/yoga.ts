@@ -5,7 +5,8 @@
 // What a request may ask before anything runs (body, document, depth, aliases, cost, a budget for callers
 // without a valid key) is limits.ts; introspection and GraphiQL follow GRAPHQL_INTROSPECTION.
 import { createLRUCache, createYoga, type GraphQLParams, type YogaServerInstance } from "graphql-yoga";
-import { GraphQLError, type DocumentNode, type GraphQLSchema } from "graphql";
+import { GraphQLError, specifiedRules, type DocumentNode, type GraphQLSchema } from "graphql";
+import type { HTTPResponse } from "h3";
 import { FastResponse } from "srvx";
 import { authenticate } from "../../core/auth.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
@@ -13,12 +14,14 @@ import type { Kernel } from "../../core/kernel.ts";
 import { callerFromRequest, type Caller, type GraphqlContext } from "./context.ts";
 import { codeFor } from "./errors.ts";
 import type { RateLimitDecision } from "../../core/rate-limit.ts";
-import { addressBudget, bodyLimit, clientAddress, documentLimits, GRAPHQL_LIMITS, tooManyRequests, type GraphqlLimits } from "./limits.ts";
+import { addressBudget, bodyLimit, clientAddress, documentLimits, documentRules, GRAPHQL_LIMITS, tooManyRequests, type GraphqlLimits } from "./limits.ts";
+import { directRoute, readBody } from "./direct.ts";
 import { buildGraphqlSchema } from "./schema.ts";
 import { subscribeToJob } from "./subscriptions.ts";
 import { loadPersistedOperations, type PersistedOperations } from "./persisted.ts";
 
 export const GRAPHQL_PATH = "/graphql";
+
 
 /** What the WebSocket transport hands yoga in place of an HTTP request's headers. */
 export interface ServerContext {
@@ -28,6 +31,11 @@ export interface ServerContext {
 export type Yoga = YogaServerInstance<ServerContext, GraphqlContext>;
 
 export interface GraphqlServer {
+  /**
+   * Answers an HTTP request to /graphql: a plain JSON POST of a query or mutation through the direct route
+   * (direct.ts), anything else through yoga.
+   */
+  fetch(request: Request): Promise<Response | HTTPResponse>;
   yoga: Yoga;
   /** The persisted-operations manifest when one is configured (the WebSocket transport resolves with it too). */
   persisted: PersistedOperations | undefined;
@@ -51,6 +59,11 @@ export interface GraphqlOptions {
   graphiql?: boolean;
   /** Schema introspection (`__schema`, `__type`). Default: the kernel's `graphqlIntrospection`. */
   introspection?: boolean;
+  /**
+   * The direct route for plain JSON POSTs of queries and mutations (direct.ts). Default on; off only so tests
+   * and benchmarks can hold it against yoga answering the same requests.
+   */
+  direct?: boolean;
   /** Replaces some of GRAPHQL_LIMITS (tests). */
   limits?: Partial<GraphqlLimits>;
 }
@@ -95,10 +108,36 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
 
   // The caller of each HTTP request, so its rate-limit headers can be put on the response.
   const callers = new WeakMap<Request, Caller>();
+  const callerOf = (request: Request): Caller => {
+    let c = callers.get(request);
+    if (!c) callers.set(request, (c = callerFromRequest(request)));
+    return c;
+  };
+
+  // The budget of callers without a valid key, over the network only: a request handed to app.fetch in
+  // process has no client address. A request the direct route has counted and handed to yoga is not counted again.
+  const admitted = new WeakSet<Request>();
+  const admit = async (request: Request): Promise<Response | null> => {
+    if (admitted.has(request)) return null;
+    const address = clientAddress(request);
+    if (address === undefined || (await hasValidKey(request.headers.get("authorization")))) return null;
+    const refused = await refuseUnauthenticated(address);
+    return refused ? tooManyRequests(refused) : null;
+  };
 
   // Parsed documents by text, yoga's cache (its defaults: 1,024 for an hour), which the document limits fill
   // when they parse a request's document ahead of yoga (limits.ts).
   const documents = createLRUCache<DocumentNode>();
+
+  // Errors our resolvers raise are GraphQLErrors carrying the REST text and pass unmasked. Anything else
+  // (a bug, a declaration whose output lies about a required field) is masked with the REST sentence,
+  // and never with details, whatever NODE_ENV says (invariant 7).
+  function maskError(error: unknown, message = "Unexpected error."): GraphQLError {
+    if (isOriginalGraphqlError(error)) return error as GraphQLError;
+    kernel.log.error(`GraphQL: ${message}`, (error as { originalError?: unknown }).originalError ?? error);
+    const located = error instanceof GraphQLError ? error : undefined;
+    return new GraphQLError(KERNEL_ERRORS.internal, { nodes: located?.nodes, path: located?.path, extensions: { code: codeFor(500), status: 500 } });
+  }
 
   let graphiqlPage: Promise<string> | undefined;
   const yoga = createYoga<ServerContext, GraphqlContext>({
@@ -125,31 +164,13 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
       warn: (...args: unknown[]) => kernel.log.warn(String(args[0]), ...args.slice(1)),
       error: (...args: unknown[]) => kernel.log.error(String(args[0]), ...args.slice(1)),
     },
-    // Errors our resolvers raise are GraphQLErrors carrying the REST text and pass unmasked. Anything else
-    // (a bug, a declaration whose output lies about a required field) is masked with the REST sentence,
-    // and never with details, whatever NODE_ENV says (invariant 7).
-    maskedErrors: {
-      maskError(error, message) {
-        if (isOriginalGraphqlError(error)) return error as GraphQLError;
-        kernel.log.error(`GraphQL: ${message}`, (error as { originalError?: unknown }).originalError ?? error);
-        const located = error instanceof GraphQLError ? error : undefined;
-        return new GraphQLError(KERNEL_ERRORS.internal, { nodes: located?.nodes, path: located?.path, extensions: { code: codeFor(500), status: 500 } });
-      },
-    },
-    context: ({ request, caller }) => {
-      if (caller) return { caller };
-      let c = callers.get(request);
-      if (!c) callers.set(request, (c = callerFromRequest(request)));
-      return { caller: c };
-    },
+    maskedErrors: { maskError },
+    context: ({ request, caller }) => ({ caller: caller ?? callerOf(request) }),
     plugins: [
       {
         async onRequest({ request, endResponse }) {
-          // Over the network only: a request handed to app.fetch in process has no client address.
-          const address = clientAddress(request);
-          if (address === undefined || (await hasValidKey(request.headers.get("authorization")))) return;
-          const refused = await refuseUnauthenticated(address);
-          if (refused) endResponse(tooManyRequests(refused));
+          const refused = await admit(request);
+          if (refused) endResponse(refused);
         },
       },
       // Before the document limits: an id becomes its published document, and in allow-list mode any other
@@ -181,5 +202,38 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
       },
     ],
   });
-  return { yoga, persisted, schema, limits, hasValidKey, refuseUnauthenticated };
+
+  const useDirect = options.direct ?? true;
+  const direct = directRoute({
+    schema,
+    limits,
+    documents,
+    rules: [...specifiedRules, ...documentRules(limits, introspection)],
+    mask: (error) => maskError(error),
+    context: (request) => ({ caller: callerOf(request) }),
+    responseHeaders: (request) => callers.get(request)?.rateLimit.headers,
+  });
+
+  const answerHttp = async (request: Request): Promise<Response | HTTPResponse> => {
+    // Persisted operations change what a body means: yoga's plugin (above) resolves them.
+    // yoga is reached through `server`, so a test can watch which requests reach it (test/graphql/direct.test.ts).
+    if (!useDirect || persisted || !direct.eligible(request)) return server.yoga.fetch(request);
+    const refused = await admit(request);
+    if (refused) return refused;
+    const body = await readBody(request, limits.bodyBytes);
+    if ("text" in body) {
+      const answer = await direct.answer(request, body.text);
+      if (answer) return answer;
+    }
+    // The same body to yoga, with the client address its hooks read; already counted against the budget.
+    const init = { method: request.method, headers: request.headers, signal: request.signal, ...("text" in body ? { body: body.text } : { body: body.stream, duplex: "half" }) };
+    const again = new Request(request.url, init as RequestInit);
+    const address = clientAddress(request);
+    if (address !== undefined) Object.defineProperty(again, "ip", { value: address });
+    admitted.add(again);
+    return server.yoga.fetch(again);
+  };
+
+  const server: GraphqlServer = { fetch: answerHttp, yoga, persisted, schema, limits, hasValidKey, refuseUnauthenticated };
+  return server;
 }
