@@ -27,6 +27,37 @@ export function traceIdOf(event: H3Event): string {
   return incoming && SAFE_REQUEST_ID.test(incoming) ? incoming : requestIdOf(event);
 }
 
+/**
+ * The headers the manners add to this request's answer (X-Request-Id, CORS), staged on the event by their
+ * middleware. A route that builds its answer from a header record (h3's HTTPResponse) takes them into that
+ * record with `takeStagedHeaders`; the middleware then leaves that answer alone. Setting a header on an
+ * answer afterwards builds its Headers object once more than h3 does (me.bench: 4-5 µs of every request).
+ */
+interface Staged {
+  headers: Record<string, string>;
+  taken: boolean;
+}
+
+export function stageHeaders(event: H3Event, headers: Record<string, string>): Staged {
+  const staged: Staged = { headers, taken: false };
+  (event.context as { stagedHeaders?: Staged }).stagedHeaders = staged;
+  return staged;
+}
+
+/**
+ * Adds the staged headers to `headers`, the route's own new record, in place (a Vary of both is joined), and
+ * returns it; as it is when the manners are off.
+ */
+export function takeStagedHeaders(event: H3Event, headers: Record<string, string>): Record<string, string> {
+  const staged = (event.context as { stagedHeaders?: Staged }).stagedHeaders;
+  if (!staged) return headers;
+  staged.taken = true;
+  const vary = headers.vary;
+  Object.assign(headers, staged.headers);
+  if (vary && staged.headers.vary) headers.vary = `${vary}, ${staged.headers.vary}`;
+  return headers;
+}
+
 /** Below this a compressed JSON answer saves less than the headers and the CPU cost. */
 export const COMPRESS_MIN_BYTES = 1024;
 const COMPRESSIBLE = /^application\/(?:[\w.+-]*\+)?json\b/i;

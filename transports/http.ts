@@ -8,7 +8,7 @@ import { KERNEL_ERRORS } from "../core/errors.ts";
 import { checkReadiness } from "../core/readiness.ts";
 import { mountAdminApi, tokenMatches } from "./admin/routes.ts";
 import { metricsOf, metricsResponse, type Metrics } from "./metrics.ts";
-import { chooseEncoding, compressJson, corsHeaders, requestIdOf, RoutedH3, traceIdOf } from "./http-manners.ts";
+import { chooseEncoding, compressJson, corsHeaders, requestIdOf, RoutedH3, stageHeaders, traceIdOf } from "./http-manners.ts";
 import { createGraphql, GRAPHQL_PATH, type GraphqlServer } from "./graphql/yoga.ts";
 import { endSubscriptions } from "./graphql/subscriptions.ts";
 import type { GraphqlWebSocket } from "./graphql/websocket.ts";
@@ -79,6 +79,7 @@ function mountManners(app: RoutedH3, kernel: Kernel): void {
     }
     const trace = traceIdOf(event);
     const corsAdded = cors ? { vary: "Origin", ...corsHeaders(origins, request, []) } : undefined;
+    const staged = stageHeaders(event, corsAdded ? { "x-request-id": trace, ...corsAdded } : { "x-request-id": trace });
     let answer: unknown;
     try {
       answer = await next();
@@ -93,6 +94,8 @@ function mountManners(app: RoutedH3, kernel: Kernel): void {
       throw error;
     }
     observed(kernel, metrics, event, answer instanceof Response || answer instanceof HTTPResponse ? (answer.status ?? 200) : (event.res.status ?? 200), started);
+    // The route put the staged headers into its answer's record: nothing to add (a compressed copy keeps them).
+    if (staged.taken && answer instanceof HTTPResponse) return answer;
     return withHeaders(event, answer, trace, corsAdded);
   });
 }

@@ -90,7 +90,13 @@ for (const backend of await databaseBackends()) {
     const text = await res.text();
     assert.ok((sample(text, "mediagate_http_requests_total", { method: "GET", route: "/api/v1/partner/me", status: "200" }) ?? 0) >= 1, text.slice(0, 2000));
     assert.ok((sample(text, "mediagate_http_requests_total", { method: "POST", route: "/api/v1/partner/generate-image", status: "202" }) ?? 0) >= 1);
-    assert.ok((sample(text, "mediagate_http_request_duration_seconds_count", { method: "GET", route: "/api/v1/partner/me" }) ?? 0) >= 1);
+    const count = sample(text, "mediagate_http_request_duration_seconds_count", { method: "GET", route: "/api/v1/partner/me" }) ?? 0;
+    assert.ok(count >= 1);
+    // The histogram's buckets are cumulative and end with +Inf, which holds every request.
+    assert.is(sample(text, "mediagate_http_request_duration_seconds_bucket", { le: "+Inf", method: "GET", route: "/api/v1/partner/me" }), count);
+    const buckets = [...text.matchAll(/^mediagate_http_request_duration_seconds_bucket\{le="[^"]+",method="GET",route="\/api\/v1\/partner\/me"\} (\d+)/gm)].map((m) => Number(m[1]));
+    assert.equal(buckets, [...buckets].sort((a, b) => a - b));
+    assert.ok((sample(text, "mediagate_http_request_duration_seconds_sum", { method: "GET", route: "/api/v1/partner/me" }) ?? 0) > 0);
     const jobs = [...text.matchAll(/^mediagate_jobs\{plugin="images",kind="([^"]+)",state="([^"]+)"\} (\d+)/gm)];
     assert.ok(jobs.length >= 1 && jobs.reduce((n, m) => n + Number(m[3]), 0) >= 1, "the image job, by kind and state");
     assert.is(sample(text, "mediagate_credits", { type: "charged" }), job.body.credits_used);
@@ -121,11 +127,16 @@ plain("JSON lines from pino when stderr is not a terminal: level, time, message,
     log.info("request", { request_id: "req_1", status: 200 });
     log.error("a job failed", new Error("disk full"));
     log.warn("odd", 42);
+    log.info("flat \\"fields\\"", { note: 'a "quoted" back\\\\slash \\u0001 é ✓ \\ud83d\\ude00', n: 1.5, ok: false, none: null, skipped: undefined });
   `;
   const out = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: resolve(import.meta.dirname!, "../.."), encoding: "utf8" });
   assert.is(out.status, 0, out.stderr);
   const lines = out.stderr.trim().split("\n").map((l) => JSON.parse(l));
-  assert.equal(lines.map((l) => [l.level, l.msg]), [["info", "request"], ["error", "a job failed"], ["warn", "odd"]]);
+  assert.equal(lines.map((l) => [l.level, l.msg]), [["info", "request"], ["error", "a job failed"], ["warn", "odd"], ["info", 'flat "fields"']]);
+  // A line of flat fields is written without pino (core/log.ts flatLine), in pino's key order and escaping.
+  assert.equal(Object.keys(lines[3]), ["level", "time", "pid", "note", "n", "ok", "none", "msg"]);
+  assert.equal([lines[3].note, lines[3].n, lines[3].ok, lines[3].none], ['a "quoted" back\\slash \u0001 é ✓ \ud83d\ude00', 1.5, false, null]);
+  assert.equal(Object.keys(lines[0]), ["level", "time", "pid", "request_id", "status", "msg"]);
   assert.equal([lines[0].request_id, lines[0].status], ["req_1", 200]);
   assert.is(lines[1].err.message, "disk full");
   assert.match(lines[1].err.stack, /Error: disk full/);

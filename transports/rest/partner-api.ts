@@ -2,7 +2,7 @@
 // gets a route; this file only reads the HTTP request and renders the outcome. Nothing here knows a plugin.
 import { createHash } from "node:crypto";
 import { HTTPResponse, type H3 } from "h3";
-import { requestIdOf } from "../http-manners.ts";
+import { requestIdOf, takeStagedHeaders } from "../http-manners.ts";
 import type { Kernel } from "../../core/kernel.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import type { Invoke } from "../../core/operations.ts";
@@ -43,7 +43,15 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
   // A success is handed to h3 as an HTTPResponse (body text, status, headers), which h3 writes to the socket
   // directly; a `new Response(...)` would build a web stream for the body only to be read back out.
   // `url` is the one h3 already parsed for routing: a GET's query is read from it, not parsed again.
-  return async (request: Request, params: Record<string, string>, url: URL, requestId: string, onAuthenticated: (partnerId: string) => void): Promise<Response | HTTPResponse> => {
+  // `finish` adds the headers the HTTP manners staged (X-Request-Id, CORS) to a success's header record.
+  return async (
+    request: Request,
+    params: Record<string, string>,
+    url: URL,
+    requestId: string,
+    onAuthenticated: (partnerId: string) => void,
+    finish: (headers: Record<string, string>) => Record<string, string>,
+  ): Promise<Response | HTTPResponse> => {
     let files: Record<string, UploadedFile> = {};
     let body: Uint8Array | null = null;
     const readBody = async () => {
@@ -87,10 +95,10 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
       const { text, etag } = withEtag(outcome.body);
       // Vary on both: a 304 must name what the 200 it stands for varied on (RFC 9110 15.4.5).
       const headers = { ...outcome.headers, etag, "cache-control": "private, no-cache", vary: "Accept-Encoding" };
-      if (matches(request.headers.get("if-none-match"), etag)) return new HTTPResponse(null, { status: 304, headers });
-      return new HTTPResponse(text, { status: 200, headers: { "content-type": JSON_TYPE, ...headers } });
+      if (matches(request.headers.get("if-none-match"), etag)) return new HTTPResponse(null, { status: 304, headers: finish(headers) });
+      return new HTTPResponse(text, { status: 200, headers: finish({ "content-type": JSON_TYPE, ...headers }) });
     }
-    return new HTTPResponse(JSON.stringify(outcome.body), { status: outcome.status, headers: { "content-type": JSON_TYPE, ...outcome.headers } });
+    return new HTTPResponse(JSON.stringify(outcome.body), { status: outcome.status, headers: finish({ "content-type": JSON_TYPE, ...outcome.headers }) });
   };
 }
 
@@ -99,7 +107,14 @@ export function mountPartnerApi(app: H3, kernel: Kernel): void {
   for (const { op, invoke } of kernel.operations) {
     const handler = route(kernel, op, invoke);
     app.on(op.method as "GET", PARTNER_BASE + op.routerPath, (event) =>
-      handler(event.req as Request, (event.context.params ?? {}) as Record<string, string>, event.url, requestIdOf(event), (partnerId) => void ((event.context as { partnerId?: string }).partnerId = partnerId)),
+      handler(
+        event.req as Request,
+        (event.context.params ?? {}) as Record<string, string>,
+        event.url,
+        requestIdOf(event),
+        (partnerId) => void ((event.context as { partnerId?: string }).partnerId = partnerId),
+        (headers) => takeStagedHeaders(event, headers),
+      ),
     );
   }
 }
