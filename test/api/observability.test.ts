@@ -7,7 +7,7 @@ import { resolve } from "node:path";
 import process from "node:process";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import type { Logger } from "../../core/log.ts";
 import account from "../../plugins/account/index.ts";
 import images from "../../plugins/images/index.ts";
@@ -57,6 +57,23 @@ for (const backend of await databaseBackends()) {
     const tracedLine = log.lines.filter((l) => l.message === "request").map((l) => l.details[0] as Record<string, unknown>).find((a) => a.client_request_id === "client-trace-42");
     assert.ok(tracedLine, "a client's own X-Request-Id is logged beside ours");
     assert.is(tracedLine!.request_id, traced.body.request_id);
+    // GraphQL names the partner too: through the direct route, through yoga, and after the route handed a
+    // request it had read to yoga.
+    const lineOf = (res: { headers: Headers }) => log.lines.filter((l) => l.message === "request").map((l) => l.details[0] as Record<string, unknown>).find((a) => a.request_id === res.headers.get("x-request-id"));
+    for (const headers of [{}, { accept: "application/graphql-response+json" }] as Array<Record<string, string>>) {
+      const line = lineOf(await graphql(tk, "{ me { name } }", undefined, { key, headers }));
+      assert.equal([line?.route, line?.partner_id, line?.status], ["/graphql", id, 200], JSON.stringify(headers));
+    }
+    // `extensions` is yoga's to judge: the route reads the body, then hands yoga a new request with it.
+    const handedOn = await tk.fetch(
+      new Request("http://mediagate.test/graphql", {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${key}`, "user-agent": "mediagate-tests/1.0" },
+        body: JSON.stringify({ query: "{ me { name } }", extensions: {} }),
+      }),
+    );
+    assert.is(handedOn.status, 200);
+    assert.equal([lineOf(handedOn)?.partner_id, lineOf(handedOn)?.status], [id, 200]);
     const refused = access.find((a) => a.request_id === bad.headers.get("x-request-id"));
     assert.equal([refused!.partner_id, refused!.status], [null, 401]);
     assert.not.match(JSON.stringify(log.lines), /svc_partner_/, "no key, not even a wrong one");

@@ -8,6 +8,8 @@ export interface Caller {
   request: Request;
   /** Rate-limit headers for the HTTP response (see noteRateLimit). */
   rateLimit: { headers: Record<string, string>; refused: boolean };
+  /** Called with the partner's id once the key is accepted: the access log line names the partner, as REST's does. */
+  onAuthenticated?(partnerId: string): void;
 }
 
 export interface GraphqlContext {
@@ -20,6 +22,11 @@ export function callerFromRequest(request: Request): Caller {
     userAgent: request.headers.get("user-agent"),
     request,
     rateLimit: { headers: {}, refused: false },
+    // h3 shares its event's context with the request (`request.context`); the access log reads partnerId there.
+    onAuthenticated(partnerId) {
+      const context = (request as Request & { context?: { partnerId?: string } }).context;
+      if (context) context.partnerId = partnerId;
+    },
   };
 }
 

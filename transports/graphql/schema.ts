@@ -108,6 +108,7 @@ function addOperation(builder: Builder, types: JsonSchemaTypes, op: CompiledOper
     if (!invoke) throw new Error("this schema was built without a kernel; it can be printed, not executed");
     const caller = ctx.caller;
     const outcome = await invoke({
+      onAuthenticated: caller.onAuthenticated,
       authorization: caller.authorization,
       userAgent: caller.userAgent,
       params: Object.fromEntries(params.map((p) => [p, String(args[p])])),

@@ -230,6 +230,9 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
     const again = new Request(request.url, init as RequestInit);
     const address = clientAddress(request);
     if (address !== undefined) Object.defineProperty(again, "ip", { value: address });
+    // The h3 event's context, where the access log finds the partner (context.ts).
+    const context = (request as Request & { context?: unknown }).context;
+    if (context !== undefined) Object.defineProperty(again, "context", { value: context });
     admitted.add(again);
     return server.yoga.fetch(again);
   };
