@@ -37,6 +37,11 @@ export interface OpenDatabaseOptions {
   dataDir?: string;
   /** Postgres pool size. */
   poolSize?: number;
+  /**
+   * In memory only: start from these files (a PGlite `dumpDataDir` tarball) instead of running initdb. The
+   * test kit starts every database from one copy of initdb's result (testkit/pglite-template.ts).
+   */
+  template?: Blob;
 }
 
 /**
@@ -139,7 +144,9 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   }
   let pglite: PGlite;
   try {
-    pglite = new PGlite(dataPath, { parsers: { [INT8]: toNumber, [NUMERIC]: toNumber } });
+    // One options object: PGlite reads its second argument only when the first is a path, so
+    // `new PGlite(undefined, {...})` (in memory) would drop these.
+    pglite = new PGlite({ dataDir: dataPath, parsers: { [INT8]: toNumber, [NUMERIC]: toNumber }, loadDataDir: dataPath ? undefined : options.template });
     await pglite.waitReady;
     // PGlite's initdb writes the cluster's files world-readable and -writable (0666, whatever the umask);
     // files Postgres creates later are 0600. All of it lives in the 0700 pgdata, and is made 0600 here too.

@@ -16,6 +16,7 @@ import { memoryCounters, redisCounters } from "../storage/counters.ts";
 import { openDatabase } from "../storage/db.ts";
 import { memoryPubSub, redisPubSub } from "../storage/pubsub.ts";
 import { createHttpApp } from "../transports/http.ts";
+import { pgliteTemplate } from "./pglite-template.ts";
 import { randomBytes } from "node:crypto";
 
 export interface TestKernelOptions {
@@ -67,7 +68,7 @@ export interface TestKernel {
 export async function createTestKernel(options: TestKernelOptions): Promise<TestKernel> {
   const clock = fakeClock(Date.UTC(2026, 10, 1, 12, 0, 0));
   const config = loadConfig({ DATA_DIR: join(tmpdir(), "mediagate-test"), SANDBOX_LATENCY_MS: "0", LOG_LEVEL: "silent", ...options.env });
-  const database = await openDatabase({ url: options.databaseUrl, poolSize: 20 });
+  const database = await openDatabase({ url: options.databaseUrl, poolSize: 20, template: options.databaseUrl ? undefined : await pgliteTemplate() });
   const prefix = `mgtest:${randomBytes(4).toString("hex")}:`;
   const kernel = await createKernel({
     config,

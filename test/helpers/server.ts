@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import net from "node:net";
 import { resolve } from "node:path";
 import process from "node:process";
+import { seedEmbeddedDataDir } from "../../testkit/pglite-template.ts";
 
 const ROOT = resolve(import.meta.dirname ?? "test/helpers", "../..");
 const running = new Set<ChildProcess>();
@@ -60,6 +61,10 @@ export interface ServerProcess {
  * or does not listen within `timeoutMs`.
  */
 export async function startServer(env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
+  // A new embedded DATA_DIR gets initdb's files from the test kit's template, so the server resumes instead of
+  // running initdb (8-17 s each in a loaded run). The real first boot stays tested: boot.test.ts opens new
+  // directories itself, and main-process.ts's spawnMain seeds nothing.
+  if (env.DATA_DIR && !env.DATABASE_URL) await seedEmbeddedDataDir(env.DATA_DIR);
   const port = await freePort();
   const child = spawn(process.execPath, ["--import", "tsx", "main.ts"], {
     cwd: ROOT,
