@@ -5,6 +5,7 @@
 import { resolve } from "node:path";
 import process from "node:process";
 import type { InferOutput, StandardSchemaV1 } from "./standard-schema.ts";
+import { BlobUrlError, parseBlobUrl } from "../storage/blob-url.ts";
 
 /** An environment: variable name to raw text (process.env, or a test's record). */
 export type Environment = Readonly<Record<string, string | undefined>>;
@@ -19,6 +20,7 @@ export const KERNEL_VARIABLES = [
   "DATA_DIR",
   "DATABASE_URL",
   "REDIS_URL",
+  "BLOB_URL",
   "PUBLIC_URL",
   "ADMIN_TOKEN",
   "ROLE",
@@ -47,6 +49,8 @@ export interface Config {
   dataDir: string;
   databaseUrl: string | undefined;
   redisUrl: string | undefined;
+  /** An S3-compatible bucket for media files (BLOB_URL, storage/blob-url.ts); unset: DATA_DIR/blobs. */
+  blobUrl: string | undefined;
   publicUrl: string;
   adminToken: string | undefined;
   role: Role;
@@ -118,6 +122,18 @@ function origins(name: string, value: string | undefined): string[] {
   });
 }
 
+/** BLOB_URL as given, once it parses; its error never repeats the URL, which carries a secret. */
+function checkedBlobUrl(value: string | undefined): string | undefined {
+  if (value === undefined || value.trim() === "") return undefined;
+  try {
+    parseBlobUrl(value.trim());
+  } catch (err) {
+    if (err instanceof BlobUrlError) throw new ConfigError(`BLOB_URL ${err.message}`);
+    throw err;
+  }
+  return value.trim();
+}
+
 const TRUE_WORDS = ["1", "true", "yes", "on"];
 const FALSE_WORDS = ["0", "false", "no", "off"];
 
@@ -162,6 +178,7 @@ export function loadConfig(source: Environment = process.env): Config {
     dataDir: resolve(env.DATA_DIR || "./.data"),
     databaseUrl: env.DATABASE_URL || undefined,
     redisUrl: env.REDIS_URL || undefined,
+    blobUrl: checkedBlobUrl(env.BLOB_URL),
     publicUrl,
     adminToken: env.ADMIN_TOKEN || undefined,
     role: oneOf("ROLE", env.ROLE, ["all", "api", "worker"] as const, "all"),

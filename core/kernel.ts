@@ -12,7 +12,8 @@ import type { CapabilityMap, CapabilityName, KernelCapability } from "../contrac
 import { createRateLimiter } from "./rate-limit.ts";
 import { BootError, compileRegistry, type Registry } from "./registry.ts";
 import { UsageRecorder } from "./usage.ts";
-import { fileBlobStore, type BlobStore } from "../storage/blobs.ts";
+import { checkS3BlobStore, fileBlobStore, s3BlobStore, type BlobStore } from "../storage/blobs.ts";
+import { parseBlobUrl } from "../storage/blob-url.ts";
 import { describeRedisUrl, memoryCounters, probeRedis, redisCounters, type Counters } from "../storage/counters.ts";
 import { CONNECT_TIMEOUT_MS, DatabaseOpenError, openDatabase, type Database } from "../storage/db.ts";
 import { migrate } from "../storage/migrate.ts";
@@ -123,7 +124,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     const pubsub = options.pubsub ?? (config.redisUrl ? redisPubSub({ url: config.redisUrl, prefix: "mg:" }) : memoryPubSub());
     if (!options.pubsub) closers.unshift(() => pubsub.close());
     // Every put with `expiresAt`, whichever plugin makes it, is remembered for the retention sweeper.
-    const storedBlobs = options.blobs ?? fileBlobStore(config.dataDir);
+    const storedBlobs = options.blobs ?? (config.blobUrl ? await openS3Blobs(config.blobUrl) : fileBlobStore(config.dataDir));
     const blobs = retainingBlobStore(storedBlobs, database.kysely);
     // The sweeper removes files from the store underneath, and its rows itself, so a window extended while it
     // runs is respected.
@@ -295,4 +296,14 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     for (const close of closers) await close().catch(() => {});
     throw err;
   }
+}
+
+/** The bucket of BLOB_URL, checked usable (a write and a read) before the kernel relies on it. */
+async function openS3Blobs(blobUrl: string): Promise<BlobStore> {
+  const location = parseBlobUrl(blobUrl);
+  const store = s3BlobStore(location);
+  await checkS3BlobStore(location, store).catch((err: Error) => {
+    throw new BootError(err.message);
+  });
+  return store;
 }
