@@ -38,6 +38,7 @@ export function retainingBlobStore(inner: BlobStore, db: Kysely<any>, prefix = "
     get: (key) => inner.get(key),
     has: (key) => inner.has(key),
     keys: () => inner.keys(),
+    open: (key) => inner.open(key),
     async remove(key) {
       await inner.remove(key);
       await db.deleteFrom(RETAINED_TABLE).where("key", "=", prefix + key).execute();

@@ -31,18 +31,32 @@ export function contentDisposition(kind: "attachment" | "inline", name: string):
   return ascii === name ? `${kind}; filename="${name}"` : `${kind}; filename="${ascii}"; filename*=UTF-8''${exact}`;
 }
 
-export function fileResponse(request: Request, data: Uint8Array, headers: Record<string, string>): Response {
+/** What to answer for a file of `size` bytes: status, headers, and the part to send (none for 416 or HEAD). */
+function plan(request: Request, size: number, headers: Record<string, string>): { status: number; headers: Record<string, string>; part: ByteRange | "all" | null } {
   const base = { ...headers, "accept-ranges": "bytes", "x-content-type-options": "nosniff" };
   const header = request.headers.get("range");
-  const range = header ? parseRange(header, data.byteLength) : null;
+  const range = header ? parseRange(header, size) : null;
   const head = request.method === "HEAD";
-  if (range === "unsatisfiable") return new Response(null, { status: 416, headers: { ...base, "content-range": `bytes */${data.byteLength}` } });
+  if (range === "unsatisfiable") return { status: 416, headers: { ...base, "content-range": `bytes */${size}` }, part: null };
   if (range) {
-    const body = data.subarray(range.start, range.end + 1);
-    return new Response(head ? null : (body as Uint8Array<ArrayBuffer>), {
+    return {
       status: 206,
-      headers: { ...base, "content-length": String(body.byteLength), "content-range": `bytes ${range.start}-${range.end}/${data.byteLength}` },
-    });
+      headers: { ...base, "content-length": String(range.end - range.start + 1), "content-range": `bytes ${range.start}-${range.end}/${size}` },
+      part: head ? null : range,
+    };
   }
-  return new Response(head ? null : (data as Uint8Array<ArrayBuffer>), { status: 200, headers: { ...base, "content-length": String(data.byteLength) } });
+  return { status: 200, headers: { ...base, "content-length": String(size) }, part: head ? null : "all" };
+}
+
+export function fileResponse(request: Request, data: Uint8Array, headers: Record<string, string>): Response {
+  const p = plan(request, data.byteLength, headers);
+  const body = p.part === null ? null : p.part === "all" ? data : data.subarray(p.part.start, p.part.end + 1);
+  return new Response(body as Uint8Array<ArrayBuffer> | null, { status: p.status, headers: p.headers });
+}
+
+/** The same answer for a file read from its store as it is sent (a disk stream, an S3 ranged GET). */
+export async function streamedFileResponse(request: Request, file: { size: number; read(range?: ByteRange): Promise<ReadableStream<Uint8Array>> }, headers: Record<string, string>): Promise<Response> {
+  const p = plan(request, file.size, headers);
+  const body = p.part === null ? null : await file.read(p.part === "all" ? undefined : p.part);
+  return new Response(body, { status: p.status, headers: p.headers });
 }

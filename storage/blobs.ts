@@ -1,7 +1,11 @@
 // Blobs (media files) on unstorage: the filesystem under DATA_DIR by default, memory in tests, any other
 // unstorage driver (S3-compatible) in production. Keys are "<plugin>/<name>"; a plugin's context only
 // ever writes under its own prefix.
+import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
 import { join } from "node:path";
+import { Readable } from "node:stream";
+import { AwsClient } from "aws4fetch";
 import { createStorage, defineDriver, prefixStorage, type Driver, type Storage } from "unstorage";
 import fsDriver from "unstorage/drivers/fs-lite";
 import memoryDriver from "unstorage/drivers/memory";
@@ -22,12 +26,41 @@ export interface BlobStore {
   keys(): Promise<string[]>;
   /** A store whose keys are all under `prefix/`. */
   scoped(prefix: string): BlobStore;
+  /**
+   * A file's size and a reader of its bytes, or null when there is none: for serving a file without holding it
+   * in memory (on disk a read stream, on S3 a ranged GET).
+   */
+  open(key: string): Promise<BlobReader | null>;
 }
+
+/** Inclusive byte offsets, as in an HTTP Range. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+export interface BlobReader {
+  size: number;
+  /** The bytes from `range.start` to `range.end` (inclusive), or all of them. */
+  read(range?: ByteRange): Promise<ReadableStream<Uint8Array>>;
+}
+
+/** A reader over bytes already in memory. */
+export function bytesReader(data: Uint8Array): BlobReader {
+  return {
+    size: data.byteLength,
+    read: async (range) => new Blob([range ? data.subarray(range.start, range.end + 1) : data] as BlobPart[]).stream(),
+  };
+}
+
+/** Opens a file by its full key (segments joined by "/"); each store has its own. */
+type Opener = (key: string) => Promise<BlobReader | null>;
 
 // `withMeta`: unstorage keeps a driver's missing metadata as a second item (`<key>$`). On S3 that is a second
 // object per file, and nothing reads it (the media route types files by their extension), so S3 skips it.
-function wrap(storage: Storage, withMeta = true): BlobStore {
-  return {
+function wrap(storage: Storage, options: { withMeta: boolean; open?: Opener }, prefix = ""): BlobStore {
+  const { withMeta } = options;
+  const store: BlobStore = {
     async put(key, data, meta) {
       await storage.setItemRaw(key, data);
       if (withMeta && meta?.contentType) await storage.setMeta(key, { contentType: meta.contentType });
@@ -41,8 +74,17 @@ function wrap(storage: Storage, withMeta = true): BlobStore {
     remove: (key) => storage.removeItem(key),
     // unstorage spells a key's separators as `:`; our segments never contain one.
     keys: async () => (await storage.getKeys()).map((k) => k.replaceAll(":", "/")),
-    scoped: (prefix) => wrap(prefixStorage(storage, prefix), withMeta),
+    scoped: (p) => wrap(prefixStorage(storage, p), options, `${prefix}${p}/`),
+    open: async (key) => {
+      // A key names a file by plain segments: a dot segment would climb out of the scope (a path on disk, a URL
+      // on S3, both resolve it), so it names nothing.
+      if (key.split("/").some((s) => s === "" || s === "." || s === "..")) return null;
+      if (options.open) return await options.open(prefix + key);
+      const data = await store.get(key);
+      return data && bytesReader(data);
+    },
   };
+  return store;
 }
 
 /**
@@ -71,11 +113,28 @@ export function fileBlobStore(dataDir: string): BlobStore {
   // other users' reach too.
   privateDirSync(dataDir);
   privateDirSync(base, { tighten: true });
-  return wrap(createStorage({ driver: privateFsDriver({ base }) }));
+  return wrap(createStorage({ driver: privateFsDriver({ base }) }), { withMeta: true, open: (key) => openFile(base, key) });
+}
+
+async function openFile(base: string, key: string): Promise<BlobReader | null> {
+  const path = join(base, key);
+  let size: number;
+  try {
+    const st = await stat(path);
+    if (!st.isFile()) return null;
+    size = st.size;
+  } catch (err) {
+    if ((err as { code?: string }).code === "ENOENT" || (err as { code?: string }).code === "ENOTDIR") return null;
+    throw err;
+  }
+  return {
+    size,
+    read: async (range) => Readable.toWeb(createReadStream(path, range ? { start: range.start, end: range.end } : {})) as ReadableStream<Uint8Array>,
+  };
 }
 
 export function memoryBlobStore(): BlobStore {
-  return wrap(createStorage({ driver: memoryDriver() }));
+  return wrap(createStorage({ driver: memoryDriver() }), { withMeta: true });
 }
 
 /**
@@ -85,7 +144,28 @@ export function memoryBlobStore(): BlobStore {
 export function s3BlobStore(location: S3Location): BlobStore {
   const { bucket, endpoint, region, accessKeyId, secretAccessKey } = location;
   const storage = createStorage({ driver: s3Driver({ bucket, endpoint, region, accessKeyId, secretAccessKey }) });
-  return wrap(location.prefix ? prefixStorage(storage, location.prefix.replaceAll("/", ":")) : storage, false);
+  const client = new AwsClient({ service: "s3", accessKeyId, secretAccessKey, region });
+  // Path-style, as the driver addresses objects; our key segments are plain, encoded all the same.
+  const objectUrl = (key: string) => `${endpoint}/${bucket}/${(location.prefix + key).split("/").map(encodeURIComponent).join("/")}`;
+  const open: Opener = async (key) => {
+    const head = await client.fetch(objectUrl(key), { method: "HEAD" });
+    if (head.status === 404) return null;
+    if (!head.ok) throw new Error(`[s3] HEAD ${objectUrl(key)}: ${head.status}`);
+    const size = Number(head.headers.get("content-length"));
+    return {
+      size,
+      async read(range) {
+        const res = await client.fetch(objectUrl(key), range ? { headers: { range: `bytes=${range.start}-${range.end}` } } : {});
+        if (!res.ok || !res.body) throw new Error(`[s3] GET ${objectUrl(key)}: ${res.status}`);
+        if (range && res.status !== 206) {
+          // A server that ignored the Range sent the whole object: the wanted part is cut from it.
+          return bytesReader(new Uint8Array(await res.arrayBuffer())).read(range);
+        }
+        return res.body;
+      },
+    };
+  };
+  return wrap(location.prefix ? prefixStorage(storage, location.prefix.replaceAll("/", ":")) : storage, { withMeta: false, open });
 }
 
 /**

@@ -14,7 +14,7 @@ import { createKernel } from "../../core/kernel.ts";
 import { BootError } from "../../core/registry.ts";
 import account from "../../plugins/account/index.ts";
 import { BlobUrlError, describeBlobUrl, parseBlobUrl } from "../../storage/blob-url.ts";
-import { checkS3BlobStore, s3BlobStore } from "../../storage/blobs.ts";
+import { type BlobStore, checkS3BlobStore, fileBlobStore, memoryBlobStore, s3BlobStore } from "../../storage/blobs.ts";
 import { rejection } from "../helpers/assert.ts";
 import { isolatedPostgresDatabase, postgresUrl } from "../helpers/backends.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
@@ -132,6 +132,33 @@ const freshPrefix = () => `test-${process.pid}-${++prefixes}`;
   t.run();
 }
 
+// Reading a file as it is sent (the media route): the same answers from every store.
+{
+  const t = suite("blobs opened for reading, on every store");
+  const read = async (stream: ReadableStream<Uint8Array>) => new Uint8Array(await new Response(stream).arrayBuffer());
+  const stores: Array<[string, () => BlobStore]> = [
+    ["memory", () => memoryBlobStore()],
+    ["file", () => fileBlobStore(mkdtempSync(join(tmpdir(), "mediagate-blobs-open-")))],
+    ["s3", () => s3BlobStore(parseBlobUrl(blobUrl(freshPrefix())))],
+  ];
+  for (const [name, make] of stores) {
+    t(`${name}: size, the whole file, a range, the last byte; none for a missing key or a key outside`, async () => {
+      const store = make().scoped("video");
+      const data = Uint8Array.from({ length: 200_000 }, (_, i) => (i * 7) % 251);
+      await store.put("abc/clip.mp4", data);
+      const file = (await store.open("abc/clip.mp4"))!;
+      assert.is(file.size, data.length);
+      assert.equal(await read(await file.read()), data);
+      assert.equal(await read(await file.read({ start: 1000, end: 70_999 })), data.subarray(1000, 71_000));
+      assert.equal(await read(await file.read({ start: data.length - 1, end: data.length - 1 })), data.subarray(-1));
+      assert.is(await store.open("abc/none.mp4"), null);
+      assert.is(await store.open("abc"), null, "a folder is not a file");
+      assert.is(await store.open("../video/abc/clip.mp4"), null);
+    });
+  }
+  t.run();
+}
+
 // Two hosts: separate DATA_DIRs (nothing on disk in common), one Postgres, one bucket. An image made through
 // one is served, byte for byte, by the other's media route, and neither wrote a blob to its own disk.
 const pg = await postgresUrl();
@@ -173,6 +200,10 @@ const pg = await postgresUrl();
     assert.is(res.status, 200);
     assert.is(res.headers.get("content-type"), "image/png");
     assert.equal(new Uint8Array(await res.arrayBuffer()), fromOne);
+    const part = await fetch(two.url + path, { headers: { range: "bytes=100-1099" } });
+    assert.is(part.status, 206);
+    assert.is(part.headers.get("content-range"), `bytes 100-1099/${fromOne.length}`);
+    assert.equal(new Uint8Array(await part.arrayBuffer()), fromOne.subarray(100, 1100));
     assert.ok(fromOne.length > 1000);
     const stored = await s3BlobStore(parseBlobUrl(url)).get(decodeURIComponent(path.slice("/media/".length)));
     assert.equal(stored, fromOne);

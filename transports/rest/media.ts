@@ -8,7 +8,7 @@ import type { BlobStore } from "../../storage/blobs.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { json } from "./respond.ts";
 import { requestIdOf } from "../http-manners.ts";
-import { fileResponse } from "../../lib/file-response.ts";
+import { streamedFileResponse } from "../../lib/file-response.ts";
 import { isServedMediaKey, mediaPathSegments } from "../../lib/service-media.ts";
 
 /** Content types by extension: the one table of the media types the service stores. */
@@ -36,10 +36,11 @@ export function mountMedia(app: H3, blobs: BlobStore): void {
     const notFound = () => json(404, { error: KERNEL_ERRORS.notFound, request_id: requestId });
     const segments = mediaPathSegments(new URL(request.url).pathname.slice("/media/".length));
     if (!isServedMediaKey(segments)) return notFound();
-    const data = await blobs.get(segments.join("/"));
-    if (!data) return notFound();
+    // Read as it is sent: a video is never held whole in memory to answer a request for it.
+    const file = await blobs.open(segments.join("/"));
+    if (!file) return notFound();
     const ext = segments.at(-1)!.split(".").pop()!.toLowerCase();
-    return fileResponse(request, data, { "content-type": MEDIA_TYPES[ext] ?? "application/octet-stream", "cache-control": "public, max-age=31536000, immutable" });
+    return streamedFileResponse(request, file, { "content-type": MEDIA_TYPES[ext] ?? "application/octet-stream", "cache-control": "public, max-age=31536000, immutable" });
   };
   app.get("/media/**", (event) => serve(event.req as Request, requestIdOf(event)));
   app.on("HEAD", "/media/**", (event) => serve(event.req as Request, requestIdOf(event)));
