@@ -2,6 +2,7 @@
 // place that sends a file, the public media links (transports/rest/media.ts) and plugins that serve files to
 // their owner (the social downloader).
 
+/** Inclusive byte offsets, as in an HTTP Range (also how BlobStore readers are asked for part of a file). */
 export type ByteRange = { start: number; end: number };
 
 /** A single `bytes=` range, "unsatisfiable" (416), or null when absent or not one range (whole file). */

@@ -10,6 +10,7 @@ import { createStorage, defineDriver, prefixStorage, type Driver, type Storage }
 import fsDriver from "unstorage/drivers/fs-lite";
 import memoryDriver from "unstorage/drivers/memory";
 import s3Driver from "unstorage/drivers/s3";
+import type { ByteRange } from "../lib/file-response.ts";
 import { describeBlobUrl, type S3Location } from "./blob-url.ts";
 import { privateDirSync, writePrivateFile } from "./private-fs.ts";
 
@@ -31,12 +32,6 @@ export interface BlobStore {
    * in memory (on disk a read stream, on S3 a ranged GET).
    */
   open(key: string): Promise<BlobReader | null>;
-}
-
-/** Inclusive byte offsets, as in an HTTP Range. */
-export interface ByteRange {
-  start: number;
-  end: number;
 }
 
 export interface BlobReader {
