@@ -16,6 +16,7 @@ export type CapabilityName = keyof CapabilityMap & string;
 
 export * from "./kernel.ts";
 export * from "./errors.ts";
+export * from "./upstream.ts";
 export * from "./image.ts";
 export * from "./video.ts";
 export * from "./music.ts";

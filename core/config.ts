@@ -36,6 +36,7 @@ export const KERNEL_VARIABLES = [
   "ACCESS_LOG",
   "GRAPHQL_PERSISTED_OPERATIONS",
   "GRAPHQL_PERSISTED_ONLY",
+  "UPSTREAM_CALLBACK_SECRET",
 ] as const;
 export type KernelVariable = (typeof KERNEL_VARIABLES)[number];
 
@@ -85,6 +86,12 @@ export interface Config {
   graphqlPersistedOperations: string | undefined;
   /** Only the manifest's operations run (an allow-list), over HTTP and WebSocket. */
   graphqlPersistedOnly: boolean;
+  /**
+   * Turns on upstream callbacks (UPSTREAM_CALLBACK_SECRET, at least 32 characters): providers may call
+   * `POST /upstream/<provider>/callback` to have a waiting job polled at once, signed with a key derived from
+   * this secret per provider (core/upstream-waits.ts). Unset: the route answers 404 and jobs are only polled.
+   */
+  upstreamCallbackSecret: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -194,7 +201,11 @@ export function loadConfig(source: Environment = process.env): Config {
     accessLog: flag("ACCESS_LOG", env.ACCESS_LOG, true),
     graphqlPersistedOperations: env.GRAPHQL_PERSISTED_OPERATIONS ? resolve(env.GRAPHQL_PERSISTED_OPERATIONS) : undefined,
     graphqlPersistedOnly: flag("GRAPHQL_PERSISTED_ONLY", env.GRAPHQL_PERSISTED_ONLY),
+    upstreamCallbackSecret: env.UPSTREAM_CALLBACK_SECRET || undefined,
   };
+  if (config.upstreamCallbackSecret !== undefined && config.upstreamCallbackSecret.length < 32) {
+    throw new ConfigError("UPSTREAM_CALLBACK_SECRET must be at least 32 characters");
+  }
   if (config.healthPort !== undefined) {
     if (config.healthPort < 1 || config.healthPort > 65535) throw new ConfigError(`HEALTH_PORT must be between 1 and 65535 (got ${config.healthPort})`);
     if (config.healthPort === port && config.role !== "worker") throw new ConfigError(`HEALTH_PORT must differ from PORT (both ${port})`);

@@ -10,7 +10,10 @@
 //   retries it elsewhere; after the last attempt the job lands in the dead-letter queue, whose worker ends
 //   it as failed and refunds it;
 // - a retry of a job that already reached a terminal state (a crash between our commit and pg-boss's
-//   completion) finds `finished_at` set and does nothing.
+//   completion) finds `finished_at` set and does nothing;
+// - a job waiting on an upstream holds no slot: its attempt parks and the next poll is a delayed queue job
+//   committed with the wait's new sequence number (core/upstream-waits.ts), so a restart at any moment
+//   leaves exactly one queue job that may poll.
 import type { Kysely, RawBuilder } from "kysely";
 import { CompiledQuery, sql } from "kysely";
 import type { Clock } from "./clock.ts";
@@ -26,6 +29,8 @@ import { inBackground } from "../storage/lanes.ts";
 import type { Queue, QueueJob } from "../storage/queue.ts";
 import type { KernelTables } from "../storage/tables.ts";
 import type { Webhooks } from "./webhooks.ts";
+import type { UpstreamProvider } from "../contracts/upstream.ts";
+import { AttemptWaits, claimWait, commitPark, type AwaitUpstreamOptions, type Park, type WaitsDeps } from "./upstream-waits.ts";
 
 export interface JobKindDeclaration<Input = any> {
   /** Every state, in the spec's words. */
@@ -44,7 +49,10 @@ export interface JobKindDeclaration<Input = any> {
   retries?: number;
   /** How long one attempt may run (default 600 s). */
   timeoutSeconds?: number;
-  /** Jobs of this kind run at once per worker process (default 4). */
+  /**
+   * Jobs of this kind run at once per worker process (default 4). A job waiting on an upstream
+   * (`awaitUpstream`) does not count: it holds no slot while it waits.
+   */
   concurrency?: number;
   /**
    * Webhook events of this kind (spec "Events"): the event name a terminal success or failure emits, and
@@ -106,6 +114,16 @@ export interface JobRunContext<Input = any> {
   progress(percent: number, message?: string): Promise<void>;
   /** A non-terminal move; an illegal one throws. */
   moveTo(state: string, message?: string): Promise<void>;
+  /**
+   * Hands work to an upstream that submits and polls (contracts/upstream.ts) and gives its result. The
+   * first call of a `step` builds the request (only then) and submits it; while the upstream is pending the
+   * attempt parks, holding no slot, and the runner runs again from the top at the next poll, where this call
+   * finds the stored handle and polls it. So the code before it must be cheap to repeat and idempotent
+   * (move states only when still in the earlier one), and what is costly to assemble belongs in `build`.
+   * Calling it with another `step` (the next provider of a chain) submits anew. Throws what the upstream's
+   * failure carries, or UpstreamTimeoutError past `deadlineSeconds`.
+   */
+  awaitUpstream<Request, Result>(step: string, provider: UpstreamProvider<Request, Result>, build: () => Request | Promise<Request>, options: AwaitUpstreamOptions): Promise<Result>;
   /**
    * Returns one part of this job's charge (JobSubmission.refundableShares, by index), at most once however
    * often it is called, across attempts too; the credits returned (0 when already returned or no such part).
@@ -202,10 +220,14 @@ export interface JobRuntimeDeps {
   mediaUrl(plugin: string, key: string): string;
   /** Makes events inside the finishing transaction (core/webhooks.ts). */
   webhooks: Pick<Webhooks, "wake" | "createEvent">;
+  /** Upstream callbacks (`$PUBLIC_URL`, UPSTREAM_CALLBACK_SECRET), or null when they are off. */
+  upstreamCallbacks: WaitsDeps["callbacks"];
 }
 
 interface QueuedJob {
   jobId: string;
+  /** The wait's sequence number this queue job polls at (absent: the job's first run, 0). */
+  seq?: number;
 }
 
 export interface JobRuntime {
@@ -215,6 +237,11 @@ export interface JobRuntime {
   current(jobId: string, partnerId: string): Promise<JobUpdate | null>;
   /** Creates the queues and starts the workers (not on ROLE=api). */
   startWorkers(): Promise<void>;
+  /**
+   * An upstream said its work moved (a verified callback): the job waiting on it is polled at once. False
+   * when no unfinished job waits on that upstream id.
+   */
+  wakeUpstream(provider: string, upstreamId: string): Promise<boolean>;
 }
 
 export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
@@ -243,11 +270,26 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     if (row) await publish(updateOf(row));
   }
 
+  const waitsDeps: WaitsDeps = { db, clock: deps.clock, log, callbacks: deps.upstreamCallbacks };
+
   async function runAttempt(k: CompiledKind, qjob: QueueJob<QueuedJob>) {
     const { jobId } = qjob.data;
     const row = await db.selectFrom("jobs").select(rowColumns).where("id", "=", jobId).executeTakeFirst();
     if (!row || row.finished_at !== null) return; // already ended: a retry after our commit
-    const signal = qjob.signal ?? new AbortController().signal;
+    const claim = await claimWait(db, jobId, qjob.data.seq ?? 0, qjob.id);
+    if (!claim) return; // a poll another queue job now stands for (overtaken by a callback, or after a park)
+    // Aborted by the queue (expiry, shutdown) or by a park: either way this attempt writes nothing more.
+    const attemptController = new AbortController();
+    const signal = attemptController.signal;
+    const abort = () => attemptController.abort(qjob.signal?.reason);
+    if (qjob.signal?.aborted) abort();
+    else qjob.signal?.addEventListener("abort", abort, { once: true });
+    let parkWith: (park: Park) => void = () => {};
+    const parked = new Promise<Park>((resolve) => (parkWith = resolve));
+    const waits = new AttemptWaits(waitsDeps, jobId, qjob.id, claim.wait, signal, (park) => {
+      attemptController.abort(new Error(`job ${jobId}: parked until its upstream's next poll`));
+      parkWith(park);
+    });
     let state = row.state;
     const alive = () => {
       if (signal.aborted) throw new Error(`job ${jobId}: attempt abandoned`);
@@ -286,6 +328,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       blobs: deps.blobsFor(k.plugin),
       capability: deps.capabilitiesFor(k.plugin),
       mediaUrl: (key) => deps.mediaUrl(k.plugin, key),
+      awaitUpstream: (step, provider, build, options) => waits.awaitUpstream(step, provider, build, options),
       async progress(percent, message) {
         const p = Math.max(0, Math.min(100, Math.round(percent)));
         // Never backwards: a retry after a crash starts its work over, but a partner who saw 60 % must not
@@ -306,12 +349,20 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
 
     let outcome: JobOutcome;
     try {
-      outcome = await k.decl.run(ctx);
+      const running = k.decl.run(ctx);
+      running.catch(() => {}); // after a park nothing awaits it
+      const first = await Promise.race([running.then((o) => ({ outcome: o })), parked.then((park) => ({ park }))]);
+      if ("park" in first) {
+        await park(k, jobId, qjob.id, first.park);
+        return;
+      }
+      outcome = first.outcome;
     } catch (err) {
       if (err instanceof JobFailure) {
         const to = err.state ?? k.decl.failState;
         if (k.decl.terminal[to] !== "failure") throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: JobFailure state "${to}" is not a terminal failure`);
         await end(k, jobId, { state: to, refund: true, error: err.publicError });
+        await waits.release();
         return;
       }
       if (signal.aborted) throw err; // abandoned: pg-boss has failed this attempt already
@@ -319,14 +370,29 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       log.error(`${k.plugin}/${k.kind} job ${jobId} attempt ${qjob.retryCount + 1} failed${last ? " (last attempt)" : ""}`, err);
       if (last) {
         await end(k, jobId, { state: k.decl.failState, refund: true, error: k.decl.failError });
+        await waits.release();
         return;
       }
       throw err; // pg-boss retries
+    } finally {
+      qjob.signal?.removeEventListener("abort", abort);
     }
     alive();
     if (!k.decl.terminal[outcome.state]) throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: run() returned non-terminal state "${outcome.state}"`);
     assertLegal(outcome.state);
     await end(k, jobId, { state: outcome.state, refund: k.decl.terminal[outcome.state] === "failure", error: null, output: outcome.output ?? null });
+    await waits.release();
+  }
+
+  /** Ends an attempt that waits: the next poll is queued with the wait's next seq, in one transaction. */
+  async function park(k: CompiledKind, jobId: string, queueJobId: string, p: Park) {
+    const nextPollAt = new Date(deps.clock.now() + p.delayMs);
+    const delay = await commitPark(db, p, queueJobId, nextPollAt, async (trx, seq, delaySeconds) => {
+      const executor = async (text: string, values: unknown[]) => trx.executeQuery(CompiledQuery.raw(text, values as any[]));
+      await queue.sendWithin(executor, k.queue, { jobId, seq } satisfies QueuedJob, delaySeconds > 0 ? { startAfterSeconds: delaySeconds } : {});
+    });
+    if (delay === null) log.warn(`${k.plugin}/${k.kind} job ${jobId}: its wait moved under this attempt; another poll stands for it`);
+    else queue.wake(k.queue, delay);
   }
 
   async function end(k: CompiledKind, jobId: string, finish: FinishJob) {
@@ -343,6 +409,8 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       };
     }
     const done = await deps.finishJob(jobId, finish);
+    // The wait is over with the job (its handle is no use to anyone now).
+    if (done) await db.deleteFrom("job_waits").where("job_id", "=", jobId).execute();
     // Committed: the delivery it may have made can be claimed now.
     if (done && events && event) await deps.webhooks.wake();
     if (done) await publishRow(jobId);
@@ -370,6 +438,36 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
   };
 
   return {
+    async wakeUpstream(provider, upstreamId) {
+      const woken = await db.transaction().execute(async (trx) => {
+        const row = await trx
+          .selectFrom("job_waits")
+          .innerJoin("jobs", "jobs.id", "job_waits.job_id")
+          .select(["job_waits.job_id", "job_waits.seq", "job_waits.parked", "jobs.plugin", "jobs.kind"])
+          .where("job_waits.provider", "=", provider)
+          .where("job_waits.upstream_id", "=", upstreamId)
+          .where("job_waits.done", "=", false)
+          .where("jobs.finished_at", "is", null)
+          .forUpdate()
+          .executeTakeFirst();
+        if (!row) return null;
+        const k = kinds.get(`${row.plugin}/${row.kind}`);
+        if (!k) return null;
+        if (!row.parked) {
+          // Being polled now: the park that ends that poll schedules the next one at once.
+          await trx.updateTable("job_waits").set({ wake: true }).where("job_id", "=", row.job_id).execute();
+          return null;
+        }
+        await ensureQueue(k);
+        await trx.updateTable("job_waits").set({ seq: row.seq + 1, next_poll_at: sql<Date>`now()` }).where("job_id", "=", row.job_id).execute();
+        const executor = async (text: string, values: unknown[]) => trx.executeQuery(CompiledQuery.raw(text, values as any[]));
+        await queue.sendWithin(executor, k.queue, { jobId: row.job_id, seq: row.seq + 1 } satisfies QueuedJob);
+        return k.queue;
+      });
+      if (woken) queue.wake(woken);
+      return woken !== null;
+    },
+
     async submit(req) {
       const k = kinds.get(`${req.plugin}/${req.kind}`);
       if (k && req.state !== k.decl.initial) throw new IllegalTransition(`${req.plugin}/${req.kind}: jobs start in "${k.decl.initial}", not "${req.state}"`);
@@ -398,6 +496,9 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
         await queue.work<QueuedJob>(k.queue, (qjob) => inBackground(() => runAttempt(k, qjob)), { concurrency: k.decl.concurrency ?? 4 });
         // Every attempt failed or its processes died: end the job as failed, refunded.
         await queue.work<QueuedJob>(k.deadLetter, async (qjob) => inBackground(async () => {
+          // A poll that a later one stands for is not the job's last word.
+          const wait = await db.selectFrom("job_waits").select("seq").where("job_id", "=", qjob.data.jobId).executeTakeFirst();
+          if (wait && wait.seq !== (qjob.data.seq ?? 0)) return;
           log.warn(`${k.plugin}/${k.kind} job ${qjob.data.jobId}: out of attempts, failing and refunding`);
           await end(k, qjob.data.jobId, { state: k.decl.failState, refund: true, error: k.decl.failError });
         }));

@@ -231,6 +231,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       capabilitiesFor,
       pluginConfigFor: pluginConfig,
       mediaUrl,
+      upstreamCallbacks: config.upstreamCallbackSecret ? { publicUrl: config.publicUrl, secret: config.upstreamCallbackSecret } : null,
     });
 
     let unlisten: (() => Promise<void>) | undefined;

@@ -14,6 +14,7 @@ export {
   type UploadedFile,
 } from "./plugin.ts";
 export { JobFailure, progressBetween, type JobKindDeclaration, type JobOutcome, type JobRunContext, type JobUpdate } from "./jobs.ts";
+export type { AwaitUpstreamOptions } from "./upstream-waits.ts";
 export { PENDING_SUCCESS_FAILED, QUEUED_PROCESSING_COMPLETE, queuedThen } from "./job-states.ts";
 export type { JobSubmission, SubmittedJob } from "./ledger.ts";
 export type { StateMachine } from "./job-states.ts";
@@ -83,6 +84,7 @@ export {
 } from "../lib/outbound/index.ts";
 export { redactKey, upstreamBaseUrl } from "../lib/outbound/upstream-url.ts";
 export * from "../lib/sandbox.ts";
+export { pollToEnd } from "../lib/upstream.ts";
 // The three networks' host rules, one table for the social downloader and ad analysis.
 export { HOSTS, MAX_URL_LENGTH, parseSocialLink, type HostRole, type HostRule, type HostSet, type LinkRefusal, type Platform, type SocialLink } from "../lib/social-links.ts";
 // Speech for sandboxes that speak: eSpeak NG, and speech with the time of every word (lib/speech).

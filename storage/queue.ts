@@ -135,9 +135,10 @@ export interface Queue {
    * Tells this process's fetcher of `name` to fetch now (once, however many jobs were sent). send() does
    * this itself; after {@link Queue.sendWithin} the caller may call it once the transaction has committed
    * (before that, the job is invisible to a fetch); the commit's NOTIFY wakes it too, a moment later. A
-   * no-op when this process does not work `name`.
+   * no-op when this process does not work `name`. With `afterSeconds` (a delayed send), the scan that finds
+   * it due is scheduled instead.
    */
-  wake(name: string): void;
+  wake(name: string, afterSeconds?: number): void;
   /**
    * Runs `handler` for each job, one job per call. A handler that throws (or outlives
    * `expireInSeconds`) fails the attempt; pg-boss retries per the queue's options, then moves the job to
@@ -410,8 +411,10 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
       return queues.map((q) => ({ name: q.name, ready: q.readyCount ?? Math.max(0, q.queuedCount - q.deferredCount), deferred: q.deferredCount, active: q.activeCount }));
     },
 
-    wake(name) {
-      if (!stopped) fetchers.get(name)?.pump();
+    wake(name, afterSeconds) {
+      if (stopped) return;
+      if (afterSeconds) scanner?.soon(afterSeconds);
+      else fetchers.get(name)?.pump();
     },
 
     async check() {

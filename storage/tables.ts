@@ -141,6 +141,26 @@ export interface KernelTables {
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   idempotency_keys: IdempotencyKeysTable;
+  job_waits: JobWaitsTable;
+}
+
+/** A job waiting on an upstream provider (core/upstream-waits.ts). */
+export interface JobWaitsTable {
+  job_id: string;
+  step: string;
+  provider: string;
+  upstream_id: string;
+  handle: Json<Record<string, unknown>>;
+  seq: number;
+  parked: boolean;
+  claimed_by: string | null;
+  wake: boolean;
+  done: boolean;
+  polls: number;
+  errors: number;
+  submitted_at: Timestamp;
+  deadline_at: Timestamp;
+  next_poll_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 /** Idempotency-Key rows (core/idempotency.ts). */

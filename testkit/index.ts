@@ -16,13 +16,18 @@ import { memoryCounters, redisCounters } from "../storage/counters.ts";
 import { openDatabase } from "../storage/db.ts";
 import { memoryPubSub, redisPubSub } from "../storage/pubsub.ts";
 import { createHttpApp } from "../transports/http.ts";
-import { pgliteTemplate } from "./pglite-template.ts";
+import { pgliteTemplate, seedEmbeddedDataDir } from "./pglite-template.ts";
 import { randomBytes } from "node:crypto";
 
 export interface TestKernelOptions {
   plugins: readonly PluginDeclaration[];
   /** Postgres instead of in-memory PGlite (an isolated, empty database). */
   databaseUrl?: string;
+  /**
+   * PGlite on disk in this directory instead of in memory (without `databaseUrl`), so a second kernel can
+   * open it after the first closes: a restart, in process.
+   */
+  dataDir?: string;
   /** Redis for counters and pub/sub instead of memory. */
   redisUrl?: string;
   /** Extra environment: the kernel's variables and the plugins' declared ones (SANDBOX_LATENCY_MS defaults to 0 here). */
@@ -68,7 +73,13 @@ export interface TestKernel {
 export async function createTestKernel(options: TestKernelOptions): Promise<TestKernel> {
   const clock = fakeClock(Date.UTC(2026, 10, 1, 12, 0, 0));
   const config = loadConfig({ DATA_DIR: join(tmpdir(), "mediagate-test"), SANDBOX_LATENCY_MS: "0", LOG_LEVEL: "silent", ...options.env });
-  const database = await openDatabase({ url: options.databaseUrl, poolSize: 20, template: options.databaseUrl ? undefined : await pgliteTemplate() });
+  const onDisk = !options.databaseUrl && options.dataDir;
+  if (onDisk) await seedEmbeddedDataDir(options.dataDir!);
+  const database = await openDatabase({
+    url: options.databaseUrl,
+    poolSize: 20,
+    ...(onDisk ? { dataDir: options.dataDir } : { template: options.databaseUrl ? undefined : await pgliteTemplate() }),
+  });
   const prefix = `mgtest:${randomBytes(4).toString("hex")}:`;
   const kernel = await createKernel({
     config,

@@ -15,6 +15,7 @@ import type { GraphqlWebSocket } from "./graphql/websocket.ts";
 import { mountConsole } from "./rest/console.ts";
 import { mountDocs } from "./rest/docs.ts";
 import { mountMedia } from "./rest/media.ts";
+import { mountUpstreamCallbacks } from "./rest/upstream-callbacks.ts";
 import { mountPartnerApi, PARTNER_BASE } from "./rest/partner-api.ts";
 import { json } from "./rest/respond.ts";
 
@@ -146,6 +147,7 @@ export function createHttpApp(kernel: Kernel, options: HttpAppOptions): H3 {
   mountPartnerApi(app, kernel);
   mountDocs(app, kernel, mountAdminApi(app, kernel, options.adminToken));
   mountMedia(app, kernel.blobs);
+  mountUpstreamCallbacks(app, kernel);
   mountConsole(app, kernel);
   const graphql = options.graphql ?? createGraphql(kernel);
   app.on("GET", GRAPHQL_PATH, (event) => graphql.yoga.fetch(event.req as Request));

@@ -171,4 +171,29 @@ export const kernelMigrations: Migration[] = [
       `create index webhook_deliveries_due on webhook_deliveries (next_attempt_at) where status = 'pending'`,
     ],
   },
+  {
+    // A job waiting on an upstream (core/upstream-waits.ts): the provider's handle, and the sequence number
+    // that lets exactly one queue job poll it. Looked up by upstream id when a provider calls back.
+    name: "kernel/0008_job_waits",
+    statements: [
+      `create table job_waits (
+        job_id text primary key references jobs(id),
+        step text not null,
+        provider text not null,
+        upstream_id text not null,
+        handle jsonb not null,
+        seq integer not null default 0,
+        parked boolean not null default false,
+        claimed_by text,
+        wake boolean not null default false,
+        done boolean not null default false,
+        polls integer not null default 0,
+        errors integer not null default 0,
+        submitted_at timestamptz not null,
+        deadline_at timestamptz not null,
+        next_poll_at timestamptz
+      )`,
+      `create index job_waits_upstream on job_waits (provider, upstream_id)`,
+    ],
+  },
 ];

@@ -1,0 +1,233 @@
+// Waiting on an upstream without holding a worker slot (issue 20, contracts/upstream.ts).
+//
+// A runner calls `ctx.awaitUpstream(step, provider, build)`. The first time, it builds the request, submits
+// it and stores the handle in `job_waits`; from then on each attempt of the job polls that handle. While the
+// upstream says "pending", the attempt parks: the runtime (core/jobs.ts) commits the next poll as a delayed
+// queue job and ends the attempt, so the slot goes back to the pool and the wait costs a row. The runner's
+// code is written straight through: `awaitUpstream` simply never resolves in an attempt that parks (the
+// attempt's signal is aborted and its promise dropped), and the next attempt runs the runner from the top,
+// where `awaitUpstream` finds the stored handle instead of submitting again.
+//
+// One poller per handle, across processes and crashes, by a sequence number:
+// - every queue job of a waiting job carries the `seq` it was sent with, and only the queue job whose `seq`
+//   is the row's may run (a stale one, e.g. the delayed poll a callback overtook, does nothing);
+// - an attempt claims the row (`claimed_by` = its queue job id) before it polls; parking moves `seq` on in
+//   the transaction that sends the next queue job, so a crash before that commit leaves the same queue job
+//   to be retried (same id, same claim) and a crash after it leaves only the new one;
+// - a callback moves `seq` on only while the row is parked; during a poll it sets `wake`, and the park that
+//   follows schedules the next poll at once.
+import { createHmac } from "node:crypto";
+import type { Kysely, Transaction } from "kysely";
+import { sql } from "kysely";
+import type { Clock } from "./clock.ts";
+import type { Logger } from "./log.ts";
+import { UpstreamTimeoutError, type UpstreamHandle, type UpstreamProvider } from "../contracts/upstream.ts";
+import type { JobWaitsTable, KernelTables } from "../storage/tables.ts";
+import type { Selectable } from "kysely";
+
+/** Polls that fail in a row (the look itself, not the upstream's work) before the job fails. */
+export const MAX_POLL_ERRORS = 6;
+/** The longest the runtime waits between polls when the provider does not say. */
+const MAX_DEFAULT_DELAY_MS = 30_000;
+/** Polls answered "again at once" in one attempt before the attempt parks anyway (a provider's bug). */
+const INLINE_POLLS = 10;
+
+export type WaitRow = Selectable<JobWaitsTable>;
+
+export interface AwaitUpstreamOptions {
+  /** The upstream's whole time: pending past it, the work is cancelled and UpstreamTimeoutError thrown. */
+  deadlineSeconds: number;
+  /** 0-1 of the step, from the upstream's progress and from the work inside a poll. */
+  onProgress?(fraction: number, message?: string): Promise<void> | void;
+}
+
+/** What an attempt that parks asks the runtime to commit. */
+export interface Park {
+  wait: WaitRow;
+  delayMs: number;
+}
+
+/** Delay before the next poll when the provider gives none: 1 s, growing by half each poll, up to 30 s. */
+export const defaultPollDelay = (polls: number) => Math.min(MAX_DEFAULT_DELAY_MS, Math.round(1000 * 1.5 ** polls));
+/** After `errors` failed looks in a row: 1, 2, 4 ... s, up to 60 s. */
+export const errorBackoff = (errors: number) => Math.min(60_000, 1000 * 2 ** Math.max(0, errors - 1));
+
+/** The key a provider signs its callbacks with: one per provider, derived from UPSTREAM_CALLBACK_SECRET. */
+export const callbackSecret = (secret: string, provider: string) => createHmac("sha256", secret).update(`upstream-callback:${provider}`).digest("hex");
+
+export interface WaitsDeps {
+  db: Kysely<KernelTables>;
+  clock: Clock;
+  log: Logger;
+  /** `$PUBLIC_URL` and UPSTREAM_CALLBACK_SECRET, when callbacks are on. */
+  callbacks: { publicUrl: string; secret: string } | null;
+}
+
+/**
+ * Claims the job's wait for this attempt: null when the attempt is stale (its `seq` is not the row's, or
+ * another attempt holds the claim). `undefined` wait = the job has not submitted yet.
+ */
+export async function claimWait(db: Kysely<KernelTables>, jobId: string, seq: number, queueJobId: string): Promise<{ wait: WaitRow | undefined } | null> {
+  const claimed = await db
+    .updateTable("job_waits")
+    .set({ parked: false, claimed_by: queueJobId })
+    .where("job_id", "=", jobId)
+    .where("seq", "=", seq)
+    .where((eb) => eb.or([eb("parked", "=", true), eb("claimed_by", "=", queueJobId)]))
+    .returningAll()
+    .executeTakeFirst();
+  if (claimed) return { wait: claimed };
+  if (seq !== 0) return null;
+  // The first queue job: no wait yet is the normal case; a wait that exists belongs to a later seq.
+  const exists = await db.selectFrom("job_waits").select("job_id").where("job_id", "=", jobId).executeTakeFirst();
+  return exists ? null : { wait: undefined };
+}
+
+/**
+ * Commits a park: moves `seq` on and sends the next poll in one transaction. Returns the delay used (0 when
+ * a callback asked for an early poll), or null when the claim was lost (nothing is sent).
+ */
+export async function commitPark(
+  db: Kysely<KernelTables>,
+  park: Park,
+  queueJobId: string,
+  nextPollAt: Date,
+  send: (trx: Transaction<KernelTables>, seq: number, delaySeconds: number) => Promise<void>,
+): Promise<number | null> {
+  return db.transaction().execute(async (trx) => {
+    const row = await trx.selectFrom("job_waits").select(["seq", "wake", "claimed_by"]).where("job_id", "=", park.wait.job_id).forUpdate().executeTakeFirst();
+    if (!row || row.seq !== park.wait.seq || row.claimed_by !== queueJobId) return null;
+    const delaySeconds = row.wake ? 0 : Math.ceil(park.delayMs / 1000);
+    await trx
+      .updateTable("job_waits")
+      .set({
+        seq: row.seq + 1,
+        parked: true,
+        claimed_by: null,
+        wake: false,
+        handle: JSON.stringify(park.wait.handle),
+        polls: park.wait.polls,
+        errors: park.wait.errors,
+        next_poll_at: row.wake ? sql<Date>`now()` : nextPollAt,
+      })
+      .where("job_id", "=", park.wait.job_id)
+      .execute();
+    await send(trx, row.seq + 1, delaySeconds);
+    return delaySeconds;
+  });
+}
+
+/**
+ * One attempt's view of its job's wait: `awaitUpstream` for the runner, and the handles that finished, for
+ * `release` once the job has ended.
+ */
+export class AttemptWaits {
+  private finished: Array<{ provider: UpstreamProvider<any, any>; handle: UpstreamHandle }> = [];
+
+  constructor(
+    private readonly deps: WaitsDeps,
+    private readonly jobId: string,
+    private readonly queueJobId: string,
+    private wait: WaitRow | undefined,
+    private readonly signal: AbortSignal,
+    /** Called once when the attempt parks; the runtime commits it and ends the attempt. */
+    private readonly onPark: (park: Park) => void,
+  ) {}
+
+  async awaitUpstream<Request, Result>(step: string, provider: UpstreamProvider<Request, Result>, build: () => Request | Promise<Request>, options: AwaitUpstreamOptions): Promise<Result> {
+    const { db, clock, log } = this.deps;
+    let w = this.wait;
+    if (!w || w.step !== step) {
+      // Built only now: a request may be costly to assemble (frames fetched, references read).
+      const request = await build();
+      this.alive();
+      const callbacks = this.deps.callbacks;
+      const handle = await provider.submit(request, {
+        idempotencyKey: `${this.jobId}:${step}`,
+        signal: this.signal,
+        ...(callbacks ? { callback: { url: `${callbacks.publicUrl}/upstream/${encodeURIComponent(provider.name)}/callback`, secret: callbackSecret(callbacks.secret, provider.name) } } : {}),
+      });
+      this.alive();
+      const now = clock.now();
+      const values = {
+        step,
+        provider: provider.name,
+        upstream_id: handle.id,
+        handle: JSON.stringify(handle),
+        parked: false,
+        claimed_by: this.queueJobId,
+        wake: false,
+        done: false,
+        polls: 0,
+        errors: 0,
+        submitted_at: new Date(now),
+        deadline_at: new Date(now + options.deadlineSeconds * 1000),
+        next_poll_at: null,
+      };
+      const seq = w?.seq ?? 0;
+      const stored = await db
+        .insertInto("job_waits")
+        .values({ job_id: this.jobId, seq, ...values })
+        .onConflict((oc) => oc.column("job_id").doUpdateSet(values).where("job_waits.seq", "=", seq).where("job_waits.claimed_by", "=", this.queueJobId))
+        .returningAll()
+        .executeTakeFirst();
+      if (!stored) throw new Error(`job ${this.jobId}: its wait was taken over by another attempt`);
+      this.wait = w = stored;
+      if ((handle.pollAfterMs ?? 0) > 0) return this.park(w, handle.pollAfterMs!);
+    }
+
+    const handle = w.handle as unknown as UpstreamHandle;
+    const onProgress = options.onProgress ?? (() => {});
+    for (let inline = 0; ; inline++) {
+      let result;
+      try {
+        result = await provider.poll(handle, { signal: this.signal, onProgress });
+      } catch (err) {
+        if (this.signal.aborted) throw err;
+        const errors = w.errors + 1;
+        if (errors >= MAX_POLL_ERRORS) throw err;
+        log.warn(`job ${this.jobId}: polling ${provider.name} failed (${errors} in a row), trying again: ${err instanceof Error ? err.message : String(err)}`);
+        return this.park({ ...w, errors }, errorBackoff(errors));
+      }
+      this.alive();
+      if (result.state === "done") {
+        if (!w.done) await db.updateTable("job_waits").set({ done: true }).where("job_id", "=", this.jobId).execute();
+        this.finished.push({ provider, handle });
+        return result.result;
+      }
+      if (result.state === "failed") {
+        this.finished.push({ provider, handle });
+        throw result.error;
+      }
+      if (clock.now() >= new Date(w.deadline_at).getTime()) {
+        await provider.cancel?.(handle).catch((err) => log.warn(`job ${this.jobId}: cancelling ${provider.name} ${handle.id} failed`, err));
+        throw new UpstreamTimeoutError(`${provider.name} did not finish ${handle.id} within ${options.deadlineSeconds} s`);
+      }
+      if (result.progress !== undefined) await onProgress(Math.max(0, Math.min(1, result.progress)), result.message);
+      const polls: number = w.polls + 1;
+      w = { ...w, polls, errors: 0 };
+      const asked = result.pollAfterMs ?? defaultPollDelay(polls);
+      if (asked <= 0 && inline < INLINE_POLLS) continue;
+      // Never past the deadline: the poll that finds it passed is the one that cancels.
+      const untilDeadline = new Date(w.deadline_at).getTime() - clock.now();
+      return this.park(w, Math.max(1, Math.min(Math.max(asked, 1000), untilDeadline)));
+    }
+  }
+
+  /** Tells the providers of finished handles that the job is over (their results are kept). */
+  async release(): Promise<void> {
+    for (const { provider, handle } of this.finished.splice(0)) {
+      await provider.release?.(handle).catch((err) => this.deps.log.warn(`job ${this.jobId}: releasing ${provider.name} ${handle.id} failed`, err));
+    }
+  }
+
+  private park(wait: WaitRow, delayMs: number): Promise<never> {
+    this.onPark({ wait, delayMs });
+    // Never settles: the runner's code after this point runs in the next attempt, from the top.
+    return new Promise<never>(() => {});
+  }
+
+  private alive() {
+    if (this.signal.aborted) throw new Error(`job ${this.jobId}: attempt abandoned`);
+  }
+}

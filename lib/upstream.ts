@@ -1,0 +1,34 @@
+// Submit-and-poll providers (contracts/upstream.ts) used in place: submit, then poll, sleeping the delays the
+// provider asks for, until it is done. For tests of a provider and for callers that may hold their slot;
+// a job waits through `ctx.awaitUpstream`, which holds none.
+import type { UpstreamProvider } from "../contracts/upstream.ts";
+import { sandboxSleep } from "./sandbox.ts";
+
+/**
+ * `request` may carry `signal` and `onProgress` as the old one-call providers took them: they are taken off
+ * before the request is submitted.
+ */
+export async function pollToEnd<Request extends object, Result>(
+  provider: UpstreamProvider<Request, Result>,
+  request: Request & { signal?: AbortSignal; onProgress?: (fraction: number, message?: string) => unknown },
+): Promise<Result> {
+  const { signal = new AbortController().signal, onProgress, ...rest } = request;
+  const report = async (fraction: number, message?: string) => void (await onProgress?.(fraction, message));
+  const handle = await provider.submit(rest as Request, { idempotencyKey: `in-place:${Math.random()}`, signal });
+  let delay = handle.pollAfterMs ?? 0;
+  for (;;) {
+    if (delay > 0) await sandboxSleep(delay, signal);
+    if (signal.aborted) throw signal.reason;
+    const polled = await provider.poll(handle, { signal, onProgress: report });
+    if (polled.state === "done") {
+      await provider.release?.(handle);
+      return polled.result;
+    }
+    if (polled.state === "failed") {
+      await provider.release?.(handle);
+      throw polled.error;
+    }
+    if (polled.progress !== undefined) await report(polled.progress, polled.message);
+    delay = Math.max(polled.pollAfterMs ?? 250, 1);
+  }
+}

@@ -1,0 +1,48 @@
+// Upstream callbacks: `POST /upstream/<provider>/callback` lets a provider say its work moved, so the job
+// waiting on it is polled at once instead of at its next scheduled poll (core/upstream-waits.ts). The call
+// only wakes a poll, it never carries a result: a forged or replayed callback can at worst cause one early
+// poll, and still it must be signed with the provider's key (derived from UPSTREAM_CALLBACK_SECRET; the
+// submit options hand it to the provider). Off (404) unless the secret is set.
+import { timingSafeEqual, createHmac } from "node:crypto";
+import type { H3 } from "h3";
+import type { Kernel } from "../../core/kernel.ts";
+import { KERNEL_ERRORS } from "../../core/errors.ts";
+import { callbackSecret } from "../../core/upstream-waits.ts";
+import { json } from "./respond.ts";
+import { requestIdOf } from "../http-manners.ts";
+
+/** Error texts of the route (not in the spec: providers call it, not partners). */
+export const CALLBACK_ERRORS = {
+  signature: "Invalid signature.",
+  body: 'Body must be a JSON object {"id": "<upstream id>"}.',
+  tooLarge: "Callback body too large.",
+} as const;
+
+const MAX_BODY_BYTES = 16 * 1024;
+const PROVIDER_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+
+export function mountUpstreamCallbacks(app: H3, kernel: Kernel): void {
+  app.post("/upstream/:provider/callback", async (event) => {
+    const requestId = requestIdOf(event);
+    const secret = kernel.config.upstreamCallbackSecret;
+    const provider = event.context.params?.provider ?? "";
+    if (!secret || !PROVIDER_NAME.test(provider)) return json(404, { error: KERNEL_ERRORS.notFound, request_id: requestId });
+    const request = event.req as Request;
+    const declared = Number(request.headers.get("content-length") ?? "0");
+    if (declared > MAX_BODY_BYTES) return json(413, { error: CALLBACK_ERRORS.tooLarge, request_id: requestId });
+    const body = new Uint8Array(await request.arrayBuffer());
+    if (body.byteLength > MAX_BODY_BYTES) return json(413, { error: CALLBACK_ERRORS.tooLarge, request_id: requestId });
+    const sent = /^sha256=([0-9a-f]{64})$/.exec(request.headers.get("x-upstream-signature") ?? "")?.[1];
+    const expected = createHmac("sha256", callbackSecret(secret, provider)).update(body).digest();
+    if (!sent || !timingSafeEqual(Buffer.from(sent, "hex"), expected)) return json(401, { error: CALLBACK_ERRORS.signature, request_id: requestId });
+    let id: unknown;
+    try {
+      id = (JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body)) as { id?: unknown })?.id;
+    } catch {
+      id = undefined;
+    }
+    if (typeof id !== "string" || id.length === 0 || id.length > 512 || id.includes("\0")) return json(400, { error: CALLBACK_ERRORS.body, request_id: requestId });
+    const woken = await kernel.jobs.wakeUpstream(provider, id);
+    return json(202, { ok: true, woken, request_id: requestId });
+  });
+}
