@@ -2,6 +2,7 @@
 // its sandbox (plugins/images/sandbox.ts) or a real upstream adapter provides it, so one replaces the other
 // without touching the plugin. Route names ("primary", "secondary") come from the images plugin's model table.
 export { TransientProviderError, UnsafeContentError } from "./errors.ts";
+import type { UpstreamProvider } from "./upstream.ts";
 
 /** `auto` for models that ignore the field. */
 export type ImageBackground = "auto" | "transparent" | "opaque";
@@ -20,9 +21,6 @@ export interface ImageGenerationRequest {
    * is read from storage on demand; a URL must be fetched through the outbound-URL guard.
    */
   references: Array<{ id: string; mimeType: string; read(): Promise<Uint8Array | null> } | { id: string; url: string }>;
-  signal: AbortSignal;
-  /** 0-1. */
-  onProgress(fraction: number): Promise<void> | void;
 }
 
 export interface GeneratedImage {
@@ -36,9 +34,11 @@ export interface ImageProviders {
   route(name: string): ImageProvider | undefined;
 }
 
-export interface ImageProvider {
-  generate(request: ImageGenerationRequest): Promise<GeneratedImage>;
-}
+/**
+ * Submits and polls (contracts/upstream.ts): a job waits for it without holding a slot. A failure is
+ * TransientProviderError (try the chain's next route), UnsafeContentError, or any other Error.
+ */
+export type ImageProvider = UpstreamProvider<ImageGenerationRequest, GeneratedImage>;
 
 declare module "./index.ts" {
   interface CapabilityMap {

@@ -1,6 +1,8 @@
 // The `music.generate` capability: what a music provider adapter implements. The music plugin validates,
 // charges, restages the source audio and records the job; the provider only makes tracks. Its sandbox
 // (plugins/music/sandbox.ts) or a real upstream adapter provides it, so one replaces the other without touching the plugin.
+// Both operations submit and poll (contracts/upstream.ts): a job waits for its tracks without holding a worker slot.
+import type { UpstreamProvider } from "./upstream.ts";
 
 export type MusicModel = "V5_5" | "V5";
 
@@ -26,9 +28,6 @@ export interface MusicGenerationRequest {
   style: string | null;
   title: string | null;
   instrumental: boolean;
-  signal: AbortSignal;
-  /** 0-1, increasing. */
-  onProgress(fraction: number): Promise<void> | void;
 }
 
 /** The controls of an extension (part 3, the Controls table of POST /extend-music), already validated. */
@@ -65,8 +64,6 @@ export interface MusicExtensionRequest extends MusicControls {
     /** The source's title when it is one of ours. */
     title: string | null;
   };
-  signal: AbortSignal;
-  onProgress(fraction: number): Promise<void> | void;
 }
 
 export interface MusicTrack {
@@ -85,11 +82,16 @@ export interface MusicTrack {
   arrangement: Record<string, unknown> | null;
 }
 
+/**
+ * A music service's two operations, each submitted and polled (contracts/upstream.ts). A failure (thrown by
+ * `submit` or answered `failed` by `poll`) is a MusicProviderError for a known kind; any other error is
+ * `provider_down`. An upstream still pending at the plugin's deadline is cancelled and ends `timeout`.
+ */
 export interface MusicProvider {
-  /** Two variations. Throw MusicProviderError for a known failure kind; anything else is `provider_down`. */
-  generate(request: MusicGenerationRequest): Promise<MusicTrack[]>;
+  /** Two variations. */
+  generate: UpstreamProvider<MusicGenerationRequest, MusicTrack[]>;
   /** Two variations, each the source up to `continueAt` followed by new music. */
-  extend(request: MusicExtensionRequest): Promise<MusicTrack[]>;
+  extend: UpstreamProvider<MusicExtensionRequest, MusicTrack[]>;
 }
 
 export interface MusicProviders {

@@ -1,7 +1,9 @@
 // The `omni.generate` capability: what an Omni video provider adapter implements. The omni plugin validates,
 // charges, resolves the account's characters and voices (as snapshots), fetches and trims the reference media,
 // then hands the provider everything as bytes; its sandbox (plugins/omni/sandbox.ts) or a real upstream adapter
-// provides it, so one replaces the other without touching the plugin.
+// provides it, so one replaces the other without touching the plugin. The provider submits and polls
+// (contracts/upstream.ts): the job waits for the render without holding a worker slot.
+import type { UpstreamProvider } from "./upstream.ts";
 import type { GeneratedVideo, VideoFrame } from "./video.ts";
 
 /** A voice as the video uses it: a partner voice, or the one fixed on a character. */
@@ -50,9 +52,6 @@ export interface OmniGenerationRequest {
   /** `omni-1.1` only, never with characters, voices, images or a reference video. */
   firstFrame?: VideoFrame;
   lastFrame?: VideoFrame;
-  signal: AbortSignal;
-  /** 0-1, increasing. */
-  onProgress(fraction: number, message?: string): Promise<void> | void;
 }
 
 /**
@@ -62,10 +61,11 @@ export interface OmniGenerationRequest {
  */
 export { UnsafeContentError } from "./errors.ts";
 
-export interface OmniProvider {
-  /** Any error other than UnsafeContentError is a plain provider failure: `error`, refunded, not fixable. */
-  generate(request: OmniGenerationRequest): Promise<GeneratedVideo>;
-}
+/**
+ * Submits and polls (contracts/upstream.ts). A failure that is UnsafeContentError is the prompt-fixable block;
+ * any other is a plain provider failure: `error`, refunded, not fixable.
+ */
+export type OmniProvider = UpstreamProvider<OmniGenerationRequest, GeneratedVideo>;
 
 declare module "./index.ts" {
   interface CapabilityMap {

@@ -3,6 +3,7 @@
 // its sandbox (plugins/video/sandbox.ts) or a real upstream adapter provides it, so one replaces the other without touching
 // the plugin.
 import type { SpokenRecord } from "./speech.ts";
+import type { UpstreamProvider } from "./upstream.ts";
 
 /** A still picture: a start or end frame, or a reference image. */
 export interface VideoFrame {
@@ -41,9 +42,6 @@ export interface VideoGenerationRequest {
   referenceImages: VideoFrame[];
   referenceVideos: ReferenceMedia[];
   referenceAudio: ReferenceMedia[];
-  signal: AbortSignal;
-  /** 0-1, increasing. */
-  onProgress(fraction: number, message?: string): Promise<void> | void;
 }
 
 export interface GeneratedVideo {
@@ -64,10 +62,11 @@ export interface VideoProviders {
   forModel(model: string): VideoProvider | undefined;
 }
 
-export interface VideoProvider {
-  /** Any other thrown error is a provider failure: the job ends `error` and is refunded. */
-  generate(request: VideoGenerationRequest): Promise<GeneratedVideo>;
-}
+/**
+ * Submits and polls (contracts/upstream.ts): a job waits for it without holding a slot. UnsafeContentError
+ * is a content-safety block; any other failure is a provider failure (the job ends `error`, refunded).
+ */
+export type VideoProvider = UpstreamProvider<VideoGenerationRequest, GeneratedVideo>;
 
 declare module "./index.ts" {
   interface CapabilityMap {

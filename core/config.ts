@@ -2,6 +2,7 @@
 // stops the boot with the variable's name rather than surfacing later as odd behaviour. Two kinds: the
 // kernel's own settings (`Config`, read by loadConfig) and the variables each plugin declares for itself
 // (`defineConfig`, read by the kernel at boot from the same environment).
+import { defaultMediaConcurrency } from "../lib/media/pool.ts";
 import { resolve } from "node:path";
 import process from "node:process";
 import type { InferOutput, StandardSchemaV1 } from "./standard-schema.ts";
@@ -37,6 +38,7 @@ export const KERNEL_VARIABLES = [
   "GRAPHQL_PERSISTED_OPERATIONS",
   "GRAPHQL_PERSISTED_ONLY",
   "UPSTREAM_CALLBACK_SECRET",
+  "MEDIA_CONCURRENCY",
 ] as const;
 export type KernelVariable = (typeof KERNEL_VARIABLES)[number];
 
@@ -92,6 +94,11 @@ export interface Config {
    * this secret per provider (core/upstream-waits.ts). Unset: the route answers 404 and jobs are only polled.
    */
   upstreamCallbackSecret: string | undefined;
+  /**
+   * Places in the process's media pool (MEDIA_CONCURRENCY, default the number of cores): CPU-heavy work of
+   * every job kind (ffmpeg runs, resampling) takes one while it runs (lib/media/pool.ts).
+   */
+  mediaConcurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -202,7 +209,9 @@ export function loadConfig(source: Environment = process.env): Config {
     graphqlPersistedOperations: env.GRAPHQL_PERSISTED_OPERATIONS ? resolve(env.GRAPHQL_PERSISTED_OPERATIONS) : undefined,
     graphqlPersistedOnly: flag("GRAPHQL_PERSISTED_ONLY", env.GRAPHQL_PERSISTED_ONLY),
     upstreamCallbackSecret: env.UPSTREAM_CALLBACK_SECRET || undefined,
+    mediaConcurrency: nonNegativeInt("MEDIA_CONCURRENCY", env.MEDIA_CONCURRENCY, defaultMediaConcurrency()),
   };
+  if (config.mediaConcurrency < 1) throw new ConfigError("MEDIA_CONCURRENCY must be at least 1");
   if (config.upstreamCallbackSecret !== undefined && config.upstreamCallbackSecret.length < 32) {
     throw new ConfigError("UPSTREAM_CALLBACK_SECRET must be at least 32 characters");
   }

@@ -123,6 +123,8 @@ export interface JobRunContext<Input = any> {
    * Calling it with another `step` (the next provider of a chain) submits anew. Throws what the upstream's
    * failure carries, or UpstreamTimeoutError past `deadlineSeconds`.
    */
+  /** The step this job last submitted to an upstream (null before any): where a provider chain resumes. */
+  readonly upstreamStep: string | null;
   awaitUpstream<Request, Result>(step: string, provider: UpstreamProvider<Request, Result>, build: () => Request | Promise<Request>, options: AwaitUpstreamOptions): Promise<Result>;
   /**
    * Returns one part of this job's charge (JobSubmission.refundableShares, by index), at most once however
@@ -328,6 +330,9 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       blobs: deps.blobsFor(k.plugin),
       capability: deps.capabilitiesFor(k.plugin),
       mediaUrl: (key) => deps.mediaUrl(k.plugin, key),
+      get upstreamStep() {
+        return waits.step;
+      },
       awaitUpstream: (step, provider, build, options) => waits.awaitUpstream(step, provider, build, options),
       async progress(percent, message) {
         const p = Math.max(0, Math.min(100, Math.round(percent)));

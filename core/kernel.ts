@@ -20,7 +20,7 @@ import { migrate } from "../storage/migrate.ts";
 import { kernelMigrations } from "../storage/migrations/kernel.ts";
 import { memoryPubSub, redisPubSub, type PubSub } from "../storage/pubsub.ts";
 import { createQueue, type Queue } from "../storage/queue.ts";
-import { createMediaEngine } from "../lib/media/index.ts";
+import { createMediaEngine, createMediaPool, type MediaPool } from "../lib/media/index.ts";
 import { createOutboundGuard, type OutboundGuard } from "../lib/outbound/index.ts";
 import { createWebhooks, TEST_EVENT, type Webhooks } from "./webhooks.ts";
 import { createRetentionSweeper, retainingBlobStore, type RetentionSweeper } from "./retention.ts";
@@ -51,6 +51,8 @@ export interface Kernel {
   registry: Registry;
   database: Database;
   blobs: BlobStore;
+  /** The process's pool for CPU-heavy media work (MEDIA_CONCURRENCY; lib/media/pool.ts), shared by every kind. */
+  mediaPool: MediaPool;
   counters: Counters;
   pubsub: PubSub;
   queue: Queue;
@@ -142,13 +144,15 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     const limiter = createRateLimiter(counters, () => clock.now());
 
     const built = new Map<string, unknown>();
+    // Made at once (it is a counter): /metrics reads it in processes that never load an engine.
+    const mediaPool = createMediaPool(config.mediaConcurrency);
     // Capabilities the kernel itself provides, made on first use: a process whose plugins never touch media
     // never loads ffmpeg.wasm. (db, blobs, queue, pubsub, counters and clock sit on every context directly.)
     const kernelProvided: { [K in KernelCapability]: () => CapabilityMap[K] } = {
       // Shared counters (Redis when configured): rate windows, quotas and shared slots across processes.
       counters: () => counters,
       media: () => {
-        const engine = createMediaEngine({ mode: config.mediaEngine });
+        const engine = createMediaEngine({ mode: config.mediaEngine, pool: mediaPool });
         closers.unshift(() => engine.close());
         return engine;
       },
@@ -243,6 +247,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       registry,
       database,
       blobs,
+      mediaPool,
       counters,
       pubsub,
       queue,

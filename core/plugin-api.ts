@@ -85,6 +85,7 @@ export {
 export { redactKey, upstreamBaseUrl } from "../lib/outbound/upstream-url.ts";
 export * from "../lib/sandbox.ts";
 export { pollToEnd } from "../lib/upstream.ts";
+export { sandboxUpstream, type SandboxRequestStore, type SandboxUpstreamOptions } from "../lib/sandbox-upstream.ts";
 // The three networks' host rules, one table for the social downloader and ad analysis.
 export { HOSTS, MAX_URL_LENGTH, parseSocialLink, type HostRole, type HostRule, type HostSet, type LinkRefusal, type Platform, type SocialLink } from "../lib/social-links.ts";
 // Speech for sandboxes that speak: eSpeak NG, and speech with the time of every word (lib/speech).

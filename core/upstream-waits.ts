@@ -29,8 +29,13 @@ import type { Selectable } from "kysely";
 export const MAX_POLL_ERRORS = 6;
 /** The longest the runtime waits between polls when the provider does not say. */
 const MAX_DEFAULT_DELAY_MS = 30_000;
-/** Polls answered "again at once" in one attempt before the attempt parks anyway (a provider's bug). */
+/** Polls answered "again soon" in one attempt before the attempt parks anyway (a provider's bug). */
 const INLINE_POLLS = 10;
+/**
+ * A wait this short is slept in place: parking costs two transactions and a fetch, more than holding the
+ * slot a quarter of a second (and delayed queue jobs come due in whole seconds).
+ */
+const INLINE_WAIT_MS = 250;
 
 export type WaitRow = Selectable<JobWaitsTable>;
 
@@ -46,6 +51,13 @@ export interface Park {
   wait: WaitRow;
   delayMs: number;
 }
+
+const sleepUnlessAborted = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const done = () => (clearTimeout(timer), signal.removeEventListener("abort", done), resolve());
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
 
 /** Delay before the next poll when the provider gives none: 1 s, growing by half each poll, up to 30 s. */
 export const defaultPollDelay = (polls: number) => Math.min(MAX_DEFAULT_DELAY_MS, Math.round(1000 * 1.5 ** polls));
@@ -68,6 +80,12 @@ export interface WaitsDeps {
  * another attempt holds the claim). `undefined` wait = the job has not submitted yet.
  */
 export async function claimWait(db: Kysely<KernelTables>, jobId: string, seq: number, queueJobId: string): Promise<{ wait: WaitRow | undefined } | null> {
+  if (seq === 0) {
+    // The job's first queue job: most jobs never wait, and one read tells.
+    const row = await db.selectFrom("job_waits").select("seq").where("job_id", "=", jobId).executeTakeFirst();
+    if (!row) return { wait: undefined };
+    if (row.seq !== 0) return null; // a later seq stands for the job now
+  }
   const claimed = await db
     .updateTable("job_waits")
     .set({ parked: false, claimed_by: queueJobId })
@@ -76,11 +94,7 @@ export async function claimWait(db: Kysely<KernelTables>, jobId: string, seq: nu
     .where((eb) => eb.or([eb("parked", "=", true), eb("claimed_by", "=", queueJobId)]))
     .returningAll()
     .executeTakeFirst();
-  if (claimed) return { wait: claimed };
-  if (seq !== 0) return null;
-  // The first queue job: no wait yet is the normal case; a wait that exists belongs to a later seq.
-  const exists = await db.selectFrom("job_waits").select("job_id").where("job_id", "=", jobId).executeTakeFirst();
-  return exists ? null : { wait: undefined };
+  return claimed ? { wait: claimed } : null;
 }
 
 /**
@@ -134,6 +148,11 @@ export class AttemptWaits {
     private readonly onPark: (park: Park) => void,
   ) {}
 
+  /** The step of the stored wait, if any. */
+  get step(): string | null {
+    return this.wait?.step ?? null;
+  }
+
   async awaitUpstream<Request, Result>(step: string, provider: UpstreamProvider<Request, Result>, build: () => Request | Promise<Request>, options: AwaitUpstreamOptions): Promise<Result> {
     const { db, clock, log } = this.deps;
     let w = this.wait;
@@ -173,7 +192,9 @@ export class AttemptWaits {
         .executeTakeFirst();
       if (!stored) throw new Error(`job ${this.jobId}: its wait was taken over by another attempt`);
       this.wait = w = stored;
-      if ((handle.pollAfterMs ?? 0) > 0) return this.park(w, handle.pollAfterMs!);
+      const first = handle.pollAfterMs ?? 0;
+      if (first > INLINE_WAIT_MS) return this.park(w, first);
+      if (first > 0) await sleepUnlessAborted(first, this.signal);
     }
 
     const handle = w.handle as unknown as UpstreamHandle;
@@ -207,7 +228,11 @@ export class AttemptWaits {
       const polls: number = w.polls + 1;
       w = { ...w, polls, errors: 0 };
       const asked = result.pollAfterMs ?? defaultPollDelay(polls);
-      if (asked <= 0 && inline < INLINE_POLLS) continue;
+      if (asked <= INLINE_WAIT_MS && inline < INLINE_POLLS) {
+        if (asked > 0) await sleepUnlessAborted(asked, this.signal);
+        this.alive();
+        continue;
+      }
       // Never past the deadline: the poll that finds it passed is the one that cancels.
       const untilDeadline = new Date(w.deadline_at).getTime() - clock.now();
       return this.park(w, Math.max(1, Math.min(Math.max(asked, 1000), untilDeadline)));

@@ -4,13 +4,16 @@
 import type { UpstreamProvider } from "../contracts/upstream.ts";
 import { sandboxSleep } from "./sandbox.ts";
 
+/** A request as the one-call providers took it, with its abort signal and progress callback. */
+export type InPlace<Request> = Request & { signal?: AbortSignal; onProgress?: (fraction: number, message?: string) => unknown };
+
 /**
  * `request` may carry `signal` and `onProgress` as the old one-call providers took them: they are taken off
  * before the request is submitted.
  */
 export async function pollToEnd<Request extends object, Result>(
   provider: UpstreamProvider<Request, Result>,
-  request: Request & { signal?: AbortSignal; onProgress?: (fraction: number, message?: string) => unknown },
+  request: InPlace<Request>,
 ): Promise<Result> {
   const { signal = new AbortController().signal, onProgress, ...rest } = request;
   const report = async (fraction: number, message?: string) => void (await onProgress?.(fraction, message));

@@ -66,7 +66,8 @@ function wrap(storage: Storage, options: { withMeta: boolean; open?: Opener }, p
       return raw instanceof Uint8Array ? raw : new Uint8Array(raw as ArrayBuffer);
     },
     has: (key) => storage.hasItem(key),
-    remove: (key) => storage.removeItem(key),
+    // With the metadata item too: a removed file leaves nothing behind (retention sweeps, released requests).
+    remove: (key) => storage.removeItem(key, { removeMeta: withMeta }),
     // unstorage spells a key's separators as `:`; our segments never contain one.
     keys: async () => (await storage.getKeys()).map((k) => k.replaceAll(":", "/")),
     scoped: (p) => wrap(prefixStorage(storage, p), options, `${prefix}${p}/`),

@@ -17,7 +17,12 @@ export async function migrate(db: Kysely<any>, migrations: readonly Migration[])
     if (names.has(m.name)) throw new Error(`migration ${m.name} is declared twice`);
     names.add(m.name);
   }
-  await sql`create table if not exists mediagate_migrations (name text primary key, applied_at timestamptz not null default now())`.execute(db);
+  // Under the lock too: two `create table if not exists` at once can both try to create it, and one then
+  // fails on Postgres's catalog (duplicate key in pg_type), which two hosts booting together did.
+  await db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(${LOCK_KEY})`.execute(trx);
+    await sql`create table if not exists mediagate_migrations (name text primary key, applied_at timestamptz not null default now())`.execute(trx);
+  });
   const applied: string[] = [];
   for (const migration of migrations) {
     await db.transaction().execute(async (trx) => {

@@ -116,6 +116,18 @@ export function metricsOf(kernel: Kernel): Metrics {
     },
   });
   new Gauge({
+    name: "mediagate_media_pool",
+    help: "This process's media pool (MEDIA_CONCURRENCY): its places, those taken, and work waiting for one.",
+    labelNames: ["state"],
+    registers: [registry],
+    collect() {
+      const s = kernel.mediaPool.stats();
+      this.set({ state: "size" }, s.size);
+      this.set({ state: "active" }, s.active);
+      this.set({ state: "waiting" }, s.waiting);
+    },
+  });
+  new Gauge({
     name: "mediagate_webhook_deliveries",
     help: "Webhook deliveries by outcome (pending while attempts remain, delivered, failed).",
     labelNames: ["status"],

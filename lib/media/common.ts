@@ -157,6 +157,14 @@ export class Limiter {
     return this.active + this.waiting.length;
   }
 
+  get activeCount(): number {
+    return this.active;
+  }
+
+  get waitingCount(): number {
+    return this.waiting.length;
+  }
+
   async run<T>(fn: () => Promise<T>, signal?: AbortSignal, reason?: () => Error): Promise<T> {
     if (this.active >= this.max) {
       // The slot is handed over by the finishing run (active is not decremented in between), so a caller

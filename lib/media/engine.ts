@@ -1,5 +1,6 @@
 // Picks the engine (DESIGN "Runtime": native ffmpeg on PATH in production, ffmpeg.wasm embedded otherwise).
 // The choice is made once, at creation, so a machine never mixes engines within one process.
+import type { MediaPool } from "./pool.ts";
 import { MediaError } from "./errors.ts";
 import { createNativeEngine, findOnPath } from "./native.ts";
 import { createWasmEngine } from "./wasm.ts";
@@ -12,6 +13,8 @@ export interface MediaEngineOptions {
   tmpDir?: string;
   /** Parallel runs. Native default: half the cores; wasm default: 1 (each worker holds its own core). */
   concurrency?: number;
+  /** The process's media pool (the kernel's, sized by MEDIA_CONCURRENCY): runs take their places there. */
+  pool?: MediaPool;
   /** Explicit binaries (otherwise looked up on PATH). */
   ffmpegPath?: string;
   ffprobePath?: string;
@@ -27,10 +30,11 @@ export function detectNativeFfmpeg(pathEnv?: string): { ffmpegPath: string; ffpr
 export function createMediaEngine(options: MediaEngineOptions = {}): MediaEngine {
   const mode = options.mode ?? "auto";
   if (mode !== "auto" && mode !== "native" && mode !== "wasm") throw new MediaError("engine_unavailable", `unknown media engine mode ${String(mode)}`);
-  if (mode === "wasm") return createWasmEngine({ concurrency: options.concurrency });
+  const shared = { concurrency: options.concurrency, ...(options.pool ? { pool: options.pool } : {}) };
+  if (mode === "wasm") return createWasmEngine(shared);
   const explicit = options.ffmpegPath && options.ffprobePath ? { ffmpegPath: options.ffmpegPath, ffprobePath: options.ffprobePath } : undefined;
   const native = explicit ?? detectNativeFfmpeg();
-  if (native) return createNativeEngine({ ...native, tmpDir: options.tmpDir, concurrency: options.concurrency });
+  if (native) return createNativeEngine({ ...native, tmpDir: options.tmpDir, ...shared });
   if (mode === "native") throw new MediaError("engine_unavailable", "MEDIA_ENGINE=native but ffmpeg/ffprobe are not on PATH");
-  return createWasmEngine({ concurrency: options.concurrency });
+  return createWasmEngine(shared);
 }

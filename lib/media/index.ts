@@ -4,6 +4,7 @@
 export { createMediaEngine, detectNativeFfmpeg, type MediaEngineOptions } from "./engine.ts";
 export { createNativeEngine, findOnPath, supportsStatsPeriod, type NativeOptions } from "./native.ts";
 export { createWasmEngine, type WasmOptions } from "./wasm.ts";
+export { createMediaPool, defaultMediaConcurrency, type MediaPool, type MediaPoolStats } from "./pool.ts";
 export {
   FILE_NAME,
   FONTS_DIR,

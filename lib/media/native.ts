@@ -14,7 +14,8 @@ import { delimiter, join } from "node:path";
 import process from "node:process";
 import { childEnv } from "../child-env.ts";
 import { classifyFailure, MediaError } from "./errors.ts";
-import { FFMPEG_PREFIX, FFPROBE_ARGS, Limiter, LineSplitter, LineTail, prepareRun, readHead, runSignal, validateIO } from "./common.ts";
+import { createMediaPool, type MediaPool } from "./pool.ts";
+import { FFMPEG_PREFIX, FFPROBE_ARGS, LineSplitter, LineTail, prepareRun, readHead, runSignal, validateIO } from "./common.ts";
 import { parseFfprobeJson, type Probe } from "./probe.ts";
 import { ProgressTracker } from "./progress.ts";
 import { loadVips } from "./vips.ts";
@@ -65,6 +66,8 @@ export interface NativeOptions {
   tmpDir?: string;
   /** Parallel ffmpeg processes (each is multi-threaded itself). Default: half the cores, at least 1. */
   concurrency?: number;
+  /** The process's media pool: runs take a place in it instead (`concurrency` is then unused). */
+  pool?: MediaPool;
 }
 
 interface ProcResult {
@@ -82,7 +85,8 @@ export function supportsStatsPeriod(versionLine: string): boolean {
 }
 
 export function createNativeEngine(options: NativeOptions): MediaEngine {
-  const limiter = new Limiter(options.concurrency ?? Math.max(1, Math.floor(availableParallelism() / 2)));
+  const pool = options.pool ?? createMediaPool(options.concurrency ?? Math.max(1, Math.floor(availableParallelism() / 2)));
+  const limiter = pool;
   const children = new Set<ReturnType<typeof spawn>>();
   let closed = false;
   let prefix: Promise<string[]> | undefined;
@@ -147,8 +151,10 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
 
   const engine: MediaEngine = {
     kind: "native",
+    pool,
     get pending() {
-      return limiter.pending;
+      const s = pool.stats();
+      return s.active + s.waiting;
     },
 
     async run(args, io: RunIO) {

@@ -47,6 +47,8 @@ export interface RunIO {
   onLog?(line: string): void;
 }
 
+import type { MediaPool } from "./pool.ts";
+
 export interface MediaEngine {
   readonly kind: MediaEngineKind;
   /**
@@ -65,6 +67,11 @@ export interface MediaEngine {
   warmup(): Promise<void>;
   /** Runs waiting or in progress. */
   readonly pending: number;
+  /**
+   * The process's pool of places for CPU-heavy work (lib/media/pool.ts): every run of this engine takes one,
+   * and other heavy work (a resample, a synthesis) should too: `await engine.pool.run(() => work(), signal)`.
+   */
+  readonly pool: MediaPool;
   /** Stop accepting work, kill what runs, free workers. */
   close(): Promise<void>;
 }

@@ -4,7 +4,8 @@
 // a new one is started for the next job, so one bad input can never poison later runs.
 import { Worker } from "node:worker_threads";
 import { classifyFailure, MediaError } from "./errors.ts";
-import { FFMPEG_PREFIX, FFPROBE_ARGS, Limiter, LineTail, prepareRun, readHead, runSignal, validateIO } from "./common.ts";
+import { createMediaPool, type MediaPool } from "./pool.ts";
+import { FFMPEG_PREFIX, FFPROBE_ARGS, LineTail, prepareRun, readHead, runSignal, validateIO } from "./common.ts";
 import { secureFfmpegArgs } from "./inputs.ts";
 import { parseFfmpegInfo, parseFfprobeJson, type Probe } from "./probe.ts";
 import { ProgressTracker } from "./progress.ts";
@@ -17,6 +18,8 @@ const PROBE_OUT = "probe-out.json";
 export interface WasmOptions {
   /** Parallel wasm workers. Each holds its own core (~100 MB+ while running). Default 1. */
   concurrency?: number;
+  /** The process's media pool: one worker per place, runs take places there (`concurrency` is then unused). */
+  pool?: MediaPool;
 }
 
 interface Job {
@@ -164,9 +167,12 @@ class Slot {
 }
 
 export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
-  const size = Math.max(1, options.concurrency ?? 1);
+  // One ffmpeg.wasm worker per place: a place taken by other work leaves its worker idle, so no run ever
+  // finds every worker busy.
+  const pool = options.pool ?? createMediaPool(Math.max(1, options.concurrency ?? 1));
+  const size = pool.size;
   const slots = Array.from({ length: size }, () => new Slot());
-  const limiter = new Limiter(size);
+  const limiter = pool;
   let closed = false;
 
   async function onSlot<T>(fn: (slot: Slot) => Promise<T>, signal: AbortSignal | undefined, reason: () => MediaError): Promise<T> {
@@ -184,8 +190,10 @@ export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
 
   const engine: MediaEngine = {
     kind: "wasm",
+    pool,
     get pending() {
-      return limiter.pending;
+      const s = pool.stats();
+      return s.active + s.waiting;
     },
 
     async run(args, io: RunIO) {

@@ -19,7 +19,7 @@
 //   image refunds its share and the shares sum to `credits_used`.
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { ApiError, definePlugin, formatTimestamp, type GeneratedImage, type ImageProviders, JobFailure, type JobKindDeclaration, mediaToken, megabytes, notFound, operation, PAGE_BOUNDS, pageBody, pageQuery, pageShape, PENDING_SUCCESS_FAILED, TransientProviderError, UnsafeContentError } from "mediagate/plugin";
+import { ApiError, definePlugin, formatTimestamp, type GeneratedImage, type ImageProviders, JobFailure, type JobKindDeclaration, mediaToken, megabytes, notFound, operation, PAGE_BOUNDS, pageBody, pageQuery, pageShape, PENDING_SUCCESS_FAILED, TransientProviderError, UnsafeContentError, UpstreamTimeoutError } from "mediagate/plugin";
 import { IMAGE_ERRORS } from "./errors.ts";
 import { checkReferenceUrls, GenerateImageInput, MAX_REFERENCES, type ImageRequest } from "./input.ts";
 import { IMAGE_COSTS, MODELS, pixelSize, type ModelId, type Quality } from "./models.ts";
@@ -55,6 +55,12 @@ const decodedSize = (base64: string) => Math.floor((base64.length * 3) / 4) - (b
 // ---------------------------------------------------------------------------------------------------------
 // The job: one image, rendered through the model's provider chain.
 
+/**
+ * How long one route's upstream may take before the job moves to the next route (or fails): the spec gives
+ * no time-out for images; ten minutes is far beyond any image model's render.
+ */
+const UPSTREAM_DEADLINE_SECONDS = 600;
+
 const imageJob: JobKindDeclaration<StoredInput> = {
   ...PENDING_SUCCESS_FAILED,
   failError: IMAGE_ERRORS.failed,
@@ -66,26 +72,30 @@ const imageJob: JobKindDeclaration<StoredInput> = {
     const model = MODELS[row.model as ModelId];
     const providers = ctx.capability("image.generate");
     const input = ctx.input;
+    const routes = model.providers.filter((route) => providers.route(route));
+    // Each route is a step of its own; a later poll resumes at the route the job is waiting on.
+    const resumeAt = Math.max(0, routes.findIndex((route) => `route:${route}` === ctx.upstreamStep));
     let image: GeneratedImage | undefined;
-    for (const route of model.providers) {
-      const provider = providers.route(route);
-      if (!provider) continue;
+    for (const route of routes.slice(resumeAt)) {
       try {
-        image = await provider.generate({
-          prompt: row.prompt,
-          model: row.model as ModelId,
-          width: input.width,
-          height: input.height,
-          background: input.background,
-          index: row.request_index,
-          references: input.references.map((r) => ("url" in r ? { id: r.url, url: r.url } : { id: r.id ?? r.key, mimeType: r.mime_type, read: () => ctx.blobs.get(r.key) })),
-          signal: ctx.signal,
-          onProgress: (f) => ctx.progress(f * 90),
-        });
+        image = await ctx.awaitUpstream(
+          `route:${route}`,
+          providers.route(route)!,
+          () => ({
+            prompt: row.prompt,
+            model: row.model as ModelId,
+            width: input.width,
+            height: input.height,
+            background: input.background,
+            index: row.request_index,
+            references: input.references.map((r) => ("url" in r ? { id: r.url, url: r.url } : { id: r.id ?? r.key, mimeType: r.mime_type, read: () => ctx.blobs.get(r.key) })),
+          }),
+          { deadlineSeconds: UPSTREAM_DEADLINE_SECONDS, onProgress: (f) => ctx.progress(f * 90) },
+        );
         break;
       } catch (err) {
         if (ctx.signal.aborted) throw err;
-        if (err instanceof TransientProviderError) {
+        if (err instanceof TransientProviderError || err instanceof UpstreamTimeoutError) {
           ctx.log.warn(`image ${ctx.jobId}: route ${route} failed transiently (${(err as Error).message}), trying the next`);
           continue;
         }

@@ -1,13 +1,14 @@
 // The sandbox image provider: a real PNG at the requested pixel size, the same bytes for the same request,
 // visibly made from the prompt (colours and shapes seeded by it, and its words drawn on the picture), with
 // provenance metadata (EXIF and XMP, as generative providers attach) that `strip_metadata` then removes.
-// It takes about SANDBOX_LATENCY_MS and reports progress on the way.
+// It submits and polls as a remote service would (lib/sandbox-upstream.ts): the image is painted once
+// SANDBOX_LATENCY_MS has passed, and polls before that report progress by the time elapsed.
 //
 // Markers (DESIGN "Sandbox providers"): `[sandbox:fail]` fails the job; `[sandbox:unsafe]` is a
 // content-safety block; `[sandbox:flaky]` fails the first route transiently, so a model with a second
 // provider shows its fallback.
 import { createHash } from "node:crypto";
-import { definePlugin, type GeneratedImage, hasMarker, type ImageGenerationRequest, type ImageProvider, type ImageProviders, sandboxConfig, sandboxSleep, TransientProviderError, UnsafeContentError, withoutMarkers } from "mediagate/plugin";
+import { definePlugin, type GeneratedImage, hasMarker, type ImageGenerationRequest, type ImageProvider, type ImageProviders, type SandboxRequestStore, sandboxConfig, sandboxUpstream, TransientProviderError, UnsafeContentError, withoutMarkers } from "mediagate/plugin";
 import { GLYPH_HEIGHT, GLYPH_WIDTH, glyph } from "./font5x7.ts";
 import { encodePng, exifChunk, xmpChunk } from "./png.ts";
 
@@ -128,31 +129,30 @@ export function paint(req: Pick<ImageGenerationRequest, "prompt" | "model" | "wi
   return { pixels: px, channels };
 }
 
-export function sandboxImageProvider(options: { latencyMs: number }): ImageProviders {
-  const provider = (route: string): ImageProvider => ({
-    async generate(req): Promise<GeneratedImage> {
-      const steps = 4;
-      for (let i = 0; i < steps; i++) {
-        await sandboxSleep(options.latencyMs / steps, req.signal);
-        if (i === 0) {
-          if (hasMarker(req.prompt, "fail")) throw new Error("sandbox: failure requested by the prompt");
-          if (hasMarker(req.prompt, "unsafe")) throw new UnsafeContentError("sandbox: unsafe content requested by the prompt");
-          if (hasMarker(req.prompt, "flaky") && route === "primary") throw new TransientProviderError("sandbox: transient failure of the first route");
-        }
-        await req.onProgress((i + 1) / (steps + 1));
-      }
-      const { pixels, channels } = paint(req);
-      const metadata = [
-        exifChunk([
-          { tag: 0x010e, value: req.prompt }, // ImageDescription
-          { tag: 0x0131, value: SOFTWARE }, // Software
-          { tag: 0x013b, value: "mediagate" }, // Artist
-        ]),
-        xmpChunk(provenanceXmp(req)),
-      ];
-      return { bytes: encodePng(req.width, req.height, pixels, channels, metadata), mimeType: "image/png" };
-    },
-  });
+export function sandboxImageProvider(options: { latencyMs: number; store?: SandboxRequestStore }): ImageProviders {
+  const provider = (route: string): ImageProvider =>
+    sandboxUpstream<ImageGenerationRequest, GeneratedImage>({
+      name: `images-sandbox-${route}`,
+      latencyMs: options.latencyMs,
+      ...(options.store ? { store: options.store } : {}),
+      check(req) {
+        if (hasMarker(req.prompt, "fail")) throw new Error("sandbox: failure requested by the prompt");
+        if (hasMarker(req.prompt, "unsafe")) throw new UnsafeContentError("sandbox: unsafe content requested by the prompt");
+        if (hasMarker(req.prompt, "flaky") && route === "primary") throw new TransientProviderError("sandbox: transient failure of the first route");
+      },
+      async render(req) {
+        const { pixels, channels } = paint(req);
+        const metadata = [
+          exifChunk([
+            { tag: 0x010e, value: req.prompt }, // ImageDescription
+            { tag: 0x0131, value: SOFTWARE }, // Software
+            { tag: 0x013b, value: "mediagate" }, // Artist
+          ]),
+          xmpChunk(provenanceXmp(req)),
+        ];
+        return { bytes: encodePng(req.width, req.height, pixels, channels, metadata), mimeType: "image/png" };
+      },
+    });
   const routes = { primary: provider("primary"), secondary: provider("secondary") };
   return { route: (name) => routes[name as keyof typeof routes] };
 }
@@ -162,6 +162,6 @@ export default definePlugin({
   name: "images-sandbox",
   config: sandboxConfig,
   provides: {
-    "image.generate": (host) => sandboxImageProvider({ latencyMs: sandboxConfig.of(host).latencyMs }),
+    "image.generate": (host) => sandboxImageProvider({ latencyMs: sandboxConfig.of(host).latencyMs, store: host.blobs.scoped("images-sandbox") }),
   },
 });

@@ -4,8 +4,10 @@
 // Both submits validate everything before the charge, charge the flat price through the kernel's tier math,
 // and queue one job that asks `music.generate` (the sandbox by default) for two variations, stores their
 // audio and cover art under permanent media links, and ends `complete`, or `error` with an `error_code`
-// (refunded). Extension adds the Idempotency-Key contract (idempotency.ts) and two forms: an owned track
-// (JSON) or an uploaded file (multipart), both measured before the charge (source.ts).
+// (refunded). The job submits to the provider and polls it (ctx.awaitUpstream, contracts/upstream.ts), so
+// while the upstream composes the job holds no worker slot. Extension adds the Idempotency-Key contract
+// (idempotency.ts) and two forms: an owned track (JSON) or an uploaded file (multipart), both measured before
+// the charge (source.ts).
 //
 // Choices where the spec is silent, written down here:
 // - An owned track extends "directly" (`operation` extend) when our provider made it and kept its
@@ -16,10 +18,11 @@
 // - "Music generation failed to start. Credits refunded." (502) is what a submit answers if the job could not
 //   be handed to the workers after the charge. Here the charge and the queue entry commit in one
 //   transaction, so that cannot happen: a failed submit charges nothing and answers 500.
-// - A job whose provider does not answer within 10 minutes ends `error` with `error_code` timeout.
+// - A job whose provider has not delivered 10 minutes after the submit ends `error` with `error_code` timeout
+//   (the upstream's work is cancelled where the provider can).
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, definePlugin, JobFailure, type JobKindDeclaration, type JobRunContext, type MusicControls, type MusicErrorCode, type MusicModel, MusicProviderError, type MusicProviders, type MusicTrack, notFound, operation, type OperationContext, PAGE_BOUNDS, pageBody, pageQuery, pageShape, PRIVATE_KEY_PREFIX, QUEUED_PROCESSING_COMPLETE } from "mediagate/plugin";
+import { ApiError, definePlugin, JobFailure, type JobKindDeclaration, type JobRunContext, type MusicControls, type MusicErrorCode, type MusicModel, MusicProviderError, type MusicProviders, type MusicTrack, notFound, operation, type OperationContext, PAGE_BOUNDS, pageBody, pageQuery, pageShape, PRIVATE_KEY_PREFIX, QUEUED_PROCESSING_COMPLETE, UpstreamTimeoutError } from "mediagate/plugin";
 import { FAILURE_TEXTS, MUSIC_ERRORS as E } from "./errors.ts";
 import { IDEMPOTENCY_HEADER, idempotencyKeyOf, requestHash } from "./idempotency.ts";
 import { checkAgainstSource, checkExtendControls, ExtendMusicInput, GenerateMusicInput, type ExtendControls, type GenerateRequest } from "./input.ts";
@@ -40,34 +43,11 @@ type StoredInput =
     };
 
 // ---------------------------------------------------------------------------------------------------------
-// The job: one provider call for two variations, stored.
-
-class ProviderTimeout extends Error {}
-
-/** One provider call under PROVIDER_TIMEOUT_MS; settles on time-out even if the provider ignores its signal. */
-async function withinTimeout<T>(ctx: JobRunContext, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const controller = new AbortController();
-  const forward = () => controller.abort(ctx.signal.reason);
-  ctx.signal.addEventListener("abort", forward, { once: true });
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      controller.abort(new ProviderTimeout());
-      reject(new ProviderTimeout());
-    }, PROVIDER_TIMEOUT_MS);
-  });
-  try {
-    return await Promise.race([call(controller.signal), timedOut]);
-  } finally {
-    clearTimeout(timer);
-    ctx.signal.removeEventListener("abort", forward);
-    timedOut.catch(() => {});
-  }
-}
+// The job: one upstream wait for two variations, stored.
 
 function failureCode(err: unknown): MusicErrorCode {
   if (err instanceof MusicProviderError) return err.code;
-  if (err instanceof ProviderTimeout) return "timeout";
+  if (err instanceof UpstreamTimeoutError) return "timeout";
   return "provider_down";
 }
 
@@ -89,27 +69,41 @@ const musicJob: JobKindDeclaration<StoredInput> = {
   ...QUEUED_PROCESSING_COMPLETE,
   failError: FAILURE_TEXTS.provider_down,
   retries: 1,
-  // A backstop above the provider time-out, for a worker that hangs outside the provider call.
+  // One attempt: a poll of the upstream, then (once it is done) the tracks' download or render and storage.
+  // The wait itself spans attempts and has its own deadline (PROVIDER_TIMEOUT_MS); this is a backstop for a
+  // worker that hangs.
   timeoutSeconds: PROVIDER_TIMEOUT_MS / 1000 + 300,
   concurrency: 2,
   async run(ctx) {
+    // Runs again from the top at every poll of the upstream (ctx.awaitUpstream parks the attempt while the
+    // work is pending): what comes before the wait is cheap and idempotent; the request is built once, at submit.
     if (ctx.state === "queued") await ctx.moveTo("processing", "Composing");
     const input = ctx.input;
     const model = input.operation === "generate" ? input.request.model : input.controls.model;
     const provider = ctx.capability("music.generate").provider(model);
-    const onProgress = async (fraction: number) => ctx.progress(Math.floor(5 + Math.max(0, Math.min(1, fraction)) * 85), "Composing");
+    const wait = {
+      deadlineSeconds: PROVIDER_TIMEOUT_MS / 1000,
+      onProgress: async (fraction: number) => ctx.progress(Math.floor(5 + Math.max(0, Math.min(1, fraction)) * 85), "Composing"),
+    };
 
     let tracks: MusicTrack[];
     try {
       if (!provider) throw new MusicProviderError("provider_down", `no provider for ${model}`);
       if (input.operation === "generate") {
         const r = input.request;
-        tracks = await withinTimeout(ctx, (signal) => provider.generate({ ...r, signal, onProgress }));
+        tracks = await ctx.awaitUpstream("generate", provider.generate, () => r, wait);
       } else {
-        const bytes = await ctx.blobs.get(input.source.key);
-        if (!bytes) throw new MusicProviderError("input_rejected", "the source audio is gone");
-        tracks = await withinTimeout(ctx, (signal) =>
-          provider.extend({ ...input.controls, source: { ...input.source, bytes }, signal, onProgress }),
+        tracks = await ctx.awaitUpstream(
+          "extend",
+          provider.extend,
+          // The source audio is read once, when the job submits.
+          async () => {
+            const { key, ...source } = input.source;
+            const bytes = await ctx.blobs.get(key);
+            if (!bytes) throw new MusicProviderError("input_rejected", "the source audio is gone");
+            return { ...input.controls, source: { ...source, bytes } };
+          },
+          wait,
         );
       }
       if (tracks.length === 0) throw new Error("no tracks");

@@ -23,7 +23,10 @@ export const LIMITS = {
 /** Upload extensions the spec lists, each with the demuxer hint the media engine gets. */
 export const UPLOAD_EXTENSIONS = ["aac", "flac", "m4a", "mp3", "ogg", "wav"] as const;
 
-/** How long one provider call may take before the job ends with `error_code` timeout. */
+/**
+ * How long the upstream may take, from the submit, before its work is cancelled and the job ends with
+ * `error_code` timeout (the deadline of the job's upstream wait).
+ */
 export const PROVIDER_TIMEOUT_MS = 10 * 60 * 1000;
 
 export const MUSIC_COSTS = {

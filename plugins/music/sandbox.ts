@@ -3,28 +3,41 @@
 // drawn from the same arrangement. Two variations per request; the same request gives the same bytes.
 // An extension keeps the source up to `continue_at` and continues it on the source's own bar grid, tempo,
 // key and sounds when the source is one of ours (its arrangement came back with it), or on the upload's
-// estimated beat otherwise, crossfaded at the joint. It takes about SANDBOX_LATENCY_MS on top of the work.
+// estimated beat otherwise, crossfaded at the joint.
 //
-// Markers (DESIGN "Sandbox providers") in the prompt, lyrics, style or title: `[sandbox:fail]` is an upstream
-// failure (`provider_down`), `[sandbox:unsafe]` a content refusal (`safety_filter`), `[sandbox:reject]` an
-// unusable input (`input_rejected`), `[sandbox:timeout]` an upstream that never answers (`timeout`). Markers
-// are never sung or shown in titles.
+// Both operations submit and poll as a remote service would (lib/sandbox-upstream.ts): the request is
+// recorded at submit (an extension's with its source audio), polls report progress by the time elapsed, and
+// the tracks are rendered in the poll that comes once SANDBOX_LATENCY_MS has passed.
+//
+// Markers (DESIGN "Sandbox providers") in the prompt, lyrics, style or title, checked a quarter of the way
+// through the latency: `[sandbox:fail]` is an upstream failure (`provider_down`), `[sandbox:unsafe]` a
+// content refusal (`safety_filter`), `[sandbox:reject]` an unusable input (`input_rejected`).
+// `[sandbox:timeout]` is work that never finishes: polls answer pending until the job's deadline cancels it
+// (`timeout`). Markers are never sung or shown in titles.
 import { createHash } from "node:crypto";
-import { type CapabilityHost, definePlugin, hasMarker, type MediaEngine, type MusicExtensionRequest, type MusicGenerationRequest, type MusicProvider, MusicProviderError, type MusicProviders, type MusicTrack, sandboxConfig, sandboxSleep, withoutMarkers, withVips } from "mediagate/plugin";
+import { type CapabilityHost, definePlugin, hasMarker, type MediaEngine, type MusicExtensionRequest, type MusicGenerationRequest, type MusicProvider, MusicProviderError, type MusicProviders, type MusicTrack, type SandboxRequestStore, sandboxConfig, sandboxUpstream, withoutMarkers, withVips } from "mediagate/plugin";
 import { arrangementForUpload, continuation, estimateTempo, fromPcm, join, JOIN_LEAD, newArrangement, parseArrangement, renderRange, SAMPLE_RATE, wav, type Arrangement, type Stereo } from "./render.ts";
 
 const VARIATIONS = 2;
 const MP3_KBPS = 192;
 const COVER_SIZE = 512;
 
-/** Throws the failure a marker asks for; the order makes a text with several markers deterministic. */
-function checkMarkers(texts: Array<string | null>): void {
-  const all = texts.filter(Boolean).join("\n");
+/** The texts of a request that may carry markers. */
+const markedTexts = (req: { prompt: string; style: string | null; title: string | null }) => [req.prompt, req.style, req.title].filter(Boolean).join("\n");
+
+/**
+ * Throws the failure a marker asks for; the order makes a text with several markers deterministic (a
+ * failure marker wins over `[sandbox:timeout]`, which `hangs` answers: it is checked after this).
+ */
+function checkMarkers(req: { prompt: string; style: string | null; title: string | null }): void {
+  const all = markedTexts(req);
   if (hasMarker(all, "fail")) throw new MusicProviderError("provider_down", "sandbox: failure requested");
   if (hasMarker(all, "unsafe")) throw new MusicProviderError("safety_filter", "sandbox: unsafe content requested");
   if (hasMarker(all, "reject")) throw new MusicProviderError("input_rejected", "sandbox: rejection requested");
-  if (hasMarker(all, "timeout")) throw new MusicProviderError("timeout", "sandbox: time-out requested");
 }
+
+/** `[sandbox:timeout]`: the upstream never finishes. */
+const hangs = (req: { prompt: string; style: string | null; title: string | null }) => hasMarker(markedTexts(req), "timeout");
 
 const seedOf = (value: unknown) => createHash("sha256").update(JSON.stringify(value)).digest("hex").slice(0, 24);
 
@@ -102,49 +115,63 @@ async function track(engine: MediaEngine, audio: Stereo, a: Arrangement, variati
 /** Lets the event loop breathe between two renders (each holds it for a fraction of a second). */
 const breathe = () => new Promise((r) => setImmediate(r));
 
-export function sandboxMusicProvider(options: { latencyMs: number; media: () => MediaEngine }): MusicProviders {
-  const provider: MusicProvider = {
-    async generate(req: MusicGenerationRequest) {
-      await sandboxSleep(options.latencyMs, req.signal);
-      checkMarkers([req.prompt, req.style, req.title]);
-      const title = req.title ? withoutMarkers(req.title) || "Untitled" : titleFrom(req.prompt);
-      // Simple mode writes its own words: the description, sung.
-      const lyrics = withoutMarkers(req.prompt);
-      const seed = seedOf({ op: "generate", model: req.model, prompt: req.prompt, style: req.style, title: req.title, instrumental: req.instrumental });
-      const tracks: MusicTrack[] = [];
-      for (let v = 0; v < VARIATIONS; v++) {
-        const a = newArrangement({ seed, variation: v, text: `${req.style ?? ""} ${req.prompt}`, instrumental: req.instrumental, hook: title });
-        await breathe();
-        const audio = renderRange({ arrangement: a, lyrics }, 0, a.seconds);
-        tracks.push(await track(options.media(), audio, a, v, title, req.signal));
-        await req.onProgress((v + 1) / VARIATIONS);
-      }
-      return tracks;
-    },
+export interface SandboxMusicOptions {
+  latencyMs: number;
+  media: () => MediaEngine;
+  /** Where submitted requests are kept (the plugin's blob folder); default: this process's memory. */
+  store?: SandboxRequestStore;
+}
 
-    async extend(req: MusicExtensionRequest) {
-      await sandboxSleep(options.latencyMs, req.signal);
-      checkMarkers([req.prompt, req.style, req.title]);
-      const engine = options.media();
-      const source = await decodeSource(engine, req.source, req.continueAt + 0.1, req.signal);
-      const own = parseArrangement(req.source.arrangement);
-      const title = withoutMarkers(req.title) || req.source.title || titleFrom(req.prompt || req.style || "Extended");
-      const lyrics = withoutMarkers(req.prompt);
-      const seed = seedOf({ op: "extend", source: createHash("sha256").update(req.source.bytes).digest("hex"), controls: { ...req, source: undefined, signal: undefined, onProgress: undefined } });
-      // Uploads are continued on their own beat where one can be heard.
-      const tempo = own ? null : estimateTempo(source);
-      const tracks: MusicTrack[] = [];
-      for (let v = 0; v < VARIATIONS; v++) {
-        const a = own
-          ? continuation(own, { seed, variation: v, continueAt: req.continueAt, instrumental: req.instrumental, voice: req.vocalGender, hook: req.title })
-          : arrangementForUpload({ seed, variation: v, text: `${req.style} ${req.prompt}`, instrumental: req.instrumental, hook: title, continueAt: req.continueAt, tempo, voice: req.vocalGender });
-        await breathe();
-        const next = renderRange({ arrangement: a, lyrics }, req.continueAt - JOIN_LEAD, a.seconds);
-        tracks.push(await track(engine, join(source, next, req.continueAt, JOIN_LEAD), a, v, title, req.signal));
-        await req.onProgress((v + 1) / VARIATIONS);
-      }
-      return tracks;
-    },
+/** The wait fills the first half of the progress bar; each variation rendered, a quarter. */
+const WAIT_SHARE = 0.5;
+
+export function sandboxMusicProvider(options: SandboxMusicOptions): MusicProviders {
+  // One service, two operations: both are `music-sandbox` (its work ids are unique across them).
+  const upstream = { name: "music-sandbox", latencyMs: options.latencyMs, ...(options.store ? { store: options.store } : {}), waitShare: WAIT_SHARE, check: checkMarkers, hangs };
+  const provider: MusicProvider = {
+    generate: sandboxUpstream<MusicGenerationRequest, MusicTrack[]>({
+      ...upstream,
+      async render(req, { signal, onProgress }) {
+        const title = req.title ? withoutMarkers(req.title) || "Untitled" : titleFrom(req.prompt);
+        // Simple mode writes its own words: the description, sung.
+        const lyrics = withoutMarkers(req.prompt);
+        const seed = seedOf({ op: "generate", model: req.model, prompt: req.prompt, style: req.style, title: req.title, instrumental: req.instrumental });
+        const tracks: MusicTrack[] = [];
+        for (let v = 0; v < VARIATIONS; v++) {
+          const a = newArrangement({ seed, variation: v, text: `${req.style ?? ""} ${req.prompt}`, instrumental: req.instrumental, hook: title });
+          await breathe();
+          const audio = renderRange({ arrangement: a, lyrics }, 0, a.seconds);
+          tracks.push(await track(options.media(), audio, a, v, title, signal));
+          await onProgress((v + 1) / VARIATIONS);
+        }
+        return tracks;
+      },
+    }),
+
+    extend: sandboxUpstream<MusicExtensionRequest, MusicTrack[]>({
+      ...upstream,
+      async render(req, { signal, onProgress }) {
+        const engine = options.media();
+        const source = await decodeSource(engine, req.source, req.continueAt + 0.1, signal);
+        const own = parseArrangement(req.source.arrangement);
+        const title = withoutMarkers(req.title) || req.source.title || titleFrom(req.prompt || req.style || "Extended");
+        const lyrics = withoutMarkers(req.prompt);
+        const seed = seedOf({ op: "extend", source: createHash("sha256").update(req.source.bytes).digest("hex"), controls: { ...req, source: undefined } });
+        // Uploads are continued on their own beat where one can be heard.
+        const tempo = own ? null : estimateTempo(source);
+        const tracks: MusicTrack[] = [];
+        for (let v = 0; v < VARIATIONS; v++) {
+          const a = own
+            ? continuation(own, { seed, variation: v, continueAt: req.continueAt, instrumental: req.instrumental, voice: req.vocalGender, hook: req.title })
+            : arrangementForUpload({ seed, variation: v, text: `${req.style} ${req.prompt}`, instrumental: req.instrumental, hook: title, continueAt: req.continueAt, tempo, voice: req.vocalGender });
+          await breathe();
+          const next = renderRange({ arrangement: a, lyrics }, req.continueAt - JOIN_LEAD, a.seconds);
+          tracks.push(await track(engine, join(source, next, req.continueAt, JOIN_LEAD), a, v, title, signal));
+          await onProgress((v + 1) / VARIATIONS);
+        }
+        return tracks;
+      },
+    }),
   };
   return { provider: () => provider };
 }
@@ -155,6 +182,6 @@ export default definePlugin({
   config: sandboxConfig,
   requires: ["media"],
   provides: {
-    "music.generate": (host: CapabilityHost) => sandboxMusicProvider({ latencyMs: sandboxConfig.of(host).latencyMs, media: () => host.capability("media") }),
+    "music.generate": (host: CapabilityHost) => sandboxMusicProvider({ latencyMs: sandboxConfig.of(host).latencyMs, media: () => host.capability("media"), store: host.blobs.scoped("music-sandbox") }),
   },
 });

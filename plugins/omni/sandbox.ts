@@ -1,7 +1,9 @@
 // The sandbox Omni provider (capability `omni.generate`): a real H.264/AAC MP4 of the requested size and length,
 // rendered with the media engine (native ffmpeg or ffmpeg.wasm, the same arguments), deterministic from the
 // request, with the provenance metadata generative providers attach (container tags, XMP, a C2PA-shaped box)
-// for `strip_metadata` to remove. It waits SANDBOX_LATENCY_MS (in abortable steps) and reports progress.
+// for `strip_metadata` to remove. It submits and polls as a remote service would (lib/sandbox-upstream.ts):
+// the clip is rendered once SANDBOX_LATENCY_MS has passed; polls before that report progress by the time
+// elapsed (the first 15 % of the bar; the render fills the rest).
 //
 // What the picture is (25 fps; x264 `veryfast` at 1080p, `ultrafast` at 4k, where the pixel count is 4x):
 // - `omni-1.1` with a first frame: the clip starts on exactly that picture, slowly pushing in; with a last
@@ -13,10 +15,11 @@
 // The sound: a quiet prompt-seeded chord, and over it the prompt's quoted lines spoken with each speaker's
 // preset voice (sandbox-speech.ts); the words' times in the file come back as `spoken`.
 //
-// Markers (DESIGN "Sandbox providers"): `[sandbox:unsafe]` is a prompt-fixable safety block (checked before
-// `[sandbox:fail]`, a plain failure); a frame or image URL whose path contains `sandbox-fail` fails.
+// Markers (DESIGN "Sandbox providers"), checked a quarter of the way through the latency: `[sandbox:unsafe]` is
+// a prompt-fixable safety block (checked before `[sandbox:fail]`, a plain failure); a frame or image URL whose
+// path contains `sandbox-fail` fails.
 import { createHash } from "node:crypto";
-import { definePlugin, type GeneratedVideo, hasMarker, type MediaEngine, type OmniGenerationRequest, type OmniProvider, sandboxConfig, sandboxSleep, sniffImageType, UnsafeContentError, type VideoFrame, withSandboxProvenance } from "mediagate/plugin";
+import { definePlugin, type GeneratedVideo, hasMarker, type MediaEngine, type OmniGenerationRequest, type OmniProvider, type SandboxRequestStore, sandboxConfig, sandboxUpstream, sniffImageType, UnsafeContentError, type VideoFrame, withSandboxProvenance } from "mediagate/plugin";
 import { clipSpeech, type ClipSpeech, quotedLines, SPEECH_START } from "./sandbox-speech.ts";
 
 const SOFTWARE = "mediagate sandbox omni provider";
@@ -129,33 +132,33 @@ export function omniRender(req: OmniGenerationRequest, speech: ClipSpeech | null
 
 const failsByUrl = (f: VideoFrame | undefined) => !!f?.url && new URL(f.url).pathname.includes("sandbox-fail");
 
-export function sandboxOmniProvider(options: { latencyMs: number; media: () => MediaEngine }): OmniProvider {
-  return {
-    async generate(req): Promise<GeneratedVideo> {
-      const steps = 4;
-      for (let i = 0; i < steps; i++) {
-        await sandboxSleep(options.latencyMs / steps, req.signal);
-        if (i === 0) {
-          if (hasMarker(req.prompt, "unsafe")) throw new UnsafeContentError("sandbox: unsafe content requested by the prompt");
-          if (hasMarker(req.prompt, "fail")) throw new Error("sandbox: failure requested by the prompt");
-          if ([req.firstFrame, req.lastFrame, ...req.referenceImages].some(failsByUrl)) throw new Error("sandbox: failure requested by an image URL");
-        }
-        await req.onProgress(((i + 1) / steps) * 0.15, "Generating");
-      }
+export function sandboxOmniProvider(options: { latencyMs: number; media: () => MediaEngine; store?: SandboxRequestStore }): OmniProvider {
+  return sandboxUpstream<OmniGenerationRequest, GeneratedVideo>({
+    name: "omni-sandbox",
+    latencyMs: options.latencyMs,
+    ...(options.store ? { store: options.store } : {}),
+    // The wait is the first 15 % of the bar ("Generating"); speaking and rendering, the rest ("Rendering").
+    waitShare: 0.15,
+    check(req) {
+      if (hasMarker(req.prompt, "unsafe")) throw new UnsafeContentError("sandbox: unsafe content requested by the prompt");
+      if (hasMarker(req.prompt, "fail")) throw new Error("sandbox: failure requested by the prompt");
+      if ([req.firstFrame, req.lastFrame, ...req.referenceImages].some(failsByUrl)) throw new Error("sandbox: failure requested by an image URL");
+    },
+    async render(req, { signal, onProgress }) {
       // Spoken before rendering: the render mixes it in, and its times are the clip's.
-      const speech = await clipSpeech(quotedLines(req.prompt, req.characters, req.voices), req.seconds, req.signal);
+      const speech = await clipSpeech(quotedLines(req.prompt, req.characters, req.voices), req.seconds, signal);
       const { args, inputs } = omniRender(req, speech);
       const out = await options.media().run(args, {
         inputs,
         outputs: ["out.mp4"],
-        signal: req.signal,
+        signal,
         durationSeconds: req.seconds,
         timeoutMs: 30 * 60_000,
-        onProgress: (f) => void Promise.resolve(req.onProgress(0.15 + f * 0.85, "Rendering")).catch(() => {}),
+        onProgress: (f) => void Promise.resolve(onProgress(f, "Rendering")).catch(() => {}),
       });
       return { bytes: withSandboxProvenance(out["out.mp4"]!, req.prompt, SOFTWARE), mimeType: "video/mp4", spoken: speech?.spoken ?? { language: "en", words: [] } };
     },
-  };
+  });
 }
 
 /** Provides `omni.generate` with the sandbox. A real deployment registers its adapter plugin instead. */
@@ -165,6 +168,6 @@ export default definePlugin({
   requires: ["media"],
   provides: {
     // The engine is fetched on first render: capabilities are built at boot, ffmpeg.wasm is not.
-    "omni.generate": (host) => sandboxOmniProvider({ latencyMs: sandboxConfig.of(host).latencyMs, media: () => host.capability("media") }),
+    "omni.generate": (host) => sandboxOmniProvider({ latencyMs: sandboxConfig.of(host).latencyMs, media: () => host.capability("media"), store: host.blobs.scoped("omni-sandbox") }),
   },
 });

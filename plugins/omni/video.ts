@@ -1,6 +1,11 @@
 // Omni videos: the job that renders one clip through `omni.generate`, POST /omni/video, its status, the list
-// and the events. Batch sections (batch.ts) and repaired prompts (improve.ts) are the same job kind, queued
-// through `storeInputs` + `videoRecord` below, so every Omni clip reads, lists and signals alike.
+// and the events. Batch sections (batch.ts) and repaired prompts (improve.ts) are the same job kind, their
+// records written through `insertVideoRecord` (and, for sections, `PendingUploads` + `characterSnapshot`)
+// below, so every Omni clip reads, lists and signals alike.
+//
+// The job waits for the provider through `ctx.awaitUpstream` (contracts/upstream.ts): it submits once and
+// holds no worker slot while the upstream renders; each poll runs the job from the top, so what comes before
+// the wait is cheap, and the request (stored images read, URLs fetched) is assembled only at submit.
 //
 // Choices where the spec is silent, written down here:
 // - The status view and the list entries carry the same fields (the spec's list), plus `partner_job_id`,
@@ -12,6 +17,8 @@
 //   images sent by URL are fetched by the job through the outbound guard; a failure there ends the job
 //   `error` (refunded, not prompt-fixable).
 // - A job whose provider blocked the prompt ends with E.videoUnsafe: that text is what `prompt_fixable` means.
+// - The upstream has an hour (UPSTREAM_DEADLINE_SECONDS); past it the job ends `error` with E.videoFailed,
+//   refunded, as any other provider failure.
 import { z } from "zod";
 import {
   ApiError,
@@ -67,6 +74,14 @@ async function fetchedImage(ctx: JobRunContext, url: string): Promise<VideoFrame
   }
 }
 
+/**
+ * How long the upstream may take before the job fails, refunded (E.videoFailed; its work cancelled where the
+ * provider can): the spec gives no time-out. An hour is far beyond any render of a clip of at most 10 s, 4k
+ * included (the job's own per-attempt limit, timeoutSeconds, used to bound the whole render at 30 minutes;
+ * now an attempt is one poll, and this bounds the wait).
+ */
+const UPSTREAM_DEADLINE_SECONDS = 3600;
+
 export const omniVideoJob: JobKindDeclaration<OmniJobInput> = {
   states: ["processing", "complete", "error"],
   initial: "processing",
@@ -80,47 +95,63 @@ export const omniVideoJob: JobKindDeclaration<OmniJobInput> = {
   events: { success: "omni_video.completed", failure: "omni_video.failed", data: (trx, job) => eventData(trx, job.jobId) },
   async run(ctx) {
     const input = ctx.input;
-    const row = await ctx.db.selectFrom(VIDEOS_TABLE).select(["prompt"]).where("job_id", "=", ctx.jobId).executeTakeFirstOrThrow();
-    await ctx.progress(1, "Preparing");
-    const characters = [];
-    for (const c of input.characters) characters.push({ id: c.id, name: c.name, description: c.description, voice: c.voice, image: await storedImage(ctx, c.image) });
-    const referenceImages: VideoFrame[] = [];
-    for (const img of input.images) referenceImages.push(await storedImage(ctx, img));
-    for (const url of input.image_urls) referenceImages.push(await fetchedImage(ctx, url));
-    const firstFrame = input.first_frame_url ? await fetchedImage(ctx, input.first_frame_url) : undefined;
-    const lastFrame = input.last_frame_url ? await fetchedImage(ctx, input.last_frame_url) : undefined;
-    let referenceVideo = null;
-    if (input.reference_video) {
-      const bytes = await ctx.blobs.get(input.reference_video.key);
-      if (!bytes) throw new JobFailure(E.referenceLost);
-      referenceVideo = { bytes, seconds: input.reference_video.seconds, url: input.reference_video.url };
-    }
+    // Runs again from the top at every poll of the upstream (ctx.awaitUpstream): "Preparing" is shown only
+    // before the request is submitted, so a poll does not put the message back.
+    if (ctx.upstreamStep === null) await ctx.progress(1, "Preparing");
 
     let bytes: Uint8Array;
     let spoken: OmniVideoOutput["spoken"] = null;
+    // While the request is assembled, a failure is not the provider's: a JobFailure ends the job as it says,
+    // anything else (storage, database) is retried like any error of the job.
+    let assembling = false;
     try {
-      const video = await ctx.capability("omni.generate").generate({
-        prompt: row.prompt,
-        model: input.model,
-        width: input.width,
-        height: input.height,
-        seconds: input.seconds,
-        seed: input.seed,
-        characters,
-        voices: input.voices,
-        referenceImages,
-        referenceVideo,
-        firstFrame,
-        lastFrame,
-        signal: ctx.signal,
-        onProgress: progressBetween(ctx, 5, 90),
-      });
+      // Assembled once, when the job first submits: stored images are read and URLs fetched only then.
+      const video = await ctx.awaitUpstream(
+        "render",
+        ctx.capability("omni.generate"),
+        async () => {
+          assembling = true;
+          const row = await ctx.db.selectFrom(VIDEOS_TABLE).select(["prompt"]).where("job_id", "=", ctx.jobId).executeTakeFirstOrThrow();
+          const characters = [];
+          for (const c of input.characters) characters.push({ id: c.id, name: c.name, description: c.description, voice: c.voice, image: await storedImage(ctx, c.image) });
+          const referenceImages: VideoFrame[] = [];
+          for (const img of input.images) referenceImages.push(await storedImage(ctx, img));
+          for (const url of input.image_urls) referenceImages.push(await fetchedImage(ctx, url));
+          const firstFrame = input.first_frame_url ? await fetchedImage(ctx, input.first_frame_url) : undefined;
+          const lastFrame = input.last_frame_url ? await fetchedImage(ctx, input.last_frame_url) : undefined;
+          let referenceVideo = null;
+          if (input.reference_video) {
+            const bytes = await ctx.blobs.get(input.reference_video.key);
+            if (!bytes) throw new JobFailure(E.referenceLost);
+            referenceVideo = { bytes, seconds: input.reference_video.seconds, url: input.reference_video.url };
+          }
+          assembling = false;
+          // Handed over now: the bar shows the wait at once, as the one-call provider's first report did (the
+          // first poll may be a second or more away).
+          await ctx.progress(5, "Generating");
+          return {
+            prompt: row.prompt,
+            model: input.model,
+            width: input.width,
+            height: input.height,
+            seconds: input.seconds,
+            seed: input.seed,
+            characters,
+            voices: input.voices,
+            referenceImages,
+            referenceVideo,
+            firstFrame,
+            lastFrame,
+          };
+        },
+        { deadlineSeconds: UPSTREAM_DEADLINE_SECONDS, onProgress: progressBetween(ctx, 5, 90) },
+      );
       bytes = video.bytes;
       spoken = video.spoken ?? null;
     } catch (err) {
-      if (ctx.signal.aborted) throw err;
+      if (ctx.signal.aborted || assembling) throw err;
       if (err instanceof UnsafeContentError) throw new JobFailure(E.videoUnsafe);
-      // The provider's own words stay in our log; the partner gets the sanitized text.
+      // The provider's own words stay in our log; the partner gets the sanitized text (a deadline passed too).
       ctx.log.warn(`omni ${ctx.jobId}: provider failed: ${err instanceof Error ? err.message : String(err)}`);
       throw new JobFailure(E.videoFailed);
     }

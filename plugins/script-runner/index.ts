@@ -20,6 +20,8 @@
 // - Scene entries show `start_image_url` once the frame exists (null before) and `video_url` only once
 //   complete; `error` only on a failed scene. `updated_at` is the run's job's last change.
 // - Progress (GraphQL `jobUpdates`): the share of scenes finished, as a percent.
+// - A run waits on its scenes' frames and clips in place (`pollToEnd`), holding its worker slot: its scenes
+//   run several at once inside one job, and a job parks on one upstream wait at a time (ctx.awaitUpstream).
 import { z } from "zod";
 import {
   ApiError,
@@ -42,6 +44,7 @@ import {
   pageShape,
   partnerJobIdField,
   PRIVATE_KEY_PREFIX,
+  pollToEnd,
   definePlugin,
   type VideoFrame,
   isOutboundError,
@@ -147,7 +150,7 @@ async function characterImage(ctx: JobRunContext, run: RunRow): Promise<VideoFra
   const provider = ctx.capability("image.generate").route(IMAGE_MODELS[run.image_model as RunnerImageModel].route);
   try {
     if (!provider) throw new Error("no image provider");
-    const image = await provider.generate({ prompt: `Character portrait: ${run.character_description ?? ""}`, model: run.image_model, ...FRAME, background: "auto", index: 0, references: [], signal: ctx.signal, onProgress: () => {} });
+    const image = await pollToEnd(provider, { prompt: `Character portrait: ${run.character_description ?? ""}`, model: run.image_model, ...FRAME, background: "auto", index: 0, references: [], signal: ctx.signal, onProgress: () => {} });
     const key = `${PRIVATE_KEY_PREFIX}characters/${ctx.jobId}-${mediaToken()}.png`;
     await ctx.blobs.put(key, image.bytes, { contentType: image.mimeType });
     await ctx.db.updateTable(RUNS).set({ character_key: key, character_mime: image.mimeType }).where("job_id", "=", ctx.jobId).execute();
@@ -170,7 +173,7 @@ async function renderScene(ctx: JobRunContext, run: RunRow, scene: SceneRow, cha
     else {
       const provider = ctx.capability("image.generate").route(IMAGE_MODELS[imageModel].route);
       if (!provider) throw new Error("no image provider");
-      const image = await provider.generate({
+      const image = await pollToEnd(provider, {
         prompt: `${scene.setting}\nFeaturing ${who}.`,
         model: imageModel,
         ...FRAME,
@@ -187,7 +190,7 @@ async function renderScene(ctx: JobRunContext, run: RunRow, scene: SceneRow, cha
     }
     const provider = ctx.capability("video.generate").forModel(model);
     if (!provider) throw new Error(`no video provider for ${model}`);
-    const clip = await provider.generate({
+    const clip = await pollToEnd(provider, {
       prompt: [scene.setting, scene.dialogue].filter(Boolean).join("\n"),
       negativePrompt: null,
       model,

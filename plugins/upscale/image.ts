@@ -75,7 +75,8 @@ export const imageUpscaleJob: JobKindDeclaration<StoredImageInput> = {
   failError: E.failed,
   retries: 1,
   timeoutSeconds: 300,
-  // The resampler runs one image at a time per process anyway; more would only queue in memory.
+  // The resampler runs one image at a time per process anyway (in the media pool's place, with the other kinds'
+  // heavy work); more would only queue in memory.
   concurrency: 1,
   async run(ctx) {
     const input = ctx.input;
@@ -84,7 +85,7 @@ export const imageUpscaleJob: JobKindDeclaration<StoredImageInput> = {
     await ctx.progress(10, "Upscaling");
     let out;
     try {
-      out = await upscaleImage(source, input.factor, ctx.signal);
+      out = await ctx.capability("media").pool.run(() => upscaleImage(source, input.factor, ctx.signal), ctx.signal);
     } catch (err) {
       if (ctx.signal.aborted) throw err;
       if (isMediaError(err) && err.isInputError) {

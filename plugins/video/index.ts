@@ -79,6 +79,12 @@ async function loadReferences(ctx: JobRunContext, refs: StoredInput["reference_v
   return out;
 }
 
+/**
+ * How long the upstream may take before the job fails, refunded (its work cancelled where the provider can):
+ * the spec gives no time-out; an hour is well beyond any model's render of a clip of at most 10 s.
+ */
+const UPSTREAM_DEADLINE_SECONDS = 3600;
+
 const videoJob: JobKindDeclaration<StoredInput> = {
   ...QUEUED_PROCESSING_COMPLETE,
   failError: E.failed,
@@ -92,37 +98,41 @@ const videoJob: JobKindDeclaration<StoredInput> = {
     const provider = ctx.capability("video.generate").forModel(input.route);
     if (!provider) throw new JobFailure(E.failed);
 
-    const startFrame = input.start_frame ? await loadFrame(ctx, input.start_frame) : undefined;
-    const endFrame = input.end_frame ? await loadFrame(ctx, input.end_frame) : undefined;
-    const referenceImages: VideoFrame[] = [];
-    for (const f of input.reference_images) referenceImages.push(await loadFrame(ctx, f));
-    const referenceVideos = await loadReferences(ctx, input.reference_videos);
-    const referenceAudio = await loadReferences(ctx, input.reference_audio);
-    const row = await ctx.db.selectFrom(VIDEO_TABLE).select(["prompt"]).where("job_id", "=", ctx.jobId).executeTakeFirstOrThrow();
-
     let bytes: Uint8Array;
     let spoken: VideoOutput["spoken"] = null;
     try {
-      const video = await provider.generate({
-        prompt: row.prompt,
-        negativePrompt: input.negative_prompt,
-        model: input.route,
-        width: input.width,
-        height: input.height,
-        seconds: input.seconds,
-        sound: input.sound,
-        startFrame,
-        endFrame,
-        referenceImages,
-        referenceVideos,
-        referenceAudio,
-        signal: ctx.signal,
-        onProgress: progressBetween(ctx, 5, 90),
-      });
+      // Assembled once, when the job first submits: frames and references are read only then.
+      const video = await ctx.awaitUpstream(
+        "render",
+        provider,
+        async () => {
+          const startFrame = input.start_frame ? await loadFrame(ctx, input.start_frame) : undefined;
+          const endFrame = input.end_frame ? await loadFrame(ctx, input.end_frame) : undefined;
+          const referenceImages: VideoFrame[] = [];
+          for (const f of input.reference_images) referenceImages.push(await loadFrame(ctx, f));
+          const row = await ctx.db.selectFrom(VIDEO_TABLE).select(["prompt"]).where("job_id", "=", ctx.jobId).executeTakeFirstOrThrow();
+          return {
+            prompt: row.prompt,
+            negativePrompt: input.negative_prompt,
+            model: input.route,
+            width: input.width,
+            height: input.height,
+            seconds: input.seconds,
+            sound: input.sound,
+            startFrame,
+            endFrame,
+            referenceImages,
+            referenceVideos: await loadReferences(ctx, input.reference_videos),
+            referenceAudio: await loadReferences(ctx, input.reference_audio),
+          };
+        },
+        { deadlineSeconds: UPSTREAM_DEADLINE_SECONDS, onProgress: progressBetween(ctx, 5, 90) },
+      );
       bytes = video.bytes;
       spoken = video.spoken ?? null;
     } catch (err) {
       if (ctx.signal.aborted) throw err;
+      if (err instanceof JobFailure) throw err; // a frame or reference that is gone
       if (err instanceof UnsafeContentError) throw new JobFailure(E.unsafe);
       // The provider's own words stay in our log; the partner gets the sanitized text.
       ctx.log.warn(`video ${ctx.jobId}: provider failed: ${err instanceof Error ? err.message : String(err)}`);

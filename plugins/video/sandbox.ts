@@ -1,7 +1,8 @@
 // The sandbox video provider: a real H.264 MP4 of the requested size and length, rendered with the media engine
 // (native ffmpeg or ffmpeg.wasm, the same arguments), deterministic from the request, with provenance metadata
 // as generative providers attach (container tags, an XMP box and a C2PA-style manifest box) that
-// `strip_metadata` then removes. It takes about SANDBOX_LATENCY_MS before rendering and reports progress.
+// `strip_metadata` then removes. It submits and polls as a remote service would (lib/sandbox-upstream.ts):
+// the clip is rendered once SANDBOX_LATENCY_MS has passed; polls before that report progress by time.
 //
 // What the picture is:
 // - with a start frame: the frame itself first, then a slow zoom whose speed comes from the prompt; with an
@@ -16,7 +17,7 @@
 // Markers (DESIGN "Sandbox providers"): `[sandbox:fail]` fails, `[sandbox:unsafe]` is a content-safety block,
 // a frame URL whose path contains `sandbox-fail` fails.
 import { createHash } from "node:crypto";
-import { definePlugin, type EspeakVoice, findSystemFont, type GeneratedVideo, hasMarker, type MediaEngine, pcm16Wav, sandboxConfig, sandboxSleep, sniffImageType, speakTimed, spokenWords, type SpokenRecord, UnsafeContentError, type VideoFrame, type VideoGenerationRequest, type VideoProvider, type VideoProviders, wavSamples, withoutMarkers, withSandboxProvenance } from "mediagate/plugin";
+import { definePlugin, type EspeakVoice, findSystemFont, type GeneratedVideo, hasMarker, type MediaEngine, pcm16Wav, type SandboxRequestStore, sandboxConfig, sandboxUpstream, sniffImageType, speakTimed, spokenWords, type SpokenRecord, UnsafeContentError, type VideoFrame, type VideoGenerationRequest, type VideoProvider, type VideoProviders, wavSamples, withoutMarkers, withSandboxProvenance } from "mediagate/plugin";
 
 const SOFTWARE = "mediagate sandbox video provider";
 const FPS = 25;
@@ -201,37 +202,37 @@ function wrap(text: string, perLine: number, maxLines: number): string {
   return lines.slice(0, maxLines).join("\n");
 }
 
-export function sandboxVideoProvider(options: { latencyMs: number; media: () => MediaEngine }): VideoProviders {
-  const provider: VideoProvider = {
-    async generate(req): Promise<GeneratedVideo> {
-      const steps = 4;
-      for (let i = 0; i < steps; i++) {
-        await sandboxSleep(options.latencyMs / steps, req.signal);
-        if (i === 0) {
-          if (hasMarker(req.prompt, "fail")) throw new Error("sandbox: failure requested by the prompt");
-          if (hasMarker(req.prompt, "unsafe")) throw new UnsafeContentError("sandbox: unsafe content requested by the prompt");
-          for (const f of [req.startFrame, req.endFrame]) {
-            if (f?.url && new URL(f.url).pathname.includes("sandbox-fail")) throw new Error("sandbox: failure requested by the frame URL");
-          }
-        }
-        await req.onProgress(((i + 1) / steps) * 0.2, "Generating");
+export function sandboxVideoProvider(options: { latencyMs: number; media: () => MediaEngine; store?: SandboxRequestStore }): VideoProviders {
+  const provider: VideoProvider = sandboxUpstream<VideoGenerationRequest, GeneratedVideo>({
+    name: "video-sandbox",
+    latencyMs: options.latencyMs,
+    ...(options.store ? { store: options.store } : {}),
+    // The wait is the first fifth of the bar; rendering, the rest.
+    waitShare: 0.2,
+    check(req) {
+      if (hasMarker(req.prompt, "fail")) throw new Error("sandbox: failure requested by the prompt");
+      if (hasMarker(req.prompt, "unsafe")) throw new UnsafeContentError("sandbox: unsafe content requested by the prompt");
+      for (const f of [req.startFrame, req.endFrame]) {
+        if (f?.url && new URL(f.url).pathname.includes("sandbox-fail")) throw new Error("sandbox: failure requested by the frame URL");
       }
+    },
+    async render(req, { signal, onProgress }) {
       // Spoken before rendering: the render mixes it in, and its times are the clip's.
-      const speech = req.sound ? await clipSpeech(req.prompt, req.seconds, req.signal) : null;
+      const speech = req.sound ? await clipSpeech(req.prompt, req.seconds, signal) : null;
       const { args, inputs } = sandboxRender(req, speech);
       const out = await options.media().run(args, {
         inputs,
         outputs: ["out.mp4"],
-        signal: req.signal,
+        signal,
         durationSeconds: req.seconds,
         timeoutMs: 20 * 60_000,
-        onProgress: (f) => void Promise.resolve(req.onProgress(0.2 + f * 0.8, "Rendering")).catch(() => {}),
+        onProgress: (f) => void Promise.resolve(onProgress(f, "Rendering")).catch(() => {}),
       });
       const bytes = withSandboxProvenance(out["out.mp4"]!, req.prompt, SOFTWARE);
       // With sound, the record says what was spoken, nothing included; without, there is no audio to caption.
       return { bytes, mimeType: "video/mp4", spoken: req.sound ? (speech?.spoken ?? { language: "en", words: [] }) : null };
     },
-  };
+  });
   return { forModel: () => provider };
 }
 
@@ -242,6 +243,6 @@ export default definePlugin({
   requires: ["media"],
   provides: {
     // The engine is fetched on first render: capabilities are built at boot, ffmpeg.wasm is not.
-    "video.generate": (host) => sandboxVideoProvider({ latencyMs: sandboxConfig.of(host).latencyMs, media: () => host.capability("media") }),
+    "video.generate": (host) => sandboxVideoProvider({ latencyMs: sandboxConfig.of(host).latencyMs, media: () => host.capability("media"), store: host.blobs.scoped("video-sandbox") }),
   },
 });

@@ -1,10 +1,12 @@
 // Benchmark: the Omni sandbox's render time for an 8 s clip at 1080p and at 4k (9:16, one character speaking
-// a quoted line, no latency), on the native and the wasm engine, as a ratio of the clip's duration (render
-// seconds / 8: below 1 is faster than real time). The baseline in the same run is the clip's own length; the
-// table adds wasm/native. Each engine runs in its own child process so its peak RSS is its own.
+// a quoted line, no latency: submitted and polled in place with pollToEnd, so the time is the render's), on
+// the native and the wasm engine, as a ratio of the clip's duration (render seconds / 8: below 1 is faster
+// than real time). The baseline in the same run is the clip's own length; the table adds wasm/native. Each
+// engine runs in its own child process so its peak RSS is its own.
 // Run: npx tsx test/bench/omni-render.bench.ts   (OMNI_BENCH_CASES=1080p to skip 4k)
 import process from "node:process";
 import { childEngine, runEngineChild } from "./engine-child.ts";
+import { pollToEnd } from "../../lib/upstream.ts";
 import { createMediaEngine, detectNativeFfmpeg } from "../../lib/media/index.ts";
 import { sandboxOmniProvider } from "../../plugins/omni/sandbox.ts";
 import { frameSize, type OmniResolution } from "../../plugins/omni/limits.ts";
@@ -30,7 +32,7 @@ async function runEngine(mode: Mode) {
   for (const resolution of CASES) {
     const { width, height } = frameSize(resolution, "9:16");
     const t0 = performance.now();
-    await provider.generate({
+    await pollToEnd(provider, {
       prompt: 'Nova looks up. Nova: "The storm is coming, we should head back to the harbour now."',
       model: "omni",
       width,
@@ -41,8 +43,6 @@ async function runEngine(mode: Mode) {
       voices: [],
       referenceImages: [],
       referenceVideo: null,
-      signal: new AbortController().signal,
-      onProgress() {},
     });
     rows.push({ resolution, ms: performance.now() - t0 });
   }

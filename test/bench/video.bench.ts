@@ -5,6 +5,7 @@
 // Run: npx tsx test/bench/video.bench.ts
 import { spawn } from "node:child_process";
 import process from "node:process";
+import { pollToEnd } from "../../lib/upstream.ts";
 import { createMediaEngine, detectNativeFfmpeg, videoFrameSize } from "../../lib/media/index.ts";
 import { concatClips } from "../../plugins/video/merge.ts";
 import { sandboxVideoProvider } from "../../plugins/video/sandbox.ts";
@@ -46,9 +47,9 @@ async function runEngine(mode: Mode) {
       onProgress() {},
     });
     const t0 = performance.now();
-    const a = await provider.generate(request("A lighthouse in a storm, waves breaking"));
+    const a = await pollToEnd(provider, request("A lighthouse in a storm, waves breaking"));
     const generateMs = performance.now() - t0;
-    const b = await provider.generate(request("A quiet harbour at dawn"));
+    const b = await pollToEnd(provider, request("A quiet harbour at dawn"));
     const t1 = performance.now();
     const merged = await concatClips(engine, [a.bytes, b.bytes]);
     rows.push({ case: `${c.seconds} s ${c.quality}`, generateMs, mergeMs: performance.now() - t1, reencoded: merged.reencoded });

@@ -3,8 +3,9 @@
 // list, the in-flight cap, and extension in both forms with the Idempotency-Key contract (replay, 409, and
 // identical requests racing into one job).
 //
-// The provider here is the test's own (real MP3s of a tone, fast), so these tests are about the API; the
-// sandbox's music is tested in sandbox.test.ts, and end to end with the API in sandbox-api.test.ts.
+// The provider here is the test's own (real MP3s of a tone, fast; it submits and polls as an upstream would),
+// so these tests are about the API; the sandbox's music is tested in sandbox.test.ts, and end to end with the
+// API in sandbox-api.test.ts.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
@@ -16,6 +17,7 @@ import music from "../../plugins/music/index.ts";
 import { FAILURE_TEXTS, MUSIC_ERRORS as E } from "../../plugins/music/errors.ts";
 import { uploadedSource } from "../../plugins/music/source.ts";
 import { MusicProviderError, type MusicProvider, type MusicProviders, type MusicTrack } from "../../contracts/music.ts";
+import type { UpstreamProvider } from "../../contracts/upstream.ts";
 import { ApiError, KERNEL_ERRORS } from "../../core/errors.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
@@ -41,31 +43,43 @@ const cover = encodePng(16, 16, new Uint8Array(16 * 16 * 3).fill(200), 3);
 
 /** What the test provider saw, and how it should answer next. */
 interface Script {
+  /** The requests submitted. */
   calls: Array<{ kind: "generate" | "extend"; request: any }>;
+  /** The upstream's failure, answered by the poll. */
   fail?: MusicProviderError | Error;
-  /** Resolves when the test lets the provider finish (for in-flight tests). */
-  gate?: Promise<void>;
+  /** Thrown by the submit (the upstream could not be reached). */
+  refuse?: Error;
+  /** While true, polls answer pending (for in-flight tests). */
+  held?: boolean;
   /** Tracks made without an arrangement: they cannot be extended directly (restaged as uploads). */
   noArrangement?: boolean;
 }
 
 function testProvider(engine: () => MediaEngine, script: Script): MusicProvider {
-  const tracks = async (seconds: number, title: string): Promise<MusicTrack[]> => {
-    if (script.gate) await script.gate;
-    if (script.fail) throw script.fail;
-    return Promise.all(
+  const tracks = async (seconds: number, title: string): Promise<MusicTrack[]> =>
+    Promise.all(
       [440, 660].map(async (hz, i) => ({ audio: await mp3(engine(), seconds, hz), cover, coverMimeType: "image/png" as const, title, duration: seconds, arrangement: script.noArrangement ? null : { hz, variation: i } })),
     );
-  };
+  // The "remote" work, by id: what each request will make once polled.
+  const works = new Map<string, () => Promise<MusicTrack[]>>();
+  const upstream = <R>(kind: "generate" | "extend", make: (request: R) => Promise<MusicTrack[]>): UpstreamProvider<R, MusicTrack[]> => ({
+    name: "music-test",
+    async submit(request) {
+      if (script.refuse) throw script.refuse;
+      script.calls.push({ kind, request });
+      const id = `${kind}-${works.size}-${Math.random().toString(36).slice(2)}`;
+      works.set(id, () => make(request));
+      return { id };
+    },
+    async poll(handle) {
+      if (script.held) return { state: "pending", progress: 0.5, pollAfterMs: 50 };
+      if (script.fail) return { state: "failed", error: script.fail };
+      return { state: "done", result: await works.get(handle.id)!() };
+    },
+  });
   return {
-    async generate(request) {
-      script.calls.push({ kind: "generate", request });
-      return tracks(3, request.title ?? "Generated");
-    },
-    async extend(request) {
-      script.calls.push({ kind: "extend", request });
-      return tracks(Math.ceil(request.continueAt) + 2, request.title || request.source.title || "Extended");
-    },
+    generate: upstream("generate", (request) => tracks(3, request.title ?? "Generated")),
+    extend: upstream("extend", (request) => tracks(Math.ceil(request.continueAt) + 2, request.title || request.source.title || "Extended")),
   };
 }
 
@@ -242,9 +256,13 @@ for (const backend of await databaseBackends()) {
     script.fail = new Error("socket hang up");
     const res = await tk.request("POST", "/generate-music", { key, body: { prompt: "x" } });
     assert.is((await waitFor(tk, key, res.body.job_id)).body.error_code, "provider_down");
+    script.fail = undefined;
+    script.refuse = new MusicProviderError("safety_filter", "refused at submit");
+    const refused = await tk.request("POST", "/generate-music", { key, body: { prompt: "x" } });
+    assert.equal([(await waitFor(tk, key, refused.body.job_id)).body.error_code, script.calls.length], ["safety_filter", 5], "a submit that throws is the provider's failure");
     assert.is(await balance(tk, key), 100, "every failure refunded");
     const refunds = await tk.kernel.database.kysely.selectFrom("ledger").select("amount").where("partner_id", "=", id).where("type", "=", "refund").execute();
-    assert.is(refunds.length, 5);
+    assert.is(refunds.length, 6);
     await tk.close();
 
     await start(false);
@@ -259,8 +277,7 @@ for (const backend of await databaseBackends()) {
     await start();
     const { key } = await partner({ credits: 100, limits: { inflight_jobs: 1 } });
     const jobId = await completedJob(key);
-    let release!: () => void;
-    script.gate = new Promise((r) => (release = r));
+    script.held = true;
     const first = await tk.request("POST", "/generate-music", { key, body: { prompt: "one" } });
     assert.is(first.status, 202);
     const second = await tk.request("POST", "/generate-music", { key, body: { prompt: "two" } });
@@ -270,7 +287,7 @@ for (const backend of await databaseBackends()) {
     assert.is(ext.status, 202, JSON.stringify(ext.body));
     const slots = await tk.kernel.database.kysely.selectFrom("jobs").select(["id", "holds_inflight_slot"]).where("id", "in", [first.body.job_id, ext.body.job_id]).execute();
     assert.equal(Object.fromEntries(slots.map((r: any) => [r.id, r.holds_inflight_slot])), { [first.body.job_id]: true, [ext.body.job_id]: false });
-    release();
+    script.held = false;
     await waitFor(tk, key, first.body.job_id);
     assert.is((await tk.request("POST", "/generate-music", { key, body: { prompt: "three" } })).status, 202);
   });

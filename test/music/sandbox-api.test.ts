@@ -1,7 +1,8 @@
 // Music end to end with the sandbox provider, through the REST API: a generation's two tracks decode as
 // stated, an owned track extends directly, a real MP3 nobody here made (the fixture) extends as an upload,
-// and the markers end jobs `error` with their error_code, refunded. On PGlite: what depends on the backend
-// is in music.test.ts.
+// and the markers end jobs `error` with their error_code, refunded: `[sandbox:timeout]` by the job's own
+// deadline, the fake clock moved past it while the job waits on the sandbox. On PGlite: what depends on the
+// backend is in music.test.ts.
 import { readFileSync } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -10,6 +11,7 @@ import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import music from "../../plugins/music/index.ts";
 import { FAILURE_TEXTS } from "../../plugins/music/errors.ts";
+import { PROVIDER_TIMEOUT_MS } from "../../plugins/music/models.ts";
 import musicSandbox from "../../plugins/music/sandbox.ts";
 
 const FIXTURE = new URL("../../../shared/fixtures/media/sample1.mp3", import.meta.url);
@@ -78,11 +80,43 @@ t("generate, extend an owned track, extend the fixture MP3 as an upload", async 
 
 t("markers end jobs error with their error_code, refunded", async () => {
   const { key } = await tk.partner({ credits: 100, limits: LIMITS });
-  for (const [prompt, code] of [["x [sandbox:fail]", "provider_down"], ["x [sandbox:unsafe]", "safety_filter"], ["x [sandbox:reject]", "input_rejected"], ["x [sandbox:timeout]", "timeout"]] as const) {
-    const res = await tk.request("POST", "/generate-music", { key, body: { prompt } });
-    const body = await done(key, res.body.job_id);
+  const cases = [["x [sandbox:fail]", "provider_down"], ["x [sandbox:unsafe]", "safety_filter"], ["x [sandbox:reject]", "input_rejected"]] as const;
+  const ids = await Promise.all(cases.map(async ([prompt]) => (await tk.request("POST", "/generate-music", { key, body: { prompt } })).body.job_id as string));
+  for (const [i, [, code]] of cases.entries()) {
+    const body = await done(key, ids[i]!);
     assert.equal([body.status, body.error_code, body.error], ["error", code, FAILURE_TEXTS[code]]);
   }
+  assert.is((await tk.request("GET", "/credits", { key })).body.credits_remaining, 100);
+});
+
+t("[sandbox:timeout]: the job waits on the sandbox until its deadline, then ends timeout, refunded", async () => {
+  const { key } = await tk.partner({ credits: 100, limits: LIMITS });
+  const res = await tk.request("POST", "/generate-music", { key, body: { prompt: "x [sandbox:timeout]" } });
+  const id = res.body.job_id as string;
+  const db = tk.kernel.database.kysely as any;
+  /** The job's wait once it has been polled more than `polls` times (each poll answered pending). */
+  const polledPast = async (polls: number) => {
+    for (let until = Date.now() + 30_000; ; ) {
+      const w = await db.selectFrom("job_waits").selectAll().where("job_id", "=", id).executeTakeFirst();
+      if (w && w.polls > polls) return w;
+      if (Date.now() > until) throw new Error(`job ${id} was not polled past ${polls}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  // Polled and answered pending: the job is processing, parked on its upstream.
+  const { upstream_id, polls } = await polledPast(0);
+  const recorded = `music-sandbox/private/upstream/${upstream_id}.bin`;
+  assert.ok(await tk.kernel.blobs.has(recorded), "the sandbox keeps the submitted request");
+  const waiting = await tk.request("GET", `/music-status/${id}`, { key });
+  assert.is(waiting.body.status, "processing");
+  // Short of the deadline, still waiting; past it (read from the kernel's clock), cancelled and failed.
+  tk.clock.advance(PROVIDER_TIMEOUT_MS - 60_000);
+  await polledPast(polls);
+  assert.is((await tk.request("GET", `/music-status/${id}`, { key })).body.status, "processing");
+  tk.clock.advance(61_000);
+  const body = await done(key, id);
+  assert.equal([body.status, body.error_code, body.error], ["error", "timeout", FAILURE_TEXTS.timeout]);
+  assert.is(await tk.kernel.blobs.has(recorded), false, "the sandbox's work was cancelled");
   assert.is((await tk.request("GET", "/credits", { key })).body.credits_remaining, 100);
 });
 

@@ -1,17 +1,19 @@
 // The sandbox music provider on both media engines: two distinct, decodable MP3 variations (codec, sample
 // rate, channels, bitrate, duration as stated) with PNG covers, the same bytes for the same request, an
 // extension of one of ours that keeps the source up to continue_at and goes on in its tempo and key, an
-// extension of an upload on its beat, the failure markers, and abort.
+// extension of an upload on its beat, the failure markers, work that never finishes, and abort. The provider
+// submits and polls (contracts/upstream.ts); these tests poll it in place (pollToEnd).
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createMediaEngine, detectNativeFfmpeg, probeImage, type MediaEngine } from "../../lib/media/index.ts";
 import { MusicProviderError, type MusicExtensionRequest, type MusicGenerationRequest, type MusicProvider, type MusicTrack } from "../../contracts/music.ts";
+import { pollToEnd, type InPlace } from "../../lib/upstream.ts";
 import { estimateTempo, fromPcm, SAMPLE_RATE, wav, type Stereo } from "../../plugins/music/render.ts";
 import { sandboxMusicProvider, titleFrom } from "../../plugins/music/sandbox.ts";
 
 const signal = () => new AbortController().signal;
-const generation = (o: Partial<MusicGenerationRequest> = {}): MusicGenerationRequest => ({ model: "V5_5", prompt: "an upbeat summer pop song about the sea", custom: false, style: null, title: null, instrumental: false, signal: signal(), onProgress: () => {}, ...o });
-const extension = (source: MusicExtensionRequest["source"], o: Partial<MusicExtensionRequest> = {}): MusicExtensionRequest => ({
+const generation = (o: Partial<InPlace<MusicGenerationRequest>> = {}): InPlace<MusicGenerationRequest> => ({ model: "V5_5", prompt: "an upbeat summer pop song about the sea", custom: false, style: null, title: null, instrumental: false, signal: signal(), onProgress: () => {}, ...o });
+const extension = (source: MusicExtensionRequest["source"], o: Partial<InPlace<MusicExtensionRequest>> = {}): InPlace<MusicExtensionRequest> => ({
   model: "V5_5", mode: "original", prompt: "keep going", style: "", title: "", instrumental: false, negativeTags: null, vocalGender: null, styleWeight: null,
   weirdnessConstraint: null, audioWeight: null, personaId: null, personaModel: null, continueAt: 10, source, signal: signal(), onProgress: () => {}, ...o,
 });
@@ -85,9 +87,10 @@ for (const [name, make] of engines) {
 
   t("two distinct MP3 variations as stated, with covers, progress, and the same bytes again", async () => {
     const progress: number[] = [];
-    song = await provider.generate(generation({ onProgress: (f) => void progress.push(f) }));
+    song = await pollToEnd(provider.generate, generation({ onProgress: (f) => void progress.push(f) }));
     assert.is(song.length, 2);
-    assert.equal(progress, [0.5, 1]);
+    // No latency: no wait to report; the render fills the second half, a quarter per variation.
+    assert.equal(progress, [0.75, 1]);
     for (const tr of song) {
       const probe = await engine.probe(tr.audio, "t.mp3");
       const audio = probe.streams.find((s) => s.type === "audio")!;
@@ -106,13 +109,13 @@ for (const [name, make] of engines) {
     assert.not.equal(Buffer.from(song[0]!.audio).equals(Buffer.from(song[1]!.audio)), true);
     assert.not.equal(Buffer.from(song[0]!.cover).equals(Buffer.from(song[1]!.cover)), true);
     if (name === "native") {
-      const again = await provider.generate(generation());
+      const again = await pollToEnd(provider.generate, generation());
       assert.ok(Buffer.from(again[0]!.audio).equals(Buffer.from(song[0]!.audio)), "deterministic");
     }
   });
 
   t("an instrumental differs from a sung one; a custom title is used as is", async () => {
-    const [inst] = await provider.generate(generation({ instrumental: true, custom: true, prompt: "", style: "ambient piano", title: "Quiet Rooms" }));
+    const [inst] = await pollToEnd(provider.generate, generation({ instrumental: true, custom: true, prompt: "", style: "ambient piano", title: "Quiet Rooms" }));
     assert.is(inst!.title, "Quiet Rooms");
     assert.is((inst!.arrangement as any).instruments.lead === "vocal", false);
     assert.is((song[0]!.arrangement as any).instruments.lead, "vocal");
@@ -121,7 +124,7 @@ for (const [name, make] of engines) {
   t("extending one of ours keeps the source up to continue_at and goes on in its tempo and key", async () => {
     const source = song[1]!;
     const continueAt = 12.4;
-    const out = await provider.extend(extension({ bytes: source.audio, seconds: source.duration, name: "source.mp3", arrangement: source.arrangement, title: source.title }, { continueAt }));
+    const out = await pollToEnd(provider.extend, extension({ bytes: source.audio, seconds: source.duration, name: "source.mp3", arrangement: source.arrangement, title: source.title }, { continueAt }));
     assert.is(out.length, 2);
     const src = await decode(engine, source.audio);
     for (const tr of out) {
@@ -145,7 +148,7 @@ for (const [name, make] of engines) {
     const upload = clickTrack(16, 120);
     const tempo = estimateTempo(fromPcm(upload.subarray(44)));
     assert.ok(tempo && Math.abs(tempo.bpm - 120) <= 3, JSON.stringify(tempo));
-    const out = await provider.extend(extension({ bytes: upload, seconds: 16, name: "source.wav", arrangement: null, title: null }, { continueAt: 8, prompt: "a drum groove", mode: "original" }));
+    const out = await pollToEnd(provider.extend, extension({ bytes: upload, seconds: 16, name: "source.wav", arrangement: null, title: null }, { continueAt: 8, prompt: "a drum groove", mode: "original" }));
     for (const tr of out) {
       assert.ok(Math.abs((tr.arrangement as any).bpm - 120) <= 3, String((tr.arrangement as any).bpm));
       assert.ok(tr.duration > 8 + 15);
@@ -159,24 +162,52 @@ for (const [name, make] of engines) {
 }
 
 const m = suite("music sandbox markers and abort");
-m("markers fail with their error codes; abort rejects", async () => {
+m("markers fail with their error codes, as the upstream's failed poll; abort rejects", async () => {
   const provider = sandboxMusicProvider({ latencyMs: 0, media: () => assert.unreachable("no work for a refused request") as never }).provider("V5")!;
-  for (const [marker, code] of [["[sandbox:fail]", "provider_down"], ["[sandbox:unsafe]", "safety_filter"], ["[sandbox:reject]", "input_rejected"], ["[sandbox:timeout]", "timeout"]] as const) {
+  for (const [marker, code] of [["[sandbox:fail]", "provider_down"], ["[sandbox:unsafe]", "safety_filter"], ["[sandbox:reject]", "input_rejected"]] as const) {
     for (const where of ["prompt", "style", "title"] as const) {
       try {
-        await provider.generate(generation({ [where]: `a song ${marker}` }));
+        await pollToEnd(provider.generate, generation({ [where]: `a song ${marker}` }));
         assert.unreachable();
       } catch (err) {
         assert.instance(err, MusicProviderError);
         assert.is((err as MusicProviderError).code, code);
       }
+      try {
+        await pollToEnd(provider.extend, extension({ bytes: new Uint8Array(8), seconds: 20, name: "source.mp3", arrangement: null, title: null }, { [where]: `more ${marker}` }));
+        assert.unreachable();
+      } catch (err) {
+        assert.is((err as MusicProviderError).code, code);
+      }
     }
   }
+  // A failure marker wins over the time-out marker.
+  await pollToEnd(provider.generate, generation({ prompt: "[sandbox:timeout] [sandbox:reject]" })).then(
+    () => assert.unreachable(),
+    (err) => assert.is((err as MusicProviderError).code, "input_rejected"),
+  );
   const slow = sandboxMusicProvider({ latencyMs: 10_000, media: () => assert.unreachable() as never }).provider("V5")!;
   const ac = new AbortController();
-  const pending = slow.generate(generation({ signal: ac.signal }));
+  const pending = pollToEnd(slow.generate, generation({ signal: ac.signal }));
   ac.abort(new Error("gone"));
   await pending.then(() => assert.unreachable(), (err) => assert.is((err as Error).message, "gone"));
   assert.is(titleFrom("[sandbox:fail] hello, world of sound!"), "Hello World Of Sound");
+});
+
+m("[sandbox:timeout]: the work never finishes, polls answer pending until it is cancelled", async () => {
+  const provider = sandboxMusicProvider({ latencyMs: 0, media: () => assert.unreachable("a hung request renders nothing") as never }).provider("V5")!;
+  const options = { signal: signal(), onProgress: () => {} };
+  for (const where of ["prompt", "style", "title"] as const) {
+    const { signal: _s, onProgress: _p, ...request } = generation({ [where]: `a song [sandbox:timeout]` });
+    const handle = await provider.generate.submit(request, { idempotencyKey: `hang-${where}`, signal: options.signal });
+    for (let i = 0; i < 3; i++) {
+      const polled = await provider.generate.poll(handle, options);
+      assert.is(polled.state, "pending");
+      assert.ok(polled.state === "pending" && polled.pollAfterMs! >= 1000, "no busy polling");
+    }
+    await provider.generate.cancel!(handle);
+    const after = await provider.generate.poll(handle, options);
+    assert.is(after.state, "failed", "cancelled work is gone");
+  }
 });
 m.run();

@@ -1,8 +1,10 @@
-// An Omni batch survives its server being SIGKILLed while sections render, on every database backend: after a
-// restart on the same database and DATA_DIR every section reaches a terminal state, the batch ends `partial`
-// (one section fails by its prompt), the batch was charged once, and exactly the failed section's share was
-// refunded, once; the account's ledger still sums to its balance (DESIGN invariant 1). The dead attempts are
-// found by pg-boss's heartbeat expiry, so recovery takes 10-20 s.
+// An Omni batch survives its server being SIGKILLed while a section renders and the others wait on the
+// upstream, on every database backend: after a restart on the same database and DATA_DIR every section reaches
+// a terminal state, the batch ends `partial` (one section fails by its prompt), the batch was charged once,
+// and exactly the failed section's share was refunded, once; the account's ledger still sums to its balance
+// (DESIGN invariant 1). A waiting section holds no slot (ctx.awaitUpstream): its next poll is a delayed queue
+// job in the database, which the new server simply runs. The rendering attempt that died is found by
+// pg-boss's heartbeat expiry, so recovery takes 10-20 s.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,7 +12,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { openDatabase } from "../../storage/db.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
-import { api, call, sleep, until } from "../helpers/restart.ts";
+import { api, call, until } from "../helpers/restart.ts";
 import { type ServerProcess, startServer } from "../helpers/server.ts";
 import { png } from "./helpers.ts";
 
@@ -26,7 +28,7 @@ for (const backend of await databaseBackends()) {
   t.before.each(async () => {
     dataDir = mkdtempSync(join(tmpdir(), "mediagate-omni-restart-"));
     const databaseUrl = backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined;
-    // Each section waits 3 s before rendering: the kill finds sections in flight.
+    // Each section waits 3 s on the sandbox upstream before it renders.
     env = { DATA_DIR: dataDir, ADMIN_TOKEN, SANDBOX_LATENCY_MS: "3000", LOG_LEVEL: "warn", ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) };
   });
   t.after.each(async () => {
@@ -37,10 +39,13 @@ for (const backend of await databaseBackends()) {
   t("the batch ends partial, charged once, the failed share refunded exactly once", async () => {
     const first = await startServer(env);
     servers.push(first);
-    const polls = { "GET /omni/script-runner/<batch_id>": 100_000, "POST /omni/characters": 100 };
-    const created = await call(first, "POST", "/api/v1/admin/partners", { adminToken: ADMIN_TOKEN, body: { name: "Omni restart", credits: 2000, limits: { rate_limits: polls } } });
+    const polls = { "GET /omni/script-runner/<batch_id>": 100_000, "GET /omni/video/<job_id>": 100_000, "POST /omni/characters": 100 };
+    const created = await call(first, "POST", "/api/v1/admin/partners", { adminToken: ADMIN_TOKEN, body: { name: "Omni restart", credits: 2000 } });
     assert.is(created.status, 201, JSON.stringify(created.body));
     const { partner_id: partnerId, api_key: key } = created.body;
+    // Limits are set by PATCH (creating a partner takes none).
+    const limited = await call(first, "PATCH", `/api/v1/admin/partners/${partnerId}`, { adminToken: ADMIN_TOKEN, body: { limits: { rate_limits: polls } } });
+    assert.is(limited.status, 200, JSON.stringify(limited.body));
     const hero = await call(first, "POST", api("/omni/characters"), { key, body: { name: "Hero", image_base64: png([30, 120, 220]) } });
     assert.is(hero.status, 201, JSON.stringify(hero.body));
 
@@ -56,9 +61,13 @@ for (const backend of await databaseBackends()) {
     const shares: number[] = res.body.jobs.map((j: any) => j.credits_used);
     assert.equal(shares, [132, 143, 132, 132]);
 
-    // Kill while sections are in flight (they wait 3 s each, two at a time).
-    await sleep(1500);
+    // Kill once a section is rendering (in a worker slot, after its 3 s wait); the others are waiting on the
+    // upstream (parked, no slot), rendering, or done.
+    const sectionIds: string[] = res.body.jobs.map((j: any) => j.job_id);
+    const sectionsNow = () => Promise.all(sectionIds.map((id) => call(first, "GET", api(`/omni/video/${id}`), { key })));
+    const seen = await until(sectionsNow, (all) => all.some((r) => r.status === 200 && r.body.message === "Rendering"), `a section rendering\n${logs()}`, 60_000, 25);
     await first.kill();
+    assert.ok(seen.some((r) => r.body.status === "processing" && r.body.message !== "Rendering"), `a section still waiting at the kill: ${JSON.stringify(seen.map((r) => [r.body.status, r.body.message]))}`);
 
     const second = await startServer(env);
     servers.push(second);

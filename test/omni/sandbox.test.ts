@@ -1,9 +1,12 @@
-// The sandbox Omni provider called directly, on both media engines: real H.264/AAC MP4s of the asked size and
-// length; the quoted lines spoken where the record says (the audio is loud during the recorded words and
-// quiet between lines), each speaker with its own preset voice; omni-1.1 frames as the first and last
-// pictures; the reference window composited in; the markers; abort. One short 4k render on native ffmpeg.
+// The sandbox Omni provider on its own, submitted and polled in place (pollToEnd), on both media engines: real
+// H.264/AAC MP4s of the asked size and length; the quoted lines spoken where the record says (the audio is
+// loud during the recorded words and quiet between lines), each speaker with its own preset voice; omni-1.1
+// frames as the first and last pictures; the reference window composited in; the markers; abort. One short 4k
+// render on native ffmpeg. Without an engine: the wait before the render (its share of the progress, the
+// markers a quarter of the way through, nothing rendered for a failure).
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { pollToEnd, type InPlace } from "../../lib/upstream.ts";
 import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
 import { ENGINE_MODES } from "../media/util.ts";
 import { UnsafeContentError, type OmniCharacterSnapshot, type OmniGenerationRequest } from "../../contracts/index.ts";
@@ -19,8 +22,9 @@ const still = (rgb: [number, number, number]) => {
 const voice = (base: string) => ({ id: `v-${base}`, name: base, base_voice: base, description: "" });
 const person = (id: string, name: string, rgb: [number, number, number], base?: string): OmniCharacterSnapshot => ({ id, name, description: name, image: still(rgb), voice: base ? voice(base) : null });
 
-function request(over: Partial<OmniGenerationRequest>): OmniGenerationRequest {
-  return { prompt: "a calm lake", model: "omni", width: 1080, height: 1920, seconds: 4, seed: null, characters: [], voices: [], referenceImages: [], referenceVideo: null, signal: new AbortController().signal, onProgress: () => {}, ...over };
+/** A request as `pollToEnd` takes it: submitted, then polled in place until the clip is done. */
+function request(over: Partial<InPlace<OmniGenerationRequest>>): InPlace<OmniGenerationRequest> {
+  return { prompt: "a calm lake", model: "omni", width: 1080, height: 1920, seconds: 4, seed: null, characters: [], voices: [], referenceImages: [], referenceVideo: null, ...over };
 }
 
 /** Mean RGB of the frame at `t`, scaled to 8x8. */
@@ -45,7 +49,8 @@ async function loudness(engine: MediaEngine, mp4: Uint8Array): Promise<(from: nu
   };
 }
 
-suite("omni sandbox speech attribution")("lines go to the speaker named before them, else in turn", () => {
+const attribution = suite("omni sandbox speech attribution");
+attribution("lines go to the speaker named before them, else in turn", () => {
   const mia = person("svc-1", "Mia", [1, 1, 1], "kore");
   const tom = person("svc-2", "Tom", [1, 1, 1], "charon");
   const lines = quotedLines('Mia smiles: "Hi Tom." Tom nods. Tom: "Hello Mia." Then "together now" [sandbox:fail]', [mia, tom], []);
@@ -55,6 +60,36 @@ suite("omni sandbox speech attribution")("lines go to the speaker named before t
   assert.equal(turns.map((l) => l.preset), ["puck", "leda", "puck"]);
   assert.equal(quotedLines("nothing quoted here", [], []), []);
 });
+attribution.run();
+
+const wait = suite("omni sandbox upstream wait");
+wait("the wait is the first 15 % (Generating); markers fail a quarter through, before any render", async () => {
+  let renders = 0;
+  // An engine that only reports halfway and gives up: the wait and the hand-over to the render are what is tested.
+  const stub = {
+    async run(_args: string[], o: { onProgress?: (f: number) => void }) {
+      renders++;
+      o.onProgress?.(0.5);
+      throw new Error("stub engine: no render");
+    },
+  } as unknown as MediaEngine;
+  const provider = sandboxOmniProvider({ latencyMs: 400, media: () => stub });
+  const seen: Array<[number, string | undefined]> = [];
+  const started = Date.now();
+  const failed = await pollToEnd(provider, request({ prompt: "x [sandbox:unsafe]", onProgress: (f, m) => void seen.push([f, m]) })).catch((e) => e);
+  assert.instance(failed, UnsafeContentError);
+  assert.ok(Date.now() - started < 300, `the marker fails at the quarter mark, not after ${Date.now() - started} ms`);
+  assert.is(renders, 0);
+
+  seen.length = 0;
+  const stopped = await pollToEnd(provider, request({ prompt: "a calm lake", onProgress: (f, m) => void seen.push([f, m]) })).catch((e) => e);
+  assert.match(stopped.message, /stub engine/);
+  assert.is(renders, 1);
+  const waiting = seen.filter(([, m]) => m === "Generating").map(([f]) => f);
+  assert.ok(waiting.length > 0 && waiting.every((f) => f <= 0.15), `wait progress ${waiting}`);
+  assert.equal(seen.at(-1), [0.15 + 0.5 * 0.85, "Rendering"]);
+});
+wait.run();
 
 for (const mode of ENGINE_MODES) {
   const t = suite(`omni sandbox on ${mode}`);
@@ -73,7 +108,7 @@ for (const mode of ENGINE_MODES) {
       height: 1080,
     });
     const seen: number[] = [];
-    const out = await provider.generate({ ...req, onProgress: (f) => void seen.push(f) });
+    const out = await pollToEnd(provider, { ...req, onProgress: (f) => void seen.push(f) });
     const probe = await engine.probe(out.bytes, "o.mp4");
     const v = probe.streams.find((s) => s.type === "video")!;
     assert.equal([v.codec, v.width, v.height], ["h264", 1920, 1080]);
@@ -96,7 +131,7 @@ for (const mode of ENGINE_MODES) {
 
   t("different preset voices sound different", async () => {
     const say = async (base: string) => {
-      const out = await provider.generate(request({ prompt: '"The quick brown fox jumps."', voices: [voice(base)], width: 540, height: 960 }));
+      const out = await pollToEnd(provider, request({ prompt: '"The quick brown fox jumps."', voices: [voice(base)], width: 540, height: 960 }));
       return out.spoken!.words.at(-1)!.end;
     };
     const [slow, fast] = [await say("gacrux"), await say("fenrir")];
@@ -104,7 +139,7 @@ for (const mode of ENGINE_MODES) {
   });
 
   t("omni-1.1 starts on the first frame and ends on the last; a reference window is composited", async () => {
-    const out = await provider.generate(request({ model: "omni-1.1", firstFrame: still([230, 20, 20]), lastFrame: still([20, 20, 230]), width: 540, height: 960 }));
+    const out = await pollToEnd(provider, request({ model: "omni-1.1", firstFrame: still([230, 20, 20]), lastFrame: still([20, 20, 230]), width: 540, height: 960 }));
     const [r0, , b0] = await meanAt(engine, out.bytes, 0);
     const [r1, , b1] = await meanAt(engine, out.bytes, 3.95);
     assert.ok(r0! > 180 && b0! < 60, `first ${r0},${b0}`);
@@ -112,7 +147,7 @@ for (const mode of ENGINE_MODES) {
     assert.equal(out.spoken, { language: "en", words: [] });
 
     const ref = await engine.run(["-f", "lavfi", "-i", "color=c=0x00ff00:size=320x240:rate=25:duration=3", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "r.mp4"], { outputs: ["r.mp4"] });
-    const withRef = await provider.generate(request({ characters: [person("svc-1", "Mia", [230, 20, 20])], referenceVideo: { bytes: ref["r.mp4"]!, seconds: 3, url: "https://example.com/r.mp4" }, width: 540, height: 960 }));
+    const withRef = await pollToEnd(provider, request({ characters: [person("svc-1", "Mia", [230, 20, 20])], referenceVideo: { bytes: ref["r.mp4"]!, seconds: 3, url: "https://example.com/r.mp4" }, width: 540, height: 960 }));
     // The lower-right third shows the green reference while it lasts, the red still elsewhere.
     const [, g] = await meanAt(engine, withRef.bytes, 1, "crop=iw/4:ih/8:iw*0.7:ih*0.85,");
     const [r] = await meanAt(engine, withRef.bytes, 1, "crop=iw/4:ih/8:0:0,");
@@ -121,20 +156,20 @@ for (const mode of ENGINE_MODES) {
   });
 
   t("markers: unsafe is a safety block (before fail), fail a plain failure; abort stops", async () => {
-    const unsafe = await provider.generate(request({ prompt: "x [sandbox:fail] [sandbox:unsafe]" })).catch((e) => e);
+    const unsafe = await pollToEnd(provider, request({ prompt: "x [sandbox:fail] [sandbox:unsafe]" })).catch((e) => e);
     assert.instance(unsafe, UnsafeContentError);
-    const failed = await provider.generate(request({ prompt: "x [sandbox:fail]" })).catch((e) => e);
+    const failed = await pollToEnd(provider, request({ prompt: "x [sandbox:fail]" })).catch((e) => e);
     assert.instance(failed, Error);
     assert.not.instance(failed, UnsafeContentError);
     const ctl = new AbortController();
-    const run = provider.generate(request({ seconds: 10, signal: ctl.signal }));
+    const run = pollToEnd(provider, request({ seconds: 10, signal: ctl.signal }));
     setTimeout(() => ctl.abort(), 200);
     assert.ok(await run.then(() => false, () => true), "an aborted render rejects");
   });
 
   if (mode === "native") {
     t("4k: 2160x3840, the length asked", async () => {
-      const out = await provider.generate(request({ width: 2160, height: 3840, seconds: 4, characters: [person("svc-1", "Mia", [120, 120, 20])] }));
+      const out = await pollToEnd(provider, request({ width: 2160, height: 3840, seconds: 4, characters: [person("svc-1", "Mia", [120, 120, 20])] }));
       const probe = await engine.probe(out.bytes, "o.mp4");
       const v = probe.streams.find((s) => s.type === "video")!;
       assert.equal([v.width, v.height], [2160, 3840]);

@@ -2,7 +2,10 @@
 // video surcharge flat on every tier, a custom account's all-in rate replacing clip + surcharge), read from
 // 402 answers so no clip renders for them; a clip rendered for real with a character speaking with its voice,
 // probed; status, list and the `omni_video.*` events delivered to a local receiver; failure and the
-// prompt-fixable block refunded once; another account's character, voice and video answer as missing.
+// prompt-fixable block refunded once; another account's character, voice and video answer as missing. On
+// PGlite, with a 2 s sandbox latency: clips waiting on the upstream hold no worker slot (three wait at once
+// where the job kind runs two), a clip's progress only moves forward ("Preparing" only before it submits),
+// and the markers' failures come out of the wait as the job's texts.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
@@ -12,7 +15,7 @@ import type { TestKernel } from "../../testkit/index.ts";
 import { OMNI_ERRORS as E } from "../../plugins/omni/errors.ts";
 import { REFERENCE_VIDEO_SURCHARGE, VIDEO_PRICE } from "../../plugins/omni/limits.ts";
 import { databaseBackends } from "../helpers/backends.ts";
-import { balance, character, ledgerSum, mediaBytes, OMNI_LIMITS, omniKernel, png, until, videoDone, voice } from "./helpers.ts";
+import { balance, character, ledgerSum, mediaBytes, OMNI_LIMITS, omniKernel, png, sleep, until, videoDone, voice } from "./helpers.ts";
 
 const engine = createMediaEngine({ mode: "native" });
 
@@ -242,6 +245,53 @@ for (const backend of await databaseBackends()) {
 
   t.run();
 }
+
+// Waiting on the upstream (ctx.awaitUpstream) holds no slot: the job kind runs two at a time, yet three clips
+// wait on the sandbox together; each poll runs the job from the top without putting "Preparing" back; the
+// markers' failures come out of the wait as the job's texts, and the waits are gone with the jobs.
+const waits = suite("omni video: waiting on the upstream (PGlite)");
+waits("three clips wait at once with two slots; progress only moves forward", async () => {
+  const tk = await omniKernel({ name: "pglite" }, { SANDBOX_LATENCY_MS: "2000" });
+  try {
+    const { key } = await tk.partner({ credits: 1000, limits: OMNI_LIMITS });
+    const ids: string[] = [];
+    // One renders; two fail at their first poll, by their markers (so only one clip is rendered).
+    for (const prompt of ["wait", "wait [sandbox:fail]", "wait [sandbox:unsafe]"]) {
+      const res = await tk.request("POST", "/omni/video", { key, body: { prompt, duration: 4, aspect_ratio: "16:9" } });
+      assert.is(res.status, 202, JSON.stringify(res.body));
+      ids.push(res.body.job_id);
+    }
+    const seen = new Map<string, Array<[number | null, string | null]>>(ids.map((id) => [id, []]));
+    let together = false;
+    let views: any[] = [];
+    for (const end = Date.now() + 120_000; ; await sleep(50)) {
+      views = await Promise.all(ids.map((id) => tk.request("GET", `/omni/video/${id}`, { key }).then((r) => r.body)));
+      for (const v of views) seen.get(v.job_id)!.push([v.progress, v.message]);
+      if (views.every((v) => v.status === "processing" && v.message === "Generating")) {
+        const parked = await tk.kernel.database.kysely.selectFrom("job_waits").select("job_id").where("job_id", "in", ids).where("parked", "=", true).execute();
+        if (parked.length === 3) together = true;
+      }
+      if (views.every((v) => v.status !== "processing")) break;
+      if (Date.now() > end) throw new Error(`still processing: ${JSON.stringify(views)}`);
+    }
+    // Each clip's views, consecutive repeats left out, for the messages below.
+    const steps = () => JSON.stringify([...seen].map(([, s]) => s.filter((x, i) => i === 0 || JSON.stringify(x) !== JSON.stringify(s[i - 1]))));
+    assert.ok(together, `three clips waiting together: ${steps()}`);
+    assert.equal(views.map((v) => [v.status, v.error]), [["complete", null], ["error", E.videoFailed], ["error", E.videoUnsafe]]);
+    for (const [id, steps] of seen) {
+      const running = steps.filter(([p]) => p !== null) as Array<[number, string]>;
+      for (let i = 1; i < running.length; i++) assert.ok(running[i]![0] >= running[i - 1]![0], `${id} progress went back: ${JSON.stringify(running)}`);
+      const firstGenerating = running.findIndex(([, m]) => m === "Generating");
+      assert.ok(firstGenerating >= 0, `${id} never showed the wait: ${JSON.stringify(running)}`);
+      assert.not.ok(running.slice(firstGenerating).some(([, m]) => m === "Preparing" || m === "Queued"), `${id} went back to an earlier message: ${JSON.stringify(running)}`);
+    }
+    // The waits are over with the jobs.
+    assert.is((await tk.kernel.database.kysely.selectFrom("job_waits").select("job_id").where("job_id", "in", ids).execute()).length, 0);
+  } finally {
+    await tk.close();
+  }
+});
+waits.run();
 
 // The same clip through the whole API on the embedded wasm engine (MEDIA_ENGINE=wasm): rendered, stripped, probed.
 const w = suite("omni video API on the wasm engine (PGlite)");

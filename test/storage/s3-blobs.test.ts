@@ -2,7 +2,7 @@
 // (s3rver; it checks a request's access key id, not its V4 signature, so a wrong key id stands for wrong
 // credentials). The store itself, the variable's parsing and its secrecy, a boot that cannot
 // use its bucket, and two hosts with nothing on disk in common serving each other's files.
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -35,6 +35,9 @@ onAfterAll(async () => {
 });
 
 const blobUrl = (prefix: string, secret = SECRET, key = KEY) => `s3://${key}:${encodeURIComponent(secret)}@${BUCKET}/${prefix}?endpoint=${encodeURIComponent(endpoint)}`;
+// Awaited before any suite is declared: uvu starts running the suites declared before a top-level await, and
+// those declared after it then run alongside them (two servers booting during the bucket tests).
+const pg = await postgresUrl();
 let prefixes = 0;
 const freshPrefix = () => `test-${process.pid}-${++prefixes}`;
 
@@ -156,12 +159,20 @@ const freshPrefix = () => `test-${process.pid}-${++prefixes}`;
       assert.is(await store.open("../video/abc/clip.mp4"), null);
     });
   }
+  t("file: a removed file leaves nothing on disk (its content type's metadata item included)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mediagate-blobs-remove-"));
+    const store = fileBlobStore(dir).scoped("images");
+    await store.put("abc/one.png", new Uint8Array([1, 2, 3]), { contentType: "image/png" });
+    assert.equal(readdirSync(join(dir, "blobs", "images", "abc")).sort(), ["one.png", "one.png$"]);
+    await store.remove("abc/one.png");
+    assert.equal(existsSync(join(dir, "blobs", "images", "abc")) ? readdirSync(join(dir, "blobs", "images", "abc")) : [], []);
+    rmSync(dir, { recursive: true, force: true });
+  });
   t.run();
 }
 
 // Two hosts: separate DATA_DIRs (nothing on disk in common), one Postgres, one bucket. An image made through
 // one is served, byte for byte, by the other's media route, and neither wrote a blob to its own disk.
-const pg = await postgresUrl();
 {
   const t = suite("blobs shared by two hosts");
   const servers: ServerProcess[] = [];

@@ -2,6 +2,7 @@
 // provider's real clips, the MP4 metadata reader, and merging by stream copy or by re-encoding. Files are
 // probed and decoded with the engine itself; fixtures made elsewhere catch what home-made clips would not.
 import { suite } from "uvu";
+import { pollToEnd, type InPlace } from "../../lib/upstream.ts";
 import * as assert from "uvu/assert";
 import { createMediaEngine, generateTestVideo, mp4MetadataCategories, stripVideoMetadataArgs, type MediaEngine } from "../../lib/media/index.ts";
 import { encodePng } from "../../plugins/images/png.ts";
@@ -17,7 +18,7 @@ function png(rgb: [number, number, number], width = 64, height = 48): Uint8Array
   return encodePng(width, height, px, 3);
 }
 
-const request = (over: Partial<VideoGenerationRequest>): VideoGenerationRequest => ({
+const request = (over: Partial<InPlace<VideoGenerationRequest>>): InPlace<VideoGenerationRequest> => ({
   prompt: "A paper boat drifting on a stream",
   negativePrompt: null,
   model: "beta-2-direct",
@@ -84,28 +85,28 @@ for (const mode of ENGINE_MODES) {
 
   t("the sandbox renders the asked size and length, silent unless sound is asked, with provenance", async () => {
     const progress: number[] = [];
-    const { bytes } = await sandbox().generate(request({ onProgress: (f) => void progress.push(f) }));
+    const { bytes } = await pollToEnd(sandbox(), request({ onProgress: (f) => void progress.push(f) }));
     const probe = await engine.probe(bytes, "a.mp4");
     const v = probe.streams.find((s) => s.type === "video")!;
     assert.equal([v.codec, v.width, v.height], ["h264", 480, 270]);
     assert.ok(Math.abs(probe.durationSeconds - 2) < 0.1, String(probe.durationSeconds));
     assert.is(probe.streams.some((s) => s.type === "audio"), false);
     assert.equal(mp4MetadataCategories(bytes), ["c2pa", "other", "xmp"]);
-    assert.ok(progress.length >= 4 && progress.every((p, i) => i === 0 || p >= progress[i - 1]!), JSON.stringify(progress));
+    assert.ok(progress.length >= 2 && progress.every((p, i) => i === 0 || p >= progress[i - 1]!), JSON.stringify(progress));
     assert.equal(await decodesCleanly(engine, bytes), []);
 
     const stripped = await engine.run(stripVideoMetadataArgs("in.mp4", "out.mp4"), { inputs: { "in.mp4": bytes }, outputs: ["out.mp4"] });
     assert.equal(mp4MetadataCategories(stripped["out.mp4"]!), []);
 
     // Different prompts make different clips; the same request makes the same one.
-    const again = await sandbox().generate(request({}));
-    const other = await sandbox().generate(request({ prompt: "A red kite over a beach" }));
+    const again = await pollToEnd(sandbox(), request({}));
+    const other = await pollToEnd(sandbox(), request({ prompt: "A red kite over a beach" }));
     assert.is(Buffer.compare(Buffer.from(again.bytes), Buffer.from(bytes)), 0);
     assert.is.not(Buffer.compare(Buffer.from(other.bytes), Buffer.from(bytes)), 0);
   });
 
   t("frames: the start frame first, the end frame last, AAC sound", async () => {
-    const { bytes } = await sandbox().generate(request({ width: 320, height: 320, seconds: 3, sound: true, startFrame: { bytes: png([250, 0, 0]), mimeType: "image/png" }, endFrame: { bytes: png([0, 0, 250]), mimeType: "image/png" } }));
+    const { bytes } = await pollToEnd(sandbox(), request({ width: 320, height: 320, seconds: 3, sound: true, startFrame: { bytes: png([250, 0, 0]), mimeType: "image/png" }, endFrame: { bytes: png([0, 0, 250]), mimeType: "image/png" } }));
     const probe = await engine.probe(bytes, "a.mp4");
     const a = probe.streams.find((s) => s.type === "audio");
     assert.equal([a?.codec, a?.sampleRate, a?.channels], ["aac", 48000, 2]);
@@ -117,10 +118,10 @@ for (const mode of ENGINE_MODES) {
   });
 
   t("markers fail, and a frame URL with sandbox-fail fails", async () => {
-    assert.match((await rejection(sandbox().generate(request({ prompt: "x [sandbox:fail]" })))).message, /failure requested/);
-    assert.instance(await rejection(sandbox().generate(request({ prompt: "x [sandbox:unsafe]" }))), UnsafeContentError);
+    assert.match((await rejection(pollToEnd(sandbox(), request({ prompt: "x [sandbox:fail]" })))).message, /failure requested/);
+    assert.instance(await rejection(pollToEnd(sandbox(), request({ prompt: "x [sandbox:unsafe]" }))), UnsafeContentError);
     const frame = { bytes: png([1, 1, 1]), mimeType: "image/png", url: "https://example.com/sandbox-fail.png" };
-    assert.match((await rejection(sandbox().generate(request({ startFrame: frame })))).message, /frame URL/);
+    assert.match((await rejection(pollToEnd(sandbox(), request({ startFrame: frame })))).message, /frame URL/);
   });
 
   t("clips of one shape merge by stream copy; the duration is the sum", async () => {

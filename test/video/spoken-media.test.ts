@@ -2,6 +2,7 @@
 // where the clip's decoded audio is loud (speech over a quiet chord), the pauses between words are quieter, the
 // line is the prompt's quoted dialogue or its first sentence, fitted to the clip, and markers are not spoken.
 import { suite } from "uvu";
+import { pollToEnd, type InPlace } from "../../lib/upstream.ts";
 import * as assert from "uvu/assert";
 import type { VideoGenerationRequest } from "../../contracts/video.ts";
 import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
@@ -10,7 +11,7 @@ import { mergedSpoken } from "../../plugins/video/records.ts";
 import { clipLine, clipSpeech, sandboxVideoProvider, SPEECH_START } from "../../plugins/video/sandbox.ts";
 import { ENGINE_MODES } from "../media/util.ts";
 
-const request = (over: Partial<VideoGenerationRequest>): VideoGenerationRequest => ({
+const request = (over: Partial<InPlace<VideoGenerationRequest>>): InPlace<VideoGenerationRequest> => ({
   prompt: "A paper boat drifting on a stream",
   negativePrompt: null,
   model: "beta-2-direct",
@@ -75,7 +76,7 @@ for (const mode of ENGINE_MODES) {
 
   t("speech is in the clip's audio at the recorded times, louder than the chord under it", async () => {
     const prompt = `[sandbox:flaky] A knight shouts "Hold the gate, all of you! They are coming." at dawn`;
-    const clip = await sandbox().generate(request({ prompt }));
+    const clip = await pollToEnd(sandbox(), request({ prompt }));
     const spoken = clip.spoken!;
     assert.is(spoken.language, "en");
     assert.equal(spoken.words.map((w) => w.text), ["Hold", "the", "gate,", "all", "of", "you!", "They", "are", "coming."]);
@@ -107,17 +108,17 @@ for (const mode of ENGINE_MODES) {
 
   t("without quotes the first sentence; the same request gives the same record; no sound, no record", async () => {
     const req = request({ prompt: "Rain falls on the old town. Nobody is outside.", model: "animation" });
-    const a = await sandbox().generate(req);
+    const a = await pollToEnd(sandbox(), req);
     assert.equal(a.spoken!.words.map((w) => w.text), ["Rain", "falls", "on", "the", "old", "town."]);
-    const b = await sandbox().generate(req);
+    const b = await pollToEnd(sandbox(), req);
     assert.equal(b.spoken, a.spoken);
     if (mode === "native") assert.equal(Buffer.compare(Buffer.from(a.bytes), Buffer.from(b.bytes)), 0);
-    const silent = await sandbox().generate(request({ sound: false, seconds: 1 }));
+    const silent = await pollToEnd(sandbox(), request({ sound: false, seconds: 1 }));
     assert.is(silent.spoken, null);
     const probe = await engine.probe(silent.bytes);
     assert.not.ok(probe.streams.some((s) => s.type === "audio"));
     // Sound but nothing to say: the chord alone, and a record of no words.
-    const wordless = await sandbox().generate(request({ prompt: "[sandbox:flaky] ...", seconds: 1 }));
+    const wordless = await pollToEnd(sandbox(), request({ prompt: "[sandbox:flaky] ...", seconds: 1 }));
     assert.equal(wordless.spoken, { language: "en", words: [] });
   });
 
