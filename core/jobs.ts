@@ -114,6 +114,8 @@ export interface JobRunContext<Input = any> {
   progress(percent: number, message?: string): Promise<void>;
   /** A non-terminal move; an illegal one throws. */
   moveTo(state: string, message?: string): Promise<void>;
+  /** The step this job last submitted to an upstream (null before any): where a provider chain resumes. */
+  readonly upstreamStep: string | null;
   /**
    * Hands work to an upstream that submits and polls (contracts/upstream.ts) and gives its result. The
    * first call of a `step` builds the request (only then) and submits it; while the upstream is pending the
@@ -123,8 +125,6 @@ export interface JobRunContext<Input = any> {
    * Calling it with another `step` (the next provider of a chain) submits anew. Throws what the upstream's
    * failure carries, or UpstreamTimeoutError past `deadlineSeconds`.
    */
-  /** The step this job last submitted to an upstream (null before any): where a provider chain resumes. */
-  readonly upstreamStep: string | null;
   awaitUpstream<Request, Result>(step: string, provider: UpstreamProvider<Request, Result>, build: () => Request | Promise<Request>, options: AwaitUpstreamOptions): Promise<Result>;
   /**
    * Returns one part of this job's charge (JobSubmission.refundableShares, by index), at most once however
@@ -288,10 +288,18 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     else qjob.signal?.addEventListener("abort", abort, { once: true });
     let parkWith: (park: Park) => void = () => {};
     const parked = new Promise<Park>((resolve) => (parkWith = resolve));
-    const waits = new AttemptWaits(waitsDeps, jobId, qjob.id, claim.wait, signal, (park) => {
-      attemptController.abort(new Error(`job ${jobId}: parked until its upstream's next poll`));
-      parkWith(park);
-    });
+    const waits = new AttemptWaits(
+      waitsDeps,
+      jobId,
+      qjob.id,
+      claim.wait,
+      signal,
+      (park) => {
+        attemptController.abort(new Error(`job ${jobId}: parked until its upstream's next poll`));
+        parkWith(park);
+      },
+      (reason) => attemptController.abort(reason),
+    );
     let state = row.state;
     const alive = () => {
       if (signal.aborted) throw new Error(`job ${jobId}: attempt abandoned`);
@@ -358,7 +366,8 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       running.catch(() => {}); // after a park nothing awaits it
       const first = await Promise.race([running.then((o) => ({ outcome: o })), parked.then((park) => ({ park }))]);
       if ("park" in first) {
-        await park(k, jobId, qjob.id, first.park);
+        // Not when the queue gave up on this attempt meanwhile: another may hold the claim (it is fenced, too).
+        if (!qjob.signal?.aborted) await park(k, jobId, qjob.id, first.park);
         return;
       }
       outcome = first.outcome;
@@ -366,7 +375,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       if (err instanceof JobFailure) {
         const to = err.state ?? k.decl.failState;
         if (k.decl.terminal[to] !== "failure") throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: JobFailure state "${to}" is not a terminal failure`);
-        await end(k, jobId, { state: to, refund: true, error: err.publicError });
+        await end(k, jobId, { state: to, refund: true, error: err.publicError }, waits.step !== null);
         await waits.release();
         return;
       }
@@ -374,7 +383,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       const last = qjob.retryCount >= (k.decl.retries ?? 2);
       log.error(`${k.plugin}/${k.kind} job ${jobId} attempt ${qjob.retryCount + 1} failed${last ? " (last attempt)" : ""}`, err);
       if (last) {
-        await end(k, jobId, { state: k.decl.failState, refund: true, error: k.decl.failError });
+        await end(k, jobId, { state: k.decl.failState, refund: true, error: k.decl.failError }, waits.step !== null);
         await waits.release();
         return;
       }
@@ -385,7 +394,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     alive();
     if (!k.decl.terminal[outcome.state]) throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: run() returned non-terminal state "${outcome.state}"`);
     assertLegal(outcome.state);
-    await end(k, jobId, { state: outcome.state, refund: k.decl.terminal[outcome.state] === "failure", error: null, output: outcome.output ?? null });
+    await end(k, jobId, { state: outcome.state, refund: k.decl.terminal[outcome.state] === "failure", error: null, output: outcome.output ?? null }, waits.step !== null);
     await waits.release();
   }
 
@@ -400,7 +409,8 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     else queue.wake(k.queue, delay);
   }
 
-  async function end(k: CompiledKind, jobId: string, finish: FinishJob) {
+  /** Ends a job; `waited`: it may have a job_waits row (a job that never waited skips that statement). */
+  async function end(k: CompiledKind, jobId: string, finish: FinishJob, waited = true) {
     const events = k.decl.events;
     const event = events?.[k.decl.terminal[finish.state] === "success" ? "success" : "failure"];
     if (events && event) {
@@ -415,7 +425,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     }
     const done = await deps.finishJob(jobId, finish);
     // The wait is over with the job (its handle is no use to anyone now).
-    if (done) await db.deleteFrom("job_waits").where("job_id", "=", jobId).execute();
+    if (done && waited) await db.deleteFrom("job_waits").where("job_id", "=", jobId).execute();
     // Committed: the delivery it may have made can be claimed now.
     if (done && events && event) await deps.webhooks.wake();
     if (done) await publishRow(jobId);
@@ -444,33 +454,34 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
 
   return {
     async wakeUpstream(provider, upstreamId) {
-      const woken = await db.transaction().execute(async (trx) => {
-        const row = await trx
-          .selectFrom("job_waits")
-          .innerJoin("jobs", "jobs.id", "job_waits.job_id")
-          .select(["job_waits.job_id", "job_waits.seq", "job_waits.parked", "jobs.plugin", "jobs.kind"])
-          .where("job_waits.provider", "=", provider)
-          .where("job_waits.upstream_id", "=", upstreamId)
-          .where("job_waits.done", "=", false)
-          .where("jobs.finished_at", "is", null)
-          .forUpdate()
-          .executeTakeFirst();
-        if (!row) return null;
-        const k = kinds.get(`${row.plugin}/${row.kind}`);
-        if (!k) return null;
+      const waiting = await db
+        .selectFrom("job_waits")
+        .innerJoin("jobs", "jobs.id", "job_waits.job_id")
+        .select(["job_waits.job_id", "jobs.plugin", "jobs.kind"])
+        .where("job_waits.provider", "=", provider)
+        .where("job_waits.upstream_id", "=", upstreamId)
+        .where("job_waits.done", "=", false)
+        .where("jobs.finished_at", "is", null)
+        .executeTakeFirst();
+      const k = waiting && kinds.get(`${waiting.plugin}/${waiting.kind}`);
+      if (!waiting || !k) return false;
+      // Outside the transaction: on PGlite, pg-boss's statements would wait for the one connection it holds.
+      await ensureQueue(k);
+      const sent = await db.transaction().execute(async (trx) => {
+        const row = await trx.selectFrom("job_waits").select(["seq", "parked", "done"]).where("job_id", "=", waiting.job_id).forUpdate().executeTakeFirst();
+        if (!row || row.done) return null;
         if (!row.parked) {
           // Being polled now: the park that ends that poll schedules the next one at once.
-          await trx.updateTable("job_waits").set({ wake: true }).where("job_id", "=", row.job_id).execute();
-          return null;
+          await trx.updateTable("job_waits").set({ wake: true }).where("job_id", "=", waiting.job_id).execute();
+          return false;
         }
-        await ensureQueue(k);
-        await trx.updateTable("job_waits").set({ seq: row.seq + 1, next_poll_at: sql<Date>`now()` }).where("job_id", "=", row.job_id).execute();
+        await trx.updateTable("job_waits").set({ seq: row.seq + 1, next_poll_at: sql<Date>`now()` }).where("job_id", "=", waiting.job_id).execute();
         const executor = async (text: string, values: unknown[]) => trx.executeQuery(CompiledQuery.raw(text, values as any[]));
-        await queue.sendWithin(executor, k.queue, { jobId: row.job_id, seq: row.seq + 1 } satisfies QueuedJob);
-        return k.queue;
+        await queue.sendWithin(executor, k.queue, { jobId: waiting.job_id, seq: row.seq + 1 } satisfies QueuedJob);
+        return true;
       });
-      if (woken) queue.wake(woken);
-      return woken !== null;
+      if (sent) queue.wake(k.queue);
+      return sent !== null;
     },
 
     async submit(req) {

@@ -25,6 +25,8 @@ import { UpstreamTimeoutError, type UpstreamHandle, type UpstreamProvider } from
 import type { JobWaitsTable, KernelTables } from "../storage/tables.ts";
 import type { Selectable } from "kysely";
 
+/** What a provider may be called: it names its callback route, `/upstream/<name>/callback`. */
+export const PROVIDER_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 /** Polls that fail in a row (the look itself, not the upstream's work) before the job fails. */
 export const MAX_POLL_ERRORS = 6;
 /** The longest the runtime waits between polls when the provider does not say. */
@@ -54,6 +56,7 @@ export interface Park {
 
 const sleepUnlessAborted = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
     const done = () => (clearTimeout(timer), signal.removeEventListener("abort", done), resolve());
     const timer = setTimeout(done, ms);
     signal.addEventListener("abort", done, { once: true });
@@ -146,7 +149,23 @@ export class AttemptWaits {
     private readonly signal: AbortSignal,
     /** Called once when the attempt parks; the runtime commits it and ends the attempt. */
     private readonly onPark: (park: Park) => void,
+    /**
+     * Ends the attempt as abandoned, for a failure of the wait's own bookkeeping (a database error, a claim
+     * lost): the runners' `if (ctx.signal.aborted) throw err` then passes it through untouched, and the queue
+     * retries, instead of a runner taking it for the provider's failure and ending the job.
+     */
+    private readonly abandon: (reason: Error) => void,
   ) {}
+
+  /** Runs a statement of the wait's own; its failure abandons the attempt (see `abandon`). */
+  private async own<T>(what: Promise<T>): Promise<T> {
+    try {
+      return await what;
+    } catch (err) {
+      this.abandon(err as Error);
+      throw err;
+    }
+  }
 
   /** The step of the stored wait, if any. */
   get step(): string | null {
@@ -155,6 +174,7 @@ export class AttemptWaits {
 
   async awaitUpstream<Request, Result>(step: string, provider: UpstreamProvider<Request, Result>, build: () => Request | Promise<Request>, options: AwaitUpstreamOptions): Promise<Result> {
     const { db, clock, log } = this.deps;
+    if (!PROVIDER_NAME.test(provider.name)) throw new Error(`upstream provider name "${provider.name}" must be lowercase letters, digits, dots, dashes and underscores (it names its callback route)`);
     let w = this.wait;
     if (!w || w.step !== step) {
       // Built only now: a request may be costly to assemble (frames fetched, references read).
@@ -184,13 +204,19 @@ export class AttemptWaits {
         next_poll_at: null,
       };
       const seq = w?.seq ?? 0;
-      const stored = await db
-        .insertInto("job_waits")
-        .values({ job_id: this.jobId, seq, ...values })
-        .onConflict((oc) => oc.column("job_id").doUpdateSet(values).where("job_waits.seq", "=", seq).where("job_waits.claimed_by", "=", this.queueJobId))
-        .returningAll()
-        .executeTakeFirst();
-      if (!stored) throw new Error(`job ${this.jobId}: its wait was taken over by another attempt`);
+      const stored = await this.own(
+        db
+          .insertInto("job_waits")
+          .values({ job_id: this.jobId, seq, ...values })
+          .onConflict((oc) => oc.column("job_id").doUpdateSet(values).where("job_waits.seq", "=", seq).where("job_waits.claimed_by", "=", this.queueJobId))
+          .returningAll()
+          .executeTakeFirst(),
+      );
+      if (!stored) {
+        const lost = new Error(`job ${this.jobId}: its wait was taken over by another attempt`);
+        this.abandon(lost);
+        throw lost;
+      }
       this.wait = w = stored;
       const first = handle.pollAfterMs ?? 0;
       if (first > INLINE_WAIT_MS) return this.park(w, first);
@@ -212,12 +238,13 @@ export class AttemptWaits {
       }
       this.alive();
       if (result.state === "done") {
-        if (!w.done) await db.updateTable("job_waits").set({ done: true }).where("job_id", "=", this.jobId).execute();
+        if (!w.done) await this.own(db.updateTable("job_waits").set({ done: true }).where("job_id", "=", this.jobId).execute());
         this.finished.push({ provider, handle });
         return result.result;
       }
       if (result.state === "failed") {
-        this.finished.push({ provider, handle });
+        // Nothing to keep: the upstream may forget it now (a chain's next route may still be ahead).
+        await provider.release?.(handle).catch((err) => log.warn(`job ${this.jobId}: releasing ${provider.name} ${handle.id} failed`, err));
         throw result.error;
       }
       if (clock.now() >= new Date(w.deadline_at).getTime()) {
@@ -247,6 +274,8 @@ export class AttemptWaits {
   }
 
   private park(wait: WaitRow, delayMs: number): Promise<never> {
+    // An attempt the queue gave up on (expired, handed back) commits nothing: another may hold the claim now.
+    this.alive();
     this.onPark({ wait, delayMs });
     // Never settles: the runner's code after this point runs in the next attempt, from the top.
     return new Promise<never>(() => {});

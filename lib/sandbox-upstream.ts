@@ -5,7 +5,7 @@
 // SANDBOX_LATENCY_MS has passed (where the one-call sandboxes checked them, after their first step), and
 // renders the media once the latency is over. So a job waiting on a sandbox holds no worker slot, and only
 // the render is work.
-import { randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import type { UpstreamHandle, UpstreamPoll, UpstreamPollOptions, UpstreamProvider } from "../contracts/upstream.ts";
 import type { BlobStore } from "../storage/blobs.ts";
 import { PRIVATE_KEY_PREFIX } from "./service-media.ts";
@@ -45,8 +45,10 @@ export function sandboxUpstream<Request extends object, Result>(o: SandboxUpstre
   });
   return {
     name: o.name,
-    async submit(request) {
-      const id = `sbx-${randomBytes(16).toString("hex")}`;
+    async submit(request, options) {
+      // Named by the submit's idempotency key, as an upstream that takes one dedupes: a job that submits again
+      // after a crash (before its handle was stored) replaces its first request instead of leaving it behind.
+      const id = `sbx-${createHash("sha256").update(`${o.name}\0${options.idempotencyKey}`).digest("hex").slice(0, 32)}`;
       await store.put(keyOf(id), packRequest(request), { contentType: "application/octet-stream" });
       return { id, pollAfterMs: Math.ceil(quarter), data: { submitted_at: Date.now() } };
     },
@@ -102,18 +104,27 @@ const SKIPPED = new Set(["signal", "onProgress"]);
 export function packRequest(request: object): Uint8Array {
   const parts: Uint8Array[] = [];
   let offset = 0;
-  const json = JSON.stringify(request, function (this: Record<string, unknown>, key, value) {
+  // Walked before stringifying: JSON.stringify would first turn a Buffer into an array of one number per byte
+  // (its toJSON), which for a reference clip is millions of elements.
+  const plain = (value: unknown, key: string): unknown => {
     if (SKIPPED.has(key) || typeof value === "function") return undefined;
-    // Read from the holder: a Buffer has already been turned into `{type, data}` by its toJSON.
-    const raw = this[key];
-    if (raw instanceof Uint8Array) {
-      parts.push(raw);
-      offset += raw.byteLength;
-      return { $bytes: [offset - raw.byteLength, raw.byteLength] };
+    if (value instanceof Uint8Array) {
+      parts.push(value);
+      offset += value.byteLength;
+      return { $bytes: [offset - value.byteLength, value.byteLength] };
+    }
+    if (Array.isArray(value)) return value.map((v, i) => plain(v, String(i)) ?? null);
+    if (value && typeof value === "object" && !(value instanceof Date)) {
+      const out: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(value)) {
+        const p = plain(v, k);
+        if (p !== undefined) out[k] = p;
+      }
+      return out;
     }
     return value;
-  });
-  const head = new TextEncoder().encode(json);
+  };
+  const head = new TextEncoder().encode(JSON.stringify(plain(request, "")));
   const out = new Uint8Array(4 + head.byteLength + offset);
   new DataView(out.buffer).setUint32(0, head.byteLength);
   out.set(head, 4);
@@ -130,6 +141,7 @@ export function unpackRequest(packed: Uint8Array): unknown {
   const headLength = view.getUint32(0);
   const body = packed.subarray(4 + headLength);
   return JSON.parse(new TextDecoder().decode(packed.subarray(4, 4 + headLength)), (_key, value) =>
-    value && typeof value === "object" && Array.isArray(value.$bytes) ? body.slice(value.$bytes[0], value.$bytes[0] + value.$bytes[1]) : value,
+    // A copy (Uint8Array's slice: a Buffer's would be a view keeping the whole record alive).
+    value && typeof value === "object" && Array.isArray(value.$bytes) ? Uint8Array.prototype.slice.call(body, value.$bytes[0], value.$bytes[0] + value.$bytes[1]) : value,
   );
 }

@@ -2,6 +2,8 @@
 // provider asks for, until it is done. For tests of a provider and for callers that may hold their slot;
 // a job waits through `ctx.awaitUpstream`, which holds none.
 import type { UpstreamProvider } from "../contracts/upstream.ts";
+import { randomUUID } from "node:crypto";
+import { errorBackoff, MAX_POLL_ERRORS } from "../core/upstream-waits.ts";
 import { sandboxSleep } from "./sandbox.ts";
 
 /** A request as the one-call providers took it, with its abort signal and progress callback. */
@@ -17,21 +19,33 @@ export async function pollToEnd<Request extends object, Result>(
 ): Promise<Result> {
   const { signal = new AbortController().signal, onProgress, ...rest } = request;
   const report = async (fraction: number, message?: string) => void (await onProgress?.(fraction, message));
-  const handle = await provider.submit(rest as Request, { idempotencyKey: `in-place:${Math.random()}`, signal });
+  const handle = await provider.submit(rest as Request, { idempotencyKey: `in-place:${randomUUID()}`, signal });
   let delay = handle.pollAfterMs ?? 0;
-  for (;;) {
-    if (delay > 0) await sandboxSleep(delay, signal);
-    if (signal.aborted) throw signal.reason;
-    const polled = await provider.poll(handle, { signal, onProgress: report });
-    if (polled.state === "done") {
-      await provider.release?.(handle);
-      return polled.result;
+  let errors = 0;
+  try {
+    for (;;) {
+      if (delay > 0) await sandboxSleep(delay, signal);
+      if (signal.aborted) throw signal.reason;
+      let polled;
+      try {
+        polled = await provider.poll(handle, { signal, onProgress: report });
+      } catch (err) {
+        // As the runtime does: a failed look is tried again with backoff, a few times.
+        if (signal.aborted || ++errors >= MAX_POLL_ERRORS) throw err;
+        delay = errorBackoff(errors);
+        continue;
+      }
+      errors = 0;
+      if (polled.state === "done") return polled.result;
+      if (polled.state === "failed") throw polled.error;
+      if (polled.progress !== undefined) await report(polled.progress, polled.message);
+      delay = Math.max(polled.pollAfterMs ?? 250, 1);
     }
-    if (polled.state === "failed") {
-      await provider.release?.(handle);
-      throw polled.error;
-    }
-    if (polled.progress !== undefined) await report(polled.progress, polled.message);
-    delay = Math.max(polled.pollAfterMs ?? 250, 1);
+  } catch (err) {
+    // Given up (aborted, or the looks kept failing): the upstream's work is of no use to anyone.
+    await provider.cancel?.(handle).catch(() => {});
+    throw err;
+  } finally {
+    await provider.release?.(handle).catch(() => {});
   }
 }

@@ -5,7 +5,7 @@
 import { Worker } from "node:worker_threads";
 import { classifyFailure, MediaError } from "./errors.ts";
 import { createMediaPool, type MediaPool } from "./pool.ts";
-import { FFMPEG_PREFIX, FFPROBE_ARGS, LineTail, prepareRun, readHead, runSignal, validateIO } from "./common.ts";
+import { FFMPEG_PREFIX, FFPROBE_ARGS, Limiter, LineTail, prepareRun, readHead, runSignal, validateIO } from "./common.ts";
 import { secureFfmpegArgs } from "./inputs.ts";
 import { parseFfmpegInfo, parseFfprobeJson, type Probe } from "./probe.ts";
 import { ProgressTracker } from "./progress.ts";
@@ -18,7 +18,7 @@ const PROBE_OUT = "probe-out.json";
 export interface WasmOptions {
   /** Parallel wasm workers. Each holds its own core (~100 MB+ while running). Default 1. */
   concurrency?: number;
-  /** The process's media pool: one worker per place, runs take places there (`concurrency` is then unused). */
+  /** The process's media pool: each run takes a place there, then one of the `concurrency` workers. */
   pool?: MediaPool;
 }
 
@@ -167,25 +167,31 @@ class Slot {
 }
 
 export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
-  // One ffmpeg.wasm worker per place: a place taken by other work leaves its worker idle, so no run ever
-  // finds every worker busy.
-  const pool = options.pool ?? createMediaPool(Math.max(1, options.concurrency ?? 1));
-  const size = pool.size;
+  // Workers are capped apart from the pool: each holds 100 MB+ while it runs, so a pool sized to the cores
+  // does not mean as many workers. A run takes a pool place first (CPU), then a worker (memory); holders of
+  // workers never wait for a place, so the two cannot deadlock.
+  const size = Math.max(1, options.concurrency ?? 1);
+  const pool = options.pool ?? createMediaPool(size);
+  const workers = new Limiter(size);
   const slots = Array.from({ length: size }, () => new Slot());
-  const limiter = pool;
   let closed = false;
 
   async function onSlot<T>(fn: (slot: Slot) => Promise<T>, signal: AbortSignal | undefined, reason: () => MediaError): Promise<T> {
-    return limiter.run(async () => {
-      // The limiter guarantees a free slot exists.
-      const slot = slots.find((s) => !s.busy)!;
-      slot.busy = true;
-      try {
-        return await fn(slot);
-      } finally {
-        slot.busy = false;
-      }
-    }, signal, reason);
+    return pool.run(
+      () =>
+        workers.run(async () => {
+          // The worker limiter guarantees a free slot exists.
+          const slot = slots.find((s) => !s.busy)!;
+          slot.busy = true;
+          try {
+            return await fn(slot);
+          } finally {
+            slot.busy = false;
+          }
+        }, signal, reason),
+      signal,
+      reason,
+    );
   }
 
   const engine: MediaEngine = {

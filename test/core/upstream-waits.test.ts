@@ -13,6 +13,7 @@ import { QUEUED_PROCESSING_COMPLETE } from "../../core/job-states.ts";
 import { JobFailure, type JobKindDeclaration } from "../../core/jobs.ts";
 import { definePlugin, operation } from "../../core/plugin.ts";
 import { callbackSecret, MAX_POLL_ERRORS } from "../../core/upstream-waits.ts";
+import { packRequest, unpackRequest } from "../../lib/sandbox-upstream.ts";
 import { UpstreamTimeoutError, type UpstreamProvider } from "../../contracts/upstream.ts";
 import account from "../../plugins/account/index.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
@@ -292,6 +293,15 @@ for (const backend of await databaseBackends()) {
       assert.is((await post(tk, notJson, sign(notJson))).status, 400);
       const noId = JSON.stringify({ id: 7 });
       assert.is((await post(tk, noId, sign(noId))).status, 400);
+      // A chunked body declares no length: it is counted as it streams, and refused past 16 KB unsigned.
+      const chunked = new ReadableStream<Uint8Array>({
+        start(c) {
+          for (let i = 0; i < 40; i++) c.enqueue(new Uint8Array(1024).fill(0x20));
+          c.close();
+        },
+      });
+      const big = await tk.fetch(new Request("http://mediagate.test/upstream/stand-in/callback", { method: "POST", headers: { "content-type": "application/json", "x-upstream-signature": sign(body) }, body: chunked, duplex: "half" } as RequestInit));
+      assert.is(big.status, 413);
       const unknown = JSON.stringify({ id: "up-nobody" });
       const answer = await post(tk, unknown, sign(unknown));
       assert.is(answer.status, 202);
@@ -367,3 +377,31 @@ for (const backend of await databaseBackends()) {
 
   t.run();
 }
+
+const packing = suite("sandbox requests as recorded");
+packing("bytes of every kind come back as copies, in place; functions and signals are left out", () => {
+  const backing = Uint8Array.from({ length: 64 }, (_, i) => i);
+  const request = {
+    prompt: "a lighthouse",
+    frame: Buffer.from([1, 2, 3, 250]),
+    view: backing.subarray(10, 20),
+    nested: [{ bytes: new Uint8Array([9, 8]) }, [Buffer.alloc(0)], null],
+    signal: new AbortController().signal,
+    onProgress: () => {},
+    read: async () => new Uint8Array(),
+  };
+  const back = unpackRequest(packRequest(request)) as any;
+  assert.is(back.prompt, "a lighthouse");
+  assert.equal([...back.frame], [1, 2, 3, 250]);
+  assert.equal([...back.view], [10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+  assert.equal([...back.nested[0].bytes], [9, 8]);
+  assert.is(back.nested[1][0].byteLength, 0);
+  assert.is(back.nested[2], null);
+  assert.ok(back.frame instanceof Uint8Array && !Buffer.isBuffer(back.frame));
+  assert.is(back.frame.buffer.byteLength, 4, "a copy, not a view of the whole record");
+  assert.not.ok("signal" in back || "onProgress" in back || "read" in back);
+  // A Buffer is stored as its bytes, not as JSON numbers: the record is about the size of what it holds.
+  const clip = Buffer.alloc(1_000_000, 7);
+  assert.ok(packRequest({ clip }).byteLength < 1_000_100);
+});
+packing.run();

@@ -7,8 +7,9 @@ import { timingSafeEqual, createHmac } from "node:crypto";
 import type { H3 } from "h3";
 import type { Kernel } from "../../core/kernel.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
-import { callbackSecret } from "../../core/upstream-waits.ts";
-import { json } from "./respond.ts";
+import { callbackSecret, PROVIDER_NAME } from "../../core/upstream-waits.ts";
+import { ApiError } from "../../core/errors.ts";
+import { json, readBodyCapped } from "./respond.ts";
 import { requestIdOf } from "../http-manners.ts";
 
 /** Error texts of the route (not in the spec: providers call it, not partners). */
@@ -19,7 +20,6 @@ export const CALLBACK_ERRORS = {
 } as const;
 
 const MAX_BODY_BYTES = 16 * 1024;
-const PROVIDER_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 
 export function mountUpstreamCallbacks(app: H3, kernel: Kernel): void {
   app.post("/upstream/:provider/callback", async (event) => {
@@ -28,10 +28,14 @@ export function mountUpstreamCallbacks(app: H3, kernel: Kernel): void {
     const provider = event.context.params?.provider ?? "";
     if (!secret || !PROVIDER_NAME.test(provider)) return json(404, { error: KERNEL_ERRORS.notFound, request_id: requestId });
     const request = event.req as Request;
-    const declared = Number(request.headers.get("content-length") ?? "0");
-    if (declared > MAX_BODY_BYTES) return json(413, { error: CALLBACK_ERRORS.tooLarge, request_id: requestId });
-    const body = new Uint8Array(await request.arrayBuffer());
-    if (body.byteLength > MAX_BODY_BYTES) return json(413, { error: CALLBACK_ERRORS.tooLarge, request_id: requestId });
+    let body: Uint8Array;
+    try {
+      // Counted as it streams (a chunked body declares no length): nothing unsigned is read past the cap.
+      body = await readBodyCapped(request, MAX_BODY_BYTES, CALLBACK_ERRORS.tooLarge);
+    } catch (err) {
+      if (err instanceof ApiError) return json(err.status, { error: err.message, request_id: requestId });
+      return json(400, { error: CALLBACK_ERRORS.body, request_id: requestId }); // the client went away mid-body
+    }
     const sent = /^sha256=([0-9a-f]{64})$/.exec(request.headers.get("x-upstream-signature") ?? "")?.[1];
     const expected = createHmac("sha256", callbackSecret(secret, provider)).update(body).digest();
     if (!sent || !timingSafeEqual(Buffer.from(sent, "hex"), expected)) return json(401, { error: CALLBACK_ERRORS.signature, request_id: requestId });
@@ -43,6 +47,7 @@ export function mountUpstreamCallbacks(app: H3, kernel: Kernel): void {
     }
     if (typeof id !== "string" || id.length === 0 || id.length > 512 || id.includes("\0")) return json(400, { error: CALLBACK_ERRORS.body, request_id: requestId });
     const woken = await kernel.jobs.wakeUpstream(provider, id);
+    // `woken`: a job waits on that id and will be polled at once (or right after the poll under way).
     return json(202, { ok: true, woken, request_id: requestId });
   });
 }
