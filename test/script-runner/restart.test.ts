@@ -43,9 +43,12 @@ for (const backend of await databaseBackends()) {
   t("the run ends partial, charged once, the failed scene's part refunded exactly once", async () => {
     const first = await startServer(env);
     servers.push(first);
-    const created = await call(first, "POST", "/api/v1/admin/partners", { adminToken: ADMIN_TOKEN, body: { name: "Runner restart", credits: 2000, limits: { rate_limits: { "GET /script-runner/<job_id>": 100_000 } } } });
+    const created = await call(first, "POST", "/api/v1/admin/partners", { adminToken: ADMIN_TOKEN, body: { name: "Runner restart", credits: 2000 } });
     assert.is(created.status, 201, JSON.stringify(created.body));
     const { partner_id: partnerId, api_key: key } = created.body;
+    // Limits are set with PATCH (creation takes none): the polling below must not meet 429s.
+    const limited = await call(first, "PATCH", `/api/v1/admin/partners/${partnerId}`, { adminToken: ADMIN_TOKEN, body: { limits: { rate_limits: { "GET /script-runner/<job_id>": 100_000 } } } });
+    assert.is(limited.status, 200, JSON.stringify(limited.body));
     const prompt = ["Dawn.", "Storm [sandbox:fail]", "Noon.", "Dusk.", "Night.", "Stars."].map((s, i) => `=== SCENE: S${i + 1} ===\n${s}\n=== DIALOGUE ${i + 1} ===\nLine.`).join("\n");
     const res = await call(first, "POST", api("/script-runner"), { key, body: { prompt, character_image_base64: png([30, 120, 220]) } });
     assert.is(res.status, 202, JSON.stringify(res.body));
