@@ -37,8 +37,9 @@ export interface UpstreamSubmitOptions {
   idempotencyKey: string;
   signal: AbortSignal;
   /**
-   * Where the upstream may report early (POST, body `{"id": "<upstream id>"}`, signed with `secret` as
-   * `X-Upstream-Signature: sha256=<hex HMAC-SHA256 of the body>`); absent unless UPSTREAM_CALLBACK_SECRET is set.
+   * Where the upstream may report early: POST, body `{"id": "<upstream id>"}`, headers
+   * `X-Upstream-Timestamp: <unix seconds>` (within 5 minutes) and `X-Upstream-Signature: sha256=<hex
+   * HMAC-SHA256 with `secret` of "<timestamp>.<body>">`. Absent unless UPSTREAM_CALLBACK_SECRET is set.
    */
   callback?: { url: string; secret: string };
 }

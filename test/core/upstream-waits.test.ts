@@ -280,15 +280,21 @@ for (const backend of await databaseBackends()) {
       assert.ok(work.callback, "the provider was given where to call back");
       assert.is(work.callback!.url, "https://mediagate.test/upstream/stand-in/callback");
       assert.is(work.callback!.secret, callbackSecret(SECRET, "stand-in"));
-      const post = (kernel: TestKernel, body: string, signature: string | null, provider = "stand-in") =>
-        kernel.fetch(new Request(`http://mediagate.test/upstream/${provider}/callback`, { method: "POST", headers: { "content-type": "application/json", ...(signature ? { "x-upstream-signature": signature } : {}) }, body }));
-      const sign = (body: string, secret = work.callback!.secret) => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+      const now = () => String(Math.floor(tk.clock.now() / 1000));
+      const post = (kernel: TestKernel, body: string, signature: string | null, provider = "stand-in", stamp = now()) =>
+        kernel.fetch(new Request(`http://mediagate.test/upstream/${provider}/callback`, { method: "POST", headers: { "content-type": "application/json", "x-upstream-timestamp": stamp, ...(signature ? { "x-upstream-signature": signature } : {}) }, body }));
+      const sign = (body: string, secret = work.callback!.secret, stamp = now()) => `sha256=${createHmac("sha256", secret).update(`${stamp}.${body}`).digest("hex")}`;
       const body = JSON.stringify({ id: work.id });
 
       assert.is((await post(tk, body, null)).status, 401);
       assert.is((await post(tk, body, sign(body, callbackSecret(SECRET, "another")))).status, 401, "another provider's key");
       assert.is((await post(tk, body, sign(body), "another")).status, 401, "signed for stand-in, sent as another");
       assert.is((await post(tk, body, "sha256=zz")).status, 401);
+      // Signed, but not now: a callback captured earlier cannot be replayed; nor can its time be changed.
+      const old = String(Math.floor(tk.clock.now() / 1000) - 600);
+      assert.is((await post(tk, body, sign(body, work.callback!.secret, old), "stand-in", old)).status, 401, "ten minutes old");
+      assert.is((await post(tk, body, sign(body, work.callback!.secret, old))).status, 401, "another time than signed");
+      assert.is((await post(tk, body, sign(body), "stand-in", "soon")).status, 401, "not a time");
       const notJson = "{not json";
       assert.is((await post(tk, notJson, sign(notJson))).status, 400);
       const noId = JSON.stringify({ id: 7 });
@@ -300,7 +306,7 @@ for (const backend of await databaseBackends()) {
           c.close();
         },
       });
-      const big = await tk.fetch(new Request("http://mediagate.test/upstream/stand-in/callback", { method: "POST", headers: { "content-type": "application/json", "x-upstream-signature": sign(body) }, body: chunked, duplex: "half" } as RequestInit));
+      const big = await tk.fetch(new Request("http://mediagate.test/upstream/stand-in/callback", { method: "POST", headers: { "content-type": "application/json", "x-upstream-timestamp": now(), "x-upstream-signature": sign(body) }, body: chunked, duplex: "half" } as RequestInit));
       assert.is(big.status, 413);
       const unknown = JSON.stringify({ id: "up-nobody" });
       const answer = await post(tk, unknown, sign(unknown));

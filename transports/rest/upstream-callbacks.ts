@@ -2,7 +2,8 @@
 // waiting on it is polled at once instead of at its next scheduled poll (core/upstream-waits.ts). The call
 // only wakes a poll, it never carries a result: a forged or replayed callback can at worst cause one early
 // poll, and still it must be signed with the provider's key (derived from UPSTREAM_CALLBACK_SECRET; the
-// submit options hand it to the provider). Off (404) unless the secret is set.
+// submit options hand it to the provider), over its timestamp and body, within 5 minutes of our clock. Off
+// (404) unless the secret is set.
 import { timingSafeEqual, createHmac } from "node:crypto";
 import type { H3 } from "h3";
 import type { Kernel } from "../../core/kernel.ts";
@@ -20,6 +21,8 @@ export const CALLBACK_ERRORS = {
 } as const;
 
 const MAX_BODY_BYTES = 16 * 1024;
+/** How far a callback's timestamp may be from our clock. */
+const MAX_SKEW_MS = 5 * 60_000;
 
 export function mountUpstreamCallbacks(app: H3, kernel: Kernel): void {
   app.post("/upstream/:provider/callback", async (event) => {
@@ -36,8 +39,12 @@ export function mountUpstreamCallbacks(app: H3, kernel: Kernel): void {
       if (err instanceof ApiError) return json(err.status, { error: err.message, request_id: requestId });
       return json(400, { error: CALLBACK_ERRORS.body, request_id: requestId }); // the client went away mid-body
     }
-    const sent = /^sha256=([0-9a-f]{64})$/.exec(request.headers.get("x-upstream-signature") ?? "")?.[1];
-    const expected = createHmac("sha256", callbackSecret(secret, provider)).update(body).digest();
+    // Signed with its time, and only recent: a captured callback cannot be replayed later.
+    const stamp = request.headers.get("x-upstream-timestamp") ?? "";
+    const at = /^\d{1,12}$/.test(stamp) ? Number(stamp) * 1000 : NaN;
+    if (!(Math.abs(kernel.clock.now() - at) <= MAX_SKEW_MS)) return json(401, { error: CALLBACK_ERRORS.signature, request_id: requestId });
+    const sent = /^sha256=([0-9a-fA-F]{64})$/.exec(request.headers.get("x-upstream-signature") ?? "")?.[1];
+    const expected = createHmac("sha256", callbackSecret(secret, provider)).update(`${stamp}.`).update(body).digest();
     if (!sent || !timingSafeEqual(Buffer.from(sent, "hex"), expected)) return json(401, { error: CALLBACK_ERRORS.signature, request_id: requestId });
     let id: unknown;
     try {
