@@ -423,9 +423,18 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
         },
       };
     }
+    if (waited) {
+      // The wait is over with the job, in the same transaction (its handle is no use to anyone now).
+      const before = finish.within;
+      finish = {
+        ...finish,
+        within: async (trx, job) => {
+          await before?.(trx, job);
+          await trx.deleteFrom("job_waits").where("job_id", "=", jobId).execute();
+        },
+      };
+    }
     const done = await deps.finishJob(jobId, finish);
-    // The wait is over with the job (its handle is no use to anyone now).
-    if (done && waited) await db.deleteFrom("job_waits").where("job_id", "=", jobId).execute();
     // Committed: the delivery it may have made can be claimed now.
     if (done && events && event) await deps.webhooks.wake();
     if (done) await publishRow(jobId);
