@@ -280,6 +280,8 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     if (!row || row.finished_at !== null) return; // already ended: a retry after our commit
     const claim = await claimWait(db, jobId, qjob.data.seq ?? 0, qjob.id);
     if (!claim) return; // a poll another queue job now stands for (overtaken by a callback, or after a park)
+    // Which process ran which attempt, for an operator following a job across workers (LOG_LEVEL=debug).
+    log.debug(`${k.plugin}/${k.kind} job ${jobId}: attempt ${qjob.retryCount + 1} started`);
     // Aborted by the queue (expiry, shutdown) or by a park: either way this attempt writes nothing more.
     const attemptController = new AbortController();
     const signal = attemptController.signal;
@@ -438,7 +440,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     // Committed: the delivery it may have made can be claimed now.
     if (done && events && event) await deps.webhooks.wake();
     if (done) await publishRow(jobId);
-    else log.debug?.(`${k.plugin}/${k.kind} job ${jobId} had already ended`);
+    else log.debug(`${k.plugin}/${k.kind} job ${jobId} had already ended`);
   }
 
   // Queues are made on first need, by workers or by a submit (an API-only process runs no workers but

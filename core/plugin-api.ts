@@ -93,5 +93,7 @@ export * from "../lib/speech/index.ts";
 // The environment a plugin's child process gets: no secrets of the server's (lib/child-env.ts).
 export { childEnv, type ChildEnvOptions } from "../lib/child-env.ts";
 export * from "../lib/file-response.ts";
+// CPU-bound JavaScript in a worker thread, so a render never holds the event loop (lib/threads.ts).
+export { inThread, ThreadError } from "../lib/threads.ts";
 // Blob names: which keys `/media` serves, and the private folder it never does (DESIGN "Media links").
 export { mediaToken, PRIVATE_KEY_PREFIX } from "../lib/service-media.ts";

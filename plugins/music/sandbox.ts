@@ -15,8 +15,8 @@
 // `[sandbox:timeout]` is work that never finishes: polls answer pending until the job's deadline cancels it
 // (`timeout`). Markers are never sung or shown in titles.
 import { createHash } from "node:crypto";
-import { type CapabilityHost, definePlugin, hasMarker, type MediaEngine, type MusicExtensionRequest, type MusicGenerationRequest, type MusicProvider, MusicProviderError, type MusicProviders, type MusicTrack, type SandboxRequestStore, sandboxConfig, sandboxUpstream, withoutMarkers, withVips } from "mediagate/plugin";
-import { arrangementForUpload, continuation, estimateTempo, fromPcm, join, JOIN_LEAD, newArrangement, parseArrangement, renderRange, SAMPLE_RATE, wav, type Arrangement, type Stereo } from "./render.ts";
+import { type CapabilityHost, definePlugin, hasMarker, type MediaEngine, type MusicExtensionRequest, type MusicGenerationRequest, type MusicProvider, MusicProviderError, type MusicProviders, type MusicTrack, type SandboxRequestStore, inThread, sandboxConfig, sandboxUpstream, withoutMarkers, withVips } from "mediagate/plugin";
+import { arrangementForUpload, continuation, estimateTempo, fromPcm, join, JOIN_LEAD, newArrangement, parseArrangement, SAMPLE_RATE, wav, type Arrangement, type Song, type Stereo } from "./render.ts";
 
 const VARIATIONS = 2;
 const MP3_KBPS = 192;
@@ -112,8 +112,14 @@ async function track(engine: MediaEngine, audio: Stereo, a: Arrangement, variati
   return { audio: mp3.bytes, cover: await coverArt(a, variation), coverMimeType: "image/png", title, duration: mp3.seconds, arrangement: a as unknown as Record<string, unknown> };
 }
 
-/** Lets the event loop breathe between two renders (each holds it for a fraction of a second). */
-const breathe = () => new Promise((r) => setImmediate(r));
+/**
+ * Renders in a worker thread, in a place of the media pool: a song takes about a CPU-second per variation,
+ * which a loaded machine stretches past the queue's 10 s heartbeat when it runs on the event loop (lib/threads.ts).
+ */
+function renderInThread(engine: MediaEngine, song: Song, from: number, to: number, signal: AbortSignal): Promise<Stereo> {
+  return engine.pool.run(() => inThread<Stereo>(RENDER_MODULE, "renderRange", [song, from, to], signal), signal);
+}
+const RENDER_MODULE = new URL("./render.ts", import.meta.url);
 
 export interface SandboxMusicOptions {
   latencyMs: number;
@@ -139,9 +145,9 @@ export function sandboxMusicProvider(options: SandboxMusicOptions): MusicProvide
         const tracks: MusicTrack[] = [];
         for (let v = 0; v < VARIATIONS; v++) {
           const a = newArrangement({ seed, variation: v, text: `${req.style ?? ""} ${req.prompt}`, instrumental: req.instrumental, hook: title });
-          await breathe();
-          const audio = renderRange({ arrangement: a, lyrics }, 0, a.seconds);
-          tracks.push(await track(options.media(), audio, a, v, title, signal));
+          const engine = options.media();
+          const audio = await renderInThread(engine, { arrangement: a, lyrics }, 0, a.seconds, signal);
+          tracks.push(await track(engine, audio, a, v, title, signal));
           await onProgress((v + 1) / VARIATIONS);
         }
         return tracks;
@@ -164,8 +170,7 @@ export function sandboxMusicProvider(options: SandboxMusicOptions): MusicProvide
           const a = own
             ? continuation(own, { seed, variation: v, continueAt: req.continueAt, instrumental: req.instrumental, voice: req.vocalGender, hook: req.title })
             : arrangementForUpload({ seed, variation: v, text: `${req.style} ${req.prompt}`, instrumental: req.instrumental, hook: title, continueAt: req.continueAt, tempo, voice: req.vocalGender });
-          await breathe();
-          const next = renderRange({ arrangement: a, lyrics }, req.continueAt - JOIN_LEAD, a.seconds);
+          const next = await renderInThread(engine, { arrangement: a, lyrics }, req.continueAt - JOIN_LEAD, a.seconds, signal);
           tracks.push(await track(engine, join(source, next, req.continueAt, JOIN_LEAD), a, v, title, signal));
           await onProgress((v + 1) / VARIATIONS);
         }

@@ -17,6 +17,7 @@ import { sql } from "kysely";
 import { LOCK_FILE, openDatabase } from "../../storage/db.ts";
 import { groupAlive, ROOT, spawnMain } from "../helpers/main-process.ts";
 import { freePort, startServer } from "../helpers/server.ts";
+import { subscribeSse } from "../helpers/sse.ts";
 
 const ADMIN_TOKEN = "adm_sigterm_test_token_0123456789abc";
 const UA = "mediagate-sigterm-test/1.0";
@@ -35,42 +36,9 @@ async function call(base: string, method: string, path: string, opts: { key?: st
   return { status: res.status, body: (await res.json()) as any };
 }
 
-/** A jobUpdates subscription over SSE: every event's JSON, and whether the server ended the stream. */
-function subscribe(base: string, key: string, jobId: string) {
-  const events: Array<{ data?: any; errors?: Array<{ message: string; extensions?: any }> }> = [];
-  let ended = false;
-  const done = (async () => {
-    const res = await fetch(`${base}/graphql`, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "text/event-stream", authorization: `Bearer ${key}`, "user-agent": UA },
-      body: JSON.stringify({ query: "subscription($id: String!) { jobUpdates(id: $id) { job_id state progress terminal } }", variables: { id: jobId } }),
-    });
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = "";
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        buffer += value.replace(/\r\n/g, "\n");
-        let end: number;
-        while ((end = buffer.indexOf("\n\n")) >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const data = block
-            .split("\n")
-            .filter((l) => l.startsWith("data:"))
-            .map((l) => l.slice(5).trimStart())
-            .join("\n");
-          if (data.trim()) events.push(JSON.parse(data));
-        }
-      }
-    } catch {
-      // the connection was cut: `ended` stays as the stream left it
-    }
-    ended = true;
-  })();
-  return { events, done, ended: () => ended };
-}
+/** A jobUpdates subscription over SSE. */
+const subscribe = (base: string, key: string, jobId: string) =>
+  subscribeSse(base, { key, userAgent: UA, query: "subscription($id: String!) { jobUpdates(id: $id) { job_id state progress terminal } }", variables: { id: jobId } });
 
 const t = suite("SIGTERM to the PID npm start created");
 const dirs: string[] = [];

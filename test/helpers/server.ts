@@ -57,7 +57,8 @@ export interface ServerProcess {
 
 /**
  * Starts `node --import tsx main.ts` with `env` over a minimal environment (PORT is chosen here) and
- * resolves once it prints its "listening" line. Rejects, with the process's output, when it exits first
+ * resolves once it prints its "listening" line (a `ROLE=worker` process, which serves no API: its "running"
+ * line; its `url` then answers nothing). Rejects, with the process's output, when it exits first
  * or does not listen within `timeoutMs`.
  */
 export async function startServer(env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
@@ -110,7 +111,8 @@ export async function startServer(env: Record<string, string>, timeoutMs = 60_00
   const until = Date.now() + timeoutMs;
   let early: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   void exited.then((e) => (early = e));
-  while (!out.includes("mediagate listening on")) {
+  const ready = env.ROLE === "worker" ? "mediagate worker running" : "mediagate listening on";
+  while (!out.includes(ready)) {
     if (early) throw new Error(`server exited before listening (${JSON.stringify(early)}):\n${out}`);
     if (Date.now() > until) {
       await server.kill();
