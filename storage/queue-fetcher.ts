@@ -7,9 +7,11 @@
 // queue costs nothing, and a burst of N jobs costs about N/slots fetches instead of one poll per slot.
 //
 // The scan is one statement for every queue this process works: which of them hold a job due now (a retry,
-// a delayed job, one sent while no NOTIFY could reach us), and when the next deferred one comes due. It
-// runs when that time comes, or after `idleSeconds` at the latest, so a process at rest makes one small
-// query every few seconds rather than one per slot every two.
+// a delayed job, one sent while no NOTIFY could reach us), when the next deferred one comes due, and whether
+// any attempt is running anywhere. It runs when that time comes, or after `activeSeconds` at the latest
+// while attempts run (one of them may belong to a process that died, and comes back as a retry once
+// maintenance expires it), or `restSeconds` while none does: a deployment at rest makes one small query a
+// minute rather than one per slot every two seconds.
 //
 // What pg-boss's own worker does around a handler is done here the same way, with pg-boss's public calls:
 // settling is fenced to the attempt fetched (complete/fail/touch with { id, retryCount }), a handler that
@@ -57,6 +59,8 @@ export interface FetcherOptions<T> {
   onEmpty(): void;
   /** A failed attempt may come back later (a retry delay): the scan should look again. */
   onFailed(): void;
+  /** Attempts started here: the scan should keep the pace of running work. */
+  onStarted?(): void;
   /** Jobs fetched after stop() began: they go back to the queue at once. */
   handBack(jobs: Array<{ name: string; id: string }>): Promise<void>;
   onError(err: unknown): void;
@@ -197,6 +201,7 @@ export function createFetcher<T>(o: FetcherOptions<T>): Fetcher {
       }
       backlog = jobs.length === free;
       for (const job of jobs) start(job);
+      if (jobs.length) o.onStarted?.();
     } while ((again || backlog) && !closed);
   }
 
@@ -230,8 +235,12 @@ export interface ScannerOptions {
   query(text: string, values: unknown[]): Promise<{ rows: any[] }>;
   schema: string;
   fetchers: ReadonlyMap<string, Fetcher>;
-  /** Longest time between two scans. */
-  idleSeconds(): number;
+  /** Longest time between two scans while an attempt of these queues runs, in any process. */
+  activeSeconds(): number;
+  /** Longest time between two scans while none runs. */
+  restSeconds(): number;
+  /** After each scan: whether an attempt was running (queue.ts paces maintenance by it). */
+  onScanned?(active: boolean): void;
   onError(err: unknown): void;
 }
 
@@ -260,8 +269,10 @@ export function createScanner(o: ScannerOptions): Scanner {
 
   // `state < 'active' AND NOT blocked` is pg-boss's own test of a fetchable job (its job_i11 index), and
   // the seconds are the database's, so another host's clock does not matter.
-  const text = `SELECT name, extract(epoch FROM min(start_after) - now())::float8 AS wait
-    FROM ${o.schema}.job WHERE name = ANY($1::text[]) AND state < 'active' AND NOT blocked GROUP BY name`;
+  const text = `SELECT name,
+      extract(epoch FROM min(start_after) FILTER (WHERE state < 'active' AND NOT blocked) - now())::float8 AS wait,
+      bool_or(state = 'active') AS active
+    FROM ${o.schema}.job WHERE name = ANY($1::text[]) AND state <= 'active' GROUP BY name`;
 
   async function scan() {
     timer = undefined;
@@ -272,17 +283,24 @@ export function createScanner(o: ScannerOptions): Scanner {
       return;
     }
     running = true;
-    let next = o.idleSeconds();
+    // A failed scan is retried at the shorter pace.
+    let next = o.activeSeconds();
     try {
       const names = [...o.fetchers.keys()];
+      let active = false;
+      let soonest = Infinity;
       if (names.length) {
         const { rows } = await o.query(text, [names]);
         for (const row of rows) {
+          if (row.active) active = true;
+          if (row.wait === null) continue;
           const wait = Number(row.wait);
           if (wait <= 0) o.fetchers.get(row.name)?.pump();
-          else next = Math.min(next, wait);
+          else soonest = Math.min(soonest, wait);
         }
       }
+      next = Math.min(active ? o.activeSeconds() : o.restSeconds(), soonest);
+      if (!stopped) o.onScanned?.(active);
     } catch (err) {
       if (!stopped) o.onError(err);
     } finally {

@@ -164,8 +164,9 @@ export interface CreateQueueOptions {
   /** How long stop() waits for running handlers before handing their jobs back (default 10 000). */
   stopTimeoutMs?: number;
   /**
-   * How often maintenance runs: expiring attempts whose process died, deleting old jobs (pg-boss
-   * default 60). One process in the deployment runs each pass.
+   * How often maintenance runs while an attempt is running anywhere: expiring attempts whose process died
+   * (default 60). At rest it runs every minute at most often, and deletes old jobs. Only processes that work
+   * a queue run it, and one of them runs each pass.
    */
   superviseIntervalSeconds?: number;
   /** Server Postgres only: the size of pg-boss's pool (pg-boss default 10), plus one LISTEN connection. */
@@ -179,6 +180,8 @@ export interface CreateQueueOptions {
 }
 
 const QUEUE_NAME = /^[\w.\-/]+$/;
+/** At rest (no attempt running anywhere, LISTEN up): the longest time between two scans, or two maintenance passes. */
+const REST_SECONDS = 60;
 const POLICIES: readonly QueuePolicy[] = ["standard", "short", "singleton", "stately", "exclusive"];
 // The values pg-boss gives a queue when an option is omitted; re-declaring a queue without an option
 // restores these rather than leaving whatever an earlier declaration set.
@@ -244,11 +247,17 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
     schedule: false,
     flowIntervalSeconds: 3600,
   };
-  if (options.superviseIntervalSeconds !== undefined) {
-    // Expiry runs inside the monitor pass, which has an interval claim of its own; both must be short.
-    config.superviseIntervalSeconds = options.superviseIntervalSeconds;
-    config.monitorIntervalSeconds = options.superviseIntervalSeconds;
-  }
+  // Maintenance is paced by the scan (see `work`), not by pg-boss's timer, which would run a pass of about
+  // nine transactions every interval whether or not anything runs.
+  config.supervise = false;
+  const activeSupervise = options.superviseIntervalSeconds ?? 60;
+  const restSupervise = Math.max(REST_SECONDS, activeSupervise);
+  // Expiry runs inside the monitor pass, which has an interval claim of its own; both must be short.
+  config.superviseIntervalSeconds = activeSupervise;
+  config.monitorIntervalSeconds = activeSupervise;
+  // pg-boss checks its LISTEN session every 10 s by default; TCP keepalive already finds a dead connection,
+  // so once a minute is enough to find a lost registration.
+  config.notifyHeartbeatIntervalMs = REST_SECONDS * 1000;
   const boss =
     target.kind === "pglite"
       ? new PgBoss({ ...config, db: pgliteDatabase(target.pglite), backend: "pglite" })
@@ -277,6 +286,10 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
   const intervals: number[] = [];
   let scanner: Scanner | undefined;
   let listening: Promise<{ close(): Promise<void> } | undefined> | undefined;
+  /** LISTEN is up: other processes' sends reach this one without a scan. */
+  let notified = false;
+  let lastSupervise = 0;
+  const activeScanSeconds = () => Math.min(...intervals, activeSupervise);
 
   // What pg-boss's own restore() does (not public in 12.35): the job waits again as before this attempt, and,
   // started_on being cleared, its next claim does not count an attempt. Only jobs still active, so a job
@@ -300,7 +313,12 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
     const { rows } = await db.executeSql(`SELECT ('pgboss_' || left(encode(sha224('${literal}'::bytea), 'hex'), 24)) AS channel`);
     return db.listen(
       rows[0].channel,
-      (name) => fetchers.get(name)?.pump(),
+      // Work somewhere in the deployment: whoever takes it, an attempt may now run, and the scan keeps the pace
+      // that finds a dead one.
+      (name) => {
+        fetchers.get(name)?.pump();
+        scanner?.soon(activeScanSeconds());
+      },
       // (Re)connected: NOTIFYs sent meanwhile were missed.
       () => scanner?.soon(0),
     );
@@ -329,6 +347,7 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
       scanner = undefined;
       const listener = listening;
       listening = undefined;
+      notified = false;
       await Promise.all([...fetchers.values()].map((f) => f.close()));
       await listener?.then((l) => l?.close()).catch(onError);
       if (held.size > 0) {
@@ -434,10 +453,24 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
         query: (text, values) => boss.getDb().executeSql(text, values),
         schema,
         fetchers,
-        idleSeconds: () => Math.min(...intervals),
+        // While attempts run, maintenance must come round at its pace to expire those of a dead process.
+        activeSeconds: activeScanSeconds,
+        // At rest, only a NOTIFY that could not reach us is missed by waiting longer, so the scan polls at the
+        // workers' own pace when LISTEN is off or failed, and once a minute when it is up.
+        restSeconds: () => (notified ? REST_SECONDS : Math.min(...intervals)),
+        onScanned: (active) => {
+          if (Date.now() - lastSupervise < (active ? activeSupervise : restSupervise) * 1000) return;
+          lastSupervise = Date.now();
+          boss.supervise().catch(onError);
+        },
         onError,
       });
-      if (options.listenNotify !== false) listening ??= listen().catch((err) => void onError(err));
+      if (options.listenNotify !== false) {
+        listening ??= listen().then(
+          (l) => ((notified = l !== undefined), l),
+          (err) => void onError(err),
+        );
+      }
       const fetcher = createFetcher<T>({
         name,
         concurrency: o.concurrency ?? 1,
@@ -446,6 +479,7 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
         held,
         onEmpty: () => idle?.(),
         onFailed: () => scanner?.soon(1),
+        onStarted: () => scanner?.soon(activeScanSeconds()),
         handBack,
         onError,
       });

@@ -318,6 +318,44 @@ for (const backend of await databaseBackends()) {
     assert.ok(made <= 5, `${made} statements in 5 s at rest`);
   });
 
+  t("the scan comes every minute at rest with LISTEN up, at the workers' pace while an attempt runs or without LISTEN", async () => {
+    // Counted on PGlite, where every statement is seen. An attempt running anywhere may belong to a process
+    // that died: maintenance must come round to expire it, and the scan to take its retry.
+    if (target.kind !== "pglite") return;
+    const SCAN = /bool_or\(state = 'active'\)/;
+    const counting = countingPglite(target.pglite);
+    const scansOver = async (ms: number) => {
+      const before = counting.count(SCAN);
+      await sleep(ms);
+      return counting.count(SCAN) - before;
+    };
+    const listening = open({}, { kind: "pglite", pglite: counting.pglite });
+    await listening.createQueue("test.pace");
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let started = false;
+    await listening.work("test.pace", async () => {
+      started = true;
+      await gate;
+    }, fast);
+    await sleep(1000); // the first fetch and the first scan
+    const atRest = await scansOver(3000);
+    assert.ok(atRest <= 1, `${atRest} scans in 3 s at rest`);
+    await listening.send("test.pace", {});
+    await waitFor(() => started, "the job to start");
+    await sleep(600); // the scan scheduled at rest still stands: the next one sees the attempt
+    const running = await scansOver(3000);
+    release();
+    assert.ok(running >= 3, `${running} scans in 3 s while an attempt runs (every 0.5 s)`);
+
+    const deaf = open({ listenNotify: false }, { kind: "pglite", pglite: counting.pglite });
+    await deaf.createQueue("test.pace.deaf");
+    await deaf.work("test.pace.deaf", async () => {}, fast);
+    await sleep(1000);
+    const polled = await scansOver(3000);
+    assert.ok(polled >= 3, `${polled} scans in 3 s without LISTEN (every 0.5 s)`);
+  });
+
   t("a job whose claim is lost (its attempt expired elsewhere) is told to stop", async () => {
     // The heartbeat finds the attempt no longer ours: another process's supervisor failed it, say, after
     // this one looked dead. Simulated by failing it from a second queue handle with pg-boss's own call.
