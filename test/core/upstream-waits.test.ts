@@ -206,6 +206,19 @@ for (const backend of await databaseBackends()) {
     }
   });
 
+  t("an upstream that asks for a look every 200 ms still frees the slot: an attempt sleeps a quarter second at most", async () => {
+    const tk = await open();
+    try {
+      const { id: partnerId, key } = await tk.partner({ credits: 1000 });
+      const ids = await Promise.all(Array.from({ length: 4 }, () => submit(tk, key, { mode: "timed", ms: 1500, every: 200 })));
+      for (const id of ids) assert.is((await untilEnded(tk, partnerId, id)).state, "complete");
+      // Holding the one slot through its polls, each job would have waited alone.
+      assert.is(mostAtOnce(ids.map(workOf)), 4, "every job was pending upstream at the same time");
+    } finally {
+      await tk.close();
+    }
+  });
+
   t("progress of a pending upstream reaches the job; a failed upstream refunds", async () => {
     const tk = await open();
     try {
