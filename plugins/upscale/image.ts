@@ -10,7 +10,7 @@
 import { ApiError, type ImageRecords, isJpeg, isMediaError, isPng, isWebp, JobFailure, type JobKindDeclaration, PENDING_SUCCESS_FAILED, probeImage } from "mediagate/plugin";
 import { UPSCALE_ERRORS as E } from "./errors.ts";
 import { IMAGE, tierFor, type Factor, type Tier } from "./prices.ts";
-import { upscaleImage } from "./resample.ts";
+import { resampleEngine, upscaleImage } from "./resample.ts";
 
 export type SourceFormat = "jpeg" | "png" | "webp";
 
@@ -85,7 +85,8 @@ export const imageUpscaleJob: JobKindDeclaration<StoredImageInput> = {
     await ctx.progress(10, "Upscaling");
     let out;
     try {
-      out = await ctx.capability("media").pool.run(() => upscaleImage(source, input.factor, ctx.signal), ctx.signal);
+      const engine = await resampleEngine(ctx.config.mediaEngine);
+      out = await ctx.capability("media").pool.run(() => upscaleImage(source, input.factor, ctx.signal, engine), ctx.signal);
     } catch (err) {
       if (ctx.signal.aborted) throw err;
       if (isMediaError(err) && err.isInputError) {

@@ -1,4 +1,5 @@
-// Image resampling off the main thread (resample.worker.mjs: wasm-vips, Lanczos-3, then the enhance pass).
+// Image resampling off the main thread: native libvips through sharp when it is installed
+// (resample-native.ts), else wasm-vips in a worker (resample.worker.mjs); Lanczos-3, then the enhance pass.
 //
 // One worker per process, made on first use and ended after a minute idle: wasm-vips holds ~150 MB, which a
 // process that upscales nothing should not pay. Jobs run one at a time (vips already spreads one image over
@@ -10,6 +11,7 @@
 import { Worker } from "node:worker_threads";
 import { MediaError } from "mediagate/plugin";
 import type { Factor } from "./prices.ts";
+import { loadSharp, upscaleNative } from "./resample-native.ts";
 
 export const SHARPEN: Record<Factor, { sigma: number; m1: number; m2: number }> = {
   1: { sigma: 0.6, m1: 0, m2: 1.5 },
@@ -114,8 +116,21 @@ async function runOne(bytes: Uint8Array, factor: Factor, signal?: AbortSignal): 
   }
 }
 
+/**
+ * Which libvips resamples: `native` (sharp) when it is installed, as native ffmpeg is preferred over
+ * ffmpeg.wasm, unless MEDIA_ENGINE=wasm asks for WebAssembly everywhere; `wasm` (the worker above) otherwise.
+ */
+export type ResampleEngine = "native" | "wasm";
+
+export async function resampleEngine(choice: "auto" | "native" | "wasm" = "auto"): Promise<ResampleEngine> {
+  return choice !== "wasm" && (await loadSharp()) ? "native" : "wasm";
+}
+
 /** Upscales by `factor` (1 = enhance at the same size) to a PNG; MediaError on an unreadable image. */
-export function upscaleImage(bytes: Uint8Array, factor: Factor, signal?: AbortSignal): Promise<Resampled> {
+export async function upscaleImage(bytes: Uint8Array, factor: Factor, signal?: AbortSignal, engine?: ResampleEngine): Promise<Resampled> {
+  const sharp = engine === "wasm" ? null : await loadSharp();
+  if (sharp) return upscaleNative(sharp, bytes, factor, SHARPEN[factor], signal);
+  if (engine === "native") throw new MediaError("engine_unavailable", "sharp (native libvips) is not installed");
   const run = chain.then(() => runOne(bytes, factor, signal));
   chain = run.catch(() => {});
   return run;

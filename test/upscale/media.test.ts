@@ -6,7 +6,7 @@ import * as assert from "uvu/assert";
 import { createMediaEngine, firstAudio, firstVideo, generateTestVideo, isMediaError, loadVips, type MediaEngine } from "../../lib/media/index.ts";
 import { encodePng, pngInfo } from "../../plugins/images/png.ts";
 import { measureImage, planImage } from "../../plugins/upscale/image.ts";
-import { upscaleImage } from "../../plugins/upscale/resample.ts";
+import { type ResampleEngine, resampleEngine, upscaleImage } from "../../plugins/upscale/resample.ts";
 import { measureVideo, planVideo, scaleArgs } from "../../plugins/upscale/video.ts";
 import { rejection } from "../helpers/assert.ts";
 import { ENGINE_MODES, fixture } from "../media/util.ts";
@@ -67,56 +67,60 @@ for (const mode of ENGINE_MODES) {
   t.run();
 }
 
-const r = suite("image resampler");
+// Both resamplers, native libvips (sharp, when installed) and wasm-vips, take the same steps.
+const RESAMPLERS: ResampleEngine[] = (await resampleEngine()) === "native" ? ["native", "wasm"] : ["wasm"];
+for (const engine of RESAMPLERS) {
+  const r = suite(`image resampler (${engine})`);
 
-r("transparent pixels do not bleed their colour into opaque ones", async () => {
-  // Left half transparent red, right half opaque blue.
-  const px = new Uint8Array(8 * 8 * 4);
-  for (let y = 0; y < 8; y++) for (let x = 0; x < 8; x++) px.set(x < 4 ? [255, 0, 0, 0] : [0, 0, 255, 255], (y * 8 + x) * 4);
-  const out = await upscaleImage(encodePng(8, 8, px, 4), 4);
-  assert.equal(pngInfo(out.bytes), { width: 32, height: 32, colorType: 6 });
-  const img = (await loadVips()).Image.newFromBuffer(out.bytes);
-  let blended = 0;
-  for (let x = 0; x < 32; x++) {
-    const [red, , blue, alpha] = img.getpoint(x, 16);
-    if (alpha! < 16) continue; // next to nothing to see
-    if (alpha! < 240) blended++;
-    // Any visible pixel, edge ones included, is the opaque side's blue, only more or less transparent.
-    assert.ok(red! < 8 && blue! > 240, `pixel ${x}: rgb ${red},_,${blue} alpha ${alpha}`);
-  }
-  assert.ok(blended > 0, "the edge was resampled, not copied");
-});
+  r("transparent pixels do not bleed their colour into opaque ones", async () => {
+    // Left half transparent red, right half opaque blue.
+    const px = new Uint8Array(8 * 8 * 4);
+    for (let y = 0; y < 8; y++) for (let x = 0; x < 8; x++) px.set(x < 4 ? [255, 0, 0, 0] : [0, 0, 255, 255], (y * 8 + x) * 4);
+    const out = await upscaleImage(encodePng(8, 8, px, 4), 4, undefined, engine);
+    assert.equal(pngInfo(out.bytes), { width: 32, height: 32, colorType: 6 });
+    const img = (await loadVips()).Image.newFromBuffer(out.bytes);
+    let blended = 0;
+    for (let x = 0; x < 32; x++) {
+      const [red, , blue, alpha] = img.getpoint(x, 16);
+      if (alpha! < 16) continue; // next to nothing to see
+      if (alpha! < 240) blended++;
+      // Any visible pixel, edge ones included, is the opaque side's blue, only more or less transparent.
+      assert.ok(red! < 8 && blue! > 240, `pixel ${x}: rgb ${red},_,${blue} alpha ${alpha}`);
+    }
+    assert.ok(blended > 0, "the edge was resampled, not copied");
+  });
 
-r("EXIF orientation: measured, planned and made as displayed", async () => {
-  const vips = await loadVips();
-  const src = vips.Image.newFromBuffer(fixture("earth_apollo17.jpg")).crop(0, 0, 300, 200);
-  const tagged = src.copy();
-  tagged.setInt("orientation", 6); // rotate 90 to display
-  const jpeg = tagged.writeToBuffer(".jpg", { keep: 31 });
-  const measured = await measureImage(jpeg);
-  assert.equal(measured, { format: "jpeg", width: 200, height: 300 });
-  const plan = planImage(measured, 2);
-  const out = await upscaleImage(jpeg, 2);
-  assert.equal([out.width, out.height], [plan.width, plan.height]);
-  assert.equal([plan.width, plan.height], [400, 600]);
-});
+  r("EXIF orientation: measured, planned and made as displayed", async () => {
+    const vips = await loadVips();
+    const src = vips.Image.newFromBuffer(fixture("earth_apollo17.jpg")).crop(0, 0, 300, 200);
+    const tagged = src.copy();
+    tagged.setInt("orientation", 6); // rotate 90 to display
+    const jpeg = tagged.writeToBuffer(".jpg", { keep: 31 });
+    const measured = await measureImage(jpeg);
+    assert.equal(measured, { format: "jpeg", width: 200, height: 300 });
+    const plan = planImage(measured, 2);
+    const out = await upscaleImage(jpeg, 2, undefined, engine);
+    assert.equal([out.width, out.height], [plan.width, plan.height]);
+    assert.equal([plan.width, plan.height], [400, 600]);
+  });
 
-r("a cancelled resample stops, and the next one runs on a fresh worker", async () => {
-  const big = fixture("C.jpg");
-  const ctl = new AbortController();
-  const slow = upscaleImage(big, 4, ctl.signal);
-  setTimeout(() => ctl.abort(), 50);
-  const err = await rejection(slow);
-  assert.ok(isMediaError(err) && err.code === "aborted", String(err));
-  const next = await upscaleImage(fixture("test_xmp.webp"), 2);
-  assert.equal([next.width, next.height], [256, 256]);
-});
+  r("a cancelled resample stops, and the next one runs on a fresh worker", async () => {
+    const big = fixture("C.jpg");
+    const ctl = new AbortController();
+    const slow = upscaleImage(big, 4, ctl.signal, engine);
+    setTimeout(() => ctl.abort(), 50);
+    const err = await rejection(slow);
+    assert.ok(isMediaError(err) && err.code === "aborted", String(err));
+    const next = await upscaleImage(fixture("test_xmp.webp"), 2, undefined, engine);
+    assert.equal([next.width, next.height], [256, 256]);
+  });
 
-r("a truncated file behind a readable header is the input's fault, not a half-grey picture", async () => {
-  const png = encodePng(64, 64, new Uint8Array(64 * 64 * 3).fill(7), 3);
-  const damaged = png.slice(0, 50);
-  const err = await rejection(upscaleImage(damaged, 2));
-  assert.ok(isMediaError(err) && err.isInputError, String(err));
-});
+  r("a truncated file behind a readable header is the input's fault, not a half-grey picture", async () => {
+    const png = encodePng(64, 64, new Uint8Array(64 * 64 * 3).fill(7), 3);
+    const damaged = png.slice(0, 50);
+    const err = await rejection(upscaleImage(damaged, 2, undefined, engine));
+    assert.ok(isMediaError(err) && err.isInputError, String(err));
+  });
 
-r.run();
+  r.run();
+}
