@@ -1,6 +1,6 @@
 // The two lanes to the database (storage/lanes.ts): a freed place goes to background work first, a waiting
 // request gets at least one place in four, requests keep every place when nothing else waits, and a place
-// given back twice counts once.
+// given back twice counts once, and a place handed on lets the event loop reach its I/O between holders.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { LanePlaces, inBackground } from "../../storage/lanes.ts";
@@ -53,6 +53,27 @@ test("requests alone are served first come, first served; a place given back twi
   await tick();
   assert.ok(third);
   y();
+});
+
+test("a place handed on lets the event loop turn: I/O waiting is read between one holder and the next", async () => {
+  const places = new LanePlaces(1);
+  const first = await places.acquire();
+  // Fifty holders queued, each doing a little work on this thread and giving its place back, as statements
+  // on PGlite do. A socket's answer arriving meanwhile (here: a callback of the loop's next turn) must not
+  // wait for all fifty: handed on in microtasks, it did.
+  let held = 0;
+  const holders = Array.from({ length: 50 }, () =>
+    inBackground(() => places.acquire()).then((release) => {
+      held++;
+      release();
+    }),
+  );
+  let heldWhenTheLoopTurned = -1;
+  setImmediate(() => (heldWhenTheLoopTurned = held));
+  first();
+  await Promise.all(holders);
+  assert.equal(held, 50);
+  assert.ok(heldWhenTheLoopTurned >= 0 && heldWhenTheLoopTurned <= 2, heldWhenTheLoopTurned < 0 ? "the loop did not turn until all 50 had held the place" : `the loop turned after ${heldWhenTheLoopTurned} of 50 holders`);
 });
 
 test.run();
