@@ -276,9 +276,14 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
 
   async function runAttempt(k: CompiledKind, qjob: QueueJob<QueuedJob>) {
     const { jobId } = qjob.data;
-    const row = await db.selectFrom("jobs").select(rowColumns).where("id", "=", jobId).executeTakeFirst();
+    const row = await db
+      .selectFrom("jobs")
+      .select(rowColumns)
+      .select((eb) => eb.selectFrom("job_waits").select("job_waits.seq").whereRef("job_waits.job_id", "=", "jobs.id").as("wait_seq"))
+      .where("id", "=", jobId)
+      .executeTakeFirst();
     if (!row || row.finished_at !== null) return; // already ended: a retry after our commit
-    const claim = await claimWait(db, jobId, qjob.data.seq ?? 0, qjob.id);
+    const claim = await claimWait(db, jobId, qjob.data.seq ?? 0, qjob.id, row.wait_seq);
     if (!claim) return; // a poll another queue job now stands for (overtaken by a callback, or after a park)
     // Which process ran which attempt, for an operator following a job across workers (LOG_LEVEL=debug).
     log.debug(`${k.plugin}/${k.kind} job ${jobId}: attempt ${qjob.retryCount + 1} started`);

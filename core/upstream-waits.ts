@@ -86,14 +86,16 @@ export interface WaitsDeps {
 
 /**
  * Claims the job's wait for this attempt: null when the attempt is stale (its `seq` is not the row's, or
- * another attempt holds the claim). `undefined` wait = the job has not submitted yet.
+ * another attempt holds the claim). `undefined` wait = the job has not submitted yet. `waitSeq` is the wait
+ * row's seq as the caller read it with the job's row (null: no wait row), which spares the job's first queue
+ * job a statement of its own: with a kind's few slots, each statement of an attempt's start is a share of
+ * how many jobs a second it can start.
  */
-export async function claimWait(db: Kysely<KernelTables>, jobId: string, seq: number, queueJobId: string): Promise<{ wait: WaitRow | undefined } | null> {
+export async function claimWait(db: Kysely<KernelTables>, jobId: string, seq: number, queueJobId: string, waitSeq: number | null): Promise<{ wait: WaitRow | undefined } | null> {
   if (seq === 0) {
-    // The job's first queue job: most jobs never wait, and one read tells.
-    const row = await db.selectFrom("job_waits").select("seq").where("job_id", "=", jobId).executeTakeFirst();
-    if (!row) return { wait: undefined };
-    if (row.seq !== 0) return null; // a later seq stands for the job now
+    // The job's first queue job: most jobs never wait, and the read with the job's row told.
+    if (waitSeq === null) return { wait: undefined };
+    if (waitSeq !== 0) return null; // a later seq stands for the job now
   }
   const claimed = await db
     .updateTable("job_waits")
