@@ -109,6 +109,18 @@ function isoNow(): string {
   return iso;
 }
 
+/** `,"key":` for a field name, made once per name (the access log writes the same seven names on every request). */
+const keyParts = new Map<string, string>();
+function keyPart(key: string): string {
+  let part = keyParts.get(key);
+  if (part === undefined) {
+    part = `,${quoted(key)}:`;
+    // Keys are the code's own names, a bounded set; a caller that made keys up would not grow this without end.
+    if (keyParts.size < 1000) keyParts.set(key, part);
+  }
+  return part;
+}
+
 /**
  * pino's line for one object of flat fields (strings, finite numbers, booleans, null), written directly: the
  * same keys in the same order (level, time, pid, the fields, msg). The access log line is such an object, one
@@ -125,7 +137,7 @@ function flatLine(level: Level, message: string, fields: Record<string, unknown>
     else if (typeof value === "boolean" || value === null) text = String(value);
     else if (value === undefined) continue;
     else return undefined;
-    line += `,${quoted(key)}:${text}`;
+    line += keyPart(key) + text;
   }
   return `${line},"msg":${quoted(message)}}\n`;
 }
