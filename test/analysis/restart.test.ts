@@ -36,9 +36,12 @@ for (const backend of await databaseBackends()) {
   t("after a restart one analysis completes, charged once; the failing one ends error, refunded once", async () => {
     const first = await startServer(env);
     servers.push(first);
-    const created = await call(first, "POST", "/api/v1/admin/partners", { adminToken: ADMIN_TOKEN, body: { name: "Analysis restart", credits: 1000, limits: { rate_limits: { "GET /status/<job_id>": 100_000 } } } });
+    const created = await call(first, "POST", "/api/v1/admin/partners", { adminToken: ADMIN_TOKEN, body: { name: "Analysis restart", credits: 1000 } });
     assert.is(created.status, 201, JSON.stringify(created.body));
     const { partner_id: partnerId, api_key: key } = created.body;
+    // Limits are set by PATCH (creating a partner takes none): this test polls often.
+    const limited = await call(first, "PATCH", `/api/v1/admin/partners/${partnerId}`, { adminToken: ADMIN_TOKEN, body: { limits: { rate_limits: { "GET /status/<job_id>": 100_000 } } } });
+    assert.is(limited.status, 200, JSON.stringify(limited.body));
     const good = await call(first, "POST", api("/analyze"), { key, body: { url: "https://www.instagram.com/reel/Crestart1/" } });
     const bad = await call(first, "POST", api("/analyze"), { key, body: { url: "https://www.tiktok.com/@a/video/sandbox-analyze-fail" } });
     assert.is(good.status, 202, JSON.stringify(good.body));

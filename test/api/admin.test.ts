@@ -54,6 +54,19 @@ for (const backend of await databaseBackends()) {
     assert.is((await admin("GET", "/partners/prt_0000000000000000")).status, 404);
   });
 
+  t("a field a request does not take is a 400 naming it, and nothing is made (limits are set with PATCH)", async () => {
+    const partners = async () => Number((await tk.kernel.database.kysely.selectFrom("partners").select((e) => e.fn.countAll().as("n")).executeTakeFirstOrThrow()).n);
+    const before = await partners();
+    assert.equal(errorBody(await admin("POST", "/partners", { name: "x", limits: { inflight_jobs: 5 } })), { error: 'unknown field "limits" (this request takes: name, credits, pricing_tier, features)' });
+    assert.equal(errorBody(await admin("POST", "/partners", { name: "x", limits: {}, custom_rates: {} })), { error: 'unknown fields "limits", "custom_rates" (this request takes: name, credits, pricing_tier, features)' });
+    assert.is(await partners(), before);
+    const { partner_id } = (await admin("POST", "/partners", { name: "x" })).body;
+    assert.is((await admin("PATCH", `/partners/${partner_id}`, { nmae: "y" })).status, 400);
+    assert.is((await admin("POST", `/partners/${partner_id}/credits`, { amount: 5, type: "purchase", description: "d", note: "n" })).status, 400);
+    assert.is((await admin("GET", `/partners/${partner_id}`)).body.name, "x");
+    assert.is((await admin("GET", `/partners/${partner_id}`)).body.credits_remaining, 0);
+  });
+
   t("rotate-key: the old key stops at once, the new one works", async () => {
     const { partner_id, api_key } = (await admin("POST", "/partners", { name: "x" })).body;
     assert.is((await tk.request("GET", "/me", { key: api_key })).status, 200); // now cached

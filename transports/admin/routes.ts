@@ -85,16 +85,27 @@ export function adminRouteDocs(registry: Registry): AdminRouteDoc[] {
   return mountAdminApi(new H3(), { registry } as unknown as Kernel, "");
 }
 
+/**
+ * An admin body that refuses a field it does not know (400 naming it) instead of dropping it: an operator who
+ * sent `limits` when creating a partner was told 201 and got none of them (limits are set with PATCH).
+ */
+function strictBody<Shape extends z.ZodRawShape>(shape: Shape) {
+  const known = Object.keys(shape).join(", ");
+  return z.strictObject(shape, {
+    error: (issue) => (issue.code === "unrecognized_keys" ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => JSON.stringify(k)).join(", ")} (this request takes: ${known})` : undefined),
+  });
+}
+
 /** Mounts the admin API; returns its route table, which documents it (schema/admin-openapi.json). */
 export function mountAdminApi(app: H3, kernel: Kernel, adminToken: string): AdminRouteDoc[] {
   const routes: AdminRouteDoc[] = [];
-  const createSchema = z.object({
+  const createSchema = strictBody({
     name,
     credits: z.number({ error: "credits must be a non-negative integer" }).int({ error: "credits must be a non-negative integer" }).min(0, { error: "credits must be a non-negative integer" }).optional(),
     pricing_tier: tier.optional(),
     features: featuresSchema(kernel.registry.features).optional(),
   });
-  const patchSchema = z.object({
+  const patchSchema = strictBody({
     name: name.optional(),
     pricing_tier: tier.optional(),
     is_active: z.boolean({ error: "is_active must be true or false" }).optional(),
@@ -102,7 +113,7 @@ export function mountAdminApi(app: H3, kernel: Kernel, adminToken: string): Admi
     limits: limitsSchema(kernel.registry.rateLimits).optional(),
     custom_rates: customRates.optional(),
   });
-  const creditsSchema = z.object({
+  const creditsSchema = strictBody({
     amount: z.number({ error: "amount must be a non-zero integer" }).int({ error: "amount must be a non-zero integer" }).refine((n) => n !== 0, { error: "amount must be a non-zero integer" }),
     type: z.enum(["purchase", "adjustment"], { error: "type must be purchase or adjustment" }),
     description: z.string({ error: "description is required" }).trim().min(1, { error: "description is required" }).max(500, { error: "description is too long" }),
@@ -167,7 +178,7 @@ export function mountAdminApi(app: H3, kernel: Kernel, adminToken: string): Admi
   }, creditsSchema);
 
   // Service-wide pause switches (core/pauses.ts): only those a registered plugin declares.
-  const pauseSchema = z.object({ paused: z.boolean({ error: "paused must be true or false" }) });
+  const pauseSchema = strictBody({ paused: z.boolean({ error: "paused must be true or false" }) });
   const knownPause = (name: string) => {
     if (!kernel.registry.pauses.has(name)) throw new ApiError(404, `Unknown pause switch: ${name}`);
     return name;
