@@ -7,9 +7,13 @@ import { parentPort } from "node:worker_threads";
 const load = typeof globalThis.Deno !== "undefined" ? (href) => import(href) : await import("tsx/esm/api").then(({ tsImport }) => (href) => tsImport(href, import.meta.url));
 const modules = new Map();
 
+// The ArrayBuffers to transfer rather than copy: only those a result's view covers whole. A small Node Buffer
+// is a slice of a pool the thread's later Buffers are cut from, which Node marks untransferable (Node 20 copies
+// it whole instead, 8 KiB for a few bytes; later releases refuse the message).
 function buffers(value, out = [], depth = 0) {
   if (ArrayBuffer.isView(value)) {
-    if (value.buffer instanceof ArrayBuffer && !out.includes(value.buffer)) out.push(value.buffer);
+    const whole = value.buffer instanceof ArrayBuffer && value.byteOffset === 0 && value.byteLength === value.buffer.byteLength;
+    if (whole && !out.includes(value.buffer)) out.push(value.buffer);
   } else if (value && typeof value === "object" && depth < 4) {
     for (const v of Object.values(value)) buffers(v, out, depth + 1);
   }

@@ -11,7 +11,9 @@
 // Threads are made on demand, at most one per core, and ended after a minute idle (each holds its own copy of
 // the modules it loaded). A call aborted by its signal ends its thread, the only way to stop pure CPU work;
 // the next call makes a fresh one. Arguments and results are structured-cloned; the ArrayBuffers of typed
-// arrays in a result are transferred, not copied. The caller bounds how much runs at once (the media pool).
+// arrays in a result are transferred, not copied, when the array covers its buffer whole (a small Node Buffer
+// is a slice of a pool the thread goes on using, and is copied). The caller bounds how much runs at once (the
+// media pool).
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 

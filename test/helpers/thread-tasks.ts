@@ -18,4 +18,9 @@ export function fails(message: string): never {
   throw new RangeError(message);
 }
 
+/** A small Node Buffer: a slice of the thread's Buffer pool, which the thread goes on cutting Buffers from. */
+export function pooled(text: string): Buffer {
+  return Buffer.from(text, "utf8");
+}
+
 export const notAFunction = 42;

@@ -27,6 +27,13 @@ t("more calls than cores all finish, each with its own answer", async () => {
   assert.equal(outs, Array.from({ length: n }, (_, i) => crunch(1000 * i, i)));
 });
 
+t("small Buffers from one thread, one call after another, each come back whole (the thread's Buffer pool is copied, not taken from it)", async () => {
+  // Called one after another, so every call's Buffer is cut from the same thread's pool.
+  const outs: Uint8Array[] = [];
+  for (let i = 0; i < 5; i++) outs.push(await inThread<Uint8Array>(TASKS, "pooled", [`call ${i}: ${"x".repeat(i * 10)}`]));
+  assert.equal(outs.map((b) => new TextDecoder().decode(b)), Array.from({ length: 5 }, (_, i) => `call ${i}: ${"x".repeat(i * 10)}`));
+});
+
 t("a throw in the thread is a ThreadError with its message; a missing export is one too", async () => {
   const err = await rejection(inThread(TASKS, "fails", ["out of range"]));
   assert.instance(err, ThreadError);
