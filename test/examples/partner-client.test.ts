@@ -45,7 +45,8 @@ const PNG = [0x89, 0x50, 0x4e, 0x47];
 
 t("REST (openapi-fetch + openapi-typescript): submit, follow, download", async () => {
   const { key } = await tk.partner({ credits: 100 });
-  const result = await generateImage(server.url, key, "a red kite over a beach", 50);
+  // Every 150 ms: image-status allows 60 a minute, so a loaded machine has 9 s before a poll is refused.
+  const result = await generateImage(server.url, key, "a red kite over a beach", 150);
   assert.equal(result.seen.at(-1), "success");
   assert.ok(result.seen.includes("pending"), `followed from pending: ${result.seen}`);
   assert.equal([...result.bytes.slice(0, 4)], PNG, "the file is a PNG");
