@@ -8,8 +8,8 @@ const load = typeof globalThis.Deno !== "undefined" ? (href) => import(href) : a
 const modules = new Map();
 
 // The ArrayBuffers to transfer rather than copy: only those a result's view covers whole. A small Node Buffer
-// is a slice of a pool the thread's later Buffers are cut from, which Node marks untransferable (Node 20 copies
-// it whole instead, 8 KiB for a few bytes; later releases refuse the message).
+// is a slice of a pool the thread's later Buffers are cut from, which Node marks untransferable: Node 20 clones
+// it instead, later releases refuse a message whose transfer list names it (DataCloneError). Cloned either way.
 function buffers(value, out = [], depth = 0) {
   if (ArrayBuffer.isView(value)) {
     const whole = value.buffer instanceof ArrayBuffer && value.byteOffset === 0 && value.byteLength === value.buffer.byteLength;
