@@ -59,6 +59,9 @@ for (const backend of await databaseBackends()) {
     const before = await partners();
     assert.equal(errorBody(await admin("POST", "/partners", { name: "x", limits: { inflight_jobs: 5 } })), { error: 'unknown field "limits" (this request takes: name, credits, pricing_tier, features)' });
     assert.equal(errorBody(await admin("POST", "/partners", { name: "x", limits: {}, custom_rates: {} })), { error: 'unknown fields "limits", "custom_rates" (this request takes: name, credits, pricing_tier, features)' });
+    // Many made-up keys: the first five are named, not all of them.
+    const many = Object.fromEntries([["name", "x"], ...Array.from({ length: 2000 }, (_, i) => [`k${i}`, i])]);
+    assert.equal(errorBody(await admin("POST", "/partners", many)), { error: 'unknown fields "k0", "k1", "k2", "k3", "k4" and 1995 more (this request takes: name, credits, pricing_tier, features)' });
     assert.is(await partners(), before);
     const { partner_id } = (await admin("POST", "/partners", { name: "x" })).body;
     assert.is((await admin("PATCH", `/partners/${partner_id}`, { nmae: "y" })).status, 400);

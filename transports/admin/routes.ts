@@ -92,7 +92,12 @@ export function adminRouteDocs(registry: Registry): AdminRouteDoc[] {
 function strictBody<Shape extends z.ZodRawShape>(shape: Shape) {
   const known = Object.keys(shape).join(", ");
   return z.strictObject(shape, {
-    error: (issue) => (issue.code === "unrecognized_keys" ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => JSON.stringify(k)).join(", ")} (this request takes: ${known})` : undefined),
+    error: (issue) => {
+      if (issue.code !== "unrecognized_keys") return undefined;
+      // The first few only: a body of a million made-up keys does not get them all back.
+      const named = issue.keys.slice(0, 5).map((k) => JSON.stringify(k)).join(", ") + (issue.keys.length > 5 ? ` and ${issue.keys.length - 5} more` : "");
+      return `unknown field${issue.keys.length > 1 ? "s" : ""} ${named} (this request takes: ${known})`;
+    },
   });
 }
 
