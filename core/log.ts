@@ -12,6 +12,25 @@ export interface Logger {
   info(message: string, ...details: unknown[]): void;
   warn(message: string, ...details: unknown[]): void;
   error(message: string, ...details: unknown[]): void;
+  /**
+   * The access log line of one request, at info: the same line as `info("request", entry)`, written by a
+   * logger that has a faster way (the JSON logger's fixed template). Optional: without it the caller uses info.
+   */
+  access?(entry: AccessEntry): void;
+}
+
+/** One request as the access log records it (transports/http.ts): never a key, never a query string. */
+export interface AccessEntry {
+  request_id: string;
+  /** The client's own X-Request-Id when it differs from ours (the id their support request will quote). */
+  client_request_id?: string;
+  /** Once the key was accepted. */
+  partner_id: string | null;
+  method: string;
+  /** The route pattern, not the path: ids stay out of it. */
+  route: string;
+  status: number;
+  duration_ms: number;
 }
 
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
@@ -142,6 +161,17 @@ function flatLine(level: Level, message: string, fields: Record<string, unknown>
   return `${line},"msg":${quoted(message)}}\n`;
 }
 
+/**
+ * The access log line, written from a fixed template: flatLine's walk over the fields (a loop, a type test and
+ * a name lookup for each) was half of the line's 2 µs, and there is one line per request (me.bench). The same
+ * keys in the same order as `info("request", entry)` would write; the test compares the two.
+ */
+function accessLine(entry: AccessEntry): string {
+  const client = entry.client_request_id === undefined ? "" : `,"client_request_id":${quoted(entry.client_request_id)}`;
+  const partner = entry.partner_id === null ? "null" : quoted(entry.partner_id);
+  return `{"level":"info","time":"${isoNow()}","pid":${process.pid},"request_id":${quoted(entry.request_id)}${client},"partner_id":${partner},"method":${quoted(entry.method)},"route":${quoted(entry.route)},"status":${entry.status},"duration_ms":${entry.duration_ms},"msg":"request"}\n`;
+}
+
 function jsonLogger(level: LogLevel): Logger {
   const out = batchedStderr();
   const log = pino({ level, base: { pid: process.pid }, timestamp: () => `,"time":"${isoNow()}"`, formatters: { level: (label) => ({ level: label }) } }, out.stream);
@@ -159,7 +189,11 @@ function jsonLogger(level: LogLevel): Logger {
     }
     if (ORDER[l] >= ORDER.warn) out.flush();
   };
-  return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+  const logs = ORDER.info >= ORDER[level];
+  const access = (entry: AccessEntry) => {
+    if (logs) out.stream.write(accessLine(entry));
+  };
+  return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error"), access };
 }
 
 export function createLogger(level: LogLevel, options: LoggerOptions = {}): Logger {

@@ -74,6 +74,22 @@ export class RoutedH3 extends H3 {
   readonly #patterns = createRouter<Set<string>>();
   readonly #byPattern = new Map<string, Set<string>>();
   readonly #noHead = new Set<string>();
+  #around?: Around;
+  readonly #route = (event: H3Event): unknown => super.handler(event);
+
+  /**
+   * Puts `around` in front of every route: it gets the event and a function that runs the route, and returns
+   * the answer. Used for the manners instead of h3 middleware (`use`), which calls each middleware through a
+   * closure and a promise of its own made per request: a microsecond of every request, a hundredth of a fast
+   * one (me.bench).
+   */
+  around(around: Around): void {
+    this.#around = around;
+  }
+
+  override handler(event: H3Event): unknown {
+    return this.#around ? this.#around(event, this.#route) : super.handler(event);
+  }
 
   /** A GET route whose handler does not answer HEAD (yoga's /graphql): Allow then leaves HEAD out. */
   withoutHead(route: string): void {
@@ -109,6 +125,9 @@ export class RoutedH3 extends H3 {
     return [...methods].sort();
   }
 }
+
+/** What RoutedH3.around takes: a function in front of every route. */
+export type Around = (event: H3Event, route: (event: H3Event) => unknown) => unknown;
 
 /** The encoding to answer with: br, then gzip, when the client accepts it (q > 0); otherwise none. */
 export function chooseEncoding(acceptEncoding: string | null): "br" | "gzip" | undefined {

@@ -4,6 +4,7 @@
 // port under Node or Deno (main.ts, benches).
 import { H3, HTTPResponse, serve, type H3Event } from "h3";
 import type { Kernel } from "../core/kernel.ts";
+import type { AccessEntry, Logger } from "../core/log.ts";
 import { KERNEL_ERRORS } from "../core/errors.ts";
 import { checkReadiness } from "../core/readiness.ts";
 import { mountAdminApi, tokenMatches } from "./admin/routes.ts";
@@ -60,30 +61,32 @@ function inCorsScope(pathname: string): boolean {
 /**
  * The manners every route shares (transports/http-manners.ts): X-Request-Id on every answer, OPTIONS answered
  * with Allow (and a CORS preflight for a listed origin), CORS headers on the answers to a listed origin, JSON
- * compressed above 1 KB. One middleware, which sets its headers on the answer the route returns (no route has
- * to know); only what h3 renders itself (a thrown error) gets them through `event.res.errHeaders`. Staging
- * every header on `event.res` would be simpler, and costs a copy of every answer's headers (me.bench).
+ * compressed above 1 KB. One function in front of every route (RoutedH3.around), which sets its headers on the
+ * answer the route returns (no route has to know); only what h3 renders itself (a thrown error) gets them
+ * through `event.res.errHeaders`. Staging every header on `event.res` would be simpler, and costs a copy of
+ * every answer's headers (me.bench).
  */
 function mountManners(app: RoutedH3, kernel: Kernel): void {
   const origins = kernel.config.corsOrigins;
   const metrics = metricsOf(kernel);
-  app.use(async (event, next) => {
+  const log = kernel.config.accessLog ? kernel.log : undefined;
+  app.around(async (event, route) => {
     const started = performance.now();
     const request = event.req as Request;
     const cors = origins.length > 0 && inCorsScope(event.url.pathname);
+    const trace = traceIdOf(event);
     if (request.method === "OPTIONS") {
       const allow = app.allowedMethods(event.url.pathname);
       if (allow.length > 0) {
-        const headers = { allow: allow.join(", "), "x-request-id": traceIdOf(event), ...(cors ? { vary: "Origin", ...corsHeaders(origins, request, allow) } : {}) };
+        const headers = { allow: allow.join(", "), "x-request-id": trace, ...(cors ? { vary: "Origin", ...corsHeaders(origins, request, allow) } : {}) };
         return new Response(null, { status: 204, headers });
       }
     }
-    const trace = traceIdOf(event);
     const corsAdded = cors ? { vary: "Origin", ...corsHeaders(origins, request, []) } : undefined;
     const staged = stageHeaders(event, corsAdded ? { "x-request-id": trace, ...corsAdded } : { "x-request-id": trace });
     let answer: unknown;
     try {
-      answer = await next();
+      answer = await route(event);
       const accept = request.headers.get("accept-encoding");
       const encoding = accept && request.method !== "HEAD" ? chooseEncoding(accept) : undefined;
       // Inside the try: a compression that fails is an error answer with its request id like any other.
@@ -91,10 +94,10 @@ function mountManners(app: RoutedH3, kernel: Kernel): void {
     } catch (error) {
       event.res.errHeaders.set("x-request-id", trace);
       for (const [k, v] of Object.entries(corsAdded ?? {})) event.res.errHeaders.set(k, v);
-      observed(kernel, metrics, event, (error as { status?: number }).status ?? 500, started);
+      observed(metrics, log, event, trace, (error as { status?: number }).status ?? 500, started);
       throw error;
     }
-    observed(kernel, metrics, event, answer instanceof Response || answer instanceof HTTPResponse ? (answer.status ?? 200) : (event.res.status ?? 200), started);
+    observed(metrics, log, event, trace, answer instanceof Response || answer instanceof HTTPResponse ? (answer.status ?? 200) : (event.res.status ?? 200), started);
     // The route put the staged headers into its answer's record: nothing to add (a compressed copy keeps them).
     if (staged.taken && answer instanceof HTTPResponse) return answer;
     return withHeaders(event, answer, trace, corsAdded);
@@ -103,29 +106,28 @@ function mountManners(app: RoutedH3, kernel: Kernel): void {
 
 /**
  * One request seen: the access log line (request id, partner id once the key was accepted, method, route
- * pattern, status, milliseconds; never a key or a query string) and the request metrics.
+ * pattern, status, milliseconds; never a key or a query string) when `log` is given, and the request metrics.
  */
 const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 
-function observed(kernel: Kernel, metrics: Metrics, event: H3Event, status: number, started: number): void {
+function observed(metrics: Metrics, log: Logger | undefined, event: H3Event, trace: string, status: number, started: number): void {
   const ms = performance.now() - started;
   const route = (event.context.matchedRoute as { route?: string } | undefined)?.route ?? "(unmatched)";
   // A label of a fixed set: a runtime that accepts any method token (Deno) must not grow the label sets.
   const method = KNOWN_METHODS.has(event.req.method) ? event.req.method : "OTHER";
   metrics.request(method, route, status, ms / 1000);
-  if (!kernel.config.accessLog) return;
+  if (!log) return;
   const requestId = requestIdOf(event);
-  const trace = traceIdOf(event);
-  // A client's own X-Request-Id is logged too: it is the id their support request will quote. (Written out
-  // rather than spread in: an object literal with a spread is built property by property at run time.)
   const partnerId = (event.context as { partnerId?: string }).partnerId ?? null;
   const duration = Math.round(ms * 10) / 10;
-  kernel.log.info(
-    "request",
+  // A client's own X-Request-Id is logged too: it is the id their support request will quote. (Two literals
+  // rather than a spread: an object literal with a spread is built property by property at run time.)
+  const entry: AccessEntry =
     trace === requestId
       ? { request_id: requestId, partner_id: partnerId, method, route, status, duration_ms: duration }
-      : { request_id: requestId, client_request_id: trace, partner_id: partnerId, method, route, status, duration_ms: duration },
-  );
+      : { request_id: requestId, client_request_id: trace, partner_id: partnerId, method, route, status, duration_ms: duration };
+  if (log.access) log.access(entry);
+  else log.info("request", entry);
 }
 
 /** The answer with its X-Request-Id (and CORS headers): set on it when it is a Response or h3's HTTPResponse. */

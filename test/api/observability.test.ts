@@ -145,11 +145,23 @@ plain("JSON lines from pino when stderr is not a terminal: level, time, message,
     log.error("a job failed", new Error("disk full"));
     log.warn("odd", 42);
     log.info("flat \\"fields\\"", { note: 'a "quoted" back\\\\slash \\u0001 é ✓ \\ud83d\\ude00', n: 1.5, ok: false, none: null, skipped: undefined });
+    const entry = { request_id: "req_2", client_request_id: "trace \\"é\\"", partner_id: null, method: "GET", route: "/api/v1/partner/me", status: 304, duration_ms: 0.7 };
+    log.access(entry);
+    log.info("request", entry);
+    log.access({ ...entry, client_request_id: undefined, partner_id: "prt_1" });
+    log.info("request", { ...entry, client_request_id: undefined, partner_id: "prt_1" });
   `;
   const out = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: resolve(import.meta.dirname!, "../.."), encoding: "utf8" });
   assert.is(out.status, 0, out.stderr);
   const lines = out.stderr.trim().split("\n").map((l) => JSON.parse(l));
-  assert.equal(lines.map((l) => [l.level, l.msg]), [["info", "request"], ["error", "a job failed"], ["warn", "odd"], ["info", 'flat "fields"']]);
+  assert.equal(lines.slice(0, 4).map((l) => [l.level, l.msg]), [["info", "request"], ["error", "a job failed"], ["warn", "odd"], ["info", 'flat "fields"']]);
+  // The access log's own template (core/log.ts accessLine) writes what info("request", entry) writes.
+  const raw = out.stderr.trim().split("\n").slice(4);
+  const timeless = (line: string) => line.replace(/"time":"[^"]*"/, '"time":""');
+  assert.is(raw.length, 4);
+  assert.is(timeless(raw[0]!), timeless(raw[1]!));
+  assert.is(timeless(raw[2]!), timeless(raw[3]!));
+  assert.equal([lines[4].client_request_id, lines[4].partner_id, lines[6].partner_id, "client_request_id" in lines[6]], ['trace "é"', null, "prt_1", false]);
   // A line of flat fields is written without pino (core/log.ts flatLine), in pino's key order and escaping.
   assert.equal(Object.keys(lines[3]), ["level", "time", "pid", "note", "n", "ok", "none", "msg"]);
   assert.equal([lines[3].note, lines[3].n, lines[3].ok, lines[3].none], ['a "quoted" back\\slash \u0001 é ✓ \ud83d\ude00', 1.5, false, null]);
