@@ -4,7 +4,8 @@
 // metrics, access log; transports/http-manners.ts): their cost as a ratio, target at least 0.9. And the same
 // read over GraphQL on the same server: its saturation rate against REST's (target at least 0.5), and its
 // latency at half of REST's saturation rate against REST's there (target at most 2x).
-// Run: npm run bench  (BENCH_SECONDS, BENCH_CONNECTIONS to change the load).
+// Run: npm run bench  (BENCH_SECONDS, BENCH_CONNECTIONS to change the load; BENCH_ROUNDS, BENCH_PROCESSES the
+// number of rounds and of server processes per /me variant).
 import { spawn, spawnSync } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { readFileSync } from "node:fs";
@@ -14,7 +15,7 @@ import process from "node:process";
 import autocannon from "autocannon";
 
 const root = resolve(import.meta.dirname!, "../..");
-const seconds = Number(process.env.BENCH_SECONDS ?? 5);
+const seconds = Number(process.env.BENCH_SECONDS ?? 3);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 
 // The load generator (this process, every thread) on CPU 0 and each server on CPU 1, when the machine has two
@@ -112,29 +113,47 @@ const line = (name: string, m: Measured) => `${name.padEnd(22)} ${m.rps.toFixed(
 // Every server is started first and loaded in turn, round after round, and each ratio is the median of the
 // ratios within a round. On a 2-CPU machine shared with the load generator one load of a few seconds varies by
 // 10-20 % from the next, more than what the manners ratio measures, and the drift is slow: loads next to each
-// other in time see the same machine. The figures printed per server are those of its median round.
-const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
+// other in time see the same machine. And one server process is not another: two processes of the same code
+// differed by 5 % over forty rounds (an A/A run: each process's own JIT decisions and memory layout), the
+// size of what the manners cost. So each variant the manners ratio compares runs in BENCH_PROCESSES processes,
+// started interleaved, and a round's figure for a variant is the mean over its processes. The figures printed
+// per variant are those of its median round.
+const rounds = Number(process.env.BENCH_ROUNDS ?? 6);
+const processes = Number(process.env.BENCH_PROCESSES ?? 3);
 const variants = ["bare", "me-plain", "me", "me-quiet"] as const;
-const servers = new Map<string, Server>();
-for (const mode of variants) servers.set(mode, await startServer(mode));
-const runs = new Map<string, Measured[]>(variants.map((v) => [v, []]));
+type Variant = (typeof variants)[number];
+const servers = new Map<Variant, Server[]>(variants.map((v) => [v, []]));
+// The bare handler is one process: its ratio has a wide margin, and it is not what the manners are measured against.
+for (let p = 0; p < processes; p++) for (const mode of variants) if (mode !== "bare" || p === 0) servers.get(mode)!.push(await startServer(mode));
+const meServer = servers.get("me")![0]!;
+const runs = new Map<Variant, Measured[]>(variants.map((v) => [v, []]));
 const graphqlRuns: Measured[] = [];
 const restRuns: Measured[] = [];
 let half: { rest: Measured; graphql: Measured; rate: number };
+
+/** One round of a variant: each of its processes loaded in turn, the mean of their figures. */
+async function roundOf(mode: Variant): Promise<Measured> {
+  const each: Measured[] = [];
+  for (const server of servers.get(mode)!) each.push(await load(server, "rest", { warm: false }));
+  const mean = (f: (m: Measured) => number) => each.reduce((sum, m) => sum + f(m), 0) / each.length;
+  return { rps: mean((m) => m.rps), p50: median(each.map((m) => m.p50)), p99: median(each.map((m) => m.p99)), rss: mean((m) => m.rss), cpuUs: mean((m) => m.cpuUs) };
+}
+
 try {
-  for (const mode of variants) await load(servers.get(mode)!, "rest"); // warm-up of each
-  await load(servers.get("me")!, "graphql");
+  for (const list of servers.values()) for (const server of list) await load(server, "rest"); // warm-up of each
+  await load(meServer, "graphql");
   for (let round = 0; round < rounds; round++) {
-    for (const mode of variants) runs.get(mode)!.push(await load(servers.get(mode)!, "rest", { warm: false }));
+    // Alternate the order, so no variant is always loaded first after the GraphQL loads.
+    for (const mode of round % 2 ? [...variants].reverse() : variants) runs.get(mode)!.push(await roundOf(mode));
     // GraphQL against REST on one server, next to each other in time.
-    restRuns.push(await load(servers.get("me")!, "rest", { warm: false }));
-    graphqlRuns.push(await load(servers.get("me")!, "graphql", { warm: false }));
+    restRuns.push(await load(meServer, "rest", { warm: false }));
+    graphqlRuns.push(await load(meServer, "graphql", { warm: false }));
   }
   // Both at half of REST's saturation rate on that server, where GraphQL's latency is to be at most twice REST's.
   const rate = Math.round(median(restRuns.map((r) => r.rps)) / 2);
-  half = { rate, rest: await load(servers.get("me")!, "rest", { rate, warm: false }), graphql: await load(servers.get("me")!, "graphql", { rate, warm: false }) };
+  half = { rate, rest: await load(meServer, "rest", { rate, warm: false }), graphql: await load(meServer, "graphql", { rate, warm: false }) };
 } finally {
-  for (const server of servers.values()) server.stop();
+  for (const list of servers.values()) for (const server of list) server.stop();
 }
 
 const ratio = (a: Measured[], b: Measured[]) => median(a.map((x, i) => x.rps / b[i]!.rps));
@@ -142,7 +161,7 @@ const cpuRatio = (a: Measured[], b: Measured[]) => median(a.map((x, i) => b[i]!.
 const medianRun = (list: Measured[]) => [...list].sort((a, b) => a.rps - b.rps)[list.length >> 1]!;
 const [bare, plain, me, quiet] = variants.map((v) => runs.get(v)!);
 
-console.log(`${rounds} rounds of ${seconds} s per server, ${connections} connections${pin ? `, servers on CPU ${SERVER_CPU} and the load on CPU 0` : ""}`);
+console.log(`${rounds} rounds of ${seconds} s per server process, ${processes} processes of each /me variant, ${connections} connections${pin ? `, servers on CPU ${SERVER_CPU} and the load on CPU 0` : ""}`);
 console.log(line("bare h3 handler", medianRun(bare!)));
 console.log(line("authenticated /me", medianRun(me!)));
 console.log(line("/me without manners", medianRun(plain!)));
