@@ -13,7 +13,7 @@ import type { OutboundGuard } from "../lib/outbound/index.ts";
 import type { PartnerLimits, PricingTier } from "../storage/tables.ts";
 import { memoryBlobStore } from "../storage/blobs.ts";
 import { memoryCounters, redisCounters } from "../storage/counters.ts";
-import { openDatabase } from "../storage/db.ts";
+import { openDatabase, type Database } from "../storage/db.ts";
 import { memoryPubSub, redisPubSub } from "../storage/pubsub.ts";
 import { createHttpApp } from "../transports/http.ts";
 import { pgliteTemplate, seedEmbeddedDataDir } from "./pglite-template.ts";
@@ -38,6 +38,11 @@ export interface TestKernelOptions {
   logger?: Logger;
   /** An outbound-URL guard of the test's own (e.g. with a fake DNS resolver). */
   outbound?: OutboundGuard;
+  /**
+   * Called with the SQL and the parameters of every statement the kernel runs through its query builder (the
+   * queue's own statements are not among them), to count what a code path costs the database.
+   */
+  onStatement?(sql: string, parameters: readonly unknown[]): void;
 }
 
 export interface TestResponse {
@@ -70,6 +75,20 @@ export interface TestKernel {
   close(): Promise<void>;
 }
 
+/** The database as the kernel sees it, with each statement's SQL handed to `onStatement` before it runs. */
+function countingStatements(database: Database, onStatement: NonNullable<TestKernelOptions["onStatement"]>): Database {
+  const executor = database.kysely.getExecutor();
+  const kysely = database.kysely.withPlugin({
+    transformQuery(args) {
+      const compiled = executor.compileQuery(args.node, args.queryId);
+      onStatement(compiled.sql, compiled.parameters);
+      return args.node;
+    },
+    transformResult: async (args) => args.result,
+  });
+  return { ...database, kysely };
+}
+
 export async function createTestKernel(options: TestKernelOptions): Promise<TestKernel> {
   const clock = fakeClock(Date.UTC(2026, 10, 1, 12, 0, 0));
   const config = loadConfig({ DATA_DIR: join(tmpdir(), "mediagate-test"), SANDBOX_LATENCY_MS: "0", LOG_LEVEL: "silent", ...options.env });
@@ -84,7 +103,7 @@ export async function createTestKernel(options: TestKernelOptions): Promise<Test
   const kernel = await createKernel({
     config,
     plugins: options.plugins,
-    database,
+    database: options.onStatement ? countingStatements(database, options.onStatement) : database,
     blobs: memoryBlobStore(),
     counters: options.redisUrl ? redisCounters({ url: options.redisUrl, prefix }) : memoryCounters(() => clock.now()),
     pubsub: options.redisUrl ? redisPubSub({ url: options.redisUrl, prefix }) : memoryPubSub(),
