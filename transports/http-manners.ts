@@ -80,8 +80,8 @@ export class RoutedH3 extends H3 {
   /**
    * Puts `around` in front of every route: it gets the event and a function that runs the route, and returns
    * the answer. Used for the manners instead of h3 middleware (`use`), which calls each middleware through a
-   * closure and a promise of its own made per request: a microsecond of every request, a hundredth of a fast
-   * one (me.bench).
+   * closure and a promise of its own made per request (0.4 µs of a request against 0.15 µs this way, in a
+   * loop through app.fetch).
    */
   around(around: Around): void {
     this.#around = around;
