@@ -4,39 +4,12 @@
 // dispatch.bench). On both backends.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { z } from "zod";
-import { queuedThen } from "../../core/job-states.ts";
-import type { JobKindDeclaration } from "../../core/jobs.ts";
-import { definePlugin, operation } from "../../core/plugin.ts";
 import account from "../../plugins/account/index.ts";
 import { createTestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { pingPlugin } from "../helpers/ping-plugin.ts";
 
-const ping: JobKindDeclaration<Record<string, never>> = {
-  ...queuedThen("done", "failed"),
-  failError: "failed",
-  async run() {
-    return { state: "done" };
-  },
-};
-
-const pinger = definePlugin({
-  name: "pinger",
-  rateLimits: { "POST /ping": [{ limit: 1000, windowSeconds: 60 }] },
-  jobs: { ping },
-  operations: [
-    operation({
-      method: "POST",
-      path: "/ping",
-      status: 202,
-      input: z.object({}),
-      async handle(ctx) {
-        const job = await ctx.submitJob({ kind: "ping", credits: 1, state: "queued", input: {}, insufficientCredits: () => "Insufficient credits" });
-        return { job_id: job.jobId };
-      },
-    }),
-  ],
-});
+const pinger = pingPlugin("pinger", { limitPerMinute: 1000 });
 
 /** The statements that read or write a job's own rows (the queue's and the usage counters' are not counted). */
 const ON_JOBS = /\b(from|into|update) "(jobs|job_waits)"/i;

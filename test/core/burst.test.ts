@@ -3,43 +3,15 @@
 // (storage/lanes.ts). On both backends. Order is asserted, never a duration.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { z } from "zod";
-import { queuedThen } from "../../core/job-states.ts";
-import type { JobKindDeclaration } from "../../core/jobs.ts";
-import { definePlugin, operation } from "../../core/plugin.ts";
 import account from "../../plugins/account/index.ts";
 import { createTestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { pingPlugin } from "../helpers/ping-plugin.ts";
 
 const BURST = 80;
 
 const started = new Map<string, number>();
-const ping: JobKindDeclaration<Record<string, never>> = {
-  ...queuedThen("done", "failed"),
-  failError: "failed",
-  async run(ctx) {
-    started.set(ctx.jobId, performance.now());
-    return { state: "done" };
-  },
-};
-
-const burster = definePlugin({
-  name: "burster",
-  rateLimits: { "POST /ping": [{ limit: 100_000, windowSeconds: 60 }] },
-  jobs: { ping },
-  operations: [
-    operation({
-      method: "POST",
-      path: "/ping",
-      status: 202,
-      input: z.object({}),
-      async handle(ctx) {
-        const job = await ctx.submitJob({ kind: "ping", credits: 1, state: "queued", input: {}, insufficientCredits: () => "Insufficient credits" });
-        return { job_id: job.jobId };
-      },
-    }),
-  ],
-});
+const burster = pingPlugin("burster", { limitPerMinute: 100_000, onRun: (jobId) => void started.set(jobId, performance.now()) });
 
 for (const backend of await databaseBackends()) {
   const t = suite(`a burst of submits on ${backend.name}`);
