@@ -267,11 +267,6 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
 
   const rowColumns = ["id", "plugin", "kind", "state", "finished_at", "progress", "message", "error", "updated_at", "partner_id", "input"] as const;
 
-  async function publishRow(jobId: string) {
-    const row = await db.selectFrom("jobs").select(rowColumns).where("id", "=", jobId).executeTakeFirst();
-    if (row) await publish(updateOf(row));
-  }
-
   const waitsDeps: WaitsDeps = { db, clock: deps.clock, log, callbacks: deps.upstreamCallbacks };
 
   async function runAttempt(k: CompiledKind, qjob: QueueJob<QueuedJob>) {
@@ -444,7 +439,8 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     const done = await deps.finishJob(jobId, finish);
     // Committed: the delivery it may have made can be claimed now.
     if (done && events && event) await deps.webhooks.wake();
-    if (done) await publishRow(jobId);
+    // The finish's own update returned the row the event is made of.
+    if (done) await publish(updateOf(done.row));
     else log.debug(`${k.plugin}/${k.kind} job ${jobId} had already ended`);
   }
 

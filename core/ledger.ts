@@ -1,7 +1,7 @@
 // The credit ledger (invariant 1). Every change of a balance is a conditional update of the partner row and
 // a ledger row, in one transaction; a job's charge is written with its job row, and its refund with its
 // terminal state, exactly once. The ledger therefore always sums to the balance.
-import { type Kysely, sql } from "kysely";
+import { type Kysely, type Selectable, sql } from "kysely";
 import { ApiError, KERNEL_ERRORS } from "./errors.ts";
 import { allocateServiceId } from "./ids.ts";
 import type { KernelTables, LedgerType } from "../storage/tables.ts";
@@ -211,8 +211,15 @@ export interface FinishJob {
 
 export interface FinishedJob {
   partnerId: string;
+  /** What this call refunded (0 unless asked to refund; a share refunded before it is not counted again). */
   creditsRefunded: number;
+  /** The job's row as the finish left it: what its update event (JobUpdate) is made of, with no read after. */
+  row: FinishedRow;
 }
+
+/** The columns of a finished job's row that FinishedJob carries. */
+const FINISHED_COLUMNS = ["id", "plugin", "kind", "state", "finished_at", "progress", "message", "error", "updated_at"] as const;
+export type FinishedRow = Pick<Selectable<KernelTables["jobs"]>, (typeof FINISHED_COLUMNS)[number]>;
 
 /**
  * Moves a job to a terminal state, releases its in-flight slot and refunds it if asked: one transaction,
@@ -221,9 +228,14 @@ export interface FinishedJob {
  */
 export async function finishJob(db: Kysely<KernelTables>, jobId: string, finish: FinishJob): Promise<FinishedJob | null> {
   return db.transaction().execute(async (trx) => {
-    // What its refundable shares already returned (refundShare) stays; a failure returns the rest.
-    const before = await trx.selectFrom("jobs").select(["credits_used", "credits_refunded"]).where("id", "=", jobId).where("finished_at", "is", null).forUpdate().executeTakeFirst();
-    if (!before) return null;
+    // A refund returns what the job's refundable shares (refundShare) have not returned already: that needs
+    // the refunded sum as it was, read under the row's lock. Without a refund the update alone is enough (it
+    // takes the lock, and its own `finished_at is null` decides whether this call ends the job): a statement
+    // fewer for every job that succeeds.
+    const before = finish.refund
+      ? await trx.selectFrom("jobs").select(["credits_refunded"]).where("id", "=", jobId).where("finished_at", "is", null).forUpdate().executeTakeFirst()
+      : undefined;
+    if (finish.refund && !before) return null;
     const job = await trx
       .updateTable("jobs")
       .set({
@@ -237,13 +249,14 @@ export async function finishJob(db: Kysely<KernelTables>, jobId: string, finish:
       })
       .where("id", "=", jobId)
       .where("finished_at", "is", null)
-      .returning(["partner_id", "credits_refunded", "endpoint"])
+      .returning(["partner_id", "credits_refunded", "endpoint", ...FINISHED_COLUMNS])
       .executeTakeFirst();
     if (!job) return null;
-    const refunded = Number(job.credits_refunded) - Number(before.credits_refunded);
+    const refunded = before ? Number(job.credits_refunded) - Number(before.credits_refunded) : 0;
     if (refunded > 0) await creditRefund(trx, job.partner_id, refunded, job.endpoint, jobId, `Refund: ${job.endpoint} (${jobId})`);
     await finish.within?.(trx, { partnerId: job.partner_id, creditsRefunded: job.credits_refunded });
-    return { partnerId: job.partner_id, creditsRefunded: refunded };
+    const row: FinishedRow = { id: job.id, plugin: job.plugin, kind: job.kind, state: job.state, finished_at: job.finished_at, progress: job.progress, message: job.message, error: job.error, updated_at: job.updated_at };
+    return { partnerId: job.partner_id, creditsRefunded: refunded, row };
   });
 }
 

@@ -166,6 +166,32 @@ for (const backend of await databaseBackends()) {
     assert.is(await tk.kernel.accounts.balance(p.id), await ledgerSum(tk, p.id));
   });
 
+  t("shares returned while the job ends, with and without a refund: one ending wins, and the money adds up either way", async () => {
+    const p = await tk.partner({ credits: 10_000 });
+    const db = tk.kernel.database.kysely;
+    // A success's ending reads nothing under a lock first (its update takes the lock): what a share returned at
+    // the same moment must stay returned, and a failure's ending must return only the rest.
+    for (let round = 0; round < 10; round++) {
+      const run = await chargeAndCreateJob(db, { partnerId: p.id, plugin: "t", kind: "run", endpoint: "POST /t", state: "processing", credits: 90, refundableShares: [30, 30, 30], inflight: false });
+      const endings = round % 2 ? [true, false] : [false, true];
+      const [, , first, second] = await Promise.all([
+        refundShare(db, run.jobId, 0),
+        refundShare(db, run.jobId, 1),
+        finishJob(db, run.jobId, { state: endings[0] ? "error" : "done", refund: endings[0]! }),
+        finishJob(db, run.jobId, { state: endings[1] ? "error" : "done", refund: endings[1]! }),
+      ]);
+      assert.is([first, second].filter(Boolean).length, 1, "one ending");
+      const ended = await db.selectFrom("jobs").selectAll().where("id", "=", run.jobId).executeTakeFirstOrThrow();
+      const refunds = await db.selectFrom("ledger").select("amount").where("job_id", "=", run.jobId).where("type", "=", "refund").execute();
+      assert.is(Number(ended.credits_refunded), refunds.reduce((sum, r) => sum + Number(r.amount), 0), "the job's refunded sum is its refund rows");
+      if (ended.state === "error") assert.is(Number(ended.credits_refunded), 90, "a failure returns everything, once");
+      // The row the ending returned is the row as it is now (the job's update event is made of it).
+      const winner = (first ?? second)!;
+      assert.equal({ state: winner.row.state, error: winner.row.error, finished: String(winner.row.finished_at) }, { state: ended.state, error: ended.error, finished: String(ended.finished_at) });
+      assert.is(await tk.kernel.accounts.balance(p.id), await ledgerSum(tk, p.id));
+    }
+  });
+
   t.run();
 }
 
