@@ -1,11 +1,12 @@
 // Benchmark: requests per second of an authenticated GET /me against a bare h3 handler answering the same
 // JSON, measured in one run on this machine, reported as a ratio (and each server's memory). Target: the
 // ratio is at least 0.5. Also the same app without the shared HTTP manners (X-Request-Id, compression, CORS,
-// metrics, access log; transports/http-manners.ts): their cost as a ratio, target at least 0.9. And the same
+// metrics, access log; transports/http-manners.ts), served by the same process: their cost as a ratio, target
+// at least 0.9, with an A/A control (the app with the manners against itself on a second port). And the same
 // read over GraphQL on the same server: its saturation rate against REST's (target at least 0.5), and its
 // latency at half of REST's saturation rate against REST's there (target at most 2x).
-// Run: npm run bench  (BENCH_SECONDS, BENCH_CONNECTIONS to change the load; BENCH_ROUNDS, BENCH_PROCESSES the
-// number of rounds and of server processes per /me variant).
+// Run: npm run bench  (BENCH_SECONDS, BENCH_CONNECTIONS to change the load; BENCH_ROUNDS the number of rounds;
+// BENCH_VERBOSE=1 prints each round's figures).
 import { spawn, spawnSync } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { readFileSync } from "node:fs";
@@ -15,7 +16,7 @@ import process from "node:process";
 import autocannon from "autocannon";
 
 const root = resolve(import.meta.dirname!, "../..");
-const seconds = Number(process.env.BENCH_SECONDS ?? 3);
+const seconds = Number(process.env.BENCH_SECONDS ?? 2);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 
 // The load generator (this process, every thread) on CPU 0 and each server on CPU 1, when the machine has two
@@ -54,17 +55,18 @@ function cpuSecondsOf(pid: number): number {
 }
 
 interface Server {
-  port: number;
+  /** Its ports: the bare handler's one; the app's with the manners, its control's, and its own without them. */
+  ports: number[];
   key: string;
   pid: number;
   stop(): void;
 }
 
-async function startServer(mode: "bare" | "me" | "me-quiet" | "me-plain"): Promise<Server> {
-  const port = await freePort();
+async function startServer(mode: "bare" | "me"): Promise<Server> {
+  const ports = mode === "bare" ? [await freePort()] : [await freePort(), await freePort(), await freePort()];
   // Node itself with tsx as a loader (not the tsx binary, which would fork): the pid is the server's, so its
   // RSS and CPU are measured and the kill reaches it.
-  const command = [process.execPath, "--import", "tsx", "test/bench/servers.ts", mode, String(port)];
+  const command = [process.execPath, "--import", "tsx", "test/bench/servers.ts", mode, ...ports.map(String)];
   // Pinned to the server's own CPU (taskset execs node: the pid stays the server's).
   const pinned = pin ? ["taskset", "-c", SERVER_CPU, ...command] : command;
   const child = spawn(pinned[0]!, pinned.slice(1), { cwd: root, stdio: ["ignore", "pipe", "ignore"] });
@@ -77,7 +79,7 @@ async function startServer(mode: "bare" | "me" | "me-quiet" | "me-plain"): Promi
     });
     child.once("exit", (code) => rej(new Error(`${mode} server exited with ${code}`)));
   });
-  return { port, key, pid: child.pid!, stop: () => child.kill("SIGKILL") };
+  return { ports, key, pid: child.pid!, stop: () => child.kill("SIGKILL") };
 }
 
 interface Measured {
@@ -89,10 +91,10 @@ interface Measured {
   cpuUs: number;
 }
 
-/** One load against a running server: saturating (`connections`), or at a fixed overall rate. */
-async function load(server: Server, over: "rest" | "graphql", options: { rate?: number; warm?: boolean } = {}): Promise<Measured> {
+/** One load against a port of a running server: saturating (`connections`), or at a fixed overall rate. */
+async function load(server: Server, port: number, over: "rest" | "graphql", options: { rate?: number; warm?: boolean } = {}): Promise<Measured> {
   const graphql = over === "graphql";
-  const url = `http://127.0.0.1:${server.port}${graphql ? "/graphql" : "/api/v1/partner/me"}`;
+  const url = `http://127.0.0.1:${port}${graphql ? "/graphql" : "/api/v1/partner/me"}`;
   const headers: Record<string, string> = { authorization: `Bearer ${server.key}`, "user-agent": "mediagate-bench/1.0", ...(graphql ? { "content-type": "application/json" } : {}) };
   const base = { url, headers, connections, ...(options.rate ? { overallRate: options.rate } : {}), ...(graphql ? { method: "POST" as const, body: GRAPHQL_ME } : {}) };
   if (options.warm !== false) await autocannon({ ...base, duration: 2 }); // warm-up: JIT, caches
@@ -110,66 +112,61 @@ const median = (values: number[]): number => {
 };
 const line = (name: string, m: Measured) => `${name.padEnd(22)} ${m.rps.toFixed(0).padStart(6)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms  cpu ${m.cpuUs.toFixed(0)} µs/req  rss ${m.rss.toFixed(0)} MB`;
 
-// Every server is started first and loaded in turn, round after round, and each ratio is the median of the
+// Both servers are started first and loaded in turn, round after round, and each ratio is the median of the
 // ratios within a round. On a 2-CPU machine shared with the load generator one load of a few seconds varies by
 // 10-20 % from the next, more than what the manners ratio measures, and the drift is slow: loads next to each
-// other in time see the same machine. And one server process is not another: two processes of the same code
-// differed by 5 % over forty rounds (an A/A run: each process's own JIT decisions and memory layout), the
-// size of what the manners cost. So each variant the manners ratio compares runs in BENCH_PROCESSES processes,
-// started interleaved, and a round's figure for a variant is the mean over its processes. The figures printed
-// per variant are those of its median round.
-const rounds = Number(process.env.BENCH_ROUNDS ?? 6);
-const processes = Number(process.env.BENCH_PROCESSES ?? 3);
-const variants = ["bare", "me-plain", "me", "me-quiet"] as const;
+// other in time see the same machine. The manners are priced within one process (test/bench/servers.ts says
+// why), with the control's ratio printed next to theirs; many short rounds rather than a few long ones, since
+// the noise is from one load to the next and a median of many pairs narrows it.
+const rounds = Number(process.env.BENCH_ROUNDS ?? 16);
+const variants = ["bare", "manners", "control", "plain", "graphql"] as const;
 type Variant = (typeof variants)[number];
-const servers = new Map<Variant, Server[]>(variants.map((v) => [v, []]));
-// The bare handler is one process: its ratio has a wide margin, and it is not what the manners are measured against.
-for (let p = 0; p < processes; p++) for (const mode of variants) if (mode !== "bare" || p === 0) servers.get(mode)!.push(await startServer(mode));
-const meServer = servers.get("me")![0]!;
+const bareServer = await startServer("bare");
+const meServer = await startServer("me");
+const [mannersPort, controlPort, plainPort] = meServer.ports as [number, number, number];
+const loadOf: Record<Variant, (options?: { rate?: number; warm?: boolean }) => Promise<Measured>> = {
+  bare: (o) => load(bareServer, bareServer.ports[0]!, "rest", o),
+  manners: (o) => load(meServer, mannersPort, "rest", o),
+  control: (o) => load(meServer, controlPort, "rest", o),
+  plain: (o) => load(meServer, plainPort, "rest", o),
+  graphql: (o) => load(meServer, mannersPort, "graphql", o),
+};
 const runs = new Map<Variant, Measured[]>(variants.map((v) => [v, []]));
-const graphqlRuns: Measured[] = [];
-const restRuns: Measured[] = [];
 let half: { rest: Measured; graphql: Measured; rate: number };
 
-/** One round of a variant: each of its processes loaded in turn, the mean of their figures. */
-async function roundOf(mode: Variant): Promise<Measured> {
-  const each: Measured[] = [];
-  for (const server of servers.get(mode)!) each.push(await load(server, "rest", { warm: false }));
-  const mean = (f: (m: Measured) => number) => each.reduce((sum, m) => sum + f(m), 0) / each.length;
-  return { rps: mean((m) => m.rps), p50: median(each.map((m) => m.p50)), p99: median(each.map((m) => m.p99)), rss: mean((m) => m.rss), cpuUs: mean((m) => m.cpuUs) };
-}
-
 try {
-  for (const list of servers.values()) for (const server of list) await load(server, "rest"); // warm-up of each
-  await load(meServer, "graphql");
+  for (const variant of variants) await loadOf[variant](); // warm-up of each
   for (let round = 0; round < rounds; round++) {
-    // Alternate the order, so no variant is always loaded first after the GraphQL loads.
-    for (const mode of round % 2 ? [...variants].reverse() : variants) runs.get(mode)!.push(await roundOf(mode));
-    // GraphQL against REST on one server, next to each other in time.
-    restRuns.push(await load(meServer, "rest", { warm: false }));
-    graphqlRuns.push(await load(meServer, "graphql", { warm: false }));
+    // The three ports the manners ratio and its control compare are loaded next to each other, in an order
+    // that turns each round (and runs backwards every other round), so none is always first or always last;
+    // the bare handler and GraphQL come before or after them, in turn.
+    const shift = round % 3;
+    const trio = (["manners", "control", "plain"] as const).slice(shift).concat((["manners", "control", "plain"] as const).slice(0, shift));
+    const order: Variant[] = round % 2 ? ["bare", ...trio.reverse(), "graphql"] : ["graphql", ...trio, "bare"];
+    for (const variant of order) runs.get(variant)!.push(await loadOf[variant]({ warm: false }));
+    if (process.env.BENCH_VERBOSE) console.log(`round ${round}: ${order.map((v) => `${v} ${runs.get(v)!.at(-1)!.rps.toFixed(0)}`).join(", ")}`);
   }
   // Both at half of REST's saturation rate on that server, where GraphQL's latency is to be at most twice REST's.
-  const rate = Math.round(median(restRuns.map((r) => r.rps)) / 2);
-  half = { rate, rest: await load(meServer, "rest", { rate, warm: false }), graphql: await load(meServer, "graphql", { rate, warm: false }) };
+  const rate = Math.round(median(runs.get("manners")!.map((r) => r.rps)) / 2);
+  half = { rate, rest: await loadOf.manners({ rate, warm: false }), graphql: await loadOf.graphql({ rate, warm: false }) };
 } finally {
-  for (const list of servers.values()) for (const server of list) server.stop();
+  bareServer.stop();
+  meServer.stop();
 }
 
 const ratio = (a: Measured[], b: Measured[]) => median(a.map((x, i) => x.rps / b[i]!.rps));
 const cpuRatio = (a: Measured[], b: Measured[]) => median(a.map((x, i) => b[i]!.cpuUs / x.cpuUs));
 const medianRun = (list: Measured[]) => [...list].sort((a, b) => a.rps - b.rps)[list.length >> 1]!;
-const [bare, plain, me, quiet] = variants.map((v) => runs.get(v)!);
+const [bare, manners, control, plain, graphql] = variants.map((v) => runs.get(v)!) as Measured[][];
 
-console.log(`${rounds} rounds of ${seconds} s per server process, ${processes} processes of each /me variant, ${connections} connections${pin ? `, servers on CPU ${SERVER_CPU} and the load on CPU 0` : ""}`);
+console.log(`${rounds} rounds of ${seconds} s per load, ${connections} connections${pin ? `, servers on CPU ${SERVER_CPU} and the load on CPU 0` : ""}`);
 console.log(line("bare h3 handler", medianRun(bare!)));
-console.log(line("authenticated /me", medianRun(me!)));
+console.log(line("authenticated /me", medianRun(manners!)));
+console.log(line("/me, control port", medianRun(control!)));
 console.log(line("/me without manners", medianRun(plain!)));
-console.log(line("/me, ACCESS_LOG=off", medianRun(quiet!)));
-console.log(`ratio /me : bare      ${ratio(me!, bare!).toFixed(2)}  (target >= 0.50)`);
-console.log(`ratio manners         ${ratio(me!, plain!).toFixed(2)} by req/s, ${cpuRatio(me!, plain!).toFixed(2)} by CPU per request  (/me : /me without the HTTP manners: request id, compression, CORS, metrics, access log; target >= 0.90)`);
-console.log(`ratio manners, quiet  ${ratio(quiet!, plain!).toFixed(2)} by req/s, ${cpuRatio(quiet!, plain!).toFixed(2)} by CPU per request  (the same with ACCESS_LOG=off)`);
-console.log(line("REST /me, one server", medianRun(restRuns)));
-console.log(line("GraphQL { me }", medianRun(graphqlRuns)));
-console.log(`ratio GraphQL : REST  ${ratio(graphqlRuns, restRuns).toFixed(2)} by req/s, ${cpuRatio(graphqlRuns, restRuns).toFixed(2)} by CPU per request  (target >= 0.50)`);
+console.log(line("GraphQL { me }", medianRun(graphql!)));
+console.log(`ratio /me : bare      ${ratio(manners!, bare!).toFixed(2)}  (target >= 0.50)`);
+console.log(`ratio manners         ${ratio(manners!, plain!).toFixed(2)} by req/s, ${cpuRatio(manners!, plain!).toFixed(2)} by CPU per request  (/me : /me without the HTTP manners: request id, compression, CORS, metrics, access log; target >= 0.90)`);
+console.log(`ratio control         ${ratio(control!, manners!).toFixed(2)} by req/s, ${cpuRatio(control!, manners!).toFixed(2)} by CPU per request  (the same app on two ports: 1.00 but for the measure's own noise)`);
+console.log(`ratio GraphQL : REST  ${ratio(graphql!, manners!).toFixed(2)} by req/s, ${cpuRatio(graphql!, manners!).toFixed(2)} by CPU per request  (target >= 0.50)`);
 console.log(`at ${half.rate} req/s (half of REST's saturation): REST p50 ${half.rest.p50} ms p99 ${half.rest.p99} ms, GraphQL p50 ${half.graphql.p50} ms p99 ${half.graphql.p99} ms; GraphQL : REST latency p50 ${(half.graphql.p50 / Math.max(half.rest.p50, 1)).toFixed(2)} (target <= 2)`);
