@@ -172,4 +172,35 @@ plain("JSON lines from pino when stderr is not a terminal: level, time, message,
   assert.is(lines[2].details, 42);
   assert.match(lines[0].time, /^\d{4}-\d{2}-\d{2}T/);
 });
+
+plain("the access line's numbers and time, written digit by digit, are what String and toISOString make", () => {
+  // Durations are rounded to tenths of a millisecond; the rest take the String path (or null when not finite).
+  const numbers = [0, -0, 0.1, 0.3, 0.7, 1, 9.9, 10, 12.5, 99.9, 100, 1234.5, 123456.7, 214748364.7, 2147483648, 2.25, 1e-7, 1e21, -1, -0.5, Number.NaN, Infinity];
+  const script = `
+    import { createLogger } from "./core/log.ts";
+    const log = createLogger("info");
+    for (const n of ${JSON.stringify(numbers.map(String))}.map(Number)) {
+      const entry = { request_id: "req_3", partner_id: null, method: "GET", route: "/api/v1/partner/me", status: 200, duration_ms: n };
+      log.access(entry);
+      log.info("request", entry);
+      log.access({ ...entry, status: n, duration_ms: 1 });
+      log.info("request", { ...entry, status: n, duration_ms: 1 });
+    }
+  `;
+  const before = Date.now();
+  const out = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: resolve(import.meta.dirname!, "../.."), encoding: "utf8" });
+  const after = Date.now();
+  assert.is(out.status, 0, out.stderr);
+  const raw = out.stderr.trim().split("\n");
+  assert.is(raw.length, numbers.length * 4);
+  const timeless = (line: string) => line.replace(/"time":"[^"]*"/, '"time":""');
+  for (let i = 0; i < raw.length; i += 2) assert.is(timeless(raw[i]!), timeless(raw[i + 1]!));
+  const durations = raw.filter((_, i) => i % 4 === 0).map((l) => /"duration_ms":([^,]*),/.exec(l)![1]);
+  assert.equal(durations, numbers.map((n) => (Number.isFinite(n) ? String(n) : "null")));
+  for (const line of raw.filter((_, i) => i % 2 === 0)) {
+    const time = JSON.parse(line).time as string;
+    assert.match(time, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    assert.ok(Date.parse(time) >= before - 1000 && Date.parse(time) <= after, time);
+  }
+});
 plain.run();
