@@ -22,8 +22,10 @@ import { type ServerProcess, startServer } from "../helpers/server.ts";
 
 const ADMIN_TOKEN = "adm_restart_test_token_0123456789";
 const USER_AGENT = "mediagate-restart-test/1.0";
-// The sandbox is polled every quarter of SANDBOX_LATENCY_MS (1.5 s), its progress growing with the time.
-const LATENCY_MS = 6000;
+// The sandbox is polled every quarter of SANDBOX_LATENCY_MS (2.25 s), its progress growing with the time. A job
+// shows progress from its first poll to its end: long enough that the test's polls, slow on a loaded machine
+// (a CI run of 6 s missed every job mid-run), see two of them at once.
+const LATENCY_MS = 9000;
 const RECOVERY_TIMEOUT_MS = 120_000;
 const OPENING_CREDITS = 1000;
 
@@ -247,7 +249,7 @@ for (const backend of await databaseBackends()) {
       const states = await Promise.all(jobIds.map(async (id) => [id, await statusOf(first, key, id)] as const));
       midRun = states.filter(([, s]) => s.status === "pending" && (s.progress ?? 0) > 0).map(([id]) => id);
       if (midRun.length >= 2) break;
-      if (Date.now() > waitUntil) throw new Error(`no job started running within 30 s:\n${logs()}`);
+      if (Date.now() > waitUntil) throw new Error(`no two jobs seen running at once within 30 s (last seen: ${JSON.stringify(states.map(([, s]) => [s.status, s.progress ?? null]))}):\n${logs()}`);
       await sleep(100);
     }
     await first.kill();
