@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { brotliCompress, constants as zlib, gzip } from "node:zlib";
 import { Buffer } from "node:buffer";
 import { H3, HTTPResponse, type H3Event } from "h3";
+import { FastResponse } from "srvx";
 import { requestId as newRequestId } from "../core/ids.ts";
 import { addRoute, createRouter, findAllRoutes } from "rou3";
 
@@ -29,8 +30,8 @@ export function traceIdOf(event: H3Event): string {
 
 /**
  * The headers the manners add to this request's answer (X-Request-Id, CORS), staged on the event by their
- * middleware. A route that builds its answer from a header record (h3's HTTPResponse) takes them into that
- * record with `takeStagedHeaders`; the middleware then leaves that answer alone. Setting a header on an
+ * middleware. A route that builds its answer from a header record (a TextAnswer, h3's HTTPResponse) takes
+ * them into that record with `takeStagedHeaders`; the middleware then leaves that answer alone. Setting a header on an
  * answer afterwards builds its Headers object once more than h3 does (me.bench: 4-5 µs of every request).
  */
 interface Staged {
@@ -147,15 +148,51 @@ export function chooseEncoding(acceptEncoding: string | null): "br" | "gzip" | u
 /**
  * A route's answer compressed with `encoding` when it is JSON of at least COMPRESS_MIN_BYTES (every JSON
  * answer to such a client says `Vary: Accept-Encoding`); anything else (streams: SSE, media; other types)
- * passes untouched. Takes what a handler returns: h3's
- * HTTPResponse (the partner API's successes, kept as text so h3 writes them without a web stream) or a Response.
+ * passes untouched. Takes what a handler returns: a TextAnswer (the partner API's successes), h3's
+ * HTTPResponse (the direct GraphQL path) or a Response.
  */
 /** Adds Accept-Encoding to Vary once (a GET's answer may already carry it from its route, for its 304). */
 function varyOnEncoding(headers: Headers): void {
-  if (!/(^|,)\s*accept-encoding\s*(,|$)/i.test(headers.get("vary") ?? "")) headers.append("vary", "Accept-Encoding");
+  if (!namesEncoding(headers.get("vary"))) headers.append("vary", "Accept-Encoding");
+}
+const namesEncoding = (vary: string | null | undefined): boolean => /(^|,)\s*accept-encoding\s*(,|$)/i.test(vary ?? "");
+
+/**
+ * An answer of text (or none) and a header record of lower-case names, kept as such until it is written:
+ * srvx writes the record to the socket as it is, where h3's HTTPResponse turns its record into a Headers
+ * object first (undici's, on every answer: about 4 % of a GET /me in me.bench), and compressJson works on the
+ * text and the record without reading a stream. Nothing may read `headers` before it is sent: the record is
+ * what is written. The partner API's successes.
+ */
+export class TextAnswer extends FastResponse {
+  constructor(
+    readonly bodyText: string | null,
+    status: number,
+    readonly record: Record<string, string>,
+  ) {
+    super(bodyText, { status, headers: record });
+  }
+}
+
+/** compressJson for a TextAnswer: the same outcome, from its text and its record. */
+async function compressText(answer: TextAnswer, encoding: "br" | "gzip"): Promise<TextAnswer | Response> {
+  const { bodyText: text, record } = answer;
+  const type = record["content-type"];
+  if (text === null || !type || !COMPRESSIBLE.test(type) || record["content-encoding"]) return answer;
+  // Fewer than COMPRESS_MIN_BYTES / 3 characters are fewer bytes than that in UTF-8, whatever they are.
+  const raw = text.length * 3 < COMPRESS_MIN_BYTES ? undefined : Buffer.from(text, "utf8");
+  if (!raw || raw.byteLength < COMPRESS_MIN_BYTES) {
+    if (!namesEncoding(record.vary)) record.vary = record.vary ? `${record.vary}, Accept-Encoding` : "Accept-Encoding";
+    return answer;
+  }
+  const packed = encoding === "br" ? await brotli(raw, BROTLI_OPTIONS) : await gzipped(raw);
+  const headers: Record<string, string> = { ...record, "content-encoding": encoding, "content-length": String(packed.byteLength) };
+  if (!namesEncoding(headers.vary)) headers.vary = headers.vary ? `${headers.vary}, Accept-Encoding` : "Accept-Encoding";
+  return new FastResponse(packed, { status: answer.status, headers });
 }
 
 export async function compressJson<T>(answer: T, encoding: "br" | "gzip"): Promise<T | HTTPResponse | Response> {
+  if (answer instanceof TextAnswer) return compressText(answer, encoding);
   if (!(answer instanceof HTTPResponse) && !(answer instanceof Response)) return answer;
   const type = answer.headers.get("content-type");
   if (!type || !COMPRESSIBLE.test(type) || answer.headers.has("content-encoding") || answer.body == null) return answer;

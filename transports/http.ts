@@ -99,7 +99,7 @@ function mountManners(app: RoutedH3, kernel: Kernel): void {
     }
     observed(metrics, log, event, trace, answer instanceof Response || answer instanceof HTTPResponse ? (answer.status ?? 200) : (event.res.status ?? 200), started);
     // The route put the staged headers into its answer's record: nothing to add (a compressed copy keeps them).
-    if (staged.taken && answer instanceof HTTPResponse) return answer;
+    if (staged.taken && (answer instanceof Response || answer instanceof HTTPResponse)) return answer;
     return withHeaders(event, answer, trace, corsAdded);
   });
 }

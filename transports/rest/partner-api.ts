@@ -2,7 +2,7 @@
 // gets a route; this file only reads the HTTP request and renders the outcome. Nothing here knows a plugin.
 import { createHash } from "node:crypto";
 import { HTTPResponse, type H3 } from "h3";
-import { requestIdOf, takeStagedHeaders } from "../http-manners.ts";
+import { requestIdOf, takeStagedHeaders, TextAnswer } from "../http-manners.ts";
 import type { Kernel } from "../../core/kernel.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import type { Invoke } from "../../core/operations.ts";
@@ -40,8 +40,9 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
   const tooLarge = decl.bodyTooLarge ?? KERNEL_ERRORS.bodyTooLarge;
   const onInternal = (err: unknown) => kernel.log.error(`${op.endpoint} failed`, err);
 
-  // A success is handed to h3 as an HTTPResponse (body text, status, headers), which h3 writes to the socket
-  // directly; a `new Response(...)` would build a web stream for the body only to be read back out.
+  // A success is a TextAnswer (transports/http-manners.ts: body text, status, a header record), which is
+  // written to the socket from the text and the record as they are; a `new Response(...)` would build a web
+  // stream for the body only to be read back out.
   // `url` is the one h3 already parsed for routing: a GET's query is read from it, not parsed again.
   // `finish` adds the headers the HTTP manners staged (X-Request-Id, CORS) to a success's header record.
   return async (
@@ -95,10 +96,10 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
       const { text, etag } = withEtag(outcome.body);
       // Vary on both: a 304 must name what the 200 it stands for varied on (RFC 9110 15.4.5).
       const headers = { ...outcome.headers, etag, "cache-control": "private, no-cache", vary: "Accept-Encoding" };
-      if (matches(request.headers.get("if-none-match"), etag)) return new HTTPResponse(null, { status: 304, headers: finish(headers) });
-      return new HTTPResponse(text, { status: 200, headers: finish({ "content-type": JSON_TYPE, ...headers }) });
+      if (matches(request.headers.get("if-none-match"), etag)) return new TextAnswer(null, 304, finish(headers));
+      return new TextAnswer(text, 200, finish({ "content-type": JSON_TYPE, ...headers }));
     }
-    return new HTTPResponse(JSON.stringify(outcome.body), { status: outcome.status, headers: finish({ "content-type": JSON_TYPE, ...outcome.headers }) });
+    return new TextAnswer(JSON.stringify(outcome.body), outcome.status, finish({ "content-type": JSON_TYPE, ...outcome.headers }));
   };
 }
 
