@@ -161,8 +161,8 @@ const namesEncoding = (vary: string | null | undefined): boolean => /(^|,)\s*acc
  * An answer of text (or none) and a header record of lower-case names, kept as such until it is written:
  * srvx writes the record to the socket as it is, where h3's HTTPResponse turns its record into a Headers
  * object first (undici's, on every answer: about 4 % of a GET /me in me.bench), and compressJson works on the
- * text and the record without reading a stream. Nothing may read `headers` before it is sent: the record is
- * what is written. The partner API's successes.
+ * text and the record without reading a stream. The record is not changed once the answer is made: under
+ * Deno, FastResponse is the runtime's own Response, which copies it at once. The partner API's successes.
  */
 export class TextAnswer extends FastResponse {
   constructor(
@@ -181,14 +181,16 @@ async function compressText(answer: TextAnswer, encoding: "br" | "gzip"): Promis
   if (text === null || !type || !COMPRESSIBLE.test(type) || record["content-encoding"]) return answer;
   // Fewer than COMPRESS_MIN_BYTES / 3 characters are fewer bytes than that in UTF-8, whatever they are.
   const raw = text.length * 3 < COMPRESS_MIN_BYTES ? undefined : Buffer.from(text, "utf8");
-  if (!raw || raw.byteLength < COMPRESS_MIN_BYTES) {
-    if (!namesEncoding(record.vary)) record.vary = record.vary ? `${record.vary}, Accept-Encoding` : "Accept-Encoding";
-    return answer;
-  }
+  if (!raw || raw.byteLength < COMPRESS_MIN_BYTES) return namesEncoding(record.vary) ? answer : new TextAnswer(text, answer.status, varyOnEncodingIn({ ...record }));
   const packed = encoding === "br" ? await brotli(raw, BROTLI_OPTIONS) : await gzipped(raw);
-  const headers: Record<string, string> = { ...record, "content-encoding": encoding, "content-length": String(packed.byteLength) };
-  if (!namesEncoding(headers.vary)) headers.vary = headers.vary ? `${headers.vary}, Accept-Encoding` : "Accept-Encoding";
+  const headers = varyOnEncodingIn({ ...record, "content-encoding": encoding, "content-length": String(packed.byteLength) });
   return new FastResponse(packed, { status: answer.status, headers });
+}
+
+/** varyOnEncoding for a header record of lower-case names. */
+function varyOnEncodingIn(record: Record<string, string>): Record<string, string> {
+  if (!namesEncoding(record.vary)) record.vary = record.vary ? `${record.vary}, Accept-Encoding` : "Accept-Encoding";
+  return record;
 }
 
 export async function compressJson<T>(answer: T, encoding: "br" | "gzip"): Promise<T | HTTPResponse | Response> {

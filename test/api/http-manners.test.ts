@@ -10,11 +10,12 @@ import account from "../../plugins/account/index.ts";
 import { ConfigError, loadConfig } from "../../core/config.ts";
 import { serveHttp } from "../../transports/http.ts";
 import { chooseEncoding } from "../../transports/http-manners.ts";
+import { pingPlugin } from "../helpers/ping-plugin.ts";
 
 const t = suite("partner API HTTP manners");
 let tk: TestKernel;
 t.before(async () => {
-  tk = await createTestKernel({ plugins: [account] });
+  tk = await createTestKernel({ plugins: [account, pingPlugin("pinger", { limitPerMinute: 100 })] });
 });
 t.after(async () => {
   await tk.close();
@@ -142,6 +143,14 @@ t("JSON above 1 KB is compressed for a client that accepts br or gzip; small ans
   assert.is(small.headers.get("content-encoding"), null, "under 1 KB: sent as is");
   assert.match(small.headers.get("vary") ?? "", /Accept-Encoding/);
   assert.ok((await small.json()).request_id);
+  // A small answer whose route names no Vary of its own (a POST's 202) gets it from the compression step.
+  const post = (accept?: string) => tk.fetch(new Request("http://mediagate.test/api/v1/partner/ping", { method: "POST", headers: { authorization: `Bearer ${key}`, "user-agent": "manners/1", "content-type": "application/json", ...(accept ? { "accept-encoding": accept } : {}) }, body: "{}" }));
+  const accepted = await post("gzip, br");
+  assert.is(accepted.status, 202);
+  assert.equal([accepted.headers.get("content-encoding"), accepted.headers.get("vary")], [null, "Accept-Encoding"]);
+  assert.ok((await accepted.json()).job_id);
+  const identity = await post();
+  assert.equal([identity.status, identity.headers.get("vary")], [202, null]);
 });
 
 t("through a real server: fetch decompresses, the headers say so", async () => {
