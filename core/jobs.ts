@@ -25,7 +25,6 @@ import type { CapabilityMap, CapabilityName } from "../contracts/index.ts";
 import { formatTimestamp } from "./time.ts";
 import type { BlobStore } from "../storage/blobs.ts";
 import type { PubSub } from "../storage/pubsub.ts";
-import { inBackground } from "../storage/lanes.ts";
 import type { Queue, QueueJob } from "../storage/queue.ts";
 import type { KernelTables } from "../storage/tables.ts";
 import type { Webhooks } from "./webhooks.ts";
@@ -206,7 +205,13 @@ export function compileJobKinds(plugins: readonly PluginDeclaration[], fail: (me
 }
 
 export interface JobRuntimeDeps {
+  /** The requests' lane (storage/lanes.ts): a job's status read, an upstream's callback. */
   db: Kysely<KernelTables>;
+  /**
+   * The background lane: what attempts and the dead-letter worker read and write, plugins' `ctx.db` in a
+   * runner included, so a job's statements take turns with a burst of requests' (storage/lanes.ts).
+   */
+  background: Kysely<KernelTables>;
   queue: Queue;
   pubsub: PubSub;
   log: Logger;
@@ -214,6 +219,7 @@ export interface JobRuntimeDeps {
   clock: Clock;
   kinds: Map<string, CompiledKind>;
   chargeAndCreateJob(req: ChargeRequest): Promise<SubmittedJob>;
+  /** On the background lane, like `refundShare`. */
   finishJob(jobId: string, finish: FinishJob): Promise<FinishedJob | null>;
   refundShare(jobId: string, index: number): Promise<number>;
   blobsFor(plugin: string): BlobStore;
@@ -247,7 +253,7 @@ export interface JobRuntime {
 }
 
 export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
-  const { db, queue, pubsub, log, kinds } = deps;
+  const { db, background, queue, pubsub, log, kinds } = deps;
 
   const publish = async (update: JobUpdate) => {
     await pubsub.publish(jobChannel(update.job_id), update).catch((err) => log.warn(`job ${update.job_id}: publish failed`, err));
@@ -267,18 +273,18 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
 
   const rowColumns = ["id", "plugin", "kind", "state", "finished_at", "progress", "message", "error", "updated_at", "partner_id", "input"] as const;
 
-  const waitsDeps: WaitsDeps = { db, clock: deps.clock, log, callbacks: deps.upstreamCallbacks };
+  const waitsDeps: WaitsDeps = { db: background, clock: deps.clock, log, callbacks: deps.upstreamCallbacks };
 
   async function runAttempt(k: CompiledKind, qjob: QueueJob<QueuedJob>) {
     const { jobId } = qjob.data;
-    const row = await db
+    const row = await background
       .selectFrom("jobs")
       .select(rowColumns)
       .select((eb) => eb.selectFrom("job_waits").select("job_waits.seq").whereRef("job_waits.job_id", "=", "jobs.id").as("wait_seq"))
       .where("id", "=", jobId)
       .executeTakeFirst();
     if (!row || row.finished_at !== null) return; // already ended: a retry after our commit
-    const claim = await claimWait(db, jobId, qjob.data.seq ?? 0, qjob.id, row.wait_seq);
+    const claim = await claimWait(background, jobId, qjob.data.seq ?? 0, qjob.id, row.wait_seq);
     if (!claim) return; // a poll another queue job now stands for (overtaken by a callback, or after a park)
     // Which process ran which attempt, for an operator following a job across workers (LOG_LEVEL=debug).
     log.debug(`${k.plugin}/${k.kind} job ${jobId}: attempt ${qjob.retryCount + 1} started`);
@@ -308,7 +314,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     };
     const write = async (values: { state?: string; progress?: number | RawBuilder<number>; message?: string | null }, from: string) => {
       alive();
-      const updated = await db
+      const updated = await background
         .updateTable("jobs")
         .set({ ...values, updated_at: sql`now()` })
         .where("id", "=", jobId)
@@ -336,7 +342,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       pluginConfig: deps.pluginConfigFor(k.plugin),
       clock: deps.clock,
       log,
-      db,
+      db: background,
       blobs: deps.blobsFor(k.plugin),
       capability: deps.capabilitiesFor(k.plugin),
       mediaUrl: (key) => deps.mediaUrl(k.plugin, key),
@@ -403,7 +409,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
   /** Ends an attempt that waits: the next poll is queued with the wait's next seq, in one transaction. */
   async function park(k: CompiledKind, jobId: string, queueJobId: string, p: Park) {
     const nextPollAt = new Date(deps.clock.now() + p.delayMs);
-    const delay = await commitPark(db, p, queueJobId, nextPollAt, async (trx, seq, delaySeconds) => {
+    const delay = await commitPark(background, p, queueJobId, nextPollAt, async (trx, seq, delaySeconds) => {
       const executor = async (text: string, values: unknown[]) => trx.executeQuery(CompiledQuery.raw(text, values as any[]));
       await queue.sendWithin(executor, k.queue, { jobId, seq } satisfies QueuedJob, delaySeconds > 0 ? { startAfterSeconds: delaySeconds } : {});
     });
@@ -520,16 +526,15 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     async startWorkers() {
       for (const k of kinds.values()) {
         await ensureQueue(k);
-        // In the background lane (storage/lanes.ts): a job's statements take turns with a burst of requests'.
-        await queue.work<QueuedJob>(k.queue, (qjob) => inBackground(() => runAttempt(k, qjob)), { concurrency: k.decl.concurrency ?? 4 });
+        await queue.work<QueuedJob>(k.queue, (qjob) => runAttempt(k, qjob), { concurrency: k.decl.concurrency ?? 4 });
         // Every attempt failed or its processes died: end the job as failed, refunded.
-        await queue.work<QueuedJob>(k.deadLetter, async (qjob) => inBackground(async () => {
+        await queue.work<QueuedJob>(k.deadLetter, async (qjob) => {
           // A poll that a later one stands for is not the job's last word.
-          const wait = await db.selectFrom("job_waits").select("seq").where("job_id", "=", qjob.data.jobId).executeTakeFirst();
+          const wait = await background.selectFrom("job_waits").select("seq").where("job_id", "=", qjob.data.jobId).executeTakeFirst();
           if (wait && wait.seq !== (qjob.data.seq ?? 0)) return;
           log.warn(`${k.plugin}/${k.kind} job ${qjob.data.jobId}: out of attempts, failing and refunding`);
           await end(k, qjob.data.jobId, { state: k.decl.failState, refund: true, error: k.decl.failError });
-        }));
+        });
       }
     },
   };

@@ -25,6 +25,8 @@ import { createOutboundGuard, type OutboundGuard } from "../lib/outbound/index.t
 import { createWebhooks, TEST_EVENT, type Webhooks } from "./webhooks.ts";
 import { createRetentionSweeper, retainingBlobStore, type RetentionSweeper } from "./retention.ts";
 import { createIdempotencyStore, type IdempotencyStore } from "./idempotency.ts";
+import type { Kysely } from "kysely";
+import type { KernelTables } from "../storage/tables.ts";
 import { serviceMediaReader } from "../lib/service-media.ts";
 
 export interface KernelOptions {
@@ -201,13 +203,18 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       if (job.creditsUsed > 0) await accounts.changed(req.partnerId);
       return job;
     };
-    const finish: Kernel["finishJob"] = async (jobId, how) => {
-      const done = await finishJob(database.kysely, jobId, how);
-      if (done && done.creditsRefunded > 0) await accounts.changed(done.partnerId);
-      return done;
-    };
+    // On either lane (storage/lanes.ts): an operation's own finish is a request's, a runner's is background work.
+    const finishOn =
+      (db: Kysely<KernelTables>): Kernel["finishJob"] =>
+      async (jobId, how) => {
+        const done = await finishJob(db, jobId, how);
+        if (done && done.creditsRefunded > 0) await accounts.changed(done.partnerId);
+        return done;
+      };
+    const finish = finishOn(database.kysely);
     const webhooks = createWebhooks({
       db: database.kysely,
+      background: database.background,
       pubsub,
       outbound: () => capability("outbound"),
       config,
@@ -218,6 +225,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     const jobs = createJobRuntime({
       webhooks,
       db: database.kysely,
+      background: database.background,
       queue,
       pubsub,
       log,
@@ -225,9 +233,9 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       clock,
       kinds: jobKinds,
       chargeAndCreateJob: chargeAndCreate,
-      finishJob: finish,
+      finishJob: finishOn(database.background),
       async refundShare(jobId, index) {
-        const { partnerId, credits } = await refundShare(database.kysely, jobId, index);
+        const { partnerId, credits } = await refundShare(database.background, jobId, index);
         if (credits > 0) await accounts.changed(partnerId);
         return credits;
       },

@@ -17,7 +17,6 @@
 // process). So a process at rest makes one small query every few seconds.
 import { sql, type Kysely } from "kysely";
 import type { Logger } from "./log.ts";
-import { inBackground } from "../storage/lanes.ts";
 import type { PubSub } from "../storage/pubsub.ts";
 import type { KernelTables } from "../storage/tables.ts";
 
@@ -60,6 +59,7 @@ export interface AttemptResult {
 }
 
 export interface DeliveryLoopDeps {
+  /** The background lane (Database.background): claims and outcomes go before a burst of requests'. */
   db: Kysely<KernelTables>;
   pubsub: PubSub;
   log: Logger;
@@ -153,7 +153,7 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
   /** Writes the buffered outcomes, a batch per statement, fenced on the attempt each one answers. */
   function flush(): Promise<void> {
     if (flushing) return flushing;
-    flushing = inBackground(async () => {
+    flushing = (async () => {
       // Let the sends that end in the same turn join this batch.
       await new Promise((r) => setImmediate(r));
       while (outcomes.length > 0) {
@@ -181,7 +181,7 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
         }
         if (Number.isFinite(retry)) tickIn(retry * 1000 + 50);
       }
-    }).finally(() => (flushing = null));
+    })().finally(() => (flushing = null));
     return flushing;
   }
 
@@ -195,13 +195,13 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
       return ticking ?? Promise.resolve();
     }
     looping = true;
-    ticking = inBackground(async () => {
+    ticking = (async () => {
       try {
         await tickLoop();
       } finally {
         looping = false;
       }
-    }).finally(() => {
+    })().finally(() => {
       ticking = null;
       tickIn(limits.idleMs);
     });

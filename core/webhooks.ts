@@ -73,7 +73,10 @@ const ATTEMPT_ERRORS = {
 export type ResendResult = { outcome: "not_found" | "pending" | "no_url" } | { outcome: "queued"; event_id: string; event: string; url: string };
 
 export interface WebhookDeps {
+  /** The requests' lane: settings, resends (storage/lanes.ts). */
   db: Kysely<KernelTables>;
+  /** The background lane: the delivery loop's claims and outcomes. */
+  background: Kysely<KernelTables>;
   /** Wakes every instance's delivery loop when deliveries become due. */
   pubsub: PubSub;
   outbound: () => OutboundGuard;
@@ -139,7 +142,7 @@ export function createWebhooks(deps: WebhookDeps) {
 
   // Signed with the account's current secret at each attempt, so a rotation applies to retries too.
   const loop = createDeliveryLoop({
-    db,
+    db: deps.background,
     pubsub: deps.pubsub,
     log,
     retryDelays: delays,

@@ -7,7 +7,7 @@ import process from "node:process";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
-import { LanePlaces } from "./lanes.ts";
+import { type Lane, LanePlaces } from "./lanes.ts";
 import { PGliteDialect } from "./pglite-dialect.ts";
 import type { KernelTables } from "./tables.ts";
 import { PRIVATE_FILE_MODE, privateDirSync, tightenTreeSync } from "./private-fs.ts";
@@ -16,7 +16,14 @@ export type DatabaseKind = "pglite" | "postgres";
 
 export interface Database {
   kind: DatabaseKind;
+  /** The requests' lane to the database (storage/lanes.ts). */
   kysely: Kysely<KernelTables>;
+  /**
+   * The same connections in the background lane: a freed connection goes to its statements first. For the
+   * job runtime and the webhook delivery loop, whose statements would otherwise wait behind a burst of
+   * requests'.
+   */
+  background: Kysely<KernelTables>;
   /** Set for kind "pglite": pg-boss shares this one connection. */
   pglite?: PGlite;
   /** Set for kind "postgres": pg-boss opens its own pool on the same database. */
@@ -72,14 +79,14 @@ export function describePostgresUrl(url: string): string {
   }
 }
 
-// The pool as kysely sees it: a connection is taken through LanePlaces (storage/lanes.ts), so a job's
-// statements take turns with a burst of requests' instead of queueing behind all of them. As many places as
-// the pool has connections, so pg's own queue stays empty.
-function byLane(pool: pg.Pool, size: number) {
-  const places = new LanePlaces(size);
+// The pool as one lane's kysely sees it: a connection is taken through LanePlaces (storage/lanes.ts), so a
+// job's statements take turns with a burst of requests' instead of queueing behind all of them. As many
+// places as the pool has connections, so pg's own queue stays empty. The requests' lane owns the pool (its
+// kysely's destroy ends it); the background lane's leaves it to that.
+function byLane(pool: pg.Pool, places: LanePlaces, lane: Lane) {
   return {
     async connect() {
-      const giveBack = await places.acquire();
+      const giveBack = await places.acquire(lane);
       let client: pg.PoolClient;
       try {
         client = await pool.connect();
@@ -95,7 +102,9 @@ function byLane(pool: pg.Pool, size: number) {
       };
       return client;
     },
-    end: () => pool.end(),
+    end: async () => {
+      if (lane === "requests") await pool.end();
+    },
   };
 }
 
@@ -133,12 +142,18 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     // 'error' event on the pool, which with no listener ends the process. pg has already dropped that
     // connection; the next query opens a new one, or fails with an error of its own where it is handled.
     pool.on("error", () => {});
-    const kysely = new Kysely<KernelTables>({ dialect: new PostgresDialect({ pool: byLane(pool, options.poolSize ?? 10) }) });
+    const places = new LanePlaces(options.poolSize ?? 10);
+    const kysely = new Kysely<KernelTables>({ dialect: new PostgresDialect({ pool: byLane(pool, places, "requests") }) });
+    const background = new Kysely<KernelTables>({ dialect: new PostgresDialect({ pool: byLane(pool, places, "background") }) });
     return {
       kind: "postgres",
       kysely,
+      background,
       connectionString: options.url,
-      close: () => kysely.destroy(),
+      close: async () => {
+        await background.destroy();
+        await kysely.destroy();
+      },
     };
   }
   let dataPath: string | undefined;
@@ -168,13 +183,17 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     lock?.release();
     throw err;
   }
-  const kysely = new Kysely<KernelTables>({ dialect: new PGliteDialect(pglite) });
+  const gate = new LanePlaces(1);
+  const kysely = new Kysely<KernelTables>({ dialect: new PGliteDialect(pglite, gate, "requests") });
+  const background = new Kysely<KernelTables>({ dialect: new PGliteDialect(pglite, gate, "background") });
   return {
     kind: "pglite",
     kysely,
+    background,
     pglite,
     close: async () => {
       try {
+        await background.destroy();
         await kysely.destroy();
         await pglite.close();
       } finally {

@@ -9,8 +9,13 @@
 // keep every place when no background work waits. (Taking turns one for one was measured too: jobs then
 // got half the database and fell behind a burst, their median start 2.2x plain pg-boss's.)
 //
-// Which lane a statement is in follows the async context: code run through `inBackground()` (and whatever
-// it awaits) is background work. The places are the same as before, only their order changes.
+// Which lane a statement is in is said by the kysely it goes through: `Database.background` (storage/db.ts)
+// takes its places in the background lane, `Database.kysely` in the requests lane; both share the same
+// places. The job runtime and the webhook delivery loop use the first, so a statement that reaches the
+// requests lane by another way (a plugin's helper, a blob's retention row) loses its priority, never its
+// correctness. (The lane once followed the async context, through an AsyncLocalStorage: on Node 20, once one
+// is used, every promise in the process runs a JavaScript init hook, and a request cost 10-15 % more CPU with
+// it than without. Measured: README, "me.bench".)
 //
 // A place that is handed on goes to its next holder in a later turn of the event loop (setImmediate), not in
 // the releasing promise's microtasks. Handed on in microtasks, a queue of waiting statements ran one after
@@ -18,17 +23,9 @@
 // thread, the loop went half a second at a time without reading a socket, so a webhook's receiver answered
 // into a socket nobody read, and deliveries fell to 30 a second behind 100 jobs a second ending (webhooks
 // bench: lag median 3.8 s; handed on in turns, 10 ms). Uncontended places are still taken at once.
-import { AsyncLocalStorage } from "node:async_hooks";
 import { setImmediate } from "node:timers";
 
-type Lane = "requests" | "background";
-
-const current = new AsyncLocalStorage<Lane>();
-
-/** Runs `fn` (and everything it starts) in the background lane. */
-export function inBackground<T>(fn: () => T): T {
-  return current.run("background", fn);
-}
+export type Lane = "requests" | "background";
 
 /** A waiting request gets at least one place in this many. */
 const REQUEST_SHARE = 4;
@@ -45,8 +42,7 @@ export class LanePlaces {
   }
 
   /** Resolves with the function that gives the place back (once; later calls do nothing). */
-  acquire(): Promise<() => void> {
-    const lane = current.getStore() ?? "requests";
+  acquire(lane: Lane): Promise<() => void> {
     if (this.#free > 0) {
       this.#free--;
       return Promise.resolve(this.#releaser());
@@ -81,5 +77,4 @@ export class LanePlaces {
     const release = this.#releaser();
     setImmediate(() => next(release));
   }
-
 }

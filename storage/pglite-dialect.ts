@@ -12,9 +12,10 @@
 // the burst was answered. So the application's statements and transactions first take the one place of a
 // LanePlaces (storage/lanes.ts): at most one of them waits in PGlite's mutex, so a queue statement waits
 // behind that one only, and a job's statements take turns with the requests'. It costs nothing in
-// throughput, since PGlite runs one statement at a time anyway.
+// throughput, since PGlite runs one statement at a time anyway. One gate serves two dialects, one per lane
+// (storage/db.ts makes both).
 import type { PGlite, Transaction } from "@electric-sql/pglite";
-import { LanePlaces } from "./lanes.ts";
+import type { Lane, LanePlaces } from "./lanes.ts";
 import {
   type CompiledQuery,
   type DatabaseConnection,
@@ -36,10 +37,11 @@ class PGliteConnection implements DatabaseConnection {
   constructor(
     private readonly pglite: PGlite,
     private readonly gate: LanePlaces,
+    private readonly lane: Lane,
   ) {}
 
   async begin(): Promise<void> {
-    this.#release = await this.gate.acquire();
+    this.#release = await this.gate.acquire(this.lane);
     try {
       await this.open();
     } catch (err) {
@@ -84,7 +86,7 @@ class PGliteConnection implements DatabaseConnection {
     if (this.#tx) {
       result = await this.#tx.query<R>(compiled.sql, compiled.parameters as unknown[]);
     } else {
-      const release = await this.gate.acquire();
+      const release = await this.gate.acquire(this.lane);
       try {
         result = await this.pglite.query<R>(compiled.sql, compiled.parameters as unknown[]);
       } finally {
@@ -104,13 +106,16 @@ class PGliteConnection implements DatabaseConnection {
 }
 
 class PGliteDriver implements Driver {
-  readonly #gate = new LanePlaces(1);
-  constructor(private readonly pglite: PGlite) {}
+  constructor(
+    private readonly pglite: PGlite,
+    private readonly gate: LanePlaces,
+    private readonly lane: Lane,
+  ) {}
   async init(): Promise<void> {
     await this.pglite.waitReady;
   }
   async acquireConnection(): Promise<DatabaseConnection> {
-    return new PGliteConnection(this.pglite, this.#gate);
+    return new PGliteConnection(this.pglite, this.gate, this.lane);
   }
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await (connection as PGliteConnection).begin();
@@ -125,13 +130,18 @@ class PGliteDriver implements Driver {
   async destroy(): Promise<void> {}
 }
 
+/** Statements on `pglite` that take `gate`'s one place in `lane`. */
 export class PGliteDialect implements Dialect {
-  constructor(private readonly pglite: PGlite) {}
+  constructor(
+    private readonly pglite: PGlite,
+    private readonly gate: LanePlaces,
+    private readonly lane: Lane,
+  ) {}
   createAdapter() {
     return new PostgresAdapter();
   }
   createDriver(): Driver {
-    return new PGliteDriver(this.pglite);
+    return new PGliteDriver(this.pglite, this.gate, this.lane);
   }
   createQueryCompiler() {
     return new PostgresQueryCompiler();

@@ -77,16 +77,18 @@ export interface TestKernel {
 
 /** The database as the kernel sees it, with each statement's SQL handed to `onStatement` before it runs. */
 function countingStatements(database: Database, onStatement: NonNullable<TestKernelOptions["onStatement"]>): Database {
-  const executor = database.kysely.getExecutor();
-  const kysely = database.kysely.withPlugin({
-    transformQuery(args) {
-      const compiled = executor.compileQuery(args.node, args.queryId);
-      onStatement(compiled.sql, compiled.parameters);
-      return args.node;
-    },
-    transformResult: async (args) => args.result,
-  });
-  return { ...database, kysely };
+  const counted = (lane: Database["kysely"]) => {
+    const executor = lane.getExecutor();
+    return lane.withPlugin({
+      transformQuery(args) {
+        const compiled = executor.compileQuery(args.node, args.queryId);
+        onStatement(compiled.sql, compiled.parameters);
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    });
+  };
+  return { ...database, kysely: counted(database.kysely), background: counted(database.background) };
 }
 
 export async function createTestKernel(options: TestKernelOptions): Promise<TestKernel> {
