@@ -1,12 +1,13 @@
 // The two lanes to the database (storage/lanes.ts): a freed place goes to background work first, a waiting
 // request gets at least one place in four, requests keep every place when nothing else waits, and a place
-// given back twice counts once, and a place handed on lets the event loop reach its I/O between holders.
+// given back twice counts once, and a place handed on lets the event loop reach its I/O between holders, as
+// do places taken at once one after another.
 // And on each database, the lanes as opened (storage/db.ts): `background`'s statements take a freed
 // connection before `kysely`'s, on the same connections.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { sql } from "kysely";
-import { LanePlaces } from "../../storage/lanes.ts";
+import { LanePlaces, TURN_BUDGET_MS } from "../../storage/lanes.ts";
 import { openDatabase } from "../../storage/db.ts";
 import { pgliteTemplate } from "../../testkit/pglite-template.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
@@ -78,6 +79,27 @@ test("a place handed on lets the event loop turn: I/O waiting is read between on
   await Promise.all(holders);
   assert.equal(held, 50);
   assert.ok(heldWhenTheLoopTurned >= 0 && heldWhenTheLoopTurned <= 2, heldWhenTheLoopTurned < 0 ? "the loop did not turn until all 50 had held the place" : `the loop turned after ${heldWhenTheLoopTurned} of 50 holders`);
+});
+
+test("places taken at once, one after another, let the event loop turn once the turn's budget is spent", async () => {
+  const places = new LanePlaces(1);
+  // A hundred holders one after another, none ever waiting for the place (each takes it after the last gave
+  // it back, in microtasks), each doing half a millisecond of work on this thread: statements on PGlite
+  // whose caller runs the next at once. Without a turn the loop reached its I/O after all hundred.
+  const spin = (ms: number) => {
+    const until = performance.now() + ms;
+    while (performance.now() < until);
+  };
+  let held = 0;
+  let heldWhenTheLoopTurned = -1;
+  setImmediate(() => (heldWhenTheLoopTurned = held));
+  for (let i = 0; i < 100; i++) {
+    const release = await places.acquire("requests");
+    spin(0.5);
+    held++;
+    release();
+  }
+  assert.ok(heldWhenTheLoopTurned >= 1 && heldWhenTheLoopTurned <= 4 * (TURN_BUDGET_MS / 0.5), heldWhenTheLoopTurned < 0 ? "the loop did not turn until all 100 had held the place" : `the loop turned after ${heldWhenTheLoopTurned} of 100 holders`);
 });
 
 for (const backend of await databaseBackends()) {
