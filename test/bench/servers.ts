@@ -5,7 +5,8 @@
 //     handler, and the shared HTTP manners: request id, compression, CORS, metrics, access log;
 //     transports/http-manners.ts) on <port> and again on <control-port>, and the same app without the
 //     manners on <plain-port>, to price them within one process
-// Prints "READY <key>" when it listens.
+// Prints "READY <key>" when it listens. On the embedded PGlite, or on Postgres at BENCH_DATABASE_URL (an empty
+// database of its own: the kernel migrates it and makes its partner there).
 import process from "node:process";
 import { H3, serve } from "h3";
 import { loadConfig } from "../../core/config.ts";
@@ -37,7 +38,7 @@ if (mode === "bare") {
 } else {
   // info: the access log line of every request is part of what the manners cost (stderr goes to /dev/null).
   const config = loadConfig({ LOG_LEVEL: "info", ACCESS_LOG: "on", DATA_DIR: "/tmp/mediagate-bench" });
-  const kernel = await createKernel({ config, plugins, database: await openDatabase({}), blobs: memoryBlobStore() });
+  const kernel = await createKernel({ config, plugins, database: await openDatabase({ url: process.env.BENCH_DATABASE_URL || undefined }), blobs: memoryBlobStore() });
   await kernel.start();
   const { partner, apiKey } = await kernel.accounts.create({ name: "Bench partner", credits: 1_000_000 });
   // The benchmark measures request cost, not the rate limiter's refusals: lift GET /me's limit for this key.
