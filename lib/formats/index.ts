@@ -10,3 +10,4 @@ export { isWebp, riffChunk, riffChunks, riffHeader, WEBP_VP8X_FLAGS, writeRiff, 
 export { appendTopLevelBox, isIsoBmffFirstBox, isoBmffBox, isoBmffFirstBox, mp4Boxes, type IsoBmffStartOptions, type Mp4Box } from "./isobmff.ts";
 export { AUDIO_CONTAINERS, IMAGE_CONTAINERS, MEDIA_CONTAINERS, sniffImageType, sniffMedia, VIDEO_CONTAINERS, type ImageMimeType, type MediaContainer } from "./sniff.ts";
 export { base64Payload, decodedSize, decodeImageBase64, IMAGE_EXT, IMAGE_MIME, imageKind, type DecodedImage } from "./image-base64.ts";
+export { DIMENSION_SCAN_LIMIT, isGif, pictureSize, type PictureFormat, type PictureSize } from "./dimensions.ts";
