@@ -137,27 +137,32 @@ onAfterAll(() => s3?.close());
     submit("music", apiB, "/generate-music", { prompt: "lofi beats for a rainy night" }, (b) => `/music-status/${b.job_id}`),
   ]);
 
-  // The kill: once a worker has in hand an attempt that works (not a poll that parks at once), a moment into it.
-  // Downloads, analyses and Script Runner hold their attempt for the sandbox's latency. Whichever worker starts
-  // one first is killed (which one fetches a job is the queue's choice); the other survives.
-  const working = /(?:social\/download|analysis\/analysis|script-runner\/run) job (\S+): attempt 1 started/g;
-  const startedBy = (w: typeof w1) => [...w.output().matchAll(working)].map((m) => m[1]!);
-  const [victim, survivor, running] = await until(
-    async () => {
-      const byFirst = startedBy(w1);
-      return byFirst.length > 0 ? ([w1, w2, byFirst] as const) : ([w2, w1, startedBy(w2)] as const);
-    },
-    ([, , ids]) => ids.length > 0,
-    `no worker started an attempt\n${logs()}`,
+  // The kill: once a worker has in hand an attempt that works (not a poll that parks at once) and the job is
+  // still open in the database. Downloads, analyses and Script Runner hold their attempt for the sandbox's
+  // latency. Whichever worker holds one first is killed (which one fetches a job is the queue's choice); the
+  // other survives. On a loaded machine an attempt seen in the log may already have ended: such a job proves
+  // nothing about recovery, so only jobs still open in the database count.
+  const database = await openDatabase({ url: common.DATABASE_URL });
+  const db = database.kysely;
+  const working = /(?:social\/download|analysis\/analysis|script-runner\/run) job (\S+): attempt \d+ started/g;
+  const startedBy = (w: typeof w1) => [...new Set([...w.output().matchAll(working)].map((m) => m[1]!))];
+  const stillOpen = async (ids: string[]) =>
+    ids.length ? (await db.selectFrom("jobs").select("id").where("id", "in", ids).where("finished_at", "is", null).execute()).map((r) => r.id) : [];
+  const [victim, survivor] = await until(
+    async () => ((await stillOpen(startedBy(w1))).length ? ([w1, w2] as const) : (await stillOpen(startedBy(w2))).length ? ([w2, w1] as const) : null),
+    (pair) => pair !== null,
+    `no worker held an open working attempt\n${logs()}`,
     60_000,
     25,
-  );
-  await sleep(300);
+  ).then((pair) => pair!);
   await victim.kill();
+  // What the victim held when it died: these must be taken again by the survivor.
+  const interrupted = await stillOpen(startedBy(victim));
+  assert.ok(interrupted.length > 0, `the victim held no open working attempt when killed\n${logs()}`);
+  // Every job the victim ever started: the only ones the kill may have failed (see below).
+  const touched = new Set([...victim.output().matchAll(/ job (\S+): attempt \d+ started/g)].map((m) => m[1]!));
 
-  const database = await openDatabase({ url: common.DATABASE_URL });
   try {
-    const db = database.kysely;
     const jobs = await until(
       () => db.selectFrom("jobs").selectAll().where("partner_id", "=", partnerId).execute(),
       (rows) => rows.every((r) => r.finished_at !== null),
@@ -166,10 +171,15 @@ onAfterAll(() => s3?.close());
       500,
     );
     assert.ok(jobs.length >= 18, `${jobs.length} jobs`);
-    // The killed attempt was taken again, by the surviving worker, once its heartbeat had stopped.
-    assert.ok(running.some((id) => survivor.output().includes(`job ${id}: attempt 2 started`)), `a killed attempt retried by the other worker: ${running}\n${logs()}`);
-    // Every job ended well: the kill cost an attempt, not a result.
-    for (const j of jobs) assert.is(Number(j.credits_refunded), 0, `${j.plugin}/${j.kind} ${j.id} ended ${j.state}: ${j.error}`);
+    // The killed attempts were taken again, by the surviving worker, once their heartbeat had stopped.
+    for (const id of interrupted) assert.ok(new RegExp(`job ${id}: attempt \\d+ started`).test(survivor.output()), `killed attempt of ${id} retried by the other worker\n${logs()}`);
+    // Jobs the victim never touched ended well. A job it held may have lost its last attempt to the kill (a
+    // crash still counts as a failed attempt: issue 46); then it was refunded, once (checked below).
+    for (const j of jobs) {
+      if (Number(j.credits_refunded) === 0) continue;
+      assert.ok(touched.has(j.id), `${j.plugin}/${j.kind} ${j.id} ended ${j.state}: ${j.error} (not a job the killed worker held)`);
+      assert.ok(Number(j.credits_refunded) <= Number(j.credits_used), `${j.plugin}/${j.kind} ${j.id} refunded at most its charge`);
+    }
 
     // Money: one charge per job (a batch's sections share one line), a refund at most once per share, and a
     // balance that is the ledger's sum.
