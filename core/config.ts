@@ -39,6 +39,14 @@ export const KERNEL_VARIABLES = [
   "GRAPHQL_PERSISTED_ONLY",
   "UPSTREAM_CALLBACK_SECRET",
   "MEDIA_CONCURRENCY",
+  "HTTP_HEADERS_TIMEOUT_MS",
+  "HTTP_BODY_TIMEOUT_MS",
+  "HTTP_BODY_MIN_BYTES_PER_S",
+  "HTTP_KEEP_ALIVE_TIMEOUT_MS",
+  "HTTP_CONNECTIONS_PER_ADDRESS",
+  "HTTP_CONNECTIONS_MAX",
+  "GRAPHQL_SUBSCRIPTIONS_PER_KEY",
+  "GRAPHQL_SUBSCRIPTIONS_PER_SOCKET",
 ] as const;
 export type KernelVariable = (typeof KERNEL_VARIABLES)[number];
 
@@ -99,6 +107,25 @@ export interface Config {
    * every job kind (ffmpeg runs, resampling) takes one while it runs (lib/media/pool.ts).
    */
   mediaConcurrency: number;
+  /** Time-outs and caps of connections and subscriptions (the HTTP_* and GRAPHQL_SUBSCRIPTIONS_* variables). */
+  connections: ConnectionSettings;
+}
+
+/**
+ * What one slow or greedy client may hold (transports/connection-limits.ts, transports/graphql/
+ * subscription-limits.ts, where each default is reasoned). A cap of 0 is off.
+ */
+export interface ConnectionSettings {
+  headersTimeoutMs: number;
+  /** The window over which a request body must arrive at `bodyMinBytesPerS` at least. */
+  bodyTimeoutMs: number;
+  bodyMinBytesPerS: number;
+  keepAliveTimeoutMs: number;
+  perAddress: number;
+  /** undefined: chosen from the process's file-descriptor limit at start. */
+  max: number | undefined;
+  subscriptionsPerKey: number;
+  subscriptionsPerSocket: number;
 }
 
 export class ConfigError extends Error {}
@@ -210,6 +237,16 @@ export function loadConfig(source: Environment = process.env): Config {
     graphqlPersistedOnly: flag("GRAPHQL_PERSISTED_ONLY", env.GRAPHQL_PERSISTED_ONLY),
     upstreamCallbackSecret: env.UPSTREAM_CALLBACK_SECRET || undefined,
     mediaConcurrency: nonNegativeInt("MEDIA_CONCURRENCY", env.MEDIA_CONCURRENCY, defaultMediaConcurrency()),
+    connections: {
+      headersTimeoutMs: nonNegativeInt("HTTP_HEADERS_TIMEOUT_MS", env.HTTP_HEADERS_TIMEOUT_MS, 10_000),
+      bodyTimeoutMs: nonNegativeInt("HTTP_BODY_TIMEOUT_MS", env.HTTP_BODY_TIMEOUT_MS, 10_000),
+      bodyMinBytesPerS: nonNegativeInt("HTTP_BODY_MIN_BYTES_PER_S", env.HTTP_BODY_MIN_BYTES_PER_S, 1024),
+      keepAliveTimeoutMs: nonNegativeInt("HTTP_KEEP_ALIVE_TIMEOUT_MS", env.HTTP_KEEP_ALIVE_TIMEOUT_MS, 5_000),
+      perAddress: nonNegativeInt("HTTP_CONNECTIONS_PER_ADDRESS", env.HTTP_CONNECTIONS_PER_ADDRESS, 256),
+      max: env.HTTP_CONNECTIONS_MAX ? nonNegativeInt("HTTP_CONNECTIONS_MAX", env.HTTP_CONNECTIONS_MAX, 0) : undefined,
+      subscriptionsPerKey: nonNegativeInt("GRAPHQL_SUBSCRIPTIONS_PER_KEY", env.GRAPHQL_SUBSCRIPTIONS_PER_KEY, 200),
+      subscriptionsPerSocket: nonNegativeInt("GRAPHQL_SUBSCRIPTIONS_PER_SOCKET", env.GRAPHQL_SUBSCRIPTIONS_PER_SOCKET, 100),
+    },
   };
   if (config.mediaConcurrency < 1) throw new ConfigError("MEDIA_CONCURRENCY must be at least 1");
   if (config.upstreamCallbackSecret !== undefined && config.upstreamCallbackSecret.length < 32) {
