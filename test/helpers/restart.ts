@@ -13,7 +13,17 @@ export async function call(server: ServerProcess, method: string, path: string, 
   if (opts.key) headers.authorization = `Bearer ${opts.key}`;
   if (opts.adminToken) headers.authorization = `Bearer ${opts.adminToken}`;
   if (opts.body !== undefined) headers["content-type"] = "application/json";
-  const res = await fetch(server.url + path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+  const send = () => fetch(server.url + path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+  let res: Response;
+  try {
+    res = await send();
+  } catch (err) {
+    // A GET on a pooled keep-alive socket the server was closing as it was reused fails with "fetch failed"
+    // (seen on a loaded machine); a read is safe to send again. A server that is really gone fails twice.
+    if (method !== "GET") throw err;
+    await sleep(100);
+    res = await send();
+  }
   const text = await res.text();
   let body: any = text;
   try {
