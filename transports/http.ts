@@ -7,6 +7,7 @@ import type { Kernel } from "../core/kernel.ts";
 import type { AccessEntry, Logger } from "../core/log.ts";
 import { KERNEL_ERRORS } from "../core/errors.ts";
 import { checkReadiness } from "../core/readiness.ts";
+import { guardConnections } from "./connection-limits.ts";
 import { mountAdminApi, tokenMatches } from "./admin/routes.ts";
 import { metricsOf, metricsResponse, type Metrics } from "./metrics.ts";
 import { chooseEncoding, compressJson, corsHeaders, requestIdOf, RoutedH3, stageHeaders, traceIdOf } from "./http-manners.ts";
@@ -197,6 +198,8 @@ export async function serveHttp(kernel: Kernel, options: ServeHttpOptions): Prom
   // main.ts's shutdown (which first ends the open subscriptions with their final message). srvx turns it off
   // by itself only when it sees a test or CI environment, which is why the tests never showed the race.
   const server = serve(createHttpApp(kernel, { adminToken: options.adminToken, graphql, manners: options.manners }), { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });
+  // Time-outs and connection caps (connection-limits.ts), set before the server's first connection.
+  if (server.node?.server) guardConnections(server.node.server, kernel.config.connections, { owner: kernel, listener: "public" });
   await server.ready();
   // GraphQL over WebSocket needs the node:http server, which srvx exposes under Node only. Under Deno,
   // subscriptions are served over SSE (the same /graphql endpoint), and `ws` is never loaded.
@@ -230,6 +233,7 @@ export async function serveHealth(kernel: Kernel, options: { port: number; hostn
   mountProbes(app, kernel);
   app.all("/**", () => json(404, { error: KERNEL_ERRORS.notFound }));
   const server = serve(app, { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });
+  if (server.node?.server) guardConnections(server.node.server, kernel.config.connections, { owner: kernel, listener: "health" });
   await server.ready();
   return { url: server.url!, close: () => server.close(true) };
 }
