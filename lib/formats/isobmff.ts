@@ -1,7 +1,10 @@
 // ISO-BMFF (MP4, MOV, 3GP, HEIF) at the box level: size, type, an optional 64-bit size, the payload. The
-// reader never throws and never loops: a damaged file ends the walk at the first box that does not fit, so
-// callers see what was readable (metadata categories, a first box) and decide for themselves.
+// reader never loops and throws only past a cap: a damaged file ends the walk at the first box that does not
+// fit, so callers see what was readable (metadata categories, a first box) and decide for themselves; more
+// boxes side by side than `maxBoxes` is FormatLimitError (a DamagedMediaError).
 import { concatBytes, fourcc, latin1 } from "./bytes.ts";
+import { countAgainst } from "./errors.ts";
+import { FORMAT_LIMITS } from "./limits.ts";
 
 export interface Mp4Box {
   type: string;
@@ -11,11 +14,16 @@ export interface Mp4Box {
   end: number;
 }
 
-/** The boxes laid end to end in bytes [from, to); stops at the first that does not fit. */
-export function* mp4Boxes(b: Uint8Array, from = 0, to = b.length): Generator<Mp4Box> {
+/**
+ * The boxes laid end to end in bytes [from, to); stops at the first that does not fit, throws
+ * FormatLimitError past `maxBoxes` (default: a file's top level, FORMAT_LIMITS.isoBmffTopLevelBoxes; pass
+ * FORMAT_LIMITS.isoBmffChildBoxes when walking inside a box).
+ */
+export function* mp4Boxes(b: Uint8Array, from = 0, to = b.length, maxBoxes: number = FORMAT_LIMITS.isoBmffTopLevelBoxes): Generator<Mp4Box> {
   const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
   let at = from;
-  while (at + 8 <= to) {
+  for (let count = 1; at + 8 <= to; count++) {
+    countAgainst(count, maxBoxes, "boxes side by side");
     let size = view.getUint32(at);
     const type = latin1(b, at + 4, at + 8);
     let body = at + 8;

@@ -3,7 +3,8 @@
 // which is how a damaged file is told from a clean one without decoding it. The writer computes the CRCs.
 import { concatBytes, fourcc, latin1, u32be } from "./bytes.ts";
 import { crc32 } from "./crc32.ts";
-import { damagedMedia } from "./errors.ts";
+import { countAgainst, damagedMedia } from "./errors.ts";
+import { FORMAT_LIMITS } from "./limits.ts";
 
 export const PNG_SIGNATURE = Uint8Array.of(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a);
 
@@ -31,12 +32,14 @@ const TYPE = /^[A-Za-z]{4}$/;
 
 /**
  * The chunks from IHDR to IEND, in file order; throws DamagedMediaError on a damaged file (no signature, a
- * chunk past the end, a bad type or CRC, IHDR not first, no IEND). Bytes after IEND are not read.
+ * chunk past the end, a bad type or CRC, IHDR not first, no IEND) and FormatLimitError past
+ * FORMAT_LIMITS.pngChunks. Bytes after IEND are not read. Callers on a request path walk it through `paced`.
  */
 export function* pngChunks(b: Uint8Array): Generator<PngChunkAt> {
   if (!isPng(b)) damagedMedia("no PNG signature");
   let pos = 8;
-  for (;;) {
+  for (let count = 1; ; count++) {
+    countAgainst(count, FORMAT_LIMITS.pngChunks, "chunks");
     if (pos + 12 > b.length) damagedMedia("truncated chunk header");
     const length = u32be(b, pos);
     const type = latin1(b, pos + 4, pos + 8);

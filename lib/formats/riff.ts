@@ -1,7 +1,8 @@
 // RIFF at the chunk level (the container of WebP, and of WAV): "RIFF", a little-endian size, a form type,
 // then chunks of id, little-endian size and data padded to an even length.
 import { concatBytes, fourcc, latin1, u32le } from "./bytes.ts";
-import { damagedMedia } from "./errors.ts";
+import { countAgainst, damagedMedia } from "./errors.ts";
+import { FORMAT_LIMITS } from "./limits.ts";
 
 export const isWebp = (b: Uint8Array): boolean => b.length >= 12 && latin1(b, 0, 4) === "RIFF" && latin1(b, 8, 12) === "WEBP";
 
@@ -32,15 +33,19 @@ export interface RiffChunksOptions {
    * bytes too short for a chunk header. Without it both are DamagedMediaError.
    */
   cutAtEnd?: boolean;
+  /** The most chunks walked before FormatLimitError; default FORMAT_LIMITS.riffChunks. */
+  maxChunks?: number;
 }
 
 /**
  * The chunks laid end to end in [from, to) (for a whole file: 12 and riffHeader's end); throws
- * DamagedMediaError when a chunk runs past `to`. A writer that leaves out the last pad byte is tolerated.
+ * DamagedMediaError when a chunk runs past `to`, FormatLimitError past `maxChunks`. A writer that leaves
+ * out the last pad byte is tolerated.
  */
-export function* riffChunks(b: Uint8Array, from: number, to: number, { cutAtEnd = false }: RiffChunksOptions = {}): Generator<RiffChunk> {
+export function* riffChunks(b: Uint8Array, from: number, to: number, { cutAtEnd = false, maxChunks = FORMAT_LIMITS.riffChunks }: RiffChunksOptions = {}): Generator<RiffChunk> {
   let pos = from;
-  while (pos < to) {
+  for (let count = 1; pos < to; count++) {
+    countAgainst(count, maxChunks, "chunks");
     if (pos + 8 > to) {
       if (cutAtEnd) return;
       damagedMedia("truncated chunk header");

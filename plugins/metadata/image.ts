@@ -8,7 +8,8 @@ export interface ImageFormatInfo {
   format: "jpeg" | "png" | "webp";
   contentType: string;
   extension: string;
-  clean(bytes: Uint8Array): Cleaned;
+  /** The cleaned copy; walks the file in slices of the event loop (lib/formats `paced`). */
+  clean(bytes: Uint8Array): Promise<Cleaned>;
 }
 
 const FORMATS: ReadonlyArray<ImageFormatInfo & { is(b: Uint8Array): boolean }> = [

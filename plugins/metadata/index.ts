@@ -13,7 +13,9 @@
 //   (`PUT /api/v1/admin/pauses/metadata_removal {"paused": true}`, core/pauses.ts); every API process reads it
 //   per request, so it needs no restart. Accounts are switched off one by one with the admin feature `metadata_removal` (403).
 // - Busy: video remuxes run in at most VIDEO_SLOTS places shared by every process; images need no slot
-//   (microseconds of byte surgery).
+//   (milliseconds of byte surgery, walked in slices of the event loop).
+// - A file past a walker's cap (lib/formats FORMAT_LIMITS: 100,000 PNG chunks, 10,000 JPEG segments, ...)
+//   is the 422 "could not be processed (damaged or not a valid format)", counted like any other 422.
 // - Image downloads have the video's 30-second deadline too; sizes are binary megabytes (source.ts).
 // - The format is read from the bytes, never from the URL or a content type; an image sent as video_url (or
 //   the reverse) is a 415.
@@ -86,7 +88,7 @@ export function createMetadataPlugin(options: Options = {}) {
       if (source.kind === "image") {
         const info = imageFormatOf(bytes);
         if (!info) throw new ApiError(415, E.unsupportedImage);
-        cleaned = info.clean(bytes);
+        cleaned = await info.clean(bytes);
         ({ format, contentType, extension } = info);
       } else {
         const container = videoContainerOf(bytes);

@@ -1,7 +1,8 @@
 // JPEG metadata removal by byte surgery: marker segments are walked by the shared reader (which refuses a
 // damaged file), metadata segments are cut out, and every other byte (tables, frames, scans, the ICC profile,
 // data after EOI such as MPF images and gain maps) is copied unchanged, so the decoded pixels cannot change
-// and the file can only get smaller.
+// and the file can only get smaller. The walk shares the event loop (`paced`) and stops at
+// FORMAT_LIMITS.jpegSegments (the 422).
 //
 // Removed: APP1 EXIF, APP1 XMP (standard and extended), APP13 Photoshop/IPTC, APP11 JUMBF (C2PA), COM.
 // Kept: every other segment, unknown APPn included (JPEG XT, Adobe colour transform, ICC, MPF, JFIF).
@@ -9,7 +10,8 @@
 // MPF (CIPA DC-007): the APP2 "MPF\0" segment locates the images after EOI by offsets counted from its own
 // header. Cutting segments between that header and EOI moves those images closer, so their offsets are
 // lowered by the bytes cut after the header; cuts before the header move both alike and change nothing.
-import { jpegSegments, latin1, u16be, u32be, withoutRanges } from "mediagate/plugin";
+import { jpegSegments, latin1, paced, u16be, u32be, withoutRanges } from "mediagate/plugin";
+import { cutRange } from "./cuts.ts";
 import { sortCategories, type Category, type Cleaned } from "./damage.ts";
 
 export { isJpeg } from "mediagate/plugin";
@@ -80,13 +82,13 @@ function shiftMpfOffsets(b: Uint8Array, header: number, end: number, by: number)
   }
 }
 
-export function cleanJpeg(b: Uint8Array): Cleaned {
+export async function cleanJpeg(b: Uint8Array): Promise<Cleaned> {
   const found = new Set<Category>();
   const cuts: Array<[number, number]> = [];
   const c2paInstances = new Set<number>();
   let mpf: Mpf | null = null;
 
-  for (const { marker, start, body: p, bodyEnd: end } of jpegSegments(b)) {
+  for await (const { marker, start, body: p, bodyEnd: end } of paced(jpegSegments(b))) {
     let category: Category | null = null;
     if (marker === 0xe1) {
       if (latin1(b, p, p + EXIF.length) === EXIF) category = "exif";
@@ -106,7 +108,7 @@ export function cleanJpeg(b: Uint8Array): Cleaned {
     }
     if (category) {
       found.add(category);
-      cuts.push([start, end]);
+      cutRange(cuts, start, end);
     }
   }
 

@@ -1,12 +1,13 @@
 // PNG metadata removal by byte surgery: the chunks are walked and checked by the shared reader (length, type,
 // CRC), metadata chunks are cut out, and every other chunk is copied byte for byte (IHDR, PLTE, IDAT, iCCP,
 // gAMA, ...), as is whatever follows IEND. Nothing is recompressed, so the pixels cannot change and the file
-// only shrinks.
+// only shrinks. The walk shares the event loop (`paced`) and stops at FORMAT_LIMITS.pngChunks (the 422).
 //
 // Removed (PNG_METADATA_CHUNKS): eXIf (EXIF), caBX (C2PA), tEXt/zTXt/iTXt (XMP when keyed
 // "XML:com.adobe.xmp"; ImageMagick's "Raw profile type exif|iptc|xmp" by what they hold; any other text is
 // `other`), tIME (`other`).
-import { damagedMedia, latin1, PNG_METADATA_CHUNKS, pngChunks, withoutRanges, type PngChunk } from "mediagate/plugin";
+import { damagedMedia, latin1, paced, PNG_METADATA_CHUNKS, pngChunks, withoutRanges, type PngChunk } from "mediagate/plugin";
+import { cutRange } from "./cuts.ts";
 import { sortCategories, type Category, type Cleaned } from "./damage.ts";
 
 export { isPng } from "mediagate/plugin";
@@ -37,15 +38,15 @@ function textCategory(data: Uint8Array): Category {
   return "other";
 }
 
-export function cleanPng(b: Uint8Array): Cleaned {
+export async function cleanPng(b: Uint8Array): Promise<Cleaned> {
   const found = new Set<Category>();
   const cuts: Array<[number, number]> = [];
   let sawData = false;
-  for (const chunk of pngChunks(b)) {
+  for await (const chunk of paced(pngChunks(b))) {
     if (chunk.type === "IDAT") sawData = true;
     if (PNG_METADATA_CHUNKS.has(chunk.type)) {
       found.add(categoryOf(chunk));
-      cuts.push([chunk.start, chunk.end]);
+      cutRange(cuts, chunk.start, chunk.end);
     }
   }
   if (!sawData) damagedMedia("no IDAT");

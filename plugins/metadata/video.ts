@@ -2,7 +2,7 @@
 // container by the media library's metadata-free remux (stripVideoMetadataArgs: what it leaves behind is
 // listed there). MOV stays MOV (QuickTime-only features survive), anything else becomes MP4; the index (moov)
 // goes in front so the copy plays while it downloads.
-import { damagedMedia, isIsoBmffFirstBox, isMediaError, isoBmffFirstBox, latin1, type MediaEngine, mp4Boxes, mp4MetadataCategories, stripVideoMetadataArgs } from "mediagate/plugin";
+import { damagedMedia, FORMAT_LIMITS, isIsoBmffFirstBox, isMediaError, isoBmffFirstBox, latin1, type MediaEngine, type Mp4Box, mp4Boxes, mp4MetadataCategories, pacer, stripVideoMetadataArgs } from "mediagate/plugin";
 import { sortCategories, type Category, type Cleaned } from "./damage.ts";
 
 /** Old QuickTime files led by a `pnot` preview atom are MOV too. */
@@ -36,13 +36,22 @@ export function videoContainerOf(bytes: Uint8Array): VideoContainer | null {
  * timestamps running backwards); those files are copied packet for packet with their edit lists ignored.
  * Single-stretch lists (B-frame delay, AAC priming and trimming) are applied, as players do.
  */
-export function hasMultiEditList(bytes: Uint8Array): boolean {
+export async function hasMultiEditList(bytes: Uint8Array): Promise<boolean> {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const within = (type: string, from: number, to: number) => [...mp4Boxes(bytes, from, to)].filter((b) => b.type === type);
-  for (const moov of within("moov", 0, bytes.length))
-    for (const trak of within("trak", moov.body, moov.end))
-      for (const edts of within("edts", trak.body, trak.end))
-        for (const elst of within("elst", edts.body, edts.end)) {
+  // Box by box, no list of them: past the walker's caps it is FormatLimitError (the 422), and the walk
+  // lets the event loop turn after every slice of work.
+  const pace = pacer();
+  async function* within(type: string, from: number, to: number, maxBoxes: number): AsyncGenerator<Mp4Box> {
+    for (const box of mp4Boxes(bytes, from, to, maxBoxes)) {
+      if (box.type === type) yield box;
+      await pace();
+    }
+  }
+  const child = FORMAT_LIMITS.isoBmffChildBoxes;
+  for await (const moov of within("moov", 0, bytes.length, FORMAT_LIMITS.isoBmffTopLevelBoxes))
+    for await (const trak of within("trak", moov.body, moov.end, child))
+      for await (const edts of within("edts", trak.body, trak.end, child))
+        for await (const elst of within("elst", edts.body, edts.end, child)) {
           if (elst.body + 8 > elst.end) continue;
           const version = bytes[elst.body]!;
           const count = view.getUint32(elst.body + 4);
@@ -69,10 +78,11 @@ export interface VideoCleanOptions {
  */
 export async function cleanVideo(engine: MediaEngine, bytes: Uint8Array, container: VideoContainer, options: VideoCleanOptions = {}): Promise<Cleaned> {
   const found = new Set<Category>(mp4MetadataCategories(bytes));
+  const ignoreEditList = await hasMultiEditList(bytes);
   const output = `out.${container.extension}`;
   let out: Uint8Array;
   try {
-    const res = await engine.run(stripVideoMetadataArgs("in.bin", output, { format: container.format, ignoreEditList: hasMultiEditList(bytes), strict: true }), { inputs: { "in.bin": bytes }, outputs: [output], signal: options.signal, timeoutMs: options.timeoutMs });
+    const res = await engine.run(stripVideoMetadataArgs("in.bin", output, { format: container.format, ignoreEditList, strict: true }), { inputs: { "in.bin": bytes }, outputs: [output], signal: options.signal, timeoutMs: options.timeoutMs });
     out = res[output]!;
   } catch (err) {
     // The arguments are fixed and tested on both engines, so a run that fails on its own ("invalid_input",

@@ -68,7 +68,7 @@ for (const backend of await databaseBackends()) {
   t("image_base64: the clean-copy record, and the stored copy is the cleaned bytes", async () => {
     const res = await post({ image_base64: b64("C.jpg") });
     assert.is(res.status, 200, JSON.stringify(res.body));
-    const expected = imageFormatOf(loadFixture("C.jpg"))!.clean(loadFixture("C.jpg"));
+    const expected = await imageFormatOf(loadFixture("C.jpg"))!.clean(loadFixture("C.jpg"));
     const { request_id, image_url, ...record } = res.body;
     assert.type(request_id, "string");
     assert.equal(record, {

@@ -36,9 +36,9 @@ function mutate(src: Uint8Array, rnd: () => number): Uint8Array {
   return out;
 }
 
-function survive(input: Uint8Array, clean: (b: Uint8Array) => { bytes: Uint8Array }, what: string): "ok" | "damaged" {
+async function survive(input: Uint8Array, clean: (b: Uint8Array) => Promise<{ bytes: Uint8Array }>, what: string): Promise<"ok" | "damaged"> {
   try {
-    const out = clean(input);
+    const out = await clean(input);
     assert.ok(out.bytes.length <= input.length, `${what}: grew`);
     return "ok";
   } catch (err) {
@@ -48,34 +48,34 @@ function survive(input: Uint8Array, clean: (b: Uint8Array) => { bytes: Uint8Arra
 }
 
 for (const [index, name] of IMAGE_FIXTURES.entries()) {
-  t(`${name}: ${CASES} mutations end cleaned or damaged`, () => {
+  t(`${name}: ${CASES} mutations end cleaned or damaged`, async () => {
     const src = loadFixture(name);
     const clean = imageFormatOf(src)!.clean;
     const rnd = seeded(0x5eed + index);
     const seen = { ok: 0, damaged: 0 };
-    for (let i = 0; i < CASES; i++) seen[survive(mutate(src, rnd), clean, `${name} case ${i}`)]++;
+    for (let i = 0; i < CASES; i++) seen[await survive(mutate(src, rnd), clean, `${name} case ${i}`)]++;
     // The mutations reach the structure, not only the pixels (in a PNG every byte is under a CRC, so there
     // nearly every mutation is damage; JPEG and WebP scan data is not checked and comes back).
     assert.ok(seen.damaged > CASES / 10, JSON.stringify(seen));
     if (!name.endsWith(".png")) assert.ok(seen.ok > 0, JSON.stringify(seen));
   });
 
-  t(`${name}: every other parser refuses it as damaged, never anything else`, () => {
+  t(`${name}: every other parser refuses it as damaged, never anything else`, async () => {
     const src = loadFixture(name);
     for (const clean of CLEANERS) {
       if (clean === imageFormatOf(src)!.clean) continue;
-      assert.is(survive(src, clean, `${name} through ${clean.name}`), "damaged");
+      assert.is(await survive(src, clean, `${name} through ${clean.name}`), "damaged");
     }
   });
 }
 
-t("every truncation of a small fixture, byte by byte", () => {
+t("every truncation of a small fixture, byte by byte", async () => {
   const src = loadFixture("libpng-test_with_url.png");
-  for (let n = 0; n < src.length; n++) survive(src.subarray(0, n), cleanPng, `png[0:${n}]`);
+  for (let n = 0; n < src.length; n++) await survive(src.subarray(0, n), cleanPng, `png[0:${n}]`);
   const webp = loadFixture("test_xmp.webp");
-  for (let n = 0; n < webp.length; n += 7) survive(webp.subarray(0, n), cleanWebp, `webp[0:${n}]`);
+  for (let n = 0; n < webp.length; n += 7) await survive(webp.subarray(0, n), cleanWebp, `webp[0:${n}]`);
   const jpeg = loadFixture("earth_apollo17.jpg");
-  for (let n = 0; n < 30_000; n += 13) assert.is(survive(jpeg.subarray(0, n), cleanJpeg, `jpeg[0:${n}]`), "damaged");
+  for (let n = 0; n < 30_000; n += 13) assert.is(await survive(jpeg.subarray(0, n), cleanJpeg, `jpeg[0:${n}]`), "damaged");
 });
 
 t.run();

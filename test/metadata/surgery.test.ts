@@ -31,14 +31,14 @@ t("every image fixture is known here", () => {
 for (const name of IMAGE_FIXTURES) {
   t(`${name}: reports what it carried and keeps none of it`, async () => {
     const input = loadFixture(name);
-    const out = clean(input);
+    const out = await clean(input);
     assert.equal(out.removed, EXPECTED[name]);
     assert.ok(out.bytes.length <= input.length, "never larger");
     for (const marker of ["jumb", "c2pa", "http://ns.adobe.com/xap/1.0/", "Exif\0\0", "Photoshop 3.0", "caBX"]) {
       assert.not.ok(contains(out.bytes, marker), `${name}: "${marker}" left in the copy`);
     }
     // Idempotent: the copy has nothing left to find.
-    const again = clean(out.bytes);
+    const again = await clean(out.bytes);
     assert.equal(again.removed, []);
     assert.equal(Buffer.compare(again.bytes, out.bytes), 0);
   });
@@ -46,7 +46,7 @@ for (const name of IMAGE_FIXTURES) {
   t(`${name}: decoded pixels are identical`, async () => {
     const input = loadFixture(name);
     const before = await decodedPixels(input);
-    const after = await decodedPixels(clean(input).bytes);
+    const after = await decodedPixels((await clean(input)).bytes);
     assert.is(after.width, before.width);
     assert.is(after.height, before.height);
     assert.is(after.bands, before.bands);
@@ -54,11 +54,11 @@ for (const name of IMAGE_FIXTURES) {
   });
 
   if (EXIFTOOL) {
-    t(`${name}: exiftool finds no EXIF, XMP, IPTC or JUMBF, and the ICC profile is still there`, () => {
+    t(`${name}: exiftool finds no EXIF, XMP, IPTC or JUMBF, and the ICC profile is still there`, async () => {
       const input = loadFixture(name);
       const ext = imageFormatOf(input)!.extension;
       const before = exifTags(input, ext);
-      const after = exifTags(clean(input).bytes, ext);
+      const after = exifTags((await clean(input)).bytes, ext);
       assert.equal(leakedMetadata(after), [], `${name}: ${leakedMetadata(after).join(", ")}`);
       assert.ok(leakedMetadata(before).length > 0, "the fixture had metadata to begin with");
       const icc = (tags: Record<string, unknown>) => tags["ICC_Profile:ProfileDescription"];
@@ -68,10 +68,10 @@ for (const name of IMAGE_FIXTURES) {
   }
 }
 
-t("a file without metadata comes back byte for byte, with nothing reported", () => {
+t("a file without metadata comes back byte for byte, with nothing reported", async () => {
   for (const name of IMAGE_FIXTURES) {
-    const once = clean(loadFixture(name)).bytes;
-    const twice = clean(once);
+    const once = (await clean(loadFixture(name))).bytes;
+    const twice = await clean(once);
     assert.equal(twice.removed, []);
     assert.equal(Buffer.compare(twice.bytes, once), 0);
   }
@@ -124,9 +124,9 @@ function mpfSecondOffset(jpeg: Uint8Array): { header: number; offset: number } {
   return { header, offset: view.getUint32(header + 8 + 2 + 24 + 4 + 16 + 8) };
 }
 
-t("JPEG with MPF: images after EOI stay, and the MP entry offsets still point at them", () => {
+t("JPEG with MPF: images after EOI stay, and the MP entry offsets still point at them", async () => {
   const primary = loadFixture("earth_apollo17.jpg");
-  const second = cleanJpeg(loadFixture("C.jpg")).bytes; // any complete JPEG
+  const second = (await cleanJpeg(loadFixture("C.jpg"))).bytes; // any complete JPEG
   const soiToRest = primary.subarray(2);
   const exif = segment(0xe1, "Exif\0\0MM\0*\0\0\0\x08\0\0");
   const xmpAfter = segment(0xe1, "http://ns.adobe.com/xap/1.0/\0<x:xmpmeta/>");
@@ -138,26 +138,26 @@ t("JPEG with MPF: images after EOI stay, and the MP entry offsets still point at
   const input = build(draft.length - second.length - header);
   assert.is(Buffer.compare(input.subarray(header + mpfSecondOffset(input).offset, header + mpfSecondOffset(input).offset + 2), Buffer.from([0xff, 0xd8])), 0);
 
-  const out = cleanJpeg(input);
+  const out = await cleanJpeg(input);
   assert.equal(out.removed, ["exif", "xmp", "iptc", "other"]);
   const { header: h, offset } = mpfSecondOffset(out.bytes);
   assert.equal(Buffer.compare(out.bytes.subarray(h + offset, h + offset + second.length), second), 0, "the MP entry points at the second image");
   assert.equal(Buffer.compare(out.bytes.subarray(out.bytes.length - second.length), second), 0, "data after EOI is kept byte for byte");
 });
 
-t("JPEG: unknown APPn segments, ICC and Adobe segments stay; COM and extended XMP go", () => {
+t("JPEG: unknown APPn segments, ICC and Adobe segments stay; COM and extended XMP go", async () => {
   const base = loadFixture("C.jpg");
   const icc = segment(0xe2, "ICC_PROFILE\0\x01\x01fake-profile");
   const unknown = segment(0xe9, "SomeVendor\0data");
   const extended = segment(0xe1, "http://ns.adobe.com/xmp/extension/\0" + "0".repeat(32) + "\0\0\0\x10\0\0\0\0<x/>");
   const input = concat(base.subarray(0, 2), icc, unknown, extended, segment(0xfe, "hi"), base.subarray(2));
-  const out = cleanJpeg(input);
+  const out = await cleanJpeg(input);
   assert.equal(out.removed, ["c2pa", "xmp", "other"]);
   assert.ok(contains(out.bytes, "ICC_PROFILE\0") && contains(out.bytes, "SomeVendor\0"));
   assert.not.ok(contains(out.bytes, "xmp/extension"));
 });
 
-t("PNG: tIME, text chunks and caBX go, iCCP and data after IEND stay", () => {
+t("PNG: tIME, text chunks and caBX go, iCCP and data after IEND stay", async () => {
   const png = loadFixture("libpng-test_with_url.png");
   const crcOf = (type: string, data: Uint8Array) => {
     // Borrow the cleaner's CRC by building the chunk and letting a round trip verify it.
@@ -187,17 +187,17 @@ t("PNG: tIME, text chunks and caBX go, iCCP and data after IEND stay", () => {
     png.subarray(ihdrEnd),
     new Uint8Array(Buffer.from("trailing-gain-map", "latin1")),
   );
-  const out = cleanPng(input);
+  const out = await cleanPng(input);
   assert.equal(out.removed, ["c2pa", "xmp", "iptc", "other"]);
   assert.ok(contains(out.bytes, "iCCP"));
   assert.not.ok(contains(out.bytes, "caBX") || contains(out.bytes, "tIME") || contains(out.bytes, "zTXt"));
   assert.ok(Buffer.from(out.bytes).subarray(-17).toString("latin1") === "trailing-gain-map");
 });
 
-t("WebP: VP8X flags stop announcing EXIF and XMP, RIFF size matches, ICC flag stays", () => {
+t("WebP: VP8X flags stop announcing EXIF and XMP, RIFF size matches, ICC flag stays", async () => {
   const input = loadFixture("test_xmp.webp");
   assert.ok((input[20]! & 0x0c) !== 0, "the fixture announces metadata");
-  const out = cleanWebp(input);
+  const out = await cleanWebp(input);
   const view = new DataView(out.bytes.buffer, out.bytes.byteOffset);
   assert.is(view.getUint32(4, true), out.bytes.length - 8);
   assert.is(out.bytes[20]! & 0x0c, 0);
@@ -207,9 +207,9 @@ t("WebP: VP8X flags stop announcing EXIF and XMP, RIFF size matches, ICC flag st
 // ---------------------------------------------------------------------------------------------------------
 // Damage: each answers DamagedMediaError (the endpoint's 422), never anything else.
 
-const throwsDamaged = (fn: () => unknown, what: string) => {
+const throwsDamaged = async (fn: () => Promise<unknown>, what: string) => {
   try {
-    fn();
+    await fn();
   } catch (err) {
     assert.instance(err, DamagedMediaError, `${what}: ${String(err)}`);
     return;
@@ -217,27 +217,27 @@ const throwsDamaged = (fn: () => unknown, what: string) => {
   assert.unreachable(`${what}: accepted`);
 };
 
-t("a truncated JPEG is damaged (in the headers and in the scan)", () => {
+t("a truncated JPEG is damaged (in the headers and in the scan)", async () => {
   const jpeg = loadFixture("earth_apollo17.jpg");
-  throwsDamaged(() => cleanJpeg(jpeg.subarray(0, 100)), "in a segment");
-  throwsDamaged(() => cleanJpeg(jpeg.subarray(0, jpeg.length - 2)), "no EOI");
-  throwsDamaged(() => cleanJpeg(jpeg.subarray(0, 2)), "SOI only");
+  await throwsDamaged(() => cleanJpeg(jpeg.subarray(0, 100)), "in a segment");
+  await throwsDamaged(() => cleanJpeg(jpeg.subarray(0, jpeg.length - 2)), "no EOI");
+  await throwsDamaged(() => cleanJpeg(jpeg.subarray(0, 2)), "SOI only");
 });
 
-t("a PNG with a bad chunk length is damaged", () => {
+t("a PNG with a bad chunk length is damaged", async () => {
   const png = new Uint8Array(loadFixture("sample1.png"));
   png[8 + 25 + 3] = png[8 + 25 + 3]! ^ 0x10; // the length of the chunk after IHDR
-  throwsDamaged(() => cleanPng(png), "bad length");
-  throwsDamaged(() => cleanPng(loadFixture("sample1.png").subarray(0, 5000)), "truncated");
+  await throwsDamaged(() => cleanPng(png), "bad length");
+  await throwsDamaged(() => cleanPng(loadFixture("sample1.png").subarray(0, 5000)), "truncated");
 });
 
-t("a RIFF with a lying size is damaged", () => {
+t("a RIFF with a lying size is damaged", async () => {
   const webp = new Uint8Array(loadFixture("test_xmp.webp"));
   new DataView(webp.buffer).setUint32(4, webp.length + 100, true);
-  throwsDamaged(() => cleanWebp(webp), "size too large");
+  await throwsDamaged(() => cleanWebp(webp), "size too large");
   const short = new Uint8Array(loadFixture("test_xmp.webp"));
   new DataView(short.buffer).setUint32(4, 30, true);
-  throwsDamaged(() => cleanWebp(short), "size inside a chunk");
+  await throwsDamaged(() => cleanWebp(short), "size inside a chunk");
 });
 
 t.run();

@@ -112,7 +112,7 @@ t.after(async () => {
 });
 
 const post = (key: string, path: string, body: Buffer | string, type: string, signal?: AbortSignal) =>
-  fetch(`${srv.url}${API}${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": type, "user-agent": UA }, body, signal });
+  fetch(`${srv.url}${API}${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": type, "user-agent": UA }, body: body as unknown as BodyInit, signal });
 
 const multipartType = `multipart/form-data; boundary=${BOUNDARY}`;
 
