@@ -4,28 +4,29 @@ import { join } from "node:path";
 import type { Kernel } from "./kernel.ts";
 import { ConfigError } from "./config.ts";
 import { newSecret } from "./ids.ts";
+import { weakTokenReason } from "./token-strength.ts";
 import { privateDirSync, writePrivateFileSync } from "../storage/private-fs.ts";
 
-/**
- * The shortest admin token a server accepts. The token is the whole of the admin API's authentication, so
- * it must be a secret nobody guesses: at least 32 characters (the generated one is `adm_` and 48 random hex
- * digits). Only the server enforces it: the CLI sends whatever it is given, and the server
- * decides.
- */
-export const MIN_ADMIN_TOKEN_LENGTH = 32;
+export { MIN_ADMIN_TOKEN_LENGTH } from "./token-strength.ts";
 
+/**
+ * The admin token is the whole of the admin API's authentication, so it must be a secret nobody guesses: at
+ * least 32 characters and about 100 bits by core/token-strength.ts's estimate, which refuses a repeated
+ * character, a short alphabet, counting runs and word-shaped tokens as well as short ones (the generated one
+ * is `adm_` and 48 random hex digits). Only the server enforces it: the CLI sends whatever it is given, and
+ * the server decides.
+ */
 function checkAdminToken(token: string, source: string): string {
-  if (token.length < MIN_ADMIN_TOKEN_LENGTH) {
-    throw new ConfigError(`${source} must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters (got ${token.length}); a random one: openssl rand -hex 32`);
-  }
+  const weak = weakTokenReason(token);
+  if (weak) throw new ConfigError(`${source} ${weak}; a random one: openssl rand -hex 32`);
   return token;
 }
 
 /**
  * ADMIN_TOKEN from the environment, else the one saved in DATA_DIR on an earlier start, else a new one,
  * saved (mode 0600 in a 0700 DATA_DIR, so the CLI on this machine finds it and nobody else reads it) and
- * returned with `created` so it is printed once. A token shorter than MIN_ADMIN_TOKEN_LENGTH stops the boot
- * (ConfigError naming where it came from).
+ * returned with `created` so it is printed once. A weak token (checkAdminToken) stops the boot (ConfigError
+ * naming where it came from).
  */
 export function resolveAdminToken(envToken: string | undefined, dataDir: string): { token: string; created: boolean } {
   if (envToken) return { token: checkAdminToken(envToken, "ADMIN_TOKEN"), created: false };

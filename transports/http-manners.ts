@@ -5,10 +5,74 @@
 import { promisify } from "node:util";
 import { brotliCompress, constants as zlib, gzip } from "node:zlib";
 import { Buffer } from "node:buffer";
-import { H3, HTTPResponse, type H3Event } from "h3";
+import { H3, HTTPResponse, type H3Config, type H3Event, type HTTPError } from "h3";
 import { FastResponse } from "srvx";
+import type { Server as NodeHttpServer, IncomingMessage, ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
+import { ApiError, KERNEL_ERRORS } from "../core/errors.ts";
 import { requestId as newRequestId } from "../core/ids.ts";
 import { addRoute, createRouter, findAllRoutes } from "rou3";
+
+/**
+ * Texts of the answers the HTTP layer gives itself, before or outside any route. The spec names none of them
+ * (it says only "every error is a JSON object with `error`"); each says what was wrong with the request so a
+ * partner can fix it, in the spec's shape `{error, request_id}` with X-Request-Id like every other answer.
+ */
+export const HTTP_ERRORS = {
+  // A path whose %-escapes do not decode (`%zz`, a lone `%`, an escape of half a UTF-8 sequence).
+  malformedPath: "Malformed request path: invalid percent-encoding",
+  // What Node's HTTP parser refuses (a bad request line or header, a bad chunk size): no route was reached.
+  malformedRequest: "Malformed HTTP request",
+  headersTooLarge: "Request headers too large",
+  requestTimeout: "Request timed out before it was complete",
+  // CONNECT asks a proxy for a tunnel; this is an origin server.
+  connectRefused: "CONNECT is not served: this server is not a proxy",
+  expectationFailed: "Only Expect: 100-continue is understood",
+  // Never read by the client, which has gone; it is what the access log and /metrics record (status 499).
+  clientClosed: "Client closed the request",
+} as const;
+
+/**
+ * nginx's "client closed request": the status a request is logged and counted with when its client went away
+ * before the answer (a body cut mid-stream). Not a 500: nothing failed on our side.
+ */
+export const CLIENT_CLOSED = 499;
+
+/** The error a body read throws when the client went away before the end of its body. */
+export function clientClosed(): ApiError {
+  return new ApiError(CLIENT_CLOSED, HTTP_ERRORS.clientClosed);
+}
+
+/**
+ * Whether the request's client has gone (its connection closed before the answer). Read only on a failure:
+ * srvx makes the request's AbortSignal on first use, with a listener.
+ */
+export function clientGone(request: Request): boolean {
+  try {
+    return request.signal?.aborted === true;
+  } catch {
+    return false;
+  }
+}
+
+/** A pathname whose %-escapes do not decode (h3 would answer its own bare 400; the manners answer the spec's). */
+export function isMalformedPath(pathname: string): boolean {
+  if (!pathname.includes("%")) return false;
+  try {
+    decodeURI(pathname);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+const ERROR_TYPE = "application/json; charset=utf-8";
+
+/** An error answer in the spec's shape, `{error, request_id}`, its X-Request-Id the client's trace or the id. */
+export function errorAnswer(status: number, error: string, requestId: string, trace: string = requestId, headers: Record<string, string> = {}): Response {
+  const text = JSON.stringify({ error, request_id: requestId });
+  return new Response(text, { status, headers: { "content-type": ERROR_TYPE, "content-length": String(Buffer.byteLength(text)), "x-request-id": trace, ...headers } });
+}
 
 /** A client's own X-Request-Id is echoed when it is of this form; otherwise the header is our request_id. */
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
@@ -79,6 +143,15 @@ export class RoutedH3 extends H3 {
   readonly #route = (event: H3Event): unknown => super.handler(event);
 
   /**
+   * A malformed path reaches `handler` (allowMalformedURL), which answers it in the spec's shape through the
+   * manners (logged and counted like any answer) instead of h3's bare `{"status":400,"message":...}`; and
+   * anything h3 renders itself (a thrown error) is rendered by `renderError`, in the same shape.
+   */
+  constructor(config: H3Config = {}) {
+    super({ allowMalformedURL: true, onError: renderError, ...config });
+  }
+
+  /**
    * Puts `around` in front of every route: it gets the event and a function that runs the route, and returns
    * the answer. Used for the manners instead of h3 middleware (`use`), which calls each middleware through a
    * closure and a promise of its own made per request (0.4 µs of a request against 0.15 µs this way, in a
@@ -89,7 +162,9 @@ export class RoutedH3 extends H3 {
   }
 
   override handler(event: H3Event): unknown {
-    return this.#around ? this.#around(event, this.#route) : super.handler(event);
+    // Before routing: a route would decode the path's parameters and throw on the same escapes.
+    const route = isMalformedPath(event.url.pathname) ? refuseMalformedPath : this.#route;
+    return this.#around ? this.#around(event, route) : route(event);
   }
 
   /** A GET route whose handler does not answer HEAD (yoga's /graphql): Allow then leaves HEAD out. */
@@ -125,6 +200,30 @@ export class RoutedH3 extends H3 {
     methods.add("OPTIONS");
     return [...methods].sort();
   }
+}
+
+const refuseMalformedPath = (event: H3Event): Response => errorAnswer(400, HTTP_ERRORS.malformedPath, requestIdOf(event), traceIdOf(event));
+
+/**
+ * h3's `onError`: whatever h3 would render itself (an error thrown past a route, an HTTPError of h3's own),
+ * in the spec's shape with X-Request-Id. An ApiError keeps its status and body; h3's own client errors keep
+ * their status with the kernel's text where there is one; anything else is the fixed 500 (internal errors never
+ * reach a partner), or 499 when the client has gone.
+ */
+export function renderError(error: HTTPError, event: H3Event): Response {
+  const requestId = requestIdOf(event);
+  const trace = traceIdOf(event);
+  const cause = error.cause instanceof ApiError ? error.cause : (error as unknown) instanceof ApiError ? (error as unknown as ApiError) : undefined;
+  if (cause) {
+    const text = JSON.stringify({ ...cause.body(), request_id: requestId });
+    return new Response(text, { status: cause.status, headers: { "content-type": ERROR_TYPE, "content-length": String(Buffer.byteLength(text)), "x-request-id": trace, ...cause.headers } });
+  }
+  const status = error.status ?? 500;
+  if (status >= 500 || error.unhandled) {
+    return errorAnswer(clientGone(event.req as Request) ? CLIENT_CLOSED : 500, clientGone(event.req as Request) ? HTTP_ERRORS.clientClosed : KERNEL_ERRORS.internal, requestId, trace);
+  }
+  const text = status === 404 ? KERNEL_ERRORS.notFound : status === 405 ? KERNEL_ERRORS.methodNotAllowed : status === 413 ? KERNEL_ERRORS.bodyTooLarge : error.message || HTTP_ERRORS.malformedRequest;
+  return errorAnswer(status, text.slice(0, 200), requestId, trace);
 }
 
 /** What RoutedH3.around takes: a function in front of every route. */
@@ -242,4 +341,83 @@ export function corsHeaders(origins: readonly string[], request: Request, allow:
     headers["access-control-max-age"] = "600";
   }
   return headers;
+}
+
+/** A whole HTTP/1.1 answer written to a raw socket (Node's parser refused the request: no Response to send). */
+function rawAnswer(status: number, reason: string, error: string, headers: Record<string, string> = {}): { text: string; requestId: string } {
+  const requestId = newRequestId();
+  const body = JSON.stringify({ error, request_id: requestId });
+  const lines = [`HTTP/1.1 ${status} ${reason}`, `content-type: ${ERROR_TYPE}`, `content-length: ${Buffer.byteLength(body)}`, `x-request-id: ${requestId}`, "connection: close"];
+  for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
+  return { text: `${lines.join("\r\n")}\r\n\r\n${body}`, requestId };
+}
+
+/** What the socket manners need of the app: the methods a path serves, and a request seen (access log, metrics). */
+export interface SocketMannersHost {
+  allowedMethods(pathname: string): string[];
+  observe(entry: { requestId: string; method: string; status: number; ms: number }): void;
+}
+
+/** The events of node:http's server these manners listen to (srvx's Node server, HTTP/1.1). */
+export type NodeServerEvents = Pick<NodeHttpServer, "on">;
+
+/** The request line's method and path of what the parser refused, when it has one of the usual form. */
+function requestLineOf(raw: Buffer | undefined): { method: string; path: string } | undefined {
+  if (!raw || raw.length === 0) return undefined;
+  const end = raw.indexOf("\r\n");
+  const line = raw.subarray(0, end < 0 ? Math.min(raw.length, 8192) : Math.min(end, 8192)).toString("latin1");
+  const parts = line.split(" ");
+  if (parts.length !== 3 || !parts[1]!.startsWith("/") || !/^HTTP\/1\.[01]$/.test(parts[2]!)) return undefined;
+  const path = parts[1]!.split("?")[0]!;
+  return { method: parts[0]!, path };
+}
+
+/**
+ * What Node's HTTP server answers before any route runs, in the spec's shape with X-Request-Id, where Node
+ * would write a bare status line or close the socket:
+ * - `clientError` (the parser refused the request): an unknown method (`BREW /me`) as the routes would
+ *   answer it (405 with Allow for a known path, else 404), headers too large 431, a time-out 408, anything
+ *   else 400. Nothing is written when the client has gone or an answer was already begun on the socket.
+ * - `connect` (a CONNECT request, which Node hands over without an answer and closes): 400.
+ * - `checkExpectation` (an Expect other than 100-continue; Node answers an empty 417): 417.
+ * Each is counted and logged like a request (method OTHER unless one of the usual ones, route "(unmatched)").
+ */
+export function mountSocketManners(server: NodeServerEvents, host: SocketMannersHost): void {
+  const answer = (socket: Duplex, status: number, reason: string, error: string, method: string, headers?: Record<string, string>) => {
+    const { text, requestId } = rawAnswer(status, reason, error, headers);
+    socket.end(text);
+    host.observe({ requestId, method, status, ms: 0 });
+  };
+  server.on("clientError", (err: Error & { code?: string; rawPacket?: Buffer }, socket: Duplex) => {
+    const started = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    // The client went away (a reset, or its end of the connection closed mid-request: the route that was
+    // reading the body records that as 499): nothing to answer, nothing more to count.
+    if (err.code === "ECONNRESET" || err.code === "HPE_INVALID_EOF_STATE" || !socket.writable || started?.headersSent) return void socket.destroy();
+    switch (err.code) {
+      case "HPE_HEADER_OVERFLOW":
+        return answer(socket, 431, "Request Header Fields Too Large", HTTP_ERRORS.headersTooLarge, "OTHER");
+      case "ERR_HTTP_REQUEST_TIMEOUT":
+      case "HPE_HEADERS_TIMEOUT":
+        return answer(socket, 408, "Request Timeout", HTTP_ERRORS.requestTimeout, "OTHER");
+      case "HPE_INVALID_METHOD": {
+        const line = requestLineOf(err.rawPacket);
+        const allow = line ? host.allowedMethods(line.path) : [];
+        if (allow.length > 0) return answer(socket, 405, "Method Not Allowed", KERNEL_ERRORS.methodNotAllowed, "OTHER", { allow: allow.join(", ") });
+        if (line) return answer(socket, 404, "Not Found", KERNEL_ERRORS.notFound, "OTHER");
+        return answer(socket, 400, "Bad Request", HTTP_ERRORS.malformedRequest, "OTHER");
+      }
+      default:
+        return answer(socket, 400, "Bad Request", HTTP_ERRORS.malformedRequest, "OTHER");
+    }
+  });
+  server.on("connect", (_req: IncomingMessage, socket: Duplex) => {
+    socket.on("error", () => {});
+    answer(socket, 400, "Bad Request", HTTP_ERRORS.connectRefused, "OTHER");
+  });
+  server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => {
+    const requestId = newRequestId();
+    const body = JSON.stringify({ error: HTTP_ERRORS.expectationFailed, request_id: requestId });
+    res.writeHead(417, { "content-type": ERROR_TYPE, "content-length": Buffer.byteLength(body), "x-request-id": requestId, connection: "close" }).end(body);
+    host.observe({ requestId, method: req.method ?? "OTHER", status: 417, ms: 0 });
+  });
 }

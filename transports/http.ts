@@ -8,9 +8,11 @@ import type { AccessEntry, Logger } from "../core/log.ts";
 import { KERNEL_ERRORS } from "../core/errors.ts";
 import { checkReadiness } from "../core/readiness.ts";
 import { guardConnections } from "./connection-limits.ts";
-import { mountAdminApi, tokenMatches } from "./admin/routes.ts";
+import { adminRouteDocs, mountAdminApi } from "./admin/routes.ts";
+import { adminDoor, type AdminDoor } from "./admin/door.ts";
+import { ApiError } from "../core/errors.ts";
 import { metricsOf, metricsResponse, type Metrics } from "./metrics.ts";
-import { chooseEncoding, compressJson, corsHeaders, requestIdOf, RoutedH3, stageHeaders, traceIdOf } from "./http-manners.ts";
+import { chooseEncoding, CLIENT_CLOSED, clientGone, compressJson, corsHeaders, mountSocketManners, requestIdOf, RoutedH3, type NodeServerEvents, type SocketMannersHost, stageHeaders, traceIdOf } from "./http-manners.ts";
 import { createGraphql, GRAPHQL_PATH, type GraphqlServer } from "./graphql/yoga.ts";
 import { endSubscriptions } from "./graphql/subscriptions.ts";
 import type { GraphqlWebSocket } from "./graphql/websocket.ts";
@@ -30,6 +32,11 @@ export interface HttpAppOptions {
    * against the same app without them (test/bench/me.bench.ts).
    */
   manners?: boolean;
+  /**
+   * Whether this app serves the admin API (default true). False when the admin API is served apart
+   * (ADMIN_PORT / ADMIN_HOST, `serveAdmin`): its paths are then a 404 here like any unknown path.
+   */
+  admin?: boolean;
 }
 
 /**
@@ -38,7 +45,7 @@ export interface HttpAppOptions {
  * when the database, the queue and Redis (when configured) answer, else 503 {"status":"not ready","checks":{…}}
  * with the failing check named (core/readiness.ts).
  */
-function mountProbes(app: H3, kernel: Kernel, metricsToken?: string): void {
+function mountProbes(app: H3, kernel: Kernel, door?: AdminDoor): void {
   app.get("/healthz", () => json(200, { status: "ok" }));
   app.get("/readyz", async () => {
     const { ready, checks } = await checkReadiness(kernel);
@@ -46,13 +53,21 @@ function mountProbes(app: H3, kernel: Kernel, metricsToken?: string): void {
   });
   // /metrics (transports/metrics.ts): on the public port only with the admin token (a scraper sends it as a
   // bearer token); on HEALTH_PORT, which an operator keeps off the public network, without.
-  app.get("/metrics", (event) => {
-    if (metricsToken !== undefined && !tokenMatches(metricsToken, event.req.headers.get("authorization"))) {
-      return json(401, { error: "Missing or invalid admin token", request_id: requestIdOf(event) }, { "www-authenticate": 'Bearer realm="metrics"' });
+  // The admin door (transports/admin/door.ts) counts its wrong tokens like the admin API's.
+  app.get("/metrics", async (event) => {
+    if (door) {
+      try {
+        await door.admit(event.req as Request, METRICS_CHALLENGE);
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+        return json(err.status, { ...err.body(), request_id: requestIdOf(event) }, err.headers);
+      }
     }
     return metricsResponse(kernel);
   });
 }
+
+const METRICS_CHALLENGE = { "www-authenticate": 'Bearer realm="metrics"' };
 
 /** Where a listed browser origin may call (CORS_ORIGINS): the partner API and GraphQL, never the admin API. */
 function inCorsScope(pathname: string): boolean {
@@ -95,14 +110,23 @@ function mountManners(app: RoutedH3, kernel: Kernel): void {
     } catch (error) {
       event.res.errHeaders.set("x-request-id", trace);
       for (const [k, v] of Object.entries(corsAdded ?? {})) event.res.errHeaders.set(k, v);
-      observed(metrics, log, event, trace, (error as { status?: number }).status ?? 500, started);
+      observed(metrics, log, event, trace, unlessGone(request, (error as { status?: number }).status ?? 500), started);
       throw error;
     }
-    observed(metrics, log, event, trace, answer instanceof Response || answer instanceof HTTPResponse ? (answer.status ?? 200) : (event.res.status ?? 200), started);
+    observed(metrics, log, event, trace, unlessGone(request, answer instanceof Response || answer instanceof HTTPResponse ? (answer.status ?? 200) : (event.res.status ?? 200)), started);
     // The route put the staged headers into its answer's record: nothing to add (a compressed copy keeps them).
     if (staged.taken && (answer instanceof Response || answer instanceof HTTPResponse)) return answer;
     return withHeaders(event, answer, trace, corsAdded);
   });
+}
+
+/**
+ * A 5xx whose client had already gone is recorded as 499 (nginx's "client closed request"): a body cut
+ * mid-stream is the client's doing, and must not page anyone as a server error. The 499 is logged at info
+ * like every access line, and counted under its own status in /metrics.
+ */
+function unlessGone(request: Request, status: number): number {
+  return status >= 500 && clientGone(request) ? CLIENT_CLOSED : status;
 }
 
 /**
@@ -151,12 +175,14 @@ function withHeaders(event: H3Event, answer: unknown, trace: string, cors: Recor
   return answer;
 }
 
-export function createHttpApp(kernel: Kernel, options: HttpAppOptions): H3 {
+export function createHttpApp(kernel: Kernel, options: HttpAppOptions): RoutedH3 {
   const app = new RoutedH3();
   if (options.manners !== false) mountManners(app, kernel);
-  mountProbes(app, kernel, options.adminToken);
+  // One door for the admin API and /metrics: a guess at either counts against the same address.
+  const door = adminDoor(options.adminToken, kernel.limiter, kernel.log);
+  mountProbes(app, kernel, door);
   mountPartnerApi(app, kernel);
-  mountDocs(app, kernel, mountAdminApi(app, kernel, options.adminToken));
+  mountDocs(app, kernel, options.admin === false ? adminRouteDocs(kernel.registry) : mountAdminApi(app, kernel, options.adminToken, door));
   mountMedia(app, kernel.blobs);
   mountUpstreamCallbacks(app, kernel);
   mountConsole(app, kernel);
@@ -176,6 +202,8 @@ export interface ServeHttpOptions {
   adminToken: string;
   /** See HttpAppOptions.manners. */
   manners?: boolean;
+  /** See HttpAppOptions.admin: false when `serveAdmin` serves the admin API on a port of its own. */
+  admin?: boolean;
   port: number;
   hostname: string;
 }
@@ -197,7 +225,8 @@ export async function serveHttp(kernel: Kernel, options: ServeHttpOptions): Prom
   // gracefulShutdown off: srvx would add its own SIGINT/SIGTERM handler that closes the raw server, racing
   // main.ts's shutdown (which first ends the open subscriptions with their final message). srvx turns it off
   // by itself only when it sees a test or CI environment, which is why the tests never showed the race.
-  const server = serve(createHttpApp(kernel, { adminToken: options.adminToken, graphql, manners: options.manners }), { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });
+  const app = createHttpApp(kernel, { adminToken: options.adminToken, graphql, manners: options.manners, admin: options.admin });
+  const server = serve(app, { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });
   // Time-outs and connection caps (connection-limits.ts), set before the server's first connection.
   if (server.node?.server) guardConnections(server.node.server, kernel.config.connections, { owner: kernel, listener: "public" });
   await server.ready();
@@ -208,6 +237,7 @@ export async function serveHttp(kernel: Kernel, options: ServeHttpOptions): Prom
   if (nodeServer) {
     const { attachGraphqlWebSocket } = await import("./graphql/websocket.ts");
     socket = attachGraphqlWebSocket(nodeServer, graphql);
+    mountSocketManners(nodeServer as NodeServerEvents, socketHost(kernel, app));
   }
   return {
     url: server.url!,
@@ -224,12 +254,48 @@ export async function serveHttp(kernel: Kernel, options: ServeHttpOptions): Prom
   };
 }
 
+/** What the socket manners (http-manners.ts) record of an answer Node's parser made them give. */
+function socketHost(kernel: Kernel, app: RoutedH3): SocketMannersHost {
+  const metrics = metricsOf(kernel);
+  const log = kernel.config.accessLog ? kernel.log : undefined;
+  return {
+    allowedMethods: (pathname) => app.allowedMethods(pathname),
+    observe({ requestId, method, status, ms }) {
+      metrics.request(method, "(unmatched)", status, ms / 1000);
+      if (!log) return;
+      const entry: AccessEntry = { request_id: requestId, partner_id: null, method, route: "(unmatched)", status, duration_ms: ms };
+      if (log.access) log.access(entry);
+      else log.info("request", entry);
+    },
+  };
+}
+
+/**
+ * The admin API alone on a port (and address) of its own (ADMIN_PORT / ADMIN_HOST), off the public one, which
+ * then answers its paths 404: an operator binds it to a private interface or a port the firewall keeps in.
+ * The same manners (X-Request-Id, the access log, metrics) and the same door (transports/admin/door.ts).
+ */
+export async function serveAdmin(kernel: Kernel, options: { adminToken: string; port: number; hostname: string }): Promise<{ url: string; close(): Promise<void> }> {
+  const app = new RoutedH3();
+  mountManners(app, kernel);
+  mountAdminApi(app, kernel, options.adminToken);
+  app.all("/**", (event) => {
+    const allow = app.allowedMethods(event.url.pathname);
+    if (allow.length > 0) return json(405, { error: KERNEL_ERRORS.methodNotAllowed, request_id: requestIdOf(event) }, { allow: allow.join(", ") });
+    return json(404, { error: KERNEL_ERRORS.notFound, request_id: requestIdOf(event) });
+  });
+  const server = serve(app, { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });
+  await server.ready();
+  if (server.node?.server) mountSocketManners(server.node.server as NodeServerEvents, socketHost(kernel, app));
+  return { url: server.url!, close: () => server.close(true) };
+}
+
 /**
  * `/healthz` and `/readyz` alone on a port of their own (HEALTH_PORT): the probe of a ROLE=worker process,
  * which serves no API, and, in the other roles, probes kept off the public port. Anything else is a 404.
  */
 export async function serveHealth(kernel: Kernel, options: { port: number; hostname: string }): Promise<{ url: string; close(): Promise<void> }> {
-  const app = new H3();
+  const app = new RoutedH3();
   mountProbes(app, kernel);
   app.all("/**", () => json(404, { error: KERNEL_ERRORS.notFound }));
   const server = serve(app, { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });

@@ -1,6 +1,6 @@
 // The admin API (DESIGN "Admin API"): operators create partners, change tiers, switches and limits, add
-// credits and rotate keys. Bearer $ADMIN_TOKEN; a missing or wrong token is a 401.
-import { timingSafeEqual, createHash } from "node:crypto";
+// credits and rotate keys. Bearer $ADMIN_TOKEN; a missing or wrong token is a 401, and past a few a minute
+// from one address a 429 (door.ts).
 import { H3 } from "h3";
 import { z } from "zod";
 import type { Partner } from "../../core/accounts.ts";
@@ -15,6 +15,7 @@ import { formatTimestamp } from "../../core/time.ts";
 import { errorResponse, json, readJsonBody } from "../rest/respond.ts";
 import { requestIdOf } from "../http-manners.ts";
 import type { AdminRouteDoc } from "../rest/openapi.ts";
+import { adminDoor, type AdminDoor } from "./door.ts";
 
 export const ADMIN_BASE = "/api/v1/admin";
 /** What a 401 of the admin API names (a partner API 401 names the partner realm). */
@@ -67,15 +68,7 @@ function partnerView(p: Partner) {
   };
 }
 
-/** Whether an Authorization header carries the admin token (constant time; also guards /metrics). */
-export function tokenMatches(expected: string, header: string | null): boolean {
-  const m = header ? /^Bearer\s+(\S+)\s*$/.exec(header) : null;
-  if (!m) return false;
-  // Hash both sides first: timingSafeEqual needs equal lengths and must not leak the token's length.
-  const a = createHash("sha256").update(m[1]!).digest();
-  const b = createHash("sha256").update(expected).digest();
-  return timingSafeEqual(a, b);
-}
+export { tokenMatches } from "./door.ts";
 
 /**
  * The admin route table alone, for schema/admin-openapi.json without a running kernel: the routes are mounted
@@ -102,7 +95,7 @@ function strictBody<Shape extends z.ZodRawShape>(shape: Shape) {
 }
 
 /** Mounts the admin API; returns its route table, which documents it (schema/admin-openapi.json). */
-export function mountAdminApi(app: H3, kernel: Kernel, adminToken: string): AdminRouteDoc[] {
+export function mountAdminApi(app: H3, kernel: Kernel, adminToken: string, door: AdminDoor = adminDoor(adminToken, kernel.limiter, kernel.log)): AdminRouteDoc[] {
   const routes: AdminRouteDoc[] = [];
   const createSchema = strictBody({
     name,
@@ -129,7 +122,7 @@ export function mountAdminApi(app: H3, kernel: Kernel, adminToken: string): Admi
     routes.push({ method, path, status, summary, ...(schema ? { body: schema } : {}) });
     const h: Handler = async (request, params, requestId) => {
       try {
-        if (!tokenMatches(adminToken, request.headers.get("authorization"))) throw new ApiError(401, "Missing or invalid admin token");
+        await door.admit(request, ADMIN_CHALLENGE);
         // The partner API's rules for hostile input (core/validation.ts) hold here too: a NUL in a name or a
         // path, or an unpaired surrogate, is a 400, never a database error.
         const hostileParam = screenInput(params);

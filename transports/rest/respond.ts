@@ -4,6 +4,7 @@ import { ApiError, EdgeRejection, KERNEL_ERRORS } from "../../core/errors.ts";
 import { MAX_INPUT_DEPTH } from "../../core/validation.ts";
 import { Buffer } from "node:buffer";
 import { concatBytes } from "../../lib/formats/bytes.ts";
+import { clientClosed } from "../http-manners.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
@@ -44,7 +45,15 @@ export async function readBodyCapped(request: Request, max: number, tooLarge: st
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    let step: ReadableStreamReadResult<Uint8Array>;
+    try {
+      step = await reader.read();
+    } catch (err) {
+      // The stream ends in an error only when the client went away mid-body: a 499, never a 500 (http-manners.ts).
+      if (err instanceof ApiError) throw err;
+      throw clientClosed();
+    }
+    const { done, value } = step;
     if (done) break;
     if (size + value.byteLength > max || (into && size + value.byteLength > into.byteLength)) {
       await reader.cancel().catch(() => {});
