@@ -14,7 +14,7 @@ import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.
 import { api, call, sleep, until } from "../helpers/restart.ts";
 import { type ServerProcess, startServer } from "../helpers/server.ts";
 
-const ADMIN_TOKEN = "adm_analysis_restart_token_0123456789";
+const ADMIN_TOKEN = "adm_5Go55KvHU9XIMLxbv8fdJmGllFsPUT1vV8xfDbzq";
 
 for (const backend of await databaseBackends()) {
   const t = suite(`ad analysis: server killed mid-stage on ${backend.name}`);

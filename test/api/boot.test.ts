@@ -17,7 +17,7 @@ import { DatabaseOpenError, LOCK_FILE, openDatabase } from "../../storage/db.ts"
 import { spawnMain } from "../helpers/main-process.ts";
 import { freePort, startServer } from "../helpers/server.ts";
 
-const TOKEN = "adm_boot_test_token_0123456789abcdef";
+const TOKEN = "adm_icoDc5nji480w8xsHo9l7F796diou6aQ52P3YfiE";
 // Generous: the refusals under test come within CONNECT_TIMEOUT_MS (5 s) of the boot, and a loaded
 // machine takes seconds just to load the server. What fails is a boot that hangs (60 s before) or never ends.
 const EXIT_WITHIN_MS = 45_000;
@@ -88,10 +88,14 @@ t("booleans are strict, for every spelling; HEALTH_PORT is a port", () => {
   assert.throws(() => loadConfig({ HEALTH_PORT: "3000", PORT: "3000" }), /HEALTH_PORT must differ from PORT/);
 });
 
-t("ADMIN_TOKEN: at least 32 characters for the server, from the environment or the saved file", () => {
+t("ADMIN_TOKEN: at least 32 characters and hard to guess for the server, from the environment or the saved file", () => {
   const dir = tempDir();
   assert.throws(() => resolveAdminToken("x".repeat(MIN_ADMIN_TOKEN_LENGTH - 1), dir), (e: unknown) => e instanceof ConfigError && /^ADMIN_TOKEN must be at least 32 characters \(got 31\)/.test((e as Error).message));
-  assert.equal(resolveAdminToken("x".repeat(MIN_ADMIN_TOKEN_LENGTH), dir), { token: "x".repeat(32), created: false });
+  // Long enough, and guessable: one character, a counting run, words (core/token-strength.ts).
+  for (const weak of ["x".repeat(MIN_ADMIN_TOKEN_LENGTH), "0123456789".repeat(4), "my-admin-secret-token-for-production"]) {
+    assert.throws(() => resolveAdminToken(weak, dir), (e: unknown) => e instanceof ConfigError && /^ADMIN_TOKEN is too easy to guess/.test((e as Error).message), weak);
+  }
+  assert.equal(resolveAdminToken(TOKEN, dir), { token: TOKEN, created: false });
   writeFileSync(join(dir, "admin-token"), "adm_short\n");
   assert.throws(() => resolveAdminToken(undefined, dir), /admin token saved in .* must be at least 32 characters/);
   // The CLI is a client: it sends what it is given (test/core/admin-cli.test.ts), and the server decides.

@@ -96,7 +96,7 @@ const w = suite("readiness: a worker's probe on HEALTH_PORT");
 w("ROLE=worker serves /healthz and /readyz on HEALTH_PORT, and nothing else", async () => {
   const dataDir = mkdtempSync(join(tmpdir(), "mediagate-worker-probe-"));
   const healthPort = await freePort();
-  const worker = spawnMain({ ROLE: "worker", HEALTH_PORT: String(healthPort), PORT: String(await freePort()), DATA_DIR: dataDir, ADMIN_TOKEN: "adm_worker_probe_token_0123456789ab", LOG_LEVEL: "warn" });
+  const worker = spawnMain({ ROLE: "worker", HEALTH_PORT: String(healthPort), PORT: String(await freePort()), DATA_DIR: dataDir, ADMIN_TOKEN: "adm_KrE1PBJMhXvOC683dPV4fenKeZCoTk0J5xjtUH1t", LOG_LEVEL: "warn" });
   try {
     await worker.waitFor("mediagate probes on");
     const base = `http://127.0.0.1:${healthPort}`;

@@ -24,7 +24,7 @@ import { type ServerProcess, startServer } from "../helpers/server.ts";
 import { subscribeSse } from "../helpers/sse.ts";
 import { png } from "../omni/helpers.ts";
 
-const ADMIN_TOKEN = "adm_several_hosts_token_0123456789ab";
+const ADMIN_TOKEN = "adm_Jq0BxTtCgeAEUbyIWnM6Q7U428OkMKCqv3kNAHUG";
 const PUBLIC_URL = "https://media.example.test";
 const CREDITS = 50_000;
 const pg = await postgresUrl();

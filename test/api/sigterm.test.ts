@@ -19,7 +19,7 @@ import { groupAlive, ROOT, spawnMain } from "../helpers/main-process.ts";
 import { freePort, startServer } from "../helpers/server.ts";
 import { subscribeSse } from "../helpers/sse.ts";
 
-const ADMIN_TOKEN = "adm_sigterm_test_token_0123456789abc";
+const ADMIN_TOKEN = "adm_1opVYO6cwPNGqQRUPe44YRBvbHw2OuguMq4k68eT";
 const UA = "mediagate-sigterm-test/1.0";
 // The sandbox extractor reports progress after each quarter of this; a job still has three quarters (30 s) to
 // go when the first progress shows, more than the queue's 10 s stop time, so the shutdown must hand it back.

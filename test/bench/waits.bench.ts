@@ -21,7 +21,7 @@ const LATENCY_MS = Number(process.env.BENCH_LATENCY_MS ?? 60_000);
 const IMAGES = Number(process.env.BENCH_IMAGES ?? 1000);
 const VIDEOS = Number(process.env.BENCH_VIDEOS ?? 200);
 const ACCOUNTS = 5;
-const ADMIN = "bench-admin-token-0123456789abcdef0123";
+const ADMIN = "adm_XdGlTJF3SbGBePvu1O2FxeHHTHBbIcM7Qm7yErIk";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;

@@ -12,7 +12,7 @@ import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.
 import { api, call, sleep, until } from "../helpers/restart.ts";
 import { type ServerProcess, startServer } from "../helpers/server.ts";
 
-const ADMIN_TOKEN = "adm_captions_restart_token_0123456789";
+const ADMIN_TOKEN = "adm_ke5wuGdkdyosm5XVtsJbqds8dERw4vmsUJH4TT2C";
 
 for (const backend of await databaseBackends()) {
   const t = suite(`captions: server killed during the burn on ${backend.name}`);

@@ -20,7 +20,7 @@ import { IMAGE_ERRORS } from "../../plugins/images/errors.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { type ServerProcess, startServer } from "../helpers/server.ts";
 
-const ADMIN_TOKEN = "adm_restart_test_token_0123456789";
+const ADMIN_TOKEN = "adm_0webhlT4ebfqEo2QW2NKgQECC6pQhZve8IORwIvo";
 const USER_AGENT = "mediagate-restart-test/1.0";
 // The sandbox is polled every quarter of SANDBOX_LATENCY_MS (2.25 s), its progress growing with the time. A job
 // shows progress from its first poll to its end: long enough that the test's polls, slow on a loaded machine

@@ -16,7 +16,7 @@ import { api, call, until } from "../helpers/restart.ts";
 import { type ServerProcess, startServer } from "../helpers/server.ts";
 import { png } from "./helpers.ts";
 
-const ADMIN_TOKEN = "adm_omni_restart_token_0123456789abcd";
+const ADMIN_TOKEN = "adm_dj5LK6OhmzM33e3M5EFSWVAvQV8ewDhO3GZ6rpCA";
 
 for (const backend of await databaseBackends()) {
   const t = suite(`omni batch: server killed mid-batch on ${backend.name}`);

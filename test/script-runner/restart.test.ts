@@ -20,7 +20,7 @@ const png = (rgb: [number, number, number]) => {
   return Buffer.from(encodePng(64, 96, px, 3)).toString("base64");
 };
 
-const ADMIN_TOKEN = "adm_runner_restart_token_0123456789ab";
+const ADMIN_TOKEN = "adm_umNcAhJzLVGmsSqIA0kfWhYEbiYwnvy0wFM48KTw";
 
 for (const backend of await databaseBackends()) {
   const t = suite(`script runner: server killed mid-run on ${backend.name}`);

@@ -183,7 +183,7 @@ const freshPrefix = () => `test-${process.pid}-${++prefixes}`;
   });
 
   (pg ? t : t.skip)("a file made on one host is served by the other", async () => {
-    const ADMIN = "adm_s3_blobs_test_token_0123456789";
+    const ADMIN = "adm_LdpAVfOgMzmwqlGDZd3i280ENn4uy45QsgCCLMYF";
     const database = await isolatedPostgresDatabase();
     const url = blobUrl(freshPrefix());
     const start = async () => {

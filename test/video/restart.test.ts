@@ -17,7 +17,7 @@ import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.
 import { api, call, sleep, until } from "../helpers/restart.ts";
 import { type ServerProcess, startServer } from "../helpers/server.ts";
 
-const ADMIN_TOKEN = "adm_video_restart_token_0123456789";
+const ADMIN_TOKEN = "adm_wsChgH9SW5ATZaAsXezAnugGpJYUjNTGiswQornu";
 const CREDITS = 10_000;
 
 for (const backend of await databaseBackends()) {

@@ -15,7 +15,7 @@ import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.
 import { call, sleep, until } from "../helpers/restart.ts";
 import { type ServerProcess, startServer } from "../helpers/server.ts";
 
-const ADMIN_TOKEN = "adm_webhook_restart_token_0123456789";
+const ADMIN_TOKEN = "adm_6GecipIEk8yKLkEa265pt6ZYiPP8IzEOPWSMXKob";
 const JOBS = 6;
 
 interface Receipt {
