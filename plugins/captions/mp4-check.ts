@@ -10,6 +10,12 @@
 // fragments), and a duration above 0 and at most `maxSeconds`. The duration is the longest of the movie
 // header's, the fragment header's (`mehd`), each track's media header's, and, in a fragmented file, each
 // track's last fragment end (`tfdt` + its samples' durations).
+//
+// Bounded (issue 45): no object is kept per box or per fragment (running counts and maxima only), the counts
+// are capped by lib/formats FORMAT_LIMITS (top-level boxes, children of one box, fragments), and the walk
+// lets the event loop turn every few milliseconds. Past a cap the file is `notMp4`: the partner's 400,
+// before any charge. (A 30 MB file of 8-byte moofs had stalled /healthz 6.8 s and held an object each.)
+import { FORMAT_LIMITS, pacer } from "mediagate/plugin";
 
 export interface ByteSource {
   readonly size: number;
@@ -101,11 +107,15 @@ interface Box {
   end: number;
 }
 
-/** The boxes inside `buf` between `from` and `to` (a box's payload), header by header. */
-function children(buf: Uint8Array, from: number, to: number): Box[] {
-  const out: Box[] = [];
+/**
+ * The boxes inside `buf` between `from` and `to` (a box's payload), header by header, none kept; more than
+ * FORMAT_LIMITS.isoBmffChildBoxes side by side is not an MP4 we read (a 30 MB moov of 8-byte children was
+ * accepted and charged, after an object per child).
+ */
+function* children(buf: Uint8Array, from: number, to: number): Generator<Box> {
   let at = from;
-  while (at + 8 <= to) {
+  for (let count = 1; at + 8 <= to; count++) {
+    if (count > FORMAT_LIMITS.isoBmffChildBoxes) throw new NotMp4();
     let size = u32(buf, at);
     const type = fourcc(buf, at + 4);
     let header = 8;
@@ -117,13 +127,17 @@ function children(buf: Uint8Array, from: number, to: number): Box[] {
       size = to - at;
     }
     if (size < header || at + size > to) throw new NotMp4();
-    out.push({ type, start: at, payload: at + header, end: at + size });
+    yield { type, start: at, payload: at + header, end: at + size };
     at += size;
   }
-  return out;
 }
 
-const child = (buf: Uint8Array, box: Box, type: string) => children(buf, box.payload, box.end).find((b) => b.type === type);
+/** The first child of `box` of each type asked for; every child is still checked to fit. */
+function firstChildren(buf: Uint8Array, box: Box, ...types: string[]): Map<string, Box> {
+  const found = new Map<string, Box>();
+  for (const b of children(buf, box.payload, box.end)) if (types.includes(b.type) && !found.has(b.type)) found.set(b.type, b);
+  return found;
+}
 
 /** Timescale and duration of a full box laid out as mvhd/mdhd (version 0: 32-bit times, version 1: 64-bit). */
 function timesOf(buf: Uint8Array, box: Box): { timescale: number; duration: number } {
@@ -147,35 +161,41 @@ interface Track {
   defaultSampleDuration: number;
 }
 
+function trackOf(buf: Uint8Array, trak: Box): Track | null {
+  const { tkhd, mdia } = Object.fromEntries(firstChildren(buf, trak, "tkhd", "mdia"));
+  if (!tkhd || !mdia) return null;
+  const v1 = buf[tkhd.payload] === 1;
+  if (tkhd.end - tkhd.payload < (v1 ? 24 : 16)) throw new NotMp4();
+  const id = u32(buf, tkhd.payload + (v1 ? 20 : 12));
+  const { hdlr, mdhd } = Object.fromEntries(firstChildren(buf, mdia, "hdlr", "mdhd"));
+  if (!hdlr || !mdhd || hdlr.end - hdlr.payload < 12) return null;
+  const media = timesOf(buf, mdhd);
+  return {
+    id,
+    video: fourcc(buf, hdlr.payload + 8) === "vide",
+    timescale: media.timescale,
+    seconds: media.timescale > 0 ? media.duration / media.timescale : 0,
+    defaultSampleDuration: 0,
+  };
+}
+
 function readMoov(buf: Uint8Array): { movieSeconds: number; tracks: Map<number, Track> } {
-  const root: Box = { type: "moov", start: 0, payload: 0, end: buf.byteLength };
-  const boxes = children(buf, root.payload, root.end);
-  const mvhd = boxes.find((b) => b.type === "mvhd");
+  // One pass over the children: tracks as they come, the first mvhd and mvex kept for after.
+  let mvhd: Box | undefined;
+  let mvex: Box | undefined;
+  const tracks = new Map<number, Track>();
+  for (const box of children(buf, 0, buf.byteLength)) {
+    if (box.type === "mvhd") mvhd ??= box;
+    else if (box.type === "mvex") mvex ??= box;
+    else if (box.type === "trak") {
+      const track = trackOf(buf, box);
+      if (track) tracks.set(track.id, track);
+    }
+  }
   if (!mvhd) throw new NotMp4();
   const movie = timesOf(buf, mvhd);
   if (movie.timescale === 0) throw new NotMp4();
   let movieSeconds = movie.duration / movie.timescale;
-  const tracks = new Map<number, Track>();
-  for (const trak of boxes.filter((b) => b.type === "trak")) {
-    const tkhd = child(buf, trak, "tkhd");
-    const mdia = child(buf, trak, "mdia");
-    if (!tkhd || !mdia) continue;
-    const v1 = buf[tkhd.payload] === 1;
-    if (tkhd.end - tkhd.payload < (v1 ? 24 : 16)) throw new NotMp4();
-    const id = u32(buf, tkhd.payload + (v1 ? 20 : 12));
-    const hdlr = child(buf, mdia, "hdlr");
-    const mdhd = child(buf, mdia, "mdhd");
-    if (!hdlr || !mdhd || hdlr.end - hdlr.payload < 12) continue;
-    const media = timesOf(buf, mdhd);
-    tracks.set(id, {
-      id,
-      video: fourcc(buf, hdlr.payload + 8) === "vide",
-      timescale: media.timescale,
-      seconds: media.timescale > 0 ? media.duration / media.timescale : 0,
-      defaultSampleDuration: 0,
-    });
-  }
-  const mvex = boxes.find((b) => b.type === "mvex");
   if (mvex) {
     for (const box of children(buf, mvex.payload, mvex.end)) {
       if (box.type === "mehd" && box.end - box.payload >= 8) {
@@ -190,11 +210,14 @@ function readMoov(buf: Uint8Array): { movieSeconds: number; tracks: Map<number, 
   return { movieSeconds, tracks };
 }
 
-/** Where each track's samples in one `moof` end, in seconds (tfdt + the durations of its runs). */
-function fragmentEnds(buf: Uint8Array, tracks: Map<number, Track>, ends: Map<number, number>): void {
-  for (const traf of children(buf, 0, buf.byteLength).filter((b) => b.type === "traf")) {
-    const parts = children(buf, traf.payload, traf.end);
-    const tfhd = parts.find((b) => b.type === "tfhd");
+/** Samples summed between two chances for the event loop to turn. */
+const SAMPLES_PER_PACE = 4096;
+
+/** Where each track's samples in one `moof` end, in seconds (tfdt + the durations of its runs), into `ends`. */
+async function fragmentEnds(buf: Uint8Array, tracks: Map<number, Track>, ends: Map<number, number>, pace: Pace): Promise<void> {
+  for (const traf of children(buf, 0, buf.byteLength)) {
+    if (traf.type !== "traf") continue;
+    const { tfhd, tfdt } = Object.fromEntries(firstChildren(buf, traf, "tfhd", "tfdt"));
     if (!tfhd || tfhd.end - tfhd.payload < 8) throw new NotMp4();
     const flags = u32(buf, tfhd.payload) & 0xffffff;
     const track = tracks.get(u32(buf, tfhd.payload + 4));
@@ -207,9 +230,9 @@ function fragmentEnds(buf: Uint8Array, tracks: Map<number, Track>, ends: Map<num
       if (at + 4 > tfhd.end) throw new NotMp4();
       defaultDuration = u32(buf, at);
     }
-    const tfdt = parts.find((b) => b.type === "tfdt");
     let time = tfdt && tfdt.end - tfdt.payload >= 8 ? (buf[tfdt.payload] === 1 && tfdt.end - tfdt.payload >= 12 ? u64(buf, tfdt.payload + 4) : u32(buf, tfdt.payload + 4)) : (ends.get(track.id) ?? 0) * track.timescale;
-    for (const trun of parts.filter((b) => b.type === "trun")) {
+    for (const trun of children(buf, traf.payload, traf.end)) {
+      if (trun.type !== "trun") continue;
       if (trun.end - trun.payload < 8) throw new NotMp4();
       const rflags = u32(buf, trun.payload) & 0xffffff;
       const count = u32(buf, trun.payload + 4);
@@ -222,7 +245,10 @@ function fragmentEnds(buf: Uint8Array, tracks: Map<number, Track>, ends: Map<num
         continue;
       }
       if (p + count * perSample > trun.end) throw new NotMp4();
-      for (let i = 0; i < count; i++, p += perSample) time += u32(buf, p);
+      for (let i = 0; i < count; i++, p += perSample) {
+        time += u32(buf, p);
+        if (i % SAMPLES_PER_PACE === SAMPLES_PER_PACE - 1) await pace();
+      }
     }
     ends.set(track.id, Math.max(ends.get(track.id) ?? 0, time / track.timescale));
   }
@@ -230,53 +256,80 @@ function fragmentEnds(buf: Uint8Array, tracks: Map<number, Track>, ends: Map<num
 
 const HEADER_ONLY = new Set(["ftyp", "styp", "free", "skip", "wide", "uuid", "pdin", "sidx", "ssix", "prft", "emsg", "meta", "mfra", "bloc"]);
 
-/** The verdict on `src` (see the file's header); `maxSeconds` is the duration cap. */
+type Pace = () => Promise<void> | undefined;
+
+interface TopBox {
+  type: string;
+  start: number;
+  header: number;
+  size: number;
+}
+
+/**
+ * The file's top-level boxes, by their headers (16 bytes read each), with a turn of the event loop after
+ * every slice of work; more than FORMAT_LIMITS.isoBmffTopLevelBoxes is not an MP4 we read.
+ */
+async function* topLevel(src: ByteSource, pace: Pace): AsyncGenerator<TopBox> {
+  let at = 0;
+  for (let count = 1; src.size - at >= 8; count++) {
+    if (count > FORMAT_LIMITS.isoBmffTopLevelBoxes) throw new NotMp4();
+    const head = await src.read(at, Math.min(16, src.size - at));
+    if (!printable(head, 4)) throw new NotMp4();
+    let size = u32(head, 0);
+    const type = fourcc(head, 4);
+    let header = 8;
+    if (size === 1) {
+      if (head.byteLength < 16) throw new NotMp4();
+      size = u64(head, 8);
+      header = 16;
+    } else if (size === 0) {
+      size = src.size - at;
+    }
+    if (size < header || at + size > src.size) throw new NotMp4();
+    yield { type, start: at, header, size };
+    at += size;
+    await pace();
+  }
+}
+
+/**
+ * The verdict on `src` (see the file's header); `maxSeconds` is the duration cap. Nothing is kept per box:
+ * one pass over the top level finds the movie header and counts the fragments, a second one (only for a
+ * fragmented file whose headers leave the length open) reads the fragments one at a time.
+ */
 export async function checkMp4(src: ByteSource, opts: { maxSeconds: number; maxBoxBytes?: number }): Promise<Mp4Verdict> {
   const maxBox = opts.maxBoxBytes ?? MAX_HEADER_BOX_BYTES;
+  const paceNow = pacer();
+  const pace: Pace = () => paceNow();
   try {
-    let at = 0;
     let sawFtyp = false;
     let moov: ReturnType<typeof readMoov> | null = null;
     let media = false;
-    const moofs: Array<{ start: number; size: number }> = [];
-    while (src.size - at >= 8) {
-      const head = await src.read(at, Math.min(16, src.size - at));
-      if (!printable(head, 4)) throw new NotMp4();
-      let size = u32(head, 0);
-      const type = fourcc(head, 4);
-      let header = 8;
-      if (size === 1) {
-        if (head.byteLength < 16) throw new NotMp4();
-        size = u64(head, 8);
-        header = 16;
-      } else if (size === 0) {
-        size = src.size - at;
-      }
-      if (size < header || at + size > src.size) throw new NotMp4();
+    let fragments = 0;
+    for await (const { type, start, header, size } of topLevel(src, pace)) {
       if (type === "ftyp") sawFtyp = true;
       else if (!sawFtyp && !HEADER_ONLY.has(type)) throw new NotMp4(); // media or moov before the file type
       if (type === "moov") {
         if (moov || size - header > maxBox) throw new NotMp4();
-        moov = readMoov(await src.read(at + header, size - header));
+        moov = readMoov(await src.read(start + header, size - header));
       } else if (type === "mdat") {
         media = true;
       } else if (type === "moof") {
-        if (size - header > maxBox) throw new NotMp4();
-        moofs.push({ start: at + header, size: size - header });
+        if (size - header > maxBox || ++fragments > FORMAT_LIMITS.isoBmffFragments) throw new NotMp4();
       }
-      at += size;
     }
     if (!sawFtyp || !moov) return { ok: false, reason: "notMp4" };
     if (![...moov.tracks.values()].some((t) => t.video)) return { ok: false, reason: "noVideo" };
-    if (!media && moofs.length === 0) return { ok: false, reason: "notMp4" };
+    if (!media && fragments === 0) return { ok: false, reason: "notMp4" };
     let seconds = moov.movieSeconds;
     for (const t of moov.tracks.values()) seconds = Math.max(seconds, t.seconds);
     // A fragmented file says its length in its fragments (an empty moov, no mehd): walked only while the
     // headers leave it unknown or short of the cap, so a long fragmented file is read a moof at a time.
-    if (moofs.length > 0 && seconds <= opts.maxSeconds) {
+    if (fragments > 0 && seconds <= opts.maxSeconds) {
       const ends = new Map<number, number>();
-      for (const m of moofs) {
-        fragmentEnds(await src.read(m.start, m.size), moov.tracks, ends);
+      for await (const { type, start, header, size } of topLevel(src, pace)) {
+        if (type !== "moof") continue;
+        await fragmentEnds(await src.read(start + header, size - header), moov.tracks, ends, pace);
         for (const end of ends.values()) seconds = Math.max(seconds, end);
         if (seconds > opts.maxSeconds) break;
       }
