@@ -7,7 +7,7 @@ import { ConfigError, loadConfig } from "./core/config.ts";
 import { createKernel } from "./core/kernel.ts";
 import { BootError } from "./core/registry.ts";
 import { plugins } from "./plugins/index.ts";
-import { serveHealth, serveHttp, type HttpServer } from "./transports/http.ts";
+import { serveAdmin, serveHealth, serveHttp, type HttpServer } from "./transports/http.ts";
 
 // An open request (an SSE subscription ended with its final message, a slow upload) gets this long to finish
 // before its connection is cut.
@@ -55,12 +55,18 @@ async function main() {
 
   let server: HttpServer | undefined;
   if (config.role !== "worker") {
-    server = await listening("PORT", config.port, config.host, () => serveHttp(kernel, { adminToken: admin.token, port: config.port, hostname: config.host }));
+    server = await listening("PORT", config.port, config.host, () => serveHttp(kernel, { adminToken: admin.token, admin: config.admin === undefined, port: config.port, hostname: config.host }));
     // server.url, not config.port: with PORT=0 the system chooses the port, and this line is how to learn it.
     console.log(`mediagate listening on ${server.url.replace(/\/$/, "")} (public URL ${config.publicUrl}, database ${kernel.database.kind}, role ${config.role}; GraphQL at /graphql)`);
   } else {
     console.log(`mediagate worker running (database ${kernel.database.kind})`);
   }
+  // The admin API apart (ADMIN_PORT / ADMIN_HOST): the public port then answers its paths 404.
+  const adminApart =
+    config.role === "worker" || config.admin === undefined
+      ? undefined
+      : await listening("ADMIN_PORT", config.admin.port, config.admin.host, () => serveAdmin(kernel, { adminToken: admin.token, port: config.admin!.port, hostname: config.admin!.host }));
+  if (adminApart) console.log(`mediagate admin API on ${adminApart.url.replace(/\/$/, "")}/api/v1/admin (not on the public port)`);
   const health =
     config.healthPort === undefined
       ? undefined
@@ -86,6 +92,7 @@ async function main() {
     }, SHUTDOWN_LIMIT_MS).unref();
     try {
       await server?.close(SHUTDOWN_GRACE_MS);
+      await adminApart?.close();
       await kernel.stop();
       await health?.close();
     } catch (err) {

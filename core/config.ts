@@ -31,6 +31,8 @@ export const KERNEL_VARIABLES = [
   "ALLOW_PRIVATE_URLS",
   "LOG_LEVEL",
   "HEALTH_PORT",
+  "ADMIN_PORT",
+  "ADMIN_HOST",
   "NODE_ENV",
   "GRAPHQL_INTROSPECTION",
   "CORS_ORIGINS",
@@ -76,6 +78,11 @@ export interface Config {
    * process, which serves no HTTP API; in the other roles, probes kept off the public port.
    */
   healthPort: number | undefined;
+  /**
+   * The admin API on a port (and address) of its own, off the public one, which then answers its paths 404
+   * (ADMIN_PORT, ADMIN_HOST; unset: the admin API is on PORT; ADMIN_HOST alone: on PORT of that address).
+   */
+  admin: { port: number; host: string } | undefined;
   /**
    * GraphQL schema introspection and the GraphiQL page (GRAPHQL_INTROSPECTION). Default: on in development,
    * off when NODE_ENV=production, where the schema is published as schema/schema.graphql instead.
@@ -229,6 +236,7 @@ export function loadConfig(source: Environment = process.env): Config {
     allowPrivateUrls: flag("ALLOW_PRIVATE_URLS", env.ALLOW_PRIVATE_URLS),
     logLevel: oneOf("LOG_LEVEL", env.LOG_LEVEL, ["debug", "info", "warn", "error", "silent"] as const, "info"),
     healthPort: env.HEALTH_PORT ? nonNegativeInt("HEALTH_PORT", env.HEALTH_PORT, 0) : undefined,
+    admin: env.ADMIN_PORT || env.ADMIN_HOST ? { port: env.ADMIN_PORT ? nonNegativeInt("ADMIN_PORT", env.ADMIN_PORT, 0) : port, host: env.ADMIN_HOST || env.HOST || "127.0.0.1" } : undefined,
     // "Development" is any NODE_ENV but production, unset included: `npm start` on a laptop gets GraphiQL.
     graphqlIntrospection: flag("GRAPHQL_INTROSPECTION", env.GRAPHQL_INTROSPECTION, env.NODE_ENV !== "production"),
     corsOrigins: origins("CORS_ORIGINS", env.CORS_ORIGINS),
@@ -255,6 +263,12 @@ export function loadConfig(source: Environment = process.env): Config {
   if (config.healthPort !== undefined) {
     if (config.healthPort < 1 || config.healthPort > 65535) throw new ConfigError(`HEALTH_PORT must be between 1 and 65535 (got ${config.healthPort})`);
     if (config.healthPort === port && config.role !== "worker") throw new ConfigError(`HEALTH_PORT must differ from PORT (both ${port})`);
+  }
+  if (config.admin) {
+    const { port: adminPort, host: adminHost } = config.admin;
+    if (adminPort < 1 || adminPort > 65535) throw new ConfigError(`ADMIN_PORT must be between 1 and 65535 (got ${adminPort})`);
+    if (adminPort === port && adminHost === config.host) throw new ConfigError(`ADMIN_PORT and ADMIN_HOST must not both be PORT and HOST (${adminHost}:${port}): the admin API would not be apart`);
+    if (adminPort === config.healthPort) throw new ConfigError(`ADMIN_PORT must differ from HEALTH_PORT (both ${adminPort})`);
   }
   loadedFrom.set(config, source);
   return config;
