@@ -5,6 +5,8 @@ import { MAX_SCENES } from "./parser.ts";
 
 export const RUNNER_ERRORS = {
   promptRequired: "Please provide a script in the prompt",
+  // The spec's category is "invalid prompt"; the figure is ours (limits.ts says why).
+  promptTooLong: `Invalid prompt: the script is longer than ${LIMITS.promptChars} characters`,
   noScenes: "Invalid prompt: no scenes found. Start each scene with a line === SCENE: <name> ===",
   noDialogue: "Invalid prompt: no dialogues found. Add === DIALOGUE <n> === blocks for your scenes",
   badDialogue: (n: string) => `Invalid prompt: === DIALOGUE ${n} === does not name one of the scenes (use its number, 1 for the first)`,

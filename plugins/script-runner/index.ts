@@ -25,6 +25,7 @@
 import { z } from "zod";
 import {
   ApiError,
+  checkPicture,
   decodeImageBase64,
   formatTimestamp,
   IMAGE_EXT,
@@ -222,7 +223,7 @@ const RunInput = z
   .object({
     character_image_url: z.unknown().optional().meta({ type: "string", description: "public http(s) image URL; wins over the other sources" }),
     character_image_base64: z.unknown().optional().meta({ type: "string", description: "PNG/JPEG/WEBP as base64, a data: prefix is stripped, about 20 MB" }),
-    prompt: z.unknown().optional().meta({ type: "string", description: "the script: === SCENE: <name> ===, === DIALOGUE <n> ===, optionally === CHARACTER ===" }),
+    prompt: z.unknown().optional().meta({ type: "string", description: "the script: === SCENE: <name> ===, === DIALOGUE <n> ===, optionally === CHARACTER ===", maxLength: LIMITS.promptChars }),
     name: z.unknown().optional().meta({ type: "string", maxLength: LIMITS.nameChars, default: DEFAULT_NAME }),
     use_as_character_reference: z.unknown().optional().meta({ type: "boolean", default: true }),
     model: z.unknown().optional().meta({ type: "string", enum: MODEL_IDS, default: DEFAULT_MODEL }),
@@ -233,6 +234,7 @@ const RunInput = z
   .transform((raw, c) => {
     const fail = (message: string) => (c.addIssue({ code: "custom", message }), z.NEVER);
     if (typeof raw.prompt !== "string" || raw.prompt.trim() === "") return fail(E.promptRequired);
+    if (raw.prompt.length > LIMITS.promptChars) return fail(E.promptTooLong);
     const name = raw.name ?? DEFAULT_NAME;
     if (typeof name !== "string") return fail(E.nameType);
     if (name.length > LIMITS.nameChars) return fail(E.nameTooLong);
@@ -265,6 +267,8 @@ async function fetchCharacter(guard: OutboundGuard, url: string, signal: AbortSi
   }
   const mimeType = imageKind(body);
   if (!mimeType) throw new ApiError(400, E.invalidCharacterUrl("not a PNG, JPEG or WEBP image"));
+  const budget = checkPicture(body); // lib/media/budgets.ts: by its header, before anything decodes it
+  if (!budget.ok) throw new ApiError(400, E.invalidCharacterUrl(budget.reason));
   return { bytes: body, mimeType };
 }
 
@@ -338,6 +342,7 @@ const submitRun = operation({
     } else if (req.imageBase64) {
       const decoded = decodeImageBase64(req.imageBase64, LIMITS.characterImageBytes);
       if (!decoded.ok) throw decoded.reason === "too_large" ? new ApiError(413, E.characterTooLarge) : new ApiError(400, E.characterBase64);
+      if (!checkPicture(decoded.image.bytes).ok) throw new ApiError(400, E.characterBase64); // over the pixel budget
       image = decoded.image;
       source = "upload";
     } else if (description) source = "description";

@@ -13,7 +13,7 @@ import imagesSandbox from "../../plugins/images/sandbox.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
 import scriptRunner from "../../plugins/script-runner/index.ts";
 import { RUNNER_ERRORS as E } from "../../plugins/script-runner/errors.ts";
-import { VIDEO_MODELS } from "../../plugins/script-runner/limits.ts";
+import { LIMITS as RUNNER_LIMITS, VIDEO_MODELS } from "../../plugins/script-runner/limits.ts";
 import { encodePng } from "../../plugins/images/png.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
@@ -150,6 +150,8 @@ for (const backend of await databaseBackends()) {
         [{ prompt: "=== SCENE: A ===\nx", character_image_base64: img }, 400, E.noDialogue],
         [{ prompt: Array.from({ length: 21 }, (_, i) => `=== SCENE: ${i} ===\nx`).join("\n") + "\n=== DIALOGUE 1 ===\nhi", character_image_base64: img }, 400, E.tooManyScenes],
         [{ prompt: ok }, 400, E.noCharacter],
+        // Over the prompt cap by one character, with a valid script inside it: refused before it is parsed.
+        [{ prompt: ok + " ".repeat(RUNNER_LIMITS.promptChars + 1 - ok.length), character_image_base64: img }, 400, E.promptTooLong],
         [{ prompt: ok, model: "gamma-9" }, 400, E.invalidModel, { allowed_models: Object.keys(VIDEO_MODELS) }],
         [{ prompt: ok, image_model: "image-z" }, 400, E.invalidImageModel, { allowed_image_models: ["image-a-pro", "image-b-2"] }],
         [{ prompt: ok, name: "n".repeat(201), character_image_base64: img }, 400, E.nameTooLong],
