@@ -3,9 +3,11 @@
 // and state, queue depth, webhook deliveries by outcome, credits charged and refunded). The database figures
 // are the same from every instance, so a dashboard takes them from one; the request figures are summed.
 // One registry per kernel (not prom-client's global one): a test process runs many kernels side by side.
-import { Gauge, Registry, type Metric } from "prom-client";
+import { Counter, Gauge, Registry, type Metric } from "prom-client";
 import { sql } from "kysely";
 import type { Kernel } from "../core/kernel.ts";
+import { connectionCountsOf } from "./connection-limits.ts";
+import { subscriptionLimitsOf } from "./graphql/subscription-limits.ts";
 
 export interface Metrics {
   readonly registry: Registry;
@@ -152,6 +154,58 @@ export function metricsOf(kernel: Kernel): Metrics {
       this.set({ type: "refunded" }, total.get("refund") ?? 0);
       this.set({ type: "purchased" }, total.get("purchase") ?? 0);
       this.set({ type: "adjusted" }, total.get("adjustment") ?? 0);
+    },
+  });
+
+  // The limits of transports/connection-limits.ts and graphql/subscription-limits.ts, read from their own
+  // counts at each scrape (a listener's counts are registered when it is created: none for a worker).
+  new Gauge({
+    name: "mediagate_http_connections",
+    help: "Open connections of this process, by listener (public: PORT, health: HEALTH_PORT).",
+    labelNames: ["listener"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const c of connectionCountsOf(kernel)) this.inc({ listener: c.listener }, c.open());
+    },
+  });
+  new Counter({
+    name: "mediagate_http_connections_refused_total",
+    help: "Connections closed at once over a cap, by listener and reason (per_address, max).",
+    labelNames: ["listener", "reason"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const c of connectionCountsOf(kernel)) for (const [reason, n] of Object.entries(c.refused)) this.inc({ listener: c.listener, reason }, n);
+    },
+  });
+  new Counter({
+    name: "mediagate_http_timeouts_total",
+    help: "Connections closed for a request too slow to arrive, by listener and phase (headers, body).",
+    labelNames: ["listener", "phase"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const c of connectionCountsOf(kernel)) for (const [phase, n] of Object.entries(c.timeouts)) this.inc({ listener: c.listener, phase }, n);
+    },
+  });
+  const subscriptions = subscriptionLimitsOf(kernel);
+  new Gauge({
+    name: "mediagate_graphql_subscriptions",
+    help: "Open GraphQL subscriptions of this process (SSE and WebSocket).",
+    registers: [registry],
+    collect() {
+      this.set(subscriptions.open);
+    },
+  });
+  new Counter({
+    name: "mediagate_graphql_subscriptions_refused_total",
+    help: "GraphQL subscriptions refused over a cap, by reason (per_key, per_socket).",
+    labelNames: ["reason"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [reason, n] of Object.entries(subscriptions.refused)) this.inc({ reason }, n);
     },
   });
 

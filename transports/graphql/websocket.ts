@@ -8,13 +8,17 @@
 // key in its headers spends the client address's budget of unauthenticated calls (429 when it is spent);
 // `connection_init` must carry a valid key or the socket is closed with 4403 Forbidden. Documents sent in
 // `subscribe` go through yoga's enveloped parse and validate, so the document limits hold here as over HTTP.
+// Subscriptions are capped per socket and per partner (subscription-limits.ts): one over either cap gets an
+// `error` message for its id, and the socket goes on serving the others.
 import type { IncomingMessage, Server as HttpServer } from "node:http";
 import type { Http2Server } from "node:http2";
-import { GraphQLError, type ExecutionArgs } from "graphql";
+import { getOperationAST, GraphQLError, type ExecutionArgs } from "graphql";
+import type { Context } from "graphql-ws";
 import { useServer } from "graphql-ws/use/ws";
 import { WebSocketServer, type VerifyClientCallbackAsync } from "ws";
 import type { Caller } from "./context.ts";
 import { variablesRefusal, withoutHttp } from "./limits.ts";
+import { SocketSubscriptions, withSlot } from "./subscription-limits.ts";
 import { GRAPHQL_PATH, type GraphqlServer } from "./yoga.ts";
 
 function header(request: IncomingMessage, name: string): string | null {
@@ -67,13 +71,21 @@ export function attachGraphqlWebSocket(server: HttpServer | Http2Server, graphql
       return emit(event, ...args);
     }) as typeof socket.emit;
   });
+  // Each socket's open subscriptions, released when they complete (onComplete) or the socket closes (onClose).
+  const open = new WeakMap<Context<Record<string, unknown>>, SocketSubscriptions>();
+  const held = (ctx: Context<Record<string, unknown>>) => {
+    let s = open.get(ctx);
+    if (!s) open.set(ctx, (s = new SocketSubscriptions()));
+    return s;
+  };
+  const limits = graphql.subscriptions;
   const disposable = useServer<Record<string, unknown>>(
     {
       // No valid key in connection_init (or the upgrade's headers): graphql-ws closes with 4403 Forbidden.
       onConnect: (ctx) => graphql.hasValidKey(callerFromSocket(ctx.extra.request, ctx.connectionParams).authorization),
       execute: (args) => (args.rootValue as RootValue).execute(args),
       subscribe: (args) => (args.rootValue as RootValue).subscribe(args),
-      onSubscribe: async (ctx, _id, payload) => {
+      onSubscribe: async (ctx, id, payload) => {
         const caller = callerFromSocket(ctx.extra.request, ctx.connectionParams);
         const { schema, execute, subscribe, contextFactory, parse, validate } = graphql.yoga.getEnveloped({
           ...ctx,
@@ -95,16 +107,37 @@ export function attachGraphqlWebSocket(server: HttpServer | Http2Server, graphql
         }
         const errors = validate(schema, document);
         if (errors.length) return errors.map(withoutHttp);
+        let contextValue = await contextFactory();
+        if (getOperationAST(document, payload.operationName)?.operation === "subscription") {
+          // Taken last, after every other refusal, so nothing between here and execution can drop it.
+          const socket = held(ctx);
+          if (!limits.admitsOnSocket(socket.size)) return [limits.error("per_socket")];
+          const partner = await graphql.partnerOf(caller.authorization);
+          if (partner !== null) {
+            const slot = limits.acquire(partner);
+            if (!slot) return [limits.error("per_key")];
+            // The socket closed while the key was checked: its onClose has run, nothing would release this.
+            // (graphql-ws sends nothing for an id of a closed socket; the error only stops the operation.)
+            if (ctx.extra.socket.readyState !== ctx.extra.socket.OPEN) {
+              slot.release();
+              return [new GraphQLError("The connection closed.")];
+            }
+            socket.hold(id, slot);
+            contextValue = withSlot(contextValue, slot);
+          }
+        }
         const args: ExecutionArgs = {
           schema,
           document,
           operationName: payload.operationName,
           variableValues: payload.variables,
-          contextValue: await contextFactory(),
+          contextValue,
           rootValue: { execute, subscribe } satisfies RootValue,
         };
         return args;
       },
+      onComplete: (ctx, id) => open.get(ctx)?.release(id),
+      onClose: (ctx) => open.get(ctx)?.releaseAll(),
     },
     wss,
   );

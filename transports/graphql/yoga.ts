@@ -18,6 +18,7 @@ import { addressBudget, bodyLimit, clientAddress, documentLimits, documentRules,
 import { directRoute, readBody } from "./direct.ts";
 import { buildGraphqlSchema } from "./schema.ts";
 import { subscribeToJob } from "./subscriptions.ts";
+import { subscriptionLimitsOf, subscriptionLimitsPlugin, type SubscriptionLimits } from "./subscription-limits.ts";
 import { loadPersistedOperations, type PersistedOperations } from "./persisted.ts";
 
 export const GRAPHQL_PATH = "/graphql";
@@ -44,6 +45,10 @@ export interface GraphqlServer {
   limits: Readonly<GraphqlLimits>;
   /** Whether an Authorization value carries a valid key of an active account. */
   hasValidKey(authorization: string | null): Promise<boolean>;
+  /** The partner whose valid key an Authorization value carries, or null. */
+  partnerOf(authorization: string | null): Promise<string | null>;
+  /** Open subscriptions against their caps, per partner (the WebSocket transport adds its per-socket cap). */
+  subscriptions: SubscriptionLimits;
   /**
    * Counts one HTTP request or WebSocket upgrade without a valid key against its client address's budget
    * (limits.ts); null when it may go on (also when the address is unknown or the counters cannot be reached).
@@ -86,15 +91,16 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
   const introspection = options.introspection ?? kernel.config.graphqlIntrospection;
   const persisted = loadPersistedOperations(kernel.config.graphqlPersistedOperations, kernel.config.graphqlPersistedOnly);
   const unauthenticated = addressBudget(kernel.limiter, limits.unauthenticatedPerMinute);
-  const hasValidKey = async (authorization: string | null): Promise<boolean> => {
-    if (!authorization) return false;
+  const partnerOf = async (authorization: string | null): Promise<string | null> => {
+    if (!authorization) return null;
     try {
-      await authenticate(kernel.accounts, authorization);
-      return true;
+      return (await authenticate(kernel.accounts, authorization)).id;
     } catch {
-      return false;
+      return null;
     }
   };
+  const hasValidKey = async (authorization: string | null): Promise<boolean> => (await partnerOf(authorization)) !== null;
+  const subscriptions = subscriptionLimitsOf(kernel);
   const refuseUnauthenticated = async (address: string | undefined): Promise<RateLimitDecision | null> => {
     try {
       const decision = await unauthenticated.spend(address);
@@ -193,6 +199,7 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
         : []),
       documentLimits(limits, { introspection, documents }),
       bodyLimit(limits.bodyBytes),
+      subscriptionLimitsPlugin(subscriptions, partnerOf),
       {
         onResponse({ request, response }) {
           const caller = callers.get(request);
@@ -237,6 +244,6 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
     return server.yoga.fetch(again);
   };
 
-  const server: GraphqlServer = { fetch: answerHttp, yoga, persisted, schema, limits, hasValidKey, refuseUnauthenticated };
+  const server: GraphqlServer = { fetch: answerHttp, yoga, persisted, schema, limits, hasValidKey, partnerOf, subscriptions, refuseUnauthenticated };
   return server;
 }
