@@ -92,6 +92,8 @@ export { HOSTS, MAX_URL_LENGTH, parseSocialLink, type HostRole, type HostRule, t
 export * from "../lib/speech/index.ts";
 // The environment a plugin's child process gets: no secrets of the server's (lib/child-env.ts).
 export { childEnv, type ChildEnvOptions } from "../lib/child-env.ts";
+// Upstream text (model answers, provider errors, transcript words, titles) cleaned before it is stored (lib/upstream-text.ts).
+export { capText, cleanUpstreamJson, cleanUpstreamText, UPSTREAM_TEXT_LIMITS } from "../lib/upstream-text.ts";
 export * from "../lib/file-response.ts";
 // CPU-bound JavaScript in a worker thread, so a render never holds the event loop (lib/threads.ts).
 export { inThread, ThreadError } from "../lib/threads.ts";
