@@ -109,10 +109,11 @@ export function attachGraphqlWebSocket(server: HttpServer | Http2Server, graphql
         if (errors.length) return errors.map(withoutHttp);
         let contextValue = await contextFactory();
         if (getOperationAST(document, payload.operationName)?.operation === "subscription") {
-          // Taken last, after every other refusal, so nothing between here and execution can drop it.
+          // Taken last, after every other refusal, so nothing between here and execution can drop it; and
+          // both caps checked and taken in one turn, after the last await: a socket's subscribes run side by side.
+          const partner = await graphql.partnerOf(caller.authorization);
           const socket = held(ctx);
           if (!limits.admitsOnSocket(socket.size)) return [limits.error("per_socket")];
-          const partner = await graphql.partnerOf(caller.authorization);
           if (partner !== null) {
             const slot = limits.acquire(partner);
             if (!slot) return [limits.error("per_key")];
