@@ -55,6 +55,8 @@ export const KERNEL_ERRORS = {
   invalidFieldName: "Field names must be valid Unicode text without control characters",
   reservedFieldName: (field: string) => `${field} is not an accepted field name`,
   tooDeep: (levels: number) => `Request body is nested too deeply (at most ${levels} levels)`,
+  // Ours (transports/rest/json-object.ts MAX_JSON_VALUES): a body of millions of tiny values within the byte cap.
+  tooManyValues: (values: number) => `Request body holds too many values (at most ${values.toLocaleString("en-US")} array elements and object members)`,
   // A price the ledger cannot hold: the request asked for more than any balance could pay.
   chargeTooLarge: "The price of this request is out of range. Ask for less.",
   balanceTooLarge: "The adjustment would make the balance too large",

@@ -1,9 +1,9 @@
 // Response helpers for the REST transport: JSON bodies with the spec's shape (invariant 3).
 import type { UploadedFile } from "../../core/plugin.ts";
 import { ApiError, EdgeRejection, KERNEL_ERRORS } from "../../core/errors.ts";
-import { MAX_INPUT_DEPTH } from "../../core/validation.ts";
 import { Buffer } from "node:buffer";
 import { concatBytes } from "../../lib/formats/bytes.ts";
+import { readJsonObject } from "./json-object.ts";
 import { clientClosed } from "../http-manners.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -67,60 +67,9 @@ export async function readBodyCapped(request: Request, max: number, tooLarge: st
   return chunks.length === 1 ? chunks[0]! : concatBytes(chunks);
 }
 
-// Fatal: bytes that are not UTF-8 are not JSON (RFC 8259), rather than text with U+FFFD in their place.
-const UTF8 = new TextDecoder("utf-8", { fatal: true });
-
-/**
- * Whether arrays and objects in a JSON text nest deeper than `max`, counted without parsing (strings are
- * skipped whole), so a 20,000-deep body is refused before anything builds or walks it.
- */
-export function jsonNestsDeeper(text: string, max: number): boolean {
-  let depth = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22) {
-      // Jump to the closing quote: the next one not escaped by an odd run of backslashes.
-      let j = i + 1;
-      for (;;) {
-        j = text.indexOf('"', j);
-        if (j < 0) return false; // unterminated: not JSON, JSON.parse says so
-        let backslashes = 0;
-        while (text.charCodeAt(j - 1 - backslashes) === 0x5c) backslashes++;
-        if (backslashes % 2 === 0) break;
-        j++;
-      }
-      i = j;
-    } else if (c === 0x5b || c === 0x7b) {
-      if (++depth > max) return true;
-    } else if (c === 0x5d || c === 0x7d) {
-      depth--;
-    }
-  }
-  return false;
-}
-
-/**
- * A JSON object body; an empty body is `{}`. Anything else is the spec's "Request body must be JSON"; nesting
- * deeper than MAX_INPUT_DEPTH is refused before parsing (core/validation.ts screens the parsed value too).
- */
-export function parseJsonObject(bytes: Uint8Array): Record<string, unknown> {
-  let text: string;
-  try {
-    text = UTF8.decode(bytes);
-  } catch {
-    throw new ApiError(400, KERNEL_ERRORS.bodyNotJson);
-  }
-  if (text.trim() === "") return {};
-  if (jsonNestsDeeper(text, MAX_INPUT_DEPTH)) throw new ApiError(400, KERNEL_ERRORS.tooDeep(MAX_INPUT_DEPTH));
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new ApiError(400, KERNEL_ERRORS.bodyNotJson);
-  }
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new ApiError(400, KERNEL_ERRORS.bodyNotJson);
-  return value as Record<string, unknown>;
-}
+// JSON object bodies: parsed in a worker thread when large (json-object.ts); re-exported for the tests and
+// callers that knew them here.
+export { jsonNestsDeeper, parseJsonObject } from "./json-object.ts";
 
 /** A JSON media type we read: `application/json`, with no charset or UTF-8 (RFC 8259: JSON is UTF-8). */
 export function isJsonContentType(contentType: string | null): boolean {
@@ -143,7 +92,7 @@ export async function readJsonBody(request: Request, max: number, tooLarge: stri
     return {};
   }
   if (!isJsonContentType(contentType)) throw new ApiError(415, unsupported);
-  return parseJsonObject(await readBodyCapped(request, max, tooLarge));
+  return readJsonObject(await readBodyCapped(request, max, tooLarge));
 }
 
 /** Query parameters as an object; a repeated name keeps its first value. */
@@ -171,7 +120,8 @@ export interface MultipartFields {
  * A multipart/form-data body: the text field `parameters` parsed as a JSON object (absent: `{}`), the text
  * fields of `fields` as properties of the same name (a field sent as a file is read as its text), and the
  * named file parts. Other parts are ignored. A body that cannot be parsed as multipart is a 400 `malformed`;
- * a `parameters` field that is not a JSON object is the JSON-body 400.
+ * a `parameters` field that is not a JSON object is the JSON-body 400. More than MULTIPART_MAX_PARTS parts
+ * is `malformed` too.
  */
 export async function parseMultipart(bytes: Uint8Array, contentType: string, wanted: MultipartFields, malformed: string): Promise<{ input: Record<string, unknown>; files: Record<string, UploadedFile> }> {
   const parts = readMultipart(bytes, contentType);
@@ -181,7 +131,7 @@ export async function parseMultipart(bytes: Uint8Array, contentType: string, wan
   const text = (p: MultipartPart) => new TextDecoder().decode(p.bytes);
   const params = wanted.parameters === undefined ? undefined : first(wanted.parameters);
   let input: Record<string, unknown> = {};
-  if (params) input = parseJsonObject(params.bytes);
+  if (params) input = await readJsonObject(params.bytes);
   for (const name of wanted.fields ?? []) {
     const value = first(name);
     if (value) input[name] = text(value);
@@ -203,6 +153,14 @@ export interface MultipartPart {
   bytes: Uint8Array;
 }
 
+/**
+ * The most parts a multipart body may have. The most any operation reads is 3 (captions: video, style,
+ * partner_job_id); a browser form may add a few of its own. 64 leaves room for any form a partner builds,
+ * and keeps the reader from making an object per part of a 95 MB body of empty ones (300,000 parts stalled
+ * /healthz 2.5 s).
+ */
+export const MULTIPART_MAX_PARTS = 64;
+
 const CRLF = Buffer.from("\r\n");
 const HEADERS_END = Buffer.from("\r\n\r\n");
 const UTF8_LOOSE = new TextDecoder();
@@ -220,6 +178,7 @@ function headerParam(value: string, param: string): string | null {
  * boundary, no opening or closing delimiter, a part without its blank line or without a
  * `Content-Disposition: form-data; name=...`. Read in place, so a 95 MB upload is held once, as the body
  * it arrived in (FormData would copy it twice more). Names and file names are UTF-8, as browsers send them.
+ * A body of more than MULTIPART_MAX_PARTS parts is null as well, read no further than the one past the cap.
  */
 export function readMultipart(bytes: Uint8Array, contentType: string): MultipartPart[] | null {
   const boundary = headerParam(contentType, "boundary");
@@ -259,7 +218,7 @@ export function readMultipart(bytes: Uint8Array, contentType: string): Multipart
         type = value;
       }
     }
-    if (name === null) return null;
+    if (name === null || parts.length === MULTIPART_MAX_PARTS) return null;
     const contentStart = headersEnd + 4;
     const end = body.indexOf(next, contentStart);
     if (end < 0) return null;
