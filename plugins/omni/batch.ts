@@ -34,7 +34,7 @@ import {
   pageShape,
   partnerJobIdField,
   type PluginDb,
-  type VideoFrame, decodeImageBase64, IMAGE_EXT,
+  type VideoFrame, checkPicture, decodeImageBase64, IMAGE_EXT,
 } from "mediagate/plugin";
 import { OMNI_ERRORS as E } from "./errors.ts";
 import { ASPECT_RATIOS, DEFAULT_SECTION_DURATION, DURATIONS, frameSize, LIMITS, OMNI_FEATURE, OMNI_PAUSE, type OmniAspectRatio, type OmniDuration, sectionPrice } from "./limits.ts";
@@ -119,6 +119,7 @@ function sectionImages(sections: readonly SectionInput[]): Array<VideoFrame | nu
     if (!s.imageBase64) return null;
     const decoded = decodeImageBase64(s.imageBase64, LIMITS.imageMaxBytes);
     if (!decoded.ok) throw decoded.reason === "too_large" ? new ApiError(413, E.sectionImageTooLarge(i)) : new ApiError(400, E.sectionImage(i));
+    if (!checkPicture(decoded.image.bytes).ok) throw new ApiError(400, E.sectionImage(i)); // over the pixel budget (lib/media/budgets.ts)
     total += decoded.image.bytes.byteLength;
     if (total > LIMITS.imagesMaxTotalBytes) throw new ApiError(413, E.sectionImagesTooLarge);
     return decoded.image;

@@ -1,10 +1,11 @@
 // Characters: POST/GET/DELETE /omni/characters. Creation is synchronous and charged (30 standard basis, 33 on
 // api_plus10), not counted in the in-flight cap.
 //
-// Order of POST: pause (503), the body's rules (400), the image's size (413) and kind (400), the URL image
-// fetched through the outbound guard (400 when it cannot be had or is no image), the voice (400), the price
-// (a custom account without a rate: 400); then the image is stored and the charge, the job row and the
-// character row commit in one transaction; a refused charge (402) removes the stored image again.
+// Order of POST: pause (503), the body's rules (400), the image's size (413), kind and pixel budget (400, by
+// its header: lib/media/budgets.ts), the URL image fetched through the outbound guard (400 when it cannot be
+// had, is no image or is over the budget), the voice (400), the price (a custom account without a rate: 400);
+// then the image is stored and the charge, the job row and the character row commit in one transaction; a
+// refused charge (402) removes the stored image again.
 //
 // Choices where the spec is silent, written down here:
 // - The character's id is its creation job's id (a `svc-` id, unique with every other).
@@ -16,7 +17,7 @@
 // - A storage failure before the charge is a 502 with nothing charged; there is no failure after it.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, isOutboundError, notFound, operation, type OutboundGuard, partnerJobIdField, type VideoFrame, decodeImageBase64, IMAGE_EXT, imageKind } from "mediagate/plugin";
+import { ApiError, isOutboundError, notFound, operation, type OutboundGuard, partnerJobIdField, type VideoFrame, checkPicture, decodeImageBase64, IMAGE_EXT, imageKind } from "mediagate/plugin";
 import { OMNI_ERRORS as E } from "./errors.ts";
 import { characterPrice, LIMITS, OMNI_FEATURE, OMNI_PAUSE } from "./limits.ts";
 import { CHARACTERS_TABLE, type CharacterRecord, type CharacterVoice, findVoices, timestamp } from "./records.ts";
@@ -101,6 +102,8 @@ const createCharacter = operation({
     if ("base64" in req.image) {
       const decoded = decodeImageBase64(req.image.base64, LIMITS.imageMaxBytes);
       if (!decoded.ok) throw decoded.reason === "too_large" ? new ApiError(413, E.imageTooLarge) : new ApiError(400, E.invalidImageBase64);
+      // Over the pixel budget (lib/media/budgets.ts) is an image we cannot use: the spec's text for one.
+      if (!checkPicture(decoded.image.bytes).ok) throw new ApiError(400, E.invalidImageBase64);
       image = decoded.image;
     } else {
       image = await fetchImage(ctx.capability("outbound"), req.image.url, ctx.request.signal);
@@ -177,6 +180,8 @@ async function fetchImage(guard: OutboundGuard, url: string, signal: AbortSignal
   }
   const mimeType = imageKind(body);
   if (!mimeType) throw new ApiError(400, E.invalidImageUrl("not a PNG, JPEG or WebP image"));
+  const budget = checkPicture(body);
+  if (!budget.ok) throw new ApiError(400, E.invalidImageUrl(budget.reason));
   return { bytes: body, mimeType, url };
 }
 

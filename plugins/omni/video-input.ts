@@ -10,7 +10,7 @@
 // - A repeated character or voice id counts once per mention (the budget counts what is sent).
 // - `last_frame_url` needs `first_frame_url`; both are omni-1.1 only and exclude every reference.
 import { z } from "zod";
-import { ApiError, type MediaEngine, outboundToApiError, type OutboundGuard, partnerJobIdField, type PluginDb, type VideoFrame, decodedSize, decodeImageBase64, base64Payload } from "mediagate/plugin";
+import { ApiError, type MediaEngine, outboundToApiError, type OutboundGuard, partnerJobIdField, type PluginDb, type VideoFrame, checkPicture, decodedSize, decodeImageBase64, base64Payload } from "mediagate/plugin";
 import { OMNI_ERRORS as E } from "./errors.ts";
 import { ASPECT_RATIOS, DEFAULT_DURATION, DURATIONS, FRAME_MODELS, LIMITS, OMNI_MODELS, type OmniAspectRatio, type OmniDuration, type OmniModel, type OmniResolution, RESOLUTIONS } from "./limits.ts";
 import { findCharacters, findVoices } from "./records.ts";
@@ -176,6 +176,8 @@ export async function prepareOmniVideo(fields: OmniVideoFields, deps: PrepareDep
   const images: VideoFrame[] = fields.imageBase64.map((b) => {
     const decoded = decodeImageBase64(b, LIMITS.imageMaxBytes);
     if (!decoded.ok) throw decoded.reason === "too_large" ? new ApiError(413, E.referenceImageTooLarge) : new ApiError(400, E.invalidReferenceImageBase64);
+    // Over the pixel budget (lib/media/budgets.ts): an image the render could not use.
+    if (!checkPicture(decoded.image.bytes).ok) throw new ApiError(400, E.invalidReferenceImageBase64);
     return decoded.image;
   });
 

@@ -41,7 +41,7 @@ import {
   type PluginDb,
   PRIVATE_KEY_PREFIX,
   UnsafeContentError,
-  type VideoFrame, IMAGE_EXT, imageKind,
+  type VideoFrame, checkPicture, IMAGE_EXT, imageKind,
 } from "mediagate/plugin";
 import { OMNI_ERRORS as E } from "./errors.ts";
 import { frameSize, LIMITS, OMNI_FEATURE, OMNI_PAUSE, omniVideoPrice, type OmniAspectRatio, type OmniDuration, type OmniModel, type OmniResolution } from "./limits.ts";
@@ -58,6 +58,8 @@ const IMAGE_FETCH = { maxBytes: LIMITS.imageMaxBytes, timeoutMs: 30_000 };
 async function storedImage(ctx: JobRunContext, image: StoredImage): Promise<VideoFrame> {
   const bytes = await ctx.blobs.get(image.key);
   if (!bytes) throw new JobFailure(E.referenceLost);
+  // Stored before pixel budgets were checked at the door (a character of an older version): not rendered.
+  if (!checkPicture(bytes).ok) throw new JobFailure(E.referenceLost);
   return { bytes, mimeType: image.mime_type };
 }
 
@@ -66,6 +68,10 @@ async function fetchedImage(ctx: JobRunContext, url: string): Promise<VideoFrame
     const res = await ctx.capability("outbound").fetch(url, { ...IMAGE_FETCH, signal: ctx.signal });
     const mimeType = imageKind(res.body);
     if (!mimeType) throw new Error("not a PNG, JPEG or WebP image");
+    // URL frames and images are fetched here, after the charge (the spec's URLs are read when the job runs):
+    // one over the pixel budget fails the job, refunded, before anything decodes it.
+    const budget = checkPicture(res.body);
+    if (!budget.ok) throw new Error(budget.reason);
     return { bytes: res.body, mimeType, url };
   } catch (err) {
     if (ctx.signal.aborted) throw err;
