@@ -7,7 +7,7 @@
 // to `processing` when a worker picks the job up (the spec leaves that trigger open).
 import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
-import { JobFailure, type JobKindDeclaration, type JobRunContext, type MediaEngine } from "mediagate/plugin";
+import { cleanUpstreamText, JobFailure, type JobKindDeclaration, type JobRunContext, type MediaEngine, UPSTREAM_TEXT_LIMITS } from "mediagate/plugin";
 import { buildAss } from "./ass.ts";
 import { burnCaptions } from "./burn.ts";
 import { applyDisplayTiming, makeCards } from "./cards.ts";
@@ -117,7 +117,11 @@ async function transcribe(ctx: JobRunContext, engine: MediaEngine, source: Opene
       ctx.log.warn(`captions ${ctx.jobId}: transcription failed: ${err instanceof Error ? err.message : String(err)}`);
       throw new JobFailure(CAPTION_FAILURES.failed);
     });
-  return transcript.words.filter((w) => w.text.trim() && Number.isFinite(w.start) && Number.isFinite(w.end) && w.end > w.start);
+  // Words are upstream text (a transcription service, or subtitles embedded in the partner's file): cleaned
+  // before they are stored on the row and drawn (lib/upstream-text.ts), so a NUL is never a database error.
+  return transcript.words
+    .map((w) => ({ ...w, text: cleanUpstreamText(w.text, UPSTREAM_TEXT_LIMITS.word) }))
+    .filter((w) => w.text.trim() && Number.isFinite(w.start) && Number.isFinite(w.end) && w.end > w.start);
 }
 
 /** Transcribes the source and cuts the words into cards, kept on the row; no words at all is `no_speech`. */

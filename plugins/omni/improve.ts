@@ -12,7 +12,7 @@
 // - Before anything is charged the balance must cover both (402 `Insufficient credits. This costs N
 //   credits.` with N the two together), so a partner is never charged a repair whose clip cannot follow.
 import { z } from "zod";
-import { ApiError, notFound, operation, TextGenerationError } from "mediagate/plugin";
+import { ApiError, cleanUpstreamText, notFound, operation, TextGenerationError } from "mediagate/plugin";
 import { OMNI_ERRORS as E } from "./errors.ts";
 import { LIMITS, OMNI_FEATURE, OMNI_PAUSE, repairPrice } from "./limits.ts";
 import { omniVideos } from "./records.ts";
@@ -86,7 +86,9 @@ const improvePrompt = operation({
         maxChars: LIMITS.promptChars,
         signal: ctx.request.signal,
       });
-      improved = answer.text.trim();
+      // Upstream text, checked like partner input before it is stored as the new clip's prompt: whatever
+      // provider answers, a NUL or an unpaired surrogate never reaches Postgres (lib/upstream-text.ts).
+      improved = cleanUpstreamText(answer.text, LIMITS.promptChars).trim();
       if (improved === "") throw new TextGenerationError("empty rewrite");
     } catch (err) {
       await refund();

@@ -5,7 +5,7 @@
 //
 // The caps are checked here on what the extractor returned, whatever it promised: the extractor stops
 // early when it can (it knows a post's length before downloading), the plugin holds the line.
-import { type ExtractedItem, ExtractionError, firstAudio, firstVideo, JobFailure, type JobKindDeclaration, type JobRunContext, type MediaEngine, PRIVATE_KEY_PREFIX, sniffImageType, SOCIAL_LIMITS, type SocialExtractor } from "mediagate/plugin";
+import { cleanUpstreamText, type ExtractedItem, ExtractionError, firstAudio, firstVideo, JobFailure, type JobKindDeclaration, type JobRunContext, type MediaEngine, PRIVATE_KEY_PREFIX, sniffImageType, SOCIAL_LIMITS, type SocialExtractor, UPSTREAM_TEXT_LIMITS } from "mediagate/plugin";
 import { FAILURE_SENTENCES, type FailureReason } from "./errors.ts";
 import type { Platform } from "./hosts.ts";
 import type { DownloadOutput, StoredFile } from "./records.ts";
@@ -142,8 +142,9 @@ export const downloadJob: JobKindDeclaration<DownloadInput> = {
     }
     const output: DownloadOutput = {
       media_kind: "video",
-      title: post.title,
-      uploader: post.uploader,
+      // Whatever extractor found them, a post's texts are upstream text: cleaned before they are stored.
+      title: cleanUpstreamText(post.title, UPSTREAM_TEXT_LIMITS.title),
+      uploader: cleanUpstreamText(post.uploader, UPSTREAM_TEXT_LIMITS.title),
       duration_sec: round2(seconds),
       width: measured[0]!.width,
       height: measured[0]!.height,

@@ -19,7 +19,7 @@ import { spawn } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { childEnv, type ExtractedItem, type ExtractedPost, ExtractionError, type ExtractRequest, firstAudio, firstVideo, type MediaEngine, type Probe, sniffImageType, sniffMedia, type SocialExtractor, type SocialLimits, VIDEO_CONTAINERS } from "mediagate/plugin";
+import { childEnv, cleanUpstreamText, type ExtractedItem, type ExtractedPost, ExtractionError, type ExtractRequest, firstAudio, firstVideo, type MediaEngine, type Probe, sniffImageType, sniffMedia, type SocialExtractor, type SocialLimits, UPSTREAM_TEXT_LIMITS, VIDEO_CONTAINERS } from "mediagate/plugin";
 import type { FailureReason } from "./errors.ts";
 
 /** H.264 + AAC in MP4 when the network offers it (no re-encode then), else the best there is. */
@@ -103,7 +103,8 @@ export function parsePostInfo(json: string, limits: SocialLimits): PostInfo {
     throw new ExtractionError("too_large", "over the size cap");
   }
   const first = list[0] ?? {};
-  const text = (...values: unknown[]) => String(values.find((v) => typeof v === "string" && v.trim()) ?? "").trim().slice(0, 500);
+  // The post's own text (its author's: anything at all): cleaned like partner input and capped (lib/upstream-text.ts).
+  const text = (...values: unknown[]) => cleanUpstreamText(String(values.find((v) => typeof v === "string" && v.trim()) ?? "").trim(), UPSTREAM_TEXT_LIMITS.title).trim();
   return {
     title: text(info.title, first.title, info.description, first.description),
     uploader: text(info.uploader, info.channel, info.uploader_id, first.uploader, first.channel, first.uploader_id),

@@ -7,6 +7,19 @@ import { defineConfig, envVar, upstreamBaseUrl } from "mediagate/plugin";
 /** TextGenerationRequest.maxChars when the caller gives none (contracts/text.ts), for both providers. */
 export const DEFAULT_MAX_CHARS = 20_000;
 
+/**
+ * The token cap every chat request carries (a runaway or hostile model cannot answer forever; the answer is
+ * still checked against maxChars). A token is at least one character of the answer nearly always, so the cap
+ * is the answer's character cap, within a floor (reasoning models count their hidden reasoning in it too:
+ * a small cap would cut a short answer) and a ceiling (what we would pay for at most).
+ */
+export const ANSWER_TOKENS = { floor: 4_096, ceiling: 16_384 } as const;
+
+/** The `max_tokens` / `max_completion_tokens` of a request whose answer may have `maxChars` characters. */
+export function answerTokens(maxChars: number): number {
+  return Math.min(ANSWER_TOKENS.ceiling, Math.max(ANSWER_TOKENS.floor, Math.ceil(maxChars)));
+}
+
 /** One call's deadline: a chat answer of a few hundred words takes seconds; a loaded server, tens of seconds. */
 export const DEFAULT_TIMEOUT_MS = 60_000;
 const MAX_TIMEOUT_MS = 600_000;

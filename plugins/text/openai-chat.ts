@@ -13,11 +13,20 @@
 // Every failure (HTTP error, time-out, unreachable, not the API's JSON, no content, an answer cut off or over
 // maxChars, invalid JSON in JSON mode) is a TextGenerationError: the caller's 502, refunded.
 //
+// Every request carries a token cap (config.ts answerTokens). The field: `max_completion_tokens` to OpenAI's
+// own API, which deprecated `max_tokens` and refuses it for its reasoning models (o-series, gpt-5); `max_tokens`
+// to any other server, since the OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LiteLLM) all read it and
+// some ignore the newer name, which would leave the answer uncapped.
+//
+// The answer is upstream text (lib/upstream-text.ts): NUL and other control characters, and unpaired
+// surrogates (also where JSON mode wrote them as escapes), are cleaned out before anyone stores it, and the
+// endpoint's own error text is cleaned and capped before it reaches a log line.
+//
 // The key is a secret (DESIGN "Secrets"): sent as a Bearer token and nowhere else. A 401/403 answer's text is
 // never repeated (OpenAI's echoes part of the key), and every other message has the key, and anything shaped
 // like a key or a Bearer token, cut out.
-import { isOutboundError, type OutboundGuard, redactKey, type TextGenerationRequest, TextGenerationError, type TextGenerator } from "mediagate/plugin";
-import { DEFAULT_MAX_CHARS, type TextSettings } from "./config.ts";
+import { cleanUpstreamJson, cleanUpstreamText, isOutboundError, type OutboundGuard, redactKey, type TextGenerationRequest, TextGenerationError, type TextGenerator } from "mediagate/plugin";
+import { answerTokens, DEFAULT_MAX_CHARS, type TextSettings } from "./config.ts";
 
 
 const PATH = "/v1/chat/completions";
@@ -42,10 +51,22 @@ interface ChatAnswer {
   choices?: Array<{ message?: { content?: unknown; refusal?: unknown }; finish_reason?: unknown }>;
 }
 
+/** The name of the token cap the endpoint reads (see the head of this file). */
+export function tokenField(endpoint: string): "max_tokens" | "max_completion_tokens" {
+  let host = "";
+  try {
+    host = new URL(endpoint).hostname.toLowerCase();
+  } catch {
+    // not a URL: config.ts validated it, so this does not happen
+  }
+  return host === "api.openai.com" ? "max_completion_tokens" : "max_tokens";
+}
+
 export function openAiChatGenerator(settings: TextSettings & { url: string }, guard: OutboundGuard): TextGenerator {
   const endpoint = endpointOf(settings.url);
+  const capField = tokenField(endpoint);
   const fail = (message: string): never => {
-    throw new TextGenerationError(redact(message, settings.key).slice(0, MAX_ERROR_CHARS));
+    throw new TextGenerationError(cleanUpstreamText(redact(message, settings.key), MAX_ERROR_CHARS));
   };
   return {
     async generate(req: TextGenerationRequest) {
@@ -53,6 +74,7 @@ export function openAiChatGenerator(settings: TextSettings & { url: string }, gu
       const body = JSON.stringify({
         model: settings.model,
         temperature: 0,
+        [capField]: answerTokens(maxChars),
         messages: [
           { role: "system", content: req.instructions },
           { role: "user", content: req.input },
@@ -100,7 +122,8 @@ export function openAiChatGenerator(settings: TextSettings & { url: string }, gu
       }
       const choice = Array.isArray(answer?.choices) ? answer.choices[0] : undefined;
       if (!choice || typeof choice !== "object") return fail("text endpoint answered no choices");
-      const content = choice.message?.content;
+      // Control characters and unpaired surrogates out (a NUL in an answer was a 500 when it was stored).
+      const content = typeof choice.message?.content === "string" ? cleanUpstreamText(choice.message.content, Number.MAX_SAFE_INTEGER) : choice.message?.content;
       if (typeof content !== "string" || content.trim() === "") {
         return fail(typeof choice.message?.refusal === "string" ? "text endpoint refused the request" : "text endpoint answered no content");
       }
@@ -115,6 +138,8 @@ export function openAiChatGenerator(settings: TextSettings & { url: string }, gu
           return fail("text endpoint answered invalid JSON in JSON mode");
         }
         if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) return fail("text endpoint answered JSON that is not an object in JSON mode");
+        // "\u0000" written as an escape is a NUL only once parsed: the strings are cleaned, the text rewritten.
+        return { text: JSON.stringify(cleanUpstreamJson(parsed, maxChars)), provider: "openai-compatible" };
       }
       return { text: content, provider: "openai-compatible" };
     },

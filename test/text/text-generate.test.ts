@@ -134,7 +134,8 @@ adapter("sends the chat request the API expects and returns its content", async 
   assert.is(last.url, "/v1/chat/completions");
   assert.is(last.headers.authorization, `Bearer ${KEY}`);
   assert.match(String(last.headers["content-type"]), /^application\/json/);
-  assert.equal(last.body, { model: "test-model", temperature: 0, messages: [{ role: "system", content: "Rewrite safely." }, { role: "user", content: "A gory knight." }] });
+  // The token cap (config.ts answerTokens): max_tokens to a server that is not OpenAI's own.
+  assert.equal(last.body, { model: "test-model", temperature: 0, max_tokens: 16_384, messages: [{ role: "system", content: "Rewrite safely." }, { role: "user", content: "A gory knight." }] });
 });
 
 adapter("JSON mode asks for a json_object and wants a JSON object back", async () => {
