@@ -16,7 +16,6 @@ export type RemovalSource =
   | { kind: "image"; base64: string }
   | { kind: "video"; url: string };
 
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const DATA_URL = /^data:image\/[a-z0-9.+-]+;base64,/i;
 
 /** Bytes a base64 text decodes to, without decoding it. */
@@ -42,7 +41,9 @@ export const RemoveMetadataInput = defineInput({
       default: {
         if (typeof value !== "string") return fail(E.invalidImageBase64);
         const base64 = value.replace(DATA_URL, "");
-        if (base64.length === 0 || base64.length % 4 === 1 || !BASE64.test(base64)) return fail(E.invalidImageBase64);
+        // The alphabet is checked by `locate` (source.ts), in slices of the event loop: one regular expression
+        // over 28 MB of text held it 110-150 ms.
+        if (base64.length === 0 || base64.length % 4 === 1) return fail(E.invalidImageBase64);
         return { kind: "image", base64 };
       }
     }

@@ -2,6 +2,7 @@
 // URL fetched through the outbound guard. Split in two like every validation here: `locate` decides what the
 // request points at and refuses bad URLs before anything is counted; `load` reads the bytes.
 import { ApiError, fetchSource, megabytes, type OutboundGuard, type ServiceMedia, type ServiceMediaReader, storedSource } from "mediagate/plugin";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { METADATA_ERRORS as E } from "./errors.ts";
 import { decodedSize, type RemovalSource } from "./input.ts";
 
@@ -34,11 +35,26 @@ export const VIDEO_LIMITS: KindTexts = {
   tooLarge: E.videoTooLarge,
 };
 
+const NOT_BASE64 = /[^A-Za-z0-9+/]/;
+/** Characters of base64 text checked between two turns of the event loop (a few milliseconds' work). */
+const BASE64_SLICE = 1 << 20;
+
+/** Whether `text` is plain base64 (padding optional, no white space), checked a slice at a time. */
+export async function isBase64(text: string): Promise<boolean> {
+  const end = text.endsWith("==") ? text.length - 2 : text.endsWith("=") ? text.length - 1 : text.length;
+  for (let at = 0; at < end; at += BASE64_SLICE) {
+    if (NOT_BASE64.test(text.slice(at, Math.min(end, at + BASE64_SLICE)))) return false;
+    if (at + BASE64_SLICE < end) await nextTurn();
+  }
+  return true;
+}
+
 export type Located = { kind: "bytes"; bytes: Uint8Array } | { kind: "stored"; media: Exclude<ServiceMedia, { kind: "external" }> } | { kind: "remote"; url: URL };
 
 /** 400 and 413 (base64) before anything is counted; a service URL is looked up, not fetched. */
 export async function locate(source: RemovalSource, limits: KindTexts, deps: { guard: OutboundGuard; serviceMedia: ServiceMediaReader }): Promise<Located> {
   if ("base64" in source) {
+    if (!(await isBase64(source.base64))) throw new ApiError(400, E.invalidImageBase64);
     if (decodedSize(source.base64) > limits.maxBytes) throw new ApiError(413, E.imageBase64TooLarge);
     return { kind: "bytes", bytes: new Uint8Array(Buffer.from(source.base64, "base64")) };
   }
