@@ -144,7 +144,7 @@ export function target(argv: string[], env: Record<string, string | undefined> =
     if (existsSync(file)) token = readFileSync(file, "utf8").trim();
   }
   if (!token) throw new UsageError("no admin token: pass --token, set ADMIN_TOKEN, or run next to the server's DATA_DIR");
-  return { url: url.replace(/\/+$/, ""), token };
+  return { url: url.replace(/(?<!\/)\/+$/, ""), token };
 }
 
 async function main(argv: string[]): Promise<number> {

@@ -214,7 +214,7 @@ export function loadConfig(source: Environment = process.env): Config {
   for (const d of delays) {
     if (!/^\d+$/.test(d)) throw new ConfigError(`WEBHOOK_RETRY_DELAYS must be comma-separated seconds (got "${env.WEBHOOK_RETRY_DELAYS}")`);
   }
-  const publicUrl = (env.PUBLIC_URL || `http://localhost:${port}`).replace(/\/+$/, "");
+  const publicUrl = (env.PUBLIC_URL || `http://localhost:${port}`).replace(/(?<!\/)\/+$/, "");
   try {
     new URL(publicUrl);
   } catch {

@@ -180,7 +180,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       built.set(name, value);
       return value as T;
     };
-    const mediaBase = config.publicUrl.replace(/\/+$/, "") + "/media/";
+    const mediaBase = config.publicUrl.replace(/(?<!\/)\/+$/, "") + "/media/";
     const mediaUrl = (plugin: string, key: string) => mediaBase + [plugin, ...key.split("/")].map(encodeURIComponent).join("/");
     const host: Omit<CapabilityHost, "pluginConfig"> = { config, clock, blobs, capability: capability as CapabilityHost["capability"], mediaUrl };
     // Build every capability now, in registry order, so a failing factory stops the boot by name.

@@ -63,7 +63,7 @@ export interface ServiceMediaReader {
 }
 
 export function serviceMediaReader(publicUrl: string, blobs: BlobStore): ServiceMediaReader {
-  const base = new URL(publicUrl.replace(/\/+$/, "") + "/media/");
+  const base = new URL(publicUrl.replace(/(?<!\/)\/+$/, "") + "/media/");
   return {
     async read(raw) {
       let url: URL;

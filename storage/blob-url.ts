@@ -59,7 +59,7 @@ export function parseBlobUrl(raw: string): S3Location {
     if (name !== "endpoint" && name !== "region") throw new BlobUrlError(`has an unknown parameter "${name}" (endpoint and region are known)`);
   }
   // The URL parser has already resolved literal dot segments; encoded ones and empty ones are refused.
-  const path = url.pathname.replace(/^\/+|\/+$/g, "");
+  const path = url.pathname.replace(/^\/+|(?<!\/)\/+$/g, "");
   let segments: string[];
   try {
     segments = path ? path.split("/").map(decodeURIComponent) : [];
@@ -70,7 +70,7 @@ export function parseBlobUrl(raw: string): S3Location {
   return {
     bucket,
     prefix: segments.length ? `${segments.join("/")}/` : "",
-    endpoint: endpoint.href.replace(/\/+$/, ""),
+    endpoint: endpoint.href.replace(/(?<!\/)\/+$/, ""),
     region,
     accessKeyId,
     secretAccessKey,

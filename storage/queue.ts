@@ -205,7 +205,7 @@ function assertInteger(value: number | undefined, what: string, min: number): vo
 // call: whatever was already queued on PGlite's mutex (an application transaction, any query) runs first,
 // inside that aborted transaction, and fails with "current transaction is aborted". Running the block's
 // body through pglite.transaction() keeps BEGIN, the body and COMMIT or ROLLBACK under one hold of the mutex.
-const TRANSACTION_BLOCK = /^\s*BEGIN\s*;([\s\S]*?);?\s*COMMIT\s*;?\s*$/i;
+const TRANSACTION_BLOCK = /^\s*BEGIN\s*;([\s\S]*)COMMIT\s*(?:;\s*)?$/i;
 
 /** pg-boss's database adapter for a PGlite the application shares. Exported for tests. */
 export function pgliteDatabase(pglite: PGlite): Db {

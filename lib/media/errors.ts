@@ -87,10 +87,10 @@ const INPUT_PATTERNS: RegExp[] = [
   /invalid frame size/i,
   /Header missing/i,
   /no frame!/i,
-  /Stream map '.*' matches no streams/i,
+  /Stream map '[^']*' matches no streams/i,
   /Invalid argument$/i,
 ];
-const UNSUPPORTED_PATTERNS: RegExp[] = [/Decoder \(codec .*\) not found/i, /Unsupported codec/i, /not currently supported/i, /unknown codec/i];
+const UNSUPPORTED_PATTERNS: RegExp[] = [/Decoder \(codec [^()]*\) not found/i, /Unsupported codec/i, /not currently supported/i, /unknown codec/i];
 
 /** Decide whether a failed ffmpeg/ffprobe run was the input's fault, from its last log lines. */
 export function classifyFailure(lines: readonly string[]): "invalid_input" | "unsupported" | "failed" {

@@ -101,7 +101,7 @@ export function parseFfmpegInfo(lines: readonly string[], sizeBytes: number): Pr
   let last: ProbeStream | undefined;
   for (const raw of lines) {
     const line = raw.replace(/\r$/, "");
-    const input = /^Input #(\d+), (.+), from '.*':$/.exec(line);
+    const input = /^Input #(\d+), ([^']+?), from '.*':$/.exec(line);
     if (input) {
       inInput0 = input[1] === "0";
       if (inInput0) formatName = input[2];
@@ -114,7 +114,7 @@ export function parseFfmpegInfo(lines: readonly string[], sizeBytes: number): Pr
       if (d[2] !== undefined) duration = Number(d[2]) * 3600 + Number(d[3]) * 60 + Number(d[4]);
       continue;
     }
-    const s = /^\s+Stream #0:(\d+)(?:\[[^\]]*\])?(?:\([^)]*\))?: (Video|Audio|Subtitle|Data|Attachment): ([^\s,]+)(.*)$/.exec(line);
+    const s = /^\s+Stream #0:(\d+)(?:\[[^\]]*\])?(?:\([^)]*\))?: (Video|Audio|Subtitle|Data|Attachment): ([^\s,]+)([^]*)$/.exec(line);
     if (s) {
       const type = streamType(s[2]!.toLowerCase());
       const rest = s[4] ?? "";

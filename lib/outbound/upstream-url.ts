@@ -16,7 +16,7 @@ export function upstreamBaseUrl(example: string) {
         return false;
       }
     }, `must be an http(s) base URL without credentials, query or fragment, e.g. ${example}`)
-    .transform((text) => text?.replace(/\/+$/, ""));
+    .transform((text) => text?.replace(/(?<!\/)\/+$/, ""));
 }
 
 /** `text` with the key and anything shaped like an API key or a Bearer token removed: for error messages and logs. */

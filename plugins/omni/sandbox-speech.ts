@@ -28,7 +28,7 @@ interface Speaker {
   preset: string;
 }
 
-const quotes = /"([^"]+)"|“([^”]+)”/g;
+const quotes = /"([^"]+)"|“([^“”]+)”/g;
 
 /** A preset for a character without a voice: stable for its id. */
 function presetFor(id: string): string {

@@ -54,7 +54,7 @@ const VOICE_GAIN = 1.25;
  */
 export function clipLine(prompt: string): string {
   const text = withoutMarkers(prompt).replace(/\s+/g, " ").trim();
-  const quoted = [...text.matchAll(/"([^"]+)"|“([^”]+)”/g)].map((m) => (m[1] ?? m[2] ?? "").trim()).filter((q) => /[\p{L}\p{N}]/u.test(q));
+  const quoted = [...text.matchAll(/"([^"]+)"|“([^“”]+)”/g)].map((m) => (m[1] ?? m[2] ?? "").trim()).filter((q) => /[\p{L}\p{N}]/u.test(q));
   if (quoted.length > 0) return quoted.join(" ");
   return text.split(/(?<=[.!?])\s/)[0]!.trim();
 }

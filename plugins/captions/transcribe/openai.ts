@@ -68,7 +68,7 @@ export function openAiSettings(config: Pick<CaptionsConfig, "transcribeUrl" | "t
 
 /** The endpoint for a base URL; a base that already ends in /v1 (as OpenAI's own SDK takes it) is not doubled. */
 export function endpointOf(base: string): string {
-  const trimmed = base.replace(/\/+$/, "");
+  const trimmed = base.replace(/(?<!\/)\/+$/, "");
   return /\/v1$/.test(trimmed) ? `${trimmed}/audio/transcriptions` : `${trimmed}${OPENAI.path}`;
 }
 
