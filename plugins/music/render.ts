@@ -206,10 +206,10 @@ const VOCABLES = "la la la oh oh na na hey yeah";
 
 /** The sung syllables of lyrics: section tags like [Chorus] dropped, one syllable per vowel group. */
 export function syllables(text: string): Syllable[] {
-  const words = text.replace(/\[[^\]]*\]/g, " ").toLowerCase().match(/[a-z']+/g) ?? [];
+  const words = text.replace(/\[[^\[\]]*\]/g, " ").toLowerCase().match(/[a-z']+/g) ?? [];
   const out: Syllable[] = [];
   for (const word of words) {
-    const groups = [...word.replace(/'/g, "").matchAll(/([^aeiouy]*)([aeiouy]+)/g)];
+    const groups = [...word.replace(/'/g, "").matchAll(/(?<![^aeiouy])([^aeiouy]*)([aeiouy]+)/g)];
     // A silent final e ("time", "love") is not a syllable of its own.
     if (groups.length > 1 && groups.at(-1)![2] === "e" && /[^aeiouy]e$/.test(word)) groups.pop();
     for (const [, onset, vowels] of groups) out.push({ vowel: vowelOf(vowels!), onset: onsetOf(onset!) });

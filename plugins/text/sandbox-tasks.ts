@@ -48,8 +48,8 @@ const WORD = /[\p{L}\p{N}]+(?:['’-][\p{L}\p{N}]+)*/gu;
 export function collapseWhiteSpace(text: string): string {
   return text
     .replace(/[^\S\n]+/g, " ")
-    .replace(/ *\n[\s]*/g, "\n")
-    .replace(/ +([,.!?;:])/g, "$1")
+    .replace(/ ?\n\s*/g, "\n")
+    .replace(/ ([,.!?;:])/g, "$1")
     .trim();
 }
 
