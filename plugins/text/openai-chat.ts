@@ -38,7 +38,7 @@ const MAX_ERROR_CHARS = 400;
 
 /** The URL posted to: a full .../chat/completions URL as is, a base ending in /v1 plus the rest, else base + PATH. */
 export function endpointOf(base: string): string {
-  const trimmed = base.replace(/\/+$/, "");
+  const trimmed = base.replace(/(?<!\/)\/+$/, "");
   if (/\/chat\/completions$/.test(trimmed)) return trimmed;
   return /\/v1$/.test(trimmed) ? `${trimmed}/chat/completions` : `${trimmed}${PATH}`;
 }
