@@ -70,6 +70,7 @@ export function openFileLimit(limits = (() => readFileSync("/proc/self/limits", 
 
 /** HTTP_CONNECTIONS_MAX when unset: below the open-file limit with room for everything else the process opens. */
 export function defaultConnectionsMax(fdLimit = openFileLimit() ?? FALLBACK_FD_LIMIT): number {
+  if (!Number.isFinite(fdLimit)) return MAX_CEILING;
   const headroom = Math.max(MIN_HEADROOM, Math.ceil(fdLimit / 5));
   return Math.max(1, Math.min(MAX_CEILING, fdLimit - headroom));
 }
