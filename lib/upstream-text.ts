@@ -21,6 +21,9 @@ const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/g;
 // A high surrogate not followed by a low one, or a low one not preceded by a high one.
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
+/** How much of a long text is cleaned, in multiples of the cap: enough for any real text's controls. */
+const LOOK_AHEAD = 8;
+
 /** Whether `text` is already what cleanUpstreamText would make of it (below any cap). */
 export function isCleanText(text: string): boolean {
   CONTROL.lastIndex = 0;
@@ -41,8 +44,10 @@ export function capText(text: string, max: number): string {
  */
 export function cleanUpstreamText(value: unknown, maxChars: number): string {
   if (typeof value !== "string") return "";
-  // Cleaned before the cap, so removed characters do not count; then capped at a pair boundary.
-  const clean = isCleanText(value) ? value : value.replace(CONTROL, "").replace(LONE_SURROGATE, "\uFFFD");
+  // Only the start is looked at (a title of megabytes is not walked whole), generously: cleaned before the
+  // cap, so removed characters do not count; then capped at a pair boundary.
+  const looked = value.length > maxChars * LOOK_AHEAD + 64 ? value.slice(0, maxChars * LOOK_AHEAD + 64) : value;
+  const clean = isCleanText(looked) ? looked : looked.replace(CONTROL, "").replace(LONE_SURROGATE, "\uFFFD");
   return capText(clean, maxChars);
 }
 

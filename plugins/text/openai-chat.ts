@@ -122,8 +122,10 @@ export function openAiChatGenerator(settings: TextSettings & { url: string }, gu
       }
       const choice = Array.isArray(answer?.choices) ? answer.choices[0] : undefined;
       if (!choice || typeof choice !== "object") return fail("text endpoint answered no choices");
-      // Control characters and unpaired surrogates out (a NUL in an answer was a 500 when it was stored).
-      const content = typeof choice.message?.content === "string" ? cleanUpstreamText(choice.message.content, Number.MAX_SAFE_INTEGER) : choice.message?.content;
+      const answered = choice.message?.content;
+      // Control characters and unpaired surrogates out (a NUL in an answer was a 500 when it was stored),
+      // once the answer is known to be within maxChars: a 4 MB answer of them is refused, not cleaned.
+      const content = typeof answered === "string" && answered.length <= maxChars ? cleanUpstreamText(answered, maxChars) : answered;
       if (typeof content !== "string" || content.trim() === "") {
         return fail(typeof choice.message?.refusal === "string" ? "text endpoint refused the request" : "text endpoint answered no content");
       }

@@ -1,7 +1,10 @@
 // HTTP manners of the partner API (beyond the spec, non-breaking): X-Request-Id on every answer (the body's
 // request_id, or the client's own id of a safe form echoed), WWW-Authenticate on a 401, ETag with 304 on GET
 // reads (the validator ignoring the per-call request_id so an unchanged read matches), 405 with Allow, OPTIONS,
-// gzip/br for JSON above 1 KB (through app.fetch and a real server), and CORS only for CORS_ORIGINS.
+// gzip/br for JSON above 1 KB (through app.fetch and a real server), and CORS only for CORS_ORIGINS; what
+// h3 and Node's parser refuse before any route (malformed %-escapes, unknown methods, bad request lines,
+// headers too large, CONNECT, odd Expect) in the spec's error shape, and a client gone mid-body a 499.
+import net from "node:net";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -207,6 +210,83 @@ t("CORS: off by default; CORS_ORIGINS lists exact origins, which get preflights 
     assert.throws(() => loadConfig({ CORS_ORIGINS: bad }), (e: unknown) => e instanceof ConfigError && /CORS_ORIGINS/.test((e as Error).message), bad);
   }
   assert.equal(loadConfig({}).corsOrigins, []);
+});
+
+/** One raw exchange on a fresh connection: what the server wrote until it closed (or `waitMs` passed). */
+function raw(url: string, text: string | Buffer, waitMs = 5_000): Promise<{ status: number; headers: Record<string, string>; body: any }> {
+  const { port, hostname } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = net.connect(Number(port), hostname, () => socket.write(text));
+    const done = () => {
+      const all = Buffer.concat(chunks).toString("utf8");
+      const [head, ...rest] = all.split("\r\n\r\n");
+      const [statusLine, ...lines] = head!.split("\r\n");
+      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
+      const bodyText = rest.join("\r\n\r\n");
+      let body: any = bodyText;
+      try {
+        body = JSON.parse(bodyText);
+      } catch {
+        // not JSON: the test says so
+      }
+      resolve({ status: Number(statusLine!.split(" ")[1]), headers, body });
+    };
+    socket.on("data", (c) => chunks.push(c));
+    socket.on("close", done);
+    socket.on("error", (err) => (chunks.length ? done() : reject(err)));
+    socket.setTimeout(waitMs, () => socket.destroy());
+  });
+}
+
+const inShape = (what: string, r: { status: number; headers: Record<string, string>; body: any }, status: number, error: string | RegExp) => {
+  assert.is(r.status, status, `${what}: ${JSON.stringify(r.body)}`);
+  assert.equal(Object.keys(r.body).sort(), ["error", "request_id"], what);
+  if (typeof error === "string") assert.is(r.body.error, error, what);
+  else assert.match(r.body.error, error, what);
+  assert.match(r.body.request_id, /^req_[0-9a-f]{24}$/, what);
+  assert.is(r.headers["x-request-id"], r.body.request_id, what);
+};
+
+t("malformed %-escapes in any path: 400 in the spec's shape with X-Request-Id, logged and counted", async () => {
+  const { key } = await tk.partner({ credits: 100 });
+  for (const path of ["/image-status/%zz", "/status/%", "/%E0%A4%A", "/api/v1/admin/partners/%C0%AF", "/healthz%", "/media/%ff%fe/x", "/graphql%2", "/nowhere/%%41"]) {
+    const r = await tk.request("GET", path, { key, headers: { authorization: `Bearer ${tk.adminToken}` } });
+    inShape(path, { status: r.status, headers: Object.fromEntries(r.headers), body: r.body }, 400, "Malformed request path: invalid percent-encoding");
+  }
+  // A client's own trace id is echoed as on every answer.
+  const traced = await tk.request("GET", "/image-status/%zz", { key, headers: { "x-request-id": "trace-malformed-1" } });
+  assert.is(traced.headers.get("x-request-id"), "trace-malformed-1");
+  // Well-formed escapes still route.
+  assert.is((await tk.request("GET", "/image-status/%41%42", { key })).status, 404);
+});
+
+t("through a real server: what Node's parser refuses, CONNECT and odd Expect answer in the spec's shape; a body cut mid-stream is a 499, never a 500", async () => {
+  const server = await serveHttp(tk.kernel, { adminToken: tk.adminToken, port: 0, hostname: "127.0.0.1" });
+  try {
+    const { key } = await tk.partner({ credits: 100 });
+    const brew = await raw(server.url, "BREW /api/v1/partner/me HTTP/1.1\r\nHost: x\r\n\r\n");
+    inShape("BREW on a known path", brew, 405, "Method not allowed");
+    assert.is(brew.headers.allow, "GET, HEAD, OPTIONS");
+    inShape("BREW on no path we serve", await raw(server.url, "BREW /nowhere HTTP/1.1\r\nHost: x\r\n\r\n"), 404, "Not found");
+    inShape("CONNECT", await raw(server.url, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"), 400, /CONNECT is not served/);
+    inShape("a header line without a colon", await raw(server.url, "GET /healthz HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n"), 400, "Malformed HTTP request");
+    inShape("a request line of garbage", await raw(server.url, "\u0001\u0002 what\r\n\r\n"), 400, "Malformed HTTP request");
+    inShape("headers over Node's 16 KB", await raw(server.url, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`), 431, "Request headers too large");
+    inShape("Expect: tea", await raw(server.url, "GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: tea\r\n\r\n"), 417, "Only Expect: 100-continue is understood");
+    // A body cut mid-stream, ten times: the client went away, which is not a server error.
+    for (let i = 0; i < 10; i++) {
+      await raw(server.url, `POST /api/v1/partner/ping HTTP/1.1\r\nHost: x\r\nUser-Agent: manners/1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 10000\r\n\r\n{"note":"${"a".repeat(200)}`, 100);
+    }
+    const metrics = await (await fetch(new URL("/metrics", server.url), { headers: { authorization: `Bearer ${tk.adminToken}` } })).text();
+    assert.not.match(metrics, /mediagate_http_requests_total\{[^}]*status="5\d\d"\}/, "no 5xx counted");
+    assert.match(metrics, /mediagate_http_requests_total\{method="POST",route="\/api\/v1\/partner\/ping",status="499"\} 10/);
+    assert.match(metrics, /mediagate_http_requests_total\{method="OTHER",route="\(unmatched\)",status="405"\} 1/, "what the parser refused is counted too");
+    // The server still answers, on a fresh connection.
+    assert.is((await fetch(new URL("/healthz", server.url))).status, 200);
+  } finally {
+    await server.close();
+  }
 });
 
 t.run();
