@@ -32,8 +32,11 @@ export const FORMAT_LIMITS = {
   isoBmffChildBoxes: 10_000,
   /** Fragments (moof boxes) of one file: one per frame of 30 minutes at 50 fps (see isoBmffTopLevelBoxes). */
   isoBmffFragments: 100_000,
-  /** Nesting of boxes in boxes: real files go 8-9 deep (moov/trak/mdia/minf/stbl/stsd/avc1/avcC). */
-  isoBmffDepth: 16,
+  /**
+   * Nesting of boxes in boxes a walk goes down (lib/media mp4-metadata.ts): real files go 8-9 deep
+   * (moov/trak/mdia/minf/stbl/stsd/avc1/avcC); metadata sits at most at moov/trak/udta/meta/ilst.
+   */
+  isoBmffDepth: 12,
   /**
    * How long a walk runs on the event loop before it lets other work in (`pace`). Ten milliseconds keeps
    * /healthz and every other request answering within a few turns while a 20-100 MB file is walked.

@@ -4,6 +4,7 @@
 // what it found so far.
 import { latin1 } from "../formats/bytes.ts";
 import { mp4Boxes, type Mp4Box } from "../formats/isobmff.ts";
+import { FORMAT_LIMITS } from "../formats/limits.ts";
 
 export type Mp4MetadataCategory = "c2pa" | "xmp" | "other";
 
@@ -35,7 +36,7 @@ export function mp4MetadataCategories(bytes: Uint8Array): Mp4MetadataCategory[] 
   let budget = 100_000; // boxes visited: a crafted file cannot make this slow
   const walk = (from: number, to: number, depth: number) => {
     for (const box of mp4Boxes(bytes, from, to)) {
-      if (--budget < 0 || depth > 12) return;
+      if (--budget < 0 || depth > FORMAT_LIMITS.isoBmffDepth) return;
       switch (box.type) {
         case "uuid": {
           const id = box.body + 16 <= box.end ? hex(bytes, box.body, 16) : "";
@@ -63,6 +64,7 @@ export function mp4MetadataCategories(bytes: Uint8Array): Mp4MetadataCategory[] 
           const childStart = plain ? box.body : box.body + 4;
           let tagged = false;
           for (const child of mp4Boxes(bytes, childStart, box.end)) {
+            if (--budget < 0) break; // the same budget: a meta of millions of children is not walked to its end
             if (child.type === "hdlr" || child.type === "free" || child.type === "skip") continue;
             if (child.type === "ilst" && child.end - child.body === 0) continue; // an empty item list says nothing
             if (child.type === "xml " || child.type === "XMP_") found.add("xmp");
