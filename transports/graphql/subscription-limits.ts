@@ -77,6 +77,18 @@ export class SubscriptionLimits {
     };
   }
 
+  /**
+   * Whether `key` has room for one more, without taking it (a refusal is counted): a transport's cheap
+   * refusal before its costly work; acquire() still decides.
+   */
+  admitsKey(key: string): boolean {
+    if (this.perKey > 0 && (this.#byKey.get(key) ?? 0) >= this.perKey) {
+      this.refused.per_key++;
+      return false;
+    }
+    return true;
+  }
+
   /** Whether a socket holding `held` subscriptions may open one more (a refusal is counted). */
   admitsOnSocket(held: number): boolean {
     if (this.perSocket > 0 && held >= this.perSocket) {

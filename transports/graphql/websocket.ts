@@ -12,12 +12,12 @@
 // `error` message for its id, and the socket goes on serving the others.
 import type { IncomingMessage, Server as HttpServer } from "node:http";
 import type { Http2Server } from "node:http2";
-import { getOperationAST, GraphQLError, type ExecutionArgs } from "graphql";
+import { getOperationAST, GraphQLError, type ExecutionArgs, type OperationTypeNode } from "graphql";
 import type { Context } from "graphql-ws";
-import { useServer } from "graphql-ws/use/ws";
+import { useServer, type Extra } from "graphql-ws/use/ws";
 import { WebSocketServer, type VerifyClientCallbackAsync } from "ws";
 import type { Caller } from "./context.ts";
-import { variablesRefusal, withoutHttp } from "./limits.ts";
+import { parseWithinLimits, variablesRefusal, withoutHttp } from "./limits.ts";
 import { SocketSubscriptions, withSlot } from "./subscription-limits.ts";
 import { GRAPHQL_PATH, type GraphqlServer } from "./yoga.ts";
 
@@ -47,6 +47,7 @@ export interface GraphqlWebSocket {
 
 type Enveloped = ReturnType<GraphqlServer["yoga"]["getEnveloped"]>;
 type RootValue = { execute: Enveloped["execute"]; subscribe: Enveloped["subscribe"] };
+type SocketContext = Context<Record<string, unknown>, Extra>;
 
 export function attachGraphqlWebSocket(server: HttpServer | Http2Server, graphql: GraphqlServer): GraphqlWebSocket {
   // Before the handshake: a key in the upgrade's own headers, or one unit of the address's budget.
@@ -72,13 +73,41 @@ export function attachGraphqlWebSocket(server: HttpServer | Http2Server, graphql
     }) as typeof socket.emit;
   });
   // Each socket's open subscriptions, released when they complete (onComplete) or the socket closes (onClose).
-  const open = new WeakMap<Context<Record<string, unknown>>, SocketSubscriptions>();
-  const held = (ctx: Context<Record<string, unknown>>) => {
+  const open = new WeakMap<SocketContext, SocketSubscriptions>();
+  const held = (ctx: SocketContext) => {
     let s = open.get(ctx);
     if (!s) open.set(ctx, (s = new SocketSubscriptions()));
     return s;
   };
   const limits = graphql.subscriptions;
+  // A socket's partner, looked up once: its key was checked at connection_init, and a key revoked since is
+  // refused by the stream itself (subscriptions.ts); here it only names whose cap a subscription counts under.
+  const partners = new WeakMap<SocketContext, Promise<string | null>>();
+  const partnerOf = (ctx: SocketContext) => {
+    let p = partners.get(ctx);
+    if (!p) partners.set(ctx, (p = graphql.partnerOf(callerFromSocket(ctx.extra.request, ctx.connectionParams).authorization)));
+    return p;
+  };
+  // The kind of a document's operation, by its text: a flood repeats one document, and a refusal at the caps
+  // is then decided before the envelope, the context and the variables are made (20,000 subscribes on ten
+  // sockets held /healthz 10 s when each was refused only after all of that). Anything unusual (a persisted
+  // id, a document that does not parse) is left to the full path below, which checks the caps again.
+  const kinds = new Map<string, OperationTypeNode | null>();
+  const kindOf = (query: unknown, operationName: unknown): OperationTypeNode | null => {
+    if (typeof query !== "string") return null;
+    const k = `${typeof operationName === "string" ? operationName : ""}\n${query}`;
+    let kind = kinds.get(k);
+    if (kind === undefined) {
+      try {
+        kind = getOperationAST(parseWithinLimits(query, graphql.limits), typeof operationName === "string" ? operationName : undefined)?.operation ?? null;
+      } catch {
+        kind = null;
+      }
+      if (kinds.size >= 256) kinds.clear();
+      kinds.set(k, kind);
+    }
+    return kind;
+  };
   const disposable = useServer<Record<string, unknown>>(
     {
       // No valid key in connection_init (or the upgrade's headers): graphql-ws closes with 4403 Forbidden.
@@ -86,6 +115,11 @@ export function attachGraphqlWebSocket(server: HttpServer | Http2Server, graphql
       execute: (args) => (args.rootValue as RootValue).execute(args),
       subscribe: (args) => (args.rootValue as RootValue).subscribe(args),
       onSubscribe: async (ctx, id, payload) => {
+        if (kindOf(payload.query, payload.operationName) === "subscription") {
+          if (!limits.admitsOnSocket(held(ctx).size)) return [limits.error("per_socket")];
+          const partner = await partnerOf(ctx);
+          if (partner !== null && !limits.admitsKey(partner)) return [limits.error("per_key")];
+        }
         const caller = callerFromSocket(ctx.extra.request, ctx.connectionParams);
         const { schema, execute, subscribe, contextFactory, parse, validate } = graphql.yoga.getEnveloped({
           ...ctx,
@@ -111,7 +145,7 @@ export function attachGraphqlWebSocket(server: HttpServer | Http2Server, graphql
         if (getOperationAST(document, payload.operationName)?.operation === "subscription") {
           // Taken last, after every other refusal, so nothing between here and execution can drop it; and
           // both caps checked and taken in one turn, after the last await: a socket's subscribes run side by side.
-          const partner = await graphql.partnerOf(caller.authorization);
+          const partner = await partnerOf(ctx);
           const socket = held(ctx);
           if (!limits.admitsOnSocket(socket.size)) return [limits.error("per_socket")];
           if (partner !== null) {
