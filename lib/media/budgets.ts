@@ -81,13 +81,19 @@ export interface ProbeBudget {
   maxFps?: number;
 }
 
+export interface ProbeExcess {
+  /** What is over: the length, a stream's frame size, or its frame rate. */
+  kind: "duration" | "resolution" | "fps";
+  reason: string;
+}
+
 /**
- * Judges a probed file: null when within budget, else why not. Every video stream counts, cover art included
- * (an attached picture is decoded like any frame, and held to the still-picture budget).
+ * Judges a probed file: null when within budget, else what is over and why. Every video stream counts, cover
+ * art included (an attached picture is decoded like any frame, and held to the still-picture budget).
  */
-export function probeOverBudget(probe: Probe, budget: ProbeBudget = {}): string | null {
+export function probeOverBudget(probe: Probe, budget: ProbeBudget = {}): ProbeExcess | null {
   const maxSeconds = budget.maxSeconds ?? MEDIA_BUDGETS.mediaSeconds;
-  if (!Number.isFinite(probe.durationSeconds) || probe.durationSeconds > maxSeconds) return `a duration of ${probe.durationSeconds} s is over the ${maxSeconds} s budget`;
+  if (!Number.isFinite(probe.durationSeconds) || probe.durationSeconds > maxSeconds) return { kind: "duration", reason: `a duration of ${probe.durationSeconds} s is over the limit of ${maxSeconds} s` };
   for (const s of probe.streams) {
     if (s.type !== "video") continue;
     const still = s.attachedPicture === true;
@@ -96,8 +102,8 @@ export function probeOverBudget(probe: Probe, budget: ProbeBudget = {}): string 
     const maxFps = budget.maxFps ?? MEDIA_BUDGETS.videoFps;
     const w = s.width ?? 0;
     const h = s.height ?? 0;
-    if (Math.max(w, h) > maxEdge || w * h > maxPixels) return `a ${w} x ${h} ${still ? "picture" : "video"} stream is over the budget (${maxEdge} px edge, ${Math.round(maxPixels / MP)} MP)`;
-    if (!still && s.fps !== undefined && s.fps > maxFps) return `${s.fps} fps is over the ${maxFps} fps budget`;
+    if (Math.max(w, h) > maxEdge || w * h > maxPixels) return { kind: "resolution", reason: `a ${w} x ${h} ${still ? "picture" : "video"} is over the limit of ${maxEdge} pixels an edge and ${Math.round(maxPixels / MP)} megapixels` };
+    if (!still && s.fps !== undefined && s.fps > maxFps) return { kind: "fps", reason: `${s.fps} frames a second is over the limit of ${maxFps}` };
   }
   return null;
 }

@@ -63,4 +63,4 @@ export {
   type TestVideoOptions,
 } from "./generate.ts";
 export { MP4_UUIDS, mp4MetadataCategories, type Mp4MetadataCategory } from "./mp4-metadata.ts";
-export { checkPicture, MEDIA_BUDGETS, pictureWithinBudget, probeOverBudget, type PictureBudget, type PictureVerdict, type ProbeBudget } from "./budgets.ts";
+export { checkPicture, MEDIA_BUDGETS, pictureWithinBudget, probeOverBudget, type PictureBudget, type PictureVerdict, type ProbeBudget, type ProbeExcess } from "./budgets.ts";

@@ -2,7 +2,7 @@
 // `video.records` capability), an upload's one stored file, or a chunked upload's parts streamed in order
 // (never concatenated in memory on the native engine). Also what the job learns about it once (size, rate,
 // duration), kept on the row so re-burns need no probe.
-import { displaySize, type EngineInput, firstAudio, firstVideo, type JobRunContext, type MediaEngine, type SpokenRecord } from "mediagate/plugin";
+import { displaySize, probeOverBudget, type EngineInput, firstAudio, firstVideo, type JobRunContext, type MediaEngine, type SpokenRecord } from "mediagate/plugin";
 import { type CaptionRow, mediaOf, sourceKeysOf, type SourceMedia } from "./records.ts";
 
 export class SourceGone extends Error {}
@@ -52,5 +52,8 @@ export async function sourceMedia(engine: MediaEngine, row: CaptionRow, source: 
   const probe = await engine.probe(source.input, "source.mp4", { signal });
   const size = displaySize(probe);
   if (!size) throw new Error("the source has no video stream");
+  // lib/media/budgets.ts before the burn decodes a frame (a header may declare 16K or 100,000 fps).
+  const excess = probeOverBudget(probe);
+  if (excess) throw new Error(`the source is over the media budget: ${excess.reason}`);
   return { width: size.width, height: size.height, fps: firstVideo(probe)?.fps ?? 25, duration: probe.durationSeconds, audio: firstAudio(probe)?.codec ?? null };
 }

@@ -15,6 +15,9 @@ export const IMAGE_ERRORS = {
   refImagesShape: "ref_images must be an array of up to 5 objects {base64, mime_type}",
   refImageMime: "ref_images[].mime_type must be image/png, image/jpeg or image/webp",
   refImageBase64: "ref_images[].base64 is not valid base64",
+  // Ours (the spec has no text): an upload that is no PNG, JPEG or WebP, or one over the pixel budget
+  // (lib/media/budgets.ts), with the reason, so the partner knows what to change.
+  refImageUnusable: (why: string) => `ref_images[].base64 is not an image we can use: ${why}`,
   refUrlsShape: "reference_image_urls must be an array of up to 5 URLs",
   invalidRefUrl: (url: string) => `Invalid reference image URL: ${url}`,
   refTooLarge: "ref_images[].base64 too large (max 20 MB each)",

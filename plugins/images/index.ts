@@ -19,7 +19,7 @@
 //   image refunds its share and the shares sum to `credits_used`.
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { ApiError, definePlugin, formatTimestamp, type GeneratedImage, type ImageProviders, JobFailure, type JobKindDeclaration, mediaToken, megabytes, notFound, operation, PAGE_BOUNDS, pageBody, pageQuery, pageShape, PENDING_SUCCESS_FAILED, TransientProviderError, UnsafeContentError, UpstreamTimeoutError } from "mediagate/plugin";
+import { ApiError, checkPicture, definePlugin, formatTimestamp, type GeneratedImage, type ImageProviders, JobFailure, type JobKindDeclaration, mediaToken, megabytes, notFound, operation, PAGE_BOUNDS, pageBody, pageQuery, pageShape, PENDING_SUCCESS_FAILED, TransientProviderError, UnsafeContentError, UpstreamTimeoutError } from "mediagate/plugin";
 import { IMAGE_ERRORS } from "./errors.ts";
 import { checkReferenceUrls, GenerateImageInput, MAX_REFERENCES, type ImageRequest } from "./input.ts";
 import { IMAGE_COSTS, MODELS, pixelSize, type ModelId, type Quality } from "./models.ts";
@@ -148,6 +148,12 @@ const generateImage = operation({
       total += size;
     }
     if (total > MAX_REFS_TOTAL_BYTES) throw new ApiError(413, IMAGE_ERRORS.refsTooLarge);
+    // Each upload must be a picture within the pixel budget (lib/media/budgets.ts), judged by its header: a
+    // provider decodes what it is given, and a 746 KB PNG can declare 16,000 x 16,000.
+    for (const ref of req.ref_images.slice(0, MAX_REFERENCES)) {
+      const budget = checkPicture(new Uint8Array(Buffer.from(ref.base64, "base64")));
+      if (!budget.ok) throw new ApiError(400, IMAGE_ERRORS.refImageUnusable(budget.reason));
+    }
 
     const providers = ctx.capability("image.generate");
     if (!MODELS[req.model].providers.some((route) => providers.route(route))) throw new ApiError(500, IMAGE_ERRORS.notAvailable);

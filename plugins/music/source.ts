@@ -1,7 +1,7 @@
 // The source of an extension, prepared before the charge (part 3, POST /extend-music): an owned track (JSON
 // form) or an uploaded file (multipart form), measured, with what it decides for the request (model,
 // instrumental, and whether the direct path is open).
-import { ApiError, isMediaError, type MediaContainer, type MediaEngine, type MusicModel, type OperationContext, sniffMedia, type UploadedFile } from "mediagate/plugin";
+import { ApiError, isMediaError, probeOverBudget, type MediaContainer, type MediaEngine, type MusicModel, type OperationContext, sniffMedia, type UploadedFile } from "mediagate/plugin";
 import { MUSIC_ERRORS as E } from "./errors.ts";
 import { LIMITS, UPLOAD_EXTENSIONS } from "./models.ts";
 import { findJob } from "./records.ts";
@@ -51,6 +51,10 @@ export async function uploadedSource(engine: MediaEngine, file: UploadedFile, si
   try {
     const probe = await engine.probe(file.bytes, name, { signal, timeoutMs: 60_000 });
     if (!probe.streams.some((s) => s.type === "audio")) throw new ApiError(400, E.uploadUnreadable);
+    // lib/media/budgets.ts before the audio is decoded: a declared length of hours, or cover art of 50,000 x
+    // 50,000, is no upload we can use.
+    const excess = probeOverBudget(probe);
+    if (excess) throw new ApiError(400, excess.kind === "duration" ? E.uploadTooLong : E.uploadUnreadable);
     seconds = await decodedSeconds(engine, file.bytes, name, signal);
     if (!(seconds > 0)) throw new ApiError(400, E.uploadUnreadable);
   } catch (err) {

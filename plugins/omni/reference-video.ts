@@ -7,7 +7,7 @@
 // Choices where the spec is silent, written down here: sizes are decimal (90,000,000 bytes); a source without
 // sound gives a window without sound (the sandbox composites only the picture); the length bound is
 // inclusive, to the hundredth of a second; an over-cap download is a 413 like every other size cap.
-import { ApiError, fetchSource, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, type MediaEngine, type OmniReferenceVideo, type OutboundGuard } from "mediagate/plugin";
+import { ApiError, fetchSource, probeOverBudget, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, type MediaEngine, type OmniReferenceVideo, type OutboundGuard } from "mediagate/plugin";
 import { OMNI_ERRORS as E } from "./errors.ts";
 import { LIMITS } from "./limits.ts";
 
@@ -46,6 +46,9 @@ export async function prepareReferenceVideo(url: string, start: number, end: num
   try {
     const probe = await deps.engine.probe(bytes, "in.bin", { signal: deps.signal, timeoutMs: PROBE_TIMEOUT_MS });
     if (probe.formatName !== ISO_BMFF || !firstVideo(probe) || !Number.isFinite(probe.durationSeconds) || probe.durationSeconds <= 0) throw new ApiError(400, E.referenceVideoUnreadable);
+    // lib/media/budgets.ts before the cut decodes a frame: an 8K frame, 240 fps and 4 hours at most.
+    const excess = probeOverBudget(probe);
+    if (excess) throw new ApiError(400, excess.kind === "duration" ? E.referenceVideoTooLong : E.referenceVideoUnreadable);
     seconds = round2(probe.durationSeconds);
     hasAudio = firstAudio(probe) !== undefined;
   } catch (err) {

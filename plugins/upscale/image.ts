@@ -7,7 +7,7 @@
 // - Dimensions are the displayed ones (EXIF orientation applied): that is what the output has and what the
 //   8K rule and the tier measure.
 // - An animated WebP or PNG is upscaled from its first frame (the output is a single PNG).
-import { ApiError, type ImageRecords, isJpeg, isMediaError, isPng, isWebp, JobFailure, type JobKindDeclaration, PENDING_SUCCESS_FAILED, probeImage } from "mediagate/plugin";
+import { ApiError, checkPicture, type ImageRecords, isJpeg, isMediaError, isPng, isWebp, JobFailure, type JobKindDeclaration, PENDING_SUCCESS_FAILED, probeImage } from "mediagate/plugin";
 import { UPSCALE_ERRORS as E } from "./errors.ts";
 import { IMAGE, tierFor, type Factor, type Tier } from "./prices.ts";
 import { resampleEngine, upscaleImage } from "./resample.ts";
@@ -35,6 +35,10 @@ export interface MeasuredImage {
 export async function measureImage(bytes: Uint8Array): Promise<MeasuredImage> {
   const format = sniffImage(bytes);
   if (!format) throw new ApiError(400, E.imageFormat);
+  // The pixel budget (lib/media/budgets.ts) with the spec's own limit: no source past 8K at any factor. An
+  // animation's frames count against the animation budget (a frame bomb is a format we do not take).
+  const budget = checkPicture(bytes, { maxLongEdge: IMAGE.maxOutputLongEdge, maxMegapixels: IMAGE.maxOutputLongEdge ** 2 / 1e6 });
+  if (!budget.ok) throw new ApiError(400, budget.size && Math.max(budget.size.width, budget.size.height) > IMAGE.maxOutputLongEdge ? E.over8K : E.imageFormat);
   try {
     const probe = await probeImage(bytes);
     if (probe.format !== format || probe.width < 1 || probe.height < 1) throw new ApiError(400, E.imageFormat);

@@ -20,7 +20,7 @@
 //   at the billed seconds (`-t`) besides, so no file (a long audio track behind a short picture included) can
 //   make it work longer than was paid for. An honest file is billed as before: its stated duration already
 //   covers its picture.
-import { ApiError, displaySize, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, JobFailure, type JobKindDeclaration, type JobRunContext, latin1, type MediaEngine, type MediaEngineKind, QUEUED_PROCESSING_COMPLETE, type VideoRecords } from "mediagate/plugin";
+import { ApiError, displaySize, probeOverBudget, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, JobFailure, type JobKindDeclaration, type JobRunContext, latin1, type MediaEngine, type MediaEngineKind, QUEUED_PROCESSING_COMPLETE, type VideoRecords } from "mediagate/plugin";
 import { UPSCALE_ERRORS as E } from "./errors.ts";
 import { billedSeconds, VIDEO, type Factor } from "./prices.ts";
 
@@ -62,6 +62,10 @@ export async function measureVideo(bytes: Uint8Array, engine: MediaEngine, signa
   if (probe.formatName !== ISO_BMFF || !firstVideo(probe) || !size || !(probe.durationSeconds > 0)) throw new ApiError(400, E.videoFormat);
   const tooLong = (seconds: number) => Math.round(seconds * 1000) > VIDEO.inputMaxSeconds * 1000;
   if (tooLong(probe.durationSeconds)) throw new ApiError(400, E.videoTooLong);
+  // The budget of lib/media/budgets.ts before any frame is read: a header declaring 16K frames is past the
+  // spec's 4K output at any factor; an absurd frame rate is no video we take.
+  const excess = probeOverBudget(probe);
+  if (excess) throw new ApiError(400, excess.kind === "resolution" ? E.over4K : excess.kind === "duration" ? E.videoTooLong : E.videoFormat);
   const a = firstAudio(probe);
   let seconds: number;
   try {

@@ -39,6 +39,9 @@ export const VIDEO_ERRORS = {
   referenceImageBase64: "reference_images_base64 must hold valid base64 strings",
   // Not shown in the spec: a frame or reference image whose bytes are not an image (read from its first bytes).
   notAnImage: (field: string) => `${field} must be a JPEG, PNG or WebP image`,
+  // Not shown in the spec: a frame or reference image over the pixel budget (lib/media/budgets.ts: 40 MP, a
+  // 16,384 px edge, 400 MP over an animation's frames), said with its size so the partner knows what to resize.
+  imageOverBudget: (field: string, why: string) => `${field} is an image we cannot use: ${why}`,
   referenceImageTooLarge: "a reference image is too large (max 20 MB)",
   referenceImagesTooLarge: "reference images total size too large",
   tooManyReferenceVideos: (n: number, max: number, model: string) => `Too many reference videos (${n}). Max is ${max} for ${model}.`,

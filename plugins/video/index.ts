@@ -16,7 +16,7 @@
 // - Merged files carry `expires_at` 7 days out ("kept about 7 days"); the kernel's retention sweeper removes them then.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, type Counters, definePlugin, finishGeneratedClip, JobFailure, progressBetween, type JobKindDeclaration, type JobRunContext, limitParam, type MediaEngine, megabytes, mp4MetadataCategories, notFound, offsetParam, operation, type OperationContext, outboundToApiError, type OutboundGuard, PAGE_BOUNDS, pageBody, pageShape, parseSince, partnerJobIdField, PRIVATE_KEY_PREFIX, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, shown, UnsafeContentError, type VideoFrame, videoFrameSize, type VideoProviders } from "mediagate/plugin";
+import { ApiError, checkPicture, type Counters, definePlugin, finishGeneratedClip, JobFailure, progressBetween, type JobKindDeclaration, type JobRunContext, limitParam, type MediaEngine, megabytes, mp4MetadataCategories, notFound, offsetParam, operation, type OperationContext, outboundToApiError, type OutboundGuard, PAGE_BOUNDS, pageBody, pageShape, parseSince, partnerJobIdField, PRIVATE_KEY_PREFIX, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, shown, UnsafeContentError, type VideoFrame, videoFrameSize, type VideoProviders } from "mediagate/plugin";
 import { VIDEO_ERRORS as E } from "./errors.ts";
 import { checkRequestUrls, decodedSize, GenerateAnimationInput, GenerateVideoInput, type FrameInput } from "./input.ts";
 import { concatClips } from "./merge.ts";
@@ -61,6 +61,10 @@ async function loadFrame(ctx: JobRunContext, frame: StoredFrame): Promise<VideoF
   }
   try {
     const res = await ctx.capability("outbound").fetch(frame.url, { ...FRAME_FETCH, signal: ctx.signal });
+    // A URL frame is fetched here, after the charge: one over the pixel budget (lib/media/budgets.ts) fails
+    // the job, refunded, before anything decodes it.
+    const budget = checkPicture(res.body);
+    if (!budget.ok) throw new Error(budget.reason);
     return { bytes: res.body, mimeType: res.headers["content-type"]?.split(";")[0]?.trim() || "image/jpeg", url: frame.url };
   } catch (err) {
     if (ctx.signal.aborted) throw err;

@@ -10,7 +10,7 @@
 // - `sound: false` is accepted on every model; only `true` is refused off the alpha text and image models.
 // - `alpha-v3-text-to-video` with a start frame reports `model_used` `alpha-v3-image-to-video` (the spec's
 //   "switches to image-to-video automatically").
-import { type CheckUrlResult, defineInput, field, type Fail, type InferOutput, shown, sniffImageType } from "mediagate/plugin";
+import { type CheckUrlResult, checkPicture, defineInput, megabytes, field, type Fail, type InferOutput, shown, sniffImageType } from "mediagate/plugin";
 import { VIDEO_ERRORS as E } from "./errors.ts";
 import {
   acceptsDuration,
@@ -42,19 +42,22 @@ export type AnimationRequest = InferOutput<typeof GenerateAnimationInput>;
 export const validBase64 = (s: string) => s.length > 0 && s.length % 4 !== 1 && BASE64.test(s);
 
 /**
- * Whether (valid) base64 text decodes to a JPEG, PNG or WebP, judged by its first bytes: a frame is checked
- * before the charge, so an SVG, a manifest or any other file sent as a frame is a 400 and not a charged job
+ * What is wrong with (valid) base64 text as a frame: null for a JPEG, PNG or WebP within the pixel budget
+ * (lib/media/budgets.ts, judged by its header), else the text of the 400. A frame is checked before the
+ * charge, so an SVG, a manifest, any other file or a pixel bomb sent as a frame is a 400 and not a charged job
  * that the media engine then refuses (and refunds). `_mime` only names the type; the bytes decide.
  */
-export function isImageBase64(base64: string): boolean {
+export function imageBase64Problem(base64: string, field: string): string | null {
   const head = base64.slice(0, 64);
-  let bytes: Uint8Array;
   try {
-    bytes = Uint8Array.from(atob(head), (c) => c.charCodeAt(0));
+    if (sniffImageType(Uint8Array.from(atob(head), (c) => c.charCodeAt(0))) === null) return E.notAnImage(field);
   } catch {
-    return false;
+    return E.notAnImage(field);
   }
-  return sniffImageType(bytes) !== null;
+  // Past 20 MB the handler answers its 413 before anything reads the picture: nothing to judge here.
+  if (decodedSize(base64) > megabytes(20)) return null;
+  const budget = checkPicture(new Uint8Array(Buffer.from(base64, "base64")));
+  return budget.ok ? null : E.imageOverBudget(field, budget.reason);
 }
 /** Bytes a base64 text decodes to, without decoding it. */
 export const decodedSize = (base64: string) => Math.floor((base64.length * 3) / 4) - (base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0);
@@ -65,7 +68,7 @@ const present = (v: unknown) => v !== undefined && v !== null && v !== "";
  * A frame from a `<name>_url` / `<name>_base64` / `<name>_mime` triple. The URL wins when both are sent
  * (choice: the spec lists them as alternatives without saying).
  */
-function frameOf(raw: Record<string, unknown>, name: string, texts: { invalidUrl: (u: string) => string; base64: string; notImage: string; mime: string }, fail: Fail): FrameInput | null {
+function frameOf(raw: Record<string, unknown>, name: string, texts: { invalidUrl: (u: string) => string; base64: string; mime: string }, fail: Fail): FrameInput | null {
   const url = raw[`${name}_url`];
   if (present(url)) {
     if (typeof url !== "string") return fail(texts.invalidUrl(shown(url)));
@@ -74,7 +77,8 @@ function frameOf(raw: Record<string, unknown>, name: string, texts: { invalidUrl
   const base64 = raw[`${name}_base64`];
   if (present(base64)) {
     if (typeof base64 !== "string" || !validBase64(base64)) return fail(texts.base64);
-    if (!isImageBase64(base64)) return fail(texts.notImage);
+    const problem = imageBase64Problem(base64, `${name}_base64`);
+    if (problem) return fail(problem);
     const mime = raw[`${name}_mime`] ?? "image/jpeg";
     if (typeof mime !== "string" || !(IMAGE_MIME_TYPES as readonly string[]).includes(mime)) return fail(texts.mime);
     return { base64, mimeType: mime };
@@ -158,8 +162,8 @@ export const GenerateVideoInput = defineInput({
     const negative = raw.negative_prompt ?? null;
     if (negative !== null && typeof negative !== "string") return fail(E.negativePromptType);
 
-    const start = frameOf(raw, "image", { invalidUrl: E.invalidImageUrl, base64: E.imageBase64, notImage: E.notAnImage("image_base64"), mime: E.imageMime }, fail);
-    const end = frameOf(raw, "end_image", { invalidUrl: E.invalidEndImageUrl, base64: E.endImageBase64, notImage: E.notAnImage("end_image_base64"), mime: E.endImageMime }, fail);
+    const start = frameOf(raw, "image", { invalidUrl: E.invalidImageUrl, base64: E.imageBase64, mime: E.imageMime }, fail);
+    const end = frameOf(raw, "end_image", { invalidUrl: E.invalidEndImageUrl, base64: E.endImageBase64, mime: E.endImageMime }, fail);
     const framed = start !== null || end !== null;
     if (framed && !model.frames) return fail(E.framesNotSupported(modelId));
     if (end && !start) return fail(E.endFrameNeedsStart);
@@ -182,7 +186,10 @@ export const GenerateVideoInput = defineInput({
       if (audio > refs.audio.count) return fail(E.tooManyReferenceAudio(audio, refs.audio.count, modelId));
       if (audio > 0 && refs.audio.needsImageOrVideo && images + videos === 0) return fail(E.referenceAudioNeedsVisual(modelId));
       for (const b of refB64) if (!validBase64(b)) return fail(E.referenceImageBase64);
-      for (const b of refB64) if (!isImageBase64(b)) return fail(E.notAnImage("reference_images_base64"));
+      for (const b of refB64) {
+        const problem = imageBase64Problem(b, "reference_images_base64");
+        if (problem) return fail(problem);
+      }
     }
 
     const callbackUrl = callbackUrlOf(raw, fail);
@@ -282,8 +289,8 @@ export const GenerateAnimationInput = defineInput({
     if (raw.prompt.length > MAX_PROMPT.animation) return fail(E.animationPromptTooLong);
     const ratio = raw.aspect_ratio ?? DEFAULT_ASPECT_RATIO;
     if (typeof ratio !== "string" || !(ASPECT_RATIOS as readonly string[]).includes(ratio)) return fail(E.invalidAspectRatio);
-    const start = frameOf(raw, "start_image", { invalidUrl: E.invalidStartImageUrl, base64: E.startImageBase64, notImage: E.notAnImage("start_image_base64"), mime: E.startImageMime }, fail);
-    const end = frameOf(raw, "end_image", { invalidUrl: E.invalidEndImageUrl, base64: E.endImageBase64, notImage: E.notAnImage("end_image_base64"), mime: E.endImageMime }, fail);
+    const start = frameOf(raw, "start_image", { invalidUrl: E.invalidStartImageUrl, base64: E.startImageBase64, mime: E.startImageMime }, fail);
+    const end = frameOf(raw, "end_image", { invalidUrl: E.invalidEndImageUrl, base64: E.endImageBase64, mime: E.endImageMime }, fail);
     if (!start || !end) return fail(E.animationFramesRequired);
     const callbackUrl = callbackUrlOf(raw, fail);
     return { prompt: raw.prompt.trim(), aspectRatio: ratio as AspectRatio, startFrame: start, endFrame: end, callbackUrl, partnerJobId: raw.partner_job_id };

@@ -23,7 +23,7 @@
 // - Engine failures on the partner's file (damaged, unsupported, too slow to finish within the slot's hold
 //   time) answer "Could not prepare that ... as a reference."; an engine that is not there at all is ours and
 //   is not blamed on the file.
-import { ApiError, type Counters, createSharedSlots, fetchSource, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, type MediaEngine, type OutboundGuard, type Probe, type ReferenceMedia, type SharedSlots } from "mediagate/plugin";
+import { ApiError, type Counters, probeOverBudget, createSharedSlots, fetchSource, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, type MediaEngine, type OutboundGuard, type Probe, type ReferenceMedia, type SharedSlots } from "mediagate/plugin";
 import { VIDEO_ERRORS as E } from "./errors.ts";
 
 export const MAX_REFERENCE_VIDEO_BYTES = 95_000_000;
@@ -178,6 +178,11 @@ async function measure(url: string, rules: ReferenceRules, kind: Kind, deps: Ref
     throw unusable(err, kind, deps);
   }
   if (!kind.accepts(bytes, probe) || !Number.isFinite(probe.durationSeconds) || probe.durationSeconds <= 0) throw new ApiError(400, kind.unusable);
+  // lib/media/budgets.ts before normalization decodes anything: an 8K frame, 240 fps, 4 hours, cover art of
+  // 40 MP at most. A duration past it is also past every model's reference limit.
+  const excess = probeOverBudget(probe);
+  if (excess?.kind === "duration") throw new ApiError(400, kind.length(rules.minSeconds, rules.maxSeconds, round2(probe.durationSeconds)));
+  if (excess) throw new ApiError(400, kind.unusable);
   const seconds = round2(probe.durationSeconds);
   if (seconds < rules.minSeconds || seconds > rules.maxSeconds) throw new ApiError(400, kind.length(rules.minSeconds, rules.maxSeconds, seconds));
   return { url, bytes, probe, seconds };
