@@ -113,6 +113,8 @@ export function sandboxRender(req: VideoGenerationRequest, speech?: ClipSpeech |
   let video: string;
 
   const cover = `scale=${W}:${H}:force_original_aspect_ratio=increase,crop=${W}:${H},setsar=1`;
+  // Frames are read once, not looped (`-loop 1` decoded and scaled the full picture for every frame): the
+  // picture is scaled to the clip's size once and zoompan makes every frame from it (d = the frame count).
   // Zoom per output frame, from the prompt: 0.05 %..0.2 % a frame.
   const zoomStep = (0.0005 + rnd() * 0.0015).toFixed(5);
   const centre = `x='iw/2-(iw/zoom/2)':y='ih/2-(ih/zoom/2)'`;
@@ -126,14 +128,14 @@ export function sandboxRender(req: VideoGenerationRequest, speech?: ClipSpeech |
       const part = Math.max(2, Math.round(frames * 0.8));
       const fade = (part / FPS) * 0.75;
       const offset = (frames - part) / FPS;
-      args.push("-loop", "1", "-framerate", String(FPS), "-i", `start.${ext}`, "-loop", "1", "-framerate", String(FPS), "-i", `end.${endExt}`);
-      filters.push(`[0:v]${cover},zoompan=z='1+${zoomStep}*on':${centre}:d=1:s=${W}x${H}:fps=${FPS},trim=end_frame=${part},setpts=PTS-STARTPTS,format=yuv420p[a]`);
+      args.push("-i", `start.${ext}`, "-i", `end.${endExt}`);
+      filters.push(`[0:v]${cover},zoompan=z='1+${zoomStep}*on':${centre}:d=${part}:s=${W}x${H}:fps=${FPS},trim=end_frame=${part},setpts=PTS-STARTPTS,format=yuv420p[a]`);
       // The end frame zooms out to exactly itself on the last frame.
-      filters.push(`[1:v]${cover},zoompan=z='1+${zoomStep}*(${part - 1}-on)':${centre}:d=1:s=${W}x${H}:fps=${FPS},trim=end_frame=${part},setpts=PTS-STARTPTS,format=yuv420p[b]`);
+      filters.push(`[1:v]${cover},zoompan=z='1+${zoomStep}*(${part - 1}-on)':${centre}:d=${part}:s=${W}x${H}:fps=${FPS},trim=end_frame=${part},setpts=PTS-STARTPTS,format=yuv420p[b]`);
       filters.push(`[a][b]xfade=transition=fade:duration=${fade.toFixed(3)}:offset=${offset.toFixed(3)},format=yuv420p[v]`);
     } else {
-      args.push("-loop", "1", "-framerate", String(FPS), "-i", `start.${ext}`);
-      filters.push(`[0:v]${cover},zoompan=z='1+${zoomStep}*on':${centre}:d=1:s=${W}x${H}:fps=${FPS},trim=end_frame=${frames},format=yuv420p[v]`);
+      args.push("-i", `start.${ext}`);
+      filters.push(`[0:v]${cover},zoompan=z='1+${zoomStep}*on':${centre}:d=${frames}:s=${W}x${H}:fps=${FPS},trim=end_frame=${frames},format=yuv420p[v]`);
     }
     video = "[v]";
   } else {
