@@ -17,7 +17,9 @@
 // recheck runs offline: its native binary (optional dependency recheck-linux-x64), else a JVM, else its
 // JavaScript build. Its time-based phases (seeding, incubation, attack) are switched off so that the verdict
 // does not depend on how loaded the machine is (their step limits still bound them); only the overall
-// per-pattern timeout is a clock, and hitting it gives "unknown". Each distinct pattern is checked once.
+// per-pattern timeout is a clock, and hitting it gives "unknown". Each distinct pattern is checked once; a
+// pattern without any repetition character (`*`, `+`, `?`, `{`, escaped or not) is not sent: at each start
+// position it reads at most its own length, so its matching is linear whatever recheck would say.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { check, type Diagnostics } from "recheck";
@@ -47,11 +49,14 @@ t("no pattern is vulnerable; none partner-facing is undecided", async () => {
     distinct.set(key, [...(distinct.get(key) ?? []), f]);
   }
 
+  const REPEATS = /[*+?{]/;
+  const repeating = [...distinct].filter(([, places]) => REPEATS.test(places[0]!.source));
+
   const started = performance.now();
   const failures: string[] = [];
   const notes: string[] = [];
   let slowest = { ms: 0, key: "" };
-  for (const [key, places] of distinct) {
+  for (const [key, places] of repeating) {
     const t0 = performance.now();
     let d: Diagnostics;
     try {
@@ -71,7 +76,7 @@ t("no pattern is vulnerable; none partner-facing is undecided", async () => {
     }
   }
 
-  console.log(`  ${found.length} patterns (${distinct.size} distinct) in ${files} files checked in ${((performance.now() - started) / 1000).toFixed(1)} s; slowest ${slowest.ms.toFixed(0)} ms ${slowest.key}`);
+  console.log(`  ${found.length} patterns (${distinct.size} distinct, ${repeating.length} with repetition) in ${files} files checked in ${((performance.now() - started) / 1000).toFixed(1)} s; slowest ${slowest.ms.toFixed(0)} ms ${slowest.key}`);
   if (dynamic.length) console.log(`  built from non-literal strings, not checked: ${dynamic.join(", ")}`);
   for (const n of notes) console.log(`  ${n}`);
   assert.ok(failures.length === 0, `${failures.length} pattern(s) fail the ReDoS rule:\n${failures.join("\n")}`);
