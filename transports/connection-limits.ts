@@ -38,7 +38,7 @@ export type TimeoutPhase = "headers" | "body";
 
 /** The counts /metrics shows for one listener (transports/metrics.ts). */
 export interface ConnectionCounts {
-  /** `public` (PORT) or `health` (HEALTH_PORT). */
+  /** `public` (PORT), `health` (HEALTH_PORT) or `admin` (a port of the admin API's own, with the public caps). */
   readonly listener: string;
   open(): number;
   readonly refused: Record<ConnectionRefusal, number>;
@@ -230,9 +230,9 @@ export interface GuardedServer {
 
 /**
  * Applies the time-outs and caps to a node:http server (before or after it listens) and registers its counts
- * under `owner`. `listener` names it on /metrics; `health` gives it the probe port's caps.
+ * under `owner`. `listener` names it on /metrics; `health` gives it the probe port's caps, any other the public ones.
  */
-export function guardConnections(node: Server | Http2Server, settings: ConnectionSettings, options: { owner: object; listener: "public" | "health" }): GuardedServer {
+export function guardConnections(node: Server | Http2Server, settings: ConnectionSettings, options: { owner: object; listener: "public" | "health" | "admin" }): GuardedServer {
   // srvx serves HTTP/1 here (an HTTP/2 server only with TLS, which main.ts never asks for); both share these.
   const server = node as Server;
   const caps: ConnectionCaps = options.listener === "health" ? HEALTH_CAPS : { perAddress: settings.perAddress, max: settings.max ?? defaultConnectionsMax() };

@@ -78,11 +78,12 @@ const sse = suite("subscription limits over SSE");
 let tk: TestKernel;
 let app: ReturnType<typeof createHttpApp>;
 
-sse.before.each(async () => {
+// One kernel for the file (each test has partners of its own; the first ends with every slot given back).
+sse.before(async () => {
   tk = await createTestKernel({ plugins: [account, ticker], start: true, env: { GRAPHQL_SUBSCRIPTIONS_PER_KEY: "2" } });
   app = createHttpApp(tk.kernel, { adminToken: tk.adminToken });
 });
-sse.after.each(async () => {
+sse.after(async () => {
   await tk.close();
 });
 
