@@ -83,8 +83,12 @@ export function parseFfprobeJson(json: string, sizeBytes: number): Probe {
   return { durationSeconds: duration, formatName: String(data.format.format_name ?? "unknown"), sizeBytes, streams };
 }
 
-function parseFps(text: string, unit: "fps" | "tbr"): number | undefined {
-  const m = new RegExp(`(\\d+(?:\\.\\d+)?)(k?) ${unit}\\b`).exec(text);
+// Literal patterns so the ReDoS test (test/security/redos.test.ts) sees them; a number starts where no digit
+// precedes (the same first match; without it a long digit run was retried from each of its digits).
+const RATE = { fps: /(?<!\d)(\d+(?:\.\d+)?)(k?) fps\b/, tbr: /(?<!\d)(\d+(?:\.\d+)?)(k?) tbr\b/ } as const;
+
+function parseFps(text: string, unit: keyof typeof RATE): number | undefined {
+  const m = RATE[unit].exec(text);
   if (!m) return undefined;
   return round2(Number(m[1]) * (m[2] ? 1000 : 1));
 }
