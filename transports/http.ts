@@ -285,6 +285,7 @@ export async function serveAdmin(kernel: Kernel, options: { adminToken: string; 
     return json(404, { error: KERNEL_ERRORS.notFound, request_id: requestIdOf(event) });
   });
   const server = serve(app, { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });
+  if (server.node?.server) guardConnections(server.node.server, kernel.config.connections, { owner: kernel, listener: "admin" });
   await server.ready();
   if (server.node?.server) mountSocketManners(server.node.server as NodeServerEvents, socketHost(kernel, app));
   return { url: server.url!, close: () => server.close(true) };
