@@ -49,6 +49,8 @@ export const KERNEL_VARIABLES = [
   "HTTP_CONNECTIONS_MAX",
   "GRAPHQL_SUBSCRIPTIONS_PER_KEY",
   "GRAPHQL_SUBSCRIPTIONS_PER_SOCKET",
+  "MEDIA_CHILD_MEMORY_MB",
+  "MEDIA_CHILD_CPU_SECONDS",
 ] as const;
 export type KernelVariable = (typeof KERNEL_VARIABLES)[number];
 
@@ -114,6 +116,8 @@ export interface Config {
    * every job kind (ffmpeg runs, resampling) takes one while it runs (lib/media/pool.ts).
    */
   mediaConcurrency: number;
+  /** Caps on each media tool run (lib/media/native.ts ChildLimits): address space in MB, CPU seconds; 0 is none. */
+  mediaChildLimits: { memoryMb: number; cpuSeconds: number };
   /** Time-outs and caps of connections and subscriptions (the HTTP_* and GRAPHQL_SUBSCRIPTIONS_* variables). */
   connections: ConnectionSettings;
 }
@@ -245,6 +249,10 @@ export function loadConfig(source: Environment = process.env): Config {
     graphqlPersistedOnly: flag("GRAPHQL_PERSISTED_ONLY", env.GRAPHQL_PERSISTED_ONLY),
     upstreamCallbackSecret: env.UPSTREAM_CALLBACK_SECRET || undefined,
     mediaConcurrency: nonNegativeInt("MEDIA_CONCURRENCY", env.MEDIA_CONCURRENCY, defaultMediaConcurrency()),
+    mediaChildLimits: {
+      memoryMb: nonNegativeInt("MEDIA_CHILD_MEMORY_MB", env.MEDIA_CHILD_MEMORY_MB, 4096),
+      cpuSeconds: nonNegativeInt("MEDIA_CHILD_CPU_SECONDS", env.MEDIA_CHILD_CPU_SECONDS, 3600),
+    },
     connections: {
       headersTimeoutMs: nonNegativeInt("HTTP_HEADERS_TIMEOUT_MS", env.HTTP_HEADERS_TIMEOUT_MS, 10_000),
       bodyTimeoutMs: nonNegativeInt("HTTP_BODY_TIMEOUT_MS", env.HTTP_BODY_TIMEOUT_MS, 10_000),

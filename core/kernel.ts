@@ -154,7 +154,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       // Shared counters (Redis when configured): rate windows, quotas and shared slots across processes.
       counters: () => counters,
       media: () => {
-        const engine = createMediaEngine({ mode: config.mediaEngine, pool: mediaPool });
+        const engine = createMediaEngine({ mode: config.mediaEngine, pool: mediaPool, childLimits: config.mediaChildLimits });
         closers.unshift(() => engine.close());
         return engine;
       },

@@ -2,7 +2,7 @@
 // The choice is made once, at creation, so a machine never mixes engines within one process.
 import type { MediaPool } from "./pool.ts";
 import { MediaError } from "./errors.ts";
-import { createNativeEngine, findOnPath } from "./native.ts";
+import { type ChildLimits, createNativeEngine, findOnPath } from "./native.ts";
 import { createWasmEngine } from "./wasm.ts";
 import type { MediaEngine, MediaEngineMode } from "./types.ts";
 
@@ -15,6 +15,8 @@ export interface MediaEngineOptions {
   concurrency?: number;
   /** The process's media pool (the kernel's, sized by MEDIA_CONCURRENCY): runs take their places there. */
   pool?: MediaPool;
+  /** Caps on each native ffmpeg/ffprobe child, and on each wasm run (memory and time). */
+  childLimits?: ChildLimits;
   /** Explicit binaries (otherwise looked up on PATH). */
   ffmpegPath?: string;
   ffprobePath?: string;
@@ -30,7 +32,7 @@ export function detectNativeFfmpeg(pathEnv?: string): { ffmpegPath: string; ffpr
 export function createMediaEngine(options: MediaEngineOptions = {}): MediaEngine {
   const mode = options.mode ?? "auto";
   if (mode !== "auto" && mode !== "native" && mode !== "wasm") throw new MediaError("engine_unavailable", `unknown media engine mode ${String(mode)}`);
-  const shared = { concurrency: options.concurrency, ...(options.pool ? { pool: options.pool } : {}) };
+  const shared = { concurrency: options.concurrency, ...(options.pool ? { pool: options.pool } : {}), ...(options.childLimits ? { childLimits: options.childLimits } : {}) };
   if (mode === "wasm") return createWasmEngine(shared);
   const explicit = options.ffmpegPath && options.ffprobePath ? { ffmpegPath: options.ffmpegPath, ffprobePath: options.ffprobePath } : undefined;
   const native = explicit ?? detectNativeFfmpeg();

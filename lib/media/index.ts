@@ -2,7 +2,7 @@
 // Byte-level format readers and writers are lib/formats.
 // The kernel imports from here; plugins reach it through mediagate/plugin. The files behind it are free to change.
 export { createMediaEngine, detectNativeFfmpeg, type MediaEngineOptions } from "./engine.ts";
-export { createNativeEngine, findOnPath, supportsStatsPeriod, type NativeOptions } from "./native.ts";
+export { type ChildLimits, createNativeEngine, DEFAULT_CHILD_LIMITS, findOnPath, limitedCommand, supportsStatsPeriod, type NativeOptions } from "./native.ts";
 export { createWasmEngine, type WasmOptions } from "./wasm.ts";
 export { createMediaPool, defaultMediaConcurrency, type MediaPool, type MediaPoolStats } from "./pool.ts";
 export {

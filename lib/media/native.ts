@@ -2,7 +2,9 @@
 // uses it whenever it is on PATH. Each run gets a private temp dir as its cwd, which is what makes bare file
 // names in the arguments mean the same thing here as in the wasm core's in-memory FS. Inputs are opened as
 // lib/media/inputs.ts decides (sniffed demuxer, whitelists), and the child sees a minimal environment
-// (lib/child-env.ts): none of the server's secrets.
+// (lib/child-env.ts): none of the server's secrets. Each child runs under prlimit (util-linux) with a cap on its
+// address space and its CPU time (ChildLimits), so one input the budgets missed cannot take the machine: a
+// child over either is killed by the kernel and its run fails like any other (a job fails and is refunded).
 import { spawn } from "node:child_process";
 import { accessSync, constants } from "node:fs";
 import { createWriteStream } from "node:fs";
@@ -60,6 +62,36 @@ async function writeInput(path: string, name: string, input: EngineInput, signal
   if (written < input.size) throw new MediaError("failed", `streamed input ${name} gave ${written} bytes, declared ${input.size}`);
 }
 
+/** Caps on every ffmpeg/ffprobe child (MEDIA_CHILD_MEMORY_MB, MEDIA_CHILD_CPU_SECONDS); 0 turns one off. */
+export interface ChildLimits {
+  /** Address space in MB (prlimit --as): virtual memory, so it sits above what a run really holds. */
+  memoryMb: number;
+  /** CPU seconds over all of the child's threads (prlimit --cpu): SIGXCPU, then SIGKILL, when spent. */
+  cpuSeconds: number;
+}
+
+/** The defaults: 4 GB of address space (a 4k render holds 1-2 GB) and an hour of CPU (a long caption burn). */
+export const DEFAULT_CHILD_LIMITS: ChildLimits = { memoryMb: 4096, cpuSeconds: 3600 };
+
+let warnedNoPrlimit = false;
+
+/**
+ * The program and arguments that run `program` under `limits`: prlimit in front when it is on PATH, else the
+ * program as it is, with a warning once per process (the limits cannot be kept without it).
+ */
+export function limitedCommand(program: string, args: string[], limits: ChildLimits, prlimitPath: string | undefined, warn: (message: string) => void = console.warn): [string, string[]] {
+  const caps = [...(limits.memoryMb > 0 ? [`--as=${limits.memoryMb * 1024 * 1024}`] : []), ...(limits.cpuSeconds > 0 ? [`--cpu=${limits.cpuSeconds}`] : [])];
+  if (caps.length === 0) return [program, args];
+  if (!prlimitPath) {
+    if (!warnedNoPrlimit) {
+      warnedNoPrlimit = true;
+      warn("media: prlimit (util-linux) is not on PATH; ffmpeg and ffprobe run without MEDIA_CHILD_MEMORY_MB and MEDIA_CHILD_CPU_SECONDS");
+    }
+    return [program, args];
+  }
+  return [prlimitPath, [...caps, "--", program, ...args]];
+}
+
 export interface NativeOptions {
   ffmpegPath: string;
   ffprobePath: string;
@@ -68,6 +100,10 @@ export interface NativeOptions {
   concurrency?: number;
   /** The process's media pool: runs take a place in it instead (`concurrency` is then unused). */
   pool?: MediaPool;
+  /** Caps on each child (default DEFAULT_CHILD_LIMITS). */
+  childLimits?: ChildLimits;
+  /** prlimit's path (default: looked up on PATH; null: run without it). */
+  prlimitPath?: string | null;
 }
 
 interface ProcResult {
@@ -88,6 +124,8 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
   const pool = options.pool ?? createMediaPool(options.concurrency ?? Math.max(1, Math.floor(availableParallelism() / 2)));
   const limiter = pool;
   const children = new Set<ReturnType<typeof spawn>>();
+  const limits = options.childLimits ?? DEFAULT_CHILD_LIMITS;
+  const prlimitPath = options.prlimitPath === null ? undefined : (options.prlimitPath ?? findOnPath("prlimit"));
   let closed = false;
   let prefix: Promise<string[]> | undefined;
 
@@ -116,7 +154,8 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
     signal: AbortSignal | undefined,
   ): Promise<ProcResult> {
     return new Promise((resolve, reject) => {
-      const child = spawn(program, args, { cwd, env: childEnv({ dir: cwd }), stdio: ["ignore", "pipe", "pipe"], windowsHide: true });
+      const [file, argv] = limitedCommand(program, args, limits, prlimitPath);
+      const child = spawn(file, argv, { cwd, env: childEnv({ dir: cwd }), stdio: ["ignore", "pipe", "pipe"], windowsHide: true });
       children.add(child);
       const chunks: Buffer[] = [];
       const out = onStdoutLine ? new LineSplitter(onStdoutLine) : undefined;
@@ -184,7 +223,7 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
               }, s.signal);
               if (s.signal?.aborted) throw s.reason();
               if (res.code !== 0) {
-                const why = res.signal ? `killed by ${res.signal}` : `exit code ${res.code}`;
+                const why = res.signal ? `killed by ${res.signal}${res.signal === "SIGXCPU" || res.signal === "SIGKILL" ? " (MEDIA_CHILD_CPU_SECONDS?)" : res.signal === "SIGSEGV" || res.signal === "SIGABRT" ? " (MEDIA_CHILD_MEMORY_MB?)" : ""}` : `exit code ${res.code}`;
                 throw new MediaError(classifyFailure(tail.lines), `ffmpeg failed (${why})`, { log: tail.lines });
               }
               const outputs: Record<string, Uint8Array> = {};

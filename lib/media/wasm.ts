@@ -2,6 +2,10 @@
 // DESIGN "Runtime". The core runs in worker threads (ffmpeg-wasm.worker.mjs explains why), one job per worker
 // at a time, jobs queued FIFO: the core is not reentrant. A worker that crashes or is aborted is thrown away and
 // a new one is started for the next job, so one bad input can never poison later runs.
+// Limits (ChildLimits, as the native engine's prlimit): each worker's JavaScript heap is bounded by
+// resourceLimits (the inputs and outputs it holds; the core's own wasm memory is bounded by its 32-bit address
+// space and its build's maximum, which no option reaches), and a run is killed after the CPU seconds, counted
+// as wall time (a worker has no CPU clock of its own): the worker is terminated and replaced, the run fails.
 import { Worker } from "node:worker_threads";
 import { classifyFailure, MediaError } from "./errors.ts";
 import { createMediaPool, type MediaPool } from "./pool.ts";
@@ -11,6 +15,7 @@ import { parseFfmpegInfo, parseFfprobeJson, type Probe } from "./probe.ts";
 import { ProgressTracker } from "./progress.ts";
 import { loadVips } from "./vips.ts";
 import type { EngineInput, MediaEngine, RunIO } from "./types.ts";
+import { type ChildLimits, DEFAULT_CHILD_LIMITS } from "./native.ts";
 
 const WORKER_URL = new URL("./ffmpeg-wasm.worker.mjs", import.meta.url);
 const PROBE_OUT = "probe-out.json";
@@ -20,6 +25,15 @@ export interface WasmOptions {
   concurrency?: number;
   /** The process's media pool: each run takes a place there, then one of the `concurrency` workers. */
   pool?: MediaPool;
+  /** Heap of each worker and time of each run (default DEFAULT_CHILD_LIMITS). */
+  childLimits?: ChildLimits;
+}
+
+/** A run's time-out: the caller's, bounded by the CPU seconds of the limits (0: the caller's alone). */
+function boundedTimeout(timeoutMs: number | undefined, limits: ChildLimits): number | undefined {
+  const cap = limits.cpuSeconds > 0 ? limits.cpuSeconds * 1000 : undefined;
+  if (cap === undefined) return timeoutMs;
+  return timeoutMs && timeoutMs > 0 ? Math.min(timeoutMs, cap) : cap;
 }
 
 interface Job {
@@ -63,9 +77,13 @@ class Slot {
   private nextId = 1;
   busy = false;
 
+  constructor(private readonly heapMb: number) {}
+
   private spawn(): Promise<Worker> {
     this.ready ??= new Promise<Worker>((resolve, reject) => {
-      const w = new Worker(WORKER_URL);
+      // A heap over the bound ends the worker with ERR_WORKER_OUT_OF_MEMORY: an 'error', then 'exit', which
+      // fail the run and drop the worker (exec below); the process goes on.
+      const w = new Worker(WORKER_URL, this.heapMb > 0 ? { resourceLimits: { maxOldGenerationSizeMb: this.heapMb } } : {});
       const onReady = (m: any) => {
         if (m?.type !== "ready") return;
         w.off("message", onReady);
@@ -173,7 +191,8 @@ export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
   const size = Math.max(1, options.concurrency ?? 1);
   const pool = options.pool ?? createMediaPool(size);
   const workers = new Limiter(size);
-  const slots = Array.from({ length: size }, () => new Slot());
+  const limits = options.childLimits ?? DEFAULT_CHILD_LIMITS;
+  const slots = Array.from({ length: size }, () => new Slot(limits.memoryMb));
   let closed = false;
 
   async function onSlot<T>(fn: (slot: Slot) => Promise<T>, signal: AbortSignal | undefined, reason: () => MediaError): Promise<T> {
@@ -206,7 +225,7 @@ export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
       if (closed) throw new MediaError("engine_unavailable", "engine closed");
       const prepared = prepareRun(args, io);
       const runArgs = Array.isArray(prepared) ? prepared : await prepared;
-      const s = runSignal(io);
+      const s = runSignal({ signal: io.signal, timeoutMs: boundedTimeout(io.timeoutMs, limits) });
       try {
         return await onSlot(async (slot) => {
           const inputs: Record<string, Uint8Array> = {};
@@ -246,7 +265,7 @@ export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
       if (name === PROBE_OUT) throw new MediaError("failed", `reserved name ${name}`);
       // Refuses what is not plain media before anything starts (a stream by its first bytes).
       const args = FFPROBE_ARGS(name, data instanceof Uint8Array ? data : await readHead(data));
-      const s = runSignal(opts);
+      const s = runSignal({ signal: opts.signal, timeoutMs: boundedTimeout(opts.timeoutMs, limits) });
       try {
         return await onSlot(async (slot) => {
           const { bytes: file, owned } = await inputBytes(name, data, s.signal, s.reason);
