@@ -2,7 +2,7 @@
 // pure functions, no tool started.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { checkPicture, createNativeEngine, detectNativeFfmpeg, findOnPath, isMediaError, limitedCommand, MEDIA_BUDGETS, probeOverBudget, type Probe } from "../../lib/media/index.ts";
+import { checkPicture, createNativeEngine, createWasmEngine, detectNativeFfmpeg, findOnPath, isMediaError, limitedCommand, MEDIA_BUDGETS, probeOverBudget, type Probe } from "../../lib/media/index.ts";
 import { writePng } from "../../lib/formats/index.ts";
 import { fixture } from "./util.ts";
 
@@ -55,6 +55,18 @@ t("child limits: prlimit in front when present, else the program with one warnin
   assert.equal(limitedCommand("ffmpeg", [], limits, undefined, (m) => warnings.push(m)), ["ffmpeg", []]);
   limitedCommand("ffmpeg", [], limits, undefined, (m) => warnings.push(m));
   assert.is(warnings.length, 1);
+});
+
+t("wasm: a run past the CPU seconds (as wall time) is stopped and fails; the engine runs the next", async () => {
+  const engine = createWasmEngine({ childLimits: { memoryMb: 512, cpuSeconds: 1 } });
+  try {
+    const err = await engine.run(["-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=25:duration=60", "-c:v", "mpeg4", "-f", "mp4", "big.mp4"], { outputs: ["big.mp4"] }).then(() => null, (e: unknown) => e);
+    assert.ok(isMediaError(err) && err.code === "timeout", String(err));
+    const out = await engine.run(["-f", "lavfi", "-i", "testsrc2=size=64x64:rate=5:duration=0.4", "-c:v", "mpeg4", "-f", "mp4", "small.mp4"], { outputs: ["small.mp4"] });
+    assert.ok(out["small.mp4"]!.byteLength > 0);
+  } finally {
+    await engine.close();
+  }
 });
 
 const native = detectNativeFfmpeg();
