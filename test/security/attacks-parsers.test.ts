@@ -10,7 +10,7 @@
 // - a 27 MB JSON body of 13 M numbers (within remove-metadata's byte cap).
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { crc32 } from "../../lib/formats/crc32.ts";
+import { pngChunk as writePngChunk } from "../../lib/formats/png.ts";
 import { box, ftyp, mdatHeader, moov } from "../captions/uploads-mp4.ts";
 import { type AttackServer, creditsOf, freshPartner, httpOutcome, printAttackTable, startAttackServer, UA, underAttack } from "./under-attack.ts";
 
@@ -46,14 +46,8 @@ function moovFlood(total: number): Buffer {
   return concat([ftyp(), big, mdatHeader(8), new Uint8Array(8)]);
 }
 
-function pngChunk(type: string, data: Uint8Array): Buffer {
-  const out = Buffer.alloc(12 + data.length);
-  out.writeUInt32BE(data.length, 0);
-  out.write(type, 4, "latin1");
-  out.set(data, 8);
-  out.writeUInt32BE(crc32(out.subarray(4, 8 + data.length)), 8 + data.length);
-  return out;
-}
+/** A PNG chunk as stored (lib/formats/png.ts's writer, as a Buffer to concatenate). */
+const pngChunk = (type: string, data: Uint8Array) => Buffer.from(writePngChunk({ type, data }));
 
 /** A 1x1 PNG with `count` empty tEXt chunks between IHDR and IDAT. */
 function pngTextFlood(count: number): Buffer {

@@ -1,10 +1,8 @@
-// The attack corpus (issue 14, "Tests and measurements") against a real server: main.ts in its own process
-// (test/helpers/server.ts), so its event loop is not this one. Each attack must be answered within a
-// generous time-out with a 4xx (a WebSocket: closed with 1009 or a 44xx code, or an `error` message for the
-// operation), and leave the server responsive. While each attack runs, /healthz is polled about every 50 ms
-// and the slowest answer is recorded; the table (attack, status, worst /healthz ms) is printed at the end.
-// The figures are measurements to report, not assertions: only "/healthz answered within the time-out" is
-// asserted (a loaded CI machine makes any latency bound flaky).
+// The attack corpus (issue 14, "Tests and measurements") against a real server, with the harness of every
+// attack file (test/security/under-attack.ts: main.ts in its own process, /healthz polled and memory sampled
+// while each attack runs, a table printed at the end). Each attack must be answered within the harness's
+// time-out with a 4xx (a WebSocket: closed with 1009 or a 44xx code, or an `error` message for the
+// operation), and leave the server responsive.
 //
 // The attacks: GraphQL bombs over HTTP (150k and 1M aliases, depth 1000, fragment cycles and fan-out,
 // directive floods, huge strings in the document and in variables), the same over WebSocket together with
@@ -15,12 +13,10 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { spawnSync } from "node:child_process";
-import { createServer, get as httpGet, type Server } from "node:http";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import WebSocket from "ws";
-import { startServer, type ServerProcess } from "../helpers/server.ts";
 import {
   aliasBomb,
   concatScript,
@@ -34,21 +30,14 @@ import {
   hlsPlaylist,
   hugeStringLiteral,
 } from "./attack-corpus.ts";
+import { ANSWER_TIMEOUT_MS, type AttackServer, fileHost, freshPartner as newPartner, type Outcome, printAttackTable, recordSkipped, startAttackServer, UA, underAttack as attackWith } from "./under-attack.ts";
 
-/** An attack (or a /healthz poll) still unanswered after this long has not answered at all. */
-const ANSWER_TIMEOUT_MS = 20_000;
-/** Between attacks: how long the server may take to come back before the next attack is measured. */
-const RECOVERY_TIMEOUT_MS = 120_000;
-const HEALTH_INTERVAL_MS = 50;
-const UA = "mediagate-attack-corpus/1.0";
-const ADMIN_TOKEN = "adm_OR9dKPhmD8Pt4RYexJxqKZw8pYnWmjAqw40HmDy4";
 const FIXTURES = resolve(import.meta.dirname ?? "test/security", "../../../shared/fixtures/media");
 const AUDIO_ON_DISK = join(FIXTURES, "sample1.mp3");
 const VIDEO_ON_DISK = join(FIXTURES, "video1.mp4");
 
 const t = suite("attack corpus against a real server");
-let server: ServerProcess;
-let dataDir: string;
+let server: AttackServer;
 let secretsDir: string;
 /**
  * A fragmented MP4 of audio on the server's disk, made with ffmpeg when it is installed (without it the
@@ -56,153 +45,26 @@ let secretsDir: string;
  * of file through a manifest's BaseURL: the "upload" becomes a file the partner never had.
  */
 let localM4a: string | undefined;
-let files: Server; // serves manifests by URL (upscale-video, remove-metadata), like a partner's host would
-let filesUrl = "";
-const served = new Map<string, string>();
-const table: Array<{ attack: string; status: string; worstMs: number; polls: number; note: string }> = [];
+let files: Awaited<ReturnType<typeof fileHost>>; // serves manifests by URL (upscale-video, remove-metadata), like a partner's host would
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const underAttack = (name: string, attack: (signal: AbortSignal) => Promise<Outcome>) => attackWith(server, name, attack);
 
 t.before(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), "mediagate-attacks-"));
   secretsDir = mkdtempSync(join(tmpdir(), "mediagate-attack-secrets-"));
   const m4a = join(secretsDir, "private.m4a");
   const made = spawnSync("ffmpeg", ["-nostdin", "-y", "-loglevel", "error", "-i", AUDIO_ON_DISK, "-t", "20", "-c:a", "aac", "-movflags", "frag_keyframe+empty_moov+default_base_moof", "-f", "mp4", m4a], { stdio: "ignore", timeout: 60_000 });
   if (made.status === 0 && existsSync(m4a)) localM4a = m4a;
-  server = await startServer({ DATA_DIR: dataDir, ADMIN_TOKEN, LOG_LEVEL: "warn", ALLOW_PRIVATE_URLS: "1" }, 120_000);
-  files = createServer((req, res) => {
-    const body = served.get(req.url ?? "");
-    if (body === undefined) return void res.writeHead(404).end();
-    res.writeHead(200, { "content-type": "video/mp4", "content-length": Buffer.byteLength(body) }).end(body);
-  });
-  await new Promise<void>((r) => files.listen(0, "127.0.0.1", () => r()));
-  filesUrl = `http://127.0.0.1:${(files.address() as { port: number }).port}`;
+  server = await startAttackServer({ ALLOW_PRIVATE_URLS: "1" });
+  files = await fileHost();
 });
 
 t.after(async () => {
-  const width = Math.max(6, ...table.map((r) => r.attack.length));
-  const sw = Math.max(6, ...table.map((r) => r.status.length));
-  const lines = [
-    "",
-    `${"attack".padEnd(width)}  ${"status".padEnd(sw)}  worst /healthz ms  (polls)  note`,
-    ...table.map((r) => `${r.attack.padEnd(width)}  ${r.status.padEnd(sw)}  ${String(r.worstMs).padStart(17)}  ${`(${r.polls})`.padStart(7)}  ${r.note}`),
-  ];
-  console.log(lines.join("\n"));
-  await new Promise<void>((r) => (files ? files.close(() => r()) : r()));
+  printAttackTable();
+  await files?.close();
   await server?.stop();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   if (secretsDir) rmSync(secretsDir, { recursive: true, force: true });
 });
-
-// ---------------------------------------------------------------------------------------------------------
-// Measuring
-
-/**
- * One GET /healthz on a connection of its own (no keep-alive: a pooled socket the server is just closing
- * would fail the poll for a reason that is not the server's responsiveness).
- */
-function healthzOnce(timeoutMs = ANSWER_TIMEOUT_MS): Promise<{ ok: boolean; ms: number; error?: string }> {
-  const started = performance.now();
-  const ms = () => Math.round(performance.now() - started);
-  return new Promise((done) => {
-    const req = httpGet(`${server.url}/healthz`, { agent: false, headers: { "user-agent": UA } }, (res) => {
-      res.resume();
-      res.on("end", () => done({ ok: res.statusCode === 200, ms: ms(), ...(res.statusCode === 200 ? {} : { error: `HTTP ${res.statusCode}` }) }));
-      res.on("error", (err) => done({ ok: false, ms: ms(), error: String(err) }));
-    });
-    req.setTimeout(timeoutMs, () => {
-      req.destroy();
-      done({ ok: false, ms: ms(), error: `no answer in ${timeoutMs} ms` });
-    });
-    req.on("error", (err) => done({ ok: false, ms: ms(), error: String(err) }));
-  });
-}
-
-/** Polls /healthz every ~50 ms until stopped; a poll in flight when stopped is waited for (its wait counts). */
-function pollHealth() {
-  let running = true;
-  let worst = 0;
-  let polls = 0;
-  const failures: string[] = [];
-  const loop = (async () => {
-    while (running) {
-      const r = await healthzOnce();
-      polls++;
-      worst = Math.max(worst, r.ms);
-      if (!r.ok) failures.push(r.error ?? "not ok");
-      await sleep(HEALTH_INTERVAL_MS);
-    }
-  })();
-  return {
-    async stop() {
-      running = false;
-      await loop;
-      return { worst, polls, failures };
-    },
-  };
-}
-
-async function waitUntilHealthy(): Promise<void> {
-  const until = Date.now() + RECOVERY_TIMEOUT_MS;
-  while (Date.now() < until) {
-    if ((await healthzOnce(5_000)).ok) return;
-    await sleep(250);
-  }
-  throw new Error(`the server did not answer /healthz within ${RECOVERY_TIMEOUT_MS} ms`);
-}
-
-interface Outcome {
-  /** An HTTP status, or for a WebSocket `close <code>` / `error message` / what it answered instead. */
-  status: string;
-  refused: boolean;
-  note?: string;
-  /**
-   * Run after the measurement, on its own time: where the passwd bytes can be read (the job's status once
-   * it ends, the files it links), or null. Kept out of the attack so a job's run is not the answer's time.
-   */
-  followUp?: () => Promise<string | null>;
-}
-
-/**
- * Runs one attack with /healthz polled meanwhile; records the row; asserts the attack was refused within
- * the time-out, /healthz answered throughout, and the server answers afterwards.
- */
-async function underAttack(name: string, attack: (signal: AbortSignal) => Promise<Outcome>): Promise<Outcome | undefined> {
-  await waitUntilHealthy(); // the last attack's aftermath is not this one's
-  const controller = new AbortController();
-  const poll = pollHealth();
-  let outcome: Outcome | undefined;
-  let error: unknown;
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    outcome = await Promise.race([
-      attack(controller.signal),
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer in ${ANSWER_TIMEOUT_MS} ms`)), ANSWER_TIMEOUT_MS))),
-    ]);
-  } catch (err) {
-    error = err;
-  } finally {
-    clearTimeout(timer);
-    controller.abort();
-  }
-  const health = await poll.stop();
-  const after = await healthzOnce();
-  const leak = outcome?.followUp ? await outcome.followUp().catch((err) => `(the check failed: ${err})`) : null;
-  const status = outcome?.status ?? `no answer (${(error as Error)?.message ?? error})`;
-  const notes = [
-    outcome?.note,
-    leak ? `passwd bytes in ${leak}` : "",
-    health.failures.length ? `/healthz failed ${health.failures.length}x: ${health.failures[0]}` : "",
-    after.ok ? "" : `/healthz after: ${after.error}`,
-  ];
-  table.push({ attack: name, status, worstMs: health.worst, polls: health.polls, note: notes.filter(Boolean).join("; ") });
-  assert.ok(outcome, `${name}: ${status}`);
-  assert.is(leak, null, `${name}: the passwd bytes can be read in ${leak}`);
-  assert.ok(outcome!.refused, `${name}: expected a 4xx (or a refused WebSocket), got ${status}${outcome!.note ? ` (${outcome!.note})` : ""}`);
-  assert.equal(health.failures, [], `${name}: /healthz did not answer within ${ANSWER_TIMEOUT_MS} ms while under attack`);
-  assert.ok(after.ok, `${name}: /healthz after the attack: ${after.error}`);
-  return outcome;
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // GraphQL over HTTP
@@ -392,14 +254,8 @@ t("WebSocket: subscribe with 20,000 directives is refused", async () => {
 let partnerCount = 0;
 /** A fresh account per attack (each operation allows 5 a minute per key; a 429 would hide the answer). */
 async function freshPartner(): Promise<string> {
-  const res = await fetch(`${server.url}/api/v1/admin/partners`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json", "user-agent": UA },
-    body: JSON.stringify({ name: `Attacker ${++partnerCount}`, credits: 100_000 }),
-  });
-  const body = (await res.json()) as any;
-  if (res.status !== 201) throw new Error(`admin create partner: ${res.status} ${JSON.stringify(body)}`);
-  return body.api_key;
+  partnerCount++;
+  return newPartner(server);
 }
 
 const PASSWD_LINE = (() => {
@@ -466,11 +322,11 @@ async function uploadToExtendMusic(content: string, filename: string, signal: Ab
 async function byUrl(path: string, field: string, content: string, signal: AbortSignal, statusPath?: (id: string) => string): Promise<Outcome> {
   const key = await freshPartner();
   const name = `/m${partnerCount}/clip.mp4`;
-  served.set(name, content);
+  files.serve(name, content, "video/mp4");
   const res = await fetch(`${server.url}/api/v1/partner${path}`, {
     method: "POST",
     headers: { authorization: `Bearer ${key}`, "user-agent": UA, "content-type": "application/json" },
-    body: JSON.stringify({ [field]: `${filesUrl}${name}` }),
+    body: JSON.stringify({ [field]: `${files.url}${name}` }),
     signal,
   });
   const text = await res.text();
@@ -498,7 +354,7 @@ for (const [name, attack] of manifests) {
   t(`${name}: a 4xx, and no passwd bytes anywhere reachable`, async () => {
     assert.ok(existsSync(AUDIO_ON_DISK) && existsSync(VIDEO_ON_DISK), "the media fixtures are missing");
     if (name.includes("fragmented m4a") && !localM4a) {
-      table.push({ attack: name, status: "skipped", worstMs: 0, polls: 0, note: "no native ffmpeg here to make the local file" });
+      recordSkipped(name, "no native ffmpeg here to make the local file");
       return;
     }
     await underAttack(name, attack);

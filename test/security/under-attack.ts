@@ -40,6 +40,12 @@ export interface Outcome {
   /** A 4xx, a close, or the protocol's error: the server turned the attack away. */
   refused: boolean;
   note?: string;
+  /**
+   * Run after the measurement, on its own time: where something the partner must never read can be read (a
+   * file of the server's disk in the answer, the job's status or a file it links), or null. Kept out of the
+   * attack so a job's run is not the answer's time.
+   */
+  followUp?: () => Promise<string | null>;
 }
 
 interface Row {
@@ -204,14 +210,17 @@ export async function underAttack(srv: AttackServer, name: string, attack: (sign
   const health = await poll.stop();
   const peakRssMb = rss.stop();
   const after = await healthzOnce(srv.url);
+  const leak = outcome?.followUp ? await outcome.followUp().catch((err) => `(the check failed: ${err})`) : null;
   const status = outcome?.status ?? `no answer (${(error as Error)?.message ?? error})`;
   const notes = [
     outcome?.note,
+    leak ? `readable in ${leak}` : "",
     health.failures.length ? `/healthz failed ${health.failures.length}x: ${health.failures[0]}` : "",
     after.ok ? "" : `/healthz after: ${after.error}`,
   ];
   rows.push({ attack: name, status, worstMs: health.worst, polls: health.polls, peakRssMb, note: notes.filter(Boolean).join("; ") });
   assert.ok(outcome, `${name}: ${status}`);
+  assert.is(leak, null, `${name}: what the partner must not read is in ${leak}`);
   assert.ok(outcome!.refused, `${name}: expected a 4xx, a close or a protocol error, got ${status}${outcome!.note ? ` (${outcome!.note})` : ""}`);
   assert.equal(health.failures, [], `${name}: /healthz did not answer within ${ANSWER_TIMEOUT_MS} ms while under attack`);
   assert.ok(after.ok, `${name}: /healthz after the attack: ${after.error}`);
@@ -229,6 +238,11 @@ export async function httpOutcome(res: Response): Promise<Outcome> {
     // not JSON: the start of the text is the note
   }
   return { status: String(res.status), refused: res.status >= 400 && res.status < 500, note };
+}
+
+/** A row for an attack this machine cannot make (a tool it lacks), with why. */
+export function recordSkipped(name: string, why: string): void {
+  rows.push({ attack: name, status: "skipped", worstMs: 0, polls: 0, peakRssMb: 0, note: why });
 }
 
 /** Prints the file's table (attack, status, worst /healthz, peak RSS); call it in the suite's `after`. */
