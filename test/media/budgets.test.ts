@@ -58,9 +58,12 @@ t("child limits: prlimit in front when present, else the program with one warnin
 });
 
 t("wasm: a run past the CPU seconds (as wall time) is stopped and fails; the engine runs the next", async () => {
-  const engine = createWasmEngine({ childLimits: { memoryMb: 512, cpuSeconds: 1 } });
+  // The bound counts wall time from the run's call, so the next run's worker start counts too: 10 s leaves a
+  // loaded machine room to start a new worker (a 1 s bound failed the small run in a CI run), and an hour of
+  // 720p is far more than any machine encodes in 10 s.
+  const engine = createWasmEngine({ childLimits: { memoryMb: 512, cpuSeconds: 10 } });
   try {
-    const err = await engine.run(["-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=25:duration=60", "-c:v", "mpeg4", "-f", "mp4", "big.mp4"], { outputs: ["big.mp4"] }).then(() => null, (e: unknown) => e);
+    const err = await engine.run(["-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=25:duration=3600", "-c:v", "mpeg4", "-f", "mp4", "big.mp4"], { outputs: ["big.mp4"] }).then(() => null, (e: unknown) => e);
     assert.ok(isMediaError(err) && err.code === "timeout", String(err));
     const out = await engine.run(["-f", "lavfi", "-i", "testsrc2=size=64x64:rate=5:duration=0.4", "-c:v", "mpeg4", "-f", "mp4", "small.mp4"], { outputs: ["small.mp4"] });
     assert.ok(out["small.mp4"]!.byteLength > 0);
