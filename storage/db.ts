@@ -69,6 +69,13 @@ export class DatabaseOpenError extends Error {}
 /** How long opening Postgres may take before the boot gives up (a host that drops packets never refuses). */
 export const CONNECT_TIMEOUT_MS = 5_000;
 
+/**
+ * How long a request may wait for a new Postgres connection before it fails as an outage (503). Well above
+ * a local connection's time, so a loaded machine does not fail healthy requests (a pooled connection is reused
+ * without connecting at all).
+ */
+export const POOL_CONNECT_TIMEOUT_MS = 2_000;
+
 /** `host:port/database` of a connection string, without user or password, for messages. */
 export function describePostgresUrl(url: string): string {
   try {
@@ -133,6 +140,9 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     const pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
+      // A server that is down refuses at once; one gone from the network never answers, and without a limit a
+      // request would wait for the operating system's TCP time-out. Past this, the request is a 503.
+      connectionTimeoutMillis: POOL_CONNECT_TIMEOUT_MS,
       types: {
         getTypeParser: ((oid: number, format?: "text" | "binary") =>
           oid === INT8 || oid === NUMERIC ? toNumber : pg.types.getTypeParser(oid, format as any)) as any,
