@@ -23,6 +23,7 @@ import type { Clock } from "./clock.ts";
 import { newApiKey, partnerId as newPartnerId } from "./ids.ts";
 import { listPage, type PageRequest } from "./paging.ts";
 import { KEY_REVOKED, Revocations } from "./revocations.ts";
+import { isTransient } from "./transient.ts";
 import type { UsageRecorder } from "./usage.ts";
 import type { PubSub } from "../storage/pubsub.ts";
 import type { KernelTables, PartnerLimits, PartnersTable, PricingTier } from "../storage/tables.ts";
@@ -177,7 +178,11 @@ export class Accounts implements AccountService {
   /** Drops a partner from every process's cache; call after any write to its row. */
   async changed(partnerId: string): Promise<void> {
     this.#evictLocal(partnerId);
-    await this.pubsub.publish(PARTNER_CHANGED, { partnerId });
+    // The write has committed: Redis out of reach must not make it look failed (a charge answered 503 would be
+    // retried and charged again). Other processes' copies then expire within CACHE_TTL_MS.
+    await this.pubsub.publish(PARTNER_CHANGED, { partnerId }).catch((err: unknown) => {
+      if (!isTransient(err)) throw err;
+    });
   }
 
   #evictLocal(partnerId: string): void {

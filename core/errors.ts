@@ -1,6 +1,8 @@
 // Errors that carry the spec's status and text. A handler throws one; the transport renders it as
 // `{error, ...extra}` with that status. Anything else thrown is an internal error and reaches the partner
-// only as the fixed sentence below (invariant 7: internal errors never reach a partner).
+// only as the fixed sentence below (invariant 7: internal errors never reach a partner), except an outage
+// (a database or Redis out of reach, a full disk: core/transient.ts), which is a 503 or 507 (outageError).
+import { transientKind } from "./transient.ts";
 
 export class ApiError extends Error {
   constructor(
@@ -60,7 +62,33 @@ export const KERNEL_ERRORS = {
   // A price the ledger cannot hold: the request asked for more than any balance could pay.
   chargeTooLarge: "The price of this request is out of range. Ask for less.",
   balanceTooLarge: "The adjustment would make the balance too large",
+  // Outages (outageError below). The spec lists 503 as "service temporarily unavailable" and gives no words,
+  // and has no status for a full disk; these texts and 507 (RFC 4918 Insufficient Storage) are ours.
+  serviceUnavailable: "Service temporarily unavailable. Retry in a few seconds.",
+  // Said only where it is true: an operation whose request made no charge (core/operations.ts).
+  storageFullNothingCharged: "The server is out of storage space. Nothing was charged; retry later.",
+  storageFull: "The server is out of storage space. Retry later.",
 } as const;
+
+/** Retry-After of a 503 outage: the Redis clients reconnect within a second, a database pool on each request. */
+export const OUTAGE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * The public answer to an error that is no ApiError but an outage: something briefly out of reach (a lost
+ * database or Redis connection, a time-out: core/transient.ts) is 503 with Retry-After, a full disk 507;
+ * anything else is null (an internal error, the fixed 500). `nothingCharged`: the caller knows this request
+ * charged nothing, which the 507's text may then say. The original error rides along as `cause`, for the log.
+ */
+export function outageError(err: unknown, options: { nothingCharged?: boolean } = {}): ApiError | null {
+  const kind = transientKind(err);
+  if (kind === null) return null;
+  const answer =
+    kind === "disk"
+      ? new ApiError(507, options.nothingCharged ? KERNEL_ERRORS.storageFullNothingCharged : KERNEL_ERRORS.storageFull)
+      : new ApiError(503, KERNEL_ERRORS.serviceUnavailable, {}, { "Retry-After": String(OUTAGE_RETRY_AFTER_SECONDS) });
+  answer.cause = err;
+  return answer;
+}
 
 export const badRequest = (message: string, extra?: Record<string, unknown>) => new ApiError(400, message, extra);
 export const notFound = (message: string = KERNEL_ERRORS.notFound) => new ApiError(404, message);

@@ -4,7 +4,7 @@
 // input comes from and how to render the outcome.
 import { authenticate } from "./auth.ts";
 import { isEdgeRejected } from "./edge.ts";
-import { ApiError, EdgeRejection, KERNEL_ERRORS } from "./errors.ts";
+import { ApiError, EdgeRejection, KERNEL_ERRORS, outageError } from "./errors.ts";
 import { requestId as newRequestId } from "./ids.ts";
 import type { Kernel } from "./kernel.ts";
 import type { OperationContext, UploadedFile } from "./plugin.ts";
@@ -57,6 +57,8 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
     let headers: Record<string, string> = {};
     // Set once the request has an Idempotency-Key; `claimed` once its first job committed with the key.
     let idem: { partnerId: string; key: string; hash: string; claimed: boolean } | null = null;
+    // Whether this request's charge committed: a full disk's 507 says "nothing was charged" only when it was not.
+    let charged = false;
     const replayed = (first: StoredResponse): OperationOutcome => ({ ok: true, status: first.status, body: first.body, headers: { ...headers, "idempotent-replayed": "true" } });
     try {
       if (isEdgeRejected(call.userAgent)) throw new EdgeRejection();
@@ -133,6 +135,7 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
           const submitted = kernel.jobs.submit({ ...submission, ...(within ? { within } : {}), partnerId: partner.id, plugin: op.plugin, endpoint: op.endpoint, inflight: decl.inflight === true });
           // A charge refused or rolled back claimed nothing: a later job of this request may claim the key.
           if (claim) submitted.catch(() => void (claim.claimed = false));
+          submitted.then((job) => void (charged ||= job.creditsUsed > 0), () => {});
           return submitted;
         },
         async finishJob(jobId, finish) {
@@ -159,7 +162,8 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
         result = await decl.handle(ctx);
       } catch (error) {
         // After the key's job committed, a failure is the first response too, so a retry is not charged again.
-        if (idem?.claimed) await kernel.idempotency.store(idem.partnerId, idem.key, errorResponse(error, requestId)).catch((e) => kernel.log.error("idempotency: could not store a response", e));
+        // Not an outage's 503/507, which says to retry: the key keeps its job, whose state answers the retry.
+        if (idem?.claimed && !outageError(error)) await kernel.idempotency.store(idem.partnerId, idem.key, errorResponse(error, requestId)).catch((e) => kernel.log.error("idempotency: could not store a response", e));
         throw error;
       }
       if (result instanceof Response) return { ok: true, status: result.status, response: result, headers };
@@ -175,6 +179,12 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
         } catch (replayError) {
           return { ok: false, error: replayError, headers };
         }
+      }
+      // An outage becomes its 503 or 507 here, where it is known whether this request charged anything.
+      const outage = error instanceof ApiError || error instanceof EdgeRejection ? null : outageError(error, { nothingCharged: decl.method === "POST" && !charged });
+      if (outage) {
+        kernel.log.warn(`${op.endpoint}: answered ${outage.status}, ${error instanceof Error ? error.message : String(error)}`);
+        return { ok: false, error: outage, headers };
       }
       return { ok: false, error, headers };
     }

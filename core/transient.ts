@@ -36,10 +36,15 @@ const CONNECTION_MESSAGES = [
   /Reached the max retries per request limit/i, // ioredis MaxRetriesPerRequestError
   /the database system is (starting up|shutting down|in recovery mode)/i,
 ];
+/** Messages that say a time limit of ours ran out. */
+const TIMEOUT_MESSAGES = [
+  /^Command timed out$/, // ioredis commandTimeout (storage/counters.ts)
+];
 
 /** Error classes by name, so this module imports no driver and no contract. */
 const NAMES: Record<string, TransientKind> = {
   MaxRetriesPerRequestError: "connection",
+  RedisUnreachableError: "connection", // storage/counters.ts: a command refused while Redis reconnects
   TimeoutError: "timeout", // AbortSignal.timeout
   TransientProviderError: "upstream", // contracts/errors.ts
 };
@@ -81,6 +86,7 @@ export function transientKind(err: unknown): TransientKind | null {
     if (typeof e.upstreamStatus === "number" && isTransientStatus(e.upstreamStatus)) return "upstream";
     const message = typeof e.message === "string" ? e.message : "";
     if (message && CONNECTION_MESSAGES.some((re) => re.test(message))) return "connection";
+    if (message && TIMEOUT_MESSAGES.some((re) => re.test(message))) return "timeout";
   }
   return null;
 }

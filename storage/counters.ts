@@ -1,7 +1,7 @@
 // Shared counters with expiry: in process by default, on Redis when REDIS_URL is set, so every API process
 // counts against the same budget. The rate limiter is written against this interface only, which is what
 // lets one algorithm serve both stores.
-import { Redis } from "ioredis";
+import { Redis, type RedisOptions } from "ioredis";
 
 export interface Counters {
   /**
@@ -101,6 +101,43 @@ export async function closeRedis(redis: Redis): Promise<void> {
   else redis.disconnect();
 }
 
+// While Redis is out of reach a request must fail at once, as a 503 (core/errors.ts outageError), and serve
+// again as soon as Redis is back. ioredis by default queues a command while it reconnects and gives up only
+// after three failed reconnects (2.6-7.2 s per request in an outage). Here a command fails on the first
+// failed reconnect (maxRetriesPerRequest 0), at once while the connection is known lost (whileReachable),
+// and after REDIS_COMMAND_TIMEOUT_MS when a server stops answering without closing (a host gone from the
+// network); reconnects go on in the background, at most REDIS_RECONNECT_MAX_MS apart.
+
+/**
+ * How long a command may wait for its answer. Well above a real command's time (Redis answers in well under a
+ * millisecond) so a loaded machine whose event loop stalls for a second does not fail healthy commands.
+ */
+export const REDIS_COMMAND_TIMEOUT_MS = 2_000;
+/** The longest pause between reconnect attempts (ioredis's default grows to 2 s). */
+export const REDIS_RECONNECT_MAX_MS = 1_000;
+
+/** The connection options of every long-lived Redis client (counters, pub/sub). */
+export function redisClientOptions(extra: RedisOptions = {}): RedisOptions {
+  return { maxRetriesPerRequest: 0, commandTimeout: REDIS_COMMAND_TIMEOUT_MS, retryStrategy: (times: number) => Math.min(times * 50, REDIS_RECONNECT_MAX_MS), ...extra };
+}
+
+/** Redis is known to be out of reach (core/transient.ts classifies it by name: a 503, not a 500). */
+export class RedisUnreachableError extends Error {
+  override name = "RedisUnreachableError";
+  constructor(url: string) {
+    super(`Redis at ${describeRedisUrl(url)} is out of reach (reconnecting)`);
+  }
+}
+
+/**
+ * Throws at once while `redis` has lost its connection and waits to reconnect, instead of queueing the
+ * command until the next attempt. A connection still being made (at boot, or an attempt under way) queues
+ * as usual.
+ */
+export function whileReachable(redis: Redis, url: string): void {
+  if (redis.status === "reconnecting" || redis.status === "close") throw new RedisUnreachableError(url);
+}
+
 /** `host:port` of a Redis URL, without user or password, for messages. */
 export function describeRedisUrl(url: string): string {
   try {
@@ -144,7 +181,8 @@ export async function probeRedis(url: string, timeoutMs: number): Promise<void> 
 export function redisCounters(options: { url: string; prefix?: string }): Counters {
   const prefix = options.prefix ?? "";
   // Auto-pipelining batches the many small scripts a burst of requests sends into few round trips.
-  const redis = new Redis(options.url, { maxRetriesPerRequest: 3, enableAutoPipelining: true }) as ScriptedRedis;
+  const redis = new Redis(options.url, redisClientOptions({ enableAutoPipelining: true })) as ScriptedRedis;
+  const reachable = () => whileReachable(redis, options.url);
   // Failures surface on the command that hit them; an idle reconnect must not crash the process.
   redis.on("error", () => {});
   // defineCommand sends EVALSHA and falls back to EVAL once per connection, instead of the script each time.
@@ -152,13 +190,16 @@ export function redisCounters(options: { url: string; prefix?: string }): Counte
   return {
     async increment(key, ttlMs, by = 1) {
       checkStep(by);
+      reachable();
       const [value, ttl] = await redis.mgIncrement(prefix + key, by, wholeTtl(ttlMs));
       return { value: Number(value), ttlMs: Number(ttl) };
     },
     async get(key) {
+      reachable();
       return Number((await redis.get(prefix + key)) ?? 0);
     },
     async ping() {
+      reachable();
       await redis.ping();
     },
     close: () => closeRedis(redis),

@@ -2,7 +2,7 @@
 // set (cache invalidation today; job progress for GraphQL subscriptions later). Messages are JSON, on both
 // stores, so code that works on one works on the other.
 import { Redis } from "ioredis";
-import { closeRedis } from "./counters.ts";
+import { closeRedis, redisClientOptions, whileReachable } from "./counters.ts";
 
 export type Listener = (message: unknown) => void;
 
@@ -66,8 +66,12 @@ export function redisPubSub(options: { url: string; prefix?: string } & PubSubOp
   const prefix = options.prefix ?? "";
   const onError = options.onListenerError ?? printListenerError;
   // A connection in subscriber mode can run nothing but (UN)SUBSCRIBE, so publishing needs its own.
-  const pub = new Redis(options.url, { maxRetriesPerRequest: 3 });
-  const sub = new Redis(options.url, { maxRetriesPerRequest: null });
+  // Both fail fast while Redis is out of reach (counters.ts redisClientOptions): a publish after a committed
+  // write is then a quick failure its caller handles, not seconds added to a request. The subscriber keeps
+  // waiting for its first connection at boot (no command time-out, no retry limit), and resubscribes to its
+  // channels by itself after a reconnect.
+  const pub = new Redis(options.url, redisClientOptions());
+  const sub = new Redis(options.url, redisClientOptions({ maxRetriesPerRequest: null, commandTimeout: undefined }));
   pub.on("error", () => {});
   sub.on("error", () => {});
   // One Redis subscription per channel, however many local listeners; `ready` is shared so a second
@@ -88,11 +92,13 @@ export function redisPubSub(options: { url: string; prefix?: string } & PubSubOp
   });
   return {
     async publish(channel, message) {
+      whileReachable(pub, options.url);
       await pub.publish(prefix + channel, JSON.stringify(message ?? null));
     },
     async subscribe(channel, listener) {
       let entry = channels.get(channel);
       if (!entry) {
+        whileReachable(sub, options.url);
         const listeners = new Set<Listener>();
         const ready = sub.subscribe(prefix + channel).then(
           () => undefined,

@@ -9,7 +9,7 @@ import { H3, HTTPResponse, type H3Config, type H3Event, type HTTPError } from "h
 import { FastResponse } from "srvx";
 import type { Server as NodeHttpServer, IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
-import { ApiError, KERNEL_ERRORS } from "../core/errors.ts";
+import { ApiError, KERNEL_ERRORS, outageError } from "../core/errors.ts";
 import { requestId as newRequestId } from "../core/ids.ts";
 import { addRoute, createRouter, findAllRoutes } from "rou3";
 
@@ -207,13 +207,15 @@ const refuseMalformedPath = (event: H3Event): Response => errorAnswer(400, HTTP_
 /**
  * h3's `onError`: whatever h3 would render itself (an error thrown past a route, an HTTPError of h3's own),
  * in the spec's shape with X-Request-Id. An ApiError keeps its status and body; h3's own client errors keep
- * their status with the kernel's text where there is one; anything else is the fixed 500 (internal errors never
+ * their status with the kernel's text where there is one; an outage its 503 or 507; anything else is the fixed 500 (internal errors never
  * reach a partner), or 499 when the client has gone.
  */
 export function renderError(error: HTTPError, event: H3Event): Response {
   const requestId = requestIdOf(event);
   const trace = traceIdOf(event);
-  const cause = error.cause instanceof ApiError ? error.cause : (error as unknown) instanceof ApiError ? (error as unknown as ApiError) : undefined;
+  // An outage thrown past a route (media from a store out of reach, a callback's database write) is its 503
+  // or 507 (core/errors.ts outageError), not the 500 of a bug.
+  const cause = error.cause instanceof ApiError ? error.cause : (error as unknown) instanceof ApiError ? (error as unknown as ApiError) : (outageError(error.cause) ?? undefined);
   if (cause) {
     const text = JSON.stringify({ ...cause.body(), request_id: requestId });
     return new Response(text, { status: cause.status, headers: { "content-type": ERROR_TYPE, "content-length": String(Buffer.byteLength(text)), "x-request-id": trace, ...cause.headers } });

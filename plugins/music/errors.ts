@@ -6,6 +6,7 @@ import { type MusicErrorCode } from "mediagate/plugin";
 export const MUSIC_ERRORS = {
   // Given by the spec.
   promptMissing: "Please provide a prompt describing the music.",
+  // For a submission that fails after billing, which ours cannot (index.ts header): kept as the spec's text.
   startFailed: "Music generation failed to start. Credits refunded.",
   notConfigured: "Music generation is not configured.",
 

@@ -17,7 +17,9 @@
 //   list never show it.
 // - "Music generation failed to start. Credits refunded." (502) is what a submit answers if the job could not
 //   be handed to the workers after the charge. Here the charge and the queue entry commit in one
-//   transaction, so that cannot happen: a failed submit charges nothing and answers 500.
+//   transaction, so that cannot happen: a failed submit charges nothing and must not claim a refund. It is the
+//   kernel's answer (core/errors.ts outageError): 503 with Retry-After for a database out of reach, 507
+//   "... Nothing was charged; retry later." for a full disk, else 500.
 // - A job whose provider has not delivered 10 minutes after the submit ends `error` with `error_code` timeout
 //   (the upstream's work is cancelled where the provider can).
 import { randomBytes } from "node:crypto";
@@ -174,20 +176,10 @@ const generateMusic = operation({
           .executeTakeFirstOrThrow();
         id = Number(row.id);
       },
-    }).catch((err: unknown) => failedToStart(ctx, err, false));
+    });
     return { id, job_id: job.jobId, partner_job_id, status: "queued", model: request.model, credits_used: job.creditsUsed, credits_remaining: job.creditsRemaining };
   },
 });
-
-/**
- * A submit that failed for a reason of ours (not the partner's 4xx): the spec's 502. Nothing was charged (the
- * charge and the job commit together or not at all), so "Credits refunded" holds. Extension adds `error_code`.
- */
-function failedToStart(ctx: OperationContext<any>, err: unknown, withCode: boolean): never {
-  if (err instanceof ApiError) throw err;
-  ctx.log.error(`${ctx.endpoint}: the job could not be submitted`, err);
-  throw new ApiError(502, E.startFailed, withCode ? { error_code: "provider_down" } : {});
-}
 
 /**
  * `model` and `instrumental` as the request will have them, so a retry that spells out the default or the
@@ -294,7 +286,8 @@ const extendMusic = operation({
       // the winner's job is the answer, a replay or a 409.
       const winner = await findByIdempotencyKey(ctx.db, ctx.partner.id, key);
       if (winner) return answerExisting(ctx, winner, key, hash);
-      failedToStart(ctx, err, true);
+      // Nothing was charged (see the header): the kernel's answer, never the spec's "Credits refunded" 502.
+      throw err;
     }
   },
 });

@@ -7,7 +7,7 @@
 // REST status travels in `extensions.status` instead. (Setting `extensions.http` would make yoga change
 // the HTTP status; we never do.)
 import { GraphQLError } from "graphql";
-import { ApiError, EdgeRejection, KERNEL_ERRORS } from "../../core/errors.ts";
+import { ApiError, EdgeRejection, KERNEL_ERRORS, outageError } from "../../core/errors.ts";
 
 const CODES: Readonly<Record<number, string>> = {
   400: "BAD_REQUEST",
@@ -24,6 +24,7 @@ const CODES: Readonly<Record<number, string>> = {
   500: "INTERNAL_SERVER_ERROR",
   502: "BAD_GATEWAY",
   503: "SERVICE_UNAVAILABLE",
+  507: "INSUFFICIENT_STORAGE",
 };
 
 export const codeFor = (status: number): string => CODES[status] ?? (status >= 500 ? "INTERNAL_SERVER_ERROR" : "BAD_REQUEST");
@@ -39,11 +40,17 @@ export function statusError(status: number, message: string, extra: Record<strin
 export function toGraphqlError(error: unknown, headers: Record<string, string>, onInternal: (error: unknown) => void): GraphQLError {
   if (error instanceof GraphQLError) return error;
   if (error instanceof EdgeRejection) return statusError(403, error.message);
-  if (error instanceof ApiError) {
-    // WebSocket and SSE clients never see HTTP headers, so a refusal says how long to wait in the body too.
-    const retryAfter = Number(headers["Retry-After"] ?? error.headers["Retry-After"]);
-    return statusError(error.status, error.message, { ...error.extra, ...(Number.isFinite(retryAfter) ? { retry_after_seconds: retryAfter } : {}) });
-  }
+  if (error instanceof ApiError) return fromApiError(error, headers);
   onInternal(error);
+  // A database or Redis out of reach, or a full disk: SERVICE_UNAVAILABLE (503) with retry_after_seconds, or
+  // 507, as REST answers them (core/errors.ts outageError).
+  const outage = outageError(error);
+  if (outage) return fromApiError(outage, headers);
   return statusError(500, KERNEL_ERRORS.internal);
+}
+
+function fromApiError(error: ApiError, headers: Record<string, string>): GraphQLError {
+  // WebSocket and SSE clients never see HTTP headers, so a refusal says how long to wait in the body too.
+  const retryAfter = Number(headers["Retry-After"] ?? error.headers["Retry-After"]);
+  return statusError(error.status, error.message, { ...error.extra, ...(Number.isFinite(retryAfter) ? { retry_after_seconds: retryAfter } : {}) });
 }

@@ -9,10 +9,10 @@ import { GraphQLError, specifiedRules, type DocumentNode, type GraphQLSchema } f
 import type { HTTPResponse } from "h3";
 import { FastResponse } from "srvx";
 import { authenticate } from "../../core/auth.ts";
-import { KERNEL_ERRORS } from "../../core/errors.ts";
+import { KERNEL_ERRORS, outageError } from "../../core/errors.ts";
 import type { Kernel } from "../../core/kernel.ts";
 import { callerFromRequest, type Caller, type GraphqlContext } from "./context.ts";
-import { codeFor } from "./errors.ts";
+import { codeFor, toGraphqlError } from "./errors.ts";
 import type { RateLimitDecision } from "../../core/rate-limit.ts";
 import { addressBudget, bodyLimit, clientAddress, documentLimits, documentRules, GRAPHQL_LIMITS, tooManyRequests, type GraphqlLimits } from "./limits.ts";
 import { directRoute, readBody } from "./direct.ts";
@@ -140,8 +140,12 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
   // and never with details, whatever NODE_ENV says (invariant 7).
   function maskError(error: unknown, message = "Unexpected error."): GraphQLError {
     if (isOriginalGraphqlError(error)) return error as GraphQLError;
-    kernel.log.error(`GraphQL: ${message}`, (error as { originalError?: unknown }).originalError ?? error);
+    const original = (error as { originalError?: unknown }).originalError ?? error;
+    kernel.log.error(`GraphQL: ${message}`, original);
     const located = error instanceof GraphQLError ? error : undefined;
+    // An outage (a database or Redis out of reach, a full disk) is its 503 or 507, as in a resolver.
+    const outage = outageError(original);
+    if (outage) return new GraphQLError(outage.message, { nodes: located?.nodes, path: located?.path, extensions: toGraphqlError(outage, {}, () => {}).extensions });
     return new GraphQLError(KERNEL_ERRORS.internal, { nodes: located?.nodes, path: located?.path, extensions: { code: codeFor(500), status: 500 } });
   }
 

@@ -1,6 +1,6 @@
 // Response helpers for the REST transport: JSON bodies with the spec's shape (invariant 3).
 import type { UploadedFile } from "../../core/plugin.ts";
-import { ApiError, EdgeRejection, KERNEL_ERRORS } from "../../core/errors.ts";
+import { ApiError, EdgeRejection, KERNEL_ERRORS, outageError } from "../../core/errors.ts";
 import { Buffer } from "node:buffer";
 import { concatBytes } from "../../lib/formats/bytes.ts";
 import { readJsonObject } from "./json-object.ts";
@@ -15,7 +15,8 @@ export function json(status: number, body: unknown, headers: Record<string, stri
 }
 
 /**
- * Renders anything thrown; only ApiError's text reaches the partner, everything else is a fixed 500. The body
+ * Renders anything thrown; only ApiError's text reaches the partner, an outage is its 503 or 507
+ * (core/errors.ts outageError), everything else is a fixed 500. The body
  * gains `request_id` (after the spec's fields: an added field, non-breaking) so a partner can quote it.
  */
 export function errorResponse(err: unknown, onInternal: (err: unknown) => void, headers: Record<string, string> = {}, requestId?: string): Response {
@@ -26,6 +27,9 @@ export function errorResponse(err: unknown, onInternal: (err: unknown) => void, 
   // RFC 9110: a 401 names the scheme that would work.
   if (err instanceof ApiError) return json(err.status, { ...err.body(), ...traced }, { ...(err.status === 401 ? { "www-authenticate": 'Bearer realm="partner API"' } : {}), ...headers, ...err.headers });
   onInternal(err);
+  // A database or Redis out of reach, or a full disk: 503 with Retry-After or 507, not the 500 of a bug.
+  const outage = outageError(err);
+  if (outage) return json(outage.status, { ...outage.body(), ...traced }, { ...headers, ...outage.headers });
   return json(500, { error: KERNEL_ERRORS.internal, ...traced }, headers);
 }
 
