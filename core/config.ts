@@ -27,6 +27,7 @@ export const KERNEL_VARIABLES = [
   "ROLE",
   "MEDIA_ENGINE",
   "RETENTION_SWEEP_MS",
+  "LEASE_SECONDS",
   "WEBHOOK_RETRY_DELAYS",
   "ALLOW_PRIVATE_URLS",
   "LOG_LEVEL",
@@ -72,6 +73,11 @@ export interface Config {
   mediaEngine: MediaEngineChoice;
   /** How often the retention sweeper looks for expired files (RETENTION_SWEEP_MS, default 10 minutes). */
   retentionSweepMs: number;
+  /**
+   * How long a process's lease on its work outlives its last heartbeat (LEASE_SECONDS, default 15, at least 2;
+   * core/leases.ts): the time after a crash before another process finishes or refunds that work.
+   */
+  leaseSeconds: number;
   webhookRetryDelays: number[];
   allowPrivateUrls: boolean;
   logLevel: LogLevel;
@@ -236,6 +242,7 @@ export function loadConfig(source: Environment = process.env): Config {
     role: oneOf("ROLE", env.ROLE, ["all", "api", "worker"] as const, "all"),
     mediaEngine: oneOf("MEDIA_ENGINE", env.MEDIA_ENGINE, ["auto", "native", "wasm"] as const, "auto"),
     retentionSweepMs: nonNegativeInt("RETENTION_SWEEP_MS", env.RETENTION_SWEEP_MS, 600_000) || 600_000,
+    leaseSeconds: Math.max(2, nonNegativeInt("LEASE_SECONDS", env.LEASE_SECONDS, 15)),
     webhookRetryDelays: delays.map(Number),
     allowPrivateUrls: flag("ALLOW_PRIVATE_URLS", env.ALLOW_PRIVATE_URLS),
     logLevel: oneOf("LOG_LEVEL", env.LOG_LEVEL, ["debug", "info", "warn", "error", "silent"] as const, "info"),

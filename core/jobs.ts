@@ -29,6 +29,7 @@ import type { Queue, QueueJob } from "../storage/queue.ts";
 import type { KernelTables } from "../storage/tables.ts";
 import type { Webhooks } from "./webhooks.ts";
 import type { UpstreamProvider } from "../contracts/upstream.ts";
+import type { Leases } from "./leases.ts";
 import { AttemptWaits, claimWait, commitPark, type AwaitUpstreamOptions, type Park, type WaitsDeps } from "./upstream-waits.ts";
 
 export interface JobKindDeclaration<Input = any> {
@@ -64,8 +65,37 @@ export interface JobKindDeclaration<Input = any> {
     failure?: string;
     data(trx: Kysely<any>, job: { jobId: string; partnerId: string }): Promise<Record<string, unknown>>;
   };
-  run(ctx: JobRunContext<Input>): Promise<JobOutcome>;
+  /**
+   * The runner of a queued kind. A kind without one is synchronous: the request that submits it does its
+   * work and ends it (OperationContext.finishJob). Such a job holds the lease `job:<id>` of the process that
+   * runs the request from the charge's transaction until its end; when that process dies, the kernel's
+   * recovery (recoverOrphans) ends the job once the lease expired: `recover` says whether the dead owner's
+   * result was stored already, otherwise the job ends in `failState`, refunded.
+   */
+  run?(ctx: JobRunContext<Input>): Promise<JobOutcome>;
+  /**
+   * Synchronous kinds only: the job's owner died before ending it. Return the terminal outcome when its result
+   * was stored (e.g. the file exists), or null to fail it (failState, failError, refunded).
+   */
+  recover?(ctx: JobRecoverContext): Promise<JobOutcome | null>;
 }
+
+/** What a synchronous kind's `recover` is given. */
+export interface JobRecoverContext {
+  jobId: string;
+  partnerId: string;
+  /** The input the submit stored. */
+  input: any;
+  /** The state the dead owner left the job in. */
+  state: string;
+  db: Kysely<any>;
+  /** The plugin's blob store. */
+  blobs: BlobStore;
+  log: Logger;
+}
+
+/** The lease a synchronous job's owner holds (core/leases.ts). */
+export const jobLeaseKey = (jobId: string) => `job:${jobId}`;
 
 /** What a runner returns: the terminal state it reached and the job's partner-visible result. */
 export interface JobOutcome {
@@ -197,6 +227,7 @@ export function compileJobKinds(plugins: readonly PluginDeclaration[], fail: (me
         for (const to of tos) known(to, "transition target");
         legal.set(from, new Set(tos));
       }
+      if (decl.recover && decl.run) throw fail(`${where}: recover is for synchronous kinds (without run); a queued kind is retried by its queue`);
       const queue = `${plugin.name}.${kind}`;
       kinds.set(`${plugin.name}/${kind}`, { plugin: plugin.name, kind, decl, queue, deadLetter: `${queue}.dead`, legal });
     }
@@ -230,6 +261,8 @@ export interface JobRuntimeDeps {
   webhooks: Pick<Webhooks, "wake" | "createEvent">;
   /** Upstream callbacks (`$PUBLIC_URL`, UPSTREAM_CALLBACK_SECRET), or null when they are off. */
   upstreamCallbacks: WaitsDeps["callbacks"];
+  /** The synchronous jobs' leases (core/leases.ts). */
+  leases: Pick<Leases, "take">;
 }
 
 interface QueuedJob {
@@ -250,7 +283,16 @@ export interface JobRuntime {
    * when no unfinished job waits on that upstream id.
    */
   wakeUpstream(provider: string, upstreamId: string): Promise<boolean>;
+  /**
+   * Ends the synchronous jobs whose owner died (their `job:<id>` lease expired): the kind's `recover` outcome,
+   * or failed and refunded, through the same end as a queued job (event, update, refund once, slot freed).
+   * Run on every process's lease heartbeat. Returns how many it ended.
+   */
+  recoverOrphans(): Promise<number>;
 }
+
+/** The error stored on an orphaned job of a kind no plugin declares (a third-party plugin's): sanitized. */
+export const ORPHAN_ERROR = "The job was interrupted. Credits refunded.";
 
 export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
   const { db, background, queue, pubsub, log, kinds } = deps;
@@ -370,7 +412,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
 
     let outcome: JobOutcome;
     try {
-      const running = k.decl.run(ctx);
+      const running = k.decl.run!(ctx); // queued kinds only (startWorkers)
       running.catch(() => {}); // after a park nothing awaits it
       const first = await Promise.race([running.then((o) => ({ outcome: o })), parked.then((park) => ({ park }))]);
       if ("park" in first) {
@@ -450,6 +492,47 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     else log.debug(`${k.plugin}/${k.kind} job ${jobId} had already ended`);
   }
 
+  /** See JobRuntime.recoverOrphans. Jobs are taken one by one, each under its lease (taken over first). */
+  async function recoverOrphans(): Promise<number> {
+    const orphans = await background
+      .selectFrom("leases")
+      .innerJoin("jobs", (j) => j.on(sql<boolean>`leases.key = 'job:' || jobs.id`))
+      .select(["jobs.id", "jobs.plugin", "jobs.kind", "jobs.state", "jobs.partner_id", "jobs.input", "leases.key"])
+      .where("leases.key", "like", "job:%")
+      .where("leases.expires_at", "<=", sql<Date>`now()`)
+      .limit(100)
+      .execute();
+    let ended = 0;
+    for (const o of orphans) {
+      // Take the lease over first: of two processes sweeping at once, one recovers the job.
+      if (!(await background.transaction().execute((trx) => deps.leases.take(trx, o.key)))) continue;
+      const k = kinds.get(`${o.plugin}/${o.kind}`);
+      let outcome: JobOutcome | null = null;
+      if (k?.decl.recover) {
+        try {
+          outcome = await k.decl.recover({ jobId: o.id, partnerId: o.partner_id, input: o.input, state: o.state, db: background, blobs: deps.blobsFor(o.plugin), log });
+          if (outcome && !k.decl.terminal[outcome.state]) throw new IllegalTransition(`${o.plugin}/${o.kind} job ${o.id}: recover() returned non-terminal state "${outcome.state}"`);
+        } catch (err) {
+          log.error(`${o.plugin}/${o.kind} job ${o.id}: recover failed; failing and refunding it`, err);
+          outcome = null;
+        }
+      }
+      log.warn(`${o.plugin}/${o.kind} job ${o.id}: its owner died in state "${o.state}"; ${outcome ? `recovered as "${outcome.state}"` : "failing and refunding it"}`);
+      if (k) {
+        const finish: FinishJob = outcome
+          ? { state: outcome.state, refund: k.decl.terminal[outcome.state] === "failure", error: null, output: outcome.output ?? null }
+          : { state: k.decl.failState, refund: true, error: k.decl.failError };
+        await end(k, o.id, finish, false);
+      } else {
+        // A kind no plugin declares: no state machine to consult; failed, refunded, with a sanitized sentence.
+        const done = await deps.finishJob(o.id, { state: "failed", refund: true, error: ORPHAN_ERROR });
+        if (done) await publish(updateOf(done.row));
+      }
+      ended++;
+    }
+    return ended;
+  }
+
   // Queues are made on first need, by workers or by a submit (an API-only process runs no workers but
   // still sends): declaring a kind is all a plugin does. Once per process; the settings are the kind's.
   const queuesMade = new Map<string, Promise<void>>();
@@ -505,15 +588,18 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     async submit(req) {
       const k = kinds.get(`${req.plugin}/${req.kind}`);
       if (k && req.state !== k.decl.initial) throw new IllegalTransition(`${req.plugin}/${req.kind}: jobs start in "${k.decl.initial}", not "${req.state}"`);
-      const runs = k && !req.terminal;
-      if (runs) await ensureQueue(k);
+      const runs = k?.decl.run && !req.terminal ? k : undefined;
+      if (runs) await ensureQueue(runs);
       return deps.chargeAndCreateJob({
         ...req,
         within: async (trx, jobIds, groupId) => {
           await req.within?.(trx, jobIds, groupId);
+          // A job left open with no runner (a synchronous kind, or a kind no plugin declares): this process
+          // owns it, with the charge, until the request ends it (recoverOrphans if the process dies first).
+          if (!runs && !req.terminal) for (const jobId of jobIds) await deps.leases.take(trx, jobLeaseKey(jobId));
           if (!runs) return;
           const executor = async (text: string, values: unknown[]) => trx.executeQuery(CompiledQuery.raw(text, values as any[]));
-          for (const jobId of jobIds) await queue.sendWithin(executor, k.queue, { jobId } satisfies QueuedJob);
+          for (const jobId of jobIds) await queue.sendWithin(executor, runs.queue, { jobId } satisfies QueuedJob);
         },
       });
     },
@@ -523,8 +609,11 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       return row ? updateOf(row) : null;
     },
 
+    recoverOrphans,
+
     async startWorkers() {
       for (const k of kinds.values()) {
+        if (!k.decl.run) continue; // synchronous: no queue (recoverOrphans ends its orphans)
         await ensureQueue(k);
         await queue.work<QueuedJob>(k.queue, (qjob) => runAttempt(k, qjob), { concurrency: k.decl.concurrency ?? 4 });
         // Every attempt failed or its processes died: end the job as failed, refunded.

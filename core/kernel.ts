@@ -26,6 +26,7 @@ import { createWebhooks, TEST_EVENT, type Webhooks } from "./webhooks.ts";
 import { createRetentionSweeper, retainingBlobStore, type RetentionSweeper } from "./retention.ts";
 import { createIdempotencyStore, type IdempotencyStore } from "./idempotency.ts";
 import type { Kysely } from "kysely";
+import { createLeases, type Leases } from "./leases.ts";
 import type { KernelTables } from "../storage/tables.ts";
 import { serviceMediaReader } from "../lib/service-media.ts";
 
@@ -78,6 +79,8 @@ export interface Kernel {
   /** Idempotency-Key: keys claimed with their job, first responses replayed (core/idempotency.ts). */
   idempotency: IdempotencyStore;
   /** Removes retained files whose window has passed (core/retention.ts); runs on its own once started. */
+  /** This process's leases on work only it finishes (core/leases.ts); its heartbeat runs once started. */
+  leases: Leases;
   retention: RetentionSweeper;
   /** Ends a job: terminal state, refund if asked, slot released; exactly once. */
   finishJob(jobId: string, finish: FinishJob): Promise<FinishedJob | null>;
@@ -132,7 +135,9 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     const blobs = retainingBlobStore(storedBlobs, database.kysely);
     // The sweeper removes files from the store underneath, and its rows itself, so a window extended while it
     // runs is respected.
-    const idempotency = createIdempotencyStore(database.kysely, clock);
+    // Every process heart-beats its leases (any role): synchronous jobs and keyed requests run in API processes.
+    const leases = createLeases({ db: database.kysely, log, seconds: config.leaseSeconds, embedded: database.kind === "pglite" });
+    const idempotency = createIdempotencyStore(database.kysely, clock, leases);
     // Its pass also forgets idempotency keys past their 24 hours.
     const retention = createRetentionSweeper({ db: database.kysely, blobs: storedBlobs, clock, log, intervalMs: config.retentionSweepMs, alsoSweep: () => idempotency.sweep() });
     const queue = createQueue(
@@ -254,7 +259,10 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       config,
       registry,
       database,
+      leases,
       blobs,
+    // Each beat, after the renewal: synchronous jobs whose process died are finished or refunded.
+    leases.onBeat(() => jobs.recoverOrphans());
       mediaPool,
       counters,
       pubsub,
@@ -284,6 +292,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         usage.start();
         await queue.start();
         if (config.allowPrivateUrls) log.warn("ALLOW_PRIVATE_URLS is on: outbound URLs may reach loopback and private hosts over http (development only)");
+      leases,
         if (config.role !== "api") {
           await jobs.startWorkers();
           await webhooks.startWorkers();
@@ -293,6 +302,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       async stop() {
         {
           // Unconditional: a send before start() starts the queue too, and it must not outlive the kernel.
+        await leases.start();
           await retention.stop();
           await webhooks.stopWorkers();
           await queue.stop().catch((err) => log.error("queue stop failed", err));
@@ -303,6 +313,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         }
         for (const close of closers) await close().catch((err) => log.error("close failed", err));
       },
+          await leases.stop();
     };
     operations = compileOperations(kernel);
     return kernel;

@@ -228,6 +228,9 @@ export type FinishedRow = Pick<Selectable<KernelTables["jobs"]>, (typeof FINISHE
  */
 export async function finishJob(db: Kysely<KernelTables>, jobId: string, finish: FinishJob): Promise<FinishedJob | null> {
   return db.transaction().execute(async (trx) => {
+    // A synchronous job's lease (core/jobs.ts jobLeaseKey) ends with it; gone whatever this call finds, so a
+    // lease never outlives its job.
+    await trx.deleteFrom("leases").where("key", "=", `job:${jobId}`).execute();
     // A refund returns what the job's refundable shares (refundShare) have not returned already: that needs
     // the refunded sum as it was, read under the row's lock. Without a refund the update alone is enough (it
     // takes the lock, and its own `finished_at is null` decides whether this call ends the job): a statement

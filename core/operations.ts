@@ -13,7 +13,7 @@ import type { CompiledOperation } from "./registry.ts";
 import { validate } from "./standard-schema.ts";
 import { screenInput } from "./validation.ts";
 import { isPaused } from "./pauses.ts";
-import { IdempotencyRace, idempotencyKeyOf, requestHash, type StoredResponse } from "./idempotency.ts";
+import { defaultOrphanAnswer, IdempotencyRace, idempotencyKeyOf, requestHash, type OrphanAnswer, type StoredResponse } from "./idempotency.ts";
 
 export interface OperationCall {
   authorization: string | null;
@@ -59,6 +59,17 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
     let idem: { partnerId: string; key: string; hash: string; claimed: boolean } | null = null;
     // Whether this request's charge committed: a full disk's 507 says "nothing was charged" only when it was not.
     let charged = false;
+    // A key whose first request died answers that request's job as it is now (core/idempotency.ts).
+    const orphanAnswer: OrphanAnswer = async (jobId) => {
+      const partnerId = idem!.partnerId;
+      const owned = await kernel.database.kysely.selectFrom("jobs").select("id").where("id", "=", jobId).where("partner_id", "=", partnerId).executeTakeFirst();
+      if (!owned) return null;
+      const requestId = call.requestId ?? newRequestId();
+      const db = kernel.database.kysely;
+      return (
+        (await decl.replay?.({ db, partnerId, jobId, requestId, mediaUrl: (key) => kernel.mediaUrl(op.plugin, key) })) ?? (await defaultOrphanAnswer(db, jobId, requestId))
+      );
+    };
     const replayed = (first: StoredResponse): OperationOutcome => ({ ok: true, status: first.status, body: first.body, headers: { ...headers, "idempotent-replayed": "true" } });
     try {
       if (isEdgeRejected(call.userAgent)) throw new EdgeRejection();
@@ -94,7 +105,7 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
         const key = idempotencyKeyOf(call.request);
         if (key !== null) {
           idem = { partnerId: partner.id, key, hash: requestHash(op.endpoint, call.params, raw, call.files?.() ?? {}), claimed: false };
-          const first = await kernel.idempotency.replay(partner.id, key, idem.hash);
+          const first = await kernel.idempotency.replay(partner.id, key, idem.hash, orphanAnswer);
           if (first) return replayed(first);
         }
       }
@@ -156,6 +167,7 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
           return isPaused(kernel.database.kysely, name);
         },
         webhooks: kernel.webhooks,
+        leases: { take: kernel.leases.take, release: kernel.leases.release, isHeld: kernel.leases.isHeld },
       };
       let result: Awaited<ReturnType<typeof decl.handle>>;
       try {
@@ -164,9 +176,14 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
         // After the key's job committed, a failure is the first response too, so a retry is not charged again.
         // Not an outage's 503/507, which says to retry: the key keeps its job, whose state answers the retry.
         if (idem?.claimed && !outageError(error)) await kernel.idempotency.store(idem.partnerId, idem.key, errorResponse(error, requestId)).catch((e) => kernel.log.error("idempotency: could not store a response", e));
+        // Whatever was not stored is answered from the key's job by a retry, once this request's lease is gone.
+        if (idem?.claimed) await kernel.idempotency.release(idem.partnerId, idem.key).catch(() => {});
         throw error;
       }
-      if (result instanceof Response) return { ok: true, status: result.status, response: result, headers };
+      if (result instanceof Response) {
+        if (idem?.claimed) await kernel.idempotency.release(idem.partnerId, idem.key).catch(() => {});
+        return { ok: true, status: result.status, response: result, headers };
+      }
       const body = { request_id: requestId, ...result };
       if (idem?.claimed) await kernel.idempotency.store(idem.partnerId, idem.key, { status: answerStatus, body });
       return { ok: true, status: answerStatus, body, headers };
@@ -174,7 +191,7 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
       // Lost the race for the key to an identical request: its response is this one's.
       if (error instanceof IdempotencyRace && idem) {
         try {
-          const first = await kernel.idempotency.replay(idem.partnerId, idem.key, idem.hash);
+          const first = await kernel.idempotency.replay(idem.partnerId, idem.key, idem.hash, orphanAnswer);
           if (first) return replayed(first);
         } catch (replayError) {
           return { ok: false, error: replayError, headers };

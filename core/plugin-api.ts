@@ -13,7 +13,8 @@ export {
   type PluginDeclaration,
   type UploadedFile,
 } from "./plugin.ts";
-export { JobFailure, progressBetween, type JobKindDeclaration, type JobOutcome, type JobRunContext, type JobUpdate } from "./jobs.ts";
+export { JobFailure, progressBetween, type JobKindDeclaration, type JobOutcome, type JobRecoverContext, type JobRunContext, type JobUpdate } from "./jobs.ts";
+export type { OperationLeases } from "./plugin.ts";
 export type { AwaitUpstreamOptions } from "./upstream-waits.ts";
 export { PENDING_SUCCESS_FAILED, QUEUED_PROCESSING_COMPLETE, queuedThen } from "./job-states.ts";
 export type { JobSubmission, SubmittedJob } from "./ledger.ts";
@@ -21,6 +22,11 @@ export type { StateMachine } from "./job-states.ts";
 
 // Errors, validation, prices, time.
 export { ApiError, badRequest, KERNEL_ERRORS, notFound } from "./errors.ts";
+// The kernel's one answer to "was something only briefly out of reach?" (a lost connection, a time-out, an
+// upstream's 5xx/429). A runner that turns errors into a JobFailure rethrows these first
+// (`if (ctx.signal.aborted || isTransient(err)) throw err;`): the runtime retries them with back-off and never
+// fails or refunds a job for one.
+export { isTransient } from "./transient.ts";
 export { limitParam, offsetParam, PAGE_BOUNDS, pageQuery, partnerJobIdField, type PageBounds } from "./validation.ts";
 // Lists (convention 8) and the typed read model of a plugin's record table joined to its jobs.
 export { listPage, pageBody, pageShape, type Page, type PageRequest } from "./paging.ts";

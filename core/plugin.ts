@@ -84,6 +84,20 @@ export interface OperationContext<Input = unknown> {
   setStatus(status: 200 | 201 | 202): void;
   /** The account's webhook settings and deliveries (events themselves come from job kinds' `events`). */
   webhooks: Webhooks;
+  /** Leases of this process (core/leases.ts): work that must be taken over when its process dies. */
+  leases: OperationLeases;
+}
+
+/**
+ * "This process works on `key`" (core/leases.ts): held while the process lives (its heartbeat renews it),
+ * expired LEASE_SECONDS after it died. Keys are global: prefix them with the plugin's name.
+ */
+export interface OperationLeases {
+  /** Takes the lease (in a transaction, usually the one that starts the work); false when a live owner holds it. */
+  take(trx: Kysely<any>, key: string): Promise<boolean>;
+  release(db: Kysely<any>, key: string): Promise<void>;
+  /** Whether a live owner holds it. */
+  isHeld(key: string): Promise<boolean>;
 }
 
 export interface OperationDeclaration<S extends StandardSchemaV1 | undefined = StandardSchemaV1 | undefined> {
@@ -152,6 +166,12 @@ export interface OperationDeclaration<S extends StandardSchemaV1 | undefined = S
    * operation creates. `own`: the operation has a rule of its own for the header (POST /extend-music).
    */
   idempotency?: "kernel" | "own";
+  /**
+   * The answer to an Idempotency-Key retry whose first request died before answering (its process's lease
+   * expired; core/idempotency.ts): rebuilt from the job that request created, in its current state. Default:
+   * 200 `{request_id, job_id, status, error, credits_used}`.
+   */
+  replay?(ctx: { db: Kysely<any>; partnerId: string; jobId: string; requestId: string; mediaUrl(key: string): string }): Promise<{ status: number; body: Record<string, unknown> } | null>;
   /** Success status: 200 (default), 201 or 202. */
   status?: 200 | 201 | 202;
   summary?: string;

@@ -65,6 +65,8 @@ export interface JobsTable {
   callback_url: ColumnType<string | null, string | null | undefined, string | null>;
   /** Jobs charged together as one group (a batch): they hold one in-flight slot between them. */
   group_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Attempts whose runner threw a non-transient error (core/jobs.ts), against the kind's `retries`. */
+  failed_attempts: ColumnType<number, number | undefined, number>;
 }
 
 /** Parts of one job's charge it may refund one by one (core/ledger.ts refundShare). */
@@ -142,6 +144,14 @@ export interface KernelTables {
   webhook_deliveries: WebhookDeliveriesTable;
   idempotency_keys: IdempotencyKeysTable;
   job_waits: JobWaitsTable;
+  leases: LeasesTable;
+}
+
+/** Who works on what, until when (core/leases.ts). */
+export interface LeasesTable {
+  key: string;
+  owner: string;
+  expires_at: Timestamp;
 }
 
 /** A job waiting on an upstream provider (core/upstream-waits.ts). */

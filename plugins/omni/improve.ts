@@ -12,7 +12,7 @@
 // - Before anything is charged the balance must cover both (402 `Insufficient credits. This costs N
 //   credits.` with N the two together), so a partner is never charged a repair whose clip cannot follow.
 import { z } from "zod";
-import { ApiError, cleanUpstreamText, notFound, operation, TextGenerationError } from "mediagate/plugin";
+import { ApiError, cleanUpstreamText, type JobKindDeclaration, notFound, operation, TextGenerationError } from "mediagate/plugin";
 import { OMNI_ERRORS as E } from "./errors.ts";
 import { LIMITS, OMNI_FEATURE, OMNI_PAUSE, repairPrice } from "./limits.ts";
 import { omniVideos } from "./records.ts";
@@ -138,3 +138,17 @@ const improvePrompt = operation({
 });
 
 export const improveOperations = [improvePrompt];
+
+/**
+ * The repair's own job runs inside its request (no queue); declared so that a repair whose process died
+ * mid-request is failed and refunded by the kernel (core/jobs.ts recoverOrphans) with the text a failed repair
+ * stores. (A clip it had submitted already is a queued job of its own and runs on.)
+ */
+export const repairJob: JobKindDeclaration = {
+  states: ["processing", "complete", "failed"],
+  initial: "processing",
+  transitions: { processing: ["complete", "failed"] },
+  terminal: { complete: "success", failed: "failure" },
+  failState: "failed",
+  failError: E.repairFailed,
+};

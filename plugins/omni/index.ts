@@ -13,7 +13,7 @@
 import { definePlugin } from "mediagate/plugin";
 import { batchOperations } from "./batch.ts";
 import { characterOperations } from "./characters.ts";
-import { improveOperations } from "./improve.ts";
+import { improveOperations, repairJob } from "./improve.ts";
 import { OMNI_COSTS, OMNI_FEATURE, OMNI_PAUSE } from "./limits.ts";
 import { omniMigrations } from "./migrations.ts";
 import { omniVideoJob, videoOperations } from "./video.ts";
@@ -25,7 +25,7 @@ export default definePlugin({
   costs: OMNI_COSTS,
   features: [OMNI_FEATURE],
   pauses: [OMNI_PAUSE],
-  jobs: { video: omniVideoJob },
+  jobs: { video: omniVideoJob, repair: repairJob },
   operations: [...characterOperations, ...voiceOperations, ...videoOperations, ...batchOperations, ...improveOperations],
   migrations: omniMigrations,
 });

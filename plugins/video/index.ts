@@ -554,6 +554,19 @@ const mergeVideos = operation({
   },
 });
 
+/**
+ * Merges run inside their request (no queue); declared so that a merge whose process died mid-request is
+ * failed and refunded by the kernel (core/jobs.ts recoverOrphans) with the text a failed merge stores.
+ */
+const mergeJob: JobKindDeclaration = {
+  states: ["processing", "complete", "failed"],
+  initial: "processing",
+  transitions: { processing: ["complete", "failed"] },
+  terminal: { complete: "success", failed: "failure" },
+  failState: "failed",
+  failError: E.mergeFailed,
+};
+
 export default definePlugin({
   name: "video",
   requires: ["video.generate", "media", "outbound", "counters"],
@@ -562,7 +575,7 @@ export default definePlugin({
     "video.records": (host) => videoRecords(host.blobs.scoped("video"), (key) => host.mediaUrl("video", key)),
   },
   costs: VIDEO_COSTS,
-  jobs: { video: videoJob },
+  jobs: { video: videoJob, merge: mergeJob },
   operations: [generateVideo, videoStatus, listVideos, generateAnimation, mergeVideos],
   migrations: videoMigrations,
 });

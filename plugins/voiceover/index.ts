@@ -20,7 +20,7 @@
 //   it gets the kernel's custom-rate 400 before any charge.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, DEFAULT_CUSTOM_RATE_MISSING, definePlugin, operation, type OperationContext, PAGE_BOUNDS, pageBody, pageQuery, pageShape, SpeechHttpError, type SpeechProviders, synthesizeWithin } from "mediagate/plugin";
+import { ApiError, DEFAULT_CUSTOM_RATE_MISSING, definePlugin, type JobKindDeclaration, operation, type OperationContext, PAGE_BOUNDS, pageBody, pageQuery, pageShape, SpeechHttpError, type SpeechProviders, synthesizeWithin } from "mediagate/plugin";
 import { VOICEOVER_ERRORS as E } from "./errors.ts";
 import { GenerateVoiceoverInput } from "./input.ts";
 import { voiceoverMigrations } from "./migrations.ts";
@@ -63,6 +63,24 @@ const voicesOperation = operation({
     };
   },
 });
+
+/**
+ * The synchronous kind the request runs itself (no queue): declared so that a voiceover whose process died
+ * mid-request is ended by the kernel (core/jobs.ts recoverOrphans): success when its audio was stored already,
+ * otherwise failed with the service's sanitized text and refunded, as if the provider had failed.
+ */
+const voiceoverJob: JobKindDeclaration = {
+  states: ["processing", "success", "failed"],
+  initial: "processing",
+  transitions: { processing: ["success", "failed"] },
+  terminal: { success: "success", failed: "failure" },
+  failState: "failed",
+  failError: E.unavailable,
+  async recover({ db, jobId }) {
+    const row = await db.selectFrom(TABLE).select("audio_key").where("job_id", "=", jobId).executeTakeFirst();
+    return row?.audio_key ? { state: "success", output: { audio_key: row.audio_key } } : null;
+  },
+};
 
 const generateVoiceover = operation({
   method: "POST",
@@ -180,6 +198,7 @@ export default definePlugin({
   name: "voiceover",
   requires: ["speech.synthesize", "media"],
   costs: VOICEOVER_COSTS,
+  jobs: { voiceover: voiceoverJob },
   operations: [voicesOperation, generateVoiceover, listVoiceovers],
   migrations: voiceoverMigrations,
 });

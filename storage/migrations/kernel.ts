@@ -196,4 +196,25 @@ export const kernelMigrations: Migration[] = [
       `create index job_waits_upstream on job_waits (provider, upstream_id)`,
     ],
   },
+  {
+    // Leases (core/leases.ts): "a live process is working on this". A process renews every lease it owns with
+    // one statement while it lives; a lease past expires_at belongs to a dead owner, and its work is recovered
+    // (a synchronous job finished or refunded, an Idempotency-Key answered, a captions finalize taken over).
+    name: "kernel/0009_leases",
+    statements: [
+      `create table leases (
+        key text primary key,
+        owner text not null,
+        expires_at timestamptz not null
+      )`,
+      `create index leases_owner on leases (owner)`,
+    ],
+  },
+  {
+    // The attempts of a job that failed (its runner threw an error that is not transient), counted by the job
+    // runtime against the kind's `retries`: a crash or a transient error (core/transient.ts) is not counted
+    // here, only in the queue's larger retry budget (core/jobs.ts JOB_CRASH_RETRIES).
+    name: "kernel/0010_job_failed_attempts",
+    statements: [`alter table jobs add column failed_attempts integer not null default 0`],
+  },
 ];
