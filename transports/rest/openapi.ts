@@ -91,6 +91,8 @@ const ERROR_RESPONSES = {
   UnsupportedMediaType: errorResponse("The body's Content-Type is not one the operation reads.", KERNEL_ERRORS.bodyNotJson),
   TooManyRequests: errorResponse("A rate limit or the in-flight job cap; wait Retry-After seconds.", KERNEL_ERRORS.rateLimited, { "Retry-After": { $ref: "#/components/headers/Retry-After" } }),
   InternalError: errorResponse("An unexpected failure; the text is fixed and anything charged is refunded.", KERNEL_ERRORS.internal),
+  ServiceUnavailable: errorResponse("Temporarily unavailable: the database or Redis out of reach for a moment (this text, with Retry-After), or the operation's own case (paused, busy, not configured). Nothing was charged.", KERNEL_ERRORS.serviceUnavailable, { "Retry-After": { $ref: "#/components/headers/Retry-After" } }),
+  InsufficientStorage: errorResponse("The server's storage is full; the text says when nothing was charged.", KERNEL_ERRORS.storageFullNothingCharged),
 } as const;
 
 // Written out in each operation rather than as $ref: readers of the document (clients, the fuzzer) find a
@@ -189,6 +191,9 @@ function partnerOperation(op: CompiledOperation, operationId: string, components
   if (hasBody) responses["415"] = ref("UnsupportedMediaType");
   responses["429"] = ref("TooManyRequests");
   responses["500"] = ref("InternalError");
+  // Any operation can meet an outage (core/errors.ts outageError): the database or Redis out of reach, a full disk.
+  responses["503"] = ref("ServiceUnavailable");
+  if (op.method === "POST") responses["507"] = ref("InsufficientStorage");
   return {
     operationId,
     tags: [op.plugin],
