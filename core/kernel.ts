@@ -78,9 +78,9 @@ export interface Kernel {
   webhooks: Webhooks;
   /** Idempotency-Key: keys claimed with their job, first responses replayed (core/idempotency.ts). */
   idempotency: IdempotencyStore;
-  /** Removes retained files whose window has passed (core/retention.ts); runs on its own once started. */
   /** This process's leases on work only it finishes (core/leases.ts); its heartbeat runs once started. */
   leases: Leases;
+  /** Removes retained files whose window has passed (core/retention.ts); runs on its own once started. */
   retention: RetentionSweeper;
   /** Ends a job: terminal state, refund if asked, slot released; exactly once. */
   finishJob(jobId: string, finish: FinishJob): Promise<FinishedJob | null>;
@@ -249,7 +249,10 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       pluginConfigFor: pluginConfig,
       mediaUrl,
       upstreamCallbacks: config.upstreamCallbackSecret ? { publicUrl: config.publicUrl, secret: config.upstreamCallbackSecret } : null,
+      leases,
     });
+    // Each beat, after the renewal: synchronous jobs whose process died are finished or refunded.
+    leases.onBeat(() => jobs.recoverOrphans());
 
     let unlisten: (() => Promise<void>) | undefined;
     let started = false;
@@ -259,10 +262,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       config,
       registry,
       database,
-      leases,
       blobs,
-    // Each beat, after the renewal: synchronous jobs whose process died are finished or refunded.
-    leases.onBeat(() => jobs.recoverOrphans());
       mediaPool,
       counters,
       pubsub,
@@ -282,6 +282,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       jobs,
       webhooks,
       idempotency,
+      leases,
       retention,
       finishJob: finish,
       chargeAndCreateJob: chargeAndCreate,
@@ -291,8 +292,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         unlisten = await accounts.listen();
         usage.start();
         await queue.start();
+        await leases.start();
         if (config.allowPrivateUrls) log.warn("ALLOW_PRIVATE_URLS is on: outbound URLs may reach loopback and private hosts over http (development only)");
-      leases,
         if (config.role !== "api") {
           await jobs.startWorkers();
           await webhooks.startWorkers();
@@ -302,7 +303,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       async stop() {
         {
           // Unconditional: a send before start() starts the queue too, and it must not outlive the kernel.
-        await leases.start();
+          await leases.stop();
           await retention.stop();
           await webhooks.stopWorkers();
           await queue.stop().catch((err) => log.error("queue stop failed", err));
@@ -313,7 +314,6 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         }
         for (const close of closers) await close().catch((err) => log.error("close failed", err));
       },
-          await leases.stop();
     };
     operations = compileOperations(kernel);
     return kernel;
