@@ -70,11 +70,12 @@ export class DatabaseOpenError extends Error {}
 export const CONNECT_TIMEOUT_MS = 5_000;
 
 /**
- * How long a request may wait for a new Postgres connection before it fails as an outage (503). Well above
- * a local connection's time, so a loaded machine does not fail healthy requests (a pooled connection is reused
- * without connecting at all).
+ * How long a request may wait for a new Postgres connection before it fails as an outage (503). A server that
+ * is down refuses at once, whatever this is; this bounds only a host gone from the network. Far above a local
+ * connection's time, so a process starved of CPU on a loaded machine (seconds between two turns of its event
+ * loop) does not fail healthy requests; a pooled connection is reused without connecting at all.
  */
-export const POOL_CONNECT_TIMEOUT_MS = 2_000;
+export const POOL_CONNECT_TIMEOUT_MS = 5_000;
 
 /** `host:port/database` of a connection string, without user or password, for messages. */
 export function describePostgresUrl(url: string): string {
