@@ -26,8 +26,8 @@ export interface Leases {
   take(db: Kysely<any>, key: string): Promise<boolean>;
   /** Gives `key` up (in the transaction that ends the work, or on its own). Does nothing when it is not held. */
   release(db: Kysely<any>, key: string): Promise<void>;
-  /** Whether a live owner (this process or another) holds `key`. */
-  isHeld(key: string): Promise<boolean>;
+  /** Whether a live owner (this process or another) holds `key`; read through `db` inside a transaction. */
+  isHeld(key: string, db?: Kysely<any>): Promise<boolean>;
   /** Renews every lease this process owns: one statement. */
   renew(): Promise<void>;
   /** Runs on every heartbeat after the renewal (e.g. the kernel's recovery of orphaned jobs). */
@@ -86,8 +86,8 @@ export function createLeases(options: LeasesOptions): Leases {
     async release(trx, key) {
       await trx.deleteFrom("leases").where("key", "=", key).execute();
     },
-    async isHeld(key) {
-      const row = await db.selectFrom("leases").select("key").where("key", "=", key).where("expires_at", ">", sql<Date>`now()`).executeTakeFirst();
+    async isHeld(key, through = db) {
+      const row = await through.selectFrom("leases").select("key").where("key", "=", key).where("expires_at", ">", sql<Date>`now()`).executeTakeFirst();
       return row !== undefined;
     },
     async renew() {

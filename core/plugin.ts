@@ -96,8 +96,8 @@ export interface OperationLeases {
   /** Takes the lease (in a transaction, usually the one that starts the work); false when a live owner holds it. */
   take(trx: Kysely<any>, key: string): Promise<boolean>;
   release(db: Kysely<any>, key: string): Promise<void>;
-  /** Whether a live owner holds it. */
-  isHeld(key: string): Promise<boolean>;
+  /** Whether a live owner holds it; pass the transaction when asking inside one (PGlite has one connection). */
+  isHeld(key: string, db?: Kysely<any>): Promise<boolean>;
 }
 
 export interface OperationDeclaration<S extends StandardSchemaV1 | undefined = StandardSchemaV1 | undefined> {
