@@ -109,10 +109,13 @@ export async function closeRedis(redis: Redis): Promise<void> {
 // network); reconnects go on in the background, at most REDIS_RECONNECT_MAX_MS apart.
 
 /**
- * How long a command may wait for its answer. Well above a real command's time (Redis answers in well under a
- * millisecond) so a loaded machine whose event loop stalls for a second does not fail healthy commands.
+ * How long a command may wait for its answer. A Redis that is down or restarting closes or refuses the
+ * connection, which fails a command at once whatever this is; this bounds only a server that stopped answering
+ * without closing (a host gone from the network). Far above a real command's time (well under a millisecond):
+ * a process starved of CPU on a loaded machine can go seconds between two turns of its event loop, and its
+ * timers then fire before the answers waiting on its sockets are read.
  */
-export const REDIS_COMMAND_TIMEOUT_MS = 2_000;
+export const REDIS_COMMAND_TIMEOUT_MS = 5_000;
 /** The longest pause between reconnect attempts (ioredis's default grows to 2 s). */
 export const REDIS_RECONNECT_MAX_MS = 1_000;
 

@@ -166,6 +166,9 @@ if (!pgAdmin || !redis) {
     const before = await books(server, partner.key);
     await pgProxy.cut();
     try {
+      // First, while the key is still in the cache (books read /me): music's submit fails on the database and
+      // charged nothing, so it is the outage's 503, not the spec's 502 "... Credits refunded." (plugins/music).
+      assertUnavailable(await call(server, "POST", api("/generate-music"), { key: partner.key, body: { prompt: "a calm piano piece" } }), "POST /generate-music");
       // /me may be answered from the key cache for a few seconds; /transactions always reads the database.
       assertUnavailable(await call(server, "GET", api("/transactions"), { key: partner.key }), "GET /transactions");
       assertUnavailable(await upscale(server, partner.key), "POST /upscale-image");
