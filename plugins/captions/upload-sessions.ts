@@ -5,17 +5,19 @@
 //
 // States: `open` (parts accepted) → `finalizing` (one finalize is checking the file and charging) →
 // `finalized` (`job_id` set, in the charge's own transaction). A finalize that fails before the charge puts
-// the session back to `open`; one that died (a crash) is taken over after FINALIZE_STALE_MS. An aborted or
-// abandoned session is deleted with its parts.
+// the session back to `open`. A finalize holds the lease `captions-finalize:<session>` of its process
+// (core/leases.ts) from taking the session to releasing or completing it: one whose process died is taken
+// over once that lease expired (LEASE_SECONDS), not held for minutes. An aborted or abandoned session is
+// deleted with its parts.
 import { randomBytes } from "node:crypto";
-import type { PluginDb } from "mediagate/plugin";
+import type { OperationLeases, PluginDb } from "mediagate/plugin";
 import { LIMITS } from "./limits.ts";
 
 export const SESSIONS_TABLE = "captions_upload_sessions";
 export const PARTS_TABLE = "captions_upload_parts";
 
-/** A finalize that has not finished after this long died; another may take the session over. */
-export const FINALIZE_STALE_MS = 5 * 60 * 1000;
+/** The lease a finalize holds while it works (core/leases.ts). */
+export const finalizeLeaseKey = (sessionId: string) => `captions-finalize:${sessionId}`;
 
 export interface SessionRow {
   id: string;
@@ -53,8 +55,8 @@ export const partSizeOf = (s: Pick<SessionRow, "size_bytes" | "part_count">, ind
   index < s.part_count - 1 ? LIMITS.chunkSize : s.size_bytes - LIMITS.chunkSize * (s.part_count - 1);
 
 export const isExpired = (s: SessionRow, now: number) => time(s.expires_at) <= now;
-/** A finalize is under way (not one that died). */
-export const isFinalizing = (s: SessionRow, now: number) => s.state === "finalizing" && now - time(s.finalizing_since) < FINALIZE_STALE_MS;
+/** A finalize is under way (not one whose process died): its lease is alive. `db`: the transaction, inside one. */
+export const isFinalizing = async (leases: OperationLeases, db: PluginDb, s: SessionRow) => s.state === "finalizing" && (await leases.isHeld(finalizeLeaseKey(s.id), db));
 
 /** The session of this account, or undefined (another account's, or none). */
 export async function findSession(db: PluginDb, partnerId: string, id: string): Promise<SessionRow | undefined> {
@@ -139,22 +141,26 @@ export function missingParts(s: SessionRow, parts: readonly PartRow[]): number[]
 }
 
 /** In the locked transaction: takes the session for one finalize; the token proves it is still this one's. */
-export async function beginFinalize(trx: PluginDb, id: string, now: Date): Promise<string> {
+export async function beginFinalize(trx: PluginDb, leases: OperationLeases, id: string, now: Date): Promise<string> {
   const token = randomBytes(8).toString("hex");
   await trx.updateTable(SESSIONS_TABLE).set({ state: "finalizing", finalize_token: token, finalizing_since: now }).where("id", "=", id).execute();
+  await leases.take(trx, finalizeLeaseKey(id));
   return token;
 }
 
 /** Gives the session back to `open` (a finalize refused before the charge), if still this finalize's. */
-export async function releaseFinalize(db: PluginDb, id: string, token: string): Promise<void> {
-  await db.updateTable(SESSIONS_TABLE).set({ state: "open", finalize_token: null, finalizing_since: null }).where("id", "=", id).where("finalize_token", "=", token).where("state", "=", "finalizing").execute();
+export async function releaseFinalize(db: PluginDb, leases: OperationLeases, id: string, token: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const released = await trx.updateTable(SESSIONS_TABLE).set({ state: "open", finalize_token: null, finalizing_since: null }).where("id", "=", id).where("finalize_token", "=", token).where("state", "=", "finalizing").executeTakeFirst();
+    if (Number(released.numUpdatedRows) === 1) await leases.release(trx, finalizeLeaseKey(id));
+  });
 }
 
 /**
  * In the charge's transaction: the session is finalized with its job, its slot freed, kept until its parts
  * expire (so a repeated finalize answers with the job). False if the finalize lost the session meanwhile.
  */
-export async function completeFinalize(trx: PluginDb, s: SessionRow, token: string, jobId: string): Promise<boolean> {
+export async function completeFinalize(trx: PluginDb, leases: OperationLeases, s: SessionRow, token: string, jobId: string): Promise<boolean> {
   const done = await trx
     .updateTable(SESSIONS_TABLE)
     .set({ state: "finalized", job_id: jobId, open_slot: null, finalize_token: null, expires_at: s.parts_expire_at })
@@ -162,7 +168,9 @@ export async function completeFinalize(trx: PluginDb, s: SessionRow, token: stri
     .where("finalize_token", "=", token)
     .where("state", "=", "finalizing")
     .executeTakeFirst();
-  return Number(done.numUpdatedRows) === 1;
+  if (Number(done.numUpdatedRows) !== 1) return false;
+  await leases.release(trx, finalizeLeaseKey(s.id));
+  return true;
 }
 
 /** In the locked transaction: deletes the session and its part rows, returning the part keys to remove. */

@@ -236,7 +236,7 @@ const uploadPart = operation({
   async handle(ctx) {
     const s = await liveSession(ctx);
     if (s.state === "finalized") throw new ApiError(409, E.sessionClosed);
-    if (isFinalizing(s, ctx.clock.now())) throw new ApiError(409, E.sessionFinalizing);
+    if (await isFinalizing(ctx.leases, ctx.db, s)) throw new ApiError(409, E.sessionFinalizing);
     const raw = ctx.params.index!;
     const index = INDEX.test(raw) ? Number(raw) : -1;
     if (index < 0 || index >= s.part_count) throw new ApiError(400, E.partIndexInvalid);
@@ -255,7 +255,7 @@ const uploadPart = operation({
         const now = ctx.clock.now();
         if (!locked || (locked.state !== "finalized" && isExpired(locked, now))) throw notFound(E.sessionNotFound);
         if (locked.state === "finalized") throw new ApiError(409, E.sessionClosed);
-        if (isFinalizing(locked, now)) throw new ApiError(409, E.sessionFinalizing);
+        if (await isFinalizing(ctx.leases, trx, locked)) throw new ApiError(409, E.sessionFinalizing);
         return recordPart(trx, s.id, { idx: index, key, bytes: body.byteLength });
       });
     } catch (err) {
@@ -307,11 +307,11 @@ const finalizeUpload = operation({
       const locked = await lockSession(trx, ctx.partner.id, s.id);
       if (!locked) throw notFound(E.sessionNotFound);
       if (locked.state === "finalized") return { done: locked.job_id! };
-      if (isFinalizing(locked, ctx.clock.now())) throw new ApiError(409, E.sessionFinalizing);
+      if (await isFinalizing(ctx.leases, trx, locked)) throw new ApiError(409, E.sessionFinalizing);
       const parts = await partsOf(trx, s.id);
       const missing = missingParts(locked, parts);
       if (missing.length > 0) throw new ApiError(409, E.partsMissing, { missing });
-      return { token: await beginFinalize(trx, s.id, new Date(ctx.clock.now())), parts };
+      return { token: await beginFinalize(trx, ctx.leases, s.id, new Date(ctx.clock.now())), parts };
     });
     if ("done" in taken) return finalizedAnswer(ctx, taken.done);
     const { token: tok, parts } = taken;
@@ -353,13 +353,13 @@ const finalizeUpload = operation({
             ...submission,
             async within(trx, ids, groupId) {
               await submission.within?.(trx, ids, groupId);
-              if (!(await completeFinalize(trx, s, tok, ids[0]!))) throw new ApiError(409, E.sessionFinalizing);
+              if (!(await completeFinalize(trx, ctx.leases, s, tok, ids[0]!))) throw new ApiError(409, E.sessionFinalizing);
             },
           }) as Promise<SubmittedJob>,
       };
       return await submitCaption(inCharge, { source: { kind: "upload", keys: parts.map((p) => p.key), bytes: s.size_bytes, seconds }, style, partnerJobId: s.partner_job_id });
     } catch (err) {
-      await releaseFinalize(ctx.db, s.id, tok).catch(() => {});
+      await releaseFinalize(ctx.db, ctx.leases, s.id, tok).catch(() => {});
       throw err;
     }
   },
@@ -379,7 +379,7 @@ const abortUpload = operation({
       const locked = await lockSession(trx, ctx.partner.id, s.id);
       if (!locked) throw notFound(E.sessionNotFound);
       if (locked.state === "finalized") throw new ApiError(409, E.sessionClosed);
-      if (isFinalizing(locked, ctx.clock.now())) throw new ApiError(409, E.sessionFinalizing);
+      if (await isFinalizing(ctx.leases, trx, locked)) throw new ApiError(409, E.sessionFinalizing);
       return deleteSession(trx, s.id);
     });
     await removeBlobs(ctx, keys);

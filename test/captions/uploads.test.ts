@@ -3,7 +3,7 @@
 // sizes and indexes, parts replaced atomically, the 2 open sessions, finalize's 409 with `missing`, one
 // charge for any number of finalizes (repeated or racing), abort, abandoned sessions, another account's
 // session, and that every refusal before the charge leaves no row and no file.
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { checkStyle, uploadsPlugin } from "./uploads-plugin.ts";
@@ -287,17 +287,20 @@ for (const backend of await databaseBackends()) {
     // A part racing the finalize is refused or stored before it; never after the charge.
   });
 
-  t("a finalize that died is taken over after 5 minutes; until then parts, abort and finalize are 409", async () => {
+  t("a finalize whose process died is taken over once its lease expired; until then parts, abort and finalize are 409", async () => {
     const p = await fresh();
     const file = syntheticMp4(700, { seconds: 4 });
     const s = (await init(p.key, 700)).body.session_id;
     await part(p.key, s, 0, file);
-    // As a finalize leaves the row while it checks the file (a crash there leaves it so, uncharged).
+    // As a finalize leaves the row while it checks the file (a crash there leaves it so, uncharged), with the
+    // lease of its process (core/leases.ts), alive for now.
     await db().updateTable("captions_upload_sessions").set({ state: "finalizing", finalize_token: "dead", finalizing_since: new Date(tk.clock.now()) }).where("id", "=", s).execute();
+    await db().insertInto("leases").values({ key: `captions-finalize:${s}`, owner: "a-process-that-died", expires_at: sql`now() + interval '1 hour'` }).execute();
     for (const r of [await part(p.key, s, 0, file), await post(p.key, `/captions/uploads/${s}/abort`), await post(p.key, `/captions/uploads/${s}/finalize`)]) {
       assert.equal([r.status, r.body.error], [409, E.sessionFinalizing]);
     }
-    tk.clock.advance(5 * 60 * 1000 + 1);
+    // Its process stopped renewing it: the lease expired (LEASE_SECONDS after the last heartbeat).
+    await db().updateTable("leases").set({ expires_at: sql`now() - interval '1 second'` }).where("key", "=", `captions-finalize:${s}`).execute();
     const done = await post(p.key, `/captions/uploads/${s}/finalize`);
     assert.is(done.status, 202);
     assert.is(await balance(p.id), 975);
