@@ -5,6 +5,9 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { sql } from "kysely";
 import { createLeases } from "../../core/leases.ts";
+import { ORPHAN_ERROR } from "../../core/jobs.ts";
+import { definePlugin } from "../../core/plugin.ts";
+import { createTestKernel } from "../../testkit/index.ts";
 import { createLogger } from "../../core/log.ts";
 import { openDatabase } from "../../storage/db.ts";
 import { migrate } from "../../storage/migrate.ts";
@@ -69,6 +72,68 @@ for (const backend of await databaseBackends()) {
       await c.stop();
     } finally {
       await database.close();
+    }
+  });
+
+  t.run();
+}
+
+// The kernel's recovery of synchronous jobs whose process died (core/jobs.ts recoverOrphans), in process: a job
+// of a kind declared without `run` holds its lease from the charge; once the lease expired, the heartbeat's
+// sweep ends it through the kind's `recover` (its stored result) or failed and refunded, exactly once; a kind
+// no plugin declares is failed with the kernel's sanitized text.
+const syncPlugin = definePlugin({
+  name: "sync-test",
+  jobs: {
+    work: {
+      states: ["processing", "done", "failed"],
+      initial: "processing",
+      transitions: { processing: ["done", "failed"] },
+      terminal: { done: "success", failed: "failure" },
+      failState: "failed",
+      failError: "Work failed. Credits refunded.",
+      async recover({ input }) {
+        return (input as { stored?: boolean }).stored ? { state: "done", output: { recovered: true } } : null;
+      },
+    },
+  },
+});
+
+for (const backend of await databaseBackends()) {
+  const t = suite(`orphaned synchronous jobs on ${backend.name}`);
+
+  t("recovered once: stored result, refund, undeclared kind; a live lease is left alone", async () => {
+    const tk = await createTestKernel({ plugins: [syncPlugin], databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined });
+    try {
+      const { id: partnerId } = await tk.partner({ credits: 100 });
+      const submit = (kind: string, input: Record<string, unknown>) =>
+        tk.kernel.jobs.submit({ partnerId, plugin: "sync-test", kind, endpoint: "POST /sync-test", state: "processing", credits: 10, inflight: true, input });
+      const stored = await submit("work", { stored: true });
+      const lost = await submit("work", {});
+      const foreign = await submit("undeclared", {});
+      const live = await submit("work", {});
+      const db = tk.kernel.database.kysely;
+      assert.is(Number((await db.selectFrom("leases").select(sql<number>`count(*)`.as("n")).executeTakeFirstOrThrow()).n), 4, "each job holds its lease from the charge");
+      assert.is(await tk.kernel.jobs.recoverOrphans(), 0, "nothing while the leases live");
+      // Three owners died: their leases expired.
+      await db.updateTable("leases").set({ expires_at: sql`now() - interval '1 second'` }).where("key", "in", [stored.jobId, lost.jobId, foreign.jobId].map((id) => `job:${id}`)).execute();
+      assert.is(await tk.kernel.jobs.recoverOrphans(), 3);
+      assert.is(await tk.kernel.jobs.recoverOrphans(), 0, "once");
+      const rows = await db.selectFrom("jobs").select(["id", "state", "error", "credits_refunded", "holds_inflight_slot", "output"]).where("partner_id", "=", partnerId).execute();
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      assert.equal([byId.get(stored.jobId)!.state, byId.get(stored.jobId)!.credits_refunded], ["done", 0]);
+      assert.equal([byId.get(lost.jobId)!.state, byId.get(lost.jobId)!.error, byId.get(lost.jobId)!.credits_refunded], ["failed", "Work failed. Credits refunded.", 10]);
+      assert.equal([byId.get(foreign.jobId)!.state, byId.get(foreign.jobId)!.error, byId.get(foreign.jobId)!.credits_refunded], ["failed", ORPHAN_ERROR, 10]);
+      assert.equal([byId.get(live.jobId)!.state, byId.get(live.jobId)!.holds_inflight_slot], ["processing", true]);
+      for (const id of [stored.jobId, lost.jobId, foreign.jobId]) assert.is(byId.get(id)!.holds_inflight_slot, false);
+      // 100 - 4 x 10 + 2 refunds; one refund row per failed job; only the live job's lease remains.
+      const balance = await tk.kernel.accounts.balance(partnerId);
+      assert.is(balance, 80);
+      const refunds = await db.selectFrom("ledger").select("job_id").where("partner_id", "=", partnerId).where("type", "=", "refund").execute();
+      assert.equal(refunds.map((r) => r.job_id).sort(), [lost.jobId, foreign.jobId].sort());
+      assert.equal((await db.selectFrom("leases").select("key").execute()).map((r) => r.key), [`job:${live.jobId}`]);
+    } finally {
+      await tk.close();
     }
   });
 
