@@ -172,6 +172,8 @@ if (!pgAdmin || !redis) {
       // /me may be answered from the key cache for a few seconds; /transactions always reads the database.
       assertUnavailable(await call(server, "GET", api("/transactions"), { key: partner.key }), "GET /transactions");
       assertUnavailable(await upscale(server, partner.key), "POST /upscale-image");
+      // The admin API, outside the operation table, answers the same.
+      assertUnavailable(await call(server, "GET", `/api/v1/admin/partners/${partner.partnerId}`, { admin: true }), "admin GET /partners/<id>");
       const gql = await graphql(server, partner.key, "query { transactions { total } }");
       assert.is(gql.body.errors?.[0]?.extensions?.code, "SERVICE_UNAVAILABLE", JSON.stringify(gql.body));
       assert.is(gql.body.errors[0].message, KERNEL_ERRORS.serviceUnavailable);
