@@ -7,8 +7,13 @@
 // - a submit's charge, job rows and queue jobs commit in one transaction (Queue.sendWithin), so a job is
 //   never charged without being queued, nor queued without its charge;
 // - a worker process that dies stops refreshing its queue job's heartbeat; pg-boss fails that attempt and
-//   retries it elsewhere; after the last attempt the job lands in the dead-letter queue, whose worker ends
-//   it as failed and refunds it;
+//   retries it elsewhere (a restarted embedded process, the only possible owner, takes its own killed
+//   attempts back at once: Queue.resumeOwnAttempts); after the queue's last attempt the job lands in the
+//   dead-letter queue, whose worker ends it as failed and refunds it;
+// - transient is not failure: an attempt that ends in a transient error (core/transient.ts: a connection
+//   lost, a time-out, an upstream's 5xx/429) or with its process is retried with back-off and does not
+//   count as a failed attempt. Only a runner's other errors count, in `jobs.failed_attempts`, against the
+//   kind's `retries`; crashes and transient errors spend the queue's own, larger budget (JOB_CRASH_RETRIES);
 // - a retry of a job that already reached a terminal state (a crash between our commit and pg-boss's
 //   completion) finds `finished_at` set and does nothing;
 // - a job waiting on an upstream holds no slot: its attempt parks and the next poll is a delayed queue job
@@ -30,6 +35,7 @@ import type { KernelTables } from "../storage/tables.ts";
 import type { Webhooks } from "./webhooks.ts";
 import type { UpstreamProvider } from "../contracts/upstream.ts";
 import type { Leases } from "./leases.ts";
+import { isTransient } from "./transient.ts";
 import { AttemptWaits, claimWait, commitPark, type AwaitUpstreamOptions, type Park, type WaitsDeps } from "./upstream-waits.ts";
 
 export interface JobKindDeclaration<Input = any> {
@@ -45,7 +51,11 @@ export interface JobKindDeclaration<Input = any> {
   failState: string;
   /** The sanitized sentence stored then: never a provider's name or an internal message. */
   failError: string;
-  /** Attempts after the first when the runner throws an unexpected error or its process dies (default 2). */
+  /**
+   * Attempts after the first when the runner throws an unexpected error (default 2). A transient error
+   * (core/transient.ts) or the death of the attempt's process is no failed attempt: it is retried with
+   * back-off within the kernel's larger budget (JOB_CRASH_RETRIES) and does not use these.
+   */
   retries?: number;
   /** How long one attempt may run (default 600 s). */
   timeoutSeconds?: number;
@@ -93,6 +103,20 @@ export interface JobRecoverContext {
   blobs: BlobStore;
   log: Logger;
 }
+
+/**
+ * Attempts a queued job may lose, beyond its kind's `retries`, to transient errors (core/transient.ts) and to
+ * processes that died under it, before its queue gives up (the dead letter fails and refunds it). Retries back
+ * off from JOB_RETRY_DELAY_SECONDS, doubling with jitter, to at most JOB_RETRY_DELAY_MAX_SECONDS between two
+ * attempts: 12 cover about ten minutes of an upstream answering 5xx. A database outage costs one or two of
+ * them, however long it lasts: an attempt whose failure cannot be recorded is expired by its heartbeat once
+ * the database is back. Our choice; the spec is silent.
+ */
+export const JOB_CRASH_RETRIES = 12;
+export const JOB_RETRY_DELAY_SECONDS = 2;
+export const JOB_RETRY_DELAY_MAX_SECONDS = 60;
+/** The `code` of the abort reason storage/queue-fetcher.ts gives an attempt that ran past its `expireInSeconds`. */
+const ATTEMPT_EXPIRED = "ATTEMPT_EXPIRED";
 
 /** The lease a synchronous job's owner holds (core/leases.ts). */
 export const jobLeaseKey = (jobId: string) => `job:${jobId}`;
@@ -333,7 +357,14 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     // Aborted by the queue (expiry, shutdown) or by a park: either way this attempt writes nothing more.
     const attemptController = new AbortController();
     const signal = attemptController.signal;
-    const abort = () => attemptController.abort(qjob.signal?.reason);
+    const abort = () => {
+      attemptController.abort(qjob.signal?.reason);
+      // Ran past the kind's timeout: a failed attempt, not a crash (a hung runner must not get the crash
+      // budget); counted now, since a runner that ignores its signal may never return.
+      if ((qjob.signal?.reason as { code?: string } | undefined)?.code === ATTEMPT_EXPIRED) {
+        failedAttempt(qjob.signal!.reason).catch((err) => log.warn(`${k.plugin}/${k.kind} job ${jobId}: counting its timed-out attempt failed`, err));
+      }
+    };
     if (qjob.signal?.aborted) abort();
     else qjob.signal?.addEventListener("abort", abort, { once: true });
     let parkWith: (park: Park) => void = () => {};
@@ -410,6 +441,27 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       },
     };
 
+    /**
+     * Counts a failed attempt on the job; past the kind's `retries`, ends it failed and refunded. "retry" when
+     * attempts are left, "ended" when this one was the last or the job had ended already.
+     */
+    async function failedAttempt(err: unknown): Promise<"retry" | "ended"> {
+      const counted = await background
+        .updateTable("jobs")
+        .set({ failed_attempts: sql<number>`failed_attempts + 1` })
+        .where("id", "=", jobId)
+        .where("finished_at", "is", null)
+        .returning("failed_attempts")
+        .executeTakeFirst();
+      if (!counted) return "ended"; // ended meanwhile (another attempt the queue thought dead)
+      const last = counted.failed_attempts > (k.decl.retries ?? 2);
+      log.error(`${k.plugin}/${k.kind} job ${jobId} attempt ${qjob.retryCount + 1} failed (failed attempt ${counted.failed_attempts} of ${(k.decl.retries ?? 2) + 1})${last ? ", the last" : ""}`, err);
+      if (!last) return "retry";
+      await end(k, jobId, { state: k.decl.failState, refund: true, error: k.decl.failError }, waits.step !== null);
+      await waits.release();
+      return "ended";
+    }
+
     let outcome: JobOutcome;
     try {
       const running = k.decl.run!(ctx); // queued kinds only (startWorkers)
@@ -430,13 +482,14 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
         return;
       }
       if (signal.aborted) throw err; // abandoned: pg-boss has failed this attempt already
-      const last = qjob.retryCount >= (k.decl.retries ?? 2);
-      log.error(`${k.plugin}/${k.kind} job ${jobId} attempt ${qjob.retryCount + 1} failed${last ? " (last attempt)" : ""}`, err);
-      if (last) {
-        await end(k, jobId, { state: k.decl.failState, refund: true, error: k.decl.failError }, waits.step !== null);
-        await waits.release();
-        return;
+      if (isTransient(err)) {
+        // Not a failed attempt: the queue tries again after a back-off (its crash budget, not `retries`).
+        log.warn(`${k.plugin}/${k.kind} job ${jobId} attempt ${qjob.retryCount + 1}: transient error, retried with back-off`, err);
+        throw err;
       }
+      // A failed attempt (a crash or a transient error never reaches this line). When it cannot be counted
+      // (the database just went), that error is transient and the attempt is retried.
+      if ((await failedAttempt(err)) !== "retry") return;
       throw err; // pg-boss retries
     } finally {
       qjob.signal?.removeEventListener("abort", abort);
@@ -541,11 +594,18 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     if (!made) {
       made = queue
         .createQueue(k.queue, {
-          retryLimit: k.decl.retries ?? 2,
+          // The queue's budget holds the kind's failed attempts and the crash budget; the runtime ends a job
+          // after its `retries` failed attempts itself (failed_attempts), whatever is left here.
+          retryLimit: (k.decl.retries ?? 2) + JOB_CRASH_RETRIES,
+          retryDelaySeconds: JOB_RETRY_DELAY_SECONDS,
+          retryBackoff: true,
+          retryDelayMaxSeconds: JOB_RETRY_DELAY_MAX_SECONDS,
           expireInSeconds: k.decl.timeoutSeconds ?? 600,
           heartbeatSeconds: 10,
           deadLetter: k.deadLetter,
         })
+        // Its dead letter too: the worker that fails and refunds there may meet a database blip as well.
+        .then(() => queue.createQueue(k.deadLetter, { retryLimit: JOB_CRASH_RETRIES, retryDelaySeconds: JOB_RETRY_DELAY_SECONDS, retryBackoff: true, retryDelayMaxSeconds: JOB_RETRY_DELAY_MAX_SECONDS }))
         .then(() => queue.prepare(k.queue));
       made.catch(() => queuesMade.delete(k.queue));
       queuesMade.set(k.queue, made);
@@ -612,6 +672,11 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     recoverOrphans,
 
     async startWorkers() {
+      // On an embedded database the attempts still active were this process's predecessor's, killed with it:
+      // back to waiting at once, no attempt counted (a server database's are left to their heartbeat).
+      const queued = [...kinds.values()].filter((k) => k.decl.run);
+      const resumed = await queue.resumeOwnAttempts(queued.flatMap((k) => [k.queue, k.deadLetter]));
+      if (resumed > 0) log.warn(`resumed ${resumed} job attempt(s) interrupted by the last stop of this embedded database's process`);
       for (const k of kinds.values()) {
         if (!k.decl.run) continue; // synchronous: no queue (recoverOrphans ends its orphans)
         await ensureQueue(k);

@@ -165,7 +165,8 @@ export function createFetcher<T>(o: FetcherOptions<T>): Fetcher {
     // Like pg-boss's worker: past its time the attempt is failed (and retried) and its handler told to
     // stop; the slot is free again at once.
     const expiry = setTimeout(() => {
-      const err = new Error(`handler execution exceeded ${job.expireInSeconds}s`);
+      // ATTEMPT_EXPIRED: the job runtime counts a timed-out attempt as a failed one (core/jobs.ts).
+      const err = Object.assign(new Error(`handler execution exceeded ${job.expireInSeconds}s`), { code: "ATTEMPT_EXPIRED" });
       stop.abort(err);
       void settle("fail", err);
     }, (job.expireInSeconds || 900) * 1000);

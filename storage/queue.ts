@@ -54,6 +54,8 @@ export interface QueueOptions {
   retryDelaySeconds?: number;
   /** Doubles the delay on each retry (with jitter), starting from `retryDelaySeconds` (or 1). */
   retryBackoff?: boolean;
+  /** With `retryBackoff`: the longest delay, in seconds (default: none, the doubling goes on). Integer >= 0. */
+  retryDelayMaxSeconds?: number;
   /**
    * How long one attempt may run before it counts as failed (default 900). Integer >= 1. A hung handler
    * is failed by its own process after this long; a worker whose process died is failed by whichever
@@ -121,6 +123,14 @@ export interface Queue {
    * `.`, `-` and `/`, at least one character. Names starting with `__pgboss__` are pg-boss's own.
    */
   createQueue(name: string, options?: QueueOptions): Promise<void>;
+  /**
+   * Called before `work` on a process that starts: on an embedded database (PGlite, which only this process
+   * can open) every attempt of these queues still active is its predecessor's, killed with it, so each is
+   * handed back at once (waiting again, its attempt not counted) instead of waiting for its heartbeat to
+   * expire. On a server database, where another live process may be running them, it does nothing: the
+   * heartbeat decides. Returns how many were handed back.
+   */
+  resumeOwnAttempts(names: string[]): Promise<number>;
   /** Readies `sendWithin(…, name, …)`: loads the queue's settings outside any transaction. Cheap once done. */
   prepare(name: string): Promise<void>;
   /** The queue must exist. Returns the job id, or null when a `singletonKey` refused the job. */
@@ -377,6 +387,7 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
       assertInteger(q.retryLimit, "retryLimit", 0);
       assertInteger(q.retryDelaySeconds, "retryDelaySeconds", 0);
       assertInteger(q.expireInSeconds, "expireInSeconds", 1);
+      assertInteger(q.retryDelayMaxSeconds, "retryDelayMaxSeconds", 0);
       if (q.policy !== undefined && !POLICIES.includes(q.policy)) throw new Error(`unknown queue policy "${q.policy}"`);
       if (q.heartbeatSeconds !== undefined) assertInteger(q.heartbeatSeconds, "heartbeatSeconds", 10);
       await ensureStarted();
@@ -389,6 +400,8 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
         retryLimit: q.retryLimit ?? DEFAULTS.retryLimit,
         retryDelay: q.retryDelaySeconds ?? DEFAULTS.retryDelay,
         retryBackoff: q.retryBackoff ?? DEFAULTS.retryBackoff,
+        // pg-boss only accepts a maximum with back-off on (one set earlier stays, unused, when it is off).
+        ...(q.retryBackoff && q.retryDelayMaxSeconds !== undefined ? { retryDelayMax: q.retryDelayMaxSeconds } : {}),
         expireInSeconds: q.expireInSeconds ?? DEFAULTS.expireInSeconds,
         // A NOTIFY per runnable insert; harmless where nothing listens.
         notify: true,
@@ -399,6 +412,18 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
       await boss.createQueue(name, q.deadLetter ? { ...first, deadLetter: q.deadLetter } : first);
       await boss.updateQueue(name, { ...settings, deadLetter: q.deadLetter ?? null });
       await warm(name);
+    },
+
+    async resumeOwnAttempts(names) {
+      names.forEach((n) => assertName(n));
+      await ensureStarted();
+      if (target.kind !== "pglite" || names.length === 0) return 0;
+      // handBack's statement for every active job of these queues (none can be running: see the interface).
+      const { rows } = await boss.getDb().executeSql(
+        `UPDATE ${schema}.job SET state = 'created', started_on = NULL, heartbeat_on = NULL WHERE name = ANY($1::text[]) AND state = 'active' RETURNING id`,
+        [names],
+      );
+      return rows.length;
     },
 
     async prepare(name) {

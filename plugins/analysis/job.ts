@@ -27,6 +27,7 @@ import {
   PRIVATE_KEY_PREFIX,
   SOCIAL_LIMITS,
   type TimedWord,
+  isTransient,
 } from "mediagate/plugin";
 import { ANALYSIS_FAILURES as F, STAGE_MESSAGES } from "./errors.ts";
 import { adFacts } from "./facts.ts";
@@ -130,7 +131,7 @@ async function adBytes(ctx: JobRunContext, r: AnalysisRow): Promise<Uint8Array> 
 async function measure(ctx: JobRunContext, engine: MediaEngine, r: AnalysisRow): Promise<void> {
   if (faultAt(r, "extracting_frames")) throw new JobFailure(F.frames);
   const m = await measureAd(engine, await adBytes(ctx, r), ctx.signal).catch((err: unknown) => {
-    if (ctx.signal.aborted) throw err;
+    if (ctx.signal.aborted || isTransient(err)) throw err;
     ctx.log.warn(`analysis ${ctx.jobId}: measuring failed: ${describe(err)}`);
     throw new JobFailure(F.frames);
   });
@@ -160,7 +161,7 @@ async function transcribe(ctx: JobRunContext, engine: MediaEngine, r: AnalysisRo
       const wav = await speechAudio(engine, await adBytes(ctx, r), m.duration, ctx.signal);
       return ctx.capability("speech.transcribe").transcribe({ audio: wav, language: "en", spoken: parsed.spoken(r), signal: ctx.signal, onProgress });
     })().catch((err: unknown) => {
-      if (ctx.signal.aborted || err instanceof JobFailure) throw err;
+      if (ctx.signal.aborted || err instanceof JobFailure || isTransient(err)) throw err;
       ctx.log.warn(`analysis ${ctx.jobId}: transcription failed: ${describe(err)}`);
       throw new JobFailure(F.transcribe);
     });
@@ -197,7 +198,7 @@ async function write(ctx: JobRunContext, r: AnalysisRow): Promise<AdAnalysisText
     .capability("text.generate")
     .generate({ task: AD_ANALYSIS_TASK, instructions: WRITER_INSTRUCTIONS, input: JSON.stringify(facts), json: true, maxChars: JOB.maxAnswerChars, signal: ctx.signal })
     .catch((err: unknown) => {
-      if (ctx.signal.aborted) throw err;
+      if (ctx.signal.aborted || isTransient(err)) throw err;
       ctx.log.warn(`analysis ${ctx.jobId}: writing failed: ${describe(err)}`);
       throw new JobFailure(F.analyze);
     });

@@ -7,7 +7,7 @@
 // to `processing` when a worker picks the job up (the spec leaves that trigger open).
 import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
-import { cleanUpstreamText, JobFailure, type JobKindDeclaration, type JobRunContext, type MediaEngine, UPSTREAM_TEXT_LIMITS } from "mediagate/plugin";
+import { isTransient, cleanUpstreamText, JobFailure, type JobKindDeclaration, type JobRunContext, type MediaEngine, UPSTREAM_TEXT_LIMITS } from "mediagate/plugin";
 import { buildAss } from "./ass.ts";
 import { burnCaptions } from "./burn.ts";
 import { applyDisplayTiming, makeCards } from "./cards.ts";
@@ -56,6 +56,7 @@ async function opened(ctx: JobRunContext, row: CaptionRow): Promise<OpenedSource
 /** Learns the source's size, rate and duration once and keeps them on the row. */
 async function mediaFor(ctx: JobRunContext, engine: MediaEngine, row: CaptionRow, source: OpenedSource): Promise<SourceMedia> {
   const media = await sourceMedia(engine, row, source, ctx.signal).catch((err) => {
+    if (ctx.signal.aborted || isTransient(err)) throw err;
     ctx.log.warn(`captions ${ctx.jobId}: the source could not be read: ${err instanceof Error ? err.message : String(err)}`);
     throw new JobFailure(CAPTION_FAILURES.failed);
   });
@@ -86,7 +87,7 @@ async function render(ctx: JobRunContext, engine: MediaEngine, row: CaptionRow, 
       }
     },
   }).catch((err: unknown) => {
-    if (ctx.signal.aborted) throw err;
+    if (ctx.signal.aborted || isTransient(err)) throw err;
     ctx.log.warn(`captions ${ctx.jobId}: burning failed: ${err instanceof Error ? err.message : String(err)}`);
     throw new JobFailure(CAPTION_FAILURES.failed);
   });
@@ -98,7 +99,7 @@ async function render(ctx: JobRunContext, engine: MediaEngine, row: CaptionRow, 
 
 async function transcribe(ctx: JobRunContext, engine: MediaEngine, source: OpenedSource, media: SourceMedia) {
   const { wav, timedText } = await extractSpeechInputs(engine, source.input, { signal: ctx.signal, durationSeconds: media.duration }).catch((err: unknown) => {
-    if (ctx.signal.aborted) throw err;
+    if (ctx.signal.aborted || isTransient(err)) throw err;
     ctx.log.warn(`captions ${ctx.jobId}: audio extraction failed: ${err instanceof Error ? err.message : String(err)}`);
     throw new JobFailure(CAPTION_FAILURES.failed);
   });
@@ -113,7 +114,7 @@ async function transcribe(ctx: JobRunContext, engine: MediaEngine, source: Opene
       onProgress: (f) => void ctx.progress(Math.floor(5 + Math.max(0, Math.min(1, f)) * 30), "Transcribing").catch(() => {}),
     })
     .catch((err: unknown) => {
-      if (ctx.signal.aborted) throw err;
+      if (ctx.signal.aborted || isTransient(err)) throw err;
       ctx.log.warn(`captions ${ctx.jobId}: transcription failed: ${err instanceof Error ? err.message : String(err)}`);
       throw new JobFailure(CAPTION_FAILURES.failed);
     });

@@ -19,7 +19,7 @@
 //   image refunds its share and the shares sum to `credits_used`.
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { ApiError, checkPicture, definePlugin, formatTimestamp, type GeneratedImage, type ImageProviders, JobFailure, type JobKindDeclaration, mediaToken, megabytes, notFound, operation, PAGE_BOUNDS, pageBody, pageQuery, pageShape, PENDING_SUCCESS_FAILED, TransientProviderError, UnsafeContentError, UpstreamTimeoutError } from "mediagate/plugin";
+import { isTransient, ApiError, checkPicture, definePlugin, formatTimestamp, type GeneratedImage, type ImageProviders, JobFailure, type JobKindDeclaration, mediaToken, megabytes, notFound, operation, PAGE_BOUNDS, pageBody, pageQuery, pageShape, PENDING_SUCCESS_FAILED, TransientProviderError, UnsafeContentError, UpstreamTimeoutError } from "mediagate/plugin";
 import { IMAGE_ERRORS } from "./errors.ts";
 import { checkReferenceUrls, GenerateImageInput, MAX_REFERENCES, type ImageRequest } from "./input.ts";
 import { IMAGE_COSTS, MODELS, pixelSize, type ModelId, type Quality } from "./models.ts";
@@ -99,6 +99,7 @@ const imageJob: JobKindDeclaration<StoredInput> = {
           ctx.log.warn(`image ${ctx.jobId}: route ${route} failed transiently (${(err as Error).message}), trying the next`);
           continue;
         }
+        if (isTransient(err)) throw err; // the database or the upstream briefly out of reach: the runtime retries
         if (err instanceof UnsafeContentError) throw new JobFailure(IMAGE_ERRORS.unsafe);
         // The provider's own words stay in our log; the partner gets the sanitized text.
         ctx.log.warn(`image ${ctx.jobId}: route ${route} failed: ${err instanceof Error ? err.message : String(err)}`);

@@ -24,7 +24,7 @@
 //   (the upstream's work is cancelled where the provider can).
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, definePlugin, JobFailure, type JobKindDeclaration, type JobRunContext, type MusicControls, type MusicErrorCode, type MusicModel, MusicProviderError, type MusicProviders, type MusicTrack, notFound, operation, type OperationContext, PAGE_BOUNDS, pageBody, pageQuery, pageShape, PRIVATE_KEY_PREFIX, QUEUED_PROCESSING_COMPLETE, UpstreamTimeoutError } from "mediagate/plugin";
+import { ApiError, definePlugin, isTransient, JobFailure, type JobKindDeclaration, type JobRunContext, type MusicControls, type MusicErrorCode, type MusicModel, MusicProviderError, type MusicProviders, type MusicTrack, notFound, operation, type OperationContext, PAGE_BOUNDS, pageBody, pageQuery, pageShape, PRIVATE_KEY_PREFIX, QUEUED_PROCESSING_COMPLETE, UpstreamTimeoutError } from "mediagate/plugin";
 import { FAILURE_TEXTS, MUSIC_ERRORS as E } from "./errors.ts";
 import { IDEMPOTENCY_HEADER, idempotencyKeyOf, requestHash } from "./idempotency.ts";
 import { checkAgainstSource, checkExtendControls, ExtendMusicInput, GenerateMusicInput, type ExtendControls, type GenerateRequest } from "./input.ts";
@@ -110,7 +110,8 @@ const musicJob: JobKindDeclaration<StoredInput> = {
       }
       if (tracks.length === 0) throw new Error("no tracks");
     } catch (err) {
-      if (ctx.signal.aborted) throw err;
+      // A transient error (the database or an upstream briefly out of reach) is the runtime's to retry.
+      if (ctx.signal.aborted || isTransient(err)) throw err;
       const code = failureCode(err);
       // The provider's own words stay in our log; the partner gets the sanitized text and the code.
       ctx.log.warn(`music ${ctx.jobId}: provider failed (${code}): ${err instanceof Error ? err.message : String(err)}`);

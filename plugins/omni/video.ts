@@ -42,6 +42,7 @@ import {
   PRIVATE_KEY_PREFIX,
   UnsafeContentError,
   type VideoFrame, checkPicture, IMAGE_EXT, imageKind,
+  isTransient,
 } from "mediagate/plugin";
 import { OMNI_ERRORS as E } from "./errors.ts";
 import { frameSize, LIMITS, OMNI_FEATURE, OMNI_PAUSE, omniVideoPrice, type OmniAspectRatio, type OmniDuration, type OmniModel, type OmniResolution } from "./limits.ts";
@@ -155,7 +156,7 @@ export const omniVideoJob: JobKindDeclaration<OmniJobInput> = {
       bytes = video.bytes;
       spoken = video.spoken ?? null;
     } catch (err) {
-      if (ctx.signal.aborted || assembling) throw err;
+      if (ctx.signal.aborted || assembling || isTransient(err)) throw err;
       if (err instanceof UnsafeContentError) throw new JobFailure(E.videoUnsafe);
       // The provider's own words stay in our log; the partner gets the sanitized text (a deadline passed too).
       ctx.log.warn(`omni ${ctx.jobId}: provider failed: ${err instanceof Error ? err.message : String(err)}`);

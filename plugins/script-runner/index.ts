@@ -49,6 +49,7 @@ import {
   definePlugin,
   type VideoFrame,
   isOutboundError,
+  isTransient,
 } from "mediagate/plugin";
 import type { ColumnType } from "kysely";
 import { RUNNER_ERRORS as E } from "./errors.ts";
@@ -157,7 +158,7 @@ async function characterImage(ctx: JobRunContext, run: RunRow): Promise<VideoFra
     await ctx.db.updateTable(RUNS).set({ character_key: key, character_mime: image.mimeType }).where("job_id", "=", ctx.jobId).execute();
     return { bytes: image.bytes, mimeType: image.mimeType };
   } catch (err) {
-    if (ctx.signal.aborted) throw err;
+    if (ctx.signal.aborted || isTransient(err)) throw err;
     ctx.log.warn(`script runner ${ctx.jobId}: character frame failed: ${err instanceof Error ? err.message : String(err)}`);
     return null;
   }
@@ -209,7 +210,7 @@ async function renderScene(ctx: JobRunContext, run: RunRow, scene: SceneRow, cha
     await ctx.blobs.put(key, clip.bytes, { contentType: "video/mp4" });
     await ctx.db.updateTable(SCENES).set({ video_key: key, status: "complete" }).where("job_id", "=", run.job_id).where("idx", "=", scene.idx).execute();
   } catch (err) {
-    if (ctx.signal.aborted) throw err;
+    if (ctx.signal.aborted || isTransient(err)) throw err;
     ctx.log.warn(`script runner ${run.job_id} scene ${scene.idx + 1} failed: ${err instanceof Error ? err.message : String(err)}`);
     await ctx.db.updateTable(SCENES).set({ status: "error", error: E.sceneFailed }).where("job_id", "=", run.job_id).where("idx", "=", scene.idx).execute();
     await ctx.refundShare(scene.idx);

@@ -5,7 +5,7 @@
 //
 // The caps are checked here on what the extractor returned, whatever it promised: the extractor stops
 // early when it can (it knows a post's length before downloading), the plugin holds the line.
-import { cleanUpstreamText, type ExtractedItem, ExtractionError, firstAudio, firstVideo, JobFailure, type JobKindDeclaration, type JobRunContext, type MediaEngine, PRIVATE_KEY_PREFIX, sniffImageType, SOCIAL_LIMITS, type SocialExtractor, UPSTREAM_TEXT_LIMITS } from "mediagate/plugin";
+import { isTransient, cleanUpstreamText, type ExtractedItem, ExtractionError, firstAudio, firstVideo, JobFailure, type JobKindDeclaration, type JobRunContext, type MediaEngine, PRIVATE_KEY_PREFIX, sniffImageType, SOCIAL_LIMITS, type SocialExtractor, UPSTREAM_TEXT_LIMITS } from "mediagate/plugin";
 import { FAILURE_SENTENCES, type FailureReason } from "./errors.ts";
 import type { Platform } from "./hosts.ts";
 import type { DownloadOutput, StoredFile } from "./records.ts";
@@ -38,7 +38,7 @@ async function measure(ctx: JobRunContext, engine: MediaEngine, item: ExtractedI
   try {
     probe = await engine.probe(item.video, "video.mp4", { signal: ctx.signal });
   } catch (err) {
-    if (ctx.signal.aborted) throw err;
+    if (ctx.signal.aborted || isTransient(err)) throw err;
     ctx.log.warn(`social ${ctx.jobId}: extracted video unreadable: ${(err as Error).message}`);
     throw fail("failed");
   }

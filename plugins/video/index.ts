@@ -16,7 +16,7 @@
 // - Merged files carry `expires_at` 7 days out ("kept about 7 days"); the kernel's retention sweeper removes them then.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, checkPicture, type Counters, definePlugin, finishGeneratedClip, JobFailure, progressBetween, type JobKindDeclaration, type JobRunContext, limitParam, type MediaEngine, megabytes, mp4MetadataCategories, notFound, offsetParam, operation, type OperationContext, outboundToApiError, type OutboundGuard, PAGE_BOUNDS, pageBody, pageShape, parseSince, partnerJobIdField, PRIVATE_KEY_PREFIX, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, shown, UnsafeContentError, type VideoFrame, videoFrameSize, type VideoProviders } from "mediagate/plugin";
+import { isTransient, ApiError, checkPicture, type Counters, definePlugin, finishGeneratedClip, JobFailure, progressBetween, type JobKindDeclaration, type JobRunContext, limitParam, type MediaEngine, megabytes, mp4MetadataCategories, notFound, offsetParam, operation, type OperationContext, outboundToApiError, type OutboundGuard, PAGE_BOUNDS, pageBody, pageShape, parseSince, partnerJobIdField, PRIVATE_KEY_PREFIX, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, shown, UnsafeContentError, type VideoFrame, videoFrameSize, type VideoProviders } from "mediagate/plugin";
 import { VIDEO_ERRORS as E } from "./errors.ts";
 import { checkRequestUrls, decodedSize, GenerateAnimationInput, GenerateVideoInput, type FrameInput } from "./input.ts";
 import { concatClips } from "./merge.ts";
@@ -135,7 +135,7 @@ const videoJob: JobKindDeclaration<StoredInput> = {
       bytes = video.bytes;
       spoken = video.spoken ?? null;
     } catch (err) {
-      if (ctx.signal.aborted) throw err;
+      if (ctx.signal.aborted || isTransient(err)) throw err;
       if (err instanceof JobFailure) throw err; // a frame or reference that is gone
       if (err instanceof UnsafeContentError) throw new JobFailure(E.unsafe);
       // The provider's own words stay in our log; the partner gets the sanitized text.

@@ -1,0 +1,96 @@
+// Transient is not failure (issue 46, deliverable 4), on every database backend: a runner's transient error
+// (core/transient.ts: a lost connection, a time-out, an upstream's 5xx) is retried and never counts against
+// the kind's `retries`, so a job that meets more of them than it has retries still ends in success, charged and
+// not refunded; a runner's other errors still fail it after its retries, refunded once. The queue's back-off
+// (2 s doubling to 60 s) is set to none here, through the same Queue API the runtime uses, so the test waits
+// for the retries and not for their delays.
+import type { Kysely } from "kysely";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { JOB_CRASH_RETRIES, type JobKindDeclaration } from "../../core/jobs.ts";
+import { queuedThen } from "../../core/job-states.ts";
+import { definePlugin } from "../../core/plugin.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { until } from "../helpers/restart.ts";
+
+const runs = new Map<string, number>();
+const TRANSIENT_RUNS = 3;
+
+/** What node-postgres throws when the server is gone, and an upstream's 503 as a contract error carries it. */
+const transientErrors = [
+  () => Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" }),
+  () => Object.assign(new Error("the database system is starting up"), { code: "57P03" }),
+  () => Object.assign(new Error("upstream answered 503"), { upstreamStatus: 503 }),
+];
+
+const kind = (run: JobKindDeclaration["run"]): JobKindDeclaration => ({ ...queuedThen("done", "failed"), failError: "The job failed. Credits refunded.", retries: 1, run });
+const retrying = definePlugin({
+  name: "retrying",
+  jobs: {
+    // More transient errors than it has attempts, then a success.
+    flaky: kind(async (ctx) => {
+      const n = (runs.get(ctx.jobId) ?? 0) + 1;
+      runs.set(ctx.jobId, n);
+      if (n <= TRANSIENT_RUNS) throw transientErrors[(n - 1) % transientErrors.length]!();
+      return { state: "done" };
+    }),
+    // A bug: every attempt fails.
+    broken: kind(async (ctx) => {
+      runs.set(ctx.jobId, (runs.get(ctx.jobId) ?? 0) + 1);
+      throw new Error("a bug in the runner");
+    }),
+  },
+});
+
+for (const backend of await databaseBackends()) {
+  const t = suite(`transient errors are not failed attempts, on ${backend.name}`);
+  let tk: TestKernel;
+  t.before(async () => {
+    tk = await createTestKernel({ plugins: [retrying], start: true, databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined });
+    // The runtime's settings but the delay (kernel.start made the queues).
+    for (const k of ["flaky", "broken"]) {
+      await tk.kernel.queue.createQueue(`retrying.${k}`, { retryLimit: 1 + JOB_CRASH_RETRIES, expireInSeconds: 600, heartbeatSeconds: 10, deadLetter: `retrying.${k}.dead` });
+    }
+  });
+  t.after(async () => {
+    await tk.close();
+  });
+
+  const db = () => tk.kernel.database.kysely as Kysely<any>;
+  const submit = async (partnerId: string, k: string) =>
+    (await tk.kernel.jobs.submit({ partnerId, plugin: "retrying", kind: k, endpoint: `POST /${k}`, state: "queued", credits: 10, inflight: true, input: {} })).jobId;
+  const finished = async (jobId: string) => {
+    const read = () => db().selectFrom("jobs").select(["state", "finished_at", "credits_refunded", "failed_attempts", "error"]).where("id", "=", jobId).executeTakeFirstOrThrow();
+    return until(read, (j) => j.finished_at !== null, `job ${jobId} unfinished`, 60_000);
+  };
+  const balance = async (partnerId: string) => (await db().selectFrom("partners").select("credits_remaining").where("id", "=", partnerId).executeTakeFirstOrThrow()).credits_remaining;
+  const refunds = async (partnerId: string) => (await db().selectFrom("ledger").select("amount").where("partner_id", "=", partnerId).where("type", "=", "refund").execute()).length;
+
+  t("transient errors, more than the kind's retries, then a success: done, charged, nothing refunded", async () => {
+    const { id } = await tk.partner({ credits: 100 });
+    const jobId = await submit(id, "flaky");
+    const job = await finished(jobId);
+    assert.is(job.state, "done", `error: ${job.error}`);
+    assert.is(runs.get(jobId), TRANSIENT_RUNS + 1);
+    assert.is(job.failed_attempts, 0);
+    assert.is(job.credits_refunded, 0);
+    assert.is(await balance(id), 90);
+    assert.is(await refunds(id), 0);
+  });
+
+  t("a runner's own error still fails the job after its retries, refunded once", async () => {
+    const { id } = await tk.partner({ credits: 100 });
+    const jobId = await submit(id, "broken");
+    const job = await finished(jobId);
+    assert.is(job.state, "failed");
+    assert.is(job.error, "The job failed. Credits refunded.");
+    assert.is(runs.get(jobId), 2, "the first attempt and its one retry");
+    assert.is(job.failed_attempts, 2);
+    assert.is(job.credits_refunded, 10);
+    assert.is(await balance(id), 100);
+    assert.is(await refunds(id), 1);
+  });
+
+  t.run();
+}
