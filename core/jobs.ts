@@ -559,31 +559,43 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     for (const o of orphans) {
       // Take the lease over first: of two processes sweeping at once, one recovers the job.
       if (!(await background.transaction().execute((trx) => deps.leases.take(trx, o.key)))) continue;
-      const k = kinds.get(`${o.plugin}/${o.kind}`);
-      let outcome: JobOutcome | null = null;
-      if (k?.decl.recover) {
-        try {
-          outcome = await k.decl.recover({ jobId: o.id, partnerId: o.partner_id, input: o.input, state: o.state, db: background, blobs: deps.blobsFor(o.plugin), log });
-          if (outcome && !k.decl.terminal[outcome.state]) throw new IllegalTransition(`${o.plugin}/${o.kind} job ${o.id}: recover() returned non-terminal state "${outcome.state}"`);
-        } catch (err) {
-          log.error(`${o.plugin}/${o.kind} job ${o.id}: recover failed; failing and refunding it`, err);
-          outcome = null;
-        }
+      try {
+        await recoverOrphan(o);
+        ended++;
+      } catch (err) {
+        // A database blip mid-recovery: the lease we took must not live on with our heartbeat (the job would
+        // wait for this process to die); expired again, the next sweep of any process tries once more.
+        log.warn(`${o.plugin}/${o.kind} job ${o.id}: its recovery failed, tried again on the next sweep (${err instanceof Error ? err.message : String(err)})`);
+        await background.updateTable("leases").set({ expires_at: sql<Date>`now() - interval '1 second'` }).where("key", "=", o.key).execute().catch(() => {});
       }
-      log.warn(`${o.plugin}/${o.kind} job ${o.id}: its owner died in state "${o.state}"; ${outcome ? `recovered as "${outcome.state}"` : "failing and refunding it"}`);
-      if (k) {
-        const finish: FinishJob = outcome
-          ? { state: outcome.state, refund: k.decl.terminal[outcome.state] === "failure", error: null, output: outcome.output ?? null }
-          : { state: k.decl.failState, refund: true, error: k.decl.failError };
-        await end(k, o.id, finish, false);
-      } else {
-        // A kind no plugin declares: no state machine to consult; failed, refunded, with a sanitized sentence.
-        const done = await deps.finishJob(o.id, { state: "failed", refund: true, error: ORPHAN_ERROR });
-        if (done) await publish(updateOf(done.row));
-      }
-      ended++;
     }
     return ended;
+  }
+
+  /** Ends one orphaned synchronous job whose lease this process has just taken over. */
+  async function recoverOrphan(o: { id: string; plugin: string; kind: string; state: string; partner_id: string; input: unknown }): Promise<void> {
+    const k = kinds.get(`${o.plugin}/${o.kind}`);
+    let outcome: JobOutcome | null = null;
+    if (k?.decl.recover) {
+      try {
+        outcome = await k.decl.recover({ jobId: o.id, partnerId: o.partner_id, input: o.input, state: o.state, db: background, blobs: deps.blobsFor(o.plugin), log });
+        if (outcome && !k.decl.terminal[outcome.state]) throw new IllegalTransition(`${o.plugin}/${o.kind} job ${o.id}: recover() returned non-terminal state "${outcome.state}"`);
+      } catch (err) {
+        log.error(`${o.plugin}/${o.kind} job ${o.id}: recover failed; failing and refunding it`, err);
+        outcome = null;
+      }
+    }
+    log.warn(`${o.plugin}/${o.kind} job ${o.id}: its owner died in state "${o.state}"; ${outcome ? `recovered as "${outcome.state}"` : "failing and refunding it"}`);
+    if (k) {
+      const finish: FinishJob = outcome
+        ? { state: outcome.state, refund: k.decl.terminal[outcome.state] === "failure", error: null, output: outcome.output ?? null }
+        : { state: k.decl.failState, refund: true, error: k.decl.failError };
+      await end(k, o.id, finish, false);
+    } else {
+      // A kind no plugin declares: no state machine to consult; failed, refunded, with a sanitized sentence.
+      const done = await deps.finishJob(o.id, { state: "failed", refund: true, error: ORPHAN_ERROR });
+      if (done) await publish(updateOf(done.row));
+    }
   }
 
   // Queues are made on first need, by workers or by a submit (an API-only process runs no workers but
