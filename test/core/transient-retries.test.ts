@@ -3,13 +3,17 @@
 // the kind's `retries`, so a job that meets more of them than it has retries still ends in success, charged and
 // not refunded; a runner's other errors still fail it after its retries, refunded once. The queue's back-off
 // (2 s doubling to 60 s) is set to none here, through the same Queue API the runtime uses, so the test waits
-// for the retries and not for their delays.
+// for the retries and not for their delays. Music, whose runner turned any error of its upstream wait into a
+// failure, retries them too.
 import type { Kysely } from "kysely";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { JOB_CRASH_RETRIES, type JobKindDeclaration } from "../../core/jobs.ts";
 import { queuedThen } from "../../core/job-states.ts";
-import { definePlugin } from "../../core/plugin.ts";
+import { definePlugin, type CapabilityHost } from "../../core/plugin.ts";
+import type { MusicProviders, MusicTrack } from "../../contracts/music.ts";
+import type { UpstreamProvider } from "../../contracts/upstream.ts";
+import music from "../../plugins/music/index.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { until } from "../helpers/restart.ts";
@@ -43,14 +47,39 @@ const retrying = definePlugin({
   },
 });
 
+// A music upstream whose submit cannot be reached the first TRANSIENT_RUNS times, then makes two tiny tracks.
+let musicSubmits = 0;
+const flakyUpstream: UpstreamProvider<unknown, MusicTrack[]> = {
+  name: "music-flaky",
+  async submit() {
+    musicSubmits++;
+    if (musicSubmits <= TRANSIENT_RUNS) throw transientErrors[(musicSubmits - 1) % transientErrors.length]!();
+    return { id: `work-${musicSubmits}` };
+  },
+  async poll() {
+    const track = (i: number): MusicTrack => ({ audio: new Uint8Array([0xff, 0xfb, i]), cover: new Uint8Array([0xff, 0xd8, i]), coverMimeType: "image/jpeg", title: "Calm", duration: 3, arrangement: null });
+    return { state: "done", result: [track(0), track(1)] };
+  },
+};
+const flakyMusic = definePlugin({
+  name: "music-flaky-provider",
+  provides: { "music.generate": (_host: CapabilityHost): MusicProviders => ({ provider: () => ({ generate: flakyUpstream as any, extend: flakyUpstream as any }) }) },
+});
+
 for (const backend of await databaseBackends()) {
   const t = suite(`transient errors are not failed attempts, on ${backend.name}`);
   let tk: TestKernel;
   t.before(async () => {
-    tk = await createTestKernel({ plugins: [retrying], start: true, databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined });
+    musicSubmits = 0;
+    tk = await createTestKernel({
+      plugins: [retrying, flakyMusic, music],
+      start: true,
+      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
+      env: { PUBLIC_URL: "https://media.example.test" },
+    });
     // The runtime's settings but the delay (kernel.start made the queues).
-    for (const k of ["flaky", "broken"]) {
-      await tk.kernel.queue.createQueue(`retrying.${k}`, { retryLimit: 1 + JOB_CRASH_RETRIES, expireInSeconds: 600, heartbeatSeconds: 10, deadLetter: `retrying.${k}.dead` });
+    for (const queue of ["retrying.flaky", "retrying.broken", "music.music"]) {
+      await tk.kernel.queue.createQueue(queue, { retryLimit: 1 + JOB_CRASH_RETRIES, expireInSeconds: 900, heartbeatSeconds: 10, deadLetter: `${queue}.dead` });
     }
   });
   t.after(async () => {
@@ -90,6 +119,21 @@ for (const backend of await databaseBackends()) {
     assert.is(job.credits_refunded, 10);
     assert.is(await balance(id), 100);
     assert.is(await refunds(id), 1);
+  });
+
+  t("music: an upstream out of reach (connection refused, the database starting up, a 503) is retried, not failed", async () => {
+    const { id, key } = await tk.partner({ credits: 100 });
+    const res = await tk.request("POST", "/generate-music", { key, body: { prompt: "calm piano" } });
+    assert.is(res.status, 202, JSON.stringify(res.body));
+    const job = await finished(res.body.job_id);
+    assert.is(job.state, "complete", `error: ${job.error}`);
+    assert.is(musicSubmits, TRANSIENT_RUNS + 1);
+    assert.is(job.failed_attempts, 0);
+    assert.is(job.credits_refunded, 0);
+    assert.is(await refunds(id), 0);
+    const status = await tk.request("GET", `/music-status/${res.body.job_id}`, { key });
+    assert.is(status.body.status, "complete");
+    assert.is(status.body.tracks.length, 2);
   });
 
   t.run();
