@@ -286,7 +286,7 @@ export interface JobRuntimeDeps {
   /** Upstream callbacks (`$PUBLIC_URL`, UPSTREAM_CALLBACK_SECRET), or null when they are off. */
   upstreamCallbacks: WaitsDeps["callbacks"];
   /** The synchronous jobs' leases (core/leases.ts). */
-  leases: Pick<Leases, "take">;
+  leases: Pick<Leases, "take" | "owner">;
 }
 
 interface QueuedJob {
@@ -553,6 +553,9 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       .select(["jobs.id", "jobs.plugin", "jobs.kind", "jobs.state", "jobs.partner_id", "jobs.input", "leases.key"])
       .where("leases.key", "like", "job:%")
       .where("leases.expires_at", "<=", sql<Date>`now()`)
+      // Not our own: this process lives, so a lease of ours that lapsed (renewals failing for a while) covers
+      // work still under way here; another process may take it over, we do not fail our own live request.
+      .where("leases.owner", "<>", deps.leases.owner)
       .limit(100)
       .execute();
     let ended = 0;
@@ -564,9 +567,10 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
         ended++;
       } catch (err) {
         // A database blip mid-recovery: the lease we took must not live on with our heartbeat (the job would
-        // wait for this process to die); expired again, the next sweep of any process tries once more.
+        // wait for this process to die); expired again under no live owner, the next sweep of any process
+        // (this one included) tries once more.
         log.warn(`${o.plugin}/${o.kind} job ${o.id}: its recovery failed, tried again on the next sweep (${err instanceof Error ? err.message : String(err)})`);
-        await background.updateTable("leases").set({ expires_at: sql<Date>`now() - interval '1 second'` }).where("key", "=", o.key).execute().catch(() => {});
+        await background.updateTable("leases").set({ owner: "recovery-interrupted", expires_at: sql<Date>`now() - interval '1 second'` }).where("key", "=", o.key).execute().catch(() => {});
       }
     }
     return ended;

@@ -53,17 +53,25 @@ export function createLeases(options: LeasesOptions): Leases {
   const until = () => sql<Date>`now() + ${seconds} * interval '1 second'`;
   const tasks: Array<() => Promise<unknown>> = [];
   let timer: NodeJS.Timeout | null = null;
-  let beating: Promise<void> | null = null;
+  // The renewal and the tasks each run one at a time, but apart: a slow task (recovering many orphans, a slow
+  // database) must never hold back the renewal, or this live process's own leases would run out under it.
+  let renewing: Promise<void> | null = null;
+  let working: Promise<void> | null = null;
 
-  const beat = async () => {
+  const renewOnce = async () => {
     try {
       await leases.renew();
     } catch (err) {
       // A database blip: the next beat tries again; the lease outlives a few missed beats.
       log.warn(`leases: renewal failed (${err instanceof Error ? err.message : String(err)})`);
-      return;
     }
+  };
+  const runTasks = async () => {
     for (const task of tasks) await task().catch((err) => log.warn(`leases: a heartbeat task failed (${err instanceof Error ? err.message : String(err)})`));
+  };
+  const beat = () => {
+    if (!renewing) renewing = renewOnce().finally(() => (renewing = null));
+    if (!working) working = renewing.then(runTasks).finally(() => (working = null));
   };
 
   const leases: Leases = {
@@ -101,18 +109,15 @@ export function createLeases(options: LeasesOptions): Leases {
       if (options.embedded) await db.updateTable("leases").set({ expires_at: sql<Date>`now() - interval '1 second'` }).where("owner", "<>", owner).execute();
       // A third of the lease: two beats may be missed (a slow database) before a live owner's lease runs out.
       const every = Math.max(500, Math.floor((seconds * 1000) / 3));
-      timer = setInterval(() => {
-        if (beating) return;
-        beating = beat().finally(() => (beating = null));
-      }, every);
+      timer = setInterval(beat, every);
       timer.unref();
       // At once too: work orphaned before this start (a restart) is recovered now, not a beat later.
-      beating = beat().finally(() => (beating = null));
+      beat();
     },
     async stop() {
       if (timer) clearInterval(timer);
       timer = null;
-      await beating;
+      await Promise.all([renewing, working]);
     },
   };
   return leases;

@@ -115,8 +115,11 @@ for (const backend of await databaseBackends()) {
       const db = tk.kernel.database.kysely;
       assert.is(Number((await db.selectFrom("leases").select(sql<number>`count(*)`.as("n")).executeTakeFirstOrThrow()).n), 4, "each job holds its lease from the charge");
       assert.is(await tk.kernel.jobs.recoverOrphans(), 0, "nothing while the leases live");
-      // Three owners died: their leases expired.
-      await db.updateTable("leases").set({ expires_at: sql`now() - interval '1 second'` }).where("key", "in", [stored.jobId, lost.jobId, foreign.jobId].map((id) => `job:${id}`)).execute();
+      // Three owners died: their leases expired (a process never recovers its own: it is alive).
+      await db.updateTable("leases").set({ expires_at: sql`now() - interval '1 second'` }).where("key", "=", `job:${live.jobId}`).execute();
+      assert.is(await tk.kernel.jobs.recoverOrphans(), 0, "not a lapsed lease of this live process");
+      await db.updateTable("leases").set({ expires_at: sql`now() + interval '1 hour'` }).where("key", "=", `job:${live.jobId}`).execute();
+      await db.updateTable("leases").set({ owner: "a-process-that-died", expires_at: sql`now() - interval '1 second'` }).where("key", "in", [stored.jobId, lost.jobId, foreign.jobId].map((id) => `job:${id}`)).execute();
       assert.is(await tk.kernel.jobs.recoverOrphans(), 3);
       assert.is(await tk.kernel.jobs.recoverOrphans(), 0, "once");
       const rows = await db.selectFrom("jobs").select(["id", "state", "error", "credits_refunded", "holds_inflight_slot", "output"]).where("partner_id", "=", partnerId).execute();
