@@ -301,7 +301,7 @@ for (const backend of await databaseBackends()) {
     const notes: string[] = [];
     await Promise.all(
       toReplay.map(async (s) => {
-        const again = await through("POST", api(s.req.path), { key, body: s.req.body, idem: s.idem! });
+        const again = await through("POST", api(s.req.path), { key, body: s.req.body, idem: s.idem!, timeoutMs: 90_000 });
         if (again.status === 409) v("key_locked", `${s.req.area} ${s.idem} (first answer ${s.first.status}): ${again.text.slice(0, 200)}`);
         else if (again.status === 500 || again.status === 0) v("key_replay_error", `${s.req.area} ${s.idem}: ${again.status} ${again.text.slice(0, 200)}`);
         // A request that died unanswered may run again on its retry; it may fail as itself (a 502 of the area).
