@@ -486,7 +486,9 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
         onScanned: (active) => {
           if (Date.now() - lastSupervise < (active ? activeSupervise : restSupervise) * 1000) return;
           lastSupervise = Date.now();
-          boss.supervise().catch(onError);
+          // The attempts it expires (a dead process's) come back as retries due within seconds: scan again at
+          // once, which schedules the fetch for when they are due, rather than a whole interval later.
+          boss.supervise().then(() => scanner?.soon(0), onError);
         },
         onError,
       });
