@@ -331,6 +331,7 @@ for (const backend of await databaseBackends()) {
     // ---- stop everything, read the tables -----------------------------------------------------------------
     await db?.close();
     await pgAdmin?.end();
+    const stoppedAt = Date.now();
     for (const s of slots) {
       s.killing = true;
       await s.proc?.stop();
@@ -338,7 +339,7 @@ for (const backend of await databaseBackends()) {
     const database = await openDatabase(databaseUrl ? { url: databaseUrl } : { dataDir });
     let facts;
     try {
-      facts = await checkDatabase(database.kysely, rcv.got, violations);
+      facts = await checkDatabase(database.kysely, rcv.got, violations, stoppedAt);
     } finally {
       await database.close();
       await rcv.close();
@@ -364,6 +365,7 @@ for (const backend of await databaseBackends()) {
         ["requests", sent.length],
         ["keyed / replayed", `${sent.filter((s) => s.idem).length} / ${replayed}`],
         ["keys without an answer row", facts.unansweredKeys.length],
+        ["events made during the stop", facts.lateEvents.length],
         ["settled", settled ? `yes, ${(settleMs / 1000).toFixed(1)} s after the load` : `NO within ${RECOVERY_MS / 1000} s (${open.size} followed jobs open)`],
         ["webhook requests", `${rcv.got.length} for ${ids2.size} events`],
         ["phases (s)", `boot ${(bootMs / 1000).toFixed(0)}, inputs ${((loadStart - testStart - bootMs) / 1000).toFixed(0)}, load ${((recoveryStart - loadStart) / 1000).toFixed(0)}, recovery+keys ${((checksStart - recoveryStart) / 1000).toFixed(0)}, checks ${((Date.now() - checksStart) / 1000).toFixed(0)}`],

@@ -194,11 +194,16 @@ function declarations() {
 
 export interface DbFacts {
   unansweredKeys: string[];
+  lateEvents: string[];
   jobs: Array<{ id: string; plugin: string; kind: string; state: string; credits_used: number; credits_refunded: number; holds_inflight_slot: boolean; created_at: Date; finished_at: Date | null; callback_url: string | null; partner_id: string; error: string | null }>;
   outcome: Map<string, "success" | "failure" | "open">;
 }
 
-export async function checkDatabase(db: Kysely<KernelTables>, receipts: Receipt[], violations: Violation[]): Promise<DbFacts> {
+/**
+ * `stoppedAt`: when the test began stopping the processes. An event made after it (a job ended by the
+ * shutdown itself) waits for the next start to be sent: counted in `lateEvents`, not a violation.
+ */
+export async function checkDatabase(db: Kysely<KernelTables>, receipts: Receipt[], violations: Violation[], stoppedAt = Infinity): Promise<DbFacts> {
   const v = (kind: string, detail: string) => violations.push({ kind, detail });
   const { terminal, events } = declarations();
   const jobs = (await db.selectFrom("jobs").select(["id", "plugin", "kind", "state", "credits_used", "credits_refunded", "holds_inflight_slot", "created_at", "finished_at", "callback_url", "partner_id", "error"]).execute()) as DbFacts["jobs"];
@@ -245,12 +250,15 @@ export async function checkDatabase(db: Kysely<KernelTables>, receipts: Receipt[
   const deliveries = await db.selectFrom("webhook_deliveries").selectAll().execute();
   const byEvent = new Map<string, Receipt[]>();
   for (const r of receipts) byEvent.set(r.id, [...(byEvent.get(r.id) ?? []), r]);
+  const late = new Set(stored.filter((e) => new Date(e.created_at).getTime() >= stoppedAt).map((e) => e.id));
   for (const e of stored) {
+    if (late.has(e.id)) continue;
     const copies = byEvent.get(e.id) ?? [];
     if (!copies.length) v("webhook_missing", `${e.id} ${e.event} job ${e.job_id}`);
     if (copies.some((c) => c.body !== e.body)) v("webhook_bytes", `${e.id} ${e.event}: ${new Set(copies.map((c) => c.body)).size} different bodies`);
   }
   for (const d of deliveries) {
+    if (late.has(d.event_id)) continue;
     const seen = (byEvent.get(d.event_id) ?? []).filter((c) => d.url.endsWith(c.path)).length;
     if (d.status !== "delivered") v("webhook_undelivered", `${d.event_id} job ${d.job_id}: ${d.status} after ${d.attempt} attempts (${d.last_error ?? ""})`);
     if (seen > Number(d.attempt)) v("webhook_attempts_lost", `${d.event_id} job ${d.job_id}: ${seen} requests received, record counts ${d.attempt}`);
@@ -262,7 +270,7 @@ export async function checkDatabase(db: Kysely<KernelTables>, receipts: Receipt[
     const ev = events.get(`${j.plugin}/${j.kind}`);
     if (ev?.[o] && !withEvent.has(j.id)) v("webhook_no_event", `${j.id} ${j.plugin}/${j.kind} ${j.state}${j.callback_url ? " (callback_url)" : ""}`);
   }
-  return { jobs, outcome, unansweredKeys };
+  return { jobs, outcome, unansweredKeys, lateEvents: [...late] };
 }
 
 /** From a kill to the moment every job open at the kill had ended (null: one never did). */
