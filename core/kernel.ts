@@ -7,6 +7,7 @@ import { compileJobKinds, createJobRuntime, type JobRuntime } from "./jobs.ts";
 import { compileOperations, type OperationTable } from "./operations.ts";
 import { chargeAndCreateJob, finishJob, type FinishJob, type FinishedJob, refundShare } from "./ledger.ts";
 import { createLogger, type Logger } from "./log.ts";
+import { isTransient } from "./transient.ts";
 import type { CapabilityHost, PluginDeclaration } from "./plugin.ts";
 import type { CapabilityMap, CapabilityName, KernelCapability } from "../contracts/index.ts";
 import { createRateLimiter } from "./rate-limit.ts";
@@ -25,8 +26,8 @@ import { createOutboundGuard, type OutboundGuard } from "../lib/outbound/index.t
 import { createWebhooks, TEST_EVENT, type Webhooks } from "./webhooks.ts";
 import { createRetentionSweeper, retainingBlobStore, type RetentionSweeper } from "./retention.ts";
 import { createIdempotencyStore, type IdempotencyStore } from "./idempotency.ts";
-import type { Kysely } from "kysely";
 import { createLeases, type Leases } from "./leases.ts";
+import type { Kysely } from "kysely";
 import type { KernelTables } from "../storage/tables.ts";
 import { serviceMediaReader } from "../lib/service-media.ts";
 
@@ -118,7 +119,10 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     });
   }
   // An unreachable or locked database stops the boot as one line naming the variable (BootError), not a stack.
-  const database = options.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir }).catch((err: unknown) => {
+  // A connection the server dropped (a terminated backend, a restart) is logged once, at warn: what it was
+  // doing failed with an error of its own, handled where it was made (storage/db.ts).
+  const onConnectionLost = (err: Error) => log.warn("database connection lost", { reason: err.message, code: (err as { code?: string }).code });
+  const database = options.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, onConnectionLost }).catch((err: unknown) => {
     throw err instanceof DatabaseOpenError ? new BootError(err.message) : err;
   }));
   const closers: Array<() => Promise<unknown>> = [];
@@ -143,7 +147,13 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     const queue = createQueue(
       database.kind === "pglite" ? { kind: "pglite", pglite: database.pglite! } : { kind: "postgres", connectionString: database.connectionString! },
       // Maintenance (which fails attempts whose process died) every 10 s, so a crash costs seconds, not minutes.
-      { onError: (err) => log.error("queue error", err), superviseIntervalSeconds: 10 },
+      // A poll or maintenance pass that lost its connection is tried again on the next one: a warning, of one
+      // line (pg-pool hangs the whole client on a dropped connection's error).
+      {
+        onError: (err) =>
+          isTransient(err) ? log.warn("queue error", { reason: (err as Error).message, code: (err as { code?: string }).code }) : log.error("queue error", err),
+        superviseIntervalSeconds: 10,
+      },
     );
 
     const usage = new UsageRecorder(database.kysely, clock);

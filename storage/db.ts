@@ -57,6 +57,12 @@ export interface OpenDatabaseOptions {
    * test kit starts every database from one copy of initdb's result (testkit/pglite-template.ts).
    */
   template?: Blob;
+  /**
+   * Postgres only: told once per connection the server ended or the network lost (a terminated backend, a
+   * restart, a failover), with the first error it gave. For the log; the statement in flight has failed
+   * with an error of its own, where it is handled. Without it, nothing is reported.
+   */
+  onConnectionLost?: (err: Error) => void;
 }
 
 /**
@@ -87,6 +93,90 @@ export function describePostgresUrl(url: string): string {
   }
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// Connections the server dropped. A connection ends under its holder when the server is stopped or restarted,
+// an administrator terminates its backend, or the network goes: pg then emits 'error' on the client, and an
+// 'error' with no listener ends the process. pg-pool listens only while a client is idle (it takes its listener
+// off at checkout), so every client gets a listener of its own for its whole life, when the pool makes it. The
+// statement in flight fails with its own error, which its caller handles like any other (the kernel's
+// core/transient.ts calls it transient: a job's attempt is retried, a request answers 503); the process goes on.
+//
+// A dead client must not go back to the pool for the next statement: kysely's driver releases without an
+// error, so the lane's release below gives pg-pool the reason, and pg-pool discards the client.
+
+/** pg's Client with the fields pg-pool itself reads to judge a client (not in its typings). */
+type PgClient = pg.PoolClient & { _queryable?: boolean; _ending?: boolean; getTransactionStatus?(): string | null };
+
+/** Why each dead client died (its first error); a client not in here is alive as far as we know. */
+const lost = new WeakMap<pg.Client, Error>();
+
+/**
+ * Whether `err`, which `client` gave, means the connection is over. Judged by the connection, not by a list
+ * of codes: the client emitted 'error' or is no longer queryable (the socket failed or ended), or the server
+ * sent a FATAL error (57P01 from pg_terminate_backend or a fast stop, 57P02, ...), after which it always
+ * closes the session.
+ */
+function connectionOver(client: pg.Client, err: unknown): boolean {
+  const c = client as PgClient;
+  if (lost.has(client) || c._queryable === false) return true;
+  const severity = (err as { severity?: string } | null)?.severity;
+  return severity === "FATAL" || severity === "PANIC";
+}
+
+// A statement the requests lane may send a second time, on a fresh connection, when its connection was lost
+// before it answered: a plain SELECT outside any transaction (kysely compiles every selectFrom to "select ...";
+// "with ..." may hold a writing CTE and is never retried), that takes no row locks and calls none of the
+// functions that change something. Run twice, such a statement changes nothing; inside a transaction nothing is
+// retried (the transaction fails as a whole, and its caller decides). The job runtime's statements (the
+// background lane) are not retried here: the attempt they belong to is retried as a whole.
+const READ_ONLY = /^\s*select\b/i;
+const NOT_READ_ONLY = /\bfor\s+(update|share|no\s+key\s+update|key\s+share)\b|\b(into|pg_advisory\w*|pg_try_advisory\w*|pg_notify|nextval|setval|set_config|txid_current|pg_current_xact_id)\b/i;
+
+/**
+ * Clients checked out by the requests lane right now (their SELECTs are retried, see READ_ONLY), each with
+ * the function that gives the client back to the pool without giving back the lane's place.
+ */
+const retrying = new WeakMap<pg.Client, (err: Error) => void>();
+
+/**
+ * Readies a client the pool has just made: its listener for the rest of its life, and its query() recording a
+ * lost connection (a FATAL answer comes before the socket's end) and retrying what READ_ONLY allows.
+ */
+function watchClient(pool: pg.Pool, client: pg.Client, onLost: (err: Error) => void): void {
+  const markLost = (err: Error) => {
+    if (lost.has(client)) return;
+    lost.set(client, err);
+    onLost(err);
+  };
+  client.on("error", markLost);
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  // kysely calls query(text, values) and awaits the promise; any other form (a callback, a cursor) goes to pg as is.
+  (client as { query: unknown }).query = (...args: unknown[]) => {
+    const [text, values] = args;
+    if (typeof text !== "string" || args.length > 2 || (values !== undefined && !Array.isArray(values))) return query(...args);
+    const giveBackDead = retrying.get(client);
+    const retryable = giveBackDead !== undefined && (client as PgClient).getTransactionStatus?.() === "I" && READ_ONLY.test(text) && !NOT_READ_ONLY.test(text);
+    return (query(text, values) as Promise<pg.QueryResult>).catch(async (err: unknown) => {
+      if (!connectionOver(client, err)) throw err;
+      markLost(err as Error);
+      if (!retryable || !giveBackDead) throw err;
+      // The dead client goes back now (discarded), so the pool has room for the fresh one; the lane's place
+      // stays held until kysely releases this connection. One retry only: the fresh client's own query() is
+      // not the requests lane's, so a second loss fails the statement.
+      giveBackDead(err as Error);
+      const fresh = await pool.connect();
+      try {
+        const result = await fresh.query(text, values as unknown[]);
+        fresh.release();
+        return result;
+      } catch (again) {
+        fresh.release(connectionOver(fresh, again) ? (again as Error) : undefined);
+        throw again;
+      }
+    });
+  };
+}
+
 // The pool as one lane's kysely sees it: a connection is taken through LanePlaces (storage/lanes.ts), so a
 // job's statements take turns with a burst of requests' instead of queueing behind all of them. As many
 // places as the pool has connections, so pg's own queue stays empty. The requests' lane owns the pool (its
@@ -102,12 +192,26 @@ function byLane(pool: pg.Pool, places: LanePlaces, lane: Lane) {
         giveBack();
         throw err;
       }
-      // pg sets `release` on each checkout, so wrapping this one leaves the next checkout's alone.
+      // pg sets `release` on each checkout, so wrapping this one leaves the next checkout's alone. Once: a
+      // retry (watchClient) may have given a dead client back already, and pg-pool throws on a second release.
       const release = client.release.bind(client);
-      client.release = (err?: Error | boolean) => {
-        release(err);
-        giveBack();
+      let released = false;
+      const releaseOnce = (err?: Error | boolean) => {
+        if (released) return;
+        released = true;
+        retrying.delete(client);
+        // A client whose connection is over is discarded, whether or not its holder says so.
+        release(err || lost.get(client) || ((client as PgClient)._queryable === false ? new Error("the connection was lost") : undefined));
       };
+      client.release = (err?: Error | boolean) => {
+        try {
+          releaseOnce(err);
+        } finally {
+          giveBack();
+        }
+      };
+      if (lane === "requests") retrying.set(client, releaseOnce);
+      else retrying.delete(client);
       return client;
     },
     end: async () => {
@@ -151,8 +255,12 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     });
     // An idle connection that the server ends (a restart, a failover, an administrator's terminate) is an
     // 'error' event on the pool, which with no listener ends the process. pg has already dropped that
-    // connection; the next query opens a new one, or fails with an error of its own where it is handled.
+    // connection; the next query opens a new one, or fails with an error of its own where it is handled. The
+    // client's own listener (watchClient) has reported it.
     pool.on("error", () => {});
+    // Emitted as the pool makes each client, before anyone holds it.
+    const onLost = options.onConnectionLost ?? (() => {});
+    pool.on("connect", (client) => watchClient(pool, client, onLost));
     const places = new LanePlaces(options.poolSize ?? 10);
     const kysely = new Kysely<KernelTables>({ dialect: new PostgresDialect({ pool: byLane(pool, places, "requests") }) });
     const background = new Kysely<KernelTables>({ dialect: new PostgresDialect({ pool: byLane(pool, places, "background") }) });

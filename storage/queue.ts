@@ -19,6 +19,7 @@
 // connection, pg-boss's statement waits for it, and the transaction waits for pg-boss.
 import type { PGlite } from "@electric-sql/pglite";
 import { PgBoss, fromPglite, type ConstructorOptions, type Db, type SendOptions as BossSendOptions } from "pg-boss";
+import { POOL_CONNECT_TIMEOUT_MS } from "./db.ts";
 import { createFetcher, createScanner, type BossCalls, type Fetcher, type HeldJob, type Scanner } from "./queue-fetcher.ts";
 
 export interface QueueJob<T = unknown> {
@@ -271,8 +272,17 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
   const boss =
     target.kind === "pglite"
       ? new PgBoss({ ...config, db: pgliteDatabase(target.pglite), backend: "pglite" })
-      : new PgBoss({ ...config, connectionString: target.connectionString, ...(options.poolSize ? { max: options.poolSize } : {}) });
-  // Always listened to: an `error` event with no listener throws out of pg-boss's timers.
+      : new PgBoss({
+          ...config,
+          connectionString: target.connectionString,
+          // As the application's pool (storage/db.ts): a send or a fetch while the server is gone from the
+          // network fails as an outage in seconds, not after pg-boss's 10 s.
+          connectionTimeoutMillis: POOL_CONNECT_TIMEOUT_MS,
+          ...(options.poolSize ? { max: options.poolSize } : {}),
+        });
+  // Always listened to: an `error` event with no listener throws out of pg-boss's timers. pg-boss guards its
+  // own clients: its pool's 'error' comes here, a pooled statement whose connection drops is released with
+  // the error, and its transactions and LISTEN client have listeners of their own (pg-boss 12.35's db.js).
   boss.on("error", (err) => onError(err));
   boss.on("warning", (warning) => options.onWarning?.(warning));
 
