@@ -2,12 +2,13 @@
 // at `next_attempt_at`), so nothing else has to be queued, and a loop that dies loses nothing:
 // - a tick claims due rows in one statement, as many as there are free sending slots, at most PER_HOST per
 //   destination (host and port) counting what this process is already sending there, by setting a short
-//   lease (`claimed_until`). The UPDATE re-checks the lease on each row it locks, so two processes never
+//   lease (`claimed_until`) and counting the attempt before it is sent (so the record never counts fewer
+//   attempts than requests made). The UPDATE re-checks the lease on each row it locks, so two processes never
 //   claim the same row; a process killed mid-send leaves a lease that runs out, and the row is sent again
-//   (at least once, as the spec's receivers expect: they drop repeated event ids);
+//   (at least once, as the spec's receivers expect: they drop repeated event ids), its lost attempt counted;
 // - each claimed row is sent at once, concurrently (a receiver that hangs holds only its own slots for its
 //   10 s), and its outcome joins a buffer that one UPDATE writes for the whole batch. The write is fenced on
-//   the attempt it answers (`attempt = n - 1` and still pending), so a late or repeated outcome changes
+//   the attempt it answers (`attempt = n`, counted by its claim, and still pending), so a late or repeated outcome changes
 //   nothing and at most one attempt marks a delivery delivered;
 // - a failed attempt with attempts left sets `next_attempt_at` by WEBHOOK_RETRY_DELAYS and drops the lease.
 // It ticks when woken (a job that ended with an event, a resend: `wake()`, over the kernel's pub/sub so
@@ -37,6 +38,9 @@ export const DELIVERY_LIMITS = {
 } as const;
 
 export const WEBHOOK_WAKE_CHANNEL = "kernel:webhooks-due";
+
+/** `last_error` of an attempt whose sender stopped (a kill) before it recorded an outcome: counted, unanswered. */
+export const LOST_ATTEMPT_ERROR = "No outcome was recorded (the sender stopped)";
 
 /** A claimed delivery, with what its attempt sends. */
 export interface ClaimedDelivery {
@@ -102,15 +106,25 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
   let unsubscribe: (() => Promise<void>) | undefined;
   let drained: (() => void) | undefined;
 
-  /** Claims up to `free` due rows, within each destination's allowance, and returns them with their bodies. */
+  /**
+   * Claims up to `free` due rows, within each destination's allowance, and returns them with their bodies.
+   * The claim is the attempt's record: it counts the attempt (and stamps its time) before the request is sent,
+   * so a process killed after sending can never leave the record counting fewer attempts than requests made.
+   * A row whose lease ran out with no outcome (its sender died) says so in `last_error` when it is claimed
+   * again, or, when that was its last attempt, ends `failed` in the same statement.
+   */
   async function claim(free: number): Promise<ClaimedDelivery[]> {
     const busy = JSON.stringify(Object.fromEntries(perHost));
     const { rows } = await sql<ClaimedDelivery>`
-      with ranked as (
+      with lost_last as (
+        update webhook_deliveries d
+        set status = 'failed', claimed_until = null, next_attempt_at = null, last_status_code = null, last_error = ${LOST_ATTEMPT_ERROR}
+        where d.status = 'pending' and d.attempt >= d.max_attempts and d.claimed_until < now()
+      ), ranked as (
         select d.id, ${AUTHORITY} as authority,
                row_number() over (partition by ${AUTHORITY} order by d.next_attempt_at, d.id) as n
         from webhook_deliveries d
-        where d.status = 'pending' and d.next_attempt_at <= now() and (d.claimed_until is null or d.claimed_until < now())
+        where d.status = 'pending' and d.attempt < d.max_attempts and d.next_attempt_at <= now() and (d.claimed_until is null or d.claimed_until < now())
       ), due as (
         select id, authority from ranked
         where n <= ${limits.perHost} - coalesce((${busy}::jsonb ->> authority)::int, 0)
@@ -118,11 +132,16 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
         limit ${free}
       )
       update webhook_deliveries w
-      set claimed_until = now() + make_interval(secs => ${limits.leaseSeconds})
+      set claimed_until = now() + make_interval(secs => ${limits.leaseSeconds}),
+          attempt = w.attempt + 1,
+          last_attempt_at = now(),
+          -- SET reads the row as it was: a lease still set here ran out under a sender that recorded nothing.
+          last_status_code = case when w.claimed_until is null then w.last_status_code else null end,
+          last_error = case when w.claimed_until is null then w.last_error else ${LOST_ATTEMPT_ERROR} end
       from due, webhook_events e
       where w.id = due.id and e.id = w.event_id
-        and w.status = 'pending' and (w.claimed_until is null or w.claimed_until < now())
-      returning w.id::text as id, w.url, due.authority, w.attempt + 1 as attempt, w.max_attempts, e.id as event_id, e.event, e.body,
+        and w.status = 'pending' and w.attempt < w.max_attempts and (w.claimed_until is null or w.claimed_until < now())
+      returning w.id::text as id, w.url, due.authority, w.attempt, w.max_attempts, e.id as event_id, e.event, e.body,
         (select s.secret from webhook_settings s where s.partner_id = w.partner_id) as secret`.execute(db);
     return rows;
   }
@@ -166,7 +185,6 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
           await sql`
             update webhook_deliveries d set
               status = v.status,
-              attempt = v.attempt,
               last_status_code = v.code,
               last_error = v.error,
               last_attempt_at = now(),
@@ -174,7 +192,7 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
               delivered_at = case when v.status = 'delivered' then now() else null end,
               claimed_until = null
             from (values ${values}) as v(id, status, attempt, code, error, delay)
-            where d.id = v.id and d.attempt = v.attempt - 1 and d.status = 'pending'`.execute(db);
+            where d.id = v.id and d.attempt = v.attempt and d.status = 'pending'`.execute(db);
         } catch (err) {
           // Not recorded: each lease runs out and its attempt is made again (at least once).
           log.error(`webhooks: ${batch.length} attempt outcomes could not be recorded`, err);
@@ -216,7 +234,7 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
       try {
         const claimed = await claim(free);
         if (!running) {
-          await handBack(claimed.map((d) => d.id));
+          await handBack(claimed.map((d) => d.id), true);
           break;
         }
         // An empty claim with a destination at its bound does not mean nothing is due: its rows wait for these sends.
@@ -246,10 +264,15 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
     timer.unref?.();
   }
 
-  /** Drops the leases of rows this process will not send after all, so another process sends them now. */
-  async function handBack(ids: string[]): Promise<void> {
+  /**
+   * Drops the leases of rows this process will not send after all, so another process sends them now. Rows
+   * claimed but never sent (`unsent`) give back the attempt their claim counted; a send still in flight at
+   * stop may have reached its receiver, so its attempt stays counted.
+   */
+  async function handBack(ids: string[], unsent = false): Promise<void> {
     if (ids.length === 0) return;
-    await sql`update webhook_deliveries set claimed_until = null where id = any(${ids}::bigint[]) and status = 'pending'`.execute(db).catch((err) => log.warn("webhooks: could not hand back claimed deliveries", err));
+    const attempt = unsent ? sql`attempt - 1` : sql`attempt`;
+    await sql`update webhook_deliveries set claimed_until = null, attempt = ${attempt} where id = any(${ids}::bigint[]) and status = 'pending'`.execute(db).catch((err) => log.warn("webhooks: could not hand back claimed deliveries", err));
   }
 
   return {

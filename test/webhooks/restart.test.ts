@@ -109,6 +109,10 @@ for (const backend of await databaseBackends()) {
         assert.is(new Set(copies.map((g) => g.body)).size, 1, `event ${id}: every copy has the same bytes`);
         const record = final.find((d) => d.event_id === id)!;
         assert.ok(record.attempt >= 2, `event ${id}: the schedule went on (attempt ${record.attempt})`);
+        // Each attempt is counted before it is sent: the attempt the kill cut short (received, its outcome
+        // never recorded) is in the record too, so the record never counts fewer attempts than requests made.
+        assert.ok(record.attempt >= copies.length, `event ${id}: ${copies.length} requests received, the record counts ${record.attempt} attempts`);
+        assert.is(record.attempt, Math.max(...copies.map((g) => g.attempt)), `event ${id}: the record's count is the last request's attempt number`);
       }
       assert.ok(rcv.got.length > atKill, "the second server delivered");
       assert.is(rcv.got.filter((g) => g.attempt === 1).length, JOBS, "no first attempt was made again");
