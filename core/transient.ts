@@ -46,7 +46,6 @@ const NAMES: Record<string, TransientKind> = {
   MaxRetriesPerRequestError: "connection",
   RedisUnreachableError: "connection", // storage/counters.ts: a command refused while Redis reconnects
   TimeoutError: "timeout", // AbortSignal.timeout
-  TransientProviderError: "upstream", // contracts/errors.ts
 };
 
 const MAX_DEPTH = 6;
@@ -82,7 +81,9 @@ export function transientKind(err: unknown): TransientKind | null {
     }
     const byName = typeof e.name === "string" ? NAMES[e.name] : undefined;
     if (byName) return byName;
-    // An upstream's HTTP failure that carries its status (SpeechHttpError and the like).
+    // An upstream's HTTP failure that carries its status as `upstreamStatus` (an adapter of a real service sets
+    // it). The sandbox contracts' errors carry none: a model's provider chain moves on to its next provider on
+    // TransientProviderError by itself, and what the chain finally throws is the job's sanitized failure.
     if (typeof e.upstreamStatus === "number" && isTransientStatus(e.upstreamStatus)) return "upstream";
     const message = typeof e.message === "string" ? e.message : "";
     if (message && CONNECTION_MESSAGES.some((re) => re.test(message))) return "connection";
