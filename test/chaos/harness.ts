@@ -157,7 +157,9 @@ export function nextRequest(rng: Rng, n: number, inp: Inputs): Request {
     [1, () => ({ area: "omni-script", path: "/omni/script-runner", body: { character_id: inp.characterId, sections: [{ content: `Hero: "One ${n}."${fail}`, duration: 4 }, { content: 'Hero: "Two."', duration: 4 }] }, status: (b) => [`/omni/script-runner/${b.batch_id}`] })],
     [1, () => ({ area: "script-runner", path: "/script-runner", body: { prompt: script([`A harbour ${n}.${fail}`, "Calm sea."]), character_image_base64: png([200, 40, 40], 32, 32) }, status: (b) => [`/script-runner/${b.job_id}`] })],
     [3, () => ({ area: "voiceover", path: "/generate-voiceover", body: { text: `Chaos line ${n}.${fail}`, voice_id: VOICES[n % VOICES.length]!.voice_id }, status: null })],
-    [2, () => ({ area: "music", path: "/generate-music", body: { prompt: `lofi beats ${n}${fail}` }, status: (b) => [`/music-status/${b.job_id}`] })],
+    // Weight 1: a sandbox song is two 30-45 s arrangements synthesized and encoded for real, seconds of CPU
+    // each, and a worker runs two at a time; more of them measure the render's queue, not the recovery.
+    [1, () => ({ area: "music", path: "/generate-music", body: { prompt: `lofi beats ${n}${fail}` }, status: (b) => [`/music-status/${b.job_id}`] })],
   ];
   const total = choices.reduce((s, [w]) => s + w, 0);
   let r = rng.next() * total;
