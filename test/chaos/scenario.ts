@@ -370,6 +370,7 @@ export async function runChaos(only: DatabaseBackend["name"]): Promise<void> {
           ["keyed / replayed", `${sent.filter((s) => s.idem).length} / ${replayed}`],
           ["keys without an answer row", facts.unansweredKeys.length],
           ["events made during the stop", facts.lateEvents.length],
+        ["jobs open but owned at the end", facts.ownedOpen.length],
           ["settled", settled ? `yes, ${(settleMs / 1000).toFixed(1)} s after the load` : `NO within ${RECOVERY_MS / 1000} s (${open.size} followed jobs open)`],
           ["webhook requests", `${rcv.got.length} for ${ids2.size} events`],
           ["phases (s)", `boot ${(bootMs / 1000).toFixed(0)}, inputs ${((loadStart - testStart - bootMs) / 1000).toFixed(0)}, load ${((recoveryStart - loadStart) / 1000).toFixed(0)}, recovery+keys ${((checksStart - recoveryStart) / 1000).toFixed(0)}, checks ${((Date.now() - checksStart) / 1000).toFixed(0)}`],
@@ -386,6 +387,7 @@ export async function runChaos(only: DatabaseBackend["name"]): Promise<void> {
         ]),
       ].join("\n");
       console.log(out);
+      if (facts.ownedOpen.length) console.log(`open after the window, still owned by a queue job or a lease (not stuck):\n${facts.ownedOpen.map((x) => `  ${x}`).join("\n")}`);
       if (notes.length) console.log(`notes (not violations):\n${notes.map((x) => `  ${x}`).join("\n")}`);
       if (violations.length) console.log(`violations (first 60):\n${violations.slice(0, 60).map((x) => `  ${x.kind}: ${x.detail.replace(/\n/g, " | ").slice(0, 400)}`).join("\n")}`);
 
