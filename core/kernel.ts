@@ -235,6 +235,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       config,
       clock,
       log,
+      embedded: database.kind === "pglite",
       eventNames: [...new Set(registry.plugins.flatMap((p) => Object.values(p.jobs ?? {}).flatMap((j) => [j.events?.success, j.events?.failure])).filter((e): e is string => !!e)), TEST_EVENT],
     });
     const jobs = createJobRuntime({

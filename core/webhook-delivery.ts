@@ -72,6 +72,11 @@ export interface DeliveryLoopDeps {
   /** One signed POST of a claimed delivery; never throws. */
   send(delivery: ClaimedDelivery): Promise<AttemptResult>;
   limits?: Partial<typeof DELIVERY_LIMITS>;
+  /**
+   * The database is embedded (PGlite): no other process can be sending once this one starts, so a claim left
+   * by the last process (killed mid-send) is taken back at start instead of after its lease.
+   */
+  embedded?: boolean;
 }
 
 interface Outcome {
@@ -279,6 +284,13 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
     async start(): Promise<void> {
       if (running) return;
       running = true;
+      if (deps.embedded) {
+        // The lease is left set (only moved into the past): the next claim reads it as an attempt whose
+        // sender stopped, keeps it counted and says so in `last_error`.
+        await sql`update webhook_deliveries set claimed_until = now() - interval '1 second' where status = 'pending' and claimed_until >= now()`
+          .execute(db)
+          .catch((err) => log.warn("webhooks: could not take back the last process's claims (their lease will run out)", err));
+      }
       unsubscribe = await deps.pubsub.subscribe(WEBHOOK_WAKE_CHANNEL, () => void tick());
       void tick();
     },

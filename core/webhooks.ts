@@ -85,6 +85,8 @@ export interface WebhookDeps {
   log: Logger;
   /** Event names the registered job kinds emit, shown in the settings' `events`. */
   eventNames: readonly string[];
+  /** The database is embedded (PGlite): a starting process takes back the claims of the last one at once. */
+  embedded?: boolean;
 }
 
 export type Webhooks = ReturnType<typeof createWebhooks>;
@@ -146,6 +148,7 @@ export function createWebhooks(deps: WebhookDeps) {
     pubsub: deps.pubsub,
     log,
     retryDelays: delays,
+    embedded: deps.embedded,
     send: (d: ClaimedDelivery) => post(d.url, d.secret ?? "", d.event, d.event_id, d.body, d.attempt),
   });
 
