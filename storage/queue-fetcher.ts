@@ -269,9 +269,13 @@ export function createScanner(o: ScannerOptions): Scanner {
   };
 
   // `state < 'active' AND NOT blocked` is pg-boss's own test of a fetchable job (its job_i11 index), and
-  // the seconds are the database's, so another host's clock does not matter.
+  // the seconds are the database's, so another host's clock does not matter. `later` is the next job of a
+  // queue that is not yet due: when one job is due now, the pump fetches it, and the scan must still know
+  // when the next comes due (without it, ten polls parked a moment apart ran one at its time and the other
+  // nine at the rest interval, 10 s late).
   const text = `SELECT name,
       extract(epoch FROM min(start_after) FILTER (WHERE state < 'active' AND NOT blocked) - now())::float8 AS wait,
+      extract(epoch FROM min(start_after) FILTER (WHERE state < 'active' AND NOT blocked AND start_after > now()) - now())::float8 AS later,
       bool_or(state = 'active') AS active
     FROM ${o.schema}.job WHERE name = ANY($1::text[]) AND state <= 'active' GROUP BY name`;
 
@@ -294,6 +298,7 @@ export function createScanner(o: ScannerOptions): Scanner {
         const { rows } = await o.query(text, [names]);
         for (const row of rows) {
           if (row.active) active = true;
+          if (row.later !== null) soonest = Math.min(soonest, Number(row.later));
           if (row.wait === null) continue;
           const wait = Number(row.wait);
           if (wait <= 0) o.fetchers.get(row.name)?.pump();
