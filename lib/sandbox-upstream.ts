@@ -49,7 +49,7 @@ export function sandboxUpstream<Request extends object, Result>(o: SandboxUpstre
       // Named by the submit's idempotency key, as an upstream that takes one dedupes: a job that submits again
       // after a crash (before its handle was stored) replaces its first request instead of leaving it behind.
       const id = `sbx-${createHash("sha256").update(`${o.name}\0${options.idempotencyKey}`).digest("hex").slice(0, 32)}`;
-      await store.put(keyOf(id), packRequest(request), { contentType: "application/octet-stream" });
+      await store.put(keyOf(id), packRequest(await withReadBytes(request)), { contentType: "application/octet-stream" });
       return { id, pollAfterMs: Math.ceil(quarter), data: { submitted_at: Date.now() } };
     },
     async poll(handle, options) {
@@ -95,6 +95,24 @@ function memoryStore(): SandboxRequestStore {
       files.delete(key);
     },
   };
+}
+
+/**
+ * The request with every reader resolved: an object carrying `read()` (an uploaded image reference, read from
+ * storage on demand) gets its `bytes`, as a remote service receives the file itself at submit. Functions are
+ * not recorded, so without this the sandbox saw only the reference's id, never its picture.
+ */
+export async function withReadBytes<T>(value: T): Promise<T> {
+  if (value instanceof Uint8Array || value instanceof Date || typeof value !== "object" || value === null) return value;
+  if (Array.isArray(value)) return (await Promise.all(value.map((v) => withReadBytes(v)))) as T;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = SKIPPED.has(k) ? v : await withReadBytes(v);
+  const read = (value as { read?: unknown }).read;
+  if (typeof read === "function" && !(out.bytes instanceof Uint8Array)) {
+    const bytes = await (read as () => Promise<Uint8Array | null>).call(value);
+    if (bytes) out.bytes = bytes;
+  }
+  return out as T;
 }
 
 // A recorded request: a 4-byte length, JSON in which each byte array is `{"$bytes": [offset, length]}`, then

@@ -6,6 +6,9 @@ import { defineConfig, envVar } from "../core/config.ts";
 import { appendTopLevelBox, concatBytes, isoBmffBox } from "./formats/index.ts";
 import { MP4_UUIDS } from "./media/mp4-metadata.ts";
 
+// Decoding, sizing and colours of the references a sandbox is given (what makes them show in its output).
+export * from "./sandbox-pictures.ts";
+
 /**
  * The variable every sandbox provider reads, declared once: a sandbox plugin puts `config: sandboxConfig` in
  * its definePlugin (or spreads `sandboxConfig.variables` into its own defineConfig) and reads

@@ -4,11 +4,17 @@
 // It submits and polls as a remote service would (lib/sandbox-upstream.ts): the image is painted once
 // SANDBOX_LATENCY_MS has passed, and polls before that report progress by the time elapsed.
 //
+// References (issue 36 item 6): the first reference whose picture the request carries (an upload; the upstream
+// contract reads it at submit, lib/sandbox-upstream.ts) is the picture's subject: its picture is composited,
+// 3:4, below the middle (lib/sandbox-pictures.ts `cardBox(..., "subject")`), the prompt written above it, and
+// the gradient and discs take its dominant colours. A reference by URL only seeds the picture (the sandbox
+// fetches nothing), as does a picture it cannot decode.
+//
 // Markers (DESIGN "Sandbox providers"): `[sandbox:fail]` fails the job; `[sandbox:unsafe]` is a
 // content-safety block; `[sandbox:flaky]` fails the first route transiently, so a model with a second
 // provider shows its fallback.
 import { createHash } from "node:crypto";
-import { definePlugin, type GeneratedImage, hasMarker, type ImageGenerationRequest, type ImageProvider, type ImageProviders, type SandboxRequestStore, sandboxConfig, sandboxUpstream, TransientProviderError, UnsafeContentError, withoutMarkers } from "mediagate/plugin";
+import { cardBox, definePlugin, dominantColours, type GeneratedImage, hasMarker, type Rgb, sandboxPicture, type SandboxPicture, type ImageGenerationRequest, type ImageProvider, type ImageProviders, type SandboxRequestStore, sandboxConfig, sandboxUpstream, TransientProviderError, UnsafeContentError, withoutMarkers } from "mediagate/plugin";
 import { GLYPH_HEIGHT, GLYPH_WIDTH, glyph } from "./font5x7.ts";
 import { encodePng, exifChunk, xmpChunk } from "./png.ts";
 
@@ -61,8 +67,28 @@ function wrap(text: string, perLine: number, maxLines: number): string[] {
   return lines;
 }
 
-/** Paints the picture: a two-colour gradient, seeded discs, and the prompt's words. */
-export function paint(req: Pick<ImageGenerationRequest, "prompt" | "model" | "width" | "height" | "background" | "index" | "references">): { pixels: Uint8Array; channels: 3 | 4 } {
+/** A reference as the picture uses it: sized to its card, and its dominant colours. */
+export interface PaintSubject {
+  picture: SandboxPicture;
+  colours: Rgb[];
+}
+
+/** The subject of a request: its first reference whose bytes came with it, decoded; null without one. */
+export async function paintSubject(req: Pick<ImageGenerationRequest, "width" | "height" | "references">): Promise<PaintSubject | null> {
+  const ref = req.references.find((r) => (r as { bytes?: unknown }).bytes instanceof Uint8Array) as { bytes: Uint8Array } | undefined;
+  if (!ref) return null;
+  const box = cardBox(req.width, req.height, "subject");
+  try {
+    return { picture: await sandboxPicture(ref.bytes, box.width, box.height), colours: await dominantColours(ref.bytes, 3) };
+  } catch {
+    return null; // accepted by the plugin, undecodable here: the picture is seeded as without it
+  }
+}
+
+const shade = (c: Rgb, f: number): Rgb => c.map((v) => Math.max(0, Math.min(255, Math.round(v * f)))) as Rgb;
+
+/** Paints the picture: a two-colour gradient, seeded discs, and the prompt's words; with a subject, its picture and colours. */
+export function paint(req: Pick<ImageGenerationRequest, "prompt" | "model" | "width" | "height" | "background" | "index" | "references">, subject: PaintSubject | null = null): { pixels: Uint8Array; channels: 3 | 4 } {
   const { width, height } = req;
   const refs = req.references.map((r) => r.id);
   const seed = createHash("sha256").update(JSON.stringify([req.model, req.prompt, width, height, req.background, req.index, refs])).digest("hex");
@@ -70,8 +96,9 @@ export function paint(req: Pick<ImageGenerationRequest, "prompt" | "model" | "wi
   const transparent = req.background === "transparent";
   const channels = transparent ? 4 : 3;
   const px = new Uint8Array(width * height * channels);
-  const top = [r[0]!, r[1]!, r[2]!];
-  const bottom = [r[3]!, r[4]!, r[5]!];
+  const palette = subject?.colours.length ? subject.colours : null;
+  const top = palette ? palette[0]! : [r[0]!, r[1]!, r[2]!];
+  const bottom = palette ? (palette[1] ?? shade(palette[0]!, 0.7)) : [r[3]!, r[4]!, r[5]!];
 
   // Gradient, one row colour at a time.
   for (let y = 0; y < height; y++) {
@@ -97,22 +124,38 @@ export function paint(req: Pick<ImageGenerationRequest, "prompt" | "model" | "wi
       }
     }
   };
-  // The subject: an ellipse in the middle, then discs seeded by the prompt.
+  // The subject: an ellipse in the middle, then discs seeded by the prompt; with a reference, no ellipse, the
+  // discs in its colours (lighter or darker), and its picture over them.
   const cx = width / 2, cy = height / 2, rx = width * 0.42, ry = height * 0.42;
-  fill(0, 0, width, height, [r[6]!, r[7]!, r[8]!], (x, y) => ((x - cx) / rx) ** 2 + ((y - cy) / ry) ** 2 <= 1);
+  if (!palette) fill(0, 0, width, height, [r[6]!, r[7]!, r[8]!], (x, y) => ((x - cx) / rx) ** 2 + ((y - cy) / ry) ** 2 <= 1);
   for (let i = 0; i < 6; i++) {
     const b = 9 + i * 8;
     const dx = cx + ((r[b]! - 128) / 128) * rx * 0.6, dy = cy + ((r[b + 1]! - 128) / 128) * ry * 0.6;
     const rad = (Math.min(width, height) * (0.04 + (r[b + 2]! / 255) * 0.12)) | 0;
-    fill((dx - rad) | 0, (dy - rad) | 0, rad * 2, rad * 2, [r[b + 3]!, r[b + 4]!, r[b + 5]!], (x, y) => (x - dx) ** 2 + (y - dy) ** 2 <= rad * rad);
+    const colour = palette ? shade(palette[i % palette.length]!, 0.75 + (r[b + 3]! / 255) * 0.5) : [r[b + 3]!, r[b + 4]!, r[b + 5]!];
+    fill((dx - rad) | 0, (dy - rad) | 0, rad * 2, rad * 2, colour, (x, y) => (x - dx) ** 2 + (y - dy) ** 2 <= rad * rad);
+  }
+  const card = subject ? cardBox(width, height, "subject") : null;
+  if (subject && card) {
+    const { picture } = subject;
+    for (let y = 0; y < Math.min(picture.height, height - card.y); y++) {
+      for (let x = 0, o = ((card.y + y) * width + card.x) * channels, i = y * picture.width * 3; x < Math.min(picture.width, width - card.x); x++, o += channels, i += 3) {
+        px[o] = picture.rgb[i]!;
+        px[o + 1] = picture.rgb[i + 1]!;
+        px[o + 2] = picture.rgb[i + 2]!;
+        if (transparent) px[o + 3] = 255;
+      }
+    }
   }
   // The prompt, white on a dark band, inside the subject so it survives a transparent background.
   const scale = Math.max(1, Math.floor(width / 6 / 36));
   const cell = (GLYPH_WIDTH + 1) * scale;
   const perLine = Math.max(1, Math.floor((rx * 1.3) / cell));
-  const lines = wrap(withoutMarkers(req.prompt) || req.prompt, perLine, 6);
   const lineHeight = (GLYPH_HEIGHT + 3) * scale;
-  let y0 = Math.round(cy - (lines.length * lineHeight) / 2);
+  // Over a subject picture the words go above it, as many lines as fit there.
+  const top0 = Math.round(height * 0.04);
+  const lines = wrap(withoutMarkers(req.prompt) || req.prompt, perLine, card ? Math.max(0, Math.min(6, Math.floor((card.y - top0 - scale) / lineHeight))) : 6);
+  let y0 = card ? top0 : Math.round(cy - (lines.length * lineHeight) / 2);
   for (const line of lines) {
     const x0 = Math.round(cx - (line.length * cell) / 2);
     fill(x0 - scale, y0 - scale, line.length * cell + scale, lineHeight, [16, 16, 16]);
@@ -141,7 +184,7 @@ export function sandboxImageProvider(options: { latencyMs: number; store?: Sandb
         if (hasMarker(req.prompt, "flaky") && route === "primary") throw new TransientProviderError("sandbox: transient failure of the first route");
       },
       async render(req) {
-        const { pixels, channels } = paint(req);
+        const { pixels, channels } = paint(req, await paintSubject(req));
         const metadata = [
           exifChunk([
             { tag: 0x010e, value: req.prompt }, // ImageDescription

@@ -10,6 +10,10 @@
 //   frame it cross-fades into it, which zooms out to be exactly the last picture;
 // - otherwise the characters' images (else the reference images), up to three, each a slow push-in, cross-
 //   fading one into the next; with none, a moving colour scene seeded by the prompt;
+// - with characters and reference images both (a batch section's image, or `image_urls` beside
+//   `character_ids`: issue 36 item 6), the reference images are the scene (the stills above) and the characters
+//   stand in it: each one's picture, 3:4, side by side in the middle of the frame (lib/sandbox-pictures.ts
+//   `cardRow`), sized once and overlaid on every frame;
 // - a reference video (already cut to its window and normalized by the plugin) is composited picture-in-
 //   picture in the lower right corner, a third of the frame wide, from the start for its own length.
 // The sound: a quiet prompt-seeded chord, and over it the prompt's quoted lines spoken with each speaker's
@@ -19,7 +23,7 @@
 // a prompt-fixable safety block (checked before `[sandbox:fail]`, a plain failure); a frame or image URL whose
 // path contains `sandbox-fail` fails.
 import { createHash } from "node:crypto";
-import { definePlugin, type GeneratedVideo, hasMarker, type MediaEngine, type OmniGenerationRequest, type OmniProvider, type SandboxRequestStore, sandboxConfig, sandboxUpstream, sniffImageType, UnsafeContentError, type VideoFrame, withSandboxProvenance } from "mediagate/plugin";
+import { type CardBox, cardRow, definePlugin, type GeneratedVideo, hasMarker, type MediaEngine, type OmniGenerationRequest, type OmniProvider, type SandboxRequestStore, sandboxCardPng, sandboxConfig, sandboxUpstream, sniffImageType, UnsafeContentError, type VideoFrame, withSandboxProvenance } from "mediagate/plugin";
 import { clipSpeech, type ClipSpeech, quotedLines, SPEECH_START } from "./sandbox-speech.ts";
 
 const SOFTWARE = "mediagate sandbox omni provider";
@@ -40,12 +44,34 @@ const extOf = (f: VideoFrame) => IMAGE_EXT[sniffImageType(f.bytes) ?? f.mimeType
 /** The stills the clip animates, in order, and whether the last one must end the clip exactly (a last frame). */
 function stillsOf(req: OmniGenerationRequest): { stills: VideoFrame[]; endsOnLast: boolean } {
   if (req.firstFrame) return { stills: req.lastFrame ? [req.firstFrame, req.lastFrame] : [req.firstFrame], endsOnLast: !!req.lastFrame };
-  const pictures = req.characters.length > 0 ? req.characters.map((c) => c.image) : req.referenceImages;
+  const pictures = req.characters.length > 0 && req.referenceImages.length === 0 ? req.characters.map((c) => c.image) : req.referenceImages;
   return { stills: pictures.slice(0, MAX_STILLS), endsOnLast: false };
 }
 
+/** A character standing in a scene of reference images: its picture sized to its box (PNG), and the box. */
+export interface OmniCard {
+  png: Uint8Array;
+  box: CardBox;
+}
+
+/** The characters' cards when reference images make the scene (none otherwise, or for a picture libvips cannot read). */
+export async function omniCards(req: OmniGenerationRequest): Promise<OmniCard[]> {
+  if (req.firstFrame || req.characters.length === 0 || req.referenceImages.length === 0) return [];
+  const people = req.characters.slice(0, MAX_STILLS);
+  const boxes = cardRow(req.width, req.height, people.length);
+  const cards: OmniCard[] = [];
+  for (const [i, c] of people.entries()) {
+    try {
+      cards.push({ png: await sandboxCardPng(c.image.bytes, boxes[i]!.width, boxes[i]!.height), box: boxes[i]! });
+    } catch {
+      continue; // accepted when the character was created; a sandbox does not fail the clip for its decoder
+    }
+  }
+  return cards;
+}
+
 /** The ffmpeg arguments and inputs of one clip. */
-export function omniRender(req: OmniGenerationRequest, speech: ClipSpeech | null): { args: string[]; inputs: Record<string, Uint8Array> } {
+export function omniRender(req: OmniGenerationRequest, speech: ClipSpeech | null, cards: OmniCard[] = []): { args: string[]; inputs: Record<string, Uint8Array> } {
   const { width: W, height: H, seconds: T } = req;
   const rnd = seeded(`${req.seed ?? ""}|${req.model}|${req.prompt}|${W}x${H}|${T}`);
   const frames = Math.round(T * FPS);
@@ -91,13 +117,21 @@ export function omniRender(req: OmniGenerationRequest, speech: ClipSpeech | null
   }
 
   let video = "[base]";
+  for (const [i, card] of cards.entries()) {
+    // Read once; overlay repeats its one frame to the end.
+    inputs[`card-${i + 1}.png`] = card.png;
+    args.push("-i", `card-${i + 1}.png`);
+    filters.push(`${video}[${index}:v]overlay=x=${card.box.x}:y=${card.box.y},format=yuv420p[c${i}]`);
+    video = `[c${i}]`;
+    index++;
+  }
   if (req.referenceVideo) {
     inputs["reference.mp4"] = req.referenceVideo.bytes;
     args.push("-i", "reference.mp4");
     const pipWidth = Math.round(W / 3 / 2) * 2;
     const margin = Math.round(Math.min(W, H) / 30);
     filters.push(`[${index}:v]scale=${pipWidth}:-2,setsar=1,fps=${FPS},setpts=PTS-STARTPTS[pip]`);
-    filters.push(`[base][pip]overlay=x=W-w-${margin}:y=H-h-${margin}:eof_action=pass:shortest=0,format=yuv420p[v]`);
+    filters.push(`${video}[pip]overlay=x=W-w-${margin}:y=H-h-${margin}:eof_action=pass:shortest=0,format=yuv420p[v]`);
     video = "[v]";
     index++;
   }
@@ -150,7 +184,7 @@ export function sandboxOmniProvider(options: { latencyMs: number; media: () => M
     async render(req, { signal, onProgress }) {
       // Spoken before rendering: the render mixes it in, and its times are the clip's.
       const speech = await clipSpeech(quotedLines(req.prompt, req.characters, req.voices), req.seconds, signal);
-      const { args, inputs } = omniRender(req, speech);
+      const { args, inputs } = omniRender(req, speech, await omniCards(req));
       const out = await options.media().run(args, {
         inputs,
         outputs: ["out.mp4"],

@@ -9,6 +9,11 @@
 //   end frame too, a crossfade into the end frame, which zooms out to be exactly the last picture;
 // - without frames: a moving test scene, its colours turning at a prompt-seeded speed and direction, with the
 //   prompt's words scrolling over it (drawn from a text file, never from the filter graph).
+// - with reference images (issue 36 item 6), the first one's picture is composited on every frame, 3:4: over a
+//   start frame as a card in the lower left corner (the frame is the scene, the reference the character held
+//   through it: Script Runner's character-locked mode, where scene-driven passes the start frame alone, so the
+//   two first frames differ by exactly that card); without one as the subject, below the middle, over a moving
+//   gradient in the references' dominant colours instead of the test scene (lib/sandbox-pictures.ts).
 // Sound, when asked: a prompt-seeded three-note chord that swells, AAC 48 kHz stereo, and over it, clearly
 // louder, a voice (eSpeak NG through lib/speech's speakTimed) saying the prompt's quoted dialogue ("..." or
 // “...”), or else the prompt's first sentence, from SPEECH_START on, cut and sped up to fit the clip. The words'
@@ -17,7 +22,7 @@
 // Markers (DESIGN "Sandbox providers"): `[sandbox:fail]` fails, `[sandbox:unsafe]` is a content-safety block,
 // a frame URL whose path contains `sandbox-fail` fails.
 import { createHash } from "node:crypto";
-import { definePlugin, type EspeakVoice, findSystemFont, type GeneratedVideo, hasMarker, type MediaEngine, pcm16Wav, type SandboxRequestStore, sandboxConfig, sandboxUpstream, sniffImageType, speakTimed, spokenWords, type SpokenRecord, UnsafeContentError, type VideoFrame, type VideoGenerationRequest, type VideoProvider, type VideoProviders, wavSamples, withoutMarkers, withSandboxProvenance } from "mediagate/plugin";
+import { cardBox, type CardBox, definePlugin, dominantColours, type EspeakVoice, hexColour, type Rgb, sandboxCardPng, findSystemFont, type GeneratedVideo, hasMarker, type MediaEngine, pcm16Wav, type SandboxRequestStore, sandboxConfig, sandboxUpstream, sniffImageType, speakTimed, spokenWords, type SpokenRecord, UnsafeContentError, type VideoFrame, type VideoGenerationRequest, type VideoProvider, type VideoProviders, wavSamples, withoutMarkers, withSandboxProvenance } from "mediagate/plugin";
 
 const SOFTWARE = "mediagate sandbox video provider";
 const FPS = 25;
@@ -102,8 +107,39 @@ export async function clipSpeech(prompt: string, seconds: number, signal?: Abort
 // ---------------------------------------------------------------------------------------------------------
 // The clip.
 
+/** How a clip shows its reference images: the first one's card (a PNG of exactly `box`'s size) and their colours. */
+export interface ReferenceLook {
+  card: Uint8Array;
+  box: CardBox;
+  colours: Rgb[];
+}
+
+/**
+ * The look of the request's reference images, decoded once before the render (null without any). The first
+ * is the card; the colours are the first two dominant ones of each of the first three, first picture first.
+ * A picture libvips cannot read is left out (the plugin accepted it; a sandbox does not fail a job for it).
+ */
+export async function referenceLook(req: Pick<VideoGenerationRequest, "width" | "height" | "startFrame" | "referenceImages">): Promise<ReferenceLook | null> {
+  const pictures: VideoFrame[] = req.referenceImages.slice(0, 3);
+  const box = cardBox(req.width, req.height, req.startFrame ? "corner" : "subject");
+  const perPicture: Rgb[][] = [];
+  let card: Uint8Array | null = null;
+  for (const p of pictures) {
+    try {
+      perPicture.push(await dominantColours(p.bytes, 2));
+      card ??= await sandboxCardPng(p.bytes, box.width, box.height);
+    } catch {
+      continue;
+    }
+  }
+  if (!card) return null;
+  const colours: Rgb[] = [];
+  for (let rank = 0; rank < 2; rank++) for (const c of perPicture) if (c[rank]) colours.push(c[rank]!);
+  return { card, box, colours: colours.slice(0, 4) };
+}
+
 /** The ffmpeg arguments and inputs of one clip; `speech` (with sound only) is mixed over the chord. */
-export function sandboxRender(req: VideoGenerationRequest, speech?: ClipSpeech | null): { args: string[]; inputs: Record<string, Uint8Array> } {
+export function sandboxRender(req: VideoGenerationRequest, speech?: ClipSpeech | null, look?: ReferenceLook | null): { args: string[]; inputs: Record<string, Uint8Array> } {
   const { width: W, height: H, seconds: T } = req;
   const rnd = seeded(`${req.model}|${req.prompt}|${W}x${H}|${T}|${req.negativePrompt ?? ""}`);
   const frames = Math.round(T * FPS);
@@ -141,8 +177,19 @@ export function sandboxRender(req: VideoGenerationRequest, speech?: ClipSpeech |
   } else {
     const hue = Math.round(rnd() * 360);
     const turn = ((rnd() < 0.5 ? -1 : 1) * (20 + rnd() * 70)).toFixed(1); // degrees per second
-    args.push("-f", "lavfi", "-i", `testsrc2=size=${W}x${H}:rate=${FPS}:duration=${T}`);
-    let chain = `[0:v]hue=h='${hue}+${turn}*t':s=${(0.6 + rnd() * 0.8).toFixed(2)}`;
+    const saturation = (0.6 + rnd() * 0.8).toFixed(2);
+    let chain: string;
+    if (look && look.colours.length > 0) {
+      // The references' palette, drifting: a gradient between their dominant colours (one a shade of the
+      // other when a picture has one colour), its points seeded by the prompt.
+      const c = look.colours.length > 1 ? look.colours : [look.colours[0]!, look.colours[0]!.map((v) => Math.round(v * 0.7)) as Rgb];
+      const stops = c.map((col, i) => `c${i}=${hexColour(col)}`).join(":");
+      args.push("-f", "lavfi", "-i", `gradients=size=${W}x${H}:rate=${FPS}:duration=${T}:${stops}:nb_colors=${c.length}:seed=${Math.floor(rnd() * 2 ** 31)}:speed=0.02`);
+      chain = `[0:v]format=yuv420p`;
+    } else {
+      args.push("-f", "lavfi", "-i", `testsrc2=size=${W}x${H}:rate=${FPS}:duration=${T}`);
+      chain = `[0:v]hue=h='${hue}+${turn}*t':s=${saturation}`;
+    }
     const font = findSystemFont();
     const text = withoutMarkers(req.prompt);
     if (font && text) {
@@ -156,7 +203,15 @@ export function sandboxRender(req: VideoGenerationRequest, speech?: ClipSpeech |
     video = "[v]";
   }
 
-  const audioIndex = req.startFrame ? (req.endFrame ? 2 : 1) : 1;
+  let audioIndex = req.startFrame ? (req.endFrame ? 2 : 1) : 1;
+  if (look) {
+    // One composite a frame: the card is sized already, read once, and repeated by overlay after its one frame.
+    inputs["card.png"] = look.card;
+    args.push("-i", "card.png");
+    filters.push(`${video}[${audioIndex}:v]overlay=x=${look.box.x}:y=${look.box.y},format=yuv420p[vc]`);
+    video = "[vc]";
+    audioIndex++;
+  }
   if (req.sound) {
     const root = 110 * 2 ** (Math.floor(rnd() * 12) / 12);
     const [a, b, c] = [root, root * 2 ** ((rnd() < 0.5 ? 3 : 4) / 12), root * 2 ** (7 / 12)].map((f) => f.toFixed(2));
@@ -221,7 +276,7 @@ export function sandboxVideoProvider(options: { latencyMs: number; media: () => 
     async render(req, { signal, onProgress }) {
       // Spoken before rendering: the render mixes it in, and its times are the clip's.
       const speech = req.sound ? await clipSpeech(req.prompt, req.seconds, signal) : null;
-      const { args, inputs } = sandboxRender(req, speech);
+      const { args, inputs } = sandboxRender(req, speech, await referenceLook(req));
       const out = await options.media().run(args, {
         inputs,
         outputs: ["out.mp4"],
