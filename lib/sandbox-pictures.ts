@@ -6,6 +6,8 @@
 //
 // Card geometry is shared here so tests can find the card in an output and compare its pixels with the
 // reference's own.
+import { checkPicture } from "./media/budgets.ts";
+import { MediaError } from "./media/errors.ts";
 import { encodeImage, withVips, type VipsImage } from "./media/vips.ts";
 
 export type Rgb = [number, number, number];
@@ -39,8 +41,15 @@ function toRgb(img: VipsImage, track: <I extends VipsImage>(i: I) => I): VipsIma
 /** The image's pixels, copied out of the wasm heap (typed as vips' Memory, a Uint8Array at run time). */
 const pixelsOf = (img: VipsImage) => new Uint8Array(img.writeToMemory() as unknown as Uint8Array);
 
+/** Refuses a picture over the engine's pixel budget before libvips decodes it (a plugin may not have measured it). */
+function withinBudget(bytes: Uint8Array): void {
+  const verdict = checkPicture(bytes);
+  if (!verdict.ok) throw new MediaError("invalid_input", `sandbox reference: ${verdict.reason}`);
+}
+
 /** The picture covering exactly width x height (centre crop, orientation applied), as raw RGB. */
 export async function sandboxPicture(bytes: Uint8Array, width: number, height: number): Promise<SandboxPicture> {
+  withinBudget(bytes);
   return withVips("invalid_input", (vips, track) => {
     const img = toRgb(track(vips.Image.thumbnailBuffer(bytes, width, { height, size: "both", crop: "centre" })), track);
     return { width: img.width, height: img.height, rgb: pixelsOf(img) };
@@ -49,6 +58,7 @@ export async function sandboxPicture(bytes: Uint8Array, width: number, height: n
 
 /** The picture covering exactly width x height, as a PNG (what a clip overlays: ffmpeg never rescales it). */
 export async function sandboxCardPng(bytes: Uint8Array, width: number, height: number): Promise<Uint8Array> {
+  withinBudget(bytes);
   return withVips("invalid_input", (vips, track) => {
     const img = toRgb(track(vips.Image.thumbnailBuffer(bytes, width, { height, size: "both", crop: "centre" })), track);
     return encodeImage(img, "png", { keepIcc: false });
@@ -62,6 +72,7 @@ export async function sandboxCardPng(bytes: Uint8Array, width: number, height: n
  * so a picture of one colour gives one.
  */
 export async function dominantColours(bytes: Uint8Array, count = 3): Promise<Rgb[]> {
+  withinBudget(bytes);
   const small = await withVips("invalid_input", (vips, track) => pixelsOf(toRgb(track(vips.Image.thumbnailBuffer(bytes, 32, { height: 32, size: "both" })), track)));
   const bins = new Map<number, { n: number; sum: Rgb }>();
   for (let i = 0; i + 2 < small.length; i += 3) {
