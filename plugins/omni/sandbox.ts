@@ -121,7 +121,7 @@ export function omniRender(req: OmniGenerationRequest, speech: ClipSpeech | null
     // Read once; overlay repeats its one frame to the end.
     inputs[`card-${i + 1}.png`] = card.png;
     args.push("-i", `card-${i + 1}.png`);
-    filters.push(`${video}[${index}:v]overlay=x=${card.box.x}:y=${card.box.y},format=yuv420p[c${i}]`);
+    filters.push(`${video}[${index}:v]overlay=x=${card.box.x}:y=${card.box.y}:eval=init,format=yuv420p[c${i}]`);
     video = `[c${i}]`;
     index++;
   }

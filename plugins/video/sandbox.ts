@@ -116,7 +116,8 @@ export interface ReferenceLook {
 
 /**
  * The look of the request's reference images, decoded once before the render (null without any). The first
- * is the card; the colours are the first two dominant ones of each of the first three, first picture first.
+ * is the card; the colours (without a start frame) are the first two dominant ones of each of the first three,
+ * first picture first.
  * A picture libvips cannot read is left out (the plugin accepted it; a sandbox does not fail a job for it).
  */
 export async function referenceLook(req: Pick<VideoGenerationRequest, "width" | "height" | "startFrame" | "referenceImages">): Promise<ReferenceLook | null> {
@@ -126,8 +127,10 @@ export async function referenceLook(req: Pick<VideoGenerationRequest, "width" | 
   let card: Uint8Array | null = null;
   for (const p of pictures) {
     try {
-      perPicture.push(await dominantColours(p.bytes, 2));
+      // Over a start frame the scene has its colours already: only the card is needed.
+      if (!req.startFrame) perPicture.push(await dominantColours(p.bytes, 2));
       card ??= await sandboxCardPng(p.bytes, box.width, box.height);
+      if (req.startFrame) break;
     } catch {
       continue;
     }
@@ -208,7 +211,7 @@ export function sandboxRender(req: VideoGenerationRequest, speech?: ClipSpeech |
     // One composite a frame: the card is sized already, read once, and repeated by overlay after its one frame.
     inputs["card.png"] = look.card;
     args.push("-i", "card.png");
-    filters.push(`${video}[${audioIndex}:v]overlay=x=${look.box.x}:y=${look.box.y},format=yuv420p[vc]`);
+    filters.push(`${video}[${audioIndex}:v]overlay=x=${look.box.x}:y=${look.box.y}:eval=init,format=yuv420p[vc]`);
     video = "[vc]";
     audioIndex++;
   }
