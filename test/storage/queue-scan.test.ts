@@ -6,6 +6,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { PGlite } from "@electric-sql/pglite";
 import { createQueue, type Queue, type QueueTarget } from "../../storage/queue.ts";
+import { pgliteTemplate } from "../../testkit/pglite-template.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -27,7 +28,7 @@ for (const backend of await databaseBackends()) {
     let target: QueueTarget;
     if (backend.name === "postgres") target = { kind: "postgres", connectionString: await isolatedPostgresDatabase() };
     else {
-      pglite = new PGlite();
+      pglite = new PGlite({ loadDataDir: await pgliteTemplate() }); // no initdb of its own (seconds under load)
       target = { kind: "pglite", pglite };
     }
     queue = createQueue(target, { onError: (err) => errors.push(err), stopTimeoutMs: 5000 });
