@@ -121,6 +121,13 @@ export interface OperationDeclaration<S extends StandardSchemaV1 | undefined = S
   maxBodyBytes?: number;
   bodyTooLarge?: string;
   /**
+   * The operation's own answer to a body that is not JSON (another Content-Type, or a non-empty body without
+   * one), where the spec gives one: 400 with this text. Without it, such a body answers the kernel's 415
+   * (KERNEL_ERRORS.unsupportedContentType). A body that says JSON but does not parse is the 400
+   * `Request body must be JSON` either way.
+   */
+  bodyNotJson?: string;
+  /**
    * Accept `multipart/form-data` as well as JSON. The input object `input` validates is built from the form's
    * text: the field named by `parameters` holds a JSON object (parsed, then validated exactly as a JSON body
    * is), and each text field named in `fields` becomes the input property of that name, its value the plain

@@ -5,7 +5,9 @@
 import type { SocialFailureReason } from "mediagate/plugin";
 
 export const ANALYSIS_ERRORS = {
-  // 400 (the kernel answers "Request body must be JSON" for a body that is not a JSON object).
+  // 400, also for a body that is not JSON at all (another Content-Type): the spec's own answer for this
+  // endpoint, where other endpoints answer the kernel's 415 (the operation's `bodyNotJson`).
+  bodyNotJson: "Request body must be JSON",
   urlMissing: "Please provide a URL",
   invalidUrl: "Please provide a valid Facebook, Instagram or TikTok ad URL, or a numeric ad ID.",
   // 402: this endpoint's bare text, without the amount.

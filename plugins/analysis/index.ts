@@ -32,6 +32,7 @@ const analyze = operation({
   path: "/analyze",
   status: 202,
   inflight: true,
+  bodyNotJson: E.bodyNotJson,
   summary: "Analyze a Facebook, Instagram or TikTok ad: summary, transcription, analysis and a UGC script",
   input: AnalyzeInput,
   output: z.object({ job_id: z.string(), status: z.literal("queued"), credits_used: z.number().int(), credits_remaining: z.number().int() }),

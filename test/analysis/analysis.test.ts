@@ -95,6 +95,20 @@ for (const backend of await databaseBackends()) {
       assert.is(r.status, 400, raw);
       assert.equal(errorBody(r), { error: KERNEL_ERRORS.bodyNotJson }, raw);
     }
+    // A body that is not JSON at all: the spec gives this endpoint its own 400 (part 1, Errors: "POST /analyze
+    // | 400 | `Request body must be JSON`"), where other endpoints answer the kernel's 415.
+    const notJson: Array<[string, string]> = [
+      ["text/plain", TIKTOK],
+      ["application/x-www-form-urlencoded", `url=${encodeURIComponent(TIKTOK)}`],
+      ["multipart/form-data; boundary=x", `--x\r\nContent-Disposition: form-data; name="url"\r\n\r\n${TIKTOK}\r\n--x--\r\n`],
+    ];
+    for (const [type, raw] of notJson) {
+      const r = await tk.request("POST", "/analyze", { key, body: raw, headers: { "content-type": type } });
+      assert.is(r.status, 400, `${type}: ${JSON.stringify(r.body)}`);
+      assert.equal(errorBody(r), { error: "Request body must be JSON" }, type);
+    }
+    const elsewhere = await tk.request("POST", "/generate-video", { key, body: "a prompt", headers: { "content-type": "text/plain" } });
+    assert.is(elsewhere.status, 415, "other endpoints keep the kernel's 415");
     const poor = await partner({ credits: 54 });
     const r = await tk.request("POST", "/analyze", { key: poor.key, body: { url: TIKTOK } });
     assert.is(r.status, 402);

@@ -188,7 +188,7 @@ function partnerOperation(op: CompiledOperation, operationId: string, components
   if (pathNames.length > 0) responses["404"] = ref("NotFound");
   if (idempotent) responses["409"] = ref("Conflict");
   if (hasBody) responses["413"] = ref("PayloadTooLarge");
-  if (hasBody) responses["415"] = ref("UnsupportedMediaType");
+  if (hasBody && !decl.bodyNotJson) responses["415"] = ref("UnsupportedMediaType");
   responses["429"] = ref("TooManyRequests");
   responses["500"] = ref("InternalError");
   // Any operation can meet an outage (core/errors.ts outageError): the database or Redis out of reach, a full disk.

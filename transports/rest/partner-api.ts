@@ -68,7 +68,7 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
       // operation that takes uploads also reads multipart/form-data and words its own 415, which the spec's
       // "application/json or multipart/form-data (else 415)" gives an untyped empty body too.
       const multipart = decl.multipart;
-      if (!multipart) return readJsonBody(request, maxBody, tooLarge);
+      if (!multipart) return readJsonBody(request, maxBody, tooLarge, decl.bodyNotJson, decl.bodyNotJson ? 400 : 415);
       const contentType = request.headers.get("content-type");
       if (isJsonContentType(contentType)) return readJsonBody(request, maxBody, tooLarge);
       if (mediaTypeOf(contentType) !== "multipart/form-data") throw new ApiError(415, multipart.unsupportedType);

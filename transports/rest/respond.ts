@@ -88,14 +88,20 @@ export function isJsonContentType(contentType: string | null): boolean {
  * is empty (`curl -X POST` sends none for an operation whose fields are all optional), as `{}`; a non-empty
  * one is the same 415, since we cannot know it was meant as JSON.
  */
-export async function readJsonBody(request: Request, max: number, tooLarge: string, unsupported: string = KERNEL_ERRORS.unsupportedContentType): Promise<Record<string, unknown>> {
+export async function readJsonBody(
+  request: Request,
+  max: number,
+  tooLarge: string,
+  unsupported: string = KERNEL_ERRORS.unsupportedContentType,
+  unsupportedStatus: 400 | 415 = 415,
+): Promise<Record<string, unknown>> {
   const contentType = request.headers.get("content-type");
   if (contentType === null) {
     const bytes = await readBodyCapped(request, max, tooLarge);
-    if (bytes.byteLength > 0) throw new ApiError(415, unsupported);
+    if (bytes.byteLength > 0) throw new ApiError(unsupportedStatus, unsupported);
     return {};
   }
-  if (!isJsonContentType(contentType)) throw new ApiError(415, unsupported);
+  if (!isJsonContentType(contentType)) throw new ApiError(unsupportedStatus, unsupported);
   return readJsonObject(await readBodyCapped(request, max, tooLarge));
 }
 
