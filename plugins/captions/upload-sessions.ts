@@ -10,7 +10,7 @@
 // over once that lease expired (LEASE_SECONDS), not held for minutes. An aborted or abandoned session is
 // deleted with its parts.
 import { randomBytes } from "node:crypto";
-import type { OperationLeases, PluginDb } from "mediagate/plugin";
+import { allocateServiceId, type OperationLeases, type PluginDb } from "mediagate/plugin";
 import { LIMITS } from "./limits.ts";
 
 export const SESSIONS_TABLE = "captions_upload_sessions";
@@ -48,7 +48,6 @@ export interface PartRow {
 const time = (d: Date | string | null) => (d === null ? 0 : new Date(d).getTime());
 const normalize = (row: any): SessionRow => ({ ...row, size_bytes: Number(row.size_bytes), part_count: Number(row.part_count), open_slot: row.open_slot === null ? null : Number(row.open_slot) });
 
-export const newSessionId = () => `upl-${randomBytes(12).toString("hex")}`;
 export const partCountOf = (size: number) => Math.ceil(size / LIMITS.chunkSize);
 /** Every part is chunk_size bytes except the last, which is the exact remainder. */
 export const partSizeOf = (s: Pick<SessionRow, "size_bytes" | "part_count">, index: number) =>
@@ -82,11 +81,15 @@ export interface NewSession {
 
 /** Creates an open session in a free slot of the account; null when both slots are taken. */
 export async function createSession(db: PluginDb, s: NewSession): Promise<SessionRow | null> {
+  // `svc-` + 8 hex like every id (spec part 1, convention 4), reserved in the kernel's one id table so it is
+  // never reused. 32 bits can be guessed: the session stays private by its owner (findSession, lockSession),
+  // not by its length. An id reserved for an account whose slots are both taken is simply never used.
+  const id = await allocateServiceId(db);
   for (let slot = 0; slot < LIMITS.openSessions; slot++) {
     const row = await db
       .insertInto(SESSIONS_TABLE)
       .values({
-        id: newSessionId(),
+        id,
         partner_id: s.partnerId,
         filename: s.filename,
         size_bytes: s.sizeBytes,

@@ -64,7 +64,7 @@ for (const backend of await databaseBackends()) {
     assert.is(res.status, 202, JSON.stringify(res.body));
     const { request_id, session_id, ...rest } = res.body;
     assert.type(request_id, "string");
-    assert.match(session_id, /^upl-[0-9a-f]{24}$/);
+    assert.match(session_id, /^svc-[0-9a-f]{8}$/); // spec part 1, convention 4
     assert.equal(rest, {
       partner_job_id: "my-upload/1",
       chunk_size: 8_388_608,
@@ -147,7 +147,7 @@ for (const backend of await databaseBackends()) {
       assert.is(r.status, status, `${index} ${bytes.byteLength}`);
       assert.is(r.body.error, error, `${index} ${bytes.byteLength}`);
     }
-    assert.is((await part(p.key, "upl-000000000000000000000000", 0, new Uint8Array(CHUNK))).status, 404);
+    assert.is((await part(p.key, "svc-00000000", 0, new Uint8Array(CHUNK))).status, 404);
     const other = await fresh();
     const theirs = await part(other.key, s, 1, new Uint8Array(500));
     assert.equal([theirs.status, theirs.body.error], [404, E.sessionNotFound]);
@@ -403,7 +403,7 @@ for (const backend of await databaseBackends()) {
 
   t("the captions feature switched off: 403 on every upload operation", async () => {
     const off = await tk.partner({ tier: "standard", features: { captions: false } });
-    for (const path of ["/captions/upload", "/captions/uploads/init", "/captions/uploads/upl-x/part/0", "/captions/uploads/upl-x/finalize", "/captions/uploads/upl-x/abort"]) {
+    for (const path of ["/captions/upload", "/captions/uploads/init", "/captions/uploads/svc-00000000/part/0", "/captions/uploads/svc-00000000/finalize", "/captions/uploads/svc-00000000/abort"]) {
       const r = await post(off.key, path, "{}", { "content-type": "application/json" });
       assert.is(r.status, 403, path);
     }
