@@ -4,9 +4,9 @@
 //
 // Money: the run is one job charged once (cost_per_scene x scenes, plus one frame when the character is
 // drawn from a description, the tier applied to the total and rounded up once). The charge is split into
-// refundable parts (the kernel's `refundableShares`): one per scene and one for the character frame, the total
-// apportioned over them by their standard-basis costs. A failed scene returns its part, once, right when it
-// fails; the run ends `complete`, `partial` (some scenes failed), or `error` (none succeeded: every part
+// refundable parts (the kernel's `refundableShares`): one per scene and one for the character frame, each its
+// standard-basis cost, and the tier's difference as the last (limits.ts `refundParts`, capped at the charge).
+// A failed scene returns its part, once, right when it fails; the run ends `complete`, `partial` (some scenes failed), or `error` (none succeeded: every part
 // comes back). A run killed mid-way resumes after restart with the scenes it had not finished; a part is
 // never returned twice (job_shares + the ledger's unique refund row per part).
 //
@@ -53,7 +53,7 @@ import {
 } from "mediagate/plugin";
 import type { ColumnType } from "kysely";
 import { RUNNER_ERRORS as E } from "./errors.ts";
-import { apportion, costPerScene, DEFAULT_IMAGE_MODEL, DEFAULT_MODEL, DEFAULT_NAME, FRAME, IMAGE_MODEL_IDS, IMAGE_MODELS, LIMITS, MODEL_IDS, runPrice, type RunnerImageModel, type RunnerModel, VIDEO_MODELS } from "./limits.ts";
+import { costPerScene, DEFAULT_IMAGE_MODEL, DEFAULT_MODEL, DEFAULT_NAME, FRAME, IMAGE_MODEL_IDS, IMAGE_MODELS, LIMITS, MODEL_IDS, refundParts, runPrice, type RunnerImageModel, type RunnerModel, VIDEO_MODELS } from "./limits.ts";
 import { runnerConfig } from "./config.ts";
 import { runnerMigrations } from "./migrations.ts";
 import { parseScript } from "./parser.ts";
@@ -352,7 +352,7 @@ const submitRun = operation({
     const drawCharacter = source === "description";
     const credits = ctx.priceFor({ ...runPrice(model, imageModel, scenes.length, drawCharacter), customRateMissing: E.customNoRate });
     const perScene = costPerScene(model, imageModel);
-    const parts = apportion(credits, [...scenes.map(() => perScene), ...(drawCharacter ? [IMAGE_MODELS[imageModel].frame] : [])]);
+    const parts = refundParts(credits, [...scenes.map(() => perScene), ...(drawCharacter ? [IMAGE_MODELS[imageModel].frame] : [])]);
 
     const key = image ? `${PRIVATE_KEY_PREFIX}characters/${mediaToken()}.${IMAGE_EXT[image.mimeType as keyof typeof IMAGE_EXT] ?? "img"}` : null;
     if (image && key) await ctx.blobs.put(key, image.bytes, { contentType: image.mimeType });

@@ -66,9 +66,21 @@ export function runPrice(model: RunnerModel, imageModel: RunnerImageModel, scene
 }
 
 /**
- * The charged total split over the parts in proportion to their standard-basis costs (largest remainder):
- * what each scene (and the character frame) refunds if it fails. The parts sum to the total exactly.
+ * What each part of a run refunds (the kernel's refundable shares), from the charged `total` and the parts'
+ * standard-basis costs (each scene, then the character frame when drawn). Spec part 3: "A failed scene refunds
+ * its standard-basis share": on api_plus10 two scenes of 55 bill 121, and a failed scene returns 55, not a
+ * share of the tiered total. What the tier adds (the 11) is one more part, the last, returned only with the
+ * whole run (a run that ends `error`, nothing delivered, gets everything back). Where the standard costs
+ * exceed the charge (a custom rate below the standard), a part cannot return more than was paid: the charge is
+ * split over the parts in proportion to their costs instead, so all refunds together stay within it.
  */
+export function refundParts(total: number, costs: readonly number[]): number[] {
+  const standard = costs.reduce((a, b) => a + b, 0);
+  if (standard <= total) return [...costs, total - standard];
+  return [...apportion(total, costs), 0];
+}
+
+/** `total` split over the parts in proportion to their costs (largest remainder); the parts sum to it exactly. */
 export function apportion(total: number, parts: readonly number[]): number[] {
   const sum = parts.reduce((a, b) => a + b, 0);
   if (sum === 0) return parts.map(() => 0);

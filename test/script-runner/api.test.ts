@@ -91,14 +91,15 @@ for (const backend of await databaseBackends()) {
     const res = await tk.request("POST", "/script-runner", { key, body: { prompt: script(["A harbour at dawn.", "A storm [sandbox:fail]", "Calm sea."]), character_image_base64: png([200, 40, 40]), name: "Voyage", partner_job_id: "run-1" } });
     assert.is(res.status, 202, JSON.stringify(res.body));
     assert.equal(Object.keys(res.body).sort(), ["cost_per_scene", "credits_remaining", "credits_used", "image_model", "job_id", "model", "partner_job_id", "request_id", "scene_count", "status"]);
-    // 3 x 55 = 165 standard, ceil(181.5) = 182 on api_plus10, apportioned 61/61/60.
+    // 3 x 55 = 165 standard, ceil(181.5) = 182 on api_plus10; a failed scene refunds its standard-basis share,
+    // 55 (spec part 3), not a third of the tiered total.
     assert.equal([res.body.status, res.body.scene_count, res.body.credits_used, res.body.cost_per_scene, res.body.model, res.body.image_model], ["processing", 3, 182, 55, "gamma-3.1-fast", "image-a-pro"]);
     const run = await done(key, res.body.job_id);
     assert.is(run.status, "partial", JSON.stringify(run));
     assert.equal(run.scenes.map((s: any) => s.status), ["complete", "error", "complete"]);
     assert.is(run.scenes_complete, 2);
     assert.is(run.credits_charged, 182);
-    assert.is(run.credits_refunded, 61);
+    assert.is(run.credits_refunded, 55);
     assert.is(run.scenes[1].error, E.sceneFailed);
     assert.is(run.scenes[1].video_url, undefined);
     assert.equal([run.name, run.partner_job_id, run.model, run.image_model], ["Voyage", "run-1", "gamma-3.1-fast", "image-a-pro"]);
@@ -110,13 +111,13 @@ for (const backend of await databaseBackends()) {
     const clip = await engine.probe((await blob(run.scenes[2].video_url))!, "c.mp4");
     assert.ok(Math.abs(clip.durationSeconds - VIDEO_MODELS["gamma-3.1-fast"].seconds) < 0.2, String(clip.durationSeconds));
     const refunds = await tk.kernel.database.kysely.selectFrom("ledger").select("amount").where("job_id", "=", res.body.job_id).where("type", "=", "refund").execute();
-    assert.equal(refunds.map((r) => Number(r.amount)), [61]);
-    assert.is(await ledgerSum(tk, id), 1000 - 182 + 61);
+    assert.equal(refunds.map((r) => Number(r.amount)), [55]);
+    assert.is(await ledgerSum(tk, id), 1000 - 182 + 55);
 
     const list = await tk.request("GET", "/script-runner", { key });
     assert.equal([list.body.total, list.body.limit, list.body.offset], [1, 20, 0]);
     assert.equal(Object.keys(list.body.runs[0]).sort(), ["created_at", "credits_charged", "credits_refunded", "image_model_used", "job_id", "model_used", "name", "partner_job_id", "scene_count", "status", "updated_at"]);
-    assert.equal([list.body.runs[0].model_used, list.body.runs[0].status, list.body.runs[0].credits_refunded], ["gamma-3.1-fast", "partial", 61]);
+    assert.equal([list.body.runs[0].model_used, list.body.runs[0].status, list.body.runs[0].credits_refunded], ["gamma-3.1-fast", "partial", 55]);
   });
 
   t("a character drawn from its description; every scene failing ends error with everything refunded", async () => {
@@ -134,6 +135,31 @@ for (const backend of await databaseBackends()) {
     assert.is(end.credits_refunded, end.credits_charged);
     assert.is(end.error, E.runFailed);
     assert.is(await ledgerSum(tk, id), 1000 - 173);
+  });
+
+  t("scene refunds are standard-basis shares: the tier's part only with the whole run; capped at the charge", async () => {
+    const refundsOf = async (jobId: string) =>
+      (await tk.kernel.database.kysely.selectFrom("ledger").select("amount").where("job_id", "=", jobId).where("type", "=", "refund").orderBy("id").execute()).map((r) => Number(r.amount));
+    // The spec's example, api_plus10, two scenes on the default model: billed 121, cost_per_scene 55. Both fail:
+    // each scene returns its 55 as it fails, and the run's end (error) the tier's 11.
+    const plus = await partner({ credits: 1000 });
+    const both = await tk.request("POST", "/script-runner", { key: plus.key, body: { prompt: script(["x [sandbox:fail]", "y [sandbox:fail]"]), character_image_base64: png([9, 9, 9]) } });
+    assert.equal([both.status, both.body.credits_used, both.body.cost_per_scene], [202, 121, 55], JSON.stringify(both.body));
+    const failed = await done(plus.key, both.body.job_id);
+    assert.equal([failed.status, failed.credits_charged, failed.credits_refunded], ["error", 121, 121]);
+    assert.equal(await refundsOf(both.body.job_id), [55, 55, 11]);
+    assert.is(await ledgerSum(tk, plus.id), 1000);
+
+    // A custom rate below the standard (30 a scene against 55): the standard shares (110) would exceed the 60
+    // charged, so the charge is split over the scenes instead, and a failed scene returns 30.
+    const custom = await partner({ credits: 1000, tier: "custom" });
+    await tk.kernel.accounts.update(custom.id, { customRates: { script_runner: { scene: { "gamma-3.1-fast": { "image-a-pro": 30 } } } } } as any);
+    const cheap = await tk.request("POST", "/script-runner", { key: custom.key, body: { prompt: script(["Dawn.", "z [sandbox:fail]"]), character_image_base64: png([9, 9, 9]) } });
+    assert.equal([cheap.status, cheap.body.credits_used], [202, 60], JSON.stringify(cheap.body));
+    const partial = await done(custom.key, cheap.body.job_id);
+    assert.equal([partial.status, partial.credits_refunded], ["partial", 30]);
+    assert.equal(await refundsOf(cheap.body.job_id), [30]);
+    assert.is(await ledgerSum(tk, custom.id), 1000 - 60 + 30);
   });
 
   t("refusals before any charge; another account's run is 404; counted in the in-flight cap", async () => {
