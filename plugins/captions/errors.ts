@@ -54,7 +54,10 @@ export const CAPTION_ERRORS = {
   noCaptionLeft: "At least one non-empty caption must remain",
   notEditable: "This caption job is not editable",
   editInProgress: "Editing already in progress",
-  queueUnavailable: "The job could not be queued safely, retry shortly",
+  // The spec's other 503, "the job or re-burn could not be queued safely", has no text of its own here: a job
+  // and its queue message are sent in the charge's one transaction (core/jobs.ts, the outbox), so a queue that
+  // cannot take it is a database outage, answered before any charge by the kernel's 503 with Retry-After
+  // (KERNEL_ERRORS.serviceUnavailable, test/api/outages.test.ts).
 } as const;
 
 /** The sanitized `error` of terminal caption jobs. */
