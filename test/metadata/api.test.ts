@@ -208,7 +208,7 @@ for (const mode of ENGINE_MODES) {
   let tk: TestKernel;
   let key: string;
   t.before(async () => {
-    tk = await kernelFor({ name: "pglite" }, { env: { MEDIA_ENGINE: mode }, plugin: createMetadataPlugin({ downloadTimeoutMs: 500 }) });
+    tk = await kernelFor({ name: "pglite" }, { env: { MEDIA_ENGINE: mode }, plugin: createMetadataPlugin({ downloadTimeoutMs: 5_000 }) });
     key = (await tk.partner({ limits: LIMITS })).key;
   });
   t.after(() => tk.close());
