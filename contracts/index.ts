@@ -14,6 +14,18 @@ export interface CapabilityMap {}
 /** A name of the map. */
 export type CapabilityName = keyof CapabilityMap & string;
 
+/**
+ * Named collections several plugins contribute to (`contributes` in definePlugin; read with
+ * `ctx.contributions(name)`, every contribution in registration order). Where a capability has exactly one
+ * provider, a collection has any number of contributors, none included. Extended by declaration merging, as
+ * `CapabilityMap` is.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface ContributionMap {}
+
+/** A name of the collections map. */
+export type ContributionName = keyof ContributionMap & string;
+
 export * from "./kernel.ts";
 export * from "./errors.ts";
 export * from "./upstream.ts";

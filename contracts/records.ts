@@ -1,6 +1,8 @@
 // The records capabilities: how one area makes its jobs another area's jobs, served by that area's status and
 // list endpoints, without importing it. Image upscaling makes image jobs (`images.records`, provided by the
 // images plugin) and video upscaling makes video jobs (`video.records`, provided by the video plugin).
+// And the `captionable.videos` collection: every area that makes videos answers for its own (captions reads
+// them all, without knowing the areas).
 import type { Kysely } from "kysely";
 import type { SpokenRecord } from "./speech.ts";
 
@@ -47,12 +49,13 @@ export interface VideoOutput {
 }
 
 /**
- * One of an account's videos as another area (captions) sees it: a video, animation or upscale job, or a
- * merge. `read()` gives the stored MP4, null once it has been pruned (or before the job completed).
+ * One of an account's videos as another area (captions) sees it: a video, animation or upscale job, a merge,
+ * an Omni video, a Script Runner run's scenes. `read()` gives the stored MP4, null once it has been pruned (or
+ * before the job completed).
  */
 export interface CaptionableVideo {
   job_id: string;
-  /** `video`, `animation`, `upscale` or `merge`. */
+  /** `video`, `animation`, `upscale`, `merge`, `omni` or `script-runner`: the area's word, for logs. */
   kind: string;
   /** The job's state as its own status shows it (`queued`, `processing`, `complete`, `error`, `failed`). */
   state: string;
@@ -97,9 +100,23 @@ export interface VideoRecords {
   find(db: Kysely<any>, partnerId: string, jobId: string): Promise<CaptionableVideo | null>;
 }
 
+/**
+ * One contribution to the `captionable.videos` collection: an area that makes videos finds its own by job id.
+ * Job ids are unique across the service, so for any id at most one contribution answers; captions asks each
+ * in turn. A contribution never answers another account's video (ownership: the same null as a missing one).
+ */
+export interface CaptionableVideos {
+  /** The partner's video of this area by job id, in any state; null when the id is not this area's or not the partner's. */
+  find(db: Kysely<any>, partnerId: string, jobId: string): Promise<CaptionableVideo | null>;
+}
+
 declare module "./index.ts" {
   interface CapabilityMap {
     "images.records": ImageRecords;
     "video.records": VideoRecords;
+  }
+  interface ContributionMap {
+    /** Every area's finished videos a caption job may burn captions into (POST /captions `video_job_id`). */
+    "captionable.videos": CaptionableVideos;
   }
 }

@@ -23,10 +23,10 @@ import type { Kysely, RawBuilder } from "kysely";
 import { CompiledQuery, sql } from "kysely";
 import type { Clock } from "./clock.ts";
 import type { Config, PluginConfigValues } from "./config.ts";
-import type { ChargeRequest, FinishJob, FinishedJob, SubmittedJob } from "./ledger.ts";
+import { type ChargeRequest, createCarryingJob, type FinishJob, type FinishedJob, type SubmittedJob } from "./ledger.ts";
 import type { Logger } from "./log.ts";
 import type { PluginDeclaration } from "./plugin.ts";
-import type { CapabilityMap, CapabilityName } from "../contracts/index.ts";
+import type { CapabilityMap, CapabilityName, ContributionMap, ContributionName } from "../contracts/index.ts";
 import { formatTimestamp } from "./time.ts";
 import type { BlobStore } from "../storage/blobs.ts";
 import type { PubSub } from "../storage/pubsub.ts";
@@ -125,6 +125,25 @@ export const jobLeaseKey = (jobId: string) => `job:${jobId}`;
 export interface JobOutcome {
   state: string;
   output?: Record<string, unknown>;
+  /**
+   * A queued kind's success that hands its work on (e.g. prompt repair's resubmitted clip): in the transaction
+   * that ends this job, a job of `kind` (a queued kind of the same plugin, starting in its initial state) is
+   * created for the same partner and queued. It carries this job's charge (what is left of it): no new charge
+   * and no ledger line, and its failure refunds those credits once, through the usual ending. This job, ended,
+   * can no longer be refunded; so the charge is held by exactly one open job at any moment. The new job is
+   * made only when this ending is the one that ends the job (a job ended meanwhile hands nothing on). Queued
+   * kinds' `run` only (a synchronous kind's `recover` cannot hand off).
+   */
+  handOff?: {
+    kind: string;
+    /** A reserved id (allocateServiceId): the runner names the new job in this job's `output`. */
+    jobId: string;
+    input: Record<string, unknown>;
+    partnerJobId?: string | null;
+    callbackUrl?: string | null;
+    /** The plugin's own rows of the new job, in the same transaction. Database work only. */
+    within?: (trx: Kysely<any>, jobId: string) => Promise<void>;
+  };
 }
 
 /** Thrown by a runner for an expected failure: no retry, the job ends in `state` (default failState), refunded. */
@@ -162,6 +181,8 @@ export interface JobRunContext<Input = any> {
   /** This plugin's blob store. */
   blobs: BlobStore;
   capability<K extends CapabilityName>(name: K): CapabilityMap[K];
+  /** Every contribution to a collection the plugin declared in `collects` (see OperationContext). */
+  contributions<K extends ContributionName>(name: K): readonly ContributionMap[K][];
   mediaUrl(key: string): string;
   /** Stores and publishes progress (0-100) and an optional message, without changing the state. */
   progress(percent: number, message?: string): Promise<void>;
@@ -279,6 +300,7 @@ export interface JobRuntimeDeps {
   refundShare(jobId: string, index: number): Promise<number>;
   blobsFor(plugin: string): BlobStore;
   capabilitiesFor(plugin: string): <K extends CapabilityName>(name: K) => CapabilityMap[K];
+  contributionsFor(plugin: string): <K extends ContributionName>(name: K) => readonly ContributionMap[K][];
   pluginConfigFor(plugin: string): PluginConfigValues;
   mediaUrl(plugin: string, key: string): string;
   /** Makes events inside the finishing transaction (core/webhooks.ts). */
@@ -418,6 +440,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       db: background,
       blobs: deps.blobsFor(k.plugin),
       capability: deps.capabilitiesFor(k.plugin),
+      contributions: deps.contributionsFor(k.plugin),
       mediaUrl: (key) => deps.mediaUrl(k.plugin, key),
       get upstreamStep() {
         return waits.step;
@@ -497,7 +520,24 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     alive();
     if (!k.decl.terminal[outcome.state]) throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: run() returned non-terminal state "${outcome.state}"`);
     assertLegal(outcome.state);
-    await end(k, jobId, { state: outcome.state, refund: k.decl.terminal[outcome.state] === "failure", error: null, output: outcome.output ?? null }, waits.step !== null);
+    const handOff = outcome.handOff;
+    const next = handOff ? kinds.get(`${k.plugin}/${handOff.kind}`) : undefined;
+    if (handOff) {
+      if (k.decl.terminal[outcome.state] !== "success") throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: only a success hands off`);
+      if (!next?.decl.run) throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: hands off to "${handOff.kind}", not a queued kind of its plugin`);
+      await ensureQueue(next); // outside the transaction (PGlite's one connection)
+    }
+    const finish: FinishJob = { state: outcome.state, refund: k.decl.terminal[outcome.state] === "failure", error: null, output: outcome.output ?? null };
+    if (handOff && next) {
+      finish.within = async (trx) => {
+        await createCarryingJob(trx, jobId, { id: handOff.jobId, kind: handOff.kind, state: next.decl.initial, input: handOff.input, partnerJobId: handOff.partnerJobId ?? null, callbackUrl: handOff.callbackUrl ?? null });
+        await handOff.within?.(trx, handOff.jobId);
+        const executor = async (text: string, values: unknown[]) => trx.executeQuery(CompiledQuery.raw(text, values as any[]));
+        await queue.sendWithin(executor, next.queue, { jobId: handOff.jobId } satisfies QueuedJob);
+      };
+    }
+    const ended = await end(k, jobId, finish, waits.step !== null);
+    if (ended && next) queue.wake(next.queue);
     await waits.release();
   }
 
@@ -517,9 +557,11 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     const events = k.decl.events;
     const event = events?.[k.decl.terminal[finish.state] === "success" ? "success" : "failure"];
     if (events && event) {
+      const own = finish.within;
       finish = {
         ...finish,
         within: async (trx, job) => {
+          await own?.(trx, job);
           const row = await trx.selectFrom("jobs").select("callback_url").where("id", "=", jobId).executeTakeFirstOrThrow();
           const data = await events.data(trx, { jobId, partnerId: job.partnerId });
           await deps.webhooks.createEvent(trx, { partnerId: job.partnerId, jobId, event, data, callbackUrl: row.callback_url });
@@ -543,6 +585,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     // The finish's own update returned the row the event is made of.
     if (done) await publish(updateOf(done.row));
     else log.debug(`${k.plugin}/${k.kind} job ${jobId} had already ended`);
+    return done !== null;
   }
 
   /** See JobRuntime.recoverOrphans. Jobs are taken one by one, each under its lease (taken over first). */

@@ -9,7 +9,7 @@ import { chargeAndCreateJob, finishJob, type FinishJob, type FinishedJob, refund
 import { createLogger, type Logger } from "./log.ts";
 import { isTransient } from "./transient.ts";
 import type { CapabilityHost, PluginDeclaration } from "./plugin.ts";
-import type { CapabilityMap, CapabilityName, KernelCapability } from "../contracts/index.ts";
+import type { CapabilityMap, CapabilityName, ContributionMap, ContributionName, KernelCapability } from "../contracts/index.ts";
 import { createRateLimiter } from "./rate-limit.ts";
 import { BootError, compileRegistry, type Registry } from "./registry.ts";
 import { UsageRecorder } from "./usage.ts";
@@ -72,6 +72,10 @@ export interface Kernel {
   pluginConfig(plugin: string): PluginConfigValues;
   /** The capabilities one plugin may reach: those it requires or provides. */
   capabilitiesFor(plugin: string): <K extends CapabilityName>(name: K) => CapabilityMap[K];
+  /** Every contribution to a collection, in registry order (empty when nobody contributes). */
+  contributions<K extends ContributionName>(name: K): readonly ContributionMap[K][];
+  /** The collections one plugin may read: those it collects or contributes to. */
+  contributionsFor(plugin: string): <K extends ContributionName>(name: K) => readonly ContributionMap[K][];
   /** `$PUBLIC_URL/media/<plugin>/<key>`: the capability URL of a blob (transports/rest/media.ts serves it). */
   mediaUrl(plugin: string, key: string): string;
   jobs: JobRuntime;
@@ -197,7 +201,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     };
     const mediaBase = config.publicUrl.replace(/(?<!\/)\/+$/, "") + "/media/";
     const mediaUrl = (plugin: string, key: string) => mediaBase + [plugin, ...key.split("/")].map(encodeURIComponent).join("/");
-    const host: Omit<CapabilityHost, "pluginConfig"> = { config, clock, blobs, capability: capability as CapabilityHost["capability"], mediaUrl };
+    const host: Omit<CapabilityHost, "pluginConfig"> = { config, clock, blobs, capability: capability as CapabilityHost["capability"], mediaUrl, log };
     // Build every capability now, in registry order, so a failing factory stops the boot by name.
     for (const name of registry.providers.keys()) capability(name as CapabilityName);
 
@@ -209,6 +213,22 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       return <K extends CapabilityName>(name: K): CapabilityMap[K] => {
         if (!allowed.has(name)) throw new Error(`plugin "${plugin}" uses capability "${name}" without declaring it in requires`);
         return capability(name);
+      };
+    };
+    // Collections: every contributor's part built now, in registry order, after the capabilities it may use
+    // (a failing factory stops the boot by name, as a capability's does).
+    const collections = new Map<string, readonly unknown[]>();
+    for (const [name, plugins] of registry.contributors) {
+      collections.set(name, Object.freeze(plugins.map((p) => (p.contributes as Record<string, (h: CapabilityHost) => unknown>)[name]!({ ...host, pluginConfig: pluginConfig(p.name) }))));
+    }
+    const contributions = <K extends ContributionName>(name: K): readonly ContributionMap[K][] => (collections.get(name) ?? []) as readonly ContributionMap[K][];
+    const contributionsFor = (plugin: string) => {
+      const decl = registry.plugins.find((p) => p.name === plugin);
+      if (!decl) throw new Error(`unknown plugin "${plugin}"`);
+      const allowed = new Set<string>([...(decl.collects ?? []), ...Object.keys(decl.contributes ?? {})]);
+      return <K extends ContributionName>(name: K): readonly ContributionMap[K][] => {
+        if (!allowed.has(name)) throw new Error(`plugin "${plugin}" reads collection "${name}" without declaring it in collects`);
+        return contributions(name);
       };
     };
     const blobsByPlugin = new Map(registry.plugins.map((p) => [p.name, blobs.scoped(p.name)]));
@@ -257,6 +277,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       },
       blobsFor: (plugin) => blobsByPlugin.get(plugin)!,
       capabilitiesFor,
+      contributionsFor,
       pluginConfigFor: pluginConfig,
       mediaUrl,
       upstreamCallbacks: config.upstreamCallbackSecret ? { publicUrl: config.publicUrl, secret: config.upstreamCallbackSecret } : null,
@@ -289,6 +310,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       capability,
       pluginConfig,
       capabilitiesFor,
+      contributions,
+      contributionsFor,
       mediaUrl,
       jobs,
       webhooks,

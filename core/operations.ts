@@ -50,6 +50,7 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
   const status = decl.status ?? 200;
   const scopedBlobs = kernel.blobs.scoped(op.plugin);
   const capability = kernel.capabilitiesFor(op.plugin);
+  const contributions = kernel.contributionsFor(op.plugin);
   const pauses = new Set(kernel.registry.plugins.find((p) => p.name === op.plugin)?.pauses ?? []);
   const idempotent = decl.method === "POST" && decl.idempotency !== "own";
 
@@ -155,6 +156,7 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
           await kernel.finishJob(jobId, finish);
         },
         capability,
+        contributions,
         blobs: scopedBlobs,
         pubsub: kernel.pubsub,
         queue: kernel.queue,

@@ -15,7 +15,7 @@ import type { Queue } from "../storage/queue.ts";
 import type { AccountService, Partner } from "./accounts.ts";
 import type { JobSubmission, SubmittedJob } from "./ledger.ts";
 import type { JobKindDeclaration } from "./jobs.ts";
-import type { CapabilityMap, CapabilityName } from "../contracts/index.ts";
+import type { CapabilityMap, CapabilityName, ContributionMap, ContributionName } from "../contracts/index.ts";
 
 export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
 
@@ -69,6 +69,11 @@ export interface OperationContext<Input = unknown> {
   finishJob(jobId: string, finish: { state: string; refund: boolean; error?: string | null; output?: Record<string, unknown> | null }): Promise<void>;
   /** A capability the kernel or some plugin provides (declared in `requires`), typed by `CapabilityMap`. */
   capability<K extends CapabilityName>(name: K): CapabilityMap[K];
+  /**
+   * Every contribution to a named collection (declared in `collects`), in registration order; empty when no
+   * registered plugin contributes. Typed by `ContributionMap`.
+   */
+  contributions<K extends ContributionName>(name: K): readonly ContributionMap[K][];
   blobs: BlobStore;
   pubsub: PubSub;
   queue: Queue;
@@ -192,6 +197,14 @@ export interface PluginDeclaration {
   requires?: readonly CapabilityName[];
   /** Capabilities this plugin provides, built once at boot; each factory answers its contract's interface. */
   provides?: { readonly [K in CapabilityName]?: (host: CapabilityHost) => CapabilityMap[K] };
+  /**
+   * This plugin's part of named collections (`ContributionMap`), built once at boot. Unlike a capability, which
+   * has one provider, any number of plugins may contribute to one collection (captionable videos: each area
+   * answers for its own job ids); a reader gets them all, and none is an empty collection, not a boot error.
+   */
+  contributes?: { readonly [K in ContributionName]?: (host: CapabilityHost) => ContributionMap[K] };
+  /** Collections this plugin reads with `contributions(name)` (it may read what it contributes to without this). */
+  collects?: readonly ContributionName[];
   /** Standard-basis fragment of the `costs` object of GET /credits. */
   costs?: Readonly<Record<string, unknown>>;
   /**
@@ -225,6 +238,8 @@ export interface CapabilityHost {
   capability<K extends CapabilityName>(name: K): CapabilityMap[K];
   /** The public capability URL of a key in a plugin's blob store. */
   mediaUrl(plugin: string, key: string): string;
+  /** The kernel's logger (a factory's boot line: which providers it found). Absent on hand-made hosts. */
+  log?: Logger;
 }
 
 const PLUGIN_NAME = /^[a-z][a-z0-9-]{0,39}$/;

@@ -35,6 +35,8 @@ export interface Registry {
   migrations: readonly Migration[];
   /** Which plugin provides each capability. */
   providers: ReadonlyMap<string, PluginDeclaration>;
+  /** The plugins contributing to each collection (`contributes`), in registry order. */
+  contributors: ReadonlyMap<string, readonly PluginDeclaration[]>;
   /** Every variable the plugins declare (definePlugin `config`), by name, with the plugins declaring it. */
   configVariables: ReadonlyMap<string, { variable: ConfigVariable; plugins: readonly string[] }>;
 }
@@ -134,6 +136,12 @@ export function compileRegistry(input: readonly PluginDeclaration[]): Registry {
 
   const providers = new Map<string, PluginDeclaration>();
   for (const p of plugins) for (const cap of Object.keys(p.provides ?? {})) providers.set(cap, p);
+  // A collection is a name of its own: one that is also a capability would mean two things by one name.
+  const contributors = new Map<string, PluginDeclaration[]>();
+  for (const p of plugins) for (const name of Object.keys(p.contributes ?? {})) {
+    if (providers.has(name) || (KERNEL_CAPABILITIES as readonly string[]).includes(name)) throw new BootError(`plugin "${p.name}" contributes to "${name}", which is a capability, not a collection`);
+    contributors.set(name, [...(contributors.get(name) ?? []), p]);
+  }
 
   // One variable has one meaning: plugins that read it share one declaration (a fragment such as
   // sandboxConfig), so they cannot disagree on its default or its checks.
@@ -156,6 +164,7 @@ export function compileRegistry(input: readonly PluginDeclaration[]): Registry {
     rateLimits,
     migrations: Object.freeze(migrations),
     providers,
+    contributors,
     configVariables,
   });
 }

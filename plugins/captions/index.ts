@@ -1,8 +1,8 @@
 // Captions (spec part 2 "Caption job", "Caption style object", "Caption jobs", the caption endpoints, errors
 // and limits; part 1's rate limits, the active caption job cap and the `captions` feature switch).
 //
-// A caption job reads a source video (one of the account's generated videos through `video.records`, or an
-// upload: uploads.ts), transcribes it through `speech.transcribe` (provided here: transcribe/), cuts the
+// A caption job reads a source video (one of the account's videos, whichever area made it, through the
+// `captionable.videos` collection: source.ts; or an upload: uploads.ts), transcribes it through `speech.transcribe` (provided here: transcribe/), cuts the
 // words into cards in the chosen chunking (cards.ts, measured with the font's real metrics), writes them as
 // an ASS script in the chosen style (ass.ts) and burns it with libass on the media engine (burn.ts) into a
 // new MP4. The partner can then read the cards, edit them and have them re-burned free of charge (edit.ts).
@@ -20,6 +20,7 @@ import { CAPTIONS_TABLE, captionView, chunksOf, type CaptionRow, findCaption, li
 import { checkStyle, resolveStyle } from "./style.ts";
 import { styleOptionsBody } from "./style-options.ts";
 import { captionJobOut, submittedOut } from "./schemas.ts";
+import { findVideo } from "./source.ts";
 import { captionPrice, checkCaps, submitCaption } from "./submit.ts";
 import { captionsConfig } from "./config.ts";
 import { createTranscriber } from "./transcribe/index.ts";
@@ -31,7 +32,7 @@ const SERVICE_ID = /^svc-[0-9a-f]{8}$/;
 /** Whether a generated-video source can still be read (null for uploads, which answer from their expiry). */
 async function videoAvailable(ctx: OperationContext<any>, row: CaptionRow): Promise<boolean | null> {
   if (row.source_kind !== "video") return null;
-  const video = await ctx.capability("video.records").find(ctx.db, ctx.partner.id, row.source_video_job_id!);
+  const video = await findVideo(ctx, ctx.partner.id, row.source_video_job_id!);
   return video?.complete === true;
 }
 
@@ -81,7 +82,7 @@ const createCaption = operation({
   input: CaptionInput,
   output: submittedOut,
   async handle(ctx) {
-    const video = await ctx.capability("video.records").find(ctx.db, ctx.partner.id, ctx.input.video_job_id);
+    const video = await findVideo(ctx, ctx.partner.id, ctx.input.video_job_id);
     if (!video) throw notFound(E.videoNotFound);
     if (!video.complete) throw new ApiError(409, E.videoNotComplete);
     return submitCaption(ctx, { source: { kind: "video", videoJobId: video.job_id }, style: ctx.input.style, partnerJobId: ctx.input.partner_job_id });
@@ -183,7 +184,9 @@ const editCaption = operation({
 
 export default definePlugin({
   name: "captions",
-  requires: ["media", "video.records", "outbound"],
+  requires: ["media", "outbound"],
+  // The account's videos, from every area that makes them (none registered: every video id is a 404).
+  collects: ["captionable.videos"],
   provides: {
     "speech.transcribe": (host) => createTranscriber(host),
   },

@@ -1,11 +1,25 @@
-// A caption job's source file as the media engine takes it: a generated video's bytes (read through the
-// `video.records` capability), an upload's one stored file, or a chunked upload's parts streamed in order
+// A caption job's source file as the media engine takes it: one of the account's videos (read through the
+// `captionable.videos` collection), an upload's one stored file, or a chunked upload's parts streamed in order
 // (never concatenated in memory on the native engine). Also what the job learns about it once (size, rate,
 // duration), kept on the row so re-burns need no probe.
-import { displaySize, probeOverBudget, type EngineInput, firstAudio, firstVideo, type JobRunContext, type MediaEngine, type SpokenRecord } from "mediagate/plugin";
+import { type CaptionableVideo, displaySize, probeOverBudget, type EngineInput, firstAudio, firstVideo, type JobRunContext, type MediaEngine, type OperationContext, type SpokenRecord } from "mediagate/plugin";
 import { type CaptionRow, mediaOf, sourceKeysOf, type SourceMedia } from "./records.ts";
 
 export class SourceGone extends Error {}
+
+/**
+ * One of the partner's videos, whichever area made it (video, animation, upscale, merge, Omni, Script Runner:
+ * each contributes its finder to `captionable.videos`), or null when no area has it for this account (a
+ * missing id and another account's read the same: 404). Ids are unique across the service, so the areas are
+ * asked in turn and the first answer is the only one.
+ */
+export async function findVideo(ctx: Pick<OperationContext, "db" | "contributions">, partnerId: string, jobId: string): Promise<CaptionableVideo | null> {
+  for (const area of ctx.contributions("captionable.videos")) {
+    const video = await area.find(ctx.db, partnerId, jobId);
+    if (video) return video;
+  }
+  return null;
+}
 
 export interface OpenedSource {
   input: EngineInput;
@@ -13,9 +27,9 @@ export interface OpenedSource {
   spoken: SpokenRecord | null;
 }
 
-export async function openSource(ctx: Pick<JobRunContext, "db" | "blobs" | "capability" | "partnerId">, row: CaptionRow): Promise<OpenedSource> {
+export async function openSource(ctx: Pick<JobRunContext, "db" | "blobs" | "contributions" | "partnerId">, row: CaptionRow): Promise<OpenedSource> {
   if (row.source_kind === "video") {
-    const video = await ctx.capability("video.records").find(ctx.db, ctx.partnerId, row.source_video_job_id!);
+    const video = await findVideo(ctx, ctx.partnerId, row.source_video_job_id!);
     const bytes = video?.complete ? await video.read() : null;
     if (!bytes) throw new SourceGone();
     return { input: bytes, bytes: bytes.byteLength, spoken: video!.spoken ?? null };

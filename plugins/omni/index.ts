@@ -12,6 +12,7 @@
 //   `omni` answers 503 `Omni is currently unavailable` to every POST (voices: the spec's text with its full stop).
 import { definePlugin } from "mediagate/plugin";
 import { batchOperations } from "./batch.ts";
+import { captionableOmniVideos } from "./captionable.ts";
 import { characterOperations } from "./characters.ts";
 import { improveOperations, repairJob } from "./improve.ts";
 import { OMNI_COSTS, OMNI_FEATURE, OMNI_PAUSE } from "./limits.ts";
@@ -26,6 +27,7 @@ export default definePlugin({
   features: [OMNI_FEATURE],
   pauses: [OMNI_PAUSE],
   jobs: { video: omniVideoJob, repair: repairJob },
+  contributes: { "captionable.videos": captionableOmniVideos },
   operations: [...characterOperations, ...voiceOperations, ...videoOperations, ...batchOperations, ...improveOperations],
   migrations: omniMigrations,
 });

@@ -54,6 +54,7 @@ import {
 import type { ColumnType } from "kysely";
 import { RUNNER_ERRORS as E } from "./errors.ts";
 import { costPerScene, DEFAULT_IMAGE_MODEL, DEFAULT_MODEL, DEFAULT_NAME, FRAME, IMAGE_MODEL_IDS, IMAGE_MODELS, LIMITS, MODEL_IDS, refundParts, runPrice, type RunnerImageModel, type RunnerModel, VIDEO_MODELS } from "./limits.ts";
+import { captionableRuns } from "./captionable.ts";
 import { runnerConfig } from "./config.ts";
 import { runnerMigrations } from "./migrations.ts";
 import { parseScript } from "./parser.ts";
@@ -496,9 +497,11 @@ const listRuns = operation({
 
 export default definePlugin({
   name: "script-runner",
-  requires: ["image.generate", "video.generate", "outbound"],
+  requires: ["image.generate", "video.generate", "outbound", "media"],
   config: runnerConfig,
   jobs: { run: runJob },
+  // A finished run's scene clips, joined, for captions (captionable.ts).
+  contributes: { "captionable.videos": captionableRuns },
   operations: [submitRun, runStatus, listRuns],
   migrations: runnerMigrations,
 });
