@@ -196,6 +196,44 @@ export async function chargeAndCreateJob(db: Kysely<KernelTables>, req: ChargeRe
   });
 }
 
+/**
+ * Creates, inside the transaction that ends `fromJobId` as a success, the job its runner hands its work on to
+ * (core/jobs.ts JobOutcome.handOff). The new job carries what the ended job holds of its charge (its
+ * `credits_used` less what it refunded): no balance change and no ledger line, since that charge is in the
+ * ledger already under the ended job; a failure of the new job refunds it through finishJob, once, as any
+ * job's. The ended job can no longer refund (finishJob's `finished_at is null` guard), so the charge is
+ * refundable through exactly one job. Same partner, plugin and endpoint; no in-flight slot.
+ */
+export async function createCarryingJob(
+  trx: Kysely<any>,
+  fromJobId: string,
+  job: { id: string; kind: string; state: string; input: Record<string, unknown>; partnerJobId: string | null; callbackUrl: string | null },
+): Promise<void> {
+  const from = await (trx as Kysely<KernelTables>)
+    .selectFrom("jobs")
+    .select(["partner_id", "plugin", "endpoint", "credits_used", "credits_refunded"])
+    .where("id", "=", fromJobId)
+    .executeTakeFirstOrThrow();
+  await (trx as Kysely<KernelTables>)
+    .insertInto("jobs")
+    .values({
+      id: job.id,
+      partner_id: from.partner_id,
+      plugin: from.plugin,
+      kind: job.kind,
+      endpoint: from.endpoint,
+      state: job.state,
+      partner_job_id: job.partnerJobId,
+      callback_url: job.callbackUrl,
+      group_id: null,
+      credits_used: Number(from.credits_used) - Number(from.credits_refunded),
+      holds_inflight_slot: false,
+      finished_at: null,
+      input: JSON.stringify(job.input),
+    })
+    .execute();
+}
+
 export interface FinishJob {
   state: string;
   /** Refund what the job was charged (a failure). */
