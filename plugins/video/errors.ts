@@ -51,7 +51,6 @@ export const VIDEO_ERRORS = {
   referenceVideoDownload: (status: number | string) => `A reference video could not be downloaded (HTTP ${status}).`,
   referenceVideoUnusable: "Could not prepare that video as a reference.",
   referenceVideoTooLarge: "A reference video is too large (max 95 MB).",
-  referenceEncoderBusy: "The reference encoder is busy right now - retry in a minute.",
   // Reference audio: the spec states the rules without texts; these follow the reference-video sentences.
   tooManyReferenceAudio: (n: number, max: number, model: string) => `Too many reference audio files (${n}). Max is ${max} for ${model}.`,
   referenceAudioLength: (min: number, max: number, seconds: number) => `Reference audio must be between ${min} and ${max} seconds (yours is ${seconds}s).`,

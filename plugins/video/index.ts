@@ -1,8 +1,8 @@
 // Video generation, animation and merging (spec part 2, "Video job", "Video models", "Video prices",
 // "Animation prices", the video state table, the video endpoints and events).
 //
-// POST /generate-video validates every rule before the charge (input.ts), downloads, measures and normalizes
-// reference media before the charge too (references.ts: billing uses measured seconds), prices through the
+// POST /generate-video validates every rule before the charge (input.ts), downloads and measures reference
+// media before the charge too (references.ts: billing uses measured seconds; the job normalizes it), prices through the
 // kernel's tier math (models.ts) and queues one job that renders through `video.generate` (the sandbox by
 // default). POST /generate-animation is the same job with two required frames, 8 s of 1080p with sound.
 // POST /merge-videos is synchronous: charge, concatenate for real (merge.ts), refund on failure.
@@ -16,14 +16,14 @@
 // - Merged files carry `expires_at` 7 days out ("kept about 7 days"); the kernel's retention sweeper removes them then.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { isTransient, ApiError, checkPicture, type Counters, definePlugin, finishGeneratedClip, JobFailure, progressBetween, type JobKindDeclaration, type JobRunContext, limitParam, type MediaEngine, megabytes, mp4MetadataCategories, notFound, offsetParam, operation, type OperationContext, outboundToApiError, type OutboundGuard, PAGE_BOUNDS, pageBody, pageShape, parseSince, partnerJobIdField, PRIVATE_KEY_PREFIX, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, shown, UnsafeContentError, type VideoFrame, videoFrameSize, type VideoProviders } from "mediagate/plugin";
+import { isTransient, ApiError, checkPicture, definePlugin, finishGeneratedClip, JobFailure, progressBetween, type JobKindDeclaration, type JobRunContext, limitParam, type MediaEngine, megabytes, mp4MetadataCategories, notFound, offsetParam, operation, type OperationContext, outboundToApiError, type OutboundGuard, PAGE_BOUNDS, pageBody, pageShape, parseSince, partnerJobIdField, PRIVATE_KEY_PREFIX, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, shown, UnsafeContentError, type VideoFrame, videoFrameSize, type VideoProviders } from "mediagate/plugin";
 import { VIDEO_ERRORS as E } from "./errors.ts";
 import { checkRequestUrls, decodedSize, GenerateAnimationInput, GenerateVideoInput, type FrameInput } from "./input.ts";
 import { concatClips } from "./merge.ts";
 import { videoMigrations } from "./migrations.ts";
 import { ANIMATION, MERGE_PRICE, MODELS, SHORT_EDGE, VIDEO_COSTS, videoPrice, type VideoModel } from "./models.ts";
 import { eventData, listView, MERGE_TABLE, type MergePart, mergedSpoken, statusView, VIDEO_TABLE, videoJobs, type VideoOutput, videoRecords, type VideoRecords } from "./records.ts";
-import { createNormalizationSlot, prepareReferenceAudio, prepareReferenceVideos, type NormalizationSlot } from "./references.ts";
+import { measureReferenceAudio, measureReferenceVideos, type MeasuredReference, normalizeReference, ReferenceEncodeError, type ReferenceKind } from "./references.ts";
 
 const MAX_FRAME_BYTES = megabytes(20);
 const MAX_REF_IMAGES_TOTAL = megabytes(72);
@@ -46,8 +46,9 @@ interface StoredInput {
   start_frame: StoredFrame | null;
   end_frame: StoredFrame | null;
   reference_images: StoredFrame[];
-  reference_videos: Array<{ key: string; seconds: number; url: string }>;
-  reference_audio: Array<{ key: string; seconds: number; url: string }>;
+  /** `raw`: the file as downloaded, normalized by the job (jobs queued before that keep normalized files). */
+  reference_videos: Array<{ key: string; seconds: number; url: string; raw?: true }>;
+  reference_audio: Array<{ key: string; seconds: number; url: string; raw?: true }>;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -73,11 +74,21 @@ async function loadFrame(ctx: JobRunContext, frame: StoredFrame): Promise<VideoF
   }
 }
 
-async function loadReferences(ctx: JobRunContext, refs: StoredInput["reference_videos"]): Promise<ReferenceMedia[]> {
+/** The stored references, normalized here (job work: a busy media pool makes the job wait, never the partner). */
+async function loadReferences(ctx: JobRunContext, refs: StoredInput["reference_videos"], kind: ReferenceKind): Promise<ReferenceMedia[]> {
   const out: ReferenceMedia[] = [];
   for (const r of refs) {
-    const bytes = await ctx.blobs.get(r.key);
+    let bytes = await ctx.blobs.get(r.key);
     if (!bytes) throw new JobFailure(E.failed);
+    if (r.raw) {
+      try {
+        bytes = await normalizeReference(kind, bytes, ctx.capability("media"), { signal: ctx.signal });
+      } catch (err) {
+        if (!(err instanceof ReferenceEncodeError)) throw err;
+        ctx.log.warn(`video ${ctx.jobId}: reference ${kind} ${r.url} unusable: ${err.message}`);
+        throw new JobFailure(E.failed);
+      }
+    }
     out.push({ bytes, seconds: r.seconds, url: r.url });
   }
   return out;
@@ -126,8 +137,8 @@ const videoJob: JobKindDeclaration<StoredInput> = {
             startFrame,
             endFrame,
             referenceImages,
-            referenceVideos: await loadReferences(ctx, input.reference_videos),
-            referenceAudio: await loadReferences(ctx, input.reference_audio),
+            referenceVideos: await loadReferences(ctx, input.reference_videos, "video"),
+            referenceAudio: await loadReferences(ctx, input.reference_audio, "audio"),
           };
         },
         { deadlineSeconds: UPSTREAM_DEADLINE_SECONDS, onProgress: progressBetween(ctx, 5, 90) },
@@ -195,15 +206,6 @@ async function checkCallback(ctx: OperationContext<any>, url: string | null) {
     // Only a refused URL is the partner's; a DNS failure here is ours and passes through.
     throw outboundToApiError(err, { invalidUrl: "callback_url must be a public https URL" });
   }
-}
-
-const slots = new WeakMap<Counters, NormalizationSlot>();
-/** One normalization slot per counters store: shared by every process on the same Redis. */
-function normalizationSlot(ctx: OperationContext<any>): NormalizationSlot {
-  const counters = ctx.capability("counters");
-  let slot = slots.get(counters);
-  if (!slot) slots.set(counters, (slot = createNormalizationSlot(counters)));
-  return slot;
 }
 
 /** Charges and queues; uploads are written first (the job may start at once) and removed if the charge fails. */
@@ -278,12 +280,12 @@ const generateVideo = operation({
     const hasVideos = req.referenceVideoUrls.length > 0;
     ctx.priceFor(videoPrice(req.model, req.quality, req.outputSeconds, req.sound, hasVideos ? 0 : null, texts));
 
-    let videos: ReferenceMedia[] = [];
-    let audio: ReferenceMedia[] = [];
+    let videos: MeasuredReference[] = [];
+    let audio: MeasuredReference[] = [];
     if (hasVideos || req.referenceAudioUrls.length > 0) {
-      const deps = { guard: ctx.capability("outbound"), engine: ctx.capability("media"), slot: normalizationSlot(ctx), signal: ctx.request.signal };
-      if (hasVideos) videos = await prepareReferenceVideos(req.referenceVideoUrls, model.references!.videos, req.model, deps);
-      if (req.referenceAudioUrls.length > 0) audio = await prepareReferenceAudio(req.referenceAudioUrls, model.references!.audio, req.model, deps);
+      const deps = { guard: ctx.capability("outbound"), engine: ctx.capability("media"), signal: ctx.request.signal };
+      if (hasVideos) videos = await measureReferenceVideos(req.referenceVideoUrls, model.references!.videos, req.model, deps);
+      if (req.referenceAudioUrls.length > 0) audio = await measureReferenceAudio(req.referenceAudioUrls, model.references!.audio, req.model, deps);
     }
     const measured = hasVideos ? videos.reduce((s, v) => s + v.seconds, 0) : null;
     const credits = ctx.priceFor(videoPrice(req.model, req.quality, req.outputSeconds, req.sound, measured, texts));
@@ -296,11 +298,12 @@ const generateVideo = operation({
     const start = storeFrame(req.startFrame, prefix, "start", uploads);
     const end = storeFrame(req.endFrame, prefix, "end", uploads);
     const refs = req.referenceImages.map((r, i) => storeFrame(r, privatePrefix, `ref-image-${i + 1}`, uploads)!);
-    const keep = (list: ReferenceMedia[], name: string, ext: string, type: string) =>
+    // Kept as downloaded; the job normalizes them (references.ts).
+    const keep = (list: MeasuredReference[], name: string) =>
       list.map((m, i) => {
-        const key = `${privatePrefix}/${name}-${i + 1}.${ext}`;
-        uploads.push({ key, bytes: m.bytes, contentType: type });
-        return { key, seconds: m.seconds, url: m.url };
+        const key = `${privatePrefix}/${name}-${i + 1}.bin`;
+        uploads.push({ key, bytes: m.bytes, contentType: "application/octet-stream" });
+        return { key, seconds: m.seconds, url: m.url, raw: true as const };
       });
     const { width, height } = videoFrameSize(req.aspectRatio, SHORT_EDGE[req.quality]);
     const input: StoredInput = {
@@ -314,8 +317,8 @@ const generateVideo = operation({
       start_frame: start,
       end_frame: end,
       reference_images: refs,
-      reference_videos: keep(videos, "ref-video", "mp4", "video/mp4"),
-      reference_audio: keep(audio, "ref-audio", "mp3", "audio/mpeg"),
+      reference_videos: keep(videos, "ref-video"),
+      reference_audio: keep(audio, "ref-audio"),
     };
     const job = await submit(ctx, {
       credits,

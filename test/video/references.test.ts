@@ -1,35 +1,31 @@
 // Reference media of POST /generate-video (plugins/video/references.ts), against a local HTTP server: the
-// spec's errors for every way a download or a file can fail, the measured seconds, what normalization makes
-// (on every engine this machine has), and the shared normalization slot on memory and on Redis counters.
+// spec's errors for every way a download or a file can fail and the measured seconds (before the charge: a
+// probe, never an encode), and what the job's normalization makes (on every engine this machine has).
 // Clips are small and short because ffmpeg.wasm is slow.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { fakeClock } from "../../core/clock.ts";
 import { ApiError } from "../../core/errors.ts";
 import { mp4Boxes } from "../../lib/formats/index.ts";
 import { createMediaEngine, firstAudio, firstVideo, generateTestVideo, mp4MetadataCategories, type MediaEngine } from "../../lib/media/index.ts";
 import { createOutboundGuard } from "../../lib/outbound/index.ts";
 import { VIDEO_ERRORS as E } from "../../plugins/video/errors.ts";
 import {
-  createNormalizationSlot,
   MAX_REFERENCE_AUDIO_BYTES,
   MAX_REFERENCE_VIDEO_BYTES,
-  prepareReferenceAudio,
-  prepareReferenceVideos,
-  type NormalizationSlot,
+  measureReferenceAudio,
+  measureReferenceVideos,
+  normalizeReference,
+  ReferenceEncodeError,
   type ReferenceDeps,
+  type ReferenceRules,
 } from "../../plugins/video/references.ts";
-import { memoryCounters, redisCounters, type Counters } from "../../storage/counters.ts";
 import { rejection } from "../helpers/assert.ts";
-import { isolatedRedisPrefix, storeBackends } from "../helpers/backends.ts";
 import { ENGINE_MODES, fixture } from "../media/util.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const round2 = (n: number) => Math.round(n * 100) / 100;
-// uvu starts running once a suite is queued and the module yields, so every await comes before the first suite.
-const STORE_BACKENDS = await storeBackends();
 const VIDEO_RULES = { minSeconds: 2, maxSeconds: 15, totalSeconds: 15 };
 const AUDIO_RULES = { minSeconds: 2, maxSeconds: 30, totalSeconds: 30 };
 
@@ -52,6 +48,14 @@ const mp3 = await convert(["-t", "5", "-c", "copy"], song, "in.mp3", "five.mp3")
 const wav = await convert(["-t", "3", "-c:a", "pcm_s16le"], song, "in.mp3", "three.wav");
 const m4a = await convert(["-t", "3", "-c:a", "aac"], song, "in.mp3", "three.m4a");
 const shortMp3 = await convert(["-t", "1", "-c", "copy"], song, "in.mp3", "one.mp3");
+// Both probe as the full 2.5 s. Cut short (moov in front, the mdat cut after its first bytes): refused on its
+// boxes before the charge. Frames zeroed (every box whole, the pictures noise): the checks pass, the job's
+// encode fails.
+const faststart = await convert(["-c", "copy", "-movflags", "+faststart"], clip, "in.mp4", "fs.mp4");
+const mdatOf = (bytes: Uint8Array) => [...mp4Boxes(bytes)].find((b) => b.type === "mdat")!;
+const cutShort = faststart.subarray(0, mdatOf(faststart).start + 64);
+const zeroed = new Uint8Array(clip);
+zeroed.fill(0, mdatOf(clip).body, mdatOf(clip).end);
 const cmov = fixture("c.mov"); // real QuickTime file: 2750x1834, ~59 fps, no sound, 5.2 s
 const seconds = async (bytes: Uint8Array) => round2((await maker.probe(bytes)).durationSeconds);
 const measured = {
@@ -85,6 +89,8 @@ const FILES: Record<string, Uint8Array> = {
   "/one.mp3": shortMp3,
   "/notes.txt": new TextEncoder().encode("just some words, not a video\n".repeat(50)),
   "/truncated.mp4": clip.subarray(0, 2000),
+  "/cut-short.mp4": cutShort,
+  "/zeroed.mp4": zeroed,
 };
 const closedBySlowClient: string[] = [];
 
@@ -152,24 +158,10 @@ async function apiError(p: Promise<unknown>): Promise<ApiError> {
   return err as ApiError;
 }
 
-function freeSlot(): NormalizationSlot {
-  return createNormalizationSlot(memoryCounters());
-}
-
-/** Holds `slot` until the returned function is called. */
-async function hold(slot: NormalizationSlot): Promise<() => Promise<void>> {
-  let letGo!: () => void;
-  let entered!: () => void;
-  const inside = new Promise<void>((r) => (entered = r));
-  const done = slot.run(() => {
-    entered();
-    return new Promise<void>((r) => (letGo = r));
-  });
-  await inside;
-  return async () => {
-    letGo();
-    await done;
-  };
+/** What the request does (measure) and then the job (normalize each file), as one call. */
+async function prepareAndNormalize(kind: "video" | "audio", urls: string[], rules: ReferenceRules, deps: ReferenceDeps) {
+  const measured = await (kind === "video" ? measureReferenceVideos : measureReferenceAudio)(urls, rules, "beta-2-5", deps);
+  return Promise.all(measured.map(async (m) => ({ ...m, bytes: await normalizeReference(kind, m.bytes, deps.engine) })));
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -181,7 +173,7 @@ async function hold(slot: NormalizationSlot): Promise<() => Promise<void>> {
   let deps: ReferenceDeps;
   t.before(() => {
     engine = createMediaEngine({ mode: ENGINE_MODES[0]! });
-    deps = { guard, engine, slot: freeSlot() };
+    deps = { guard, engine };
   });
   t.after(async () => {
     await engine.close();
@@ -190,84 +182,84 @@ async function hold(slot: NormalizationSlot): Promise<() => Promise<void>> {
   t("a URL the deployment's guard refuses (loopback on a default guard) is 400 Invalid reference ... URL", async () => {
     const strict = { ...deps, guard: publicGuard };
     for (const url of [`https://127.0.0.1:${port}/clip.mp4`, `${base}/clip.mp4`]) {
-      const v = await apiError(prepareReferenceVideos([url], VIDEO_RULES, "beta-2-5", strict));
+      const v = await apiError(measureReferenceVideos([url], VIDEO_RULES, "beta-2-5", strict));
       assert.is(v.status, 400);
       assert.is(v.message, E.invalidReferenceVideoUrl(url));
-      const a = await apiError(prepareReferenceAudio([url.replace("clip.mp4", "five.mp3")], AUDIO_RULES, "beta-2-5", strict));
+      const a = await apiError(measureReferenceAudio([url.replace("clip.mp4", "five.mp3")], AUDIO_RULES, "beta-2-5", strict));
       assert.is(a.status, 400);
       assert.is(a.message, E.invalidReferenceAudioUrl(url.replace("clip.mp4", "five.mp3")));
     }
   });
 
   t("an HTTP error or a redirect (never followed) is 400 with the status", async () => {
-    const missing = await apiError(prepareReferenceVideos([`${base}/missing.mp4`], VIDEO_RULES, "beta-2-5", deps));
+    const missing = await apiError(measureReferenceVideos([`${base}/missing.mp4`], VIDEO_RULES, "beta-2-5", deps));
     assert.is(missing.status, 400);
     assert.is(missing.message, E.referenceVideoDownload(404));
     assert.is(missing.message, "A reference video could not be downloaded (HTTP 404).");
-    const moved = await apiError(prepareReferenceVideos([`${base}/moved.mp4`], VIDEO_RULES, "beta-2-5", deps));
+    const moved = await apiError(measureReferenceVideos([`${base}/moved.mp4`], VIDEO_RULES, "beta-2-5", deps));
     assert.is(moved.message, E.referenceVideoDownload(302));
-    const audio = await apiError(prepareReferenceAudio([`${base}/missing.mp3`], AUDIO_RULES, "beta-2-5", deps));
+    const audio = await apiError(measureReferenceAudio([`${base}/missing.mp3`], AUDIO_RULES, "beta-2-5", deps));
     assert.is(audio.message, E.referenceAudioDownload(404));
   });
 
   t("no HTTP status at all: a refused connection reads as 502, a time-out as 504", async () => {
-    const refused = await apiError(prepareReferenceVideos([`http://127.0.0.1:${closedPort}/clip.mp4`], VIDEO_RULES, "beta-2-5", deps));
+    const refused = await apiError(measureReferenceVideos([`http://127.0.0.1:${closedPort}/clip.mp4`], VIDEO_RULES, "beta-2-5", deps));
     assert.is(refused.status, 400);
     assert.is(refused.message, E.referenceVideoDownload(502));
-    const slow = await apiError(prepareReferenceVideos([`${base}/slow.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, downloadTimeoutMs: 300 }));
+    const slow = await apiError(measureReferenceVideos([`${base}/slow.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, downloadTimeoutMs: 300 }));
     assert.is(slow.status, 400);
     assert.is(slow.message, E.referenceVideoDownload(504));
   });
 
   t("too large is 413, whether declared (Content-Length) or streamed", async () => {
-    const declared = await apiError(prepareReferenceVideos([`${base}/declared-huge.mp4`], VIDEO_RULES, "beta-2-5", deps));
+    const declared = await apiError(measureReferenceVideos([`${base}/declared-huge.mp4`], VIDEO_RULES, "beta-2-5", deps));
     assert.is(declared.status, 413);
     assert.is(declared.message, "A reference video is too large (max 95 MB).");
-    const streamed = await apiError(prepareReferenceAudio([`${base}/streamed-huge.mp3`], AUDIO_RULES, "beta-2-5", deps));
+    const streamed = await apiError(measureReferenceAudio([`${base}/streamed-huge.mp3`], AUDIO_RULES, "beta-2-5", deps));
     assert.is(streamed.status, 413);
     assert.is(streamed.message, E.referenceAudioTooLarge);
   });
 
   t("what is not an MP4/MOV with a picture (or MP3/WAV/M4A with sound) is 400 Could not prepare ...", async () => {
-    for (const path of ["/notes.txt", "/five.mp3", "/truncated.mp4"]) {
-      const err = await apiError(prepareReferenceVideos([`${base}${path}`], VIDEO_RULES, "beta-2-5", deps));
+    for (const path of ["/notes.txt", "/five.mp3", "/truncated.mp4", "/cut-short.mp4"]) {
+      const err = await apiError(measureReferenceVideos([`${base}${path}`], VIDEO_RULES, "beta-2-5", deps));
       assert.is(err.status, 400, path);
       assert.is(err.message, E.referenceVideoUnusable, path);
     }
     for (const path of ["/notes.txt", "/clip.mp4"]) {
-      const err = await apiError(prepareReferenceAudio([`${base}${path}`], AUDIO_RULES, "beta-2-5", deps));
+      const err = await apiError(measureReferenceAudio([`${base}${path}`], AUDIO_RULES, "beta-2-5", deps));
       assert.is(err.status, 400, path);
       assert.is(err.message, E.referenceAudioUnusable, path);
     }
   });
 
   t("each clip must last between the model's bounds; the text names the measured seconds", async () => {
-    const tooShort = await apiError(prepareReferenceVideos([`${base}/short.mp4`], VIDEO_RULES, "beta-2-direct", deps));
+    const tooShort = await apiError(measureReferenceVideos([`${base}/short.mp4`], VIDEO_RULES, "beta-2-direct", deps));
     assert.is(tooShort.status, 400);
     assert.is(tooShort.message, E.referenceVideoLength(2, 15, measured.short));
     assert.ok(measured.short >= 0.9 && measured.short < 1.1, String(measured.short));
-    const tooLong = await apiError(prepareReferenceVideos([`${base}/clip.mp4`, `${base}/long.mp4`], VIDEO_RULES, "beta-2-direct", deps));
+    const tooLong = await apiError(measureReferenceVideos([`${base}/clip.mp4`, `${base}/long.mp4`], VIDEO_RULES, "beta-2-direct", deps));
     assert.is(tooLong.message, E.referenceVideoLength(2, 15, measured.long));
     assert.match(tooLong.message, /^Reference videos must be between 2 and 15 seconds \(yours is 16(\.\d{1,2})?s\)\.$/);
-    const song = await apiError(prepareReferenceAudio([`${base}/song.mp3`], AUDIO_RULES, "beta-2-5", deps));
+    const song = await apiError(measureReferenceAudio([`${base}/song.mp3`], AUDIO_RULES, "beta-2-5", deps));
     assert.is(song.message, E.referenceAudioLength(2, 30, measured.song));
     assert.is(song.message, "Reference audio must be between 2 and 30 seconds (yours is 122.12s).");
-    const oneSecond = await apiError(prepareReferenceAudio([`${base}/one.mp3`], AUDIO_RULES, "beta-2-5", deps));
+    const oneSecond = await apiError(measureReferenceAudio([`${base}/one.mp3`], AUDIO_RULES, "beta-2-5", deps));
     assert.match(oneSecond.message, /^Reference audio must be between 2 and 30 seconds \(yours is 1(\.\d{1,2})?s\)\.$/);
   });
 
   t("the clips together must stay within the model's total", async () => {
     const rules = { minSeconds: 2, maxSeconds: 15, totalSeconds: 4 };
-    const err = await apiError(prepareReferenceVideos([`${base}/clip.mp4`, `${base}/silent.mp4`], rules, "beta-2-direct", deps));
+    const err = await apiError(measureReferenceVideos([`${base}/clip.mp4`, `${base}/silent.mp4`], rules, "beta-2-direct", deps));
     assert.is(err.status, 400);
     assert.is(err.message, E.referenceVideosTotal(round2(measured.clip + measured.silent), "beta-2-direct", 4));
-    const audio = await apiError(prepareReferenceAudio([`${base}/three.wav`, `${base}/three.m4a`], { ...AUDIO_RULES, totalSeconds: 5 }, "beta-2-5", deps));
+    const audio = await apiError(measureReferenceAudio([`${base}/three.wav`, `${base}/three.m4a`], { ...AUDIO_RULES, totalSeconds: 5 }, "beta-2-5", deps));
     assert.is(audio.message, E.referenceAudioTotal(round2(measured.wav + measured.m4a), "beta-2-5", 5));
   });
 
   t("the first failure stops the other downloads of the request", async () => {
     closedBySlowClient.length = 0;
-    const err = await apiError(prepareReferenceVideos([`${base}/slow.mp4`, `${base}/missing.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, downloadTimeoutMs: 60_000 }));
+    const err = await apiError(measureReferenceVideos([`${base}/slow.mp4`, `${base}/missing.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, downloadTimeoutMs: 60_000 }));
     assert.is(err.message, E.referenceVideoDownload(404));
     for (let i = 0; i < 50 && closedBySlowClient.length === 0; i++) await sleep(20);
     assert.equal(closedBySlowClient, ["/slow.mp4"]);
@@ -275,38 +267,33 @@ async function hold(slot: NormalizationSlot): Promise<() => Promise<void>> {
 
   t("the request's own cancellation passes through, not as a 400", async () => {
     const ac = new AbortController();
-    const p = prepareReferenceVideos([`${base}/slow.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, signal: ac.signal, downloadTimeoutMs: 60_000 });
+    const p = measureReferenceVideos([`${base}/slow.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, signal: ac.signal, downloadTimeoutMs: 60_000 });
     setTimeout(() => ac.abort(), 50);
     const err = await rejection(p);
     assert.not.instance(err, ApiError);
   });
 
-  t("while another request holds the normalization slot the answer is 503, after the checks", async () => {
-    const slot = freeSlot();
-    const release = await hold(slot);
-    try {
-      const busy = await apiError(prepareReferenceVideos([`${base}/clip.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, slot }));
-      assert.is(busy.status, 503);
-      assert.is(busy.message, "The reference encoder is busy right now - retry in a minute.");
-      const audio = await apiError(prepareReferenceAudio([`${base}/five.mp3`], AUDIO_RULES, "beta-2-5", { ...deps, slot }));
-      assert.is(audio.status, 503);
-      // A file that fails its checks is told so, not sent away to retry.
-      const bad = await apiError(prepareReferenceVideos([`${base}/short.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, slot }));
-      assert.is(bad.status, 400);
-    } finally {
-      await release();
-    }
+  t("before the charge the engine only probes: no encode, whatever the pool holds; the file is kept as downloaded", async () => {
+    // An engine whose every run (an encode) fails: the checks must not need one (issue 36 item 9).
+    let runs = 0;
+    const probeOnly: MediaEngine = Object.assign(Object.create(engine) as MediaEngine, {
+      run: async () => {
+        runs++;
+        throw new Error("no encode before the charge");
+      },
+    });
+    const [v] = await measureReferenceVideos([`${base}/clip.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, engine: probeOnly });
+    assert.is(v!.seconds, measured.clip);
+    assert.equal(v!.bytes, clip);
+    const [a] = await measureReferenceAudio([`${base}/five.mp3`], AUDIO_RULES, "beta-2-5", { ...deps, engine: probeOnly });
+    assert.is(a!.seconds, measured.mp3);
+    assert.equal(a!.bytes, mp3);
+    assert.is(runs, 0);
   });
 
-  t("no URLs: nothing is fetched and the slot is not taken", async () => {
-    const slot = freeSlot();
-    const release = await hold(slot);
-    try {
-      assert.equal(await prepareReferenceVideos([], VIDEO_RULES, "beta-2-5", { ...deps, slot }), []);
-      assert.equal(await prepareReferenceAudio([], AUDIO_RULES, "beta-2-5", { ...deps, slot }), []);
-    } finally {
-      await release();
-    }
+  t("no URLs: nothing is fetched", async () => {
+    assert.equal(await measureReferenceVideos([], VIDEO_RULES, "beta-2-5", { ...deps, guard: publicGuard }), []);
+    assert.equal(await measureReferenceAudio([], AUDIO_RULES, "beta-2-5", { ...deps, guard: publicGuard }), []);
   });
 
   t.run();
@@ -325,7 +312,7 @@ for (const mode of ENGINE_MODES) {
   let deps: ReferenceDeps;
   t.before(() => {
     engine = createMediaEngine({ mode });
-    deps = { guard, engine, slot: freeSlot() };
+    deps = { guard, engine };
   });
   t.after(async () => {
     await engine.close();
@@ -333,7 +320,7 @@ for (const mode of ENGINE_MODES) {
 
   t("videos become H.264/AAC MP4s: short edge at most 720, 30 fps, sound kept, moov first, no metadata", async () => {
     const urls = [`${base}/clip.mp4`, `${base}/silent.mp4`, `${base}/rotated.mp4`];
-    const out = await prepareReferenceVideos(urls, VIDEO_RULES, "beta-2-5", deps);
+    const out = await prepareAndNormalize("video", urls, VIDEO_RULES, deps);
     assert.is(out.length, 3);
     assert.equal(out.map((m) => m.url), urls);
 
@@ -370,7 +357,7 @@ for (const mode of ENGINE_MODES) {
   });
 
   t("a small clip is never upscaled", async () => {
-    const [m] = await prepareReferenceVideos([`${base}/short.mp4`], { minSeconds: 0.5, maxSeconds: 15, totalSeconds: 15 }, "beta-2-5", deps);
+    const [m] = await prepareAndNormalize("video", [`${base}/short.mp4`], { minSeconds: 0.5, maxSeconds: 15, totalSeconds: 15 }, deps);
     const v = firstVideo(await engine.probe(m!.bytes, "ref.mp4"))!;
     assert.equal([v.width, v.height], [320, 180]);
   });
@@ -378,7 +365,7 @@ for (const mode of ENGINE_MODES) {
   if (mode === "native") {
     // A real QuickTime file at 2750x1834 and ~59 fps: too heavy for the wasm engine in a test.
     t("a real-world MOV (ftyp qt) is accepted and normalized", async () => {
-      const [m] = await prepareReferenceVideos([`${base}/c.mov`], VIDEO_RULES, "beta-2-5", deps);
+      const [m] = await prepareAndNormalize("video", [`${base}/c.mov`], VIDEO_RULES, deps);
       assert.is(m!.seconds, measured.cmov);
       const p = await engine.probe(m!.bytes, "ref.mp4");
       const v = firstVideo(p)!;
@@ -390,9 +377,16 @@ for (const mode of ENGINE_MODES) {
     });
   }
 
+  t("a whole file whose frames do not decode passes the checks and fails the job's encode (ReferenceEncodeError)", async () => {
+    const [m] = await measureReferenceVideos([`${base}/zeroed.mp4`], VIDEO_RULES, "beta-2-5", deps);
+    assert.is(m!.seconds, measured.clip);
+    const err = await rejection(normalizeReference("video", m!.bytes, engine));
+    assert.instance(err, ReferenceEncodeError, String(err));
+  });
+
   t("MP3, WAV and M4A become MP3 (44.1 kHz stereo) without tags; seconds are measured", async () => {
     const urls = [`${base}/five.mp3`, `${base}/three.wav`, `${base}/three.m4a`];
-    const out = await prepareReferenceAudio(urls, { minSeconds: 2, maxSeconds: 15, totalSeconds: 15 }, "beta-2-5", deps);
+    const out = await prepareAndNormalize("audio", urls, { minSeconds: 2, maxSeconds: 15, totalSeconds: 15 }, deps);
     assert.equal(out.map((m) => m.seconds), [measured.mp3, measured.wav, measured.m4a]);
     assert.ok(Math.abs(measured.mp3 - 5) < 0.1 && Math.abs(measured.wav - 3) < 0.1, `${measured.mp3} ${measured.wav}`);
     for (const m of out) {
@@ -407,109 +401,6 @@ for (const mode of ENGINE_MODES) {
       assert.is.not(new TextDecoder("latin1").decode(m.bytes.subarray(0, 3)), "ID3");
     }
   });
-
-  t.run();
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// The slot, on every counters store.
-
-for (const backend of STORE_BACKENDS) {
-  const t = suite(`reference media: normalization slot (${backend.name})`);
-  let prefix: string;
-  const opened: Counters[] = [];
-  const counters = (now?: () => number): Counters => {
-    const c = backend.name === "redis" ? redisCounters({ url: backend.url, prefix }) : memoryCounters(now);
-    opened.push(c);
-    return c;
-  };
-  let shared: Counters;
-  t.before.each(() => {
-    prefix = isolatedRedisPrefix();
-    shared = counters();
-  });
-  t.after.each(async () => {
-    await Promise.all(opened.splice(0).map((c) => c.close()));
-  });
-  // Another process's view of the same store: in memory the same object, on Redis another client, same prefix.
-  const store = () => (backend.name === "redis" ? counters() : shared);
-
-  t("a second run while the first holds the slot gets 503; once released the slot is free again", async () => {
-    const a = createNormalizationSlot(store());
-    const b = createNormalizationSlot(store());
-    const release = await hold(a);
-    for (const slot of [a, b]) {
-      const err = await apiError(slot.run(async () => "ran"));
-      assert.is(err.status, 503);
-      assert.is(err.message, E.referenceEncoderBusy);
-    }
-    await release();
-    assert.is(await b.run(async () => "ran"), "ran");
-    assert.is(await a.run(async () => "again"), "again");
-  });
-
-  t("of many simultaneous runs exactly one gets in", async () => {
-    const slots = Array.from({ length: 4 }, () => createNormalizationSlot(store()));
-    let inside = 0;
-    let most = 0;
-    const results = await Promise.allSettled(
-      Array.from({ length: 12 }, (_, i) =>
-        slots[i % slots.length]!.run(async () => {
-          most = Math.max(most, ++inside);
-          await sleep(50);
-          inside--;
-        }),
-      ),
-    );
-    assert.is(most, 1);
-    assert.is(results.filter((r) => r.status === "fulfilled").length, 1);
-    for (const r of results) if (r.status === "rejected") assert.is((r.reason as ApiError).status, 503);
-  });
-
-  t("a run that throws releases the slot and passes its error on", async () => {
-    const slot = createNormalizationSlot(store());
-    const err = await rejection(slot.run(async () => Promise.reject(new Error("boom"))));
-    assert.is((err as Error).message, "boom");
-    assert.is(await slot.run(async () => 1), 1);
-  });
-
-  if (backend.name === "memory") {
-    t("a holder that never releases blocks for at most the TTL", async () => {
-      const clock = fakeClock(Date.UTC(2026, 10, 1, 12, 0, 0));
-      const c = counters(() => clock.now());
-      const slot = createNormalizationSlot(c, { ttlMs: 60_000, now: () => clock.now() });
-      assert.is(slot.holdMs, 30_000);
-      void slot.run(() => new Promise(() => {})); // a process that died while holding it
-      await sleep(0);
-      assert.is((await apiError(slot.run(async () => 0))).status, 503);
-      clock.advance(30_000);
-      assert.is((await apiError(slot.run(async () => 0))).status, 503);
-      clock.advance(30_000);
-      assert.is(await slot.run(async () => "free"), "free");
-    });
-  } else {
-    t("a holder that never releases blocks for at most the TTL; the holder is told when its time is up", async () => {
-      // Each slot has its own Redis client: the newcomer must wait until the holder is inside, or its
-      // increment can reach Redis first. The TTL leaves a loaded machine a second between the two.
-      const ttlMs = 2_000;
-      const slot = createNormalizationSlot(store(), { ttlMs });
-      assert.is(slot.holdMs, 1_000);
-      let timeUp!: () => void;
-      let entered!: () => void;
-      const told = new Promise<void>((r) => (timeUp = r));
-      const inside = new Promise<void>((r) => (entered = r));
-      void slot.run((signal) => {
-        signal.addEventListener("abort", () => timeUp());
-        entered();
-        return new Promise(() => {});
-      });
-      await inside;
-      assert.is((await apiError(createNormalizationSlot(store(), { ttlMs }).run(async () => 0))).status, 503);
-      await told;
-      await sleep(ttlMs - 1_000 + 50);
-      assert.is(await createNormalizationSlot(store(), { ttlMs }).run(async () => "free"), "free");
-    });
-  }
 
   t.run();
 }
