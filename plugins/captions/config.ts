@@ -1,6 +1,7 @@
 // The captions plugin's declared configuration (read by the kernel at boot; a bad value stops the boot by
-// name). All of it is about transcription: the OpenAI-compatible upstream adapter (transcribe/openai.ts) and
-// the order in which the chain (transcribe/index.ts) tries its providers.
+// name). All of it is about transcription: the OpenAI-compatible upstream adapter (transcribe/openai.ts), where
+// the offline recognizer is (transcribe/pocketsphinx.ts) and the order in which the chain (transcribe/index.ts)
+// tries its providers.
 import { z } from "zod";
 import { defineConfig, envVar, upstreamBaseUrl, type PluginConfigSource } from "mediagate/plugin";
 
@@ -46,6 +47,11 @@ export const captionsConfig = defineConfig({
   ),
   transcribeKey: envVar("CAPTIONS_TRANSCRIBE_KEY", z.string().optional(), "secret: the upstream's API key, sent as a Bearer token and never logged (unset: no Authorization header)"),
   transcribeModel: envVar("CAPTIONS_TRANSCRIBE_MODEL", z.string().trim().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be a model name (printable ASCII, no spaces)").default("whisper-1"), "the upstream's transcription model (default whisper-1)"),
+  pocketsphinxPath: envVar(
+    "CAPTIONS_POCKETSPHINX_PATH",
+    z.string().trim().min(1).optional(),
+    "the pocketsphinx_continuous binary (default: pocketsphinx_continuous on PATH; pocketsphinx_batch is looked up beside it)",
+  ),
   transcribeOrder: envVar(
     "CAPTIONS_TRANSCRIBE_ORDER",
     order,

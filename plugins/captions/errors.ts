@@ -43,6 +43,13 @@ export const CAPTION_ERRORS = {
   sessionSizeMismatch: "The uploaded parts do not add up to size_bytes",
   partnerJobIdFixed: "partner_job_id cannot change after init",
   storageUnavailable: "Upload storage is temporarily unavailable, retry shortly",
+  // 503 of POST /captions/upload, /captions/uploads/init and finalize when no speech recognizer is available
+  // (neither pocketsphinx installed nor CAPTIONS_TRANSCRIBE_URL set; transcribe/index.ts uploadRecognizers),
+  // before any charge. The spec's 503 row for the caption endpoints names only storage and queueing, and part
+  // 1 lists "not configured" among the 503s without words for captions; ours follow the spec's own texts for
+  // an unconfigured area ("Voiceover service is not configured.", "Music generation is not configured."),
+  // naming what cannot be served: generated videos are still captioned from their spoken records.
+  uploadsNotConfigured: "Captions for uploaded videos are not configured.",
 
   // GET /captions/<job_id>, chunks, edit
   jobNotFound: "Caption job not found",

@@ -21,6 +21,11 @@
 //   used. A `partner_job_id` sent to finalize must equal the session's (400 `partnerJobIdFixed`).
 // - A part's body above chunk_size is a 400 (the spec's "part size"), refused while it streams; the single
 //   upload's form above 95 MB (plus the form's own bytes) is the 413 before it is read whole.
+// - Without a speech recognizer (no pocketsphinx, no CAPTIONS_TRANSCRIBE_URL: transcribe/index.ts
+//   uploadRecognizers) the single upload, init and a first finalize answer 503 `uploadsNotConfigured` before
+//   anything is stored or charged: an uploaded file has no spoken record of ours, so its speech could only
+//   fail after the charge. Parts and abort still answer (a session opened before stays usable and removable),
+//   and a finalize repeated after success still answers its job.
 // - Every refusal before the charge leaves nothing new: a session is a row only once init succeeds, a part
 //   is written only once its size is right (and removed again if the session went away meanwhile), and a
 //   single upload's file is removed if the charge fails.
@@ -34,6 +39,8 @@ import { type ByteSource, bytesSource, checkMp4, PartChanged, partsSource } from
 import { captionView, findCaption, retentionOf } from "./records.ts";
 import { checkStyle, resolveStyle } from "./style.ts";
 import { captionPrice, submitCaption } from "./submit.ts";
+import { captionsConfig } from "./config.ts";
+import { uploadRecognizers } from "./transcribe/index.ts";
 import type { CaptionStyle } from "./types.ts";
 import {
   beginFinalize,
@@ -69,6 +76,11 @@ const storageError = (ctx: OperationContext<any>, err: unknown): never => {
   ctx.log.error("captions upload storage failed", err);
   throw new ApiError(503, E.storageUnavailable);
 };
+
+/** The 503 before anything is stored or charged when no recognizer could transcribe an uploaded file. */
+function requireRecognizer(ctx: OperationContext<any>): void {
+  if (uploadRecognizers(captionsConfig.of(ctx)).length === 0) throw new ApiError(503, E.uploadsNotConfigured);
+}
 
 /** A partial style as sent: an object (JSON body) or its JSON text (a multipart field). */
 function partialStyle(raw: unknown, fail: (m: string) => never): Partial<CaptionStyle> {
@@ -119,6 +131,7 @@ const singleUpload = operation({
   },
   output: submittedOut,
   async handle(ctx) {
+    requireRecognizer(ctx);
     const video = ctx.files.video;
     if (!video || video.bytes.byteLength === 0) throw new ApiError(400, E.videoFileMissing);
     if (video.bytes.byteLength > LIMITS.singleUploadBytes) throw new ApiError(413, E.singleTooLarge);
@@ -182,6 +195,7 @@ const initUpload = operation({
   output: z.object(sessionOut),
   async handle(ctx) {
     if (ctx.input.size_bytes > LIMITS.chunkedMaxBytes) throw new ApiError(413, E.chunkedTooLarge);
+    requireRecognizer(ctx);
     const credits = captionPrice(ctx); // a custom account without a rate gets its 400 before a session exists
     const now = ctx.clock.now();
     await removeBlobs(ctx, await expiredSessions(ctx.db, ctx.partner.id, new Date(now), SWEEP_OTHERS));
@@ -300,6 +314,7 @@ const finalizeUpload = operation({
     const s = await liveSession(ctx);
     if (ctx.input.partner_job_id !== null && ctx.input.partner_job_id !== s.partner_job_id) throw new ApiError(400, E.partnerJobIdFixed);
     if (s.state === "finalized") return finalizedAnswer(ctx, s.job_id!);
+    requireRecognizer(ctx);
 
     // Take the session (one finalize at a time), with its parts as they are now.
     type Taken = { done: string } | { token: string; parts: Awaited<ReturnType<typeof partsOf>> };

@@ -189,7 +189,7 @@ t("built from the kernel's capability host: the declared config gives the order;
 
 t("config: defaults, a bad order or URL stops the boot by name; the key stays out of the messages", () => {
   const d = captionsConfig.read({});
-  assert.equal(d, { transcribeUrl: undefined, transcribeKey: undefined, transcribeModel: "whisper-1", transcribeOrder: ["spoken", "timed-text", "pocketsphinx", "openai"] });
+  assert.equal(d, { transcribeUrl: undefined, transcribeKey: undefined, transcribeModel: "whisper-1", pocketsphinxPath: undefined, transcribeOrder: ["spoken", "timed-text", "pocketsphinx", "openai"] });
   const c = captionsConfig.read({ CAPTIONS_TRANSCRIBE_URL: "https://api.example.com/", CAPTIONS_TRANSCRIBE_KEY: "sk-secret", CAPTIONS_TRANSCRIBE_MODEL: "whisper-large-v3" });
   assert.is(c.transcribeUrl, "https://api.example.com");
   assert.is(c.transcribeKey, "sk-secret");

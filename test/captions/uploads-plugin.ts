@@ -2,6 +2,7 @@
 // tables with the five upload operations, and a caption job kind that never runs (the tests do not start
 // workers), so these tests are about uploads alone, whatever state the rest of the captions area is in.
 import { definePlugin } from "../../core/plugin.ts";
+import { captionsConfig } from "../../plugins/captions/config.ts";
 import { CAPTION_CREDITS } from "../../plugins/captions/limits.ts";
 import { captionMigrations } from "../../plugins/captions/migrations.ts";
 import { uploadMigrations, uploadOperations } from "../../plugins/captions/uploads.ts";
@@ -27,6 +28,8 @@ export const uploadsPlugin = definePlugin({
   name: "captions",
   features: ["captions"],
   costs: { captions: CAPTION_CREDITS },
+  // The operations read it: without a speech recognizer (pocketsphinx or CAPTIONS_TRANSCRIBE_URL) they answer 503.
+  config: captionsConfig,
   operations: uploadOperations,
   jobs: { caption: standInJob as any },
   migrations: [...captionMigrations, ...uploadMigrations],

@@ -16,8 +16,8 @@
 // than English (the only model the packages ship). Known limit, in the README: quality on real speech is
 // modest (a small 2015 model; noisy or accented speech and music beds come out with many wrong words);
 // operators who need better configure the next provider (the OpenAI-compatible adapter).
-import { access, mkdtemp, rm } from "node:fs/promises";
-import { constants } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { accessSync, constants } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { findOnPath, type Logger, type TimedWord, type TranscribeRequest, type Transcript, type TranscriptionProvider } from "mediagate/plugin";
@@ -80,7 +80,7 @@ export interface PocketsphinxOptions {
   log?: Pick<Logger, "warn">;
 }
 
-interface Installed {
+export interface Installed {
   recognizer: string;
   aligner: string | undefined;
   hmm: string;
@@ -88,39 +88,54 @@ interface Installed {
   dict: string;
 }
 
-async function executable(path: string): Promise<boolean> {
-  return access(path, constants.X_OK).then(
-    () => true,
-    () => false,
-  );
+function executable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
-async function readable(path: string): Promise<boolean> {
-  return access(path, constants.R_OK).then(
-    () => true,
-    () => false,
-  );
+function readable(path: string): boolean {
+  try {
+    accessSync(path, constants.R_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
-async function resolveBinary(name: string): Promise<string | undefined> {
-  if (name.includes("/")) return (await executable(name)) ? name : undefined;
+function resolveBinary(name: string): string | undefined {
+  if (name.includes("/")) return executable(name) ? name : undefined;
   return findOnPath(name);
 }
 
-/** The tools and model files, or null when any required one is missing (looked up on each call: cheap). */
-async function installed(opts: PocketsphinxOptions): Promise<Installed | null> {
-  const recognizer = await resolveBinary(opts.binary ?? SPHINX.recognizer);
-  if (!recognizer) return null;
+/**
+ * The tools and model files, or why not (the first required one missing). A few access() calls: looked up on
+ * each transcription (an operator may install the packages without a restart), at boot for the boot line,
+ * and before an upload is accepted (uploads.ts).
+ */
+export function locatePocketsphinx(opts: PocketsphinxOptions = {}): Installed | { missing: string } {
+  const wanted = opts.binary ?? SPHINX.recognizer;
+  const recognizer = resolveBinary(wanted);
+  if (!recognizer) return { missing: wanted.includes("/") ? `no executable ${wanted}` : `${wanted} not on PATH` };
   const modelDir = opts.modelDir ?? SPHINX.modelDir;
   const hmm = join(modelDir, "en-us");
   const lm = join(modelDir, "en-us.lm.bin");
   const dict = join(modelDir, "cmudict-en-us.dict");
-  for (const f of [join(hmm, "mdef"), join(hmm, "means"), lm, dict]) if (!(await readable(f))) return null;
+  for (const f of [join(hmm, "mdef"), join(hmm, "means"), lm, dict]) if (!readable(f)) return { missing: `no en-us model (${f})` };
   let aligner: string | undefined;
   if (opts.align !== false) {
-    aligner = opts.alignBinary !== undefined ? await resolveBinary(opts.alignBinary) : ((await resolveBinary(join(dirname(recognizer), SPHINX.aligner))) ?? findOnPath(SPHINX.aligner));
+    aligner = opts.alignBinary !== undefined ? resolveBinary(opts.alignBinary) : (resolveBinary(join(dirname(recognizer), SPHINX.aligner)) ?? findOnPath(SPHINX.aligner));
   }
   return { recognizer, aligner, hmm, lm, dict };
+}
+
+/** The tools and model files, or null when any required one is missing. */
+function installed(opts: PocketsphinxOptions): Installed | null {
+  const found = locatePocketsphinx(opts);
+  return "missing" in found ? null : found;
 }
 
 const SEGMENT = /^(\S+) (\d+(?:\.\d+)?) (\d+(?:\.\d+)?) (\S+)$/;
@@ -170,7 +185,7 @@ export function createPocketsphinxProvider(opts: PocketsphinxOptions = {}): Tran
     name: "pocketsphinx",
     async transcribe(request: TranscribeRequest): Promise<Transcript | null> {
       if (!isEnglish(request.language)) return null;
-      const tools = await installed(opts);
+      const tools = installed(opts);
       if (!tools) return null;
       request.signal.throwIfAborted();
 
