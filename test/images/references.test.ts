@@ -35,8 +35,10 @@ async function refUrls(tk: TestKernel, key: string): Promise<string[]> {
 
 for (const backend of await databaseBackends()) {
   const t = suite(`image references per request on ${backend.name}`);
+  // One kernel for the suite: each test has partners of its own and compares the reference files before and
+  // after its own requests.
   let tk: TestKernel;
-  t.before.each(async () => {
+  t.before(async () => {
     tk = await createTestKernel({
       plugins: [account, imagesSandbox, images],
       databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
@@ -44,7 +46,7 @@ for (const backend of await databaseBackends()) {
       env: { SANDBOX_LATENCY_MS: "5", PUBLIC_URL },
     });
   });
-  t.after.each(async () => {
+  t.after(async () => {
     await tk.close();
   });
 
