@@ -1,19 +1,20 @@
-// The reference video of POST /omni/video, prepared inside the request and before the charge (it changes the
-// price, and the spec says the source is measured): downloaded through the outbound guard (at most 90 MB),
-// probed (an MP4/MOV with a video track, at most 30 s), its window [video_start, video_end] checked against
-// the measured length, then cut out and normalized (H.264 yuv420p, short edge at most 720 px, 25 fps, AAC
-// 48 kHz stereo when the source has sound, no metadata) so the provider gets exactly the window.
+// The reference video of POST /omni/video. Before the charge (it changes the price, and the spec says the
+// source is measured) it is downloaded through the outbound guard (at most 90 MB) and probed (an MP4/MOV with
+// a video track, at most 30 s), its window [video_start, video_end] checked against the measured length; the
+// file is kept as downloaded. The job cuts the window out and normalizes it (H.264 yuv420p, short edge at
+// most 720 px, 25 fps, AAC 48 kHz stereo when the source has sound, no metadata) so the provider gets exactly
+// the window: an encode is job work, and a busy media pool only makes the job wait (issue 36 item 9: a
+// partner never gets a 503 or a wait on an encode because our own CPU is busy).
 //
 // Choices where the spec is silent, written down here: sizes are decimal (90,000,000 bytes); a source without
 // sound gives a window without sound (the sandbox composites only the picture); the length bound is
-// inclusive, to the hundredth of a second; an over-cap download is a 413 like every other size cap.
-import { ApiError, fetchSource, probeOverBudget, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, type MediaEngine, type OmniReferenceVideo, type OutboundGuard } from "mediagate/plugin";
+// inclusive, to the hundredth of a second; an over-cap download is a 413 like every other size cap; a source
+// that probes but whose window cannot be cut fails the job (ReferenceCutError), refunded once.
+import { ApiError, fetchSource, probeOverBudget, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, type MediaEngine, mp4Boxes, type OmniReferenceVideo, type OutboundGuard } from "mediagate/plugin";
 import { OMNI_ERRORS as E } from "./errors.ts";
 import { LIMITS } from "./limits.ts";
 
 const DOWNLOAD_TIMEOUT_MS = 120_000;
-const PROBE_TIMEOUT_MS = 60_000;
-const CUT_TIMEOUT_MS = 120_000;
 const ISO_BMFF = "mov,mp4,m4a,3gp,3g2,mj2";
 const NO_METADATA = ["-map_metadata", "-1", "-map_metadata:s", "-1", "-map_chapters", "-1", "-fflags", "+bitexact"];
 
@@ -25,6 +26,24 @@ export interface ReferenceVideoDeps {
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
 
+/**
+ * Whether the file is whole: its top-level boxes fit in it and one is the moov. A download cut short still
+ * probes as the full length; it is refused on its bytes before the charge rather than failing the job's cut.
+ */
+function wholeIsoBmff(bytes: Uint8Array): boolean {
+  let end = 0;
+  let moov = false;
+  try {
+    for (const box of mp4Boxes(bytes)) {
+      end = box.end;
+      if (box.type === "moov") moov = true;
+    }
+  } catch {
+    return false; // more boxes side by side than any real file has
+  }
+  return moov && bytes.length - end < 8;
+}
+
 /** The engine failing on the partner's file is the file's 400; a missing engine or a cancelled request is not. */
 function unusable(err: unknown, deps: ReferenceVideoDeps): unknown {
   if (deps.signal?.aborted) return err;
@@ -33,7 +52,24 @@ function unusable(err: unknown, deps: ReferenceVideoDeps): unknown {
   return new ApiError(400, E.referenceVideoUnusable);
 }
 
-export async function prepareReferenceVideo(url: string, start: number, end: number, deps: ReferenceVideoDeps): Promise<OmniReferenceVideo> {
+/** The source as downloaded and the window to cut from it: what the job keeps. */
+export interface MeasuredReferenceVideo {
+  url: string;
+  bytes: Uint8Array;
+  start: number;
+  end: number;
+}
+
+/** A source the job could not cut: the job fails, refunded once. */
+export class ReferenceCutError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "ReferenceCutError";
+  }
+}
+
+/** Downloads and probes the source and checks the window: the spec's 400/413 before any charge, no encode. */
+export async function measureReferenceVideo(url: string, start: number, end: number, deps: ReferenceVideoDeps): Promise<MeasuredReferenceVideo> {
   const bytes = await fetchSource(
     url,
     { maxBytes: LIMITS.referenceVideoMaxBytes, timeoutMs: DOWNLOAD_TIMEOUT_MS, texts: { invalidUrl: E.invalidVideoUrl(url.slice(0, 200)), tooLarge: E.referenceVideoTooLarge, download: E.referenceUnavailable } },
@@ -41,41 +77,59 @@ export async function prepareReferenceVideo(url: string, start: number, end: num
   );
   // Junk (and a manifest: HLS, DASH, concat) is refused on its first bytes, before the engine reads it.
   if (!isoBmffFirstBox(bytes)) throw new ApiError(400, E.referenceVideoUnreadable);
+  // What the cut used to find out after the probe, told now: the file cannot be prepared.
+  if (!wholeIsoBmff(bytes)) throw new ApiError(400, E.referenceVideoUnusable);
   let seconds: number;
-  let hasAudio: boolean;
   try {
-    const probe = await deps.engine.probe(bytes, "in.bin", { signal: deps.signal, timeoutMs: PROBE_TIMEOUT_MS });
+    // No time-out of our own: it would count the wait for a media pool place, and a busy machine must not read
+    // as a bad file (the engine's own cap bounds a probe that never ends; the request's signal, the wait).
+    const probe = await deps.engine.probe(bytes, "in.bin", { signal: deps.signal });
     if (probe.formatName !== ISO_BMFF || !firstVideo(probe) || !Number.isFinite(probe.durationSeconds) || probe.durationSeconds <= 0) throw new ApiError(400, E.referenceVideoUnreadable);
     // lib/media/budgets.ts before the cut decodes a frame: an 8K frame, 240 fps and 4 hours at most.
     const excess = probeOverBudget(probe);
     if (excess) throw new ApiError(400, excess.kind === "duration" ? E.referenceVideoTooLong : E.referenceVideoUnreadable);
     seconds = round2(probe.durationSeconds);
-    hasAudio = firstAudio(probe) !== undefined;
   } catch (err) {
     throw err instanceof ApiError ? err : unusable(err, deps);
   }
   if (seconds > LIMITS.referenceVideoMaxSeconds) throw new ApiError(400, E.referenceVideoTooLong);
   if (end > seconds) throw new ApiError(400, E.trimOutsideSource(seconds));
+  return { url, bytes, start, end };
+}
 
-  const scale = "scale='if(gte(iw,ih),-2,min(720,iw))':'if(gte(iw,ih),min(720,ih),-2)'";
-  const audio = hasAudio ? ["-map", "0:a:0", "-c:a", "aac", "-b:a", "128k", "-ar", "48000", "-ac", "2"] : [];
+/**
+ * Job work: the window [start, end] of a measured source, cut and normalized. Waits for a media pool place as
+ * long as the job may (its signal). The file's failures throw ReferenceCutError; cancellation and a missing
+ * engine pass through.
+ */
+export async function cutReferenceWindow(source: MeasuredReferenceVideo, engine: MediaEngine, options: { signal?: AbortSignal } = {}): Promise<OmniReferenceVideo> {
+  const { signal } = options;
+  const { bytes, start, end, url } = source;
   try {
-    const out = await deps.engine.run(
+    const probe = await engine.probe(bytes, "in.bin", { signal });
+    if (!firstVideo(probe)) throw new ReferenceCutError("the stored source no longer probes as a video");
+    const hasAudio = firstAudio(probe) !== undefined;
+    const scale = "scale='if(gte(iw,ih),-2,min(720,iw))':'if(gte(iw,ih),min(720,ih),-2)'";
+    const audio = hasAudio ? ["-map", "0:a:0", "-c:a", "aac", "-b:a", "128k", "-ar", "48000", "-ac", "2"] : [];
+    const out = await engine.run(
       [
         "-ss", String(start), "-i", "in.bin", "-t", String(round2(end - start)),
         "-map", "0:v:0", ...audio,
         "-vf", `${scale},fps=25,format=yuv420p`,
-        "-c:v", "libx264", "-preset", deps.engine.kind === "wasm" ? "ultrafast" : "veryfast", "-crf", "23", "-pix_fmt", "yuv420p",
+        "-c:v", "libx264", "-preset", engine.kind === "wasm" ? "ultrafast" : "veryfast", "-crf", "23", "-pix_fmt", "yuv420p",
         ...NO_METADATA, "-movflags", "+faststart",
         "window.mp4",
       ],
-      { inputs: { "in.bin": bytes }, outputs: ["window.mp4"], signal: deps.signal, timeoutMs: CUT_TIMEOUT_MS, durationSeconds: end - start },
+      // No time-out of its own: the wait for a pool place is part of the run; the job's limit bounds both.
+      { inputs: { "in.bin": bytes }, outputs: ["window.mp4"], signal, durationSeconds: end - start },
     );
     const window = out["window.mp4"]!;
-    const probe = await deps.engine.probe(window, "window.mp4", { signal: deps.signal, timeoutMs: PROBE_TIMEOUT_MS });
-    if (firstVideo(probe)?.codec !== "h264" || !(probe.durationSeconds > 0)) throw new ApiError(400, E.referenceVideoUnusable);
-    return { bytes: window, seconds: round2(probe.durationSeconds), url };
+    const made = await engine.probe(window, "window.mp4", { signal });
+    if (firstVideo(made)?.codec !== "h264" || !(made.durationSeconds > 0)) throw new ReferenceCutError(`the window came out ${made.durationSeconds}s long`);
+    return { bytes: window, seconds: round2(made.durationSeconds), url };
   } catch (err) {
-    throw unusable(err, deps);
+    if (signal?.aborted || err instanceof ReferenceCutError) throw err;
+    if (isMediaError(err) && err.code === "engine_unavailable") throw err;
+    throw new ReferenceCutError(`the window could not be cut: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
 }

@@ -1,13 +1,14 @@
 // The shapes that pass between the Omni modules: what POST /omni/video's checks hand to the submit
 // (video-input.ts -> video.ts), and what an Omni video job keeps as its input (video.ts, batch.ts, improve.ts).
-import type { OmniReferenceVideo, VideoFrame } from "mediagate/plugin";
+import type { VideoFrame } from "mediagate/plugin";
 import type { OmniAspectRatio, OmniDuration, OmniModel, OmniResolution } from "./limits.ts";
 import type { CharacterRecord, CharacterVoice } from "./records.ts";
+import type { MeasuredReferenceVideo } from "./reference-video.ts";
 
 /**
  * POST /omni/video after every check of the request (schema, sizes, magic bytes, URL syntax, the callback's
- * DNS, ownership of characters and voices, the reference budget) and after the reference video was fetched,
- * measured and its window cut: nothing is charged yet, nothing stored yet.
+ * DNS, ownership of characters and voices, the reference budget) and after the reference video was fetched
+ * and measured (the job cuts its window): nothing is charged yet, nothing stored yet.
  */
 export interface PreparedOmniVideo {
   prompt: string;
@@ -30,8 +31,8 @@ export interface PreparedOmniVideo {
   imageUrls: string[];
   /** `image_base64` decoded, each a PNG, JPEG or WebP by its magic bytes. */
   images: VideoFrame[];
-  /** The trimmed window of `video_url`, normalized (H.264/AAC MP4), measured. */
-  referenceVideo: OmniReferenceVideo | null;
+  /** `video_url` as downloaded and probed, with its window; the job cuts and normalizes it. */
+  referenceVideo: MeasuredReferenceVideo | null;
 }
 
 /** A stored picture the job reads back: a key in the omni blob store. */
@@ -55,7 +56,11 @@ export interface OmniJobInput {
   voices: CharacterVoice[];
   image_urls: string[];
   images: StoredImage[];
-  reference_video: { key: string; seconds: number; url: string } | null;
+  /**
+   * With `start`/`end`: the source as downloaded, its window cut by the job (`seconds` is the window asked for
+   * until then). Without them (jobs queued before the cut moved into the job): the cut window itself.
+   */
+  reference_video: { key: string; seconds: number; url: string; start?: number; end?: number } | null;
   /** The request's callback_url (the kernel keeps it on the job too): a repaired prompt's clip reports there as well. */
   callback_url: string | null;
 }

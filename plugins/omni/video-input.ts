@@ -2,7 +2,7 @@
 // the body's shape and ranges (the schema: 400 with the first issue's text), then what needs more than the
 // body (prepareOmniVideo): sizes of the base64 images (413), their kind by magic bytes, URL syntax through the
 // outbound guard's rules, the callback's DNS, the account's characters and voices (another account's read
-// as missing), and last the reference video, downloaded, measured and cut (reference-video.ts).
+// as missing), and last the reference video, downloaded and measured (reference-video.ts; the job cuts it).
 //
 // Choices where the spec is silent, written down here (texts in errors.ts):
 // - `duration`, `seed` and `video_start`/`video_end` must be JSON numbers (a "8" string is refused);
@@ -14,7 +14,7 @@ import { ApiError, type MediaEngine, outboundToApiError, type OutboundGuard, par
 import { OMNI_ERRORS as E } from "./errors.ts";
 import { ASPECT_RATIOS, DEFAULT_DURATION, DURATIONS, FRAME_MODELS, LIMITS, OMNI_MODELS, type OmniAspectRatio, type OmniDuration, type OmniModel, type OmniResolution, RESOLUTIONS } from "./limits.ts";
 import { findCharacters, findVoices } from "./records.ts";
-import { prepareReferenceVideo } from "./reference-video.ts";
+import { measureReferenceVideo } from "./reference-video.ts";
 import type { PreparedOmniVideo } from "./types.ts";
 
 const oneOf = <T extends string>(values: readonly T[], v: unknown): v is T => typeof v === "string" && (values as readonly string[]).includes(v);
@@ -181,7 +181,7 @@ export async function prepareOmniVideo(fields: OmniVideoFields, deps: PrepareDep
     return decoded.image;
   });
 
-  const referenceVideo = fields.video && videoUrl ? await prepareReferenceVideo(videoUrl, fields.video.start, fields.video.end, deps) : null;
+  const referenceVideo = fields.video && videoUrl ? await measureReferenceVideo(videoUrl, fields.video.start, fields.video.end, deps) : null;
   return {
     prompt: fields.prompt,
     model: fields.model,

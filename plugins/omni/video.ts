@@ -49,6 +49,7 @@ import { frameSize, LIMITS, OMNI_FEATURE, OMNI_PAUSE, omniVideoPrice, type OmniA
 import { type CharacterRecord, type CharacterVoice, type OmniVideoOutput, type OmniVideoRecord, omniVideos, timestamp, VIDEOS_TABLE } from "./records.ts";
 import type { OmniJobInput, PreparedOmniVideo, StoredImage } from "./types.ts";
 import { OmniVideoInput, prepareOmniVideo } from "./video-input.ts";
+import { cutReferenceWindow, ReferenceCutError } from "./reference-video.ts";
 
 const JOB_ID = /^svc-[0-9a-f]{8}$/;
 const IMAGE_FETCH = { maxBytes: LIMITS.imageMaxBytes, timeoutMs: 30_000 };
@@ -128,9 +129,20 @@ export const omniVideoJob: JobKindDeclaration<OmniJobInput> = {
           const lastFrame = input.last_frame_url ? await fetchedImage(ctx, input.last_frame_url) : undefined;
           let referenceVideo = null;
           if (input.reference_video) {
-            const bytes = await ctx.blobs.get(input.reference_video.key);
+            const ref = input.reference_video;
+            const bytes = await ctx.blobs.get(ref.key);
             if (!bytes) throw new JobFailure(E.referenceLost);
-            referenceVideo = { bytes, seconds: input.reference_video.seconds, url: input.reference_video.url };
+            referenceVideo = { bytes, seconds: ref.seconds, url: ref.url };
+            // The window is cut here, not in the request (reference-video.ts): a busy media pool makes the job wait.
+            if (ref.start !== undefined && ref.end !== undefined) {
+              try {
+                referenceVideo = await cutReferenceWindow({ bytes, url: ref.url, start: ref.start, end: ref.end }, ctx.capability("media"), { signal: ctx.signal });
+              } catch (err) {
+                if (!(err instanceof ReferenceCutError)) throw err;
+                ctx.log.warn(`omni ${ctx.jobId}: reference video ${ref.url} unusable: ${err.message}`);
+                throw new JobFailure(E.referenceLost);
+              }
+            }
           }
           assembling = false;
           // Handed over now: the bar shows the wait at once, as the one-call provider's first report did (the
@@ -335,7 +347,8 @@ async function jobInput(ctx: OperationContext<any>, req: PreparedOmniVideo, uplo
     voices: req.voices satisfies CharacterVoice[],
     image_urls: req.imageUrls,
     images,
-    reference_video: ref ? { key: uploads.add("reference.mp4", ref.bytes, "video/mp4"), seconds: ref.seconds, url: ref.url } : null,
+    // As downloaded, with its window: the job cuts it (reference-video.ts).
+    reference_video: ref ? { key: uploads.add("reference-source.bin", ref.bytes, "application/octet-stream"), seconds: Math.round((ref.end - ref.start) * 100) / 100, url: ref.url, start: ref.start, end: ref.end } : null,
     callback_url: req.callbackUrl,
   };
 }
