@@ -4,7 +4,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { MediaEngine } from "../../lib/media/index.ts";
-import { definePlugin } from "../../core/plugin.ts";
+import { type CapabilityHost, definePlugin } from "../../core/plugin.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import voiceover from "../../plugins/voiceover/index.ts";
@@ -56,24 +56,43 @@ function mp3FrameHeader(bytes: Uint8Array): { kbps: number; sampleRate: number }
   }
 }
 
-/** A provider plugin of the test's own in place of the sandbox. */
-const providerPlugin = (providers: SpeechProviders) => definePlugin({ name: "voiceover-test-provider", provides: { "speech.synthesize": () => providers } });
+/**
+ * The sandbox's provider, or a test's own in its place while `testProviders` is set: one kernel serves the
+ * whole suite, and a test that needs a failing or held provider sets it (cleared after each test).
+ */
+let testProviders: SpeechProviders | undefined;
+/** A provider that answers at once, for tests about prices and lists rather than speech. */
+const instant: SpeechProviders = { provider: () => ({ synthesize: async () => ({ bytes: new Uint8Array([1, 2, 3]), durationSeconds: 1 }) }) };
+const switchableSpeech = definePlugin({
+  ...voiceoverSandbox,
+  provides: {
+    "speech.synthesize": (host: CapabilityHost): SpeechProviders => {
+      const sandbox = voiceoverSandbox.provides["speech.synthesize"](host);
+      return { provider: (model) => (testProviders ?? sandbox).provider(model) };
+    },
+  },
+});
 
 for (const backend of await databaseBackends()) {
   const t = suite(`voiceover on ${backend.name}`);
+  // One kernel for the suite: every test has partners of its own (balances, rows, lists and the in-flight cap
+  // are per account).
   let tk: TestKernel;
-  const kernelWith = async (speech = voiceoverSandbox) =>
-    createTestKernel({
-      plugins: [account, speech, voiceover],
+  t.before(async () => {
+    tk = await createTestKernel({
+      plugins: [account, switchableSpeech, voiceover],
       databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
       env: { SANDBOX_LATENCY_MS: "5", PUBLIC_URL: "https://media.example.test" },
     });
-  t.after.each(async () => {
+  });
+  t.after.each(() => {
+    testProviders = undefined;
+  });
+  t.after(async () => {
     await tk?.close();
   });
 
   t("catalog and costs", async () => {
-    tk = await kernelWith();
     const { key } = await tk.partner();
     const res = await tk.request("GET", "/voiceover/voices", { key });
     assert.is(res.status, 200);
@@ -91,7 +110,6 @@ for (const backend of await databaseBackends()) {
   });
 
   t("validation texts, no charge and no row", async () => {
-    tk = await kernelWith();
     const { key, id } = await tk.partner({ credits: 100, limits: MANY });
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ voice_id: ARIA }, E.textMissing],
@@ -116,7 +134,7 @@ for (const backend of await databaseBackends()) {
   });
 
   t("price per tier: max(1, ceil(chars / chars_per_credit)), api_plus10 minimum 2", async () => {
-    tk = await kernelWith();
+    testProviders = instant; // the price is the point, not the speech (real speech: the next tests)
     const plus = await tk.partner({ credits: 1000, limits: MANY });
     const std = await tk.partner({ credits: 1000, tier: "standard", limits: MANY });
     const cases: Array<[number, string, number, number]> = [
@@ -141,7 +159,6 @@ for (const backend of await databaseBackends()) {
   });
 
   t("real speech decoded in the requested codec, sample rate and bitrate", async () => {
-    tk = await kernelWith();
     const { key, id } = await tk.partner({ credits: 1000, limits: MANY });
     const engine = tk.kernel.capability("media");
     const text = "The quick brown fox jumps over the lazy dog. Voiceover from the sandbox.";
@@ -190,7 +207,6 @@ for (const backend of await databaseBackends()) {
   });
 
   t("two voices sound different; the same request gives the same audio", async () => {
-    tk = await kernelWith();
     const { key } = await tk.partner({ credits: 1000, limits: MANY });
     const engine = tk.kernel.capability("media");
     const text = "Every voice in the catalog should sound like a different person.";
@@ -207,7 +223,6 @@ for (const backend of await databaseBackends()) {
   });
 
   t("[sandbox:fail] answers 502, refunds, and lists the failure", async () => {
-    tk = await kernelWith();
     const { key, id } = await tk.partner({ credits: 50 });
     const res = await tk.request("POST", "/generate-voiceover", { key, body: { text: "fail please [sandbox:fail]", voice_id: ARIA } });
     assert.is(res.status, 502);
@@ -230,7 +245,7 @@ for (const backend of await databaseBackends()) {
         throw new SpeechHttpError(500, "upstream 500");
       },
     };
-    tk = await kernelWith(providerPlugin({ provider: () => (mode === "none" ? undefined : p) }) as any);
+    testProviders = { provider: () => (mode === "none" ? undefined : p) };
     const { key, id } = await tk.partner({ credits: 20 });
     let res = await tk.request("POST", "/generate-voiceover", { key, body: { text: "hello", voice_id: ARIA } });
     assert.is(res.status, 502);
@@ -247,7 +262,7 @@ for (const backend of await databaseBackends()) {
   });
 
   t("list: newest first, default 30, max 200, offset", async () => {
-    tk = await kernelWith();
+    testProviders = instant; // 33 rows, not 33 syntheses
     const { key } = await tk.partner({ credits: 10_000, tier: "standard", limits: MANY });
     for (let i = 0; i < 33; i++) {
       const res = await tk.request("POST", "/generate-voiceover", { key, body: { text: `number ${i}`, voice_id: ARIA, output_format: "pcm_8000" } });
@@ -279,7 +294,7 @@ for (const backend of await databaseBackends()) {
         return { bytes: new Uint8Array([1, 2, 3]), durationSeconds: 1 };
       },
     };
-    tk = await kernelWith(providerPlugin({ provider: () => p }) as any);
+    testProviders = { provider: () => p };
     const { key } = await tk.partner({ credits: 50, limits: { inflight_jobs: 1 } });
     const first = tk.request("POST", "/generate-voiceover", { key, body: { text: "slow", voice_id: ARIA } });
     await began;
