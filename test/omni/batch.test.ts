@@ -4,11 +4,32 @@
 // section ends, its list, and refusals before any charge.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { TestKernel } from "../../testkit/index.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import { type CapabilityHost, definePlugin } from "../../core/plugin.ts";
+import type { MediaEngine } from "../../lib/media/index.ts";
 import { OMNI_ERRORS as E } from "../../plugins/omni/errors.ts";
 import { batchStatus } from "../../plugins/omni/batch.ts";
-import { databaseBackends } from "../helpers/backends.ts";
-import { balance, character, ledgerSum, OMNI_LIMITS, omniKernel, png, until } from "./helpers.ts";
+import omniSandbox from "../../plugins/omni/sandbox.ts";
+import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { memoizedEngine, newRunCache } from "../helpers/memo-engine.ts";
+import { balance, character, ledgerSum, OMNI_LIMITS, OMNI_PLUGINS, png, until } from "./helpers.ts";
+
+// The sandbox renders a 1080p clip per section (seconds of x264 each), deterministically from the request:
+// its engine renders each distinct ffmpeg run once per file (test/helpers/memo-engine.ts), so the same
+// section on the other backend, or again in another test, shares the first render. The sandbox's markers,
+// speech and arguments still run per job.
+const renders = newRunCache();
+const sharedRenders = definePlugin({
+  ...omniSandbox,
+  provides: {
+    "omni.generate": (host: CapabilityHost) => {
+      let media: MediaEngine | undefined;
+      const capability = ((name: string) => (name === "media" ? (media ??= memoizedEngine(host.capability("media"), renders)) : host.capability(name as any))) as CapabilityHost["capability"];
+      return omniSandbox.provides["omni.generate"]({ ...host, capability });
+    },
+  },
+});
+const PLUGINS = OMNI_PLUGINS.map((p) => (p === omniSandbox ? sharedRenders : p));
 
 suite("batch status rule")("derived from the sections", () => {
   const s = (state: string, finished = true) => ({ state, finished });
@@ -20,11 +41,18 @@ suite("batch status rule")("derived from the sections", () => {
 
 for (const backend of await databaseBackends()) {
   const t = suite(`omni batch runner on ${backend.name}`);
+  // One kernel for the suite: every test has partners of its own (balances, ledgers, batches, in-flight slots).
   let tk: TestKernel;
-  t.before.each(async () => {
-    tk = await omniKernel(backend);
+  t.before(async () => {
+    // omniKernel's settings (test/omni/helpers.ts), with the shared renders.
+    tk = await createTestKernel({
+      plugins: PLUGINS,
+      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
+      start: true,
+      env: { SANDBOX_LATENCY_MS: "20", PUBLIC_URL: "https://media.example.test", ALLOW_PRIVATE_URLS: "1" },
+    });
   });
-  t.after.each(async () => {
+  t.after(async () => {
     await tk.close();
   });
   const partner = (opts: Parameters<TestKernel["partner"]>[0] = {}) => tk.partner({ limits: OMNI_LIMITS, ...opts });
@@ -94,10 +122,11 @@ for (const backend of await databaseBackends()) {
     assert.is(await ledgerSum(tk, id), await balance(tk, key));
   });
 
+  // The sections are the previous test's good one ("calm", the same hero): one render serves them all.
   t("a batch holds one in-flight slot until its last section ends", async () => {
     const { key } = await partner({ credits: 5000, limits: { ...OMNI_LIMITS, inflight_jobs: 2 } });
     const hero = await character(tk, key, "Hero", [40, 90, 200]);
-    const batch = await tk.request("POST", "/omni/script-runner", { key, body: { character_id: hero, sections: [{ content: "one", duration: 4 }, { content: "two", duration: 4 }, { content: "three", duration: 4 }] } });
+    const batch = await tk.request("POST", "/omni/script-runner", { key, body: { character_id: hero, sections: [{ content: "calm", duration: 4 }, { content: "calm", duration: 4 }, { content: "calm", duration: 4 }] } });
     assert.is(batch.status, 202, JSON.stringify(batch.body));
     const second = await tk.request("POST", "/omni/video", { key, body: { prompt: "fits", duration: 4 } });
     assert.is(second.status, 202, "three sections took one slot, not three");
