@@ -34,9 +34,18 @@ function toneWav(seconds: number, hz = 440, rate = 22050): Uint8Array {
   return out;
 }
 
+// Each tone is encoded once per file: the provider makes the same few (length, pitch) pairs in every test, on
+// both backends. Callers get copies; a failed encoding is not kept.
+const mp3s = new Map<string, Promise<Uint8Array>>();
 async function mp3(engine: MediaEngine, seconds: number, hz: number): Promise<Uint8Array> {
-  const out = await engine.run(["-i", "in.wav", "-c:a", "libmp3lame", "-b:a", "64k", "out.mp3"], { inputs: { "in.wav": toneWav(seconds, hz) }, outputs: ["out.mp3"] });
-  return out["out.mp3"]!;
+  const key = `${seconds}:${hz}`;
+  let made = mp3s.get(key);
+  if (!made) {
+    made = engine.run(["-i", "in.wav", "-c:a", "libmp3lame", "-b:a", "64k", "out.mp3"], { inputs: { "in.wav": toneWav(seconds, hz) }, outputs: ["out.mp3"] }).then((out) => out["out.mp3"]!);
+    mp3s.set(key, made);
+    made.catch(() => mp3s.delete(key));
+  }
+  return new Uint8Array(await made);
 }
 
 const cover = encodePng(16, 16, new Uint8Array(16 * 16 * 3).fill(200), 3);
