@@ -133,6 +133,22 @@ function form(parameters: Record<string, unknown> | string, audio?: { bytes: Uin
   return f;
 }
 
+// The multipart test's long uploads, made once per file (both backends send the same bytes).
+let uploads: Promise<{ longMp3: Record<string, Uint8Array>; tricky: Uint8Array; trickyProbedSeconds: number }> | undefined;
+const uploadFixtures = () =>
+  (uploads ??= (async () => {
+    const engine = createMediaEngine();
+    try {
+      const longMp3 = await engine.run(["-f", "s16le", "-ar", "8000", "-ac", "1", "-i", "in.raw", "-c:a", "libmp3lame", "-b:a", "8k", "out.mp3"], { inputs: { "in.raw": new Uint8Array(8000 * 2 * 481) }, outputs: ["out.mp3"] });
+      const pcm = new Uint8Array(44100 * 2 * 600);
+      for (let i = 0; i < 44100 * 3; i++) new DataView(pcm.buffer).setInt16(i * 2, Math.round(20000 * Math.sin(i * 0.37) * Math.sin(i * 0.011)), true);
+      const tricky = (await engine.run(["-f", "s16le", "-ar", "44100", "-ac", "1", "-i", "in.raw", "-c:a", "libmp3lame", "-q:a", "0", "-write_xing", "0", "out.mp3"], { inputs: { "in.raw": pcm }, outputs: ["out.mp3"] }))["out.mp3"]!;
+      return { longMp3, tricky, trickyProbedSeconds: (await engine.probe(tricky, "t.mp3")).durationSeconds };
+    } finally {
+      await engine.close();
+    }
+  })());
+
 let keyCounter = 0;
 const newKey = () => `test-key-${Date.now().toString(36)}-${keyCounter++}`;
 
@@ -465,10 +481,8 @@ for (const backend of await databaseBackends()) {
   t("extension (multipart): upload rules, upload_extend, replay by file bytes", async () => {
     await start();
     const { key } = await partner({ credits: 100 });
-    const engine = createMediaEngine();
     const wav = toneWav(4);
-    const longMp3 = await engine.run(["-f", "s16le", "-ar", "8000", "-ac", "1", "-i", "in.raw", "-c:a", "libmp3lame", "-b:a", "8k", "out.mp3"], { inputs: { "in.raw": new Uint8Array(8000 * 2 * 481) }, outputs: ["out.mp3"] });
-    await engine.close();
+    const longMp3 = await uploadFixtures().then((f) => f.longMp3);
     const before = await balance(tk, key);
     for (const [headers, body, status, error] of [
       [{}, form({ continue_at: 1 }), 400, E.audioMissing],
@@ -491,12 +505,8 @@ for (const backend of await databaseBackends()) {
 
     // The length is the decoded audio's, not a header's estimate: 10 minutes of VBR MP3 without a Xing
     // header (loud first, then quiet) probes as far shorter than it plays.
-    const pcm = new Uint8Array(44100 * 2 * 600);
-    for (let i = 0; i < 44100 * 3; i++) new DataView(pcm.buffer).setInt16(i * 2, Math.round(20000 * Math.sin(i * 0.37) * Math.sin(i * 0.011)), true);
-    const encoder = createMediaEngine();
-    const tricky = (await encoder.run(["-f", "s16le", "-ar", "44100", "-ac", "1", "-i", "in.raw", "-c:a", "libmp3lame", "-q:a", "0", "-write_xing", "0", "out.mp3"], { inputs: { "in.raw": pcm }, outputs: ["out.mp3"] }))["out.mp3"]!;
-    assert.ok((await encoder.probe(tricky, "t.mp3")).durationSeconds < 480, "the header's estimate is short of the audio");
-    await encoder.close();
+    const { tricky, trickyProbedSeconds } = await uploadFixtures();
+    assert.ok(trickyProbedSeconds < 480, "the header's estimate is short of the audio");
     const tooLong = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: form({ continue_at: 1, prompt: "go on" }, { bytes: tricky, name: "tricky.mp3" }) });
     assert.equal([tooLong.status, tooLong.body.error], [400, E.uploadTooLong]);
 
