@@ -34,11 +34,25 @@ export async function call(server: ServerProcess, method: string, path: string, 
   return { status: res.status, body };
 }
 
-/** Reads until `done` holds; fails with `what` and the last value after `ms`. */
+/** A `call` answer (or a list of them) refused by a rate limit. */
+const limited = (v: unknown): boolean => (Array.isArray(v) ? v.some(limited) : typeof v === "object" && v !== null && (v as { status?: unknown }).status === 429);
+
+/**
+ * Reads until `done` holds; fails with `what` and the last value after `ms`. A 429 read is still "not yet" (a
+ * test may poll a path whose limit it did not raise), but it is reported once on stderr, where the runner
+ * shows it with the file's output.
+ */
 export async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, ms = 180_000, everyMs = 100): Promise<T> {
   const end = Date.now() + ms;
+  let warned = false;
   for (;;) {
     const v = await read();
+    if (!warned && limited(v)) {
+      // Not "not yet": a rate limit, waited out in silence (up to its window, a minute), looked like a slow
+      // recovery. Said once in the file's output; the test should raise its partner's limit for the path.
+      warned = true;
+      process.stderr.write(`until(${what.split("\n")[0]}): answered 429 (a rate limit; raise the test partner's limit for this path): ${JSON.stringify(v).slice(0, 300)}\n`);
+    }
     if (done(v)) return v;
     if (Date.now() > end) throw new Error(`${what}: ${JSON.stringify(v)}`);
     await sleep(everyMs);
