@@ -54,6 +54,20 @@ function holdEncodes(tk: TestKernel) {
   return { held, release: () => (release(), (engine.run = run)) };
 }
 
+/**
+ * The call's answer, or a failure once `ms` pass without one (the encodes stay held: a call that needs an
+ * encode would wait for ever, as it did when the request encoded).
+ */
+async function answerWhileHeld<T>(call: Promise<T>, ms = 60_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("the call waited for a held encode")), ms)));
+  try {
+    return await Promise.race([call, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 const body = (path: string) => ({ prompt: "like this", duration: 4, video_url: `${base}${path}`, video_start: 0.5, video_end: 2.5 });
 
 for (const backend of BACKENDS) {
@@ -70,7 +84,7 @@ for (const backend of BACKENDS) {
     const { key } = await tk.partner({ credits: 1000, limits: OMNI_LIMITS });
     const hold = holdEncodes(tk);
     try {
-      const [a, b] = await Promise.all([tk.request("POST", "/omni/video", { key, body: body("/clip.mp4") }), tk.request("POST", "/omni/video", { key, body: body("/clip.mp4") })]);
+      const [a, b] = await answerWhileHeld(Promise.all([tk.request("POST", "/omni/video", { key, body: body("/clip.mp4") }), tk.request("POST", "/omni/video", { key, body: body("/clip.mp4") })]));
       for (const res of [a, b]) assert.is(res.status, 202, JSON.stringify(res.body));
       const charged = a.body.credits_used + b.body.credits_used;
       const until = Date.now() + 60_000;

@@ -71,6 +71,20 @@ function holdEncodes(tk: TestKernel) {
   return { held, release: () => (release(), (engine.run = run)) };
 }
 
+/**
+ * The call's answer, or a failure once `ms` pass without one (the encodes stay held: a call that needs an
+ * encode would wait for ever, as it did when the request encoded).
+ */
+async function answerWhileHeld<T>(call: Promise<T>, ms = 60_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("the call waited for a held encode")), ms)));
+  try {
+    return await Promise.race([call, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 const body = (url: string) => ({ prompt: "like [Video 1]", model: "beta-2-5", quality: "480p", duration: 4, reference_video_urls: [url] });
 
 for (const backend of BACKENDS) {
@@ -92,7 +106,7 @@ for (const backend of BACKENDS) {
     const { key } = await tk.partner({ credits: 1000, limits: UNLIMITED });
     const hold = holdEncodes(tk);
     try {
-      const [a, b] = await Promise.all([tk.request("POST", "/generate-video", { key, body: body(`${base}/clip.mp4`) }), tk.request("POST", "/generate-video", { key, body: body(`${base}/clip.mp4`) })]);
+      const [a, b] = await answerWhileHeld(Promise.all([tk.request("POST", "/generate-video", { key, body: body(`${base}/clip.mp4`) }), tk.request("POST", "/generate-video", { key, body: body(`${base}/clip.mp4`) })]));
       for (const res of [a, b]) {
         assert.is(res.status, 202, JSON.stringify(res.body));
         // 13.2 x (3 measured + 4 output) = 92.4 -> 93: measured before the charge, without an encode.
