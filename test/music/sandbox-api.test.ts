@@ -29,10 +29,12 @@ t.after(async () => {
   await tk.close();
 });
 
-async function done(key: string, id: string) {
-  for (;;) {
+/** Polls the job until it ends; a ceiling, not a wait (a loaded CI machine renders slowly). */
+async function done(key: string, id: string, timeoutMs = 240_000) {
+  for (const until = Date.now() + timeoutMs; ; ) {
     const res = await tk.request("GET", `/music-status/${id}`, { key });
     if (res.body.status === "complete" || res.body.status === "error") return res.body;
+    if (Date.now() > until) throw new Error(`music ${id} still ${JSON.stringify(res.body).slice(0, 300)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
