@@ -3,8 +3,9 @@
 // being made. Once the dead process's lease expires (PGlite: at the restart, the only possible owner; Postgres:
 // LEASE_SECONDS after the kill, seen by a second live process) the job ends failed and refunded exactly once,
 // its in-flight slot is free (the cap is 1 here, so the next voiceover proves it), and a retry with the same
-// Idempotency-Key answers the job as a replay instead of 409. Merge and prompt repair share this path (a kind
-// declared without `run`, core/jobs.ts recoverOrphans); voiceover stands for them.
+// Idempotency-Key answers the job as a replay instead of 409. Merge shares this path (a kind declared without
+// `run`, core/jobs.ts recoverOrphans); voiceover stands for it. (Prompt repair is a queued job now, with a kill
+// test of its own: test/omni/improve-crash.test.ts.)
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -46,7 +47,7 @@ for (const backend of await databaseBackends()) {
       const created = await call(dying, "POST", "/api/v1/admin/partners", { adminToken: ADMIN_TOKEN, body: { name: "Crash", credits: OPENING } });
       assert.is(created.status, 201, JSON.stringify(created.body));
       const key = created.body.api_key as string;
-      const limited = await call(dying, "PATCH", `/api/v1/admin/partners/${created.body.partner_id}`, { adminToken: ADMIN_TOKEN, body: { limits: { inflight_jobs: 1 } } });
+      const limited = await call(dying, "PATCH", `/api/v1/admin/partners/${created.body.partner_id}`, { adminToken: ADMIN_TOKEN, body: { limits: { inflight_jobs: 1, rate_limits: { "GET /voiceovers": 100_000, "GET /credits": 1000, "GET /transactions": 1000 } } } });
       assert.is(limited.status, 200, JSON.stringify(limited.body));
 
       const pending = post(dying, key, "crash-key-1").catch(() => null);
