@@ -200,7 +200,8 @@ for (const backend of (await databaseBackends()).slice(0, 1)) {
     const socialVideo = byPlugin.get("social")!.hidden.find((k) => k.endsWith(".mp4"))!;
     const stolen = await tk.request("POST", "/remove-metadata", { key: stranger.key, body: { video_url: PUBLIC_URL + mediaPath(socialVideo) } });
     assert.is(stolen.status, 404, JSON.stringify(stolen.body));
-    const refVideo = byPlugin.get("video")!.hidden.find((k) => k.endsWith(".mp4"))!;
+    // A reference video is kept as downloaded (`.bin`) until its job normalizes it (plugins/video/index.ts).
+    const refVideo = byPlugin.get("video")!.hidden.find((k) => /\/ref-video-\d+\.(mp4|bin)$/.test(k))!;
     const upscaled = await tk.request("POST", "/upscale-video", { key: stranger.key, body: { video_url: PUBLIC_URL + mediaPath(refVideo) } });
     assert.ok(upscaled.status >= 400 && upscaled.status < 500, JSON.stringify(upscaled.body));
   });
