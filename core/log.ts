@@ -4,6 +4,7 @@
 // its `err` (message and stack), anything else goes under `details`.
 import process from "node:process";
 import { Buffer } from "node:buffer";
+import { writeSync } from "node:fs";
 import pino from "pino";
 import type { LogLevel } from "./config.ts";
 
@@ -90,10 +91,21 @@ function batchedStderr() {
     used = 0;
   };
   setInterval(flush, 250).unref();
+  // At exit the batch is written synchronously. (flush() would start an asynchronous write that the exiting
+  // process may never finish: on a loaded machine the last lines of a short-lived process were lost.) What
+  // sonic-boom still holds goes first, so the lines keep their order.
   process.once("exit", () => {
-    flush();
     try {
       destination.flushSync();
+      let rest = buffer.subarray(0, used);
+      used = 0;
+      for (let tries = 0; rest.length > 0 && tries < 1000; tries++) {
+        try {
+          rest = rest.subarray(writeSync(2, rest));
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== "EAGAIN") throw err; // a full non-blocking pipe: again
+        }
+      }
     } catch {
       // stderr already closed: nothing more can be written
     }
