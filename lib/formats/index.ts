@@ -11,7 +11,7 @@ export { paced, pacer } from "./pace.ts";
 export { isPng, PNG_METADATA_CHUNKS, PNG_SIGNATURE, pngChunk, pngChunks, writePng, type PngChunk, type PngChunkAt } from "./png.ts";
 export { isJpeg, isJpegFrameMarker, JPEG_EOI, JPEG_SOS, jpegSegment, jpegSegments, type JpegSegment } from "./jpeg.ts";
 export { isWebp, riffChunk, riffChunks, riffHeader, WEBP_VP8X_FLAGS, writeRiff, type RiffChunk, type RiffChunksOptions } from "./riff.ts";
-export { appendTopLevelBox, isIsoBmffFirstBox, isoBmffBox, isoBmffFirstBox, mp4Boxes, type IsoBmffStartOptions, type Mp4Box } from "./isobmff.ts";
+export { appendTopLevelBox, isIsoBmffFirstBox, isoBmffBox, isoBmffFirstBox, isWholeIsoBmff, mp4Boxes, type IsoBmffStartOptions, type Mp4Box } from "./isobmff.ts";
 export { AUDIO_CONTAINERS, IMAGE_CONTAINERS, MEDIA_CONTAINERS, sniffImageType, sniffMedia, VIDEO_CONTAINERS, type ImageMimeType, type MediaContainer } from "./sniff.ts";
 export { base64Payload, decodedSize, decodeImageBase64, IMAGE_EXT, IMAGE_MIME, imageKind, type DecodedImage } from "./image-base64.ts";
 export { DIMENSION_SCAN_LIMIT, isGif, pictureSize, type PictureFormat, type PictureSize } from "./dimensions.ts";

@@ -63,6 +63,25 @@ export function isoBmffFirstBox(b: Uint8Array, options?: IsoBmffStartOptions): M
   return undefined;
 }
 
+/**
+ * Whether an ISO-BMFF file is whole: its top-level boxes fit in it and one is the moov. A download cut short (a
+ * box running past the end) or a file without its index still probes, from what is there, as the full length;
+ * reference media are refused on this before the charge rather than failing the job's encode.
+ */
+export function isWholeIsoBmff(bytes: Uint8Array): boolean {
+  let end = 0;
+  let moov = false;
+  try {
+    for (const box of mp4Boxes(bytes)) {
+      end = box.end;
+      if (box.type === "moov") moov = true;
+    }
+  } catch {
+    return false; // more boxes side by side than any real file has
+  }
+  return moov && bytes.length - end < 8;
+}
+
 /** One box as stored: size, type, the 16-byte id of a `uuid` box when `uuid` is given (hex, dashes allowed), payload. */
 export function isoBmffBox(type: string, payload: Uint8Array, uuid?: string): Uint8Array {
   const hex = uuid ? uuid.replace(/-/g, "") : undefined;

@@ -10,7 +10,7 @@
 // sound gives a window without sound (the sandbox composites only the picture); the length bound is
 // inclusive, to the hundredth of a second; an over-cap download is a 413 like every other size cap; a source
 // that probes but whose window cannot be cut fails the job (ReferenceCutError), refunded once.
-import { ApiError, fetchSource, probeOverBudget, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, type MediaEngine, mp4Boxes, type OmniReferenceVideo, type OutboundGuard } from "mediagate/plugin";
+import { ApiError, fetchSource, probeOverBudget, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, type MediaEngine, isWholeIsoBmff, type OmniReferenceVideo, type OutboundGuard } from "mediagate/plugin";
 import { OMNI_ERRORS as E } from "./errors.ts";
 import { LIMITS } from "./limits.ts";
 
@@ -25,24 +25,6 @@ export interface ReferenceVideoDeps {
 }
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
-
-/**
- * Whether the file is whole: its top-level boxes fit in it and one is the moov. A download cut short still
- * probes as the full length; it is refused on its bytes before the charge rather than failing the job's cut.
- */
-function wholeIsoBmff(bytes: Uint8Array): boolean {
-  let end = 0;
-  let moov = false;
-  try {
-    for (const box of mp4Boxes(bytes)) {
-      end = box.end;
-      if (box.type === "moov") moov = true;
-    }
-  } catch {
-    return false; // more boxes side by side than any real file has
-  }
-  return moov && bytes.length - end < 8;
-}
 
 /** The engine failing on the partner's file is the file's 400; a missing engine or a cancelled request is not. */
 function unusable(err: unknown, deps: ReferenceVideoDeps): unknown {
@@ -78,7 +60,7 @@ export async function measureReferenceVideo(url: string, start: number, end: num
   // Junk (and a manifest: HLS, DASH, concat) is refused on its first bytes, before the engine reads it.
   if (!isoBmffFirstBox(bytes)) throw new ApiError(400, E.referenceVideoUnreadable);
   // What the cut used to find out after the probe, told now: the file cannot be prepared.
-  if (!wholeIsoBmff(bytes)) throw new ApiError(400, E.referenceVideoUnusable);
+  if (!isWholeIsoBmff(bytes)) throw new ApiError(400, E.referenceVideoUnusable);
   let seconds: number;
   try {
     // No time-out of our own: it would count the wait for a media pool place, and a busy machine must not read

@@ -31,7 +31,7 @@
 //   ... as a reference."; in the job (a file whose headers probe but whose frames do not decode, an output
 //   shorter than measured) they are ReferenceEncodeError, which the job turns into its failure. An engine
 //   that is not there at all is ours and is not blamed on the file.
-import { ApiError, probeOverBudget, fetchSource, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, type MediaEngine, mp4Boxes, type OutboundGuard, type Probe } from "mediagate/plugin";
+import { ApiError, probeOverBudget, fetchSource, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, type MediaEngine, isWholeIsoBmff, type OutboundGuard, type Probe } from "mediagate/plugin";
 import { VIDEO_ERRORS as E } from "./errors.ts";
 
 export const MAX_REFERENCE_VIDEO_BYTES = 95_000_000;
@@ -93,25 +93,6 @@ interface Kind {
 
 const ISO_BMFF = "mov,mp4,m4a,3gp,3g2,mj2";
 
-/**
- * Whether an ISO-BMFF file is whole: its top-level boxes fit in it and one is the moov. A download cut short
- * (a box running past the end) or a file without its index still probes, from what is there, as the full
- * length; it is refused here, on its bytes, before the charge, rather than failing the job's encode.
- */
-function wholeIsoBmff(bytes: Uint8Array): boolean {
-  let end = 0;
-  let moov = false;
-  try {
-    for (const box of mp4Boxes(bytes)) {
-      end = box.end;
-      if (box.type === "moov") moov = true;
-    }
-  } catch {
-    return false; // more boxes side by side than any real file has
-  }
-  return moov && bytes.length - end < 8;
-}
-
 // Global, per-stream and chapter metadata all go; bitexact keeps the encoder's name out of the file.
 const NO_METADATA = ["-map_metadata", "-1", "-map_metadata:s", "-1", "-map_chapters", "-1", "-fflags", "+bitexact"];
 
@@ -123,7 +104,7 @@ const VIDEO: Kind = {
   unusable: E.referenceVideoUnusable,
   length: E.referenceVideoLength,
   total: E.referenceVideosTotal,
-  accepts: (bytes, probe) => isoBmffFirstBox(bytes) !== undefined && wholeIsoBmff(bytes) && probe.formatName === ISO_BMFF && firstVideo(probe) !== undefined,
+  accepts: (bytes, probe) => isoBmffFirstBox(bytes) !== undefined && isWholeIsoBmff(bytes) && probe.formatName === ISO_BMFF && firstVideo(probe) !== undefined,
   normalize(probe, engine) {
     const v = firstVideo(probe)!;
     const a = firstAudio(probe);
@@ -160,7 +141,7 @@ const AUDIO: Kind = {
   accepts: (bytes, probe) =>
     firstAudio(probe) !== undefined &&
     firstVideo(probe) === undefined &&
-    (probe.formatName === "mp3" || probe.formatName === "wav" || (probe.formatName === ISO_BMFF && isoBmffFirstBox(bytes) !== undefined && wholeIsoBmff(bytes))),
+    (probe.formatName === "mp3" || probe.formatName === "wav" || (probe.formatName === ISO_BMFF && isoBmffFirstBox(bytes) !== undefined && isWholeIsoBmff(bytes))),
   normalize: (probe) => ({
     output: "ref.mp3",
     args: [
@@ -200,7 +181,7 @@ async function measure(url: string, rules: ReferenceRules, kind: Kind, deps: Ref
   let probe: Probe;
   try {
     // Junk is refused on its first bytes, before the engine spends time on it.
-    if (kind === VIDEO && (!isoBmffFirstBox(bytes) || !wholeIsoBmff(bytes))) throw new ApiError(400, kind.unusable);
+    if (kind === VIDEO && (!isoBmffFirstBox(bytes) || !isWholeIsoBmff(bytes))) throw new ApiError(400, kind.unusable);
     // No time-out of our own: it would count the wait for a media pool place, and a busy machine must not read
     // as a bad file (the engine's own cap bounds a probe that never ends; the request's signal, the wait).
     probe = await deps.engine.probe(bytes, "in.bin", { signal });

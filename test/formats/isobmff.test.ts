@@ -1,9 +1,9 @@
 // ISO-BMFF boxes: written and read back (plain, uuid, 64-bit sizes, size 0 to the end, nested), and the
 // reader's promise on damaged input: it stops at the first box that does not fit, never throws, never loops;
-// the first-box check that tells an ISO-BMFF file.
+// the first-box check that tells an ISO-BMFF file; the whole-file check for media cut short.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { appendTopLevelBox, isIsoBmffFirstBox, isoBmffBox, isoBmffFirstBox, latin1, mp4Boxes } from "../../lib/formats/index.ts";
+import { appendTopLevelBox, isIsoBmffFirstBox, isoBmffBox, isoBmffFirstBox, isWholeIsoBmff, latin1, mp4Boxes } from "../../lib/formats/index.ts";
 import { fixture } from "../media/util.ts";
 import { bytes } from "./helpers.ts";
 
@@ -63,6 +63,15 @@ t("an ISO-BMFF file by its first box: ftyp or an old QuickTime box, pnot only wh
   assert.is(isoBmffFirstBox(bytes("RIFF", [4, 0, 0, 0], "WEBP")), undefined);
   assert.is(isoBmffFirstBox(FILE.subarray(0, 12)), undefined, "a first box past the end");
   assert.is(isoBmffFirstBox(new Uint8Array(0)), undefined);
+});
+
+t("a whole file: its boxes fit and one is the moov; cut inside a box, or without a moov, it is not", () => {
+  assert.ok(isWholeIsoBmff(FILE));
+  // Cut inside ftyp or moov (16 is ftyp alone: no moov), or inside mdat's body (43-47); a cut at a box's end
+  // with less than a box header after it (35-42) reads as whole: the check reads boxes, not what they hold.
+  for (let n = 1; n < FILE.length; n++) assert.is(isWholeIsoBmff(FILE.subarray(0, n)), n >= 35 && n < 43, `cut at ${n}`);
+  assert.not.ok(isWholeIsoBmff(bytes(isoBmffBox("ftyp", bytes("isom", [0, 0, 2, 0])), isoBmffBox("mdat", new Uint8Array(5)))), "no moov");
+  assert.not.ok(isWholeIsoBmff(bytes(FILE, [0, 0, 0, 100], "free")), "a box running past the end");
 });
 
 t("the real fixtures' top-level boxes", () => {
