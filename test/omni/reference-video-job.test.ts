@@ -14,6 +14,7 @@ import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { ENGINE_MODES } from "../media/util.ts";
 import { balance, OMNI_LIMITS, omniKernel, videoDone } from "./helpers.ts";
+import { answerWhileHeld, holdEncodes } from "../helpers/held-encodes.ts";
 
 const BACKENDS = await databaseBackends();
 
@@ -38,35 +39,6 @@ const server: Server = createServer((req, res) => {
 });
 await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
 const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-
-/** Every ffmpeg run of the kernel's engine (an encode; probes go on) waits until `release` is called. */
-function holdEncodes(tk: TestKernel) {
-  const engine = tk.kernel.capability("media");
-  const run = engine.run.bind(engine);
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  const held: string[][] = [];
-  engine.run = async (args, io) => {
-    held.push(io.outputs);
-    await gate;
-    return run(args, io);
-  };
-  return { held, release: () => (release(), (engine.run = run)) };
-}
-
-/**
- * The call's answer, or a failure once `ms` pass without one (the encodes stay held: a call that needs an
- * encode would wait for ever, as it did when the request encoded).
- */
-async function answerWhileHeld<T>(call: Promise<T>, ms = 60_000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("the call waited for a held encode")), ms)));
-  try {
-    return await Promise.race([call, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 const body = (path: string) => ({ prompt: "like this", duration: 4, video_url: `${base}${path}`, video_start: 0.5, video_end: 2.5 });
 

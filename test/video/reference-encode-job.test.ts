@@ -16,6 +16,7 @@ import videoSandbox from "../../plugins/video/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { ENGINE_MODES } from "../media/util.ts";
+import { answerWhileHeld, holdEncodes } from "../helpers/held-encodes.ts";
 
 const UNLIMITED = { inflight_jobs: 50, rate_limits: { "POST /generate-video": 10_000, "GET /video-status/<job_id>": 100_000, "GET /credits": 10_000 } };
 const BACKENDS = await databaseBackends();
@@ -55,35 +56,6 @@ async function waitFor(tk: TestKernel, key: string, id: string, timeoutMs = 120_
 }
 
 const balance = async (tk: TestKernel, key: string) => (await tk.request("GET", "/credits", { key })).body.credits_remaining as number;
-
-/** Every ffmpeg run of the kernel's engine (an encode; probes go on) waits until `release` is called. */
-function holdEncodes(tk: TestKernel) {
-  const engine = tk.kernel.capability("media");
-  const run = engine.run.bind(engine);
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  const held: string[][] = [];
-  engine.run = async (args, io) => {
-    held.push(io.outputs);
-    await gate;
-    return run(args, io);
-  };
-  return { held, release: () => (release(), (engine.run = run)) };
-}
-
-/**
- * The call's answer, or a failure once `ms` pass without one (the encodes stay held: a call that needs an
- * encode would wait for ever, as it did when the request encoded).
- */
-async function answerWhileHeld<T>(call: Promise<T>, ms = 60_000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("the call waited for a held encode")), ms)));
-  try {
-    return await Promise.race([call, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 const body = (url: string) => ({ prompt: "like [Video 1]", model: "beta-2-5", quality: "480p", duration: 4, reference_video_urls: [url] });
 
