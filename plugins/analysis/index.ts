@@ -18,7 +18,7 @@
 //   cap of 2 and its pause switch are the downloader's, not analysis's.
 import { z } from "zod";
 import { ApiError, definePlugin, operation, pageBody, pageShape } from "mediagate/plugin";
-import { ANALYSIS_ERRORS as E } from "./errors.ts";
+import { ANALYSIS_ERRORS } from "./errors.ts";
 import { AnalyzeInput, ListInput } from "./input.ts";
 import { analysisJob } from "./job.ts";
 import { COSTS } from "./limits.ts";
@@ -32,7 +32,7 @@ const analyze = operation({
   path: "/analyze",
   status: 202,
   inflight: true,
-  bodyNotJson: E.bodyNotJson,
+  bodyNotJson: ANALYSIS_ERRORS.bodyNotJson,
   summary: "Analyze a Facebook, Instagram or TikTok ad: summary, transcription, analysis and a UGC script",
   input: AnalyzeInput,
   output: z.object({ job_id: z.string(), status: z.literal("queued"), credits_used: z.number().int(), credits_remaining: z.number().int() }),
@@ -45,7 +45,7 @@ const analyze = operation({
       partnerJobId,
       description: `Ad analysis: ${link.platform}`,
       input: {},
-      insufficientCredits: () => E.insufficientCredits,
+      insufficientCredits: () => ANALYSIS_ERRORS.insufficientCredits,
       async within(trx, [jobId]) {
         await trx.insertInto(ANALYSES).values({ job_id: jobId!, partner_id: ctx.partner.id, url, normalized_url: link.normalizedUrl, platform: link.platform }).execute();
       },
@@ -67,9 +67,9 @@ const status = operation({
   }),
   async handle(ctx) {
     const id = ctx.params.job_id ?? "";
-    if (!JOB_ID.test(id)) throw new ApiError(400, E.invalidJobId);
+    if (!JOB_ID.test(id)) throw new ApiError(400, ANALYSIS_ERRORS.invalidJobId);
     const record = await analyses.find(ctx.db, ctx.partner.id, id);
-    if (!record) throw new ApiError(404, E.jobNotFound);
+    if (!record) throw new ApiError(404, ANALYSIS_ERRORS.jobNotFound);
     return statusView(record);
   },
 });

@@ -1,7 +1,7 @@
 // POST /captions/<job_id>/edit's body (spec part 2): the whole chunk list, every constraint before anything
 // is queued. An empty text removes that caption; at least one must remain.
 import { defineInput, field } from "mediagate/plugin";
-import { CAPTION_ERRORS as E } from "./errors.ts";
+import { CAPTION_ERRORS } from "./errors.ts";
 import { LIMITS } from "./limits.ts";
 import type { Card } from "./types.ts";
 
@@ -14,20 +14,20 @@ export const EditInput = defineInput({
   required: ["chunks"],
   check(raw, fail): Card[] {
     const chunks = raw.chunks;
-    if (!Array.isArray(chunks)) fail(E.chunksRequired);
+    if (!Array.isArray(chunks)) fail(CAPTION_ERRORS.chunksRequired);
     const list = chunks as unknown[];
-    if (list.length > LIMITS.editMaxChunks) fail(E.tooManyChunks);
+    if (list.length > LIMITS.editMaxChunks) fail(CAPTION_ERRORS.tooManyChunks);
     const kept: Card[] = [];
     for (const chunk of list) {
-      if (chunk === null || typeof chunk !== "object" || Array.isArray(chunk)) fail(E.chunkInvalid);
+      if (chunk === null || typeof chunk !== "object" || Array.isArray(chunk)) fail(CAPTION_ERRORS.chunkInvalid);
       const { start, end, text } = chunk as Record<string, unknown>;
-      if (!isNumber(start) || !isNumber(end) || typeof text !== "string") fail(E.chunkInvalid);
-      if (!(0 <= (start as number) && (start as number) < (end as number) && (end as number) <= LIMITS.editMaxSeconds)) fail(E.chunkTiming);
+      if (!isNumber(start) || !isNumber(end) || typeof text !== "string") fail(CAPTION_ERRORS.chunkInvalid);
+      if (!(0 <= (start as number) && (start as number) < (end as number) && (end as number) <= LIMITS.editMaxSeconds)) fail(CAPTION_ERRORS.chunkTiming);
       const trimmed = (text as string).trim();
-      if ([...trimmed].length > LIMITS.editMaxText) fail(E.chunkTextTooLong);
+      if ([...trimmed].length > LIMITS.editMaxText) fail(CAPTION_ERRORS.chunkTextTooLong);
       if (trimmed) kept.push({ start: start as number, end: end as number, text: trimmed });
     }
-    if (kept.length === 0) fail(E.noCaptionLeft);
+    if (kept.length === 0) fail(CAPTION_ERRORS.noCaptionLeft);
     return kept.sort((a, b) => a.start - b.start || a.end - b.end);
   },
 });

@@ -11,7 +11,7 @@
 // pruning, availability), errors.ts (the texts), uploads.ts (sessions), job.ts (states), cards.ts (timing).
 import { z } from "zod";
 import { ApiError, definePlugin, field, defineInput, notFound, operation, type OperationContext, PAGE_BOUNDS, pageQuery, pageShape } from "mediagate/plugin";
-import { CAPTION_ERRORS as E } from "./errors.ts";
+import { CAPTION_ERRORS } from "./errors.ts";
 import { EditInput } from "./edit.ts";
 import { captionJob, reburnJob, type ReburnInput } from "./job.ts";
 import { CAPTION_CREDITS, LIMITS } from "./limits.ts";
@@ -42,7 +42,7 @@ async function view(ctx: OperationContext<any>, row: CaptionRow) {
 
 async function ownedCaption(ctx: OperationContext<any>): Promise<CaptionRow> {
   const row = await findCaption(ctx.db, ctx.partner.id, ctx.params.job_id!);
-  if (!row) throw notFound(E.jobNotFound);
+  if (!row) throw notFound(CAPTION_ERRORS.jobNotFound);
   return row;
 }
 
@@ -65,8 +65,8 @@ const CaptionInput = defineInput({
   required: ["video_job_id"],
   check(raw, fail) {
     const id = raw.video_job_id;
-    if (id === undefined || id === null || id === "") fail(E.videoJobIdRequired);
-    if (typeof id !== "string" || !SERVICE_ID.test(id)) fail(E.videoJobIdInvalid);
+    if (id === undefined || id === null || id === "") fail(CAPTION_ERRORS.videoJobIdRequired);
+    if (typeof id !== "string" || !SERVICE_ID.test(id)) fail(CAPTION_ERRORS.videoJobIdInvalid);
     const style = checkStyle(raw.style ?? {});
     if (!style.ok) return fail(style.message);
     return { video_job_id: id as string, style: resolveStyle(style.value), partner_job_id: raw.partner_job_id };
@@ -83,8 +83,8 @@ const createCaption = operation({
   output: submittedOut,
   async handle(ctx) {
     const video = await findVideo(ctx, ctx.partner.id, ctx.input.video_job_id);
-    if (!video) throw notFound(E.videoNotFound);
-    if (!video.complete) throw new ApiError(409, E.videoNotComplete);
+    if (!video) throw notFound(CAPTION_ERRORS.videoNotFound);
+    if (!video.complete) throw new ApiError(409, CAPTION_ERRORS.videoNotComplete);
     return submitCaption(ctx, { source: { kind: "video", videoJobId: video.job_id }, style: ctx.input.style, partnerJobId: ctx.input.partner_job_id });
   },
 });
@@ -157,9 +157,9 @@ const editCaption = operation({
   output: z.object(captionJobOut),
   async handle(ctx) {
     const row = await ownedCaption(ctx);
-    if (reburnRunning(row)) throw new ApiError(409, E.editInProgress);
-    if (row.state !== "complete" || row.chunk_count > LIMITS.maxInlineEditChunks) throw new ApiError(409, E.notEditable);
-    if (!sourceAvailable(row, { now: ctx.clock.now(), videoAvailable: await videoAvailable(ctx, row) })) throw new ApiError(410, E.sourcePruned);
+    if (reburnRunning(row)) throw new ApiError(409, CAPTION_ERRORS.editInProgress);
+    if (row.state !== "complete" || row.chunk_count > LIMITS.maxInlineEditChunks) throw new ApiError(409, CAPTION_ERRORS.notEditable);
+    if (!sourceAvailable(row, { now: ctx.clock.now(), videoAvailable: await videoAvailable(ctx, row) })) throw new ApiError(410, CAPTION_ERRORS.sourcePruned);
     let queued: CaptionRow | undefined;
     await ctx.submitJob({
       kind: "reburn",
@@ -171,7 +171,7 @@ const editCaption = operation({
       async within(trx, [jobId]) {
         // Again under the account's lock: a concurrent edit of the same job lost the race.
         const current = await findCaption(trx, ctx.partner.id, row.job_id);
-        if (current && reburnRunning(current)) throw new ApiError(409, E.editInProgress);
+        if (current && reburnRunning(current)) throw new ApiError(409, CAPTION_ERRORS.editInProgress);
         await checkCaps(ctx, trx, row.source_video_job_id);
         await trx.updateTable(CAPTIONS_TABLE).set({ reburn_job_id: jobId! }).where("job_id", "=", row.job_id).execute();
         // The 202 shows the re-burn as committed (pending): read after the commit, a worker may have started it.

@@ -3,7 +3,7 @@
 // account's active-job cap and the one-job-per-source rule are decided in the charge's transaction (the
 // kernel locks the partner row first, so two submits of one account cannot both take the last slot).
 import { ApiError, type OperationContext, type PluginDb } from "mediagate/plugin";
-import { CAPTION_ERRORS as E } from "./errors.ts";
+import { CAPTION_ERRORS } from "./errors.ts";
 import { CAPTION_CREDITS, DAY_MS, LIMITS, RETENTION } from "./limits.ts";
 import { activeCaptionJobs, CAPTIONS_TABLE, captionView, findCaption, sourceBusy } from "./records.ts";
 import type { CaptionStyle } from "./types.ts";
@@ -34,8 +34,8 @@ export const activeCap = (ctx: OperationContext<any>) => ctx.partner.limits.capt
  * caps of caption jobs (429 and 409), re-burns included.
  */
 export async function checkCaps(ctx: OperationContext<any>, trx: PluginDb, videoJobId: string | null): Promise<void> {
-  if ((await activeCaptionJobs(trx, ctx.partner.id)) > activeCap(ctx)) throw new ApiError(429, E.tooManyActive, {}, { "Retry-After": "10" });
-  if (videoJobId && (await sourceBusy(trx, ctx.partner.id, videoJobId))) throw new ApiError(409, E.sourceBusy);
+  if ((await activeCaptionJobs(trx, ctx.partner.id)) > activeCap(ctx)) throw new ApiError(429, CAPTION_ERRORS.tooManyActive, {}, { "Retry-After": "10" });
+  if (videoJobId && (await sourceBusy(trx, ctx.partner.id, videoJobId))) throw new ApiError(409, CAPTION_ERRORS.sourceBusy);
 }
 
 /** Charges, records and queues one caption job; resolves with the 202 body. */
@@ -51,7 +51,7 @@ export async function submitCaption(ctx: OperationContext<any>, req: CaptionRequ
     partnerJobId: req.partnerJobId,
     description: source.kind === "video" ? "Captions (generated video)" : "Captions (upload)",
     input: { first: true } satisfies CaptionJobInput,
-    insufficientCredits: E.insufficientCredits,
+    insufficientCredits: CAPTION_ERRORS.insufficientCredits,
     async within(trx, [jobId]) {
       await checkCaps(ctx, trx, source.kind === "video" ? source.videoJobId : null);
       await trx

@@ -33,7 +33,7 @@ import { randomBytes } from "node:crypto";
 import { ApiError, defineInput, field, notFound, operation, type OperationContext, type OperationDeclaration, PRIVATE_KEY_PREFIX, type SubmittedJob } from "mediagate/plugin";
 import { z } from "zod";
 import { submittedOut } from "./schemas.ts";
-import { CAPTION_ERRORS as E } from "./errors.ts";
+import { CAPTION_ERRORS } from "./errors.ts";
 import { DAY_MS, LIMITS, RETENTION } from "./limits.ts";
 import { type ByteSource, bytesSource, checkMp4, PartChanged, partsSource } from "./mp4-check.ts";
 import { captionView, findCaption, retentionOf } from "./records.ts";
@@ -74,12 +74,12 @@ const UPLOAD_PREFIX = `${PRIVATE_KEY_PREFIX}uploads/`;
 const token = () => randomBytes(8).toString("hex");
 const storageError = (ctx: OperationContext<any>, err: unknown): never => {
   ctx.log.error("captions upload storage failed", err);
-  throw new ApiError(503, E.storageUnavailable);
+  throw new ApiError(503, CAPTION_ERRORS.storageUnavailable);
 };
 
 /** The 503 before anything is stored or charged when no recognizer could transcribe an uploaded file. */
 function requireRecognizer(ctx: OperationContext<any>): void {
-  if (uploadRecognizers(captionsConfig.of(ctx)).length === 0) throw new ApiError(503, E.uploadsNotConfigured);
+  if (uploadRecognizers(captionsConfig.of(ctx)).length === 0) throw new ApiError(503, CAPTION_ERRORS.uploadsNotConfigured);
 }
 
 /** A partial style as sent: an object (JSON body) or its JSON text (a multipart field). */
@@ -89,7 +89,7 @@ function partialStyle(raw: unknown, fail: (m: string) => never): Partial<Caption
     try {
       value = JSON.parse(value);
     } catch {
-      fail(E.styleNotObject);
+      fail(CAPTION_ERRORS.styleNotObject);
     }
   }
   const style = checkStyle(value);
@@ -101,7 +101,7 @@ function partialStyle(raw: unknown, fail: (m: string) => never): Partial<Caption
 async function checkedSeconds(src: ByteSource): Promise<number> {
   const verdict = await checkMp4(src, { maxSeconds: LIMITS.maxSeconds });
   if (verdict.ok) return verdict.seconds;
-  throw new ApiError(400, verdict.reason === "noVideo" ? E.noVideoStream : verdict.reason === "tooLong" ? E.tooLong : E.notMp4);
+  throw new ApiError(400, verdict.reason === "noVideo" ? CAPTION_ERRORS.noVideoStream : verdict.reason === "tooLong" ? CAPTION_ERRORS.tooLong : CAPTION_ERRORS.notMp4);
 }
 
 // --- POST /captions/upload --------------------------------------------------------------------------------
@@ -124,17 +124,17 @@ const singleUpload = operation({
   multipart: {
     fields: ["style", "partner_job_id"],
     files: ["video"],
-    unsupportedType: E.unsupportedMultipart,
+    unsupportedType: CAPTION_ERRORS.unsupportedMultipart,
     maxBytes: LIMITS.singleUploadBytes + FORM_OVERHEAD,
-    tooLarge: E.singleTooLarge,
-    malformed: E.malformedMultipart,
+    tooLarge: CAPTION_ERRORS.singleTooLarge,
+    malformed: CAPTION_ERRORS.malformedMultipart,
   },
   output: submittedOut,
   async handle(ctx) {
     requireRecognizer(ctx);
     const video = ctx.files.video;
-    if (!video || video.bytes.byteLength === 0) throw new ApiError(400, E.videoFileMissing);
-    if (video.bytes.byteLength > LIMITS.singleUploadBytes) throw new ApiError(413, E.singleTooLarge);
+    if (!video || video.bytes.byteLength === 0) throw new ApiError(400, CAPTION_ERRORS.videoFileMissing);
+    if (video.bytes.byteLength > LIMITS.singleUploadBytes) throw new ApiError(413, CAPTION_ERRORS.singleTooLarge);
     const seconds = await checkedSeconds(bytesSource(video.bytes));
     const style = resolveStyle(ctx.input.style);
     const key = `${UPLOAD_PREFIX}${token()}${token()}.mp4`;
@@ -162,9 +162,9 @@ const InitInput = defineInput({
   required: ["filename", "size_bytes"],
   check(raw, fail) {
     const { filename, size_bytes: size } = raw;
-    if (typeof filename !== "string" || filename.trim() === "" || filename.length > FILENAME_MAX) fail(E.filenameRequired);
-    if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 1) fail(E.sizeInvalid);
-    if (raw.style !== undefined && raw.style !== null && (typeof raw.style !== "object" || Array.isArray(raw.style))) fail(E.styleNotObject);
+    if (typeof filename !== "string" || filename.trim() === "" || filename.length > FILENAME_MAX) fail(CAPTION_ERRORS.filenameRequired);
+    if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 1) fail(CAPTION_ERRORS.sizeInvalid);
+    if (raw.style !== undefined && raw.style !== null && (typeof raw.style !== "object" || Array.isArray(raw.style))) fail(CAPTION_ERRORS.styleNotObject);
     return { filename: filename as string, size_bytes: size as number, partner_job_id: raw.partner_job_id, style: partialStyle(raw.style, fail) };
   },
 });
@@ -194,7 +194,7 @@ const initUpload = operation({
   input: InitInput,
   output: z.object(sessionOut),
   async handle(ctx) {
-    if (ctx.input.size_bytes > LIMITS.chunkedMaxBytes) throw new ApiError(413, E.chunkedTooLarge);
+    if (ctx.input.size_bytes > LIMITS.chunkedMaxBytes) throw new ApiError(413, CAPTION_ERRORS.chunkedTooLarge);
     requireRecognizer(ctx);
     const credits = captionPrice(ctx); // a custom account without a rate gets its 400 before a session exists
     const now = ctx.clock.now();
@@ -209,7 +209,7 @@ const initUpload = operation({
       expiresAt,
       partsExpireAt: new Date(expiresAt.getTime() + RETENTION.uploadedSourceDays * DAY_MS),
     });
-    if (!session) throw new ApiError(429, E.tooManySessions, {}, { "Retry-After": "10" });
+    if (!session) throw new ApiError(429, CAPTION_ERRORS.tooManySessions, {}, { "Retry-After": "10" });
     return {
       session_id: session.id,
       partner_job_id: session.partner_job_id,
@@ -226,7 +226,7 @@ const initUpload = operation({
 /** This account's live session of the path, or the 404 (none, another account's, or abandoned). */
 async function liveSession(ctx: OperationContext<any>): Promise<SessionRow> {
   const s = await findSession(ctx.db, ctx.partner.id, ctx.params.session_id!);
-  if (!s || (s.state !== "finalized" && isExpired(s, ctx.clock.now()))) throw notFound(E.sessionNotFound);
+  if (!s || (s.state !== "finalized" && isExpired(s, ctx.clock.now()))) throw notFound(CAPTION_ERRORS.sessionNotFound);
   return s;
 }
 
@@ -242,21 +242,21 @@ const uploadPart = operation({
   rawBody: {
     contentTypes: ["application/octet-stream"],
     maxBytes: LIMITS.chunkSize,
-    tooLarge: (p) => E.partSize(INDEX.test(p.index ?? "") ? Number(p.index) : 0, LIMITS.chunkSize),
+    tooLarge: (p) => CAPTION_ERRORS.partSize(INDEX.test(p.index ?? "") ? Number(p.index) : 0, LIMITS.chunkSize),
     tooLargeStatus: 400,
-    unsupportedType: E.partContentType,
+    unsupportedType: CAPTION_ERRORS.partContentType,
   },
   output: z.object({ index: z.number().int(), received_parts: z.number().int(), received_bytes: z.number().int(), total_bytes: z.number().int() }),
   async handle(ctx) {
     const s = await liveSession(ctx);
-    if (s.state === "finalized") throw new ApiError(409, E.sessionClosed);
-    if (await isFinalizing(ctx.leases, ctx.db, s)) throw new ApiError(409, E.sessionFinalizing);
+    if (s.state === "finalized") throw new ApiError(409, CAPTION_ERRORS.sessionClosed);
+    if (await isFinalizing(ctx.leases, ctx.db, s)) throw new ApiError(409, CAPTION_ERRORS.sessionFinalizing);
     const raw = ctx.params.index!;
     const index = INDEX.test(raw) ? Number(raw) : -1;
-    if (index < 0 || index >= s.part_count) throw new ApiError(400, E.partIndexInvalid);
+    if (index < 0 || index >= s.part_count) throw new ApiError(400, CAPTION_ERRORS.partIndexInvalid);
     const body = ctx.body!;
     const expected = partSizeOf(s, index);
-    if (body.byteLength !== expected) throw new ApiError(400, E.partSize(index, expected));
+    if (body.byteLength !== expected) throw new ApiError(400, CAPTION_ERRORS.partSize(index, expected));
 
     // Written under a name of its own, then switched to in the session's lock: a part sent again replaces
     // the earlier one atomically (a reader sees the old or the new, never half of one).
@@ -267,9 +267,9 @@ const uploadPart = operation({
       outcome = await ctx.db.transaction().execute(async (trx) => {
         const locked = await lockSession(trx, ctx.partner.id, s.id);
         const now = ctx.clock.now();
-        if (!locked || (locked.state !== "finalized" && isExpired(locked, now))) throw notFound(E.sessionNotFound);
-        if (locked.state === "finalized") throw new ApiError(409, E.sessionClosed);
-        if (await isFinalizing(ctx.leases, trx, locked)) throw new ApiError(409, E.sessionFinalizing);
+        if (!locked || (locked.state !== "finalized" && isExpired(locked, now))) throw notFound(CAPTION_ERRORS.sessionNotFound);
+        if (locked.state === "finalized") throw new ApiError(409, CAPTION_ERRORS.sessionClosed);
+        if (await isFinalizing(ctx.leases, trx, locked)) throw new ApiError(409, CAPTION_ERRORS.sessionFinalizing);
         return recordPart(trx, s.id, { idx: index, key, bytes: body.byteLength });
       });
     } catch (err) {
@@ -286,10 +286,10 @@ const uploadPart = operation({
 const FinalizeInput = defineInput({
   fields: {
     style: field.object({ description: "Overrides the session's style (as a whole)" }),
-    partner_job_id: field.partnerJobId({ message: E.partnerJobIdFixed }),
+    partner_job_id: field.partnerJobId({ message: CAPTION_ERRORS.partnerJobIdFixed }),
   },
   check(raw, fail) {
-    if (raw.style !== undefined && raw.style !== null && (typeof raw.style !== "object" || Array.isArray(raw.style))) fail(E.styleNotObject);
+    if (raw.style !== undefined && raw.style !== null && (typeof raw.style !== "object" || Array.isArray(raw.style))) fail(CAPTION_ERRORS.styleNotObject);
     return { style: raw.style === undefined || raw.style === null ? null : partialStyle(raw.style, fail), partner_job_id: raw.partner_job_id };
   },
 });
@@ -297,7 +297,7 @@ const FinalizeInput = defineInput({
 /** The answer to a finalize repeated after success: the same job, 200, nothing charged. */
 async function finalizedAnswer(ctx: OperationContext<any>, jobId: string): Promise<Record<string, unknown>> {
   const row = await findCaption(ctx.db, ctx.partner.id, jobId);
-  if (!row) throw notFound(E.sessionNotFound);
+  if (!row) throw notFound(CAPTION_ERRORS.sessionNotFound);
   ctx.setStatus(200);
   return { ...captionView(row, { now: ctx.clock.now(), mediaUrl: ctx.mediaUrl, videoAvailable: null }), credits_remaining: await ctx.account.balance(ctx.partner.id) };
 }
@@ -312,7 +312,7 @@ const finalizeUpload = operation({
   output: submittedOut,
   async handle(ctx) {
     const s = await liveSession(ctx);
-    if (ctx.input.partner_job_id !== null && ctx.input.partner_job_id !== s.partner_job_id) throw new ApiError(400, E.partnerJobIdFixed);
+    if (ctx.input.partner_job_id !== null && ctx.input.partner_job_id !== s.partner_job_id) throw new ApiError(400, CAPTION_ERRORS.partnerJobIdFixed);
     if (s.state === "finalized") return finalizedAnswer(ctx, s.job_id!);
     requireRecognizer(ctx);
 
@@ -320,12 +320,12 @@ const finalizeUpload = operation({
     type Taken = { done: string } | { token: string; parts: Awaited<ReturnType<typeof partsOf>> };
     const taken = await ctx.db.transaction().execute(async (trx): Promise<Taken> => {
       const locked = await lockSession(trx, ctx.partner.id, s.id);
-      if (!locked) throw notFound(E.sessionNotFound);
+      if (!locked) throw notFound(CAPTION_ERRORS.sessionNotFound);
       if (locked.state === "finalized") return { done: locked.job_id! };
-      if (await isFinalizing(ctx.leases, trx, locked)) throw new ApiError(409, E.sessionFinalizing);
+      if (await isFinalizing(ctx.leases, trx, locked)) throw new ApiError(409, CAPTION_ERRORS.sessionFinalizing);
       const parts = await partsOf(trx, s.id);
       const missing = missingParts(locked, parts);
-      if (missing.length > 0) throw new ApiError(409, E.partsMissing, { missing });
+      if (missing.length > 0) throw new ApiError(409, CAPTION_ERRORS.partsMissing, { missing });
       return { token: await beginFinalize(trx, ctx.leases, s.id, new Date(ctx.clock.now())), parts };
     });
     if ("done" in taken) return finalizedAnswer(ctx, taken.done);
@@ -338,7 +338,7 @@ const finalizeUpload = operation({
       for (const p of parts) if (!(await ctx.blobs.has(p.key))) vanished.push(p);
       if (vanished.length > 0) {
         await forgetParts(ctx.db, s.id, vanished);
-        throw new ApiError(409, E.partsMissing, { missing: vanished.map((p) => p.idx) });
+        throw new ApiError(409, CAPTION_ERRORS.partsMissing, { missing: vanished.map((p) => p.idx) });
       }
       const src = partsSource(
         parts.map((p) => ({
@@ -350,12 +350,12 @@ const finalizeUpload = operation({
           },
         })),
       );
-      if (src.size !== s.size_bytes) throw new ApiError(400, E.sessionSizeMismatch);
+      if (src.size !== s.size_bytes) throw new ApiError(400, CAPTION_ERRORS.sessionSizeMismatch);
       let seconds: number;
       try {
         seconds = await checkedSeconds(src);
       } catch (err) {
-        if (err instanceof PartChanged) throw new ApiError(503, E.storageUnavailable);
+        if (err instanceof PartChanged) throw new ApiError(503, CAPTION_ERRORS.storageUnavailable);
         throw err;
       }
       const style = resolveStyle(ctx.input.style ?? (JSON.parse(s.style) as Partial<CaptionStyle>));
@@ -368,7 +368,7 @@ const finalizeUpload = operation({
             ...submission,
             async within(trx, ids, groupId) {
               await submission.within?.(trx, ids, groupId);
-              if (!(await completeFinalize(trx, ctx.leases, s, tok, ids[0]!))) throw new ApiError(409, E.sessionFinalizing);
+              if (!(await completeFinalize(trx, ctx.leases, s, tok, ids[0]!))) throw new ApiError(409, CAPTION_ERRORS.sessionFinalizing);
             },
           }) as Promise<SubmittedJob>,
       };
@@ -392,9 +392,9 @@ const abortUpload = operation({
     const s = await liveSession(ctx);
     const keys = await ctx.db.transaction().execute(async (trx) => {
       const locked = await lockSession(trx, ctx.partner.id, s.id);
-      if (!locked) throw notFound(E.sessionNotFound);
-      if (locked.state === "finalized") throw new ApiError(409, E.sessionClosed);
-      if (await isFinalizing(ctx.leases, trx, locked)) throw new ApiError(409, E.sessionFinalizing);
+      if (!locked) throw notFound(CAPTION_ERRORS.sessionNotFound);
+      if (locked.state === "finalized") throw new ApiError(409, CAPTION_ERRORS.sessionClosed);
+      if (await isFinalizing(ctx.leases, trx, locked)) throw new ApiError(409, CAPTION_ERRORS.sessionFinalizing);
       return deleteSession(trx, s.id);
     });
     await removeBlobs(ctx, keys);

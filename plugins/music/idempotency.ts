@@ -4,11 +4,11 @@
 // controls, so a retry that spells a default out (`"mode": "original"`) is still the same request, and
 // `partner_job_id` is left out because the first request's value is kept on replay whatever a retry sends.
 import { createHash } from "node:crypto";
-import { MUSIC_ERRORS as E } from "./errors.ts";
+import { MUSIC_ERRORS } from "./errors.ts";
 import type { ExtendControls } from "./input.ts";
 
 /** The header and its rule, checked by the kernel before the body is read (OperationDeclaration.requiredHeaders). */
-export const IDEMPOTENCY_HEADER = { "idempotency-key": { pattern: /^[A-Za-z0-9_-]{8,100}$/, message: E.idempotencyKey } } as const;
+export const IDEMPOTENCY_HEADER = { "idempotency-key": { pattern: /^[A-Za-z0-9_-]{8,100}$/, message: MUSIC_ERRORS.idempotencyKey } } as const;
 
 /** The key of a request that passed the header rule. */
 export const idempotencyKeyOf = (headers: Headers): string => headers.get("idempotency-key")!;

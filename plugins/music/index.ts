@@ -25,7 +25,7 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { ApiError, definePlugin, isTransient, JobFailure, type JobKindDeclaration, type JobRunContext, type MusicControls, type MusicErrorCode, type MusicModel, MusicProviderError, type MusicProviders, type MusicTrack, notFound, operation, type OperationContext, PAGE_BOUNDS, pageBody, pageQuery, pageShape, PRIVATE_KEY_PREFIX, QUEUED_PROCESSING_COMPLETE, UpstreamTimeoutError } from "mediagate/plugin";
-import { FAILURE_TEXTS, MUSIC_ERRORS as E } from "./errors.ts";
+import { FAILURE_TEXTS, MUSIC_ERRORS } from "./errors.ts";
 import { IDEMPOTENCY_HEADER, idempotencyKeyOf, requestHash } from "./idempotency.ts";
 import { checkAgainstSource, checkExtendControls, ExtendMusicInput, GenerateMusicInput, type ExtendControls, type GenerateRequest } from "./input.ts";
 import { musicMigrations } from "./migrations.ts";
@@ -135,7 +135,7 @@ const musicJob: JobKindDeclaration<StoredInput> = {
 
 function providerFor(ctx: OperationContext<any>, model: MusicModel) {
   const provider = ctx.capability("music.generate").provider(model);
-  if (!provider) throw new ApiError(503, E.notConfigured);
+  if (!provider) throw new ApiError(503, MUSIC_ERRORS.notConfigured);
   return provider;
 }
 
@@ -206,7 +206,7 @@ function replay(ctx: OperationContext<any>, row: MusicRow, key: string) {
 
 /** A key already used: the same request replays, a different one is a 409. */
 function answerExisting(ctx: OperationContext<any>, row: MusicRow, key: string, hash: string) {
-  if (row.request_hash !== hash) throw new ApiError(409, E.idempotencyConflict);
+  if (row.request_hash !== hash) throw new ApiError(409, MUSIC_ERRORS.idempotencyConflict);
   return replay(ctx, row, key);
 }
 
@@ -222,18 +222,18 @@ const extendMusic = operation({
   multipart: {
     parameters: "parameters",
     files: ["audio"],
-    unsupportedType: E.unsupportedType,
+    unsupportedType: MUSIC_ERRORS.unsupportedType,
     // The upload cap plus room for the form's own bytes; the file itself is checked exactly in source.ts.
     maxBytes: LIMITS.uploadBytes + 1_000_000,
-    tooLarge: E.uploadTooLarge,
-    malformed: E.uploadUnreadable,
+    tooLarge: MUSIC_ERRORS.uploadTooLarge,
+    malformed: MUSIC_ERRORS.uploadUnreadable,
   },
   output: z.object({ ...submittedFields, operation: z.string(), idempotency_key: z.string(), deduplicated: z.boolean().optional() }),
   async handle(ctx) {
     const key = idempotencyKeyOf(ctx.request.headers);
     const upload = ctx.files.audio;
     const isMultipart = (ctx.request.headers.get("content-type") ?? "").toLowerCase().startsWith("multipart/");
-    if (isMultipart && !upload) throw new ApiError(400, E.audioMissing);
+    if (isMultipart && !upload) throw new ApiError(400, MUSIC_ERRORS.audioMissing);
     const checked = checkExtendControls(ctx.input as Record<string, unknown>, isMultipart);
     if (!checked.ok) throw new ApiError(400, checked.message);
     const controls = inheritedSpelledOut(checked.value, upload ? null : await findJob(ctx.db, ctx.partner.id, checked.value.source!.ref));
@@ -312,7 +312,7 @@ const musicStatus = operation({
   }),
   async handle(ctx) {
     const row = await findJob(ctx.db, ctx.partner.id, ctx.params.job_id!);
-    if (!row) throw notFound(E.jobNotFound);
+    if (!row) throw notFound(MUSIC_ERRORS.jobNotFound);
     return statusView(row, ctx.mediaUrl);
   },
 });

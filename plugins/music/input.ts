@@ -9,7 +9,7 @@
 // inside the measured duration, which prompts are required on which path) are checked by `checkAgainstSource`
 // once the source is known; everything else here.
 import { checked, defineInput, field, type Checked, type Fail, type InferOutput, type MusicControls, type MusicModel } from "mediagate/plugin";
-import { MUSIC_ERRORS as E } from "./errors.ts";
+import { MUSIC_ERRORS } from "./errors.ts";
 import { DEFAULT_MODEL, LIMITS, MODELS } from "./models.ts";
 
 const length = (s: string) => [...s].length;
@@ -18,7 +18,7 @@ const length = (s: string) => [...s].length;
 function optionalText(raw: Record<string, unknown>, name: string, fail: Fail): string | null {
   const v = raw[name];
   if (v === undefined || v === null) return null;
-  if (typeof v !== "string") return fail(E.notAString(name));
+  if (typeof v !== "string") return fail(MUSIC_ERRORS.notAString(name));
   return v.trim() === "" ? null : v.trim();
 }
 
@@ -39,20 +39,20 @@ export const GenerateMusicInput = defineInput({
     const s = optionalText(raw, "style", fail);
     const t = optionalText(raw, "title", fail);
     const instrumental = raw.instrumental ?? false;
-    if (typeof instrumental !== "boolean") return fail(E.instrumentalType);
+    if (typeof instrumental !== "boolean") return fail(MUSIC_ERRORS.instrumentalType);
     const model = raw.model ?? DEFAULT_MODEL;
-    if (typeof model !== "string" || !(MODELS as string[]).includes(model)) return fail(E.invalidModel);
+    if (typeof model !== "string" || !(MODELS as string[]).includes(model)) return fail(MUSIC_ERRORS.invalidModel);
 
-    if ((s === null) !== (t === null)) return fail(E.styleAndTitle);
+    if ((s === null) !== (t === null)) return fail(MUSIC_ERRORS.styleAndTitle);
     const custom = s !== null && t !== null;
     if (!custom) {
-      if (p === null) return fail(E.promptMissing);
-      if (length(p) > LIMITS.simplePrompt) return fail(E.promptTooLong);
+      if (p === null) return fail(MUSIC_ERRORS.promptMissing);
+      if (length(p) > LIMITS.simplePrompt) return fail(MUSIC_ERRORS.promptTooLong);
     } else {
-      if (p === null && !instrumental) return fail(E.lyricsMissing);
-      if (p !== null && length(p) > LIMITS.customPrompt) return fail(E.lyricsTooLong);
-      if (length(s) > LIMITS.style) return fail(E.styleTooLong);
-      if (length(t) > LIMITS.title) return fail(E.titleTooLong);
+      if (p === null && !instrumental) return fail(MUSIC_ERRORS.lyricsMissing);
+      if (p !== null && length(p) > LIMITS.customPrompt) return fail(MUSIC_ERRORS.lyricsTooLong);
+      if (length(s) > LIMITS.style) return fail(MUSIC_ERRORS.styleTooLong);
+      if (length(t) > LIMITS.title) return fail(MUSIC_ERRORS.titleTooLong);
     }
     return { model: model as MusicModel, custom, prompt: p ?? "", style: s, title: t, instrumental, partner_job_id: raw.partner_job_id };
   },
@@ -72,57 +72,57 @@ const TWO_DECIMALS = (n: number) => Math.abs(Math.round(n * 100) - n * 100) < 1e
 function weight(raw: Record<string, unknown>, name: string, fail: Fail): number | null {
   const v = raw[name];
   if (v === undefined || v === null) return null;
-  if (typeof v !== "number" || !Number.isFinite(v) || v < 0 || v > 1 || !TWO_DECIMALS(v)) return fail(E.weight(name));
+  if (typeof v !== "number" || !Number.isFinite(v) || v < 0 || v > 1 || !TWO_DECIMALS(v)) return fail(MUSIC_ERRORS.weight(name));
   return v;
 }
 
 /** Checks the controls on their own; `upload` says the body was multipart (no `source` allowed then). */
 export function checkExtendControls(raw: Record<string, unknown>, upload: boolean): Checked<ExtendControls> {
   return checked((fail): ExtendControls => {
-    if ("request_id" in raw) return fail(E.requestIdInBody);
+    if ("request_id" in raw) return fail(MUSIC_ERRORS.requestIdInBody);
     let source: ExtendControls["source"] = null;
     if (upload) {
-      if (raw.source !== undefined) return fail(E.sourceInUpload);
+      if (raw.source !== undefined) return fail(MUSIC_ERRORS.sourceInUpload);
     } else {
       const s = raw.source;
-      if (s === undefined || s === null) return fail(E.sourceRequired);
-      if (typeof s !== "object" || Array.isArray(s)) return fail(E.invalidSource);
+      if (s === undefined || s === null) return fail(MUSIC_ERRORS.sourceRequired);
+      if (typeof s !== "object" || Array.isArray(s)) return fail(MUSIC_ERRORS.invalidSource);
       const { kind, ref, track = 0 } = s as Record<string, unknown>;
       // Provider ids, paths and URLs are never a source: only our own job id, by its shape.
-      if (kind !== "svc_music" || typeof ref !== "string" || !/^svc-[0-9a-f]{8}$/.test(ref)) return fail(E.invalidSource);
-      if (typeof track !== "number" || !Number.isSafeInteger(track) || track < 0) return fail(E.invalidSource);
+      if (kind !== "svc_music" || typeof ref !== "string" || !/^svc-[0-9a-f]{8}$/.test(ref)) return fail(MUSIC_ERRORS.invalidSource);
+      if (typeof track !== "number" || !Number.isSafeInteger(track) || track < 0) return fail(MUSIC_ERRORS.invalidSource);
       source = { ref, track };
     }
 
     const continueAt = raw.continue_at;
-    if (continueAt === undefined || continueAt === null) return fail(E.continueAtMissing);
-    if (typeof continueAt !== "number" || !Number.isFinite(continueAt) || continueAt <= 0) return fail(E.continueAtPositive);
+    if (continueAt === undefined || continueAt === null) return fail(MUSIC_ERRORS.continueAtMissing);
+    if (typeof continueAt !== "number" || !Number.isFinite(continueAt) || continueAt <= 0) return fail(MUSIC_ERRORS.continueAtPositive);
 
     const mode = raw.mode ?? "original";
-    if (mode !== "original" && mode !== "custom") return fail(E.invalidMode);
+    if (mode !== "original" && mode !== "custom") return fail(MUSIC_ERRORS.invalidMode);
     const model = raw.model ?? null;
-    if (model !== null && (typeof model !== "string" || !(MODELS as string[]).includes(model))) return fail(E.invalidModel);
+    if (model !== null && (typeof model !== "string" || !(MODELS as string[]).includes(model))) return fail(MUSIC_ERRORS.invalidModel);
     const instrumental = raw.instrumental ?? null;
-    if (instrumental !== null && typeof instrumental !== "boolean") return fail(E.instrumentalType);
+    if (instrumental !== null && typeof instrumental !== "boolean") return fail(MUSIC_ERRORS.instrumentalType);
 
     const text: Partial<Record<string, string | null>> = {};
     for (const [f, max, tooLong] of [
-      ["prompt", LIMITS.customPrompt, E.lyricsTooLong],
-      ["style", LIMITS.style, E.styleTooLong],
-      ["title", LIMITS.title, E.titleTooLong],
-      ["negative_tags", LIMITS.negativeTags, E.negativeTagsTooLong],
-      ["persona_id", LIMITS.personaId, E.personaIdTooLong],
-      ["persona_model", LIMITS.personaModel, E.personaModelTooLong],
+      ["prompt", LIMITS.customPrompt, MUSIC_ERRORS.lyricsTooLong],
+      ["style", LIMITS.style, MUSIC_ERRORS.styleTooLong],
+      ["title", LIMITS.title, MUSIC_ERRORS.titleTooLong],
+      ["negative_tags", LIMITS.negativeTags, MUSIC_ERRORS.negativeTagsTooLong],
+      ["persona_id", LIMITS.personaId, MUSIC_ERRORS.personaIdTooLong],
+      ["persona_model", LIMITS.personaModel, MUSIC_ERRORS.personaModelTooLong],
     ] as const) {
       const v = optionalText(raw, f, fail);
       if (v !== null && length(v) > max) return fail(tooLong);
       text[f] = v;
     }
-    if (mode === "custom" && (!text.style || !text.title)) return fail(E.customNeedsStyleAndTitle);
-    if (mode !== "custom" && (text.persona_id || text.persona_model)) return fail(E.personaCustomOnly);
+    if (mode === "custom" && (!text.style || !text.title)) return fail(MUSIC_ERRORS.customNeedsStyleAndTitle);
+    if (mode !== "custom" && (text.persona_id || text.persona_model)) return fail(MUSIC_ERRORS.personaCustomOnly);
 
     const vocalGender = raw.vocal_gender ?? null;
-    if (vocalGender !== null && vocalGender !== "m" && vocalGender !== "f") return fail(E.vocalGender);
+    if (vocalGender !== null && vocalGender !== "m" && vocalGender !== "f") return fail(MUSIC_ERRORS.vocalGender);
     const weights: Record<string, number | null> = {};
     for (const f of ["style_weight", "weirdness_constraint", "audio_weight"]) weights[f] = weight(raw, f, fail);
     return {
@@ -151,13 +151,13 @@ export function checkAgainstSource(
   source: { model: MusicModel | null; instrumental: boolean | null; seconds: number; direct: boolean },
 ): Checked<{ model: MusicModel; instrumental: boolean }> {
   return checked((fail) => {
-    if (source.model !== null && c.model !== null && c.model !== source.model) return fail(E.modelMismatch(source.model));
-    if (source.instrumental !== null && c.instrumental !== null && c.instrumental !== source.instrumental) return fail(E.instrumentalMismatch(source.instrumental));
+    if (source.model !== null && c.model !== null && c.model !== source.model) return fail(MUSIC_ERRORS.modelMismatch(source.model));
+    if (source.instrumental !== null && c.instrumental !== null && c.instrumental !== source.instrumental) return fail(MUSIC_ERRORS.instrumentalMismatch(source.instrumental));
     const model = source.model ?? c.model ?? DEFAULT_MODEL;
     const instrumental = source.instrumental ?? c.instrumental ?? false;
-    if (!(c.continueAt < source.seconds)) return fail(E.continueAtOutside(Math.round(source.seconds * 100) / 100));
+    if (!(c.continueAt < source.seconds)) return fail(MUSIC_ERRORS.continueAtOutside(Math.round(source.seconds * 100) / 100));
     const promptRequired = source.direct ? c.mode === "custom" : c.mode === "original" || !instrumental;
-    if (promptRequired && c.prompt === "") return fail(E.promptRequired);
+    if (promptRequired && c.prompt === "") return fail(MUSIC_ERRORS.promptRequired);
     return { model, instrumental };
   });
 }
@@ -189,7 +189,7 @@ export const ExtendMusicInput = defineInput({
       required: ["kind", "ref"],
       description: "JSON form only: the owned track to extend",
     }),
-    partner_job_id: field.partnerJobId({ music: true, message: E.invalidPartnerJobId }),
+    partner_job_id: field.partnerJobId({ music: true, message: MUSIC_ERRORS.invalidPartnerJobId }),
   },
   loose: true,
 });

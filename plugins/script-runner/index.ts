@@ -52,7 +52,7 @@ import {
   isTransient,
 } from "mediagate/plugin";
 import type { ColumnType } from "kysely";
-import { RUNNER_ERRORS as E } from "./errors.ts";
+import { RUNNER_ERRORS } from "./errors.ts";
 import { costPerScene, DEFAULT_IMAGE_MODEL, DEFAULT_MODEL, DEFAULT_NAME, FRAME, IMAGE_MODEL_IDS, IMAGE_MODELS, LIMITS, MODEL_IDS, refundParts, runPrice, type RunnerImageModel, type RunnerModel, VIDEO_MODELS } from "./limits.ts";
 import { captionableRuns } from "./captionable.ts";
 import { runnerConfig } from "./config.ts";
@@ -107,7 +107,7 @@ const runJob: JobKindDeclaration<Record<string, never>> = {
   transitions: { processing: ["complete", "partial", "error"] },
   terminal: { complete: "success", partial: "success", error: "failure" },
   failState: "error",
-  failError: E.runFailed,
+  failError: RUNNER_ERRORS.runFailed,
   retries: 1,
   timeoutSeconds: 3600,
   concurrency: 2,
@@ -117,8 +117,8 @@ const runJob: JobKindDeclaration<Record<string, never>> = {
     const imageModel = run.image_model as RunnerImageModel;
     const character = await characterImage(ctx, run);
     if (!character) {
-      await ctx.db.updateTable(SCENES).set({ status: "error", error: E.characterFailed }).where("job_id", "=", ctx.jobId).where("status", "=", "processing").execute();
-      throw new JobFailure(E.characterFailed);
+      await ctx.db.updateTable(SCENES).set({ status: "error", error: RUNNER_ERRORS.characterFailed }).where("job_id", "=", ctx.jobId).where("status", "=", "processing").execute();
+      throw new JobFailure(RUNNER_ERRORS.characterFailed);
     }
 
     let scenes = await scenesOf(ctx.db, ctx.jobId);
@@ -138,7 +138,7 @@ const runJob: JobKindDeclaration<Record<string, never>> = {
 
     scenes = await scenesOf(ctx.db, ctx.jobId);
     const complete = scenes.filter((s) => s.status === "complete").length;
-    if (complete === 0) throw new JobFailure(E.runFailed);
+    if (complete === 0) throw new JobFailure(RUNNER_ERRORS.runFailed);
     return { state: complete === total ? "complete" : "partial" };
   },
 };
@@ -147,7 +147,7 @@ const runJob: JobKindDeclaration<Record<string, never>> = {
 async function characterImage(ctx: JobRunContext, run: RunRow): Promise<VideoFrame | null> {
   if (run.character_key) {
     const bytes = await ctx.blobs.get(run.character_key);
-    if (!bytes) throw new JobFailure(E.runFailed);
+    if (!bytes) throw new JobFailure(RUNNER_ERRORS.runFailed);
     return { bytes, mimeType: run.character_mime ?? "image/png" };
   }
   const provider = ctx.capability("image.generate").route(IMAGE_MODELS[run.image_model as RunnerImageModel].route);
@@ -213,7 +213,7 @@ async function renderScene(ctx: JobRunContext, run: RunRow, scene: SceneRow, cha
   } catch (err) {
     if (ctx.signal.aborted || isTransient(err)) throw err;
     ctx.log.warn(`script runner ${run.job_id} scene ${scene.idx + 1} failed: ${err instanceof Error ? err.message : String(err)}`);
-    await ctx.db.updateTable(SCENES).set({ status: "error", error: E.sceneFailed }).where("job_id", "=", run.job_id).where("idx", "=", scene.idx).execute();
+    await ctx.db.updateTable(SCENES).set({ status: "error", error: RUNNER_ERRORS.sceneFailed }).where("job_id", "=", run.job_id).where("idx", "=", scene.idx).execute();
     await ctx.refundShare(scene.idx);
   }
 }
@@ -235,13 +235,13 @@ const RunInput = z
   .meta({ required: ["prompt"] })
   .transform((raw, c) => {
     const fail = (message: string) => (c.addIssue({ code: "custom", message }), z.NEVER);
-    if (typeof raw.prompt !== "string" || raw.prompt.trim() === "") return fail(E.promptRequired);
-    if (raw.prompt.length > LIMITS.promptChars) return fail(E.promptTooLong);
+    if (typeof raw.prompt !== "string" || raw.prompt.trim() === "") return fail(RUNNER_ERRORS.promptRequired);
+    if (raw.prompt.length > LIMITS.promptChars) return fail(RUNNER_ERRORS.promptTooLong);
     const name = raw.name ?? DEFAULT_NAME;
-    if (typeof name !== "string") return fail(E.nameType);
-    if (name.length > LIMITS.nameChars) return fail(E.nameTooLong);
+    if (typeof name !== "string") return fail(RUNNER_ERRORS.nameType);
+    if (name.length > LIMITS.nameChars) return fail(RUNNER_ERRORS.nameTooLong);
     const locked = raw.use_as_character_reference ?? true;
-    if (typeof locked !== "boolean") return fail(E.useAsReference);
+    if (typeof locked !== "boolean") return fail(RUNNER_ERRORS.useAsReference);
     const text = (v: unknown) => (typeof v === "string" && v !== "" ? v : null);
     return {
       prompt: raw.prompt,
@@ -258,23 +258,23 @@ const RunInput = z
 /** The image at a character URL (http or https, never a private address), before any charge. */
 async function fetchCharacter(guard: OutboundGuard, url: string, signal: AbortSignal): Promise<VideoFrame> {
   const checked = guard.checkUrl(url, { allowHttp: true });
-  if (!checked.ok) throw new ApiError(400, E.invalidCharacterUrl(checked.kind === "not_public" ? "private, loopback and link-local addresses are not allowed" : checked.reason));
+  if (!checked.ok) throw new ApiError(400, RUNNER_ERRORS.invalidCharacterUrl(checked.kind === "not_public" ? "private, loopback and link-local addresses are not allowed" : checked.reason));
   let body: Uint8Array;
   try {
     body = (await guard.fetch(checked.url, { allowHttp: true, maxBytes: LIMITS.characterImageBytes, timeoutMs: IMAGE_FETCH_TIMEOUT_MS, signal })).body;
   } catch (err) {
     if (signal.aborted || !isOutboundError(err)) throw err;
     const reason = err.kind === "not_public" ? "private, loopback and link-local addresses are not allowed" : err.kind === "too_large" ? "larger than 20 MB" : err.kind === "http_status" ? `the server answered ${err.status}` : "could not be downloaded";
-    throw new ApiError(400, E.invalidCharacterUrl(reason));
+    throw new ApiError(400, RUNNER_ERRORS.invalidCharacterUrl(reason));
   }
   const mimeType = imageKind(body);
-  if (!mimeType) throw new ApiError(400, E.invalidCharacterUrl("not a PNG, JPEG or WEBP image"));
+  if (!mimeType) throw new ApiError(400, RUNNER_ERRORS.invalidCharacterUrl("not a PNG, JPEG or WEBP image"));
   const budget = checkPicture(body); // lib/media/budgets.ts: by its header, before anything decodes it
-  if (!budget.ok) throw new ApiError(400, E.invalidCharacterUrl(budget.reason));
+  if (!budget.ok) throw new ApiError(400, RUNNER_ERRORS.invalidCharacterUrl(budget.reason));
   return { bytes: body, mimeType };
 }
 
-const PARSE_ERRORS = { no_scenes: E.noScenes, no_dialogue: E.noDialogue, too_many_scenes: E.tooManyScenes } as const;
+const PARSE_ERRORS = { no_scenes: RUNNER_ERRORS.noScenes, no_dialogue: RUNNER_ERRORS.noDialogue, too_many_scenes: RUNNER_ERRORS.tooManyScenes } as const;
 
 const sceneShape = z.object({
   name: z.string(),
@@ -313,7 +313,7 @@ const submitRun = operation({
   input: RunInput,
   // A 20 MB character image is about 28 MB of base64; the decoded size is checked exactly.
   maxBodyBytes: 30_000_000,
-  bodyTooLarge: E.characterTooLarge,
+  bodyTooLarge: RUNNER_ERRORS.characterTooLarge,
   output: z.object({
     job_id: z.string(),
     partner_job_id: z.string().nullable(),
@@ -327,12 +327,12 @@ const submitRun = operation({
   }),
   async handle(ctx) {
     const req = ctx.input;
-    if (typeof req.model !== "string" || !Object.hasOwn(VIDEO_MODELS, req.model)) throw new ApiError(400, E.invalidModel, { allowed_models: MODEL_IDS });
-    if (typeof req.imageModel !== "string" || !Object.hasOwn(IMAGE_MODELS, req.imageModel)) throw new ApiError(400, E.invalidImageModel, { allowed_image_models: IMAGE_MODEL_IDS });
+    if (typeof req.model !== "string" || !Object.hasOwn(VIDEO_MODELS, req.model)) throw new ApiError(400, RUNNER_ERRORS.invalidModel, { allowed_models: MODEL_IDS });
+    if (typeof req.imageModel !== "string" || !Object.hasOwn(IMAGE_MODELS, req.imageModel)) throw new ApiError(400, RUNNER_ERRORS.invalidImageModel, { allowed_image_models: IMAGE_MODEL_IDS });
     const model = req.model as RunnerModel;
     const imageModel = req.imageModel as RunnerImageModel;
     const parsed = parseScript(req.prompt);
-    if (!parsed.ok) throw new ApiError(400, parsed.reason === "bad_dialogue" ? E.badDialogue(parsed.detail ?? "") : PARSE_ERRORS[parsed.reason]);
+    if (!parsed.ok) throw new ApiError(400, parsed.reason === "bad_dialogue" ? RUNNER_ERRORS.badDialogue(parsed.detail ?? "") : PARSE_ERRORS[parsed.reason]);
     const { scenes, character: description } = parsed.script;
 
     // One character source: the URL wins, then the upload, then a CHARACTER block (its description ignored otherwise).
@@ -343,15 +343,15 @@ const submitRun = operation({
       source = "url";
     } else if (req.imageBase64) {
       const decoded = decodeImageBase64(req.imageBase64, LIMITS.characterImageBytes);
-      if (!decoded.ok) throw decoded.reason === "too_large" ? new ApiError(413, E.characterTooLarge) : new ApiError(400, E.characterBase64);
-      if (!checkPicture(decoded.image.bytes).ok) throw new ApiError(400, E.characterBase64); // over the pixel budget
+      if (!decoded.ok) throw decoded.reason === "too_large" ? new ApiError(413, RUNNER_ERRORS.characterTooLarge) : new ApiError(400, RUNNER_ERRORS.characterBase64);
+      if (!checkPicture(decoded.image.bytes).ok) throw new ApiError(400, RUNNER_ERRORS.characterBase64); // over the pixel budget
       image = decoded.image;
       source = "upload";
     } else if (description) source = "description";
-    else throw new ApiError(400, E.noCharacter);
+    else throw new ApiError(400, RUNNER_ERRORS.noCharacter);
 
     const drawCharacter = source === "description";
-    const credits = ctx.priceFor({ ...runPrice(model, imageModel, scenes.length, drawCharacter), customRateMissing: E.customNoRate });
+    const credits = ctx.priceFor({ ...runPrice(model, imageModel, scenes.length, drawCharacter), customRateMissing: RUNNER_ERRORS.customNoRate });
     const perScene = costPerScene(model, imageModel);
     const parts = refundParts(credits, [...scenes.map(() => perScene), ...(drawCharacter ? [IMAGE_MODELS[imageModel].frame] : [])]);
 
@@ -365,7 +365,7 @@ const submitRun = operation({
         refundableShares: parts,
         partnerJobId: req.partnerJobId,
         description: `Script Runner: ${scenes.length} scenes, ${model}, ${imageModel}`,
-        insufficientCredits: E.insufficient,
+        insufficientCredits: RUNNER_ERRORS.insufficient,
         input: {},
         within: async (trx, [jobId]) => {
           await trx
@@ -421,7 +421,7 @@ function sceneView(s: SceneRow, runEnded: boolean, mediaUrl: (key: string) => st
     dialogue: s.dialogue,
     start_image_url: s.start_image_key ? mediaUrl(s.start_image_key) : null,
     ...(status === "complete" && s.video_key ? { video_url: mediaUrl(s.video_key) } : {}),
-    ...(status === "error" ? { error: s.error ?? E.runFailed } : {}),
+    ...(status === "error" ? { error: s.error ?? RUNNER_ERRORS.runFailed } : {}),
   };
 }
 

@@ -9,7 +9,7 @@ import { createMediaEngine } from "../../lib/media/index.ts";
 import { createTestKernel, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import analysis from "../../plugins/analysis/index.ts";
-import { ANALYSIS_ERRORS as E, ANALYSIS_FAILURES as F } from "../../plugins/analysis/errors.ts";
+import { ANALYSIS_ERRORS, ANALYSIS_FAILURES } from "../../plugins/analysis/errors.ts";
 import captions from "../../plugins/captions/index.ts";
 import social from "../../plugins/social/index.ts";
 import socialSandbox, { sandboxPlan } from "../../plugins/social/sandbox.ts";
@@ -60,27 +60,27 @@ for (const backend of await databaseBackends()) {
   t("every validation rule answers before a charge and leaves nothing behind", async () => {
     const { id, key } = await partner({ credits: 500 });
     const refused: Array<[unknown, string]> = [
-      [{}, E.urlMissing],
-      [{ url: "" }, E.urlMissing],
-      [{ url: "   " }, E.urlMissing],
-      [{ url: 42 }, E.urlMissing],
-      [{ url: ["https://www.tiktok.com/@a/video/1"] }, E.urlMissing],
-      [{ url: "https://m.instagram.com/p/abc/" }, E.invalidUrl],
-      [{ url: "https://vt.tiktok.com/ZSabc/" }, E.invalidUrl],
-      [{ url: "https://fb.watch/abc/" }, E.invalidUrl],
-      [{ url: "https://mbasic.facebook.com/reel/1" }, E.invalidUrl],
-      [{ url: "https://library.tiktok.com/ads/detail/?ad_id=1" }, E.invalidUrl],
-      [{ url: "https://tiktok.com.evil.test/@a/video/1" }, E.invalidUrl],
-      [{ url: "https://eviltiktok.com/@a/video/1" }, E.invalidUrl],
-      [{ url: "https://user:pw@www.tiktok.com/@a/video/1" }, E.invalidUrl],
-      [{ url: "https://user@www.facebook.com/ads/library/?id=1" }, E.invalidUrl],
-      [{ url: "https://www.tіktok.com/@a/video/1" }, E.invalidUrl], // Cyrillic і
-      [{ url: "https://xn--www-tktok-xyz.com/@a/video/1" }, E.invalidUrl],
-      [{ url: "https://www.tiktok.com:8443/@a/video/1" }, E.invalidUrl],
-      [{ url: "ftp://www.tiktok.com/@a/video/1" }, E.invalidUrl],
-      [{ url: "javascript:alert(1)" }, E.invalidUrl],
-      [{ url: `https://www.tiktok.com/${"a".repeat(600)}` }, E.invalidUrl],
-      [{ url: "12ab34" }, E.invalidUrl],
+      [{}, ANALYSIS_ERRORS.urlMissing],
+      [{ url: "" }, ANALYSIS_ERRORS.urlMissing],
+      [{ url: "   " }, ANALYSIS_ERRORS.urlMissing],
+      [{ url: 42 }, ANALYSIS_ERRORS.urlMissing],
+      [{ url: ["https://www.tiktok.com/@a/video/1"] }, ANALYSIS_ERRORS.urlMissing],
+      [{ url: "https://m.instagram.com/p/abc/" }, ANALYSIS_ERRORS.invalidUrl],
+      [{ url: "https://vt.tiktok.com/ZSabc/" }, ANALYSIS_ERRORS.invalidUrl],
+      [{ url: "https://fb.watch/abc/" }, ANALYSIS_ERRORS.invalidUrl],
+      [{ url: "https://mbasic.facebook.com/reel/1" }, ANALYSIS_ERRORS.invalidUrl],
+      [{ url: "https://library.tiktok.com/ads/detail/?ad_id=1" }, ANALYSIS_ERRORS.invalidUrl],
+      [{ url: "https://tiktok.com.evil.test/@a/video/1" }, ANALYSIS_ERRORS.invalidUrl],
+      [{ url: "https://eviltiktok.com/@a/video/1" }, ANALYSIS_ERRORS.invalidUrl],
+      [{ url: "https://user:pw@www.tiktok.com/@a/video/1" }, ANALYSIS_ERRORS.invalidUrl],
+      [{ url: "https://user@www.facebook.com/ads/library/?id=1" }, ANALYSIS_ERRORS.invalidUrl],
+      [{ url: "https://www.tіktok.com/@a/video/1" }, ANALYSIS_ERRORS.invalidUrl], // Cyrillic і
+      [{ url: "https://xn--www-tktok-xyz.com/@a/video/1" }, ANALYSIS_ERRORS.invalidUrl],
+      [{ url: "https://www.tiktok.com:8443/@a/video/1" }, ANALYSIS_ERRORS.invalidUrl],
+      [{ url: "ftp://www.tiktok.com/@a/video/1" }, ANALYSIS_ERRORS.invalidUrl],
+      [{ url: "javascript:alert(1)" }, ANALYSIS_ERRORS.invalidUrl],
+      [{ url: `https://www.tiktok.com/${"a".repeat(600)}` }, ANALYSIS_ERRORS.invalidUrl],
+      [{ url: "12ab34" }, ANALYSIS_ERRORS.invalidUrl],
       [{ url: TIKTOK, partner_job_id: "bad id!" }, KERNEL_ERRORS.invalidPartnerJobId],
       [{ url: TIKTOK, partner_job_id: "x".repeat(65) }, KERNEL_ERRORS.invalidPartnerJobId],
       [{ url: TIKTOK, partner_job_id: 7 }, KERNEL_ERRORS.invalidPartnerJobId],
@@ -209,11 +209,11 @@ for (const backend of await databaseBackends()) {
   t("a failure at each stage ends in error with its sentence and is refunded exactly once", async () => {
     const { id: partnerId, key } = await partner({ credits: 1000 });
     const cases: Array<[string, string, string]> = [
-      ["https://www.tiktok.com/@a/video/sandbox-fail", F.download.failed, "downloading"],
-      ["https://www.tiktok.com/@a/video/sandbox-login", F.download.login_required, "downloading"],
-      ["https://www.instagram.com/reel/sandbox-frames-fail/", F.frames, "extracting_frames"],
-      ["https://www.facebook.com/reel/sandbox-transcribe-fail", F.transcribe, "transcribing"],
-      ["https://vm.tiktok.com/sandbox-analyze-fail/", F.analyze, "analyzing"],
+      ["https://www.tiktok.com/@a/video/sandbox-fail", ANALYSIS_FAILURES.download.failed, "downloading"],
+      ["https://www.tiktok.com/@a/video/sandbox-login", ANALYSIS_FAILURES.download.login_required, "downloading"],
+      ["https://www.instagram.com/reel/sandbox-frames-fail/", ANALYSIS_FAILURES.frames, "extracting_frames"],
+      ["https://www.facebook.com/reel/sandbox-transcribe-fail", ANALYSIS_FAILURES.transcribe, "transcribing"],
+      ["https://vm.tiktok.com/sandbox-analyze-fail/", ANALYSIS_FAILURES.analyze, "analyzing"],
     ];
     for (const [url, sentence, stage] of cases) {
       const sub = await tk.request("POST", "/analyze", { key, body: { url } });
@@ -246,12 +246,12 @@ for (const backend of await databaseBackends()) {
       tk.clock.advance(1000);
       ids.push((await tk.request("POST", "/analyze", { key: a.key, body: { url: `https://www.tiktok.com/@a/video/${i}` } })).body.job_id);
     }
-    assert.equal(await tk.request("GET", `/status/${ids[0]}`, { key: b.key }).then((r) => [r.status, errorBody(r)]), [404, { error: E.jobNotFound }]);
-    assert.equal(await tk.request("GET", "/status/svc-00000000", { key: a.key }).then((r) => [r.status, errorBody(r)]), [404, { error: E.jobNotFound }]);
+    assert.equal(await tk.request("GET", `/status/${ids[0]}`, { key: b.key }).then((r) => [r.status, errorBody(r)]), [404, { error: ANALYSIS_ERRORS.jobNotFound }]);
+    assert.equal(await tk.request("GET", "/status/svc-00000000", { key: a.key }).then((r) => [r.status, errorBody(r)]), [404, { error: ANALYSIS_ERRORS.jobNotFound }]);
     for (const bad of ["123", "svc-XYZ", "svc-0000000g", "svc-000000000", "%00", "svc-0000000%00"]) {
       const r = await tk.request("GET", `/status/${bad}`, { key: a.key });
       assert.is(r.status, 400, bad);
-      assert.equal(errorBody(r), { error: E.invalidJobId }, bad);
+      assert.equal(errorBody(r), { error: ANALYSIS_ERRORS.invalidJobId }, bad);
     }
     const running = await tk.request("GET", `/status/${ids[2]}`, { key: a.key });
     assert.ok(["queued", "downloading", "extracting_frames", "transcribing", "analyzing", "complete"].includes(running.body.status), JSON.stringify(running.body));

@@ -10,7 +10,7 @@ import account from "../../plugins/account/index.ts";
 import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
 import captions from "../../plugins/captions/index.ts";
-import { CAPTION_ERRORS as E } from "../../plugins/captions/errors.ts";
+import { CAPTION_ERRORS } from "../../plugins/captions/errors.ts";
 import { databaseBackends, isolatedPostgresDatabase, redisUrl } from "../helpers/backends.ts";
 
 const LIMITS = {
@@ -114,12 +114,12 @@ for (const backend of await databaseBackends()) {
     const other = await tk.partner({ credits: 1000, limits: LIMITS });
     const foreign = await generatedVideo(other.key, "a quiet lake", false);
     const cases: Array<[unknown, number, string]> = [
-      [{}, 400, E.videoJobIdRequired],
-      [{ video_job_id: "https://example.com/v.mp4" }, 400, E.videoJobIdInvalid],
-      [{ video_job_id: 12 }, 400, E.videoJobIdInvalid],
-      [{ video_job_id: foreign, style: "big" }, 400, E.styleNotObject],
-      [{ video_job_id: "svc-00000000" }, 404, E.videoNotFound],
-      [{ video_job_id: foreign }, 404, E.videoNotFound],
+      [{}, 400, CAPTION_ERRORS.videoJobIdRequired],
+      [{ video_job_id: "https://example.com/v.mp4" }, 400, CAPTION_ERRORS.videoJobIdInvalid],
+      [{ video_job_id: 12 }, 400, CAPTION_ERRORS.videoJobIdInvalid],
+      [{ video_job_id: foreign, style: "big" }, 400, CAPTION_ERRORS.styleNotObject],
+      [{ video_job_id: "svc-00000000" }, 404, CAPTION_ERRORS.videoNotFound],
+      [{ video_job_id: foreign }, 404, CAPTION_ERRORS.videoNotFound],
       [{ video_job_id: foreign, partner_job_id: "x".repeat(65) }, 400, "partner_job_id"],
     ];
     for (const [body, status, text] of cases) {
@@ -150,7 +150,7 @@ for (const backend of await databaseBackends()) {
     const again = await tk.request("POST", "/captions", { key, body: { video_job_id: videoId } });
     assert.ok([409, 202].includes(again.status));
     if (again.status === 202) await captionDone(key, again.body.job_id); // the first had already finished
-    else assert.is(again.body.error, E.sourceBusy);
+    else assert.is(again.body.error, CAPTION_ERRORS.sourceBusy);
 
     const job = await captionDone(key, sub.body.job_id);
     assert.is(job.status, "complete", JSON.stringify(job));
@@ -186,13 +186,13 @@ for (const backend of await databaseBackends()) {
 
     // Edit: bad lists answer 400 and change nothing.
     const badEdits: Array<[unknown, string]> = [
-      [{}, E.chunksRequired],
-      [{ chunks: [{ start: 1, end: 1, text: "x" }] }, E.chunkTiming],
-      [{ chunks: [{ start: 0, end: 7201, text: "x" }] }, E.chunkTiming],
-      [{ chunks: [{ start: 0, end: 1, text: "x".repeat(201) }] }, E.chunkTextTooLong],
-      [{ chunks: [{ start: 0, end: 1, text: "" }] }, E.noCaptionLeft],
-      [{ chunks: Array.from({ length: 4001 }, (_, i) => ({ start: i, end: i + 0.5, text: "a" })) }, E.tooManyChunks],
-      [{ chunks: [{ start: "0", end: 1, text: "x" }] }, E.chunkInvalid],
+      [{}, CAPTION_ERRORS.chunksRequired],
+      [{ chunks: [{ start: 1, end: 1, text: "x" }] }, CAPTION_ERRORS.chunkTiming],
+      [{ chunks: [{ start: 0, end: 7201, text: "x" }] }, CAPTION_ERRORS.chunkTiming],
+      [{ chunks: [{ start: 0, end: 1, text: "x".repeat(201) }] }, CAPTION_ERRORS.chunkTextTooLong],
+      [{ chunks: [{ start: 0, end: 1, text: "" }] }, CAPTION_ERRORS.noCaptionLeft],
+      [{ chunks: Array.from({ length: 4001 }, (_, i) => ({ start: i, end: i + 0.5, text: "a" })) }, CAPTION_ERRORS.tooManyChunks],
+      [{ chunks: [{ start: "0", end: 1, text: "x" }] }, CAPTION_ERRORS.chunkInvalid],
     ];
     for (const [body, text] of badEdits) {
       const res = await tk.request("POST", `/captions/${job.job_id}/edit`, { key, body });
@@ -231,7 +231,7 @@ for (const backend of await databaseBackends()) {
     const second = await tk.request("POST", "/captions", { key, body: { video_job_id: other } });
     if (second.status !== 202) {
       assert.is(second.status, 429, JSON.stringify(second.body));
-      assert.is(second.body.error, E.tooManyActive);
+      assert.is(second.body.error, CAPTION_ERRORS.tooManyActive);
     } else await captionDone(key, second.body.job_id);
     const job = await captionDone(key, sub.body.job_id);
     assert.is(job.status, "no_speech", JSON.stringify(job));

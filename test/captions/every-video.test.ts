@@ -19,7 +19,7 @@ import videoSandbox from "../../plugins/video/sandbox.ts";
 import video from "../../plugins/video/index.ts";
 import scriptRunner from "../../plugins/script-runner/index.ts";
 import captions from "../../plugins/captions/index.ts";
-import { CAPTION_ERRORS as E, CAPTION_FAILURES } from "../../plugins/captions/errors.ts";
+import { CAPTION_ERRORS, CAPTION_FAILURES } from "../../plugins/captions/errors.ts";
 import { character, OMNI_LIMITS, png, voice } from "../omni/helpers.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
@@ -124,7 +124,7 @@ for (const backend of await databaseBackends()) {
     const foreignBefore = await credits(other.key);
     const foreign = await tk.request("POST", "/captions", { key: other.key, body: { video_job_id: clip.jobId } });
     assert.is(foreign.status, 404, JSON.stringify(foreign.body));
-    assert.is(foreign.body.error, E.videoNotFound);
+    assert.is(foreign.body.error, CAPTION_ERRORS.videoNotFound);
     assert.is(await credits(other.key), foreignBefore);
 
     const done = await captionDone(key, res.body.job_id);
@@ -157,7 +157,7 @@ for (const backend of await databaseBackends()) {
 
     const foreign = await tk.request("POST", "/captions", { key: other.key, body: { video_job_id: runId } });
     assert.is(foreign.status, 404, JSON.stringify(foreign.body));
-    assert.is(foreign.body.error, E.videoNotFound);
+    assert.is(foreign.body.error, CAPTION_ERRORS.videoNotFound);
 
     const before = await credits(key);
     const res = await tk.request("POST", "/captions", { key, body: { video_job_id: runId } });

@@ -4,7 +4,7 @@
 // as the spec lists it.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { CAPTION_ERRORS as E } from "../../plugins/captions/errors.ts";
+import { CAPTION_ERRORS } from "../../plugins/captions/errors.ts";
 import { DEFAULT_FONT_KEY, FONTS, fontByKey } from "../../plugins/captions/fonts.ts";
 import { checkStyle, DEFAULT_STYLE, PRESETS, resolveStyle, STYLE_FIELDS } from "../../plugins/captions/style.ts";
 import { styleOptionsBody } from "../../plugins/captions/style-options.ts";
@@ -65,7 +65,7 @@ t("choice fields: every allowed value, and anything else", () => {
   for (const [field, values] of Object.entries(lists)) {
     for (const v of values) assert.equal(ok({ [field]: v }), { [field]: v });
     for (const v of ["", "LARGE", values[0]!.toUpperCase(), ` ${values[0]}`, "huge", null, 1, true, [values[0]], { v: values[0] }]) badField(field, v);
-    assert.is(bad({ [field]: "nope" }), E.styleInvalid(field, values.join(", ")));
+    assert.is(bad({ [field]: "nope" }), CAPTION_ERRORS.styleInvalid(field, values.join(", ")));
   }
 });
 
@@ -82,7 +82,7 @@ t("colours: #RRGGBB in either case, upper-cased; anything else is a 400", () => 
     badField("color", v);
     badField("outline_color", v);
   }
-  assert.is(bad({ color: "#FFF" }), E.styleInvalid("color", "a hex colour #RRGGBB"));
+  assert.is(bad({ color: "#FFF" }), CAPTION_ERRORS.styleInvalid("color", "a hex colour #RRGGBB"));
 });
 
 t("shadow_blur and shadow_strength: whole numbers in range", () => {
@@ -92,14 +92,14 @@ t("shadow_blur and shadow_strength: whole numbers in range", () => {
   for (const v of [-1, 101, 70.5, 1e300, NaN, Infinity, "70", null, false, [70], {}]) badField("shadow_strength", v);
   assert.equal(ok({ shadow_blur: -0 }), { shadow_blur: 0 });
   assert.ok(Object.is(ok({ shadow_blur: -0 }).shadow_blur, 0), "-0 is stored as 0");
-  assert.is(bad({ shadow_blur: 21 }), E.styleInvalid("shadow_blur", "a whole number from 0 to 20"));
+  assert.is(bad({ shadow_blur: 21 }), CAPTION_ERRORS.styleInvalid("shadow_blur", "a whole number from 0 to 20"));
 });
 
 t("shadow_x and shadow_y: whole and half numbers from -20 to 20, or null", () => {
   for (const f of ["shadow_x", "shadow_y"]) {
     for (const v of [-20, -19.5, -1, -0.5, 0, 0.5, 2, 2.5, 19.5, 20, null]) assert.equal(ok({ [f]: v }), { [f]: v });
     for (const v of [-20.5, 20.5, 21, -21, 2.25, 0.1, 1e-9, 1e6, NaN, Infinity, "2", "null", true, [2], { x: 2 }]) badField(f, v);
-    assert.is(bad({ [f]: 25 }), E.styleInvalid(f, "a whole or half number from -20 to 20, or null"));
+    assert.is(bad({ [f]: 25 }), CAPTION_ERRORS.styleInvalid(f, "a whole or half number from -20 to 20, or null"));
   }
 });
 
@@ -109,14 +109,14 @@ t("position_y: any number from 0 to 100 (the burn clamps to 5-95)", () => {
 });
 
 t("unknown fields are a 400 naming the field, before any value is checked", () => {
-  assert.is(bad({ colour: "#FFFFFF" }), E.styleUnknownField("colour"));
-  assert.is(bad({ size: "huge", extra: 1 }), E.styleUnknownField("extra"));
-  assert.is(bad({ preset: "tiktok" }), E.styleUnknownField("preset"));
-  assert.is(bad({ Font: "inter" }), E.styleUnknownField("Font"));
-  assert.is(bad({ "": 1 }), E.styleUnknownField(""));
+  assert.is(bad({ colour: "#FFFFFF" }), CAPTION_ERRORS.styleUnknownField("colour"));
+  assert.is(bad({ size: "huge", extra: 1 }), CAPTION_ERRORS.styleUnknownField("extra"));
+  assert.is(bad({ preset: "tiktok" }), CAPTION_ERRORS.styleUnknownField("preset"));
+  assert.is(bad({ Font: "inter" }), CAPTION_ERRORS.styleUnknownField("Font"));
+  assert.is(bad({ "": 1 }), CAPTION_ERRORS.styleUnknownField(""));
   // A JSON body's "__proto__" and "constructor" are own keys: unknown, not a way into the prototype.
-  assert.is(bad(JSON.parse('{"__proto__": {"size": "large"}}')), E.styleUnknownField("__proto__"));
-  assert.is(bad(JSON.parse('{"constructor": {"prototype": {}}}')), E.styleUnknownField("constructor"));
+  assert.is(bad(JSON.parse('{"__proto__": {"size": "large"}}')), CAPTION_ERRORS.styleUnknownField("__proto__"));
+  assert.is(bad(JSON.parse('{"constructor": {"prototype": {}}}')), CAPTION_ERRORS.styleUnknownField("constructor"));
   assert.is(({} as Record<string, unknown>).size, undefined);
   // A very long unknown key is cut in the message.
   const long = "k".repeat(10_000);
@@ -125,7 +125,7 @@ t("unknown fields are a 400 naming the field, before any value is checked", () =
 
 t("a style that is not a plain object is a 400", () => {
   for (const v of [null, undefined, "", "{}", '{"size":"large"}', 0, 1, true, [], [{ size: "large" }], new Date(0), new Map(), () => 1]) {
-    assert.is(bad(v), E.styleNotObject, String(v));
+    assert.is(bad(v), CAPTION_ERRORS.styleNotObject, String(v));
   }
   // An object without a prototype is fine (some parsers make them).
   const bare = Object.create(null) as Record<string, unknown>;
@@ -134,7 +134,7 @@ t("a style that is not a plain object is a 400", () => {
 });
 
 t("the first bad field is reported (unknown fields first, then the spec's order); values come back in the spec's order", () => {
-  assert.is(bad({ case: "title", size: "huge" }), E.styleInvalid("size", "small, medium, large"));
+  assert.is(bad({ case: "title", size: "huge" }), CAPTION_ERRORS.styleInvalid("size", "small, medium, large"));
   assert.equal(Object.keys(ok({ case: "upper", font: "anton", shadow_y: 3, size: "large" })), ["font", "size", "shadow_y", "case"]);
   // Only the fields given come back.
   assert.equal(ok({ shadow_x: null }), { shadow_x: null });

@@ -13,7 +13,7 @@ import account from "../../plugins/account/index.ts";
 import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
 import captions from "../../plugins/captions/index.ts";
-import { CAPTION_ERRORS as E } from "../../plugins/captions/errors.ts";
+import { CAPTION_ERRORS } from "../../plugins/captions/errors.ts";
 import { databaseBackends, isolatedPostgresDatabase, redisUrl } from "../helpers/backends.ts";
 
 const FIXTURE = new URL("../../../shared/fixtures/media/video1.mp4", import.meta.url);
@@ -127,7 +127,7 @@ for (const backend of await databaseBackends()) {
     assert.equal([later.source_available, later.editable, later.media_pruned, later.status], [false, false, false, "complete"]);
     const edit = await tk.request("POST", `/captions/${job.job_id}/edit`, { key, body: { chunks: [{ start: 0, end: 1, text: "hi" }] } });
     assert.is(edit.status, 410, JSON.stringify(edit.body));
-    assert.is(edit.body.error, E.sourcePruned);
+    assert.is(edit.body.error, CAPTION_ERRORS.sourcePruned);
     tk.clock.advance(-3 * DAY);
   });
 

@@ -14,7 +14,7 @@ import captions from "../../plugins/captions/index.ts";
 import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
 import { captionsConfig } from "../../plugins/captions/config.ts";
-import { CAPTION_ERRORS as E } from "../../plugins/captions/errors.ts";
+import { CAPTION_ERRORS } from "../../plugins/captions/errors.ts";
 import { bootLine, providerStatus, uploadRecognizers } from "../../plugins/captions/transcribe/index.ts";
 import { locatePocketsphinx } from "../../plugins/captions/transcribe/pocketsphinx.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
@@ -149,11 +149,11 @@ for (const backend of await databaseBackends()) {
     assert.equal(before, { balance: 1000, jobs: 0, captions: 0, sessions: 0, files: 0 });
     const single = await post(none, p.key, "/captions/upload", form(syntheticMp4(20_000, { seconds: 4 })));
     assert.is(single.status, 503, JSON.stringify(single.body));
-    assert.is(single.body.error, E.uploadsNotConfigured);
+    assert.is(single.body.error, CAPTION_ERRORS.uploadsNotConfigured);
     assert.is(single.body.error, "Captions for uploaded videos are not configured.");
     const init = await json(none, p.key, "/captions/uploads/init", { filename: "talk.mp4", size_bytes: 20_000 });
     assert.is(init.status, 503, JSON.stringify(init.body));
-    assert.is(init.body.error, E.uploadsNotConfigured);
+    assert.is(init.body.error, CAPTION_ERRORS.uploadsNotConfigured);
     assert.equal(await state(none, p.id), before);
   });
 
@@ -177,7 +177,7 @@ for (const backend of await databaseBackends()) {
       const before = await state(none, p.id);
       const refused = await json(none, p.key, `/captions/uploads/${s}/finalize`, {});
       assert.is(refused.status, 503, JSON.stringify(refused.body));
-      assert.is(refused.body.error, E.uploadsNotConfigured);
+      assert.is(refused.body.error, CAPTION_ERRORS.uploadsNotConfigured);
       assert.equal(await state(none, p.id), before);
       // Not taken by the refused finalize: the process with a recognizer finalizes it, once.
       const done = await json(upstream, p.key, `/captions/uploads/${s}/finalize`, {});

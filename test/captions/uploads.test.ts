@@ -9,7 +9,7 @@ import * as assert from "uvu/assert";
 import { checkStyle, uploadsPlugin } from "./uploads-plugin.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { createHttpApp } from "../../transports/http.ts";
-import { CAPTION_ERRORS as E } from "../../plugins/captions/errors.ts";
+import { CAPTION_ERRORS } from "../../plugins/captions/errors.ts";
 import { LIMITS } from "../../plugins/captions/limits.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { syntheticMp4 } from "./uploads-mp4.ts";
@@ -80,17 +80,17 @@ for (const backend of await databaseBackends()) {
 
     const q = await fresh();
     const refusals: Array<[unknown, number, string]> = [
-      [{ size_bytes: 100 }, 400, E.filenameRequired],
-      [{ filename: "", size_bytes: 100 }, 400, E.filenameRequired],
-      [{ filename: 5, size_bytes: 100 }, 400, E.filenameRequired],
-      [{ filename: "a.mp4" }, 400, E.sizeInvalid],
-      [{ filename: "a.mp4", size_bytes: 0 }, 400, E.sizeInvalid],
-      [{ filename: "a.mp4", size_bytes: -5 }, 400, E.sizeInvalid],
-      [{ filename: "a.mp4", size_bytes: 1.5 }, 400, E.sizeInvalid],
-      [{ filename: "a.mp4", size_bytes: "100" }, 400, E.sizeInvalid],
-      [{ filename: "a.mp4", size_bytes: 1_000_000_001 }, 413, E.chunkedTooLarge],
-      [{ filename: "a.mp4", size_bytes: 1e15 }, 413, E.chunkedTooLarge],
-      [{ filename: "a.mp4", size_bytes: 100, style: "big" }, 400, E.styleNotObject],
+      [{ size_bytes: 100 }, 400, CAPTION_ERRORS.filenameRequired],
+      [{ filename: "", size_bytes: 100 }, 400, CAPTION_ERRORS.filenameRequired],
+      [{ filename: 5, size_bytes: 100 }, 400, CAPTION_ERRORS.filenameRequired],
+      [{ filename: "a.mp4" }, 400, CAPTION_ERRORS.sizeInvalid],
+      [{ filename: "a.mp4", size_bytes: 0 }, 400, CAPTION_ERRORS.sizeInvalid],
+      [{ filename: "a.mp4", size_bytes: -5 }, 400, CAPTION_ERRORS.sizeInvalid],
+      [{ filename: "a.mp4", size_bytes: 1.5 }, 400, CAPTION_ERRORS.sizeInvalid],
+      [{ filename: "a.mp4", size_bytes: "100" }, 400, CAPTION_ERRORS.sizeInvalid],
+      [{ filename: "a.mp4", size_bytes: 1_000_000_001 }, 413, CAPTION_ERRORS.chunkedTooLarge],
+      [{ filename: "a.mp4", size_bytes: 1e15 }, 413, CAPTION_ERRORS.chunkedTooLarge],
+      [{ filename: "a.mp4", size_bytes: 100, style: "big" }, 400, CAPTION_ERRORS.styleNotObject],
       [{ filename: "a.mp4", size_bytes: 100, style: { size: "huge" } }, 400, styleError({ size: "huge" })],
       [{ filename: "a.mp4", size_bytes: 100, style: { sparkle: true } }, 400, styleError({ sparkle: true })],
       [{ filename: "a.mp4", size_bytes: 100, partner_job_id: "no spaces" }, 400, ""],
@@ -111,7 +111,7 @@ for (const backend of await databaseBackends()) {
     const b = (await init(p.key, 1000)).body.session_id;
     const third = await init(p.key, 100);
     assert.is(third.status, 429);
-    assert.is(third.body.error, E.tooManySessions);
+    assert.is(third.body.error, CAPTION_ERRORS.tooManySessions);
     assert.is((await sessionRows(p.id)).length, 2);
     // Racing inits for the last slot: one wins.
     assert.is((await post(p.key, `/captions/uploads/${a}/abort`)).status, 200);
@@ -129,18 +129,18 @@ for (const backend of await databaseBackends()) {
     const size = CHUNK + 500;
     const s = (await init(p.key, size)).body.session_id;
     const bad: Array<[number | string, Uint8Array, number, string, string?]> = [
-      [0, new Uint8Array(CHUNK - 1), 400, E.partSize(0, CHUNK)],
-      [1, new Uint8Array(499), 400, E.partSize(1, 500)],
-      [1, new Uint8Array(501), 400, E.partSize(1, 500)],
-      [1, new Uint8Array(CHUNK), 400, E.partSize(1, 500)],
-      [1, new Uint8Array(CHUNK + 1), 400, E.partSize(1, CHUNK)], // above any part: refused while it streams
-      [2, new Uint8Array(500), 400, E.partIndexInvalid],
-      [-1, new Uint8Array(500), 400, E.partIndexInvalid],
-      ["01", new Uint8Array(500), 400, E.partIndexInvalid],
-      ["1.0", new Uint8Array(500), 400, E.partIndexInvalid],
-      ["x", new Uint8Array(500), 400, E.partIndexInvalid],
-      [1, new Uint8Array(500), 415, E.partContentType, "application/json"],
-      [1, new Uint8Array(500), 415, E.partContentType, "video/mp4"],
+      [0, new Uint8Array(CHUNK - 1), 400, CAPTION_ERRORS.partSize(0, CHUNK)],
+      [1, new Uint8Array(499), 400, CAPTION_ERRORS.partSize(1, 500)],
+      [1, new Uint8Array(501), 400, CAPTION_ERRORS.partSize(1, 500)],
+      [1, new Uint8Array(CHUNK), 400, CAPTION_ERRORS.partSize(1, 500)],
+      [1, new Uint8Array(CHUNK + 1), 400, CAPTION_ERRORS.partSize(1, CHUNK)], // above any part: refused while it streams
+      [2, new Uint8Array(500), 400, CAPTION_ERRORS.partIndexInvalid],
+      [-1, new Uint8Array(500), 400, CAPTION_ERRORS.partIndexInvalid],
+      ["01", new Uint8Array(500), 400, CAPTION_ERRORS.partIndexInvalid],
+      ["1.0", new Uint8Array(500), 400, CAPTION_ERRORS.partIndexInvalid],
+      ["x", new Uint8Array(500), 400, CAPTION_ERRORS.partIndexInvalid],
+      [1, new Uint8Array(500), 415, CAPTION_ERRORS.partContentType, "application/json"],
+      [1, new Uint8Array(500), 415, CAPTION_ERRORS.partContentType, "video/mp4"],
     ];
     for (const [index, bytes, status, error, type] of bad) {
       const r = await part(p.key, s, index, bytes, type);
@@ -150,7 +150,7 @@ for (const backend of await databaseBackends()) {
     assert.is((await part(p.key, "svc-00000000", 0, new Uint8Array(CHUNK))).status, 404);
     const other = await fresh();
     const theirs = await part(other.key, s, 1, new Uint8Array(500));
-    assert.equal([theirs.status, theirs.body.error], [404, E.sessionNotFound]);
+    assert.equal([theirs.status, theirs.body.error], [404, CAPTION_ERRORS.sessionNotFound]);
     assert.is((await post(other.key, `/captions/uploads/${s}/finalize`)).status, 404);
     assert.is((await post(other.key, `/captions/uploads/${s}/abort`)).status, 404);
     assert.equal(await uploadKeys(), (await uploadKeys()).filter((k) => !k.includes(s)));
@@ -194,13 +194,13 @@ for (const backend of await databaseBackends()) {
     const s = init1.body.session_id;
     assert.is((await part(p.key, s, 2, parts[2]!)).status, 200);
     const missing = await post(p.key, `/captions/uploads/${s}/finalize`);
-    assert.equal(errorBody(missing), { error: E.partsMissing, missing: [0, 1, 3] });
+    assert.equal(errorBody(missing), { error: CAPTION_ERRORS.partsMissing, missing: [0, 1, 3] });
     assert.is(missing.status, 409);
     for (const i of [3, 0, 1]) assert.is((await part(p.key, s, i, parts[i]!)).status, 200);
     assert.is(await balance(p.id), 1000);
     // partner_job_id cannot change.
     const changed = await json(p.key, `/captions/uploads/${s}/finalize`, { partner_job_id: "other" });
-    assert.equal([changed.status, changed.body.error], [400, E.partnerJobIdFixed]);
+    assert.equal([changed.status, changed.body.error], [400, CAPTION_ERRORS.partnerJobIdFixed]);
 
     const done = await json(p.key, `/captions/uploads/${s}/finalize`, { partner_job_id: "pj-1" });
     assert.is(done.status, 202, JSON.stringify(done.body));
@@ -228,9 +228,9 @@ for (const backend of await databaseBackends()) {
     assert.is(await balance(p.id), 975);
     assert.is((await captionRows(p.id)).length, 1);
     // The session is closed: no parts, no abort.
-    assert.equal((await part(p.key, s, 0, parts[0]!)).body.error, E.sessionClosed);
+    assert.equal((await part(p.key, s, 0, parts[0]!)).body.error, CAPTION_ERRORS.sessionClosed);
     const abort = await post(p.key, `/captions/uploads/${s}/abort`);
-    assert.equal([abort.status, abort.body.error], [409, E.sessionClosed]);
+    assert.equal([abort.status, abort.body.error], [409, CAPTION_ERRORS.sessionClosed]);
   });
 
   t("finalize's style overrides the session's as a whole", async () => {
@@ -252,10 +252,10 @@ for (const backend of await databaseBackends()) {
     await part(p.key, s, 0, new Uint8Array(CHUNK).fill(0x41));
     await part(p.key, s, 1, new Uint8Array(2000));
     const fin = () => post(p.key, `/captions/uploads/${s}/finalize`);
-    assert.equal(errorBody(await fin()), { error: E.notMp4 });
+    assert.equal(errorBody(await fin()), { error: CAPTION_ERRORS.notMp4 });
     const cases: Array<[Uint8Array, string]> = [
-      [syntheticMp4(size, { seconds: 10, tracks: ["soun"] }), E.noVideoStream],
-      [syntheticMp4(size, { seconds: 1801 }), E.tooLong],
+      [syntheticMp4(size, { seconds: 10, tracks: ["soun"] }), CAPTION_ERRORS.noVideoStream],
+      [syntheticMp4(size, { seconds: 1801 }), CAPTION_ERRORS.tooLong],
     ];
     for (const [file, error] of cases) {
       await part(p.key, s, 0, file.subarray(0, CHUNK));
@@ -265,7 +265,7 @@ for (const backend of await databaseBackends()) {
     const good = syntheticMp4(size, { seconds: 1800 });
     await part(p.key, s, 0, good.subarray(0, CHUNK));
     const poor = await fin();
-    assert.equal([poor.status, poor.body.error], [402, E.insufficientCredits(25)]);
+    assert.equal([poor.status, poor.body.error], [402, CAPTION_ERRORS.insufficientCredits(25)]);
     assert.equal(await captionRows(p.id), []);
     assert.is(await balance(p.id), 10);
     assert.is((await sessionRows(p.id))[0]!.state, "open");
@@ -280,7 +280,7 @@ for (const backend of await databaseBackends()) {
     const accepted = results.filter((r) => r.status === 202);
     assert.is(accepted.length, 1, JSON.stringify(results.map((r) => [r.status, r.body])));
     for (const r of results.filter((r) => r.status !== 202)) {
-      assert.ok((r.status === 409 && r.body.error === E.sessionFinalizing) || (r.status === 200 && r.body.job_id === accepted[0]!.body.job_id), JSON.stringify(r.body));
+      assert.ok((r.status === 409 && r.body.error === CAPTION_ERRORS.sessionFinalizing) || (r.status === 200 && r.body.job_id === accepted[0]!.body.job_id), JSON.stringify(r.body));
     }
     assert.is(await balance(p.id), 975);
     assert.is((await captionRows(p.id)).length, 1);
@@ -297,7 +297,7 @@ for (const backend of await databaseBackends()) {
     await db().updateTable("captions_upload_sessions").set({ state: "finalizing", finalize_token: "dead", finalizing_since: new Date(tk.clock.now()) }).where("id", "=", s).execute();
     await db().insertInto("leases").values({ key: `captions-finalize:${s}`, owner: "a-process-that-died", expires_at: sql`now() + interval '1 hour'` }).execute();
     for (const r of [await part(p.key, s, 0, file), await post(p.key, `/captions/uploads/${s}/abort`), await post(p.key, `/captions/uploads/${s}/finalize`)]) {
-      assert.equal([r.status, r.body.error], [409, E.sessionFinalizing]);
+      assert.equal([r.status, r.body.error], [409, CAPTION_ERRORS.sessionFinalizing]);
     }
     // Its process stopped renewing it: the lease expired (LEASE_SECONDS after the last heartbeat).
     await db().updateTable("leases").set({ expires_at: sql`now() - interval '1 second'` }).where("key", "=", `captions-finalize:${s}`).execute();
@@ -314,7 +314,7 @@ for (const backend of await databaseBackends()) {
     const [first] = await db().selectFrom("captions_upload_parts").select("key").where("session_id", "=", s).where("idx", "=", 0).execute();
     await tk.kernel.blobs.remove(`captions/${first!.key}`);
     const r = await post(p.key, `/captions/uploads/${s}/finalize`);
-    assert.equal([r.status, errorBody(r)], [409, { error: E.partsMissing, missing: [0] }]);
+    assert.equal([r.status, errorBody(r)], [409, { error: CAPTION_ERRORS.partsMissing, missing: [0] }]);
     assert.is(await balance(p.id), 1000);
     assert.is((await sessionRows(p.id))[0]!.state, "open");
     // Sending the part again repairs it.
@@ -362,16 +362,16 @@ for (const backend of await databaseBackends()) {
     const up = (f: FormData | string, headers: Record<string, string> = {}) => post(p.key, "/captions/upload", f, headers);
     const before = await uploadKeys();
     const refusals: Array<[FormData | string, number, string, Record<string, string>?]> = [
-      [form(null), 400, E.videoFileMissing],
-      [form(new Uint8Array(5000).fill(7)), 400, E.notMp4],
-      [form(syntheticMp4(5000, { seconds: 3, tracks: ["soun"] })), 400, E.noVideoStream],
-      [form(syntheticMp4(5000, { seconds: 2000 })), 400, E.tooLong],
-      [form(syntheticMp4(5000, { seconds: 3 }), { style: "{not json" }), 400, E.styleNotObject],
+      [form(null), 400, CAPTION_ERRORS.videoFileMissing],
+      [form(new Uint8Array(5000).fill(7)), 400, CAPTION_ERRORS.notMp4],
+      [form(syntheticMp4(5000, { seconds: 3, tracks: ["soun"] })), 400, CAPTION_ERRORS.noVideoStream],
+      [form(syntheticMp4(5000, { seconds: 2000 })), 400, CAPTION_ERRORS.tooLong],
+      [form(syntheticMp4(5000, { seconds: 3 }), { style: "{not json" }), 400, CAPTION_ERRORS.styleNotObject],
       [form(syntheticMp4(5000, { seconds: 3 }), { style: JSON.stringify({ size: "huge" }) }), 400, styleError({ size: "huge" })],
       [form(syntheticMp4(5000, { seconds: 3 }), { style: "[1]" }), 400, styleError([1])],
       [form(syntheticMp4(5000, { seconds: 3 }), { partner_job_id: "bad id!" }), 400, ""],
-      ["raw bytes", 415, E.unsupportedMultipart, { "content-type": "application/octet-stream" }],
-      ["--x\r\nbroken", 400, E.malformedMultipart, { "content-type": "multipart/form-data; boundary=zzz" }],
+      ["raw bytes", 415, CAPTION_ERRORS.unsupportedMultipart, { "content-type": "application/octet-stream" }],
+      ["--x\r\nbroken", 400, CAPTION_ERRORS.malformedMultipart, { "content-type": "multipart/form-data; boundary=zzz" }],
     ];
     for (const [body, status, error, headers] of refusals) {
       const r = await up(body, headers);
@@ -426,9 +426,9 @@ big("a file above 95,000,000 bytes is 413; a form far above is refused before it
     };
     const f = new FormData();
     f.set("video", new Blob([syntheticMp4(LIMITS.singleUploadBytes + 1, { seconds: 3 }) as Uint8Array<ArrayBuffer>]), "big.mp4");
-    assert.equal(await send(f), { status: 413, body: { error: E.singleTooLarge } });
+    assert.equal(await send(f), { status: 413, body: { error: CAPTION_ERRORS.singleTooLarge } });
     const declared = await send(new Uint8Array(10), { "content-type": "multipart/form-data; boundary=x", "content-length": String(200_000_000) }).catch(() => null);
-    if (declared) assert.equal(declared, { status: 413, body: { error: E.singleTooLarge } });
+    if (declared) assert.equal(declared, { status: 413, body: { error: CAPTION_ERRORS.singleTooLarge } });
     assert.equal((await tk.kernel.blobs.keys()).filter((k) => k.includes("uploads")), []);
   } finally {
     await tk.close();

@@ -14,7 +14,7 @@ import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import { encodePng } from "../../plugins/images/png.ts";
 import music from "../../plugins/music/index.ts";
-import { FAILURE_TEXTS, MUSIC_ERRORS as E } from "../../plugins/music/errors.ts";
+import { FAILURE_TEXTS, MUSIC_ERRORS } from "../../plugins/music/errors.ts";
 import { uploadedSource } from "../../plugins/music/source.ts";
 import { MusicProviderError, type MusicProvider, type MusicProviders, type MusicTrack } from "../../contracts/music.ts";
 import type { UpstreamProvider } from "../../contracts/upstream.ts";
@@ -183,18 +183,18 @@ for (const backend of await databaseBackends()) {
     await start();
     const { key } = await partner({ credits: 100 });
     const cases: Array<[Record<string, unknown>, string]> = [
-      [{}, E.promptMissing],
-      [{ prompt: "   " }, E.promptMissing],
-      [{ prompt: "x".repeat(501) }, E.promptTooLong],
-      [{ prompt: "x", model: "V4" }, E.invalidModel],
-      [{ prompt: "x", instrumental: "yes" }, E.instrumentalType],
-      [{ prompt: "x", style: "jazz" }, E.styleAndTitle],
-      [{ prompt: "x", title: "Song" }, E.styleAndTitle],
-      [{ style: "jazz", title: "Song" }, E.lyricsMissing],
-      [{ prompt: "x".repeat(5001), style: "jazz", title: "Song" }, E.lyricsTooLong],
-      [{ prompt: "la la", style: "x".repeat(1001), title: "Song" }, E.styleTooLong],
-      [{ prompt: "la la", style: "jazz", title: "x".repeat(81) }, E.titleTooLong],
-      [{ prompt: 5 }, E.notAString("prompt")],
+      [{}, MUSIC_ERRORS.promptMissing],
+      [{ prompt: "   " }, MUSIC_ERRORS.promptMissing],
+      [{ prompt: "x".repeat(501) }, MUSIC_ERRORS.promptTooLong],
+      [{ prompt: "x", model: "V4" }, MUSIC_ERRORS.invalidModel],
+      [{ prompt: "x", instrumental: "yes" }, MUSIC_ERRORS.instrumentalType],
+      [{ prompt: "x", style: "jazz" }, MUSIC_ERRORS.styleAndTitle],
+      [{ prompt: "x", title: "Song" }, MUSIC_ERRORS.styleAndTitle],
+      [{ style: "jazz", title: "Song" }, MUSIC_ERRORS.lyricsMissing],
+      [{ prompt: "x".repeat(5001), style: "jazz", title: "Song" }, MUSIC_ERRORS.lyricsTooLong],
+      [{ prompt: "la la", style: "x".repeat(1001), title: "Song" }, MUSIC_ERRORS.styleTooLong],
+      [{ prompt: "la la", style: "jazz", title: "x".repeat(81) }, MUSIC_ERRORS.titleTooLong],
+      [{ prompt: 5 }, MUSIC_ERRORS.notAString("prompt")],
       [{ prompt: "x", partner_job_id: "has space" }, KERNEL_ERRORS.invalidPartnerJobId],
     ];
     for (const [body, error] of cases) {
@@ -294,7 +294,7 @@ for (const backend of await databaseBackends()) {
     const p = await partner({ credits: 100 });
     const off = await tk.request("POST", "/generate-music", { key: p.key, body: { prompt: "x" } });
     assert.is(off.status, 503);
-    assert.is(off.body.error, E.notConfigured);
+    assert.is(off.body.error, MUSIC_ERRORS.notConfigured);
     assert.is(await balance(tk, p.key), 100);
   });
 
@@ -328,32 +328,32 @@ for (const backend of await databaseBackends()) {
     const rowsBefore = await rows(tk);
 
     for (const [headers, body, status, error] of [
-      [{ "idempotency-key": "(omit)" }, { continue_at: 1, source }, 400, E.idempotencyKey],
-      [{ "idempotency-key": "short" }, { continue_at: 1, source }, 400, E.idempotencyKey],
-      [{ "idempotency-key": "has space in it" }, { continue_at: 1, source }, 400, E.idempotencyKey],
-      [{ "idempotency-key": "x".repeat(101) }, { continue_at: 1, source }, 400, E.idempotencyKey],
-      [{}, { continue_at: 1 }, 400, E.sourceRequired],
-      [{}, { continue_at: 1, source: { kind: "url", ref: "https://x.test/a.mp3" } }, 400, E.invalidSource],
-      [{}, { continue_at: 1, source: { kind: "svc_music", ref: "/etc/passwd" } }, 400, E.invalidSource],
-      [{}, { continue_at: 1, source: { ...source, track: -1 } }, 400, E.invalidSource],
-      [{}, { continue_at: 1, source: { ...source, track: 1.5 } }, 400, E.invalidSource],
-      [{}, { source }, 400, E.continueAtMissing],
-      [{}, { continue_at: 0, source }, 400, E.continueAtPositive],
-      [{}, { continue_at: 3, source }, 400, E.continueAtOutside(3)],
-      [{}, { continue_at: 1, source, request_id: "mine" }, 400, E.requestIdInBody],
-      [{}, { continue_at: 1, source, mode: "remix" }, 400, E.invalidMode],
-      [{}, { continue_at: 1, source, mode: "custom", style: "x" }, 400, E.customNeedsStyleAndTitle],
-      [{}, { continue_at: 1, source, persona_id: "p1" }, 400, E.personaCustomOnly],
-      [{}, { continue_at: 1, source, style_weight: 0.555 }, 400, E.weight("style_weight")],
-      [{}, { continue_at: 1, source, audio_weight: 1.01 }, 400, E.weight("audio_weight")],
-      [{}, { continue_at: 1, source, vocal_gender: "x" }, 400, E.vocalGender],
-      [{}, { continue_at: 1, source, model: "V5" }, 400, E.modelMismatch("V5_5")],
-      [{}, { continue_at: 1, source, instrumental: true }, 400, E.instrumentalMismatch(false)],
-      [{}, { continue_at: 1, source, mode: "custom", style: "x", title: "y" }, 400, E.promptRequired],
-      [{}, { continue_at: 1, source, partner_job_id: "a/b" }, 400, E.invalidPartnerJobId],
-      [{}, { continue_at: 1, source: { kind: "svc_music", ref: otherJob } }, 404, E.sourceUnavailable],
-      [{}, { continue_at: 1, source: { kind: "svc_music", ref: "svc-00000000" } }, 404, E.sourceUnavailable],
-      [{}, { continue_at: 1, source: { ...source, track: 2 } }, 404, E.sourceUnavailable],
+      [{ "idempotency-key": "(omit)" }, { continue_at: 1, source }, 400, MUSIC_ERRORS.idempotencyKey],
+      [{ "idempotency-key": "short" }, { continue_at: 1, source }, 400, MUSIC_ERRORS.idempotencyKey],
+      [{ "idempotency-key": "has space in it" }, { continue_at: 1, source }, 400, MUSIC_ERRORS.idempotencyKey],
+      [{ "idempotency-key": "x".repeat(101) }, { continue_at: 1, source }, 400, MUSIC_ERRORS.idempotencyKey],
+      [{}, { continue_at: 1 }, 400, MUSIC_ERRORS.sourceRequired],
+      [{}, { continue_at: 1, source: { kind: "url", ref: "https://x.test/a.mp3" } }, 400, MUSIC_ERRORS.invalidSource],
+      [{}, { continue_at: 1, source: { kind: "svc_music", ref: "/etc/passwd" } }, 400, MUSIC_ERRORS.invalidSource],
+      [{}, { continue_at: 1, source: { ...source, track: -1 } }, 400, MUSIC_ERRORS.invalidSource],
+      [{}, { continue_at: 1, source: { ...source, track: 1.5 } }, 400, MUSIC_ERRORS.invalidSource],
+      [{}, { source }, 400, MUSIC_ERRORS.continueAtMissing],
+      [{}, { continue_at: 0, source }, 400, MUSIC_ERRORS.continueAtPositive],
+      [{}, { continue_at: 3, source }, 400, MUSIC_ERRORS.continueAtOutside(3)],
+      [{}, { continue_at: 1, source, request_id: "mine" }, 400, MUSIC_ERRORS.requestIdInBody],
+      [{}, { continue_at: 1, source, mode: "remix" }, 400, MUSIC_ERRORS.invalidMode],
+      [{}, { continue_at: 1, source, mode: "custom", style: "x" }, 400, MUSIC_ERRORS.customNeedsStyleAndTitle],
+      [{}, { continue_at: 1, source, persona_id: "p1" }, 400, MUSIC_ERRORS.personaCustomOnly],
+      [{}, { continue_at: 1, source, style_weight: 0.555 }, 400, MUSIC_ERRORS.weight("style_weight")],
+      [{}, { continue_at: 1, source, audio_weight: 1.01 }, 400, MUSIC_ERRORS.weight("audio_weight")],
+      [{}, { continue_at: 1, source, vocal_gender: "x" }, 400, MUSIC_ERRORS.vocalGender],
+      [{}, { continue_at: 1, source, model: "V5" }, 400, MUSIC_ERRORS.modelMismatch("V5_5")],
+      [{}, { continue_at: 1, source, instrumental: true }, 400, MUSIC_ERRORS.instrumentalMismatch(false)],
+      [{}, { continue_at: 1, source, mode: "custom", style: "x", title: "y" }, 400, MUSIC_ERRORS.promptRequired],
+      [{}, { continue_at: 1, source, partner_job_id: "a/b" }, 400, MUSIC_ERRORS.invalidPartnerJobId],
+      [{}, { continue_at: 1, source: { kind: "svc_music", ref: otherJob } }, 404, MUSIC_ERRORS.sourceUnavailable],
+      [{}, { continue_at: 1, source: { kind: "svc_music", ref: "svc-00000000" } }, 404, MUSIC_ERRORS.sourceUnavailable],
+      [{}, { continue_at: 1, source: { ...source, track: 2 } }, 404, MUSIC_ERRORS.sourceUnavailable],
     ] as Array<[Record<string, string>, Record<string, unknown>, number, string]>) {
       const sent: Record<string, string> = { "idempotency-key": newKey(), ...headers };
       if (sent["idempotency-key"] === "(omit)") delete sent["idempotency-key"];
@@ -363,7 +363,7 @@ for (const backend of await databaseBackends()) {
     }
     const text = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey(), "content-type": "text/plain" }, body: "continue" });
     assert.is(text.status, 415);
-    assert.is(text.body.error, E.unsupportedType);
+    assert.is(text.body.error, MUSIC_ERRORS.unsupportedType);
     assert.is(await balance(tk, key), before);
     assert.is(await rows(tk), rowsBefore);
 
@@ -414,7 +414,7 @@ for (const backend of await databaseBackends()) {
     assert.is(later.body.status, "complete");
     const conflict = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": k }, body: { ...body, continue_at: 2.5 } });
     assert.is(conflict.status, 409);
-    assert.is(conflict.body.error, E.idempotencyConflict);
+    assert.is(conflict.body.error, MUSIC_ERRORS.idempotencyConflict);
     assert.is(await balance(tk, key), afterFirst);
     assert.is(await rows(tk), 2);
     // Keys are per account: another account's same key is a new job.
@@ -470,7 +470,7 @@ for (const backend of await databaseBackends()) {
     const jobId = await completedJob(key);
     const source = { kind: "svc_music", ref: jobId };
     const bare = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: { continue_at: 1, source } });
-    assert.equal([bare.status, bare.body.error], [400, E.promptRequired], "original mode needs a prompt when restaged");
+    assert.equal([bare.status, bare.body.error], [400, MUSIC_ERRORS.promptRequired], "original mode needs a prompt when restaged");
     const res = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: { continue_at: 1, source, prompt: "on and on" } });
     assert.is(res.status, 202, JSON.stringify(res.body));
     assert.is(res.body.operation, "upload_extend");
@@ -485,15 +485,15 @@ for (const backend of await databaseBackends()) {
     const longMp3 = await uploadFixtures().then((f) => f.longMp3);
     const before = await balance(tk, key);
     for (const [headers, body, status, error] of [
-      [{}, form({ continue_at: 1 }), 400, E.audioMissing],
-      [{}, form({ continue_at: 1 }, { bytes: wav, name: "song.aiff" }), 400, E.uploadExtension],
-      [{}, form({ continue_at: 1 }, { bytes: wav, name: "song" }), 400, E.uploadExtension],
-      [{}, form({ continue_at: 1 }, { bytes: new TextEncoder().encode("not audio at all"), name: "song.mp3" }), 400, E.uploadUnreadable],
-      [{}, form({ continue_at: 1, source: { kind: "svc_music", ref: "svc-00000000" } }, { bytes: wav, name: "a.wav" }), 400, E.sourceInUpload],
-      [{}, form({ continue_at: 4.5, prompt: "go on" }, { bytes: wav, name: "a.wav" }), 400, E.continueAtOutside(4)],
-      [{}, form({ continue_at: 1 }, { bytes: wav, name: "a.wav" }), 400, E.promptRequired],
-      [{}, form({ continue_at: 1, mode: "custom", style: "rock", title: "T" }, { bytes: wav, name: "a.wav" }), 400, E.promptRequired],
-      [{}, form({ continue_at: 1, prompt: "go on" }, { bytes: longMp3["out.mp3"]!, name: "long.mp3" }), 400, E.uploadTooLong],
+      [{}, form({ continue_at: 1 }), 400, MUSIC_ERRORS.audioMissing],
+      [{}, form({ continue_at: 1 }, { bytes: wav, name: "song.aiff" }), 400, MUSIC_ERRORS.uploadExtension],
+      [{}, form({ continue_at: 1 }, { bytes: wav, name: "song" }), 400, MUSIC_ERRORS.uploadExtension],
+      [{}, form({ continue_at: 1 }, { bytes: new TextEncoder().encode("not audio at all"), name: "song.mp3" }), 400, MUSIC_ERRORS.uploadUnreadable],
+      [{}, form({ continue_at: 1, source: { kind: "svc_music", ref: "svc-00000000" } }, { bytes: wav, name: "a.wav" }), 400, MUSIC_ERRORS.sourceInUpload],
+      [{}, form({ continue_at: 4.5, prompt: "go on" }, { bytes: wav, name: "a.wav" }), 400, MUSIC_ERRORS.continueAtOutside(4)],
+      [{}, form({ continue_at: 1 }, { bytes: wav, name: "a.wav" }), 400, MUSIC_ERRORS.promptRequired],
+      [{}, form({ continue_at: 1, mode: "custom", style: "rock", title: "T" }, { bytes: wav, name: "a.wav" }), 400, MUSIC_ERRORS.promptRequired],
+      [{}, form({ continue_at: 1, prompt: "go on" }, { bytes: longMp3["out.mp3"]!, name: "long.mp3" }), 400, MUSIC_ERRORS.uploadTooLong],
       [{}, form("not json", { bytes: wav, name: "a.wav" }), 400, "Request body must be JSON"],
     ] as Array<[Record<string, string>, FormData, number, string]>) {
       const res = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey(), ...headers }, body });
@@ -508,15 +508,15 @@ for (const backend of await databaseBackends()) {
     const { tricky, trickyProbedSeconds } = await uploadFixtures();
     assert.ok(trickyProbedSeconds < 480, "the header's estimate is short of the audio");
     const tooLong = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: form({ continue_at: 1, prompt: "go on" }, { bytes: tricky, name: "tricky.mp3" }) });
-    assert.equal([tooLong.status, tooLong.body.error], [400, E.uploadTooLong]);
+    assert.equal([tooLong.status, tooLong.body.error], [400, MUSIC_ERRORS.uploadTooLong]);
 
     // The byte cap over HTTP: one byte over is a 413; exactly at it is read (and refused as not audio).
     const over = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: form({ continue_at: 1, prompt: "go on" }, { bytes: new Uint8Array(95_000_001), name: "big.wav" }) });
-    assert.equal([over.status, over.body.error], [413, E.uploadTooLarge]);
+    assert.equal([over.status, over.body.error], [413, MUSIC_ERRORS.uploadTooLarge]);
     const at = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: form({ continue_at: 1, prompt: "go on" }, { bytes: new Uint8Array(95_000_000), name: "big.wav" }) });
-    assert.equal([at.status, at.body.error], [400, E.uploadUnreadable]);
+    assert.equal([at.status, at.body.error], [400, MUSIC_ERRORS.uploadUnreadable]);
     const garbled = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey(), "content-type": "multipart/form-data; boundary=nothere" }, body: "--x\r\nnot a form" });
-    assert.equal([garbled.status, garbled.body.error], [400, E.uploadUnreadable]);
+    assert.equal([garbled.status, garbled.body.error], [400, MUSIC_ERRORS.uploadUnreadable]);
     const bigJson = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: { continue_at: 1, prompt: "x".repeat(1_100_000), source: { kind: "svc_music", ref: "svc-00000000" } } });
     assert.equal([bigJson.status, bigJson.body.error], [413, KERNEL_ERRORS.bodyTooLarge], "a JSON body keeps the ordinary cap");
     assert.is(await balance(tk, key), before);
@@ -565,7 +565,7 @@ limits("an upload above 95,000,000 bytes is a 413 before it is read", async () =
   } catch (err) {
     assert.instance(err, ApiError);
     assert.is((err as ApiError).status, 413);
-    assert.is((err as ApiError).message, E.uploadTooLarge);
+    assert.is((err as ApiError).message, MUSIC_ERRORS.uploadTooLarge);
   } finally {
     await engine.close();
   }

@@ -12,7 +12,7 @@ import account from "../../plugins/account/index.ts";
 import imagesSandbox from "../../plugins/images/sandbox.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
 import scriptRunner from "../../plugins/script-runner/index.ts";
-import { RUNNER_ERRORS as E } from "../../plugins/script-runner/errors.ts";
+import { RUNNER_ERRORS } from "../../plugins/script-runner/errors.ts";
 import { LIMITS as RUNNER_LIMITS, VIDEO_MODELS } from "../../plugins/script-runner/limits.ts";
 import { encodePng } from "../../plugins/images/png.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
@@ -100,7 +100,7 @@ for (const backend of await databaseBackends()) {
     assert.is(run.scenes_complete, 2);
     assert.is(run.credits_charged, 182);
     assert.is(run.credits_refunded, 55);
-    assert.is(run.scenes[1].error, E.sceneFailed);
+    assert.is(run.scenes[1].error, RUNNER_ERRORS.sceneFailed);
     assert.is(run.scenes[1].video_url, undefined);
     assert.equal([run.name, run.partner_job_id, run.model, run.image_model], ["Voyage", "run-1", "gamma-3.1-fast", "image-a-pro"]);
     assert.is(run.scenes[0].setting, "A harbour at dawn.");
@@ -133,7 +133,7 @@ for (const backend of await databaseBackends()) {
     const end = await done(key, failed.body.job_id);
     assert.is(end.status, "error");
     assert.is(end.credits_refunded, end.credits_charged);
-    assert.is(end.error, E.runFailed);
+    assert.is(end.error, RUNNER_ERRORS.runFailed);
     assert.is(await ledgerSum(tk, id), 1000 - 173);
   });
 
@@ -171,20 +171,20 @@ for (const backend of await databaseBackends()) {
       const img = png([1, 2, 3]);
       const ok = script(["a"]);
       const cases: Array<[unknown, number, string | RegExp, Record<string, unknown>?]> = [
-        [{}, 400, E.promptRequired],
-        [{ prompt: "no scenes", character_image_base64: img }, 400, E.noScenes],
-        [{ prompt: "=== SCENE: A ===\nx", character_image_base64: img }, 400, E.noDialogue],
-        [{ prompt: Array.from({ length: 21 }, (_, i) => `=== SCENE: ${i} ===\nx`).join("\n") + "\n=== DIALOGUE 1 ===\nhi", character_image_base64: img }, 400, E.tooManyScenes],
-        [{ prompt: ok }, 400, E.noCharacter],
+        [{}, 400, RUNNER_ERRORS.promptRequired],
+        [{ prompt: "no scenes", character_image_base64: img }, 400, RUNNER_ERRORS.noScenes],
+        [{ prompt: "=== SCENE: A ===\nx", character_image_base64: img }, 400, RUNNER_ERRORS.noDialogue],
+        [{ prompt: Array.from({ length: 21 }, (_, i) => `=== SCENE: ${i} ===\nx`).join("\n") + "\n=== DIALOGUE 1 ===\nhi", character_image_base64: img }, 400, RUNNER_ERRORS.tooManyScenes],
+        [{ prompt: ok }, 400, RUNNER_ERRORS.noCharacter],
         // Over the prompt cap by one character, with a valid script inside it: refused before it is parsed.
-        [{ prompt: ok + " ".repeat(RUNNER_LIMITS.promptChars + 1 - ok.length), character_image_base64: img }, 400, E.promptTooLong],
-        [{ prompt: ok, model: "gamma-9" }, 400, E.invalidModel, { allowed_models: Object.keys(VIDEO_MODELS) }],
-        [{ prompt: ok, image_model: "image-z" }, 400, E.invalidImageModel, { allowed_image_models: ["image-a-pro", "image-b-2"] }],
-        [{ prompt: ok, name: "n".repeat(201), character_image_base64: img }, 400, E.nameTooLong],
-        [{ prompt: ok, use_as_character_reference: "yes", character_image_base64: img }, 400, E.useAsReference],
-        [{ prompt: ok, character_image_base64: "bm90IGFuIGltYWdl" }, 400, E.characterBase64],
-        [{ prompt: ok, character_image_base64: "A".repeat(28_000_000) }, 413, E.characterTooLarge],
-        [{ prompt: ok, character_image_url: `${base}/text` }, 400, E.invalidCharacterUrl("not a PNG, JPEG or WEBP image")],
+        [{ prompt: ok + " ".repeat(RUNNER_LIMITS.promptChars + 1 - ok.length), character_image_base64: img }, 400, RUNNER_ERRORS.promptTooLong],
+        [{ prompt: ok, model: "gamma-9" }, 400, RUNNER_ERRORS.invalidModel, { allowed_models: Object.keys(VIDEO_MODELS) }],
+        [{ prompt: ok, image_model: "image-z" }, 400, RUNNER_ERRORS.invalidImageModel, { allowed_image_models: ["image-a-pro", "image-b-2"] }],
+        [{ prompt: ok, name: "n".repeat(201), character_image_base64: img }, 400, RUNNER_ERRORS.nameTooLong],
+        [{ prompt: ok, use_as_character_reference: "yes", character_image_base64: img }, 400, RUNNER_ERRORS.useAsReference],
+        [{ prompt: ok, character_image_base64: "bm90IGFuIGltYWdl" }, 400, RUNNER_ERRORS.characterBase64],
+        [{ prompt: ok, character_image_base64: "A".repeat(28_000_000) }, 413, RUNNER_ERRORS.characterTooLarge],
+        [{ prompt: ok, character_image_url: `${base}/text` }, 400, RUNNER_ERRORS.invalidCharacterUrl("not a PNG, JPEG or WEBP image")],
         [{ prompt: ok, character_image_url: "ftp://example.com/a.png" }, 400, /^Invalid character_image_url: /],
       ];
       for (const [body, status, error, extra] of cases) {
