@@ -49,6 +49,8 @@ export { createSharedSlots, type SharedSlots } from "./shared-slots.ts";
 
 // Storage a plugin touches through its context: its migrations and its blob store.
 export type { Migration } from "../storage/migrate.ts";
+// A plugin's tables declared once: the migration creating them and their kysely row types (`TablesOf`).
+export { defineTables, json, tablesMigration, type ColumnOf, type JsonColumn, type RowOf, type TableDeclaration, type TablesOf } from "../storage/record-tables.ts";
 export type { BlobStore } from "../storage/blobs.ts";
 
 // Capability contracts and the typed capability map (declaration-merge `CapabilityMap` to add your own).
@@ -91,6 +93,10 @@ export {
 export { redactKey, upstreamBaseUrl } from "../lib/outbound/upstream-url.ts";
 export * from "../lib/sandbox.ts";
 export { pollToEnd } from "../lib/upstream.ts";
+// The MP4 encode arguments every sandbox clip shares (lib/sandbox-mp4.ts).
+export { AAC_STEREO_ARGS, FASTSTART_ARGS, generatedClipTags, h264Args, voiceOverBed } from "../lib/sandbox-mp4.ts";
+// Status and list of a plugin's job records, as video and Omni answer them (lib/job-list.ts).
+export { findOwnRecord, isJobId, jobListInput, listOwnRecords, type JobListQuery } from "../lib/job-list.ts";
 export { sandboxUpstream, type SandboxRequestStore, type SandboxUpstreamOptions } from "../lib/sandbox-upstream.ts";
 // The three networks' host rules, one table for the social downloader and ad analysis.
 export { HOSTS, MAX_URL_LENGTH, parseSocialLink, type HostRole, type HostRule, type HostSet, type LinkRefusal, type Platform, type SocialLink } from "../lib/social-links.ts";

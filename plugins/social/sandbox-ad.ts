@@ -5,7 +5,7 @@
 // measurement can find again: the words and when they are said, the number and places of the cuts, the
 // shots' colours, the loudness.
 import { createHash } from "node:crypto";
-import { type EspeakVoice, findSystemFont, type MediaEngine, speakTimed, type SpokenRecord } from "mediagate/plugin";
+import { AAC_STEREO_ARGS, type EspeakVoice, FASTSTART_ARGS, findSystemFont, h264Args, type MediaEngine, speakTimed, type SpokenRecord, voiceOverBed } from "mediagate/plugin";
 
 export const AD_VOICE: EspeakVoice = { voice: "en-us+f3", pitch: 55, speed: 180, gap: 0 };
 /** When the voice starts, and the quiet it leaves at the end, in seconds. */
@@ -165,22 +165,15 @@ export async function makeSandboxAd(
     if (speech) {
       inputs["speech.wav"] = speech.wav;
       args.push("-i", "speech.wav");
-      const delay = Math.round(AD_SPEECH_START * 1000);
-      // The tone (as long as the ad) sets the length; the voice, delayed, lies over it. normalize=0: amix
-      // would otherwise halve both.
-      filters.push(`[${n}:a]volume=${BED_GAIN}[bed]`);
-      filters.push(`[${n + 1}:a]aresample=48000,aformat=sample_fmts=fltp:channel_layouts=stereo,volume=${VOICE_GAIN},adelay=${delay}|${delay}[voice]`);
-      filters.push(`[bed][voice]amix=inputs=2:duration=first:dropout_transition=0:normalize=0[a]`);
+      // The tone (as long as the ad) is the bed.
+      filters.push(...voiceOverBed({ bed: n, voice: n + 1, bedGain: BED_GAIN, voiceGain: VOICE_GAIN, delayMs: Math.round(AD_SPEECH_START * 1000), out: "a" }));
     } else {
       filters.push(`[${n}:a]volume=${BED_GAIN}[a]`);
     }
   }
   args.push("-filter_complex", filters.join(";"), "-map", "[v]");
-  if (o.audio) args.push("-map", "[a]", "-c:a", "aac", "-b:a", "128k", "-ac", "2", "-ar", "48000");
-  args.push(
-    "-c:v", "libx264", "-preset", "ultrafast", "-crf", "28", "-pix_fmt", "yuv420p", "-r", String(FPS),
-    "-t", T, "-movflags", "+faststart", "-fflags", "+bitexact", "-map_metadata", "-1", "ad.mp4",
-  );
+  if (o.audio) args.push("-map", "[a]", ...AAC_STEREO_ARGS);
+  args.push(...h264Args({ preset: "ultrafast", crf: 28, fps: FPS }), "-t", T, ...FASTSTART_ARGS, "-fflags", "+bitexact", "-map_metadata", "-1", "ad.mp4");
   const out = await engine.run(args, { inputs, outputs: ["ad.mp4"], durationSeconds: plan.seconds, ...(o.signal ? { signal: o.signal } : {}) });
   return { video: out["ad.mp4"]!, spoken: o.audio ? (speech?.spoken ?? { language: "en", words: [] }) : null, plan };
 }
