@@ -2,7 +2,7 @@
 // depend on each other (the model decides the allowed ratios and qualities), so one ordered check decides
 // the error text; the fields beside it describe the body for OpenAPI and GraphQL.
 import { type CheckUrlResult, defineInput, field, type InferOutput, shown } from "mediagate/plugin";
-import { IMAGE_ERRORS as E } from "./errors.ts";
+import { IMAGE_ERRORS } from "./errors.ts";
 import { BACKGROUNDS, DEFAULT_MODEL, MODEL_IDS, MODELS, type Background, type ModelId, type Quality } from "./models.ts";
 
 export const MAX_REFERENCES = 5;
@@ -37,49 +37,49 @@ export const GenerateImageInput = defineInput({
   },
   required: ["prompt"],
   check(raw, fail) {
-    if (typeof raw.prompt !== "string" || raw.prompt.trim() === "") return fail(E.promptMissing);
+    if (typeof raw.prompt !== "string" || raw.prompt.trim() === "") return fail(IMAGE_ERRORS.promptMissing);
 
     const model = raw.model ?? DEFAULT_MODEL;
-    if (typeof model !== "string" || !(MODEL_IDS as string[]).includes(model)) return fail(E.invalidModel);
+    if (typeof model !== "string" || !(MODEL_IDS as string[]).includes(model)) return fail(IMAGE_ERRORS.invalidModel);
     const m = MODELS[model as ModelId];
 
     // `resolution` is the spec's alias of `quality`; `quality` wins when both are sent.
     const quality = raw.quality ?? raw.resolution ?? m.defaultQuality;
-    if (typeof quality !== "string" || !(m.qualities as readonly string[]).includes(quality)) return fail(E.invalidQuality(m.qualities));
+    if (typeof quality !== "string" || !(m.qualities as readonly string[]).includes(quality)) return fail(IMAGE_ERRORS.invalidQuality(m.qualities));
 
     const ratio = raw.aspect_ratio ?? m.defaultAspectRatio;
-    if (typeof ratio !== "string" || !(m.aspectRatios as readonly string[]).includes(ratio)) return fail(E.invalidAspectRatio(m.aspectRatios));
-    if (quality !== "1K" && (m.oneKOnly as readonly string[]).includes(ratio)) return fail(E.oneKOnly(ratio));
-    if (((m.impossible as Partial<Record<string, readonly string[]>>)[quality] ?? []).includes(ratio)) return fail(E.impossible(model, quality, ratio));
+    if (typeof ratio !== "string" || !(m.aspectRatios as readonly string[]).includes(ratio)) return fail(IMAGE_ERRORS.invalidAspectRatio(m.aspectRatios));
+    if (quality !== "1K" && (m.oneKOnly as readonly string[]).includes(ratio)) return fail(IMAGE_ERRORS.oneKOnly(ratio));
+    if (((m.impossible as Partial<Record<string, readonly string[]>>)[quality] ?? []).includes(ratio)) return fail(IMAGE_ERRORS.impossible(model, quality, ratio));
 
     // `auto` for models that ignore the field.
     let background: Background = "auto";
     if (m.background && raw.background !== undefined) {
-      if (typeof raw.background !== "string" || !(BACKGROUNDS as readonly string[]).includes(raw.background)) return fail(E.invalidBackground);
+      if (typeof raw.background !== "string" || !(BACKGROUNDS as readonly string[]).includes(raw.background)) return fail(IMAGE_ERRORS.invalidBackground);
       background = raw.background as Background;
     }
 
     const quantity = raw.quantity ?? 1;
-    if (typeof quantity !== "number" || !Number.isInteger(quantity) || quantity < 1 || quantity > 4) return fail(E.invalidQuantity);
+    if (typeof quantity !== "number" || !Number.isInteger(quantity) || quantity < 1 || quantity > 4) return fail(IMAGE_ERRORS.invalidQuantity);
 
     // Unlike the other fields, null is not "absent" here: the spec rejects any value but true or false.
     const strip = raw.strip_metadata === undefined ? false : raw.strip_metadata;
-    if (typeof strip !== "boolean") return fail(E.stripMetadata);
+    if (typeof strip !== "boolean") return fail(IMAGE_ERRORS.stripMetadata);
 
     const refs = raw.ref_images ?? [];
-    if (!Array.isArray(refs) || refs.length > MAX_REFERENCES) return fail(E.refImagesShape);
+    if (!Array.isArray(refs) || refs.length > MAX_REFERENCES) return fail(IMAGE_ERRORS.refImagesShape);
     for (const ref of refs) {
-      if (!ref || typeof ref !== "object" || typeof ref.base64 !== "string" || typeof ref.mime_type !== "string") return fail(E.refImagesShape);
-      if (!(REF_MIME_TYPES as readonly string[]).includes(ref.mime_type)) return fail(E.refImageMime);
-      if (ref.base64.length === 0 || ref.base64.length % 4 === 1 || !BASE64.test(ref.base64)) return fail(E.refImageBase64);
+      if (!ref || typeof ref !== "object" || typeof ref.base64 !== "string" || typeof ref.mime_type !== "string") return fail(IMAGE_ERRORS.refImagesShape);
+      if (!(REF_MIME_TYPES as readonly string[]).includes(ref.mime_type)) return fail(IMAGE_ERRORS.refImageMime);
+      if (ref.base64.length === 0 || ref.base64.length % 4 === 1 || !BASE64.test(ref.base64)) return fail(IMAGE_ERRORS.refImageBase64);
     }
 
     const urls = raw.reference_image_urls ?? [];
-    if (!Array.isArray(urls) || urls.length > MAX_REFERENCES) return fail(E.refUrlsShape);
+    if (!Array.isArray(urls) || urls.length > MAX_REFERENCES) return fail(IMAGE_ERRORS.refUrlsShape);
     // The outbound guard's rules (https, ASCII host, no userinfo, no private host unless the deployment allows
     // it) depend on its configuration, which a schema cannot see: the handler runs them (checkReferenceUrls).
     for (const url of urls) {
-      if (typeof url !== "string") return fail(E.invalidRefUrl(shown(url)));
+      if (typeof url !== "string") return fail(IMAGE_ERRORS.invalidRefUrl(shown(url)));
     }
 
     return {
@@ -105,7 +105,7 @@ export const GenerateImageInput = defineInput({
 export function checkReferenceUrls(urls: string[], check: (text: unknown) => CheckUrlResult): string | null {
   for (const [i, url] of urls.entries()) {
     const c = check(url);
-    if (!c.ok) return E.invalidRefUrl(url.slice(0, 200));
+    if (!c.ok) return IMAGE_ERRORS.invalidRefUrl(url.slice(0, 200));
     urls[i] = c.url.href;
   }
   return null;

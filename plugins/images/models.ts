@@ -1,6 +1,5 @@
-// The image models: the one table of what each model accepts, what it costs and which providers it tries.
-// Spec part 1, "Image generation" and "Credits and pricing tiers"; prices here are the standard basis
-// (the `costs.image_models` object of GET /credits), the kernel applies the account's tier.
+// The image models: the one table of what each model accepts and which providers it tries (spec part 1,
+// "Image generation"); what each costs is in prices.ts.
 
 export type Quality = "1K" | "2K" | "4K";
 
@@ -17,8 +16,6 @@ export interface ImageModel {
   impossible: Partial<Record<Quality, readonly string[]>>;
   /** Honours `background` (other models ignore it). */
   background: boolean;
-  /** Standard-basis credits per image by quality. */
-  price: Partial<Record<Quality, number>>;
   /**
    * Provider routes tried in order: a transient failure of one moves to the next (the spec's "retried on a
    * second provider" for image-a-pro and image-b-2). Route names are internal and never reach a partner.
@@ -37,7 +34,6 @@ const b25 = (label: string): ImageModel => ({
   oneKOnly: ["27:16", "16:27", "9:8", "8:9"],
   impossible: {},
   background: true,
-  price: { "1K": 22, "2K": 28, "4K": 34 },
   providers: ["primary"],
 });
 
@@ -51,7 +47,6 @@ export const MODELS = {
     oneKOnly: [],
     impossible: {},
     background: false,
-    price: { "2K": 15, "4K": 22 },
     providers: ["primary", "secondary"],
   },
   "image-b-2": {
@@ -63,7 +58,6 @@ export const MODELS = {
     oneKOnly: [],
     impossible: { "4K": ["1:1"] },
     background: false,
-    price: { "1K": 19, "2K": 24, "4K": 29 },
     providers: ["primary", "secondary"],
   },
   "image-b-2-5-flare": b25("Image B 2.5 Flare"),
@@ -76,14 +70,6 @@ export const DEFAULT_MODEL: ModelId = "image-a-pro";
 
 export const BACKGROUNDS = ["auto", "transparent", "opaque"] as const;
 export type Background = (typeof BACKGROUNDS)[number];
-
-/** The `costs` fragment of GET /credits: the spec's legacy per-image keys and the per-model table. */
-export const IMAGE_COSTS = {
-  image_per_image: MODELS["image-a-pro"].price["2K"],
-  image_per_image_2k: MODELS["image-a-pro"].price["2K"],
-  image_per_image_4k: MODELS["image-a-pro"].price["4K"],
-  image_models: Object.fromEntries(MODEL_IDS.map((id) => [id, { ...MODELS[id].price }])),
-};
 
 const LONG_EDGE: Record<Quality, number> = { "1K": 1024, "2K": 2048, "4K": 4096 };
 
