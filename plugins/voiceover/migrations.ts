@@ -1,26 +1,26 @@
 // Tables of the voiceover plugin. Status, charge, refund and error live on the kernel's `jobs` row; this
 // table adds what the spec's voiceover record needs beyond it, and the integer `id`.
-import { type Migration } from "mediagate/plugin";
+import { defineTables, tablesMigration, type Migration, type TablesOf } from "mediagate/plugin";
 
-export const voiceoverMigrations: Migration[] = [
-  {
-    name: "voiceover/0001_records",
-    statements: [
-      `create table voiceover_records (
-        id bigserial primary key,
-        job_id text not null unique references jobs(id),
-        partner_id text not null references partners(id),
-        text text not null,
-        voice_id text not null,
-        voice_name text not null,
-        model_id text not null,
-        output_format text not null,
-        char_count integer not null,
-        source text not null default '',
-        audio_key text,
-        created_at timestamptz not null default now()
-      )`,
-      `create index voiceover_records_partner_newest on voiceover_records (partner_id, id desc)`,
-    ],
+export const voiceoverTables = defineTables({
+  voiceover_records: {
+    columns: {
+      id: "bigserial primary key",
+      job_id: "text not null unique references jobs(id)",
+      partner_id: "text not null references partners(id)",
+      text: "text not null",
+      voice_id: "text not null",
+      voice_name: "text not null",
+      model_id: "text not null",
+      output_format: "text not null",
+      char_count: "integer not null",
+      source: "text not null default ''",
+      audio_key: "text",
+      created_at: "timestamptz not null default now()",
+    },
+    indexes: { partner_newest: "(partner_id, id desc)" },
   },
-];
+});
+export type VoiceoverTables = TablesOf<typeof voiceoverTables>;
+
+export const voiceoverMigrations: Migration[] = [tablesMigration("voiceover/0001_records", voiceoverTables)];
