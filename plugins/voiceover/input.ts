@@ -2,7 +2,7 @@
 // order a partner fixes them (text, voice, model, format). The fields beside it describe the body for
 // OpenAPI and GraphQL.
 import { defineInput, field, type InferOutput } from "mediagate/plugin";
-import { VOICEOVER_ERRORS as E } from "./errors.ts";
+import { VOICEOVER_ERRORS } from "./errors.ts";
 import { DEFAULT_MODEL, DEFAULT_OUTPUT_FORMAT, MAX_TEXT_LENGTH, MODEL_IDS, OUTPUT_FORMAT_IDS, parseOutputFormat, voiceById, type ModelId } from "./models.ts";
 
 export const MAX_SOURCE_LENGTH = 200;
@@ -21,24 +21,24 @@ export const GenerateVoiceoverInput = defineInput({
   },
   required: ["text", "voice_id"],
   check(raw, fail) {
-    if (typeof raw.text !== "string" || raw.text.trim() === "") return fail(E.textMissing);
+    if (typeof raw.text !== "string" || raw.text.trim() === "") return fail(VOICEOVER_ERRORS.textMissing);
     // Surrounding whitespace is neither spoken nor billed.
     const text = raw.text.trim();
     const charCount = [...text].length;
-    if (charCount > MAX_TEXT_LENGTH) return fail(E.textTooLong);
+    if (charCount > MAX_TEXT_LENGTH) return fail(VOICEOVER_ERRORS.textTooLong);
 
     const voice = typeof raw.voice_id === "string" ? voiceById(raw.voice_id) : undefined;
-    if (!voice) return fail(E.invalidVoice);
+    if (!voice) return fail(VOICEOVER_ERRORS.invalidVoice);
 
     const model = raw.model_id ?? DEFAULT_MODEL;
-    if (typeof model !== "string" || !(MODEL_IDS as string[]).includes(model)) return fail(E.invalidModel);
+    if (typeof model !== "string" || !(MODEL_IDS as string[]).includes(model)) return fail(VOICEOVER_ERRORS.invalidModel);
 
     const formatId = raw.output_format ?? DEFAULT_OUTPUT_FORMAT;
     const format = typeof formatId === "string" ? parseOutputFormat(formatId) : null;
-    if (!format) return fail(E.invalidOutputFormat);
+    if (!format) return fail(VOICEOVER_ERRORS.invalidOutputFormat);
 
     const source = raw.source ?? "";
-    if (typeof source !== "string" || [...source].length > MAX_SOURCE_LENGTH) return fail(E.invalidSource);
+    if (typeof source !== "string" || [...source].length > MAX_SOURCE_LENGTH) return fail(VOICEOVER_ERRORS.invalidSource);
 
     return {
       text,

@@ -1,6 +1,5 @@
-// The voiceover tables: models (price and provider time-out), the voice catalog and the output formats.
-// Spec part 3, "Voiceover record" and "Voiceover"; part 1, `costs.voiceover` of GET /credits. Prices are the
-// standard basis; the kernel applies the account's tier.
+// The voiceover tables: models (characters per credit and provider time-out), the voice catalog and the
+// output formats (spec part 3, "Voiceover record" and "Voiceover"). What a text costs is in prices.ts.
 import type { SpeechOutputFormat } from "mediagate/plugin";
 
 export interface VoiceoverModel {
@@ -22,7 +21,6 @@ export type ModelId = keyof typeof MODELS;
 export const MODEL_IDS = Object.keys(MODELS) as ModelId[];
 export const DEFAULT_MODEL: ModelId = "tts_v4_turbo";
 export const MAX_TEXT_LENGTH = 5000;
-export const MIN_CREDITS = 1;
 
 export interface Voice {
   voice_id: string;
@@ -46,19 +44,6 @@ export const VOICES: readonly Voice[] = [
 ];
 
 export const voiceById = (id: string): Voice | undefined => VOICES.find((v) => v.voice_id === id);
-
-/** The `costs` fragment of GET /credits (part 1: `voiceover`). */
-export const VOICEOVER_COSTS = {
-  voiceover: {
-    models: Object.fromEntries(MODEL_IDS.map((id) => [id, { chars_per_credit: MODELS[id].charsPerCredit, label: MODELS[id].label }])),
-    default_model: DEFAULT_MODEL,
-    min_credits: MIN_CREDITS,
-    max_text_length: MAX_TEXT_LENGTH,
-  },
-};
-
-/** Standard-basis units of a text: `max(1, ceil(chars / chars_per_credit))`. */
-export const standardCredits = (chars: number, charsPerCredit: number) => Math.max(MIN_CREDITS, Math.ceil(chars / charsPerCredit));
 
 // ---------------------------------------------------------------------------------------------------------
 // Output formats. The spec names only the default (`mp3_44100_128`); the identifiers follow its pattern

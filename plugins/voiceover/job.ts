@@ -1,0 +1,23 @@
+// The voiceover job kind (spec part 3, "Voiceover record"): the request runs it itself, the kernel only ends
+// what a dead process left behind.
+import type { JobKindDeclaration } from "mediagate/plugin";
+import { VOICEOVER_ERRORS } from "./errors.ts";
+import { VOICEOVER_TABLE } from "./records.ts";
+
+/**
+ * The synchronous kind the request runs itself (no queue): declared so that a voiceover whose process died
+ * mid-request is ended by the kernel (core/jobs.ts recoverOrphans): success when its audio was stored already,
+ * otherwise failed with the service's sanitized text and refunded, as if the provider had failed.
+ */
+export const voiceoverJob: JobKindDeclaration = {
+  states: ["processing", "success", "failed"],
+  initial: "processing",
+  transitions: { processing: ["success", "failed"] },
+  terminal: { success: "success", failed: "failure" },
+  failState: "failed",
+  failError: VOICEOVER_ERRORS.unavailable,
+  async recover({ db, jobId }) {
+    const row = await db.selectFrom(VOICEOVER_TABLE).select("audio_key").where("job_id", "=", jobId).executeTakeFirst();
+    return row?.audio_key ? { state: "success", output: { audio_key: row.audio_key } } : null;
+  },
+};
