@@ -182,13 +182,13 @@ export function readTexts(text: string): AdAnalysisTexts | null {
     return null;
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
-  const out: Record<string, string> = {};
+  const out: Partial<AdAnalysisTexts> = {};
   for (const field of AD_ANALYSIS_FIELDS) {
     const v = (value as Record<string, unknown>)[field];
     if (typeof v !== "string" || !v.trim()) return null;
     out[field] = v.trim();
   }
-  return out as unknown as AdAnalysisTexts;
+  return out as AdAnalysisTexts;
 }
 
 async function write(ctx: JobRunContext, r: AnalysisRow): Promise<AdAnalysisTexts> {
@@ -245,6 +245,6 @@ export const analysisJob: JobKindDeclaration<Record<string, never>> = {
     const result = await write(ctx, r);
     // The ad was kept for the stages only; a failed job's copy is swept when it expires (JOB.keepMediaMs).
     if (r.media_key) await ctx.blobs.remove(r.media_key).catch(() => {});
-    return { state: "complete", output: { result } satisfies AnalysisOutput as unknown as Record<string, unknown> };
+    return { state: "complete", output: { result } satisfies AnalysisOutput };
   },
 };

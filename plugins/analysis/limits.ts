@@ -1,8 +1,5 @@
-// The numbers of ad analysis, in one place: the spec's (price, list bounds) and ours (how much is measured).
+// The numbers of ad analysis but its price (prices.ts): the spec's list bounds and ours (how much is measured).
 import { PAGE_BOUNDS } from "mediagate/plugin";
-
-/** Standard-basis credits (spec part 1 "Credits and pricing tiers", `costs` of GET /credits). */
-export const COSTS = { analysis: 50, text_analysis: 5 } as const;
 
 /** GET /analyses: convention 8. */
 export const LIST_BOUNDS = PAGE_BOUNDS.standard;

@@ -28,9 +28,7 @@ export interface AnalysisRow {
 }
 
 /** What a finished job keeps as its output. */
-export interface AnalysisOutput {
-  result: AdAnalysisTexts;
-}
+export type AnalysisOutput = { result: AdAnalysisTexts };
 
 export const analyses = jobRecords<AnalysisRow, AnalysisOutput>(ANALYSES, { jobId: "job_id", newestFirst: ["created_at", "job_id"] });
 
