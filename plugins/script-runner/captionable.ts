@@ -12,60 +12,44 @@
 //   a finished run's scenes never change.
 // - Scene clips are made without sound (spec part 3: the video cost is "no sound"), so there is no spoken
 //   record: the caption job transcribes what the file holds, which for silent clips is its `no_speech`.
-import { displaySize, firstAudio, firstVideo, jobRecords, type CapabilityHost, type CaptionableVideos, type MediaEngine, PRIVATE_KEY_PREFIX } from "mediagate/plugin";
-import { FRAME, type RunnerModel, VIDEO_MODELS } from "./limits.ts";
+import { captionableRecords, displaySize, firstAudio, firstVideo, type MediaEngine, PRIVATE_KEY_PREFIX } from "mediagate/plugin";
+import { FRAME } from "./limits.ts";
+import { type RunnerModel, VIDEO_MODELS } from "./prices.ts";
+import { completeClipKeys, runs } from "./records.ts";
 
-interface RunRow {
-  job_id: string;
-  partner_id: string;
-  model: string;
-  created_at: Date;
-}
-
-const runs = jobRecords<RunRow>("script_runs", { jobId: "job_id", newestFirst: ["created_at", "job_id"] });
 const JOIN_TIMEOUT_MS = 600_000;
 
-export function captionableRuns(host: CapabilityHost): CaptionableVideos {
-  // The clips are in this plugin's blob store (the run's ctx.blobs wrote them there).
-  const blobs = host.blobs.scoped("script-runner");
+export const captionableRuns = captionableRecords("script-runner", runs, async (run, { blobs, db, host }) => {
+  const ended = run.state === "complete" || run.state === "partial";
+  const keys = ended ? await completeClipKeys(db, run.job_id) : [];
+  const complete = keys.length > 0;
   return {
-    async find(db, partnerId, jobId) {
-      const run = await runs.find(db, partnerId, jobId);
-      if (!run) return null;
-      const ended = run.state === "complete" || run.state === "partial";
-      const keys = ended
-        ? ((await db.selectFrom("script_scenes").select("video_key").where("job_id", "=", run.job_id).where("status", "=", "complete").where("video_key", "is not", null).orderBy("idx", "asc").execute()) as { video_key: string }[]).map((s) => s.video_key)
-        : [];
-      const complete = keys.length > 0;
-      return {
-        job_id: run.job_id,
-        kind: "script-runner",
-        state: run.state,
-        complete,
-        duration: keys.length * (VIDEO_MODELS[run.model as RunnerModel]?.seconds ?? 0),
-        width: complete ? FRAME.width : 0,
-        height: complete ? FRAME.height : 0,
-        read: async () => {
-          if (!complete) return null;
-          if (keys.length === 1) return (await blobs.get(keys[0]!)) ?? null;
-          const joinedKey = `${PRIVATE_KEY_PREFIX}captionable/${run.job_id}.mp4`;
-          const kept = await blobs.get(joinedKey);
-          if (kept) return kept;
-          const clips: Uint8Array[] = [];
-          for (const key of keys) {
-            const clip = await blobs.get(key);
-            if (!clip) return null;
-            clips.push(clip);
-          }
-          const joined = await joinClips(host.capability("media"), clips);
-          await blobs.put(joinedKey, joined, { contentType: "video/mp4" });
-          return joined;
-        },
-        spoken: null,
-      };
+    job_id: run.job_id,
+    kind: "script-runner",
+    state: run.state,
+    complete,
+    duration: keys.length * (VIDEO_MODELS[run.model as RunnerModel]?.seconds ?? 0),
+    width: complete ? FRAME.width : 0,
+    height: complete ? FRAME.height : 0,
+    read: async () => {
+      if (!complete) return null;
+      if (keys.length === 1) return (await blobs.get(keys[0]!)) ?? null;
+      const joinedKey = `${PRIVATE_KEY_PREFIX}captionable/${run.job_id}.mp4`;
+      const kept = await blobs.get(joinedKey);
+      if (kept) return kept;
+      const clips: Uint8Array[] = [];
+      for (const key of keys) {
+        const clip = await blobs.get(key);
+        if (!clip) return null;
+        clips.push(clip);
+      }
+      const joined = await joinClips(host.capability("media"), clips);
+      await blobs.put(joinedKey, joined, { contentType: "video/mp4" });
+      return joined;
     },
+    spoken: null,
   };
-}
+});
 
 const even = (n: number) => Math.max(2, Math.round(n / 2) * 2);
 

@@ -27,3 +27,6 @@ export const RUNNER_ERRORS = {
   characterFailed: "The character could not be drawn from its description. Credits refunded.",
   runFailed: "Script Runner run failed. Credits refunded.",
 } as const;
+
+/** The parser's refusals (parser.ts), as the 400 texts. */
+export const PARSE_ERRORS = { no_scenes: RUNNER_ERRORS.noScenes, no_dialogue: RUNNER_ERRORS.noDialogue, too_many_scenes: RUNNER_ERRORS.tooManyScenes } as const;

@@ -13,7 +13,8 @@ import imagesSandbox from "../../plugins/images/sandbox.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
 import scriptRunner from "../../plugins/script-runner/index.ts";
 import { RUNNER_ERRORS } from "../../plugins/script-runner/errors.ts";
-import { LIMITS as RUNNER_LIMITS, VIDEO_MODELS } from "../../plugins/script-runner/limits.ts";
+import { LIMITS as RUNNER_LIMITS } from "../../plugins/script-runner/limits.ts";
+import { VIDEO_MODELS } from "../../plugins/script-runner/prices.ts";
 import { encodePng } from "../../plugins/images/png.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
