@@ -18,7 +18,7 @@ declare module "./index.ts" {
     counters: Counters;
     /** ffmpeg (native or wasm) and libvips behind one interface. */
     media: MediaEngine;
-    /** The outbound-URL guard (DESIGN invariant 6): every URL the service fetches or calls goes through it. */
+    /** The outbound-URL guard (docs/architecture.md invariant 6): every URL the service fetches or calls goes through it. */
     outbound: OutboundGuard;
     /** Our own media URLs read back from storage ("a service image URL is read from storage"). */
     "service-media": ServiceMediaReader;

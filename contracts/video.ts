@@ -28,7 +28,7 @@ export interface VideoGenerationRequest {
   negativePrompt: string | null;
   /** A model id of models.ts, or "animation" for POST /generate-animation. */
   model: string;
-  /** Output frame size (DESIGN "Sizes": the quality is the short edge), both even. */
+  /** Output frame size (docs/architecture.md "Sizes": the quality is the short edge), both even. */
   width: number;
   height: number;
   /** Output length in whole seconds (the plugin already applied the model's rule, e.g. gamma is 8). */

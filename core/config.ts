@@ -1,4 +1,4 @@
-// Configuration comes from the environment only (DESIGN "Configuration"). Parsed once at boot; a bad value
+// Configuration comes from the environment only (docs/configuration.md). Parsed once at boot; a bad value
 // stops the boot with the variable's name rather than surfacing later as odd behaviour. Two kinds: the
 // kernel's own settings (`Config`, read by loadConfig) and the variables each plugin declares for itself
 // (`defineConfig`, read by the kernel at boot from the same environment).
@@ -13,7 +13,7 @@ export type Environment = Readonly<Record<string, string | undefined>>;
 
 /**
  * Every variable the kernel itself reads. loadConfig can read no other (its accessor is typed by this list),
- * so the README's configuration section is checked against it (test/core/config-docs.test.ts).
+ * so docs/configuration.md is checked against it (test/core/config-docs.test.ts).
  */
 export const KERNEL_VARIABLES = [
   "PORT",
@@ -304,7 +304,7 @@ const VARIABLE_NAME = /^[A-Z][A-Z0-9_]*$/;
 export interface ConfigVariable<T = unknown> {
   readonly name: string;
   readonly schema: StandardSchemaV1<unknown, T>;
-  /** What it sets and its default, for the README's list. */
+  /** What it sets and its default, for docs/configuration.md's list. */
   readonly description: string;
 }
 

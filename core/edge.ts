@@ -1,7 +1,7 @@
 // Edge protection (spec Authentication 3): a request without a User-Agent, or with the untouched default of
 // a generic HTTP library, is refused with an HTML 403 "error code: 1010" before it reaches the API.
 // THE list of refused defaults; matching is on the start of the header, case-insensitive. Command-line
-// tools (curl, wget) are not libraries and pass, so the README's examples work as written.
+// tools (curl, wget) are not libraries and pass, so the curl examples of README.md work as written.
 export const GENERIC_USER_AGENTS: readonly string[] = [
   "python-requests/",
   "python-urllib/",

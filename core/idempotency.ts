@@ -1,4 +1,4 @@
-// Idempotency-Key on every POST that creates a job (DESIGN "Idempotency"; beyond the spec, non-breaking under
+// Idempotency-Key on every POST that creates a job (docs/api-choices.md "Idempotency-Key"; beyond the spec, non-breaking under
 // its versioning rule). The same key and the same request within 24 h answers the first response again,
 // status and body, without a second charge; the same key with another request answers 409; keys are per
 // account. An operation with a rule of its own (POST /extend-music, whose key the spec defines) opts out with

@@ -45,13 +45,13 @@ export function eventId(): string {
   return `evt_${randomBytes(8).toString("hex")}`;
 }
 
-/** A new partner key: the fixed prefix and 192 random bits (DESIGN asks for at least 128). */
+/** A new partner key: the fixed prefix and 192 random bits (docs/architecture.md "Keys": at least 128). */
 export function newApiKey(): { key: string; prefix: string; hash: string } {
   const key = API_KEY_PREFIX + randomBytes(24).toString("base64url");
   return { key, prefix: apiKeyPrefix(key), hash: hashApiKey(key) };
 }
 
-/** `svc_partner_` plus the first 8 characters after it (DESIGN "Keys"). */
+/** `svc_partner_` plus the first 8 characters after it (docs/architecture.md "Keys"). */
 export function apiKeyPrefix(key: string): string {
   return key.slice(0, API_KEY_PREFIX.length + 8);
 }

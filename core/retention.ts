@@ -1,4 +1,4 @@
-// Retention (spec part 1 convention 9; DESIGN "Retention"): files kept for a window (cleaned copies and social
+// Retention (spec part 1 convention 9): files kept for a window (cleaned copies and social
 // downloads 7 days, merged clips about 7 days) are put with `expiresAt`; this module remembers the expiry in
 // one kernel table and one sweeper removes the files once it has passed. Plugins answer their own 410s from
 // their records' `expires_at`; the sweeper is what makes that answer true of the storage too.

@@ -26,7 +26,7 @@ export function partnerJobIdField(options: { music?: boolean; message?: string }
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Hostile input (DESIGN invariant 9). The kernel screens every operation's raw input, from REST and GraphQL
+// Hostile input (docs/architecture.md invariant 9). The kernel screens every operation's raw input, from REST and GraphQL
 // alike, and the admin API's bodies, before any rule of a plugin runs and before anything is stored:
 // - strings (values and field names) must be well-formed Unicode: a lone surrogate cannot be stored in jsonb
 //   and has no UTF-8 form;

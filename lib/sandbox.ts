@@ -1,4 +1,4 @@
-// What every sandbox provider shares (DESIGN "Sandbox providers"): SANDBOX_LATENCY_MS spent in abortable
+// What every sandbox provider shares (docs/architecture.md "Sandbox providers"): SANDBOX_LATENCY_MS spent in abortable
 // steps, and the markers that let anyone reach the failure paths.
 import { createHash } from "node:crypto";
 import { z } from "zod";

@@ -1,7 +1,7 @@
 // Service media: which blob keys `$PUBLIC_URL/media/<plugin>/<key>` serves (transports/rest/media.ts), and
 // our own media URLs read back from storage (spec part 1: "a service image URL is read from storage").
 //
-// What `/media` serves (DESIGN "Media links"): capability URLs, no key needed, so a name must be unguessable.
+// What `/media` serves (docs/architecture.md "Media links"): capability URLs, no key needed, so a name must be unguessable.
 // - A plugin's files that belong behind a key (social downloads, uploaded sources that are never shown) are
 //   stored under `<plugin>/private/...` (PRIVATE_KEY_PREFIX) and are never served, nor read back here:
 //   they reach a partner only through their plugin's authenticated path.

@@ -1,6 +1,6 @@
 // Text an upstream hands us (a model's answer, a provider's error message, a transcript's words, a post's title
-// from yt-dlp or a network's page) is checked like partner input before it is stored or echoed (DESIGN
-// invariant 9): Postgres refuses U+0000 in text and jsonb, and an unpaired surrogate in jsonb, so one NUL in a
+// from yt-dlp or a network's page) is checked like partner input before it is stored or echoed
+// (docs/architecture.md invariant 9): Postgres refuses U+0000 in text and jsonb, and an unpaired surrogate in jsonb, so one NUL in a
 // model's answer was a 500 for the partner who asked. Upstream text is not the partner's fault, so it is
 // cleaned rather than refused: NUL and the other C0/C1 control characters (tab, line feed and carriage return
 // kept) are removed, an unpaired surrogate becomes U+FFFD, and the length is capped without cutting a

@@ -26,7 +26,7 @@
 // A connection over a cap is closed at once, before a byte is read: answering it would mean reading its
 // request, which is what the cap is there to spare.
 //
-// Node only: under Deno, srvx exposes no node:http server and the runtime's own time-outs hold (README).
+// Node only: under Deno, srvx exposes no node:http server and the runtime's own time-outs hold (docs/configuration.md).
 import type { IncomingMessage, Server } from "node:http";
 import type { Http2Server } from "node:http2";
 import type { Socket } from "node:net";

@@ -1,4 +1,4 @@
-// HTTP manners every route shares, beyond the spec and non-breaking (README "Decisions"): 405 with Allow for a
+// HTTP manners every route shares, beyond the spec and non-breaking (docs/api-choices.md "HTTP manners"): 405 with Allow for a
 // known path asked with a method it does not serve, OPTIONS answered with Allow, gzip/br for JSON answers above
 // 1 KB, and CORS for the origins an operator lists in CORS_ORIGINS (none by default: API keys belong on
 // servers, not in browsers). Kept apart from the routes so no route handler has to remember any of it.

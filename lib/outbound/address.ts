@@ -1,4 +1,4 @@
-// IP address classification for the outbound-URL guard (DESIGN invariant 6). An address is public only when
+// IP address classification for the outbound-URL guard (docs/architecture.md invariant 6). An address is public only when
 // it is a literal IPv4 or IPv6 address outside every range below; anything that does not parse, or carries an
 // IPv6 zone id, is not public. The ranges follow the IANA special-purpose registries, plus the cloud metadata
 // endpoints that sit in otherwise public space, and are deliberately wider than the registries where a range

@@ -1,5 +1,5 @@
 // The syntactic half of the outbound-URL guard: synchronous, no DNS, cheap enough to run while validating a
-// request before any charge (DESIGN invariant 2). It is stricter than WHATWG URL parsing on purpose: the URL
+// request before any charge (docs/architecture.md invariant 2). It is stricter than WHATWG URL parsing on purpose: the URL
 // parser silently rewrites hosts (`0x7f.1` and `2130706433` become 127.0.0.1, `exa%6Dple.com` becomes
 // example.com, tabs and newlines vanish, `https:///h` and `https:h` gain slashes, a backslash becomes a slash),
 // so the raw text is checked as well and must already be in the form the parser would produce.

@@ -1,5 +1,5 @@
 // The outbound guard's failures. The kind is for callers to choose the spec's partner-facing text; the
-// message and cause are internal (logs only) and never reach a partner (DESIGN invariant 7).
+// message and cause are internal (logs only) and never reach a partner (docs/architecture.md invariant 7).
 
 export type OutboundErrorKind =
   /** The text is not an acceptable URL: syntax, scheme, userinfo, non-ASCII or IDN host, lengths. */

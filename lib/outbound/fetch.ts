@@ -1,4 +1,4 @@
-// The network half of the outbound-URL guard (DESIGN invariant 6). One undici Agent per guard, whose connector
+// The network half of the outbound-URL guard (docs/architecture.md invariant 6). One undici Agent per guard, whose connector
 // (a) refuses IP-literal hosts that are not public, (b) gives the TCP/TLS socket a `lookup` that resolves the
 // name, checks every answer and hands back only checked addresses (so the address connected to is the address
 // checked, in the same call: there is no second lookup a rebinding DNS server could answer differently), and

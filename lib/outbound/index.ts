@@ -1,4 +1,4 @@
-// The outbound-URL guard (DESIGN invariant 6): every URL the service fetches or calls goes through it.
+// The outbound-URL guard (docs/architecture.md invariant 6): every URL the service fetches or calls goes through it.
 //
 //   const guard = createOutboundGuard({ allowPrivate: config.allowPrivateUrls });
 //   const c = guard.checkUrl(input.image_url);           // validation, before any charge

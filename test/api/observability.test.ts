@@ -1,4 +1,4 @@
-// Logs and metrics (README "Operations"): an access log line per request (request id, partner id, method,
+// Logs and metrics (docs/operations.md "Operations"): an access log line per request (request id, partner id, method,
 // route pattern, status, duration; never the key), JSON lines from pino when stderr is not a terminal, and
 // /metrics in the Prometheus format with the request counters and the database's figures (jobs by kind and
 // state, queue depth, webhook deliveries, credits charged and refunded), on both database backends.

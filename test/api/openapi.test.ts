@@ -1,4 +1,4 @@
-// The API describes itself (README "API documents"): /openapi.json and /openapi/admin.json are the committed
+// The API describes itself (docs/api.md "API documents"): /openapi.json and /openapi/admin.json are the committed
 // schema files, valid OpenAPI 3.1 by an independent validator, every reference resolving, with readable
 // operationIds, every status an operation can answer, and the error shape; /docs renders them from files this
 // server serves (no CDN), and nothing else of node_modules is reachable through it.

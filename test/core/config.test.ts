@@ -16,7 +16,7 @@ import { extractorConfig } from "../../plugins/social/extractor.ts";
 
 const t = suite("configuration and CLI arguments");
 
-t("defaults follow DESIGN.md", () => {
+t("defaults follow docs/configuration.md", () => {
   const c = loadConfig({});
   assert.is(c.port, 3000);
   assert.is(c.host, "127.0.0.1");

@@ -1,4 +1,4 @@
-// Hostile input (issue 14, items 9, 10, 12-16; DESIGN invariant 9) through REST, GraphQL and the admin API on
+// Hostile input (issue 14, items 9, 10, 12-16; docs/architecture.md invariant 9) through REST, GraphQL and the admin API on
 // every database backend: NUL and other control characters, unpaired surrogates, prototype keys and deep
 // nesting answer the kernel's 400 before any plugin rule and before anything is stored; values that are not
 // strings are named, never String()-ed; numbers keep their bounds and a price no balance can hold is a 400;

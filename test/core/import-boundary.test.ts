@@ -1,4 +1,4 @@
-// The plugin boundary (DESIGN "Layout", issue 13): a file under plugins/ or examples/ imports only the public
+// The plugin boundary (docs/architecture.md "Layers", issue 13): a file under plugins/ or examples/ imports only the public
 // entry `mediagate/plugin` (and `mediagate/testing` from a test), its own folder, Node built-ins and npm
 // packages. A path into core/, storage/, lib/, contracts/, transports/ or another plugin is a failure here,
 // so the kernel behind mediagate/plugin stays free to change.

@@ -1,4 +1,4 @@
-// Error bodies carry the request's `request_id` after the spec's fields (README "HTTP manners"), a new id on
+// Error bodies carry the request's `request_id` after the spec's fields (docs/api-choices.md "HTTP manners"), a new id on
 // every call. Tests compare the spec's part exactly: this checks the id is there, is the one X-Request-Id
 // names, and hands back the rest.
 import * as assert from "uvu/assert";

@@ -2,7 +2,7 @@
 // submitted, the server is SIGKILLed while some of them wait on the sandbox upstream (submitted, polled,
 // parked until their next poll: core/upstream-waits.ts), and a new server starts on the same database.
 // Every job must still reach a terminal state (success, or failed and refunded), no submit is charged
-// twice, no job is refunded twice, and the ledger still sums to the balance (DESIGN invariant 1,
+// twice, no job is refunded twice, and the ledger still sums to the balance (docs/architecture.md invariant 1,
 // core/jobs.ts "Crash safety").
 //
 // A waiting job's next poll is a delayed queue job, so the new server simply takes it when it comes due;

@@ -133,7 +133,7 @@ t("-stats_period is only passed to ffmpeg 4.4 and later", () => {
   assert.ok(supportsStatsPeriod("ffmpeg version N-109421-g0123abc Copyright"));
 });
 
-t("video frame sizes follow DESIGN 'Sizes' (short edge), even for H.264", () => {
+t("video frame sizes follow docs/architecture.md 'Sizes' (short edge), even for H.264", () => {
   assert.equal(videoFrameSize("16:9", 720), { width: 1280, height: 720 });
   assert.equal(videoFrameSize("9:16", 1080), { width: 1080, height: 1920 });
   assert.equal(videoFrameSize("1:1", 480), { width: 480, height: 480 });

@@ -2,7 +2,7 @@
 // upstream, on every database backend: after a restart on the same database and DATA_DIR every section reaches
 // a terminal state, the batch ends `partial` (one section fails by its prompt), the batch was charged once,
 // and exactly the failed section's share was refunded, once; the account's ledger still sums to its balance
-// (DESIGN invariant 1). A waiting section holds no slot (ctx.awaitUpstream): its next poll is a delayed queue
+// (docs/architecture.md invariant 1). A waiting section holds no slot (ctx.awaitUpstream): its next poll is a delayed queue
 // job in the database, which the new server simply runs. The rendering attempt that died is found by
 // pg-boss's heartbeat expiry, so recovery takes 10-20 s.
 import { mkdtempSync, rmSync } from "node:fs";

@@ -1,4 +1,4 @@
-// The outbound guard's syntactic check (DESIGN invariant 6, spec "URL fields"): every hostile spelling of a
+// The outbound guard's syntactic check (docs/architecture.md invariant 6, spec "URL fields"): every hostile spelling of a
 // non-public or non-https target is refused before any DNS or charge, and ordinary public URLs pass.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";

@@ -1,4 +1,4 @@
-// What `/media` gives to anyone without a key (DESIGN "Media links", issue 14 item 2). Jobs of every plugin
+// What `/media` gives to anyone without a key (docs/architecture.md "Media links", issue 14 item 2). Jobs of every plugin
 // run through their sandbox providers, then every stored blob key is walked and asked for under `/media`
 // with no key: a file is either private (under `<plugin>/private/`, answered 404, reachable only through its
 // plugin's authenticated path) or a capability URL (served, named with at least 128 random bits, not its

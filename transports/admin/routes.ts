@@ -1,4 +1,4 @@
-// The admin API (DESIGN "Admin API"): operators create partners, change tiers, switches and limits, add
+// The admin API (docs/operations.md "Admin API and CLI"): operators create partners, change tiers, switches and limits, add
 // credits and rotate keys. Bearer $ADMIN_TOKEN; a missing or wrong token is a 401, and past a few a minute
 // from one address a 429 (door.ts).
 import { H3 } from "h3";

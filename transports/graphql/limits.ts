@@ -1,5 +1,5 @@
 // Limits on what one GraphQL request may ask of the server, all checked before execution and before
-// authentication (DESIGN invariant 9). Without them one unauthenticated POST of a million aliased
+// authentication (docs/architecture.md invariant 9). Without them one unauthenticated POST of a million aliased
 // `__typename` fields (22 MB) held the event loop for about 30 s and took 2.4 GB.
 //
 // Where each limit holds, in the order a request meets them:

@@ -1,5 +1,5 @@
 // Media links: `$PUBLIC_URL/media/<plugin>/<key>` serves a blob. The names are unguessable capability URLs
-// (DESIGN "Media links"), so no key is needed; which keys qualify is decided in one place,
+// (docs/architecture.md "Media links"), so no key is needed; which keys qualify is decided in one place,
 // lib/service-media.ts (never a plugin's private files, never a name without a random token), and any other
 // key answers the same 404 as a missing file. Files never change once written, so they cache forever.
 // Range requests are answered for players and resumable downloads.
