@@ -5,8 +5,7 @@
 // gives an attempt up after 10 s without one) and answers its probes. A render of a few CPU-seconds on that
 // loop is harmless alone, but on a loaded machine it stretches to more than 10 s of wall time: the queue
 // then takes the attempt for dead and starts it again elsewhere, and a job can run out of attempts without
-// ever failing. Measured in test/api/several-hosts.test.ts before this: the music sandbox held the loop for
-// 7.4 s on a loaded CI machine and four jobs of that worker were dead-lettered.
+// ever failing (what was measured before this: docs/decisions.md, "CPU-bound JavaScript in worker threads").
 //
 // Threads are made on demand, at most one per core, and ended after a minute idle (each holds its own copy of
 // the modules it loaded). A call aborted by its signal ends its thread, the only way to stop pure CPU work;

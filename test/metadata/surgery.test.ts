@@ -12,7 +12,7 @@ import { contains, decodedPixels, EXIFTOOL, exifTags, IMAGE_FIXTURES, leakedMeta
 
 const t = suite("metadata removal: image surgery");
 
-// What each fixture carries (fixtures/media/README.md, confirmed with exiftool).
+// What each fixture carries (as the fixtures' own notes say, confirmed with exiftool).
 const EXPECTED: Record<string, string[]> = {
   "C.jpg": ["c2pa"],
   "earth_apollo17.jpg": ["exif", "xmp", "iptc"],
