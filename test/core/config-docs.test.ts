@@ -22,12 +22,27 @@ test("docs/configuration.md lists every variable the kernel and the registered p
   const twice = listed.filter((v, i) => listed.indexOf(v) !== i);
   const missing = declared.filter((v) => !listed.includes(v));
   const extra = listed.filter((v) => !declared.includes(v));
-  assert.equal({ missing, extra, twice }, { missing: [], extra: [], twice: [] }, "docs/configuration.md and the declarations differ");
-  assert.ok(declared.includes("SANDBOX_LATENCY_MS") && declared.includes("SOCIAL_EXTRACTOR"), "the plugins' declarations are found");
+  assert.equal(
+    { missing, extra, twice },
+    { missing: [], extra: [], twice: [] },
+    "docs/configuration.md and the declarations differ",
+  );
+  assert.ok(
+    declared.includes("SANDBOX_LATENCY_MS") && declared.includes("SOCIAL_EXTRACTOR"),
+    "the plugins' declarations are found",
+  );
 });
 
 test("the page parser reads top-level list items only", () => {
-  const md = ["# x", "Prose mentions `PORT` and `NOT_LISTED`.", "- `PORT` (3000)", "## Next", "- `HOST`", "  - `NESTED`", "- not `AFTER`"].join("\n");
+  const md = [
+    "# x",
+    "Prose mentions `PORT` and `NOT_LISTED`.",
+    "- `PORT` (3000)",
+    "## Next",
+    "- `HOST`",
+    "  - `NESTED`",
+    "- not `AFTER`",
+  ].join("\n");
   assert.equal(listedVariables(md), ["PORT", "HOST"]);
 });
 
