@@ -1,4 +1,4 @@
-// The byte ranges a surgeon cuts, kept as few as the file allows: a range that starts where the last one
+// The byte ranges an image cleaner cuts, kept as few as the file allows: a range that starts where the last one
 // ended extends it, so a run of metadata items (a flood of empty tEXt chunks or COM segments) is one range,
 // not one per item.
 

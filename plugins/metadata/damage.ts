@@ -1,6 +1,6 @@
-// What the surgeons return, and what they throw when a file does not hold together: DamagedMediaError, the
-// shared format readers' error (thrown by them and by the surgeons' own checks), which the endpoint maps to
-// its 422. It is the only thing they throw, and the fuzz tests hold them to it.
+// What the image cleaners (jpeg.ts, png.ts, webp.ts) return, and what they throw when a file does not hold
+// together: DamagedMediaError, the shared format readers' error (thrown by them and by the cleaners' own
+// checks), which the endpoint maps to its 422. It is the only thing they throw, and the fuzz tests hold them to it.
 export { DamagedMediaError, isDamagedMedia as isDamaged } from "mediagate/plugin";
 
 /** Categories of metadata, as the clean-copy record's `removed` names them. */

@@ -1,4 +1,5 @@
-// Which surgeon an image goes to, by its first bytes (never by the URL or a content type, which lie).
+// Which cleaner (jpeg.ts, png.ts, webp.ts) an image goes to, by its first bytes (never by the URL or a
+// content type, which lie).
 import type { Cleaned } from "./damage.ts";
 import { cleanJpeg, isJpeg } from "./jpeg.ts";
 import { cleanPng, isPng } from "./png.ts";

@@ -8,7 +8,7 @@
 // - A URL longer than 200 characters is cut to 200 in the "Invalid ...: <url>" text; a value that is not a
 //   string is named by its kind there ("Invalid image_url: an object").
 import { defineInput, field, shown } from "mediagate/plugin";
-import { METADATA_ERRORS as E } from "./errors.ts";
+import { METADATA_ERRORS } from "./errors.ts";
 
 /** What to remove metadata from: exactly one source. */
 export type RemovalSource =
@@ -31,19 +31,19 @@ export const RemoveMetadataInput = defineInput({
   },
   check(raw, fail): RemovalSource {
     const sent = (["image_url", "image_base64", "video_url"] as const).filter((f) => present(raw[f]));
-    if (sent.length !== 1) return fail(E.exactlyOne);
+    if (sent.length !== 1) return fail(METADATA_ERRORS.exactlyOne);
     const value = raw[sent[0]!];
     switch (sent[0]) {
       case "image_url":
-        return typeof value === "string" ? { kind: "image", url: value.trim() } : fail(E.invalidImageUrl(shown(value)));
+        return typeof value === "string" ? { kind: "image", url: value.trim() } : fail(METADATA_ERRORS.invalidImageUrl(shown(value)));
       case "video_url":
-        return typeof value === "string" ? { kind: "video", url: value.trim() } : fail(E.invalidVideoUrl(shown(value)));
+        return typeof value === "string" ? { kind: "video", url: value.trim() } : fail(METADATA_ERRORS.invalidVideoUrl(shown(value)));
       default: {
-        if (typeof value !== "string") return fail(E.invalidImageBase64);
+        if (typeof value !== "string") return fail(METADATA_ERRORS.invalidImageBase64);
         const base64 = value.replace(DATA_URL, "");
         // The alphabet is checked by `locate` (source.ts), in slices of the event loop: one regular expression
         // over 28 MB of text held it 110-150 ms.
-        if (base64.length === 0 || base64.length % 4 === 1) return fail(E.invalidImageBase64);
+        if (base64.length === 0 || base64.length % 4 === 1) return fail(METADATA_ERRORS.invalidImageBase64);
         return { kind: "image", base64 };
       }
     }

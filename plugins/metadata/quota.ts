@@ -1,6 +1,7 @@
 // Daily quotas ("200 images and 50 videos per 24 hours, counted separately, every attempt counts") on the
 // kernel's shared counters, so every API process (Redis when configured) counts against the same budget.
 import { ApiError, type Counters } from "mediagate/plugin";
+import { METADATA_ERRORS } from "./errors.ts";
 
 const HOUR_MS = 3_600_000;
 /**
@@ -13,6 +14,9 @@ export interface Quota {
   limit: number;
   message: string;
 }
+
+export const IMAGE_QUOTA: Quota = { limit: 200, message: METADATA_ERRORS.imageQuota };
+export const VIDEO_QUOTA: Quota = { limit: 50, message: METADATA_ERRORS.videoQuota };
 
 /**
  * Counts one attempt against `quota`, or throws its 429 without counting it. Two racing attempts at the

@@ -3,7 +3,7 @@
 // request points at and refuses bad URLs before anything is counted; `load` reads the bytes.
 import { ApiError, fetchSource, megabytes, type OutboundGuard, type ServiceMedia, type ServiceMediaReader, storedSource } from "mediagate/plugin";
 import { setImmediate as nextTurn } from "node:timers/promises";
-import { METADATA_ERRORS as E } from "./errors.ts";
+import { METADATA_ERRORS } from "./errors.ts";
 import { decodedSize, type RemovalSource } from "./input.ts";
 
 export interface KindTexts {
@@ -19,20 +19,20 @@ export interface KindTexts {
 // (the outbound guard and storedSource stop at the cap with the 413), before any work on them.
 export const IMAGE_LIMITS: KindTexts = {
   maxBytes: megabytes(20),
-  https: E.imageUrlHttps,
-  invalid: E.invalidImageUrl,
-  fetch: E.imageFetch,
-  notFound: E.imageNotFound,
-  tooLarge: E.imageTooLarge,
+  https: METADATA_ERRORS.imageUrlHttps,
+  invalid: METADATA_ERRORS.invalidImageUrl,
+  fetch: METADATA_ERRORS.imageFetch,
+  notFound: METADATA_ERRORS.imageNotFound,
+  tooLarge: METADATA_ERRORS.imageTooLarge,
 };
 
 export const VIDEO_LIMITS: KindTexts = {
   maxBytes: megabytes(100),
-  https: E.videoUrlHttps,
-  invalid: E.invalidVideoUrl,
-  fetch: E.videoFetch,
-  notFound: E.videoNotFound,
-  tooLarge: E.videoTooLarge,
+  https: METADATA_ERRORS.videoUrlHttps,
+  invalid: METADATA_ERRORS.invalidVideoUrl,
+  fetch: METADATA_ERRORS.videoFetch,
+  notFound: METADATA_ERRORS.videoNotFound,
+  tooLarge: METADATA_ERRORS.videoTooLarge,
 };
 
 const NOT_BASE64 = /[^A-Za-z0-9+/]/;
@@ -54,8 +54,8 @@ export type Located = { kind: "bytes"; bytes: Uint8Array } | { kind: "stored"; m
 /** 400 and 413 (base64) before anything is counted; a service URL is looked up, not fetched. */
 export async function locate(source: RemovalSource, limits: KindTexts, deps: { guard: OutboundGuard; serviceMedia: ServiceMediaReader }): Promise<Located> {
   if ("base64" in source) {
-    if (!(await isBase64(source.base64))) throw new ApiError(400, E.invalidImageBase64);
-    if (decodedSize(source.base64) > limits.maxBytes) throw new ApiError(413, E.imageBase64TooLarge);
+    if (!(await isBase64(source.base64))) throw new ApiError(400, METADATA_ERRORS.invalidImageBase64);
+    if (decodedSize(source.base64) > limits.maxBytes) throw new ApiError(413, METADATA_ERRORS.imageBase64TooLarge);
     return { kind: "bytes", bytes: new Uint8Array(Buffer.from(source.base64, "base64")) };
   }
   const media = await deps.serviceMedia.read(source.url);

@@ -1,16 +1,16 @@
 // The downloader's view of the shared host rules (lib/social-links.ts, one table for the downloader and ad
 // analysis): every host of the table, each refusal worded with the downloader's 400 texts.
 import { type LinkRefusal, parseSocialLink, type Platform, type SocialLink } from "mediagate/plugin";
-import { SOCIAL_ERRORS as E } from "./errors.ts";
+import { SOCIAL_ERRORS } from "./errors.ts";
 
 export { HOSTS, MAX_URL_LENGTH } from "mediagate/plugin";
 export type { Platform };
 
 const REFUSALS: Record<LinkRefusal, string> = {
-  missing: E.urlMissing,
-  too_long: E.tooLong,
-  not_http: E.notHttp,
-  host: E.unsupportedHost,
+  missing: SOCIAL_ERRORS.urlMissing,
+  too_long: SOCIAL_ERRORS.tooLong,
+  not_http: SOCIAL_ERRORS.notHttp,
+  host: SOCIAL_ERRORS.unsupportedHost,
 };
 
 export type LinkCheck = { ok: true; value: SocialLink } | { ok: false; message: string };

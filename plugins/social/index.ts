@@ -18,7 +18,7 @@
 //   `Content-Disposition: attachment; filename="<download_name>"`; otherwise the file is `inline`.
 // - GraphQL derives a field for every operation; the file path answers there with a 406 pointing at REST.
 import { ApiError, contentDisposition, definePlugin, fileResponse, operation, pageBody, type PluginDb } from "mediagate/plugin";
-import { SOCIAL_ERRORS as E } from "./errors.ts";
+import { SOCIAL_ERRORS } from "./errors.ts";
 import { FileInput, ListInput, SocialDownloadInput } from "./input.ts";
 import { downloadJob, type DownloadInput } from "./job.ts";
 import { socialMigrations } from "./migrations.ts";
@@ -38,7 +38,7 @@ const submit = operation({
   input: SocialDownloadInput,
   output: SubmitShape,
   async handle(ctx) {
-    if (await ctx.isPaused(PAUSE)) throw new ApiError(503, E.paused);
+    if (await ctx.isPaused(PAUSE)) throw new ApiError(503, SOCIAL_ERRORS.paused);
     const { url, link, partnerJobId } = ctx.input;
     const now = ctx.clock.now();
     const createdAt = new Date(now);
@@ -56,9 +56,9 @@ const submit = operation({
         const state = await quotaState(trx, ctx.partner.id, now, downloadId);
         if (state.used >= QUOTA.limit) {
           const view = quotaView(state, now);
-          throw new ApiError(429, E.dailyLimit, { quota: view }, { "Retry-After": String(Math.max(10, view.resets_in_seconds)) });
+          throw new ApiError(429, SOCIAL_ERRORS.dailyLimit, { quota: view }, { "Retry-After": String(Math.max(10, view.resets_in_seconds)) });
         }
-        if (state.running >= QUOTA.inflight) throw new ApiError(429, E.inflight, { quota: quotaView(state, now) }, { "Retry-After": "10" });
+        if (state.running >= QUOTA.inflight) throw new ApiError(429, SOCIAL_ERRORS.inflight, { quota: quotaView(state, now) }, { "Retry-After": "10" });
         await trx
           .insertInto("social_downloads")
           .values({ download_id: downloadId!, partner_id: ctx.partner.id, platform: link.platform, url, normalized_url: link.normalizedUrl, created_at: createdAt, expires_at: expiresAt })
@@ -80,9 +80,9 @@ const submit = operation({
 
 async function findDownload(ctx: { db: PluginDb; partner: { id: string }; params: Record<string, string> }): Promise<DownloadRow> {
   const id = ctx.params.download_id ?? "";
-  if (!DOWNLOAD_ID.test(id)) throw new ApiError(404, E.notFound);
+  if (!DOWNLOAD_ID.test(id)) throw new ApiError(404, SOCIAL_ERRORS.notFound);
   const row = await socialDownloads.find(ctx.db, ctx.partner.id, id);
-  if (!row) throw new ApiError(404, E.notFound);
+  if (!row) throw new ApiError(404, SOCIAL_ERRORS.notFound);
   return row;
 }
 
@@ -105,11 +105,11 @@ const file = operation({
     const row = await findDownload(ctx);
     const idxText = ctx.params.idx ?? "";
     const stored = /^\d{1,4}$/.test(idxText) ? outputOf(row)?.files.find((f) => f.idx === Number(idxText)) : undefined;
-    if (isExpired(row, ctx.clock.now())) throw new ApiError(410, E.expired);
-    if (!stored) throw new ApiError(404, E.fileNotFound);
+    if (isExpired(row, ctx.clock.now())) throw new ApiError(410, SOCIAL_ERRORS.expired);
+    if (!stored) throw new ApiError(404, SOCIAL_ERRORS.fileNotFound);
     const data = await ctx.blobs.get(stored.key);
     // Removed ahead of the window (storage pressure, an operator): gone, as the spec's 410 says.
-    if (!data) throw new ApiError(410, E.expired);
+    if (!data) throw new ApiError(410, SOCIAL_ERRORS.expired);
     return fileResponse(ctx.request, data, {
       "content-type": stored.content_type,
       "cache-control": "private, max-age=3600",

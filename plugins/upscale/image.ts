@@ -8,7 +8,7 @@
 //   8K rule and the tier measure.
 // - An animated WebP or PNG is upscaled from its first frame (the output is a single PNG).
 import { ApiError, checkPicture, type ImageRecords, isJpeg, isMediaError, isPng, isWebp, JobFailure, type JobKindDeclaration, PENDING_SUCCESS_FAILED, probeImage } from "mediagate/plugin";
-import { UPSCALE_ERRORS as E } from "./errors.ts";
+import { UPSCALE_ERRORS } from "./errors.ts";
 import { IMAGE, tierFor, type Factor, type Tier } from "./prices.ts";
 import { resampleEngine, upscaleImage } from "./resample.ts";
 
@@ -34,19 +34,19 @@ export interface MeasuredImage {
 /** Format and displayed size from the header (no pixels decoded); the spec's 400, or 500 when we cannot look. */
 export async function measureImage(bytes: Uint8Array): Promise<MeasuredImage> {
   const format = sniffImage(bytes);
-  if (!format) throw new ApiError(400, E.imageFormat);
+  if (!format) throw new ApiError(400, UPSCALE_ERRORS.imageFormat);
   // The pixel budget (lib/media/budgets.ts) with the spec's own limit: no source past 8K at any factor. An
   // animation's frames count against the animation budget (a frame bomb is a format we do not take).
   const budget = checkPicture(bytes, { maxLongEdge: IMAGE.maxOutputLongEdge, maxMegapixels: IMAGE.maxOutputLongEdge ** 2 / 1e6 });
-  if (!budget.ok) throw new ApiError(400, budget.size && Math.max(budget.size.width, budget.size.height) > IMAGE.maxOutputLongEdge ? E.over8K : E.imageFormat);
+  if (!budget.ok) throw new ApiError(400, budget.size && Math.max(budget.size.width, budget.size.height) > IMAGE.maxOutputLongEdge ? UPSCALE_ERRORS.over8K : UPSCALE_ERRORS.imageFormat);
   try {
     const probe = await probeImage(bytes);
-    if (probe.format !== format || probe.width < 1 || probe.height < 1) throw new ApiError(400, E.imageFormat);
+    if (probe.format !== format || probe.width < 1 || probe.height < 1) throw new ApiError(400, UPSCALE_ERRORS.imageFormat);
     return { format, width: probe.width, height: probe.height };
   } catch (err) {
     if (err instanceof ApiError) throw err;
-    if (isMediaError(err) && err.code === "engine_unavailable") throw new ApiError(500, E.notAvailable);
-    throw new ApiError(400, E.imageFormat);
+    if (isMediaError(err) && err.code === "engine_unavailable") throw new ApiError(500, UPSCALE_ERRORS.notAvailable);
+    throw new ApiError(400, UPSCALE_ERRORS.imageFormat);
   }
 }
 
@@ -61,7 +61,7 @@ export function planImage(source: { width: number; height: number }, factor: Fac
   const width = source.width * factor;
   const height = source.height * factor;
   const tier = tierFor(width, height); // null past the 8K tier, which is the spec's output cap
-  if (!tier || Math.max(width, height) > IMAGE.maxOutputLongEdge) throw new ApiError(400, E.over8K);
+  if (!tier || Math.max(width, height) > IMAGE.maxOutputLongEdge) throw new ApiError(400, UPSCALE_ERRORS.over8K);
   return { width, height, tier };
 }
 
@@ -76,7 +76,7 @@ export interface StoredImageInput {
 export const imageUpscaleJob: JobKindDeclaration<StoredImageInput> = {
   // The image states of spec part 1 ("Image generation and image upscale"), so /image-status reads them as is.
   ...PENDING_SUCCESS_FAILED,
-  failError: E.failed,
+  failError: UPSCALE_ERRORS.failed,
   retries: 1,
   timeoutSeconds: 300,
   // The resampler runs one image at a time per process anyway (in the media pool's place, with the other kinds'
@@ -85,7 +85,7 @@ export const imageUpscaleJob: JobKindDeclaration<StoredImageInput> = {
   async run(ctx) {
     const input = ctx.input;
     const source = await ctx.blobs.get(input.source_key);
-    if (!source) throw new JobFailure(E.failed);
+    if (!source) throw new JobFailure(UPSCALE_ERRORS.failed);
     await ctx.progress(10, "Upscaling");
     let out;
     try {
@@ -96,13 +96,13 @@ export const imageUpscaleJob: JobKindDeclaration<StoredImageInput> = {
       if (isMediaError(err) && err.isInputError) {
         ctx.log.warn(`upscale ${ctx.jobId}: ${err.describe()}`);
         await ctx.blobs.remove(input.source_key).catch(() => {});
-        throw new JobFailure(E.failed);
+        throw new JobFailure(UPSCALE_ERRORS.failed);
       }
       throw err; // ours (a crashed worker): retried, then failed and refunded by the runtime
     }
     if (out.width !== input.width || out.height !== input.height) {
       ctx.log.error(`upscale ${ctx.jobId}: planned ${input.width}x${input.height}, made ${out.width}x${out.height}`);
-      throw new JobFailure(E.failed);
+      throw new JobFailure(UPSCALE_ERRORS.failed);
     }
     await ctx.progress(90, "Storing");
     const records = ctx.capability("images.records");

@@ -16,7 +16,7 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { ApiError, definePlugin, type ImageRecords, type MediaEngine, operation, type OperationContext, type OutboundGuard, PRIVATE_KEY_PREFIX, type ServiceMediaReader, type VideoRecords, readSource, type ReadSourceDeps as SourceDeps } from "mediagate/plugin";
-import { UPSCALE_ERRORS as E } from "./errors.ts";
+import { UPSCALE_ERRORS } from "./errors.ts";
 import { CONTENT_TYPES, imageUpscaleJob, measureImage, planImage, type StoredImageInput } from "./image.ts";
 import { decodedSize, UpscaleImageInput, UpscaleVideoInput } from "./input.ts";
 import { billedSeconds, IMAGE, imagePrice, TIERS, UPSCALE_COSTS, VIDEO, videoPrice } from "./prices.ts";
@@ -57,7 +57,7 @@ const upscaleImage = operation({
   summary: "Upscale a JPEG, PNG or WebP by 1 (enhance), 2 or 4 into a PNG; poll /image-status",
   input: UpscaleImageInput,
   maxBodyBytes: IMAGE_MAX_BODY_BYTES,
-  bodyTooLarge: E.base64TooLarge,
+  bodyTooLarge: UPSCALE_ERRORS.base64TooLarge,
   output: z.object({
     generation_id: z.number().int(),
     public_id: z.string(),
@@ -74,11 +74,11 @@ const upscaleImage = operation({
     let bytes: Uint8Array;
     if ("base64" in source) {
       const size = decodedSize(source.base64);
-      if (size > IMAGE.base64MaxBytes) throw new ApiError(413, E.base64TooLarge);
-      if (size > IMAGE.inputMaxBytes) throw new ApiError(413, E.imageTooLarge);
+      if (size > IMAGE.base64MaxBytes) throw new ApiError(413, UPSCALE_ERRORS.base64TooLarge);
+      if (size > IMAGE.inputMaxBytes) throw new ApiError(413, UPSCALE_ERRORS.imageTooLarge);
       bytes = new Uint8Array(Buffer.from(source.base64, "base64"));
     } else {
-      const texts = { invalidUrl: E.imageUrl, download: E.imageFetch, tooLarge: E.imageTooLarge };
+      const texts = { invalidUrl: UPSCALE_ERRORS.imageUrl, download: UPSCALE_ERRORS.imageFetch, tooLarge: UPSCALE_ERRORS.imageTooLarge };
       bytes = await readSource(source.url, { maxBytes: IMAGE.inputMaxBytes, timeoutMs: IMAGE_FETCH_TIMEOUT_MS, texts }, sourceDeps(ctx));
     }
     const measured = await measureImage(bytes);
@@ -144,7 +144,7 @@ const upscaleVideo = operation({
   async handle(ctx) {
     const { url, factor, partnerJobId } = ctx.input;
     ctx.priceFor(videoPrice(factor, 1)); // a custom account without this rate: 400 before any download
-    const texts = { invalidUrl: E.videoUrl, download: E.videoDownload, tooLarge: E.videoTooLarge };
+    const texts = { invalidUrl: UPSCALE_ERRORS.videoUrl, download: UPSCALE_ERRORS.videoDownload, tooLarge: UPSCALE_ERRORS.videoTooLarge };
     const bytes = await readSource(url, { maxBytes: VIDEO.inputMaxBytes, timeoutMs: VIDEO_FETCH_TIMEOUT_MS, texts }, sourceDeps(ctx));
     const measured = await measureVideo(bytes, ctx.capability("media"), ctx.request.signal);
     const plan = planVideo(measured, factor);

@@ -7,7 +7,7 @@
 // - `upscale_factor` must be the JSON number 1, 2 or 4 ("2" as a string is refused).
 // - `image_base64` may carry a `data:image/...;base64,` prefix and line breaks; both are dropped.
 import { defineInput, field, type Fail, type InferOutput } from "mediagate/plugin";
-import { UPSCALE_ERRORS as E } from "./errors.ts";
+import { UPSCALE_ERRORS } from "./errors.ts";
 import { DEFAULT_FACTOR, FACTORS, type Factor } from "./prices.ts";
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -23,7 +23,7 @@ const present = (v: unknown) => v !== undefined && v !== null && v !== "";
 
 function factorOf(raw: unknown, fail: Fail): Factor {
   if (!present(raw)) return DEFAULT_FACTOR;
-  return (FACTORS as readonly unknown[]).includes(raw) ? (raw as Factor) : fail(E.factor);
+  return (FACTORS as readonly unknown[]).includes(raw) ? (raw as Factor) : fail(UPSCALE_ERRORS.factor);
 }
 
 /** Bytes a base64 text decodes to, without decoding it. */
@@ -40,16 +40,16 @@ export const UpscaleImageInput = defineInput({
   },
   check(raw, fail) {
     const hasUrl = present(raw.image_url);
-    if (hasUrl === present(raw.image_base64)) return fail(E.exactlyOneSource);
+    if (hasUrl === present(raw.image_base64)) return fail(UPSCALE_ERRORS.exactlyOneSource);
     const factor = factorOf(raw.upscale_factor, fail);
     let source: ImageSource;
     if (hasUrl) {
-      if (typeof raw.image_url !== "string") return fail(E.imageUrl);
+      if (typeof raw.image_url !== "string") return fail(UPSCALE_ERRORS.imageUrl);
       source = { url: raw.image_url.trim() };
     } else {
-      if (typeof raw.image_base64 !== "string") return fail(E.imageBase64);
+      if (typeof raw.image_base64 !== "string") return fail(UPSCALE_ERRORS.imageBase64);
       const base64 = raw.image_base64.replace(DATA_URI, "").replace(/\s+/g, "");
-      if (base64.length === 0 || base64.length % 4 === 1 || !BASE64.test(base64)) return fail(E.imageBase64);
+      if (base64.length === 0 || base64.length % 4 === 1 || !BASE64.test(base64)) return fail(UPSCALE_ERRORS.imageBase64);
       source = { base64 };
     }
     return { source, factor, partnerJobId: raw.partner_job_id };
@@ -64,8 +64,8 @@ export const UpscaleVideoInput = defineInput({
   },
   required: ["video_url"],
   check(raw, fail) {
-    if (!present(raw.video_url)) return fail(E.videoUrlRequired);
-    if (typeof raw.video_url !== "string") return fail(E.videoUrl);
+    if (!present(raw.video_url)) return fail(UPSCALE_ERRORS.videoUrlRequired);
+    if (typeof raw.video_url !== "string") return fail(UPSCALE_ERRORS.videoUrl);
     const factor = factorOf(raw.upscale_factor, fail);
     return { url: raw.video_url.trim(), factor, partnerJobId: raw.partner_job_id };
   },

@@ -21,7 +21,7 @@
 //   make it work longer than was paid for. An honest file is billed as before: its stated duration already
 //   covers its picture.
 import { ApiError, displaySize, probeOverBudget, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, JobFailure, type JobKindDeclaration, type JobRunContext, latin1, type MediaEngine, type MediaEngineKind, QUEUED_PROCESSING_COMPLETE, type VideoRecords } from "mediagate/plugin";
-import { UPSCALE_ERRORS as E } from "./errors.ts";
+import { UPSCALE_ERRORS } from "./errors.ts";
 import { billedSeconds, VIDEO, type Factor } from "./prices.ts";
 
 const ISO_BMFF = "mov,mp4,m4a,3gp,3g2,mj2";
@@ -49,34 +49,34 @@ export interface MeasuredVideo {
 
 /** Format, duration and size, with the spec's 400s; 500 when the engine is not there. */
 export async function measureVideo(bytes: Uint8Array, engine: MediaEngine, signal?: AbortSignal): Promise<MeasuredVideo> {
-  if (!isMp4OrMov(bytes)) throw new ApiError(400, E.videoFormat);
+  if (!isMp4OrMov(bytes)) throw new ApiError(400, UPSCALE_ERRORS.videoFormat);
   let probe;
   try {
     probe = await engine.probe(bytes, "in.mp4", { signal, timeoutMs: PROBE_TIMEOUT_MS });
   } catch (err) {
     if (signal?.aborted) throw err;
-    if (isMediaError(err) && err.code === "engine_unavailable") throw new ApiError(500, E.notAvailable);
-    throw new ApiError(400, E.videoFormat);
+    if (isMediaError(err) && err.code === "engine_unavailable") throw new ApiError(500, UPSCALE_ERRORS.notAvailable);
+    throw new ApiError(400, UPSCALE_ERRORS.videoFormat);
   }
   const size = displaySize(probe);
-  if (probe.formatName !== ISO_BMFF || !firstVideo(probe) || !size || !(probe.durationSeconds > 0)) throw new ApiError(400, E.videoFormat);
+  if (probe.formatName !== ISO_BMFF || !firstVideo(probe) || !size || !(probe.durationSeconds > 0)) throw new ApiError(400, UPSCALE_ERRORS.videoFormat);
   const tooLong = (seconds: number) => Math.round(seconds * 1000) > VIDEO.inputMaxSeconds * 1000;
-  if (tooLong(probe.durationSeconds)) throw new ApiError(400, E.videoTooLong);
+  if (tooLong(probe.durationSeconds)) throw new ApiError(400, UPSCALE_ERRORS.videoTooLong);
   // The budget of lib/media/budgets.ts before any frame is read: a header declaring 16K frames is past the
   // spec's 4K output at any factor; an absurd frame rate is no video we take.
   const excess = probeOverBudget(probe);
-  if (excess) throw new ApiError(400, excess.kind === "resolution" ? E.over4K : excess.kind === "duration" ? E.videoTooLong : E.videoFormat);
+  if (excess) throw new ApiError(400, excess.kind === "resolution" ? UPSCALE_ERRORS.over4K : excess.kind === "duration" ? UPSCALE_ERRORS.videoTooLong : UPSCALE_ERRORS.videoFormat);
   const a = firstAudio(probe);
   let seconds: number;
   try {
     seconds = Math.max(probe.durationSeconds, await pictureSeconds(engine, bytes, signal));
   } catch (err) {
     if (signal?.aborted) throw err;
-    if (isMediaError(err) && err.code === "engine_unavailable") throw new ApiError(500, E.notAvailable);
-    throw new ApiError(400, E.videoFormat);
+    if (isMediaError(err) && err.code === "engine_unavailable") throw new ApiError(500, UPSCALE_ERRORS.notAvailable);
+    throw new ApiError(400, UPSCALE_ERRORS.videoFormat);
   }
-  if (!(seconds > 0)) throw new ApiError(400, E.videoFormat);
-  if (tooLong(seconds)) throw new ApiError(400, E.videoTooLong);
+  if (!(seconds > 0)) throw new ApiError(400, UPSCALE_ERRORS.videoFormat);
+  if (tooLong(seconds)) throw new ApiError(400, UPSCALE_ERRORS.videoTooLong);
   return { seconds, ...size, audio: a ? (COPYABLE_AUDIO.has(a.codec) ? "copy" : "aac") : null };
 }
 
@@ -129,7 +129,7 @@ const even = (n: number) => n + (n % 2);
 export function planVideo(source: { width: number; height: number }, factor: Factor): VideoPlan {
   const width = even(source.width * factor);
   const height = even(source.height * factor);
-  if (Math.max(width, height) > VIDEO.maxOutputLongEdge) throw new ApiError(400, E.over4K);
+  if (Math.max(width, height) > VIDEO.maxOutputLongEdge) throw new ApiError(400, UPSCALE_ERRORS.over4K);
   return { width, height };
 }
 
@@ -188,7 +188,7 @@ function progressWriter(ctx: JobRunContext, from: number, to: number) {
 export const videoUpscaleJob: JobKindDeclaration<StoredVideoInput> = {
   // The video states of spec part 2; no `events`: "Video upscale jobs ... emit no events".
   ...QUEUED_PROCESSING_COMPLETE,
-  failError: E.failed,
+  failError: UPSCALE_ERRORS.failed,
   retries: 1,
   timeoutSeconds: 3600,
   concurrency: 1,
@@ -196,12 +196,12 @@ export const videoUpscaleJob: JobKindDeclaration<StoredVideoInput> = {
     if (ctx.state === "queued") await ctx.moveTo("processing", "Upscaling");
     const input = ctx.input;
     const source = await ctx.blobs.get(input.source_key);
-    if (!source) throw new JobFailure(E.failed);
+    if (!source) throw new JobFailure(UPSCALE_ERRORS.failed);
     const engine = ctx.capability("media");
     const fail = async (detail: string) => {
       ctx.log.warn(`upscale ${ctx.jobId}: ${detail}`);
       await ctx.blobs.remove(input.source_key).catch(() => {});
-      return new JobFailure(E.failed);
+      return new JobFailure(UPSCALE_ERRORS.failed);
     };
 
     const progress = progressWriter(ctx, 1, 95);

@@ -10,8 +10,10 @@ import { createOutboundGuard } from "../../lib/outbound/index.ts";
 import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import { setPaused } from "../../core/pauses.ts";
-import metadata, { createMetadataPlugin, VIDEO_SLOT_KEY, VIDEO_SLOTS } from "../../plugins/metadata/index.ts";
-import { METADATA_ERRORS as E } from "../../plugins/metadata/errors.ts";
+import metadata from "../../plugins/metadata/index.ts";
+import { removeMetadataOperation } from "../../plugins/metadata/operations.ts";
+import { VIDEO_SLOT_KEY, VIDEO_SLOTS } from "../../plugins/metadata/slots.ts";
+import { METADATA_ERRORS } from "../../plugins/metadata/errors.ts";
 import { imageFormatOf } from "../../plugins/metadata/image.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { ENGINE_MODES, loadFixture } from "./helpers.ts";
@@ -37,7 +39,7 @@ const LIMITS = { rate_limits: { "POST /remove-metadata": 100_000 } };
 const b64 = (name: string) => Buffer.from(loadFixture(name)).toString("base64");
 const DAY = 24 * 3600 * 1000;
 
-async function kernelFor(backend: { name: string }, extra: { env?: Record<string, string>; plugin?: ReturnType<typeof createMetadataPlugin>; privateUrls?: boolean } = {}): Promise<TestKernel> {
+async function kernelFor(backend: { name: string }, extra: { env?: Record<string, string>; plugin?: typeof metadata; privateUrls?: boolean } = {}): Promise<TestKernel> {
   return createTestKernel({
     plugins: [account, extra.plugin ?? metadata],
     databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
@@ -96,9 +98,9 @@ for (const backend of await databaseBackends()) {
     assert.equal(again.body.removed, []);
     assert.is(again.body.bytes_in, res.body.bytes_out);
     const gone = await post({ image_url: "http://localhost:3000/media/metadata/clean/00000000000000000000000000000000.jpg" });
-    assert.equal([gone.status, gone.body.error], [404, E.imageNotFound]);
+    assert.equal([gone.status, gone.body.error], [404, METADATA_ERRORS.imageNotFound]);
     const goneVideo = await post({ video_url: "http://localhost:3000/media/metadata/clean/00000000000000000000000000000000.mp4" });
-    assert.equal([goneVideo.status, goneVideo.body.error], [404, E.videoNotFound]);
+    assert.equal([goneVideo.status, goneVideo.body.error], [404, METADATA_ERRORS.videoNotFound]);
   });
 
   t("only the cleaned copy is kept, for 7 days: the sweeper removes it after", async () => {
@@ -113,23 +115,23 @@ for (const backend of await databaseBackends()) {
     await tk.kernel.retention.sweep();
     assert.is((await tk.request("GET", new URL(res.body.image_url).pathname)).status, 404);
     const stale = await post({ image_url: res.body.image_url });
-    assert.equal([stale.status, stale.body.error], [404, E.imageNotFound]);
+    assert.equal([stale.status, stale.body.error], [404, METADATA_ERRORS.imageNotFound]);
   });
 
   t("400s with the spec's texts", async () => {
     const cases: Array<[unknown, string, TestKernel?]> = [
-      [{}, E.exactlyOne],
-      [{ image_url: `${base}/earth.jpg`, video_url: `${base}/video1.mp4` }, E.exactlyOne],
-      [{ image_base64: "@@not base64@@" }, E.invalidImageBase64],
-      [{ image_base64: 42 }, E.invalidImageBase64],
-      [{ image_url: "http://example.com/a.jpg" }, E.imageUrlHttps, strict],
-      [{ image_url: "https://127.0.0.1/a.jpg" }, E.imageUrlHttps, strict],
-      [{ image_url: "ftp://example.com/a.jpg" }, E.invalidImageUrl("ftp://example.com/a.jpg"), strict],
-      [{ image_url: "https://user@example.com/a.jpg" }, E.invalidImageUrl("https://user@example.com/a.jpg"), strict],
-      [{ video_url: "http://example.com/a.mp4" }, E.videoUrlHttps, strict],
-      [{ video_url: "https://exämple.com/a.mp4" }, E.invalidVideoUrl("https://exämple.com/a.mp4"), strict],
-      [{ image_url: `${base}/missing.jpg` }, E.imageFetch],
-      [{ video_url: `${base}/missing.mp4` }, E.videoFetch],
+      [{}, METADATA_ERRORS.exactlyOne],
+      [{ image_url: `${base}/earth.jpg`, video_url: `${base}/video1.mp4` }, METADATA_ERRORS.exactlyOne],
+      [{ image_base64: "@@not base64@@" }, METADATA_ERRORS.invalidImageBase64],
+      [{ image_base64: 42 }, METADATA_ERRORS.invalidImageBase64],
+      [{ image_url: "http://example.com/a.jpg" }, METADATA_ERRORS.imageUrlHttps, strict],
+      [{ image_url: "https://127.0.0.1/a.jpg" }, METADATA_ERRORS.imageUrlHttps, strict],
+      [{ image_url: "ftp://example.com/a.jpg" }, METADATA_ERRORS.invalidImageUrl("ftp://example.com/a.jpg"), strict],
+      [{ image_url: "https://user@example.com/a.jpg" }, METADATA_ERRORS.invalidImageUrl("https://user@example.com/a.jpg"), strict],
+      [{ video_url: "http://example.com/a.mp4" }, METADATA_ERRORS.videoUrlHttps, strict],
+      [{ video_url: "https://exämple.com/a.mp4" }, METADATA_ERRORS.invalidVideoUrl("https://exämple.com/a.mp4"), strict],
+      [{ image_url: `${base}/missing.jpg` }, METADATA_ERRORS.imageFetch],
+      [{ video_url: `${base}/missing.mp4` }, METADATA_ERRORS.videoFetch],
     ];
     for (const [body, error, kernel] of cases) {
       const k = kernel ? (await kernel.partner({ limits: LIMITS })).key : key;
@@ -140,19 +142,19 @@ for (const backend of await databaseBackends()) {
 
   t("413, 415 and 422; a damaged file stores nothing", async () => {
     const over = Buffer.alloc(20 * 1024 * 1024 + 3).toString("base64");
-    assert.equal(await post({ image_base64: over }).then((r) => [r.status, r.body.error]), [413, E.imageBase64TooLarge]);
-    assert.equal(await post({ image_base64: over + "A".repeat(400_000) }).then((r) => [r.status, r.body.error]), [413, E.imageBase64TooLarge]);
-    assert.equal(await post({ image_url: `${base}/big.jpg` }).then((r) => [r.status, r.body.error]), [413, E.imageTooLarge]);
-    assert.equal(await post({ image_base64: Buffer.from("GIF89a....").toString("base64") }).then((r) => [r.status, r.body.error]), [415, E.unsupportedImage]);
-    assert.equal(await post({ video_url: `${base}/junk.mp4` }).then((r) => [r.status, r.body.error]), [415, E.unsupportedVideo]);
-    assert.equal(await post({ video_url: `${base}/earth.jpg` }).then((r) => [r.status, r.body.error]), [415, E.unsupportedVideo]);
+    assert.equal(await post({ image_base64: over }).then((r) => [r.status, r.body.error]), [413, METADATA_ERRORS.imageBase64TooLarge]);
+    assert.equal(await post({ image_base64: over + "A".repeat(400_000) }).then((r) => [r.status, r.body.error]), [413, METADATA_ERRORS.imageBase64TooLarge]);
+    assert.equal(await post({ image_url: `${base}/big.jpg` }).then((r) => [r.status, r.body.error]), [413, METADATA_ERRORS.imageTooLarge]);
+    assert.equal(await post({ image_base64: Buffer.from("GIF89a....").toString("base64") }).then((r) => [r.status, r.body.error]), [415, METADATA_ERRORS.unsupportedImage]);
+    assert.equal(await post({ video_url: `${base}/junk.mp4` }).then((r) => [r.status, r.body.error]), [415, METADATA_ERRORS.unsupportedVideo]);
+    assert.equal(await post({ video_url: `${base}/earth.jpg` }).then((r) => [r.status, r.body.error]), [415, METADATA_ERRORS.unsupportedVideo]);
     const before = await retained(tk);
     const jpeg = loadFixture("earth_apollo17.jpg");
     const damaged = Buffer.from(jpeg.subarray(0, jpeg.length - 500)).toString("base64");
-    assert.equal(await post({ image_base64: damaged }).then((r) => [r.status, r.body.error]), [422, E.imageDamaged]);
+    assert.equal(await post({ image_base64: damaged }).then((r) => [r.status, r.body.error]), [422, METADATA_ERRORS.imageDamaged]);
     const webp = new Uint8Array(loadFixture("test_xmp.webp"));
     new DataView(webp.buffer).setUint32(4, webp.length * 2, true);
-    assert.equal(await post({ image_base64: Buffer.from(webp).toString("base64") }).then((r) => [r.status, r.body.error]), [422, E.imageDamaged]);
+    assert.equal(await post({ image_base64: Buffer.from(webp).toString("base64") }).then((r) => [r.status, r.body.error]), [422, METADATA_ERRORS.imageDamaged]);
     assert.is(await retained(tk), before, "nothing stored");
   });
 
@@ -167,11 +169,11 @@ for (const backend of await databaseBackends()) {
     const junk = { image_base64: Buffer.from("plain text").toString("base64") };
     for (let i = 0; i < 200; i++) assert.is((await post(junk, p)).status, 415);
     const over = await post({ image_base64: b64("C.jpg") }, p);
-    assert.equal([over.status, over.body.error], [429, E.imageQuota]);
+    assert.equal([over.status, over.body.error], [429, METADATA_ERRORS.imageQuota]);
     // Videos have their own budget.
     for (let i = 0; i < 50; i++) assert.is((await post({ video_url: `${base}/junk.mp4` }, p)).status, 415);
     const overVideo = await post({ video_url: `${base}/video1.mp4` }, p);
-    assert.equal([overVideo.status, overVideo.body.error], [429, E.videoQuota]);
+    assert.equal([overVideo.status, overVideo.body.error], [429, METADATA_ERRORS.videoQuota]);
     // Refused attempts do not count: a day later the budget is whole again.
     tk.clock.advance(25 * 3600 * 1000);
     assert.is((await post({ image_base64: b64("C.jpg") }, p)).status, 200);
@@ -180,7 +182,7 @@ for (const backend of await databaseBackends()) {
   t("503 when paused (every account) and when the video slots are taken", async () => {
     await setPaused(tk.kernel.database.kysely, "metadata_removal", true);
     const paused = await post({ image_base64: b64("C.jpg") });
-    assert.equal([paused.status, paused.body.error], [503, E.paused]);
+    assert.equal([paused.status, paused.body.error], [503, METADATA_ERRORS.paused]);
     await setPaused(tk.kernel.database.kysely, "metadata_removal", false);
     assert.is((await post({ image_base64: b64("C.jpg") })).status, 200);
 
@@ -188,7 +190,7 @@ for (const backend of await databaseBackends()) {
     const bucket = `${VIDEO_SLOT_KEY}:${Math.floor(tk.clock.now() / 300_000)}`;
     await tk.kernel.counters.increment(bucket, 600_000, VIDEO_SLOTS);
     const busy = await post({ video_url: `${base}/video1.mp4` });
-    assert.equal([busy.status, busy.body.error], [503, E.videoBusy]);
+    assert.equal([busy.status, busy.body.error], [503, METADATA_ERRORS.videoBusy]);
     await tk.kernel.counters.increment(bucket, 600_000, -VIDEO_SLOTS);
     assert.is((await post({ video_url: `${base}/video1.mp4` })).status, 200);
   });
@@ -208,7 +210,7 @@ for (const mode of ENGINE_MODES) {
   let tk: TestKernel;
   let key: string;
   t.before(async () => {
-    tk = await kernelFor({ name: "pglite" }, { env: { MEDIA_ENGINE: mode }, plugin: createMetadataPlugin({ downloadTimeoutMs: 5_000 }) });
+    tk = await kernelFor({ name: "pglite" }, { env: { MEDIA_ENGINE: mode }, plugin: { ...metadata, operations: [removeMetadataOperation({ downloadTimeoutMs: 5_000 })] } });
     key = (await tk.partner({ limits: LIMITS })).key;
   });
   t.after(() => tk.close());
@@ -227,7 +229,7 @@ for (const mode of ENGINE_MODES) {
 
   t("the download deadline (30 s in production) answers the fetch text", async () => {
     const res = await tk.request("POST", "/remove-metadata", { key, body: { video_url: `${base}/slow.mp4` } });
-    assert.equal([res.status, res.body.error], [400, E.videoFetch]);
+    assert.equal([res.status, res.body.error], [400, METADATA_ERRORS.videoFetch]);
   });
 
   t("a truncated video is 422 and nothing is stored", async () => {
@@ -237,7 +239,7 @@ for (const mode of ENGINE_MODES) {
     const cut = `clean/${"0c".repeat(16)}.mp4`; // a name /media serves: 128 random bits
     await tk.kernel.blobs.put(`metadata/${cut}`, stored);
     const res = await tk.request("POST", "/remove-metadata", { key, body: { video_url: `http://localhost:3000/media/metadata/${cut}` } });
-    assert.equal([res.status, res.body.error], [422, E.videoDamaged]);
+    assert.equal([res.status, res.body.error], [422, METADATA_ERRORS.videoDamaged]);
     assert.is(await retained(tk), before);
   });
 

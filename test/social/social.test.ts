@@ -11,7 +11,7 @@ import type { SocialExtractor } from "../../contracts/social.ts";
 import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import social from "../../plugins/social/index.ts";
-import { FAILURE_SENTENCES, SOCIAL_ERRORS as E } from "../../plugins/social/errors.ts";
+import { FAILURE_SENTENCES, SOCIAL_ERRORS } from "../../plugins/social/errors.ts";
 import { setPaused } from "../../core/pauses.ts";
 import socialSandbox, { sandboxPlan } from "../../plugins/social/sandbox.ts";
 import { createHttpApp } from "../../transports/http.ts";
@@ -211,10 +211,10 @@ for (const backend of await databaseBackends()) {
     for (const path of [video.stream_url, `/api/v1/partner/social-download/${rec.download_id}`]) {
       const r = await tk.request("GET", path, { key: other.key });
       assert.is(r.status, 404);
-      assert.equal(errorBody(r), { error: E.notFound });
+      assert.equal(errorBody(r), { error: SOCIAL_ERRORS.notFound });
     }
-    assert.equal(errorBody(await tk.request("GET", `/social-download/${rec.download_id}/file/7`, { key })), { error: E.fileNotFound });
-    assert.equal(errorBody(await tk.request("GET", `/social-download/svc-00000000`, { key })), { error: E.notFound });
+    assert.equal(errorBody(await tk.request("GET", `/social-download/${rec.download_id}/file/7`, { key })), { error: SOCIAL_ERRORS.fileNotFound });
+    assert.equal(errorBody(await tk.request("GET", `/social-download/svc-00000000`, { key })), { error: SOCIAL_ERRORS.notFound });
     assert.is((await tk.request("GET", `/social-download/nonsense`, { key })).status, 404);
   });
 
@@ -233,7 +233,7 @@ for (const backend of await databaseBackends()) {
     tk.clock.advance(1000);
     const gone = await tk.request("GET", rec.files[0].stream_url, { key });
     assert.is(gone.status, 410, "from the record's expiry, before any sweep");
-    assert.equal(errorBody(gone), { error: E.expired });
+    assert.equal(errorBody(gone), { error: SOCIAL_ERRORS.expired });
     const after = await tk.request("GET", `/social-download/${rec.download_id}`, { key });
     assert.is(after.status, 200);
     assert.ok(after.body.files.every((f: any) => f.available === false));
@@ -312,7 +312,7 @@ for (const backend of await databaseBackends()) {
     const f = await graphql(tk, `query($id: String!) { socialDownloadFile(download_id: $id, idx: "0") }`, { id }, { key });
     assert.is(f.errors?.[0]?.extensions?.status, 406);
     const bad = await graphql(tk, `mutation { socialDownload(input: { url: "https://facebook.com.evil.test/x" }) { download_id } }`, {}, { key });
-    assert.is(bad.errors?.[0]?.message, E.unsupportedHost);
+    assert.is(bad.errors?.[0]?.message, SOCIAL_ERRORS.unsupportedHost);
   });
 
   run.run();
@@ -331,13 +331,13 @@ for (const backend of await databaseBackends()) {
   limits("the input rules answer the spec's 400s and store nothing", async () => {
     const { key } = await tk.partner({ limits: UNLIMITED });
     const cases: Array<[unknown, string]> = [
-      [{}, E.urlMissing],
-      [{ url: "" }, E.urlMissing],
-      [{ url: 42 }, E.urlMissing],
-      [{ url: `https://www.tiktok.com/@a/video/${"1".repeat(490)}` }, E.tooLong],
-      [{ url: "ftp://www.instagram.com/p/x" }, E.notHttp],
-      [{ url: "https://www.youtube.com/watch?v=x" }, E.unsupportedHost],
-      [{ url: "https://facebook.com.evil.test/watch?v=1" }, E.unsupportedHost],
+      [{}, SOCIAL_ERRORS.urlMissing],
+      [{ url: "" }, SOCIAL_ERRORS.urlMissing],
+      [{ url: 42 }, SOCIAL_ERRORS.urlMissing],
+      [{ url: `https://www.tiktok.com/@a/video/${"1".repeat(490)}` }, SOCIAL_ERRORS.tooLong],
+      [{ url: "ftp://www.instagram.com/p/x" }, SOCIAL_ERRORS.notHttp],
+      [{ url: "https://www.youtube.com/watch?v=x" }, SOCIAL_ERRORS.unsupportedHost],
+      [{ url: "https://facebook.com.evil.test/watch?v=1" }, SOCIAL_ERRORS.unsupportedHost],
       [{ url: "https://www.tiktok.com/@a", partner_job_id: "bad id!" }, "partner_job_id must be 1-64 characters: letters, digits, '-', '/' or '_'"],
     ];
     for (const [body, text] of cases) {
@@ -356,7 +356,7 @@ for (const backend of await databaseBackends()) {
     assert.is(accepted.length, 2, JSON.stringify(all.map((r) => r.body)));
     assert.is(refused.length, 2);
     for (const r of refused) {
-      assert.is(r.body.error, E.inflight);
+      assert.is(r.body.error, SOCIAL_ERRORS.inflight);
       assert.is(r.body.quota.used, 2);
       assert.is(r.headers.get("retry-after"), "10");
     }
@@ -384,7 +384,7 @@ for (const backend of await databaseBackends()) {
 
     const over = await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/2" } });
     assert.is(over.status, 429);
-    assert.equal(errorBody(over), { error: E.dailyLimit, quota: { limit: 200, used: 200, remaining: 0, window_hours: 24, resets_in_seconds: 3600 } });
+    assert.equal(errorBody(over), { error: SOCIAL_ERRORS.dailyLimit, quota: { limit: 200, used: 200, remaining: 0, window_hours: 24, resets_in_seconds: 3600 } });
     assert.is(over.headers.get("retry-after"), "3600");
 
     tk.clock.advance(1800_000);
@@ -404,7 +404,7 @@ for (const backend of await databaseBackends()) {
     await seed(tk, id, Array.from({ length: 199 }, () => tk.clock.now() - HOUR));
     const all = await Promise.all([1, 2].map((n) => tk.request("POST", "/social-download", { key, body: { url: `https://www.tiktok.com/@a/video/${n}` } })));
     assert.equal(all.map((r) => r.status).sort(), [202, 429]);
-    assert.is(all.find((r) => r.status === 429)!.body.error, E.dailyLimit);
+    assert.is(all.find((r) => r.status === 429)!.body.error, SOCIAL_ERRORS.dailyLimit);
   });
 
   limits("the list: newest first, default 25, at most 100, offset", async () => {
@@ -433,7 +433,7 @@ for (const backend of await databaseBackends()) {
     await setPaused(tk.kernel.database.kysely, "social_downloads", true);
     const res = await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/1" } });
     assert.is(res.status, 503);
-    assert.equal(errorBody(res), { error: E.paused });
+    assert.equal(errorBody(res), { error: SOCIAL_ERRORS.paused });
     await setPaused(tk.kernel.database.kysely, "social_downloads", false);
     assert.is((await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/1" } })).status, 202);
   });

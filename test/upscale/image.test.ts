@@ -7,7 +7,7 @@ import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { loadVips } from "../../lib/media/index.ts";
 import type { TestKernel } from "../../testkit/index.ts";
 import { encodePng, pngInfo } from "../../plugins/images/png.ts";
-import { UPSCALE_ERRORS as E } from "../../plugins/upscale/errors.ts";
+import { UPSCALE_ERRORS } from "../../plugins/upscale/errors.ts";
 import { UPSCALE_COSTS } from "../../plugins/upscale/prices.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { fixture } from "../media/util.ts";
@@ -148,30 +148,30 @@ for (const backend of await databaseBackends()) {
     try {
       const { key, id } = await partner(tk, { credits: 100 });
       const cases: Array<[Record<string, unknown>, number, string]> = [
-        [{}, 400, E.exactlyOneSource],
-        [{ image_url: "", image_base64: null }, 400, E.exactlyOneSource],
-        [{ image_url: `${server.base}/gif.gif`, image_base64: b64(JPEG) }, 400, E.exactlyOneSource],
-        [{ image_base64: b64(JPEG), upscale_factor: 3 }, 400, E.factor],
-        [{ image_base64: b64(JPEG), upscale_factor: "2" }, 400, E.factor],
-        [{ image_base64: b64(JPEG), upscale_factor: 2.5 }, 400, E.factor],
+        [{}, 400, UPSCALE_ERRORS.exactlyOneSource],
+        [{ image_url: "", image_base64: null }, 400, UPSCALE_ERRORS.exactlyOneSource],
+        [{ image_url: `${server.base}/gif.gif`, image_base64: b64(JPEG) }, 400, UPSCALE_ERRORS.exactlyOneSource],
+        [{ image_base64: b64(JPEG), upscale_factor: 3 }, 400, UPSCALE_ERRORS.factor],
+        [{ image_base64: b64(JPEG), upscale_factor: "2" }, 400, UPSCALE_ERRORS.factor],
+        [{ image_base64: b64(JPEG), upscale_factor: 2.5 }, 400, UPSCALE_ERRORS.factor],
         [{ image_base64: b64(JPEG), partner_job_id: "no spaces" }, 400, KERNEL_ERRORS.invalidPartnerJobId],
-        [{ image_base64: "not base64!" }, 400, E.imageBase64],
-        [{ image_base64: 42 }, 400, E.imageBase64],
-        [{ image_base64: b64(GIF) }, 400, E.imageFormat],
-        [{ image_base64: b64(new TextEncoder().encode("hello, not an image at all")) }, 400, E.imageFormat],
-        [{ image_base64: b64(JPEG.subarray(0, 40)) }, 400, E.imageFormat],
-        [{ image_base64: b64(solidPng(4097, 8)) }, 400, E.over8K],
-        [{ image_base64: b64(solidPng(8193, 2)), upscale_factor: 1 }, 400, E.over8K],
-        [{ image_base64: b64(new Uint8Array(10_000_001)) }, 413, E.imageTooLarge],
-        [{ image_base64: "A".repeat(Math.ceil((21 * 1024 * 1024 * 4) / 3)) }, 413, E.base64TooLarge],
-        [{ image_url: 42 }, 400, E.imageUrl],
-        [{ image_url: "ftp://example.com/a.png" }, 400, E.imageUrl],
-        [{ image_url: "https://user@example.com/a.png" }, 400, E.imageUrl],
-        [{ image_url: `${server.base}/missing.png` }, 400, E.imageFetch],
-        [{ image_url: `${server.base}/moved.jpg` }, 400, E.imageFetch],
-        [{ image_url: `${server.base}/gif.gif` }, 400, E.imageFormat],
-        [{ image_url: `${server.base}/big.jpg` }, 413, E.imageTooLarge],
-        [{ image_url: "https://media.example.test/media/images/svc-00000000-nothing.png" }, 400, E.imageFetch],
+        [{ image_base64: "not base64!" }, 400, UPSCALE_ERRORS.imageBase64],
+        [{ image_base64: 42 }, 400, UPSCALE_ERRORS.imageBase64],
+        [{ image_base64: b64(GIF) }, 400, UPSCALE_ERRORS.imageFormat],
+        [{ image_base64: b64(new TextEncoder().encode("hello, not an image at all")) }, 400, UPSCALE_ERRORS.imageFormat],
+        [{ image_base64: b64(JPEG.subarray(0, 40)) }, 400, UPSCALE_ERRORS.imageFormat],
+        [{ image_base64: b64(solidPng(4097, 8)) }, 400, UPSCALE_ERRORS.over8K],
+        [{ image_base64: b64(solidPng(8193, 2)), upscale_factor: 1 }, 400, UPSCALE_ERRORS.over8K],
+        [{ image_base64: b64(new Uint8Array(10_000_001)) }, 413, UPSCALE_ERRORS.imageTooLarge],
+        [{ image_base64: "A".repeat(Math.ceil((21 * 1024 * 1024 * 4) / 3)) }, 413, UPSCALE_ERRORS.base64TooLarge],
+        [{ image_url: 42 }, 400, UPSCALE_ERRORS.imageUrl],
+        [{ image_url: "ftp://example.com/a.png" }, 400, UPSCALE_ERRORS.imageUrl],
+        [{ image_url: "https://user@example.com/a.png" }, 400, UPSCALE_ERRORS.imageUrl],
+        [{ image_url: `${server.base}/missing.png` }, 400, UPSCALE_ERRORS.imageFetch],
+        [{ image_url: `${server.base}/moved.jpg` }, 400, UPSCALE_ERRORS.imageFetch],
+        [{ image_url: `${server.base}/gif.gif` }, 400, UPSCALE_ERRORS.imageFormat],
+        [{ image_url: `${server.base}/big.jpg` }, 413, UPSCALE_ERRORS.imageTooLarge],
+        [{ image_url: "https://media.example.test/media/images/svc-00000000-nothing.png" }, 400, UPSCALE_ERRORS.imageFetch],
       ];
       for (const [body, code, text] of cases) {
         const res = await tk.request("POST", "/upscale-image", { key, body });
@@ -244,7 +244,7 @@ for (const backend of await databaseBackends()) {
     const done = await status(tk, key, res.body.public_id);
     assert.equal(Object.keys(done).sort(), ["error", "generation_id", "request_id", "status"]);
     assert.is(done.status, "failed");
-    assert.is(done.error, E.failed);
+    assert.is(done.error, UPSCALE_ERRORS.failed);
     assert.is(await balance(tk, key), 100);
     assert.is(await ledgerSum(tk, id), 100);
     const list = await tk.request("GET", "/images", { key });

@@ -6,7 +6,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createMediaEngine, displaySize, firstAudio, firstVideo, generateTestVideo } from "../../lib/media/index.ts";
 import type { TestKernel } from "../../testkit/index.ts";
-import { UPSCALE_ERRORS as E } from "../../plugins/upscale/errors.ts";
+import { UPSCALE_ERRORS } from "../../plugins/upscale/errors.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { ENGINE_MODES, fixture } from "../media/util.ts";
 import { assertNothingChanged, balance, count, fileServer, ledgerSum, mediaBytes, partner, poll, upscaleKernel } from "./util.ts";
@@ -183,27 +183,27 @@ for (const backend of BACKENDS) {
   p("every refusal answers the spec's text before any charge and changes nothing", async () => {
     const { key, id } = await partner(tk, { credits: 1000 });
     const cases: Array<[Record<string, unknown>, number, string]> = [
-      [{}, 400, E.videoUrlRequired],
-      [{ video_url: "" }, 400, E.videoUrlRequired],
-      [{ video_url: 7 }, 400, E.videoUrl],
-      [{ video_url: url("/clip.mp4"), upscale_factor: 3 }, 400, E.factor],
-      [{ video_url: url("/clip.mp4"), upscale_factor: "4" }, 400, E.factor],
-      [{ video_url: "ftp://example.com/a.mp4" }, 400, E.videoUrl],
-      [{ video_url: "https://user@example.com/a.mp4" }, 400, E.videoUrl],
-      [{ video_url: "https://exämple.com/a.mp4" }, 400, E.videoUrl],
-      [{ video_url: url("/nothing.mp4") }, 400, E.videoDownload],
-      [{ video_url: url("/moved.mp4") }, 400, E.videoDownload],
-      [{ video_url: url("/broken.mp4") }, 400, E.videoDownload],
-      [{ video_url: "https://media.example.test/media/video/clips/svc-00000000-gone.mp4" }, 400, E.videoDownload],
-      [{ video_url: url("/notes.txt") }, 400, E.videoFormat],
-      [{ video_url: url("/song.mp3") }, 400, E.videoFormat],
-      [{ video_url: url("/sound.m4a") }, 400, E.videoFormat],
-      [{ video_url: url("/clip.3gp") }, 400, E.videoFormat],
-      [{ video_url: url("/long.mp4") }, 400, E.videoTooLong],
-      [{ video_url: url("/hd.mp4"), upscale_factor: 4 }, 400, E.over4K],
-      [{ video_url: url("/c.mov") }, 400, E.over4K],
-      [{ video_url: url("/huge.mp4") }, 413, E.videoTooLarge],
-      [{ video_url: url("/declared-huge.mp4") }, 413, E.videoTooLarge],
+      [{}, 400, UPSCALE_ERRORS.videoUrlRequired],
+      [{ video_url: "" }, 400, UPSCALE_ERRORS.videoUrlRequired],
+      [{ video_url: 7 }, 400, UPSCALE_ERRORS.videoUrl],
+      [{ video_url: url("/clip.mp4"), upscale_factor: 3 }, 400, UPSCALE_ERRORS.factor],
+      [{ video_url: url("/clip.mp4"), upscale_factor: "4" }, 400, UPSCALE_ERRORS.factor],
+      [{ video_url: "ftp://example.com/a.mp4" }, 400, UPSCALE_ERRORS.videoUrl],
+      [{ video_url: "https://user@example.com/a.mp4" }, 400, UPSCALE_ERRORS.videoUrl],
+      [{ video_url: "https://exämple.com/a.mp4" }, 400, UPSCALE_ERRORS.videoUrl],
+      [{ video_url: url("/nothing.mp4") }, 400, UPSCALE_ERRORS.videoDownload],
+      [{ video_url: url("/moved.mp4") }, 400, UPSCALE_ERRORS.videoDownload],
+      [{ video_url: url("/broken.mp4") }, 400, UPSCALE_ERRORS.videoDownload],
+      [{ video_url: "https://media.example.test/media/video/clips/svc-00000000-gone.mp4" }, 400, UPSCALE_ERRORS.videoDownload],
+      [{ video_url: url("/notes.txt") }, 400, UPSCALE_ERRORS.videoFormat],
+      [{ video_url: url("/song.mp3") }, 400, UPSCALE_ERRORS.videoFormat],
+      [{ video_url: url("/sound.m4a") }, 400, UPSCALE_ERRORS.videoFormat],
+      [{ video_url: url("/clip.3gp") }, 400, UPSCALE_ERRORS.videoFormat],
+      [{ video_url: url("/long.mp4") }, 400, UPSCALE_ERRORS.videoTooLong],
+      [{ video_url: url("/hd.mp4"), upscale_factor: 4 }, 400, UPSCALE_ERRORS.over4K],
+      [{ video_url: url("/c.mov") }, 400, UPSCALE_ERRORS.over4K],
+      [{ video_url: url("/huge.mp4") }, 413, UPSCALE_ERRORS.videoTooLarge],
+      [{ video_url: url("/declared-huge.mp4") }, 413, UPSCALE_ERRORS.videoTooLarge],
     ];
     assert.ok(seconds.long > 120);
     for (const [body, code, text] of cases) {
@@ -238,7 +238,7 @@ for (const backend of BACKENDS) {
     await tk.kernel.blobs.put(`upscale/${(row.input as any).source_key}`, new TextEncoder().encode("no longer a video"));
     await tk.kernel.start();
     const done = await finished(tk, key, res.body.job_id);
-    assert.equal(done, { request_id: done.request_id, job_id: res.body.job_id, status: "error", error: E.failed });
+    assert.equal(done, { request_id: done.request_id, job_id: res.body.job_id, status: "error", error: UPSCALE_ERRORS.failed });
     assert.is(await balance(tk, key), 100);
     assert.is(await ledgerSum(tk, id), 100);
     const list = await tk.request("GET", "/videos", { key, });

@@ -11,7 +11,7 @@ import * as assert from "uvu/assert";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { VOICEOVER_ERRORS as E } from "../../plugins/voiceover/errors.ts";
+import { VOICEOVER_ERRORS } from "../../plugins/voiceover/errors.ts";
 import { VOICES } from "../../plugins/voiceover/models.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { api, call, until } from "../helpers/restart.ts";
@@ -73,7 +73,7 @@ for (const backend of await databaseBackends()) {
         60_000,
       );
       console.log(`  ${backend.name}: kill -> job failed in ${Date.now() - killedAt} ms (${Date.now() - readyAt} ms after the survivor was ready)`);
-      assert.is(failed.body.voiceovers[0].error_message, E.unavailable);
+      assert.is(failed.body.voiceovers[0].error_message, VOICEOVER_ERRORS.unavailable);
 
       // Refunded exactly once; the ledger sums to the balance.
       const credits = await call(survivor, "GET", api("/credits"), { key });
@@ -96,7 +96,7 @@ for (const backend of await databaseBackends()) {
       assert.is(replay.replayed, "true");
       assert.is(replay.body.job_id, jobId);
       assert.is(replay.body.status, "failed");
-      assert.is(replay.body.error, E.unavailable);
+      assert.is(replay.body.error, VOICEOVER_ERRORS.unavailable);
 
       // The slot is free: with a cap of 1, the next voiceover runs.
       const next = await post(survivor, key, "crash-key-2");

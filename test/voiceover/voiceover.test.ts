@@ -9,7 +9,7 @@ import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import voiceover from "../../plugins/voiceover/index.ts";
 import voiceoverSandbox from "../../plugins/voiceover/sandbox.ts";
-import { VOICEOVER_ERRORS as E } from "../../plugins/voiceover/errors.ts";
+import { VOICEOVER_ERRORS } from "../../plugins/voiceover/errors.ts";
 import { VOICES } from "../../plugins/voiceover/models.ts";
 import { SpeechHttpError, synthesizeWithin, SpeechTimeoutError, type SpeechProvider, type SpeechProviders } from "../../contracts/speech.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
@@ -112,17 +112,17 @@ for (const backend of await databaseBackends()) {
   t("validation texts, no charge and no row", async () => {
     const { key, id } = await tk.partner({ credits: 100, limits: MANY });
     const cases: Array<[Record<string, unknown>, string]> = [
-      [{ voice_id: ARIA }, E.textMissing],
-      [{ text: "   ", voice_id: ARIA }, E.textMissing],
-      [{ text: 5, voice_id: ARIA }, E.textMissing],
-      [{ text: "x".repeat(5001), voice_id: ARIA }, E.textTooLong],
-      [{ text: "hi" }, E.invalidVoice],
-      [{ text: "hi", voice_id: "nope" }, E.invalidVoice],
-      [{ text: "hi", voice_id: ARIA, model_id: "tts_v9" }, E.invalidModel],
-      [{ text: "hi", voice_id: ARIA, output_format: "mp3_44100_999" }, E.invalidOutputFormat],
-      [{ text: "hi", voice_id: ARIA, output_format: "wav" }, E.invalidOutputFormat],
-      [{ text: "hi", voice_id: ARIA, output_format: "mp3_22050_192" }, E.invalidOutputFormat],
-      [{ text: "hi", voice_id: ARIA, source: "s".repeat(201) }, E.invalidSource],
+      [{ voice_id: ARIA }, VOICEOVER_ERRORS.textMissing],
+      [{ text: "   ", voice_id: ARIA }, VOICEOVER_ERRORS.textMissing],
+      [{ text: 5, voice_id: ARIA }, VOICEOVER_ERRORS.textMissing],
+      [{ text: "x".repeat(5001), voice_id: ARIA }, VOICEOVER_ERRORS.textTooLong],
+      [{ text: "hi" }, VOICEOVER_ERRORS.invalidVoice],
+      [{ text: "hi", voice_id: "nope" }, VOICEOVER_ERRORS.invalidVoice],
+      [{ text: "hi", voice_id: ARIA, model_id: "tts_v9" }, VOICEOVER_ERRORS.invalidModel],
+      [{ text: "hi", voice_id: ARIA, output_format: "mp3_44100_999" }, VOICEOVER_ERRORS.invalidOutputFormat],
+      [{ text: "hi", voice_id: ARIA, output_format: "wav" }, VOICEOVER_ERRORS.invalidOutputFormat],
+      [{ text: "hi", voice_id: ARIA, output_format: "mp3_22050_192" }, VOICEOVER_ERRORS.invalidOutputFormat],
+      [{ text: "hi", voice_id: ARIA, source: "s".repeat(201) }, VOICEOVER_ERRORS.invalidSource],
     ];
     for (const [body, text] of cases) {
       const res = await tk.request("POST", "/generate-voiceover", { key, body });
@@ -226,13 +226,13 @@ for (const backend of await databaseBackends()) {
     const { key, id } = await tk.partner({ credits: 50 });
     const res = await tk.request("POST", "/generate-voiceover", { key, body: { text: "fail please [sandbox:fail]", voice_id: ARIA } });
     assert.is(res.status, 502);
-    assert.is(res.body.error, E.failed);
+    assert.is(res.body.error, VOICEOVER_ERRORS.failed);
     assert.is(await balance(tk, key), 50);
     assert.is(await ledgerSum(tk, id), 50);
     const list = await tk.request("GET", "/voiceovers", { key });
     assert.is(list.body.voiceovers[0].status, "failed");
     assert.is(list.body.voiceovers[0].audio_url, null);
-    assert.is(list.body.voiceovers[0].error_message, E.failed);
+    assert.is(list.body.voiceovers[0].error_message, VOICEOVER_ERRORS.failed);
     const ok = await tk.request("POST", "/generate-voiceover", { key, body: { text: "fine", voice_id: ARIA } });
     assert.is(ok.status, 200, "the failed attempt released its in-flight slot");
   });
@@ -249,14 +249,14 @@ for (const backend of await databaseBackends()) {
     const { key, id } = await tk.partner({ credits: 20 });
     let res = await tk.request("POST", "/generate-voiceover", { key, body: { text: "hello", voice_id: ARIA } });
     assert.is(res.status, 502);
-    assert.is(res.body.error, E.unavailable);
+    assert.is(res.body.error, VOICEOVER_ERRORS.unavailable);
     mode = "http";
     res = await tk.request("POST", "/generate-voiceover", { key, body: { text: "hello", voice_id: ARIA } });
-    assert.is(res.body.error, E.failed);
+    assert.is(res.body.error, VOICEOVER_ERRORS.failed);
     mode = "none";
     res = await tk.request("POST", "/generate-voiceover", { key, body: { text: "hello", voice_id: ARIA } });
     assert.is(res.status, 503);
-    assert.is(res.body.error, E.notConfigured);
+    assert.is(res.body.error, VOICEOVER_ERRORS.notConfigured);
     assert.is(await balance(tk, key), 20);
     assert.is(await ledgerSum(tk, id), 20);
   });
