@@ -111,5 +111,5 @@ export { capText, cleanUpstreamJson, cleanUpstreamText, UPSTREAM_TEXT_LIMITS } f
 export * from "../lib/file-response.ts";
 // CPU-bound JavaScript in a worker thread, so a render never holds the event loop (lib/threads.ts).
 export { inThread, ThreadError } from "../lib/threads.ts";
-// Blob names: which keys `/media` serves, and the private folder it never does (DESIGN "Media links").
+// Blob names: which keys `/media` serves, and the private folder it never does (docs/architecture.md "Media links").
 export { mediaToken, PRIVATE_KEY_PREFIX } from "../lib/service-media.ts";
