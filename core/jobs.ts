@@ -1,7 +1,7 @@
 // The job runtime. A plugin declares a job kind once (states, legal transitions, terminal states, runner);
 // the kernel makes a pg-boss queue of it, runs it, and enforces the state machine: an illegal transition
 // throws (a bug, never a silent write), progress is stored on the job row and published, and a terminal
-// failure refunds in the same transaction as the state change (core/ledger.ts finishJob, exactly once).
+// failure refunds in the same transaction as the state change (core/job-transactions.ts finishJob, exactly once).
 //
 // Crash safety, in order of what can go wrong:
 // - a submit's charge, job rows and queue jobs commit in one transaction (Queue.sendWithin), so a job is
@@ -20,10 +20,12 @@
 //   committed with the wait's new sequence number (core/upstream-waits.ts), so a restart at any moment
 //   leaves exactly one queue job that may poll.
 import type { Kysely, RawBuilder } from "kysely";
-import { CompiledQuery, sql } from "kysely";
+import { sql } from "kysely";
 import type { Clock } from "./clock.ts";
-import type { Config, PluginConfigValues } from "./config.ts";
-import { type ChargeRequest, createCarryingJob, type FinishJob, type FinishedJob, type SubmittedJob } from "./ledger.ts";
+import type { Config } from "./config.ts";
+import type { PluginConfigValues } from "../lib/plugin-config.ts";
+import type { SubmittedJob } from "./ledger.ts";
+import { enqueue, type FinishedJob, type FinishPlan, type QueuedJob, type SubmitPlan } from "./job-transactions.ts";
 import type { Logger } from "./log.ts";
 import type { PluginDeclaration } from "./plugin.ts";
 import type { CapabilityMap, CapabilityName, ContributionMap, ContributionName } from "../contracts/index.ts";
@@ -117,9 +119,6 @@ export const JOB_RETRY_DELAY_SECONDS = 2;
 export const JOB_RETRY_DELAY_MAX_SECONDS = 60;
 /** The `code` of the abort reason storage/queue-fetcher.ts gives an attempt that ran past its `expireInSeconds`. */
 const ATTEMPT_EXPIRED = "ATTEMPT_EXPIRED";
-
-/** The lease a synchronous job's owner holds (core/leases.ts). */
-export const jobLeaseKey = (jobId: string) => `job:${jobId}`;
 
 /** What a runner returns: the terminal state it reached and the job's partner-visible result. */
 export interface JobOutcome {
@@ -294,32 +293,27 @@ export interface JobRuntimeDeps {
   config: Config;
   clock: Clock;
   kinds: Map<string, CompiledKind>;
-  chargeAndCreateJob(req: ChargeRequest): Promise<SubmittedJob>;
-  /** On the background lane, like `refundShare`. */
-  finishJob(jobId: string, finish: FinishJob): Promise<FinishedJob | null>;
+  /** core/job-transactions.ts submitJobs, on the requests' lane. */
+  submitJobs(plan: SubmitPlan): Promise<SubmittedJob>;
+  /** core/job-transactions.ts finishJob, on the background lane, like `refundShare`. */
+  finishJob(jobId: string, plan: FinishPlan): Promise<FinishedJob | null>;
   refundShare(jobId: string, index: number): Promise<number>;
   blobsFor(plugin: string): BlobStore;
   capabilitiesFor(plugin: string): <K extends CapabilityName>(name: K) => CapabilityMap[K];
   contributionsFor(plugin: string): <K extends ContributionName>(name: K) => readonly ContributionMap[K][];
   pluginConfigFor(plugin: string): PluginConfigValues;
   mediaUrl(plugin: string, key: string): string;
-  /** Makes events inside the finishing transaction (core/webhooks.ts). */
-  webhooks: Pick<Webhooks, "wake" | "createEvent">;
+  /** Wakes the delivery of the events a finish made (core/webhooks.ts). */
+  webhooks: Pick<Webhooks, "wake">;
   /** Upstream callbacks (`$PUBLIC_URL`, UPSTREAM_CALLBACK_SECRET), or null when they are off. */
   upstreamCallbacks: WaitsDeps["callbacks"];
   /** The synchronous jobs' leases (core/leases.ts). */
   leases: Pick<Leases, "take" | "owner">;
 }
 
-interface QueuedJob {
-  jobId: string;
-  /** The wait's sequence number this queue job polls at (absent: the job's first run, 0). */
-  seq?: number;
-}
-
 export interface JobRuntime {
   /** Charges and creates the job(s); when the kind has a runner, queues them in the same transaction. */
-  submit(req: ChargeRequest): Promise<SubmittedJob>;
+  submit(plan: Omit<SubmitPlan, "queue" | "lease">): Promise<SubmittedJob>;
   /** The job as its partner sees it, or null when it is missing or another partner's (invariant 4). */
   current(jobId: string, partnerId: string): Promise<JobUpdate | null>;
   /** Creates the queues and starts the workers (not on ROLE=api). */
@@ -527,14 +521,10 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       if (!next?.decl.run) throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: hands off to "${handOff.kind}", not a queued kind of its plugin`);
       await ensureQueue(next); // outside the transaction (PGlite's one connection)
     }
-    const finish: FinishJob = { state: outcome.state, refund: k.decl.terminal[outcome.state] === "failure", error: null, output: outcome.output ?? null };
+    const finish: FinishPlan = { state: outcome.state, refund: k.decl.terminal[outcome.state] === "failure", error: null, output: outcome.output ?? null };
     if (handOff && next) {
-      finish.within = async (trx) => {
-        await createCarryingJob(trx, jobId, { id: handOff.jobId, kind: handOff.kind, state: next.decl.initial, input: handOff.input, partnerJobId: handOff.partnerJobId ?? null, callbackUrl: handOff.callbackUrl ?? null });
-        await handOff.within?.(trx, handOff.jobId);
-        const executor = async (text: string, values: unknown[]) => trx.executeQuery(CompiledQuery.raw(text, values as any[]));
-        await queue.sendWithin(executor, next.queue, { jobId: handOff.jobId } satisfies QueuedJob);
-      };
+      const job = { id: handOff.jobId, kind: handOff.kind, state: next.decl.initial, input: handOff.input, partnerJobId: handOff.partnerJobId ?? null, callbackUrl: handOff.callbackUrl ?? null };
+      finish.handOff = { job, queue: next.queue, ...(handOff.within ? { within: handOff.within } : {}) };
     }
     const ended = await end(k, jobId, finish, waits.step !== null);
     if (ended && next) queue.wake(next.queue);
@@ -544,44 +534,19 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
   /** Ends an attempt that waits: the next poll is queued with the wait's next seq, in one transaction. */
   async function park(k: CompiledKind, jobId: string, queueJobId: string, p: Park) {
     const nextPollAt = new Date(deps.clock.now() + p.delayMs);
-    const delay = await commitPark(background, p, queueJobId, nextPollAt, async (trx, seq, delaySeconds) => {
-      const executor = async (text: string, values: unknown[]) => trx.executeQuery(CompiledQuery.raw(text, values as any[]));
-      await queue.sendWithin(executor, k.queue, { jobId, seq } satisfies QueuedJob, delaySeconds > 0 ? { startAfterSeconds: delaySeconds } : {});
-    });
+    const delay = await commitPark(background, p, queueJobId, nextPollAt, (trx, seq, delaySeconds) => enqueue(trx, queue, k.queue, { jobId, seq }, delaySeconds));
     if (delay === null) log.warn(`${k.plugin}/${k.kind} job ${jobId}: its wait moved under this attempt; another poll stands for it`);
     else queue.wake(k.queue, delay);
   }
 
   /** Ends a job; `waited`: it may have a job_waits row (a job that never waited skips that statement). */
-  async function end(k: CompiledKind, jobId: string, finish: FinishJob, waited = true) {
+  async function end(k: CompiledKind, jobId: string, finish: FinishPlan, waited = true) {
     const events = k.decl.events;
-    const event = events?.[k.decl.terminal[finish.state] === "success" ? "success" : "failure"];
-    if (events && event) {
-      const own = finish.within;
-      finish = {
-        ...finish,
-        within: async (trx, job) => {
-          await own?.(trx, job);
-          const row = await trx.selectFrom("jobs").select("callback_url").where("id", "=", jobId).executeTakeFirstOrThrow();
-          const data = await events.data(trx, { jobId, partnerId: job.partnerId });
-          await deps.webhooks.createEvent(trx, { partnerId: job.partnerId, jobId, event, data, callbackUrl: row.callback_url });
-        },
-      };
-    }
-    if (waited) {
-      // The wait is over with the job, in the same transaction (its handle is no use to anyone now).
-      const before = finish.within;
-      finish = {
-        ...finish,
-        within: async (trx, job) => {
-          await before?.(trx, job);
-          await trx.deleteFrom("job_waits").where("job_id", "=", jobId).execute();
-        },
-      };
-    }
-    const done = await deps.finishJob(jobId, finish);
+    const name = events?.[k.decl.terminal[finish.state] === "success" ? "success" : "failure"];
+    const event = events && name ? { name, data: events.data } : undefined;
+    const done = await deps.finishJob(jobId, { ...finish, ...(event ? { event } : {}), waited });
     // Committed: the delivery it may have made can be claimed now.
-    if (done && events && event) await deps.webhooks.wake();
+    if (done && event) await deps.webhooks.wake();
     // The finish's own update returned the row the event is made of.
     if (done) await publish(updateOf(done.row));
     else log.debug(`${k.plugin}/${k.kind} job ${jobId} had already ended`);
@@ -634,7 +599,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     }
     log.warn(`${o.plugin}/${o.kind} job ${o.id}: its owner died in state "${o.state}"; ${outcome ? `recovered as "${outcome.state}"` : "failing and refunding it"}`);
     if (k) {
-      const finish: FinishJob = outcome
+      const finish: FinishPlan = outcome
         ? { state: outcome.state, refund: k.decl.terminal[outcome.state] === "failure", error: null, output: outcome.output ?? null }
         : { state: k.decl.failState, refund: true, error: k.decl.failError };
       await end(k, o.id, finish, false);
@@ -696,8 +661,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
           return false;
         }
         await trx.updateTable("job_waits").set({ seq: row.seq + 1, next_poll_at: sql<Date>`now()` }).where("job_id", "=", waiting.job_id).execute();
-        const executor = async (text: string, values: unknown[]) => trx.executeQuery(CompiledQuery.raw(text, values as any[]));
-        await queue.sendWithin(executor, k.queue, { jobId: waiting.job_id, seq: row.seq + 1 } satisfies QueuedJob);
+        await enqueue(trx, queue, k.queue, { jobId: waiting.job_id, seq: row.seq + 1 });
         return true;
       });
       if (sent) queue.wake(k.queue);
@@ -709,18 +673,9 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       if (k && req.state !== k.decl.initial) throw new IllegalTransition(`${req.plugin}/${req.kind}: jobs start in "${k.decl.initial}", not "${req.state}"`);
       const runs = k?.decl.run && !req.terminal ? k : undefined;
       if (runs) await ensureQueue(runs);
-      return deps.chargeAndCreateJob({
-        ...req,
-        within: async (trx, jobIds, groupId) => {
-          await req.within?.(trx, jobIds, groupId);
-          // A job left open with no runner (a synchronous kind, or a kind no plugin declares): this process
-          // owns it, with the charge, until the request ends it (recoverOrphans if the process dies first).
-          if (!runs && !req.terminal) for (const jobId of jobIds) await deps.leases.take(trx, jobLeaseKey(jobId));
-          if (!runs) return;
-          const executor = async (text: string, values: unknown[]) => trx.executeQuery(CompiledQuery.raw(text, values as any[]));
-          for (const jobId of jobIds) await queue.sendWithin(executor, runs.queue, { jobId } satisfies QueuedJob);
-        },
-      });
+      // A job left open with no runner (a synchronous kind, or a kind no plugin declares): this process owns
+      // it, with the charge, until the request ends it (recoverOrphans if the process dies first).
+      return deps.submitJobs({ ...req, queue: runs?.queue ?? null, lease: !runs && !req.terminal });
     },
 
     async current(jobId, partnerId) {

@@ -2,10 +2,12 @@
 // a context built from them. It knows no plugin by name.
 import { Accounts } from "./accounts.ts";
 import { type Clock, systemClock } from "./clock.ts";
-import { type Config, type Environment, environmentOf, type PluginConfigValues, readVariables } from "./config.ts";
+import { type Config, environmentOf } from "./config.ts";
+import { type Environment, type PluginConfigValues, readVariables } from "../lib/plugin-config.ts";
 import { compileJobKinds, createJobRuntime, type JobRuntime } from "./jobs.ts";
 import { compileOperations, type OperationTable } from "./operations.ts";
-import { chargeAndCreateJob, finishJob, type FinishJob, type FinishedJob, refundShare } from "./ledger.ts";
+import { refundShare, type SubmittedJob } from "./ledger.ts";
+import { finishJob, submitJobs, type FinishedJob, type FinishJob, type FinishPlan, type JobServices, type SubmitPlan } from "./job-transactions.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { isTransient } from "./transient.ts";
 import type { CapabilityHost, PluginDeclaration } from "./plugin.ts";
@@ -89,7 +91,8 @@ export interface Kernel {
   retention: RetentionSweeper;
   /** Ends a job: terminal state, refund if asked, slot released; exactly once. */
   finishJob(jobId: string, finish: FinishJob): Promise<FinishedJob | null>;
-  chargeAndCreateJob: (req: Parameters<typeof chargeAndCreateJob>[1]) => ReturnType<typeof chargeAndCreateJob>;
+  /** Charges and creates jobs with nothing queued (core/job-transactions.ts submitJobs); a plugin's go through `jobs.submit`. */
+  chargeAndCreateJob(plan: SubmitPlan): Promise<SubmittedJob>;
   /** Starts background work: queue, usage flushing, and the job workers unless ROLE=api. */
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -233,20 +236,6 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     };
     const blobsByPlugin = new Map(registry.plugins.map((p) => [p.name, blobs.scoped(p.name)]));
 
-    const chargeAndCreate: Kernel["chargeAndCreateJob"] = async (req) => {
-      const job = await chargeAndCreateJob(database.kysely, req);
-      if (job.creditsUsed > 0) await accounts.changed(req.partnerId);
-      return job;
-    };
-    // On either lane (storage/lanes.ts): an operation's own finish is a request's, a runner's is background work.
-    const finishOn =
-      (db: Kysely<KernelTables>): Kernel["finishJob"] =>
-      async (jobId, how) => {
-        const done = await finishJob(db, jobId, how);
-        if (done && done.creditsRefunded > 0) await accounts.changed(done.partnerId);
-        return done;
-      };
-    const finish = finishOn(database.kysely);
     const webhooks = createWebhooks({
       db: database.kysely,
       background: database.background,
@@ -258,6 +247,21 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       embedded: database.kind === "pglite",
       eventNames: [...new Set(registry.plugins.flatMap((p) => Object.values(p.jobs ?? {}).flatMap((j) => [j.events?.success, j.events?.failure])).filter((e): e is string => !!e)), TEST_EVENT],
     });
+    const services: JobServices = { queue, leases, idempotency, webhooks };
+    const chargeAndCreate: Kernel["chargeAndCreateJob"] = async (plan) => {
+      const job = await submitJobs(database.kysely, plan, services);
+      if (job.creditsUsed > 0) await accounts.changed(plan.partnerId);
+      return job;
+    };
+    // On either lane (storage/lanes.ts): an operation's own finish is a request's, a runner's is background work.
+    const finishOn =
+      (db: Kysely<KernelTables>) =>
+      async (jobId: string, plan: FinishPlan): Promise<FinishedJob | null> => {
+        const done = await finishJob(db, jobId, plan, services);
+        if (done && done.creditsRefunded > 0) await accounts.changed(done.partnerId);
+        return done;
+      };
+    const finish = finishOn(database.kysely);
     const jobs = createJobRuntime({
       webhooks,
       db: database.kysely,
@@ -268,7 +272,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       config,
       clock,
       kinds: jobKinds,
-      chargeAndCreateJob: chargeAndCreate,
+      submitJobs: chargeAndCreate,
       finishJob: finishOn(database.background),
       async refundShare(jobId, index) {
         const { partnerId, credits } = await refundShare(database.background, jobId, index);

@@ -15,6 +15,9 @@ import type { Logger } from "./log.ts";
 
 export const DEFAULT_LEASE_SECONDS = 15;
 
+/** The lease a synchronous job's owner holds from its charge to its end (core/job-transactions.ts). */
+export const jobLeaseKey = (jobId: string) => `job:${jobId}`;
+
 export interface Leases {
   /** This process's id, the `owner` of its leases. */
   readonly owner: string;

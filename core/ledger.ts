@@ -1,8 +1,11 @@
 // The credit ledger (invariant 1). Every change of a balance is a conditional update of the partner row and
 // a ledger row, in one transaction; a job's charge is written with its job row, and its refund with its
-// terminal state, exactly once. The ledger therefore always sums to the balance.
-import { type Kysely, type Selectable, sql } from "kysely";
-import { ApiError, KERNEL_ERRORS } from "./errors.ts";
+// terminal state, exactly once. The ledger therefore always sums to the balance. The transactions that
+// charge and refund a job are core/job-transactions.ts; this file holds their money steps.
+import { type Kysely, sql, type Transaction } from "kysely";
+import type { PluginDb } from "./records.ts";
+import { KERNEL_ERRORS } from "./errors.ts";
+import { ApiError } from "../lib/api-error.ts";
 import { allocateServiceId } from "./ids.ts";
 import type { KernelTables, LedgerType } from "../storage/tables.ts";
 
@@ -49,10 +52,10 @@ export interface JobSubmission {
    */
   group?: boolean;
   /**
-   * Runs inside the charge's transaction after the job rows exist: the plugin's own rows, and the queue
-   * send (core/jobs.ts), commit or vanish together with the charge. Database work only.
+   * Runs inside the charge's transaction after the job rows exist (core/job-transactions.ts submitJobs): the
+   * plugin's own rows commit or vanish together with the charge. Database work only.
    */
-  within?: (trx: Kysely<any>, jobIds: readonly string[], groupId: string | null) => Promise<void>;
+  within?: (trx: PluginDb, jobIds: readonly string[], groupId: string | null) => Promise<void>;
 }
 
 export interface SubmittedJob {
@@ -105,203 +108,87 @@ export function checkCharge(credits: number): void {
 }
 
 /**
- * Charges and creates the job row in one transaction. The partner row is locked first, so concurrent
- * submits of one account serialize: the in-flight count and the balance check see every earlier commit.
+ * The charge's first step (core/job-transactions.ts submitJobs): locks the partner row, checks the in-flight
+ * cap and takes the credits. Returns the balance left.
  */
-export async function chargeAndCreateJob(db: Kysely<KernelTables>, req: ChargeRequest): Promise<SubmittedJob> {
-  checkCharge(req.credits);
-  return db.transaction().execute(async (trx) => {
-    const partner = await trx
-      .selectFrom("partners")
-      .select(["credits_remaining", "limits"])
-      .where("id", "=", req.partnerId)
-      .forUpdate()
+export async function debit(trx: Transaction<KernelTables>, req: ChargeRequest): Promise<number> {
+  const partner = await trx.selectFrom("partners").select(["credits_remaining", "limits"]).where("id", "=", req.partnerId).forUpdate().executeTakeFirstOrThrow();
+  if (req.inflight) {
+    const cap = partner.limits?.inflight_jobs ?? DEFAULT_INFLIGHT_CAP;
+    const { n } = await trx
+      .selectFrom("jobs")
+      // A group (a batch's sections) is one job of the cap, however many of its jobs still run.
+      .select(sql<number>`count(distinct coalesce(group_id, id))`.as("n"))
+      .where("partner_id", "=", req.partnerId)
+      .where("holds_inflight_slot", "=", true)
       .executeTakeFirstOrThrow();
-    if (req.inflight) {
-      const cap = partner.limits?.inflight_jobs ?? DEFAULT_INFLIGHT_CAP;
-      const { n } = await trx
-        .selectFrom("jobs")
-        // A group (a batch's sections) is one job of the cap, however many of its jobs still run.
-        .select(sql<number>`count(distinct coalesce(group_id, id))`.as("n"))
-        .where("partner_id", "=", req.partnerId)
-        .where("holds_inflight_slot", "=", true)
-        .executeTakeFirstOrThrow();
-      if (Number(n) >= cap) throw new ApiError(429, KERNEL_ERRORS.inflightCap, {}, { "Retry-After": "10" });
-    }
-    let remaining = partner.credits_remaining;
-    if (req.credits > 0) {
-      const updated = await trx
-        .updateTable("partners")
-        .set({ credits_remaining: sql`credits_remaining - ${req.credits}` })
-        .where("id", "=", req.partnerId)
-        .where("credits_remaining", ">=", req.credits)
-        .returning("credits_remaining")
-        .executeTakeFirst();
-      if (!updated) {
-        const text = (req.insufficientCredits ?? KERNEL_ERRORS.insufficientCredits)(req.credits);
-        throw new ApiError(402, text, { credits_remaining: partner.credits_remaining });
-      }
-      remaining = updated.credits_remaining;
-    }
-    const shares = jobShares(req);
-    const groupId = req.group ? await allocateServiceId(trx) : null;
-    const jobIds: string[] = [];
-    if (req.inputs && req.inputs.length !== shares.length) throw new Error(`${req.inputs.length} inputs for ${shares.length} jobs`);
-    for (const [i, share] of shares.entries()) {
-      const input = req.inputs ? req.inputs[i] : req.input;
-      const id = await allocateServiceId(trx);
-      jobIds.push(id);
-      await trx
-        .insertInto("jobs")
-        .values({
-          id,
-          partner_id: req.partnerId,
-          plugin: req.plugin,
-          kind: req.kind,
-          endpoint: req.endpoint,
-          state: req.state,
-          partner_job_id: req.partnerJobId ?? null,
-          callback_url: req.callbackUrl ?? null,
-          group_id: groupId,
-          credits_used: share,
-          holds_inflight_slot: req.inflight && !req.terminal,
-          finished_at: req.terminal ? sql`now()` : null,
-          input: input ? JSON.stringify(input) : null,
-        })
-        .execute();
-    }
-    const jobId = jobIds[0]!;
-    if (req.refundableShares) {
-      const parts = req.refundableShares;
-      if (jobIds.length !== 1 || parts.some((c) => !Number.isSafeInteger(c) || c < 0) || parts.reduce((a, b) => a + b, 0) !== req.credits) {
-        throw new Error(`refundable shares must be one job's non-negative integers summing to the charge (${req.credits}), got ${parts.join(", ")}`);
-      }
-      for (const [idx, credits] of parts.entries()) await trx.insertInto("job_shares").values({ job_id: jobId, idx, credits }).execute();
-    }
-    if (req.credits > 0) {
-      await trx
-        .insertInto("ledger")
-        .values({
-          partner_id: req.partnerId,
-          amount: -req.credits,
-          type: "usage",
-          description: req.description ?? `${req.endpoint} (${jobIds.join(", ")})`,
-          endpoint: req.endpoint,
-          job_id: jobId,
-        })
-        .execute();
-    }
-    await req.within?.(trx, jobIds, groupId);
-    return { jobId, jobIds, groupId, creditsUsed: req.credits, creditsRemaining: remaining };
-  });
+    if (Number(n) >= cap) throw new ApiError(429, KERNEL_ERRORS.inflightCap, {}, { "Retry-After": "10" });
+  }
+  if (req.credits <= 0) return partner.credits_remaining;
+  const updated = await trx
+    .updateTable("partners")
+    .set({ credits_remaining: sql`credits_remaining - ${req.credits}` })
+    .where("id", "=", req.partnerId)
+    .where("credits_remaining", ">=", req.credits)
+    .returning("credits_remaining")
+    .executeTakeFirst();
+  if (!updated) {
+    const text = (req.insufficientCredits ?? KERNEL_ERRORS.insufficientCredits)(req.credits);
+    throw new ApiError(402, text, { credits_remaining: partner.credits_remaining });
+  }
+  return updated.credits_remaining;
 }
 
-/**
- * Creates, inside the transaction that ends `fromJobId` as a success, the job its runner hands its work on to
- * (core/jobs.ts JobOutcome.handOff). The new job carries what the ended job holds of its charge (its
- * `credits_used` less what it refunded): no balance change and no ledger line, since that charge is in the
- * ledger already under the ended job; a failure of the new job refunds it through finishJob, once, as any
- * job's. The ended job can no longer refund (finishJob's `finished_at is null` guard), so the charge is
- * refundable through exactly one job. Same partner, plugin and endpoint; no in-flight slot.
- */
-export async function createCarryingJob(
-  trx: Kysely<any>,
-  fromJobId: string,
-  job: { id: string; kind: string; state: string; input: Record<string, unknown>; partnerJobId: string | null; callbackUrl: string | null },
-): Promise<void> {
-  const from = await (trx as Kysely<KernelTables>)
-    .selectFrom("jobs")
-    .select(["partner_id", "plugin", "endpoint", "credits_used", "credits_refunded"])
-    .where("id", "=", fromJobId)
-    .executeTakeFirstOrThrow();
-  await (trx as Kysely<KernelTables>)
-    .insertInto("jobs")
-    .values({
-      id: job.id,
-      partner_id: from.partner_id,
-      plugin: from.plugin,
-      kind: job.kind,
-      endpoint: from.endpoint,
-      state: job.state,
-      partner_job_id: job.partnerJobId,
-      callback_url: job.callbackUrl,
-      group_id: null,
-      credits_used: Number(from.credits_used) - Number(from.credits_refunded),
-      holds_inflight_slot: false,
-      finished_at: null,
-      input: JSON.stringify(job.input),
-    })
+/** The charged job rows, each with its share of the charge, and a single job's refundable parts. */
+export async function insertJobs(trx: Transaction<KernelTables>, req: ChargeRequest): Promise<{ jobIds: string[]; groupId: string | null }> {
+  const shares = jobShares(req);
+  const groupId = req.group ? await allocateServiceId(trx) : null;
+  const jobIds: string[] = [];
+  if (req.inputs && req.inputs.length !== shares.length) throw new Error(`${req.inputs.length} inputs for ${shares.length} jobs`);
+  for (const [i, share] of shares.entries()) {
+    const input = req.inputs ? req.inputs[i] : req.input;
+    const id = await allocateServiceId(trx);
+    jobIds.push(id);
+    await trx
+      .insertInto("jobs")
+      .values({
+        id,
+        partner_id: req.partnerId,
+        plugin: req.plugin,
+        kind: req.kind,
+        endpoint: req.endpoint,
+        state: req.state,
+        partner_job_id: req.partnerJobId ?? null,
+        callback_url: req.callbackUrl ?? null,
+        group_id: groupId,
+        credits_used: share,
+        holds_inflight_slot: req.inflight && !req.terminal,
+        finished_at: req.terminal ? sql`now()` : null,
+        input: input ? JSON.stringify(input) : null,
+      })
+      .execute();
+  }
+  if (req.refundableShares) {
+    const parts = req.refundableShares;
+    if (jobIds.length !== 1 || parts.some((c) => !Number.isSafeInteger(c) || c < 0) || parts.reduce((a, b) => a + b, 0) !== req.credits) {
+      throw new Error(`refundable shares must be one job's non-negative integers summing to the charge (${req.credits}), got ${parts.join(", ")}`);
+    }
+    for (const [idx, credits] of parts.entries()) await trx.insertInto("job_shares").values({ job_id: jobIds[0]!, idx, credits }).execute();
+  }
+  return { jobIds, groupId };
+}
+
+/** The charge's one ledger line, on the first job (none for a free submit). */
+export async function recordUsage(trx: Transaction<KernelTables>, req: ChargeRequest, jobIds: readonly string[]): Promise<void> {
+  if (req.credits <= 0) return;
+  await trx
+    .insertInto("ledger")
+    .values({ partner_id: req.partnerId, amount: -req.credits, type: "usage", description: req.description ?? `${req.endpoint} (${jobIds.join(", ")})`, endpoint: req.endpoint, job_id: jobIds[0]! })
     .execute();
 }
 
-export interface FinishJob {
-  state: string;
-  /** Refund what the job was charged (a failure). */
-  refund: boolean;
-  error?: string | null;
-  output?: Record<string, unknown> | null;
-  /**
-   * Runs inside the finishing transaction once the job is terminal (and refunded): the job's event and its
-   * delivery commit together with the state change, or not at all. Database work only.
-   */
-  within?: (trx: Kysely<any>, job: { partnerId: string; creditsRefunded: number }) => Promise<void>;
-}
-
-export interface FinishedJob {
-  partnerId: string;
-  /** What this call refunded (0 unless asked to refund; a share refunded before it is not counted again). */
-  creditsRefunded: number;
-  /** The job's row as the finish left it: what its update event (JobUpdate) is made of, with no read after. */
-  row: FinishedRow;
-}
-
-/** The columns of a finished job's row that FinishedJob carries. */
-const FINISHED_COLUMNS = ["id", "plugin", "kind", "state", "finished_at", "progress", "message", "error", "updated_at"] as const;
-export type FinishedRow = Pick<Selectable<KernelTables["jobs"]>, (typeof FINISHED_COLUMNS)[number]>;
-
-/**
- * Moves a job to a terminal state, releases its in-flight slot and refunds it if asked: one transaction,
- * and only the first call for a job does anything (the `finished_at is null` guard, backed by the unique
- * index on refunds). Later calls return null.
- */
-export async function finishJob(db: Kysely<KernelTables>, jobId: string, finish: FinishJob): Promise<FinishedJob | null> {
-  return db.transaction().execute(async (trx) => {
-    // A synchronous job's lease (core/jobs.ts jobLeaseKey) ends with it; gone whatever this call finds, so a
-    // lease never outlives its job.
-    await trx.deleteFrom("leases").where("key", "=", `job:${jobId}`).execute();
-    // A refund returns what the job's refundable shares (refundShare) have not returned already: that needs
-    // the refunded sum as it was, read under the row's lock. Without a refund the update alone is enough (it
-    // takes the lock, and its own `finished_at is null` decides whether this call ends the job): a statement
-    // fewer for every job that succeeds.
-    const before = finish.refund
-      ? await trx.selectFrom("jobs").select(["credits_refunded"]).where("id", "=", jobId).where("finished_at", "is", null).forUpdate().executeTakeFirst()
-      : undefined;
-    if (finish.refund && !before) return null;
-    const job = await trx
-      .updateTable("jobs")
-      .set({
-        state: finish.state,
-        finished_at: sql`now()`,
-        updated_at: sql`now()`,
-        holds_inflight_slot: false,
-        credits_refunded: finish.refund ? sql`credits_used` : sql`credits_refunded`,
-        error: finish.error ?? null,
-        ...(finish.output ? { output: JSON.stringify(finish.output) } : {}),
-      })
-      .where("id", "=", jobId)
-      .where("finished_at", "is", null)
-      .returning(["partner_id", "credits_refunded", "endpoint", ...FINISHED_COLUMNS])
-      .executeTakeFirst();
-    if (!job) return null;
-    const refunded = before ? Number(job.credits_refunded) - Number(before.credits_refunded) : 0;
-    if (refunded > 0) await creditRefund(trx, job.partner_id, refunded, job.endpoint, jobId, `Refund: ${job.endpoint} (${jobId})`);
-    await finish.within?.(trx, { partnerId: job.partner_id, creditsRefunded: job.credits_refunded });
-    const row: FinishedRow = { id: job.id, plugin: job.plugin, kind: job.kind, state: job.state, finished_at: job.finished_at, progress: job.progress, message: job.message, error: job.error, updated_at: job.updated_at };
-    return { partnerId: job.partner_id, creditsRefunded: refunded, row };
-  });
-}
-
-async function creditRefund(trx: Kysely<KernelTables>, partnerId: string, amount: number, endpoint: string, jobId: string, description: string, part: number | null = null) {
+/** Credits returned to the balance with their ledger row. */
+export async function recordRefund(trx: Transaction<KernelTables>, partnerId: string, amount: number, endpoint: string, jobId: string, description: string, part: number | null = null) {
   await trx.updateTable("partners").set({ credits_remaining: sql`credits_remaining + ${amount}` }).where("id", "=", partnerId).execute();
   // The unique index on (job_id, part) of refund rows backs "at most once" in the database itself.
   await trx.insertInto("ledger").values({ partner_id: partnerId, amount, type: "refund", description, endpoint, job_id: jobId, part }).execute();
@@ -320,7 +207,7 @@ export async function refundShare(db: Kysely<KernelTables>, jobId: string, idx: 
     const credits = Number(share?.credits ?? 0);
     if (credits > 0) {
       await trx.updateTable("jobs").set({ credits_refunded: sql`credits_refunded + ${credits}`, updated_at: sql`now()` }).where("id", "=", jobId).execute();
-      await creditRefund(trx, job.partner_id, credits, job.endpoint, jobId, `Refund: ${job.endpoint} (${jobId}, part ${idx + 1})`, idx);
+      await recordRefund(trx, job.partner_id, credits, job.endpoint, jobId, `Refund: ${job.endpoint} (${jobId}, part ${idx + 1})`, idx);
     }
     return { partnerId: job.partner_id, credits };
   });

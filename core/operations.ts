@@ -4,13 +4,14 @@
 // input comes from and how to render the outcome.
 import { authenticate } from "./auth.ts";
 import { isEdgeRejected } from "./edge.ts";
-import { ApiError, EdgeRejection, KERNEL_ERRORS, outageError } from "./errors.ts";
+import { EdgeRejection, KERNEL_ERRORS, outageError } from "./errors.ts";
+import { ApiError } from "../lib/api-error.ts";
 import { requestId as newRequestId } from "./ids.ts";
 import type { Kernel } from "./kernel.ts";
 import type { OperationContext, UploadedFile } from "./plugin.ts";
 import { chargeFor } from "./pricing.ts";
 import type { CompiledOperation } from "./registry.ts";
-import { validate } from "./standard-schema.ts";
+import { validate } from "../lib/standard-schema.ts";
 import { screenInput } from "./validation.ts";
 import { isPaused } from "./pauses.ts";
 import { defaultOrphanAnswer, IdempotencyRace, idempotencyKeyOf, requestHash, type OrphanAnswer, type StoredResponse } from "./idempotency.ts";
@@ -138,13 +139,8 @@ export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke 
           // own rows); a request that makes several jobs (a repair, then its clip) is answered as one.
           const claim = idem && !idem.claimed ? idem : null;
           if (claim) claim.claimed = true;
-          const within: typeof submission.within = claim
-            ? async (trx, jobIds, groupId) => {
-                await kernel.idempotency.claim(trx, claim.partnerId, claim.key, op.endpoint, claim.hash, jobIds[0]!);
-                await submission.within?.(trx, jobIds, groupId);
-              }
-            : submission.within;
-          const submitted = kernel.jobs.submit({ ...submission, ...(within ? { within } : {}), partnerId: partner.id, plugin: op.plugin, endpoint: op.endpoint, inflight: decl.inflight === true });
+          const idempotencyKey = claim && { partnerId: claim.partnerId, key: claim.key, hash: claim.hash };
+          const submitted = kernel.jobs.submit({ ...submission, idempotencyKey, partnerId: partner.id, plugin: op.plugin, endpoint: op.endpoint, inflight: decl.inflight === true });
           // A charge refused or rolled back claimed nothing: a later job of this request may claim the key.
           if (claim) submitted.catch(() => void (claim.claimed = false));
           submitted.then((job) => void (charged ||= job.creditsUsed > 0), () => {});

@@ -1,6 +1,6 @@
 // Events and webhook delivery (spec part 1 "Events", "Webhook settings and delivery records", the
 // webhook-delivery state table). The kernel owns them because a job's terminal transition makes the event:
-// - An event is created inside the transaction that ends its job (core/ledger.ts finishJob `within`): the
+// - An event is created inside the transaction that ends its job (core/job-transactions.ts finishJob): the
 //   envelope is serialized once and stored, with a delivery row due at once, so an event is never lost and
 //   never made twice, whatever crashes.
 // - The delivery rows are the schedule: the delivery loop (core/webhook-delivery.ts) claims due rows in

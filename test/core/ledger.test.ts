@@ -2,8 +2,9 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { sql } from "kysely";
-import { ApiError } from "../../core/errors.ts";
-import { addCredits, chargeAndCreateJob, finishJob, refundShare } from "../../core/ledger.ts";
+import { ApiError } from "../../lib/api-error.ts";
+import { finishJob, submitJobs } from "../../core/job-transactions.ts";
+import { addCredits, refundShare } from "../../core/ledger.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { rejection } from "../helpers/assert.ts";
@@ -24,7 +25,7 @@ for (const backend of await databaseBackends()) {
   });
 
   const charge = (partnerId: string, credits: number, inflight = false) =>
-    chargeAndCreateJob(tk.kernel.database.kysely, { partnerId, plugin: "t", kind: "k", endpoint: "POST /t", state: "queued", credits, inflight });
+    submitJobs(tk.kernel.database.kysely, { partnerId, plugin: "t", kind: "k", endpoint: "POST /t", state: "queued", credits, inflight });
 
   t("200 concurrent charges against an account that affords 100 succeed exactly 100 times", async () => {
     const p = await tk.partner({ credits: 1000 });
@@ -97,7 +98,7 @@ for (const backend of await databaseBackends()) {
 
   t("unequal shares: one ledger line, each job holds its share and refunds exactly it, once, even when ended concurrently", async () => {
     const p = await tk.partner({ credits: 1000 });
-    const job = await chargeAndCreateJob(tk.kernel.database.kysely, { partnerId: p.id, plugin: "t", kind: "k", endpoint: "POST /t", state: "queued", credits: 417, shares: [132, 143, 142], inflight: false });
+    const job = await submitJobs(tk.kernel.database.kysely, { partnerId: p.id, plugin: "t", kind: "k", endpoint: "POST /t", state: "queued", credits: 417, shares: [132, 143, 142], inflight: false });
     assert.is(job.jobIds.length, 3);
     const usage = await tk.kernel.database.kysely.selectFrom("ledger").select(["amount"]).where("partner_id", "=", p.id).where("type", "=", "usage").execute();
     assert.equal(usage.map((r) => Number(r.amount)), [-417]);
@@ -109,14 +110,14 @@ for (const backend of await databaseBackends()) {
     assert.is(await tk.kernel.accounts.balance(p.id), 1000 - 417 + 143);
     assert.is(await ledgerSum(tk, p.id), 1000 - 417 + 143);
     // Shares that do not sum to the charge are a plugin's bug, refused before anything is written.
-    await rejection(chargeAndCreateJob(tk.kernel.database.kysely, { partnerId: p.id, plugin: "t", kind: "k", endpoint: "POST /t", state: "queued", credits: 10, shares: [5, 4], inflight: false }));
+    await rejection(submitJobs(tk.kernel.database.kysely, { partnerId: p.id, plugin: "t", kind: "k", endpoint: "POST /t", state: "queued", credits: 10, shares: [5, 4], inflight: false }));
     assert.is(await ledgerSum(tk, p.id), 1000 - 417 + 143);
   });
 
   t("a group holds one in-flight slot until its last job ends", async () => {
     const p = await tk.partner({ credits: 10_000, limits: { inflight_jobs: 2 } });
     let seenGroup: string | null = null;
-    const batch = await chargeAndCreateJob(tk.kernel.database.kysely, {
+    const batch = await submitJobs(tk.kernel.database.kysely, {
       partnerId: p.id, plugin: "t", kind: "k", endpoint: "POST /t", state: "queued", credits: 30, shares: [10, 10, 10], group: true, inflight: true,
       inputs: [{ n: 1 }, { n: 2 }, { n: 3 }],
       within: async (_trx, _ids, groupId) => void (seenGroup = groupId),
@@ -139,7 +140,7 @@ for (const backend of await databaseBackends()) {
   t("refundable shares of one job: each returned once, even when asked concurrently; the ending returns only the rest", async () => {
     const p = await tk.partner({ credits: 1000 });
     const db = tk.kernel.database.kysely;
-    const charge = (shares: number[]) => chargeAndCreateJob(db, { partnerId: p.id, plugin: "t", kind: "run", endpoint: "POST /t", state: "processing", credits: shares.reduce((a, b) => a + b, 0), refundableShares: shares, inflight: false });
+    const charge = (shares: number[]) => submitJobs(db, { partnerId: p.id, plugin: "t", kind: "run", endpoint: "POST /t", state: "processing", credits: shares.reduce((a, b) => a + b, 0), refundableShares: shares, inflight: false });
     const run = await charge([61, 60, 14]);
     assert.is(run.jobIds.length, 1, "one job");
     const got = await Promise.all([0, 0, 0, 1].map((i) => refundShare(db, run.jobId, i)));
@@ -162,7 +163,7 @@ for (const backend of await databaseBackends()) {
     assert.is(await tk.kernel.accounts.balance(p.id), await ledgerSum(tk, p.id));
     assert.is(await tk.kernel.accounts.balance(p.id), 1000 - 135 + 121);
     // Shares that do not sum to the charge are a plugin's bug, refused before anything is written.
-    await rejection(chargeAndCreateJob(db, { partnerId: p.id, plugin: "t", kind: "run", endpoint: "POST /t", state: "processing", credits: 10, refundableShares: [4, 5], inflight: false }));
+    await rejection(submitJobs(db, { partnerId: p.id, plugin: "t", kind: "run", endpoint: "POST /t", state: "processing", credits: 10, refundableShares: [4, 5], inflight: false }));
     assert.is(await tk.kernel.accounts.balance(p.id), await ledgerSum(tk, p.id));
   });
 
@@ -172,7 +173,7 @@ for (const backend of await databaseBackends()) {
     // A success's ending reads nothing under a lock first (its update takes the lock): what a share returned at
     // the same moment must stay returned, and a failure's ending must return only the rest.
     for (let round = 0; round < 10; round++) {
-      const run = await chargeAndCreateJob(db, { partnerId: p.id, plugin: "t", kind: "run", endpoint: "POST /t", state: "processing", credits: 90, refundableShares: [30, 30, 30], inflight: false });
+      const run = await submitJobs(db, { partnerId: p.id, plugin: "t", kind: "run", endpoint: "POST /t", state: "processing", credits: 90, refundableShares: [30, 30, 30], inflight: false });
       const endings = round % 2 ? [true, false] : [false, true];
       const [, , first, second] = await Promise.all([
         refundShare(db, run.jobId, 0),

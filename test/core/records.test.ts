@@ -6,7 +6,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { ColumnType, Kysely } from "kysely";
 import { definePlugin, type JobRecord, jobRecords } from "mediagate/plugin";
-import { chargeAndCreateJob } from "../../core/ledger.ts";
+import { submitJobs } from "../../core/job-transactions.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
@@ -67,7 +67,7 @@ for (const backend of await databaseBackends()) {
   let minute = 0;
   /** A charged job and its clip record, each a minute newer than the last. */
   async function clip(partnerId: string, title: string, state = "queued") {
-    const job = await chargeAndCreateJob(db(), { partnerId, plugin: "clips", kind: "clip", endpoint: "POST /clip", state, credits: 3, inflight: false, partnerJobId: `pj-${title}` });
+    const job = await submitJobs(db(), { partnerId, plugin: "clips", kind: "clip", endpoint: "POST /clip", state, credits: 3, inflight: false, partnerJobId: `pj-${title}` });
     await clipsDb()
       .insertInto("clips")
       .values({ clip_id: job.jobId, partner_id: partnerId, title, state: "record", created_at: new Date(Date.UTC(2026, 10, 1, 12, minute++)) })
