@@ -3,7 +3,8 @@
 // ROLE=api. SIGTERM or SIGINT shuts it down gracefully (see `shutdown` below).
 import process from "node:process";
 import { createDemoPartnerIfEmpty, resolveAdminToken } from "./core/bootstrap.ts";
-import { ConfigError, loadConfig } from "./core/config.ts";
+import { loadConfig } from "./core/config.ts";
+import { ConfigError } from "./lib/plugin-config.ts";
 import { createKernel } from "./core/kernel.ts";
 import { BootError } from "./core/registry.ts";
 import { plugins } from "./plugins/index.ts";

@@ -3,7 +3,7 @@
 // extractor only turns a normalized post link into browser-playable MP4s and covers. The sandbox
 // (plugins/social/sandbox.ts) or yt-dlp (plugins/social/ytdlp.ts) provides it, so one replaces the other without
 // touching the plugin.
-import { megabytes } from "../core/sizes.ts";
+import { megabytes } from "../lib/sizes.ts";
 import type { SpokenRecord } from "./speech.ts";
 
 /** The three networks of the spec. */

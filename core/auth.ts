@@ -1,5 +1,6 @@
 // Authentication (spec Authentication 1-2): Bearer svc_partner_... keys, looked up by hash.
-import { ApiError, KERNEL_ERRORS } from "./errors.ts";
+import { KERNEL_ERRORS } from "./errors.ts";
+import { ApiError } from "../lib/api-error.ts";
 import { API_KEY_PREFIX, hashApiKey } from "./ids.ts";
 import type { Accounts, Partner } from "./accounts.ts";
 

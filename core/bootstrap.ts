@@ -2,7 +2,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Kernel } from "./kernel.ts";
-import { ConfigError } from "./config.ts";
+import { ConfigError } from "../lib/plugin-config.ts";
 import { newSecret } from "./ids.ts";
 import { weakTokenReason } from "./token-strength.ts";
 import { privateDirSync, writePrivateFileSync } from "../storage/private-fs.ts";

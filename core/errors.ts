@@ -2,23 +2,8 @@
 // `{error, ...extra}` with that status. Anything else thrown is an internal error and reaches the partner
 // only as the fixed sentence below (invariant 7: internal errors never reach a partner), except an outage
 // (a database or Redis out of reach, a full disk: core/transient.ts), which is a 503 or 507 (outageError).
+import { ApiError } from "../lib/api-error.ts";
 import { transientKind } from "./transient.ts";
-
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly extra: Record<string, unknown> = {},
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-    this.name = "ApiError";
-  }
-
-  body(): Record<string, unknown> {
-    return { error: this.message, ...this.extra };
-  }
-}
 
 /** The 403 edge rejection: an HTML page, not JSON, and never about the key (spec Authentication 3). */
 export class EdgeRejection extends Error {

@@ -26,7 +26,7 @@ import { createHash } from "node:crypto";
 import type { Kysely } from "kysely";
 import type { Clock } from "./clock.ts";
 import type { Leases } from "./leases.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../lib/api-error.ts";
 import type { UploadedFile } from "./plugin.ts";
 
 export const IDEMPOTENCY_TABLE = "idempotency_keys";

@@ -21,7 +21,8 @@ export type { JobSubmission, SubmittedJob } from "./ledger.ts";
 export type { StateMachine } from "./job-states.ts";
 
 // Errors, validation, prices, time.
-export { ApiError, badRequest, KERNEL_ERRORS, notFound } from "./errors.ts";
+export { badRequest, KERNEL_ERRORS, notFound } from "./errors.ts";
+export { ApiError } from "../lib/api-error.ts";
 // The kernel's one answer to "was something only briefly out of reach?" (a lost connection, a time-out, an
 // upstream's 5xx/429). A runner that turns errors into a JobFailure rethrows these first
 // (`if (ctx.signal.aborted || isTransient(err)) throw err;`): the runtime retries them with back-off and never
@@ -33,14 +34,14 @@ export { listPage, pageBody, pageShape, type Page, type PageRequest } from "./pa
 export { JOB_COLUMNS, jobRecords, type JobColumnName, type JobColumns, type JobRecord, type JobRecords, type JobRecordsOptions, type PluginDb, type RecordFilter, type RecordQuery, type RecordTables } from "./records.ts";
 export { checked, defineInput, field, shown, type Checked, type Fail, type FieldDoc, type InputDeclaration, type InputField, type RawInput } from "./input.ts";
 export { DEFAULT_CUSTOM_RATE_MISSING, type Price, type PriceLine } from "./pricing.ts";
-export { MEGABYTE, megabytes } from "./sizes.ts";
+export { MEGABYTE, megabytes } from "../lib/sizes.ts";
 export { formatTimestamp, parseSince, unixSeconds } from "./time.ts";
 // A `svc-` id never used by any job, batch, character or voice (library rows that are not jobs take theirs here).
 export { allocateServiceId } from "./ids.ts";
-export type { InferOutput, StandardSchemaV1 } from "./standard-schema.ts";
+export type { InferOutput, StandardSchemaV1 } from "../lib/standard-schema.ts";
 export type { Clock } from "./clock.ts";
 export type { Config } from "./config.ts";
-export { ConfigError, defineConfig, envVar, type ConfigDeclaration, type ConfigValues, type ConfigVariable, type ConfigVariables, type Environment, type PluginConfigSource, type PluginConfigValues } from "./config.ts";
+export { ConfigError, defineConfig, envVar, type ConfigDeclaration, type ConfigValues, type ConfigVariable, type ConfigVariables, type Environment, type PluginConfigSource, type PluginConfigValues } from "../lib/plugin-config.ts";
 export type { Logger } from "./log.ts";
 export type { Partner } from "./accounts.ts";
 

@@ -2,11 +2,12 @@
 // the kernel decides when and how to wire it (see core/registry.ts). Nothing here has side effects.
 import type { Kysely } from "kysely";
 import type { Clock } from "./clock.ts";
-import type { Config, ConfigDeclaration, PluginConfigValues } from "./config.ts";
+import type { Config } from "./config.ts";
+import type { ConfigDeclaration, PluginConfigValues } from "../lib/plugin-config.ts";
 import type { Logger } from "./log.ts";
 import type { Price } from "./pricing.ts";
 import type { RateLimitName, RateWindow } from "./rate-limits.ts";
-import type { InferOutput, StandardSchemaV1 } from "./standard-schema.ts";
+import type { InferOutput, StandardSchemaV1 } from "../lib/standard-schema.ts";
 import type { Migration } from "../storage/migrate.ts";
 import type { BlobStore } from "../storage/blobs.ts";
 import type { PubSub } from "../storage/pubsub.ts";

@@ -1,7 +1,7 @@
 // Prices and tier math (invariant 1). Plugins state prices on the standard basis as lines of
 // "rate x units" keyed like the `costs` object of GET /credits; only this module applies a tier, and it
 // does so with integers: api_plus10 is ceil(standard * 11 / 10), rounded once per job.
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../lib/api-error.ts";
 import type { PricingTier } from "../storage/tables.ts";
 
 export interface PriceLine {

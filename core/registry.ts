@@ -4,7 +4,8 @@ import { mergeCosts } from "./pricing.ts";
 import { RATE_LIMITS, type RateWindow } from "./rate-limits.ts";
 import type { OperationDeclaration, PluginDeclaration } from "./plugin.ts";
 import type { Migration } from "../storage/migrate.ts";
-import { type ConfigVariable, KERNEL_VARIABLES } from "./config.ts";
+import { KERNEL_VARIABLES } from "./config.ts";
+import { type ConfigVariable } from "../lib/plugin-config.ts";
 
 import { KERNEL_CAPABILITIES } from "../contracts/kernel.ts";
 

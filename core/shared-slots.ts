@@ -1,6 +1,6 @@
 // Places shared by every process: "at most N of this at once, service-wide" (the video reference encoder,
 // video metadata removal), on the kernel's shared counters.
-import type { ApiError } from "./errors.ts";
+import type { ApiError } from "../lib/api-error.ts";
 import type { Counters } from "../storage/counters.ts";
 
 export interface SharedSlots {

@@ -19,6 +19,7 @@
 import { createHmac } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
 import { sql } from "kysely";
+import { errorBackoff, MAX_POLL_ERRORS } from "../lib/poll-backoff.ts";
 import type { Clock } from "./clock.ts";
 import type { Logger } from "./log.ts";
 import { UpstreamTimeoutError, type UpstreamHandle, type UpstreamProvider } from "../contracts/upstream.ts";
@@ -27,8 +28,6 @@ import type { Selectable } from "kysely";
 
 /** What a provider may be called: it names its callback route, `/upstream/<name>/callback`. */
 export const PROVIDER_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
-/** Polls that fail in a row (the look itself, not the upstream's work) before the job fails. */
-export const MAX_POLL_ERRORS = 6;
 /** The longest the runtime waits between polls when the provider does not say. */
 const MAX_DEFAULT_DELAY_MS = 30_000;
 /** Polls answered "again soon" in one attempt before the attempt parks anyway (a provider's bug). */
@@ -70,8 +69,6 @@ const sleepUnlessAborted = (ms: number, signal: AbortSignal) =>
 
 /** Delay before the next poll when the provider gives none: 1 s, growing by half each poll, up to 30 s. */
 export const defaultPollDelay = (polls: number) => Math.min(MAX_DEFAULT_DELAY_MS, Math.round(1000 * 1.5 ** polls));
-/** After `errors` failed looks in a row: 1, 2, 4 ... s, up to 60 s. */
-export const errorBackoff = (errors: number) => Math.min(60_000, 1000 * 2 ** Math.max(0, errors - 1));
 
 /** The key a provider signs its callbacks with: one per provider, derived from UPSTREAM_CALLBACK_SECRET. */
 export const callbackSecret = (secret: string, provider: string) => createHmac("sha256", secret).update(`upstream-callback:${provider}`).digest("hex");

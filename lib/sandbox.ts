@@ -2,7 +2,7 @@
 // steps, and the markers that let anyone reach the failure paths.
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { defineConfig, envVar } from "../core/config.ts";
+import { defineConfig, envVar } from "./plugin-config.ts";
 import { appendTopLevelBox, concatBytes, isoBmffBox } from "./formats/index.ts";
 import { MP4_UUIDS } from "./media/mp4-metadata.ts";
 

@@ -3,7 +3,7 @@
 // a job waits through `ctx.awaitUpstream`, which holds none.
 import type { UpstreamProvider } from "../contracts/upstream.ts";
 import { randomUUID } from "node:crypto";
-import { errorBackoff, MAX_POLL_ERRORS } from "../core/upstream-waits.ts";
+import { errorBackoff, MAX_POLL_ERRORS } from "./poll-backoff.ts";
 import { sandboxSleep } from "./sandbox.ts";
 
 /** A request as the one-call providers took it, with its abort signal and progress callback. */

@@ -9,7 +9,8 @@ import { H3, HTTPResponse, type H3Config, type H3Event, type HTTPError } from "h
 import { FastResponse } from "srvx";
 import type { Server as NodeHttpServer, IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
-import { ApiError, KERNEL_ERRORS, outageError } from "../core/errors.ts";
+import { KERNEL_ERRORS, outageError } from "../core/errors.ts";
+import { ApiError } from "../lib/api-error.ts";
 import { requestId as newRequestId } from "../core/ids.ts";
 import { addRoute, createRouter, findAllRoutes } from "rou3";
 

@@ -10,7 +10,7 @@ import { checkReadiness } from "../core/readiness.ts";
 import { guardConnections } from "./connection-limits.ts";
 import { adminRouteDocs, mountAdminApi } from "./admin/routes.ts";
 import { adminDoor, type AdminDoor } from "./admin/door.ts";
-import { ApiError } from "../core/errors.ts";
+import { ApiError } from "../lib/api-error.ts";
 import { metricsOf, metricsResponse, type Metrics } from "./metrics.ts";
 import { chooseEncoding, CLIENT_CLOSED, clientGone, compressJson, corsHeaders, mountSocketManners, requestIdOf, RoutedH3, type NodeServerEvents, type SocketMannersHost, stageHeaders, traceIdOf } from "./http-manners.ts";
 import { createGraphql, GRAPHQL_PATH, type GraphqlServer } from "./graphql/yoga.ts";

@@ -6,7 +6,7 @@
 //   http_status, redirect, timeout, network                                    400 `download`
 //   aborted (the request's own signal), and anything not an OutboundError      passed through
 // A text left out passes its failures through too (a callback URL check maps only the refused URL).
-import { ApiError } from "../../core/errors.ts";
+import { ApiError } from "../api-error.ts";
 import type { ServiceMedia, ServiceMediaReader } from "../service-media.ts";
 import { isOutboundError } from "./errors.ts";
 import type { OutboundGuard } from "./fetch.ts";

@@ -3,7 +3,8 @@
 // counted without parsing; and the multipart reader's part cap (respond.ts MULTIPART_MAX_PARTS).
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { ApiError, KERNEL_ERRORS } from "../../core/errors.ts";
+import { KERNEL_ERRORS } from "../../core/errors.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import { MAX_INPUT_DEPTH } from "../../core/validation.ts";
 import { JSON_THREAD_BYTES, jsonShape, MAX_JSON_VALUES, parseJsonObject, readJsonObject } from "../../transports/rest/json-object.ts";
 import { MULTIPART_MAX_PARTS, readMultipart } from "../../transports/rest/respond.ts";

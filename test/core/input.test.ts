@@ -4,7 +4,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { checked, defineInput, field } from "../../core/input.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
-import { validate, type InferOutput } from "../../core/standard-schema.ts";
+import { validate, type InferOutput } from "../../lib/standard-schema.ts";
 import { jsonSchemaOf } from "../../transports/graphql/json-schema-to-pothos.ts";
 
 const t = suite("input helper: documented fields and one ordered check");

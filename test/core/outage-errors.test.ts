@@ -5,7 +5,8 @@
 import net from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { ApiError, KERNEL_ERRORS, OUTAGE_RETRY_AFTER_SECONDS, outageError } from "../../core/errors.ts";
+import { KERNEL_ERRORS, OUTAGE_RETRY_AFTER_SECONDS, outageError } from "../../core/errors.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import { isTransient } from "../../core/transient.ts";
 import { RedisUnreachableError, redisCounters } from "../../storage/counters.ts";
 import { redisPubSub } from "../../storage/pubsub.ts";

@@ -3,7 +3,7 @@
 // a programming error, not a silent "not paused". On every database backend.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { ApiError } from "../../core/errors.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import { definePlugin, operation } from "../../core/plugin.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";

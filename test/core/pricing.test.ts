@@ -1,6 +1,6 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { ApiError } from "../../core/errors.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import { chargeFor, mergeCosts, standardBasis, type Price } from "../../core/pricing.ts";
 
 const t = suite("pricing and tier math");

@@ -1,9 +1,9 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { ApiError } from "../../core/errors.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import { formatTimestamp, parseSince } from "../../core/time.ts";
 import { PAGE_BOUNDS, pageQuery, partnerJobIdField } from "../../core/validation.ts";
-import { validate } from "../../core/standard-schema.ts";
+import { validate } from "../../lib/standard-schema.ts";
 import { SERVICE_ID, allocateServiceId, apiKeyPrefix, hashApiKey, newApiKey, randomServiceId } from "../../core/ids.ts";
 import { openDatabase } from "../../storage/db.ts";
 import { migrate } from "../../storage/migrate.ts";

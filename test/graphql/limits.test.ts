@@ -7,7 +7,8 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import WebSocket from "ws";
-import { ConfigError, loadConfig } from "../../core/config.ts";
+import { loadConfig } from "../../core/config.ts";
+import { ConfigError } from "../../lib/plugin-config.ts";
 import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import { addressKey, GRAPHQL_LIMITS, measureOperations } from "../../transports/graphql/limits.ts";

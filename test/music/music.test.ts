@@ -18,7 +18,8 @@ import { FAILURE_TEXTS, MUSIC_ERRORS } from "../../plugins/music/errors.ts";
 import { uploadedSource } from "../../plugins/music/source.ts";
 import { MusicProviderError, type MusicProvider, type MusicProviders, type MusicTrack } from "../../contracts/music.ts";
 import type { UpstreamProvider } from "../../contracts/upstream.ts";
-import { ApiError, KERNEL_ERRORS } from "../../core/errors.ts";
+import { KERNEL_ERRORS } from "../../core/errors.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
 /** A mono 16-bit WAV of a tone. */

@@ -2,7 +2,7 @@
 // reading a source by URL: our own media URLs from storage, anything else through the guard.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { ApiError } from "../../core/errors.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import { OutboundError, outboundToApiError, readSource, type OutboundErrorKind, type OutboundGuard, type ReadSourceRules } from "../../lib/outbound/index.ts";
 import type { ServiceMedia } from "../../lib/service-media.ts";
 

@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { TextGenerationError, type TextGenerationRequest } from "../../contracts/text.ts";
-import { ConfigError } from "../../core/config.ts";
+import { ConfigError } from "../../lib/plugin-config.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import text from "../../plugins/text/index.ts";
 import { textConfig } from "../../plugins/text/config.ts";

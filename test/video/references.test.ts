@@ -6,7 +6,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ApiError } from "../../core/errors.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import { mp4Boxes } from "../../lib/formats/index.ts";
 import { createMediaEngine, firstAudio, firstVideo, generateTestVideo, mp4MetadataCategories, type MediaEngine } from "../../lib/media/index.ts";
 import { createOutboundGuard } from "../../lib/outbound/index.ts";

@@ -7,7 +7,7 @@
 // wrong, which the 401 said too. The counters are the kernel's rate-limit counters, so with REDIS_URL every
 // API process shares them.
 import { timingSafeEqual, createHash } from "node:crypto";
-import { ApiError } from "../../core/errors.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import type { Logger } from "../../core/log.ts";
 import type { RateLimiter } from "../../core/rate-limit.ts";
 import { addressKey, clientAddress } from "../graphql/limits.ts";

@@ -4,12 +4,13 @@
 import { H3 } from "h3";
 import { z } from "zod";
 import type { Partner } from "../../core/accounts.ts";
-import { ApiError, KERNEL_ERRORS } from "../../core/errors.ts";
+import { KERNEL_ERRORS } from "../../core/errors.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import type { Kernel } from "../../core/kernel.ts";
 import type { Registry } from "../../core/registry.ts";
 import { addCredits } from "../../core/ledger.ts";
 import { isPaused, setPaused } from "../../core/pauses.ts";
-import { validate } from "../../core/standard-schema.ts";
+import { validate } from "../../lib/standard-schema.ts";
 import { screenInput } from "../../core/validation.ts";
 import { formatTimestamp } from "../../core/time.ts";
 import { errorResponse, json, readJsonBody } from "../rest/respond.ts";

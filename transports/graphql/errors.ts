@@ -7,7 +7,8 @@
 // REST status travels in `extensions.status` instead. (Setting `extensions.http` would make yoga change
 // the HTTP status; we never do.)
 import { GraphQLError } from "graphql";
-import { ApiError, EdgeRejection, KERNEL_ERRORS, outageError } from "../../core/errors.ts";
+import { EdgeRejection, KERNEL_ERRORS, outageError } from "../../core/errors.ts";
+import { ApiError } from "../../lib/api-error.ts";
 
 const CODES: Readonly<Record<number, string>> = {
   400: "BAD_REQUEST",

@@ -6,7 +6,7 @@
 // WebSocket alike, before it is parsed. Checked once here for both transports (yoga.ts, websocket.ts).
 import { readFileSync } from "node:fs";
 import { GraphQLError } from "graphql";
-import { ConfigError } from "../../core/config.ts";
+import { ConfigError } from "../../lib/plugin-config.ts";
 
 export const PERSISTED_ERRORS = {
   notFound: "Persisted operation not found.",

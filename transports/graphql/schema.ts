@@ -7,7 +7,8 @@
 // authentication, usage count, rate limit, feature switch, validation with the spec's texts, handler.
 // Each field's resolver, and the invoker inside it, is made once here, at build time.
 import { GraphQLError, type GraphQLSchema } from "graphql";
-import { ApiError, KERNEL_ERRORS } from "../../core/errors.ts";
+import { KERNEL_ERRORS } from "../../core/errors.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import type { JobUpdate } from "../../core/jobs.ts";
 import type { Invoke } from "../../core/operations.ts";
 import type { CompiledOperation, Registry } from "../../core/registry.ts";

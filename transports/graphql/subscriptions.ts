@@ -14,7 +14,8 @@
 import { GraphQLError } from "graphql";
 import { authenticate } from "../../core/auth.ts";
 import { isEdgeRejected } from "../../core/edge.ts";
-import { ApiError, EdgeRejection, KERNEL_ERRORS, notFound } from "../../core/errors.ts";
+import { EdgeRejection, KERNEL_ERRORS, notFound } from "../../core/errors.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import { jobChannel, type JobUpdate } from "../../core/jobs.ts";
 import type { Kernel } from "../../core/kernel.ts";
 import type { KeyHolder } from "../../core/revocations.ts";

@@ -7,7 +7,7 @@ import type { Kernel } from "../../core/kernel.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import type { Invoke } from "../../core/operations.ts";
 import type { CompiledOperation } from "../../core/registry.ts";
-import { ApiError } from "../../core/errors.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import type { UploadedFile } from "../../core/plugin.ts";
 import { errorResponse, isJsonContentType, mediaTypeOf, parseMultipart, queryObject, readBodyCapped, readJsonBody } from "./respond.ts";
 

@@ -1,6 +1,7 @@
 // Response helpers for the REST transport: JSON bodies with the spec's shape (invariant 3).
 import type { UploadedFile } from "../../core/plugin.ts";
-import { ApiError, EdgeRejection, KERNEL_ERRORS, outageError } from "../../core/errors.ts";
+import { EdgeRejection, KERNEL_ERRORS, outageError } from "../../core/errors.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import { Buffer } from "node:buffer";
 import { concatBytes } from "../../lib/formats/bytes.ts";
 import { readJsonObject } from "./json-object.ts";

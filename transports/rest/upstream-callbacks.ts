@@ -9,7 +9,7 @@ import type { H3 } from "h3";
 import type { Kernel } from "../../core/kernel.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { callbackSecret, PROVIDER_NAME } from "../../core/upstream-waits.ts";
-import { ApiError } from "../../core/errors.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import { json, readBodyCapped } from "./respond.ts";
 import { requestIdOf } from "../http-manners.ts";
 
