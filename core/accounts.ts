@@ -42,7 +42,7 @@ export interface Partner {
   lastActive: Date | null;
 }
 
-export const PARTNER_CHANGED = "partner.changed";
+const PARTNER_CHANGED = "partner.changed";
 const CACHE_TTL_MS = 5000;
 
 function toPartner(row: Selectable<PartnersTable>): Partner {

@@ -2,7 +2,7 @@
 // a generic HTTP library, is refused with an HTML 403 "error code: 1010" before it reaches the API.
 // THE list of refused defaults; matching is on the start of the header, case-insensitive. Command-line
 // tools (curl, wget) are not libraries and pass, so the curl examples of README.md work as written.
-export const GENERIC_USER_AGENTS: readonly string[] = [
+const GENERIC_USER_AGENTS: readonly string[] = [
   "python-requests/",
   "python-urllib/",
   "python-httpx/",

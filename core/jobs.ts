@@ -115,8 +115,8 @@ export interface JobRecoverContext {
  * the database is back. Our choice; the spec is silent.
  */
 export const JOB_CRASH_RETRIES = 12;
-export const JOB_RETRY_DELAY_SECONDS = 2;
-export const JOB_RETRY_DELAY_MAX_SECONDS = 60;
+const JOB_RETRY_DELAY_SECONDS = 2;
+const JOB_RETRY_DELAY_MAX_SECONDS = 60;
 /** The `code` of the abort reason storage/queue-fetcher.ts gives an attempt that ran past its `expireInSeconds`. */
 const ATTEMPT_EXPIRED = "ATTEMPT_EXPIRED";
 
@@ -238,7 +238,7 @@ export function progressBetween(ctx: Pick<JobRunContext, "progress">, from: numb
   };
 }
 
-export class IllegalTransition extends Error {}
+class IllegalTransition extends Error {}
 
 interface CompiledKind {
   plugin: string;

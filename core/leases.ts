@@ -13,7 +13,7 @@ import { randomUUID } from "node:crypto";
 import { type Kysely, sql } from "kysely";
 import type { Logger } from "./log.ts";
 
-export const DEFAULT_LEASE_SECONDS = 15;
+const DEFAULT_LEASE_SECONDS = 15;
 
 /** The lease a synchronous job's owner holds from its charge to its end (core/job-transactions.ts). */
 export const jobLeaseKey = (jobId: string) => `job:${jobId}`;

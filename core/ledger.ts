@@ -9,7 +9,7 @@ import { ApiError } from "../lib/api-error.ts";
 import { allocateServiceId } from "./ids.ts";
 import type { KernelTables, LedgerType } from "../storage/tables.ts";
 
-export const DEFAULT_INFLIGHT_CAP = 10;
+const DEFAULT_INFLIGHT_CAP = 10;
 
 export interface JobSubmission {
   /** Job kind as the plugin declares it, e.g. "image". */
@@ -69,7 +69,7 @@ export interface SubmittedJob {
 }
 
 /** Splits a total into `count` integer shares that sum to it, larger ones first. */
-export function splitCredits(total: number, count: number): number[] {
+function splitCredits(total: number, count: number): number[] {
   const base = Math.floor(total / count);
   return Array.from({ length: count }, (_, i) => base + (i < total - base * count ? 1 : 0));
 }

@@ -46,7 +46,7 @@ export type OperationOutcome =
 
 export type Invoke = (call: OperationCall) => Promise<OperationOutcome>;
 
-export function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke {
+function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke {
   const decl = op.declaration;
   const status = decl.status ?? 200;
   const scopedBlobs = kernel.blobs.scoped(op.plugin);

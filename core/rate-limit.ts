@@ -31,7 +31,7 @@ export interface RateLimiter {
 }
 
 /** The spec: "HTTP 429 when exceeded, wait at least 10 seconds". */
-export const MIN_RETRY_AFTER_SECONDS = 10;
+const MIN_RETRY_AFTER_SECONDS = 10;
 
 function policyName(windowSeconds: number): string {
   if (windowSeconds === 60) return "per-minute";

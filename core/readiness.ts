@@ -5,7 +5,7 @@
 import { sql } from "kysely";
 import type { Kernel } from "./kernel.ts";
 
-export const READINESS_TIMEOUT_MS = 3_000;
+const READINESS_TIMEOUT_MS = 3_000;
 
 /** "ok", or what went wrong, in words that name no host, address or internal message (the answer is public). */
 export type CheckResult = "ok" | "failed" | "timed out";

@@ -10,7 +10,7 @@ import type { Clock } from "./clock.ts";
 import type { Logger } from "./log.ts";
 import type { BlobStore } from "../storage/blobs.ts";
 
-export const RETAINED_TABLE = "retained_blobs";
+const RETAINED_TABLE = "retained_blobs";
 
 /**
  * A blob store that records `expiresAt` of every put in the retention table under the file's full key, so

@@ -18,7 +18,7 @@
 export const KEY_REVOKED = "partner.key-revoked";
 
 /** How often every open holder re-checks its key, whatever messages arrive. */
-export const RECHECK_MS = 15_000;
+const RECHECK_MS = 15_000;
 
 /** How long `endAll` waits, at most, for the holders to hand their final error to their transport. */
 const END_WAIT_MS = 5_000;

@@ -60,7 +60,7 @@ function* chain(err: unknown, depth = 0): Generator<any> {
 }
 
 /** An HTTP status an upstream answered that is worth asking again later: 408, 425, 429 and 5xx except 501. */
-export function isTransientStatus(status: number): boolean {
+function isTransientStatus(status: number): boolean {
   return status === 408 || status === 425 || status === 429 || (status >= 500 && status <= 599 && status !== 501);
 }
 
@@ -99,6 +99,6 @@ export function isTransient(err: unknown): boolean {
 }
 
 /** The disk (or the database's disk) is full. */
-export function isDiskFull(err: unknown): boolean {
+function isDiskFull(err: unknown): boolean {
   return transientKind(err) === "disk";
 }

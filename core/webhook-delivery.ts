@@ -37,7 +37,7 @@ export const DELIVERY_LIMITS = {
   stopWaitMs: 2_000,
 } as const;
 
-export const WEBHOOK_WAKE_CHANNEL = "kernel:webhooks-due";
+const WEBHOOK_WAKE_CHANNEL = "kernel:webhooks-due";
 
 /** `last_error` of an attempt whose sender stopped (a kill) before it recorded an outcome: counted, unanswered. */
 export const LOST_ATTEMPT_ERROR = "No outcome was recorded (the sender stopped)";

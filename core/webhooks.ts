@@ -21,11 +21,11 @@ import type { PubSub } from "../storage/pubsub.ts";
 import type { KernelTables } from "../storage/tables.ts";
 import { createDeliveryLoop, type ClaimedDelivery } from "./webhook-delivery.ts";
 
-export const MAX_ATTEMPTS = 6;
-export const SIGNATURE_HEADER = "X-Service-Signature";
-export const ATTEMPT_TIMEOUT_MS = 10_000;
+const MAX_ATTEMPTS = 6;
+const SIGNATURE_HEADER = "X-Service-Signature";
+const ATTEMPT_TIMEOUT_MS = 10_000;
 /** The fixed identifying User-Agent of deliveries (the spec asks for one without naming it). */
-export const WEBHOOK_USER_AGENT = "mediagate-webhooks/1.0";
+const WEBHOOK_USER_AGENT = "mediagate-webhooks/1.0";
 export const TEST_EVENT = "webhook.test";
 
 /** `t=<unix>,v1=<hex HMAC-SHA256 over "<t>.<raw body>">`. */

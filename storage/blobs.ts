@@ -41,7 +41,7 @@ export interface BlobReader {
 }
 
 /** A reader over bytes already in memory. */
-export function bytesReader(data: Uint8Array): BlobReader {
+function bytesReader(data: Uint8Array): BlobReader {
   return {
     size: data.byteLength,
     read: async (range) => new Blob([range ? data.subarray(range.start, range.end + 1) : data] as BlobPart[]).stream(),

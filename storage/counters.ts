@@ -115,9 +115,9 @@ export async function closeRedis(redis: Redis): Promise<void> {
  * a process starved of CPU on a loaded machine can go seconds between two turns of its event loop, and its
  * timers then fire before the answers waiting on its sockets are read.
  */
-export const REDIS_COMMAND_TIMEOUT_MS = 5_000;
+const REDIS_COMMAND_TIMEOUT_MS = 5_000;
 /** The longest pause between reconnect attempts (ioredis's default grows to 2 s). */
-export const REDIS_RECONNECT_MAX_MS = 1_000;
+const REDIS_RECONNECT_MAX_MS = 1_000;
 
 /** The connection options of every long-lived Redis client (counters, pub/sub). */
 export function redisClientOptions(extra: RedisOptions = {}): RedisOptions {

@@ -440,8 +440,3 @@ function lockEmbeddedDatabase(dataDir: string): EmbeddedLock {
     };
   }
 }
-
-/** True for a unique-constraint violation, on both backends. */
-export function isUniqueViolation(err: unknown): boolean {
-  return typeof err === "object" && err !== null && (err as { code?: string }).code === "23505";
-}

@@ -6,7 +6,7 @@ import { chmodSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { chmod, mkdir, writeFile } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 
-export const PRIVATE_DIR_MODE = 0o700;
+const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
 
 // The directories mkdir(recursive) created, from the first one it made down to `path`.
@@ -32,7 +32,7 @@ export function privateDirSync(path: string, options: { tighten?: boolean } = {}
   if (options.tighten && first === undefined) chmodSync(path, PRIVATE_DIR_MODE);
 }
 
-export async function privateDir(path: string): Promise<void> {
+async function privateDir(path: string): Promise<void> {
   const first = await mkdir(path, { recursive: true, mode: PRIVATE_DIR_MODE });
   for (const dir of createdChain(first, path)) await chmod(dir, PRIVATE_DIR_MODE);
 }

@@ -82,7 +82,7 @@ type LimitName = "body" | "document" | "tokens" | "depth" | "aliases" | "directi
  * only `application/json` (`spec: false`: yoga would otherwise answer a spec-defined error to such a client
  * with 200); yoga removes it from the body, and the WebSocket transport does too (withoutHttp).
  */
-export function limitError(message: string, limit: LimitName, max?: number, nodes?: readonly ASTNode[]): GraphQLError {
+function limitError(message: string, limit: LimitName, max?: number, nodes?: readonly ASTNode[]): GraphQLError {
   return new GraphQLError(message, {
     nodes,
     extensions: { code: codeFor(400), status: 400, limit, ...(max === undefined ? {} : { max }), http: { spec: false, status: 400 } },
@@ -100,7 +100,7 @@ export function withoutHttp(error: GraphQLError): GraphQLError {
  * A document that cannot run (a limit, a syntax error, a validation error) as a 400 over HTTP, whatever the
  * client accepts: the error itself, with `extensions.status` as errors.ts gives every error and the HTTP hint.
  */
-export function asRefusal(error: GraphQLError, code?: string): GraphQLError {
+function asRefusal(error: GraphQLError, code?: string): GraphQLError {
   const extensions = error.extensions as Record<string, unknown>;
   if (code) extensions.code ??= code;
   const http = (extensions.http ?? {}) as { status?: number };
@@ -249,7 +249,7 @@ export function measureOperations(document: DocumentNode): Array<{ name: string 
 }
 
 /** The depth, alias, directive and cost limits as one validation rule; it measures on entering the document. */
-export function operationLimitsRule(limits: GraphqlLimits): ValidationRule {
+function operationLimitsRule(limits: GraphqlLimits): ValidationRule {
   return (context): ASTVisitor => ({
     Document(document) {
       for (const op of measureOperations(document)) {
@@ -277,7 +277,7 @@ export function operationLimitsRule(limits: GraphqlLimits): ValidationRule {
 }
 
 /** Refuses `__schema` and `__type` (the introspection fields); `__typename` stays, clients rely on it. */
-export const noIntrospectionRule: ValidationRule = (context) => ({
+const noIntrospectionRule: ValidationRule = (context) => ({
   Field(node) {
     if (node.name.value === "__schema" || node.name.value === "__type") {
       context.reportError(limitError("GraphQL introspection is disabled on this server.", "introspection", undefined, [node]));

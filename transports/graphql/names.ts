@@ -24,7 +24,7 @@ export function pascalCase(text: string): string {
   return /^[0-9]/.test(out) ? `_${out}` : out;
 }
 
-export function camelCase(text: string): string {
+function camelCase(text: string): string {
   const p = pascalCase(text);
   return p.startsWith("_") ? p : p.charAt(0).toLowerCase() + p.slice(1);
 }

@@ -10,7 +10,7 @@ import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { json } from "./respond.ts";
 import { requestIdOf } from "../http-manners.ts";
 
-export const CONSOLE_PATH = "/console";
+const CONSOLE_PATH = "/console";
 const DIR = join(import.meta.dirname ?? "transports/rest", "../../console");
 const FILES: Readonly<Record<string, string>> = {
   "index.html": "text/html; charset=utf-8",

@@ -13,7 +13,7 @@ import { requestIdOf } from "../http-manners.ts";
 import { buildAdminOpenApi, buildOpenApi, type AdminRouteDoc } from "./openapi.ts";
 import { ADMIN_BASE } from "../admin/routes.ts";
 
-export const DOCS_PATH = "/docs";
+const DOCS_PATH = "/docs";
 /** The only files of the package the page needs; nothing else under node_modules is reachable. */
 const ASSETS: Readonly<Record<string, string>> = {
   "swagger-ui.css": "text/css; charset=utf-8",

@@ -12,7 +12,7 @@ import { streamedFileResponse } from "../../lib/file-response.ts";
 import { isServedMediaKey, mediaPathSegments } from "../../lib/service-media.ts";
 
 /** Content types by extension: the one table of the media types the service stores. */
-export const MEDIA_TYPES: Readonly<Record<string, string>> = {
+const MEDIA_TYPES: Readonly<Record<string, string>> = {
   png: "image/png",
   jpg: "image/jpeg",
   jpeg: "image/jpeg",
