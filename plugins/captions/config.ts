@@ -3,7 +3,7 @@
 // the offline recognizer is (transcribe/pocketsphinx.ts) and the order in which the chain (transcribe/index.ts)
 // tries its providers.
 import { z } from "zod";
-import { defineConfig, envVar, upstreamBaseUrl, type PluginConfigSource } from "mediagate/plugin";
+import { defineConfig, envVar, upstreamBaseUrl } from "mediagate/plugin";
 
 /** The providers the chain knows, by the name each answers under (Transcript.provider). */
 export const PROVIDER_NAMES = ["spoken", "timed-text", "pocketsphinx", "openai"] as const;
@@ -61,7 +61,5 @@ export const captionsConfig = defineConfig({
 
 export type CaptionsConfig = ReturnType<typeof captionsConfig.of>;
 
-/** The values the kernel read for this plugin (handler, job runner or capability factory context). */
-export function captionsSettings(source: PluginConfigSource): CaptionsConfig {
-  return captionsConfig.of(source);
-}
+/** The account feature switch that turns every caption endpoint on or off (spec part 1, features). */
+export const CAPTIONS_FEATURE = "captions";

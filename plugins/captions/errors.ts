@@ -16,7 +16,7 @@ export const CAPTION_ERRORS = {
   sourcePruned: "The source video is no longer available",
   insufficientCredits: (need: number) => `Insufficient credits. Captions cost ${need} credits.`,
 
-  // style (style.ts builds the field-level texts from these)
+  // style (style/input.ts builds the field-level texts from these)
   styleNotObject: "style must be an object",
   styleUnknownField: (field: string) => `Unknown style field: ${field}`,
   styleInvalid: (field: string, allowed: string) => `Invalid style.${field}. Allowed: ${allowed}`,

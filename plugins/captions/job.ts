@@ -8,12 +8,12 @@
 import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
 import { isTransient, cleanUpstreamText, JobFailure, type JobKindDeclaration, type JobRunContext, type MediaEngine, UPSTREAM_TEXT_LIMITS } from "mediagate/plugin";
-import { buildAss } from "./ass.ts";
-import { burnCaptions } from "./burn.ts";
-import { applyDisplayTiming, makeCards } from "./cards.ts";
+import { buildAss } from "./render/ass.ts";
+import { burnCaptions } from "./render/burn.ts";
+import { applyDisplayTiming, makeCards } from "./render/cards.ts";
 import { CAPTION_FAILURES } from "./errors.ts";
-import { fontByKey, DEFAULT_FONT_KEY, readFont } from "./fonts.ts";
-import { fontPixels } from "./layout.ts";
+import { fontByKey, DEFAULT_FONT_KEY, readFont } from "./render/fonts.ts";
+import { fontPixels } from "./render/layout.ts";
 import { DAY_MS, RETENTION } from "./limits.ts";
 import { CAPTIONS_TABLE, captionById, type CaptionRow, styleOf, type SourceMedia } from "./records.ts";
 import { openSource, type OpenedSource, SourceGone, sourceMedia } from "./source.ts";
@@ -37,10 +37,8 @@ const REBURN_STATES = {
   failState: "failed",
 } as const;
 
-export interface ReburnInput {
-  caption_job_id: string;
-  chunks: Card[];
-}
+/** The re-burn job's input (a type, so it is a plain record as the kernel stores it). */
+export type ReburnInput = { caption_job_id: string; chunks: Card[] };
 
 const fontOf = (key: string): FontEntry => fontByKey(key) ?? fontByKey(DEFAULT_FONT_KEY)!;
 
@@ -142,22 +140,26 @@ async function firstCards(ctx: JobRunContext, engine: MediaEngine, row: CaptionR
   return cards;
 }
 
+/** What both kinds of job share: one retry, an hour an attempt, two at once. */
+const ATTEMPTS = { failError: CAPTION_FAILURES.failed, retries: 1, timeoutSeconds: 3600, concurrency: 2 } as const;
+
+/** The first steps of either job: processing, then the caption row's source opened and measured. */
+async function begin(ctx: JobRunContext, captionJobId: string, message: string) {
+  if (ctx.state === "pending") await ctx.moveTo("processing", message);
+  const engine = ctx.capability("media");
+  const row = await captionById(ctx.db, captionJobId);
+  const source = await opened(ctx, row);
+  return { engine, row, source, media: await mediaFor(ctx, engine, row, source) };
+}
+
 export const captionJob: JobKindDeclaration<{ first: true }> = {
   ...CAPTION_STATES,
-  failError: CAPTION_FAILURES.failed,
-  retries: 1,
-  timeoutSeconds: 3600,
-  concurrency: 2,
+  ...ATTEMPTS,
   async run(ctx) {
-    if (ctx.state === "pending") await ctx.moveTo("processing", "Transcribing");
-    const engine = ctx.capability("media");
-    let row = await captionById(ctx.db, ctx.jobId);
-    const source = await opened(ctx, row);
-    const media = await mediaFor(ctx, engine, row, source);
-
+    const { engine, row: started, source, media } = await begin(ctx, ctx.jobId, "Transcribing");
     // A retry after a crash during the burn keeps the transcript it already has.
-    const cards = row.chunks ? (JSON.parse(row.chunks) as Card[]) : await firstCards(ctx, engine, row, source, media);
-    row = await captionById(ctx.db, ctx.jobId);
+    const cards = started.chunks ? (JSON.parse(started.chunks) as Card[]) : await firstCards(ctx, engine, started, source, media);
+    const row = await captionById(ctx.db, ctx.jobId);
     await ctx.progress(40, "Rendering");
     const key = await render(ctx, engine, row, source, media, cards, 40);
     await ctx.db.updateTable(CAPTIONS_TABLE).set({ output_key: key, output_expires_at: new Date(ctx.clock.now() + RETENTION.captionedOutputDays * DAY_MS), completed_at: new Date(ctx.clock.now()) }).where("job_id", "=", ctx.jobId).execute();
@@ -167,16 +169,9 @@ export const captionJob: JobKindDeclaration<{ first: true }> = {
 
 export const reburnJob: JobKindDeclaration<ReburnInput> = {
   ...REBURN_STATES,
-  failError: CAPTION_FAILURES.failed,
-  retries: 1,
-  timeoutSeconds: 3600,
-  concurrency: 2,
+  ...ATTEMPTS,
   async run(ctx) {
-    if (ctx.state === "pending") await ctx.moveTo("processing", "Rendering");
-    const engine = ctx.capability("media");
-    const row = await captionById(ctx.db, ctx.input.caption_job_id);
-    const source = await opened(ctx, row);
-    const media = await mediaFor(ctx, engine, row, source);
+    const { engine, row, source, media } = await begin(ctx, ctx.input.caption_job_id, "Rendering");
     const style = styleOf(row);
     const cards = applyDisplayTiming(ctx.input.chunks, style.chunking);
     await ctx.progress(5, "Rendering");

@@ -1,6 +1,4 @@
-// Every number of the captions area (spec part 2 "Limits", part 1's captions rows), in one place.
-
-export const CAPTION_CREDITS = 25; // standard basis; 28 on api_plus10 through the kernel's tier math
+// Every number of the captions area but its price (prices.ts): spec part 2 "Limits", part 1's captions rows.
 
 export const LIMITS = {
   /** POST /captions/upload: the file part. */

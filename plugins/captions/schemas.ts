@@ -1,5 +1,5 @@
 // The response shapes of the caption endpoints (spec part 2 "Caption job"), for the documents and GraphQL
-// (not checked at run time): shared by index.ts and uploads.ts.
+// (not checked at run time): shared by index.ts and uploads/operations.ts.
 import { z } from "zod";
 
 export const retentionOut = z.object({ captioned_output_days: z.number().int(), uploaded_source_days: z.number().int().nullable(), guaranteed: z.boolean() });

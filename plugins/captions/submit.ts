@@ -4,7 +4,8 @@
 // kernel locks the partner row first, so two submits of one account cannot both take the last slot).
 import { ApiError, type OperationContext, type PluginDb } from "mediagate/plugin";
 import { CAPTION_ERRORS } from "./errors.ts";
-import { CAPTION_CREDITS, DAY_MS, LIMITS, RETENTION } from "./limits.ts";
+import { DAY_MS, LIMITS, RETENTION } from "./limits.ts";
+import { captionPrice } from "./prices.ts";
 import { activeCaptionJobs, CAPTIONS_TABLE, captionView, findCaption, sourceBusy } from "./records.ts";
 import type { CaptionStyle } from "./types.ts";
 
@@ -17,6 +18,8 @@ export interface CaptionRequest {
   source: CaptionSource;
   style: CaptionStyle;
   partnerJobId: string | null;
+  /** More to do in the charge's transaction once the caption row is in (a chunked upload marks its session finalized). */
+  inCharge?: (trx: PluginDb, jobId: string) => Promise<void>;
 }
 
 /** What the first run's kernel job keeps as input: only its kind; the rest is on the caption row. */
@@ -24,22 +27,20 @@ export interface CaptionJobInput {
   first: true;
 }
 
-export const captionPrice = (ctx: OperationContext<any>) => ctx.priceFor({ lines: [{ key: ["captions"], rate: CAPTION_CREDITS, units: 1 }] });
-
 /** The account's cap on caption jobs at work (partner setting `limits.caption_jobs`). */
-export const activeCap = (ctx: OperationContext<any>) => ctx.partner.limits.caption_jobs ?? LIMITS.activeJobs;
+export const activeCap = (ctx: OperationContext) => ctx.partner.limits.caption_jobs ?? LIMITS.activeJobs;
 
 /**
  * Inside a submit's transaction, after the kernel inserted the new job (so the count includes it): the two
  * caps of caption jobs (429 and 409), re-burns included.
  */
-export async function checkCaps(ctx: OperationContext<any>, trx: PluginDb, videoJobId: string | null): Promise<void> {
+export async function checkCaps(ctx: OperationContext, trx: PluginDb, videoJobId: string | null): Promise<void> {
   if ((await activeCaptionJobs(trx, ctx.partner.id)) > activeCap(ctx)) throw new ApiError(429, CAPTION_ERRORS.tooManyActive, {}, { "Retry-After": "10" });
   if (videoJobId && (await sourceBusy(trx, ctx.partner.id, videoJobId))) throw new ApiError(409, CAPTION_ERRORS.sourceBusy);
 }
 
 /** Charges, records and queues one caption job; resolves with the 202 body. */
-export async function submitCaption(ctx: OperationContext<any>, req: CaptionRequest): Promise<Record<string, unknown>> {
+export async function submitCaption(ctx: OperationContext, req: CaptionRequest): Promise<Record<string, unknown>> {
   const { source } = req;
   const now = ctx.clock.now();
   // The 202 shows the job as it was committed: read after the commit, a fast worker may already have moved it.
@@ -67,6 +68,7 @@ export async function submitCaption(ctx: OperationContext<any>, req: CaptionRequ
           style: JSON.stringify(req.style),
         })
         .execute();
+      await req.inCharge?.(trx, jobId!);
       row = await findCaption(trx, ctx.partner.id, jobId!);
     },
   });

@@ -1,5 +1,5 @@
-// The shapes the captions modules pass between them, in one place: the style (style.ts validates it),
-// a font of the table (fonts.ts), a card (cards.ts makes them, ass.ts draws them) and a source file.
+// The shapes the captions modules pass between them, in one place: the style (style/input.ts validates it),
+// a font of the table (render/fonts.ts), a card (render/cards.ts makes them, render/ass.ts draws them) and a source file.
 import type { TimedWord } from "mediagate/plugin";
 
 export type { TimedWord };

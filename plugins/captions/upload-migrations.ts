@@ -1,4 +1,4 @@
-// The chunked upload sessions' tables (uploads.ts, upload-sessions.ts). A session is one row; each stored
+// The chunked upload sessions' tables (uploads/operations.ts, uploads/records.ts). A session is one row; each stored
 // part is one row naming its blob. At most 2 open sessions per account is a unique index, not a count: an
 // open (or finalizing) session holds one of the account's two `open_slot`s, a finalized one holds none
 // (NULLs are distinct), so two inits racing for the last slot cannot both win, on any backend.

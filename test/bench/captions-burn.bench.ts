@@ -12,10 +12,10 @@ import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import process from "node:process";
 import { createMediaEngine, detectNativeFfmpeg, generateTestVideo, type MediaEngine } from "../../lib/media/index.ts";
-import { buildAss } from "../../plugins/captions/ass.ts";
-import { BURN_ENCODE, BURN_FILES, burnArgs } from "../../plugins/captions/burn.ts";
-import { fontByKey, readFont } from "../../plugins/captions/fonts.ts";
-import { PRESETS } from "../../plugins/captions/style.ts";
+import { buildAss } from "../../plugins/captions/render/ass.ts";
+import { BURN_ENCODE, BURN_FILES, burnArgs } from "../../plugins/captions/render/burn.ts";
+import { fontByKey, readFont } from "../../plugins/captions/render/fonts.ts";
+import { PRESETS } from "../../plugins/captions/style/input.ts";
 import type { Card, CaptionStyle, Frame } from "../../plugins/captions/types.ts";
 
 const REPS = Number(process.env.BENCH_REPS ?? 2);

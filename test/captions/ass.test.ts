@@ -5,8 +5,8 @@
 // cannot inject override tags, line breaks or fields.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { ASS_LAYERS, assColour, assTime, buildAss, escapeAssText, REFERENCE_SHORT_SIDE, SHADOW_OFFSET_1080, strengthAlpha } from "../../plugins/captions/ass.ts";
-import { fontPixels, layoutFor, outlinePixels, strokePixels } from "../../plugins/captions/layout.ts";
+import { ASS_LAYERS, assColour, assTime, buildAss, escapeAssText, REFERENCE_SHORT_SIDE, SHADOW_OFFSET_1080, strengthAlpha } from "../../plugins/captions/render/ass.ts";
+import { fontPixels, layoutFor, outlinePixels, strokePixels } from "../../plugins/captions/render/layout.ts";
 import type { Card, CaptionStyle, FontEntry, Frame } from "../../plugins/captions/types.ts";
 
 const t = suite("captions: ASS script");

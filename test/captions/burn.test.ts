@@ -6,9 +6,9 @@
 // the engine refuses the libass filter in any other form. Clips are small: ffmpeg.wasm is slow.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { buildAss } from "../../plugins/captions/ass.ts";
-import { BURN_FILES, burnArgs, burnCaptions } from "../../plugins/captions/burn.ts";
-import { fontByKey, readFont } from "../../plugins/captions/fonts.ts";
+import { buildAss } from "../../plugins/captions/render/ass.ts";
+import { BURN_FILES, burnArgs, burnCaptions } from "../../plugins/captions/render/burn.ts";
+import { fontByKey, readFont } from "../../plugins/captions/render/fonts.ts";
 import type { Card, CaptionStyle, Frame } from "../../plugins/captions/types.ts";
 import { createMediaEngine, firstAudio, firstVideo, generateTestVideo, isMediaError, type MediaEngine, type StreamedInput } from "../../lib/media/index.ts";
 import { ENGINE_MODES } from "../media/util.ts";

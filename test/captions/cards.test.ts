@@ -9,9 +9,9 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { applyDisplayTiming, CHUNKING_TIMING, displayText, makeCards, MIN_DISPLAY_SECONDS, READING_CHARS_PER_SECOND, type MakeCardsOptions } from "../../plugins/captions/cards.ts";
-import { layoutFor, safeWidth } from "../../plugins/captions/layout.ts";
-import { measureText } from "../../plugins/captions/metrics.ts";
+import { applyDisplayTiming, CHUNKING_TIMING, displayText, makeCards, MIN_DISPLAY_SECONDS, READING_CHARS_PER_SECOND, type MakeCardsOptions } from "../../plugins/captions/render/cards.ts";
+import { layoutFor, safeWidth } from "../../plugins/captions/render/layout.ts";
+import { measureText } from "../../plugins/captions/render/metrics.ts";
 import type { Card, Frame, TimedWord } from "../../plugins/captions/types.ts";
 
 const t = suite("captions: cards");

@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { checkFonts, DEFAULT_FONT_KEY, familyNamesOf, FONT_SOURCES, FONTS, fontByKey, readFont } from "../../plugins/captions/fonts.ts";
+import { checkFonts, DEFAULT_FONT_KEY, familyNamesOf, FONT_SOURCES, FONTS, fontByKey, readFont } from "../../plugins/captions/render/fonts.ts";
 import { FONT_CATEGORIES } from "../../plugins/captions/types.ts";
 
 const t = suite("captions: fonts");

@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { clampPositionY, fontPixels, layoutFor, outlinePixels, safeWidth, strokePixels } from "../../plugins/captions/layout.ts";
-import { APPROX_ADVANCE_EM, fontMetrics, measureText, textMeasurer } from "../../plugins/captions/metrics.ts";
+import { clampPositionY, fontPixels, layoutFor, outlinePixels, safeWidth, strokePixels } from "../../plugins/captions/render/layout.ts";
+import { APPROX_ADVANCE_EM, fontMetrics, measureText, textMeasurer } from "../../plugins/captions/render/metrics.ts";
 
 const t = suite("captions: layout and font metrics");
 

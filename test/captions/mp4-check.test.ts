@@ -1,9 +1,9 @@
-// mp4-check.ts: what passes as a captionable MP4 before any charge, on real files from the media engine
+// uploads/mp4-check.ts: what passes as a captionable MP4 before any charge, on real files from the media engine
 // (moov at the end, moov first, fragmented with an empty moov, audio only) and on built ones (sizes,
 // defects, durations), whole or read across parts without being joined.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { bytesSource, checkMp4, type ByteSource, partsSource, PartChanged } from "../../plugins/captions/mp4-check.ts";
+import { bytesSource, checkMp4, type ByteSource, partsSource, PartChanged } from "../../plugins/captions/uploads/mp4-check.ts";
 import { box, ftyp, headerFor, mdatHeader, moov, realMp4, syntheticMp4 } from "./uploads-mp4.ts";
 
 const MAX = 1800;

@@ -50,7 +50,7 @@ for (const backend of await databaseBackends()) {
     tk = await createTestKernel({
       plugins: [captions],
       databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
-      // Uploads need a recognizer (uploads.ts); the upstream is configured but never called: the clip's own
+      // Uploads need a recognizer (uploads/operations.ts); the upstream is configured but never called: the clip's own
       // subtitle track answers first.
       env: { PUBLIC_URL: "https://media.example.test", CAPTIONS_TRANSCRIBE_URL: "https://transcribe.example.test" },
       start: true,

@@ -5,9 +5,9 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { CAPTION_ERRORS } from "../../plugins/captions/errors.ts";
-import { DEFAULT_FONT_KEY, FONTS, fontByKey } from "../../plugins/captions/fonts.ts";
-import { checkStyle, DEFAULT_STYLE, PRESETS, resolveStyle, STYLE_FIELDS } from "../../plugins/captions/style.ts";
-import { styleOptionsBody } from "../../plugins/captions/style-options.ts";
+import { DEFAULT_FONT_KEY, FONTS, fontByKey } from "../../plugins/captions/render/fonts.ts";
+import { checkStyle, DEFAULT_STYLE, PRESETS, resolveStyle, STYLE_FIELDS } from "../../plugins/captions/style/input.ts";
+import { styleOptionsBody } from "../../plugins/captions/style/operations.ts";
 import type { CaptionStyle } from "../../plugins/captions/types.ts";
 
 const t = suite("captions: style");

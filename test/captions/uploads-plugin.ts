@@ -3,13 +3,14 @@
 // workers), so these tests are about uploads alone, whatever state the rest of the captions area is in.
 import { definePlugin } from "../../core/plugin.ts";
 import { captionsConfig } from "../../plugins/captions/config.ts";
-import { CAPTION_CREDITS } from "../../plugins/captions/limits.ts";
+import { CAPTION_CREDITS } from "../../plugins/captions/prices.ts";
 import { captionMigrations } from "../../plugins/captions/migrations.ts";
-import { uploadMigrations, uploadOperations } from "../../plugins/captions/uploads.ts";
+import { uploadMigrations } from "../../plugins/captions/upload-migrations.ts";
+import { uploadOperations } from "../../plugins/captions/uploads/operations.ts";
 
 export { uploadMigrations, uploadOperations };
 /** The style check the operations use, for the tests' expected texts. */
-export { checkStyle } from "../../plugins/captions/style.ts";
+export { checkStyle } from "../../plugins/captions/style/input.ts";
 
 /** The caption job kind's states, with a runner the tests never start. */
 const standInJob = {

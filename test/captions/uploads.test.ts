@@ -1,5 +1,5 @@
 // Caption uploads through the HTTP app on every database backend: the single multipart upload and the
-// chunked session (init, part, finalize, abort) with every rule of spec part 2 and our choices (uploads.ts):
+// chunked session (init, part, finalize, abort) with every rule of spec part 2 and our choices (uploads/operations.ts):
 // sizes and indexes, parts replaced atomically, the 2 open sessions, finalize's 409 with `missing`, one
 // charge for any number of finalizes (repeated or racing), abort, abandoned sessions, another account's
 // session, and that every refusal before the charge leaves no row and no file.

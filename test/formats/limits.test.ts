@@ -9,7 +9,7 @@ import { cleanJpeg } from "../../plugins/metadata/jpeg.ts";
 import { cleanPng } from "../../plugins/metadata/png.ts";
 import { cleanWebp } from "../../plugins/metadata/webp.ts";
 import { hasMultiEditList } from "../../plugins/metadata/video.ts";
-import { bytesSource, checkMp4 } from "../../plugins/captions/mp4-check.ts";
+import { bytesSource, checkMp4 } from "../../plugins/captions/uploads/mp4-check.ts";
 import { box, ftyp, mdatHeader, moov } from "../captions/uploads-mp4.ts";
 import { bytes } from "./helpers.ts";
 

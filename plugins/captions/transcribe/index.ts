@@ -11,7 +11,7 @@
 // order puts it: our record and an embedded track need no audio and are believed as they are.
 //
 // Which providers can answer is stated once at boot (a line of the kernel's log, bootLine below), and an
-// upload is refused before its charge when no provider that listens to audio is available (uploads.ts,
+// upload is refused before its charge when no provider that listens to audio is available (uploads/operations.ts,
 // uploadRecognizers): an uploaded file carries no record of ours, so without pocketsphinx or the upstream its
 // speech could only end in `Caption rendering failed` after a charge and a refund.
 //

@@ -114,7 +114,7 @@ function resolveBinary(name: string): string | undefined {
 /**
  * The tools and model files, or why not (the first required one missing). A few access() calls: looked up on
  * each transcription (an operator may install the packages without a restart), at boot for the boot line,
- * and before an upload is accepted (uploads.ts).
+ * and before an upload is accepted (uploads/operations.ts).
  */
 export function locatePocketsphinx(opts: PocketsphinxOptions = {}): Installed | { missing: string } {
   const wanted = opts.binary ?? SPHINX.recognizer;
@@ -159,7 +159,7 @@ export function parseRecognition(text: string, shift = 0): { utterances: Utteran
   for (const line of text.split("\n")) {
     const m = SEGMENT.exec(line.trim());
     if (!m) continue; // the hypothesis line
-    const [, token, s, e, prob] = m as unknown as [string, string, string, string, string];
+    const [, token = "", s = "", e = "", prob = ""] = m; // every group is in the pattern, so each matched
     const start = Number(s) - shift;
     const end = Number(e) + 1 / FRAME_RATE - shift; // the printed end is the segment's last frame, not the frame after it
     if (token === "<s>" || !current) {

@@ -20,7 +20,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 // @ts-expect-error: opentype.js ships no type declarations; the few members used are typed below.
 import opentypeModule from "opentype.js";
-import { FONT_CATEGORIES, type FontEntry } from "./types.ts";
+import { FONT_CATEGORIES, type FontEntry } from "../types.ts";
 
 type Category = (typeof FONT_CATEGORIES)[number];
 export type FontLicence = "OFL-1.1" | "Apache-2.0";
@@ -130,7 +130,7 @@ export const DEFAULT_FONT_KEY = "inter";
 
 const requireHere = createRequire(import.meta.url);
 // The repository's own node_modules, when the package cannot be resolved (the check then reports the file missing).
-const FALLBACK_MODULES = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "node_modules");
+const FALLBACK_MODULES = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "node_modules");
 
 function packageDir(pkg: string): string {
   try {

@@ -1,9 +1,12 @@
 // GET /captions/style-options (spec part 2): the authoritative style whitelist, built from the very tables the
-// check (style.ts), the card maker and the burn use (fonts.ts, types.ts, limits.ts), so nothing is listed
+// check (input.ts), the card maker and the burn use (render/fonts.ts, types.ts, limits.ts), so nothing is listed
 // twice. Field order as the spec lists them; `request_id` is added by the kernel.
-import { FONTS } from "./fonts.ts";
-import { LIMITS, RETENTION } from "./limits.ts";
-import { CHOICES, DEFAULT_STYLE, NUMBER_RANGES, type NumberRange, POSITION_Y, PRESETS } from "./style.ts";
+import { operation } from "mediagate/plugin";
+import { CAPTIONS_FEATURE } from "../config.ts";
+import { captionPrice } from "../prices.ts";
+import { FONTS } from "../render/fonts.ts";
+import { LIMITS, RETENTION } from "../limits.ts";
+import { CHOICES, DEFAULT_STYLE, NUMBER_RANGES, type NumberRange, POSITION_Y, PRESETS } from "./input.ts";
 
 const range = (r: NumberRange) => ({ min: r.min, max: r.max, default: r.default, step: r.step });
 
@@ -36,3 +39,13 @@ export function styleOptionsBody(credits: number): Record<string, unknown> {
     retention: { captioned_output_days: RETENTION.captionedOutputDays, uploaded_source_days: RETENTION.uploadedSourceDays, guaranteed: false },
   };
 }
+
+export const styleOptions = operation({
+  method: "GET",
+  path: "/captions/style-options",
+  feature: CAPTIONS_FEATURE,
+  summary: "The caption style whitelist: fonts, presets, allowed values and ranges, the price and the upload limits",
+  async handle(ctx) {
+    return styleOptionsBody(captionPrice(ctx));
+  },
+});

@@ -12,7 +12,7 @@
 // All times are worked in integer centiseconds, the precision of an ASS file, and returned as seconds.
 import { textMeasurer } from "./metrics.ts";
 import { layoutFor, outlinePixels } from "./layout.ts";
-import type { CaptionStyle, Card, Frame, TimedWord } from "./types.ts";
+import type { CaptionStyle, Card, Frame, TimedWord } from "../types.ts";
 
 type Chunking = CaptionStyle["chunking"];
 type Case = CaptionStyle["case"];

@@ -13,7 +13,7 @@
 // PlayResX/PlayResY are the frame's size and ScaledBorderAndShadow is on.
 import { displayText } from "./cards.ts";
 import { clampPositionY, fontPixels, layoutFor, outlinePixels, strokePixels } from "./layout.ts";
-import type { Card, CaptionStyle, FontEntry, Frame } from "./types.ts";
+import type { Card, CaptionStyle, FontEntry, Frame } from "../types.ts";
 
 /** Shadow depth when shadow_x/shadow_y are null, in pixels of a frame whose shorter side is 1080 (scaled to the frame). */
 export const SHADOW_OFFSET_1080: Readonly<Record<CaptionStyle["shadow"], number>> = { none: 0, thin: 2, medium: 4, thick: 7 };

@@ -7,7 +7,7 @@
 // very file the card maker measured, never a system substitute. The directory holds the font only, because
 // libass reads every file of its fontsdir whole (the source video must not be one of them).
 import { libassFilter, type EngineInput, type MediaEngine } from "mediagate/plugin";
-import type { Frame } from "./types.ts";
+import type { Frame } from "../types.ts";
 
 /**
  * The x264 settings of a burn. `veryfast` is about 2x faster than `medium` for a few percent more bytes at the

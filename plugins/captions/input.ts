@@ -1,10 +1,34 @@
-// POST /captions/<job_id>/edit's body (spec part 2): the whole chunk list, every constraint before anything
-// is queued. An empty text removes that caption; at least one must remain.
+// The bodies of POST /captions and POST /captions/<job_id>/edit (spec part 2). The uploads' own inputs are
+// uploads/operations.ts.
 import { defineInput, field } from "mediagate/plugin";
 import { CAPTION_ERRORS } from "./errors.ts";
+import { checkStyle, resolveStyle } from "./style/input.ts";
 import { LIMITS } from "./limits.ts";
 import type { Card } from "./types.ts";
 
+const SERVICE_ID = /^svc-[0-9a-f]{8}$/;
+
+export const CaptionInput = defineInput({
+  fields: {
+    video_job_id: field.string({ description: "job_id of one of your completed videos" }),
+    style: field.object({ description: "Any subset of the caption style object" }),
+    partner_job_id: field.partnerJobId(),
+  },
+  required: ["video_job_id"],
+  check(raw, fail) {
+    const id = raw.video_job_id;
+    if (id === undefined || id === null || id === "") fail(CAPTION_ERRORS.videoJobIdRequired);
+    if (typeof id !== "string" || !SERVICE_ID.test(id)) fail(CAPTION_ERRORS.videoJobIdInvalid);
+    const style = checkStyle(raw.style ?? {});
+    if (!style.ok) return fail(style.message);
+    return { video_job_id: id as string, style: resolveStyle(style.value), partner_job_id: raw.partner_job_id };
+  },
+});
+
+/**
+ * The edit: the whole chunk list, every constraint before anything is queued. An empty text removes that
+ * caption; at least one must remain.
+ */
 const isNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
 
 export const EditInput = defineInput({

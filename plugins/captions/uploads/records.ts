@@ -11,7 +11,7 @@
 // deleted with its parts.
 import { randomBytes } from "node:crypto";
 import { allocateServiceId, type OperationLeases, type PluginDb } from "mediagate/plugin";
-import { LIMITS } from "./limits.ts";
+import { LIMITS } from "../limits.ts";
 
 export const SESSIONS_TABLE = "captions_upload_sessions";
 export const PARTS_TABLE = "captions_upload_parts";

@@ -30,18 +30,19 @@
 //   is written only once its size is right (and removed again if the session went away meanwhile), and a
 //   single upload's file is removed if the charge fails.
 import { randomBytes } from "node:crypto";
-import { ApiError, defineInput, field, notFound, operation, type OperationContext, type OperationDeclaration, PRIVATE_KEY_PREFIX, type SubmittedJob } from "mediagate/plugin";
+import { ApiError, defineInput, field, notFound, operation, type OperationContext, type PluginDb, PRIVATE_KEY_PREFIX } from "mediagate/plugin";
 import { z } from "zod";
-import { submittedOut } from "./schemas.ts";
-import { CAPTION_ERRORS } from "./errors.ts";
-import { DAY_MS, LIMITS, RETENTION } from "./limits.ts";
+import { submittedOut } from "../schemas.ts";
+import { CAPTION_ERRORS } from "../errors.ts";
+import { DAY_MS, LIMITS, RETENTION } from "../limits.ts";
 import { type ByteSource, bytesSource, checkMp4, PartChanged, partsSource } from "./mp4-check.ts";
-import { captionView, findCaption, retentionOf } from "./records.ts";
-import { checkStyle, resolveStyle } from "./style.ts";
-import { captionPrice, submitCaption } from "./submit.ts";
-import { captionsConfig } from "./config.ts";
-import { uploadRecognizers } from "./transcribe/index.ts";
-import type { CaptionStyle } from "./types.ts";
+import { captionView, findCaption, retentionOf } from "../records.ts";
+import { checkStyle, resolveStyle } from "../style/input.ts";
+import { captionPrice } from "../prices.ts";
+import { submitCaption } from "../submit.ts";
+import { captionsConfig, CAPTIONS_FEATURE } from "../config.ts";
+import { uploadRecognizers } from "../transcribe/index.ts";
+import type { CaptionStyle } from "../types.ts";
 import {
   beginFinalize,
   completeFinalize,
@@ -59,11 +60,9 @@ import {
   recordPart,
   releaseFinalize,
   type SessionRow,
-} from "./upload-sessions.ts";
+} from "./records.ts";
 
-export { uploadMigrations } from "./upload-migrations.ts";
 
-const FEATURE = "captions";
 /** Expired sessions of other accounts removed by one init. */
 const SWEEP_OTHERS = 20;
 const FILENAME_MAX = 255;
@@ -72,13 +71,13 @@ const FORM_OVERHEAD = 1_000_000;
 const UPLOAD_PREFIX = `${PRIVATE_KEY_PREFIX}uploads/`;
 
 const token = () => randomBytes(8).toString("hex");
-const storageError = (ctx: OperationContext<any>, err: unknown): never => {
+const storageError = (ctx: OperationContext, err: unknown): never => {
   ctx.log.error("captions upload storage failed", err);
   throw new ApiError(503, CAPTION_ERRORS.storageUnavailable);
 };
 
 /** The 503 before anything is stored or charged when no recognizer could transcribe an uploaded file. */
-function requireRecognizer(ctx: OperationContext<any>): void {
+function requireRecognizer(ctx: OperationContext): void {
   if (uploadRecognizers(captionsConfig.of(ctx)).length === 0) throw new ApiError(503, CAPTION_ERRORS.uploadsNotConfigured);
 }
 
@@ -117,7 +116,7 @@ const SingleUploadInput = defineInput({
 const singleUpload = operation({
   method: "POST",
   path: "/captions/upload",
-  feature: FEATURE,
+  feature: CAPTIONS_FEATURE,
   status: 202,
   summary: "Burn captions into an uploaded MP4 (multipart: video, style, partner_job_id)",
   input: SingleUploadInput,
@@ -181,14 +180,14 @@ const sessionOut = {
 };
 
 /** Removes blobs whose rows are gone; a failure leaves them to their retention expiry. */
-async function removeBlobs(ctx: OperationContext<any>, keys: readonly string[]): Promise<void> {
+async function removeBlobs(ctx: OperationContext, keys: readonly string[]): Promise<void> {
   for (const key of keys) await ctx.blobs.remove(key).catch((err) => ctx.log.warn(`captions: could not remove ${key}: ${(err as Error).message}`));
 }
 
 const initUpload = operation({
   method: "POST",
   path: "/captions/uploads/init",
-  feature: FEATURE,
+  feature: CAPTIONS_FEATURE,
   status: 202,
   summary: "Open a chunked upload session (files up to 1 GB); init, parts and abort never charge",
   input: InitInput,
@@ -224,7 +223,7 @@ const initUpload = operation({
 });
 
 /** This account's live session of the path, or the 404 (none, another account's, or abandoned). */
-async function liveSession(ctx: OperationContext<any>): Promise<SessionRow> {
+async function liveSession(ctx: OperationContext): Promise<SessionRow> {
   const s = await findSession(ctx.db, ctx.partner.id, ctx.params.session_id!);
   if (!s || (s.state !== "finalized" && isExpired(s, ctx.clock.now()))) throw notFound(CAPTION_ERRORS.sessionNotFound);
   return s;
@@ -237,7 +236,7 @@ const INDEX = /^(0|[1-9][0-9]{0,8})$/;
 const uploadPart = operation({
   method: "POST",
   path: "/captions/uploads/<session_id>/part/<index>",
-  feature: FEATURE,
+  feature: CAPTIONS_FEATURE,
   summary: "One part of a chunked upload: raw application/octet-stream, chunk_size bytes except the exact last remainder",
   rawBody: {
     contentTypes: ["application/octet-stream"],
@@ -295,7 +294,7 @@ const FinalizeInput = defineInput({
 });
 
 /** The answer to a finalize repeated after success: the same job, 200, nothing charged. */
-async function finalizedAnswer(ctx: OperationContext<any>, jobId: string): Promise<Record<string, unknown>> {
+async function finalizedAnswer(ctx: OperationContext, jobId: string): Promise<Record<string, unknown>> {
   const row = await findCaption(ctx.db, ctx.partner.id, jobId);
   if (!row) throw notFound(CAPTION_ERRORS.sessionNotFound);
   ctx.setStatus(200);
@@ -305,7 +304,7 @@ async function finalizedAnswer(ctx: OperationContext<any>, jobId: string): Promi
 const finalizeUpload = operation({
   method: "POST",
   path: "/captions/uploads/<session_id>/finalize",
-  feature: FEATURE,
+  feature: CAPTIONS_FEATURE,
   status: 202,
   summary: "Check the uploaded MP4, charge once and start the caption job; a repeat answers the same job (200)",
   input: FinalizeInput,
@@ -361,18 +360,11 @@ const finalizeUpload = operation({
       const style = resolveStyle(ctx.input.style ?? (JSON.parse(s.style) as Partial<CaptionStyle>));
       // The session is marked finalized in the charge's own transaction: charged and finalized together, or
       // neither (a crash between them cannot leave a charge a repeated finalize would not find).
-      const inCharge: OperationContext<any> = {
-        ...ctx,
-        submitJob: (submission) =>
-          ctx.submitJob({
-            ...submission,
-            async within(trx, ids, groupId) {
-              await submission.within?.(trx, ids, groupId);
-              if (!(await completeFinalize(trx, ctx.leases, s, tok, ids[0]!))) throw new ApiError(409, CAPTION_ERRORS.sessionFinalizing);
-            },
-          }) as Promise<SubmittedJob>,
+      const finalized = async (trx: PluginDb, jobId: string) => {
+        if (!(await completeFinalize(trx, ctx.leases, s, tok, jobId))) throw new ApiError(409, CAPTION_ERRORS.sessionFinalizing);
       };
-      return await submitCaption(inCharge, { source: { kind: "upload", keys: parts.map((p) => p.key), bytes: s.size_bytes, seconds }, style, partnerJobId: s.partner_job_id });
+      const source = { kind: "upload" as const, keys: parts.map((p) => p.key), bytes: s.size_bytes, seconds };
+      return await submitCaption(ctx, { source, style, partnerJobId: s.partner_job_id, inCharge: finalized });
     } catch (err) {
       await releaseFinalize(ctx.db, ctx.leases, s.id, tok).catch(() => {});
       throw err;
@@ -385,7 +377,7 @@ const finalizeUpload = operation({
 const abortUpload = operation({
   method: "POST",
   path: "/captions/uploads/<session_id>/abort",
-  feature: FEATURE,
+  feature: CAPTIONS_FEATURE,
   summary: "Remove an open upload session and its stored parts",
   output: z.object({ ok: z.boolean(), session_id: z.string() }),
   async handle(ctx) {
@@ -403,4 +395,4 @@ const abortUpload = operation({
 });
 
 /** The five upload operations, in the spec's order. */
-export const uploadOperations: OperationDeclaration<any>[] = [singleUpload, initUpload, uploadPart, finalizeUpload, abortUpload];
+export const uploadOperations = [singleUpload, initUpload, uploadPart, finalizeUpload, abortUpload];

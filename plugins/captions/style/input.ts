@@ -13,10 +13,10 @@
 //   default) means "the offset of the `shadow` size". Numbers must be JSON numbers: "4" or true is a 400.
 // - A style that is not a plain object (array, string, null), an unknown field, or a field out of range is a
 //   400 naming the first offending field (unknown fields first, then the fields in the spec's order).
-import { CAPTION_ERRORS } from "./errors.ts";
-import { DEFAULT_FONT_KEY, FONTS, fontByKey } from "./fonts.ts";
-import { SAFE_Y_PERCENT } from "./layout.ts";
-import { CASES, CHUNKING, OUTLINES, POSITIONS, SHADOWS, SIZES, type CaptionStyle } from "./types.ts";
+import { CAPTION_ERRORS } from "../errors.ts";
+import { DEFAULT_FONT_KEY, FONTS, fontByKey } from "../render/fonts.ts";
+import { SAFE_Y_PERCENT } from "../render/layout.ts";
+import { CASES, CHUNKING, OUTLINES, POSITIONS, SHADOWS, SIZES, type CaptionStyle } from "../types.ts";
 
 /** The style's fields in the spec's order (the order of the default style and of every resolved style). */
 export const STYLE_FIELDS = [
@@ -56,7 +56,7 @@ export const NUMBER_RANGES = {
   shadow_strength: { min: 0, max: 100, default: 100, step: 1, grid: 1, nullable: false },
 } as const satisfies Record<string, NumberRange>;
 
-/** position_y: accepted 0-100; the burn clamps it to the safe area (layout.ts, 5-95), which style-options shows as the range. */
+/** position_y: accepted 0-100; the burn clamps it to the safe area (render/layout.ts, 5-95), which style-options shows as the range. */
 export const POSITION_Y = { accepted: { min: 0, max: 100 }, safe: SAFE_Y_PERCENT, default: 50 } as const;
 
 /** The fields whose value is one of a list. */
@@ -230,10 +230,10 @@ export function checkStyle(raw: unknown): StyleCheck {
 
 /** A complete style: the checked partial merged onto DEFAULT_STYLE (fields absent or undefined take the default). */
 export function resolveStyle(partial: Partial<CaptionStyle>): CaptionStyle {
-  const out: Record<string, unknown> = {};
+  const out: Partial<Record<(typeof STYLE_FIELDS)[number], unknown>> = {};
   for (const field of STYLE_FIELDS) {
     const v = partial?.[field];
     out[field] = v === undefined ? DEFAULT_STYLE[field] : v;
   }
-  return out as unknown as CaptionStyle;
+  return out as CaptionStyle;
 }

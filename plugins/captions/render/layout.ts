@@ -5,7 +5,7 @@
 //
 // The ASS file is written with PlayResX/PlayResY equal to the frame's width and height (and
 // ScaledBorderAndShadow: yes), so these pixel numbers are the ASS numbers as they are.
-import type { CaptionStyle, Frame } from "./types.ts";
+import type { CaptionStyle, Frame } from "../types.ts";
 
 /**
  * Font size as a fraction of the frame's shorter side (the ASS `Fontsize`; libass sizes a face so that its
