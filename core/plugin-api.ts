@@ -98,6 +98,8 @@ export { pollToEnd } from "../lib/upstream.ts";
 export { AAC_STEREO_ARGS, FASTSTART_ARGS, generatedClipTags, h264Args, voiceOverBed } from "../lib/sandbox-mp4.ts";
 // Status and list of a plugin's job records, as video and Omni answer them (lib/job-list.ts).
 export { findOwnRecord, isJobId, jobListInput, listOwnRecords, type JobListQuery } from "../lib/job-list.ts";
+// An account's library of reusable rows with one stored file each, listed and deleted alike (lib/library.ts).
+export { deleteFromLibrary, listLibrary, type LibraryTable } from "../lib/library.ts";
 // A `captionable.videos` contribution from an area's own records (lib/captionable.ts).
 export { captionableRecords, type CaptionableSources } from "../lib/captionable.ts";
 export { sandboxUpstream, type SandboxRequestStore, type SandboxUpstreamOptions } from "../lib/sandbox-upstream.ts";

@@ -1,7 +1,7 @@
 // Every text the Omni area answers with. Quoted words are the spec's (part 3 "Errors", word for word: mind
 // `name is required` for characters and `Name is required.` for voices). Where the spec says "not shown" or
 // names a rule without its text, the wording is ours, marked "Ours".
-import { ASPECT_RATIOS, DURATIONS, LIMITS, OMNI_MODELS, RESOLUTIONS } from "./limits.ts";
+import { ASPECT_RATIOS, DURATIONS, LIMITS, OMNI_MODELS, RESOLUTIONS } from "./prices.ts";
 
 export const OMNI_ERRORS = {
   // Shared.

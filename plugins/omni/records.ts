@@ -4,7 +4,7 @@
 // foreign id reads exactly like a missing one.
 import type { ColumnType } from "kysely";
 import { formatTimestamp, jobRecords, type JobRecord, type OmniVoiceSnapshot, type PluginDb, type SpokenRecord } from "mediagate/plugin";
-import { presetById } from "./presets.ts";
+import { presetById } from "./voices/presets.ts";
 
 export const VOICES_TABLE = "omni_voices";
 export const CHARACTERS_TABLE = "omni_characters";

@@ -9,7 +9,7 @@
 // words' times in the clip comes back with the audio, so captions need no recognition.
 import { createHash } from "node:crypto";
 import { type EspeakVoice, type OmniCharacterSnapshot, type OmniVoiceSnapshot, pcm16Wav, speakTimed, spokenWords, type SpokenRecord, type TimedWord, wavSamples, withoutMarkers } from "mediagate/plugin";
-import { presetById, VOICE_PRESETS } from "./presets.ts";
+import { presetById, VOICE_PRESETS } from "./voices/presets.ts";
 
 export const SPEECH_START = 0.4;
 const SPEECH_TAIL = 0.2;

@@ -1,6 +1,6 @@
 // Every text the video plugin answers with. Quoted words are the spec's (part 2, "Errors"); where the spec
 // elides the rest of a sentence ("...") or words a rule without a text, the wording is ours and says so.
-import { ASPECT_RATIOS, MODEL_IDS } from "./models.ts";
+import { ASPECT_RATIOS, MODEL_IDS } from "./prices.ts";
 
 export const VIDEO_ERRORS = {
   promptMissing: "Please provide a prompt",

@@ -11,7 +11,7 @@
 // - `alpha-v3-text-to-video` with a start frame reports `model_used` `alpha-v3-image-to-video` (the spec's
 //   "switches to image-to-video automatically").
 import { type CheckUrlResult, checkPicture, defineInput, megabytes, field, type Fail, type InferOutput, shown, sniffImageType } from "mediagate/plugin";
-import { VIDEO_ERRORS as E } from "./errors.ts";
+import { VIDEO_ERRORS } from "./errors.ts";
 import {
   acceptsDuration,
   allowedDurations,
@@ -27,7 +27,7 @@ import {
   type ModelId,
   type Quality,
   type VideoModel,
-} from "./models.ts";
+} from "./prices.ts";
 
 export const IMAGE_MIME_TYPES = ["image/jpeg", "image/png", "image/webp"] as const;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -50,14 +50,14 @@ export const validBase64 = (s: string) => s.length > 0 && s.length % 4 !== 1 && 
 export function imageBase64Problem(base64: string, field: string): string | null {
   const head = base64.slice(0, 64);
   try {
-    if (sniffImageType(Uint8Array.from(atob(head), (c) => c.charCodeAt(0))) === null) return E.notAnImage(field);
+    if (sniffImageType(Uint8Array.from(atob(head), (c) => c.charCodeAt(0))) === null) return VIDEO_ERRORS.notAnImage(field);
   } catch {
-    return E.notAnImage(field);
+    return VIDEO_ERRORS.notAnImage(field);
   }
   // Past 20 MB the handler answers its 413 before anything reads the picture: nothing to judge here.
   if (decodedSize(base64) > megabytes(20)) return null;
   const budget = checkPicture(new Uint8Array(Buffer.from(base64, "base64")));
-  return budget.ok ? null : E.imageOverBudget(field, budget.reason);
+  return budget.ok ? null : VIDEO_ERRORS.imageOverBudget(field, budget.reason);
 }
 /** Bytes a base64 text decodes to, without decoding it. */
 export const decodedSize = (base64: string) => Math.floor((base64.length * 3) / 4) - (base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0);
@@ -89,7 +89,7 @@ function frameOf(raw: Record<string, unknown>, name: string, texts: { invalidUrl
 function stringArray(raw: Record<string, unknown>, name: string, fail: Fail): string[] {
   const v = raw[name];
   if (v === undefined || v === null) return [];
-  if (!Array.isArray(v) || v.some((s) => typeof s !== "string")) return fail(E.referenceShape(name));
+  if (!Array.isArray(v) || v.some((s) => typeof s !== "string")) return fail(VIDEO_ERRORS.referenceShape(name));
   return v as string[];
 }
 
@@ -131,42 +131,42 @@ export const GenerateVideoInput = defineInput({
   },
   required: ["prompt"],
   check(raw, fail) {
-    if (typeof raw.prompt !== "string" || raw.prompt.trim() === "") return fail(E.promptMissing);
+    if (typeof raw.prompt !== "string" || raw.prompt.trim() === "") return fail(VIDEO_ERRORS.promptMissing);
 
     const modelId = raw.model ?? DEFAULT_MODEL;
-    if (typeof modelId !== "string" || !(MODEL_IDS as string[]).includes(modelId)) return fail(E.invalidModel);
+    if (typeof modelId !== "string" || !(MODEL_IDS as string[]).includes(modelId)) return fail(VIDEO_ERRORS.invalidModel);
     const model = MODELS[modelId as ModelId] as VideoModel;
-    if (model.unusable) return fail(E.motionControl);
+    if (model.unusable) return fail(VIDEO_ERRORS.motionControl);
 
     const maxPrompt = MAX_PROMPT[model.family];
-    if (raw.prompt.length > maxPrompt) return fail(E.promptTooLong(maxPrompt));
+    if (raw.prompt.length > maxPrompt) return fail(VIDEO_ERRORS.promptTooLong(maxPrompt));
 
     const quality = raw.quality ?? DEFAULT_QUALITY;
-    if (typeof quality !== "string" || !(model.qualities as readonly string[]).includes(quality)) return fail(E.invalidQuality(modelId, model.qualities));
+    if (typeof quality !== "string" || !(model.qualities as readonly string[]).includes(quality)) return fail(VIDEO_ERRORS.invalidQuality(modelId, model.qualities));
 
     const ratio = raw.aspect_ratio ?? DEFAULT_ASPECT_RATIO;
-    if (typeof ratio !== "string" || !(ASPECT_RATIOS as readonly string[]).includes(ratio)) return fail(E.invalidAspectRatio);
+    if (typeof ratio !== "string" || !(ASPECT_RATIOS as readonly string[]).includes(ratio)) return fail(VIDEO_ERRORS.invalidAspectRatio);
 
     const duration = raw.duration ?? (model.fixedOutputSeconds ?? DEFAULT_DURATION);
-    if (typeof duration !== "number" || !Number.isSafeInteger(duration) || duration < 1) return fail(E.invalidDuration);
-    if (!acceptsDuration(model, duration)) return fail(E.durationNotSupported(duration, modelId, allowedDurations(model)));
+    if (typeof duration !== "number" || !Number.isSafeInteger(duration) || duration < 1) return fail(VIDEO_ERRORS.invalidDuration);
+    if (!acceptsDuration(model, duration)) return fail(VIDEO_ERRORS.durationNotSupported(duration, modelId, allowedDurations(model)));
 
     const sound = raw.sound ?? false;
-    if (typeof sound !== "boolean") return fail(E.soundType);
-    if (sound && !model.sound) return fail(E.soundNotSupported(modelId));
+    if (typeof sound !== "boolean") return fail(VIDEO_ERRORS.soundType);
+    if (sound && !model.sound) return fail(VIDEO_ERRORS.soundNotSupported(modelId));
 
     // null is not "absent" here: the spec rejects any value but true or false.
     const strip = raw.strip_metadata === undefined ? false : raw.strip_metadata;
-    if (typeof strip !== "boolean") return fail(E.stripMetadata);
+    if (typeof strip !== "boolean") return fail(VIDEO_ERRORS.stripMetadata);
 
     const negative = raw.negative_prompt ?? null;
-    if (negative !== null && typeof negative !== "string") return fail(E.negativePromptType);
+    if (negative !== null && typeof negative !== "string") return fail(VIDEO_ERRORS.negativePromptType);
 
-    const start = frameOf(raw, "image", { invalidUrl: E.invalidImageUrl, base64: E.imageBase64, mime: E.imageMime }, fail);
-    const end = frameOf(raw, "end_image", { invalidUrl: E.invalidEndImageUrl, base64: E.endImageBase64, mime: E.endImageMime }, fail);
+    const start = frameOf(raw, "image", { invalidUrl: VIDEO_ERRORS.invalidImageUrl, base64: VIDEO_ERRORS.imageBase64, mime: VIDEO_ERRORS.imageMime }, fail);
+    const end = frameOf(raw, "end_image", { invalidUrl: VIDEO_ERRORS.invalidEndImageUrl, base64: VIDEO_ERRORS.endImageBase64, mime: VIDEO_ERRORS.endImageMime }, fail);
     const framed = start !== null || end !== null;
-    if (framed && !model.frames) return fail(E.framesNotSupported(modelId));
-    if (end && !start) return fail(E.endFrameNeedsStart);
+    if (framed && !model.frames) return fail(VIDEO_ERRORS.framesNotSupported(modelId));
+    if (end && !start) return fail(VIDEO_ERRORS.endFrameNeedsStart);
 
     const refUrls = stringArray(raw, "reference_image_urls", fail);
     const refB64 = stringArray(raw, "reference_images_base64", fail);
@@ -178,14 +178,14 @@ export const GenerateVideoInput = defineInput({
     const audio = audioUrls.length;
     const referenced = images + videos + audio > 0;
     if (referenced) {
-      if (framed) return fail(E.referencesWithFrames);
+      if (framed) return fail(VIDEO_ERRORS.referencesWithFrames);
       const refs = model.references;
-      if (!refs) return fail(E.referencesBetaOnly(images ? "images" : videos ? "videos" : "audio"));
-      if (images > refs.images) return fail(E.tooManyReferenceImages(images, refs.images, modelId));
-      if (videos > refs.videos.count) return fail(E.tooManyReferenceVideos(videos, refs.videos.count, modelId));
-      if (audio > refs.audio.count) return fail(E.tooManyReferenceAudio(audio, refs.audio.count, modelId));
-      if (audio > 0 && refs.audio.needsImageOrVideo && images + videos === 0) return fail(E.referenceAudioNeedsVisual(modelId));
-      for (const b of refB64) if (!validBase64(b)) return fail(E.referenceImageBase64);
+      if (!refs) return fail(VIDEO_ERRORS.referencesBetaOnly(images ? "images" : videos ? "videos" : "audio"));
+      if (images > refs.images) return fail(VIDEO_ERRORS.tooManyReferenceImages(images, refs.images, modelId));
+      if (videos > refs.videos.count) return fail(VIDEO_ERRORS.tooManyReferenceVideos(videos, refs.videos.count, modelId));
+      if (audio > refs.audio.count) return fail(VIDEO_ERRORS.tooManyReferenceAudio(audio, refs.audio.count, modelId));
+      if (audio > 0 && refs.audio.needsImageOrVideo && images + videos === 0) return fail(VIDEO_ERRORS.referenceAudioNeedsVisual(modelId));
+      for (const b of refB64) if (!validBase64(b)) return fail(VIDEO_ERRORS.referenceImageBase64);
       for (const b of refB64) {
         const problem = imageBase64Problem(b, "reference_images_base64");
         if (problem) return fail(problem);
@@ -243,7 +243,7 @@ export function checkRequestUrls(
     // Plain http gets the spec's own sentence; anything else names the URL.
     return /^http:/i.test(f.url) ? https : invalid(f.url.slice(0, 200));
   };
-  const startText = names.start === "image" ? { https: E.imageUrlHttps, invalid: E.invalidImageUrl } : { https: E.startImageUrlHttps, invalid: E.invalidStartImageUrl };
+  const startText = names.start === "image" ? { https: VIDEO_ERRORS.imageUrlHttps, invalid: VIDEO_ERRORS.invalidImageUrl } : { https: VIDEO_ERRORS.startImageUrlHttps, invalid: VIDEO_ERRORS.invalidStartImageUrl };
   const list = (urls: string[] | FrameInput[] | undefined, invalid: (u: string) => string): string | null => {
     for (const [i, item] of (urls ?? []).entries()) {
       const text = typeof item === "string" ? item : "url" in item ? item.url : null;
@@ -257,10 +257,10 @@ export function checkRequestUrls(
   };
   const failure =
     frame(req.startFrame, startText.https, startText.invalid) ??
-    frame(req.endFrame, E.endImageUrlHttps, E.invalidEndImageUrl) ??
-    list(req.referenceImages, E.invalidReferenceImageUrl) ??
-    list(req.referenceVideoUrls, E.invalidReferenceVideoUrl) ??
-    list(req.referenceAudioUrls, E.invalidReferenceAudioUrl);
+    frame(req.endFrame, VIDEO_ERRORS.endImageUrlHttps, VIDEO_ERRORS.invalidEndImageUrl) ??
+    list(req.referenceImages, VIDEO_ERRORS.invalidReferenceImageUrl) ??
+    list(req.referenceVideoUrls, VIDEO_ERRORS.invalidReferenceVideoUrl) ??
+    list(req.referenceAudioUrls, VIDEO_ERRORS.invalidReferenceAudioUrl);
   if (failure) return failure;
   if (req.callbackUrl !== null) {
     const c = check(req.callbackUrl);
@@ -285,13 +285,13 @@ export const GenerateAnimationInput = defineInput({
   },
   required: ["prompt"],
   check(raw, fail) {
-    if (typeof raw.prompt !== "string" || raw.prompt.trim() === "") return fail(E.promptMissing);
-    if (raw.prompt.length > MAX_PROMPT.animation) return fail(E.animationPromptTooLong);
+    if (typeof raw.prompt !== "string" || raw.prompt.trim() === "") return fail(VIDEO_ERRORS.promptMissing);
+    if (raw.prompt.length > MAX_PROMPT.animation) return fail(VIDEO_ERRORS.animationPromptTooLong);
     const ratio = raw.aspect_ratio ?? DEFAULT_ASPECT_RATIO;
-    if (typeof ratio !== "string" || !(ASPECT_RATIOS as readonly string[]).includes(ratio)) return fail(E.invalidAspectRatio);
-    const start = frameOf(raw, "start_image", { invalidUrl: E.invalidStartImageUrl, base64: E.startImageBase64, mime: E.startImageMime }, fail);
-    const end = frameOf(raw, "end_image", { invalidUrl: E.invalidEndImageUrl, base64: E.endImageBase64, mime: E.endImageMime }, fail);
-    if (!start || !end) return fail(E.animationFramesRequired);
+    if (typeof ratio !== "string" || !(ASPECT_RATIOS as readonly string[]).includes(ratio)) return fail(VIDEO_ERRORS.invalidAspectRatio);
+    const start = frameOf(raw, "start_image", { invalidUrl: VIDEO_ERRORS.invalidStartImageUrl, base64: VIDEO_ERRORS.startImageBase64, mime: VIDEO_ERRORS.startImageMime }, fail);
+    const end = frameOf(raw, "end_image", { invalidUrl: VIDEO_ERRORS.invalidEndImageUrl, base64: VIDEO_ERRORS.endImageBase64, mime: VIDEO_ERRORS.endImageMime }, fail);
+    if (!start || !end) return fail(VIDEO_ERRORS.animationFramesRequired);
     const callbackUrl = callbackUrlOf(raw, fail);
     return { prompt: raw.prompt.trim(), aspectRatio: ratio as AspectRatio, startFrame: start, endFrame: end, callbackUrl, partnerJobId: raw.partner_job_id };
   },

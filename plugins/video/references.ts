@@ -32,7 +32,7 @@
 //   shorter than measured) they are ReferenceEncodeError, which the job turns into its failure. An engine
 //   that is not there at all is ours and is not blamed on the file.
 import { ApiError, probeOverBudget, fetchSource, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, type MediaEngine, isWholeIsoBmff, type OutboundGuard, type Probe } from "mediagate/plugin";
-import { VIDEO_ERRORS as E } from "./errors.ts";
+import { VIDEO_ERRORS } from "./errors.ts";
 
 export const MAX_REFERENCE_VIDEO_BYTES = 95_000_000;
 export const MAX_REFERENCE_AUDIO_BYTES = 50_000_000;
@@ -98,12 +98,12 @@ const NO_METADATA = ["-map_metadata", "-1", "-map_metadata:s", "-1", "-map_chapt
 
 const VIDEO: Kind = {
   maxBytes: MAX_REFERENCE_VIDEO_BYTES,
-  invalidUrl: E.invalidReferenceVideoUrl,
-  download: E.referenceVideoDownload,
-  tooLarge: E.referenceVideoTooLarge,
-  unusable: E.referenceVideoUnusable,
-  length: E.referenceVideoLength,
-  total: E.referenceVideosTotal,
+  invalidUrl: VIDEO_ERRORS.invalidReferenceVideoUrl,
+  download: VIDEO_ERRORS.referenceVideoDownload,
+  tooLarge: VIDEO_ERRORS.referenceVideoTooLarge,
+  unusable: VIDEO_ERRORS.referenceVideoUnusable,
+  length: VIDEO_ERRORS.referenceVideoLength,
+  total: VIDEO_ERRORS.referenceVideosTotal,
   accepts: (bytes, probe) => isoBmffFirstBox(bytes) !== undefined && isWholeIsoBmff(bytes) && probe.formatName === ISO_BMFF && firstVideo(probe) !== undefined,
   normalize(probe, engine) {
     const v = firstVideo(probe)!;
@@ -132,12 +132,12 @@ const VIDEO: Kind = {
 
 const AUDIO: Kind = {
   maxBytes: MAX_REFERENCE_AUDIO_BYTES,
-  invalidUrl: E.invalidReferenceAudioUrl,
-  download: E.referenceAudioDownload,
-  tooLarge: E.referenceAudioTooLarge,
-  unusable: E.referenceAudioUnusable,
-  length: E.referenceAudioLength,
-  total: E.referenceAudioTotal,
+  invalidUrl: VIDEO_ERRORS.invalidReferenceAudioUrl,
+  download: VIDEO_ERRORS.referenceAudioDownload,
+  tooLarge: VIDEO_ERRORS.referenceAudioTooLarge,
+  unusable: VIDEO_ERRORS.referenceAudioUnusable,
+  length: VIDEO_ERRORS.referenceAudioLength,
+  total: VIDEO_ERRORS.referenceAudioTotal,
   accepts: (bytes, probe) =>
     firstAudio(probe) !== undefined &&
     firstVideo(probe) === undefined &&

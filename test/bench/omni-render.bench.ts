@@ -9,7 +9,7 @@ import { childEngine, runEngineChild } from "./engine-child.ts";
 import { pollToEnd } from "../../lib/upstream.ts";
 import { createMediaEngine, detectNativeFfmpeg } from "../../lib/media/index.ts";
 import { sandboxOmniProvider } from "../../plugins/omni/sandbox.ts";
-import { frameSize, type OmniResolution } from "../../plugins/omni/limits.ts";
+import { frameSize, type OmniResolution } from "../../plugins/omni/prices.ts";
 import { encodePng } from "../../plugins/images/png.ts";
 
 type Mode = "native" | "wasm";

@@ -7,8 +7,8 @@ import * as assert from "uvu/assert";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { type CapabilityHost, definePlugin } from "../../core/plugin.ts";
 import type { MediaEngine } from "../../lib/media/index.ts";
-import { OMNI_ERRORS as E } from "../../plugins/omni/errors.ts";
-import { batchStatus } from "../../plugins/omni/batch.ts";
+import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
+import { batchStatus } from "../../plugins/omni/batch/operations.ts";
 import omniSandbox from "../../plugins/omni/sandbox.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { memoizedEngine, newRunCache } from "../helpers/memo-engine.ts";
@@ -143,18 +143,18 @@ for (const backend of await databaseBackends()) {
     const theirs = await character(tk, owner.key, "Theirs", [1, 2, 3]);
     const mine = await character(tk, key, "Mine", [3, 2, 1]);
     const cases: Array<[unknown, number, string]> = [
-      [{ sections: [{ content: "x" }] }, 400, E.characterIdRequired],
-      [{ character_id: mine }, 400, E.sectionsRequired],
-      [{ character_id: mine, sections: [] }, 400, E.sectionsRequired],
-      [{ character_id: mine, sections: Array.from({ length: 31 }, () => ({ content: "x" })) }, 400, E.sectionsRequired],
-      [{ character_id: mine, sections: [{ title: "no content" }] }, 400, E.sectionContentRequired(0)],
-      [{ character_id: mine, sections: [{ content: "x".repeat(10_001) }] }, 400, E.sectionContentTooLong(0)],
-      [{ character_id: mine, sections: [{ content: "x", duration: 5 }] }, 400, E.sectionDuration(0)],
-      [{ character_id: mine, sections: [{ content: "x", image_base64: "bm90IGFuIGltYWdl" }] }, 400, E.sectionImage(0)],
-      [{ character_id: mine, sections: [{ content: "x" }], aspect_ratio: "1:1" }, 400, E.invalidAspectRatio],
-      [{ character_id: theirs, sections: [{ content: "x" }] }, 400, E.charactersNotFound],
-      [{ character_id: mine, sections: [{ content: "x", character_id: theirs }] }, 400, E.charactersNotFound],
-      [{ character_id: mine, sections: [{ content: "x" }, { content: "y" }] }, 402, E.batchInsufficient(308)],
+      [{ sections: [{ content: "x" }] }, 400, OMNI_ERRORS.characterIdRequired],
+      [{ character_id: mine }, 400, OMNI_ERRORS.sectionsRequired],
+      [{ character_id: mine, sections: [] }, 400, OMNI_ERRORS.sectionsRequired],
+      [{ character_id: mine, sections: Array.from({ length: 31 }, () => ({ content: "x" })) }, 400, OMNI_ERRORS.sectionsRequired],
+      [{ character_id: mine, sections: [{ title: "no content" }] }, 400, OMNI_ERRORS.sectionContentRequired(0)],
+      [{ character_id: mine, sections: [{ content: "x".repeat(10_001) }] }, 400, OMNI_ERRORS.sectionContentTooLong(0)],
+      [{ character_id: mine, sections: [{ content: "x", duration: 5 }] }, 400, OMNI_ERRORS.sectionDuration(0)],
+      [{ character_id: mine, sections: [{ content: "x", image_base64: "bm90IGFuIGltYWdl" }] }, 400, OMNI_ERRORS.sectionImage(0)],
+      [{ character_id: mine, sections: [{ content: "x" }], aspect_ratio: "1:1" }, 400, OMNI_ERRORS.invalidAspectRatio],
+      [{ character_id: theirs, sections: [{ content: "x" }] }, 400, OMNI_ERRORS.charactersNotFound],
+      [{ character_id: mine, sections: [{ content: "x", character_id: theirs }] }, 400, OMNI_ERRORS.charactersNotFound],
+      [{ character_id: mine, sections: [{ content: "x" }, { content: "y" }] }, 402, OMNI_ERRORS.batchInsufficient(308)],
     ];
     const balanceBefore = await balance(tk, key);
     for (const [body, status, error] of cases) {

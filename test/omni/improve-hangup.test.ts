@@ -9,7 +9,7 @@ import { sql } from "kysely";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { TestKernel } from "../../testkit/index.ts";
-import { OMNI_ERRORS as E } from "../../plugins/omni/errors.ts";
+import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
 import { balance, ledgerSum, OMNI_LIMITS, omniKernel, videoDone } from "./helpers.ts";
@@ -65,11 +65,11 @@ for (const backend of await databaseBackends()) {
     await inCall; // charged, and the worker is inside the text call
     hangUp.abort();
     const res = await answered;
-    assert.equal([res.status, res.body.error], [502, E.repairFailed]);
+    assert.equal([res.status, res.body.error], [502, OMNI_ERRORS.repairFailed]);
 
     const db = tk.kernel.database.kysely;
     const [job] = await db.selectFrom("jobs").select(["id", "state", "error", "credits_used", "credits_refunded"]).where("partner_id", "=", id).where("kind", "=", "repair").execute();
-    assert.equal([job!.state, job!.error, Number(job!.credits_used), Number(job!.credits_refunded)], ["failed", E.repairFailed, 2, 2]);
+    assert.equal([job!.state, job!.error, Number(job!.credits_used), Number(job!.credits_refunded)], ["failed", OMNI_ERRORS.repairFailed, 2, 2]);
     assert.is(await balance(tk, key), before);
 
     // The model answers now; the worker's attempt ends (its queue job completes) without ending the repair again.

@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { TestKernel } from "../../testkit/index.ts";
-import { OMNI_ERRORS as E } from "../../plugins/omni/errors.ts";
+import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
 import { balance, ledgerSum, OMNI_LIMITS, omniKernel, png, videoDone } from "./helpers.ts";
@@ -84,7 +84,7 @@ for (const backend of await databaseBackends()) {
     assert.is(res.status, 200, JSON.stringify(res.body));
     assert.is(res.body.credits_used, 2);
     const clip = await videoDone(tk, key, res.body.job_id);
-    assert.equal([clip.status, clip.error, clip.prompt_fixable], ["error", E.videoFailed, false], JSON.stringify(clip));
+    assert.equal([clip.status, clip.error, clip.prompt_fixable], ["error", OMNI_ERRORS.videoFailed, false], JSON.stringify(clip));
     assert.equal([clip.credits_used, clip.credits_refunded], [2, 2]);
     assert.is(await balance(tk, key), before);
     const [job] = await repairJobOf(id);
@@ -101,7 +101,7 @@ for (const backend of await databaseBackends()) {
     assert.is(blocked.prompt_fixable, true);
     const before = await balance(tk, key);
     const res = await repair(key, blocked.job_id);
-    assert.equal([res.status, res.body.error], [502, E.repairFailed]);
+    assert.equal([res.status, res.body.error], [502, OMNI_ERRORS.repairFailed]);
     assert.is(await balance(tk, key), before);
     const [failed] = await repairJobOf(id);
     assert.equal([failed!.state, Number(failed!.credits_used), Number(failed!.credits_refunded)], ["failed", 1, 1]);
@@ -124,7 +124,7 @@ for (const backend of await databaseBackends()) {
     const blocked = await submit(key, "custom [sandbox:unsafe]");
     const before = await balance(tk, key);
     const refused = await repair(key, blocked.job_id);
-    assert.equal([refused.status, refused.body.error], [400, E.customNoRate]);
+    assert.equal([refused.status, refused.body.error], [400, OMNI_ERRORS.customNoRate]);
     assert.is(await balance(tk, key), before);
     await tk.kernel.accounts.update(id, { customRates: { omni: { video_price: { "1080p": { 4: 100 } }, prompt_repair: 7 } } } as any);
     const res = await repair(key, blocked.job_id);
@@ -140,19 +140,19 @@ for (const backend of await databaseBackends()) {
     const blocked = await submit(key, "blocked [sandbox:unsafe]");
     const before = await balance(tk, key);
     const cases: Array<[string, unknown, number, string]> = [
-      ["missing", {}, 400, E.jobIdRequired],
-      ["wrong type", { job_id: 7 }, 400, E.jobIdRequired],
-      ["not failed", { job_id: fine.job_id }, 400, E.notFailed],
-      ["not fixable", { job_id: plain.job_id }, 400, E.notFixable],
-      ["unknown", { job_id: "svc-00000000" }, 404, E.notFound],
-      ["malformed", { job_id: "../etc" }, 404, E.notFound],
+      ["missing", {}, 400, OMNI_ERRORS.jobIdRequired],
+      ["wrong type", { job_id: 7 }, 400, OMNI_ERRORS.jobIdRequired],
+      ["not failed", { job_id: fine.job_id }, 400, OMNI_ERRORS.notFailed],
+      ["not fixable", { job_id: plain.job_id }, 400, OMNI_ERRORS.notFixable],
+      ["unknown", { job_id: "svc-00000000" }, 404, OMNI_ERRORS.notFound],
+      ["malformed", { job_id: "../etc" }, 404, OMNI_ERRORS.notFound],
     ];
     for (const [what, body, status, error] of cases) {
       const res = await tk.request("POST", "/omni/improve-prompt", { key, body });
       assert.equal([res.status, res.body.error], [status, error], what);
     }
     const foreign = await repair(other.key, blocked.job_id);
-    assert.equal([foreign.status, foreign.body.error], [404, E.notFound]);
+    assert.equal([foreign.status, foreign.body.error], [404, OMNI_ERRORS.notFound]);
     assert.is(await balance(tk, key), before);
     // One credit left, the repair costs 2 on api_plus10: `Insufficient credits. This costs 2 credits.`
     const poor = await partner({ credits: 133 });

@@ -10,8 +10,8 @@ import * as assert from "uvu/assert";
 import { createMediaEngine } from "../../lib/media/index.ts";
 import { wavSamples } from "../../lib/speech/index.ts";
 import type { TestKernel } from "../../testkit/index.ts";
-import { OMNI_ERRORS as E } from "../../plugins/omni/errors.ts";
-import { VOICE_PRESETS } from "../../plugins/omni/presets.ts";
+import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
+import { VOICE_PRESETS } from "../../plugins/omni/voices/presets.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { balance, ledgerSum, mediaBytes, OMNI_LIMITS, omniKernel, png } from "./helpers.ts";
 
@@ -81,15 +81,15 @@ for (const backend of await databaseBackends()) {
 
     const blobs = await blobCount();
     const cases: Array<[unknown, string]> = [
-      [{ name: "x" }, E.unknownBaseVoice],
-      [{ base_voice: "nova", name: "x" }, E.unknownBaseVoice],
-      [{ base_voice: "toString", name: "x" }, E.unknownBaseVoice],
-      [{ base_voice: 7, name: "x" }, E.unknownBaseVoice],
-      [{ base_voice: "kore" }, E.voiceNameRequired],
-      [{ base_voice: "kore", name: "   " }, E.voiceNameRequired],
-      [{ base_voice: "kore", name: "n".repeat(121) }, E.voiceNameTooLong],
-      [{ base_voice: "kore", name: "x", description: "d".repeat(2001) }, E.voiceDescriptionTooLong],
-      [{ base_voice: "kore", name: "x", example_dialogue: "e".repeat(121) }, E.exampleDialogueTooLong],
+      [{ name: "x" }, OMNI_ERRORS.unknownBaseVoice],
+      [{ base_voice: "nova", name: "x" }, OMNI_ERRORS.unknownBaseVoice],
+      [{ base_voice: "toString", name: "x" }, OMNI_ERRORS.unknownBaseVoice],
+      [{ base_voice: 7, name: "x" }, OMNI_ERRORS.unknownBaseVoice],
+      [{ base_voice: "kore" }, OMNI_ERRORS.voiceNameRequired],
+      [{ base_voice: "kore", name: "   " }, OMNI_ERRORS.voiceNameRequired],
+      [{ base_voice: "kore", name: "n".repeat(121) }, OMNI_ERRORS.voiceNameTooLong],
+      [{ base_voice: "kore", name: "x", description: "d".repeat(2001) }, OMNI_ERRORS.voiceDescriptionTooLong],
+      [{ base_voice: "kore", name: "x", example_dialogue: "e".repeat(121) }, OMNI_ERRORS.exampleDialogueTooLong],
     ];
     for (const [body, error] of cases) {
       const r = await tk.request("POST", "/omni/voices", { key, body });
@@ -100,7 +100,7 @@ for (const backend of await databaseBackends()) {
 
     const other = await partner();
     assert.equal([(await tk.request("DELETE", `/omni/voices/${res.body.voice_id}`, { key: other.key })).status], [404]);
-    assert.is((await tk.request("DELETE", "/omni/voices/svc-00000000", { key })).body.error, E.notFound);
+    assert.is((await tk.request("DELETE", "/omni/voices/svc-00000000", { key })).body.error, OMNI_ERRORS.notFound);
     const del = await tk.request("DELETE", `/omni/voices/${res.body.voice_id}`, { key });
     assert.equal([del.status, del.body.ok, del.body.deleted_id], [200, true, res.body.voice_id]);
     assert.is((await tk.request("GET", "/omni/voices", { key })).body.voices.length, 1);
@@ -131,7 +131,7 @@ for (const backend of await databaseBackends()) {
 
       const custom = await partner({ credits: 1000, tier: "custom" });
       const noRate = await tk.request("POST", "/omni/characters", { key: custom.key, body: { name: "C", image_base64: png([1, 1, 1]) } });
-      assert.equal([noRate.status, noRate.body.error], [400, E.customNoRate]);
+      assert.equal([noRate.status, noRate.body.error], [400, OMNI_ERRORS.customNoRate]);
       await admin("PATCH", `/partners/${custom.id}`, { custom_rates: { omni: { character_creation: 12.5 } } });
       assert.is((await tk.request("POST", "/omni/characters", { key: custom.key, body: { name: "C", image_base64: png([1, 1, 1]) } })).body.credits_used, 13);
 
@@ -148,19 +148,19 @@ for (const backend of await databaseBackends()) {
       const theirVoice = v.body.voice_id;
       const blobs = await blobCount();
       const cases: Array<[unknown, number, string]> = [
-        [{ image_base64: png([1, 2, 3]) }, 400, E.characterNameRequired],
-        [{ name: "", image_base64: png([1, 2, 3]) }, 400, E.characterNameRequired],
-        [{ name: "n".repeat(121), image_base64: png([1, 2, 3]) }, 400, E.characterNameTooLong],
-        [{ name: "x" }, 400, E.provideImage],
-        [{ name: "x", image_base64: png([1, 2, 3]), image_url: `${base}/face.png` }, 400, E.bothImages],
-        [{ name: "x", image_base64: "bm90IGFuIGltYWdl" }, 400, E.invalidImageBase64],
-        [{ name: "x", image_base64: "%%%" }, 400, E.invalidImageBase64],
-        [{ name: "x", image_base64: "A".repeat(28_000_000) }, 413, E.imageTooLarge],
-        [{ name: "x", image_url: `${base}/text` }, 400, E.invalidImageUrl("not a PNG, JPEG or WebP image")],
-        [{ name: "x", image_url: `${base}/missing.png` }, 400, E.invalidImageUrl("the server answered 404")],
+        [{ image_base64: png([1, 2, 3]) }, 400, OMNI_ERRORS.characterNameRequired],
+        [{ name: "", image_base64: png([1, 2, 3]) }, 400, OMNI_ERRORS.characterNameRequired],
+        [{ name: "n".repeat(121), image_base64: png([1, 2, 3]) }, 400, OMNI_ERRORS.characterNameTooLong],
+        [{ name: "x" }, 400, OMNI_ERRORS.provideImage],
+        [{ name: "x", image_base64: png([1, 2, 3]), image_url: `${base}/face.png` }, 400, OMNI_ERRORS.bothImages],
+        [{ name: "x", image_base64: "bm90IGFuIGltYWdl" }, 400, OMNI_ERRORS.invalidImageBase64],
+        [{ name: "x", image_base64: "%%%" }, 400, OMNI_ERRORS.invalidImageBase64],
+        [{ name: "x", image_base64: "A".repeat(28_000_000) }, 413, OMNI_ERRORS.imageTooLarge],
+        [{ name: "x", image_url: `${base}/text` }, 400, OMNI_ERRORS.invalidImageUrl("not a PNG, JPEG or WebP image")],
+        [{ name: "x", image_url: `${base}/missing.png` }, 400, OMNI_ERRORS.invalidImageUrl("the server answered 404")],
         [{ name: "x", image_url: "ftp://example.com/a.png" }, 400, ""],
-        [{ name: "x", image_base64: png([1, 2, 3]), voice_id: theirVoice }, 400, E.voicesNotFound],
-        [{ name: "x", image_base64: png([1, 2, 3]), voice_id: "svc-00000000" }, 400, E.voicesNotFound],
+        [{ name: "x", image_base64: png([1, 2, 3]), voice_id: theirVoice }, 400, OMNI_ERRORS.voicesNotFound],
+        [{ name: "x", image_base64: png([1, 2, 3]), voice_id: "svc-00000000" }, 400, OMNI_ERRORS.voicesNotFound],
       ];
       for (const [body, status, error] of cases) {
         const r = await tk.request("POST", "/omni/characters", { key, body });
@@ -171,7 +171,7 @@ for (const backend of await databaseBackends()) {
       // 33 > 40? No: one fits, the second is a 402 with the spec's text, and removes its stored image.
       assert.is((await tk.request("POST", "/omni/characters", { key, body: { name: "ok", image_base64: png([9, 9, 9]) } })).status, 201);
       const poor = await tk.request("POST", "/omni/characters", { key, body: { name: "poor", image_base64: png([9, 9, 9]) } });
-      assert.equal([poor.status, poor.body.error, poor.body.credits_remaining], [402, E.characterInsufficient(33), 7]);
+      assert.equal([poor.status, poor.body.error, poor.body.credits_remaining], [402, OMNI_ERRORS.characterInsufficient(33), 7]);
       assert.is(await blobCount(), blobs + 1);
       assert.is(await rows("omni_characters", id), 1);
       assert.is(await ledgerSum(tk, id), 7);
@@ -203,9 +203,9 @@ for (const backend of await databaseBackends()) {
     assert.equal([r.status, r.body.error], [403, "Feature 'omni' is not enabled for this partner."]);
     const paused = await admin("PUT", "/pauses/omni", { paused: true });
     assert.is(paused.status, 200, JSON.stringify(paused.body));
-    assert.equal((await tk.request("POST", "/omni/voices", { key, body: { base_voice: "kore", name: "x" } })).body.error, E.voicesUnavailable);
+    assert.equal((await tk.request("POST", "/omni/voices", { key, body: { base_voice: "kore", name: "x" } })).body.error, OMNI_ERRORS.voicesUnavailable);
     const c = await tk.request("POST", "/omni/characters", { key, body: { name: "x", image_base64: png([1, 1, 1]) } });
-    assert.equal([c.status, c.body.error], [503, E.unavailable]);
+    assert.equal([c.status, c.body.error], [503, OMNI_ERRORS.unavailable]);
     assert.equal((await tk.request("POST", "/omni/video", { key, body: { prompt: "x" } })).status, 503);
     await admin("PUT", "/pauses/omni", { paused: false });
     assert.is((await tk.request("POST", "/omni/voices", { key, body: { base_voice: "kore", name: "x" } })).status, 201);

@@ -9,7 +9,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { mp4Boxes } from "../../lib/formats/index.ts";
 import { createMediaEngine, generateTestVideo } from "../../lib/media/index.ts";
-import { OMNI_ERRORS as E } from "../../plugins/omni/errors.ts";
+import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { ENGINE_MODES } from "../media/util.ts";
@@ -78,8 +78,8 @@ for (const backend of BACKENDS) {
     const jobs = async () => Number((await tk.kernel.database.kysely.selectFrom("jobs").select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()).n);
     const [jobsBefore, blobsBefore] = [await jobs(), (await tk.kernel.blobs.keys()).length];
     for (const [path, text] of [
-      ["/cut-short.mp4", E.referenceVideoUnusable],
-      ["/missing.mp4", E.referenceUnavailable(404)],
+      ["/cut-short.mp4", OMNI_ERRORS.referenceVideoUnusable],
+      ["/missing.mp4", OMNI_ERRORS.referenceUnavailable(404)],
     ] as const) {
       const res = await tk.request("POST", "/omni/video", { key, body: body(path) });
       assert.is(res.status, 400, path);
@@ -96,7 +96,7 @@ for (const backend of BACKENDS) {
     assert.is(res.status, 202, JSON.stringify(res.body));
     const done = await videoDone(tk, key, res.body.job_id);
     assert.is(done.status, "error");
-    assert.is(done.error, E.referenceLost);
+    assert.is(done.error, OMNI_ERRORS.referenceLost);
     assert.is(done.credits_refunded, res.body.credits_used);
     assert.is(await balance(tk, key), 1000);
     const ledger = await tk.kernel.database.kysely.selectFrom("ledger").select(["amount"]).where("partner_id", "=", id).where("job_id", "=", res.body.job_id).orderBy("id").execute();

@@ -12,8 +12,8 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createMediaEngine, mp4MetadataCategories } from "../../lib/media/index.ts";
 import type { TestKernel } from "../../testkit/index.ts";
-import { OMNI_ERRORS as E } from "../../plugins/omni/errors.ts";
-import { REFERENCE_VIDEO_SURCHARGE, VIDEO_PRICE } from "../../plugins/omni/limits.ts";
+import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
+import { REFERENCE_VIDEO_SURCHARGE, VIDEO_PRICE } from "../../plugins/omni/prices.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { balance, character, ledgerSum, mediaBytes, OMNI_LIMITS, omniKernel, png, sleep, until, videoDone, voice } from "./helpers.ts";
 
@@ -88,7 +88,7 @@ for (const backend of await databaseBackends()) {
 
     // Custom: negotiated clip rate + the flat surcharge; with an all-in rate, exactly that; without a rate, 400.
     const custom = await partner({ credits: 0, tier: "custom" });
-    assert.is((await tk.request("POST", "/omni/video", { key: custom.key, body: { prompt: "x" } })).body.error, E.customNoRate);
+    assert.is((await tk.request("POST", "/omni/video", { key: custom.key, body: { prompt: "x" } })).body.error, OMNI_ERRORS.customNoRate);
     const set = await admin("PATCH", `/partners/${custom.id}`, { custom_rates: { omni: { video_price: { "1080p": { 8: 100 } } } } });
     assert.is(set.status, 200, JSON.stringify(set.body));
     assert.is(await askedPrice(custom.key, {}), 100);
@@ -154,8 +154,8 @@ for (const backend of await databaseBackends()) {
     const unsafe = await tk.request("POST", "/omni/video", { key, body: { prompt: "something [sandbox:unsafe]", duration: 4 } });
     const a = await videoDone(tk, key, failed.body.job_id);
     const b = await videoDone(tk, key, unsafe.body.job_id);
-    assert.equal([a.status, a.error, a.prompt_fixable, a.credits_refunded, a.video_url], ["error", E.videoFailed, false, 132, null]);
-    assert.equal([b.status, b.error, b.prompt_fixable, b.credits_refunded], ["error", E.videoUnsafe, true, 132]);
+    assert.equal([a.status, a.error, a.prompt_fixable, a.credits_refunded, a.video_url], ["error", OMNI_ERRORS.videoFailed, false, 132, null]);
+    assert.equal([b.status, b.error, b.prompt_fixable, b.credits_refunded], ["error", OMNI_ERRORS.videoUnsafe, true, 132]);
     assert.is(await balance(tk, key), 1000);
     assert.is(await ledgerSum(tk, id), 1000);
     const events = await tk.kernel.database.kysely.selectFrom("webhook_events").select("body").where("partner_id", "=", id).execute();
@@ -193,9 +193,9 @@ for (const backend of await databaseBackends()) {
     const theirs = await character(tk, owner.key, "Theirs", [10, 200, 10]);
     const theirVoice = await voice(tk, owner.key, "Theirs", "kore");
     const c = await tk.request("POST", "/omni/video", { key: other.key, body: { prompt: "x", character_ids: [theirs] } });
-    assert.equal([c.status, c.body.error], [400, E.charactersNotFound]);
+    assert.equal([c.status, c.body.error], [400, OMNI_ERRORS.charactersNotFound]);
     const v = await tk.request("POST", "/omni/video", { key: other.key, body: { prompt: "x", voice_ids: [theirVoice] } });
-    assert.equal([v.status, v.body.error], [400, E.voicesNotFound]);
+    assert.equal([v.status, v.body.error], [400, OMNI_ERRORS.voicesNotFound]);
     // The owner's job only has to exist: its marker fails it at its first look instead of rendering a clip.
     const job = await tk.request("POST", "/omni/video", { key: owner.key, body: { prompt: "mine [sandbox:fail]", duration: 4 } });
     assert.is(job.status, 202, JSON.stringify(job.body));
@@ -276,7 +276,7 @@ waits("three clips wait at once with two slots; progress only moves forward", as
     // Each clip's views, consecutive repeats left out, for the messages below.
     const steps = () => JSON.stringify([...seen].map(([, s]) => s.filter((x, i) => i === 0 || JSON.stringify(x) !== JSON.stringify(s[i - 1]))));
     assert.ok(together, `three clips waiting together: ${steps()}`);
-    assert.equal(views.map((v) => [v.status, v.error]), [["complete", null], ["error", E.videoFailed], ["error", E.videoUnsafe]]);
+    assert.equal(views.map((v) => [v.status, v.error]), [["complete", null], ["error", OMNI_ERRORS.videoFailed], ["error", OMNI_ERRORS.videoUnsafe]]);
     for (const [id, steps] of seen) {
       const running = steps.filter(([p]) => p !== null) as Array<[number, string]>;
       for (let i = 1; i < running.length; i++) assert.ok(running[i]![0] >= running[i - 1]![0], `${id} progress went back: ${JSON.stringify(running)}`);

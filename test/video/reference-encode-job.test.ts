@@ -11,7 +11,7 @@ import { mp4Boxes } from "../../lib/formats/index.ts";
 import { createMediaEngine, generateTestVideo, type MediaEngine } from "../../lib/media/index.ts";
 import account from "../../plugins/account/index.ts";
 import video from "../../plugins/video/index.ts";
-import { VIDEO_ERRORS as E } from "../../plugins/video/errors.ts";
+import { VIDEO_ERRORS } from "../../plugins/video/errors.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
@@ -104,15 +104,15 @@ for (const backend of BACKENDS) {
     const jobs = async () => Number((await tk.kernel.database.kysely.selectFrom("jobs").select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()).n);
     const [jobsBefore, blobsBefore] = [await jobs(), (await tk.kernel.blobs.keys()).length];
     for (const [path, text] of [
-      ["/cut-short.mp4", E.referenceVideoUnusable],
-      ["/notes.txt", E.referenceVideoUnusable],
-      ["/missing.mp4", E.referenceVideoDownload(404)],
+      ["/cut-short.mp4", VIDEO_ERRORS.referenceVideoUnusable],
+      ["/notes.txt", VIDEO_ERRORS.referenceVideoUnusable],
+      ["/missing.mp4", VIDEO_ERRORS.referenceVideoDownload(404)],
     ] as const) {
       const res = await tk.request("POST", "/generate-video", { key, body: body(`${base}${path}`) });
       assert.is(res.status, 400, path);
       assert.is(res.body.error, text, path);
     }
-    assert.is(E.referenceVideoUnusable, "Could not prepare that video as a reference.");
+    assert.is(VIDEO_ERRORS.referenceVideoUnusable, "Could not prepare that video as a reference.");
     assert.is(await balance(tk, key), 1000);
     assert.is(await jobs(), jobsBefore);
     assert.is((await tk.kernel.blobs.keys()).length, blobsBefore);
@@ -125,7 +125,7 @@ for (const backend of BACKENDS) {
     assert.is(res.body.credits_used, 93);
     const done = await waitFor(tk, key, res.body.job_id);
     assert.is(done.status, "error");
-    assert.is(done.error, E.failed);
+    assert.is(done.error, VIDEO_ERRORS.failed);
     assert.is(await balance(tk, key), 1000);
     const ledger = await tk.kernel.database.kysely.selectFrom("ledger").select(["type", "amount"]).where("partner_id", "=", id).where("job_id", "=", res.body.job_id).orderBy("id").execute();
     assert.equal(ledger.map((e) => Number(e.amount)), [-93, 93], JSON.stringify(ledger));

@@ -10,7 +10,7 @@ import { ApiError } from "../../lib/api-error.ts";
 import { mp4Boxes } from "../../lib/formats/index.ts";
 import { createMediaEngine, firstAudio, firstVideo, generateTestVideo, mp4MetadataCategories, type MediaEngine } from "../../lib/media/index.ts";
 import { createOutboundGuard } from "../../lib/outbound/index.ts";
-import { VIDEO_ERRORS as E } from "../../plugins/video/errors.ts";
+import { VIDEO_ERRORS } from "../../plugins/video/errors.ts";
 import {
   MAX_REFERENCE_AUDIO_BYTES,
   MAX_REFERENCE_VIDEO_BYTES,
@@ -184,31 +184,31 @@ async function prepareAndNormalize(kind: "video" | "audio", urls: string[], rule
     for (const url of [`https://127.0.0.1:${port}/clip.mp4`, `${base}/clip.mp4`]) {
       const v = await apiError(measureReferenceVideos([url], VIDEO_RULES, "beta-2-5", strict));
       assert.is(v.status, 400);
-      assert.is(v.message, E.invalidReferenceVideoUrl(url));
+      assert.is(v.message, VIDEO_ERRORS.invalidReferenceVideoUrl(url));
       const a = await apiError(measureReferenceAudio([url.replace("clip.mp4", "five.mp3")], AUDIO_RULES, "beta-2-5", strict));
       assert.is(a.status, 400);
-      assert.is(a.message, E.invalidReferenceAudioUrl(url.replace("clip.mp4", "five.mp3")));
+      assert.is(a.message, VIDEO_ERRORS.invalidReferenceAudioUrl(url.replace("clip.mp4", "five.mp3")));
     }
   });
 
   t("an HTTP error or a redirect (never followed) is 400 with the status", async () => {
     const missing = await apiError(measureReferenceVideos([`${base}/missing.mp4`], VIDEO_RULES, "beta-2-5", deps));
     assert.is(missing.status, 400);
-    assert.is(missing.message, E.referenceVideoDownload(404));
+    assert.is(missing.message, VIDEO_ERRORS.referenceVideoDownload(404));
     assert.is(missing.message, "A reference video could not be downloaded (HTTP 404).");
     const moved = await apiError(measureReferenceVideos([`${base}/moved.mp4`], VIDEO_RULES, "beta-2-5", deps));
-    assert.is(moved.message, E.referenceVideoDownload(302));
+    assert.is(moved.message, VIDEO_ERRORS.referenceVideoDownload(302));
     const audio = await apiError(measureReferenceAudio([`${base}/missing.mp3`], AUDIO_RULES, "beta-2-5", deps));
-    assert.is(audio.message, E.referenceAudioDownload(404));
+    assert.is(audio.message, VIDEO_ERRORS.referenceAudioDownload(404));
   });
 
   t("no HTTP status at all: a refused connection reads as 502, a time-out as 504", async () => {
     const refused = await apiError(measureReferenceVideos([`http://127.0.0.1:${closedPort}/clip.mp4`], VIDEO_RULES, "beta-2-5", deps));
     assert.is(refused.status, 400);
-    assert.is(refused.message, E.referenceVideoDownload(502));
+    assert.is(refused.message, VIDEO_ERRORS.referenceVideoDownload(502));
     const slow = await apiError(measureReferenceVideos([`${base}/slow.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, downloadTimeoutMs: 300 }));
     assert.is(slow.status, 400);
-    assert.is(slow.message, E.referenceVideoDownload(504));
+    assert.is(slow.message, VIDEO_ERRORS.referenceVideoDownload(504));
   });
 
   t("too large is 413, whether declared (Content-Length) or streamed", async () => {
@@ -217,32 +217,32 @@ async function prepareAndNormalize(kind: "video" | "audio", urls: string[], rule
     assert.is(declared.message, "A reference video is too large (max 95 MB).");
     const streamed = await apiError(measureReferenceAudio([`${base}/streamed-huge.mp3`], AUDIO_RULES, "beta-2-5", deps));
     assert.is(streamed.status, 413);
-    assert.is(streamed.message, E.referenceAudioTooLarge);
+    assert.is(streamed.message, VIDEO_ERRORS.referenceAudioTooLarge);
   });
 
   t("what is not an MP4/MOV with a picture (or MP3/WAV/M4A with sound) is 400 Could not prepare ...", async () => {
     for (const path of ["/notes.txt", "/five.mp3", "/truncated.mp4", "/cut-short.mp4"]) {
       const err = await apiError(measureReferenceVideos([`${base}${path}`], VIDEO_RULES, "beta-2-5", deps));
       assert.is(err.status, 400, path);
-      assert.is(err.message, E.referenceVideoUnusable, path);
+      assert.is(err.message, VIDEO_ERRORS.referenceVideoUnusable, path);
     }
     for (const path of ["/notes.txt", "/clip.mp4"]) {
       const err = await apiError(measureReferenceAudio([`${base}${path}`], AUDIO_RULES, "beta-2-5", deps));
       assert.is(err.status, 400, path);
-      assert.is(err.message, E.referenceAudioUnusable, path);
+      assert.is(err.message, VIDEO_ERRORS.referenceAudioUnusable, path);
     }
   });
 
   t("each clip must last between the model's bounds; the text names the measured seconds", async () => {
     const tooShort = await apiError(measureReferenceVideos([`${base}/short.mp4`], VIDEO_RULES, "beta-2-direct", deps));
     assert.is(tooShort.status, 400);
-    assert.is(tooShort.message, E.referenceVideoLength(2, 15, measured.short));
+    assert.is(tooShort.message, VIDEO_ERRORS.referenceVideoLength(2, 15, measured.short));
     assert.ok(measured.short >= 0.9 && measured.short < 1.1, String(measured.short));
     const tooLong = await apiError(measureReferenceVideos([`${base}/clip.mp4`, `${base}/long.mp4`], VIDEO_RULES, "beta-2-direct", deps));
-    assert.is(tooLong.message, E.referenceVideoLength(2, 15, measured.long));
+    assert.is(tooLong.message, VIDEO_ERRORS.referenceVideoLength(2, 15, measured.long));
     assert.match(tooLong.message, /^Reference videos must be between 2 and 15 seconds \(yours is 16(\.\d{1,2})?s\)\.$/);
     const song = await apiError(measureReferenceAudio([`${base}/song.mp3`], AUDIO_RULES, "beta-2-5", deps));
-    assert.is(song.message, E.referenceAudioLength(2, 30, measured.song));
+    assert.is(song.message, VIDEO_ERRORS.referenceAudioLength(2, 30, measured.song));
     assert.is(song.message, "Reference audio must be between 2 and 30 seconds (yours is 122.12s).");
     const oneSecond = await apiError(measureReferenceAudio([`${base}/one.mp3`], AUDIO_RULES, "beta-2-5", deps));
     assert.match(oneSecond.message, /^Reference audio must be between 2 and 30 seconds \(yours is 1(\.\d{1,2})?s\)\.$/);
@@ -252,15 +252,15 @@ async function prepareAndNormalize(kind: "video" | "audio", urls: string[], rule
     const rules = { minSeconds: 2, maxSeconds: 15, totalSeconds: 4 };
     const err = await apiError(measureReferenceVideos([`${base}/clip.mp4`, `${base}/silent.mp4`], rules, "beta-2-direct", deps));
     assert.is(err.status, 400);
-    assert.is(err.message, E.referenceVideosTotal(round2(measured.clip + measured.silent), "beta-2-direct", 4));
+    assert.is(err.message, VIDEO_ERRORS.referenceVideosTotal(round2(measured.clip + measured.silent), "beta-2-direct", 4));
     const audio = await apiError(measureReferenceAudio([`${base}/three.wav`, `${base}/three.m4a`], { ...AUDIO_RULES, totalSeconds: 5 }, "beta-2-5", deps));
-    assert.is(audio.message, E.referenceAudioTotal(round2(measured.wav + measured.m4a), "beta-2-5", 5));
+    assert.is(audio.message, VIDEO_ERRORS.referenceAudioTotal(round2(measured.wav + measured.m4a), "beta-2-5", 5));
   });
 
   t("the first failure stops the other downloads of the request", async () => {
     closedBySlowClient.length = 0;
     const err = await apiError(measureReferenceVideos([`${base}/slow.mp4`, `${base}/missing.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, downloadTimeoutMs: 60_000 }));
-    assert.is(err.message, E.referenceVideoDownload(404));
+    assert.is(err.message, VIDEO_ERRORS.referenceVideoDownload(404));
     for (let i = 0; i < 50 && closedBySlowClient.length === 0; i++) await sleep(20);
     assert.equal(closedBySlowClient, ["/slow.mp4"]);
   });

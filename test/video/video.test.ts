@@ -14,7 +14,7 @@ import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import { encodePng } from "../../plugins/images/png.ts";
 import video from "../../plugins/video/index.ts";
-import { VIDEO_ERRORS as E } from "../../plugins/video/errors.ts";
+import { VIDEO_ERRORS } from "../../plugins/video/errors.ts";
 import { CALLBACK_URL_ERROR } from "../../plugins/video/input.ts";
 import type { VideoRecords } from "../../plugins/video/records.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
@@ -113,44 +113,44 @@ for (const backend of await databaseBackends()) {
   v("every rule answers the spec's 400 and changes nothing", async () => {
     const { key } = await partner({ credits: 10_000 });
     const cases: Array<[Record<string, unknown>, string]> = [
-      [{}, E.promptMissing],
-      [{ prompt: "   " }, E.promptMissing],
-      [{ prompt: "x", model: "nope" }, E.invalidModel],
-      [{ prompt: "x".repeat(2501) }, E.promptTooLong(2500)],
-      [{ prompt: "x".repeat(50001), model: "beta-2-5", duration: 5 }, E.promptTooLong(50000)],
-      [{ prompt: "x", model: "alpha-v3-motion-control" }, E.motionControl],
-      [{ prompt: "x", quality: "4K" }, E.invalidQuality("alpha-v3-text-to-video", ["720p", "1080p"])],
-      [{ prompt: "x", model: "beta-2-5", quality: "4K", duration: 5 }, E.invalidQuality("beta-2-5", ["480p", "720p", "1080p"])],
-      [{ prompt: "x", aspect_ratio: "4:3" }, E.invalidAspectRatio],
-      [{ prompt: "x", duration: "10" }, E.invalidDuration],
-      [{ prompt: "x", duration: 7.5 }, E.invalidDuration],
-      [{ prompt: "x", duration: 7 }, E.durationNotSupported(7, "alpha-v3-text-to-video", "5, 10")],
-      [{ prompt: "x", model: "gamma-3.1-fast", duration: 10 }, E.durationNotSupported(10, "gamma-3.1-fast", "4, 6, 8")],
-      [{ prompt: "x", model: "beta-2-5", duration: 31 }, E.durationNotSupported(31, "beta-2-5", "4-30")],
-      [{ prompt: "x", model: "beta-2-5", duration: 5, sound: true }, E.soundNotSupported("beta-2-5")],
-      [{ prompt: "x", strip_metadata: "yes" }, E.stripMetadata],
-      [{ prompt: "x", strip_metadata: null }, E.stripMetadata],
-      [{ prompt: "x", image_url: "http://example.com/a.png" }, E.imageUrlHttps],
-      [{ prompt: "x", image_url: "https://user@example.com/a.png" }, E.invalidImageUrl("https://user@example.com/a.png")],
-      [{ prompt: "x", image_url: "https://10.0.0.1/a.png" }, E.invalidImageUrl("https://10.0.0.1/a.png")],
-      [{ prompt: "x", image_url: "https://example.com/a.png", end_image_url: "http://example.com/b.png" }, E.endImageUrlHttps],
-      [{ prompt: "x", end_image_url: "https://example.com/b.png" }, E.endFrameNeedsStart],
-      [{ prompt: "x", end_image_base64: png([1, 2, 3]) }, E.endFrameNeedsStart],
-      [{ prompt: "x", image_base64: "!!!" }, E.imageBase64],
-      [{ prompt: "x", image_base64: png([1, 2, 3]), image_mime: "image/gif" }, E.imageMime],
+      [{}, VIDEO_ERRORS.promptMissing],
+      [{ prompt: "   " }, VIDEO_ERRORS.promptMissing],
+      [{ prompt: "x", model: "nope" }, VIDEO_ERRORS.invalidModel],
+      [{ prompt: "x".repeat(2501) }, VIDEO_ERRORS.promptTooLong(2500)],
+      [{ prompt: "x".repeat(50001), model: "beta-2-5", duration: 5 }, VIDEO_ERRORS.promptTooLong(50000)],
+      [{ prompt: "x", model: "alpha-v3-motion-control" }, VIDEO_ERRORS.motionControl],
+      [{ prompt: "x", quality: "4K" }, VIDEO_ERRORS.invalidQuality("alpha-v3-text-to-video", ["720p", "1080p"])],
+      [{ prompt: "x", model: "beta-2-5", quality: "4K", duration: 5 }, VIDEO_ERRORS.invalidQuality("beta-2-5", ["480p", "720p", "1080p"])],
+      [{ prompt: "x", aspect_ratio: "4:3" }, VIDEO_ERRORS.invalidAspectRatio],
+      [{ prompt: "x", duration: "10" }, VIDEO_ERRORS.invalidDuration],
+      [{ prompt: "x", duration: 7.5 }, VIDEO_ERRORS.invalidDuration],
+      [{ prompt: "x", duration: 7 }, VIDEO_ERRORS.durationNotSupported(7, "alpha-v3-text-to-video", "5, 10")],
+      [{ prompt: "x", model: "gamma-3.1-fast", duration: 10 }, VIDEO_ERRORS.durationNotSupported(10, "gamma-3.1-fast", "4, 6, 8")],
+      [{ prompt: "x", model: "beta-2-5", duration: 31 }, VIDEO_ERRORS.durationNotSupported(31, "beta-2-5", "4-30")],
+      [{ prompt: "x", model: "beta-2-5", duration: 5, sound: true }, VIDEO_ERRORS.soundNotSupported("beta-2-5")],
+      [{ prompt: "x", strip_metadata: "yes" }, VIDEO_ERRORS.stripMetadata],
+      [{ prompt: "x", strip_metadata: null }, VIDEO_ERRORS.stripMetadata],
+      [{ prompt: "x", image_url: "http://example.com/a.png" }, VIDEO_ERRORS.imageUrlHttps],
+      [{ prompt: "x", image_url: "https://user@example.com/a.png" }, VIDEO_ERRORS.invalidImageUrl("https://user@example.com/a.png")],
+      [{ prompt: "x", image_url: "https://10.0.0.1/a.png" }, VIDEO_ERRORS.invalidImageUrl("https://10.0.0.1/a.png")],
+      [{ prompt: "x", image_url: "https://example.com/a.png", end_image_url: "http://example.com/b.png" }, VIDEO_ERRORS.endImageUrlHttps],
+      [{ prompt: "x", end_image_url: "https://example.com/b.png" }, VIDEO_ERRORS.endFrameNeedsStart],
+      [{ prompt: "x", end_image_base64: png([1, 2, 3]) }, VIDEO_ERRORS.endFrameNeedsStart],
+      [{ prompt: "x", image_base64: "!!!" }, VIDEO_ERRORS.imageBase64],
+      [{ prompt: "x", image_base64: png([1, 2, 3]), image_mime: "image/gif" }, VIDEO_ERRORS.imageMime],
       // The bytes decide, not the _mime: an SVG or a manifest sent as a frame is refused before the charge.
-      [{ prompt: "x", image_base64: Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>').toString("base64"), image_mime: "image/png" }, E.notAnImage("image_base64")],
-      [{ prompt: "x", image_base64: png([1, 2, 3]), end_image_base64: Buffer.from("#EXTM3U\n#EXT-X-ENDLIST\n").toString("base64") }, E.notAnImage("end_image_base64")],
-      [{ prompt: "x", model: "beta-2-5", duration: 5, reference_images_base64: [png([1, 1, 1]), Buffer.from("<?xml version='1.0'?><x/>").toString("base64")] }, E.notAnImage("reference_images_base64")],
-      [{ prompt: "x", reference_image_urls: ["https://example.com/a.png"] }, E.referencesBetaOnly("images")],
-      [{ prompt: "x", model: "gamma-3.1-fast", reference_video_urls: ["https://example.com/a.mp4"] }, E.referencesBetaOnly("videos")],
-      [{ prompt: "x", model: "beta-2-5", duration: 5, image_url: "https://example.com/a.png", reference_image_urls: ["https://example.com/b.png"] }, E.referencesWithFrames],
-      [{ prompt: "x", model: "beta-2-direct", duration: 5, reference_image_urls: Array(10).fill("https://example.com/a.png") }, E.tooManyReferenceImages(10, 9, "beta-2-direct")],
-      [{ prompt: "x", model: "beta-2-5", duration: 5, reference_image_urls: Array(20).fill("https://example.com/a.png"), reference_images_base64: Array(11).fill(png([1, 1, 1])) }, E.tooManyReferenceImages(31, 30, "beta-2-5")],
-      [{ prompt: "x", model: "beta-2-direct", duration: 5, reference_video_urls: Array(4).fill("https://example.com/a.mp4") }, E.tooManyReferenceVideos(4, 3, "beta-2-direct")],
-      [{ prompt: "x", model: "beta-2-direct", duration: 5, reference_audio_urls: ["https://example.com/a.mp3"] }, E.referenceAudioNeedsVisual("beta-2-direct")],
-      [{ prompt: "x", model: "beta-2-5", duration: 5, reference_video_urls: ["https://127.0.0.1/a.mp4"] }, E.invalidReferenceVideoUrl("https://127.0.0.1/a.mp4")],
-      [{ prompt: "x", model: "beta-2-5", duration: 5, reference_video_urls: "https://example.com/a.mp4" }, E.referenceShape("reference_video_urls")],
+      [{ prompt: "x", image_base64: Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>').toString("base64"), image_mime: "image/png" }, VIDEO_ERRORS.notAnImage("image_base64")],
+      [{ prompt: "x", image_base64: png([1, 2, 3]), end_image_base64: Buffer.from("#EXTM3U\n#EXT-X-ENDLIST\n").toString("base64") }, VIDEO_ERRORS.notAnImage("end_image_base64")],
+      [{ prompt: "x", model: "beta-2-5", duration: 5, reference_images_base64: [png([1, 1, 1]), Buffer.from("<?xml version='1.0'?><x/>").toString("base64")] }, VIDEO_ERRORS.notAnImage("reference_images_base64")],
+      [{ prompt: "x", reference_image_urls: ["https://example.com/a.png"] }, VIDEO_ERRORS.referencesBetaOnly("images")],
+      [{ prompt: "x", model: "gamma-3.1-fast", reference_video_urls: ["https://example.com/a.mp4"] }, VIDEO_ERRORS.referencesBetaOnly("videos")],
+      [{ prompt: "x", model: "beta-2-5", duration: 5, image_url: "https://example.com/a.png", reference_image_urls: ["https://example.com/b.png"] }, VIDEO_ERRORS.referencesWithFrames],
+      [{ prompt: "x", model: "beta-2-direct", duration: 5, reference_image_urls: Array(10).fill("https://example.com/a.png") }, VIDEO_ERRORS.tooManyReferenceImages(10, 9, "beta-2-direct")],
+      [{ prompt: "x", model: "beta-2-5", duration: 5, reference_image_urls: Array(20).fill("https://example.com/a.png"), reference_images_base64: Array(11).fill(png([1, 1, 1])) }, VIDEO_ERRORS.tooManyReferenceImages(31, 30, "beta-2-5")],
+      [{ prompt: "x", model: "beta-2-direct", duration: 5, reference_video_urls: Array(4).fill("https://example.com/a.mp4") }, VIDEO_ERRORS.tooManyReferenceVideos(4, 3, "beta-2-direct")],
+      [{ prompt: "x", model: "beta-2-direct", duration: 5, reference_audio_urls: ["https://example.com/a.mp3"] }, VIDEO_ERRORS.referenceAudioNeedsVisual("beta-2-direct")],
+      [{ prompt: "x", model: "beta-2-5", duration: 5, reference_video_urls: ["https://127.0.0.1/a.mp4"] }, VIDEO_ERRORS.invalidReferenceVideoUrl("https://127.0.0.1/a.mp4")],
+      [{ prompt: "x", model: "beta-2-5", duration: 5, reference_video_urls: "https://example.com/a.mp4" }, VIDEO_ERRORS.referenceShape("reference_video_urls")],
       [{ prompt: "x", callback_url: "http://example.com/hook" }, CALLBACK_URL_ERROR],
       [{ prompt: "x", callback_url: "https://192.168.1.1/hook" }, CALLBACK_URL_ERROR],
       [{ prompt: "x", partner_job_id: "bad id!" }, KERNEL_ERRORS.invalidPartnerJobId],
@@ -171,13 +171,13 @@ for (const backend of await databaseBackends()) {
     const big = "iVBORw0KGgoA" + "A".repeat(Math.ceil((20 * 1024 * 1024 + 3) / 3) * 4);
     const start = await tk.request("POST", "/generate-video", { key, body: { prompt: "x", image_base64: big } });
     assert.is(start.status, 413);
-    assert.is(start.body.error, E.imageTooLarge);
+    assert.is(start.body.error, VIDEO_ERRORS.imageTooLarge);
     const end = await tk.request("POST", "/generate-video", { key, body: { prompt: "x", image_base64: png([1, 2, 3]), end_image_base64: big } });
     assert.is(end.status, 413);
-    assert.is(end.body.error, E.endImageTooLarge);
+    assert.is(end.body.error, VIDEO_ERRORS.endImageTooLarge);
     const ref = await tk.request("POST", "/generate-video", { key, body: { prompt: "x", model: "beta-2-5", duration: 5, reference_images_base64: [big] } });
     assert.is(ref.status, 413);
-    assert.is(ref.body.error, E.referenceImageTooLarge);
+    assert.is(ref.body.error, VIDEO_ERRORS.referenceImageTooLarge);
     assert.is(await balance(tk, key), 10_000);
     assert.is(await count(tk, "jobs"), 0);
   });
@@ -239,10 +239,10 @@ for (const backend of await databaseBackends()) {
     const { key, id } = await partner({ credits: 10_000, tier: "custom" });
     const res = await tk.request("POST", "/generate-video", { key, body: { prompt: "x", quality: "1080p", duration: 5 } });
     assert.is(res.status, 400);
-    assert.is(res.body.error, E.customNoRate("1080p", 5));
+    assert.is(res.body.error, VIDEO_ERRORS.customNoRate("1080p", 5));
     const ref = await tk.request("POST", "/generate-video", { key, body: { prompt: "x", model: "beta-2-5", duration: 5, reference_video_urls: ["https://example.com/a.mp4"] } });
     assert.is(ref.status, 400);
-    assert.is(ref.body.error, E.customNoReferenceRate);
+    assert.is(ref.body.error, VIDEO_ERRORS.customNoReferenceRate);
     const set = await tk.request("PATCH", `/api/v1/admin/partners/${id}`, { headers: { authorization: `Bearer ${tk.adminToken}` }, body: { custom_rates: { video: { "alpha-v3-text-to-video": { combos: { "1080p_5s_noaudio": 40 } } } } } });
     assert.ok(set.status < 300, JSON.stringify(set.body));
     const ok = await tk.request("POST", "/generate-video", { key, body: { prompt: "x", quality: "1080p", duration: 5 } });
@@ -255,10 +255,10 @@ for (const backend of await databaseBackends()) {
     const { key } = await partner({ credits: 54 });
     const res = await tk.request("POST", "/generate-video", { key, body: { prompt: "x", duration: 5 } });
     assert.is(res.status, 402);
-    assert.is(res.body.error, E.insufficient(55));
+    assert.is(res.body.error, VIDEO_ERRORS.insufficient(55));
     const anim = await tk.request("POST", "/generate-animation", { key, body: { prompt: "x", start_image_base64: png([1, 1, 1]), end_image_base64: png([2, 2, 2]) } });
     assert.is(anim.status, 402);
-    assert.is(anim.body.error, E.animationInsufficient(172));
+    assert.is(anim.body.error, VIDEO_ERRORS.animationInsufficient(172));
     assert.is(await count(tk, "jobs"), 0);
   });
 
@@ -267,10 +267,10 @@ for (const backend of await databaseBackends()) {
     for (const body of [{ prompt: "x" }, { prompt: "x", start_image_base64: png([1, 1, 1]) }, { prompt: "x", end_image_url: "https://example.com/b.png" }]) {
       const res = await tk.request("POST", "/generate-animation", { key, body });
       assert.is(res.status, 400);
-      assert.is(res.body.error, E.animationFramesRequired);
+      assert.is(res.body.error, VIDEO_ERRORS.animationFramesRequired);
     }
     const long = await tk.request("POST", "/generate-animation", { key, body: { prompt: "x".repeat(2501), start_image_base64: png([1, 1, 1]), end_image_base64: png([2, 2, 2]) } });
-    assert.is(long.body.error, E.animationPromptTooLong);
+    assert.is(long.body.error, VIDEO_ERRORS.animationPromptTooLong);
     assert.is(await balance(tk, key), 1000);
   });
 
@@ -282,7 +282,7 @@ for (const backend of await databaseBackends()) {
       ids.push(res.body.job_id);
       tk.clock.advance(60_000);
     }
-    await tk.kernel.finishJob(ids[0]!, { state: "error", refund: true, error: E.failed });
+    await tk.kernel.finishJob(ids[0]!, { state: "error", refund: true, error: VIDEO_ERRORS.failed });
     const all = await tk.request("GET", "/videos?limit=500", { key });
     assert.is(all.body.limit, 200);
     assert.is(all.body.total, 3);
@@ -295,7 +295,7 @@ for (const backend of await databaseBackends()) {
     assert.equal(running.body.videos.map((x: any) => x.job_id), [ids[2], ids[1]]);
     const bad = await tk.request("GET", "/videos?status=done", { key });
     assert.is(bad.status, 400);
-    assert.is(bad.body.error, E.listStatus);
+    assert.is(bad.body.error, VIDEO_ERRORS.listStatus);
     const other = await partner({ credits: 10 });
     assert.is((await tk.request("GET", "/videos", { key: other.key })).body.total, 0);
     assert.is((await tk.request("GET", `/video-status/${ids[1]}`, { key: other.key })).status, 404);
@@ -399,7 +399,7 @@ for (const backend of await databaseBackends()) {
     const done = await waitFor(tk, key, res.body.job_id);
     assert.equal(Object.keys(done.body).sort(), ["error", "job_id", "request_id", "status"]);
     assert.is(done.body.status, "error");
-    assert.is(done.body.error, E.failed);
+    assert.is(done.body.error, VIDEO_ERRORS.failed);
     assert.is(await balance(tk, key), 1000);
     const events = await tk.kernel.database.kysely.selectFrom("webhook_events").selectAll().where("partner_id", "=", id).execute();
     const body = JSON.parse(events[0]!.body);
@@ -435,10 +435,10 @@ for (const backend of await databaseBackends()) {
     const before = await balance(tk, key);
 
     for (const [body, status, text] of [
-      [{ job_ids: [ids[0]] }, 400, E.mergeNeedTwo],
-      [{}, 400, E.mergeNeedTwo],
-      [{ job_ids: [ids[0], "nope"] }, 400, E.mergeInvalidJobId("nope")],
-      [{ job_ids: [ids[0], "svc-00000000"] }, 404, E.mergeNotFound],
+      [{ job_ids: [ids[0]] }, 400, VIDEO_ERRORS.mergeNeedTwo],
+      [{}, 400, VIDEO_ERRORS.mergeNeedTwo],
+      [{ job_ids: [ids[0], "nope"] }, 400, VIDEO_ERRORS.mergeInvalidJobId("nope")],
+      [{ job_ids: [ids[0], "svc-00000000"] }, 404, VIDEO_ERRORS.mergeNotFound],
     ] as const) {
       const res = await tk.request("POST", "/merge-videos", { key, body });
       assert.is(res.status, status);
@@ -467,7 +467,7 @@ for (const backend of await databaseBackends()) {
     await tk.kernel.accounts.changed(poor.id);
     const broke = await tk.request("POST", "/merge-videos", { key: poor.key, body: { job_ids: [p1.body.job_id, p2.body.job_id] } });
     assert.is(broke.status, 402);
-    assert.is(broke.body.error, E.mergeInsufficient(110));
+    assert.is(broke.body.error, VIDEO_ERRORS.mergeInsufficient(110));
 
     // A clip whose file is damaged: the merge fails for real, 502, and the charge comes back.
     const status = await tk.request("GET", `/video-status/${ids[0]}`, { key });
@@ -476,12 +476,12 @@ for (const backend of await databaseBackends()) {
     const mid = await balance(tk, key);
     const failed = await tk.request("POST", "/merge-videos", { key, body: { job_ids: ids } });
     assert.is(failed.status, 502);
-    assert.is(failed.body.error, E.mergeFailed);
+    assert.is(failed.body.error, VIDEO_ERRORS.mergeFailed);
     assert.is(await balance(tk, key), mid);
     await tk.kernel.blobs.remove(blobKey);
     const missing = await tk.request("POST", "/merge-videos", { key, body: { job_ids: ids } });
     assert.is(missing.status, 404);
-    assert.is(missing.body.error, E.mergeFileMissing(ids[0]!));
+    assert.is(missing.body.error, VIDEO_ERRORS.mergeFileMissing(ids[0]!));
   });
 
   e("another area's video jobs are served by video-status and videos, without events", async () => {
@@ -511,9 +511,9 @@ for (const backend of await databaseBackends()) {
     try {
       const { key } = await partner({ credits: 1000 });
       const bad: Array<[string, number, string]> = [
-        [`${base}/missing.mp4`, 400, E.referenceVideoDownload(404)],
-        [`${base}/notes.txt`, 400, E.referenceVideoUnusable],
-        [`${base}/huge.mp4`, 413, E.referenceVideoTooLarge],
+        [`${base}/missing.mp4`, 400, VIDEO_ERRORS.referenceVideoDownload(404)],
+        [`${base}/notes.txt`, 400, VIDEO_ERRORS.referenceVideoUnusable],
+        [`${base}/huge.mp4`, 413, VIDEO_ERRORS.referenceVideoTooLarge],
       ];
       for (const [url, status, text] of bad) {
         const res = await tk.request("POST", "/generate-video", { key, body: { prompt: "x", model: "beta-2-5", quality: "480p", duration: 4, reference_video_urls: [url] } });

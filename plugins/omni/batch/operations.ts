@@ -36,11 +36,12 @@ import {
   type PluginDb,
   type VideoFrame, checkPicture, decodeImageBase64, IMAGE_EXT,
 } from "mediagate/plugin";
-import { OMNI_ERRORS as E } from "./errors.ts";
-import { ASPECT_RATIOS, DEFAULT_SECTION_DURATION, DURATIONS, frameSize, LIMITS, OMNI_FEATURE, OMNI_PAUSE, type OmniAspectRatio, type OmniDuration, sectionPrice } from "./limits.ts";
-import { BATCHES_TABLE, type BatchRow, findCharacters, omniVideos, type OmniVideoRecord, timestamp } from "./records.ts";
-import type { OmniJobInput } from "./types.ts";
-import { characterSnapshot, insertVideoRecord, isPromptFixable, PendingUploads } from "./video.ts";
+import { OMNI_ERRORS } from "../errors.ts";
+import { ASPECT_RATIOS, DEFAULT_SECTION_DURATION, DURATIONS, frameSize, LIMITS, OMNI_FEATURE, OMNI_PAUSE, type OmniAspectRatio, type OmniDuration, sectionPrice } from "../prices.ts";
+import { BATCHES_TABLE, type BatchRow, findCharacters, omniVideos, type OmniVideoRecord, timestamp } from "../records.ts";
+import type { OmniJobInput } from "../videos/types.ts";
+import { isPromptFixable } from "../videos/records.ts";
+import { characterSnapshot, insertVideoRecord, PendingUploads } from "../videos/submit.ts";
 
 const BATCH_ID = /^svc-[0-9a-f]{8}$/;
 const BATCH_RESOLUTION = "1080p" as const;
@@ -86,18 +87,18 @@ const BatchInput = z
   .meta({ required: ["character_id", "sections"] })
   .transform((raw, c) => {
     const fail = (message: string) => (c.addIssue({ code: "custom", message }), z.NEVER);
-    if (typeof raw.character_id !== "string" || raw.character_id.trim() === "") return fail(E.characterIdRequired);
+    if (typeof raw.character_id !== "string" || raw.character_id.trim() === "") return fail(OMNI_ERRORS.characterIdRequired);
     const list = raw.sections;
-    if (!Array.isArray(list) || list.length < LIMITS.sectionsMin || list.length > LIMITS.sectionsMax) return fail(E.sectionsRequired);
+    if (!Array.isArray(list) || list.length < LIMITS.sectionsMin || list.length > LIMITS.sectionsMax) return fail(OMNI_ERRORS.sectionsRequired);
     const sections: SectionInput[] = [];
     for (const [i, s] of list.entries()) {
-      if (s === null || typeof s !== "object" || Array.isArray(s)) return fail(E.sectionContentRequired(i));
+      if (s === null || typeof s !== "object" || Array.isArray(s)) return fail(OMNI_ERRORS.sectionContentRequired(i));
       const o = s as Record<string, unknown>;
-      if (typeof o.content !== "string" || o.content.trim() === "") return fail(E.sectionContentRequired(i));
-      if (o.content.length > LIMITS.sectionContentChars) return fail(E.sectionContentTooLong(i));
-      for (const field of ["id", "title", "character_id", "image_base64"]) if (!optionalString(o[field])) return fail(E.sectionField(i, field));
+      if (typeof o.content !== "string" || o.content.trim() === "") return fail(OMNI_ERRORS.sectionContentRequired(i));
+      if (o.content.length > LIMITS.sectionContentChars) return fail(OMNI_ERRORS.sectionContentTooLong(i));
+      for (const field of ["id", "title", "character_id", "image_base64"]) if (!optionalString(o[field])) return fail(OMNI_ERRORS.sectionField(i, field));
       const duration = o.duration ?? DEFAULT_SECTION_DURATION;
-      if (typeof duration !== "number" || !(DURATIONS as readonly number[]).includes(duration)) return fail(E.sectionDuration(i));
+      if (typeof duration !== "number" || !(DURATIONS as readonly number[]).includes(duration)) return fail(OMNI_ERRORS.sectionDuration(i));
       sections.push({
         id: (o.id as string | undefined) ?? null,
         title: (o.title as string | undefined) ?? null,
@@ -108,7 +109,7 @@ const BatchInput = z
       });
     }
     const aspect = raw.aspect_ratio ?? ASPECT_RATIOS[0];
-    if (typeof aspect !== "string" || !(ASPECT_RATIOS as readonly string[]).includes(aspect)) return fail(E.invalidAspectRatio);
+    if (typeof aspect !== "string" || !(ASPECT_RATIOS as readonly string[]).includes(aspect)) return fail(OMNI_ERRORS.invalidAspectRatio);
     return { characterId: raw.character_id, sections, aspectRatio: aspect as OmniAspectRatio, partnerJobId: raw.partner_job_id };
   });
 
@@ -118,10 +119,10 @@ function sectionImages(sections: readonly SectionInput[]): Array<VideoFrame | nu
   return sections.map((s, i) => {
     if (!s.imageBase64) return null;
     const decoded = decodeImageBase64(s.imageBase64, LIMITS.imageMaxBytes);
-    if (!decoded.ok) throw decoded.reason === "too_large" ? new ApiError(413, E.sectionImageTooLarge(i)) : new ApiError(400, E.sectionImage(i));
-    if (!checkPicture(decoded.image.bytes).ok) throw new ApiError(400, E.sectionImage(i)); // over the pixel budget (lib/media/budgets.ts)
+    if (!decoded.ok) throw decoded.reason === "too_large" ? new ApiError(413, OMNI_ERRORS.sectionImageTooLarge(i)) : new ApiError(400, OMNI_ERRORS.sectionImage(i));
+    if (!checkPicture(decoded.image.bytes).ok) throw new ApiError(400, OMNI_ERRORS.sectionImage(i)); // over the pixel budget (lib/media/budgets.ts)
     total += decoded.image.bytes.byteLength;
-    if (total > LIMITS.imagesMaxTotalBytes) throw new ApiError(413, E.sectionImagesTooLarge);
+    if (total > LIMITS.imagesMaxTotalBytes) throw new ApiError(413, OMNI_ERRORS.sectionImagesTooLarge);
     return decoded.image;
   });
 }
@@ -220,19 +221,19 @@ const createBatch = operation({
   input: BatchInput,
   // 72 MB of section images travel as base64; the exact caps are checked in sectionImages.
   maxBodyBytes: 110_000_000,
-  bodyTooLarge: E.sectionImagesTooLarge,
+  bodyTooLarge: OMNI_ERRORS.sectionImagesTooLarge,
   output: batchShape.omit({ sections_complete: true, credits_refunded: true, created_at: true }).extend({
     status: z.literal("processing"),
     jobs: z.array(sectionShape.pick({ section_id: true, title: true, job_id: true, duration: true, credits_used: true })),
   }),
   async handle(ctx) {
-    if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, E.unavailable);
+    if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, OMNI_ERRORS.unavailable);
     const req = ctx.input;
     const images = sectionImages(req.sections);
     const wanted = req.sections.map((s) => s.characterId ?? req.characterId);
     const characters = await findCharacters(ctx.db, ctx.partner.id, wanted);
-    if (!characters) throw new ApiError(400, E.charactersNotFound);
-    const shares = req.sections.map((s) => ctx.priceFor({ ...sectionPrice(s.duration), customRateMissing: E.customNoRate }));
+    if (!characters) throw new ApiError(400, OMNI_ERRORS.charactersNotFound);
+    const shares = req.sections.map((s) => ctx.priceFor({ ...sectionPrice(s.duration), customRateMissing: OMNI_ERRORS.customNoRate }));
     const credits = shares.reduce((a, b) => a + b, 0);
 
     const { width, height } = frameSize(BATCH_RESOLUTION, req.aspectRatio);
@@ -293,7 +294,7 @@ async function submitSections(
     group: true,
     partnerJobId: a.partnerJobId,
     description: `Omni batch: ${a.sections.length} sections`,
-    insufficientCredits: E.batchInsufficient,
+    insufficientCredits: OMNI_ERRORS.batchInsufficient,
     within: async (trx, jobIds, batchId) => {
       await trx
         .insertInto(BATCHES_TABLE)

@@ -17,12 +17,13 @@
 // - A storage failure before the charge is a 502 with nothing charged; there is no failure after it.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, isOutboundError, notFound, operation, type OutboundGuard, partnerJobIdField, type VideoFrame, checkPicture, decodeImageBase64, IMAGE_EXT, imageKind } from "mediagate/plugin";
-import { OMNI_ERRORS as E } from "./errors.ts";
-import { characterPrice, LIMITS, OMNI_FEATURE, OMNI_PAUSE } from "./limits.ts";
-import { CHARACTERS_TABLE, type CharacterRecord, type CharacterVoice, findVoices, timestamp } from "./records.ts";
+import { ApiError, deleteFromLibrary, isOutboundError, listLibrary, operation, type OutboundGuard, partnerJobIdField, type VideoFrame, checkPicture, decodeImageBase64, IMAGE_EXT, imageKind } from "mediagate/plugin";
+import { OMNI_ERRORS } from "../errors.ts";
+import { characterPrice, LIMITS, OMNI_FEATURE, OMNI_PAUSE } from "../prices.ts";
+import { CHARACTERS_TABLE, type CharacterRecord, type CharacterVoice, findVoices, timestamp } from "../records.ts";
 
-const ID = /^svc-[0-9a-f]{8}$/;
+/** Characters as a library: DELETE removes the row and its image. */
+const CHARACTER_LIBRARY = { table: CHARACTERS_TABLE, id: "character_id", file: "image_key" };
 const IMAGE_FETCH_TIMEOUT_MS = 30_000;
 
 const CreateInput = z
@@ -38,19 +39,19 @@ const CreateInput = z
   .transform((raw, c) => {
     const fail = (message: string) => (c.addIssue({ code: "custom", message }), z.NEVER);
     const name = typeof raw.name === "string" ? raw.name.trim() : "";
-    if (name === "") return fail(E.characterNameRequired);
-    if (name.length > LIMITS.nameChars) return fail(E.characterNameTooLong);
+    if (name === "") return fail(OMNI_ERRORS.characterNameRequired);
+    if (name.length > LIMITS.nameChars) return fail(OMNI_ERRORS.characterNameTooLong);
     const description = raw.description ?? "";
-    if (typeof description !== "string") return fail(E.descriptionType);
-    if (description.length > LIMITS.descriptionChars) return fail(E.descriptionTooLong);
+    if (typeof description !== "string") return fail(OMNI_ERRORS.descriptionType);
+    if (description.length > LIMITS.descriptionChars) return fail(OMNI_ERRORS.descriptionTooLong);
     const hasBase64 = raw.image_base64 !== undefined && raw.image_base64 !== null && raw.image_base64 !== "";
     const hasUrl = raw.image_url !== undefined && raw.image_url !== null && raw.image_url !== "";
-    if (!hasBase64 && !hasUrl) return fail(E.provideImage);
-    if (hasBase64 && hasUrl) return fail(E.bothImages);
-    if (hasUrl && typeof raw.image_url !== "string") return fail(E.invalidImageUrl("must be a string"));
-    if (hasBase64 && typeof raw.image_base64 !== "string") return fail(E.invalidImageBase64);
+    if (!hasBase64 && !hasUrl) return fail(OMNI_ERRORS.provideImage);
+    if (hasBase64 && hasUrl) return fail(OMNI_ERRORS.bothImages);
+    if (hasUrl && typeof raw.image_url !== "string") return fail(OMNI_ERRORS.invalidImageUrl("must be a string"));
+    if (hasBase64 && typeof raw.image_base64 !== "string") return fail(OMNI_ERRORS.invalidImageBase64);
     const voiceId = raw.voice_id ?? null;
-    if (voiceId !== null && typeof voiceId !== "string") return fail(E.voicesNotFound);
+    if (voiceId !== null && typeof voiceId !== "string") return fail(OMNI_ERRORS.voicesNotFound);
     return {
       name,
       description,
@@ -84,7 +85,7 @@ const createCharacter = operation({
   input: CreateInput,
   // A 20 MB image is about 28 MB of base64; the decoded size is checked exactly below.
   maxBodyBytes: 30_000_000,
-  bodyTooLarge: E.imageTooLarge,
+  bodyTooLarge: OMNI_ERRORS.imageTooLarge,
   output: z.object({
     character_id: z.string(),
     partner_job_id: z.string().nullable(),
@@ -96,29 +97,29 @@ const createCharacter = operation({
     credits_remaining: z.number().int(),
   }),
   async handle(ctx) {
-    if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, E.unavailable);
+    if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, OMNI_ERRORS.unavailable);
     const req = ctx.input;
     let image: VideoFrame;
     if ("base64" in req.image) {
       const decoded = decodeImageBase64(req.image.base64, LIMITS.imageMaxBytes);
-      if (!decoded.ok) throw decoded.reason === "too_large" ? new ApiError(413, E.imageTooLarge) : new ApiError(400, E.invalidImageBase64);
+      if (!decoded.ok) throw decoded.reason === "too_large" ? new ApiError(413, OMNI_ERRORS.imageTooLarge) : new ApiError(400, OMNI_ERRORS.invalidImageBase64);
       // Over the pixel budget (lib/media/budgets.ts) is an image we cannot use: the spec's text for one.
-      if (!checkPicture(decoded.image.bytes).ok) throw new ApiError(400, E.invalidImageBase64);
+      if (!checkPicture(decoded.image.bytes).ok) throw new ApiError(400, OMNI_ERRORS.invalidImageBase64);
       image = decoded.image;
     } else {
       image = await fetchImage(ctx.capability("outbound"), req.image.url, ctx.request.signal);
     }
     const voices = req.voiceId ? await findVoices(ctx.db, ctx.partner.id, [req.voiceId]) : [];
-    if (!voices) throw new ApiError(400, E.voicesNotFound);
+    if (!voices) throw new ApiError(400, OMNI_ERRORS.voicesNotFound);
     const voice = voices[0] ?? null;
-    const credits = ctx.priceFor({ ...characterPrice(), customRateMissing: E.customNoRate });
+    const credits = ctx.priceFor({ ...characterPrice(), customRateMissing: OMNI_ERRORS.customNoRate });
 
     const key = `characters/${randomBytes(16).toString("hex")}.${IMAGE_EXT[image.mimeType as keyof typeof IMAGE_EXT] ?? "img"}`;
     try {
       await ctx.blobs.put(key, image.bytes, { contentType: image.mimeType });
     } catch (err) {
       ctx.log.warn(`omni character image not stored: ${err instanceof Error ? err.message : String(err)}`);
-      throw new ApiError(502, E.characterFailed);
+      throw new ApiError(502, OMNI_ERRORS.characterFailed);
     }
     try {
       const job = await ctx.submitJob({
@@ -128,7 +129,7 @@ const createCharacter = operation({
         credits,
         partnerJobId: req.partnerJobId,
         description: `Omni character: ${req.name.slice(0, 120)}`,
-        insufficientCredits: E.characterInsufficient,
+        insufficientCredits: OMNI_ERRORS.characterInsufficient,
         within: async (trx, [jobId]) => {
           await trx
             .insertInto(CHARACTERS_TABLE)
@@ -168,7 +169,7 @@ const createCharacter = operation({
 /** The image at a URL, through the outbound guard, before any charge; every failure is the partner's 400. */
 async function fetchImage(guard: OutboundGuard, url: string, signal: AbortSignal): Promise<VideoFrame> {
   const checked = guard.checkUrl(url);
-  if (!checked.ok) throw new ApiError(400, E.invalidImageUrl(checked.reason));
+  if (!checked.ok) throw new ApiError(400, OMNI_ERRORS.invalidImageUrl(checked.reason));
   let body: Uint8Array;
   try {
     body = (await guard.fetch(checked.url, { maxBytes: LIMITS.imageMaxBytes, timeoutMs: IMAGE_FETCH_TIMEOUT_MS, signal })).body;
@@ -176,12 +177,12 @@ async function fetchImage(guard: OutboundGuard, url: string, signal: AbortSignal
     if (signal.aborted) throw err;
     if (!isOutboundError(err)) throw err;
     const reason = err.kind === "too_large" ? "larger than 20 MB" : err.kind === "http_status" ? `the server answered ${err.status}` : err.kind === "timeout" ? "timed out" : err.kind === "not_public" ? "not a public address" : "could not be downloaded";
-    throw new ApiError(400, E.invalidImageUrl(reason));
+    throw new ApiError(400, OMNI_ERRORS.invalidImageUrl(reason));
   }
   const mimeType = imageKind(body);
-  if (!mimeType) throw new ApiError(400, E.invalidImageUrl("not a PNG, JPEG or WebP image"));
+  if (!mimeType) throw new ApiError(400, OMNI_ERRORS.invalidImageUrl("not a PNG, JPEG or WebP image"));
   const budget = checkPicture(body);
-  if (!budget.ok) throw new ApiError(400, E.invalidImageUrl(budget.reason));
+  if (!budget.ok) throw new ApiError(400, OMNI_ERRORS.invalidImageUrl(budget.reason));
   return { bytes: body, mimeType, url };
 }
 
@@ -192,9 +193,9 @@ const listCharacters = operation({
   summary: "This account's characters, newest first",
   output: z.object({ characters: z.array(characterShape) }),
   async handle(ctx) {
-    const rows = await ctx.db.selectFrom(CHARACTERS_TABLE).selectAll().where("partner_id", "=", ctx.partner.id).orderBy("created_at", "desc").orderBy("character_id", "desc").execute();
+    const rows = await listLibrary<CharacterRecord & { voice: CharacterVoice | string | null }>(ctx.db, CHARACTER_LIBRARY, ctx.partner.id);
     return {
-      characters: (rows as Array<CharacterRecord & { voice: CharacterVoice | string | null }>).map((r) => {
+      characters: rows.map((r) => {
         const voice = typeof r.voice === "string" ? (JSON.parse(r.voice) as CharacterVoice) : r.voice;
         return {
           character_id: r.character_id,
@@ -218,12 +219,7 @@ const deleteCharacter = operation({
   summary: "Delete a character",
   output: z.object({ ok: z.literal(true), deleted_id: z.string() }),
   async handle(ctx) {
-    const id = ctx.params.id ?? "";
-    if (!ID.test(id)) throw notFound(E.notFound);
-    const row = (await ctx.db.deleteFrom(CHARACTERS_TABLE).where("partner_id", "=", ctx.partner.id).where("character_id", "=", id).returning(["image_key"]).executeTakeFirst()) as { image_key: string } | undefined;
-    if (!row) throw notFound(E.notFound);
-    await ctx.blobs.remove(row.image_key).catch(() => {});
-    return { ok: true as const, deleted_id: id };
+    return deleteFromLibrary(ctx.db, ctx.blobs, CHARACTER_LIBRARY, ctx.partner.id, ctx.params.id, OMNI_ERRORS.notFound);
   },
 });
 

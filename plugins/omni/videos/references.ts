@@ -11,8 +11,8 @@
 // inclusive, to the hundredth of a second; an over-cap download is a 413 like every other size cap; a source
 // that probes but whose window cannot be cut fails the job (ReferenceCutError), refunded once.
 import { ApiError, fetchSource, probeOverBudget, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, type MediaEngine, isWholeIsoBmff, type OmniReferenceVideo, type OutboundGuard } from "mediagate/plugin";
-import { OMNI_ERRORS as E } from "./errors.ts";
-import { LIMITS } from "./limits.ts";
+import { OMNI_ERRORS } from "../errors.ts";
+import { LIMITS } from "../prices.ts";
 
 const DOWNLOAD_TIMEOUT_MS = 120_000;
 const ISO_BMFF = "mov,mp4,m4a,3gp,3g2,mj2";
@@ -31,7 +31,7 @@ function unusable(err: unknown, deps: ReferenceVideoDeps): unknown {
   if (deps.signal?.aborted) return err;
   if (err instanceof ApiError) return err;
   if (isMediaError(err) && err.code === "engine_unavailable") return err;
-  return new ApiError(400, E.referenceVideoUnusable);
+  return new ApiError(400, OMNI_ERRORS.referenceVideoUnusable);
 }
 
 /** The source as downloaded and the window to cut from it: what the job keeps. */
@@ -54,28 +54,28 @@ export class ReferenceCutError extends Error {
 export async function measureReferenceVideo(url: string, start: number, end: number, deps: ReferenceVideoDeps): Promise<MeasuredReferenceVideo> {
   const bytes = await fetchSource(
     url,
-    { maxBytes: LIMITS.referenceVideoMaxBytes, timeoutMs: DOWNLOAD_TIMEOUT_MS, texts: { invalidUrl: E.invalidVideoUrl(url.slice(0, 200)), tooLarge: E.referenceVideoTooLarge, download: E.referenceUnavailable } },
+    { maxBytes: LIMITS.referenceVideoMaxBytes, timeoutMs: DOWNLOAD_TIMEOUT_MS, texts: { invalidUrl: OMNI_ERRORS.invalidVideoUrl(url.slice(0, 200)), tooLarge: OMNI_ERRORS.referenceVideoTooLarge, download: OMNI_ERRORS.referenceUnavailable } },
     { guard: deps.guard, signal: deps.signal },
   );
   // Junk (and a manifest: HLS, DASH, concat) is refused on its first bytes, before the engine reads it.
-  if (!isoBmffFirstBox(bytes)) throw new ApiError(400, E.referenceVideoUnreadable);
+  if (!isoBmffFirstBox(bytes)) throw new ApiError(400, OMNI_ERRORS.referenceVideoUnreadable);
   // What the cut used to find out after the probe, told now: the file cannot be prepared.
-  if (!isWholeIsoBmff(bytes)) throw new ApiError(400, E.referenceVideoUnusable);
+  if (!isWholeIsoBmff(bytes)) throw new ApiError(400, OMNI_ERRORS.referenceVideoUnusable);
   let seconds: number;
   try {
     // No time-out of our own: it would count the wait for a media pool place, and a busy machine must not read
     // as a bad file (the engine's own cap bounds a probe that never ends; the request's signal, the wait).
     const probe = await deps.engine.probe(bytes, "in.bin", { signal: deps.signal });
-    if (probe.formatName !== ISO_BMFF || !firstVideo(probe) || !Number.isFinite(probe.durationSeconds) || probe.durationSeconds <= 0) throw new ApiError(400, E.referenceVideoUnreadable);
+    if (probe.formatName !== ISO_BMFF || !firstVideo(probe) || !Number.isFinite(probe.durationSeconds) || probe.durationSeconds <= 0) throw new ApiError(400, OMNI_ERRORS.referenceVideoUnreadable);
     // lib/media/budgets.ts before the cut decodes a frame: an 8K frame, 240 fps and 4 hours at most.
     const excess = probeOverBudget(probe);
-    if (excess) throw new ApiError(400, excess.kind === "duration" ? E.referenceVideoTooLong : E.referenceVideoUnreadable);
+    if (excess) throw new ApiError(400, excess.kind === "duration" ? OMNI_ERRORS.referenceVideoTooLong : OMNI_ERRORS.referenceVideoUnreadable);
     seconds = round2(probe.durationSeconds);
   } catch (err) {
     throw err instanceof ApiError ? err : unusable(err, deps);
   }
-  if (seconds > LIMITS.referenceVideoMaxSeconds) throw new ApiError(400, E.referenceVideoTooLong);
-  if (end > seconds) throw new ApiError(400, E.trimOutsideSource(seconds));
+  if (seconds > LIMITS.referenceVideoMaxSeconds) throw new ApiError(400, OMNI_ERRORS.referenceVideoTooLong);
+  if (end > seconds) throw new ApiError(400, OMNI_ERRORS.trimOutsideSource(seconds));
   return { url, bytes, start, end };
 }
 

@@ -13,13 +13,14 @@
 // - DELETE removes the row and its sample; characters keep the voice they were created with (a snapshot).
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { allocateServiceId, ApiError, type BlobStore, mediaToken, notFound, operation, partnerJobIdField, speak } from "mediagate/plugin";
-import { OMNI_ERRORS as E } from "./errors.ts";
-import { LIMITS, OMNI_FEATURE, OMNI_PAUSE } from "./limits.ts";
+import { allocateServiceId, ApiError, type BlobStore, deleteFromLibrary, listLibrary, mediaToken, operation, partnerJobIdField, speak } from "mediagate/plugin";
+import { OMNI_ERRORS } from "../errors.ts";
+import { LIMITS, OMNI_FEATURE, OMNI_PAUSE } from "../prices.ts";
 import { presetById, VOICE_PRESETS, type VoicePreset } from "./presets.ts";
-import { timestamp, VOICES_TABLE, type VoiceRow } from "./records.ts";
+import { timestamp, VOICES_TABLE, type VoiceRow } from "../records.ts";
 
-const ID = /^svc-[0-9a-f]{8}$/;
+/** Voices as a library: DELETE removes the row and its sample. */
+const VOICE_LIBRARY = { table: VOICES_TABLE, id: "voice_id", file: "sample_key" };
 const WAV = "audio/wav";
 
 const presetSentence = (p: VoicePreset) => `Hi, I'm ${p.name}. This is how I sound.`;
@@ -118,23 +119,23 @@ const createVoice = operation({
     .object({
       base_voice: z.unknown().optional().meta({ type: "string", enum: VOICE_PRESETS.map((p) => p.id) }),
       name: z.unknown().optional().meta({ type: "string", maxLength: LIMITS.nameChars }),
-      description: optionalText(LIMITS.descriptionChars, E.voiceDescriptionTooLong, E.voiceDescriptionType),
-      example_dialogue: optionalText(LIMITS.exampleDialogueChars, E.exampleDialogueTooLong, E.exampleDialogueType),
+      description: optionalText(LIMITS.descriptionChars, OMNI_ERRORS.voiceDescriptionTooLong, OMNI_ERRORS.voiceDescriptionType),
+      example_dialogue: optionalText(LIMITS.exampleDialogueChars, OMNI_ERRORS.exampleDialogueTooLong, OMNI_ERRORS.exampleDialogueType),
       partner_job_id: partnerJobIdField().meta({ type: "string" }),
     })
     .meta({ required: ["base_voice", "name"] })
     .transform((raw, c) => {
       const fail = (message: string) => (c.addIssue({ code: "custom", message }), z.NEVER);
       const preset = typeof raw.base_voice === "string" ? presetById(raw.base_voice) : undefined;
-      if (!preset) return fail(E.unknownBaseVoice);
+      if (!preset) return fail(OMNI_ERRORS.unknownBaseVoice);
       const name = typeof raw.name === "string" ? raw.name.trim() : "";
-      if (name === "") return fail(E.voiceNameRequired);
-      if (name.length > LIMITS.nameChars) return fail(E.voiceNameTooLong);
+      if (name === "") return fail(OMNI_ERRORS.voiceNameRequired);
+      if (name.length > LIMITS.nameChars) return fail(OMNI_ERRORS.voiceNameTooLong);
       return { preset, name, description: raw.description, exampleDialogue: raw.example_dialogue, partnerJobId: raw.partner_job_id };
     }),
   output: voiceShape,
   async handle(ctx) {
-    if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, E.voicesUnavailable);
+    if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, OMNI_ERRORS.voicesUnavailable);
     const { preset, name, description, exampleDialogue, partnerJobId } = ctx.input;
     const key = `voices/${mediaToken()}.wav`;
     try {
@@ -144,7 +145,7 @@ const createVoice = operation({
       if (ctx.request.signal.aborted) throw err;
       ctx.log.warn(`omni voice sample failed: ${err instanceof Error ? err.message : String(err)}`);
       await ctx.blobs.remove(key).catch(() => {});
-      throw new ApiError(502, E.voiceFailed);
+      throw new ApiError(502, OMNI_ERRORS.voiceFailed);
     }
     try {
       const row = (await ctx.db.transaction().execute(async (trx) => {
@@ -170,7 +171,7 @@ const listVoices = operation({
   summary: "This account's voices, newest first",
   output: z.object({ voices: z.array(voiceShape) }),
   async handle(ctx) {
-    const rows = (await ctx.db.selectFrom(VOICES_TABLE).selectAll().where("partner_id", "=", ctx.partner.id).orderBy("created_at", "desc").orderBy("voice_id", "desc").execute()) as VoiceRow[];
+    const rows = await listLibrary<VoiceRow>(ctx.db, VOICE_LIBRARY, ctx.partner.id);
     return { voices: rows.map((r) => voiceView(r, ctx.mediaUrl)) };
   },
 });
@@ -182,12 +183,7 @@ const deleteVoice = operation({
   summary: "Delete a voice (characters created with it keep it)",
   output: z.object({ ok: z.literal(true), deleted_id: z.string() }),
   async handle(ctx) {
-    const id = ctx.params.id ?? "";
-    if (!ID.test(id)) throw notFound(E.notFound);
-    const row = (await ctx.db.deleteFrom(VOICES_TABLE).where("partner_id", "=", ctx.partner.id).where("voice_id", "=", id).returning(["sample_key"]).executeTakeFirst()) as { sample_key: string } | undefined;
-    if (!row) throw notFound(E.notFound);
-    await ctx.blobs.remove(row.sample_key).catch(() => {});
-    return { ok: true as const, deleted_id: id };
+    return deleteFromLibrary(ctx.db, ctx.blobs, VOICE_LIBRARY, ctx.partner.id, ctx.params.id, OMNI_ERRORS.notFound);
   },
 });
 

@@ -1,4 +1,4 @@
-// The video models: the one table of what each model accepts and what it costs (spec part 2, "Video models",
+// The video models and their prices: the one table of what each model accepts and what it costs (spec part 2, "Video models",
 // "Video prices", "Animation prices"; part 1 `costs.video`). Prices are the standard basis; the kernel applies
 // the account's tier (api_plus10 is the spec's headline column: 50 standard -> 55).
 import { type Price } from "mediagate/plugin";

@@ -11,10 +11,10 @@
 // - `last_frame_url` needs `first_frame_url`; both are omni-1.1 only and exclude every reference.
 import { z } from "zod";
 import { ApiError, type MediaEngine, outboundToApiError, type OutboundGuard, partnerJobIdField, type PluginDb, type VideoFrame, checkPicture, decodedSize, decodeImageBase64, base64Payload } from "mediagate/plugin";
-import { OMNI_ERRORS as E } from "./errors.ts";
-import { ASPECT_RATIOS, DEFAULT_DURATION, DURATIONS, FRAME_MODELS, LIMITS, OMNI_MODELS, type OmniAspectRatio, type OmniDuration, type OmniModel, type OmniResolution, RESOLUTIONS } from "./limits.ts";
-import { findCharacters, findVoices } from "./records.ts";
-import { measureReferenceVideo } from "./reference-video.ts";
+import { OMNI_ERRORS } from "../errors.ts";
+import { ASPECT_RATIOS, DEFAULT_DURATION, DURATIONS, FRAME_MODELS, LIMITS, OMNI_MODELS, type OmniAspectRatio, type OmniDuration, type OmniModel, type OmniResolution, RESOLUTIONS } from "../prices.ts";
+import { findCharacters, findVoices } from "../records.ts";
+import { measureReferenceVideo } from "./references.ts";
 import type { PreparedOmniVideo } from "./types.ts";
 
 const oneOf = <T extends string>(values: readonly T[], v: unknown): v is T => typeof v === "string" && (values as readonly string[]).includes(v);
@@ -45,18 +45,18 @@ export const OmniVideoInput = z
   .meta({ required: ["prompt"] })
   .transform((raw, c) => {
     const fail = (message: string) => (c.addIssue({ code: "custom", message }), z.NEVER);
-    if (typeof raw.prompt !== "string" || raw.prompt.trim() === "") return fail(E.promptRequired);
-    if (raw.prompt.length > LIMITS.promptChars) return fail(E.promptTooLong);
+    if (typeof raw.prompt !== "string" || raw.prompt.trim() === "") return fail(OMNI_ERRORS.promptRequired);
+    if (raw.prompt.length > LIMITS.promptChars) return fail(OMNI_ERRORS.promptTooLong);
     const model = raw.model ?? OMNI_MODELS[0];
-    if (!oneOf(OMNI_MODELS, model)) return fail(E.invalidModel);
+    if (!oneOf(OMNI_MODELS, model)) return fail(OMNI_ERRORS.invalidModel);
     const duration = raw.duration ?? DEFAULT_DURATION;
-    if (typeof duration !== "number" || !(DURATIONS as readonly number[]).includes(duration)) return fail(E.invalidDuration);
+    if (typeof duration !== "number" || !(DURATIONS as readonly number[]).includes(duration)) return fail(OMNI_ERRORS.invalidDuration);
     const aspectRatio = raw.aspect_ratio ?? ASPECT_RATIOS[0];
-    if (!oneOf(ASPECT_RATIOS, aspectRatio)) return fail(E.invalidAspectRatio);
+    if (!oneOf(ASPECT_RATIOS, aspectRatio)) return fail(OMNI_ERRORS.invalidAspectRatio);
     const resolution = raw.resolution ?? RESOLUTIONS[0];
-    if (!oneOf(RESOLUTIONS, resolution)) return fail(E.invalidResolution);
-    if (raw.seed !== undefined && raw.seed !== null && !Number.isSafeInteger(raw.seed)) return fail(E.invalidSeed);
-    if (raw.strip_metadata !== undefined && typeof raw.strip_metadata !== "boolean") return fail(E.stripMetadata);
+    if (!oneOf(RESOLUTIONS, resolution)) return fail(OMNI_ERRORS.invalidResolution);
+    if (raw.seed !== undefined && raw.seed !== null && !Number.isSafeInteger(raw.seed)) return fail(OMNI_ERRORS.invalidSeed);
+    if (raw.strip_metadata !== undefined && typeof raw.strip_metadata !== "boolean") return fail(OMNI_ERRORS.stripMetadata);
 
     const list = (field: "character_ids" | "voice_ids" | "image_urls" | "image_base64") => {
       const v = raw[field];
@@ -64,15 +64,15 @@ export const OmniVideoInput = z
       return stringList(v) ? v : null;
     };
     const characterIds = list("character_ids");
-    if (!characterIds) return fail(E.arrayOfStrings("character_ids"));
-    if (characterIds.length > LIMITS.characters) return fail(E.tooManyCharacters);
+    if (!characterIds) return fail(OMNI_ERRORS.arrayOfStrings("character_ids"));
+    if (characterIds.length > LIMITS.characters) return fail(OMNI_ERRORS.tooManyCharacters);
     const voiceIds = list("voice_ids");
-    if (!voiceIds) return fail(E.arrayOfStrings("voice_ids"));
-    if (voiceIds.length > LIMITS.voices) return fail(E.tooManyVoices);
+    if (!voiceIds) return fail(OMNI_ERRORS.arrayOfStrings("voice_ids"));
+    if (voiceIds.length > LIMITS.voices) return fail(OMNI_ERRORS.tooManyVoices);
     const imageUrls = list("image_urls");
-    if (!imageUrls) return fail(E.arrayOfStrings("image_urls"));
+    if (!imageUrls) return fail(OMNI_ERRORS.arrayOfStrings("image_urls"));
     const imageBase64 = list("image_base64");
-    if (!imageBase64) return fail(E.arrayOfStrings("image_base64"));
+    if (!imageBase64) return fail(OMNI_ERRORS.arrayOfStrings("image_base64"));
 
     const text = (field: "first_frame_url" | "last_frame_url" | "video_url" | "callback_url") => {
       const v = raw[field];
@@ -83,29 +83,29 @@ export const OmniVideoInput = z
     const lastFrameUrl = text("last_frame_url");
     const videoUrl = text("video_url");
     const callbackUrl = text("callback_url");
-    if (firstFrameUrl === undefined) return fail(E.invalidFrameUrl("first_frame_url", "must be a string"));
-    if (lastFrameUrl === undefined) return fail(E.invalidFrameUrl("last_frame_url", "must be a string"));
-    if (videoUrl === undefined) return fail(E.invalidVideoUrl("must be a string"));
-    if (callbackUrl === undefined) return fail(E.callbackUrl);
+    if (firstFrameUrl === undefined) return fail(OMNI_ERRORS.invalidFrameUrl("first_frame_url", "must be a string"));
+    if (lastFrameUrl === undefined) return fail(OMNI_ERRORS.invalidFrameUrl("last_frame_url", "must be a string"));
+    if (videoUrl === undefined) return fail(OMNI_ERRORS.invalidVideoUrl("must be a string"));
+    if (callbackUrl === undefined) return fail(OMNI_ERRORS.callbackUrl);
 
     if (firstFrameUrl !== null || lastFrameUrl !== null) {
-      if (!FRAME_MODELS.includes(model)) return fail(E.framesNeedOmni11);
-      if (firstFrameUrl === null) return fail(E.lastFrameNeedsFirst);
-      if (characterIds.length || voiceIds.length || imageUrls.length || imageBase64.length || videoUrl !== null) return fail(E.framesExclusive);
+      if (!FRAME_MODELS.includes(model)) return fail(OMNI_ERRORS.framesNeedOmni11);
+      if (firstFrameUrl === null) return fail(OMNI_ERRORS.lastFrameNeedsFirst);
+      if (characterIds.length || voiceIds.length || imageUrls.length || imageBase64.length || videoUrl !== null) return fail(OMNI_ERRORS.framesExclusive);
     }
 
     let video: { url: string; start: number; end: number } | null = null;
     const trimSent = raw.video_start !== undefined || raw.video_end !== undefined;
     if (videoUrl !== null) {
-      if (raw.video_start === undefined || raw.video_end === undefined) return fail(E.trimRequired);
+      if (raw.video_start === undefined || raw.video_end === undefined) return fail(OMNI_ERRORS.trimRequired);
       const [start, end] = [raw.video_start, raw.video_end];
-      if (typeof start !== "number" || typeof end !== "number" || !Number.isFinite(start) || !Number.isFinite(end) || start < 0 || end <= start) return fail(E.invalidTrim);
-      if (end - start > LIMITS.trimWindowMaxSeconds) return fail(E.trimTooLong);
+      if (typeof start !== "number" || typeof end !== "number" || !Number.isFinite(start) || !Number.isFinite(end) || start < 0 || end <= start) return fail(OMNI_ERRORS.invalidTrim);
+      if (end - start > LIMITS.trimWindowMaxSeconds) return fail(OMNI_ERRORS.trimTooLong);
       video = { url: videoUrl, start, end };
-    } else if (trimSent) return fail(E.trimWithoutVideo);
+    } else if (trimSent) return fail(OMNI_ERRORS.trimWithoutVideo);
 
     const budget = imageUrls.length + imageBase64.length + (video ? LIMITS.referenceVideoCost : 0) + characterIds.length;
-    if (budget > LIMITS.referenceBudget) return fail(E.referenceBudget);
+    if (budget > LIMITS.referenceBudget) return fail(OMNI_ERRORS.referenceBudget);
 
     return {
       prompt: raw.prompt,
@@ -150,34 +150,34 @@ export async function prepareOmniVideo(fields: OmniVideoFields, deps: PrepareDep
   let total = 0;
   for (const b of fields.imageBase64) {
     const size = decodedSize(base64Payload(b));
-    if (size > LIMITS.imageMaxBytes) throw new ApiError(413, E.referenceImageTooLarge);
+    if (size > LIMITS.imageMaxBytes) throw new ApiError(413, OMNI_ERRORS.referenceImageTooLarge);
     total += size;
   }
-  if (total > LIMITS.imagesMaxTotalBytes) throw new ApiError(413, E.referenceImagesTooLarge);
+  if (total > LIMITS.imagesMaxTotalBytes) throw new ApiError(413, OMNI_ERRORS.referenceImagesTooLarge);
 
-  const firstFrameUrl = fields.firstFrameUrl && checkedUrl(deps.guard, fields.firstFrameUrl, (r) => E.invalidFrameUrl("first_frame_url", r));
-  const lastFrameUrl = fields.lastFrameUrl && checkedUrl(deps.guard, fields.lastFrameUrl, (r) => E.invalidFrameUrl("last_frame_url", r));
-  const imageUrls = fields.imageUrls.map((u) => checkedUrl(deps.guard, u, E.invalidReferenceImageUrl));
-  const videoUrl = fields.video && checkedUrl(deps.guard, fields.video.url, E.invalidVideoUrl);
+  const firstFrameUrl = fields.firstFrameUrl && checkedUrl(deps.guard, fields.firstFrameUrl, (r) => OMNI_ERRORS.invalidFrameUrl("first_frame_url", r));
+  const lastFrameUrl = fields.lastFrameUrl && checkedUrl(deps.guard, fields.lastFrameUrl, (r) => OMNI_ERRORS.invalidFrameUrl("last_frame_url", r));
+  const imageUrls = fields.imageUrls.map((u) => checkedUrl(deps.guard, u, OMNI_ERRORS.invalidReferenceImageUrl));
+  const videoUrl = fields.video && checkedUrl(deps.guard, fields.video.url, OMNI_ERRORS.invalidVideoUrl);
   if (fields.callbackUrl) {
     try {
       await deps.guard.resolvePublic(fields.callbackUrl);
     } catch (err) {
       // Only a refused URL is the partner's; a DNS failure here is ours and passes through.
-      throw outboundToApiError(err, { invalidUrl: E.callbackUrl });
+      throw outboundToApiError(err, { invalidUrl: OMNI_ERRORS.callbackUrl });
     }
   }
 
   const characters = await findCharacters(deps.db, deps.partnerId, fields.characterIds);
-  if (!characters) throw new ApiError(400, E.charactersNotFound);
+  if (!characters) throw new ApiError(400, OMNI_ERRORS.charactersNotFound);
   const voices = await findVoices(deps.db, deps.partnerId, fields.voiceIds);
-  if (!voices) throw new ApiError(400, E.voicesNotFound);
+  if (!voices) throw new ApiError(400, OMNI_ERRORS.voicesNotFound);
 
   const images: VideoFrame[] = fields.imageBase64.map((b) => {
     const decoded = decodeImageBase64(b, LIMITS.imageMaxBytes);
-    if (!decoded.ok) throw decoded.reason === "too_large" ? new ApiError(413, E.referenceImageTooLarge) : new ApiError(400, E.invalidReferenceImageBase64);
+    if (!decoded.ok) throw decoded.reason === "too_large" ? new ApiError(413, OMNI_ERRORS.referenceImageTooLarge) : new ApiError(400, OMNI_ERRORS.invalidReferenceImageBase64);
     // Over the pixel budget (lib/media/budgets.ts): an image the render could not use.
-    if (!checkPicture(decoded.image.bytes).ok) throw new ApiError(400, E.invalidReferenceImageBase64);
+    if (!checkPicture(decoded.image.bytes).ok) throw new ApiError(400, OMNI_ERRORS.invalidReferenceImageBase64);
     return decoded.image;
   });
 

@@ -31,108 +31,18 @@
 // the clip when the worker had already handed it on. So the 502's "Credits refunded" is always true, and
 // no clip is ever made for a call answered with an error.
 import { z } from "zod";
-import { allocateServiceId, ApiError, cleanUpstreamText, type JobKindDeclaration, JobFailure, notFound, operation, type PluginDb, TextGenerationError } from "mediagate/plugin";
-import { OMNI_ERRORS as E } from "./errors.ts";
-import { LIMITS, OMNI_FEATURE, OMNI_PAUSE, repairPrice } from "./limits.ts";
-import { omniVideos } from "./records.ts";
-import type { OmniJobInput } from "./types.ts";
-import { insertVideoRecord, isPromptFixable } from "./video.ts";
-
-const JOB_ID = /^svc-[0-9a-f]{8}$/;
+import { ApiError, isJobId, notFound, operation, type PluginDb } from "mediagate/plugin";
+import { OMNI_ERRORS } from "../errors.ts";
+import { OMNI_FEATURE, OMNI_PAUSE, repairPrice } from "../prices.ts";
+import { omniVideos } from "../records.ts";
+import { isPromptFixable } from "../videos/records.ts";
+import { parsed, type RepairInput, type RepairOutput } from "./job.ts";
 
 /**
  * How long the request waits for its repair job: the text model's default deadline (60 s, plugins/text
  * TEXT_GENERATE_TIMEOUT_MS) with room for the queue to pick the job up. Ours; the spec gives none.
  */
 export const REPAIR_WAIT_MS = 90_000;
-
-/** What the text model is told. The sandbox (plugins/text) answers the task by name, deterministically. */
-const INSTRUCTIONS = [
-  "You rewrite prompts for a video generation model whose safety filter blocked them.",
-  "Remove or soften only what breaks content guidelines (violence, gore, sexual content, real people's likeness, hate).",
-  "Keep every other detail: characters, setting, camera, style, and every quoted line of dialogue that is safe.",
-  "Answer with the rewritten prompt only, no commentary.",
-].join(" ");
-
-/** The repair job's input and, once it handed the clip on, its output. */
-interface RepairInput {
-  source_job_id: string;
-}
-interface RepairOutput {
-  source_job_id: string;
-  job_id: string;
-  improved_prompt: string;
-}
-
-const parsed = <T>(v: unknown): T => (typeof v === "string" ? (JSON.parse(v) as T) : (v as T));
-
-/**
- * The repair job: rewrites the source's prompt, then ends `complete` handing the new clip on (created, with
- * its record, and queued in the transaction that ends the repair, carrying the repair's charge). Any failure
- * of the text model is the repair's failure (no retry: the partner waits for the answer); a crash or a
- * database error is retried by the queue, from the top (nothing is written before the ending).
- */
-export const repairJob: JobKindDeclaration<RepairInput> = {
-  states: ["processing", "complete", "failed"],
-  initial: "processing",
-  transitions: { processing: ["complete", "failed"] },
-  terminal: { complete: "success", failed: "failure" },
-  failState: "failed",
-  failError: E.repairFailed,
-  // An attempt is one text call (60 s by default) and two statements.
-  timeoutSeconds: 300,
-  async run(ctx) {
-    const sourceId = ctx.input.source_job_id;
-    const source = await omniVideos.find(ctx.db, ctx.partnerId, sourceId);
-    if (!source) throw new JobFailure(E.repairFailed);
-    let improved: string;
-    try {
-      const answer = await ctx.capability("text.generate").generate({
-        task: "prompt-repair",
-        instructions: INSTRUCTIONS,
-        input: source.prompt,
-        maxChars: LIMITS.promptChars,
-        signal: ctx.signal,
-      });
-      // Upstream text, checked like partner input before it is stored as the new clip's prompt: whatever
-      // provider answers, a NUL or an unpaired surrogate never reaches Postgres (lib/upstream-text.ts).
-      improved = cleanUpstreamText(answer.text, LIMITS.promptChars).trim();
-      if (improved === "") throw new TextGenerationError("empty rewrite");
-    } catch (err) {
-      if (ctx.signal.aborted) throw err;
-      ctx.log.warn(`omni repair ${ctx.jobId} of ${sourceId} failed: ${err instanceof Error ? err.message : String(err)}`);
-      throw new JobFailure(E.repairFailed);
-    }
-
-    const input = parsed<OmniJobInput>(source.input);
-    const clipId = await allocateServiceId(ctx.db);
-    return {
-      state: "complete",
-      output: { source_job_id: sourceId, job_id: clipId, improved_prompt: improved } satisfies RepairOutput,
-      handOff: {
-        kind: "video",
-        jobId: clipId,
-        input: input as unknown as Record<string, unknown>,
-        partnerJobId: source.partner_job_id,
-        callbackUrl: input.callback_url ?? null,
-        within: (trx, id) =>
-          insertVideoRecord(trx, id, ctx.partnerId, {
-            model: source.model as OmniJobInput["model"],
-            prompt: improved,
-            character_ids: parsed<string[]>(source.character_ids),
-            voice_ids: parsed<string[]>(source.voice_ids),
-            first_frame_url: source.first_frame_url,
-            last_frame_url: source.last_frame_url,
-            duration: input.seconds,
-            aspect_ratio: source.aspect_ratio as never,
-            resolution: source.resolution as never,
-            reference_video: source.reference_video,
-            input,
-          }),
-      },
-    };
-  },
-};
 
 interface RepairRow {
   state: string;
@@ -157,7 +67,7 @@ const improvePrompt = operation({
     .meta({ required: ["job_id"] })
     .transform((raw, c) => {
       if (typeof raw.job_id !== "string" || raw.job_id.trim() === "") {
-        c.addIssue({ code: "custom", message: E.jobIdRequired });
+        c.addIssue({ code: "custom", message: OMNI_ERRORS.jobIdRequired });
         return z.NEVER;
       }
       return { jobId: raw.job_id.trim() };
@@ -170,20 +80,20 @@ const improvePrompt = operation({
     credits_remaining: z.number().int(),
   }),
   async handle(ctx) {
-    if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, E.unavailable);
+    if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, OMNI_ERRORS.unavailable);
     const { jobId } = ctx.input;
-    const source = JOB_ID.test(jobId) ? await omniVideos.find(ctx.db, ctx.partner.id, jobId) : undefined;
+    const source = isJobId(jobId) ? await omniVideos.find(ctx.db, ctx.partner.id, jobId) : undefined;
     if (!source) throw notFound();
-    if (source.state !== "error") throw new ApiError(400, E.notFailed);
-    if (!isPromptFixable(source)) throw new ApiError(400, E.notFixable);
+    if (source.state !== "error") throw new ApiError(400, OMNI_ERRORS.notFailed);
+    if (!isPromptFixable(source)) throw new ApiError(400, OMNI_ERRORS.notFixable);
 
-    const credits = ctx.priceFor({ ...repairPrice(), customRateMissing: E.customNoRate });
+    const credits = ctx.priceFor({ ...repairPrice(), customRateMissing: OMNI_ERRORS.customNoRate });
     const repair = await ctx.submitJob({
       kind: "repair",
       state: "processing",
       credits,
       description: `Omni prompt repair (${jobId})`,
-      insufficientCredits: E.repairInsufficient,
+      insufficientCredits: OMNI_ERRORS.repairInsufficient,
       input: { source_job_id: jobId } satisfies RepairInput,
     });
 
@@ -195,7 +105,7 @@ const improvePrompt = operation({
     while (row.finished_at === null) {
       if (Date.now() >= deadline || ctx.request.signal.aborted) {
         // Ends it only if the worker has not: one of the two endings wins, the other does nothing.
-        await ctx.finishJob(repair.jobId, { state: "failed", refund: true, error: E.repairFailed });
+        await ctx.finishJob(repair.jobId, { state: "failed", refund: true, error: OMNI_ERRORS.repairFailed });
         ctx.log.warn(`omni repair ${repair.jobId} of ${jobId}: ${ctx.request.signal.aborted ? "the partner hung up" : `not done in ${REPAIR_WAIT_MS} ms`}; ended by its request unless its worker had ended it`);
         row = await readRepair(ctx.db, repair.jobId, ctx.partner.id);
         break;
@@ -204,7 +114,7 @@ const improvePrompt = operation({
       every = Math.min(every * 2, 500);
       row = await readRepair(ctx.db, repair.jobId, ctx.partner.id);
     }
-    if (row.state !== "complete" || !row.output) throw new ApiError(502, E.repairFailed);
+    if (row.state !== "complete" || !row.output) throw new ApiError(502, OMNI_ERRORS.repairFailed);
     return {
       job_id: row.output.job_id,
       source_job_id: jobId,

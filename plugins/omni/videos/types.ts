@@ -1,9 +1,9 @@
 // The shapes that pass between the Omni modules: what POST /omni/video's checks hand to the submit
 // (video-input.ts -> video.ts), and what an Omni video job keeps as its input (video.ts, batch.ts, improve.ts).
 import type { VideoFrame } from "mediagate/plugin";
-import type { OmniAspectRatio, OmniDuration, OmniModel, OmniResolution } from "./limits.ts";
-import type { CharacterRecord, CharacterVoice } from "./records.ts";
-import type { MeasuredReferenceVideo } from "./reference-video.ts";
+import type { OmniAspectRatio, OmniDuration, OmniModel, OmniResolution } from "../prices.ts";
+import type { CharacterRecord, CharacterVoice } from "../records.ts";
+import type { MeasuredReferenceVideo } from "./references.ts";
 
 /**
  * POST /omni/video after every check of the request (schema, sizes, magic bytes, URL syntax, the callback's
