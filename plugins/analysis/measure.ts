@@ -20,20 +20,11 @@ export interface AdMeasurements {
 }
 
 /** Plain colour names and the sRGB value each stands for; a measured colour is named by the nearest. */
-const COLOUR_NAMES: ReadonlyArray<[string, [number, number, number]]> = [
-  ["black", [20, 20, 24]],
-  ["white", [245, 245, 245]],
-  ["grey", [128, 128, 128]],
-  ["red", [205, 40, 45]],
-  ["orange", [240, 136, 62]],
-  ["yellow", [242, 204, 96]],
-  ["green", [30, 130, 60]],
-  ["teal", [30, 150, 150]],
-  ["blue", [35, 110, 230]],
-  ["purple", [130, 80, 220]],
-  ["pink", [230, 110, 170]],
-  ["brown", [130, 85, 45]],
-];
+const COLOUR_NAMES: ReadonlyArray<[string, readonly number[]]> = Object.entries({
+  black: [20, 20, 24], white: [245, 245, 245], grey: [128, 128, 128], red: [205, 40, 45],
+  orange: [240, 136, 62], yellow: [242, 204, 96], green: [30, 130, 60], teal: [30, 150, 150],
+  blue: [35, 110, 230], purple: [130, 80, 220], pink: [230, 110, 170], brown: [130, 85, 45],
+} satisfies Record<string, [number, number, number]>);
 
 /** Perceptual-ish RGB distance ("redmean"): good enough to name a colour. */
 function distance(a: readonly number[], b: readonly number[]): number {

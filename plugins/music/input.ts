@@ -10,7 +10,8 @@
 // once the source is known; everything else here.
 import { checked, defineInput, field, type Checked, type Fail, type InferOutput, type MusicControls, type MusicModel } from "mediagate/plugin";
 import { MUSIC_ERRORS } from "./errors.ts";
-import { DEFAULT_MODEL, LIMITS, MODELS } from "./models.ts";
+import { LIMITS } from "./limits.ts";
+import { DEFAULT_MODEL, MODELS } from "./prices.ts";
 
 const length = (s: string) => [...s].length;
 

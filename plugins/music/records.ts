@@ -7,9 +7,10 @@
 // - A failed job whose provider gave no failure kind (a crash, a lost worker) reports `error_code`
 //   `provider_down`.
 // - `credits_used` is what was charged, also on a refunded failure (the refund is its own ledger row).
-import type { ColumnType, Generated } from "kysely";
+import type { Kysely } from "kysely";
 import { formatTimestamp, type JobRecord, jobRecords, type MusicErrorCode, type Page, type PageRequest, type PluginDb } from "mediagate/plugin";
 import { FAILURE_TEXTS } from "./errors.ts";
+import type { MusicTables } from "./migrations.ts";
 
 export const MUSIC_TABLE = "music_jobs";
 
@@ -42,22 +43,8 @@ export interface MusicRow {
   request_hash: string | null;
 }
 
-/** A `music_jobs` row (migrations.ts). */
-export interface MusicJobsTable {
-  id: Generated<number>;
-  job_id: string;
-  partner_id: string;
-  operation: string;
-  model: string;
-  title: string | null;
-  instrumental: boolean;
-  /** StoredTrack[] as JSON text, written when the job completes. */
-  tracks: ColumnType<string, string | undefined, string>;
-  error_code: string | null;
-  idempotency_key: string | null;
-  request_hash: string | null;
-  created_at: ColumnType<Date, Date | string | undefined, never>;
-}
+/** A `music_jobs` row, as migrations.ts declares it. */
+export type MusicJobsTable = MusicTables["music_jobs"];
 
 /** Music jobs joined to their kernel job rows; 404s are the caller's. */
 export const musicJobs = jobRecords<MusicJobsTable>(MUSIC_TABLE, { jobId: "job_id", newestFirst: ["id"] });
@@ -137,4 +124,14 @@ export function listView(row: MusicRow, mediaUrl: (key: string) => string) {
     created_at: row.created_at,
     completed_at: row.completed_at,
   };
+}
+
+/** The finished job's tracks; the first track's title fills a title the request left out. */
+export async function saveTracks(db: Kysely<MusicTables>, jobId: string, stored: readonly StoredTrack[]): Promise<void> {
+  const title = stored[0]?.title ?? null;
+  await db
+    .updateTable(MUSIC_TABLE)
+    .set((eb) => ({ tracks: JSON.stringify(stored), title: eb.fn.coalesce("title", eb.val(title)) }))
+    .where("job_id", "=", jobId)
+    .execute();
 }

@@ -1,4 +1,4 @@
-// The sandbox music provider: real, listenable music rendered procedurally (render.ts: a seeded arrangement
+// The sandbox music provider: real, listenable music rendered procedurally (synth.ts: a seeded arrangement
 // from the prompt or style, synthesized in plain JS), encoded to MP3 with the media engine, with a cover
 // drawn from the same arrangement. Two variations per request; the same request gives the same bytes.
 // An extension keeps the source up to `continue_at` and continues it on the source's own bar grid, tempo,
@@ -16,7 +16,7 @@
 // (`timeout`). Markers are never sung or shown in titles.
 import { createHash } from "node:crypto";
 import { type CapabilityHost, definePlugin, hasMarker, type MediaEngine, type MusicExtensionRequest, type MusicGenerationRequest, type MusicProvider, MusicProviderError, type MusicProviders, type MusicTrack, type SandboxRequestStore, inThread, sandboxConfig, sandboxUpstream, withoutMarkers, withVips } from "mediagate/plugin";
-import { arrangementForUpload, continuation, estimateTempo, fromPcm, join, JOIN_LEAD, newArrangement, parseArrangement, SAMPLE_RATE, wav, type Arrangement, type Song, type Stereo } from "./render.ts";
+import { arrangementForUpload, continuation, estimateTempo, fromPcm, join, JOIN_LEAD, newArrangement, parseArrangement, SAMPLE_RATE, wav, type Arrangement, type Song, type Stereo } from "./synth.ts";
 
 const VARIATIONS = 2;
 const MP3_KBPS = 192;
@@ -109,7 +109,7 @@ export async function coverArt(a: Arrangement, variation: number): Promise<Uint8
 
 async function track(engine: MediaEngine, audio: Stereo, a: Arrangement, variation: number, title: string, signal: AbortSignal): Promise<MusicTrack> {
   const mp3 = await encodeMp3(engine, audio, signal);
-  return { audio: mp3.bytes, cover: await coverArt(a, variation), coverMimeType: "image/png", title, duration: mp3.seconds, arrangement: a as unknown as Record<string, unknown> };
+  return { audio: mp3.bytes, cover: await coverArt(a, variation), coverMimeType: "image/png", title, duration: mp3.seconds, arrangement: a };
 }
 
 /**
@@ -117,9 +117,9 @@ async function track(engine: MediaEngine, audio: Stereo, a: Arrangement, variati
  * which a loaded machine stretches past the queue's 10 s heartbeat when it runs on the event loop (lib/threads.ts).
  */
 function renderInThread(engine: MediaEngine, song: Song, from: number, to: number, signal: AbortSignal): Promise<Stereo> {
-  return engine.pool.run(() => inThread<Stereo>(RENDER_MODULE, "renderRange", [song, from, to], signal), signal);
+  return engine.pool.run(() => inThread<Stereo>(SYNTH_MODULE, "renderRange", [song, from, to], signal), signal);
 }
-const RENDER_MODULE = new URL("./render.ts", import.meta.url);
+const SYNTH_MODULE = new URL("./synth.ts", import.meta.url);
 
 export interface SandboxMusicOptions {
   latencyMs: number;

@@ -3,7 +3,7 @@
 // instrumental, and whether the direct path is open).
 import { ApiError, isMediaError, probeOverBudget, type MediaContainer, type MediaEngine, type MusicModel, type OperationContext, sniffMedia, type UploadedFile } from "mediagate/plugin";
 import { MUSIC_ERRORS } from "./errors.ts";
-import { LIMITS, UPLOAD_EXTENSIONS } from "./models.ts";
+import { LIMITS, UPLOAD_EXTENSIONS } from "./limits.ts";
 import { findJob } from "./records.ts";
 
 export interface PreparedSource {
@@ -23,7 +23,7 @@ export interface PreparedSource {
   extension: string;
 }
 
-export async function ownedSource(ctx: OperationContext<any>, ref: { ref: string; track: number }): Promise<PreparedSource> {
+export async function ownedSource(ctx: OperationContext, ref: { ref: string; track: number }): Promise<PreparedSource> {
   // Another account's job, a missing one, an unfinished one and a missing variation all answer alike.
   const row = await findJob(ctx.db, ctx.partner.id, ref.ref);
   const track = row?.state === "complete" ? row.tracks[ref.track] : undefined;

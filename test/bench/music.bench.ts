@@ -7,7 +7,7 @@ import process from "node:process";
 import { createMediaEngine, detectNativeFfmpeg, type MediaEngine } from "../../lib/media/index.ts";
 import type { MusicGenerationRequest } from "../../contracts/music.ts";
 import { pollToEnd } from "../../lib/upstream.ts";
-import { newArrangement, renderRange } from "../../plugins/music/render.ts";
+import { newArrangement, renderRange } from "../../plugins/music/synth.ts";
 import { sandboxMusicProvider } from "../../plugins/music/sandbox.ts";
 
 const runs = Number(process.env.BENCH_RUNS ?? 3);

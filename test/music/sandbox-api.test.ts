@@ -11,7 +11,7 @@ import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import music from "../../plugins/music/index.ts";
 import { FAILURE_TEXTS } from "../../plugins/music/errors.ts";
-import { PROVIDER_TIMEOUT_MS } from "../../plugins/music/models.ts";
+import { PROVIDER_TIMEOUT_MS } from "../../plugins/music/limits.ts";
 import musicSandbox from "../../plugins/music/sandbox.ts";
 
 const FIXTURE = new URL("../../../shared/fixtures/media/sample1.mp3", import.meta.url);

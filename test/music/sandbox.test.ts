@@ -8,7 +8,7 @@ import * as assert from "uvu/assert";
 import { createMediaEngine, detectNativeFfmpeg, probeImage, type MediaEngine } from "../../lib/media/index.ts";
 import { MusicProviderError, type MusicExtensionRequest, type MusicGenerationRequest, type MusicProvider, type MusicTrack } from "../../contracts/music.ts";
 import { pollToEnd, type InPlace } from "../../lib/upstream.ts";
-import { estimateTempo, fromPcm, SAMPLE_RATE, wav, type Stereo } from "../../plugins/music/render.ts";
+import { estimateTempo, fromPcm, SAMPLE_RATE, wav, type Stereo } from "../../plugins/music/synth.ts";
 import { sandboxMusicProvider, titleFrom } from "../../plugins/music/sandbox.ts";
 
 const signal = () => new AbortController().signal;

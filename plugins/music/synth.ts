@@ -37,8 +37,11 @@ export interface Instruments {
   lead: LeadSound;
 }
 
-/** Everything needed to render a song again or continue it; kept as MusicTrack.arrangement. */
-export interface Arrangement {
+/**
+ * Everything needed to render a song again or continue it; kept as MusicTrack.arrangement (a type, not an
+ * interface, so it is a plain record as stored).
+ */
+export type Arrangement = {
   kind: "mediagate-sandbox-music";
   version: 1;
   /** Seeds the melody, drum fills and section form of the part this arrangement made. */
@@ -66,7 +69,7 @@ export interface Arrangement {
   totalBars: number;
   /** Length of the file: the bars and the last chord's ring-out. */
   seconds: number;
-}
+};
 
 /** A song to render: its arrangement and the words the singer follows. */
 export interface Song {
@@ -181,7 +184,7 @@ export function continuation(source: Arrangement, input: { seed: string; variati
 /** A stored arrangement of ours, or null when the object is not one (an older or foreign shape). */
 export function parseArrangement(value: Record<string, unknown> | null): Arrangement | null {
   if (!value || value.kind !== "mediagate-sandbox-music" || value.version !== 1) return null;
-  const a = value as unknown as Arrangement;
+  const a = value as Arrangement;
   const num = (n: unknown) => typeof n === "number" && Number.isFinite(n);
   const ok =
     typeof a.seed === "string" && num(a.bpm) && a.bpm >= 40 && a.bpm <= 240 && num(a.offset) && num(a.key) && a.key >= 0 && a.key < 12 && a.scale in SCALES &&
