@@ -280,11 +280,11 @@ export function compileJobKinds(plugins: readonly PluginDeclaration[], fail: (me
 }
 
 export interface JobRuntimeDeps {
-  /** The requests' lane (storage/lanes.ts): a job's status read, an upstream's callback. */
+  /** The requests' lane (storage/connection-gate.ts): a job's status read, an upstream's callback. */
   db: Kysely<KernelTables>;
   /**
    * The background lane: what attempts and the dead-letter worker read and write, plugins' `ctx.db` in a
-   * runner included, so a job's statements take turns with a burst of requests' (storage/lanes.ts).
+   * runner included, so a job's statements take turns with a burst of requests' (storage/connection-gate.ts).
    */
   background: Kysely<KernelTables>;
   queue: Queue;

@@ -253,7 +253,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       if (job.creditsUsed > 0) await accounts.changed(plan.partnerId);
       return job;
     };
-    // On either lane (storage/lanes.ts): an operation's own finish is a request's, a runner's is background work.
+    // On either lane (storage/connection-gate.ts): an operation's own finish is a request's, a runner's is background work.
     const finishOn =
       (db: Kysely<KernelTables>) =>
       async (jobId: string, plan: FinishPlan): Promise<FinishedJob | null> => {

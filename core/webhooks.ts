@@ -73,7 +73,7 @@ const ATTEMPT_ERRORS = {
 export type ResendResult = { outcome: "not_found" | "pending" | "no_url" } | { outcome: "queued"; event_id: string; event: string; url: string };
 
 export interface WebhookDeps {
-  /** The requests' lane: settings, resends (storage/lanes.ts). */
+  /** The requests' lane: settings, resends (storage/connection-gate.ts). */
   db: Kysely<KernelTables>;
   /** The background lane: the delivery loop's claims and outcomes. */
   background: Kysely<KernelTables>;

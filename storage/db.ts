@@ -7,7 +7,7 @@ import process from "node:process";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
-import { type Lane, LanePlaces } from "./lanes.ts";
+import { ConnectionGate, type Priority } from "./connection-gate.ts";
 import { PGliteDialect } from "./pglite-dialect.ts";
 import type { KernelTables } from "./tables.ts";
 import { PRIVATE_FILE_MODE, privateDirSync, tightenTreeSync } from "./private-fs.ts";
@@ -16,7 +16,7 @@ export type DatabaseKind = "pglite" | "postgres";
 
 export interface Database {
   kind: DatabaseKind;
-  /** The requests' lane to the database (storage/lanes.ts). */
+  /** The requests' lane to the database (storage/connection-gate.ts). */
   kysely: Kysely<KernelTables>;
   /**
    * The same connections in the background lane: a freed connection goes to its statements first. For the
@@ -134,7 +134,7 @@ const NOT_READ_ONLY = /\bfor\s+(update|share|no\s+key\s+update|key\s+share)\b|\b
 
 /**
  * Clients checked out by the requests lane right now (their SELECTs are retried, see READ_ONLY), each with
- * the function that gives the client back to the pool without giving back the lane's place.
+ * the function that gives the client back to the pool without giving back its connection of the gate.
  */
 const retrying = new WeakMap<pg.Client, (err: Error) => void>();
 
@@ -160,7 +160,7 @@ function watchClient(pool: pg.Pool, client: pg.Client, onLost: (err: Error) => v
       if (!connectionOver(client, err)) throw err;
       markLost(err as Error);
       if (!retryable || !giveBackDead) throw err;
-      // The dead client goes back now (discarded), so the pool has room for the fresh one; the lane's place
+      // The dead client goes back now (discarded), so the pool has room for the fresh one; the gate's connection
       // stays held until kysely releases this connection. One retry only: the fresh client's own query() is
       // not the requests lane's, so a second loss fails the statement.
       giveBackDead(err as Error);
@@ -177,14 +177,14 @@ function watchClient(pool: pg.Pool, client: pg.Client, onLost: (err: Error) => v
   };
 }
 
-// The pool as one lane's kysely sees it: a connection is taken through LanePlaces (storage/lanes.ts), so a
+// The pool as one lane's kysely sees it: a connection is taken through ConnectionGate (storage/connection-gate.ts), so a
 // job's statements take turns with a burst of requests' instead of queueing behind all of them. As many
-// places as the pool has connections, so pg's own queue stays empty. The requests' lane owns the pool (its
+// connections as the pool has, so pg's own queue stays empty. The requests' lane owns the pool (its
 // kysely's destroy ends it); the background lane's leaves it to that.
-function byLane(pool: pg.Pool, places: LanePlaces, lane: Lane) {
+function byPriority(pool: pg.Pool, gate: ConnectionGate, priority: Priority) {
   return {
     async connect() {
-      const giveBack = await places.acquire(lane);
+      const giveBack = await gate.acquire(priority);
       let client: pg.PoolClient;
       try {
         client = await pool.connect();
@@ -210,12 +210,12 @@ function byLane(pool: pg.Pool, places: LanePlaces, lane: Lane) {
           giveBack();
         }
       };
-      if (lane === "requests") retrying.set(client, releaseOnce);
+      if (priority === "requests") retrying.set(client, releaseOnce);
       else retrying.delete(client);
       return client;
     },
     end: async () => {
-      if (lane === "requests") await pool.end();
+      if (priority === "requests") await pool.end();
     },
   };
 }
@@ -261,9 +261,9 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     // Emitted as the pool makes each client, before anyone holds it.
     const onLost = options.onConnectionLost ?? (() => {});
     pool.on("connect", (client) => watchClient(pool, client, onLost));
-    const places = new LanePlaces(options.poolSize ?? 10);
-    const kysely = new Kysely<KernelTables>({ dialect: new PostgresDialect({ pool: byLane(pool, places, "requests") }) });
-    const background = new Kysely<KernelTables>({ dialect: new PostgresDialect({ pool: byLane(pool, places, "background") }) });
+    const gate = new ConnectionGate(options.poolSize ?? 10);
+    const kysely = new Kysely<KernelTables>({ dialect: new PostgresDialect({ pool: byPriority(pool, gate, "requests") }) });
+    const background = new Kysely<KernelTables>({ dialect: new PostgresDialect({ pool: byPriority(pool, gate, "background") }) });
     return {
       kind: "postgres",
       kysely,
@@ -302,7 +302,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     lock?.release();
     throw err;
   }
-  const gate = new LanePlaces(1);
+  const gate = new ConnectionGate(1);
   const kysely = new Kysely<KernelTables>({ dialect: new PGliteDialect(pglite, gate, "requests") });
   const background = new Kysely<KernelTables>({ dialect: new PGliteDialect(pglite, gate, "background") });
   return {

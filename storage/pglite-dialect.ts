@@ -10,12 +10,12 @@
 // a statement of the job queue (pg-boss's fetch, complete or heartbeat, which reach PGlite directly through
 // storage/queue.ts) or of a job would wait behind all of them: no job would start before the last request of
 // the burst was answered. So the application's statements and transactions first take the one place of a
-// LanePlaces (storage/lanes.ts): at most one of them waits in PGlite's mutex, so a queue statement waits
+// ConnectionGate (storage/connection-gate.ts): at most one of them waits in PGlite's mutex, so a queue statement waits
 // behind that one only, and a job's statements take turns with the requests'. It costs nothing in
 // throughput, since PGlite runs one statement at a time anyway. One gate serves two dialects, one per lane
 // (storage/db.ts makes both).
 import type { PGlite, Transaction } from "@electric-sql/pglite";
-import type { Lane, LanePlaces } from "./lanes.ts";
+import type { ConnectionGate, Priority } from "./connection-gate.ts";
 import {
   type CompiledQuery,
   type DatabaseConnection,
@@ -36,12 +36,12 @@ class PGliteConnection implements DatabaseConnection {
 
   constructor(
     private readonly pglite: PGlite,
-    private readonly gate: LanePlaces,
-    private readonly lane: Lane,
+    private readonly gate: ConnectionGate,
+    private readonly priority: Priority,
   ) {}
 
   async begin(): Promise<void> {
-    this.#release = await this.gate.acquire(this.lane);
+    this.#release = await this.gate.acquire(this.priority);
     try {
       await this.open();
     } catch (err) {
@@ -86,7 +86,7 @@ class PGliteConnection implements DatabaseConnection {
     if (this.#tx) {
       result = await this.#tx.query<R>(compiled.sql, compiled.parameters as unknown[]);
     } else {
-      const release = await this.gate.acquire(this.lane);
+      const release = await this.gate.acquire(this.priority);
       try {
         result = await this.pglite.query<R>(compiled.sql, compiled.parameters as unknown[]);
       } finally {
@@ -108,14 +108,14 @@ class PGliteConnection implements DatabaseConnection {
 class PGliteDriver implements Driver {
   constructor(
     private readonly pglite: PGlite,
-    private readonly gate: LanePlaces,
-    private readonly lane: Lane,
+    private readonly gate: ConnectionGate,
+    private readonly priority: Priority,
   ) {}
   async init(): Promise<void> {
     await this.pglite.waitReady;
   }
   async acquireConnection(): Promise<DatabaseConnection> {
-    return new PGliteConnection(this.pglite, this.gate, this.lane);
+    return new PGliteConnection(this.pglite, this.gate, this.priority);
   }
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await (connection as PGliteConnection).begin();
@@ -130,18 +130,18 @@ class PGliteDriver implements Driver {
   async destroy(): Promise<void> {}
 }
 
-/** Statements on `pglite` that take `gate`'s one place in `lane`. */
+/** Statements on `pglite` that take `gate`'s one connection at `priority`. */
 export class PGliteDialect implements Dialect {
   constructor(
     private readonly pglite: PGlite,
-    private readonly gate: LanePlaces,
-    private readonly lane: Lane,
+    private readonly gate: ConnectionGate,
+    private readonly priority: Priority,
   ) {}
   createAdapter() {
     return new PostgresAdapter();
   }
   createDriver(): Driver {
-    return new PGliteDriver(this.pglite, this.gate, this.lane);
+    return new PGliteDriver(this.pglite, this.gate, this.priority);
   }
   createQueryCompiler() {
     return new PostgresQueryCompiler();

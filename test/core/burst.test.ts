@@ -1,6 +1,6 @@
 // A burst of submits flows (issue 21): its jobs start while the burst is still arriving, instead of waiting
 // until its last request has been answered, because job attempts run in the database's background lane
-// (storage/lanes.ts). On both backends. Order is asserted, never a duration.
+// (storage/connection-gate.ts). On both backends. Order is asserted, never a duration.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import account from "../../plugins/account/index.ts";

@@ -1,70 +1,71 @@
-// Two lanes to the database: requests (the default) and background work (job attempts, webhook delivery).
+// One gate to the database's connections, with two priorities: requests (the default) and background work (job
+// attempts, webhook delivery).
 //
 // Under a burst of requests, every connection (on PGlite: the one connection) is wanted by hundreds of
 // them, and the statements of a job that should start now would wait behind all of them, first come, first
-// served: no job of a burst would start before its last request was answered. So a freed place goes to
+// served: no job of a burst would start before its last request was answered. So a freed connection goes to
 // background work first (work already accepted finishes before more is taken in: the burst's jobs start
 // while it is still arriving, and its later requests wait a little longer), except that a waiting request
-// gets at least one place in every REQUEST_SHARE, so requests are never starved by a busy worker. Requests
-// keep every place when no background work waits. (Taking turns one for one was measured too: jobs then
+// gets at least one connection in every REQUEST_SHARE, so requests are never starved by a busy worker. Requests
+// keep every connection when no background work waits. (Taking turns one for one was measured too: jobs then
 // got half the database and fell behind a burst, their median start 2.2x plain pg-boss's.)
 //
-// Which lane a statement is in is said by the kysely it goes through: `Database.background` (storage/db.ts)
-// takes its places in the background lane, `Database.kysely` in the requests lane; both share the same
-// places. The job runtime and the webhook delivery loop use the first, so a statement that reaches the
-// requests lane by another way (a plugin's helper, a blob's retention row) loses its priority, never its
-// correctness. (The lane once followed the async context, through an AsyncLocalStorage: on Node 20, once one
+// Which priority a statement has is said by the kysely it goes through: `Database.background` (storage/db.ts)
+// takes its connections with the background priority, `Database.kysely` with the requests'; both share the same
+// connections. The job runtime and the webhook delivery loop use the first, so a statement that reaches the
+// requests' priority by another way (a plugin's helper, a blob's retention row) loses its priority, never its
+// correctness. (The priority once followed the async context, through an AsyncLocalStorage: on Node 20, once one
 // is used, every promise in the process runs a JavaScript init hook, and a request cost 10-15 % more CPU with
 // it than without. Measured: README, "me.bench".)
 //
-// A place that is handed on goes to its next holder in a later turn of the event loop (setImmediate), not in
+// A connection that is handed on goes to its next holder in a later turn of the event loop (setImmediate), not in
 // the releasing promise's microtasks. Handed on in microtasks, a queue of waiting statements ran one after
 // another without the loop ever reaching its I/O phase: on PGlite, where each statement is work on this
 // thread, the loop went half a second at a time without reading a socket, so a webhook's receiver answered
 // into a socket nobody read, and deliveries fell to 30 a second behind 100 jobs a second ending (webhooks
 // bench: lag median 3.8 s; handed on in turns, 10 ms).
 //
-// Uncontended places are taken at once, but not for ever without a turn: on PGlite a statement resolves in
+// Uncontended connections are taken at once, but not for ever without a turn: on PGlite a statement resolves in
 // microtasks, so a request whose statements never wait, and the job it queues (the queue's fetch, the
 // attempt, its end, pg-boss's completion, all on this thread) can run to the end inside the callback that
 // read the request, and the next request's callback after it, and so on. The webhooks bench saw 50
 // requests and their jobs, 700 statements, run in one turn of 1.4 s (lag median 5-8 s). So once the loop
-// has not turned for TURN_BUDGET_MS while places were being taken, a free place is given after a turn.
+// has not turned for TURN_BUDGET_MS while connections were being taken, a free connection is given after a turn.
 import { setImmediate } from "node:timers";
 
-export type Lane = "requests" | "background";
+export type Priority = "requests" | "background";
 
-/** A waiting request gets at least one place in this many. */
+/** A waiting request gets at least one connection in this many. */
 const REQUEST_SHARE = 4;
 
-/** How long places are taken at once without the event loop turning (see the file's header). */
+/** How long connections are taken at once without the event loop turning (see the file's header). */
 export const TURN_BUDGET_MS = 5;
 
-/** A fixed number of places, shared by the two lanes (see the file's header). */
-export class LanePlaces {
+/** A fixed number of connections, shared by the two priorities (see the file's header). */
+export class ConnectionGate {
   #free: number;
-  readonly #waiting: Record<Lane, Array<(release: () => void) => void>> = { requests: [], background: [] };
-  /** Places given to background work in a row while a request waited. */
+  readonly #waiting: Record<Priority, Array<(release: () => void) => void>> = { requests: [], background: [] };
+  /** Connections given to background work in a row while a request waited. */
   #passedOver = 0;
-  /** When places began to be taken at once in this turn of the event loop; undefined once it has turned. */
+  /** When connections began to be taken at once in this turn of the event loop; undefined once it has turned. */
   #turnBegan: number | undefined;
 
-  constructor(places: number) {
-    this.#free = places;
+  constructor(connections: number) {
+    this.#free = connections;
   }
 
-  /** Resolves with the function that gives the place back (once; later calls do nothing). */
-  acquire(lane: Lane): Promise<() => void> {
+  /** Resolves with the function that gives the connection back (once; later calls do nothing). */
+  acquire(priority: Priority): Promise<() => void> {
     if (this.#free > 0) {
       this.#free--;
       const release = this.#releaser();
       if (!this.#turnOverdue()) return Promise.resolve(release);
       return new Promise((resolve) => setImmediate(() => resolve(release)));
     }
-    return new Promise((resolve) => this.#waiting[lane].push(resolve));
+    return new Promise((resolve) => this.#waiting[priority].push(resolve));
   }
 
-  /** Whether this turn of the event loop has been taking places for longer than TURN_BUDGET_MS. */
+  /** Whether this turn of the event loop has been taking connections for longer than TURN_BUDGET_MS. */
   #turnOverdue(): boolean {
     const now = performance.now();
     if (this.#turnBegan === undefined) {

@@ -1,4 +1,4 @@
-// The two lanes to the database (storage/lanes.ts): a freed place goes to background work first, a waiting
+// The two lanes to the database (storage/connection-gate.ts): a freed place goes to background work first, a waiting
 // request gets at least one place in four, requests keep every place when nothing else waits, and a place
 // given back twice counts once, and a place handed on lets the event loop reach its I/O between holders, as
 // do places taken at once one after another.
@@ -7,7 +7,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { sql } from "kysely";
-import { LanePlaces, TURN_BUDGET_MS } from "../../storage/lanes.ts";
+import { ConnectionGate, TURN_BUDGET_MS } from "../../storage/connection-gate.ts";
 import { openDatabase } from "../../storage/db.ts";
 import { pgliteTemplate } from "../../testkit/pglite-template.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
@@ -15,7 +15,7 @@ import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.
 const tick = () => new Promise((r) => setImmediate(r));
 
 test("background work waiting gets a freed place before requests, a request at least one in four", async () => {
-  const places = new LanePlaces(1);
+  const places = new ConnectionGate(1);
   const first = await places.acquire("requests");
   const order: string[] = [];
   const wait = (name: string, background: boolean) =>
@@ -30,7 +30,7 @@ test("background work waiting gets a freed place before requests, a request at l
 });
 
 test("requests alone are served first come, first served; a place given back twice counts once", async () => {
-  const places = new LanePlaces(2);
+  const places = new ConnectionGate(2);
   const a = await places.acquire("requests");
   const b = await places.acquire("requests");
   const order: string[] = [];
@@ -61,7 +61,7 @@ test("requests alone are served first come, first served; a place given back twi
 });
 
 test("a place handed on lets the event loop turn: I/O waiting is read between one holder and the next", async () => {
-  const places = new LanePlaces(1);
+  const places = new ConnectionGate(1);
   const first = await places.acquire("requests");
   // Fifty holders queued, each doing a little work on this thread and giving its place back, as statements
   // on PGlite do. A socket's answer arriving meanwhile (here: a callback of the loop's next turn) must not
@@ -82,7 +82,7 @@ test("a place handed on lets the event loop turn: I/O waiting is read between on
 });
 
 test("places taken at once, one after another, let the event loop turn once the turn's budget is spent", async () => {
-  const places = new LanePlaces(1);
+  const places = new ConnectionGate(1);
   // A hundred holders one after another, none ever waiting for the place (each takes it after the last gave
   // it back, in microtasks), each doing half a millisecond of work on this thread: statements on PGlite
   // whose caller runs the next at once. Without a turn the loop reached its I/O after all hundred.
