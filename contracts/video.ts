@@ -58,8 +58,11 @@ export interface GeneratedVideo {
 export { UnsafeContentError } from "./errors.ts";
 
 export interface VideoProviders {
-  /** The provider that renders `model`, or undefined when none is configured for it (500 "not available"). */
-  forModel(model: string): VideoProvider | undefined;
+  /**
+   * The provider of a route (a model's id, or "animation"), or undefined when none is configured for it (500
+   * "not available"). Named as `image.generate`'s route() (contracts/image.ts): one name for one lookup.
+   */
+  route(name: string): VideoProvider | undefined;
 }
 
 /**

@@ -97,7 +97,7 @@ async function renderScene(ctx: JobRunContext, run: RunRow, scene: SceneRow, cha
       await ctx.blobs.put(key, image.bytes, { contentType: image.mimeType });
       await ctx.db.updateTable(SCENES).set({ start_image_key: key }).where("job_id", "=", run.job_id).where("idx", "=", scene.idx).execute();
     }
-    const provider = ctx.capability("video.generate").forModel(model);
+    const provider = ctx.capability("video.generate").route(model);
     if (!provider) throw new Error(`no video provider for ${model}`);
     const clip = await pollToEnd(provider, {
       prompt: [scene.setting, scene.dialogue].filter(Boolean).join("\n"),

@@ -86,7 +86,7 @@ export const videoJob: JobKindDeclaration<StoredInput> = {
   async run(ctx) {
     if (ctx.state === "queued") await ctx.moveTo("processing", "Preparing");
     const input = ctx.input;
-    const provider = ctx.capability("video.generate").forModel(input.route);
+    const provider = ctx.capability("video.generate").route(input.route);
     if (!provider) throw new JobFailure(VIDEO_ERRORS.failed);
 
     let bytes: Uint8Array;

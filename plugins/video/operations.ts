@@ -116,7 +116,7 @@ const generateVideo = operation({
     if (refBytes > MAX_REF_IMAGES_TOTAL) throw new ApiError(413, VIDEO_ERRORS.referenceImagesTooLarge);
     checkUrls(ctx, req, "image");
     await checkCallback(ctx, req.callbackUrl);
-    if (!ctx.capability("video.generate").forModel(req.modelUsed)) throw new ApiError(500, VIDEO_ERRORS.notAvailable);
+    if (!ctx.capability("video.generate").route(req.modelUsed)) throw new ApiError(500, VIDEO_ERRORS.notAvailable);
 
     // A custom account without a rate is refused before any download (the price only needs to know whether
     // reference videos are present; the measured seconds come next).
@@ -205,7 +205,7 @@ const generateAnimation = operation({
     }
     checkUrls(ctx, req, "start_image");
     await checkCallback(ctx, req.callbackUrl);
-    if (!ctx.capability("video.generate").forModel("animation")) throw new ApiError(500, VIDEO_ERRORS.notAvailable);
+    if (!ctx.capability("video.generate").route("animation")) throw new ApiError(500, VIDEO_ERRORS.notAvailable);
     const credits = ctx.priceFor({ lines: [{ key: ["animation"], rate: ANIMATION.price }] });
 
     const prefix = `inputs/${randomBytes(16).toString("hex")}`; // shown as media links: 128 random bits

@@ -282,7 +282,7 @@ export function sandboxVideoProvider(options: { latencyMs: number; media: () => 
       return { bytes, mimeType: "video/mp4", spoken: req.sound ? (speech?.spoken ?? { language: "en", words: [] }) : null };
     },
   });
-  return { forModel: () => provider };
+  return { route: () => provider };
 }
 
 /** Provides `video.generate` with the sandbox. A real deployment registers its adapter plugin instead. */

@@ -28,7 +28,7 @@ interface Row {
 async function runEngine(mode: Mode) {
   const engine = createMediaEngine({ mode });
   await engine.warmup();
-  const provider = sandboxVideoProvider({ latencyMs: 0, media: () => engine }).forModel("beta-2-direct")!;
+  const provider = sandboxVideoProvider({ latencyMs: 0, media: () => engine }).route("beta-2-direct")!;
   const rows: Row[] = [];
   for (const c of CASES) {
     const { width, height } = videoFrameSize("9:16", c.short);

@@ -50,7 +50,7 @@ for (const mode of ENGINE_MODES) {
   });
 
   t("video sandbox: character-locked holds the character's card from the first frame; scene-driven starts on the frame alone", async () => {
-    const provider = sandboxVideoProvider({ latencyMs: 0, media: () => engine }).forModel("gamma-3.1-fast")!;
+    const provider = sandboxVideoProvider({ latencyMs: 0, media: () => engine }).route("gamma-3.1-fast")!;
     const [W, H] = [360, 640];
     const start = flat([40, 110, 170], 180, 320);
     const pic = character();
@@ -73,7 +73,7 @@ for (const mode of ENGINE_MODES) {
   });
 
   t("video sandbox: reference images without a frame are the subject and the palette", async () => {
-    const provider = sandboxVideoProvider({ latencyMs: 0, media: () => engine }).forModel("beta-2-direct")!;
+    const provider = sandboxVideoProvider({ latencyMs: 0, media: () => engine }).route("beta-2-direct")!;
     const [W, H] = [360, 640];
     const magenta = flat([200, 30, 170]);
     const base: InPlace<VideoGenerationRequest> = { prompt: "A dancer", negativePrompt: null, model: "beta-2-direct", width: W, height: H, seconds: 2, sound: false, referenceImages: [], referenceVideos: [], referenceAudio: [] };

@@ -81,7 +81,7 @@ for (const mode of ENGINE_MODES) {
   t.after(async () => {
     await engine.close();
   });
-  const sandbox = () => sandboxVideoProvider({ latencyMs: 0, media: () => engine }).forModel("beta-2-direct")!;
+  const sandbox = () => sandboxVideoProvider({ latencyMs: 0, media: () => engine }).route("beta-2-direct")!;
 
   t("the sandbox renders the asked size and length, silent unless sound is asked, with provenance", async () => {
     const progress: number[] = [];

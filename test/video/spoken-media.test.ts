@@ -72,7 +72,7 @@ for (const mode of ENGINE_MODES) {
   t.after(async () => {
     await engine.close();
   });
-  const sandbox = () => sandboxVideoProvider({ latencyMs: 0, media: () => engine }).forModel("beta-2-direct")!;
+  const sandbox = () => sandboxVideoProvider({ latencyMs: 0, media: () => engine }).route("beta-2-direct")!;
 
   t("speech is in the clip's audio at the recorded times, louder than the chord under it", async () => {
     const prompt = `[sandbox:flaky] A knight shouts "Hold the gate, all of you! They are coming." at dawn`;
