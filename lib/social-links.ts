@@ -17,8 +17,6 @@ import type { SocialPlatform } from "../contracts/social.ts";
 /** The three networks (the social.extract contract names them). */
 export type Platform = SocialPlatform;
 
-export const PLATFORMS: readonly Platform[] = ["facebook", "instagram", "tiktok"];
-
 /** What a host is for: the spec names apex, short-link, mobile hosts and ad library links. */
 export type HostRole = "apex" | "www" | "mobile" | "alias" | "short" | "ad-library";
 

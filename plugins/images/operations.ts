@@ -19,7 +19,7 @@
 //   image refunds its share and the shares sum to `credits_used`.
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { ApiError, checkPicture, formatTimestamp, mediaToken, megabytes, notFound, operation, PAGE_BOUNDS, pageBody, pageQuery, pageShape } from "mediagate/plugin";
+import { ApiError, checkPicture, decodedSize, formatTimestamp, mediaToken, megabytes, notFound, operation, PAGE_BOUNDS, pageBody, pageQuery, pageShape } from "mediagate/plugin";
 import { IMAGE_ERRORS } from "./errors.ts";
 import { checkReferenceUrls, GenerateImageInput, MAX_REFERENCES } from "./input.ts";
 import type { StoredInput } from "./job.ts";
@@ -30,8 +30,6 @@ import { IMAGES_TABLE, imageJobs } from "./records.ts";
 const MAX_REF_BYTES = megabytes(20);
 const MAX_REFS_TOTAL_BYTES = megabytes(72);
 const REF_EXT: Record<string, string> = { "image/png": "png", "image/jpeg": "jpg", "image/webp": "webp" };
-
-const decodedSize = (base64: string) => Math.floor((base64.length * 3) / 4) - (base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0);
 
 
 export const generateImage = operation({

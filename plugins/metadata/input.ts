@@ -18,9 +18,6 @@ export type RemovalSource =
 
 const DATA_URL = /^data:image\/[a-z0-9.+-]+;base64,/i;
 
-/** Bytes a base64 text decodes to, without decoding it. */
-export const decodedSize = (base64: string) => Math.floor((base64.length * 3) / 4) - (base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0);
-
 const present = (v: unknown) => v !== undefined && v !== null && v !== "";
 
 export const RemoveMetadataInput = defineInput({

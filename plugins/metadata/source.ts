@@ -1,10 +1,10 @@
 // Where the bytes come from: base64 in the request, a service media URL read back from storage, or a public
 // URL fetched through the outbound guard. Split in two like every validation here: `locate` decides what the
 // request points at and refuses bad URLs before anything is counted; `load` reads the bytes.
-import { ApiError, fetchSource, megabytes, type OutboundGuard, type ServiceMedia, type ServiceMediaReader, storedSource } from "mediagate/plugin";
+import { ApiError, decodedSize, fetchSource, megabytes, type OutboundGuard, type ServiceMedia, type ServiceMediaReader, storedSource } from "mediagate/plugin";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { METADATA_ERRORS } from "./errors.ts";
-import { decodedSize, type RemovalSource } from "./input.ts";
+import type { RemovalSource } from "./input.ts";
 
 export interface KindTexts {
   maxBytes: number;

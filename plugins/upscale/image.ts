@@ -65,13 +65,13 @@ export function planImage(source: { width: number; height: number }, factor: Fac
   return { width, height, tier };
 }
 
-export interface StoredImageInput {
+export type StoredImageInput = {
   source_key: string;
   factor: Factor;
   /** The planned (and billed) output size; the job checks the PNG against it. */
   width: number;
   height: number;
-}
+};
 
 export const imageUpscaleJob: JobKindDeclaration<StoredImageInput> = {
   // The image states of spec part 1 ("Image generation and image upscale"), so /image-status reads them as is.
@@ -108,6 +108,6 @@ export const imageUpscaleJob: JobKindDeclaration<StoredImageInput> = {
     const records = ctx.capability("images.records");
     const output = await records.storeOutput(ctx.jobId, out.bytes, { metadata_removed: false, width: out.width, height: out.height });
     await ctx.blobs.remove(input.source_key).catch(() => {});
-    return { state: "success", output: output as unknown as Record<string, unknown> };
+    return { state: "success", output: { ...output } };
   },
 };

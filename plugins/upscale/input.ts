@@ -6,7 +6,7 @@
 // - A field sent as null or "" counts as not sent (for "exactly one of" and for the default factor).
 // - `upscale_factor` must be the JSON number 1, 2 or 4 ("2" as a string is refused).
 // - `image_base64` may carry a `data:image/...;base64,` prefix and line breaks; both are dropped.
-import { defineInput, field, type Fail, type InferOutput } from "mediagate/plugin";
+import { defineInput, field, type Fail } from "mediagate/plugin";
 import { UPSCALE_ERRORS } from "./errors.ts";
 import { DEFAULT_FACTOR, FACTORS, type Factor } from "./prices.ts";
 
@@ -15,19 +15,12 @@ const DATA_URI = /^data:[\w.+-]+\/[\w.+-]+;base64,/;
 
 export type ImageSource = { url: string } | { base64: string };
 
-/** The validated bodies, as the handlers receive them. */
-export type UpscaleImageRequest = InferOutput<typeof UpscaleImageInput>;
-export type UpscaleVideoRequest = InferOutput<typeof UpscaleVideoInput>;
-
 const present = (v: unknown) => v !== undefined && v !== null && v !== "";
 
 function factorOf(raw: unknown, fail: Fail): Factor {
   if (!present(raw)) return DEFAULT_FACTOR;
   return (FACTORS as readonly unknown[]).includes(raw) ? (raw as Factor) : fail(UPSCALE_ERRORS.factor);
 }
-
-/** Bytes a base64 text decodes to, without decoding it. */
-export const decodedSize = (base64: string) => Math.floor((base64.length * 3) / 4) - (base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0);
 
 const factorField = field.integer({ enum: [...FACTORS], default: DEFAULT_FACTOR, description: "1 (enhance at the same size), 2 or 4" });
 

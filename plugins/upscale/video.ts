@@ -154,7 +154,7 @@ export function scaleArgs(source: { width: number; height: number }, plan: Video
   ];
 }
 
-export interface StoredVideoInput {
+export type StoredVideoInput = {
   source_key: string;
   factor: Factor;
   source_width: number;
@@ -163,7 +163,7 @@ export interface StoredVideoInput {
   height: number;
   seconds: number;
   audio: MeasuredVideo["audio"];
-}
+};
 
 /** Progress rows are throttled: the engine reports every quarter second, the row needs whole percents. */
 function progressWriter(ctx: JobRunContext, from: number, to: number) {
@@ -232,6 +232,6 @@ export const videoUpscaleJob: JobKindDeclaration<StoredVideoInput> = {
       height: input.height,
     });
     await ctx.blobs.remove(input.source_key).catch(() => {});
-    return { state: "complete", output: output as unknown as Record<string, unknown> };
+    return { state: "complete", output: { ...output } };
   },
 };

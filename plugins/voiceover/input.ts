@@ -1,14 +1,11 @@
 // POST /generate-voiceover input: every rule of the spec, checked in one pass before any charge, in the
 // order a partner fixes them (text, voice, model, format). The fields beside it describe the body for
 // OpenAPI and GraphQL.
-import { defineInput, field, type InferOutput } from "mediagate/plugin";
+import { defineInput, field } from "mediagate/plugin";
 import { VOICEOVER_ERRORS } from "./errors.ts";
 import { DEFAULT_MODEL, DEFAULT_OUTPUT_FORMAT, MAX_TEXT_LENGTH, MODEL_IDS, OUTPUT_FORMAT_IDS, parseOutputFormat, voiceById, type ModelId } from "./models.ts";
 
 export const MAX_SOURCE_LENGTH = 200;
-
-/** The validated body, as the handler receives it. */
-export type VoiceoverRequest = InferOutput<typeof GenerateVoiceoverInput>;
 
 export const GenerateVoiceoverInput = defineInput({
   fields: {
