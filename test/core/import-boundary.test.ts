@@ -1,7 +1,12 @@
-// The plugin boundary (docs/architecture.md "Layers", issue 13): a file under plugins/ or examples/ imports only the public
-// entry `mediagate/plugin` (and `mediagate/testing` from a test), its own folder, Node built-ins and npm
+// The plugin boundary (docs/architecture.md, issue 13): a file under plugins/ or examples/ imports only the
+// public entry `mediagate/plugin` (and `mediagate/testing` from a test), its own folder, Node built-ins and npm
 // packages. A path into core/, storage/, lib/, contracts/, transports/ or another plugin is a failure here,
-// so the kernel behind mediagate/plugin stays free to change.
+// so the kernel behind mediagate/plugin stays free to change. The entry itself re-exports whole modules only
+// from the SDK floor, and the package exports nothing else.
+//
+// The SDK floor (issue 37): contracts/ and lib/, which plugins reach through mediagate/plugin and the kernel
+// builds on, never import the kernel (core/, storage/, transports/), so the floor can be read, tested and
+// reused without it.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { test } from "uvu";
@@ -101,11 +106,103 @@ test("no file under plugins/ reads process.env or Deno.env", () => {
   const found = files.flatMap((f) =>
     readFileSync(f, "utf8")
       .split("\n")
-      .flatMap((line, i) => (ENVIRONMENT_READS.some((re) => re.test(line)) ? [`${relative(ROOT, f)}:${i + 1}: ${line.trim()}`] : [])),
+      .flatMap((line, i) =>
+        ENVIRONMENT_READS.some((re) => re.test(line)) ? [`${relative(ROOT, f)}:${i + 1}: ${line.trim()}`] : [],
+      ),
   );
-  assert.equal(found, [], `plugins read the environment instead of declaring their variables (definePlugin config):\n${found.join("\n")}`);
-  const spellings = ["const a = process.env.X;", 'const b = process["env"];', "const c = Deno.env.get('X');", 'import { env } from "node:process";'];
-  assert.equal(spellings.filter((line) => !ENVIRONMENT_READS.some((re) => re.test(line))), [], "each spelling is caught");
+  assert.equal(
+    found,
+    [],
+    `plugins read the environment instead of declaring their variables (definePlugin config):\n${found.join("\n")}`,
+  );
+  const spellings = [
+    "const a = process.env.X;",
+    'const b = process["env"];',
+    "const c = Deno.env.get('X');",
+    'import { env } from "node:process";',
+  ];
+  assert.equal(
+    spellings.filter((line) => !ENVIRONMENT_READS.some((re) => re.test(line))),
+    [],
+    "each spelling is caught",
+  );
+});
+
+const FLOOR = ["contracts", "lib"];
+const KERNEL = ["core", "storage", "transports"];
+
+/** The kernel folders a file's relative imports reach (`core`, `storage`, `transports`), one per import. */
+export function kernelImports(file: string, text: string): string[] {
+  return specifiers(text).flatMap((spec) => {
+    if (!spec.startsWith(".")) return [];
+    const top = relative(ROOT, resolve(dirname(file), spec)).split(sep)[0]!;
+    return KERNEL.includes(top) ? [spec] : [];
+  });
+}
+
+// Files of the floor that still import the kernel, each waiting for its kernel part to move down (issue 37):
+// new lib/ files written while the plugin folders were reshaped, and the storage interfaces the floor
+// names (BlobStore, Counters), which belong in contracts/. The list only shrinks: an entry whose file no
+// longer imports the kernel fails the test below, so it is removed when its file is fixed.
+const NOT_YET_ON_THE_FLOOR = new Set([
+  "contracts/kernel.ts",
+  "lib/captionable.ts",
+  "lib/job-list.ts",
+  "lib/library.ts",
+  "lib/sandbox-upstream.ts",
+  "lib/service-media.ts",
+]);
+
+test("the SDK floor (contracts/, lib/) imports nothing of the kernel (core/, storage/, transports/)", () => {
+  const files = FLOOR.flatMap((dir) => sources(join(ROOT, dir)));
+  assert.ok(files.length > 40, "the walk found the floor's sources");
+  const offending = new Map(
+    files.map((f) => [relative(ROOT, f).split(sep).join("/"), kernelImports(f, readFileSync(f, "utf8"))]),
+  );
+  const found = [...offending]
+    .filter(([f, specs]) => specs.length && !NOT_YET_ON_THE_FLOOR.has(f))
+    .map(([f, specs]) => `${f}: ${specs.join(", ")}`);
+  assert.equal(
+    found,
+    [],
+    `the floor imports the kernel (move the helper into lib/, the type into contracts/):\n${found.join("\n")}`,
+  );
+  const fixed = [...NOT_YET_ON_THE_FLOOR].filter((f) => offending.get(f)?.length === 0);
+  assert.equal(fixed, [], "these no longer import the kernel: take them off NOT_YET_ON_THE_FLOOR");
+});
+
+test("the floor check catches every kind of kernel import and nothing else", () => {
+  const file = join(ROOT, "lib", "outbound", "source.ts");
+  const text = [
+    'import { ApiError } from "../../core/errors.ts";',
+    'import type { BlobStore } from "../../storage/blobs.ts";',
+    'export { serve } from "../../transports/http.ts";',
+    'const m = await import("../../core/kernel.ts");',
+    'import { ApiError } from "../api-error.ts";',
+    'import type { OutboundGuard } from "./fetch.ts";',
+    'import type { CapabilityMap } from "../../contracts/index.ts";',
+    'import { z } from "zod";',
+  ].join("\n");
+  assert.equal(kernelImports(file, text), [
+    "../../core/errors.ts",
+    "../../storage/blobs.ts",
+    "../../transports/http.ts",
+    "../../core/kernel.ts",
+  ]);
+});
+
+test("mediagate/plugin re-exports whole modules only from the floor, and the package exports only its two entries", () => {
+  const entry = join(ROOT, "core", "plugin-api.ts");
+  const text = readFileSync(entry, "utf8");
+  // A kernel module reaches plugins only name by name, each name reviewed in core/plugin-api.ts.
+  const wholesale = [...text.matchAll(/\bexport\s*\*\s*from\s*["']([^"']+)["']/g)].map((m) => m[1]!);
+  assert.ok(wholesale.length > 0, "the entry re-exports the contracts and libraries");
+  const fromKernel = wholesale.filter(
+    (spec) => !FLOOR.includes(relative(ROOT, resolve(dirname(entry), spec)).split(sep)[0]!),
+  );
+  assert.equal(fromKernel, [], "`export *` from a kernel module would hand plugins whatever it exports");
+  const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { exports: Record<string, string> };
+  assert.equal(pkg.exports, { "./plugin": "./core/plugin-api.ts", "./testing": "./testkit/index.ts" });
 });
 
 test.run();
