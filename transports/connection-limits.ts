@@ -278,7 +278,7 @@ export function guardConnections(node: Server | Http2Server, settings: Connectio
     bodies?.watch(request);
   });
 
-  // Counted here; answered as Node would unless another listener answers (http-manners may write the spec's
+  // Counted here; answered as Node would unless another listener answers (http-conventions.ts may write the spec's
   // shape for malformed requests): with any other `clientError` listener, Node's default is off for all.
   const onClientError = (error: Error & { code?: string }, socket: Socket) => {
     if (error.code === "ERR_HTTP_REQUEST_TIMEOUT") {

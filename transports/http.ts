@@ -12,7 +12,7 @@ import { adminRouteDocs, mountAdminApi } from "./admin/routes.ts";
 import { adminDoor, type AdminDoor } from "./admin/door.ts";
 import { ApiError } from "../lib/api-error.ts";
 import { metricsOf, metricsResponse, type Metrics } from "./metrics.ts";
-import { chooseEncoding, CLIENT_CLOSED, clientGone, compressJson, corsHeaders, mountSocketManners, requestIdOf, RoutedH3, type NodeServerEvents, type SocketMannersHost, stageHeaders, traceIdOf } from "./http-manners.ts";
+import { chooseEncoding, CLIENT_CLOSED, clientGone, compressJson, corsHeaders, mountSocketConventions, requestIdOf, RoutedH3, type NodeServerEvents, type SocketConventionsHost, stageHeaders, traceIdOf } from "./http-conventions.ts";
 import { createGraphql, GRAPHQL_PATH, type GraphqlServer } from "./graphql/yoga.ts";
 import { endSubscriptions } from "./graphql/subscriptions.ts";
 import type { GraphqlWebSocket } from "./graphql/websocket.ts";
@@ -28,10 +28,10 @@ export interface HttpAppOptions {
   /** The GraphQL server to mount; `serveHttp` passes the one its WebSocket transport shares. */
   graphql?: GraphqlServer;
   /**
-   * The shared HTTP manners (mountManners). Default on; off only so a benchmark can measure what they cost
+   * The HTTP conventions every route shares (mountConventions). Default on; off only so a benchmark can measure what they cost
    * against the same app without them (test/bench/me.bench.ts).
    */
-  manners?: boolean;
+  conventions?: boolean;
   /**
    * Whether this app serves the admin API (default true). False when the admin API is served apart
    * (ADMIN_PORT / ADMIN_HOST, `serveAdmin`): its paths are then a 404 here like any unknown path.
@@ -75,14 +75,14 @@ function inCorsScope(pathname: string): boolean {
 }
 
 /**
- * The manners every route shares (transports/http-manners.ts): X-Request-Id on every answer, OPTIONS answered
+ * The conventions every route shares (transports/http-conventions.ts): X-Request-Id on every answer, OPTIONS answered
  * with Allow (and a CORS preflight for a listed origin), CORS headers on the answers to a listed origin, JSON
  * compressed above 1 KB. One function in front of every route (RoutedH3.around), which sets its headers on the
  * answer the route returns (no route has to know); only what h3 renders itself (a thrown error) gets them
  * through `event.res.errHeaders`. Staging every header on `event.res` would be simpler, and costs a copy of
  * every answer's headers (me.bench).
  */
-function mountManners(app: RoutedH3, kernel: Kernel): void {
+function mountConventions(app: RoutedH3, kernel: Kernel): void {
   const origins = kernel.config.corsOrigins;
   const metrics = metricsOf(kernel);
   const log = kernel.config.accessLog ? kernel.log : undefined;
@@ -177,7 +177,7 @@ function withHeaders(event: H3Event, answer: unknown, trace: string, cors: Recor
 
 export function createHttpApp(kernel: Kernel, options: HttpAppOptions): RoutedH3 {
   const app = new RoutedH3();
-  if (options.manners !== false) mountManners(app, kernel);
+  if (options.conventions !== false) mountConventions(app, kernel);
   // One door for the admin API and /metrics: a guess at either counts against the same address.
   const door = adminDoor(options.adminToken, kernel.limiter, kernel.log);
   mountProbes(app, kernel, door);
@@ -200,8 +200,8 @@ export function createHttpApp(kernel: Kernel, options: HttpAppOptions): RoutedH3
 
 export interface ServeHttpOptions {
   adminToken: string;
-  /** See HttpAppOptions.manners. */
-  manners?: boolean;
+  /** See HttpAppOptions.conventions. */
+  conventions?: boolean;
   /** See HttpAppOptions.admin: false when `serveAdmin` serves the admin API on a port of its own. */
   admin?: boolean;
   port: number;
@@ -225,7 +225,7 @@ export async function serveHttp(kernel: Kernel, options: ServeHttpOptions): Prom
   // gracefulShutdown off: srvx would add its own SIGINT/SIGTERM handler that closes the raw server, racing
   // main.ts's shutdown (which first ends the open subscriptions with their final message). srvx turns it off
   // by itself only when it sees a test or CI environment, which is why the tests never showed the race.
-  const app = createHttpApp(kernel, { adminToken: options.adminToken, graphql, manners: options.manners, admin: options.admin });
+  const app = createHttpApp(kernel, { adminToken: options.adminToken, graphql, conventions: options.conventions, admin: options.admin });
   const server = serve(app, { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });
   // Time-outs and connection caps (connection-limits.ts), set before the server's first connection.
   if (server.node?.server) guardConnections(server.node.server, kernel.config.connections, { owner: kernel, listener: "public" });
@@ -237,7 +237,7 @@ export async function serveHttp(kernel: Kernel, options: ServeHttpOptions): Prom
   if (nodeServer) {
     const { attachGraphqlWebSocket } = await import("./graphql/websocket.ts");
     socket = attachGraphqlWebSocket(nodeServer, graphql);
-    mountSocketManners(nodeServer as NodeServerEvents, socketHost(kernel, app));
+    mountSocketConventions(nodeServer as NodeServerEvents, socketHost(kernel, app));
   }
   return {
     url: server.url!,
@@ -254,8 +254,8 @@ export async function serveHttp(kernel: Kernel, options: ServeHttpOptions): Prom
   };
 }
 
-/** What the socket manners (http-manners.ts) record of an answer Node's parser made them give. */
-function socketHost(kernel: Kernel, app: RoutedH3): SocketMannersHost {
+/** What the socket conventions (http-conventions.ts) record of an answer Node's parser made them give. */
+function socketHost(kernel: Kernel, app: RoutedH3): SocketConventionsHost {
   const metrics = metricsOf(kernel);
   const log = kernel.config.accessLog ? kernel.log : undefined;
   return {
@@ -273,11 +273,11 @@ function socketHost(kernel: Kernel, app: RoutedH3): SocketMannersHost {
 /**
  * The admin API alone on a port (and address) of its own (ADMIN_PORT / ADMIN_HOST), off the public one, which
  * then answers its paths 404: an operator binds it to a private interface or a port the firewall keeps in.
- * The same manners (X-Request-Id, the access log, metrics) and the same door (transports/admin/door.ts).
+ * The same conventions (X-Request-Id, the access log, metrics) and the same door (transports/admin/door.ts).
  */
 export async function serveAdmin(kernel: Kernel, options: { adminToken: string; port: number; hostname: string }): Promise<{ url: string; close(): Promise<void> }> {
   const app = new RoutedH3();
-  mountManners(app, kernel);
+  mountConventions(app, kernel);
   mountAdminApi(app, kernel, options.adminToken);
   app.all("/**", (event) => {
     const allow = app.allowedMethods(event.url.pathname);
@@ -287,7 +287,7 @@ export async function serveAdmin(kernel: Kernel, options: { adminToken: string; 
   const server = serve(app, { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });
   if (server.node?.server) guardConnections(server.node.server, kernel.config.connections, { owner: kernel, listener: "admin" });
   await server.ready();
-  if (server.node?.server) mountSocketManners(server.node.server as NodeServerEvents, socketHost(kernel, app));
+  if (server.node?.server) mountSocketConventions(server.node.server as NodeServerEvents, socketHost(kernel, app));
   return { url: server.url!, close: () => server.close(true) };
 }
 

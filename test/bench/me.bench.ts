@@ -1,7 +1,7 @@
 // Benchmark: requests per second of an authenticated GET /me against a bare h3 handler answering the same
 // JSON, measured in one run on this machine, reported as a ratio (and each server's memory). Target: the
 // ratio is at least 0.5. Also the same app without the shared HTTP manners (X-Request-Id, compression, CORS,
-// metrics, access log; transports/http-manners.ts), served by the same process: their cost as a ratio, target
+// metrics, access log; transports/http-conventions.ts), served by the same process: their cost as a ratio, target
 // at least 0.9, with an A/A control (the app with the manners against itself on a second port). And the same
 // read over GraphQL on the same server: its saturation rate against REST's (target at least 0.5), and its
 // latency at half of REST's saturation rate against REST's there (target at most 2x).

@@ -3,7 +3,7 @@
 //   tsx test/bench/servers.ts me <port> <control-port> <plain-port>
 //     one kernel served three times: the real app (edge rule, auth with its key cache, usage count, rate limit,
 //     handler, and the shared HTTP manners: request id, compression, CORS, metrics, access log;
-//     transports/http-manners.ts) on <port> and again on <control-port>, and the same app without the
+//     transports/http-conventions.ts) on <port> and again on <control-port>, and the same app without the
 //     manners on <plain-port>, to price them within one process
 // Prints "READY <key>" when it listens. On the embedded PGlite, or on Postgres at BENCH_DATABASE_URL (an empty
 // database of its own: the kernel migrates it and makes its partner there).
@@ -49,6 +49,6 @@ if (mode === "bare") {
   // the control: its ratio to the first shows the noise of the measure itself.
   await serveHttp(kernel, { adminToken: "bench", port: port!, hostname: "127.0.0.1" });
   await serveHttp(kernel, { adminToken: "bench", port: controlPort!, hostname: "127.0.0.1" });
-  await serveHttp(kernel, { adminToken: "bench", port: plainPort!, hostname: "127.0.0.1", manners: false });
+  await serveHttp(kernel, { adminToken: "bench", port: plainPort!, hostname: "127.0.0.1", conventions: false });
   console.log(`READY ${apiKey}`);
 }

@@ -14,7 +14,7 @@ import { validate } from "../../lib/standard-schema.ts";
 import { screenInput } from "../../core/validation.ts";
 import { formatTimestamp } from "../../core/time.ts";
 import { errorResponse, json, readJsonBody } from "../rest/respond.ts";
-import { requestIdOf } from "../http-manners.ts";
+import { requestIdOf } from "../http-conventions.ts";
 import type { AdminRouteDoc } from "../rest/openapi.ts";
 import { adminDoor, type AdminDoor } from "./door.ts";
 

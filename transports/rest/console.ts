@@ -8,7 +8,7 @@ import type { H3 } from "h3";
 import type { Kernel } from "../../core/kernel.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { json } from "./respond.ts";
-import { requestIdOf } from "../http-manners.ts";
+import { requestIdOf } from "../http-conventions.ts";
 
 const CONSOLE_PATH = "/console";
 const DIR = join(import.meta.dirname ?? "transports/rest", "../../console");

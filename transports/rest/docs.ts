@@ -9,7 +9,7 @@ import type { Kernel } from "../../core/kernel.ts";
 import pkg from "../../package.json" with { type: "json" };
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { json } from "./respond.ts";
-import { requestIdOf } from "../http-manners.ts";
+import { requestIdOf } from "../http-conventions.ts";
 import { buildAdminOpenApi, buildOpenApi, type AdminRouteDoc } from "./openapi.ts";
 import { ADMIN_BASE } from "../admin/routes.ts";
 

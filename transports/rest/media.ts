@@ -7,7 +7,7 @@ import type { H3 } from "h3";
 import type { BlobStore } from "../../storage/blobs.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { json } from "./respond.ts";
-import { requestIdOf } from "../http-manners.ts";
+import { requestIdOf } from "../http-conventions.ts";
 import { streamedFileResponse } from "../../lib/file-response.ts";
 import { isServedMediaKey, mediaPathSegments } from "../../lib/service-media.ts";
 

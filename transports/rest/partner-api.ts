@@ -2,7 +2,7 @@
 // gets a route; this file only reads the HTTP request and renders the outcome. Nothing here knows a plugin.
 import { createHash } from "node:crypto";
 import { HTTPResponse, type H3 } from "h3";
-import { requestIdOf, takeStagedHeaders, TextAnswer } from "../http-manners.ts";
+import { requestIdOf, takeStagedHeaders, TextAnswer } from "../http-conventions.ts";
 import type { Kernel } from "../../core/kernel.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import type { Invoke } from "../../core/operations.ts";
@@ -40,11 +40,11 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
   const tooLarge = decl.bodyTooLarge ?? KERNEL_ERRORS.bodyTooLarge;
   const onInternal = (err: unknown) => kernel.log.error(`${op.endpoint} failed`, err);
 
-  // A success is a TextAnswer (transports/http-manners.ts: body text, status, a header record), which is
+  // A success is a TextAnswer (transports/http-conventions.ts: body text, status, a header record), which is
   // written to the socket from the text and the record as they are; a `new Response(...)` would build a web
   // stream for the body only to be read back out.
   // `url` is the one h3 already parsed for routing: a GET's query is read from it, not parsed again.
-  // `finish` adds the headers the HTTP manners staged (X-Request-Id, CORS) to a success's header record.
+  // `finish` adds the headers the HTTP conventions staged (X-Request-Id, CORS) to a success's header record.
   return async (
     request: Request,
     params: Record<string, string>,

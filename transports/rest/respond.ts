@@ -5,13 +5,13 @@ import { ApiError } from "../../lib/api-error.ts";
 import { Buffer } from "node:buffer";
 import { concatBytes } from "../../lib/formats/bytes.ts";
 import { readJsonObject } from "./json-object.ts";
-import { clientClosed } from "../http-manners.ts";
+import { clientClosed } from "../http-conventions.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
   const text = JSON.stringify(body);
-  // The length lets the compression step pass a small answer by without reading it back (http-manners.ts).
+  // The length lets the compression step pass a small answer by without reading it back (http-conventions.ts).
   return new Response(text, { status, headers: { "content-type": JSON_TYPE, "content-length": String(Buffer.byteLength(text)), ...headers } });
 }
 
@@ -54,7 +54,7 @@ export async function readBodyCapped(request: Request, max: number, tooLarge: st
     try {
       step = await reader.read();
     } catch (err) {
-      // The stream ends in an error only when the client went away mid-body: a 499, never a 500 (http-manners.ts).
+      // The stream ends in an error only when the client went away mid-body: a 499, never a 500 (http-conventions.ts).
       if (err instanceof ApiError) throw err;
       throw clientClosed();
     }

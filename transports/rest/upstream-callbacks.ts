@@ -11,7 +11,7 @@ import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { callbackSecret, PROVIDER_NAME } from "../../core/upstream-waits.ts";
 import { ApiError } from "../../lib/api-error.ts";
 import { json, readBodyCapped } from "./respond.ts";
-import { requestIdOf } from "../http-manners.ts";
+import { requestIdOf } from "../http-conventions.ts";
 
 /** Error texts of the route (not in the spec: providers call it, not partners). */
 export const CALLBACK_ERRORS = {

@@ -13,7 +13,7 @@ import account from "../../plugins/account/index.ts";
 import { loadConfig } from "../../core/config.ts";
 import { ConfigError } from "../../lib/plugin-config.ts";
 import { serveHttp } from "../../transports/http.ts";
-import { chooseEncoding } from "../../transports/http-manners.ts";
+import { chooseEncoding } from "../../transports/http-conventions.ts";
 import { pingPlugin } from "../helpers/ping-plugin.ts";
 
 const t = suite("partner API HTTP manners");

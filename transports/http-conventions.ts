@@ -1,4 +1,4 @@
-// HTTP manners every route shares, beyond the spec and non-breaking (docs/api-choices.md "HTTP manners"): 405 with Allow for a
+// HTTP conventions every route shares, beyond the spec and non-breaking (docs/api-choices.md "HTTP manners"): 405 with Allow for a
 // known path asked with a method it does not serve, OPTIONS answered with Allow, gzip/br for JSON answers above
 // 1 KB, and CORS for the origins an operator lists in CORS_ORIGINS (none by default: API keys belong on
 // servers, not in browsers). Kept apart from the routes so no route handler has to remember any of it.
@@ -56,7 +56,7 @@ export function clientGone(request: Request): boolean {
   }
 }
 
-/** A pathname whose %-escapes do not decode (h3 would answer its own bare 400; the manners answer the spec's). */
+/** A pathname whose %-escapes do not decode (h3 would answer its own bare 400; the conventions answer the spec's). */
 export function isMalformedPath(pathname: string): boolean {
   if (!pathname.includes("%")) return false;
   try {
@@ -94,7 +94,7 @@ export function traceIdOf(event: H3Event): string {
 }
 
 /**
- * The headers the manners add to this request's answer (X-Request-Id, CORS), staged on the event by their
+ * The headers the conventions add to this request's answer (X-Request-Id, CORS), staged on the event by their
  * middleware. A route that builds its answer from a header record (a TextAnswer, h3's HTTPResponse) takes
  * them into that record with `takeStagedHeaders`; the middleware then leaves that answer alone. Setting a header on an
  * answer afterwards builds its Headers object once more than h3 does (me.bench: 4-5 µs of every request).
@@ -112,7 +112,7 @@ export function stageHeaders(event: H3Event, headers: Record<string, string>): S
 
 /**
  * Adds the staged headers to `headers`, the route's own new record, in place (a Vary of both is joined), and
- * returns it; as it is when the manners are off.
+ * returns it; as it is when the conventions are off.
  */
 export function takeStagedHeaders(event: H3Event, headers: Record<string, string>): Record<string, string> {
   const staged = (event.context as { stagedHeaders?: Staged }).stagedHeaders;
@@ -145,7 +145,7 @@ export class RoutedH3 extends H3 {
 
   /**
    * A malformed path reaches `handler` (allowMalformedURL), which answers it in the spec's shape through the
-   * manners (logged and counted like any answer) instead of h3's bare `{"status":400,"message":...}`; and
+   * conventions (logged and counted like any answer) instead of h3's bare `{"status":400,"message":...}`; and
    * anything h3 renders itself (a thrown error) is rendered by `renderError`, in the same shape.
    */
   constructor(config: H3Config = {}) {
@@ -154,7 +154,7 @@ export class RoutedH3 extends H3 {
 
   /**
    * Puts `around` in front of every route: it gets the event and a function that runs the route, and returns
-   * the answer. Used for the manners instead of h3 middleware (`use`), which calls each middleware through a
+   * the answer. Used for the conventions instead of h3 middleware (`use`), which calls each middleware through a
    * closure and a promise of its own made per request (0.4 µs of a request against 0.15 µs this way, in a
    * loop through app.fetch).
    */
@@ -355,13 +355,13 @@ function rawAnswer(status: number, reason: string, error: string, headers: Recor
   return { text: `${lines.join("\r\n")}\r\n\r\n${body}`, requestId };
 }
 
-/** What the socket manners need of the app: the methods a path serves, and a request seen (access log, metrics). */
-export interface SocketMannersHost {
+/** What the socket conventions need of the app: the methods a path serves, and a request seen (access log, metrics). */
+export interface SocketConventionsHost {
   allowedMethods(pathname: string): string[];
   observe(entry: { requestId: string; method: string; status: number; ms: number }): void;
 }
 
-/** The events of node:http's server these manners listen to (srvx's Node server, HTTP/1.1). */
+/** The events of node:http's server these conventions listen to (srvx's Node server, HTTP/1.1). */
 export type NodeServerEvents = Pick<NodeHttpServer, "on">;
 
 /** The request line's method and path of what the parser refused, when it has one of the usual form. */
@@ -385,7 +385,7 @@ function requestLineOf(raw: Buffer | undefined): { method: string; path: string 
  * - `checkExpectation` (an Expect other than 100-continue; Node answers an empty 417): 417.
  * Each is counted and logged like a request (method OTHER unless one of the usual ones, route "(unmatched)").
  */
-export function mountSocketManners(server: NodeServerEvents, host: SocketMannersHost): void {
+export function mountSocketConventions(server: NodeServerEvents, host: SocketConventionsHost): void {
   const answer = (socket: Duplex, status: number, reason: string, error: string, method: string, headers?: Record<string, string>) => {
     const { text, requestId } = rawAnswer(status, reason, error, headers);
     socket.end(text);
