@@ -182,7 +182,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       },
       // Our own media URLs read back from storage ("a service image URL is read from storage").
       "service-media": () => serviceMediaReader(config.publicUrl, blobs),
-      // The outbound-URL guard (DESIGN invariant 6): every URL the service fetches or calls goes through it.
+      // The outbound-URL guard (docs/architecture.md invariant 6): every URL the service fetches or calls goes through it.
       outbound: () => {
         const guard = options.outbound ?? createOutboundGuard({ allowPrivate: config.allowPrivateUrls });
         if (!options.outbound) closers.unshift(() => guard.close());
