@@ -152,6 +152,6 @@ export const downloadJob: JobKindDeclaration<DownloadInput> = {
       bytes,
       files,
     };
-    return { state: "complete", output: output as unknown as Record<string, unknown> };
+    return { state: "complete", output: { ...output } };
   },
 };

@@ -7,6 +7,7 @@
 // `created_at` (the kernel clock) until it fails or leaves the window; `resets_in_seconds` is when the
 // oldest counted one leaves it.
 import { type Kysely, sql } from "kysely";
+import type { SocialDownloadsTable } from "./records.ts";
 
 export const QUOTA = Object.freeze({ limit: 200, windowHours: 24, inflight: 2 });
 const WINDOW_MS = QUOTA.windowHours * 3600 * 1000;
@@ -28,8 +29,14 @@ export interface QuotaState {
   running: number;
 }
 
+/** What the count reads: the downloads and, of the kernel's job rows, the columns it filters on. */
+interface QuotaTables {
+  social_downloads: SocialDownloadsTable;
+  jobs: { id: string; partner_id: string; plugin: string; state: string; finished_at: Date | null };
+}
+
 /** `exclude`: a job being submitted in the same transaction, not yet one of the counted. */
-export async function quotaState(db: Kysely<any>, partnerId: string, now: number, exclude?: string): Promise<QuotaState> {
+export async function quotaState(db: Kysely<QuotaTables>, partnerId: string, now: number, exclude?: string): Promise<QuotaState> {
   const since = new Date(now - WINDOW_MS);
   const [counted, running] = await Promise.all([
     db

@@ -44,6 +44,8 @@ export interface DownloadOutput {
   files: StoredFile[];
 }
 
+export const SOCIAL_DOWNLOADS_TABLE = "social_downloads";
+
 /** A `social_downloads` row (migrations.ts): what is known at submit. */
 export interface SocialDownloadsTable {
   download_id: string;
@@ -56,7 +58,7 @@ export interface SocialDownloadsTable {
 }
 
 /** Downloads joined to their kernel job rows (the download id is the job id), for status, file and list alike. */
-export const socialDownloads = jobRecords<SocialDownloadsTable, DownloadOutput>("social_downloads", { jobId: "download_id", newestFirst: ["created_at", "download_id"] });
+export const socialDownloads = jobRecords<SocialDownloadsTable, DownloadOutput>(SOCIAL_DOWNLOADS_TABLE, { jobId: "download_id", newestFirst: ["created_at", "download_id"] });
 
 export type DownloadRow = JobRecord<SocialDownloadsTable, DownloadOutput>;
 
