@@ -13,7 +13,8 @@ import { createOutboundGuard } from "../../lib/outbound/index.ts";
 import { definePlugin, operation } from "../../core/plugin.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
-import webhooks, { WEBHOOK_ERRORS } from "../../plugins/webhooks/index.ts";
+import webhooks from "../../plugins/webhooks/index.ts";
+import { WEBHOOK_ERRORS } from "../../plugins/webhooks/errors.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { createReceiver, signPayload, verifySignature } from "../../examples/webhook-receiver.ts";
 
