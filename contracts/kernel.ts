@@ -1,6 +1,6 @@
 // The capabilities the kernel itself provides to every plugin that lists them in `requires`. (The database,
 // the plugin's blob store, the queue, pub/sub and the clock are on every context directly, not capabilities.)
-import type { Counters } from "../storage/counters.ts";
+import type { Counters } from "./counters.ts";
 import type { MediaEngine } from "../lib/media/index.ts";
 import type { OutboundGuard } from "../lib/outbound/index.ts";
 import type { ServiceMediaReader } from "../lib/service-media.ts";

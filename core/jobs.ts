@@ -30,7 +30,7 @@ import type { Logger } from "./log.ts";
 import type { PluginDeclaration } from "./plugin.ts";
 import type { CapabilityMap, CapabilityName, ContributionMap, ContributionName } from "../contracts/index.ts";
 import { formatTimestamp } from "./time.ts";
-import type { BlobStore } from "../storage/blobs.ts";
+import type { BlobStore } from "../contracts/blobs.ts";
 import type { PubSub } from "../storage/pubsub.ts";
 import type { Queue, QueueJob } from "../storage/queue.ts";
 import type { KernelTables } from "../storage/tables.ts";

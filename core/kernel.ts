@@ -15,9 +15,11 @@ import type { CapabilityMap, CapabilityName, ContributionMap, ContributionName, 
 import { createRateLimiter } from "./rate-limit.ts";
 import { BootError, compileRegistry, type Registry } from "./registry.ts";
 import { UsageRecorder } from "./usage.ts";
-import { checkS3BlobStore, fileBlobStore, s3BlobStore, type BlobStore } from "../storage/blobs.ts";
+import { checkS3BlobStore, fileBlobStore, s3BlobStore } from "../storage/blobs.ts";
+import { type BlobStore } from "../contracts/blobs.ts";
 import { parseBlobUrl } from "../storage/blob-url.ts";
-import { describeRedisUrl, memoryCounters, probeRedis, redisCounters, type Counters } from "../storage/counters.ts";
+import { describeRedisUrl, memoryCounters, probeRedis, redisCounters } from "../storage/counters.ts";
+import { type Counters } from "../contracts/counters.ts";
 import { CONNECT_TIMEOUT_MS, DatabaseOpenError, openDatabase, type Database } from "../storage/db.ts";
 import { migrate } from "../storage/migrate.ts";
 import { kernelMigrations } from "../storage/migrations/kernel.ts";

@@ -52,7 +52,7 @@ export { createSharedSlots, type SharedSlots } from "./shared-slots.ts";
 export type { Migration } from "../storage/migrate.ts";
 // A plugin's tables declared once: the migration creating them and their kysely row types (`TablesOf`).
 export { defineTables, json, tablesMigration, type ColumnOf, type JsonColumn, type RowOf, type TableDeclaration, type TablesOf } from "../storage/record-tables.ts";
-export type { BlobStore } from "../storage/blobs.ts";
+export type { BlobStore } from "../contracts/blobs.ts";
 
 // Capability contracts and the typed capability map (declaration-merge `CapabilityMap` to add your own).
 export * from "../contracts/index.ts";

@@ -9,7 +9,7 @@ import type { Price } from "./pricing.ts";
 import type { RateLimitName, RateWindow } from "./rate-limits.ts";
 import type { InferOutput, StandardSchemaV1 } from "../lib/standard-schema.ts";
 import type { Migration } from "../storage/migrate.ts";
-import type { BlobStore } from "../storage/blobs.ts";
+import type { BlobStore } from "../contracts/blobs.ts";
 import type { PubSub } from "../storage/pubsub.ts";
 import type { Webhooks } from "./webhooks.ts";
 import type { Queue } from "../storage/queue.ts";

@@ -10,7 +10,7 @@
 // the cap exact: a passing request's own increment is never taken back, and every count it is compared with
 // includes all earlier passes. The cost is that a concurrent request can briefly see a count one too high
 // (a refusal that a moment later would pass), never one too low.
-import type { Counters } from "../storage/counters.ts";
+import type { Counters } from "../contracts/counters.ts";
 import { RATE_LIMITS, isRateLimitName, type RateLimitName, type RateWindow } from "./rate-limits.ts";
 
 export interface RateLimitDecision {

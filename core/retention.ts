@@ -8,7 +8,7 @@
 import type { Kysely } from "kysely";
 import type { Clock } from "./clock.ts";
 import type { Logger } from "./log.ts";
-import type { BlobStore } from "../storage/blobs.ts";
+import type { BlobStore } from "../contracts/blobs.ts";
 
 const RETAINED_TABLE = "retained_blobs";
 

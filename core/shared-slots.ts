@@ -1,7 +1,7 @@
 // Places shared by every process: "at most N of this at once, service-wide" (the video reference encoder,
 // video metadata removal), on the kernel's shared counters.
 import type { ApiError } from "../lib/api-error.ts";
-import type { Counters } from "../storage/counters.ts";
+import type { Counters } from "../contracts/counters.ts";
 
 export interface SharedSlots {
   /** How long a holder can count on its place; `fn`'s signal fires then. */

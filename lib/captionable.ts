@@ -3,7 +3,7 @@
 // are in its own blob store, which its jobs wrote them to.
 import type { CaptionableVideo, CaptionableVideos } from "../contracts/records.ts";
 import type { CapabilityHost } from "../core/plugin.ts";
-import type { BlobStore } from "../storage/blobs.ts";
+import type { BlobStore } from "../contracts/blobs.ts";
 
 /** The database a contribution is asked through (the caption job's or request's). */
 type Db = Parameters<CaptionableVideos["find"]>[0];

@@ -3,7 +3,7 @@
 // with their file; another account's row reads exactly like a missing one (a 404 either way).
 import { notFound } from "../core/errors.ts";
 import type { PluginDb } from "../core/records.ts";
-import type { BlobStore } from "../storage/blobs.ts";
+import type { BlobStore } from "../contracts/blobs.ts";
 import { isJobId } from "./job-list.ts";
 
 /** Where a library lives: its table, its id column (a `svc-` id), and the column naming its stored file. */

@@ -7,7 +7,7 @@
 // the render is work.
 import { createHash } from "node:crypto";
 import type { UpstreamHandle, UpstreamPoll, UpstreamPollOptions, UpstreamProvider } from "../contracts/upstream.ts";
-import type { BlobStore } from "../storage/blobs.ts";
+import type { BlobStore } from "../contracts/blobs.ts";
 import { PRIVATE_KEY_PREFIX } from "./service-media.ts";
 
 /** Where recorded requests are kept: a blob folder, or this process's memory (tests of a provider alone). */

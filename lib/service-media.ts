@@ -16,7 +16,7 @@
 // when `/media` itself would serve it, so no plugin reads another partner's private file through its URL.
 // The capability `service-media` is what plugins use.
 import { randomBytes } from "node:crypto";
-import type { BlobStore } from "../storage/blobs.ts";
+import type { BlobStore } from "../contracts/blobs.ts";
 
 /** The folder, under a plugin's own prefix, of files `/media` never serves: `ctx.blobs.put(PRIVATE_KEY_PREFIX + name, ...)`. */
 export const PRIVATE_KEY_PREFIX = "private/";

@@ -10,35 +10,9 @@ import { createStorage, defineDriver, prefixStorage, type Driver, type Storage }
 import fsDriver from "unstorage/drivers/fs-lite";
 import memoryDriver from "unstorage/drivers/memory";
 import s3Driver from "unstorage/drivers/s3";
-import type { ByteRange } from "../lib/file-response.ts";
+import type { BlobReader, BlobStore } from "../contracts/blobs.ts";
 import { describeBlobUrl, type S3Location } from "./blob-url.ts";
 import { privateDirSync, writePrivateFile } from "./private-fs.ts";
-
-export interface BlobStore {
-  /**
-   * `expiresAt`: the file is retained until then, after which the kernel's retention sweeper removes it
-   * (core/retention.ts). Without it a file is kept.
-   */
-  put(key: string, data: Uint8Array, meta?: { contentType?: string; expiresAt?: Date }): Promise<void>;
-  get(key: string): Promise<Uint8Array | null>;
-  has(key: string): Promise<boolean>;
-  remove(key: string): Promise<void>;
-  /** Every key in this store (`a/b/c.png`), in no particular order: for tests and operators, never a request path. */
-  keys(): Promise<string[]>;
-  /** A store whose keys are all under `prefix/`. */
-  scoped(prefix: string): BlobStore;
-  /**
-   * A file's size and a reader of its bytes, or null when there is none: for serving a file without holding it
-   * in memory (on disk a read stream, on S3 a ranged GET).
-   */
-  open(key: string): Promise<BlobReader | null>;
-}
-
-export interface BlobReader {
-  size: number;
-  /** The bytes from `range.start` to `range.end` (inclusive), or all of them. */
-  read(range?: ByteRange): Promise<ReadableStream<Uint8Array>>;
-}
 
 /** A reader over bytes already in memory. */
 function bytesReader(data: Uint8Array): BlobReader {

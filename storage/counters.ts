@@ -2,18 +2,7 @@
 // counts against the same budget. The rate limiter is written against this interface only, which is what
 // lets one algorithm serve both stores.
 import { Redis, type RedisOptions } from "ioredis";
-
-export interface Counters {
-  /**
-   * Atomically adds `by` (default 1) to `key`; a key that did not exist expires after `ttlMs`.
-   * Returns the new value and the milliseconds left before the key expires.
-   */
-  increment(key: string, ttlMs: number, by?: number): Promise<{ value: number; ttlMs: number }>;
-  get(key: string): Promise<number>;
-  /** Resolves when the store answers (Redis: PING); for the boot check and /readyz. */
-  ping(): Promise<void>;
-  close(): Promise<void>;
-}
+import type { Counters } from "../contracts/counters.ts";
 
 // Redis takes whole milliseconds and treats 0 as "expire now"; both stores round the same way so a caller
 // sees the same expiry whichever it runs on.

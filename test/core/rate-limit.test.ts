@@ -7,7 +7,8 @@ import { resolve } from "node:path";
 import { fakeClock, type FakeClock } from "../../core/clock.ts";
 import { createRateLimiter, type RateLimitDecision } from "../../core/rate-limit.ts";
 import { RATE_LIMITS } from "../../core/rate-limits.ts";
-import { memoryCounters, redisCounters, type Counters } from "../../storage/counters.ts";
+import { memoryCounters, redisCounters } from "../../storage/counters.ts";
+import { type Counters } from "../../contracts/counters.ts";
 import { rejection } from "../helpers/assert.ts";
 import { isolatedRedisPrefix, storeBackends } from "../helpers/backends.ts";
 

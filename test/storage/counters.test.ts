@@ -4,7 +4,8 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { Redis } from "ioredis";
 import { fakeClock, type FakeClock } from "../../core/clock.ts";
-import { memoryCounters, redisCounters, type Counters } from "../../storage/counters.ts";
+import { memoryCounters, redisCounters } from "../../storage/counters.ts";
+import { type Counters } from "../../contracts/counters.ts";
 import { rejection } from "../helpers/assert.ts";
 import { isolatedRedisPrefix, storeBackends, type StoreBackend } from "../helpers/backends.ts";
 

@@ -4,7 +4,7 @@
 // key answers the same 404 as a missing file. Files never change once written, so they cache forever.
 // Range requests are answered for players and resumable downloads.
 import type { H3 } from "h3";
-import type { BlobStore } from "../../storage/blobs.ts";
+import type { BlobStore } from "../../contracts/blobs.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { json } from "./respond.ts";
 import { requestIdOf } from "../http-conventions.ts";
