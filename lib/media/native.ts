@@ -17,11 +17,11 @@ import process from "node:process";
 import { childEnv } from "../child-env.ts";
 import { classifyFailure, MediaError } from "./errors.ts";
 import { createMediaPool, type MediaPool } from "./pool.ts";
-import { FFMPEG_PREFIX, FFPROBE_ARGS, LineSplitter, LineTail, prepareRun, readHead, runSignal, validateIO } from "./common.ts";
-import { parseFfprobeJson, type Probe } from "./probe.ts";
+import { FFMPEG_PREFIX, LineSplitter, LineTail } from "./common.ts";
+import { engineShell } from "./engine-shell.ts";
+import { parseFfprobeJson } from "./probe.ts";
 import { ProgressTracker } from "./progress.ts";
-import { loadVips } from "./vips.ts";
-import { FONTS_DIR, type EngineInput, type MediaEngine, type RunIO } from "./types.ts";
+import { FONTS_DIR, type EngineInput, type MediaEngine } from "./types.ts";
 
 /** Find an executable on PATH (no shell, no `which`). */
 export function findOnPath(name: string, pathEnv = process.env.PATH ?? ""): string | undefined {
@@ -126,7 +126,6 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
   const children = new Set<ReturnType<typeof spawn>>();
   const limits = options.childLimits ?? DEFAULT_CHILD_LIMITS;
   const prlimitPath = options.prlimitPath === null ? undefined : (options.prlimitPath ?? findOnPath("prlimit"));
-  let closed = false;
   let prefix: Promise<string[]> | undefined;
 
   /** The run prefix, adapted once to this ffmpeg's version. */
@@ -188,102 +187,65 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
     }
   }
 
-  const engine: MediaEngine = {
+  return engineShell<string>({
     kind: "native",
     pool,
-    get pending() {
-      const s = pool.stats();
-      return s.active + s.waiting;
-    },
+    timeoutMs: (asked) => asked,
+    inPlace: (fn, s) => limiter.run(() => withTempDir(fn), s.signal, s.reason),
 
-    async run(args, io: RunIO) {
-      if (closed) throw new MediaError("engine_unavailable", "engine closed");
-      const prepared = prepareRun(args, io);
-      const runArgs = Array.isArray(prepared) ? prepared : await prepared;
-      const s = runSignal(io);
-      try {
-        return await limiter.run(
-          () =>
-            withTempDir(async (dir) => {
-              await Promise.all(Object.entries(io.inputs ?? {}).map(([name, input]) => writeInput(join(dir, name), name, input, s.signal)));
-              if (io.fonts) {
-                await mkdir(join(dir, FONTS_DIR));
-                await Promise.all(Object.entries(io.fonts).map(([name, bytes]) => writeFile(join(dir, FONTS_DIR, name), bytes)));
-              }
-              const tail = new LineTail();
-              const progress = new ProgressTracker(args, io.onProgress, io.durationSeconds);
-              const onLine = (l: string) => {
-                io.onLog?.(l);
-                progress.line(l);
-              };
-              if (s.signal?.aborted) throw s.reason();
-              const res = await exec(options.ffmpegPath, [...(await runPrefix()), ...runArgs], dir, onLine, (l) => {
-                tail.push(l);
-                onLine(l);
-              }, s.signal);
-              if (s.signal?.aborted) throw s.reason();
-              if (res.code !== 0) {
-                const why = res.signal ? `killed by ${res.signal}${res.signal === "SIGXCPU" || res.signal === "SIGKILL" ? " (MEDIA_CHILD_CPU_SECONDS?)" : res.signal === "SIGSEGV" || res.signal === "SIGABRT" ? " (MEDIA_CHILD_MEMORY_MB?)" : ""}` : `exit code ${res.code}`;
-                throw new MediaError(classifyFailure(tail.lines), `ffmpeg failed (${why})`, { log: tail.lines });
-              }
-              const outputs: Record<string, Uint8Array> = {};
-              for (const name of io.outputs) {
-                try {
-                  outputs[name] = new Uint8Array(await readFile(join(dir, name)));
-                } catch {
-                  throw new MediaError("failed", `ffmpeg produced no ${name}`, { log: tail.lines });
-                }
-              }
-              progress.done();
-              return outputs;
-            }),
-          s.signal,
-          s.reason,
-        );
-      } finally {
-        s.dispose();
+    async ffmpeg(dir, args, io, s, runArgs) {
+      await Promise.all(Object.entries(io.inputs ?? {}).map(([name, input]) => writeInput(join(dir, name), name, input, s.signal)));
+      if (io.fonts) {
+        await mkdir(join(dir, FONTS_DIR));
+        await Promise.all(Object.entries(io.fonts).map(([name, bytes]) => writeFile(join(dir, FONTS_DIR, name), bytes)));
       }
-    },
-
-    async probe(data, name = "input", opts = {}) {
-      if (closed) throw new MediaError("engine_unavailable", "engine closed");
-      validateIO([], { inputs: { [name]: data }, outputs: [] });
-      // Refuses what is not plain media before anything starts (a stream by its first bytes; no await for bytes,
-      // so the probe is queued at once).
-      const args = FFPROBE_ARGS(name, data instanceof Uint8Array ? data : await readHead(data));
-      const s = runSignal(opts);
-      try {
-        return await limiter.run(
-          () =>
-            withTempDir(async (dir): Promise<Probe> => {
-              await writeInput(join(dir, name), name, data, s.signal);
-              if (s.signal?.aborted) throw s.reason();
-              const tail = new LineTail();
-              const res = await exec(options.ffprobePath, args, dir, undefined, (l) => tail.push(l), s.signal);
-              if (s.signal?.aborted) throw s.reason();
-              if (res.code !== 0) {
-                const kind = classifyFailure(tail.lines);
-                throw new MediaError(kind === "failed" ? "invalid_input" : kind, `ffprobe failed (exit code ${res.code})`, { log: tail.lines });
-              }
-              return parseFfprobeJson(new TextDecoder().decode(res.stdout), data instanceof Uint8Array ? data.byteLength : data.size);
-            }),
-          s.signal,
-          s.reason,
-        );
-      } finally {
-        s.dispose();
+      const tail = new LineTail();
+      const progress = new ProgressTracker(args, io.onProgress, io.durationSeconds);
+      const onLine = (l: string) => {
+        io.onLog?.(l);
+        progress.line(l);
+      };
+      if (s.signal?.aborted) throw s.reason();
+      const res = await exec(options.ffmpegPath, [...(await runPrefix()), ...runArgs], dir, onLine, (l) => {
+        tail.push(l);
+        onLine(l);
+      }, s.signal);
+      if (s.signal?.aborted) throw s.reason();
+      if (res.code !== 0) {
+        const why = res.signal ? `killed by ${res.signal}${res.signal === "SIGXCPU" || res.signal === "SIGKILL" ? " (MEDIA_CHILD_CPU_SECONDS?)" : res.signal === "SIGSEGV" || res.signal === "SIGABRT" ? " (MEDIA_CHILD_MEMORY_MB?)" : ""}` : `exit code ${res.code}`;
+        throw new MediaError(classifyFailure(tail.lines), `ffmpeg failed (${why})`, { log: tail.lines });
       }
+      const outputs: Record<string, Uint8Array> = {};
+      for (const name of io.outputs) {
+        try {
+          outputs[name] = new Uint8Array(await readFile(join(dir, name)));
+        } catch {
+          throw new MediaError("failed", `ffmpeg produced no ${name}`, { log: tail.lines });
+        }
+      }
+      progress.done();
+      return outputs;
     },
 
-    vips: () => loadVips(),
+    async ffprobe(dir, args, name, data, s) {
+      await writeInput(join(dir, name), name, data, s.signal);
+      if (s.signal?.aborted) throw s.reason();
+      const tail = new LineTail();
+      const res = await exec(options.ffprobePath, args, dir, undefined, (l) => tail.push(l), s.signal);
+      if (s.signal?.aborted) throw s.reason();
+      if (res.code !== 0) {
+        const kind = classifyFailure(tail.lines);
+        throw new MediaError(kind === "failed" ? "invalid_input" : kind, `ffprobe failed (exit code ${res.code})`, { log: tail.lines });
+      }
+      return parseFfprobeJson(new TextDecoder().decode(res.stdout), data instanceof Uint8Array ? data.byteLength : data.size);
+    },
+
     async warmup() {
       await runPrefix();
     },
 
-    async close() {
-      closed = true;
+    async kill() {
       for (const c of children) c.kill("SIGKILL");
     },
-  };
-  return engine;
+  });
 }

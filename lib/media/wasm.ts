@@ -9,12 +9,12 @@
 import { Worker } from "node:worker_threads";
 import { classifyFailure, MediaError } from "./errors.ts";
 import { createMediaPool, type MediaPool } from "./pool.ts";
-import { FFMPEG_PREFIX, FFPROBE_ARGS, Limiter, LineTail, prepareRun, readHead, runSignal, validateIO } from "./common.ts";
+import { FFMPEG_PREFIX, Limiter, LineTail } from "./common.ts";
+import { engineShell } from "./engine-shell.ts";
 import { secureFfmpegArgs } from "./inputs.ts";
-import { parseFfmpegInfo, parseFfprobeJson, type Probe } from "./probe.ts";
+import { parseFfmpegInfo, parseFfprobeJson } from "./probe.ts";
 import { ProgressTracker } from "./progress.ts";
-import { loadVips } from "./vips.ts";
-import type { EngineInput, MediaEngine, RunIO } from "./types.ts";
+import type { EngineInput, MediaEngine } from "./types.ts";
 import { type ChildLimits, DEFAULT_CHILD_LIMITS } from "./native.ts";
 
 const WORKER_URL = new URL("./ffmpeg-wasm.worker.mjs", import.meta.url);
@@ -193,7 +193,6 @@ export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
   const workers = new Limiter(size);
   const limits = options.childLimits ?? DEFAULT_CHILD_LIMITS;
   const slots = Array.from({ length: size }, () => new Slot(limits.memoryMb));
-  let closed = false;
 
   async function onSlot<T>(fn: (slot: Slot) => Promise<T>, signal: AbortSignal | undefined, reason: () => MediaError): Promise<T> {
     return pool.run(
@@ -213,102 +212,75 @@ export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
     );
   }
 
-  const engine: MediaEngine = {
+  return engineShell<Slot>({
     kind: "wasm",
     pool,
-    get pending() {
-      const s = pool.stats();
-      return s.active + s.waiting;
-    },
+    timeoutMs: (asked) => boundedTimeout(asked, limits),
+    reservedNames: [PROBE_OUT],
+    inPlace: (fn, s) => onSlot(fn, s.signal, s.reason),
 
-    async run(args, io: RunIO) {
-      if (closed) throw new MediaError("engine_unavailable", "engine closed");
-      const prepared = prepareRun(args, io);
-      const runArgs = Array.isArray(prepared) ? prepared : await prepared;
-      const s = runSignal({ signal: io.signal, timeoutMs: boundedTimeout(io.timeoutMs, limits) });
-      try {
-        return await onSlot(async (slot) => {
-          const inputs: Record<string, Uint8Array> = {};
-          const transfer: ArrayBuffer[] = [];
-          for (const [name, input] of Object.entries(io.inputs ?? {})) {
-            const { bytes, owned } = await inputBytes(name, input, s.signal, s.reason);
-            inputs[name] = bytes;
-            if (owned) transfer.push(bytes.buffer as ArrayBuffer);
-          }
-          if (s.signal?.aborted) throw s.reason();
-          const tail = new LineTail();
-          const progress = new ProgressTracker(args, io.onProgress, io.durationSeconds);
-          const res = await slot.exec(
-            { program: "ffmpeg", args: [...FFMPEG_PREFIX, ...runArgs], inputs, outputs: io.outputs, fonts: io.fonts },
-            (line) => {
-              io.onLog?.(line);
-              if (!/^[a-z_0-9]+=/.test(line)) tail.push(line); // progress key=value lines are not worth keeping
-              progress.line(line);
-            },
-            s.signal,
-            s.reason,
-            transfer,
-          );
-          if (res.ret !== 0) throw new MediaError(classifyFailure(tail.lines), `ffmpeg.wasm failed (exit code ${res.ret})`, { log: tail.lines });
-          if (res.missing.length) throw new MediaError("failed", `ffmpeg.wasm produced no ${res.missing.join(", ")}`, { log: tail.lines });
-          progress.done();
-          return res.outputs;
-        }, s.signal, s.reason);
-      } finally {
-        s.dispose();
+    async ffmpeg(slot, args, io, s, runArgs) {
+      const inputs: Record<string, Uint8Array> = {};
+      const transfer: ArrayBuffer[] = [];
+      for (const [name, input] of Object.entries(io.inputs ?? {})) {
+        const { bytes, owned } = await inputBytes(name, input, s.signal, s.reason);
+        inputs[name] = bytes;
+        if (owned) transfer.push(bytes.buffer as ArrayBuffer);
       }
+      if (s.signal?.aborted) throw s.reason();
+      const tail = new LineTail();
+      const progress = new ProgressTracker(args, io.onProgress, io.durationSeconds);
+      const res = await slot.exec(
+        { program: "ffmpeg", args: [...FFMPEG_PREFIX, ...runArgs], inputs, outputs: io.outputs, fonts: io.fonts },
+        (line) => {
+          io.onLog?.(line);
+          if (!/^[a-z_0-9]+=/.test(line)) tail.push(line); // progress key=value lines are not worth keeping
+          progress.line(line);
+        },
+        s.signal,
+        s.reason,
+        transfer,
+      );
+      if (res.ret !== 0) throw new MediaError(classifyFailure(tail.lines), `ffmpeg.wasm failed (exit code ${res.ret})`, { log: tail.lines });
+      if (res.missing.length) throw new MediaError("failed", `ffmpeg.wasm produced no ${res.missing.join(", ")}`, { log: tail.lines });
+      progress.done();
+      return res.outputs;
     },
 
-    async probe(data, name = "input", opts = {}): Promise<Probe> {
-      if (closed) throw new MediaError("engine_unavailable", "engine closed");
-      validateIO([], { inputs: { [name]: data }, outputs: [] });
-      if (name === PROBE_OUT) throw new MediaError("failed", `reserved name ${name}`);
-      // Refuses what is not plain media before anything starts (a stream by its first bytes).
-      const args = FFPROBE_ARGS(name, data instanceof Uint8Array ? data : await readHead(data));
-      const s = runSignal({ signal: opts.signal, timeoutMs: boundedTimeout(opts.timeoutMs, limits) });
-      try {
-        return await onSlot(async (slot) => {
-          const { bytes: file, owned } = await inputBytes(name, data, s.signal, s.reason);
-          if (s.signal?.aborted) throw s.reason();
-          const tail = new LineTail();
-          // ffprobe's -o writes the JSON to a file: its stdout would arrive line by line through the logger.
-          const res = await slot.exec(
-            { program: "ffprobe", args: [...args, "-o", PROBE_OUT], inputs: { [name]: file }, outputs: [PROBE_OUT] },
-            (line) => tail.push(line),
-            s.signal,
-            s.reason,
-            // The fallback below needs the bytes again: a stream's copy is transferred only when nothing follows.
-            undefined,
-          );
-          const json = res.outputs[PROBE_OUT];
-          if (json) {
-            const text = new TextDecoder().decode(json);
-            if (/"format"\s*:/.test(text)) return parseFfprobeJson(text, file.byteLength);
-          }
-          if (tail.lines.length) {
-            const kind = classifyFailure(tail.lines);
-            throw new MediaError(kind === "failed" ? "invalid_input" : kind, "ffprobe (wasm) found no format", { log: tail.lines });
-          }
-          // A core built without ffprobe: read what `ffmpeg -i` prints instead.
-          const info: string[] = [];
-          await slot.exec({ program: "ffmpeg", args: ["-hide_banner", ...secureFfmpegArgs(["-i", name], { [name]: file })], inputs: { [name]: file }, outputs: [] }, (l) => info.push(l), s.signal, s.reason, owned ? [file.buffer as ArrayBuffer] : undefined);
-          return parseFfmpegInfo(info, file.byteLength);
-        }, s.signal, s.reason);
-      } finally {
-        s.dispose();
+    async ffprobe(slot, args, name, data, s) {
+      const { bytes: file, owned } = await inputBytes(name, data, s.signal, s.reason);
+      if (s.signal?.aborted) throw s.reason();
+      const tail = new LineTail();
+      // ffprobe's -o writes the JSON to a file: its stdout would arrive line by line through the logger.
+      const res = await slot.exec(
+        { program: "ffprobe", args: [...args, "-o", PROBE_OUT], inputs: { [name]: file }, outputs: [PROBE_OUT] },
+        (line) => tail.push(line),
+        s.signal,
+        s.reason,
+        // The fallback below needs the bytes again: a stream's copy is transferred only when nothing follows.
+        undefined,
+      );
+      const json = res.outputs[PROBE_OUT];
+      if (json) {
+        const text = new TextDecoder().decode(json);
+        if (/"format"\s*:/.test(text)) return parseFfprobeJson(text, file.byteLength);
       }
+      if (tail.lines.length) {
+        const kind = classifyFailure(tail.lines);
+        throw new MediaError(kind === "failed" ? "invalid_input" : kind, "ffprobe (wasm) found no format", { log: tail.lines });
+      }
+      // A core built without ffprobe: read what `ffmpeg -i` prints instead.
+      const info: string[] = [];
+      await slot.exec({ program: "ffmpeg", args: ["-hide_banner", ...secureFfmpegArgs(["-i", name], { [name]: file })], inputs: { [name]: file }, outputs: [] }, (l) => info.push(l), s.signal, s.reason, owned ? [file.buffer as ArrayBuffer] : undefined);
+      return parseFfmpegInfo(info, file.byteLength);
     },
-
-    vips: () => loadVips(),
 
     async warmup() {
       await Promise.all(slots.map((s) => s.warmup()));
     },
 
-    async close() {
-      closed = true;
+    async kill() {
       await Promise.all(slots.map((s) => s.kill()));
     },
-  };
-  return engine;
+  });
 }
