@@ -20,7 +20,7 @@ import { openSource, type OpenedSource, SourceGone, sourceMedia } from "./source
 import { extractSpeechInputs } from "./transcribe/extract.ts";
 import type { Card, FontEntry } from "./types.ts";
 
-const CAPTION_STATES = {
+export const CAPTION_STATES = {
   states: ["pending", "processing", "complete", "no_speech", "failed"],
   initial: "pending",
   transitions: { pending: ["processing", "complete", "no_speech", "failed"], processing: ["complete", "no_speech", "failed"] },

@@ -3,6 +3,7 @@
 // workers), so these tests are about uploads alone, whatever state the rest of the captions area is in.
 import { definePlugin } from "../../core/plugin.ts";
 import { captionsConfig } from "../../plugins/captions/config.ts";
+import { CAPTION_STATES } from "../../plugins/captions/job.ts";
 import { CAPTION_CREDITS } from "../../plugins/captions/prices.ts";
 import { captionMigrations } from "../../plugins/captions/migrations.ts";
 import { uploadMigrations } from "../../plugins/captions/upload-migrations.ts";
@@ -14,11 +15,7 @@ export { checkStyle } from "../../plugins/captions/style/input.ts";
 
 /** The caption job kind's states, with a runner the tests never start. */
 const standInJob = {
-  states: ["pending", "processing", "complete", "no_speech", "failed"],
-  initial: "pending",
-  transitions: { pending: ["processing", "complete", "no_speech", "failed"], processing: ["complete", "no_speech", "failed"] },
-  terminal: { complete: "success", no_speech: "failure", failed: "failure" },
-  failState: "failed",
+  ...CAPTION_STATES,
   failError: "Caption rendering failed",
   async run() {
     return { state: "failed" as const, output: {} };

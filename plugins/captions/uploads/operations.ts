@@ -50,6 +50,7 @@ import {
   deleteSession,
   expiredSessions,
   forgetParts,
+  inUploadTransaction,
   findSession,
   isExpired,
   isFinalizing,
@@ -263,7 +264,7 @@ const uploadPart = operation({
     await ctx.blobs.put(key, body, { expiresAt: new Date(s.parts_expire_at) }).catch((err) => storageError(ctx, err));
     let outcome: { replaced: string | null; parts: number; bytes: number };
     try {
-      outcome = await ctx.db.transaction().execute(async (trx) => {
+      outcome = await inUploadTransaction(ctx.db, async (trx) => {
         const locked = await lockSession(trx, ctx.partner.id, s.id);
         const now = ctx.clock.now();
         if (!locked || (locked.state !== "finalized" && isExpired(locked, now))) throw notFound(CAPTION_ERRORS.sessionNotFound);
@@ -317,7 +318,7 @@ const finalizeUpload = operation({
 
     // Take the session (one finalize at a time), with its parts as they are now.
     type Taken = { done: string } | { token: string; parts: Awaited<ReturnType<typeof partsOf>> };
-    const taken = await ctx.db.transaction().execute(async (trx): Promise<Taken> => {
+    const taken = await inUploadTransaction(ctx.db, async (trx): Promise<Taken> => {
       const locked = await lockSession(trx, ctx.partner.id, s.id);
       if (!locked) throw notFound(CAPTION_ERRORS.sessionNotFound);
       if (locked.state === "finalized") return { done: locked.job_id! };
@@ -382,7 +383,7 @@ const abortUpload = operation({
   output: z.object({ ok: z.boolean(), session_id: z.string() }),
   async handle(ctx) {
     const s = await liveSession(ctx);
-    const keys = await ctx.db.transaction().execute(async (trx) => {
+    const keys = await inUploadTransaction(ctx.db, async (trx) => {
       const locked = await lockSession(trx, ctx.partner.id, s.id);
       if (!locked) throw notFound(CAPTION_ERRORS.sessionNotFound);
       if (locked.state === "finalized") throw new ApiError(409, CAPTION_ERRORS.sessionClosed);

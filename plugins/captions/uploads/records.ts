@@ -10,7 +10,9 @@
 // over once that lease expired (LEASE_SECONDS), not held for minutes. An aborted or abandoned session is
 // deleted with its parts.
 import { randomBytes } from "node:crypto";
-import { allocateServiceId, type OperationLeases, type PluginDb } from "mediagate/plugin";
+import type { Kysely, Selectable, Transaction } from "kysely";
+import { allocateServiceId, type OperationLeases } from "mediagate/plugin";
+import type { UploadTables } from "../upload-migrations.ts";
 import { LIMITS } from "../limits.ts";
 
 export const SESSIONS_TABLE = "captions_upload_sessions";
@@ -46,7 +48,22 @@ export interface PartRow {
 }
 
 const time = (d: Date | string | null) => (d === null ? 0 : new Date(d).getTime());
-const normalize = (row: any): SessionRow => ({ ...row, size_bytes: Number(row.size_bytes), part_count: Number(row.part_count), open_slot: row.open_slot === null ? null : Number(row.open_slot) });
+/** The upload tables' database (upload-migrations.ts); the request's `ctx.db` or a transaction of it. */
+type UploadsDb = Kysely<UploadTables>;
+
+/** Runs `work` in one transaction on the upload tables (a session locked in it stays locked until it ends). */
+export function inUploadTransaction<T>(db: UploadsDb, work: (trx: Transaction<UploadTables>) => Promise<T>): Promise<T> {
+  return db.transaction().execute(work);
+}
+
+/** A session row as read: bigint columns come back as text on Postgres, the state as its declared words. */
+const normalize = (row: Selectable<UploadTables[typeof SESSIONS_TABLE]>): SessionRow => ({
+  ...row,
+  state: row.state as SessionRow["state"],
+  size_bytes: Number(row.size_bytes),
+  part_count: Number(row.part_count),
+  open_slot: row.open_slot === null ? null : Number(row.open_slot),
+});
 
 export const partCountOf = (size: number) => Math.ceil(size / LIMITS.chunkSize);
 /** Every part is chunk_size bytes except the last, which is the exact remainder. */
@@ -55,16 +72,16 @@ export const partSizeOf = (s: Pick<SessionRow, "size_bytes" | "part_count">, ind
 
 export const isExpired = (s: SessionRow, now: number) => time(s.expires_at) <= now;
 /** A finalize is under way (not one whose process died): its lease is alive. `db`: the transaction, inside one. */
-export const isFinalizing = async (leases: OperationLeases, db: PluginDb, s: SessionRow) => s.state === "finalizing" && (await leases.isHeld(finalizeLeaseKey(s.id), db));
+export const isFinalizing = async (leases: OperationLeases, db: UploadsDb, s: SessionRow) => s.state === "finalizing" && (await leases.isHeld(finalizeLeaseKey(s.id), db));
 
 /** The session of this account, or undefined (another account's, or none). */
-export async function findSession(db: PluginDb, partnerId: string, id: string): Promise<SessionRow | undefined> {
+export async function findSession(db: UploadsDb, partnerId: string, id: string): Promise<SessionRow | undefined> {
   const row = await db.selectFrom(SESSIONS_TABLE).selectAll().where("id", "=", id).where("partner_id", "=", partnerId).executeTakeFirst();
   return row ? normalize(row) : undefined;
 }
 
 /** In a transaction: the session row, locked until the transaction ends. */
-export async function lockSession(trx: PluginDb, partnerId: string, id: string): Promise<SessionRow | undefined> {
+export async function lockSession(trx: UploadsDb, partnerId: string, id: string): Promise<SessionRow | undefined> {
   const row = await trx.selectFrom(SESSIONS_TABLE).selectAll().where("id", "=", id).where("partner_id", "=", partnerId).forUpdate().executeTakeFirst();
   return row ? normalize(row) : undefined;
 }
@@ -80,7 +97,7 @@ export interface NewSession {
 }
 
 /** Creates an open session in a free slot of the account; null when both slots are taken. */
-export async function createSession(db: PluginDb, s: NewSession): Promise<SessionRow | null> {
+export async function createSession(db: UploadsDb, s: NewSession): Promise<SessionRow | null> {
   // `svc-` + 8 hex like every id (spec part 1, convention 4), reserved in the kernel's one id table so it is
   // never reused. 32 bits can be guessed: the session stays private by its owner (findSession, lockSession),
   // not by its length. An id reserved for an account whose slots are both taken is simply never used.
@@ -109,7 +126,7 @@ export async function createSession(db: PluginDb, s: NewSession): Promise<Sessio
   return null;
 }
 
-export async function partsOf(db: PluginDb, sessionId: string): Promise<PartRow[]> {
+export async function partsOf(db: UploadsDb, sessionId: string): Promise<PartRow[]> {
   const rows = await db.selectFrom(PARTS_TABLE).select(["idx", "key", "bytes"]).where("session_id", "=", sessionId).orderBy("idx").execute();
   return rows.map((r) => ({ idx: Number(r.idx), key: r.key, bytes: Number(r.bytes) }));
 }
@@ -118,7 +135,7 @@ export async function partsOf(db: PluginDb, sessionId: string): Promise<PartRow[
  * In the session's locked transaction: records `key` as part `idx`, returning the key it replaces (to be
  * removed once committed) and the session's totals after it.
  */
-export async function recordPart(trx: PluginDb, sessionId: string, part: PartRow): Promise<{ replaced: string | null; parts: number; bytes: number }> {
+export async function recordPart(trx: UploadsDb, sessionId: string, part: PartRow): Promise<{ replaced: string | null; parts: number; bytes: number }> {
   const old = await trx.selectFrom(PARTS_TABLE).select("key").where("session_id", "=", sessionId).where("idx", "=", part.idx).executeTakeFirst();
   if (old) await trx.updateTable(PARTS_TABLE).set({ key: part.key, bytes: part.bytes }).where("session_id", "=", sessionId).where("idx", "=", part.idx).execute();
   else await trx.insertInto(PARTS_TABLE).values({ session_id: sessionId, idx: part.idx, key: part.key, bytes: part.bytes }).execute();
@@ -131,7 +148,7 @@ export async function recordPart(trx: PluginDb, sessionId: string, part: PartRow
 }
 
 /** Drops the rows of parts whose files are gone (each only if it still names that file). */
-export async function forgetParts(db: PluginDb, sessionId: string, parts: readonly PartRow[]): Promise<void> {
+export async function forgetParts(db: UploadsDb, sessionId: string, parts: readonly PartRow[]): Promise<void> {
   for (const p of parts) await db.deleteFrom(PARTS_TABLE).where("session_id", "=", sessionId).where("idx", "=", p.idx).where("key", "=", p.key).execute();
 }
 
@@ -144,7 +161,7 @@ export function missingParts(s: SessionRow, parts: readonly PartRow[]): number[]
 }
 
 /** In the locked transaction: takes the session for one finalize; the token proves it is still this one's. */
-export async function beginFinalize(trx: PluginDb, leases: OperationLeases, id: string, now: Date): Promise<string> {
+export async function beginFinalize(trx: UploadsDb, leases: OperationLeases, id: string, now: Date): Promise<string> {
   const token = randomBytes(8).toString("hex");
   await trx.updateTable(SESSIONS_TABLE).set({ state: "finalizing", finalize_token: token, finalizing_since: now }).where("id", "=", id).execute();
   await leases.take(trx, finalizeLeaseKey(id));
@@ -152,7 +169,7 @@ export async function beginFinalize(trx: PluginDb, leases: OperationLeases, id: 
 }
 
 /** Gives the session back to `open` (a finalize refused before the charge), if still this finalize's. */
-export async function releaseFinalize(db: PluginDb, leases: OperationLeases, id: string, token: string): Promise<void> {
+export async function releaseFinalize(db: UploadsDb, leases: OperationLeases, id: string, token: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const released = await trx.updateTable(SESSIONS_TABLE).set({ state: "open", finalize_token: null, finalizing_since: null }).where("id", "=", id).where("finalize_token", "=", token).where("state", "=", "finalizing").executeTakeFirst();
     if (Number(released.numUpdatedRows) === 1) await leases.release(trx, finalizeLeaseKey(id));
@@ -163,7 +180,7 @@ export async function releaseFinalize(db: PluginDb, leases: OperationLeases, id:
  * In the charge's transaction: the session is finalized with its job, its slot freed, kept until its parts
  * expire (so a repeated finalize answers with the job). False if the finalize lost the session meanwhile.
  */
-export async function completeFinalize(trx: PluginDb, leases: OperationLeases, s: SessionRow, token: string, jobId: string): Promise<boolean> {
+export async function completeFinalize(trx: UploadsDb, leases: OperationLeases, s: SessionRow, token: string, jobId: string): Promise<boolean> {
   const done = await trx
     .updateTable(SESSIONS_TABLE)
     .set({ state: "finalized", job_id: jobId, open_slot: null, finalize_token: null, expires_at: s.parts_expire_at })
@@ -177,7 +194,7 @@ export async function completeFinalize(trx: PluginDb, leases: OperationLeases, s
 }
 
 /** In the locked transaction: deletes the session and its part rows, returning the part keys to remove. */
-export async function deleteSession(trx: PluginDb, id: string): Promise<string[]> {
+export async function deleteSession(trx: UploadsDb, id: string): Promise<string[]> {
   const keys = (await trx.selectFrom(PARTS_TABLE).select("key").where("session_id", "=", id).execute()).map((r) => r.key);
   await trx.deleteFrom(PARTS_TABLE).where("session_id", "=", id).execute();
   await trx.deleteFrom(SESSIONS_TABLE).where("id", "=", id).execute();
@@ -190,7 +207,7 @@ export async function deleteSession(trx: PluginDb, id: string): Promise<string[]
  * unfinished session's parts are returned for removal (a finalized session's parts are its caption job's
  * source and stay until their own expiry).
  */
-export async function expiredSessions(db: PluginDb, partnerId: string, now: Date, others: number): Promise<string[]> {
+export async function expiredSessions(db: UploadsDb, partnerId: string, now: Date, others: number): Promise<string[]> {
   const mine = await db.selectFrom(SESSIONS_TABLE).select("id").where("partner_id", "=", partnerId).where("expires_at", "<=", now).execute();
   const rest = await db.selectFrom(SESSIONS_TABLE).select("id").where("expires_at", "<=", now).orderBy("expires_at").limit(others).execute();
   const keys: string[] = [];
