@@ -3,7 +3,9 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { createTestKernel, graphql } from "mediagate/testing";
-import textStatsPlugin, { ERRORS, textStats } from "./index.ts";
+import { TEXT_STATS_ERRORS } from "./errors.ts";
+import textStatsPlugin from "./index.ts";
+import { textStats } from "./operations.ts";
 
 const kit = () => createTestKernel({ plugins: [textStatsPlugin] });
 
@@ -45,10 +47,10 @@ test("REST: bad input, a switched-off feature and a short balance change nothing
     const p = await tk.partner({ credits: 1, tier: "standard", features: { text_stats: true } });
     const empty = await tk.request("POST", "/text-stats", { key: p.key, body: { text: "  " } });
     assert.is(empty.status, 400);
-    assert.is(empty.body.error, ERRORS.text);
+    assert.is(empty.body.error, TEXT_STATS_ERRORS.text);
     const long = await tk.request("POST", "/text-stats", { key: p.key, body: { text: "x".repeat(10_001) } });
     assert.is(long.status, 400);
-    assert.is(long.body.error, ERRORS.tooLong);
+    assert.is(long.body.error, TEXT_STATS_ERRORS.tooLong);
     const broke = await tk.request("POST", "/text-stats", { key: p.key, body: { text: "fine" } });
     assert.is(broke.status, 402);
     assert.is(broke.body.credits_remaining, 1);
