@@ -1,10 +1,10 @@
 // The endpoints of ad analysis (spec part 1, "Endpoints: Ad analysis"); index.ts says where the spec is silent.
 import { z } from "zod";
-import { ApiError, operation, pageBody, pageShape } from "mediagate/plugin";
+import { ApiError, isJobId, operation, pageBody, pageShape } from "mediagate/plugin";
 import { ANALYSIS_ERRORS } from "./errors.ts";
 import { AnalyzeInput, ListInput } from "./input.ts";
 import { analysisPrice } from "./prices.ts";
-import { ANALYSES, analyses, JOB_ID, recordView, statusView } from "./records.ts";
+import { ANALYSES, analyses, recordView, statusView } from "./records.ts";
 
 const texts = z.object({ summary: z.string(), transcription: z.string(), analysis: z.string(), ugc_script: z.string() });
 
@@ -48,7 +48,7 @@ export const status = operation({
   }),
   async handle(ctx) {
     const id = ctx.params.job_id ?? "";
-    if (!JOB_ID.test(id)) throw new ApiError(400, ANALYSIS_ERRORS.invalidJobId);
+    if (!isJobId(id)) throw new ApiError(400, ANALYSIS_ERRORS.invalidJobId);
     const record = await analyses.find(ctx.db, ctx.partner.id, id);
     if (!record) throw new ApiError(404, ANALYSIS_ERRORS.jobNotFound);
     return statusView(record);

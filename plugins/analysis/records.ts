@@ -7,7 +7,6 @@ import { STAGE_MESSAGES } from "./errors.ts";
 import type { AdMeasurements } from "./measure.ts";
 
 export const ANALYSES = "analyses";
-export const JOB_ID = /^svc-[0-9a-f]{8}$/;
 
 export interface AnalysisRow {
   job_id: string;

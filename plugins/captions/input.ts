@@ -1,12 +1,10 @@
 // The bodies of POST /captions and POST /captions/<job_id>/edit (spec part 2). The uploads' own inputs are
 // uploads/operations.ts.
-import { defineInput, field } from "mediagate/plugin";
+import { defineInput, field, isJobId } from "mediagate/plugin";
 import { CAPTION_ERRORS } from "./errors.ts";
 import { checkStyle, resolveStyle } from "./style/input.ts";
 import { LIMITS } from "./limits.ts";
 import type { Card } from "./types.ts";
-
-const SERVICE_ID = /^svc-[0-9a-f]{8}$/;
 
 export const CaptionInput = defineInput({
   fields: {
@@ -18,7 +16,7 @@ export const CaptionInput = defineInput({
   check(raw, fail) {
     const id = raw.video_job_id;
     if (id === undefined || id === null || id === "") fail(CAPTION_ERRORS.videoJobIdRequired);
-    if (typeof id !== "string" || !SERVICE_ID.test(id)) fail(CAPTION_ERRORS.videoJobIdInvalid);
+    if (!isJobId(id)) fail(CAPTION_ERRORS.videoJobIdInvalid);
     const style = checkStyle(raw.style ?? {});
     if (!style.ok) return fail(style.message);
     return { video_job_id: id as string, style: resolveStyle(style.value), partner_job_id: raw.partner_job_id };

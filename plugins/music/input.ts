@@ -8,7 +8,7 @@
 // Extension controls: the rules that need the source (model and instrumental inheritance, continue_at
 // inside the measured duration, which prompts are required on which path) are checked by `checkAgainstSource`
 // once the source is known; everything else here.
-import { checked, defineInput, field, type Checked, type Fail, type InferOutput, type MusicControls, type MusicModel } from "mediagate/plugin";
+import { checked, defineInput, field, isJobId, type Checked, type Fail, type InferOutput, type MusicControls, type MusicModel } from "mediagate/plugin";
 import { MUSIC_ERRORS } from "./errors.ts";
 import { LIMITS } from "./limits.ts";
 import { DEFAULT_MODEL, MODELS } from "./prices.ts";
@@ -90,7 +90,7 @@ export function checkExtendControls(raw: Record<string, unknown>, upload: boolea
       if (typeof s !== "object" || Array.isArray(s)) return fail(MUSIC_ERRORS.invalidSource);
       const { kind, ref, track = 0 } = s as Record<string, unknown>;
       // Provider ids, paths and URLs are never a source: only our own job id, by its shape.
-      if (kind !== "svc_music" || typeof ref !== "string" || !/^svc-[0-9a-f]{8}$/.test(ref)) return fail(MUSIC_ERRORS.invalidSource);
+      if (kind !== "svc_music" || !isJobId(ref)) return fail(MUSIC_ERRORS.invalidSource);
       if (typeof track !== "number" || !Number.isSafeInteger(track) || track < 0) return fail(MUSIC_ERRORS.invalidSource);
       source = { ref, track };
     }

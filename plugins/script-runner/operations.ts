@@ -1,12 +1,12 @@
 // The Script Runner's endpoints (spec part 3, "Script Runner"): submit a script, read a run, list runs.
 import { z } from "zod";
-import { ApiError, checkPicture, decodeImageBase64, formatTimestamp, IMAGE_EXT, imageKind, isOutboundError, mediaToken, notFound, operation, type OutboundGuard, pageBody, pageShape, PRIVATE_KEY_PREFIX, type VideoFrame } from "mediagate/plugin";
+import { ApiError, isJobId, checkPicture, decodeImageBase64, formatTimestamp, IMAGE_EXT, imageKind, isOutboundError, mediaToken, notFound, operation, type OutboundGuard, pageBody, pageShape, PRIVATE_KEY_PREFIX, type VideoFrame } from "mediagate/plugin";
 import { PARSE_ERRORS, RUNNER_ERRORS } from "./errors.ts";
 import { ListInput, RunInput } from "./input.ts";
 import { LIMITS } from "./limits.ts";
 import { parseScript } from "./parser.ts";
 import { costPerScene, IMAGE_MODEL_IDS, IMAGE_MODELS, MODEL_IDS, refundParts, runPrice, type RunnerImageModel, type RunnerModel, VIDEO_MODELS } from "./prices.ts";
-import { JOB_ID, type RunRow, runs, RUNS, SCENES, type SceneRow, scenesOf } from "./records.ts";
+import { type RunRow, runs, RUNS, SCENES, type SceneRow, scenesOf } from "./records.ts";
 
 const IMAGE_FETCH_TIMEOUT_MS = 30_000;
 
@@ -185,7 +185,7 @@ export const runStatus = operation({
   output: runShape,
   async handle(ctx) {
     const id = ctx.params.job_id ?? "";
-    if (!JOB_ID.test(id)) throw notFound();
+    if (!isJobId(id)) throw notFound();
     const run = await runs.find(ctx.db, ctx.partner.id, id);
     if (!run) throw notFound();
     const scenes = await scenesOf(ctx.db, id);

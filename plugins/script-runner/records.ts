@@ -6,7 +6,6 @@ import type { RunnerTables } from "./migrations.ts";
 
 export const RUNS = "script_runs";
 export const SCENES = "script_scenes";
-export const JOB_ID = /^svc-[0-9a-f]{8}$/;
 
 export interface RunRow {
   job_id: string;

@@ -88,23 +88,18 @@ export interface Installed {
   dict: string;
 }
 
-function executable(path: string): boolean {
+/** Whether this process may use `path` in `mode` (constants.X_OK, constants.R_OK). */
+function allowed(path: string, mode: number): boolean {
   try {
-    accessSync(path, constants.X_OK);
+    accessSync(path, mode);
     return true;
   } catch {
     return false;
   }
 }
 
-function readable(path: string): boolean {
-  try {
-    accessSync(path, constants.R_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
+const executable = (path: string) => allowed(path, constants.X_OK);
+const readable = (path: string) => allowed(path, constants.R_OK);
 
 function resolveBinary(name: string): string | undefined {
   if (name.includes("/")) return executable(name) ? name : undefined;
