@@ -3,7 +3,7 @@
 # unused ones removed, concatenations as templates, ...), then the few findings no fix covers, each rewritten
 # by what its line says (so the edits survive files that moved) or suppressed with the reason it is deliberate.
 # Run once from the repository root, on a clean tree; it ends with `biome check .`, which must find nothing,
-# and the typecheck. Commit the result as one formatting commit.
+# (warnings included) and the typecheck. Commit the result as one formatting commit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,8 +29,8 @@ ignore() {
 }
 
 # 1. Format, sort imports and apply the safe fixes; the second pass settles lines the first one moved.
-npx biome check --write . >/dev/null || true
-npx biome check --write . >/dev/null || true
+npx biome check --write . >/dev/null 2>&1 || true
+npx biome check --write . >/dev/null 2>&1 || true
 
 # 2. Findings without a safe fix, rewritten to the same behaviour.
 replace 'new RegExp(String.raw`<${TIME}>`, "g")' 'new RegExp(`<${TIME}>`, "g")'
@@ -68,7 +68,7 @@ ignore 'checked((fail) => (1 > 0 ? fail("no") : 1))' lint/correctness/noConstant
   'the constant picks the failing branch while both branches keep their types'
 
 # 4. Settle the lines the edits changed, then prove the tree clean.
-npx biome check --write . >/dev/null || true
-npx biome check .
+npx biome check --write . >/dev/null 2>&1 || true
+npx biome check --error-on-warnings .
 npx tsc --noEmit -p .
 [ "$missing" = 0 ] || echo "lint-fix: some edits found nothing (see above); biome check passed regardless" >&2
