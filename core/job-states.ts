@@ -23,15 +23,19 @@ export const PENDING_SUCCESS_FAILED: StateMachine = {
 };
 
 /**
- * A job with no step in between: `queued`, then `success` or `failure` under the names its area uses (a
- * synchronous area's bookkeeping job, a third party's job, a test's).
+ * A job with no step in between: `initial`, then `success` or `failure`, under the names its area uses
+ * (social downloads: `pending`, then `complete` or `failed`; a voiceover: `processing`, then `success` or
+ * `failed`).
  */
-export function queuedThen(success: string, failure: string): StateMachine {
+export function oneStepStates(initial: string, success: string, failure: string): StateMachine {
   return {
-    states: ["queued", success, failure],
-    initial: "queued",
-    transitions: { queued: [success, failure] },
+    states: [initial, success, failure],
+    initial,
+    transitions: { [initial]: [success, failure] },
     terminal: { [success]: "success", [failure]: "failure" },
     failState: failure,
   };
 }
+
+/** `queued`, then `success` or `failure` (a synchronous area's bookkeeping job, a third party's job, a test's). */
+export const queuedThen = (success: string, failure: string): StateMachine => oneStepStates("queued", success, failure);

@@ -16,7 +16,7 @@ export {
 export { JobFailure, progressBetween, type JobKindDeclaration, type JobOutcome, type JobRecoverContext, type JobRunContext, type JobUpdate } from "./jobs.ts";
 export type { OperationLeases } from "./plugin.ts";
 export type { AwaitUpstreamOptions } from "./upstream-waits.ts";
-export { PENDING_SUCCESS_FAILED, QUEUED_PROCESSING_COMPLETE, queuedThen } from "./job-states.ts";
+export { oneStepStates, PENDING_SUCCESS_FAILED, QUEUED_PROCESSING_COMPLETE, queuedThen } from "./job-states.ts";
 export type { JobSubmission, SubmittedJob } from "./ledger.ts";
 export type { StateMachine } from "./job-states.ts";
 

@@ -5,7 +5,7 @@
 //
 // The caps are checked here on what the extractor returned, whatever it promised: the extractor stops
 // early when it can (it knows a post's length before downloading), the plugin holds the line.
-import { isTransient, cleanUpstreamText, type ExtractedItem, ExtractionError, firstAudio, firstVideo, JobFailure, type JobKindDeclaration, type JobRunContext, type MediaEngine, PRIVATE_KEY_PREFIX, sniffImageType, SOCIAL_LIMITS, type SocialExtractor, UPSTREAM_TEXT_LIMITS } from "mediagate/plugin";
+import { isTransient, cleanUpstreamText, type ExtractedItem, ExtractionError, firstAudio, firstVideo, JobFailure, type JobKindDeclaration, oneStepStates, type JobRunContext, type MediaEngine, PRIVATE_KEY_PREFIX, sniffImageType, SOCIAL_LIMITS, type SocialExtractor, UPSTREAM_TEXT_LIMITS } from "mediagate/plugin";
 import { FAILURE_SENTENCES, type FailureReason } from "./errors.ts";
 import type { Platform } from "./hosts.ts";
 import type { DownloadOutput, StoredFile } from "./records.ts";
@@ -75,11 +75,7 @@ async function measure(ctx: JobRunContext, engine: MediaEngine, item: ExtractedI
 }
 
 export const downloadJob: JobKindDeclaration<DownloadInput> = {
-  states: ["pending", "complete", "failed"],
-  initial: "pending",
-  transitions: { pending: ["complete", "failed"] },
-  terminal: { complete: "success", failed: "failure" },
-  failState: "failed",
+  ...oneStepStates("pending", "complete", "failed"),
   failError: FAILURE_SENTENCES.failed,
   retries: 1,
   // A 600-second post may need a full re-encode after its download.
