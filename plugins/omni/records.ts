@@ -2,12 +2,16 @@
 // characters as snapshots (characters.ts, video.ts, batch.ts), Omni video records joined to their jobs
 // (status, list, events, batches, prompt repair). Another account's rows never come back (invariant 4): a
 // foreign id reads exactly like a missing one.
-import type { ColumnType } from "kysely";
+import type { ColumnType, Kysely } from "kysely";
+import type { OmniTables } from "./migrations.ts";
 import { formatTimestamp, jobRecords, type JobRecord, type OmniVoiceSnapshot, type PluginDb, type SpokenRecord } from "mediagate/plugin";
 import { presetById } from "./voices/presets.ts";
 
-export const VOICES_TABLE = "omni_voices";
-export const CHARACTERS_TABLE = "omni_characters";
+/** The database as these reads see it: the Omni tables as migrations.ts declares them. */
+type OmniDb = Kysely<OmniTables>;
+
+export const VOICES_TABLE = "omni_voices" as const;
+export const CHARACTERS_TABLE = "omni_characters" as const;
 export const VIDEOS_TABLE = "omni_videos";
 export const BATCHES_TABLE = "omni_batches";
 
@@ -107,9 +111,9 @@ const unique = (ids: readonly string[]) => [...new Set(ids)];
  * The partner's voices of `ids`, in the order asked (a repeated id answers the same voice again), or null
  * when one of them is missing or another account's.
  */
-export async function findVoices(db: PluginDb, partnerId: string, ids: readonly string[]): Promise<CharacterVoice[] | null> {
+export async function findVoices(db: OmniDb, partnerId: string, ids: readonly string[]): Promise<CharacterVoice[] | null> {
   if (ids.length === 0) return [];
-  const rows = (await db.selectFrom(VOICES_TABLE).selectAll().where("partner_id", "=", partnerId).where("voice_id", "in", unique(ids)).execute()) as VoiceRow[];
+  const rows = await db.selectFrom(VOICES_TABLE).selectAll().where("partner_id", "=", partnerId).where("voice_id", "in", unique(ids)).execute();
   const byId = new Map(rows.map((r) => [r.voice_id, voiceSnapshot(r)]));
   const found = ids.map((id) => byId.get(id));
   return found.every((v) => v !== undefined) ? (found as CharacterVoice[]) : null;
@@ -120,10 +124,10 @@ export type CharacterRecord = Omit<CharacterRow, "voice" | "created_at"> & { voi
 const parsed = <T>(v: unknown): T => (typeof v === "string" ? (JSON.parse(v) as T) : (v as T));
 
 /** The partner's characters of `ids`, in the order asked, or null when one is missing or another account's. */
-export async function findCharacters(db: PluginDb, partnerId: string, ids: readonly string[]): Promise<CharacterRecord[] | null> {
+export async function findCharacters(db: OmniDb, partnerId: string, ids: readonly string[]): Promise<CharacterRecord[] | null> {
   if (ids.length === 0) return [];
   const rows = await db.selectFrom(CHARACTERS_TABLE).selectAll().where("partner_id", "=", partnerId).where("character_id", "in", unique(ids)).execute();
-  const byId = new Map(rows.map((r: any) => [r.character_id as string, { ...r, voice: parsed<CharacterVoice | null>(r.voice) } as CharacterRecord]));
+  const byId = new Map(rows.map((r) => [r.character_id, { ...r, voice: parsed<CharacterVoice | null>(r.voice) }]));
   const found = ids.map((id) => byId.get(id));
   return found.every((c) => c !== undefined) ? (found as CharacterRecord[]) : null;
 }

@@ -5,31 +5,14 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { type CapabilityHost, definePlugin } from "../../core/plugin.ts";
-import type { MediaEngine } from "../../lib/media/index.ts";
 import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
-import { batchStatus } from "../../plugins/omni/batch/operations.ts";
-import omniSandbox from "../../plugins/omni/sandbox.ts";
+import { batchStatus } from "../../plugins/omni/batch/records.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
-import { memoizedEngine, newRunCache } from "../helpers/memo-engine.ts";
-import { balance, character, ledgerSum, OMNI_LIMITS, OMNI_PLUGINS, png, until } from "./helpers.ts";
+import { newRunCache } from "../helpers/memo-engine.ts";
+import { balance, character, ledgerSum, OMNI_LIMITS, omniPluginsSharingRenders, png, until } from "./helpers.ts";
 
-// The sandbox renders a 1080p clip per section (seconds of x264 each), deterministically from the request:
-// its engine renders each distinct ffmpeg run once per file (test/helpers/memo-engine.ts), so the same
-// section on the other backend, or again in another test, shares the first render. The sandbox's markers,
-// speech and arguments still run per job.
-const renders = newRunCache();
-const sharedRenders = definePlugin({
-  ...omniSandbox,
-  provides: {
-    "omni.generate": (host: CapabilityHost) => {
-      let media: MediaEngine | undefined;
-      const capability = ((name: string) => (name === "media" ? (media ??= memoizedEngine(host.capability("media"), renders)) : host.capability(name as any))) as CapabilityHost["capability"];
-      return omniSandbox.provides["omni.generate"]({ ...host, capability });
-    },
-  },
-});
-const PLUGINS = OMNI_PLUGINS.map((p) => (p === omniSandbox ? sharedRenders : p));
+// Each distinct render once per file (test/omni/helpers.ts omniPluginsSharingRenders).
+const PLUGINS = omniPluginsSharingRenders(newRunCache());
 
 suite("batch status rule")("derived from the sections", () => {
   const s = (state: string, finished = true) => ({ state, finished });

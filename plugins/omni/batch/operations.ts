@@ -19,12 +19,11 @@
 // - The batch view adds `sections_complete` and `credits_refunded`; `credits_remaining` is the balance at the
 //   time of the answer. The list is `{batches, total, limit, offset}` of the same views, newest first.
 // - `sections[].content` is the clip's prompt; `sections[].image_base64` is a reference image of that clip.
-import type { Selectable } from "kysely";
 import { z } from "zod";
 import {
   ApiError,
+  isJobId,
   limitParam,
-  listPage,
   notFound,
   offsetParam,
   operation,
@@ -32,184 +31,17 @@ import {
   PAGE_BOUNDS,
   pageBody,
   pageShape,
-  partnerJobIdField,
-  type PluginDb,
-  type VideoFrame, checkPicture, decodeImageBase64, IMAGE_EXT,
+  IMAGE_EXT,
 } from "mediagate/plugin";
 import { OMNI_ERRORS } from "../errors.ts";
-import { ASPECT_RATIOS, DEFAULT_SECTION_DURATION, DURATIONS, frameSize, LIMITS, OMNI_FEATURE, OMNI_PAUSE, type OmniAspectRatio, type OmniDuration, sectionPrice } from "../prices.ts";
-import { BATCHES_TABLE, type BatchRow, findCharacters, omniVideos, type OmniVideoRecord, timestamp } from "../records.ts";
+import { frameSize, OMNI_FEATURE, OMNI_PAUSE, type OmniAspectRatio, sectionPrice } from "../prices.ts";
+import { BATCHES_TABLE, findCharacters } from "../records.ts";
 import type { OmniJobInput } from "../videos/types.ts";
-import { isPromptFixable } from "../videos/records.ts";
 import { characterSnapshot, insertVideoRecord, PendingUploads } from "../videos/submit.ts";
+import { BatchInput, type SectionInput, sectionImages } from "./input.ts";
+import { batchPage, batchShape, batchView, findBatch, sectionShape, sectionsOf } from "./records.ts";
 
-const BATCH_ID = /^svc-[0-9a-f]{8}$/;
 const BATCH_RESOLUTION = "1080p" as const;
-
-// ---------------------------------------------------------------------------------------------------------
-// The request.
-
-interface SectionInput {
-  id: string | null;
-  title: string | null;
-  content: string;
-  characterId: string | null;
-  duration: OmniDuration;
-  /** Base64 as sent (checked for size and kind in the handler, where a 413 can be told apart). */
-  imageBase64: string | null;
-}
-
-const optionalString = (v: unknown) => v === undefined || v === null || typeof v === "string";
-
-const BatchInput = z
-  .object({
-    character_id: z.unknown().optional().meta({ type: "string" }),
-    sections: z.unknown().optional().meta({
-      type: "array",
-      minItems: LIMITS.sectionsMin,
-      maxItems: LIMITS.sectionsMax,
-      items: {
-        type: "object",
-        required: ["content"],
-        properties: {
-          id: { type: "string" },
-          title: { type: "string" },
-          content: { type: "string", maxLength: LIMITS.sectionContentChars },
-          character_id: { type: "string" },
-          duration: { type: "integer", enum: [...DURATIONS], default: DEFAULT_SECTION_DURATION },
-          image_base64: { type: "string" },
-        },
-      },
-    }),
-    aspect_ratio: z.unknown().optional().meta({ type: "string", enum: [...ASPECT_RATIOS], default: ASPECT_RATIOS[0] }),
-    partner_job_id: partnerJobIdField().meta({ type: "string" }),
-  })
-  .meta({ required: ["character_id", "sections"] })
-  .transform((raw, c) => {
-    const fail = (message: string) => (c.addIssue({ code: "custom", message }), z.NEVER);
-    if (typeof raw.character_id !== "string" || raw.character_id.trim() === "") return fail(OMNI_ERRORS.characterIdRequired);
-    const list = raw.sections;
-    if (!Array.isArray(list) || list.length < LIMITS.sectionsMin || list.length > LIMITS.sectionsMax) return fail(OMNI_ERRORS.sectionsRequired);
-    const sections: SectionInput[] = [];
-    for (const [i, s] of list.entries()) {
-      if (s === null || typeof s !== "object" || Array.isArray(s)) return fail(OMNI_ERRORS.sectionContentRequired(i));
-      const o = s as Record<string, unknown>;
-      if (typeof o.content !== "string" || o.content.trim() === "") return fail(OMNI_ERRORS.sectionContentRequired(i));
-      if (o.content.length > LIMITS.sectionContentChars) return fail(OMNI_ERRORS.sectionContentTooLong(i));
-      for (const field of ["id", "title", "character_id", "image_base64"]) if (!optionalString(o[field])) return fail(OMNI_ERRORS.sectionField(i, field));
-      const duration = o.duration ?? DEFAULT_SECTION_DURATION;
-      if (typeof duration !== "number" || !(DURATIONS as readonly number[]).includes(duration)) return fail(OMNI_ERRORS.sectionDuration(i));
-      sections.push({
-        id: (o.id as string | undefined) ?? null,
-        title: (o.title as string | undefined) ?? null,
-        content: o.content,
-        characterId: (o.character_id as string | undefined) || null,
-        duration: duration as OmniDuration,
-        imageBase64: (o.image_base64 as string | undefined) || null,
-      });
-    }
-    const aspect = raw.aspect_ratio ?? ASPECT_RATIOS[0];
-    if (typeof aspect !== "string" || !(ASPECT_RATIOS as readonly string[]).includes(aspect)) return fail(OMNI_ERRORS.invalidAspectRatio);
-    return { characterId: raw.character_id, sections, aspectRatio: aspect as OmniAspectRatio, partnerJobId: raw.partner_job_id };
-  });
-
-/** Each section's reference image decoded: 413 over 20 MB each or 72 MB together, 400 when not an image. */
-function sectionImages(sections: readonly SectionInput[]): Array<VideoFrame | null> {
-  let total = 0;
-  return sections.map((s, i) => {
-    if (!s.imageBase64) return null;
-    const decoded = decodeImageBase64(s.imageBase64, LIMITS.imageMaxBytes);
-    if (!decoded.ok) throw decoded.reason === "too_large" ? new ApiError(413, OMNI_ERRORS.sectionImageTooLarge(i)) : new ApiError(400, OMNI_ERRORS.sectionImage(i));
-    if (!checkPicture(decoded.image.bytes).ok) throw new ApiError(400, OMNI_ERRORS.sectionImage(i)); // over the pixel budget (lib/media/budgets.ts)
-    total += decoded.image.bytes.byteLength;
-    if (total > LIMITS.imagesMaxTotalBytes) throw new ApiError(413, OMNI_ERRORS.sectionImagesTooLarge);
-    return decoded.image;
-  });
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Reading.
-
-type BatchStatus = "processing" | "complete" | "partial" | "error";
-
-/** The rule of the header: derived from the sections. */
-export function batchStatus(states: readonly { state: string; finished: boolean }[]): BatchStatus {
-  if (states.some((s) => !s.finished)) return "processing";
-  const complete = states.filter((s) => s.state === "complete").length;
-  if (complete === states.length) return "complete";
-  return complete === 0 ? "error" : "partial";
-}
-
-const sectionId = (row: OmniVideoRecord) => row.section_id ?? `section-${(row.section_index ?? 0) + 1}`;
-
-type Batch = Selectable<BatchRow>;
-
-function batchView(batch: Batch, sections: OmniVideoRecord[], mediaUrl: (key: string) => string, creditsRemaining: number) {
-  return {
-    batch_id: batch.batch_id,
-    partner_job_id: batch.partner_job_id,
-    status: batchStatus(sections.map((s) => ({ state: s.state, finished: s.finished_at !== null }))),
-    aspect_ratio: batch.aspect_ratio,
-    resolution: batch.resolution,
-    section_count: Number(batch.section_count),
-    sections_complete: sections.filter((s) => s.state === "complete").length,
-    jobs: sections.map((s) => ({
-      section_id: sectionId(s),
-      title: s.section_title,
-      job_id: s.job_id,
-      duration: Number(s.duration),
-      credits_used: Number(s.credits_used),
-      status: s.state,
-      video_url: s.state === "complete" && s.output ? mediaUrl(s.output.video_key) : null,
-      error: s.error,
-      prompt_fixable: isPromptFixable(s),
-      credits_refunded: Number(s.credits_refunded),
-    })),
-    credits_used: Number(batch.credits_used),
-    credits_refunded: sections.reduce((sum, s) => sum + Number(s.credits_refunded), 0),
-    credits_remaining: creditsRemaining,
-    created_at: timestamp(batch.created_at),
-  };
-}
-
-const sectionShape = z.object({
-  section_id: z.string(),
-  title: z.string().nullable(),
-  job_id: z.string(),
-  duration: z.number().int(),
-  credits_used: z.number().int(),
-  status: z.string(),
-  video_url: z.string().nullable(),
-  error: z.string().nullable(),
-  prompt_fixable: z.boolean(),
-  credits_refunded: z.number().int(),
-});
-
-const batchShape = z.object({
-  batch_id: z.string(),
-  partner_job_id: z.string().nullable(),
-  status: z.enum(["processing", "complete", "partial", "error"]),
-  aspect_ratio: z.string(),
-  resolution: z.string(),
-  section_count: z.number().int(),
-  sections_complete: z.number().int(),
-  jobs: z.array(sectionShape),
-  credits_used: z.number().int(),
-  credits_refunded: z.number().int(),
-  credits_remaining: z.number().int(),
-  created_at: z.string(),
-});
-
-async function sectionsOf(db: PluginDb, partnerId: string, batchIds: readonly string[]): Promise<Map<string, OmniVideoRecord[]>> {
-  const by = new Map<string, OmniVideoRecord[]>(batchIds.map((id) => [id, []]));
-  if (batchIds.length === 0) return by;
-  const rows = await omniVideos.owned(db, partnerId).where("r.batch_id", "in", batchIds).orderBy("r.section_index", "asc").execute();
-  for (const r of rows) by.get(r.batch_id!)?.push(r);
-  return by;
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Operations.
 
 const createBatch = operation({
   method: "POST",
@@ -282,7 +114,7 @@ const createBatch = operation({
 
 /** One charge, one ledger line, one job per section with its own share and input, one group (the batch's id). */
 async function submitSections(
-  ctx: OperationContext<any>,
+  ctx: OperationContext,
   a: { credits: number; shares: number[]; inputs: OmniJobInput[]; sections: SectionInput[]; characterIds: string[]; aspectRatio: OmniAspectRatio; partnerJobId: string | null },
 ) {
   return ctx.submitJob({
@@ -290,7 +122,7 @@ async function submitSections(
     state: "processing",
     credits: a.credits,
     shares: a.shares,
-    inputs: a.inputs as unknown as Record<string, unknown>[],
+    inputs: a.inputs.map((input) => ({ ...input })),
     group: true,
     partnerJobId: a.partnerJobId,
     description: `Omni batch: ${a.sections.length} sections`,
@@ -332,8 +164,8 @@ const batchStatusOp = operation({
   output: batchShape,
   async handle(ctx) {
     const id = ctx.params.batch_id ?? "";
-    if (!BATCH_ID.test(id)) throw notFound();
-    const batch = (await ctx.db.selectFrom(BATCHES_TABLE).selectAll().where("partner_id", "=", ctx.partner.id).where("batch_id", "=", id).executeTakeFirst()) as Batch | undefined;
+    if (!isJobId(id)) throw notFound();
+    const batch = await findBatch(ctx.db, ctx.partner.id, id);
     if (!batch) throw notFound();
     const sections = (await sectionsOf(ctx.db, ctx.partner.id, [id])).get(id)!;
     return batchView(batch, sections, ctx.mediaUrl, await ctx.account.balance(ctx.partner.id));
@@ -348,8 +180,7 @@ const listBatches = operation({
   input: z.object({ limit: limitParam(PAGE_BOUNDS.omniBatches), offset: offsetParam }),
   output: pageShape("batches", batchShape),
   async handle(ctx) {
-    const query = ctx.db.selectFrom(BATCHES_TABLE).selectAll().where("partner_id", "=", ctx.partner.id).orderBy("created_at", "desc").orderBy("batch_id", "desc");
-    const page = (await listPage(query, ctx.input)) as { rows: Batch[]; total: number };
+    const page = await batchPage(ctx.db, ctx.partner.id, ctx.input);
     const sections = await sectionsOf(ctx.db, ctx.partner.id, page.rows.map((r) => r.batch_id));
     const balance = await ctx.account.balance(ctx.partner.id);
     return pageBody("batches", page, ctx.input, (b) => batchView(b, sections.get(b.batch_id)!, ctx.mediaUrl, balance));

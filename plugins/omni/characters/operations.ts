@@ -17,8 +17,9 @@
 // - A storage failure before the charge is a 502 with nothing charged; there is no failure after it.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, deleteFromLibrary, isOutboundError, listLibrary, operation, type OutboundGuard, partnerJobIdField, type VideoFrame, checkPicture, decodeImageBase64, IMAGE_EXT, imageKind } from "mediagate/plugin";
+import { ApiError, isOutboundError, listLibrary, operation, type OutboundGuard, partnerJobIdField, type VideoFrame, checkPicture, decodeImageBase64, IMAGE_EXT, imageKind } from "mediagate/plugin";
 import { OMNI_ERRORS } from "../errors.ts";
+import { libraryDeleteOperation } from "../library.ts";
 import { characterPrice, LIMITS, OMNI_FEATURE, OMNI_PAUSE } from "../prices.ts";
 import { CHARACTERS_TABLE, type CharacterRecord, type CharacterVoice, findVoices, timestamp } from "../records.ts";
 
@@ -86,16 +87,7 @@ const createCharacter = operation({
   // A 20 MB image is about 28 MB of base64; the decoded size is checked exactly below.
   maxBodyBytes: 30_000_000,
   bodyTooLarge: OMNI_ERRORS.imageTooLarge,
-  output: z.object({
-    character_id: z.string(),
-    partner_job_id: z.string().nullable(),
-    name: z.string(),
-    description: z.string(),
-    image_url: z.string(),
-    voice_id: z.string().nullable(),
-    credits_used: z.number().int(),
-    credits_remaining: z.number().int(),
-  }),
+  output: characterShape.omit({ voice: true, created_at: true }).extend({ credits_used: z.number().int(), credits_remaining: z.number().int() }),
   async handle(ctx) {
     if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, OMNI_ERRORS.unavailable);
     const req = ctx.input;
@@ -212,15 +204,6 @@ const listCharacters = operation({
   },
 });
 
-const deleteCharacter = operation({
-  method: "DELETE",
-  path: "/omni/characters/<id>",
-  feature: OMNI_FEATURE,
-  summary: "Delete a character",
-  output: z.object({ ok: z.literal(true), deleted_id: z.string() }),
-  async handle(ctx) {
-    return deleteFromLibrary(ctx.db, ctx.blobs, CHARACTER_LIBRARY, ctx.partner.id, ctx.params.id, OMNI_ERRORS.notFound);
-  },
-});
+const deleteCharacter = libraryDeleteOperation({ path: "/omni/characters/<id>", summary: "Delete a character", library: CHARACTER_LIBRARY });
 
 export const characterOperations = [createCharacter, listCharacters, deleteCharacter];

@@ -12,12 +12,17 @@
 //   example_dialogue, sample_url, created_at.
 // - DELETE removes the row and its sample; characters keep the voice they were created with (a snapshot).
 import { createHash } from "node:crypto";
+import type { Selectable } from "kysely";
 import { z } from "zod";
-import { allocateServiceId, ApiError, type BlobStore, deleteFromLibrary, listLibrary, mediaToken, operation, partnerJobIdField, speak } from "mediagate/plugin";
+import { allocateServiceId, ApiError, type BlobStore, listLibrary, mediaToken, operation, partnerJobIdField, speak } from "mediagate/plugin";
 import { OMNI_ERRORS } from "../errors.ts";
+import { libraryDeleteOperation } from "../library.ts";
 import { LIMITS, OMNI_FEATURE, OMNI_PAUSE } from "../prices.ts";
 import { presetById, VOICE_PRESETS, type VoicePreset } from "./presets.ts";
 import { timestamp, VOICES_TABLE, type VoiceRow } from "../records.ts";
+
+/** A voice row as read back (its creation time a Date). */
+type Voice = Selectable<VoiceRow>;
 
 /** Voices as a library: DELETE removes the row and its sample. */
 const VOICE_LIBRARY = { table: VOICES_TABLE, id: "voice_id", file: "sample_key" };
@@ -68,7 +73,7 @@ const voiceShape = z.object({
   created_at: z.string(),
 });
 
-function voiceView(row: VoiceRow, mediaUrl: (key: string) => string): z.infer<typeof voiceShape> {
+function voiceView(row: Voice, mediaUrl: (key: string) => string): z.infer<typeof voiceShape> {
   const preset = presetById(row.base_voice);
   return {
     voice_id: row.voice_id,
@@ -81,7 +86,7 @@ function voiceView(row: VoiceRow, mediaUrl: (key: string) => string): z.infer<ty
     description: row.description,
     example_dialogue: row.example_dialogue,
     sample_url: mediaUrl(row.sample_key),
-    created_at: timestamp(row.created_at as unknown as Date),
+    created_at: timestamp(row.created_at),
   };
 }
 
@@ -155,7 +160,7 @@ const createVoice = operation({
           .values({ voice_id: voiceId, partner_id: ctx.partner.id, partner_job_id: partnerJobId, name, base_voice: preset.id, description, example_dialogue: exampleDialogue, sample_key: key })
           .returningAll()
           .executeTakeFirstOrThrow();
-      })) as VoiceRow;
+      })) as Voice;
       return voiceView(row, ctx.mediaUrl);
     } catch (err) {
       await ctx.blobs.remove(key).catch(() => {});
@@ -171,20 +176,11 @@ const listVoices = operation({
   summary: "This account's voices, newest first",
   output: z.object({ voices: z.array(voiceShape) }),
   async handle(ctx) {
-    const rows = await listLibrary<VoiceRow>(ctx.db, VOICE_LIBRARY, ctx.partner.id);
+    const rows = await listLibrary<Voice>(ctx.db, VOICE_LIBRARY, ctx.partner.id);
     return { voices: rows.map((r) => voiceView(r, ctx.mediaUrl)) };
   },
 });
 
-const deleteVoice = operation({
-  method: "DELETE",
-  path: "/omni/voices/<id>",
-  feature: OMNI_FEATURE,
-  summary: "Delete a voice (characters created with it keep it)",
-  output: z.object({ ok: z.literal(true), deleted_id: z.string() }),
-  async handle(ctx) {
-    return deleteFromLibrary(ctx.db, ctx.blobs, VOICE_LIBRARY, ctx.partner.id, ctx.params.id, OMNI_ERRORS.notFound);
-  },
-});
+const deleteVoice = libraryDeleteOperation({ path: "/omni/voices/<id>", summary: "Delete a voice (characters created with it keep it)", library: VOICE_LIBRARY });
 
 export const voiceOperations = [listPresets, createVoice, listVoices, deleteVoice];
