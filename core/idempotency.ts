@@ -24,6 +24,7 @@
 // 409 "still being processed", as before.
 import { createHash } from "node:crypto";
 import type { Kysely } from "kysely";
+import type { KernelTables } from "../storage/tables.ts";
 import type { Clock } from "./clock.ts";
 import type { Leases } from "./leases.ts";
 import { ApiError } from "../lib/api-error.ts";
@@ -90,7 +91,7 @@ export interface IdempotencyStore {
   /** The first response to replay, or null when this request is the first (or the key's window passed). */
   replay(partnerId: string, key: string, hash: string, orphan?: OrphanAnswer): Promise<StoredResponse | null>;
   /** Inside the charge's transaction: claims the key for `jobId`. A lost race throws {@link IdempotencyRace}. */
-  claim(trx: Kysely<any>, partnerId: string, key: string, endpoint: string, hash: string, jobId: string): Promise<void>;
+  claim(trx: Kysely<KernelTables>, partnerId: string, key: string, endpoint: string, hash: string, jobId: string): Promise<void>;
   /** Keeps the response of a request that claimed its key. */
   store(partnerId: string, key: string, response: StoredResponse): Promise<void>;
   /** A request that claimed its key ends without storing an answer (an outage, its own Response): its lease goes. */
@@ -106,7 +107,7 @@ export type OrphanAnswer = (jobId: string) => Promise<StoredResponse | null>;
 export const idempotencyLeaseKey = (partnerId: string, key: string) => `idem:${partnerId}:${key}`;
 
 /** The default answer for a key whose request died (see the top of this file). */
-export async function defaultOrphanAnswer(db: Kysely<any>, jobId: string, requestId: string): Promise<StoredResponse | null> {
+export async function defaultOrphanAnswer(db: Kysely<KernelTables>, jobId: string, requestId: string): Promise<StoredResponse | null> {
   const job = await db.selectFrom("jobs").select(["id", "state", "error", "credits_used"]).where("id", "=", jobId).executeTakeFirst();
   if (!job) return null;
   return { status: 200, body: { request_id: requestId, job_id: job.id, status: job.state, error: job.error ?? null, credits_used: Number(job.credits_used) } };
@@ -117,7 +118,7 @@ export class IdempotencyRace extends Error {}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export function createIdempotencyStore(db: Kysely<any>, clock: Clock, leases: Pick<Leases, "take" | "release" | "isHeld">): IdempotencyStore {
+export function createIdempotencyStore(db: Kysely<KernelTables>, clock: Clock, leases: Pick<Leases, "take" | "release" | "isHeld">): IdempotencyStore {
   const since = () => new Date(clock.now() - IDEMPOTENCY_WINDOW_MS);
   const read = (partnerId: string, key: string) =>
     db.selectFrom(IDEMPOTENCY_TABLE).select(["job_id", "request_hash", "status", "body"]).where("partner_id", "=", partnerId).where("key", "=", key).where("created_at", ">", since()).executeTakeFirst() as Promise<Row | undefined>;

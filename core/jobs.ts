@@ -16,7 +16,7 @@
 //   kind's `retries`; crashes and transient errors spend the queue's own, larger budget (JOB_CRASH_RETRIES);
 // - a retry of a job that already reached a terminal state (a crash between our commit and pg-boss's
 //   completion) finds `finished_at` set and does nothing;
-// - a job waiting on an upstream holds no slot: its attempt parks and the next poll is a delayed queue job
+// - a job waiting on an upstream holds no slot: its attempt stops and the next poll is a delayed queue job
 //   committed with the wait's new sequence number (core/upstream-waits.ts), so a restart at any moment
 //   leaves exactly one queue job that may poll.
 import type { Kysely, RawBuilder } from "kysely";
@@ -38,7 +38,7 @@ import type { Webhooks } from "./webhooks.ts";
 import type { UpstreamProvider } from "../contracts/upstream.ts";
 import type { Leases } from "./leases.ts";
 import { isTransient } from "./transient.ts";
-import { AttemptWaits, claimWait, commitPark, type AwaitUpstreamOptions, type Park, type WaitsDeps } from "./upstream-waits.ts";
+import { AttemptWaits, claimWait, scheduleNextPoll, type AwaitUpstreamOptions, type NextPoll, type WaitsDeps } from "./upstream-waits.ts";
 
 export interface JobKindDeclaration<Input = any> {
   /** Every state, in the spec's words. */
@@ -192,7 +192,7 @@ export interface JobRunContext<Input = any> {
   /**
    * Hands work to an upstream that submits and polls (contracts/upstream.ts) and gives its result. The
    * first call of a `step` builds the request (only then) and submits it; while the upstream is pending the
-   * attempt parks, holding no slot, and the runner runs again from the top at the next poll, where this call
+   * attempt stops until the next poll, holding no slot, and the runner runs again from the top at the next poll, where this call
    * finds the stored handle and polls it. So the code before it must be cheap to repeat and idempotent
    * (move states only when still in the earlier one), and what is costly to assemble belongs in `build`.
    * Calling it with another `step` (the next provider of a chain) submits anew. Throws what the upstream's
@@ -367,10 +367,10 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       .executeTakeFirst();
     if (!row || row.finished_at !== null) return; // already ended: a retry after our commit
     const claim = await claimWait(background, jobId, qjob.data.seq ?? 0, qjob.id, row.wait_seq);
-    if (!claim) return; // a poll another queue job now stands for (overtaken by a callback, or after a park)
+    if (!claim) return; // a poll another queue job now stands for (overtaken by a callback, or after a stop until the next poll)
     // Which process ran which attempt, for an operator following a job across workers (LOG_LEVEL=debug).
     log.debug(`${k.plugin}/${k.kind} job ${jobId}: attempt ${qjob.retryCount + 1} started`);
-    // Aborted by the queue (expiry, shutdown) or by a park: either way this attempt writes nothing more.
+    // Aborted by the queue (expiry, shutdown) or by a stop until the next poll: either way this attempt writes nothing more.
     const attemptController = new AbortController();
     const signal = attemptController.signal;
     const abort = () => {
@@ -383,17 +383,17 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     };
     if (qjob.signal?.aborted) abort();
     else qjob.signal?.addEventListener("abort", abort, { once: true });
-    let parkWith: (park: Park) => void = () => {};
-    const parked = new Promise<Park>((resolve) => (parkWith = resolve));
+    let pollLaterWith: (next: NextPoll) => void = () => {};
+    const pollLater = new Promise<NextPoll>((resolve) => (pollLaterWith = resolve));
     const waits = new AttemptWaits(
       waitsDeps,
       jobId,
       qjob.id,
       claim.wait,
       signal,
-      (park) => {
-        attemptController.abort(new Error(`job ${jobId}: parked until its upstream's next poll`));
-        parkWith(park);
+      (next) => {
+        attemptController.abort(new Error(`job ${jobId}: stopped until its upstream's next poll`));
+        pollLaterWith(next);
       },
       (reason) => attemptController.abort(reason),
     );
@@ -482,11 +482,11 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     let outcome: JobOutcome;
     try {
       const running = k.decl.run!(ctx); // queued kinds only (startWorkers)
-      running.catch(() => {}); // after a park nothing awaits it
-      const first = await Promise.race([running.then((o) => ({ outcome: o })), parked.then((park) => ({ park }))]);
-      if ("park" in first) {
+      running.catch(() => {}); // stopped until the next poll, nothing awaits it
+      const first = await Promise.race([running.then((o) => ({ outcome: o })), pollLater.then((nextPoll) => ({ nextPoll }))]);
+      if ("nextPoll" in first) {
         // Not when the queue gave up on this attempt meanwhile: another may hold the claim (it is fenced, too).
-        if (!qjob.signal?.aborted) await park(k, jobId, qjob.id, first.park);
+        if (!qjob.signal?.aborted) await queueNextPoll(k, jobId, qjob.id, first.nextPoll);
         return;
       }
       outcome = first.outcome;
@@ -532,9 +532,9 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
   }
 
   /** Ends an attempt that waits: the next poll is queued with the wait's next seq, in one transaction. */
-  async function park(k: CompiledKind, jobId: string, queueJobId: string, p: Park) {
+  async function queueNextPoll(k: CompiledKind, jobId: string, queueJobId: string, p: NextPoll) {
     const nextPollAt = new Date(deps.clock.now() + p.delayMs);
-    const delay = await commitPark(background, p, queueJobId, nextPollAt, (trx, seq, delaySeconds) => enqueue(trx, queue, k.queue, { jobId, seq }, delaySeconds));
+    const delay = await scheduleNextPoll(background, p, queueJobId, nextPollAt, (trx, seq, delaySeconds) => enqueue(trx, queue, k.queue, { jobId, seq }, delaySeconds));
     if (delay === null) log.warn(`${k.plugin}/${k.kind} job ${jobId}: its wait moved under this attempt; another poll stands for it`);
     else queue.wake(k.queue, delay);
   }
@@ -656,7 +656,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
         const row = await trx.selectFrom("job_waits").select(["seq", "parked", "done"]).where("job_id", "=", waiting.job_id).forUpdate().executeTakeFirst();
         if (!row || row.done) return null;
         if (!row.parked) {
-          // Being polled now: the park that ends that poll schedules the next one at once.
+          // Being polled now: the stop that ends that poll schedules the next one at once.
           await trx.updateTable("job_waits").set({ wake: true }).where("job_id", "=", waiting.job_id).execute();
           return false;
         }

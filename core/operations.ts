@@ -114,7 +114,7 @@ function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke {
 
       const requestId = call.requestId ?? newRequestId();
       let answerStatus: number = status;
-      const ctx: OperationContext<any> = {
+      const ctx: OperationContext<unknown> = {
         requestId,
         endpoint: op.endpoint,
         partner,

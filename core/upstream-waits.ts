@@ -2,19 +2,19 @@
 //
 // A runner calls `ctx.awaitUpstream(step, provider, build)`. The first time, it builds the request, submits
 // it and stores the handle in `job_waits`; from then on each attempt of the job polls that handle. While the
-// upstream says "pending", the attempt parks: the runtime (core/jobs.ts) commits the next poll as a delayed
+// upstream says "pending", the attempt stops until the next poll: the runtime (core/jobs.ts) commits the next poll as a delayed
 // queue job and ends the attempt, so the slot goes back to the pool and the wait costs a row. The runner's
-// code is written straight through: `awaitUpstream` simply never resolves in an attempt that parks (the
+// code is written straight through: `awaitUpstream` simply never resolves in an attempt that stops (the
 // attempt's signal is aborted and its promise dropped), and the next attempt runs the runner from the top,
 // where `awaitUpstream` finds the stored handle instead of submitting again.
 //
 // One poller per handle, across processes and crashes, by a sequence number:
 // - every queue job of a waiting job carries the `seq` it was sent with, and only the queue job whose `seq`
 //   is the row's may run (a stale one, e.g. the delayed poll a callback overtook, does nothing);
-// - an attempt claims the row (`claimed_by` = its queue job id) before it polls; parking moves `seq` on in
+// - an attempt claims the row (`claimed_by` = its queue job id) before it polls; stopping until the next poll moves `seq` on in
 //   the transaction that sends the next queue job, so a crash before that commit leaves the same queue job
 //   to be retried (same id, same claim) and a crash after it leaves only the new one;
-// - a callback moves `seq` on only while the row is parked; during a poll it sets `wake`, and the park that
+// - a callback moves `seq` on only while the row is `parked` (no attempt holds it); during a poll it sets `wake`, and the stop that
 //   follows schedules the next poll at once.
 import { createHmac } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
@@ -30,10 +30,10 @@ import type { Selectable } from "kysely";
 export const PROVIDER_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 /** The longest the runtime waits between polls when the provider does not say. */
 const MAX_DEFAULT_DELAY_MS = 30_000;
-/** Polls answered "again soon" in one attempt before the attempt parks anyway (a provider's bug). */
+/** Polls answered "again soon" in one attempt before the attempt stops until the next poll anyway (a provider's bug). */
 const INLINE_POLLS = 10;
 /**
- * A wait this short is slept in place: parking costs two transactions and a fetch, more than holding the
+ * A wait this short is slept in place: stopping until the next poll costs two transactions and a fetch, more than holding the
  * slot a quarter of a second (and delayed queue jobs come due in whole seconds).
  */
 const INLINE_WAIT_MS = 250;
@@ -53,8 +53,8 @@ export interface AwaitUpstreamOptions {
   onProgress?(fraction: number, message?: string): Promise<void> | void;
 }
 
-/** What an attempt that parks asks the runtime to commit. */
-export interface Park {
+/** What an attempt that stops until its upstream's next poll asks the runtime to commit. */
+export interface NextPoll {
   wait: WaitRow;
   delayMs: number;
 }
@@ -106,20 +106,20 @@ export async function claimWait(db: Kysely<KernelTables>, jobId: string, seq: nu
 }
 
 /**
- * Commits a park: moves `seq` on and sends the next poll in one transaction. Returns the delay used (0 when
+ * Commits the next poll of an attempt that stops: moves `seq` on and sends the next poll in one transaction. Returns the delay used (0 when
  * a callback asked for an early poll), or null when the claim was lost (nothing is sent).
  */
-export async function commitPark(
+export async function scheduleNextPoll(
   db: Kysely<KernelTables>,
-  park: Park,
+  next: NextPoll,
   queueJobId: string,
   nextPollAt: Date,
   send: (trx: Transaction<KernelTables>, seq: number, delaySeconds: number) => Promise<void>,
 ): Promise<number | null> {
   return db.transaction().execute(async (trx) => {
-    const row = await trx.selectFrom("job_waits").select(["seq", "wake", "claimed_by"]).where("job_id", "=", park.wait.job_id).forUpdate().executeTakeFirst();
-    if (!row || row.seq !== park.wait.seq || row.claimed_by !== queueJobId) return null;
-    const delaySeconds = row.wake ? 0 : Math.ceil(park.delayMs / 1000);
+    const row = await trx.selectFrom("job_waits").select(["seq", "wake", "claimed_by"]).where("job_id", "=", next.wait.job_id).forUpdate().executeTakeFirst();
+    if (!row || row.seq !== next.wait.seq || row.claimed_by !== queueJobId) return null;
+    const delaySeconds = row.wake ? 0 : Math.ceil(next.delayMs / 1000);
     await trx
       .updateTable("job_waits")
       .set({
@@ -127,12 +127,12 @@ export async function commitPark(
         parked: true,
         claimed_by: null,
         wake: false,
-        handle: JSON.stringify(park.wait.handle),
-        polls: park.wait.polls,
-        errors: park.wait.errors,
+        handle: JSON.stringify(next.wait.handle),
+        polls: next.wait.polls,
+        errors: next.wait.errors,
         next_poll_at: row.wake ? sql<Date>`now()` : nextPollAt,
       })
-      .where("job_id", "=", park.wait.job_id)
+      .where("job_id", "=", next.wait.job_id)
       .execute();
     await send(trx, row.seq + 1, delaySeconds);
     return delaySeconds;
@@ -154,8 +154,8 @@ export class AttemptWaits {
     private readonly queueJobId: string,
     private wait: WaitRow | undefined,
     private readonly signal: AbortSignal,
-    /** Called once when the attempt parks; the runtime commits it and ends the attempt. */
-    private readonly onPark: (park: Park) => void,
+    /** Called once when the attempt stops until the next poll; the runtime commits it and ends the attempt. */
+    private readonly onPollLater: (next: NextPoll) => void,
     /**
      * Ends the attempt as abandoned, for a failure of the wait's own bookkeeping (a database error, a claim
      * lost): the runners' `if (ctx.signal.aborted) throw err` then passes it through untouched, and the queue
@@ -226,7 +226,7 @@ export class AttemptWaits {
       }
       this.wait = w = stored;
       const first = handle.pollAfterMs ?? 0;
-      if (!this.mayWaitInPlace(first)) return this.park(w, first);
+      if (!this.mayWaitInPlace(first)) return this.pollLater(w, first);
       if (first > 0) await sleepUnlessAborted(first, this.signal);
     }
 
@@ -241,7 +241,7 @@ export class AttemptWaits {
         const errors = w.errors + 1;
         if (errors >= MAX_POLL_ERRORS) throw err;
         log.warn(`job ${this.jobId}: polling ${provider.name} failed (${errors} in a row), trying again: ${err instanceof Error ? err.message : String(err)}`);
-        return this.park({ ...w, errors }, errorBackoff(errors));
+        return this.pollLater({ ...w, errors }, errorBackoff(errors));
       }
       this.alive();
       if (result.state === "done") {
@@ -269,7 +269,7 @@ export class AttemptWaits {
       }
       // Never past the deadline: the poll that finds it passed is the one that cancels.
       const untilDeadline = new Date(w.deadline_at).getTime() - clock.now();
-      return this.park(w, Math.max(1, Math.min(Math.max(asked, 1000), untilDeadline)));
+      return this.pollLater(w, Math.max(1, Math.min(Math.max(asked, 1000), untilDeadline)));
     }
   }
 
@@ -287,10 +287,10 @@ export class AttemptWaits {
     }
   }
 
-  private park(wait: WaitRow, delayMs: number): Promise<never> {
+  private pollLater(wait: WaitRow, delayMs: number): Promise<never> {
     // An attempt the queue gave up on (expired, handed back) commits nothing: another may hold the claim now.
     this.alive();
-    this.onPark({ wait, delayMs });
+    this.onPollLater({ wait, delayMs });
     // Never settles: the runner's code after this point runs in the next attempt, from the top.
     return new Promise<never>(() => {});
   }

@@ -160,7 +160,7 @@ export function createWebhooks(deps: WebhookDeps) {
      * Inside the caller's transaction: stores the event with its body fixed, and, when there is a URL (the
      * job's callback_url, else the account's), a delivery due now. The caller wakes the loops after commit.
      */
-    async createEvent(trx: Kysely<any>, e: EventToCreate): Promise<string> {
+    async createEvent(trx: Kysely<KernelTables>, e: EventToCreate): Promise<string> {
       const id = eventId();
       const body = JSON.stringify({ id, event: e.event, created_at: nowSeconds(), data: e.data });
       await trx.insertInto("webhook_events").values({ id, partner_id: e.partnerId, job_id: e.jobId, event: e.event, body }).execute();

@@ -1,6 +1,7 @@
 // A small migrator: the kernel's migrations first, then each plugin's in registry order, each migration in
 // its own transaction, under an advisory lock so two processes starting together do not race.
 import { type Kysely, sql } from "kysely";
+import type { KernelTables } from "./tables.ts";
 
 export interface Migration {
   /** Unique and stable: `<plugin>/<nnnn>_<what>`. */
@@ -11,7 +12,7 @@ export interface Migration {
 
 const LOCK_KEY = 72_351_001; // arbitrary, constant: identifies "mediagate migrations" among advisory locks
 
-export async function migrate(db: Kysely<any>, migrations: readonly Migration[]): Promise<string[]> {
+export async function migrate(db: Kysely<KernelTables>, migrations: readonly Migration[]): Promise<string[]> {
   const names = new Set<string>();
   for (const m of migrations) {
     if (names.has(m.name)) throw new Error(`migration ${m.name} is declared twice`);

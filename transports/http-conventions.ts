@@ -216,7 +216,8 @@ export function renderError(error: HTTPError, event: H3Event): Response {
   const trace = traceIdOf(event);
   // An outage thrown past a route (media from a store out of reach, a callback's database write) is its 503
   // or 507 (core/errors.ts outageError), not the 500 of a bug.
-  const cause = error.cause instanceof ApiError ? error.cause : (error as unknown) instanceof ApiError ? (error as unknown as ApiError) : (outageError(error.cause) ?? undefined);
+  const thrown: unknown = error;
+  const cause = error.cause instanceof ApiError ? error.cause : thrown instanceof ApiError ? thrown : (outageError(error.cause) ?? undefined);
   if (cause) {
     const text = JSON.stringify({ ...cause.body(), request_id: requestId });
     return new Response(text, { status: cause.status, headers: { "content-type": ERROR_TYPE, "content-length": String(Buffer.byteLength(text)), "x-request-id": trace, ...cause.headers } });
