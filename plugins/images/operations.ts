@@ -25,7 +25,7 @@ import { checkReferenceUrls, GenerateImageInput, MAX_REFERENCES } from "./input.
 import type { StoredInput } from "./job.ts";
 import { MODELS, pixelSize, type ModelId } from "./models.ts";
 import { priceOf } from "./prices.ts";
-import { IMAGES_TABLE, imageJobs } from "./records.ts";
+import { imageJobs, insertGenerations } from "./records.ts";
 
 const MAX_REF_BYTES = megabytes(20);
 const MAX_REFS_TOTAL_BYTES = megabytes(72);
@@ -102,24 +102,9 @@ export const generateImage = operation({
       partnerJobId: req.partner_job_id,
       input: stored,
       description: `Image generation: ${req.quantity} x ${req.model} ${req.quality}`,
-      async within(trx, jobIds) {
-        const rows = await trx
-          .insertInto(IMAGES_TABLE)
-          .values(
-            jobIds.map((jobId, index) => ({
-              job_id: jobId,
-              partner_id: ctx.partner.id,
-              request_index: index,
-              prompt: req.prompt,
-              model: req.model,
-              aspect_ratio: req.aspect_ratio,
-              resolution: req.quality,
-              ref_image_urls: JSON.stringify(refUrls),
-            })),
-          )
-          .returning("generation_id")
-          .execute();
-        generationIds = rows.map((r) => Number(r.generation_id));
+      async insertRecords(trx, jobIds) {
+        const record = { partner_id: ctx.partner.id, prompt: req.prompt, model: req.model, aspect_ratio: req.aspect_ratio, resolution: req.quality, ref_image_urls: JSON.stringify(refUrls) };
+        generationIds = await insertGenerations(trx, jobIds.map((jobId, index) => ({ ...record, job_id: jobId, request_index: index })));
       },
     }).catch(async (err: unknown) => {
       await removeCreated();

@@ -1,8 +1,8 @@
 // The voiceover job kind (spec part 3, "Voiceover record"): the request runs it itself, the kernel only ends
 // what a dead process left behind.
-import type { JobKindDeclaration } from "mediagate/plugin";
+import { type JobKindDeclaration, oneStepStates } from "mediagate/plugin";
 import { VOICEOVER_ERRORS } from "./errors.ts";
-import { VOICEOVER_TABLE } from "./records.ts";
+import { audioKeyOf } from "./records.ts";
 
 /**
  * The synchronous kind the request runs itself (no queue): declared so that a voiceover whose process died
@@ -10,14 +10,10 @@ import { VOICEOVER_TABLE } from "./records.ts";
  * otherwise failed with the service's sanitized text and refunded, as if the provider had failed.
  */
 export const voiceoverJob: JobKindDeclaration = {
-  states: ["processing", "success", "failed"],
-  initial: "processing",
-  transitions: { processing: ["success", "failed"] },
-  terminal: { success: "success", failed: "failure" },
-  failState: "failed",
+  ...oneStepStates("processing", "success", "failed"),
   failError: VOICEOVER_ERRORS.unavailable,
   async recover({ db, jobId }) {
-    const row = await db.selectFrom(VOICEOVER_TABLE).select("audio_key").where("job_id", "=", jobId).executeTakeFirst();
-    return row?.audio_key ? { state: "success", output: { audio_key: row.audio_key } } : null;
+    const audioKey = await audioKeyOf(db, jobId);
+    return audioKey ? { state: "success", output: { audio_key: audioKey } } : null;
   },
 };

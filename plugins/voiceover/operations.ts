@@ -25,7 +25,7 @@ import { VOICEOVER_ERRORS } from "./errors.ts";
 import { GenerateVoiceoverInput } from "./input.ts";
 import { DEFAULT_MODEL, MODEL_IDS, MODELS, VOICES } from "./models.ts";
 import { priceOf } from "./prices.ts";
-import { listView, VOICEOVER_TABLE, voiceovers } from "./records.ts";
+import { insertVoiceover, listView, storeAudioKey, voiceovers } from "./records.ts";
 
 interface JobOutput {
   audio_key: string;
@@ -84,23 +84,18 @@ export const generateVoiceover = operation({
       partnerJobId: req.partner_job_id,
       description: `Voiceover: ${req.charCount} characters, ${req.model}`,
       input: { output_format: req.format.id },
-      async within(trx, [jobId]) {
-        const row = await trx
-          .insertInto(VOICEOVER_TABLE)
-          .values({
-            job_id: jobId!,
-            partner_id: ctx.partner.id,
-            text: req.text,
-            voice_id: req.voice.voice_id,
-            voice_name: req.voice.name,
-            model_id: req.model,
-            output_format: req.format.id,
-            char_count: req.charCount,
-            source: req.source,
-          })
-          .returning("id")
-          .executeTakeFirstOrThrow();
-        id = Number(row.id);
+      async insertRecords(trx, [jobId]) {
+        id = await insertVoiceover(trx, {
+          job_id: jobId!,
+          partner_id: ctx.partner.id,
+          text: req.text,
+          voice_id: req.voice.voice_id,
+          voice_name: req.voice.name,
+          model_id: req.model,
+          output_format: req.format.id,
+          char_count: req.charCount,
+          source: req.source,
+        });
       },
     });
 
@@ -110,7 +105,7 @@ export const generateVoiceover = operation({
       if (audio.bytes.byteLength === 0) throw new SpeechHttpError(502, "empty audio");
       key = `audio/${job.jobId}-${randomBytes(16).toString("hex")}.${req.format.extension}`; // 128 random bits: a capability URL
       await ctx.blobs.put(key, audio.bytes, { contentType: req.format.mimeType });
-      await ctx.db.updateTable(VOICEOVER_TABLE).set({ audio_key: key }).where("job_id", "=", job.jobId).execute();
+      await storeAudioKey(ctx.db, job.jobId, key);
       await ctx.finishJob(job.jobId, { state: "success", refund: false, output: { audio_key: key, duration: audio.durationSeconds } satisfies JobOutput });
     } catch (err) {
       const text = failureText(err);

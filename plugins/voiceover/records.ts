@@ -1,7 +1,8 @@
 // The voiceover record: one `voiceover_records` row beside the kernel's `jobs` row (status, charge and error
 // live there), read by GET /voiceovers.
-import type { ColumnType, Generated } from "kysely";
+import type { ColumnType, Generated, Insertable, Kysely } from "kysely";
 import { formatTimestamp, type JobRecord, jobRecords } from "mediagate/plugin";
+import type { VoiceoverTables } from "./migrations.ts";
 
 export const VOICEOVER_TABLE = "voiceover_records";
 
@@ -24,6 +25,25 @@ export interface VoiceoverRecordsTable {
 
 /** Voiceovers joined to their kernel job rows, newest first by `id`. */
 export const voiceovers = jobRecords<VoiceoverRecordsTable>(VOICEOVER_TABLE, { jobId: "job_id", newestFirst: ["id"] });
+
+type VoiceoverDb = Kysely<VoiceoverTables>;
+
+/** Inserts a voiceover's record in its submit's transaction; its integer id. */
+export async function insertVoiceover(db: VoiceoverDb, row: Insertable<VoiceoverTables["voiceover_records"]>): Promise<number> {
+  const { id } = await db.insertInto(VOICEOVER_TABLE).values(row).returning("id").executeTakeFirstOrThrow();
+  return Number(id);
+}
+
+/** Records where the audio is, once stored (a recovery then finds it: job.ts). */
+export async function storeAudioKey(db: VoiceoverDb, jobId: string, key: string): Promise<void> {
+  await db.updateTable(VOICEOVER_TABLE).set({ audio_key: key }).where("job_id", "=", jobId).execute();
+}
+
+/** The stored audio of a voiceover, or null while there is none. */
+export async function audioKeyOf(db: VoiceoverDb, jobId: string): Promise<string | null> {
+  const row = await db.selectFrom(VOICEOVER_TABLE).select("audio_key").where("job_id", "=", jobId).executeTakeFirst();
+  return row?.audio_key ?? null;
+}
 
 /** One entry of GET /voiceovers: the audio link once it succeeded, the sanitized error once it failed. */
 export function listView(row: JobRecord<VoiceoverRecordsTable>, mediaUrl: (key: string) => string) {
