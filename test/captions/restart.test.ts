@@ -2,46 +2,23 @@
 // restart on the same database and DATA_DIR the job reaches a terminal state, charged once and refunded at
 // most once, and the account's ledger still sums to its balance (DESIGN invariant 1, core/jobs.ts "Crash
 // safety"). The dead attempt is found by pg-boss's heartbeat expiry, so recovery takes 10-20 s.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { openDatabase } from "../../storage/db.ts";
-import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
-import { api, call, sleep, until } from "../helpers/restart.ts";
-import { type ServerProcess, startServer } from "../helpers/server.ts";
+import { databaseBackends } from "../helpers/backends.ts";
+import { api, call, ledgerOf, restartRig, sleep, until } from "../helpers/restart.ts";
 import { subscribeSse } from "../helpers/sse.ts";
 
 const ADMIN_TOKEN = "adm_ke5wuGdkdyosm5XVtsJbqds8dERw4vmsUJH4TT2C";
 
 for (const backend of await databaseBackends()) {
   const t = suite(`captions: server killed during the burn on ${backend.name}`);
-  const servers: ServerProcess[] = [];
-  let dataDir = "";
-  let env: Record<string, string> = {};
-  const logs = () => servers.map((s, i) => `--- server ${i + 1} ---\n${s.output()}`).join("\n");
-
-  t.before.each(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), "mediagate-captions-restart-"));
-    const databaseUrl = backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined;
-    env = { DATA_DIR: dataDir, ADMIN_TOKEN, SANDBOX_LATENCY_MS: "0", LOG_LEVEL: "warn", ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) };
-  });
-  t.after.each(async () => {
-    for (const s of servers.splice(0)) await s.kill();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const rig = restartRig(t, backend, { adminToken: ADMIN_TOKEN, env: { SANDBOX_LATENCY_MS: "0" } });
 
   t("the job ends once, charged once, refunded at most once", async () => {
-    const first = await startServer(env);
-    servers.push(first);
-    const created = await call(first, "POST", "/api/v1/admin/partners", { adminToken: ADMIN_TOKEN, body: { name: "Captions restart", credits: 1000 } });
-    assert.is(created.status, 201, JSON.stringify(created.body));
-    const { partner_id: partnerId, api_key: key } = created.body;
+    const first = await rig.start();
     // Polled every 100 ms: the spec's 60 a minute would answer 429 for most of each minute, and the wait for
     // the recovered job would last until the window turned over instead of until the job ended.
-    const limited = await call(first, "PATCH", `/api/v1/admin/partners/${partnerId}`, { adminToken: ADMIN_TOKEN, body: { limits: { rate_limits: { "GET /captions/<job_id>": 100_000, "GET /video-status/<job_id>": 100_000 } } } });
-    assert.is(limited.status, 200, JSON.stringify(limited.body));
+    const { partnerId, key } = await rig.partner(first, "Captions restart", 1000, { rate_limits: { "GET /captions/<job_id>": 100_000, "GET /video-status/<job_id>": 100_000 } });
 
     // A clip with speech (5 s at 720p, the model's shortest): the kill below waits for the burn's own
     // progress, so the clip needs no length of its own to be caught mid-burn; every render of it (the clip,
@@ -67,22 +44,20 @@ for (const backend of await databaseBackends()) {
     await first.kill();
     stream.close();
 
-    const second = await startServer(env);
-    servers.push(second);
-    const final = await until(() => call(second, "GET", api(`/captions/${jobId}`), { key }), (r) => ["complete", "failed", "no_speech"].includes(r.body.status), `recovery\n${logs()}`, 240_000);
+    const second = await rig.start();
+    const final = await until(() => call(second, "GET", api(`/captions/${jobId}`), { key }), (r) => ["complete", "failed", "no_speech"].includes(r.body.status), `recovery\n${rig.logs()}`, 240_000);
     assert.ok(["complete", "failed"].includes(final.body.status), JSON.stringify(final.body));
     await second.stop();
 
-    const database = await openDatabase(backend.name === "postgres" ? { url: env.DATABASE_URL } : { dataDir });
+    const database = await rig.openDatabase();
     try {
       const db = database.kysely;
-      const ledger = await db.selectFrom("ledger").selectAll().where("partner_id", "=", partnerId).execute();
+      const { ledger, balance, sum } = await ledgerOf(db, partnerId);
       const forJob = ledger.filter((e) => e.job_id === jobId);
       assert.is(forJob.filter((e) => e.type === "usage").length, 1, "charged once");
       assert.ok(forJob.filter((e) => e.type === "refund").length <= 1, "refunded at most once");
       assert.is(forJob.filter((e) => e.type === "refund").length, final.body.status === "complete" ? 0 : 1);
-      const partner = await db.selectFrom("partners").select("credits_remaining").where("id", "=", partnerId).executeTakeFirstOrThrow();
-      assert.is(Number(partner.credits_remaining), ledger.reduce((n, e) => n + Number(e.amount), 0), "the balance is the ledger's sum");
+      assert.is(balance, sum, "the balance is the ledger's sum");
       const job = await db.selectFrom("jobs").selectAll().where("id", "=", jobId).executeTakeFirstOrThrow();
       assert.ok(job.finished_at !== null);
     } finally {

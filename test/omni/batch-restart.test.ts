@@ -5,47 +5,24 @@
 // (docs/architecture.md invariant 1). A waiting section holds no slot (ctx.awaitUpstream): its next poll is a delayed queue
 // job in the database, which the new server simply runs. The rendering attempt that died is found by
 // pg-boss's heartbeat expiry, so recovery takes 10-20 s.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { openDatabase } from "../../storage/db.ts";
-import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
-import { api, call, until } from "../helpers/restart.ts";
-import { type ServerProcess, startServer } from "../helpers/server.ts";
+import { databaseBackends } from "../helpers/backends.ts";
+import { api, call, ledgerOf, restartRig, until } from "../helpers/restart.ts";
 import { png } from "./helpers.ts";
 
 const ADMIN_TOKEN = "adm_dj5LK6OhmzM33e3M5EFSWVAvQV8ewDhO3GZ6rpCA";
 
 for (const backend of await databaseBackends()) {
   const t = suite(`omni batch: server killed mid-batch on ${backend.name}`);
-  const servers: ServerProcess[] = [];
-  let dataDir = "";
-  let env: Record<string, string> = {};
-  const logs = () => servers.map((s, i) => `--- server ${i + 1} ---\n${s.output()}`).join("\n");
-
-  t.before.each(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), "mediagate-omni-restart-"));
-    const databaseUrl = backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined;
-    // Each section waits 3 s on the sandbox upstream before it renders.
-    env = { DATA_DIR: dataDir, ADMIN_TOKEN, SANDBOX_LATENCY_MS: "3000", LOG_LEVEL: "warn", ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) };
-  });
-  t.after.each(async () => {
-    for (const s of servers.splice(0)) await s.kill();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  // Each section waits 3 s on the sandbox upstream before it renders.
+  const rig = restartRig(t, backend, { adminToken: ADMIN_TOKEN, env: { SANDBOX_LATENCY_MS: "3000" } });
+  const logs = rig.logs;
 
   t("the batch ends partial, charged once, the failed share refunded exactly once", async () => {
-    const first = await startServer(env);
-    servers.push(first);
+    const first = await rig.start();
     const polls = { "GET /omni/script-runner/<batch_id>": 100_000, "GET /omni/video/<job_id>": 100_000, "POST /omni/characters": 100 };
-    const created = await call(first, "POST", "/api/v1/admin/partners", { adminToken: ADMIN_TOKEN, body: { name: "Omni restart", credits: 2000 } });
-    assert.is(created.status, 201, JSON.stringify(created.body));
-    const { partner_id: partnerId, api_key: key } = created.body;
-    // Limits are set by PATCH (creating a partner takes none).
-    const limited = await call(first, "PATCH", `/api/v1/admin/partners/${partnerId}`, { adminToken: ADMIN_TOKEN, body: { limits: { rate_limits: polls } } });
-    assert.is(limited.status, 200, JSON.stringify(limited.body));
+    const { partnerId, key } = await rig.partner(first, "Omni restart", 2000, { rate_limits: polls });
     const hero = await call(first, "POST", api("/omni/characters"), { key, body: { name: "Hero", image_base64: png([30, 120, 220]) } });
     assert.is(hero.status, 201, JSON.stringify(hero.body));
 
@@ -69,25 +46,22 @@ for (const backend of await databaseBackends()) {
     await first.kill();
     assert.ok(seen.some((r) => r.body.status === "processing" && r.body.message !== "Rendering"), `a section still waiting at the kill: ${JSON.stringify(seen.map((r) => [r.body.status, r.body.message]))}`);
 
-    const second = await startServer(env);
-    servers.push(second);
+    const second = await rig.start();
     const final = await until(() => call(second, "GET", api(`/omni/script-runner/${batchId}`), { key }), (r) => r.status === 200 && r.body.status !== "processing", `recovery\n${logs()}`, 300_000);
     assert.is(final.body.status, "partial", JSON.stringify(final.body));
     assert.equal(final.body.jobs.map((j: any) => j.status), ["complete", "error", "complete", "complete"]);
     assert.equal(final.body.jobs.map((j: any) => j.credits_refunded), [0, 143, 0, 0]);
     await second.stop();
 
-    const database = await openDatabase(backend.name === "postgres" ? { url: env.DATABASE_URL } : { dataDir });
+    const database = await rig.openDatabase();
     try {
-      const db = database.kysely;
-      const ledger = await db.selectFrom("ledger").selectAll().where("partner_id", "=", partnerId).execute();
+      const { ledger, balance, sum } = await ledgerOf(database.kysely, partnerId);
       const jobIds = new Set(res.body.jobs.map((j: any) => j.job_id));
       const batchLines = ledger.filter((e) => e.job_id !== null && jobIds.has(e.job_id));
       assert.equal(batchLines.filter((e) => e.type === "usage").map((e) => Number(e.amount)), [-539], "charged once, one line");
       assert.equal(batchLines.filter((e) => e.type === "refund").map((e) => [e.job_id, Number(e.amount)]), [[res.body.jobs[1].job_id, 143]], "exactly the failed share, once");
-      const partner = await db.selectFrom("partners").select("credits_remaining").where("id", "=", partnerId).executeTakeFirstOrThrow();
-      assert.is(Number(partner.credits_remaining), ledger.reduce((n, e) => n + Number(e.amount), 0), "the balance is the ledger's sum");
-      assert.is(Number(partner.credits_remaining), 2000 - 33 - 539 + 143);
+      assert.is(balance, sum, "the balance is the ledger's sum");
+      assert.is(balance, 2000 - 33 - 539 + 143);
     } finally {
       await database.close();
     }

@@ -6,15 +6,11 @@
 // repair was failed and refunded and no clip ever came).
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { databaseBackends } from "../helpers/backends.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
-import { api, call, until } from "../helpers/restart.ts";
-import { type ServerProcess, startServer } from "../helpers/server.ts";
+import { api, call, restartRig, until } from "../helpers/restart.ts";
 
 const ADMIN_TOKEN = "adm_rP4xK8vN2mQ7tL9wB3zY6cH1jD5gF0sAeUoRiTy";
 const OPENING = 1000;
@@ -43,38 +39,24 @@ onAfterAll(async () => {
 
 for (const backend of await databaseBackends()) {
   const t = suite(`omni prompt repair: server killed mid-repair on ${backend.name}`);
-  const servers: ServerProcess[] = [];
-  let dataDir = "";
-  const logs = () => servers.map((s, i) => `--- server ${i + 1} ---\n${s.output()}`).join("\n");
-
-  t.after.each(async () => {
-    for (const s of servers.splice(0)) await s.kill();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-
-  t("after the restart the repair ends once: its clip made and complete, 2 credits paid once, nothing refunded", async () => {
-    if (!model.listening) await new Promise<void>((r) => model.listen(0, "127.0.0.1", r));
-    holding = true;
-    dataDir = mkdtempSync(join(tmpdir(), "mediagate-omni-repair-crash-"));
-    const env: Record<string, string> = {
-      DATA_DIR: dataDir,
-      ADMIN_TOKEN,
-      LOG_LEVEL: "warn",
+  const rig = restartRig(t, backend, {
+    adminToken: ADMIN_TOKEN,
+    env: () => ({
       SANDBOX_LATENCY_MS: "20",
       ALLOW_PRIVATE_URLS: "1",
       PUBLIC_URL: "https://media.example.test",
       TEXT_GENERATE_URL: `http://127.0.0.1:${(model.address() as AddressInfo).port}`,
       TEXT_GENERATE_MODEL: "test-model",
-      ...(backend.name === "postgres" ? { DATABASE_URL: await isolatedPostgresDatabase() } : {}),
-    };
-    const first = await startServer(env);
-    servers.push(first);
-    const created = await call(first, "POST", "/api/v1/admin/partners", { adminToken: ADMIN_TOKEN, body: { name: "Repair crash", credits: OPENING } });
-    assert.is(created.status, 201, JSON.stringify(created.body));
-    const { partner_id: partnerId, api_key: key } = created.body;
+    }),
+  });
+  const logs = rig.logs;
+
+  t("after the restart the repair ends once: its clip made and complete, 2 credits paid once, nothing refunded", async () => {
+    if (!model.listening) await new Promise<void>((r) => model.listen(0, "127.0.0.1", r));
+    holding = true;
+    const first = await rig.start();
     const polls = { "GET /omni/video/<job_id>": 100_000, "GET /omni/videos": 100_000 };
-    const limited = await call(first, "PATCH", `/api/v1/admin/partners/${partnerId}`, { adminToken: ADMIN_TOKEN, body: { limits: { rate_limits: polls } } });
-    assert.is(limited.status, 200, JSON.stringify(limited.body));
+    const { key } = await rig.partner(first, "Repair crash", OPENING, { rate_limits: polls });
 
     const submitted = await call(first, "POST", api("/omni/video"), { key, body: { prompt: "A knight [sandbox:unsafe] in a forest", duration: 4, aspect_ratio: "16:9" } });
     assert.is(submitted.status, 202, JSON.stringify(submitted.body));
@@ -91,8 +73,7 @@ for (const backend of await databaseBackends()) {
     for (const res of held.splice(0)) res.destroy();
     holding = false;
 
-    const second = await startServer(env);
-    servers.push(second);
+    const second = await rig.start();
     const listed = await until(
       () => call(second, "GET", api("/omni/videos"), { key }),
       (r) => r.status === 200 && r.body.videos.some((v: any) => v.job_id !== sourceId && v.status !== "processing"),

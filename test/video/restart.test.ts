@@ -7,46 +7,22 @@
 //
 // A killed attempt is taken back at once by the restarted embedded process (Queue.resumeOwnAttempts), and on
 // Postgres found by pg-boss's heartbeat expiry (heartbeatSeconds 10).
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { openDatabase } from "../../storage/db.ts";
-import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
-import { api, call, sleep, until } from "../helpers/restart.ts";
-import { type ServerProcess, startServer } from "../helpers/server.ts";
+import { databaseBackends } from "../helpers/backends.ts";
+import { api, call, restartRig, sleep, until } from "../helpers/restart.ts";
 
 const ADMIN_TOKEN = "adm_wsChgH9SW5ATZaAsXezAnugGpJYUjNTGiswQornu";
 const CREDITS = 10_000;
 
 for (const backend of await databaseBackends()) {
   const t = suite(`video: render killed on every attempt on ${backend.name}`);
-  const servers: ServerProcess[] = [];
-  let dataDir: string | undefined;
-
-  t.after.each(async () => {
-    for (const s of servers.splice(0)) await s.kill();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-    dataDir = undefined;
-  });
+  const rig = restartRig(t, backend, { adminToken: ADMIN_TOKEN, env: { SANDBOX_LATENCY_MS: "1000" } });
 
   t("the job survives its crashes: it completes, charged once, nothing refunded", async () => {
-    dataDir = mkdtempSync(join(tmpdir(), "mediagate-video-restart-"));
-    const databaseUrl = backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined;
-    const env = { DATA_DIR: dataDir, ADMIN_TOKEN, SANDBOX_LATENCY_MS: "1000", LOG_LEVEL: "warn", ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) };
-    const start = async () => {
-      const s = await startServer(env);
-      servers.push(s);
-      return s;
-    };
-    const logs = () => servers.map((s, i) => `--- server ${i + 1} ---\n${s.output()}`).join("\n");
-
-    let server = await start();
-    const made = await call(server, "POST", "/api/v1/admin/partners", { adminToken: ADMIN_TOKEN, body: { name: "Video restart", credits: CREDITS } });
-    assert.is(made.status, 201, JSON.stringify(made.body));
-    const { partner_id: partnerId, api_key: key } = made.body as { partner_id: string; api_key: string };
-    await call(server, "PATCH", `/api/v1/admin/partners/${partnerId}`, { adminToken: ADMIN_TOKEN, body: { limits: { rate_limits: { "GET /video-status/<job_id>": 100_000 } } } });
+    const logs = rig.logs;
+    let server = await rig.start();
+    const { partnerId, key } = await rig.partner(server, "Video restart", CREDITS, { rate_limits: { "GET /video-status/<job_id>": 100_000 } });
     const submitted = await call(server, "POST", api("/generate-video"), { key, body: { prompt: "A storm over a lighthouse, waves breaking", model: "beta-2-direct", quality: "4K", duration: 8 } });
     assert.is(submitted.status, 202, JSON.stringify(submitted.body));
     const jobId = submitted.body.job_id as string;
@@ -65,7 +41,7 @@ for (const backend of await databaseBackends()) {
         120_000,
       );
       await server.kill();
-      server = await start();
+      server = await rig.start();
     }
 
     const final = await until(async () => (await call(server, "GET", api(`/video-status/${jobId}`), { key })).body, (s) => s.status === "complete" || s.status === "error", "ended", 120_000, 250);
@@ -75,7 +51,7 @@ for (const backend of await databaseBackends()) {
     await server.stop();
     assert.is((await server.exited).code, 0, `the last server did not shut down cleanly:\n${logs()}`);
 
-    const database = await openDatabase(databaseUrl ? { url: databaseUrl } : { dataDir });
+    const database = await rig.openDatabase();
     try {
       const db = database.kysely;
       const ledger = await db.selectFrom("ledger").select(["type", "amount", "job_id"]).where("partner_id", "=", partnerId).orderBy("id").execute();

@@ -3,17 +3,13 @@
 // the receiver holds it, so no outcome can have been recorded. At every reading the record counts at least the
 // requests received; after the restart the delivery ends with the record counting exactly the requests sent,
 // every copy the same event id and the same bytes, attempt numbers 1, 2, ... with no number sent twice.
-import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import pg from "pg";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
-import { call, until } from "../helpers/restart.ts";
-import { type ServerProcess, startServer } from "../helpers/server.ts";
+import { databaseBackends } from "../helpers/backends.ts";
+import { call, restartRig, until } from "../helpers/restart.ts";
 
 const ADMIN_TOKEN = "adm_Kq3vW8mZr1TnY6pLx0cHd4sJf9gBu2eA7oNiR5tE";
 
@@ -58,35 +54,16 @@ type Delivery = { event_id: string; status: string; attempt: number; last_error:
 
 for (const backend of await databaseBackends()) {
   const t = suite(`webhooks: killed while a receiver holds an attempt, on ${backend.name}`);
-  const servers: ServerProcess[] = [];
-  let dataDir = "";
-  const logs = () => servers.map((s, i) => `--- server ${i + 1} ---\n${s.output()}`).join("\n");
-
-  t.after.each(async () => {
-    for (const s of servers.splice(0)) await s.kill();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const rig = restartRig(t, backend, { adminToken: ADMIN_TOKEN, env: { SANDBOX_LATENCY_MS: "0", ALLOW_PRIVATE_URLS: "1", WEBHOOK_RETRY_DELAYS: "1,1,1,1,1" } });
+  const logs = rig.logs;
 
   t("the record counts every request sent: at least as many at any time, exactly as many once delivered; the same bytes", async () => {
-    dataDir = mkdtempSync(join(tmpdir(), "mediagate-webhook-kill-"));
-    const databaseUrl = backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined;
-    const env = {
-      DATA_DIR: dataDir,
-      ADMIN_TOKEN,
-      SANDBOX_LATENCY_MS: "0",
-      ALLOW_PRIVATE_URLS: "1",
-      WEBHOOK_RETRY_DELAYS: "1,1,1,1,1",
-      LOG_LEVEL: "warn",
-      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-    };
+    const databaseUrl = rig.databaseUrl;
     const rcv = receiver();
     const url = await rcv.listen();
     try {
-      const first = await startServer(env);
-      servers.push(first);
-      const created = await call(first, "POST", "/api/v1/admin/partners", { adminToken: ADMIN_TOKEN, body: { name: "Webhook kill", credits: 1_000 } });
-      assert.is(created.status, 201, JSON.stringify(created.body));
-      const key: string = created.body.api_key;
+      const first = await rig.start();
+      const { key } = await rig.partner(first, "Webhook kill", 1_000);
       assert.is((await call(first, "POST", "/api/v1/partner/webhook", { key, body: { url } })).status, 200);
       const job = await call(first, "POST", "/api/v1/partner/generate-video", { key, body: { prompt: "A lighthouse at dusk" } });
       assert.is(job.status, 202, JSON.stringify(job.body));
@@ -112,8 +89,7 @@ for (const backend of await databaseBackends()) {
         }
       }
 
-      const second = await startServer(env);
-      servers.push(second);
+      const second = await rig.start();
       const deliveries = async () => (await call(second, "GET", "/api/v1/partner/webhook/deliveries", { key })).body.deliveries as Delivery[];
       // At every reading: the requests received first, then the record (an attempt is counted before it is sent).
       const final = await until(

@@ -5,16 +5,13 @@
 // SIGKILLed while the receiver holds one. A new server on the same database must deliver every event: none lost, each delivery record
 // marked delivered once, every copy received byte for byte the same, and the schedule continued (attempt
 // numbers go on from where they were, the killed claims taken back once their lease runs out).
-import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
-import { call, sleep, until } from "../helpers/restart.ts";
-import { type ServerProcess, startServer } from "../helpers/server.ts";
+import { databaseBackends } from "../helpers/backends.ts";
+import { call, restartRig, sleep, until } from "../helpers/restart.ts";
+import type { ServerProcess } from "../helpers/server.ts";
 
 const ADMIN_TOKEN = "adm_6GecipIEk8yKLkEa265pt6ZYiPP8IzEOPWSMXKob";
 const JOBS = 6;
@@ -57,39 +54,15 @@ function receiver() {
 
 for (const backend of await databaseBackends()) {
   const t = suite(`webhooks: server killed mid-delivery on ${backend.name}`);
-  const servers: ServerProcess[] = [];
-  let dataDir = "";
-  const logs = () => servers.map((s, i) => `--- server ${i + 1} ---\n${s.output()}`).join("\n");
-
-  t.after.each(async () => {
-    for (const s of servers.splice(0)) await s.kill();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const rig = restartRig(t, backend, { adminToken: ADMIN_TOKEN, env: { SANDBOX_LATENCY_MS: "0", ALLOW_PRIVATE_URLS: "1", WEBHOOK_RETRY_DELAYS: "10,3,3,3,3" } });
+  const logs = rig.logs;
 
   t("every event is delivered after a SIGKILL during the burst; one record each, the same bytes, the schedule continued", async () => {
-    dataDir = mkdtempSync(join(tmpdir(), "mediagate-webhook-restart-"));
-    const databaseUrl = backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined;
-    const env = {
-      DATA_DIR: dataDir,
-      ADMIN_TOKEN,
-      SANDBOX_LATENCY_MS: "0",
-      ALLOW_PRIVATE_URLS: "1",
-      WEBHOOK_RETRY_DELAYS: "10,3,3,3,3",
-      LOG_LEVEL: "warn",
-      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-    };
     const rcv = receiver();
     const url = await rcv.listen();
     try {
-      const first = await startServer(env);
-      servers.push(first);
-      const created = await call(first, "POST", "/api/v1/admin/partners", { adminToken: ADMIN_TOKEN, body: { name: "Webhook restart", credits: 10_000 } });
-      assert.is(created.status, 201, JSON.stringify(created.body));
-      const key: string = created.body.api_key;
-      await call(first, "PATCH", `/api/v1/admin/partners/${created.body.partner_id}`, {
-        adminToken: ADMIN_TOKEN,
-        body: { limits: { inflight_jobs: 100, rate_limits: { "POST /generate-video": 1000, "GET /webhook/deliveries": 100_000 } } },
-      });
+      const first = await rig.start();
+      const { key } = await rig.partner(first, "Webhook restart", 10_000, { inflight_jobs: 100, rate_limits: { "POST /generate-video": 1000, "GET /webhook/deliveries": 100_000 } });
       assert.is((await call(first, "POST", "/api/v1/partner/webhook", { key, body: { url } })).status, 200);
       for (let i = 0; i < JOBS; i++) {
         const res = await call(first, "POST", "/api/v1/partner/generate-video", { key, body: { prompt: `Clip ${i}: waves on a pier`, model: "beta-2-direct", quality: "480p", duration: 2, aspect_ratio: "16:9" } });
@@ -103,8 +76,7 @@ for (const backend of await databaseBackends()) {
       await first.kill();
       const atKill = rcv.got.length;
 
-      const second = await startServer(env);
-      servers.push(second);
+      const second = await rig.start();
       const final = await until(() => deliveries(second), (d) => d.length === JOBS && d.every((x) => x.status === "delivered"), `all delivered after the restart\n${logs()}`, 120_000);
       await sleep(500);
 
