@@ -26,7 +26,7 @@ export interface ImageRecordRow {
 }
 
 export interface ImageRecords {
-  /** Inside the submit's transaction (JobSubmission.within): the record; resolves with its `generation_id`. */
+  /** Inside the submit's transaction (JobSubmission.insertRecords): the record; resolves with its `generation_id`. */
   insert(trx: Kysely<any>, row: ImageRecordRow): Promise<number>;
   /** Stores a finished PNG where the image endpoints serve it from; return the result from run() as output. */
   storeOutput(jobId: string, bytes: Uint8Array, info: Omit<ImageOutput, "image_key">): Promise<ImageOutput>;
@@ -89,7 +89,7 @@ export interface VideoJobRow {
  * this plugin's status and list endpoints, without importing this plugin.
  */
 export interface VideoRecords {
-  /** Inside the submit's transaction (JobSubmission.within): the job's record. */
+  /** Inside the submit's transaction (JobSubmission.insertRecords): the job's record. */
   insert(trx: Kysely<any>, row: Omit<VideoJobRow, "start_frame_url" | "end_frame_url"> & Partial<Pick<VideoJobRow, "start_frame_url" | "end_frame_url">>): Promise<void>;
   /** Stores a finished clip where the video endpoints serve it from; return the result from run() as output. */
   storeOutput(jobId: string, bytes: Uint8Array, info: Omit<VideoOutput, "video_key" | "video_url">): Promise<VideoOutput>;

@@ -35,7 +35,7 @@ export interface IdempotencyClaim {
   hash: string;
 }
 
-/** A submit: the charge and jobs (ChargeRequest), the plugin's records (`within`), and where the jobs go. */
+/** A submit: the charge and jobs (ChargeRequest), the plugin's records (`insertRecords`), and where the jobs go. */
 export interface SubmitPlan extends ChargeRequest {
   idempotencyKey?: IdempotencyClaim | null;
   /** A queued kind's queue: each job is sent there. */
@@ -58,7 +58,7 @@ export async function submitJobs(db: Kysely<KernelTables>, plan: SubmitPlan, ser
     // The request's key names its first job exactly when this charge commits.
     if (key) await need(services, "idempotency").claim(trx, key.partnerId, key.key, plan.endpoint, key.hash, jobIds[0]!);
     // The plugin's own rows commit or vanish with the charge. Database work only.
-    await plan.within?.(trx, jobIds, groupId);
+    await plan.insertRecords?.(trx, jobIds, groupId);
     if (plan.lease) for (const jobId of jobIds) await need(services, "leases").take(trx, jobLeaseKey(jobId));
     if (plan.queue) for (const jobId of jobIds) await enqueue(trx, need(services, "queue"), plan.queue, { jobId });
     return { jobId: jobIds[0]!, jobIds, groupId, creditsUsed: plan.credits, creditsRemaining: remaining };
@@ -79,7 +79,7 @@ export interface HandOffPlan {
   /** The new job's kind's queue. */
   queue: string;
   /** The plugin's own rows of the new job. Database work only. */
-  within?: (trx: PluginDb, jobId: string) => Promise<void>;
+  insertRecords?: (trx: PluginDb, jobId: string) => Promise<void>;
 }
 
 /** The webhook event an ending emits: its name and its `data` (the kind's `events.data`, read through the transaction). */
@@ -188,7 +188,7 @@ async function handOff(trx: Transaction<KernelTables>, fromJobId: string, plan: 
       input: JSON.stringify(job.input),
     })
     .execute();
-  await plan.within?.(trx, job.id);
+  await plan.insertRecords?.(trx, job.id);
   await enqueue(trx, queue, plan.queue, { jobId: job.id });
 }
 

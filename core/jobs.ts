@@ -141,7 +141,7 @@ export interface JobOutcome {
     partnerJobId?: string | null;
     callbackUrl?: string | null;
     /** The plugin's own rows of the new job, in the same transaction. Database work only. */
-    within?: (trx: Kysely<any>, jobId: string) => Promise<void>;
+    insertRecords?: (trx: Kysely<any>, jobId: string) => Promise<void>;
   };
 }
 
@@ -524,7 +524,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     const finish: FinishPlan = { state: outcome.state, refund: k.decl.terminal[outcome.state] === "failure", error: null, output: outcome.output ?? null };
     if (handOff && next) {
       const job = { id: handOff.jobId, kind: handOff.kind, state: next.decl.initial, input: handOff.input, partnerJobId: handOff.partnerJobId ?? null, callbackUrl: handOff.callbackUrl ?? null };
-      finish.handOff = { job, queue: next.queue, ...(handOff.within ? { within: handOff.within } : {}) };
+      finish.handOff = { job, queue: next.queue, ...(handOff.insertRecords ? { insertRecords: handOff.insertRecords } : {}) };
     }
     const ended = await end(k, jobId, finish, waits.step !== null);
     if (ended && next) queue.wake(next.queue);

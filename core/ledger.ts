@@ -55,7 +55,7 @@ export interface JobSubmission {
    * Runs inside the charge's transaction after the job rows exist (core/job-transactions.ts submitJobs): the
    * plugin's own rows commit or vanish together with the charge. Database work only.
    */
-  within?: (trx: PluginDb, jobIds: readonly string[], groupId: string | null) => Promise<void>;
+  insertRecords?: (trx: PluginDb, jobIds: readonly string[], groupId: string | null) => Promise<void>;
 }
 
 export interface SubmittedJob {

@@ -27,7 +27,7 @@ export const analyze = operation({
       description: `Ad analysis: ${link.platform}`,
       input: {},
       insufficientCredits: () => ANALYSIS_ERRORS.insufficientCredits,
-      async within(trx, [jobId]) {
+      async insertRecords(trx, [jobId]) {
         await trx.insertInto(ANALYSES).values({ job_id: jobId!, partner_id: ctx.partner.id, url, normalized_url: link.normalizedUrl, platform: link.platform }).execute();
       },
     });

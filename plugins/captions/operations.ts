@@ -125,7 +125,7 @@ export const editCaption = operation({
       partnerJobId: row.partner_job_id,
       description: "Captions re-burn (edit)",
       input: { caption_job_id: row.job_id, chunks: ctx.input } satisfies ReburnInput,
-      async within(trx, [jobId]) {
+      async insertRecords(trx, [jobId]) {
         // Again under the account's lock: a concurrent edit of the same job lost the race.
         const current = await findCaption(trx, ctx.partner.id, row.job_id);
         if (current && reburnRunning(current)) throw new ApiError(409, CAPTION_ERRORS.editInProgress);

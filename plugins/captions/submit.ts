@@ -53,7 +53,7 @@ export async function submitCaption(ctx: OperationContext, req: CaptionRequest):
     description: source.kind === "video" ? "Captions (generated video)" : "Captions (upload)",
     input: { first: true } satisfies CaptionJobInput,
     insufficientCredits: CAPTION_ERRORS.insufficientCredits,
-    async within(trx, [jobId]) {
+    async insertRecords(trx, [jobId]) {
       await checkCaps(ctx, trx, source.kind === "video" ? source.videoJobId : null);
       await trx
         .insertInto(CAPTIONS_TABLE)

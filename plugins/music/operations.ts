@@ -49,7 +49,7 @@ export const generateMusic = operation({
       partnerJobId: partner_job_id,
       description: `Music generation (${request.model})`,
       input: { operation: "generate", request } satisfies StoredInput,
-      async within(trx, [jobId]) {
+      async insertRecords(trx, [jobId]) {
         const row = await trx
           .insertInto(MUSIC_TABLE)
           .values({ job_id: jobId!, partner_id: ctx.partner.id, operation: "generate", model: request.model, title: request.title, instrumental: request.instrumental })
@@ -153,7 +153,7 @@ export const extendMusic = operation({
         partnerJobId,
         description: `Music extension (${model})`,
         input,
-        within: (trx, [jobId]) =>
+        insertRecords: (trx, [jobId]) =>
           trx
             .insertInto(MUSIC_TABLE)
             .values({ job_id: jobId!, partner_id: ctx.partner.id, operation: operationName, model, title: controls.title || source.title, instrumental, idempotency_key: key, request_hash: hash })

@@ -120,7 +120,7 @@ export const submitRun = operation({
         description: `Script Runner: ${scenes.length} scenes, ${model}, ${imageModel}`,
         insufficientCredits: RUNNER_ERRORS.insufficient,
         input: {},
-        within: async (trx, [jobId]) => {
+        insertRecords: async (trx, [jobId]) => {
           await trx
             .insertInto(RUNS)
             .values({

@@ -50,7 +50,7 @@ export const submit = operation({
       partnerJobId,
       description: `Social download: ${link.platform}`,
       input: { url: link.normalizedUrl, platform: link.platform, expires_at: expiresAt.toISOString() } satisfies DownloadInput,
-      async within(trx, [downloadId]) {
+      async insertRecords(trx, [downloadId]) {
         // The partner row is locked by now (core/ledger.ts): this count sees every earlier submit.
         const state = await quotaState(trx, ctx.partner.id, now, downloadId);
         if (state.used >= QUOTA.limit) {

@@ -98,7 +98,7 @@ export const upscaleImage = operation({
         partnerJobId,
         input: stored,
         description: `Image upscale: ${factor}x to ${plan.width}x${plan.height} (${plan.tier})`,
-        async within(trx, [jobId]) {
+        async insertRecords(trx, [jobId]) {
           generationId = await records.insert(trx, {
             job_id: jobId!,
             partner_id: ctx.partner.id,
@@ -172,7 +172,7 @@ export const upscaleVideo = operation({
         partnerJobId,
         input: stored,
         description: `Video upscale: ${factor}x, ${inputSeconds}s`,
-        within: (trx, [jobId]) =>
+        insertRecords: (trx, [jobId]) =>
           records.insert(trx, { job_id: jobId!, partner_id: ctx.partner.id, kind: "upscale", prompt: "", model, model_used: model, quality: null, duration: inputSeconds, aspect_ratio: ratio(plan.width, plan.height) }),
       }),
     );

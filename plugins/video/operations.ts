@@ -69,7 +69,7 @@ async function submit(
       input: { ...args.input },
       description: args.description,
       insufficientCredits: args.insufficient,
-      within: (trx, [jobId]) => records.insert(trx, { ...args.record, job_id: jobId!, partner_id: ctx.partner.id }),
+      insertRecords: (trx, [jobId]) => records.insert(trx, { ...args.record, job_id: jobId!, partner_id: ctx.partner.id }),
     });
   } catch (err) {
     // Bad input (402, 429) changes nothing: no row, no file.
@@ -348,7 +348,7 @@ const mergeVideos = operation({
       description: `Merge of ${jobIds.length} clips`,
       insufficientCredits: VIDEO_ERRORS.mergeInsufficient,
       input: { job_ids: jobIds },
-      within: async (trx, [mergeId]) => {
+      insertRecords: async (trx, [mergeId]) => {
         await trx.insertInto(MERGE_TABLE).values({ merge_id: mergeId!, partner_id: ctx.partner.id, job_ids: JSON.stringify(jobIds), expires_at: expiresAt }).execute();
       },
     });

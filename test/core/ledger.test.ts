@@ -120,7 +120,7 @@ for (const backend of await databaseBackends()) {
     const batch = await submitJobs(tk.kernel.database.kysely, {
       partnerId: p.id, plugin: "t", kind: "k", endpoint: "POST /t", state: "queued", credits: 30, shares: [10, 10, 10], group: true, inflight: true,
       inputs: [{ n: 1 }, { n: 2 }, { n: 3 }],
-      within: async (_trx, _ids, groupId) => void (seenGroup = groupId),
+      insertRecords: async (_trx, _ids, groupId) => void (seenGroup = groupId),
     });
     assert.match(batch.groupId ?? "", /^svc-[0-9a-f]{8}$/);
     assert.is(seenGroup, batch.groupId, "the submit's own rows see the group id in its transaction");

@@ -49,7 +49,7 @@ const fakeUpscale = definePlugin({
           kind: "video-upscale",
           state: "queued",
           credits: 7,
-          within: (trx, [jobId]) => records.insert(trx, { job_id: jobId!, partner_id: ctx.partner.id, kind: "upscale", prompt: "", model: "upscale-2x", model_used: "upscale-2x", quality: null, duration: 1, aspect_ratio: "4:3" }),
+          insertRecords: (trx, [jobId]) => records.insert(trx, { job_id: jobId!, partner_id: ctx.partner.id, kind: "upscale", prompt: "", model: "upscale-2x", model_used: "upscale-2x", quality: null, duration: 1, aspect_ratio: "4:3" }),
         });
         return { job_id: job.jobId };
       },

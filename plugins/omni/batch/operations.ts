@@ -127,7 +127,7 @@ async function submitSections(
     partnerJobId: a.partnerJobId,
     description: `Omni batch: ${a.sections.length} sections`,
     insufficientCredits: OMNI_ERRORS.batchInsufficient,
-    within: async (trx, jobIds, batchId) => {
+    insertRecords: async (trx, jobIds, batchId) => {
       await trx
         .insertInto(BATCHES_TABLE)
         .values({ batch_id: batchId!, partner_id: ctx.partner.id, partner_job_id: a.partnerJobId, aspect_ratio: a.aspectRatio, resolution: BATCH_RESOLUTION, section_count: a.sections.length, credits_used: a.credits })

@@ -122,7 +122,7 @@ const createCharacter = operation({
         partnerJobId: req.partnerJobId,
         description: `Omni character: ${req.name.slice(0, 120)}`,
         insufficientCredits: OMNI_ERRORS.characterInsufficient,
-        within: async (trx, [jobId]) => {
+        insertRecords: async (trx, [jobId]) => {
           await trx
             .insertInto(CHARACTERS_TABLE)
             .values({

@@ -76,7 +76,7 @@ export const repairJob: JobKindDeclaration<RepairInput> = {
         input: { ...input },
         partnerJobId: source.partner_job_id,
         callbackUrl: input.callback_url ?? null,
-        within: (trx, id) =>
+        insertRecords: (trx, id) =>
           insertVideoRecord(trx, id, ctx.partnerId, {
             model: source.model as OmniJobInput["model"],
             prompt: improved,

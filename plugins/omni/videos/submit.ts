@@ -110,7 +110,7 @@ export async function submitVideo(ctx: OperationContext, req: PreparedOmniVideo,
       input: { ...input },
       description,
       insufficientCredits: OMNI_ERRORS.videoInsufficient,
-      within: (trx, [jobId]) =>
+      insertRecords: (trx, [jobId]) =>
         insertVideoRecord(trx, jobId!, ctx.partner.id, {
           model: req.model,
           prompt: req.prompt,
