@@ -9,19 +9,17 @@
 // an attempt the dead process was running (a poll, a render) is found by pg-boss's heartbeat expiry
 // (heartbeatSeconds 10) and retried. A job whose every attempt is killed is dead-lettered and refunded:
 // test/video/restart.test.ts, where the render is long enough to be killed in.
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { sql } from "kysely";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { openDatabase } from "../../storage/db.ts";
 import { IMAGE_ERRORS } from "../../plugins/images/errors.ts";
-import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
-import { type ServerProcess, startServer } from "../helpers/server.ts";
+import { databaseBackends } from "../helpers/backends.ts";
+import { api as partnerApi, call, type RestartRig, restartRig, sleep } from "../helpers/restart.ts";
+import type { ServerProcess } from "../helpers/server.ts";
 
 const ADMIN_TOKEN = "adm_0webhlT4ebfqEo2QW2NKgQECC6pQhZve8IORwIvo";
-const USER_AGENT = "mediagate-restart-test/1.0";
 // The sandbox is polled every quarter of SANDBOX_LATENCY_MS (2.25 s), its progress growing with the time. A job
 // shows progress from its first poll to its end. The kill waits for one job seen mid-run while others are still
 // pending. (CI once saw none mid-run in 30 s: the queue's scan forgot the polls due a moment after the one it
@@ -40,29 +38,11 @@ interface Submit {
   creditsUsed: number;
 }
 
-async function call(server: ServerProcess, method: string, path: string, opts: { key?: string; admin?: boolean; body?: unknown } = {}) {
-  const headers: Record<string, string> = { "user-agent": USER_AGENT };
-  if (opts.key) headers.authorization = `Bearer ${opts.key}`;
-  if (opts.admin) headers.authorization = `Bearer ${ADMIN_TOKEN}`;
-  if (opts.body !== undefined) headers["content-type"] = "application/json";
-  const res = await fetch(server.url + path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
-  const text = await res.text();
-  let body: any;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = text;
-  }
-  return { status: res.status, body };
-}
-
-const partnerApi = (path: string) => `/api/v1/partner${path}`;
 /** The requests the sandbox upstream still keeps (DATA_DIR/blobs, its private folder). */
 const sandboxRecords = (dataDir: string) => {
   const dir = join(dataDir, "blobs", "images-sandbox", "private", "upstream");
   return existsSync(dir) ? readdirSync(dir) : [];
 };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function statusOf(server: ServerProcess, key: string, jobId: string): Promise<ImageStatus> {
   const res = await call(server, "GET", partnerApi(`/image-status/${jobId}`), { key });
@@ -72,17 +52,12 @@ async function statusOf(server: ServerProcess, key: string, jobId: string): Prom
 
 /** A partner with OPENING_CREDITS (half at creation, half as a purchase), room for every job at once, and
  *  rate limits out of the way of the polling. */
-async function createPartner(server: ServerProcess) {
-  const created = await call(server, "POST", "/api/v1/admin/partners", { admin: true, body: { name: "Restart test", credits: OPENING_CREDITS / 2 } });
-  assert.is(created.status, 201, JSON.stringify(created.body));
-  const partnerId: string = created.body.partner_id;
-  const key: string = created.body.api_key;
-  const limits = await call(server, "PATCH", `/api/v1/admin/partners/${partnerId}`, {
-    admin: true,
-    body: { limits: { inflight_jobs: 100, rate_limits: { "POST /generate-image": 1000, "GET /image-status/<gen_id>": 100_000, "GET /credits": 1000, "GET /transactions": 1000 } } },
+async function createPartner(rig: RestartRig, server: ServerProcess) {
+  const { partnerId, key } = await rig.partner(server, "Restart test", OPENING_CREDITS / 2, {
+    inflight_jobs: 100,
+    rate_limits: { "POST /generate-image": 1000, "GET /image-status/<gen_id>": 100_000, "GET /credits": 1000, "GET /transactions": 1000 },
   });
-  assert.is(limits.status, 200, JSON.stringify(limits.body));
-  const topUp = await call(server, "POST", `/api/v1/admin/partners/${partnerId}/credits`, { admin: true, body: { amount: OPENING_CREDITS / 2, type: "purchase", description: "restart test" } });
+  const topUp = await call(server, "POST", `/api/v1/admin/partners/${partnerId}/credits`, { adminToken: ADMIN_TOKEN, body: { amount: OPENING_CREDITS / 2, type: "purchase", description: "restart test" } });
   assert.is(topUp.status, 200, JSON.stringify(topUp.body));
   assert.is(topUp.body.credits_remaining, OPENING_CREDITS);
   return { partnerId, key };
@@ -140,8 +115,8 @@ async function checkApiBalance(server: ServerProcess, key: string) {
  * share, none for a success; nothing else moved money; the balance is the ledger's sum, for every account.
  * Returns how many pg-boss jobs of the image queue were retried (attempts the kill interrupted, if any).
  */
-async function checkDatabase(target: { url?: string; dataDir?: string }, partnerId: string, submits: Submit[], apiBalance: number) {
-  const database = await openDatabase(target);
+async function checkDatabase(rig: RestartRig, partnerId: string, submits: Submit[], apiBalance: number) {
+  const database = await rig.openDatabase();
   try {
     const db = database.kysely;
     const jobIds = submits.flatMap((s) => s.jobIds);
@@ -198,42 +173,15 @@ async function checkDatabase(target: { url?: string; dataDir?: string }, partner
 
 for (const backend of await databaseBackends()) {
   const t = suite(`images: server killed mid-job on ${backend.name}`);
-  const servers: ServerProcess[] = [];
-  let dataDir: string | undefined;
-  let env: Record<string, string> = {};
-  let databaseUrl: string | undefined;
-
-  const start = async () => {
-    const server = await startServer(env);
-    servers.push(server);
-    return server;
-  };
-  const logs = () => servers.map((s, i) => `--- server ${i + 1} (pid ${s.pid}) ---\n${s.output()}`).join("\n");
-
-  t.before.each(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), "mediagate-restart-"));
-    databaseUrl = backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined;
-    env = {
-      DATA_DIR: dataDir, // PGlite's files, and the blobs on either backend
-      ADMIN_TOKEN,
-      SANDBOX_LATENCY_MS: String(LATENCY_MS),
-      LOG_LEVEL: "warn",
-      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-    };
-  });
-
-  t.after.each(async () => {
-    // Whatever happened, no server outlives its test.
-    for (const s of servers.splice(0)) await s.kill();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-    dataDir = undefined;
-  });
+  // DATA_DIR holds PGlite's files, and the blobs on either backend.
+  const rig = restartRig(t, backend, { adminToken: ADMIN_TOKEN, env: { SANDBOX_LATENCY_MS: String(LATENCY_MS) } });
+  const { start, logs } = rig;
 
   t("every job ends exactly once, charged once and refunded at most once, after a SIGKILL and a restart", async () => {
     const t0 = Date.now();
     const first = await start();
     const bootMs = Date.now() - t0;
-    const { partnerId, key } = await createPartner(first);
+    const { partnerId, key } = await createPartner(rig, first);
 
     // 12 jobs from 10 submits: one asks the sandbox to fail, one is a quantity-3 request (one charge, 3 jobs).
     const submits: Submit[] = Array.from({ length: 10 }, (_, i) => ({
@@ -277,10 +225,10 @@ for (const backend of await databaseBackends()) {
     // Stop cleanly (a PGlite directory is one process's), then read the database directly.
     await second.stop();
     assert.is((await second.exited).code, 0, `the second server did not shut down cleanly:\n${logs()}`);
-    const retried = await checkDatabase(databaseUrl ? { url: databaseUrl } : { dataDir }, partnerId, submits, balance);
+    const retried = await checkDatabase(rig, partnerId, submits, balance);
     // The upstream forgot every job once it ended (the sandbox's request records are released), and no wait
     // is left behind.
-    assert.equal(sandboxRecords(dataDir!), [], "the sandbox's request records were released");
+    assert.equal(sandboxRecords(rig.dataDir), [], "the sandbox's request records were released");
 
     console.log(
       `\n  [${backend.name}] boot ${bootMs} ms; killed with ${midRun.length} job(s) mid-run; restarted in ${restartMs} ms; ` +
