@@ -33,6 +33,11 @@ const COMMITTED_TIMINGS = join(ROOT, "test", "timings.json");
 // same (5211 s and 5330 s), so a fourth worker is nearly free. Both runs shared the machine with other
 // work (load average 17-22), so the numbers are rough. Each worker may hold a few dozen Postgres
 // connections at a time (max_connections is 100 by default): keep that in mind before raising it.
+// Not raised to 5 or 6 (issue 37 item 8): the suite has since become CPU-bound on these machines. A file's time
+// now grows with the load (test/captions/restart 156 s at load 19, 284 s at load 41; test/video/restart 165 s
+// in CI, 269-382 s at load 26), so a fifth worker would slow every file by about what it adds, finishing no
+// sooner while bringing each test's own time-outs closer. And each main.ts on Postgres may open 21 connections
+// (storage/db.ts pool 10, pg-boss 10, LISTEN 1): test/api/several-hosts runs four, 84 of the 100 alone.
 const DEFAULT_WORKERS = 4;
 
 function findTests(dir: string): string[] {
