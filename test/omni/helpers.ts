@@ -1,6 +1,8 @@
 // What the Omni API tests share: a test kernel with the Omni plugins, raised limits, solid-colour pictures,
 // polling and reading stored media back.
 import { encodePng } from "../../plugins/images/png.ts";
+import { type CapabilityHost, definePlugin } from "../../core/plugin.ts";
+import type { MediaEngine } from "../../lib/media/index.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import webhooks from "../../plugins/webhooks/index.ts";
@@ -8,8 +10,30 @@ import text from "../../plugins/text/index.ts";
 import omniSandbox from "../../plugins/omni/sandbox.ts";
 import omni from "../../plugins/omni/index.ts";
 import { isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { memoizedEngine, type RunCache } from "../helpers/memo-engine.ts";
 
 export const OMNI_PLUGINS = [account, webhooks, text, omniSandbox, omni];
+
+/**
+ * OMNI_PLUGINS with a sandbox whose engine renders each distinct ffmpeg run once per `renders`
+ * (test/helpers/memo-engine.ts): the sandbox renders a 1080p clip per job (seconds of x264 each),
+ * deterministically from the request, so the same job on the other backend, or again in another test, shares
+ * the first render. The sandbox's markers, speech and arguments still run per job. Native engine only: a test
+ * of another engine must render for itself.
+ */
+export function omniPluginsSharingRenders(renders: RunCache) {
+  const sharedRenders = definePlugin({
+    ...omniSandbox,
+    provides: {
+      "omni.generate": (host: CapabilityHost) => {
+        let media: MediaEngine | undefined;
+        const capability = ((name: string) => (name === "media" ? (media ??= memoizedEngine(host.capability("media"), renders)) : host.capability(name as any))) as CapabilityHost["capability"];
+        return omniSandbox.provides["omni.generate"]({ ...host, capability });
+      },
+    },
+  });
+  return OMNI_PLUGINS.map((p) => (p === omniSandbox ? sharedRenders : p));
+}
 
 /** The spec's per-minute limits (10 submits, 60 polls) would stop these tests, not the code they test. */
 export const OMNI_LIMITS = {
@@ -23,9 +47,9 @@ export const OMNI_LIMITS = {
   ),
 };
 
-export async function omniKernel(backend: { name: string }, env: Record<string, string> = {}): Promise<TestKernel> {
+export async function omniKernel(backend: { name: string }, env: Record<string, string> = {}, plugins = OMNI_PLUGINS): Promise<TestKernel> {
   return createTestKernel({
-    plugins: OMNI_PLUGINS,
+    plugins,
     databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
     start: true,
     env: { SANDBOX_LATENCY_MS: "20", PUBLIC_URL: "https://media.example.test", ALLOW_PRIVATE_URLS: "1", ...env },

@@ -15,7 +15,8 @@ import type { TestKernel } from "../../testkit/index.ts";
 import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import { REFERENCE_VIDEO_SURCHARGE, VIDEO_PRICE } from "../../plugins/omni/prices.ts";
 import { databaseBackends } from "../helpers/backends.ts";
-import { balance, character, ledgerSum, mediaBytes, OMNI_LIMITS, omniKernel, png, sleep, until, videoDone, voice } from "./helpers.ts";
+import { newRunCache } from "../helpers/memo-engine.ts";
+import { balance, character, ledgerSum, mediaBytes, OMNI_LIMITS, omniKernel, omniPluginsSharingRenders, png, sleep, until, videoDone, voice } from "./helpers.ts";
 
 const engine = createMediaEngine({ mode: "native" });
 
@@ -38,6 +39,8 @@ async function localServer() {
   return { base, hooks, close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))) };
 }
 
+const SHARED_RENDERS = omniPluginsSharingRenders(newRunCache());
+
 for (const backend of await databaseBackends()) {
   const t = suite(`omni video API on ${backend.name}`);
   let tk: TestKernel;
@@ -45,7 +48,8 @@ for (const backend of await databaseBackends()) {
   // One kernel (and, on Postgres, one database) for the suite: every test works with partners of its own,
   // reads only their rows and waits for its jobs to end, so a kernel per test bought no isolation, only boots.
   t.before(async () => {
-    [local, tk] = await Promise.all([localServer(), omniKernel(backend)]);
+    // The second backend's clips are the first's renders (test/omni/helpers.ts omniPluginsSharingRenders).
+    [local, tk] = await Promise.all([localServer(), omniKernel(backend, {}, SHARED_RENDERS)]);
   });
   t.after(async () => {
     await tk.close();
