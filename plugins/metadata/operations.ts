@@ -30,6 +30,7 @@ import { METADATA_ERRORS } from "./errors.ts";
 import { imageFormatOf } from "./image.ts";
 import { RemoveMetadataInput, type RemovalSource } from "./input.ts";
 import { countAttempt, IMAGE_QUOTA, VIDEO_QUOTA } from "./quota.ts";
+import { recordAttempt } from "./records.ts";
 import { videoSlots, type SlotHold } from "./slots.ts";
 import { IMAGE_LIMITS, load, locate, VIDEO_LIMITS, type Located } from "./source.ts";
 import { cleanVideo, videoContainerOf } from "./video.ts";
@@ -39,8 +40,6 @@ export const FEATURE = "metadata_removal";
 export const PAUSE = "metadata_removal";
 export const RETENTION_MS = 7 * 24 * 3600 * 1000;
 export const DOWNLOAD_TIMEOUT_MS = 30_000;
-/** Each counted attempt's row, for operators (migrations.ts). */
-const REMOVALS_TABLE = "metadata_removals";
 
 type RemovalContext = OperationContext<RemovalSource>;
 
@@ -103,23 +102,19 @@ async function attempt(ctx: RemovalContext, source: RemovalSource, located: Loca
     if (err instanceof ApiError) status = err.status;
     throw err;
   } finally {
-    await ctx.db
-      .insertInto(REMOVALS_TABLE)
-      .values({
-        partner_id: ctx.partner.id,
-        request_id: ctx.requestId,
-        kind: source.kind,
-        status,
-        format: made?.format ?? null,
-        removed: JSON.stringify(made?.cleaned.removed ?? []),
-        bytes_in: made?.bytesIn ?? null,
-        bytes_out: made?.cleaned.bytes.byteLength ?? null,
-        blob_key: made?.key ?? null,
-        expires_at: made?.expiresAt ?? null,
-        created_at: new Date(ctx.clock.now()),
-      })
-      .execute()
-      .catch((err) => ctx.log.error(`metadata ${ctx.requestId}: audit row not written`, err));
+    await recordAttempt(ctx.db, {
+      partner_id: ctx.partner.id,
+      request_id: ctx.requestId,
+      kind: source.kind,
+      status,
+      format: made?.format ?? null,
+      removed: JSON.stringify(made?.cleaned.removed ?? []),
+      bytes_in: made?.bytesIn ?? null,
+      bytes_out: made?.cleaned.bytes.byteLength ?? null,
+      blob_key: made?.key ?? null,
+      expires_at: made?.expiresAt ?? null,
+      created_at: new Date(ctx.clock.now()),
+    }).catch((err) => ctx.log.error(`metadata ${ctx.requestId}: audit row not written`, err));
   }
   return {
     [source.kind === "image" ? "image_url" : "video_url"]: made.url,

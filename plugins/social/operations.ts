@@ -22,7 +22,7 @@ import { SOCIAL_ERRORS } from "./errors.ts";
 import { FileInput, ListInput, SocialDownloadInput } from "./input.ts";
 import type { DownloadInput } from "./job.ts";
 import { QUOTA, quotaState, quotaView, type QuotaView } from "./quota.ts";
-import { isExpired, ListShape, listEntryView, outputOf, RecordShape, RETENTION_DAYS, RETENTION_MS, recordView, SOCIAL_DOWNLOADS_TABLE, socialDownloads, SubmitShape, type DownloadRow } from "./records.ts";
+import { isExpired, ListShape, listEntryView, outputOf, RecordShape, RETENTION_DAYS, RETENTION_MS, recordView, insertDownload, socialDownloads, SubmitShape, type DownloadRow } from "./records.ts";
 
 /** The service-wide pause switch of new downloads (core/pauses.ts). */
 export const PAUSE = "social_downloads";
@@ -58,10 +58,7 @@ export const submit = operation({
           throw new ApiError(429, SOCIAL_ERRORS.dailyLimit, { quota: view }, { "Retry-After": String(Math.max(10, view.resets_in_seconds)) });
         }
         if (state.running >= QUOTA.inflight) throw new ApiError(429, SOCIAL_ERRORS.inflight, { quota: quotaView(state, now) }, { "Retry-After": "10" });
-        await trx
-          .insertInto(SOCIAL_DOWNLOADS_TABLE)
-          .values({ download_id: downloadId!, partner_id: ctx.partner.id, platform: link.platform, url, normalized_url: link.normalizedUrl, created_at: createdAt, expires_at: expiresAt })
-          .execute();
+        await insertDownload(trx, { download_id: downloadId!, partner_id: ctx.partner.id, platform: link.platform, url, normalized_url: link.normalizedUrl, created_at: createdAt, expires_at: expiresAt });
         quota = quotaView({ used: state.used + 1, oldest: state.oldest ?? createdAt }, now);
       },
     });

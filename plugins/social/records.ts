@@ -9,9 +9,10 @@
 //   files); the record itself stays readable with `available: false`, the file path answers 410.
 // - Additions (versioning rule 3): `normalized_url`, `created_at`, `expires_at` on the record;
 //   `partner_job_id` and `created_at` on list entries; `total`, `limit`, `offset` on the list (convention 8).
-import type { ColumnType } from "kysely";
+import type { Insertable, Kysely } from "kysely";
 import { z } from "zod";
 import { formatTimestamp, type JobRecord, jobRecords, pageShape } from "mediagate/plugin";
+import type { SocialTables } from "./migrations.ts";
 
 export const RETENTION_DAYS = 7;
 export const RETENTION_MS = RETENTION_DAYS * 24 * 3600 * 1000;
@@ -47,14 +48,11 @@ export interface DownloadOutput {
 export const SOCIAL_DOWNLOADS_TABLE = "social_downloads";
 
 /** A `social_downloads` row (migrations.ts): what is known at submit. */
-export interface SocialDownloadsTable {
-  download_id: string;
-  partner_id: string;
-  platform: string;
-  url: string;
-  normalized_url: string;
-  created_at: ColumnType<Date, Date | string, never>;
-  expires_at: ColumnType<Date, Date | string, never>;
+export type SocialDownloadsTable = SocialTables["social_downloads"];
+
+/** Inserts a download's record in its submit's transaction. */
+export async function insertDownload(db: Kysely<SocialTables>, row: Insertable<SocialDownloadsTable>): Promise<void> {
+  await db.insertInto(SOCIAL_DOWNLOADS_TABLE).values(row).execute();
 }
 
 /** Downloads joined to their kernel job rows (the download id is the job id), for status, file and list alike. */
