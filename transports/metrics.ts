@@ -6,7 +6,7 @@
 import { Counter, Gauge, Registry, type Metric } from "prom-client";
 import { sql } from "kysely";
 import type { Kernel } from "../core/kernel.ts";
-import { connectionCountsOf } from "./connection-limits.ts";
+import { connectionCountsOf, type ConnectionCounts } from "./connection-limits.ts";
 import { subscriptionLimitsOf } from "./graphql/subscription-limits.ts";
 
 export interface Metrics {
@@ -82,6 +82,27 @@ class ServedRequests {
       ),
     ];
   }
+}
+
+/** A counter of each listener's counts under one more label (refusals by reason, time-outs by phase), read at each scrape. */
+function listenerCounter(
+  registry: Registry,
+  listeners: () => readonly ConnectionCounts[],
+  name: string,
+  help: string,
+  label: string,
+  counts: (c: ConnectionCounts) => Readonly<Record<string, number>>,
+): void {
+  new Counter({
+    name,
+    help,
+    labelNames: ["listener", label],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const c of listeners()) for (const [value, n] of Object.entries(counts(c))) this.inc({ listener: c.listener, [label]: value }, n);
+    },
+  });
 }
 
 export function metricsOf(kernel: Kernel): Metrics {
@@ -169,26 +190,9 @@ export function metricsOf(kernel: Kernel): Metrics {
       for (const c of connectionCountsOf(kernel)) this.inc({ listener: c.listener }, c.open());
     },
   });
-  new Counter({
-    name: "mediagate_http_connections_refused_total",
-    help: "Connections closed at once over a cap, by listener and reason (per_address, max).",
-    labelNames: ["listener", "reason"],
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const c of connectionCountsOf(kernel)) for (const [reason, n] of Object.entries(c.refused)) this.inc({ listener: c.listener, reason }, n);
-    },
-  });
-  new Counter({
-    name: "mediagate_http_timeouts_total",
-    help: "Connections closed for a request too slow to arrive, by listener and phase (headers, body).",
-    labelNames: ["listener", "phase"],
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const c of connectionCountsOf(kernel)) for (const [phase, n] of Object.entries(c.timeouts)) this.inc({ listener: c.listener, phase }, n);
-    },
-  });
+  const listeners = () => connectionCountsOf(kernel);
+  listenerCounter(registry, listeners, "mediagate_http_connections_refused_total", "Connections closed at once over a cap, by listener and reason (per_address, max).", "reason", (c) => c.refused);
+  listenerCounter(registry, listeners, "mediagate_http_timeouts_total", "Connections closed for a request too slow to arrive, by listener and phase (headers, body).", "phase", (c) => c.timeouts);
   const subscriptions = subscriptionLimitsOf(kernel);
   new Gauge({
     name: "mediagate_graphql_subscriptions",
