@@ -1,6 +1,6 @@
 // A caption job survives its server being SIGKILLed during the burn, on every database backend: after a
 // restart on the same database and DATA_DIR the job reaches a terminal state, charged once and refunded at
-// most once, and the account's ledger still sums to its balance (DESIGN invariant 1, core/jobs.ts "Crash
+// most once, and the account's ledger still sums to its balance (docs/architecture.md invariant 1, core/jobs.ts "Crash
 // safety"). The dead attempt is found by pg-boss's heartbeat expiry, so recovery takes 10-20 s.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";

@@ -1,7 +1,7 @@
 // A Script Runner run survives its server being SIGKILLed while scenes render, on every database backend: after
 // a restart on the same database and DATA_DIR every scene ends complete or error, the run ends `partial` (one
 // scene fails by its text), it was charged once, and exactly the failed scene's part was refunded, once; the
-// account's ledger still sums to its balance (DESIGN invariant 1). The dead attempt is found by pg-boss's
+// account's ledger still sums to its balance (docs/architecture.md invariant 1). The dead attempt is found by pg-boss's
 // heartbeat expiry, so recovery takes 10-20 s.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
