@@ -222,13 +222,20 @@ export function buildOpenApi(registry: Registry, version: string): Record<string
     },
     servers: [{ url: "/" }],
     tags: [...new Set(registry.operations.map((op) => op.plugin))].map((name) => ({ name })),
+    ...secured("partnerKey", "The partner's `svc_partner_...` key.", components, paths),
+  };
+}
+
+/** A document's components, its one bearer scheme and its paths, in the order both documents print them. */
+function secured(scheme: string, description: string, components: Components, paths: Record<string, Record<string, unknown>>) {
+  return {
     components: {
-      securitySchemes: { partnerKey: { type: "http", scheme: "bearer", description: "The partner's `svc_partner_...` key." } },
+      securitySchemes: { [scheme]: { type: "http", scheme: "bearer", description } },
       schemas: Object.fromEntries(Object.entries(components.schemas).sort(([a], [b]) => a.localeCompare(b))),
       responses: ERROR_RESPONSES,
       headers: HEADERS,
     },
-    security: [{ partnerKey: [] }],
+    security: [{ [scheme]: [] }],
     paths,
   };
 }
@@ -271,13 +278,6 @@ export function buildAdminOpenApi(routes: readonly AdminRouteDoc[], base: string
     openapi: "3.1.0",
     info: { title: "mediagate Admin API", version, description: "Operators only: partners, keys, credits and pause switches. Never called from a browser (no CORS)." },
     servers: [{ url: "/" }],
-    components: {
-      securitySchemes: { adminToken: { type: "http", scheme: "bearer", description: "The operator's ADMIN_TOKEN." } },
-      schemas: Object.fromEntries(Object.entries(components.schemas).sort(([a], [b]) => a.localeCompare(b))),
-      responses: ERROR_RESPONSES,
-      headers: HEADERS,
-    },
-    security: [{ adminToken: [] }],
-    paths,
+    ...secured("adminToken", "The operator's ADMIN_TOKEN.", components, paths),
   };
 }
