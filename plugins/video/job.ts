@@ -1,7 +1,7 @@
 // The video job runners (spec part 2, "Video job", the video state table and events): one clip rendered by
 // the provider of its model's route, its frames and references read only when it first submits, optionally
 // stripped of metadata, stored; and the merge's job kind, which only recovers a merge cut off mid-request.
-import { checkPicture, finishGeneratedClip, isTransient, JobFailure, type JobKindDeclaration, type JobRunContext, megabytes, mp4MetadataCategories, progressBetween, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, UnsafeContentError, type VideoFrame, type VideoOutput } from "mediagate/plugin";
+import { checkPicture, finishGeneratedClip, isTransient, JobFailure, type JobKindDeclaration, type JobRunContext, megabytes, mp4MetadataCategories, progressBetween, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, UnsafeContentError, type VideoFrame, type VideoOutput, oneStepStates } from "mediagate/plugin";
 import { VIDEO_ERRORS } from "./errors.ts";
 import { eventData, VIDEO_TABLE } from "./records.ts";
 import { normalizeReference, ReferenceEncodeError, type ReferenceKind } from "./references.ts";
@@ -152,10 +152,6 @@ export const videoJob: JobKindDeclaration<StoredInput> = {
  * failed and refunded by the kernel (core/jobs.ts recoverOrphans) with the text a failed merge stores.
  */
 export const mergeJob: JobKindDeclaration = {
-  states: ["processing", "complete", "failed"],
-  initial: "processing",
-  transitions: { processing: ["complete", "failed"] },
-  terminal: { complete: "success", failed: "failure" },
-  failState: "failed",
+  ...oneStepStates("processing", "complete", "failed"),
   failError: VIDEO_ERRORS.mergeFailed,
 };

@@ -17,50 +17,16 @@
 // - A storage failure before the charge is a 502 with nothing charged; there is no failure after it.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError, isOutboundError, listLibrary, operation, type OutboundGuard, partnerJobIdField, type VideoFrame, checkPicture, decodeImageBase64, IMAGE_EXT, imageKind } from "mediagate/plugin";
+import { ApiError, isOutboundError, listLibrary, operation, type OutboundGuard, type VideoFrame, checkPicture, decodeImageBase64, IMAGE_EXT, imageKind } from "mediagate/plugin";
 import { OMNI_ERRORS } from "../errors.ts";
 import { libraryDeleteOperation } from "../library.ts";
+import { CreateCharacterInput } from "./input.ts";
 import { characterPrice, LIMITS, OMNI_FEATURE, OMNI_PAUSE } from "../prices.ts";
 import { CHARACTERS_TABLE, type CharacterRecord, type CharacterVoice, findVoices, timestamp } from "../records.ts";
 
 /** Characters as a library: DELETE removes the row and its image. */
 const CHARACTER_LIBRARY = { table: CHARACTERS_TABLE, id: "character_id", file: "image_key" };
 const IMAGE_FETCH_TIMEOUT_MS = 30_000;
-
-const CreateInput = z
-  .object({
-    name: z.unknown().optional().meta({ type: "string", maxLength: LIMITS.nameChars }),
-    description: z.unknown().optional().meta({ type: "string", maxLength: LIMITS.descriptionChars }),
-    image_base64: z.unknown().optional().meta({ type: "string", description: "PNG, JPEG or WebP as base64 (a data: prefix is tolerated), at most 20 MB" }),
-    image_url: z.unknown().optional().meta({ type: "string", description: "public HTTPS reference image" }),
-    voice_id: z.unknown().optional().meta({ type: "string" }),
-    partner_job_id: partnerJobIdField().meta({ type: "string" }),
-  })
-  .meta({ required: ["name"] })
-  .transform((raw, c) => {
-    const fail = (message: string) => (c.addIssue({ code: "custom", message }), z.NEVER);
-    const name = typeof raw.name === "string" ? raw.name.trim() : "";
-    if (name === "") return fail(OMNI_ERRORS.characterNameRequired);
-    if (name.length > LIMITS.nameChars) return fail(OMNI_ERRORS.characterNameTooLong);
-    const description = raw.description ?? "";
-    if (typeof description !== "string") return fail(OMNI_ERRORS.descriptionType);
-    if (description.length > LIMITS.descriptionChars) return fail(OMNI_ERRORS.descriptionTooLong);
-    const hasBase64 = raw.image_base64 !== undefined && raw.image_base64 !== null && raw.image_base64 !== "";
-    const hasUrl = raw.image_url !== undefined && raw.image_url !== null && raw.image_url !== "";
-    if (!hasBase64 && !hasUrl) return fail(OMNI_ERRORS.provideImage);
-    if (hasBase64 && hasUrl) return fail(OMNI_ERRORS.bothImages);
-    if (hasUrl && typeof raw.image_url !== "string") return fail(OMNI_ERRORS.invalidImageUrl("must be a string"));
-    if (hasBase64 && typeof raw.image_base64 !== "string") return fail(OMNI_ERRORS.invalidImageBase64);
-    const voiceId = raw.voice_id ?? null;
-    if (voiceId !== null && typeof voiceId !== "string") return fail(OMNI_ERRORS.voicesNotFound);
-    return {
-      name,
-      description,
-      image: hasBase64 ? ({ base64: raw.image_base64 as string } as const) : ({ url: raw.image_url as string } as const),
-      voiceId: voiceId || null,
-      partnerJobId: raw.partner_job_id,
-    };
-  });
 
 const voiceObject = z.object({ id: z.string(), name: z.string(), base_voice: z.string(), base_voice_name: z.string() }).nullable();
 
@@ -83,7 +49,7 @@ const createCharacter = operation({
   status: 201,
   feature: OMNI_FEATURE,
   summary: "Create a reusable character from a reference image",
-  input: CreateInput,
+  input: CreateCharacterInput,
   // A 20 MB image is about 28 MB of base64; the decoded size is checked exactly below.
   maxBodyBytes: 30_000_000,
   bodyTooLarge: OMNI_ERRORS.imageTooLarge,

@@ -1,6 +1,6 @@
 // The prompt-repair job (operations.ts tells the whole story: money, crash, the endpoint's wait): it rewrites
 // a failed clip's prompt through `text.generate` and hands the new clip on in the transaction that ends it.
-import { allocateServiceId, cleanUpstreamText, type JobKindDeclaration, JobFailure, TextGenerationError } from "mediagate/plugin";
+import { allocateServiceId, cleanUpstreamText, type JobKindDeclaration, JobFailure, TextGenerationError, oneStepStates } from "mediagate/plugin";
 import { OMNI_ERRORS } from "../errors.ts";
 import { LIMITS } from "../prices.ts";
 import { omniVideos } from "../records.ts";
@@ -34,11 +34,7 @@ export const parsed = <T>(v: unknown): T => (typeof v === "string" ? (JSON.parse
  * database error is retried by the queue, from the top (nothing is written before the ending).
  */
 export const repairJob: JobKindDeclaration<RepairInput> = {
-  states: ["processing", "complete", "failed"],
-  initial: "processing",
-  transitions: { processing: ["complete", "failed"] },
-  terminal: { complete: "success", failed: "failure" },
-  failState: "failed",
+  ...oneStepStates("processing", "complete", "failed"),
   failError: OMNI_ERRORS.repairFailed,
   // An attempt is one text call (60 s by default) and two statements.
   timeoutSeconds: 300,

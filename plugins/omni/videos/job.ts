@@ -11,7 +11,7 @@
 //   `prompt_fixable` means.
 // - The upstream has an hour (UPSTREAM_DEADLINE_SECONDS); past it the job ends `error` with
 //   OMNI_ERRORS.videoFailed, refunded, as any other provider failure.
-import { checkPicture, finishGeneratedClip, imageKind, isTransient, JobFailure, type JobKindDeclaration, type JobRunContext, mediaToken, mp4MetadataCategories, progressBetween, UnsafeContentError, type VideoFrame } from "mediagate/plugin";
+import { checkPicture, finishGeneratedClip, imageKind, isTransient, JobFailure, type JobKindDeclaration, type JobRunContext, mediaToken, mp4MetadataCategories, progressBetween, UnsafeContentError, type VideoFrame, oneStepStates } from "mediagate/plugin";
 import { OMNI_ERRORS } from "../errors.ts";
 import { LIMITS } from "../prices.ts";
 import { type OmniVideoOutput, VIDEOS_TABLE } from "../records.ts";
@@ -55,11 +55,7 @@ async function fetchedImage(ctx: JobRunContext, url: string): Promise<VideoFrame
 const UPSTREAM_DEADLINE_SECONDS = 3600;
 
 export const omniVideoJob: JobKindDeclaration<OmniJobInput> = {
-  states: ["processing", "complete", "error"],
-  initial: "processing",
-  transitions: { processing: ["complete", "error"] },
-  terminal: { complete: "success", error: "failure" },
-  failState: "error",
+  ...oneStepStates("processing", "complete", "error"),
   failError: OMNI_ERRORS.videoFailed,
   retries: 1,
   timeoutSeconds: 1800,

@@ -14,10 +14,11 @@
 import { createHash } from "node:crypto";
 import type { Selectable } from "kysely";
 import { z } from "zod";
-import { allocateServiceId, ApiError, type BlobStore, listLibrary, mediaToken, operation, partnerJobIdField, speak } from "mediagate/plugin";
+import { allocateServiceId, ApiError, type BlobStore, listLibrary, mediaToken, operation, speak } from "mediagate/plugin";
 import { OMNI_ERRORS } from "../errors.ts";
 import { libraryDeleteOperation } from "../library.ts";
-import { LIMITS, OMNI_FEATURE, OMNI_PAUSE } from "../prices.ts";
+import { OMNI_FEATURE, OMNI_PAUSE } from "../prices.ts";
+import { CreateVoiceInput } from "./input.ts";
 import { presetById, VOICE_PRESETS, type VoicePreset } from "./presets.ts";
 import { timestamp, VOICES_TABLE, type VoiceRow } from "../records.ts";
 
@@ -102,42 +103,13 @@ const listPresets = operation({
   },
 });
 
-const optionalText = (max: number, tooLong: string, type: string) =>
-  z
-    .unknown()
-    .optional()
-    .meta({ type: "string", maxLength: max })
-    .transform((v, c) => {
-      if (v === undefined || v === null) return "";
-      if (typeof v !== "string") return (c.addIssue({ code: "custom", message: type }), z.NEVER);
-      if (v.length > max) return (c.addIssue({ code: "custom", message: tooLong }), z.NEVER);
-      return v;
-    });
-
 const createVoice = operation({
   method: "POST",
   path: "/omni/voices",
   status: 201,
   feature: OMNI_FEATURE,
   summary: "Create a voice from a preset (free)",
-  input: z
-    .object({
-      base_voice: z.unknown().optional().meta({ type: "string", enum: VOICE_PRESETS.map((p) => p.id) }),
-      name: z.unknown().optional().meta({ type: "string", maxLength: LIMITS.nameChars }),
-      description: optionalText(LIMITS.descriptionChars, OMNI_ERRORS.voiceDescriptionTooLong, OMNI_ERRORS.voiceDescriptionType),
-      example_dialogue: optionalText(LIMITS.exampleDialogueChars, OMNI_ERRORS.exampleDialogueTooLong, OMNI_ERRORS.exampleDialogueType),
-      partner_job_id: partnerJobIdField().meta({ type: "string" }),
-    })
-    .meta({ required: ["base_voice", "name"] })
-    .transform((raw, c) => {
-      const fail = (message: string) => (c.addIssue({ code: "custom", message }), z.NEVER);
-      const preset = typeof raw.base_voice === "string" ? presetById(raw.base_voice) : undefined;
-      if (!preset) return fail(OMNI_ERRORS.unknownBaseVoice);
-      const name = typeof raw.name === "string" ? raw.name.trim() : "";
-      if (name === "") return fail(OMNI_ERRORS.voiceNameRequired);
-      if (name.length > LIMITS.nameChars) return fail(OMNI_ERRORS.voiceNameTooLong);
-      return { preset, name, description: raw.description, exampleDialogue: raw.example_dialogue, partnerJobId: raw.partner_job_id };
-    }),
+  input: CreateVoiceInput,
   output: voiceShape,
   async handle(ctx) {
     if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, OMNI_ERRORS.voicesUnavailable);
