@@ -183,12 +183,8 @@ export class JsonSchemaTypes {
     const typeName = this.named(schema, defName, name);
     const { ref, fresh } = this.claim(this.outputs, typeName, { schema, extras }, () => this.builder.objectRef<Record<string, unknown>>(typeName));
     if (fresh) {
-      const required = new Set<string>(Array.isArray(schema.required) ? schema.required : []);
       // Mapped now, not in the fields thunk, so a bad declaration fails while the schema is built.
-      const fields = Object.entries(props).map(([key, prop]) => {
-        const m = this.output(prop, doc, `${typeName}${pascalCase(key)}`);
-        return [key, { ...m, nullable: m.nullable || !required.has(key) }] as const;
-      });
+      const fields = mapFields(schema, props, (prop, key) => this.output(prop, doc, `${typeName}${pascalCase(key)}`));
       ref.implement({
         description: typeof schema.description === "string" ? schema.description : undefined,
         fields: (t: any) => {
@@ -211,7 +207,7 @@ export class JsonSchemaTypes {
     const { schema } = withoutNull(raw, doc);
     const props = fieldsOf(schema);
     if (!props) return undefined;
-    return { props, required: new Set(Array.isArray(schema.required) ? schema.required : []) };
+    return { props, required: requiredOf(schema) };
   }
 
   /** An input type for `schema`; `Mapped.nullable` false means the argument or field is required. */
@@ -231,11 +227,7 @@ export class JsonSchemaTypes {
     const typeName = this.named(schema, defName, name, "Input");
     const { ref, fresh } = this.claim(this.inputs, typeName, schema, () => this.builder.inputRef<Record<string, unknown>>(typeName));
     if (fresh) {
-      const required = new Set<string>(Array.isArray(schema.required) ? schema.required : []);
-      const fields = Object.entries(props).map(([key, prop]) => {
-        const m = this.input(prop, doc, `${typeName}${pascalCase(key)}`);
-        return [key, { ...m, nullable: m.nullable || !required.has(key) }] as const;
-      });
+      const fields = mapFields(schema, props, (prop, key) => this.input(prop, doc, `${typeName}${pascalCase(key)}`));
       ref.implement({
         description: typeof schema.description === "string" ? schema.description : undefined,
         fields: (t: any) => Object.fromEntries(fields.map(([key, m]) => [key, t.field({ type: m.type, required: !m.nullable, description: m.description })])),
@@ -243,4 +235,18 @@ export class JsonSchemaTypes {
     }
     return { type: ref, nullable, description };
   }
+}
+
+/** The properties a schema requires. */
+function requiredOf(schema: JsonSchema): Set<string> {
+  return new Set<string>(Array.isArray(schema.required) ? schema.required : []);
+}
+
+/** Each property mapped, nullable also when the schema does not require it. */
+function mapFields(schema: JsonSchema, props: Record<string, JsonSchema>, map: (prop: JsonSchema, key: string) => Mapped) {
+  const required = requiredOf(schema);
+  return Object.entries(props).map(([key, prop]) => {
+    const m = map(prop, key);
+    return [key, { ...m, nullable: m.nullable || !required.has(key) }] as const;
+  });
 }
