@@ -26,7 +26,7 @@ export interface ReferenceMedia {
 export interface VideoGenerationRequest {
   prompt: string;
   negativePrompt: string | null;
-  /** A model id of models.ts, or "animation" for POST /generate-animation. */
+  /** A model id of plugins/video/prices.ts, or "animation" for POST /generate-animation. */
   model: string;
   /** Output frame size (docs/architecture.md "Sizes": the quality is the short edge), both even. */
   width: number;

@@ -1,5 +1,5 @@
 // The Omni tables as types, and the reads that more than one module needs: the account's voices and
-// characters as snapshots (characters.ts, video.ts, batch.ts), Omni video records joined to their jobs
+// characters as snapshots (characters/, videos/, batch/), Omni video records joined to their jobs
 // (status, list, events, batches, prompt repair). Another account's rows never come back (invariant 4): a
 // foreign id reads exactly like a missing one.
 import type { ColumnType, Kysely } from "kysely";

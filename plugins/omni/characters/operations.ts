@@ -13,7 +13,7 @@
 //   whichever way the image came; a URL image is fetched once, at creation.
 // - `description` empty means the name is the identity (the video job uses it so); both are kept as sent,
 //   the name trimmed.
-// - DELETE removes the row and the image; videos already submitted keep their own copy (video.ts).
+// - DELETE removes the row and the image; videos already submitted keep their own copy (../videos/submit.ts).
 // - A storage failure before the charge is a 502 with nothing charged; there is no failure after it.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";

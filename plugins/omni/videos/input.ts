@@ -2,7 +2,7 @@
 // the body's shape and ranges (the schema: 400 with the first issue's text), then what needs more than the
 // body (prepareOmniVideo): sizes of the base64 images (413), their kind by magic bytes, URL syntax through the
 // outbound guard's rules, the callback's DNS, the account's characters and voices (another account's read
-// as missing), and last the reference video, downloaded and measured (reference-video.ts; the job cuts it).
+// as missing), and last the reference video, downloaded and measured (references.ts; the job cuts it).
 //
 // Choices where the spec is silent, written down here (texts in errors.ts):
 // - `duration`, `seed` and `video_start`/`video_end` must be JSON numbers (a "8" string is refused);

@@ -93,7 +93,7 @@ export const omniVideoJob: JobKindDeclaration<OmniJobInput> = {
             const bytes = await ctx.blobs.get(ref.key);
             if (!bytes) throw new JobFailure(OMNI_ERRORS.referenceLost);
             referenceVideo = { bytes, seconds: ref.seconds, url: ref.url };
-            // The window is cut here, not in the request (reference-video.ts): a busy media pool makes the job wait.
+            // The window is cut here, not in the request (references.ts): a busy media pool makes the job wait.
             if (ref.start !== undefined && ref.end !== undefined) {
               try {
                 referenceVideo = await cutReferenceWindow({ bytes, url: ref.url, start: ref.start, end: ref.end }, ctx.capability("media"), { signal: ctx.signal });

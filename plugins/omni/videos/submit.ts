@@ -89,7 +89,7 @@ async function jobInput(ctx: OperationContext, req: PreparedOmniVideo, uploads: 
     voices: req.voices satisfies CharacterVoice[],
     image_urls: req.imageUrls,
     images,
-    // As downloaded, with its window: the job cuts it (reference-video.ts).
+    // As downloaded, with its window: the job cuts it (references.ts).
     reference_video: ref ? { key: uploads.add("reference-source.bin", ref.bytes, "application/octet-stream"), seconds: Math.round((ref.end - ref.start) * 100) / 100, url: ref.url, start: ref.start, end: ref.end } : null,
     callback_url: req.callbackUrl,
   };

@@ -1,5 +1,5 @@
 // The shapes that pass between the Omni modules: what POST /omni/video's checks hand to the submit
-// (video-input.ts -> video.ts), and what an Omni video job keeps as its input (video.ts, batch.ts, improve.ts).
+// (input.ts -> submit.ts), and what an Omni video job keeps as its input (job.ts, ../batch, ../improve).
 import type { VideoFrame } from "mediagate/plugin";
 import type { OmniAspectRatio, OmniDuration, OmniModel, OmniResolution } from "../prices.ts";
 import type { CharacterRecord, CharacterVoice } from "../records.ts";
