@@ -15,7 +15,6 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { CapabilityHost } from "../../core/plugin.ts";
 import { definePlugin } from "../../core/plugin.ts";
-import type { MediaEngine } from "../../lib/media/index.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import analysis from "../../plugins/analysis/index.ts";
@@ -26,7 +25,7 @@ import social from "../../plugins/social/index.ts";
 import socialSandbox from "../../plugins/social/sandbox.ts";
 import text from "../../plugins/text/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
-import { memoizedEngine, newRunCache } from "../helpers/memo-engine.ts";
+import { hostSharingRenders, newRunCache } from "../helpers/memo-engine.ts";
 
 const AD = "https://www.tiktok.com/@shop/video/7300000000000000042";
 const LIMITS = { inflight_jobs: 50, rate_limits: { "POST /analyze": 10_000, "GET /status/<job_id>": 100_000, "GET /credits": 10_000 } };
@@ -38,11 +37,7 @@ const renders = newRunCache();
 const sharedRenders = definePlugin({
   ...socialSandbox,
   provides: {
-    "social.extract": (host: CapabilityHost) => {
-      let media: MediaEngine | undefined;
-      const capability = ((name: string) => (name === "media" ? (media ??= memoizedEngine(host.capability("media"), renders)) : host.capability(name as any))) as CapabilityHost["capability"];
-      return socialSandbox.provides["social.extract"]({ ...host, capability });
-    },
+    "social.extract": (host: CapabilityHost) => socialSandbox.provides["social.extract"](hostSharingRenders(host, renders)),
   },
 });
 

@@ -4,6 +4,7 @@
 // code still runs in full (its markers, its plan, its speech), only the engine's identical work is shared.
 // Every caller gets its own copies of the bytes. A failed run is not kept, so the next caller runs it again.
 import { createHash } from "node:crypto";
+import type { CapabilityHost } from "../../core/plugin.ts";
 import type { MediaEngine } from "../../lib/media/index.ts";
 
 type Outputs = Record<string, Uint8Array>;
@@ -59,4 +60,14 @@ export function memoizedEngine(engine: MediaEngine, cache: RunCache): MediaEngin
       return typeof value === "function" ? value.bind(target) : value;
     },
   });
+}
+
+/**
+ * `host` whose media engine renders through `cache`: what a sandbox provider's factory is given in place of its
+ * host, so the sandbox's own code runs in full and only the engine's identical runs are shared.
+ */
+export function hostSharingRenders(host: CapabilityHost, cache: RunCache): CapabilityHost {
+  let media: MediaEngine | undefined;
+  const capability = ((name: string) => (name === "media" ? (media ??= memoizedEngine(host.capability("media"), cache)) : host.capability(name as any))) as CapabilityHost["capability"];
+  return { ...host, capability };
 }

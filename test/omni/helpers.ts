@@ -2,7 +2,6 @@
 // polling and reading stored media back.
 import { encodePng } from "../../plugins/images/png.ts";
 import { type CapabilityHost, definePlugin } from "../../core/plugin.ts";
-import type { MediaEngine } from "../../lib/media/index.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import webhooks from "../../plugins/webhooks/index.ts";
@@ -10,7 +9,7 @@ import text from "../../plugins/text/index.ts";
 import omniSandbox from "../../plugins/omni/sandbox.ts";
 import omni from "../../plugins/omni/index.ts";
 import { isolatedPostgresDatabase } from "../helpers/backends.ts";
-import { memoizedEngine, type RunCache } from "../helpers/memo-engine.ts";
+import { hostSharingRenders, type RunCache } from "../helpers/memo-engine.ts";
 
 export const OMNI_PLUGINS = [account, webhooks, text, omniSandbox, omni];
 
@@ -25,11 +24,7 @@ export function omniPluginsSharingRenders(renders: RunCache) {
   const sharedRenders = definePlugin({
     ...omniSandbox,
     provides: {
-      "omni.generate": (host: CapabilityHost) => {
-        let media: MediaEngine | undefined;
-        const capability = ((name: string) => (name === "media" ? (media ??= memoizedEngine(host.capability("media"), renders)) : host.capability(name as any))) as CapabilityHost["capability"];
-        return omniSandbox.provides["omni.generate"]({ ...host, capability });
-      },
+      "omni.generate": (host: CapabilityHost) => omniSandbox.provides["omni.generate"](hostSharingRenders(host, renders)),
     },
   });
   return OMNI_PLUGINS.map((p) => (p === omniSandbox ? sharedRenders : p));

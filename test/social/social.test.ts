@@ -18,7 +18,7 @@ import { createHttpApp } from "../../transports/http.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
 import { errorBody } from "../helpers/error-body.ts";
-import { memoizedEngine, newRunCache } from "../helpers/memo-engine.ts";
+import { hostSharingRenders, newRunCache } from "../helpers/memo-engine.ts";
 
 // The sandbox renders an 8-12 s ad per download (seconds of ffmpeg each), deterministically from the link. The
 // tests run the sandbox's own extractor, but its media engine renders each distinct ffmpeg run once per file
@@ -30,9 +30,7 @@ const sharedRenders = definePlugin({
   ...socialSandbox,
   provides: {
     "social.extract": (host: CapabilityHost) => {
-      let media: MediaEngine | undefined;
-      const capability = ((name: string) => (name === "media" ? (media ??= memoizedEngine(host.capability("media"), renders)) : host.capability(name as any))) as CapabilityHost["capability"];
-      const sandbox = socialSandbox.provides["social.extract"]({ ...host, capability });
+      const sandbox = socialSandbox.provides["social.extract"](hostSharingRenders(host, renders));
       return {
         // A carousel's items are rendered once and repeated: the sandbox asked for one item, the post handed on
         // with as many as the link says. So the plugin's own cut to 10 is what the carousel test sees (the
