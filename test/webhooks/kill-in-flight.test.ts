@@ -3,51 +3,29 @@
 // the receiver holds it, so no outcome can have been recorded. At every reading the record counts at least the
 // requests received; after the restart the delivery ends with the record counting exactly the requests sent,
 // every copy the same event id and the same bytes, attempt numbers 1, 2, ... with no number sent twice.
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { ServerResponse } from "node:http";
 import pg from "pg";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { databaseBackends } from "../helpers/backends.ts";
 import { call, restartRig, until } from "../helpers/restart.ts";
+import { webhookReceiver } from "../helpers/webhook-receiver.ts";
 
 const ADMIN_TOKEN = "adm_Kq3vW8mZr1TnY6pLx0cHd4sJf9gBu2eA7oNiR5tE";
 
-interface Receipt {
-  id: string;
-  attempt: number;
-  body: string;
-}
-
 /** Counts every request; holds the response of the first one until `release()`, answers the others 200. */
 function receiver() {
-  const got: Receipt[] = [];
   const held: ServerResponse[] = [];
   let firstArrived!: () => void;
   const first = new Promise<void>((r) => (firstArrived = r));
-  const server = createServer((req: IncomingMessage, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c) => chunks.push(c));
-    req.on("end", () => {
-      const body = Buffer.concat(chunks).toString("utf8");
-      got.push({ id: JSON.parse(body).id, attempt: Number(req.headers["x-service-delivery-attempt"]), body });
-      if (got.length === 1) {
-        held.push(res);
-        res.on("error", () => {});
-        firstArrived();
-      } else res.writeHead(200).end("ok");
-    });
+  const endpoint = webhookReceiver((_receipt, res) => {
+    if (endpoint.got.length === 1) {
+      held.push(res);
+      res.on("error", () => {});
+      firstArrived();
+    } else res.writeHead(200).end("ok");
   });
-  return {
-    got,
-    first,
-    listen: () => new Promise<string>((r) => server.listen(0, "127.0.0.1", () => r(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`))),
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
+  return { ...endpoint, first };
 }
 
 type Delivery = { event_id: string; status: string; attempt: number; last_error: string | null };

@@ -5,50 +5,30 @@
 // SIGKILLed while the receiver holds one. A new server on the same database must deliver every event: none lost, each delivery record
 // marked delivered once, every copy received byte for byte the same, and the schedule continued (attempt
 // numbers go on from where they were, the killed claims taken back once their lease runs out).
-import { createServer, type IncomingMessage } from "node:http";
-import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { databaseBackends } from "../helpers/backends.ts";
 import { call, restartRig, sleep, until } from "../helpers/restart.ts";
 import type { ServerProcess } from "../helpers/server.ts";
+import { webhookReceiver } from "../helpers/webhook-receiver.ts";
 
 const ADMIN_TOKEN = "adm_6GecipIEk8yKLkEa265pt6ZYiPP8IzEOPWSMXKob";
 const JOBS = 6;
 
-interface Receipt {
-  id: string;
-  attempt: number;
-  body: string;
-}
-
 function receiver() {
-  const got: Receipt[] = [];
   let holding = 0;
-  const server = createServer((req: IncomingMessage, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c) => chunks.push(c));
-    req.on("end", () => {
-      const body = Buffer.concat(chunks).toString("utf8");
-      const attempt = Number(req.headers["x-service-delivery-attempt"]);
-      got.push({ id: JSON.parse(body).id, attempt, body });
-      // Every first attempt refused; every retry answered 2xx, slowly, so a kill can land while one is in flight.
-      if (attempt === 1) res.writeHead(500).end();
-      else {
-        holding++;
-        setTimeout(() => (holding--, res.writeHead(200).end("ok")), 400);
-      }
-    });
+  const endpoint = webhookReceiver(({ attempt }, res) => {
+    // Every first attempt refused; every retry answered 2xx, slowly, so a kill can land while one is in flight.
+    if (attempt === 1) res.writeHead(500).end();
+    else {
+      holding++;
+      setTimeout(() => (holding--, res.writeHead(200).end("ok")), 400);
+    }
   });
   return {
-    got,
+    ...endpoint,
     /** Retries received and not yet answered. */
     holding: () => holding,
-    listen: () => new Promise<string>((r) => server.listen(0, "127.0.0.1", () => r(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`))),
-    close: () => new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
   };
 }
 
