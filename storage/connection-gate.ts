@@ -7,29 +7,23 @@
 // background work first (work already accepted finishes before more is taken in: the burst's jobs start
 // while it is still arriving, and its later requests wait a little longer), except that a waiting request
 // gets at least one connection in every REQUEST_SHARE, so requests are never starved by a busy worker. Requests
-// keep every connection when no background work waits. (Taking turns one for one was measured too: jobs then
-// got half the database and fell behind a burst, their median start 2.2x plain pg-boss's.)
+// keep every connection when no background work waits (why not one for one: docs/decisions.md, "two lanes").
 //
 // Which priority a statement has is said by the kysely it goes through: `Database.background` (storage/db.ts)
 // takes its connections with the background priority, `Database.kysely` with the requests'; both share the same
 // connections. The job runtime and the webhook delivery loop use the first, so a statement that reaches the
 // requests' priority by another way (a plugin's helper, a blob's retention row) loses its priority, never its
-// correctness. (The priority once followed the async context, through an AsyncLocalStorage: on Node 20, once one
-// is used, every promise in the process runs a JavaScript init hook, and a request cost 10-15 % more CPU with
-// it than without. Measured: README, "me.bench".)
+// correctness. (Not the async context: docs/decisions.md, "the lanes without an AsyncLocalStorage".)
 //
 // A connection that is handed on goes to its next holder in a later turn of the event loop (setImmediate), not in
-// the releasing promise's microtasks. Handed on in microtasks, a queue of waiting statements ran one after
-// another without the loop ever reaching its I/O phase: on PGlite, where each statement is work on this
-// thread, the loop went half a second at a time without reading a socket, so a webhook's receiver answered
-// into a socket nobody read, and deliveries fell to 30 a second behind 100 jobs a second ending (webhooks
-// bench: lag median 3.8 s; handed on in turns, 10 ms).
+// the releasing promise's microtasks, where a queue of waiting statements would run one after another without
+// the loop reaching its I/O phase (what that did: docs/decisions.md, "a turn of its own").
 //
 // Uncontended connections are taken at once, but not for ever without a turn: on PGlite a statement resolves in
 // microtasks, so a request whose statements never wait, and the job it queues (the queue's fetch, the
 // attempt, its end, pg-boss's completion, all on this thread) can run to the end inside the callback that
-// read the request, and the next request's callback after it, and so on. The webhooks bench saw 50
-// requests and their jobs, 700 statements, run in one turn of 1.4 s (lag median 5-8 s). So once the loop
+// read the request, and the next request's callback after it, and so on (docs/decisions.md, "the lanes' turn
+// budget"). So once the loop
 // has not turned for TURN_BUDGET_MS while connections were being taken, a free connection is given after a turn.
 import { setImmediate } from "node:timers";
 

@@ -4,7 +4,7 @@
 // else (pg-boss polling, another request) waits while a transaction is open instead of landing inside it.
 // We keep that property by running every kysely transaction inside `pglite.transaction()` and holding the
 // callback open until kysely commits or rolls back. The price: a transaction blocks the whole database, so
-// callers must never await network, blob, queue or media work inside one (DESIGN: "PGlite has one connection").
+// callers must never await network, blob, queue or media work inside one (docs/architecture.md "PGlite has one connection").
 //
 // PGlite's mutex is first come, first served. Under a burst, hundreds of requests' statements wait in it, and
 // a statement of the job queue (pg-boss's fetch, complete or heartbeat, which reach PGlite directly through

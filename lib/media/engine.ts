@@ -1,4 +1,4 @@
-// Picks the engine (DESIGN "Runtime": native ffmpeg on PATH in production, ffmpeg.wasm embedded otherwise).
+// Picks the engine (docs/architecture.md "Runtime": native ffmpeg on PATH in production, ffmpeg.wasm embedded otherwise).
 // The choice is made once, at creation, so a machine never mixes engines within one process.
 import type { MediaPool } from "./pool.ts";
 import { MediaError } from "./errors.ts";

@@ -1,5 +1,5 @@
 // One error type for everything the media engine does, because callers must answer a partner without leaking
-// internals (DESIGN invariant 7): `message`/`publicMessage` is a fixed sentence that never names ffmpeg, vips, a
+// internals (docs/architecture.md invariant 7): `message`/`publicMessage` is a fixed sentence that never names ffmpeg, vips, a
 // codec or a path, while `detail` keeps the real cause (exit code, last stderr lines) for logs. `status` is the
 // HTTP answer a handler would give: 422 when the input is at fault, 500 when we are.
 

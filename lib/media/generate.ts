@@ -1,12 +1,12 @@
 // Argument builders for media we make ourselves: sandbox videos (a real H.264/AAC MP4 of a given size and
-// length, DESIGN "Sandbox providers") and metadata-free remuxes. They only use what both engines have
+// length, docs/architecture.md "Sandbox providers") and metadata-free remuxes. They only use what both engines have
 // (lavfi testsrc2/sine, libx264, the native aac encoder, drawtext with an explicit font file), so the same
 // arguments give the same kind of file on native ffmpeg and on ffmpeg.wasm.
 import { readFileSync } from "node:fs";
 import { MediaError } from "./errors.ts";
 import type { MediaEngine } from "./types.ts";
 
-/** Frame size for a video quality (short edge, DESIGN "Sizes") in an aspect ratio like "16:9"; both even (H.264 4:2:0). */
+/** Frame size for a video quality (short edge, docs/architecture.md "Sizes") in an aspect ratio like "16:9"; both even (H.264 4:2:0). */
 export function videoFrameSize(aspectRatio: string, shortEdge: number): { width: number; height: number } {
   const m = /^(\d+(?:\.\d+)?):(\d+(?:\.\d+)?)$/.exec(aspectRatio.trim());
   if (!m || !Number(m[1]) || !Number(m[2])) throw new MediaError("failed", `bad aspect ratio ${aspectRatio}`);

@@ -1,5 +1,5 @@
 // ffmpeg.wasm (@ffmpeg/core, single-threaded) for machines without native ffmpeg: the embedded default of
-// DESIGN "Runtime". The core runs in worker threads (ffmpeg-wasm.worker.mjs explains why), one job per worker
+// docs/architecture.md "Runtime". The core runs in worker threads (ffmpeg-wasm.worker.mjs explains why), one job per worker
 // at a time, jobs queued FIFO: the core is not reentrant. A worker that crashes or is aborted is thrown away and
 // a new one is started for the next job, so one bad input can never poison later runs.
 // Limits (ChildLimits, as the native engine's prlimit): each worker's JavaScript heap is bounded by

@@ -11,7 +11,7 @@
 // kernel restarts the job in the state it had reached) goes on from there. A failure anywhere ends in `error`
 // with a sentence of errors.ts, and the kernel refunds the charge once.
 //
-// Markers (DESIGN "Sandbox providers"): a link whose path contains `sandbox-fail` fails at the download (the
+// Markers (docs/architecture.md "Sandbox providers"): a link whose path contains `sandbox-fail` fails at the download (the
 // sandbox extractor's own marker); `sandbox-frames-fail`, `sandbox-transcribe-fail` and `sandbox-analyze-fail`
 // fail the stage they name, checked here as the stage begins, the way that stage's own failure would. No post
 // of any network has such a path, so they cost a real deployment nothing.

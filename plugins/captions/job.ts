@@ -89,7 +89,7 @@ async function render(ctx: JobRunContext, engine: MediaEngine, row: CaptionRow, 
     ctx.log.warn(`captions ${ctx.jobId}: burning failed: ${err instanceof Error ? err.message : String(err)}`);
     throw new JobFailure(CAPTION_FAILURES.failed);
   });
-  // A capability URL (DESIGN "Media links"): unguessable, and new on every run.
+  // A capability URL (docs/architecture.md "Media links"): unguessable, and new on every run.
   const key = `out/${row.job_id}-${randomBytes(16).toString("hex")}.mp4`;
   await ctx.blobs.put(key, bytes, { contentType: "video/mp4", expiresAt: new Date(ctx.clock.now() + RETENTION.captionedOutputDays * DAY_MS) });
   return key;

@@ -74,7 +74,7 @@ export type Background = (typeof BACKGROUNDS)[number];
 const LONG_EDGE: Record<Quality, number> = { "1K": 1024, "2K": 2048, "4K": 4096 };
 
 /**
- * Pixel size of a result (DESIGN "Sizes"): the quality names the long edge, the short edge follows the
+ * Pixel size of a result (docs/architecture.md "Sizes"): the quality names the long edge, the short edge follows the
  * ratio, rounded to a multiple of 8. `auto` renders square (the sandbox has no subject to frame).
  */
 export function pixelSize(quality: Quality, aspectRatio: string): { width: number; height: number } {

@@ -40,7 +40,7 @@ export function imageRecords(blobs: BlobStore): ImageRecords {
       return Number(generation_id);
     },
     async storeOutput(jobId, bytes, info) {
-      // Unguessable (128 random bits): media links are capability URLs (DESIGN "Media links"); a rerun writes a new name.
+      // Unguessable (128 random bits): media links are capability URLs (docs/architecture.md "Media links"); a rerun writes a new name.
       const key = `${jobId}-${randomBytes(16).toString("hex")}.png`;
       await blobs.put(key, bytes, { contentType: "image/png" });
       return { image_key: key, ...info };

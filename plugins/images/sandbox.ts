@@ -10,7 +10,7 @@
 // the gradient and discs take its dominant colours. A reference by URL only seeds the picture (the sandbox
 // fetches nothing), as does a picture it cannot decode.
 //
-// Markers (DESIGN "Sandbox providers"): `[sandbox:fail]` fails the job; `[sandbox:unsafe]` is a
+// Markers (docs/architecture.md "Sandbox providers"): `[sandbox:fail]` fails the job; `[sandbox:unsafe]` is a
 // content-safety block; `[sandbox:flaky]` fails the first route transiently, so a model with a second
 // provider shows its fallback.
 import { createHash } from "node:crypto";

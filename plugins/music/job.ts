@@ -25,7 +25,7 @@ function failureCode(err: unknown): MusicErrorCode {
 async function storeTracks(ctx: JobRunContext, tracks: MusicTrack[]): Promise<StoredTrack[]> {
   const stored: StoredTrack[] = [];
   for (const [i, t] of tracks.entries()) {
-    // Unguessable names: media links are capability URLs (DESIGN "Media links"); a rerun writes new ones.
+    // Unguessable names: media links are capability URLs (docs/architecture.md "Media links"); a rerun writes new ones.
     const name = `${ctx.jobId}-${i}-${randomBytes(16).toString("hex")}`;
     const audioKey = `tracks/${name}.mp3`;
     const imageKey = `covers/${name}.${t.coverMimeType === "image/png" ? "png" : "jpg"}`;

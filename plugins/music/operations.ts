@@ -134,7 +134,7 @@ export const extendMusic = operation({
     // An upload is written before the charge (the job may start at once) and removed if the charge fails.
     let sourceKey = source.key;
     if (source.bytes) {
-      // Never shown to anyone: private, so `/media` does not serve it (DESIGN "Media links").
+      // Never shown to anyone: private, so `/media` does not serve it (docs/architecture.md "Media links").
       sourceKey = `${PRIVATE_KEY_PREFIX}uploads/${randomBytes(16).toString("hex")}.${source.extension}`;
       await ctx.blobs.put(sourceKey, source.bytes, { expiresAt: new Date(ctx.clock.now() + UPLOAD_RETENTION_MS) });
     }

@@ -9,7 +9,7 @@
 // recorded at submit (an extension's with its source audio), polls report progress by the time elapsed, and
 // the tracks are rendered in the poll that comes once SANDBOX_LATENCY_MS has passed.
 //
-// Markers (DESIGN "Sandbox providers") in the prompt, lyrics, style or title, checked a quarter of the way
+// Markers (docs/architecture.md "Sandbox providers") in the prompt, lyrics, style or title, checked a quarter of the way
 // through the latency: `[sandbox:fail]` is an upstream failure (`provider_down`), `[sandbox:unsafe]` a
 // content refusal (`safety_filter`), `[sandbox:reject]` an unusable input (`input_rejected`).
 // `[sandbox:timeout]` is work that never finishes: polls answer pending until the job's deadline cancels it

@@ -19,7 +19,7 @@
 // The sound: a quiet prompt-seeded chord, and over it the prompt's quoted lines spoken with each speaker's
 // preset voice (sandbox-speech.ts); the words' times in the file come back as `spoken`.
 //
-// Markers (DESIGN "Sandbox providers"), checked a quarter of the way through the latency: `[sandbox:unsafe]` is
+// Markers (docs/architecture.md "Sandbox providers"), checked a quarter of the way through the latency: `[sandbox:unsafe]` is
 // a prompt-fixable safety block (checked before `[sandbox:fail]`, a plain failure); a frame or image URL whose
 // path contains `sandbox-fail` fails.
 import { createHash } from "node:crypto";

@@ -128,7 +128,7 @@ export const downloadJob: JobKindDeclaration<DownloadInput> = {
       const videoIdx = files.length;
       const coverExt = m.coverType === "image/png" ? "png" : "jpg";
       // Fixed keys: a retry after a crash overwrites what the lost attempt wrote. Private: `/media` never
-      // serves them (DESIGN "Media links"), only the authenticated file path does, to the owning account.
+      // serves them (docs/architecture.md "Media links"), only the authenticated file path does, to the owning account.
       const videoKey = `${PRIVATE_KEY_PREFIX}downloads/${ctx.jobId}/${videoIdx}.mp4`;
       const coverKey = `${PRIVATE_KEY_PREFIX}downloads/${ctx.jobId}/${videoIdx + 1}.${coverExt}`;
       await ctx.blobs.put(videoKey, m.video, { contentType: "video/mp4", expiresAt });

@@ -1,4 +1,4 @@
-// The sandbox's posts are ads that speak (DESIGN "Sandbox providers"; what ad analysis measures): a script of
+// The sandbox's posts are ads that speak (docs/architecture.md "Sandbox providers"; what ad analysis measures): a script of
 // a few sentences seeded by the link (a hook, the product, what it does, a call to action), read by an eSpeak
 // NG voice and recorded with the time of every word (lib/speech speakTimed), over a quiet tone, on a picture
 // of hard cuts between solid-colour shots with the post's title on it. Everything in the file is something a

@@ -1,4 +1,4 @@
-// The sandbox extractor (DESIGN "Sandbox providers"): for any accepted link, a real post made with the
+// The sandbox extractor (docs/architecture.md "Sandbox providers"): for any accepted link, a real post made with the
 // media engine, deterministically from the link: per item a playable H.264/AAC MP4, an ad that speaks
 // (sandbox-ad.ts: a seeded script read by an eSpeak NG voice, its word times recorded and returned as the
 // item's `spoken`, over solid-colour shots with hard cuts and the title drawn on them) and a JPEG cover taken

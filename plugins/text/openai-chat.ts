@@ -8,7 +8,7 @@
 // base ending in /v1 (as OpenAI's SDKs take it) is not doubled, and a full URL ending in /chat/completions is
 // used as is, since that is what many servers' documentation shows.
 //
-// Called through the kernel's outbound guard (DESIGN invariant 6): an endpoint on a private address is refused
+// Called through the kernel's outbound guard (docs/architecture.md invariant 6): an endpoint on a private address is refused
 // unless ALLOW_PRIVATE_URLS, redirects are not followed, the call has a deadline and the answer a size cap.
 // Every failure (HTTP error, time-out, unreachable, not the API's JSON, no content, an answer cut off or over
 // maxChars, invalid JSON in JSON mode) is a TextGenerationError: the caller's 502, refunded.
@@ -22,7 +22,7 @@
 // surrogates (also where JSON mode wrote them as escapes), are cleaned out before anyone stores it, and the
 // endpoint's own error text is cleaned and capped before it reaches a log line.
 //
-// The key is a secret (DESIGN "Secrets"): sent as a Bearer token and nowhere else. A 401/403 answer's text is
+// The key is a secret (docs/architecture.md invariant 7): sent as a Bearer token and nowhere else. A 401/403 answer's text is
 // never repeated (OpenAI's echoes part of the key), and every other message has the key, and anything shaped
 // like a key or a Bearer token, cut out.
 import { cleanUpstreamJson, cleanUpstreamText, isOutboundError, type OutboundGuard, redactKey, type TextGenerationRequest, TextGenerationError, type TextGenerator } from "mediagate/plugin";

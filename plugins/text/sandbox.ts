@@ -6,7 +6,7 @@
 // text call is a small part of a request (prompt repair runs inside POST .../improve), and a sleep there would
 // only slow every test and demo that goes through it.
 //
-// Markers (DESIGN "Sandbox providers"): any input holding `[sandbox:fail]`, whatever the task, fails with
+// Markers (docs/architecture.md "Sandbox providers"): any input holding `[sandbox:fail]`, whatever the task, fails with
 // TextGenerationError (the caller's 502). `[sandbox:unsafe]` is not a failure here: it is what prompt repair
 // removes.
 import { type GeneratedText, hasMarker, type TextGenerationRequest, TextGenerationError, type TextGenerator } from "mediagate/plugin";

@@ -85,7 +85,7 @@ export const upscaleImage = operation({
     const plan = planImage(measured, factor);
     const credits = ctx.priceFor(imagePrice(plan.tier));
 
-    // The partner's source is never shown: private, so `/media` does not serve it (DESIGN "Media links").
+    // The partner's source is never shown: private, so `/media` does not serve it (docs/architecture.md "Media links").
     const key = `${PRIVATE_KEY_PREFIX}sources/${randomBytes(16).toString("hex")}.${measured.format === "jpeg" ? "jpg" : measured.format}`;
     const records = ctx.capability("images.records");
     let generationId = 0;

@@ -120,7 +120,7 @@ export const DEFAULT_ASPECT_RATIO: AspectRatio = "9:16";
 /** Prompt length by family (spec "Limits" 2). */
 export const MAX_PROMPT = { alpha: 2500, beta: 50000, gamma: 50000, animation: 2500 } as const;
 
-/** DESIGN "Sizes": a video quality names the short edge. */
+/** docs/architecture.md "Sizes": a video quality names the short edge. */
 export const SHORT_EDGE: Record<Quality, number> = { "480p": 480, "720p": 720, "1080p": 1080, "4K": 2160 };
 
 export const ANIMATION = { price: 156, seconds: 8, quality: "1080p" as Quality };

@@ -21,7 +21,7 @@ export function videoRecords(blobs: BlobStore, mediaUrl: (key: string) => string
       await trx.insertInto(VIDEO_TABLE).values({ start_frame_url: null, end_frame_url: null, ...row }).execute();
     },
     async storeOutput(jobId, bytes, info) {
-      // Unguessable: media links are capability URLs (DESIGN "Media links"); a rerun writes a new name.
+      // Unguessable: media links are capability URLs (docs/architecture.md "Media links"); a rerun writes a new name.
       const key = `clips/${jobId}-${randomBytes(16).toString("hex")}.mp4`; // 128 random bits: a capability URL
       await blobs.put(key, bytes, { contentType: "video/mp4" });
       return { video_key: key, video_url: mediaUrl(key), ...info };

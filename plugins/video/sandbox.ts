@@ -19,7 +19,7 @@
 // “...”), or else the prompt's first sentence, from SPEECH_START on, cut and sped up to fit the clip. The words'
 // times in the file come back as GeneratedVideo.spoken, so captions on the clip need no recognition.
 //
-// Markers (DESIGN "Sandbox providers"): `[sandbox:fail]` fails, `[sandbox:unsafe]` is a content-safety block,
+// Markers (docs/architecture.md "Sandbox providers"): `[sandbox:fail]` fails, `[sandbox:unsafe]` is a content-safety block,
 // a frame URL whose path contains `sandbox-fail` fails.
 import { createHash } from "node:crypto";
 import { AAC_STEREO_ARGS, cardBox, type CardBox, definePlugin, dominantColours, type EspeakVoice, hexColour, type Rgb, sandboxCardPng, FASTSTART_ARGS, findSystemFont, generatedClipTags, h264Args, type GeneratedVideo, hasMarker, type MediaEngine, pcm16Wav, type SandboxRequestStore, sandboxConfig, sandboxUpstream, sniffImageType, speakTimed, spokenWords, type SpokenRecord, UnsafeContentError, voiceOverBed, type VideoFrame, type VideoGenerationRequest, type VideoProvider, type VideoProviders, wavSamples, withoutMarkers, withSandboxProvenance } from "mediagate/plugin";

@@ -5,7 +5,7 @@
 // even out the voices' pace, so no SpeechAudio.spoken here.
 // It takes about SANDBOX_LATENCY_MS on top of the synthesis itself.
 //
-// Markers (DESIGN "Sandbox providers"): `[sandbox:fail]` answers like an upstream HTTP 500; `[sandbox:unsafe]`
+// Markers (docs/architecture.md "Sandbox providers"): `[sandbox:fail]` answers like an upstream HTTP 500; `[sandbox:unsafe]`
 // like an upstream content refusal (HTTP 400). Both end as the spec's "generation failed" 502, refunded.
 // Markers are not spoken.
 import { type CapabilityHost, definePlugin, type EspeakVoice, type MediaEngine, sandboxConfig, type SpeechAudio, SpeechHttpError, type SpeechProvider, type SpeechProviders, type SpeechRequest, speak } from "mediagate/plugin";

@@ -4,7 +4,7 @@
 // response_format=verbose_json, timestamp_granularities[]=word, language; the answer's `words`
 // ([{ word, start, end }]) are the transcript.
 //
-// Called through the kernel's outbound guard (DESIGN invariant 6), so an upstream on a private address is
+// Called through the kernel's outbound guard (docs/architecture.md invariant 6), so an upstream on a private address is
 // refused unless ALLOW_PRIVATE_URLS; each call has a deadline and a bounded answer. OpenAI takes files up to
 // 25 MB (13 minutes of this WAV), so longer audio goes up in pieces of at most `maxPieceSeconds`, cut at
 // the quietest moment of the half minute before each limit (between words, not inside one), the pieces'
