@@ -158,7 +158,7 @@ export const FONTS: readonly FontEntry[] = Object.freeze(
   }),
 );
 
-/** The package and licence of each font (the README's licence list is built from this). */
+/** The package and licence of each font (docs/licences.md lists the font packages' licences). */
 export const FONT_SOURCES: readonly FontSource[] = Object.freeze(ROWS.map((r) => Object.freeze({ key: r.key, package: packageOf(r.key), licence: r.licence })));
 
 const byKey = new Map(FONTS.map((f) => [f.key, f]));

@@ -2,7 +2,7 @@
 // table, which style-options lists and the check enforces), the default style, the presets, the check of a
 // request's partial style and its merge onto the default.
 //
-// Decisions the spec leaves open, written down here and in the README:
+// Decisions the spec leaves open, written down here and in docs/areas/captions.md:
 // - Colours: `#RRGGBB` with hex digits in either case (`#ff00aa` and `#FF00AA` are the same colour); the
 //   checked value is upper-cased, so a stored style and the ASS script always see one spelling.
 // - Steps: `step` is what a picker offers (style-options lists it). shadow_blur and shadow_strength take whole

@@ -98,7 +98,7 @@ export function uploadRecognizers(config: TranscribeSettings): ProviderName[] {
     .map((p) => p.name);
 }
 
-/** How an operator makes uploads work (the README says the same). */
+/** How an operator makes uploads work (docs/areas/captions.md says the same). */
 export const ENABLE_RECOGNIZER =
   "install pocketsphinx (Debian/Ubuntu: apt-get install pocketsphinx pocketsphinx-en-us; or point CAPTIONS_POCKETSPHINX_PATH at pocketsphinx_continuous) or set CAPTIONS_TRANSCRIBE_URL (and CAPTIONS_TRANSCRIBE_KEY) to an OpenAI-compatible transcription API, then restart";
 

@@ -13,7 +13,7 @@
 // ~10 ms (test/bench/transcribe-timing.bench.ts).
 //
 // The provider declines (null) when the tools or the en-us model are not installed, or for a language other
-// than English (the only model the packages ship). Known limit, in the README: quality on real speech is
+// than English (the only model the packages ship). Known limit, in docs/areas/captions.md: quality on real speech is
 // modest (a small 2015 model; noisy or accented speech and music beds come out with many wrong words);
 // operators who need better configure the next provider (the OpenAI-compatible adapter).
 import { mkdtemp, rm } from "node:fs/promises";

@@ -7,7 +7,7 @@
 // MP4 check walks them (mp4-check.ts `partsSource`, one part held at a time) and the caption job reads them
 // in order as one streamed input (source.ts). A 1 GB upload never needs more than a part or two in memory.
 //
-// Choices where the spec is silent (README "Decisions"):
+// Choices where the spec is silent (also in docs/areas/captions.md):
 // - A third open session is 429 `tooManySessions` (the spec lists the limit, not its status; 429 is its
 //   status for the other per-account caps). A finalizing session still holds its slot; a finalized one not.
 // - Sessions take parts for RETENTION.abandonedSessionHours after init; then they are abandoned: their
