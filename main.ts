@@ -4,11 +4,11 @@
 import process from "node:process";
 import { createDemoPartnerIfEmpty, resolveAdminToken } from "./core/bootstrap.ts";
 import { loadConfig } from "./core/config.ts";
-import { ConfigError } from "./lib/plugin-config.ts";
 import { createKernel } from "./core/kernel.ts";
 import { BootError } from "./core/registry.ts";
+import { ConfigError } from "./lib/plugin-config.ts";
 import { plugins } from "./plugins/index.ts";
-import { serveAdmin, serveHealth, serveHttp, type HttpServer } from "./transports/http.ts";
+import { type HttpServer, serveAdmin, serveHealth, serveHttp } from "./transports/http.ts";
 
 // An open request (an SSE subscription ended with its final message, a slow upload) gets this long to finish
 // before its connection is cut.
@@ -42,10 +42,15 @@ async function main() {
   const admin = resolveAdminToken(config.adminToken, config.dataDir);
   const kernel = await createKernel({ config, plugins });
   const log = kernel.log;
-  if (config.allowPrivateUrls) log.warn("ALLOW_PRIVATE_URLS is on: outbound URLs may reach loopback and private hosts over http. Development only.");
+  if (config.allowPrivateUrls)
+    log.warn(
+      "ALLOW_PRIVATE_URLS is on: outbound URLs may reach loopback and private hosts over http. Development only.",
+    );
 
   if (admin.created) {
-    console.log(`\nAdmin token (saved in ${config.dataDir}/admin-token; set ADMIN_TOKEN to choose your own):\n  ${admin.token}\n`);
+    console.log(
+      `\nAdmin token (saved in ${config.dataDir}/admin-token; set ADMIN_TOKEN to choose your own):\n  ${admin.token}\n`,
+    );
   }
   const demoKey = await createDemoPartnerIfEmpty(kernel);
   if (demoKey) {
@@ -56,9 +61,18 @@ async function main() {
 
   let server: HttpServer | undefined;
   if (config.role !== "worker") {
-    server = await listening("PORT", config.port, config.host, () => serveHttp(kernel, { adminToken: admin.token, admin: config.admin === undefined, port: config.port, hostname: config.host }));
+    server = await listening("PORT", config.port, config.host, () =>
+      serveHttp(kernel, {
+        adminToken: admin.token,
+        admin: config.admin === undefined,
+        port: config.port,
+        hostname: config.host,
+      }),
+    );
     // server.url, not config.port: with PORT=0 the system chooses the port, and this line is how to learn it.
-    console.log(`mediagate listening on ${server.url.replace(/\/$/, "")} (public URL ${config.publicUrl}, database ${kernel.database.kind}, role ${config.role}; GraphQL at /graphql)`);
+    console.log(
+      `mediagate listening on ${server.url.replace(/\/$/, "")} (public URL ${config.publicUrl}, database ${kernel.database.kind}, role ${config.role}; GraphQL at /graphql)`,
+    );
   } else {
     console.log(`mediagate worker running (database ${kernel.database.kind})`);
   }
@@ -66,14 +80,20 @@ async function main() {
   const adminApart =
     config.role === "worker" || config.admin === undefined
       ? undefined
-      : await listening("ADMIN_PORT", config.admin.port, config.admin.host, () => serveAdmin(kernel, { adminToken: admin.token, port: config.admin!.port, hostname: config.admin!.host }));
-  if (adminApart) console.log(`mediagate admin API on ${adminApart.url.replace(/\/$/, "")}/api/v1/admin (not on the public port)`);
+      : await listening("ADMIN_PORT", config.admin.port, config.admin.host, () =>
+          serveAdmin(kernel, { adminToken: admin.token, port: config.admin!.port, hostname: config.admin!.host }),
+        );
+  if (adminApart)
+    console.log(`mediagate admin API on ${adminApart.url.replace(/\/$/, "")}/api/v1/admin (not on the public port)`);
   const health =
     config.healthPort === undefined
       ? undefined
-      : await listening("HEALTH_PORT", config.healthPort, config.host, () => serveHealth(kernel, { port: config.healthPort!, hostname: config.host }));
+      : await listening("HEALTH_PORT", config.healthPort, config.host, () =>
+          serveHealth(kernel, { port: config.healthPort!, hostname: config.host }),
+        );
   if (health) console.log(`mediagate probes on http://${config.host}:${config.healthPort}/healthz and /readyz`);
-  else if (config.role === "worker") log.info("no HEALTH_PORT: this worker serves no probe (set HEALTH_PORT for /healthz and /readyz)");
+  else if (config.role === "worker")
+    log.info("no HEALTH_PORT: this worker serves no probe (set HEALTH_PORT for /healthz and /readyz)");
 
   let stopping = false;
   // In order: stop accepting requests and end every open subscription with a final message (transports/

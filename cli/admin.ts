@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import process from "node:process";
 import { parseArgs } from "node:util";
-import { loadConfig, type Config } from "../core/config.ts";
+import { type Config, loadConfig } from "../core/config.ts";
 
 const USAGE = `mediagate admin CLI
 
@@ -70,9 +70,19 @@ export function buildRequest(argv: string[]): { method: string; path: string; bo
     return v;
   };
   if (group === "partners" && action === "create") {
-    return { method: "POST", path: "/partners", body: { name: need(values.name, "--name"), credits: integer("credits", values.credits), pricing_tier: values.tier, features: features(values.feature) } };
+    return {
+      method: "POST",
+      path: "/partners",
+      body: {
+        name: need(values.name, "--name"),
+        credits: integer("credits", values.credits),
+        pricing_tier: values.tier,
+        features: features(values.feature),
+      },
+    };
   }
-  if (group === "partners" && action === "get") return { method: "GET", path: `/partners/${encodeURIComponent(need(id, "PARTNER_ID"))}` };
+  if (group === "partners" && action === "get")
+    return { method: "GET", path: `/partners/${encodeURIComponent(need(id, "PARTNER_ID"))}` };
   if (group === "partners" && action === "update") {
     const limits: Record<string, unknown> = {};
     if (values.inflight) limits.inflight_jobs = integer("inflight", values.inflight);
@@ -94,7 +104,8 @@ export function buildRequest(argv: string[]): { method: string; path: string; bo
         throw new UsageError("--custom-rates takes a JSON object");
       }
     }
-    if (values.active !== undefined && !["true", "false"].includes(values.active)) throw new UsageError("--active takes true or false");
+    if (values.active !== undefined && !["true", "false"].includes(values.active))
+      throw new UsageError("--active takes true or false");
     return {
       method: "PATCH",
       path: `/partners/${encodeURIComponent(need(id, "PARTNER_ID"))}`,
@@ -118,10 +129,15 @@ export function buildRequest(argv: string[]): { method: string; path: string; bo
     return {
       method: "POST",
       path: `/partners/${encodeURIComponent(need(id, "PARTNER_ID"))}/credits`,
-      body: { amount: integer("amount", need(values.amount, "--amount")), type: need(values.type, "--type"), description: need(values.description, "--description") },
+      body: {
+        amount: integer("amount", need(values.amount, "--amount")),
+        type: need(values.type, "--type"),
+        description: need(values.description, "--description"),
+      },
     };
   }
-  if (group === "rotate-key") return { method: "POST", path: `/partners/${encodeURIComponent(need(action, "PARTNER_ID"))}/rotate-key` };
+  if (group === "rotate-key")
+    return { method: "POST", path: `/partners/${encodeURIComponent(need(action, "PARTNER_ID"))}/rotate-key` };
   throw new UsageError(group ? `unknown command: ${positionals.join(" ")}` : "no command given");
 }
 
@@ -132,8 +148,16 @@ function localUrl(config: Config): string {
 }
 
 /** The server URL and admin token: options first, then the configuration the server itself reads. */
-export function target(argv: string[], env: Record<string, string | undefined> = process.env): { url: string; token: string } {
-  const { values } = parseArgs({ args: argv, allowPositionals: true, strict: false, options: { url: { type: "string" }, token: { type: "string" } } });
+export function target(
+  argv: string[],
+  env: Record<string, string | undefined> = process.env,
+): { url: string; token: string } {
+  const { values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: false,
+    options: { url: { type: "string" }, token: { type: "string" } },
+  });
   const config = loadConfig(env);
   // The configuration always has a public URL; when PUBLIC_URL is unset it names localhost, which may
   // resolve to ::1 while the server listens on 127.0.0.1, so the listening address is used instead.
@@ -143,7 +167,8 @@ export function target(argv: string[], env: Record<string, string | undefined> =
     const file = join(config.dataDir, "admin-token");
     if (existsSync(file)) token = readFileSync(file, "utf8").trim();
   }
-  if (!token) throw new UsageError("no admin token: pass --token, set ADMIN_TOKEN, or run next to the server's DATA_DIR");
+  if (!token)
+    throw new UsageError("no admin token: pass --token, set ADMIN_TOKEN, or run next to the server's DATA_DIR");
   return { url: url.replace(/(?<!\/)\/+$/, ""), token };
 }
 
@@ -157,7 +182,11 @@ async function main(argv: string[]): Promise<number> {
     const { url, token } = target(argv);
     const res = await fetch(`${url}/api/v1/admin${req.path}`, {
       method: req.method,
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "user-agent": "mediagate-cli/0.1" },
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        "user-agent": "mediagate-cli/0.1",
+      },
       body: req.body ? JSON.stringify(req.body) : undefined,
     });
     const text = await res.text();

@@ -26,7 +26,7 @@ const DONE = new Set(["success", "completed", "complete", "done"]);
 const FAILED = new Set(["failed", "error", "partial", "no_speech", "cancelled", "canceled", "expired"]);
 const MEDIA = { image: /\.(png|jpe?g|webp|gif)$/i, video: /\.(mp4|webm|mov)$/i, audio: /\.(mp3|wav|m4a|ogg)$/i };
 // Open job streams, ended when the page changes.
-let streams = [];
+const streams = [];
 
 const $ = (id) => document.getElementById(id);
 const key = () => sessionStorage.getItem(KEY);
@@ -38,7 +38,8 @@ function el(tag, attrs = {}, ...children) {
     else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
     else node.setAttribute(name, value);
   }
-  for (const child of children.flat()) if (child !== null && child !== undefined) node.append(child instanceof Node ? child : String(child));
+  for (const child of children.flat())
+    if (child !== null && child !== undefined) node.append(child instanceof Node ? child : String(child));
   return node;
 }
 
@@ -58,7 +59,14 @@ class ApiFailure extends Error {
 }
 
 async function api(path, init = {}) {
-  const res = await fetch(API + path, { ...init, headers: { authorization: `Bearer ${key()}`, ...(init.body ? { "content-type": "application/json" } : {}), ...init.headers } });
+  const res = await fetch(API + path, {
+    ...init,
+    headers: {
+      authorization: `Bearer ${key()}`,
+      ...(init.body ? { "content-type": "application/json" } : {}),
+      ...init.headers,
+    },
+  });
   const body = await res.json().catch(() => ({}));
   if (res.status === 401 || res.status === 403) {
     signOut(body.error || "Your key was refused.");
@@ -70,11 +78,29 @@ async function api(path, init = {}) {
 
 function table(headings, rows, empty = "Nothing yet.") {
   if (!rows.length) return el("p", { class: "muted" }, empty);
-  return el("table", {}, el("thead", {}, el("tr", {}, headings.map((h) => el("th", {}, h)))), el("tbody", {}, rows));
+  return el(
+    "table",
+    {},
+    el(
+      "thead",
+      {},
+      el(
+        "tr",
+        {},
+        headings.map((h) => el("th", {}, h)),
+      ),
+    ),
+    el("tbody", {}, rows),
+  );
 }
 
 function card(label, figure, testId) {
-  return el("div", { class: "card", "data-testid": testId }, el("div", { class: "label" }, label), el("div", { class: "figure" }, figure));
+  return el(
+    "div",
+    { class: "card", "data-testid": testId },
+    el("div", { class: "label" }, label),
+    el("div", { class: "figure" }, figure),
+  );
 }
 
 // ---- pages
@@ -82,18 +108,53 @@ function card(label, figure, testId) {
 async function overview(view, offset = 0) {
   const [me, ledger] = await Promise.all([api("/me"), api(`/transactions?limit=20&offset=${offset}`)]);
   const rows = ledger.transactions.map((t) =>
-    el("tr", {}, el("td", {}, t.created_at), el("td", {}, t.type), el("td", { class: `num ${t.amount < 0 ? "minus" : "plus"}` }, t.amount > 0 ? `+${t.amount}` : t.amount), el("td", {}, t.description ?? "")),
+    el(
+      "tr",
+      {},
+      el("td", {}, t.created_at),
+      el("td", {}, t.type),
+      el("td", { class: `num ${t.amount < 0 ? "minus" : "plus"}` }, t.amount > 0 ? `+${t.amount}` : t.amount),
+      el("td", {}, t.description ?? ""),
+    ),
   );
   const pager = el(
     "div",
     { class: "pager" },
-    el("button", { class: "quiet", type: "button", onclick: () => overview(view, Math.max(0, offset - 20)), ...(offset === 0 ? { disabled: "" } : {}) }, "Newer"),
-    el("span", { class: "muted" }, `${ledger.total ? offset + 1 : 0}–${offset + ledger.transactions.length} of ${ledger.total}`),
-    el("button", { class: "quiet", type: "button", onclick: () => overview(view, offset + 20), ...(offset + 20 >= ledger.total ? { disabled: "" } : {}) }, "Older"),
+    el(
+      "button",
+      {
+        class: "quiet",
+        type: "button",
+        onclick: () => overview(view, Math.max(0, offset - 20)),
+        ...(offset === 0 ? { disabled: "" } : {}),
+      },
+      "Newer",
+    ),
+    el(
+      "span",
+      { class: "muted" },
+      `${ledger.total ? offset + 1 : 0}–${offset + ledger.transactions.length} of ${ledger.total}`,
+    ),
+    el(
+      "button",
+      {
+        class: "quiet",
+        type: "button",
+        onclick: () => overview(view, offset + 20),
+        ...(offset + 20 >= ledger.total ? { disabled: "" } : {}),
+      },
+      "Older",
+    ),
   );
   view.replaceChildren(
     el("h2", {}, me.name),
-    el("div", { class: "cards" }, card("Credits remaining", me.credits_remaining.toLocaleString("en-US"), "balance"), card("Pricing tier", me.pricing_tier, "tier"), card("Key", `${me.api_key_prefix}…`, "key-prefix")),
+    el(
+      "div",
+      { class: "cards" },
+      card("Credits remaining", me.credits_remaining.toLocaleString("en-US"), "balance"),
+      card("Pricing tier", me.pricing_tier, "tier"),
+      card("Key", `${me.api_key_prefix}…`, "key-prefix"),
+    ),
     el("h3", {}, "Transactions"),
     table(["When (UTC)", "Type", "Credits", "Description"], rows, "No transactions yet."),
     ledger.total > 20 ? pager : null,
@@ -111,11 +172,24 @@ async function usage(view) {
   const u = await api("/usage");
   const top = Math.max(1, ...u.per_endpoint.map((e) => e.calls));
   const rows = u.per_endpoint.map((e) =>
-    el("tr", {}, el("td", {}, el("code", {}, e.endpoint)), el("td", { class: "num" }, e.calls), el("td", {}, bar(e.calls / top)), el("td", { class: "num" }, e.credits_used)),
+    el(
+      "tr",
+      {},
+      el("td", {}, el("code", {}, e.endpoint)),
+      el("td", { class: "num" }, e.calls),
+      el("td", {}, bar(e.calls / top)),
+      el("td", { class: "num" }, e.credits_used),
+    ),
   );
   view.replaceChildren(
     el("h2", {}, "Usage"),
-    el("div", { class: "cards" }, card("Calls", u.total_calls, "calls"), card("Credits used", u.total_credits_used, "credits-used"), card("Credits remaining", u.credits_remaining, "usage-balance")),
+    el(
+      "div",
+      { class: "cards" },
+      card("Calls", u.total_calls, "calls"),
+      card("Credits used", u.total_credits_used, "credits-used"),
+      card("Credits remaining", u.credits_remaining, "usage-balance"),
+    ),
     table(["Endpoint", "Calls", "", "Credits"], rows, "No calls yet."),
   );
 }
@@ -130,7 +204,8 @@ function mediaOf(value, depth = 0, out = []) {
       return out;
     }
     if (url.protocol !== "http:" && url.protocol !== "https:") return out;
-    for (const [kind, pattern] of Object.entries(MEDIA)) if (pattern.test(url.pathname)) out.push({ kind, url: url.href });
+    for (const [kind, pattern] of Object.entries(MEDIA))
+      if (pattern.test(url.pathname)) out.push({ kind, url: url.href });
   } else if (value && typeof value === "object" && depth < 3) {
     for (const v of Object.values(value)) mediaOf(v, depth + 1, out);
   }
@@ -151,7 +226,10 @@ function jobRow(item, onEnd) {
   const id = ID_FIELDS.map((f) => item[f]).find((v) => typeof v === "string" && v);
   const status = String(item.status ?? "");
   const state = el("span", { class: statusClass(status), "data-testid": "job-status" }, status);
-  const progress = el("progress", { max: "100", ...(typeof item.progress === "number" ? { value: String(item.progress) } : {}) });
+  const progress = el("progress", {
+    max: "100",
+    ...(typeof item.progress === "number" ? { value: String(item.progress) } : {}),
+  });
   const message = el("div", { class: "muted" }, item.message ?? item.error ?? item.error_message ?? "");
   const media = mediaOf(item).slice(0, 3);
   const row = el(
@@ -187,7 +265,14 @@ async function jobs(view) {
   view.replaceChildren(
     el("h2", {}, "Jobs"),
     el("p", { class: "muted" }, "Jobs still running update live."),
-    ...present.flatMap(({ list, items }) => [el("h3", {}, list.title), table(["Job", "Status", "Progress", "Created (UTC)", "Result"], items.map((item) => jobRow(item, reload)), "None yet.")]),
+    ...present.flatMap(({ list, items }) => [
+      el("h3", {}, list.title),
+      table(
+        ["Job", "Status", "Progress", "Created (UTC)", "Result"],
+        items.map((item) => jobRow(item, reload)),
+        "None yet.",
+      ),
+    ]),
   );
 }
 
@@ -206,7 +291,11 @@ async function webhooks(view) {
   };
   const when = (s) => (s ? new Date(s * 1000).toISOString().replace("T", " ").slice(0, 19) : "");
   const rows = list.deliveries.map((d) => {
-    const button = el("button", { class: "quiet", type: "button", ...(d.status === "pending" ? { disabled: "" } : {}) }, "Resend");
+    const button = el(
+      "button",
+      { class: "quiet", type: "button", ...(d.status === "pending" ? { disabled: "" } : {}) },
+      "Resend",
+    );
     button.addEventListener("click", () => resend(button, d.event_id));
     return el(
       "tr",
@@ -214,14 +303,31 @@ async function webhooks(view) {
       el("td", {}, when(d.created_at)),
       el("td", {}, d.event, el("div", {}, el("code", {}, d.event_id))),
       el("td", {}, el("code", {}, d.url)),
-      el("td", {}, el("span", { class: statusClass(d.status === "delivered" ? "done" : d.status), "data-testid": "delivery-status" }, d.status), el("div", { class: "muted" }, d.last_error ?? "")),
+      el(
+        "td",
+        {},
+        el(
+          "span",
+          { class: statusClass(d.status === "delivered" ? "done" : d.status), "data-testid": "delivery-status" },
+          d.status,
+        ),
+        el("div", { class: "muted" }, d.last_error ?? ""),
+      ),
       el("td", { class: "num" }, `${d.attempt}/${d.max_attempts}`),
       el("td", {}, button),
     );
   });
   view.replaceChildren(
     el("h2", {}, "Webhooks"),
-    el("p", {}, "Events go to ", settings.url ? el("code", { "data-testid": "webhook-url" }, settings.url) : el("span", { class: "muted" }, "no URL yet (set one with POST /webhook)"), "."),
+    el(
+      "p",
+      {},
+      "Events go to ",
+      settings.url
+        ? el("code", { "data-testid": "webhook-url" }, settings.url)
+        : el("span", { class: "muted" }, "no URL yet (set one with POST /webhook)"),
+      ".",
+    ),
     el("h3", {}, "Deliveries"),
     table(["Created (UTC)", "Event", "URL", "Status", "Attempts", ""], rows, "No deliveries yet."),
   );
@@ -231,7 +337,8 @@ const PAGES = { overview, usage, jobs, webhooks };
 
 // ---- live progress: GraphQL over SSE (fetch, so the key travels in the Authorization header)
 
-const SUBSCRIPTION = "subscription Follow($id: String!) { jobUpdates(id: $id) { state progress message error terminal } }";
+const SUBSCRIPTION =
+  "subscription Follow($id: String!) { jobUpdates(id: $id) { state progress message error terminal } }";
 
 function follow(id, onUpdate) {
   const stop = new AbortController();
@@ -252,7 +359,12 @@ function follow(id, onUpdate) {
       buffer += value;
       let end;
       while ((end = buffer.indexOf("\n\n")) >= 0) {
-        const data = buffer.slice(0, end).split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("\n");
+        const data = buffer
+          .slice(0, end)
+          .split("\n")
+          .filter((l) => l.startsWith("data:"))
+          .map((l) => l.slice(5).trim())
+          .join("\n");
         buffer = buffer.slice(end + 2);
         if (!data) continue;
         const message = JSON.parse(data);
@@ -281,7 +393,8 @@ async function route() {
   const render = PAGES[page] ?? overview;
   $("sign-in").hidden = true;
   $("nav").hidden = false;
-  for (const a of document.querySelectorAll("nav a[data-page]")) a.classList.toggle("current", a.dataset.page === (PAGES[page] ? page : "overview"));
+  for (const a of document.querySelectorAll("nav a[data-page]"))
+    a.classList.toggle("current", a.dataset.page === (PAGES[page] ? page : "overview"));
   const view = $("view");
   view.dataset.page = PAGES[page] ? page : "overview";
   view.setAttribute("aria-busy", "true");

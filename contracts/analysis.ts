@@ -66,4 +66,9 @@ export interface AdAnalysisTexts {
   ugc_script: string;
 }
 
-export const AD_ANALYSIS_FIELDS = ["summary", "transcription", "analysis", "ugc_script"] as const satisfies ReadonlyArray<keyof AdAnalysisTexts>;
+export const AD_ANALYSIS_FIELDS = [
+  "summary",
+  "transcription",
+  "analysis",
+  "ugc_script",
+] as const satisfies ReadonlyArray<keyof AdAnalysisTexts>;

@@ -2,6 +2,7 @@
 // its sandbox (plugins/images/sandbox.ts) or a real upstream adapter provides it, so one replaces the other
 // without touching the plugin. Route names ("primary", "secondary") come from the images plugin's model table.
 export { TransientProviderError, UnsafeContentError } from "./errors.ts";
+
 import type { UpstreamProvider } from "./upstream.ts";
 
 /** `auto` for models that ignore the field. */

@@ -26,15 +26,15 @@ export interface ContributionMap {}
 /** A name of the collections map. */
 export type ContributionName = keyof ContributionMap & string;
 
-export * from "./kernel.ts";
-export * from "./errors.ts";
-export * from "./upstream.ts";
-export * from "./image.ts";
-export * from "./video.ts";
-export * from "./music.ts";
-export * from "./speech.ts";
-export * from "./social.ts";
-export * from "./records.ts";
-export * from "./omni.ts";
-export * from "./text.ts";
 export * from "./analysis.ts";
+export * from "./errors.ts";
+export * from "./image.ts";
+export * from "./kernel.ts";
+export * from "./music.ts";
+export * from "./omni.ts";
+export * from "./records.ts";
+export * from "./social.ts";
+export * from "./speech.ts";
+export * from "./text.ts";
+export * from "./upstream.ts";
+export * from "./video.ts";

@@ -1,12 +1,13 @@
 // The capabilities the kernel itself provides to every plugin that lists them in `requires`. (The database,
 // the plugin's blob store, the queue, pub/sub and the clock are on every context directly, not capabilities.)
-import type { Counters } from "./counters.ts";
+
 import type { MediaEngine } from "../lib/media/index.ts";
 import type { OutboundGuard } from "../lib/outbound/index.ts";
 import type { ServiceMediaReader } from "../lib/service-media.ts";
+import type { Counters } from "./counters.ts";
 
-export type { Counters, MediaEngine, OutboundGuard, ServiceMediaReader };
 export type { ServiceMedia } from "../lib/service-media.ts";
+export type { Counters, MediaEngine, OutboundGuard, ServiceMediaReader };
 
 /** Names of the kernel's own capabilities, made on first use (a process that never touches media never loads ffmpeg.wasm). */
 export const KERNEL_CAPABILITIES = ["counters", "media", "outbound", "service-media"] as const;

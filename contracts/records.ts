@@ -90,9 +90,17 @@ export interface VideoJobRow {
  */
 export interface VideoRecords {
   /** Inside the submit's transaction (JobSubmission.insertRecords): the job's record. */
-  insert(trx: Kysely<any>, row: Omit<VideoJobRow, "start_frame_url" | "end_frame_url"> & Partial<Pick<VideoJobRow, "start_frame_url" | "end_frame_url">>): Promise<void>;
+  insert(
+    trx: Kysely<any>,
+    row: Omit<VideoJobRow, "start_frame_url" | "end_frame_url"> &
+      Partial<Pick<VideoJobRow, "start_frame_url" | "end_frame_url">>,
+  ): Promise<void>;
   /** Stores a finished clip where the video endpoints serve it from; return the result from run() as output. */
-  storeOutput(jobId: string, bytes: Uint8Array, info: Omit<VideoOutput, "video_key" | "video_url">): Promise<VideoOutput>;
+  storeOutput(
+    jobId: string,
+    bytes: Uint8Array,
+    info: Omit<VideoOutput, "video_key" | "video_url">,
+  ): Promise<VideoOutput>;
   /**
    * One of the partner's videos (video, animation, upscale or merge job) by job id; null when there is no
    * such job or it is another account's (the same answer for both).

@@ -61,14 +61,22 @@ export class SpeechTimeoutError extends Error {}
  * One provider call under the model's time-out. Settles when the time-out or `outer` fires even if the
  * provider ignores its signal, so a hung upstream cannot hold the request (and its in-flight slot) forever.
  */
-export async function synthesizeWithin(provider: SpeechProvider, request: Omit<SpeechRequest, "signal">, timeoutMs: number, outer?: AbortSignal): Promise<SpeechAudio> {
+export async function synthesizeWithin(
+  provider: SpeechProvider,
+  request: Omit<SpeechRequest, "signal">,
+  timeoutMs: number,
+  outer?: AbortSignal,
+): Promise<SpeechAudio> {
   const controller = new AbortController();
   let onAbort: () => void = () => {};
   const stopped = new Promise<never>((_, reject) => {
     onAbort = () => reject(controller.signal.reason);
     controller.signal.addEventListener("abort", onAbort, { once: true });
   });
-  const timer = setTimeout(() => controller.abort(new SpeechTimeoutError(`no answer within ${timeoutMs} ms`)), timeoutMs);
+  const timer = setTimeout(
+    () => controller.abort(new SpeechTimeoutError(`no answer within ${timeoutMs} ms`)),
+    timeoutMs,
+  );
   const forward = () => controller.abort(outer!.reason);
   if (outer?.aborted) forward();
   else outer?.addEventListener("abort", forward, { once: true });

@@ -18,15 +18,15 @@
 // before the write; it answers its own callers (who asked before the write was announced) but never fills
 // the cache, and no later caller joins it. Evictions are numbered for that (`#seq`).
 import { randomUUID } from "node:crypto";
-import { sql, type Kysely, type Selectable } from "kysely";
+import { type Kysely, type Selectable, sql } from "kysely";
+import type { PubSub } from "../storage/pubsub.ts";
+import type { KernelTables, PartnerLimits, PartnersTable, PricingTier } from "../storage/tables.ts";
 import type { Clock } from "./clock.ts";
 import { newApiKey, partnerId as newPartnerId } from "./ids.ts";
 import { listPage, type PageRequest } from "./paging.ts";
 import { KEY_REVOKED, Revocations } from "./revocations.ts";
 import { isTransient } from "./transient.ts";
 import type { UsageRecorder } from "./usage.ts";
-import type { PubSub } from "../storage/pubsub.ts";
-import type { KernelTables, PartnerLimits, PartnersTable, PricingTier } from "../storage/tables.ts";
 
 export interface Partner {
   id: string;
@@ -80,7 +80,10 @@ export interface AccountService {
    * every ledger write, in every process), else from the database. Never use it to decide a charge.
    */
   balance(partnerId: string): Promise<number>;
-  transactions(partnerId: string, page: { limit: number; offset: number }): Promise<{ total: number; entries: LedgerEntry[] }>;
+  transactions(
+    partnerId: string,
+    page: { limit: number; offset: number },
+  ): Promise<{ total: number; entries: LedgerEntry[] }>;
   usage(partnerId: string, since: Date | undefined): Promise<UsageSummary>;
   /** Latest known activity, including calls not yet written. */
   lastActive(partner: Partner): Date | null;
@@ -220,7 +223,17 @@ export class Accounts implements AccountService {
         .executeTakeFirstOrThrow();
       // Opening credits are a purchase row, so the ledger sums to the balance from the first day.
       if (credits > 0) {
-        await trx.insertInto("ledger").values({ partner_id: id, amount: credits, type: "purchase", description: "Initial credits", endpoint: null, job_id: null }).execute();
+        await trx
+          .insertInto("ledger")
+          .values({
+            partner_id: id,
+            amount: credits,
+            type: "purchase",
+            description: "Initial credits",
+            endpoint: null,
+            job_id: null,
+          })
+          .execute();
       }
       return inserted;
     });
@@ -229,7 +242,14 @@ export class Accounts implements AccountService {
 
   async update(
     id: string,
-    patch: Partial<{ name: string; pricingTier: PricingTier; isActive: boolean; features: Record<string, boolean>; limits: PartnerLimits; customRates: Record<string, unknown> }>,
+    patch: Partial<{
+      name: string;
+      pricingTier: PricingTier;
+      isActive: boolean;
+      features: Record<string, boolean>;
+      limits: PartnerLimits;
+      customRates: Record<string, unknown>;
+    }>,
   ): Promise<Partner | undefined> {
     const set: Record<string, unknown> = {};
     if (patch.name !== undefined) set.name = patch.name;
@@ -276,12 +296,20 @@ export class Accounts implements AccountService {
   async balance(partnerId: string): Promise<number> {
     const cached = this.#cached(partnerId);
     if (cached) return cached.creditsRemaining;
-    const row = await this.db.selectFrom("partners").select("credits_remaining").where("id", "=", partnerId).executeTakeFirstOrThrow();
+    const row = await this.db
+      .selectFrom("partners")
+      .select("credits_remaining")
+      .where("id", "=", partnerId)
+      .executeTakeFirstOrThrow();
     return Number(row.credits_remaining);
   }
 
   async transactions(partnerId: string, page: PageRequest) {
-    const ledger = this.db.selectFrom("ledger").select(["amount", "type", "description", "created_at"]).where("partner_id", "=", partnerId).orderBy("id", "desc");
+    const ledger = this.db
+      .selectFrom("ledger")
+      .select(["amount", "type", "description", "created_at"])
+      .where("partner_id", "=", partnerId)
+      .orderBy("id", "desc");
     const { rows, total } = await listPage(ledger, page);
     return { total, entries: rows.map((e) => ({ ...e, amount: Number(e.amount) })) };
   }
@@ -307,13 +335,16 @@ export class Accounts implements AccountService {
     }
     const [callRows, creditRows] = await Promise.all([calls.execute(), credits.execute()]);
     const byEndpoint = new Map<string, { endpoint: string; calls: number; credits_used: number }>();
-    for (const r of callRows) byEndpoint.set(r.endpoint, { endpoint: r.endpoint, calls: Number(r.calls), credits_used: 0 });
+    for (const r of callRows)
+      byEndpoint.set(r.endpoint, { endpoint: r.endpoint, calls: Number(r.calls), credits_used: 0 });
     for (const r of creditRows) {
       const e = byEndpoint.get(r.endpoint!) ?? { endpoint: r.endpoint!, calls: 0, credits_used: 0 };
       e.credits_used = Number(r.credits);
       byEndpoint.set(r.endpoint!, e);
     }
-    const per_endpoint = [...byEndpoint.values()].sort((a, b) => b.calls - a.calls || a.endpoint.localeCompare(b.endpoint));
+    const per_endpoint = [...byEndpoint.values()].sort(
+      (a, b) => b.calls - a.calls || a.endpoint.localeCompare(b.endpoint),
+    );
     return {
       total_calls: per_endpoint.reduce((s, e) => s + e.calls, 0),
       total_credits_used: per_endpoint.reduce((s, e) => s + e.credits_used, 0),

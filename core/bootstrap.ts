@@ -1,11 +1,11 @@
 // First-start duties of a server process: the admin token and the demo partner.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Kernel } from "./kernel.ts";
 import { ConfigError } from "../lib/plugin-config.ts";
-import { newSecret } from "./ids.ts";
-import { weakTokenReason } from "./token-strength.ts";
 import { privateDirSync, writePrivateFileSync } from "../storage/private-fs.ts";
+import { newSecret } from "./ids.ts";
+import type { Kernel } from "./kernel.ts";
+import { weakTokenReason } from "./token-strength.ts";
 
 export { MIN_ADMIN_TOKEN_LENGTH } from "./token-strength.ts";
 
@@ -31,10 +31,14 @@ function checkAdminToken(token: string, source: string): string {
 export function resolveAdminToken(envToken: string | undefined, dataDir: string): { token: string; created: boolean } {
   if (envToken) return { token: checkAdminToken(envToken, "ADMIN_TOKEN"), created: false };
   const file = join(dataDir, "admin-token");
-  if (existsSync(file)) return { token: checkAdminToken(readFileSync(file, "utf8").trim(), `the admin token saved in ${file}`), created: false };
+  if (existsSync(file))
+    return {
+      token: checkAdminToken(readFileSync(file, "utf8").trim(), `the admin token saved in ${file}`),
+      created: false,
+    };
   privateDirSync(dataDir);
   const token = `adm_${newSecret(24)}`;
-  writePrivateFileSync(file, token + "\n");
+  writePrivateFileSync(file, `${token}\n`);
   return { token, created: true };
 }
 
@@ -49,9 +53,16 @@ export async function createDemoPartnerIfEmpty(kernel: Kernel): Promise<string |
   const db = kernel.database.kysely;
   const marker = await db.selectFrom("settings").select("key").where("key", "=", "demo_partner").executeTakeFirst();
   if (marker) return undefined;
-  const { n } = await db.selectFrom("partners").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
+  const { n } = await db
+    .selectFrom("partners")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .executeTakeFirstOrThrow();
   if (Number(n) > 0) return undefined;
   const { partner, apiKey } = await kernel.accounts.create({ name: "Demo partner", credits: DEMO_CREDITS });
-  await db.insertInto("settings").values({ key: "demo_partner", value: JSON.stringify({ partner_id: partner.id }) }).onConflict((oc) => oc.column("key").doNothing()).execute();
+  await db
+    .insertInto("settings")
+    .values({ key: "demo_partner", value: JSON.stringify({ partner_id: partner.id }) })
+    .onConflict((oc) => oc.column("key").doNothing())
+    .execute();
   return apiKey;
 }

@@ -2,9 +2,10 @@
 // stops the boot with the variable's name rather than surfacing later as odd behaviour. Two kinds: the
 // kernel's own settings (`Config`, read by loadConfig) and the variables each plugin declares for itself
 // (`defineConfig`, read by the kernel at boot from the same environment).
-import { defaultMediaConcurrency } from "../lib/media/pool.ts";
+
 import { resolve } from "node:path";
 import process from "node:process";
+import { defaultMediaConcurrency } from "../lib/media/pool.ts";
 import { ConfigError, type Environment } from "../lib/plugin-config.ts";
 import { BlobUrlError, parseBlobUrl } from "../storage/blob-url.ts";
 
@@ -217,7 +218,8 @@ export function loadConfig(source: Environment = process.env): Config {
   if (port > 65535) throw new ConfigError(`PORT must be at most 65535 (got ${port})`);
   const delays = (env.WEBHOOK_RETRY_DELAYS || "60,300,1800,7200,21600").split(",").map((s) => s.trim());
   for (const d of delays) {
-    if (!/^\d+$/.test(d)) throw new ConfigError(`WEBHOOK_RETRY_DELAYS must be comma-separated seconds (got "${env.WEBHOOK_RETRY_DELAYS}")`);
+    if (!/^\d+$/.test(d))
+      throw new ConfigError(`WEBHOOK_RETRY_DELAYS must be comma-separated seconds (got "${env.WEBHOOK_RETRY_DELAYS}")`);
   }
   const publicUrl = (env.PUBLIC_URL || `http://localhost:${port}`).replace(/(?<!\/)\/+$/, "");
   try {
@@ -242,12 +244,20 @@ export function loadConfig(source: Environment = process.env): Config {
     allowPrivateUrls: flag("ALLOW_PRIVATE_URLS", env.ALLOW_PRIVATE_URLS),
     logLevel: oneOf("LOG_LEVEL", env.LOG_LEVEL, ["debug", "info", "warn", "error", "silent"] as const, "info"),
     healthPort: env.HEALTH_PORT ? nonNegativeInt("HEALTH_PORT", env.HEALTH_PORT, 0) : undefined,
-    admin: env.ADMIN_PORT || env.ADMIN_HOST ? { port: env.ADMIN_PORT ? nonNegativeInt("ADMIN_PORT", env.ADMIN_PORT, 0) : port, host: env.ADMIN_HOST || env.HOST || "127.0.0.1" } : undefined,
+    admin:
+      env.ADMIN_PORT || env.ADMIN_HOST
+        ? {
+            port: env.ADMIN_PORT ? nonNegativeInt("ADMIN_PORT", env.ADMIN_PORT, 0) : port,
+            host: env.ADMIN_HOST || env.HOST || "127.0.0.1",
+          }
+        : undefined,
     // "Development" is any NODE_ENV but production, unset included: `npm start` on a laptop gets GraphiQL.
     graphqlIntrospection: flag("GRAPHQL_INTROSPECTION", env.GRAPHQL_INTROSPECTION, env.NODE_ENV !== "production"),
     corsOrigins: origins("CORS_ORIGINS", env.CORS_ORIGINS),
     accessLog: flag("ACCESS_LOG", env.ACCESS_LOG, true),
-    graphqlPersistedOperations: env.GRAPHQL_PERSISTED_OPERATIONS ? resolve(env.GRAPHQL_PERSISTED_OPERATIONS) : undefined,
+    graphqlPersistedOperations: env.GRAPHQL_PERSISTED_OPERATIONS
+      ? resolve(env.GRAPHQL_PERSISTED_OPERATIONS)
+      : undefined,
     graphqlPersistedOnly: flag("GRAPHQL_PERSISTED_ONLY", env.GRAPHQL_PERSISTED_ONLY),
     upstreamCallbackSecret: env.UPSTREAM_CALLBACK_SECRET || undefined,
     mediaConcurrency: nonNegativeInt("MEDIA_CONCURRENCY", env.MEDIA_CONCURRENCY, defaultMediaConcurrency()),
@@ -263,7 +273,11 @@ export function loadConfig(source: Environment = process.env): Config {
       perAddress: nonNegativeInt("HTTP_CONNECTIONS_PER_ADDRESS", env.HTTP_CONNECTIONS_PER_ADDRESS, 256),
       max: env.HTTP_CONNECTIONS_MAX ? nonNegativeInt("HTTP_CONNECTIONS_MAX", env.HTTP_CONNECTIONS_MAX, 0) : undefined,
       subscriptionsPerKey: nonNegativeInt("GRAPHQL_SUBSCRIPTIONS_PER_KEY", env.GRAPHQL_SUBSCRIPTIONS_PER_KEY, 200),
-      subscriptionsPerSocket: nonNegativeInt("GRAPHQL_SUBSCRIPTIONS_PER_SOCKET", env.GRAPHQL_SUBSCRIPTIONS_PER_SOCKET, 100),
+      subscriptionsPerSocket: nonNegativeInt(
+        "GRAPHQL_SUBSCRIPTIONS_PER_SOCKET",
+        env.GRAPHQL_SUBSCRIPTIONS_PER_SOCKET,
+        100,
+      ),
     },
   };
   if (config.mediaConcurrency < 1) throw new ConfigError("MEDIA_CONCURRENCY must be at least 1");
@@ -271,14 +285,21 @@ export function loadConfig(source: Environment = process.env): Config {
     throw new ConfigError("UPSTREAM_CALLBACK_SECRET must be at least 32 characters");
   }
   if (config.healthPort !== undefined) {
-    if (config.healthPort < 1 || config.healthPort > 65535) throw new ConfigError(`HEALTH_PORT must be between 1 and 65535 (got ${config.healthPort})`);
-    if (config.healthPort === port && config.role !== "worker") throw new ConfigError(`HEALTH_PORT must differ from PORT (both ${port})`);
+    if (config.healthPort < 1 || config.healthPort > 65535)
+      throw new ConfigError(`HEALTH_PORT must be between 1 and 65535 (got ${config.healthPort})`);
+    if (config.healthPort === port && config.role !== "worker")
+      throw new ConfigError(`HEALTH_PORT must differ from PORT (both ${port})`);
   }
   if (config.admin) {
     const { port: adminPort, host: adminHost } = config.admin;
-    if (adminPort < 1 || adminPort > 65535) throw new ConfigError(`ADMIN_PORT must be between 1 and 65535 (got ${adminPort})`);
-    if (adminPort === port && adminHost === config.host) throw new ConfigError(`ADMIN_PORT and ADMIN_HOST must not both be PORT and HOST (${adminHost}:${port}): the admin API would not be apart`);
-    if (adminPort === config.healthPort) throw new ConfigError(`ADMIN_PORT must differ from HEALTH_PORT (both ${adminPort})`);
+    if (adminPort < 1 || adminPort > 65535)
+      throw new ConfigError(`ADMIN_PORT must be between 1 and 65535 (got ${adminPort})`);
+    if (adminPort === port && adminHost === config.host)
+      throw new ConfigError(
+        `ADMIN_PORT and ADMIN_HOST must not both be PORT and HOST (${adminHost}:${port}): the admin API would not be apart`,
+      );
+    if (adminPort === config.healthPort)
+      throw new ConfigError(`ADMIN_PORT must differ from HEALTH_PORT (both ${adminPort})`);
   }
   loadedFrom.set(config, source);
   return config;

@@ -28,5 +28,7 @@ export function isEdgeRejected(userAgent: string | null | undefined): boolean {
   const ua = userAgent?.trim().toLowerCase();
   if (!ua) return true;
   // "node" is Node's own fetch default (undici sends "node"), matched whole so "nodeapp/1.0" still passes.
-  return GENERIC_USER_AGENTS.some((prefix) => (prefix === "node" || prefix === "ruby" ? ua === prefix : ua.startsWith(prefix)));
+  return GENERIC_USER_AGENTS.some((prefix) =>
+    prefix === "node" || prefix === "ruby" ? ua === prefix : ua.startsWith(prefix),
+  );
 }

@@ -8,7 +8,8 @@ import { transientKind } from "./transient.ts";
 /** The 403 edge rejection: an HTML page, not JSON, and never about the key (spec Authentication 3). */
 export class EdgeRejection extends Error {
   readonly status = 403;
-  readonly html = "<!DOCTYPE html>\n<html><head><title>Access denied</title></head><body><h1>Access denied</h1><p>error code: 1010</p></body></html>\n";
+  readonly html =
+    "<!DOCTYPE html>\n<html><head><title>Access denied</title></head><body><h1>Access denied</h1><p>error code: 1010</p></body></html>\n";
   constructor() {
     super("error code: 1010");
   }
@@ -37,13 +38,15 @@ export const KERNEL_ERRORS = {
   // Hostile input, refused for every operation before its own rules run (core/validation.ts screenInput).
   // Not quoted by the spec, which says only "400 invalid input" and "415 unsupported content type".
   unsupportedContentType: "Content-Type must be application/json",
-  controlCharacter: (field: string) => `${field} must not contain control characters (only tab, line feed and carriage return are allowed)`,
+  controlCharacter: (field: string) =>
+    `${field} must not contain control characters (only tab, line feed and carriage return are allowed)`,
   illFormedText: (field: string) => `${field} must be valid Unicode text (it contains an unpaired surrogate)`,
   invalidFieldName: "Field names must be valid Unicode text without control characters",
   reservedFieldName: (field: string) => `${field} is not an accepted field name`,
   tooDeep: (levels: number) => `Request body is nested too deeply (at most ${levels} levels)`,
   // Ours (transports/rest/json-object.ts MAX_JSON_VALUES): a body of millions of tiny values within the byte cap.
-  tooManyValues: (values: number) => `Request body holds too many values (at most ${values.toLocaleString("en-US")} array elements and object members)`,
+  tooManyValues: (values: number) =>
+    `Request body holds too many values (at most ${values.toLocaleString("en-US")} array elements and object members)`,
   // A price the ledger cannot hold: the request asked for more than any balance could pay.
   chargeTooLarge: "The price of this request is out of range. Ask for less.",
   balanceTooLarge: "The adjustment would make the balance too large",

@@ -24,10 +24,10 @@
 // 409 "still being processed", as before.
 import { createHash } from "node:crypto";
 import type { Kysely } from "kysely";
+import { ApiError } from "../lib/api-error.ts";
 import type { KernelTables } from "../storage/tables.ts";
 import type { Clock } from "./clock.ts";
 import type { Leases } from "./leases.ts";
-import { ApiError } from "../lib/api-error.ts";
 import type { UploadedFile } from "./plugin.ts";
 
 export const IDEMPOTENCY_TABLE = "idempotency_keys";
@@ -78,11 +78,21 @@ function stable(value: unknown): string {
 }
 
 /** What makes two requests the same one. */
-export function requestHash(endpoint: string, params: Record<string, string>, raw: unknown, files: Record<string, UploadedFile>): string {
+export function requestHash(
+  endpoint: string,
+  params: Record<string, string>,
+  raw: unknown,
+  files: Record<string, UploadedFile>,
+): string {
   const h = createHash("sha256").update(endpoint).update("\0").update(stable(params)).update("\0").update(stable(raw));
   for (const name of Object.keys(files).sort()) {
     const f = files[name]!;
-    h.update("\0").update(name).update("\0").update(f.filename ?? "").update("\0").update(f.bytes);
+    h.update("\0")
+      .update(name)
+      .update("\0")
+      .update(f.filename ?? "")
+      .update("\0")
+      .update(f.bytes);
   }
   return h.digest("hex");
 }
@@ -91,7 +101,14 @@ export interface IdempotencyStore {
   /** The first response to replay, or null when this request is the first (or the key's window passed). */
   replay(partnerId: string, key: string, hash: string, orphan?: OrphanAnswer): Promise<StoredResponse | null>;
   /** Inside the charge's transaction: claims the key for `jobId`. A lost race throws {@link IdempotencyRace}. */
-  claim(trx: Kysely<KernelTables>, partnerId: string, key: string, endpoint: string, hash: string, jobId: string): Promise<void>;
+  claim(
+    trx: Kysely<KernelTables>,
+    partnerId: string,
+    key: string,
+    endpoint: string,
+    hash: string,
+    jobId: string,
+  ): Promise<void>;
   /** Keeps the response of a request that claimed its key. */
   store(partnerId: string, key: string, response: StoredResponse): Promise<void>;
   /** A request that claimed its key ends without storing an answer (an outage, its own Response): its lease goes. */
@@ -107,10 +124,27 @@ export type OrphanAnswer = (jobId: string) => Promise<StoredResponse | null>;
 export const idempotencyLeaseKey = (partnerId: string, key: string) => `idem:${partnerId}:${key}`;
 
 /** The default answer for a key whose request died (see the top of this file). */
-export async function defaultOrphanAnswer(db: Kysely<KernelTables>, jobId: string, requestId: string): Promise<StoredResponse | null> {
-  const job = await db.selectFrom("jobs").select(["id", "state", "error", "credits_used"]).where("id", "=", jobId).executeTakeFirst();
+export async function defaultOrphanAnswer(
+  db: Kysely<KernelTables>,
+  jobId: string,
+  requestId: string,
+): Promise<StoredResponse | null> {
+  const job = await db
+    .selectFrom("jobs")
+    .select(["id", "state", "error", "credits_used"])
+    .where("id", "=", jobId)
+    .executeTakeFirst();
   if (!job) return null;
-  return { status: 200, body: { request_id: requestId, job_id: job.id, status: job.state, error: job.error ?? null, credits_used: Number(job.credits_used) } };
+  return {
+    status: 200,
+    body: {
+      request_id: requestId,
+      job_id: job.id,
+      status: job.state,
+      error: job.error ?? null,
+      credits_used: Number(job.credits_used),
+    },
+  };
 }
 
 /** Another request claimed the key first; its response is the answer. */
@@ -118,10 +152,20 @@ export class IdempotencyRace extends Error {}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export function createIdempotencyStore(db: Kysely<KernelTables>, clock: Clock, leases: Pick<Leases, "take" | "release" | "isHeld">): IdempotencyStore {
+export function createIdempotencyStore(
+  db: Kysely<KernelTables>,
+  clock: Clock,
+  leases: Pick<Leases, "take" | "release" | "isHeld">,
+): IdempotencyStore {
   const since = () => new Date(clock.now() - IDEMPOTENCY_WINDOW_MS);
   const read = (partnerId: string, key: string) =>
-    db.selectFrom(IDEMPOTENCY_TABLE).select(["job_id", "request_hash", "status", "body"]).where("partner_id", "=", partnerId).where("key", "=", key).where("created_at", ">", since()).executeTakeFirst() as Promise<Row | undefined>;
+    db
+      .selectFrom(IDEMPOTENCY_TABLE)
+      .select(["job_id", "request_hash", "status", "body"])
+      .where("partner_id", "=", partnerId)
+      .where("key", "=", key)
+      .where("created_at", ">", since())
+      .executeTakeFirst() as Promise<Row | undefined>;
 
   return {
     async replay(partnerId, key, hash, orphan) {
@@ -135,11 +179,17 @@ export function createIdempotencyStore(db: Kysely<KernelTables>, clock: Clock, l
           // Its request died (or ended without an answer). Read again: an answer stored just now wins.
           const again = await read(partnerId, key);
           if (!again) return null;
-          if (again.status !== null && again.body !== null) return { status: again.status, body: JSON.parse(again.body) };
+          if (again.status !== null && again.body !== null)
+            return { status: again.status, body: JSON.parse(again.body) };
           const answer = again.job_id ? await orphan?.(again.job_id) : null;
           if (answer) return answer;
           // No job behind it (none was made, or it is gone): the key is free, this request runs as the first.
-          await db.deleteFrom(IDEMPOTENCY_TABLE).where("partner_id", "=", partnerId).where("key", "=", key).where("status", "is", null).execute();
+          await db
+            .deleteFrom(IDEMPOTENCY_TABLE)
+            .where("partner_id", "=", partnerId)
+            .where("key", "=", key)
+            .where("status", "is", null)
+            .execute();
           return null;
         }
         if (Date.now() >= deadline) throw new ApiError(409, IDEMPOTENCY_ERRORS.inProgress, {}, { "Retry-After": "5" });
@@ -151,11 +201,25 @@ export function createIdempotencyStore(db: Kysely<KernelTables>, clock: Clock, l
       // A row past its window is taken over; a live one makes the insert a no-op, and no row comes back.
       const claimed = await trx
         .insertInto(IDEMPOTENCY_TABLE)
-        .values({ partner_id: partnerId, key, endpoint, request_hash: hash, job_id: jobId, created_at: new Date(clock.now()) })
+        .values({
+          partner_id: partnerId,
+          key,
+          endpoint,
+          request_hash: hash,
+          job_id: jobId,
+          created_at: new Date(clock.now()),
+        })
         .onConflict((oc) =>
           oc
             .columns(["partner_id", "key"])
-            .doUpdateSet({ endpoint, request_hash: hash, job_id: jobId, status: null, body: null, created_at: new Date(clock.now()) })
+            .doUpdateSet({
+              endpoint,
+              request_hash: hash,
+              job_id: jobId,
+              status: null,
+              body: null,
+              created_at: new Date(clock.now()),
+            })
             .where(`${IDEMPOTENCY_TABLE}.created_at`, "<=", since()),
         )
         .returning("key")
@@ -186,4 +250,3 @@ export function createIdempotencyStore(db: Kysely<KernelTables>, clock: Clock, l
     },
   };
 }
-

@@ -15,7 +15,9 @@ export function randomServiceId(): string {
 export async function allocateServiceId(db: Kysely<any>): Promise<string> {
   for (let attempt = 0; attempt < 20; attempt++) {
     const id = randomServiceId();
-    const inserted = await sql<{ id: string }>`insert into service_ids (id) values (${id}) on conflict do nothing returning id`.execute(db);
+    const inserted = await sql<{
+      id: string;
+    }>`insert into service_ids (id) values (${id}) on conflict do nothing returning id`.execute(db);
     if (inserted.rows.length) return id;
   }
   // 20 collisions in a row means the 4-billion space is nearly full, not bad luck.

@@ -33,7 +33,13 @@ export interface FieldDoc {
 /** A declared field: a schema whose output is what `check` receives under that name. */
 export type InputField<Value = unknown> = z.ZodType<Value, unknown>;
 
-const documented = (type: string) => (doc: FieldDoc = {}) => z.unknown().optional().meta({ type, ...doc });
+const documented =
+  (type: string) =>
+  (doc: FieldDoc = {}) =>
+    z
+      .unknown()
+      .optional()
+      .meta({ type, ...doc });
 
 /** Field kinds. The type is what the documents say; the value still reaches `check` unchecked. */
 export const field = {
@@ -87,7 +93,9 @@ export function checked<T>(run: (fail: Fail) => T): Checked<T> {
 type Fields = Record<string, InputField<any>>;
 
 /** What `check` receives: every declared field by name, plus undeclared ones when the input is `loose`. */
-export type RawInput<F extends Fields, Loose extends boolean = false> = z.output<z.ZodObject<F, Loose extends true ? z.core.$loose : z.core.$strip>>;
+export type RawInput<F extends Fields, Loose extends boolean = false> = z.output<
+  z.ZodObject<F, Loose extends true ? z.core.$loose : z.core.$strip>
+>;
 
 export interface InputDeclaration<F extends Fields, Loose extends boolean, T> {
   fields: F;

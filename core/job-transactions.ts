@@ -5,13 +5,21 @@
 // happens inside a charge's transaction, and in which order, is read here and nowhere else (invariant 1:
 // the charge commits with its job and queue job or not at all; the refund with the terminal state, once).
 import { CompiledQuery, type Kysely, type Selectable, sql, type Transaction } from "kysely";
-import type { IdempotencyStore } from "./idempotency.ts";
-import { jobLeaseKey, type Leases } from "./leases.ts";
-import { type ChargeRequest, checkCharge, debit, insertJobs, recordRefund, recordUsage, type SubmittedJob } from "./ledger.ts";
-import type { PluginDb } from "./records.ts";
-import type { Webhooks } from "./webhooks.ts";
 import type { Queue } from "../storage/queue.ts";
 import type { KernelTables } from "../storage/tables.ts";
+import type { IdempotencyStore } from "./idempotency.ts";
+import { jobLeaseKey, type Leases } from "./leases.ts";
+import {
+  type ChargeRequest,
+  checkCharge,
+  debit,
+  insertJobs,
+  recordRefund,
+  recordUsage,
+  type SubmittedJob,
+} from "./ledger.ts";
+import type { PluginDb } from "./records.ts";
+import type { Webhooks } from "./webhooks.ts";
 
 /** The kernel's stores the transactions write through; a plan's data says which of them a transaction uses. */
 export interface JobServices {
@@ -48,7 +56,11 @@ export interface SubmitPlan extends ChargeRequest {
  * Charges and creates the job(s) in one transaction. The partner row is locked first, so concurrent submits of
  * one account serialize: the in-flight count and the balance check see every earlier commit.
  */
-export async function submitJobs(db: Kysely<KernelTables>, plan: SubmitPlan, services?: Partial<JobServices>): Promise<SubmittedJob> {
+export async function submitJobs(
+  db: Kysely<KernelTables>,
+  plan: SubmitPlan,
+  services?: Partial<JobServices>,
+): Promise<SubmittedJob> {
   checkCharge(plan.credits);
   return db.transaction().execute(async (trx) => {
     const remaining = await debit(trx, plan);
@@ -56,7 +68,8 @@ export async function submitJobs(db: Kysely<KernelTables>, plan: SubmitPlan, ser
     await recordUsage(trx, plan, jobIds);
     const key = plan.idempotencyKey;
     // The request's key names its first job exactly when this charge commits.
-    if (key) await need(services, "idempotency").claim(trx, key.partnerId, key.key, plan.endpoint, key.hash, jobIds[0]!);
+    if (key)
+      await need(services, "idempotency").claim(trx, key.partnerId, key.key, plan.endpoint, key.hash, jobIds[0]!);
     // The plugin's own rows commit or vanish with the charge. Database work only.
     await plan.insertRecords?.(trx, jobIds, groupId);
     if (plan.lease) for (const jobId of jobIds) await need(services, "leases").take(trx, jobLeaseKey(jobId));
@@ -75,7 +88,14 @@ export interface FinishJob {
 
 /** The job a success hands its work on to (core/jobs.ts JobOutcome.handOff), carrying the ended job's charge. */
 export interface HandOffPlan {
-  job: { id: string; kind: string; state: string; input: Record<string, unknown>; partnerJobId: string | null; callbackUrl: string | null };
+  job: {
+    id: string;
+    kind: string;
+    state: string;
+    input: Record<string, unknown>;
+    partnerJobId: string | null;
+    callbackUrl: string | null;
+  };
   /** The new job's kind's queue. */
   queue: string;
   /** The plugin's own rows of the new job. Database work only. */
@@ -105,7 +125,17 @@ export interface FinishedJob {
 }
 
 /** The columns of a finished job's row that FinishedJob carries. */
-const FINISHED_COLUMNS = ["id", "plugin", "kind", "state", "finished_at", "progress", "message", "error", "updated_at"] as const;
+const FINISHED_COLUMNS = [
+  "id",
+  "plugin",
+  "kind",
+  "state",
+  "finished_at",
+  "progress",
+  "message",
+  "error",
+  "updated_at",
+] as const;
 export type FinishedRow = Pick<Selectable<KernelTables["jobs"]>, (typeof FINISHED_COLUMNS)[number]>;
 
 /**
@@ -113,13 +143,26 @@ export type FinishedRow = Pick<Selectable<KernelTables["jobs"]>, (typeof FINISHE
  * only the first call for a job does anything (the `finished_at is null` guard, backed by the unique index on
  * refunds). Later calls return null.
  */
-export async function finishJob(db: Kysely<KernelTables>, jobId: string, plan: FinishPlan, services?: Partial<JobServices>): Promise<FinishedJob | null> {
+export async function finishJob(
+  db: Kysely<KernelTables>,
+  jobId: string,
+  plan: FinishPlan,
+  services?: Partial<JobServices>,
+): Promise<FinishedJob | null> {
   return db.transaction().execute(async (trx) => {
     // A synchronous job's lease ends with it; gone whatever this call finds, so a lease never outlives its job.
     await trx.deleteFrom("leases").where("key", "=", jobLeaseKey(jobId)).execute();
     const ended = await endJob(trx, jobId, plan);
     if (!ended) return null;
-    if (ended.refunded > 0) await recordRefund(trx, ended.partnerId, ended.refunded, ended.endpoint, jobId, `Refund: ${ended.endpoint} (${jobId})`);
+    if (ended.refunded > 0)
+      await recordRefund(
+        trx,
+        ended.partnerId,
+        ended.refunded,
+        ended.endpoint,
+        jobId,
+        `Refund: ${ended.endpoint} (${jobId})`,
+      );
     if (plan.handOff) await handOff(trx, jobId, plan.handOff, need(services, "queue"));
     if (plan.event) await emitEvent(trx, jobId, ended.partnerId, plan.event, need(services, "webhooks"));
     // The wait is over with the job (its handle is no use to anyone now).
@@ -136,7 +179,13 @@ export async function finishJob(db: Kysely<KernelTables>, jobId: string, plan: F
  */
 async function endJob(trx: Transaction<KernelTables>, jobId: string, finish: FinishJob) {
   const before = finish.refund
-    ? await trx.selectFrom("jobs").select(["credits_refunded"]).where("id", "=", jobId).where("finished_at", "is", null).forUpdate().executeTakeFirst()
+    ? await trx
+        .selectFrom("jobs")
+        .select(["credits_refunded"])
+        .where("id", "=", jobId)
+        .where("finished_at", "is", null)
+        .forUpdate()
+        .executeTakeFirst()
     : undefined;
   if (finish.refund && !before) return null;
   const job = await trx
@@ -156,7 +205,17 @@ async function endJob(trx: Transaction<KernelTables>, jobId: string, finish: Fin
     .executeTakeFirst();
   if (!job) return null;
   const refunded = before ? Number(job.credits_refunded) - Number(before.credits_refunded) : 0;
-  const row: FinishedRow = { id: job.id, plugin: job.plugin, kind: job.kind, state: job.state, finished_at: job.finished_at, progress: job.progress, message: job.message, error: job.error, updated_at: job.updated_at };
+  const row: FinishedRow = {
+    id: job.id,
+    plugin: job.plugin,
+    kind: job.kind,
+    state: job.state,
+    finished_at: job.finished_at,
+    progress: job.progress,
+    message: job.message,
+    error: job.error,
+    updated_at: job.updated_at,
+  };
   return { partnerId: job.partner_id, endpoint: job.endpoint, refunded, row };
 }
 
@@ -167,8 +226,17 @@ async function endJob(trx: Transaction<KernelTables>, jobId: string, finish: Fin
  * once, as any job's. The ended job can no longer refund (finishJob's `finished_at is null` guard), so the
  * charge is refundable through exactly one job. Same partner, plugin and endpoint; no in-flight slot.
  */
-async function handOff(trx: Transaction<KernelTables>, fromJobId: string, plan: HandOffPlan, queue: JobServices["queue"]): Promise<void> {
-  const from = await trx.selectFrom("jobs").select(["partner_id", "plugin", "endpoint", "credits_used", "credits_refunded"]).where("id", "=", fromJobId).executeTakeFirstOrThrow();
+async function handOff(
+  trx: Transaction<KernelTables>,
+  fromJobId: string,
+  plan: HandOffPlan,
+  queue: JobServices["queue"],
+): Promise<void> {
+  const from = await trx
+    .selectFrom("jobs")
+    .select(["partner_id", "plugin", "endpoint", "credits_used", "credits_refunded"])
+    .where("id", "=", fromJobId)
+    .executeTakeFirstOrThrow();
   const { job } = plan;
   await trx
     .insertInto("jobs")
@@ -193,15 +261,28 @@ async function handOff(trx: Transaction<KernelTables>, fromJobId: string, plan: 
 }
 
 /** The job's event and its delivery, fixed with the state change (core/webhooks.ts). */
-async function emitEvent(trx: Transaction<KernelTables>, jobId: string, partnerId: string, event: EventPlan, webhooks: JobServices["webhooks"]): Promise<void> {
+async function emitEvent(
+  trx: Transaction<KernelTables>,
+  jobId: string,
+  partnerId: string,
+  event: EventPlan,
+  webhooks: JobServices["webhooks"],
+): Promise<void> {
   const row = await trx.selectFrom("jobs").select("callback_url").where("id", "=", jobId).executeTakeFirstOrThrow();
   const data = await event.data(trx, { jobId, partnerId });
   await webhooks.createEvent(trx, { partnerId, jobId, event: event.name, data, callbackUrl: row.callback_url });
 }
 
 /** Sends a queue job inside the transaction: it exists exactly when the transaction commits (Queue.sendWithin). */
-export async function enqueue(trx: Transaction<KernelTables>, queue: JobServices["queue"], name: string, data: QueuedJob, delaySeconds = 0): Promise<void> {
-  const executor = async (text: string, values: unknown[]) => trx.executeQuery(CompiledQuery.raw(text, values as any[]));
+export async function enqueue(
+  trx: Transaction<KernelTables>,
+  queue: JobServices["queue"],
+  name: string,
+  data: QueuedJob,
+  delaySeconds = 0,
+): Promise<void> {
+  const executor = async (text: string, values: unknown[]) =>
+    trx.executeQuery(CompiledQuery.raw(text, values as any[]));
   await queue.sendWithin(executor, name, data, delaySeconds > 0 ? { startAfterSeconds: delaySeconds } : {});
 }
 

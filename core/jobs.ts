@@ -21,24 +21,31 @@
 //   leaves exactly one queue job that may poll.
 import type { Kysely, RawBuilder } from "kysely";
 import { sql } from "kysely";
-import type { Clock } from "./clock.ts";
-import type { Config } from "./config.ts";
-import type { PluginConfigValues } from "../lib/plugin-config.ts";
-import type { SubmittedJob } from "./ledger.ts";
-import { enqueue, type FinishedJob, type FinishPlan, type QueuedJob, type SubmitPlan } from "./job-transactions.ts";
-import type { Logger } from "./log.ts";
-import type { PluginDeclaration } from "./plugin.ts";
-import type { CapabilityMap, CapabilityName, ContributionMap, ContributionName } from "../contracts/index.ts";
-import { formatTimestamp } from "./time.ts";
 import type { BlobStore } from "../contracts/blobs.ts";
+import type { CapabilityMap, CapabilityName, ContributionMap, ContributionName } from "../contracts/index.ts";
+import type { UpstreamProvider } from "../contracts/upstream.ts";
+import type { PluginConfigValues } from "../lib/plugin-config.ts";
 import type { PubSub } from "../storage/pubsub.ts";
 import type { Queue, QueueJob } from "../storage/queue.ts";
 import type { KernelTables } from "../storage/tables.ts";
-import type { Webhooks } from "./webhooks.ts";
-import type { UpstreamProvider } from "../contracts/upstream.ts";
+import type { Clock } from "./clock.ts";
+import type { Config } from "./config.ts";
+import { enqueue, type FinishedJob, type FinishPlan, type QueuedJob, type SubmitPlan } from "./job-transactions.ts";
 import type { Leases } from "./leases.ts";
+import type { SubmittedJob } from "./ledger.ts";
+import type { Logger } from "./log.ts";
+import type { PluginDeclaration } from "./plugin.ts";
+import { formatTimestamp } from "./time.ts";
 import { isTransient } from "./transient.ts";
-import { AttemptWaits, claimWait, scheduleNextPoll, type AwaitUpstreamOptions, type NextPoll, type WaitsDeps } from "./upstream-waits.ts";
+import {
+  AttemptWaits,
+  type AwaitUpstreamOptions,
+  claimWait,
+  type NextPoll,
+  scheduleNextPoll,
+  type WaitsDeps,
+} from "./upstream-waits.ts";
+import type { Webhooks } from "./webhooks.ts";
 
 export interface JobKindDeclaration<Input = any> {
   /** Every state, in the spec's words. */
@@ -198,7 +205,12 @@ export interface JobRunContext<Input = any> {
    * Calling it with another `step` (the next provider of a chain) submits anew. Throws what the upstream's
    * failure carries, or UpstreamTimeoutError past `deadlineSeconds`.
    */
-  awaitUpstream<Request, Result>(step: string, provider: UpstreamProvider<Request, Result>, build: () => Request | Promise<Request>, options: AwaitUpstreamOptions): Promise<Result>;
+  awaitUpstream<Request, Result>(
+    step: string,
+    provider: UpstreamProvider<Request, Result>,
+    build: () => Request | Promise<Request>,
+    options: AwaitUpstreamOptions,
+  ): Promise<Result>;
   /**
    * Returns one part of this job's charge (JobSubmission.refundableShares, by index), at most once however
    * often it is called, across attempts too; the credits returned (0 when already returned or no such part).
@@ -225,7 +237,12 @@ export const jobChannel = (jobId: string) => `job:${jobId}`;
  * A provider's progress (0-1) as the job's percent between `from` and `to`, throttled: engines report every
  * quarter second, the job row needs whole percents (the last one, `to`, is always written).
  */
-export function progressBetween(ctx: Pick<JobRunContext, "progress">, from: number, to: number, defaultMessage = "Rendering") {
+export function progressBetween(
+  ctx: Pick<JobRunContext, "progress">,
+  from: number,
+  to: number,
+  defaultMessage = "Rendering",
+) {
   let last = -1;
   let lastAt = 0;
   return async (fraction: number, message?: string) => {
@@ -250,7 +267,10 @@ interface CompiledKind {
 }
 
 /** Checks every declared job kind; a mistake is a boot error naming the plugin and kind. */
-export function compileJobKinds(plugins: readonly PluginDeclaration[], fail: (message: string) => Error): Map<string, CompiledKind> {
+export function compileJobKinds(
+  plugins: readonly PluginDeclaration[],
+  fail: (message: string) => Error,
+): Map<string, CompiledKind> {
   const kinds = new Map<string, CompiledKind>();
   for (const plugin of plugins) {
     for (const [kind, decl] of Object.entries(plugin.jobs ?? {})) {
@@ -263,7 +283,8 @@ export function compileJobKinds(plugins: readonly PluginDeclaration[], fail: (me
       known(decl.initial, "initial state");
       for (const s of Object.keys(decl.terminal)) known(s, "terminal state");
       known(decl.failState, "failState");
-      if (decl.terminal[decl.failState] !== "failure") throw fail(`${where}: failState "${decl.failState}" must be a terminal failure state`);
+      if (decl.terminal[decl.failState] !== "failure")
+        throw fail(`${where}: failState "${decl.failState}" must be a terminal failure state`);
       const legal = new Map<string, Set<string>>();
       for (const [from, tos] of Object.entries(decl.transitions)) {
         known(from, "transition source");
@@ -271,9 +292,17 @@ export function compileJobKinds(plugins: readonly PluginDeclaration[], fail: (me
         for (const to of tos) known(to, "transition target");
         legal.set(from, new Set(tos));
       }
-      if (decl.recover && decl.run) throw fail(`${where}: recover is for synchronous kinds (without run); a queued kind is retried by its queue`);
+      if (decl.recover && decl.run)
+        throw fail(`${where}: recover is for synchronous kinds (without run); a queued kind is retried by its queue`);
       const queue = `${plugin.name}.${kind}`;
-      kinds.set(`${plugin.name}/${kind}`, { plugin: plugin.name, kind, decl, queue, deadLetter: `${queue}.dead`, legal });
+      kinds.set(`${plugin.name}/${kind}`, {
+        plugin: plugin.name,
+        kind,
+        decl,
+        queue,
+        deadLetter: `${queue}.dead`,
+        legal,
+      });
     }
   }
   return kinds;
@@ -338,10 +367,22 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
   const { db, background, queue, pubsub, log, kinds } = deps;
 
   const publish = async (update: JobUpdate) => {
-    await pubsub.publish(jobChannel(update.job_id), update).catch((err) => log.warn(`job ${update.job_id}: publish failed`, err));
+    await pubsub
+      .publish(jobChannel(update.job_id), update)
+      .catch((err) => log.warn(`job ${update.job_id}: publish failed`, err));
   };
 
-  const updateOf = (row: { id: string; plugin: string; kind: string; state: string; finished_at: unknown; progress: number | null; message: string | null; error: string | null; updated_at: Date | string }): JobUpdate => ({
+  const updateOf = (row: {
+    id: string;
+    plugin: string;
+    kind: string;
+    state: string;
+    finished_at: unknown;
+    progress: number | null;
+    message: string | null;
+    error: string | null;
+    updated_at: Date | string;
+  }): JobUpdate => ({
     job_id: row.id,
     plugin: row.plugin,
     kind: row.kind,
@@ -353,7 +394,19 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     updated_at: formatTimestamp(row.updated_at)!,
   });
 
-  const rowColumns = ["id", "plugin", "kind", "state", "finished_at", "progress", "message", "error", "updated_at", "partner_id", "input"] as const;
+  const rowColumns = [
+    "id",
+    "plugin",
+    "kind",
+    "state",
+    "finished_at",
+    "progress",
+    "message",
+    "error",
+    "updated_at",
+    "partner_id",
+    "input",
+  ] as const;
 
   const waitsDeps: WaitsDeps = { db: background, clock: deps.clock, log, callbacks: deps.upstreamCallbacks };
 
@@ -362,7 +415,9 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     const row = await background
       .selectFrom("jobs")
       .select(rowColumns)
-      .select((eb) => eb.selectFrom("job_waits").select("job_waits.seq").whereRef("job_waits.job_id", "=", "jobs.id").as("wait_seq"))
+      .select((eb) =>
+        eb.selectFrom("job_waits").select("job_waits.seq").whereRef("job_waits.job_id", "=", "jobs.id").as("wait_seq"),
+      )
       .where("id", "=", jobId)
       .executeTakeFirst();
     if (!row || row.finished_at !== null) return; // already ended: a retry after our commit
@@ -378,7 +433,9 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       // Ran past the kind's timeout: a failed attempt, not a crash (a hung runner must not get the crash
       // budget); counted now, since a runner that ignores its signal may never return.
       if ((qjob.signal?.reason as { code?: string } | undefined)?.code === ATTEMPT_EXPIRED) {
-        failedAttempt(qjob.signal!.reason).catch((err) => log.warn(`${k.plugin}/${k.kind} job ${jobId}: counting its timed-out attempt failed`, err));
+        failedAttempt(qjob.signal!.reason).catch((err) =>
+          log.warn(`${k.plugin}/${k.kind} job ${jobId}: counting its timed-out attempt failed`, err),
+        );
       }
     };
     if (qjob.signal?.aborted) abort();
@@ -401,7 +458,10 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     const alive = () => {
       if (signal.aborted) throw new Error(`job ${jobId}: attempt abandoned`);
     };
-    const write = async (values: { state?: string; progress?: number | RawBuilder<number>; message?: string | null }, from: string) => {
+    const write = async (
+      values: { state?: string; progress?: number | RawBuilder<number>; message?: string | null },
+      from: string,
+    ) => {
       alive();
       const updated = await background
         .updateTable("jobs")
@@ -416,7 +476,8 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       await publish(updateOf(updated));
     };
     const assertLegal = (to: string) => {
-      if (!k.legal.get(state)?.has(to)) throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: illegal transition ${state} -> ${to}`);
+      if (!k.legal.get(state)?.has(to))
+        throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: illegal transition ${state} -> ${to}`);
     };
     const ctx: JobRunContext = {
       jobId,
@@ -444,7 +505,13 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
         const p = Math.max(0, Math.min(100, Math.round(percent)));
         // Never backwards: a retry after a crash starts its work over, but a partner who saw 60 % must not
         // then see 20 %; the bar waits until the new attempt passes the old mark.
-        await write({ progress: sql<number>`greatest(coalesce(progress, 0), ${p})`, ...(message !== undefined ? { message } : {}) }, state);
+        await write(
+          {
+            progress: sql<number>`greatest(coalesce(progress, 0), ${p})`,
+            ...(message !== undefined ? { message } : {}),
+          },
+          state,
+        );
       },
       async refundShare(index) {
         alive();
@@ -452,7 +519,10 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       },
       async moveTo(to, message) {
         assertLegal(to);
-        if (k.decl.terminal[to]) throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: moveTo("${to}") is terminal; return it from run()`);
+        if (k.decl.terminal[to])
+          throw new IllegalTransition(
+            `${k.plugin}/${k.kind} job ${jobId}: moveTo("${to}") is terminal; return it from run()`,
+          );
         await write({ state: to, ...(message !== undefined ? { message } : {}) }, state);
         state = to;
       },
@@ -472,7 +542,10 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
         .executeTakeFirst();
       if (!counted) return "ended"; // ended meanwhile (another attempt the queue thought dead)
       const last = counted.failed_attempts > (k.decl.retries ?? 2);
-      log.error(`${k.plugin}/${k.kind} job ${jobId} attempt ${qjob.retryCount + 1} failed (failed attempt ${counted.failed_attempts} of ${(k.decl.retries ?? 2) + 1})${last ? ", the last" : ""}`, err);
+      log.error(
+        `${k.plugin}/${k.kind} job ${jobId} attempt ${qjob.retryCount + 1} failed (failed attempt ${counted.failed_attempts} of ${(k.decl.retries ?? 2) + 1})${last ? ", the last" : ""}`,
+        err,
+      );
       if (!last) return "retry";
       await end(k, jobId, { state: k.decl.failState, refund: true, error: k.decl.failError }, waits.step !== null);
       await waits.release();
@@ -483,7 +556,10 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     try {
       const running = k.decl.run!(ctx); // queued kinds only (startWorkers)
       running.catch(() => {}); // stopped until the next poll, nothing awaits it
-      const first = await Promise.race([running.then((o) => ({ outcome: o })), pollLater.then((nextPoll) => ({ nextPoll }))]);
+      const first = await Promise.race([
+        running.then((o) => ({ outcome: o })),
+        pollLater.then((nextPoll) => ({ nextPoll })),
+      ]);
       if ("nextPoll" in first) {
         // Not when the queue gave up on this attempt meanwhile: another may hold the claim (it is fenced, too).
         if (!qjob.signal?.aborted) await queueNextPoll(k, jobId, qjob.id, first.nextPoll);
@@ -493,7 +569,10 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     } catch (err) {
       if (err instanceof JobFailure) {
         const to = err.state ?? k.decl.failState;
-        if (k.decl.terminal[to] !== "failure") throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: JobFailure state "${to}" is not a terminal failure`);
+        if (k.decl.terminal[to] !== "failure")
+          throw new IllegalTransition(
+            `${k.plugin}/${k.kind} job ${jobId}: JobFailure state "${to}" is not a terminal failure`,
+          );
         await end(k, jobId, { state: to, refund: true, error: err.publicError }, waits.step !== null);
         await waits.release();
         return;
@@ -501,7 +580,10 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       if (signal.aborted) throw err; // abandoned: pg-boss has failed this attempt already
       if (isTransient(err)) {
         // Not a failed attempt: the queue tries again after a back-off (its crash budget, not `retries`).
-        log.warn(`${k.plugin}/${k.kind} job ${jobId} attempt ${qjob.retryCount + 1}: transient error, retried with back-off`, err);
+        log.warn(
+          `${k.plugin}/${k.kind} job ${jobId} attempt ${qjob.retryCount + 1}: transient error, retried with back-off`,
+          err,
+        );
         throw err;
       }
       // A failed attempt (a crash or a transient error never reaches this line). When it cannot be counted
@@ -512,19 +594,42 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       qjob.signal?.removeEventListener("abort", abort);
     }
     alive();
-    if (!k.decl.terminal[outcome.state]) throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: run() returned non-terminal state "${outcome.state}"`);
+    if (!k.decl.terminal[outcome.state])
+      throw new IllegalTransition(
+        `${k.plugin}/${k.kind} job ${jobId}: run() returned non-terminal state "${outcome.state}"`,
+      );
     assertLegal(outcome.state);
     const handOff = outcome.handOff;
     const next = handOff ? kinds.get(`${k.plugin}/${handOff.kind}`) : undefined;
     if (handOff) {
-      if (k.decl.terminal[outcome.state] !== "success") throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: only a success hands off`);
-      if (!next?.decl.run) throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: hands off to "${handOff.kind}", not a queued kind of its plugin`);
+      if (k.decl.terminal[outcome.state] !== "success")
+        throw new IllegalTransition(`${k.plugin}/${k.kind} job ${jobId}: only a success hands off`);
+      if (!next?.decl.run)
+        throw new IllegalTransition(
+          `${k.plugin}/${k.kind} job ${jobId}: hands off to "${handOff.kind}", not a queued kind of its plugin`,
+        );
       await ensureQueue(next); // outside the transaction (PGlite's one connection)
     }
-    const finish: FinishPlan = { state: outcome.state, refund: k.decl.terminal[outcome.state] === "failure", error: null, output: outcome.output ?? null };
+    const finish: FinishPlan = {
+      state: outcome.state,
+      refund: k.decl.terminal[outcome.state] === "failure",
+      error: null,
+      output: outcome.output ?? null,
+    };
     if (handOff && next) {
-      const job = { id: handOff.jobId, kind: handOff.kind, state: next.decl.initial, input: handOff.input, partnerJobId: handOff.partnerJobId ?? null, callbackUrl: handOff.callbackUrl ?? null };
-      finish.handOff = { job, queue: next.queue, ...(handOff.insertRecords ? { insertRecords: handOff.insertRecords } : {}) };
+      const job = {
+        id: handOff.jobId,
+        kind: handOff.kind,
+        state: next.decl.initial,
+        input: handOff.input,
+        partnerJobId: handOff.partnerJobId ?? null,
+        callbackUrl: handOff.callbackUrl ?? null,
+      };
+      finish.handOff = {
+        job,
+        queue: next.queue,
+        ...(handOff.insertRecords ? { insertRecords: handOff.insertRecords } : {}),
+      };
     }
     const ended = await end(k, jobId, finish, waits.step !== null);
     if (ended && next) queue.wake(next.queue);
@@ -534,8 +639,11 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
   /** Ends an attempt that waits: the next poll is queued with the wait's next seq, in one transaction. */
   async function queueNextPoll(k: CompiledKind, jobId: string, queueJobId: string, p: NextPoll) {
     const nextPollAt = new Date(deps.clock.now() + p.delayMs);
-    const delay = await scheduleNextPoll(background, p, queueJobId, nextPollAt, (trx, seq, delaySeconds) => enqueue(trx, queue, k.queue, { jobId, seq }, delaySeconds));
-    if (delay === null) log.warn(`${k.plugin}/${k.kind} job ${jobId}: its wait moved under this attempt; another poll stands for it`);
+    const delay = await scheduleNextPoll(background, p, queueJobId, nextPollAt, (trx, seq, delaySeconds) =>
+      enqueue(trx, queue, k.queue, { jobId, seq }, delaySeconds),
+    );
+    if (delay === null)
+      log.warn(`${k.plugin}/${k.kind} job ${jobId}: its wait moved under this attempt; another poll stands for it`);
     else queue.wake(k.queue, delay);
   }
 
@@ -577,30 +685,62 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
         // A database blip mid-recovery: the lease we took must not live on with our heartbeat (the job would
         // wait for this process to die); expired again under no live owner, the next sweep of any process
         // (this one included) tries once more.
-        log.warn(`${o.plugin}/${o.kind} job ${o.id}: its recovery failed, tried again on the next sweep (${err instanceof Error ? err.message : String(err)})`);
-        await background.updateTable("leases").set({ owner: "recovery-interrupted", expires_at: sql<Date>`now() - interval '1 second'` }).where("key", "=", o.key).execute().catch(() => {});
+        log.warn(
+          `${o.plugin}/${o.kind} job ${o.id}: its recovery failed, tried again on the next sweep (${err instanceof Error ? err.message : String(err)})`,
+        );
+        await background
+          .updateTable("leases")
+          .set({ owner: "recovery-interrupted", expires_at: sql<Date>`now() - interval '1 second'` })
+          .where("key", "=", o.key)
+          .execute()
+          .catch(() => {});
       }
     }
     return ended;
   }
 
   /** Ends one orphaned synchronous job whose lease this process has just taken over. */
-  async function recoverOrphan(o: { id: string; plugin: string; kind: string; state: string; partner_id: string; input: unknown }): Promise<void> {
+  async function recoverOrphan(o: {
+    id: string;
+    plugin: string;
+    kind: string;
+    state: string;
+    partner_id: string;
+    input: unknown;
+  }): Promise<void> {
     const k = kinds.get(`${o.plugin}/${o.kind}`);
     let outcome: JobOutcome | null = null;
     if (k?.decl.recover) {
       try {
-        outcome = await k.decl.recover({ jobId: o.id, partnerId: o.partner_id, input: o.input, state: o.state, db: background, blobs: deps.blobsFor(o.plugin), log });
-        if (outcome && !k.decl.terminal[outcome.state]) throw new IllegalTransition(`${o.plugin}/${o.kind} job ${o.id}: recover() returned non-terminal state "${outcome.state}"`);
+        outcome = await k.decl.recover({
+          jobId: o.id,
+          partnerId: o.partner_id,
+          input: o.input,
+          state: o.state,
+          db: background,
+          blobs: deps.blobsFor(o.plugin),
+          log,
+        });
+        if (outcome && !k.decl.terminal[outcome.state])
+          throw new IllegalTransition(
+            `${o.plugin}/${o.kind} job ${o.id}: recover() returned non-terminal state "${outcome.state}"`,
+          );
       } catch (err) {
         log.error(`${o.plugin}/${o.kind} job ${o.id}: recover failed; failing and refunding it`, err);
         outcome = null;
       }
     }
-    log.warn(`${o.plugin}/${o.kind} job ${o.id}: its owner died in state "${o.state}"; ${outcome ? `recovered as "${outcome.state}"` : "failing and refunding it"}`);
+    log.warn(
+      `${o.plugin}/${o.kind} job ${o.id}: its owner died in state "${o.state}"; ${outcome ? `recovered as "${outcome.state}"` : "failing and refunding it"}`,
+    );
     if (k) {
       const finish: FinishPlan = outcome
-        ? { state: outcome.state, refund: k.decl.terminal[outcome.state] === "failure", error: null, output: outcome.output ?? null }
+        ? {
+            state: outcome.state,
+            refund: k.decl.terminal[outcome.state] === "failure",
+            error: null,
+            output: outcome.output ?? null,
+          }
         : { state: k.decl.failState, refund: true, error: k.decl.failError };
       await end(k, o.id, finish, false);
     } else {
@@ -629,7 +769,14 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
           deadLetter: k.deadLetter,
         })
         // Its dead letter too: the worker that fails and refunds there may meet a database blip as well.
-        .then(() => queue.createQueue(k.deadLetter, { retryLimit: JOB_CRASH_RETRIES, retryDelaySeconds: JOB_RETRY_DELAY_SECONDS, retryBackoff: true, retryDelayMaxSeconds: JOB_RETRY_DELAY_MAX_SECONDS }))
+        .then(() =>
+          queue.createQueue(k.deadLetter, {
+            retryLimit: JOB_CRASH_RETRIES,
+            retryDelaySeconds: JOB_RETRY_DELAY_SECONDS,
+            retryBackoff: true,
+            retryDelayMaxSeconds: JOB_RETRY_DELAY_MAX_SECONDS,
+          }),
+        )
         .then(() => queue.prepare(k.queue));
       made.catch(() => queuesMade.delete(k.queue));
       queuesMade.set(k.queue, made);
@@ -653,14 +800,23 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       // Outside the transaction: on PGlite, pg-boss's statements would wait for the one connection it holds.
       await ensureQueue(k);
       const sent = await db.transaction().execute(async (trx) => {
-        const row = await trx.selectFrom("job_waits").select(["seq", "parked", "done"]).where("job_id", "=", waiting.job_id).forUpdate().executeTakeFirst();
+        const row = await trx
+          .selectFrom("job_waits")
+          .select(["seq", "parked", "done"])
+          .where("job_id", "=", waiting.job_id)
+          .forUpdate()
+          .executeTakeFirst();
         if (!row || row.done) return null;
         if (!row.parked) {
           // Being polled now: the stop that ends that poll schedules the next one at once.
           await trx.updateTable("job_waits").set({ wake: true }).where("job_id", "=", waiting.job_id).execute();
           return false;
         }
-        await trx.updateTable("job_waits").set({ seq: row.seq + 1, next_poll_at: sql<Date>`now()` }).where("job_id", "=", waiting.job_id).execute();
+        await trx
+          .updateTable("job_waits")
+          .set({ seq: row.seq + 1, next_poll_at: sql<Date>`now()` })
+          .where("job_id", "=", waiting.job_id)
+          .execute();
         await enqueue(trx, queue, k.queue, { jobId: waiting.job_id, seq: row.seq + 1 });
         return true;
       });
@@ -670,7 +826,8 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
 
     async submit(req) {
       const k = kinds.get(`${req.plugin}/${req.kind}`);
-      if (k && req.state !== k.decl.initial) throw new IllegalTransition(`${req.plugin}/${req.kind}: jobs start in "${k.decl.initial}", not "${req.state}"`);
+      if (k && req.state !== k.decl.initial)
+        throw new IllegalTransition(`${req.plugin}/${req.kind}: jobs start in "${k.decl.initial}", not "${req.state}"`);
       const runs = k?.decl.run && !req.terminal ? k : undefined;
       if (runs) await ensureQueue(runs);
       // A job left open with no runner (a synchronous kind, or a kind no plugin declares): this process owns
@@ -679,7 +836,12 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     },
 
     async current(jobId, partnerId) {
-      const row = await db.selectFrom("jobs").select(rowColumns).where("id", "=", jobId).where("partner_id", "=", partnerId).executeTakeFirst();
+      const row = await db
+        .selectFrom("jobs")
+        .select(rowColumns)
+        .where("id", "=", jobId)
+        .where("partner_id", "=", partnerId)
+        .executeTakeFirst();
       return row ? updateOf(row) : null;
     },
 
@@ -690,7 +852,8 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
       // back to waiting at once, no attempt counted (a server database's are left to their heartbeat).
       const queued = [...kinds.values()].filter((k) => k.decl.run);
       const resumed = await queue.resumeOwnAttempts(queued.flatMap((k) => [k.queue, k.deadLetter]));
-      if (resumed > 0) log.warn(`resumed ${resumed} job attempt(s) interrupted by the last stop of this embedded database's process`);
+      if (resumed > 0)
+        log.warn(`resumed ${resumed} job attempt(s) interrupted by the last stop of this embedded database's process`);
       for (const k of kinds.values()) {
         if (!k.decl.run) continue; // synchronous: no queue (recoverOrphans ends its orphans)
         await ensureQueue(k);
@@ -698,7 +861,11 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
         // Every attempt failed or its processes died: end the job as failed, refunded.
         await queue.work<QueuedJob>(k.deadLetter, async (qjob) => {
           // A poll that a later one stands for is not the job's last word.
-          const wait = await background.selectFrom("job_waits").select("seq").where("job_id", "=", qjob.data.jobId).executeTakeFirst();
+          const wait = await background
+            .selectFrom("job_waits")
+            .select("seq")
+            .where("job_id", "=", qjob.data.jobId)
+            .executeTakeFirst();
           if (wait && wait.seq !== (qjob.data.seq ?? 0)) return;
           log.warn(`${k.plugin}/${k.kind} job ${qjob.data.jobId}: out of attempts, failing and refunding`);
           await end(k, qjob.data.jobId, { state: k.decl.failState, refund: true, error: k.decl.failError });

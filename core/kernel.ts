@@ -1,39 +1,54 @@
 // The kernel: compiles the plugins, opens the adapters the configuration asks for, and hands each request
 // a context built from them. It knows no plugin by name.
+
+import type { Kysely } from "kysely";
+import type { BlobStore } from "../contracts/blobs.ts";
+import type { Counters } from "../contracts/counters.ts";
+import type {
+  CapabilityMap,
+  CapabilityName,
+  ContributionMap,
+  ContributionName,
+  KernelCapability,
+} from "../contracts/index.ts";
+import { createMediaEngine, createMediaPool, type MediaPool } from "../lib/media/index.ts";
+import { createOutboundGuard, type OutboundGuard } from "../lib/outbound/index.ts";
+import { type Environment, type PluginConfigValues, readVariables } from "../lib/plugin-config.ts";
+import { serviceMediaReader } from "../lib/service-media.ts";
+import { parseBlobUrl } from "../storage/blob-url.ts";
+import { checkS3BlobStore, fileBlobStore, s3BlobStore } from "../storage/blobs.ts";
+import { describeRedisUrl, memoryCounters, probeRedis, redisCounters } from "../storage/counters.ts";
+import { CONNECT_TIMEOUT_MS, type Database, DatabaseOpenError, openDatabase } from "../storage/db.ts";
+import { migrate } from "../storage/migrate.ts";
+import { kernelMigrations } from "../storage/migrations/kernel.ts";
+import { memoryPubSub, type PubSub, redisPubSub } from "../storage/pubsub.ts";
+import { createQueue, type Queue } from "../storage/queue.ts";
+import type { KernelTables } from "../storage/tables.ts";
 import { Accounts } from "./accounts.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { type Config, environmentOf } from "./config.ts";
-import { type Environment, type PluginConfigValues, readVariables } from "../lib/plugin-config.ts";
+import { createIdempotencyStore, type IdempotencyStore } from "./idempotency.ts";
+import {
+  type FinishedJob,
+  type FinishJob,
+  type FinishPlan,
+  finishJob,
+  type JobServices,
+  type SubmitPlan,
+  submitJobs,
+} from "./job-transactions.ts";
 import { compileJobKinds, createJobRuntime, type JobRuntime } from "./jobs.ts";
-import { compileOperations, type OperationTable } from "./operations.ts";
+import { createLeases, type Leases } from "./leases.ts";
 import { refundShare, type SubmittedJob } from "./ledger.ts";
-import { finishJob, submitJobs, type FinishedJob, type FinishJob, type FinishPlan, type JobServices, type SubmitPlan } from "./job-transactions.ts";
 import { createLogger, type Logger } from "./log.ts";
-import { isTransient } from "./transient.ts";
+import { compileOperations, type OperationTable } from "./operations.ts";
 import type { CapabilityHost, PluginDeclaration } from "./plugin.ts";
-import type { CapabilityMap, CapabilityName, ContributionMap, ContributionName, KernelCapability } from "../contracts/index.ts";
 import { createRateLimiter } from "./rate-limit.ts";
 import { BootError, compileRegistry, type Registry } from "./registry.ts";
+import { createRetentionSweeper, type RetentionSweeper, retainingBlobStore } from "./retention.ts";
+import { isTransient } from "./transient.ts";
 import { UsageRecorder } from "./usage.ts";
-import { checkS3BlobStore, fileBlobStore, s3BlobStore } from "../storage/blobs.ts";
-import { type BlobStore } from "../contracts/blobs.ts";
-import { parseBlobUrl } from "../storage/blob-url.ts";
-import { describeRedisUrl, memoryCounters, probeRedis, redisCounters } from "../storage/counters.ts";
-import { type Counters } from "../contracts/counters.ts";
-import { CONNECT_TIMEOUT_MS, DatabaseOpenError, openDatabase, type Database } from "../storage/db.ts";
-import { migrate } from "../storage/migrate.ts";
-import { kernelMigrations } from "../storage/migrations/kernel.ts";
-import { memoryPubSub, redisPubSub, type PubSub } from "../storage/pubsub.ts";
-import { createQueue, type Queue } from "../storage/queue.ts";
-import { createMediaEngine, createMediaPool, type MediaPool } from "../lib/media/index.ts";
-import { createOutboundGuard, type OutboundGuard } from "../lib/outbound/index.ts";
 import { createWebhooks, TEST_EVENT, type Webhooks } from "./webhooks.ts";
-import { createRetentionSweeper, retainingBlobStore, type RetentionSweeper } from "./retention.ts";
-import { createIdempotencyStore, type IdempotencyStore } from "./idempotency.ts";
-import { createLeases, type Leases } from "./leases.ts";
-import type { Kysely } from "kysely";
-import type { KernelTables } from "../storage/tables.ts";
-import { serviceMediaReader } from "../lib/service-media.ts";
 
 export interface KernelOptions {
   config: Config;
@@ -107,9 +122,17 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const jobKinds = compileJobKinds(registry.plugins, (message) => new BootError(message));
   // The plugins' variables next (loadConfig read the kernel's): a bad value is a ConfigError by name, still
   // before any connection. A Config made without loadConfig and no `env` leaves every variable at its default.
-  const configValues = readVariables([...registry.configVariables.values()].map((d) => d.variable), options.env ?? environmentOf(config) ?? {});
+  const configValues = readVariables(
+    [...registry.configVariables.values()].map((d) => d.variable),
+    options.env ?? environmentOf(config) ?? {},
+  );
   const pluginConfigs = new Map(
-    registry.plugins.map((p) => [p.name, Object.freeze(Object.fromEntries(Object.values(p.config?.variables ?? {}).map((v) => [v.name, configValues[v.name]])))]),
+    registry.plugins.map((p) => [
+      p.name,
+      Object.freeze(
+        Object.fromEntries(Object.values(p.config?.variables ?? {}).map((v) => [v.name, configValues[v.name]])),
+      ),
+    ]),
   );
   const pluginConfig = (plugin: string): PluginConfigValues => {
     const values = pluginConfigs.get(plugin);
@@ -124,43 +147,70 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   if (config.redisUrl && !(options.counters && options.pubsub)) {
     const url = config.redisUrl;
     await probeRedis(url, CONNECT_TIMEOUT_MS).catch((err: unknown) => {
-      throw new BootError(`REDIS_URL: cannot reach Redis at ${describeRedisUrl(url)} (${(err as Error).message || String(err)})`);
+      throw new BootError(
+        `REDIS_URL: cannot reach Redis at ${describeRedisUrl(url)} (${(err as Error).message || String(err)})`,
+      );
     });
   }
   // An unreachable or locked database stops the boot as one line naming the variable (BootError), not a stack.
   // A connection the server dropped (a terminated backend, a restart) is logged once, at warn: what it was
   // doing failed with an error of its own, handled where it was made (storage/db.ts).
-  const onConnectionLost = (err: Error) => log.warn("database connection lost", { reason: err.message, code: (err as { code?: string }).code });
-  const database = options.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, onConnectionLost }).catch((err: unknown) => {
-    throw err instanceof DatabaseOpenError ? new BootError(err.message) : err;
-  }));
+  const onConnectionLost = (err: Error) =>
+    log.warn("database connection lost", { reason: err.message, code: (err as { code?: string }).code });
+  const database =
+    options.database ??
+    (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, onConnectionLost }).catch(
+      (err: unknown) => {
+        throw err instanceof DatabaseOpenError ? new BootError(err.message) : err;
+      },
+    ));
   const closers: Array<() => Promise<unknown>> = [];
   if (!options.database) closers.push(() => database.close());
   try {
     await migrate(database.kysely, [...kernelMigrations, ...registry.migrations]);
 
-    const counters = options.counters ?? (config.redisUrl ? redisCounters({ url: config.redisUrl, prefix: "mg:" }) : memoryCounters(() => clock.now()));
+    const counters =
+      options.counters ??
+      (config.redisUrl ? redisCounters({ url: config.redisUrl, prefix: "mg:" }) : memoryCounters(() => clock.now()));
     if (!options.counters) closers.unshift(() => counters.close());
-    const pubsub = options.pubsub ?? (config.redisUrl ? redisPubSub({ url: config.redisUrl, prefix: "mg:" }) : memoryPubSub());
+    const pubsub =
+      options.pubsub ?? (config.redisUrl ? redisPubSub({ url: config.redisUrl, prefix: "mg:" }) : memoryPubSub());
     if (!options.pubsub) closers.unshift(() => pubsub.close());
     // Every put with `expiresAt`, whichever plugin makes it, is remembered for the retention sweeper.
-    const storedBlobs = options.blobs ?? (config.blobUrl ? await openS3Blobs(config.blobUrl) : fileBlobStore(config.dataDir));
+    const storedBlobs =
+      options.blobs ?? (config.blobUrl ? await openS3Blobs(config.blobUrl) : fileBlobStore(config.dataDir));
     const blobs = retainingBlobStore(storedBlobs, database.kysely);
     // The sweeper removes files from the store underneath, and its rows itself, so a window extended while it
     // runs is respected.
     // Every process heart-beats its leases (any role): synchronous jobs and keyed requests run in API processes.
-    const leases = createLeases({ db: database.kysely, log, seconds: config.leaseSeconds, embedded: database.kind === "pglite" });
+    const leases = createLeases({
+      db: database.kysely,
+      log,
+      seconds: config.leaseSeconds,
+      embedded: database.kind === "pglite",
+    });
     const idempotency = createIdempotencyStore(database.kysely, clock, leases);
     // Its pass also forgets idempotency keys past their 24 hours.
-    const retention = createRetentionSweeper({ db: database.kysely, blobs: storedBlobs, clock, log, intervalMs: config.retentionSweepMs, alsoSweep: () => idempotency.sweep() });
+    const retention = createRetentionSweeper({
+      db: database.kysely,
+      blobs: storedBlobs,
+      clock,
+      log,
+      intervalMs: config.retentionSweepMs,
+      alsoSweep: () => idempotency.sweep(),
+    });
     const queue = createQueue(
-      database.kind === "pglite" ? { kind: "pglite", pglite: database.pglite! } : { kind: "postgres", connectionString: database.connectionString! },
+      database.kind === "pglite"
+        ? { kind: "pglite", pglite: database.pglite! }
+        : { kind: "postgres", connectionString: database.connectionString! },
       // Maintenance (which fails attempts whose process died) every 10 s, so a crash costs seconds, not minutes.
       // A poll or maintenance pass that lost its connection is tried again on the next one: a warning, of one
       // line (pg-pool hangs the whole client on a dropped connection's error).
       {
         onError: (err) =>
-          isTransient(err) ? log.warn("queue error", { reason: (err as Error).message, code: (err as { code?: string }).code }) : log.error("queue error", err),
+          isTransient(err)
+            ? log.warn("queue error", { reason: (err as Error).message, code: (err as { code?: string }).code })
+            : log.error("queue error", err),
         superviseIntervalSeconds: 10,
       },
     );
@@ -178,7 +228,11 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       // Shared counters (Redis when configured): rate windows, quotas and shared slots across processes.
       counters: () => counters,
       media: () => {
-        const engine = createMediaEngine({ mode: config.mediaEngine, pool: mediaPool, childLimits: config.mediaChildLimits });
+        const engine = createMediaEngine({
+          mode: config.mediaEngine,
+          pool: mediaPool,
+          childLimits: config.mediaChildLimits,
+        });
         closers.unshift(() => engine.close());
         return engine;
       },
@@ -200,13 +254,24 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       }
       const provider = registry.providers.get(name);
       if (!provider) throw new BootError(`capability "${name}" is not provided by any registered plugin`);
-      const value = (provider.provides as Record<string, (h: CapabilityHost) => unknown>)[name]!({ ...host, pluginConfig: pluginConfig(provider.name) });
+      const value = (provider.provides as Record<string, (h: CapabilityHost) => unknown>)[name]!({
+        ...host,
+        pluginConfig: pluginConfig(provider.name),
+      });
       built.set(name, value);
       return value as T;
     };
-    const mediaBase = config.publicUrl.replace(/(?<!\/)\/+$/, "") + "/media/";
-    const mediaUrl = (plugin: string, key: string) => mediaBase + [plugin, ...key.split("/")].map(encodeURIComponent).join("/");
-    const host: Omit<CapabilityHost, "pluginConfig"> = { config, clock, blobs, capability: capability as CapabilityHost["capability"], mediaUrl, log };
+    const mediaBase = `${config.publicUrl.replace(/(?<!\/)\/+$/, "")}/media/`;
+    const mediaUrl = (plugin: string, key: string) =>
+      mediaBase + [plugin, ...key.split("/")].map(encodeURIComponent).join("/");
+    const host: Omit<CapabilityHost, "pluginConfig"> = {
+      config,
+      clock,
+      blobs,
+      capability: capability as CapabilityHost["capability"],
+      mediaUrl,
+      log,
+    };
     // Build every capability now, in registry order, so a failing factory stops the boot by name.
     for (const name of registry.providers.keys()) capability(name as CapabilityName);
 
@@ -216,7 +281,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       const allowed = new Set([...(decl.requires ?? []), ...Object.keys(decl.provides ?? {})]);
       // A plugin reaches only the capabilities it declared, so `requires` stays an honest list.
       return <K extends CapabilityName>(name: K): CapabilityMap[K] => {
-        if (!allowed.has(name)) throw new Error(`plugin "${plugin}" uses capability "${name}" without declaring it in requires`);
+        if (!allowed.has(name))
+          throw new Error(`plugin "${plugin}" uses capability "${name}" without declaring it in requires`);
         return capability(name);
       };
     };
@@ -224,15 +290,27 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     // (a failing factory stops the boot by name, as a capability's does).
     const collections = new Map<string, readonly unknown[]>();
     for (const [name, plugins] of registry.contributors) {
-      collections.set(name, Object.freeze(plugins.map((p) => (p.contributes as Record<string, (h: CapabilityHost) => unknown>)[name]!({ ...host, pluginConfig: pluginConfig(p.name) }))));
+      collections.set(
+        name,
+        Object.freeze(
+          plugins.map((p) =>
+            (p.contributes as Record<string, (h: CapabilityHost) => unknown>)[name]!({
+              ...host,
+              pluginConfig: pluginConfig(p.name),
+            }),
+          ),
+        ),
+      );
     }
-    const contributions = <K extends ContributionName>(name: K): readonly ContributionMap[K][] => (collections.get(name) ?? []) as readonly ContributionMap[K][];
+    const contributions = <K extends ContributionName>(name: K): readonly ContributionMap[K][] =>
+      (collections.get(name) ?? []) as readonly ContributionMap[K][];
     const contributionsFor = (plugin: string) => {
       const decl = registry.plugins.find((p) => p.name === plugin);
       if (!decl) throw new Error(`unknown plugin "${plugin}"`);
       const allowed = new Set<string>([...(decl.collects ?? []), ...Object.keys(decl.contributes ?? {})]);
       return <K extends ContributionName>(name: K): readonly ContributionMap[K][] => {
-        if (!allowed.has(name)) throw new Error(`plugin "${plugin}" reads collection "${name}" without declaring it in collects`);
+        if (!allowed.has(name))
+          throw new Error(`plugin "${plugin}" reads collection "${name}" without declaring it in collects`);
         return contributions(name);
       };
     };
@@ -247,7 +325,14 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       clock,
       log,
       embedded: database.kind === "pglite",
-      eventNames: [...new Set(registry.plugins.flatMap((p) => Object.values(p.jobs ?? {}).flatMap((j) => [j.events?.success, j.events?.failure])).filter((e): e is string => !!e)), TEST_EVENT],
+      eventNames: [
+        ...new Set(
+          registry.plugins
+            .flatMap((p) => Object.values(p.jobs ?? {}).flatMap((j) => [j.events?.success, j.events?.failure]))
+            .filter((e): e is string => !!e),
+        ),
+        TEST_EVENT,
+      ],
     });
     const services: JobServices = { queue, leases, idempotency, webhooks };
     const chargeAndCreate: Kernel["chargeAndCreateJob"] = async (plan) => {
@@ -286,7 +371,9 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       contributionsFor,
       pluginConfigFor: pluginConfig,
       mediaUrl,
-      upstreamCallbacks: config.upstreamCallbackSecret ? { publicUrl: config.publicUrl, secret: config.upstreamCallbackSecret } : null,
+      upstreamCallbacks: config.upstreamCallbackSecret
+        ? { publicUrl: config.publicUrl, secret: config.upstreamCallbackSecret }
+        : null,
       leases,
     });
     // Each beat, after the renewal: synchronous jobs whose process died are finished or refunded.
@@ -333,7 +420,10 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         usage.start();
         await queue.start();
         await leases.start();
-        if (config.allowPrivateUrls) log.warn("ALLOW_PRIVATE_URLS is on: outbound URLs may reach loopback and private hosts over http (development only)");
+        if (config.allowPrivateUrls)
+          log.warn(
+            "ALLOW_PRIVATE_URLS is on: outbound URLs may reach loopback and private hosts over http (development only)",
+          );
         if (config.role !== "api") {
           await jobs.startWorkers();
           await webhooks.startWorkers();
@@ -341,16 +431,14 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         }
       },
       async stop() {
-        {
-          // Unconditional: a send before start() starts the queue too, and it must not outlive the kernel.
-          await leases.stop();
-          await retention.stop();
-          await webhooks.stopWorkers();
-          await queue.stop().catch((err) => log.error("queue stop failed", err));
-          if (started) {
-            await usage.stop().catch((err) => log.error("usage flush failed", err));
-            await unlisten?.();
-          }
+        // Unconditional: a send before start() starts the queue too, and it must not outlive the kernel.
+        await leases.stop();
+        await retention.stop();
+        await webhooks.stopWorkers();
+        await queue.stop().catch((err) => log.error("queue stop failed", err));
+        if (started) {
+          await usage.stop().catch((err) => log.error("usage flush failed", err));
+          await unlisten?.();
         }
         for (const close of closers) await close().catch((err) => log.error("close failed", err));
       },

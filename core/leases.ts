@@ -70,7 +70,10 @@ export function createLeases(options: LeasesOptions): Leases {
     }
   };
   const runTasks = async () => {
-    for (const task of tasks) await task().catch((err) => log.warn(`leases: a heartbeat task failed (${err instanceof Error ? err.message : String(err)})`));
+    for (const task of tasks)
+      await task().catch((err) =>
+        log.warn(`leases: a heartbeat task failed (${err instanceof Error ? err.message : String(err)})`),
+      );
   };
   const beat = () => {
     if (!renewing) renewing = renewOnce().finally(() => (renewing = null));
@@ -98,7 +101,12 @@ export function createLeases(options: LeasesOptions): Leases {
       await trx.deleteFrom("leases").where("key", "=", key).execute();
     },
     async isHeld(key, through = db) {
-      const row = await through.selectFrom("leases").select("key").where("key", "=", key).where("expires_at", ">", sql<Date>`now()`).executeTakeFirst();
+      const row = await through
+        .selectFrom("leases")
+        .select("key")
+        .where("key", "=", key)
+        .where("expires_at", ">", sql<Date>`now()`)
+        .executeTakeFirst();
       return row !== undefined;
     },
     async renew() {
@@ -109,7 +117,12 @@ export function createLeases(options: LeasesOptions): Leases {
     },
     async start() {
       if (timer) return;
-      if (options.embedded) await db.updateTable("leases").set({ expires_at: sql<Date>`now() - interval '1 second'` }).where("owner", "<>", owner).execute();
+      if (options.embedded)
+        await db
+          .updateTable("leases")
+          .set({ expires_at: sql<Date>`now() - interval '1 second'` })
+          .where("owner", "<>", owner)
+          .execute();
       // A third of the lease: two beats may be missed (a slow database) before a live owner's lease runs out.
       const every = Math.max(500, Math.floor((seconds * 1000) / 3));
       timer = setInterval(beat, every);

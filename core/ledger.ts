@@ -3,11 +3,11 @@
 // terminal state, exactly once. The ledger therefore always sums to the balance. The transactions that
 // charge and refund a job are core/job-transactions.ts; this file holds their money steps.
 import { type Kysely, sql, type Transaction } from "kysely";
-import type { PluginDb } from "./records.ts";
-import { KERNEL_ERRORS } from "./errors.ts";
 import { ApiError } from "../lib/api-error.ts";
-import { allocateServiceId } from "./ids.ts";
 import type { KernelTables, LedgerType } from "../storage/tables.ts";
+import { KERNEL_ERRORS } from "./errors.ts";
+import { allocateServiceId } from "./ids.ts";
+import type { PluginDb } from "./records.ts";
 
 const DEFAULT_INFLIGHT_CAP = 10;
 
@@ -80,7 +80,9 @@ function jobShares(req: JobSubmission): number[] {
     if (req.count !== undefined) throw new Error("a submission has either count or shares");
     const sum = req.shares.reduce((a, b) => a + b, 0);
     if (req.shares.length < 1 || req.shares.some((s) => !Number.isSafeInteger(s) || s < 0) || sum !== req.credits) {
-      throw new Error(`shares must be non-negative integers summing to the charge (${req.credits}), got ${req.shares.join(", ")}`);
+      throw new Error(
+        `shares must be non-negative integers summing to the charge (${req.credits}), got ${req.shares.join(", ")}`,
+      );
     }
     return [...req.shares];
   }
@@ -104,7 +106,8 @@ export interface ChargeRequest extends JobSubmission {
  */
 export function checkCharge(credits: number): void {
   if (credits > Number.MAX_SAFE_INTEGER) throw new ApiError(400, KERNEL_ERRORS.chargeTooLarge);
-  if (!Number.isSafeInteger(credits) || credits < 0) throw new Error(`charge must be a non-negative integer, got ${credits}`);
+  if (!Number.isSafeInteger(credits) || credits < 0)
+    throw new Error(`charge must be a non-negative integer, got ${credits}`);
 }
 
 /**
@@ -112,7 +115,12 @@ export function checkCharge(credits: number): void {
  * cap and takes the credits. Returns the balance left.
  */
 export async function debit(trx: Transaction<KernelTables>, req: ChargeRequest): Promise<number> {
-  const partner = await trx.selectFrom("partners").select(["credits_remaining", "limits"]).where("id", "=", req.partnerId).forUpdate().executeTakeFirstOrThrow();
+  const partner = await trx
+    .selectFrom("partners")
+    .select(["credits_remaining", "limits"])
+    .where("id", "=", req.partnerId)
+    .forUpdate()
+    .executeTakeFirstOrThrow();
   if (req.inflight) {
     const cap = partner.limits?.inflight_jobs ?? DEFAULT_INFLIGHT_CAP;
     const { n } = await trx
@@ -140,11 +148,15 @@ export async function debit(trx: Transaction<KernelTables>, req: ChargeRequest):
 }
 
 /** The charged job rows, each with its share of the charge, and a single job's refundable parts. */
-export async function insertJobs(trx: Transaction<KernelTables>, req: ChargeRequest): Promise<{ jobIds: string[]; groupId: string | null }> {
+export async function insertJobs(
+  trx: Transaction<KernelTables>,
+  req: ChargeRequest,
+): Promise<{ jobIds: string[]; groupId: string | null }> {
   const shares = jobShares(req);
   const groupId = req.group ? await allocateServiceId(trx) : null;
   const jobIds: string[] = [];
-  if (req.inputs && req.inputs.length !== shares.length) throw new Error(`${req.inputs.length} inputs for ${shares.length} jobs`);
+  if (req.inputs && req.inputs.length !== shares.length)
+    throw new Error(`${req.inputs.length} inputs for ${shares.length} jobs`);
   for (const [i, share] of shares.entries()) {
     const input = req.inputs ? req.inputs[i] : req.input;
     const id = await allocateServiceId(trx);
@@ -170,28 +182,61 @@ export async function insertJobs(trx: Transaction<KernelTables>, req: ChargeRequ
   }
   if (req.refundableShares) {
     const parts = req.refundableShares;
-    if (jobIds.length !== 1 || parts.some((c) => !Number.isSafeInteger(c) || c < 0) || parts.reduce((a, b) => a + b, 0) !== req.credits) {
-      throw new Error(`refundable shares must be one job's non-negative integers summing to the charge (${req.credits}), got ${parts.join(", ")}`);
+    if (
+      jobIds.length !== 1 ||
+      parts.some((c) => !Number.isSafeInteger(c) || c < 0) ||
+      parts.reduce((a, b) => a + b, 0) !== req.credits
+    ) {
+      throw new Error(
+        `refundable shares must be one job's non-negative integers summing to the charge (${req.credits}), got ${parts.join(", ")}`,
+      );
     }
-    for (const [idx, credits] of parts.entries()) await trx.insertInto("job_shares").values({ job_id: jobIds[0]!, idx, credits }).execute();
+    for (const [idx, credits] of parts.entries())
+      await trx.insertInto("job_shares").values({ job_id: jobIds[0]!, idx, credits }).execute();
   }
   return { jobIds, groupId };
 }
 
 /** The charge's one ledger line, on the first job (none for a free submit). */
-export async function recordUsage(trx: Transaction<KernelTables>, req: ChargeRequest, jobIds: readonly string[]): Promise<void> {
+export async function recordUsage(
+  trx: Transaction<KernelTables>,
+  req: ChargeRequest,
+  jobIds: readonly string[],
+): Promise<void> {
   if (req.credits <= 0) return;
   await trx
     .insertInto("ledger")
-    .values({ partner_id: req.partnerId, amount: -req.credits, type: "usage", description: req.description ?? `${req.endpoint} (${jobIds.join(", ")})`, endpoint: req.endpoint, job_id: jobIds[0]! })
+    .values({
+      partner_id: req.partnerId,
+      amount: -req.credits,
+      type: "usage",
+      description: req.description ?? `${req.endpoint} (${jobIds.join(", ")})`,
+      endpoint: req.endpoint,
+      job_id: jobIds[0]!,
+    })
     .execute();
 }
 
 /** Credits returned to the balance with their ledger row. */
-export async function recordRefund(trx: Transaction<KernelTables>, partnerId: string, amount: number, endpoint: string, jobId: string, description: string, part: number | null = null) {
-  await trx.updateTable("partners").set({ credits_remaining: sql`credits_remaining + ${amount}` }).where("id", "=", partnerId).execute();
+export async function recordRefund(
+  trx: Transaction<KernelTables>,
+  partnerId: string,
+  amount: number,
+  endpoint: string,
+  jobId: string,
+  description: string,
+  part: number | null = null,
+) {
+  await trx
+    .updateTable("partners")
+    .set({ credits_remaining: sql`credits_remaining + ${amount}` })
+    .where("id", "=", partnerId)
+    .execute();
   // The unique index on (job_id, part) of refund rows backs "at most once" in the database itself.
-  await trx.insertInto("ledger").values({ partner_id: partnerId, amount, type: "refund", description, endpoint, job_id: jobId, part }).execute();
+  await trx
+    .insertInto("ledger")
+    .values({ partner_id: partnerId, amount, type: "refund", description, endpoint, job_id: jobId, part })
+    .execute();
 }
 
 /**
@@ -199,15 +244,44 @@ export async function recordRefund(trx: Transaction<KernelTables>, partnerId: st
  * flag, the job's `credits_refunded`, the balance and a ledger row change in one transaction. Nothing once
  * the job has ended (its ending settled the money). Returns the credits returned (0 when nothing was).
  */
-export async function refundShare(db: Kysely<KernelTables>, jobId: string, idx: number): Promise<{ partnerId: string; credits: number }> {
+export async function refundShare(
+  db: Kysely<KernelTables>,
+  jobId: string,
+  idx: number,
+): Promise<{ partnerId: string; credits: number }> {
   return db.transaction().execute(async (trx) => {
-    const job = await trx.selectFrom("jobs").select(["partner_id", "endpoint"]).where("id", "=", jobId).where("finished_at", "is", null).forUpdate().executeTakeFirst();
+    const job = await trx
+      .selectFrom("jobs")
+      .select(["partner_id", "endpoint"])
+      .where("id", "=", jobId)
+      .where("finished_at", "is", null)
+      .forUpdate()
+      .executeTakeFirst();
     if (!job) return { partnerId: "", credits: 0 };
-    const share = await trx.updateTable("job_shares").set({ refunded: true }).where("job_id", "=", jobId).where("idx", "=", idx).where("refunded", "=", false).returning("credits").executeTakeFirst();
+    const share = await trx
+      .updateTable("job_shares")
+      .set({ refunded: true })
+      .where("job_id", "=", jobId)
+      .where("idx", "=", idx)
+      .where("refunded", "=", false)
+      .returning("credits")
+      .executeTakeFirst();
     const credits = Number(share?.credits ?? 0);
     if (credits > 0) {
-      await trx.updateTable("jobs").set({ credits_refunded: sql`credits_refunded + ${credits}`, updated_at: sql`now()` }).where("id", "=", jobId).execute();
-      await recordRefund(trx, job.partner_id, credits, job.endpoint, jobId, `Refund: ${job.endpoint} (${jobId}, part ${idx + 1})`, idx);
+      await trx
+        .updateTable("jobs")
+        .set({ credits_refunded: sql`credits_refunded + ${credits}`, updated_at: sql`now()` })
+        .where("id", "=", jobId)
+        .execute();
+      await recordRefund(
+        trx,
+        job.partner_id,
+        credits,
+        job.endpoint,
+        jobId,
+        `Refund: ${job.endpoint} (${jobId}, part ${idx + 1})`,
+        idx,
+      );
     }
     return { partnerId: job.partner_id, credits };
   });
@@ -234,7 +308,10 @@ export async function addCredits(
       .returning("credits_remaining")
       .executeTakeFirst();
     if (!updated) return null;
-    await trx.insertInto("ledger").values({ partner_id: partnerId, amount, type, description, endpoint: null, job_id: null }).execute();
+    await trx
+      .insertInto("ledger")
+      .values({ partner_id: partnerId, amount, type, description, endpoint: null, job_id: null })
+      .execute();
     return updated.credits_remaining;
   });
 }

@@ -2,9 +2,10 @@
 // a terminal, the same events as readable lines. Secrets are never passed to it: the access log names the
 // partner by id, never by key. Details after the message: a plain object becomes fields of the line, an Error
 // its `err` (message and stack), anything else goes under `details`.
-import process from "node:process";
+
 import { Buffer } from "node:buffer";
 import { writeSync } from "node:fs";
+import process from "node:process";
 import pino from "pino";
 import type { LogLevel } from "./config.ts";
 
@@ -42,7 +43,8 @@ export interface LoggerOptions {
   format?: "json" | "pretty" | "auto";
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && Object.getPrototypeOf(v) === Object.prototype;
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  !!v && typeof v === "object" && Object.getPrototypeOf(v) === Object.prototype;
 
 /** pino's merge object for a message's details. */
 function fieldsOf(details: unknown[]): Record<string, unknown> | undefined {
@@ -59,10 +61,12 @@ function fieldsOf(details: unknown[]): Record<string, unknown> | undefined {
 }
 
 function prettyLogger(level: LogLevel): Logger {
-  const at = (l: Level) => (message: string, ...details: unknown[]) => {
-    if (ORDER[l] < ORDER[level]) return;
-    console.error(`${new Date().toISOString()} ${l.toUpperCase()} ${message}`, ...details);
-  };
+  const at =
+    (l: Level) =>
+    (message: string, ...details: unknown[]) => {
+      if (ORDER[l] < ORDER[level]) return;
+      console.error(`${new Date().toISOString()} ${l.toUpperCase()} ${message}`, ...details);
+    };
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
 }
 
@@ -87,7 +91,10 @@ function batchedStderr() {
     if (used === 0) return;
     // A copy: the buffer is written into again while sonic-boom's write is under way. (Its types know only
     // its string mode.)
-    (destination.write as unknown as (chunk: Uint8Array) => boolean).call(destination, Buffer.from(buffer.subarray(0, used)));
+    (destination.write as unknown as (chunk: Uint8Array) => boolean).call(
+      destination,
+      Buffer.from(buffer.subarray(0, used)),
+    );
     used = 0;
   };
   setInterval(flush, 250).unref();
@@ -133,7 +140,14 @@ function batchedStderr() {
       const client = entry.client_request_id;
       const partner = entry.partner_id;
       // One byte a character: plain text is ASCII, and anything else is refused below.
-      const most = ACCESS_FIXED_BYTES + entry.request_id.length + (client?.length ?? 0) + (partner?.length ?? 0) + entry.method.length + entry.route.length + 48;
+      const most =
+        ACCESS_FIXED_BYTES +
+        entry.request_id.length +
+        (client?.length ?? 0) +
+        (partner?.length ?? 0) +
+        entry.method.length +
+        entry.route.length +
+        48;
       if (used + most > buffer.length) {
         flush();
         if (most > buffer.length) return false;
@@ -303,21 +317,31 @@ function accessLine(entry: AccessEntry): string {
 
 function jsonLogger(level: LogLevel): Logger {
   const out = batchedStderr();
-  const log = pino({ level, base: { pid: process.pid }, timestamp: () => `,"time":"${isoNow()}"`, formatters: { level: (label) => ({ level: label }) } }, out.stream);
-  const at = (l: Level) => (message: string, ...details: unknown[]) => {
-    if (ORDER[l] < ORDER[level]) return;
-    // One plain object (the access log's case): written directly when its fields are flat, else pino takes it
-    // as is, no copy.
-    const single = details.length === 1 && isPlainObject(details[0]) ? details[0] : undefined;
-    const line = single ? flatLine(l, message, single) : undefined;
-    if (line !== undefined) out.stream.write(line);
-    else {
-      const fields = single ?? fieldsOf(details);
-      if (fields) log[l](fields, message);
-      else log[l](message);
-    }
-    if (ORDER[l] >= ORDER.warn) out.flush();
-  };
+  const log = pino(
+    {
+      level,
+      base: { pid: process.pid },
+      timestamp: () => `,"time":"${isoNow()}"`,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    out.stream,
+  );
+  const at =
+    (l: Level) =>
+    (message: string, ...details: unknown[]) => {
+      if (ORDER[l] < ORDER[level]) return;
+      // One plain object (the access log's case): written directly when its fields are flat, else pino takes it
+      // as is, no copy.
+      const single = details.length === 1 && isPlainObject(details[0]) ? details[0] : undefined;
+      const line = single ? flatLine(l, message, single) : undefined;
+      if (line !== undefined) out.stream.write(line);
+      else {
+        const fields = single ?? fieldsOf(details);
+        if (fields) log[l](fields, message);
+        else log[l](message);
+      }
+      if (ORDER[l] >= ORDER.warn) out.flush();
+    };
   const logs = ORDER.info >= ORDER[level];
   const access = (entry: AccessEntry) => {
     if (logs && !out.access(entry)) out.stream.write(accessLine(entry));

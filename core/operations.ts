@@ -2,19 +2,27 @@
 // the pipeline (edge check, authentication, usage count, rate limit, feature switch, the screen of hostile
 // input, validation, handler) and every error text are the same on both. A transport only says where the raw
 // input comes from and how to render the outcome.
+
+import { ApiError } from "../lib/api-error.ts";
+import { validate } from "../lib/standard-schema.ts";
 import { authenticate } from "./auth.ts";
 import { isEdgeRejected } from "./edge.ts";
 import { EdgeRejection, KERNEL_ERRORS, outageError } from "./errors.ts";
-import { ApiError } from "../lib/api-error.ts";
+import {
+  defaultOrphanAnswer,
+  IdempotencyRace,
+  idempotencyKeyOf,
+  type OrphanAnswer,
+  requestHash,
+  type StoredResponse,
+} from "./idempotency.ts";
 import { requestId as newRequestId } from "./ids.ts";
 import type { Kernel } from "./kernel.ts";
+import { isPaused } from "./pauses.ts";
 import type { OperationContext, UploadedFile } from "./plugin.ts";
 import { chargeFor } from "./pricing.ts";
 import type { CompiledOperation } from "./registry.ts";
-import { validate } from "../lib/standard-schema.ts";
 import { screenInput } from "./validation.ts";
-import { isPaused } from "./pauses.ts";
-import { defaultOrphanAnswer, IdempotencyRace, idempotencyKeyOf, requestHash, type OrphanAnswer, type StoredResponse } from "./idempotency.ts";
 
 export interface OperationCall {
   authorization: string | null;
@@ -64,22 +72,43 @@ function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke {
     // A key whose first request died answers that request's job as it is now (core/idempotency.ts).
     const orphanAnswer: OrphanAnswer = async (jobId) => {
       const partnerId = idem!.partnerId;
-      const owned = await kernel.database.kysely.selectFrom("jobs").select("id").where("id", "=", jobId).where("partner_id", "=", partnerId).executeTakeFirst();
+      const owned = await kernel.database.kysely
+        .selectFrom("jobs")
+        .select("id")
+        .where("id", "=", jobId)
+        .where("partner_id", "=", partnerId)
+        .executeTakeFirst();
       if (!owned) return null;
       const requestId = call.requestId ?? newRequestId();
       const db = kernel.database.kysely;
       return (
-        (await decl.replay?.({ db, partnerId, jobId, requestId, mediaUrl: (key) => kernel.mediaUrl(op.plugin, key) })) ?? (await defaultOrphanAnswer(db, jobId, requestId))
+        (await decl.replay?.({
+          db,
+          partnerId,
+          jobId,
+          requestId,
+          mediaUrl: (key) => kernel.mediaUrl(op.plugin, key),
+        })) ?? (await defaultOrphanAnswer(db, jobId, requestId))
       );
     };
-    const replayed = (first: StoredResponse): OperationOutcome => ({ ok: true, status: first.status, body: first.body, headers: { ...headers, "idempotent-replayed": "true" } });
+    const replayed = (first: StoredResponse): OperationOutcome => ({
+      ok: true,
+      status: first.status,
+      body: first.body,
+      headers: { ...headers, "idempotent-replayed": "true" },
+    });
     try {
       if (isEdgeRejected(call.userAgent)) throw new EdgeRejection();
       const partner = await authenticate(kernel.accounts, call.authorization);
       call.onAuthenticated?.(partner.id);
       kernel.usage.record(partner.id, op.endpoint);
 
-      const decision = await kernel.limiter.check(partner.id, op.rateLimit, op.rateWindows, partner.limits.rate_limits?.[op.rateLimit]);
+      const decision = await kernel.limiter.check(
+        partner.id,
+        op.rateLimit,
+        op.rateWindows,
+        partner.limits.rate_limits?.[op.rateLimit],
+      );
       headers = decision.headers;
       if (!decision.allowed) throw new ApiError(429, KERNEL_ERRORS.rateLimited);
 
@@ -97,7 +126,7 @@ function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke {
       // the path, before any plugin rule and before anything is stored: one screen for both transports.
       const hostile = screenInput(call.params) ?? screenInput(raw);
       if (hostile !== null) throw new ApiError(400, hostile);
-      let input: unknown = undefined;
+      let input: unknown;
       if (decl.input) {
         const result = await validate(decl.input, raw);
         if (!result.ok) throw new ApiError(400, result.message);
@@ -106,7 +135,12 @@ function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke {
       if (idempotent) {
         const key = idempotencyKeyOf(call.request);
         if (key !== null) {
-          idem = { partnerId: partner.id, key, hash: requestHash(op.endpoint, call.params, raw, call.files?.() ?? {}), claimed: false };
+          idem = {
+            partnerId: partner.id,
+            key,
+            hash: requestHash(op.endpoint, call.params, raw, call.files?.() ?? {}),
+            claimed: false,
+          };
           const first = await kernel.idempotency.replay(partner.id, key, idem.hash, orphanAnswer);
           if (first) return replayed(first);
         }
@@ -140,15 +174,30 @@ function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke {
           const claim = idem && !idem.claimed ? idem : null;
           if (claim) claim.claimed = true;
           const idempotencyKey = claim && { partnerId: claim.partnerId, key: claim.key, hash: claim.hash };
-          const submitted = kernel.jobs.submit({ ...submission, idempotencyKey, partnerId: partner.id, plugin: op.plugin, endpoint: op.endpoint, inflight: decl.inflight === true });
+          const submitted = kernel.jobs.submit({
+            ...submission,
+            idempotencyKey,
+            partnerId: partner.id,
+            plugin: op.plugin,
+            endpoint: op.endpoint,
+            inflight: decl.inflight === true,
+          });
           // A charge refused or rolled back claimed nothing: a later job of this request may claim the key.
           if (claim) submitted.catch(() => void (claim.claimed = false));
-          submitted.then((job) => void (charged ||= job.creditsUsed > 0), () => {});
+          submitted.then(
+            (job) => void (charged ||= job.creditsUsed > 0),
+            () => {},
+          );
           return submitted;
         },
         async finishJob(jobId, finish) {
-          const job = await kernel.database.kysely.selectFrom("jobs").select(["plugin", "partner_id"]).where("id", "=", jobId).executeTakeFirst();
-          if (!job || job.plugin !== op.plugin || job.partner_id !== partner.id) throw new Error(`finishJob: job ${jobId} is not one of this operation's`);
+          const job = await kernel.database.kysely
+            .selectFrom("jobs")
+            .select(["plugin", "partner_id"])
+            .where("id", "=", jobId)
+            .executeTakeFirst();
+          if (!job || job.plugin !== op.plugin || job.partner_id !== partner.id)
+            throw new Error(`finishJob: job ${jobId} is not one of this operation's`);
           await kernel.finishJob(jobId, finish);
         },
         capability,
@@ -161,7 +210,8 @@ function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke {
         body: call.body?.() ?? null,
         setStatus: (s) => void (answerStatus = s),
         isPaused: (name) => {
-          if (!pauses.has(name)) throw new Error(`plugin "${op.plugin}" reads pause switch "${name}" without declaring it in pauses`);
+          if (!pauses.has(name))
+            throw new Error(`plugin "${op.plugin}" reads pause switch "${name}" without declaring it in pauses`);
           return isPaused(kernel.database.kysely, name);
         },
         webhooks: kernel.webhooks,
@@ -173,7 +223,10 @@ function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke {
       } catch (error) {
         // After the key's job committed, a failure is the first response too, so a retry is not charged again.
         // Not an outage's 503/507, which says to retry: the key keeps its job, whose state answers the retry.
-        if (idem?.claimed && !outageError(error)) await kernel.idempotency.store(idem.partnerId, idem.key, errorResponse(error, requestId)).catch((e) => kernel.log.error("idempotency: could not store a response", e));
+        if (idem?.claimed && !outageError(error))
+          await kernel.idempotency
+            .store(idem.partnerId, idem.key, errorResponse(error, requestId))
+            .catch((e) => kernel.log.error("idempotency: could not store a response", e));
         // Whatever was not stored is answered from the key's job by a retry, once this request's lease is gone.
         if (idem?.claimed) await kernel.idempotency.release(idem.partnerId, idem.key).catch(() => {});
         throw error;
@@ -196,9 +249,14 @@ function compileOperation(kernel: Kernel, op: CompiledOperation): Invoke {
         }
       }
       // An outage becomes its 503 or 507 here, where it is known whether this request charged anything.
-      const outage = error instanceof ApiError || error instanceof EdgeRejection ? null : outageError(error, { nothingCharged: decl.method === "POST" && !charged });
+      const outage =
+        error instanceof ApiError || error instanceof EdgeRejection
+          ? null
+          : outageError(error, { nothingCharged: decl.method === "POST" && !charged });
       if (outage) {
-        kernel.log.warn(`${op.endpoint}: answered ${outage.status}, ${error instanceof Error ? error.message : String(error)}`);
+        kernel.log.warn(
+          `${op.endpoint}: answered ${outage.status}, ${error instanceof Error ? error.message : String(error)}`,
+        );
         return { ok: false, error: outage, headers };
       }
       return { ok: false, error, headers };
@@ -226,5 +284,7 @@ export type OperationTable = readonly OperationEntry[];
  * that table, so each operation has one invoker whichever transport carries the call.
  */
 export function compileOperations(kernel: Kernel): OperationTable {
-  return Object.freeze(kernel.registry.operations.map((op) => Object.freeze({ op, invoke: compileOperation(kernel, op) })));
+  return Object.freeze(
+    kernel.registry.operations.map((op) => Object.freeze({ op, invoke: compileOperation(kernel, op) })),
+  );
 }

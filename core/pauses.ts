@@ -16,5 +16,9 @@ export async function isPaused(db: Kysely<KernelTables>, name: string): Promise<
 
 export async function setPaused(db: Kysely<KernelTables>, name: string, paused: boolean): Promise<void> {
   const value = JSON.stringify(paused);
-  await db.insertInto("settings").values({ key: keyOf(name), value }).onConflict((oc) => oc.column("key").doUpdateSet({ value })).execute();
+  await db
+    .insertInto("settings")
+    .values({ key: keyOf(name), value })
+    .onConflict((oc) => oc.column("key").doUpdateSet({ value }))
+    .execute();
 }

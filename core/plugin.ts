@@ -1,22 +1,22 @@
 // The plugin contract. A plugin is a value: definePlugin() checks and freezes a declaration and returns it;
 // the kernel decides when and how to wire it (see core/registry.ts). Nothing here has side effects.
 import type { Kysely } from "kysely";
+import type { BlobStore } from "../contracts/blobs.ts";
+import type { CapabilityMap, CapabilityName, ContributionMap, ContributionName } from "../contracts/index.ts";
+import type { ConfigDeclaration, PluginConfigValues } from "../lib/plugin-config.ts";
+import type { InferOutput, StandardSchemaV1 } from "../lib/standard-schema.ts";
+import type { Migration } from "../storage/migrate.ts";
+import type { PubSub } from "../storage/pubsub.ts";
+import type { Queue } from "../storage/queue.ts";
+import type { AccountService, Partner } from "./accounts.ts";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
-import type { ConfigDeclaration, PluginConfigValues } from "../lib/plugin-config.ts";
+import type { JobKindDeclaration } from "./jobs.ts";
+import type { JobSubmission, SubmittedJob } from "./ledger.ts";
 import type { Logger } from "./log.ts";
 import type { Price } from "./pricing.ts";
 import type { RateLimitName, RateWindow } from "./rate-limits.ts";
-import type { InferOutput, StandardSchemaV1 } from "../lib/standard-schema.ts";
-import type { Migration } from "../storage/migrate.ts";
-import type { BlobStore } from "../contracts/blobs.ts";
-import type { PubSub } from "../storage/pubsub.ts";
 import type { Webhooks } from "./webhooks.ts";
-import type { Queue } from "../storage/queue.ts";
-import type { AccountService, Partner } from "./accounts.ts";
-import type { JobSubmission, SubmittedJob } from "./ledger.ts";
-import type { JobKindDeclaration } from "./jobs.ts";
-import type { CapabilityMap, CapabilityName, ContributionMap, ContributionName } from "../contracts/index.ts";
 
 export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
 
@@ -67,7 +67,10 @@ export interface OperationContext<Input = unknown> {
    * Ends a job this operation submitted and worked on synchronously (e.g. a merge): a success keeps the
    * charge, a failure with `refund` returns it, in one transaction. Only this plugin's jobs of this partner.
    */
-  finishJob(jobId: string, finish: { state: string; refund: boolean; error?: string | null; output?: Record<string, unknown> | null }): Promise<void>;
+  finishJob(
+    jobId: string,
+    finish: { state: string; refund: boolean; error?: string | null; output?: Record<string, unknown> | null },
+  ): Promise<void>;
   /** A capability the kernel or some plugin provides (declared in `requires`), typed by `CapabilityMap`. */
   capability<K extends CapabilityName>(name: K): CapabilityMap[K];
   /**
@@ -184,11 +187,19 @@ export interface OperationDeclaration<S extends StandardSchemaV1 | undefined = S
    * expired; core/idempotency.ts): rebuilt from the job that request created, in its current state. Default:
    * 200 `{request_id, job_id, status, error, credits_used}`.
    */
-  replay?(ctx: { db: Kysely<any>; partnerId: string; jobId: string; requestId: string; mediaUrl(key: string): string }): Promise<{ status: number; body: Record<string, unknown> } | null>;
+  replay?(ctx: {
+    db: Kysely<any>;
+    partnerId: string;
+    jobId: string;
+    requestId: string;
+    mediaUrl(key: string): string;
+  }): Promise<{ status: number; body: Record<string, unknown> } | null>;
   /** Success status: 200 (default), 201 or 202. */
   status?: 200 | 201 | 202;
   summary?: string;
-  handle(ctx: OperationContext<S extends StandardSchemaV1 ? InferOutput<S> : undefined>): Promise<Record<string, unknown> | Response>;
+  handle(
+    ctx: OperationContext<S extends StandardSchemaV1 ? InferOutput<S> : undefined>,
+  ): Promise<Record<string, unknown> | Response>;
 }
 
 export interface PluginDeclaration {
@@ -253,6 +264,8 @@ export function definePlugin<const P extends PluginDeclaration>(declaration: P):
 }
 
 /** Declares one operation; the identity function, there for the input type to flow into `handle`. */
-export function operation<S extends StandardSchemaV1 | undefined = undefined>(declaration: OperationDeclaration<S>): OperationDeclaration<S> {
+export function operation<S extends StandardSchemaV1 | undefined = undefined>(
+  declaration: OperationDeclaration<S>,
+): OperationDeclaration<S> {
   return Object.freeze({ ...declaration });
 }

@@ -27,7 +27,8 @@ export interface Price {
   customRateMissing?: string;
 }
 
-export const DEFAULT_CUSTOM_RATE_MISSING = "This option is not available on your plan - contact us for a negotiated rate.";
+export const DEFAULT_CUSTOM_RATE_MISSING =
+  "This option is not available on your plan - contact us for a negotiated rate.";
 
 const ceilDiv = (a: number, b: number) => Math.floor((a + b - 1) / b);
 
@@ -42,7 +43,10 @@ function exactTotal(lines: readonly PriceLine[], rateOf: (line: PriceLine) => nu
 }
 
 export function standardBasis(price: Price): number {
-  return ceilDiv(exactTotal(price.lines, (l) => l.rate), EXACT);
+  return ceilDiv(
+    exactTotal(price.lines, (l) => l.rate),
+    EXACT,
+  );
 }
 
 function lookup(rates: unknown, key: readonly (string | number)[]): number | undefined {
@@ -70,13 +74,20 @@ export function chargeFor(price: Price, tier: PricingTier, customRates: Record<s
           throw new ApiError(400, price.customRateMissing ?? DEFAULT_CUSTOM_RATE_MISSING);
         }
       }
-      return ceilDiv(exactTotal(price.lines, (l) => lookup(customRates, l.key)!), EXACT) + addOn;
+      return (
+        ceilDiv(
+          exactTotal(price.lines, (l) => lookup(customRates, l.key)!),
+          EXACT,
+        ) + addOn
+      );
     }
   }
 }
 
 /** Deep-merges plugins' `costs` fragments; two plugins claiming the same leaf is a boot error. */
-export function mergeCosts(fragments: Array<{ plugin: string; costs: Record<string, unknown> }>): Record<string, unknown> {
+export function mergeCosts(
+  fragments: Array<{ plugin: string; costs: Record<string, unknown> }>,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   const owner = new Map<string, string>();
   const walk = (target: Record<string, unknown>, source: Record<string, unknown>, path: string, plugin: string) => {

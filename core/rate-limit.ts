@@ -11,7 +11,7 @@
 // includes all earlier passes. The cost is that a concurrent request can briefly see a count one too high
 // (a refusal that a moment later would pass), never one too low.
 import type { Counters } from "../contracts/counters.ts";
-import { RATE_LIMITS, isRateLimitName, type RateLimitName, type RateWindow } from "./rate-limits.ts";
+import { isRateLimitName, RATE_LIMITS, type RateLimitName, type RateWindow } from "./rate-limits.ts";
 
 export interface RateLimitDecision {
   allowed: boolean;
@@ -59,7 +59,14 @@ interface WindowCount {
 
 export function createRateLimiter(counters: Counters, now: () => number): RateLimiter {
   // The key and the reset of one window at one instant, and the count the store returned for it.
-  function windowAt(subject: string, rule: string, w: RateWindow, i: number, at: number, override: number | undefined): WindowCount {
+  function windowAt(
+    subject: string,
+    rule: string,
+    w: RateWindow,
+    i: number,
+    at: number,
+    override: number | undefined,
+  ): WindowCount {
     const windowMs = w.windowSeconds * 1000;
     const bucket = Math.floor(at / windowMs);
     const resetMs = (bucket + 1) * windowMs - at;
@@ -75,7 +82,12 @@ export function createRateLimiter(counters: Counters, now: () => number): RateLi
     };
   }
 
-  async function decide(subject: string, rule: string, windows: readonly RateWindow[], override: number | undefined): Promise<RateLimitDecision> {
+  async function decide(
+    subject: string,
+    rule: string,
+    windows: readonly RateWindow[],
+    override: number | undefined,
+  ): Promise<RateLimitDecision> {
     if (!windows.length) throw new Error(`rate limit "${rule}" has no windows`);
     // One reading of the clock, so the windows of one request agree on which buckets it falls in.
     const at = now();
@@ -108,7 +120,12 @@ export function createRateLimiter(counters: Counters, now: () => number): RateLi
   }
 
   return {
-    check(subject: string, rule: string, windowsOrOverride?: readonly RateWindow[] | number, override?: number): Promise<RateLimitDecision> {
+    check(
+      subject: string,
+      rule: string,
+      windowsOrOverride?: readonly RateWindow[] | number,
+      override?: number,
+    ): Promise<RateLimitDecision> {
       if (Array.isArray(windowsOrOverride)) return decide(subject, rule, windowsOrOverride, override);
       if (!isRateLimitName(rule)) return Promise.reject(new Error(`"${rule}" is not a row of the rate-limit table`));
       return decide(subject, rule, RATE_LIMITS[rule], windowsOrOverride as number | undefined);

@@ -27,7 +27,10 @@ export const RATE_LIMITS = {
   "POST /captions": [{ limit: 5, windowSeconds: 60 }],
   "POST /captions/upload": [{ limit: 5, windowSeconds: 60 }],
   "POST /captions/uploads/init": [{ limit: 10, windowSeconds: 60 }],
-  "POST /captions/uploads/<session_id>/part/<index>": [{ limit: 300, windowSeconds: 60 }, { limit: 3000, windowSeconds: 3600 }],
+  "POST /captions/uploads/<session_id>/part/<index>": [
+    { limit: 300, windowSeconds: 60 },
+    { limit: 3000, windowSeconds: 3600 },
+  ],
   "POST /captions/uploads/<session_id>/finalize": [{ limit: 10, windowSeconds: 60 }],
   "POST /captions/uploads/<session_id>/abort": [{ limit: 60, windowSeconds: 60 }],
   "GET /captions/<job_id>": [{ limit: 60, windowSeconds: 60 }],

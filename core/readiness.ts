@@ -16,7 +16,11 @@ export interface Readiness {
   checks: Record<string, CheckResult>;
 }
 
-async function within(check: () => Promise<unknown>, timeoutMs: number, onFailure: (err: unknown) => void): Promise<CheckResult> {
+async function within(
+  check: () => Promise<unknown>,
+  timeoutMs: number,
+  onFailure: (err: unknown) => void,
+): Promise<CheckResult> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     const outcome = await Promise.race([
@@ -43,7 +47,13 @@ export async function checkReadiness(kernel: Kernel, timeoutMs = READINESS_TIMEO
   ];
   if (kernel.config.redisUrl) checks.push(["redis", () => kernel.counters.ping()]);
   const results = await Promise.all(
-    checks.map(async ([name, check]) => [name, await within(check, timeoutMs, (err) => kernel.log.warn(`readiness: ${name} check failed`, err))] as const),
+    checks.map(
+      async ([name, check]) =>
+        [
+          name,
+          await within(check, timeoutMs, (err) => kernel.log.warn(`readiness: ${name} check failed`, err)),
+        ] as const,
+    ),
   );
   return { ready: results.every(([, r]) => r === "ok"), checks: Object.fromEntries(results) };
 }

@@ -13,14 +13,29 @@ import { listPage, type Page, type PageRequest } from "./paging.ts";
  * The job's columns a record read carries beside the record's own. Not the job's id, partner or creation
  * time (the record table has its own), nor its input, plugin, kind or bookkeeping.
  */
-export const JOB_COLUMNS = ["state", "partner_job_id", "credits_used", "credits_refunded", "progress", "message", "output", "error", "finished_at", "updated_at"] as const;
+export const JOB_COLUMNS = [
+  "state",
+  "partner_job_id",
+  "credits_used",
+  "credits_refunded",
+  "progress",
+  "message",
+  "output",
+  "error",
+  "finished_at",
+  "updated_at",
+] as const;
 export type JobColumnName = (typeof JOB_COLUMNS)[number];
 
 /** The job as a record read sees it, `output` typed as the plugin's job stores it. */
-export type JobColumns<Output = Record<string, unknown>> = Omit<Pick<Selectable<JobsTable>, JobColumnName>, "output"> & { output: Output | null };
+export type JobColumns<Output = Record<string, unknown>> = Omit<
+  Pick<Selectable<JobsTable>, JobColumnName>,
+  "output"
+> & { output: Output | null };
 
 /** One record joined to its job. A record column named like a job column is shadowed by the job's. */
-export type JobRecord<Table, Output = Record<string, unknown>> = Omit<Selectable<Table>, JobColumnName> & JobColumns<Output>;
+export type JobRecord<Table, Output = Record<string, unknown>> = Omit<Selectable<Table>, JobColumnName> &
+  JobColumns<Output>;
 
 /** The tables of a record query, by alias: `r` the plugin's record, `j` its job. */
 export interface RecordTables<Table, Output> {
@@ -29,10 +44,16 @@ export interface RecordTables<Table, Output> {
 }
 
 /** A query over records joined to their jobs, selecting `JobRecord` rows; filter and order it as any kysely query. */
-export type RecordQuery<Table, Output = Record<string, unknown>> = SelectQueryBuilder<RecordTables<Table, Output>, "r" | "j", JobRecord<Table, Output>>;
+export type RecordQuery<Table, Output = Record<string, unknown>> = SelectQueryBuilder<
+  RecordTables<Table, Output>,
+  "r" | "j",
+  JobRecord<Table, Output>
+>;
 
 /** A filter added to a record query (`(q) => q.where("j.state", "=", "complete")`). */
-export type RecordFilter<Table, Output = Record<string, unknown>> = (query: RecordQuery<Table, Output>) => RecordQuery<Table, Output>;
+export type RecordFilter<Table, Output = Record<string, unknown>> = (
+  query: RecordQuery<Table, Output>,
+) => RecordQuery<Table, Output>;
 
 /** What every record table has: the owner (and the job id, under the column `JobRecordsOptions.jobId` names). */
 export interface RecordTableBase {
@@ -40,7 +61,9 @@ export interface RecordTableBase {
 }
 
 /** Columns whose selected value is a string (the job id column must be one). */
-type StringColumn<Table> = { [K in keyof Table & string]: SelectType<Table[K]> extends string ? K : never }[keyof Table & string];
+type StringColumn<Table> = {
+  [K in keyof Table & string]: SelectType<Table[K]> extends string ? K : never;
+}[keyof Table & string];
 
 export interface JobRecordsOptions<Table> {
   /** The column holding the job's id (`jobs.id`): `job_id` for most tables. */
@@ -69,7 +92,12 @@ export interface JobRecords<Table, Output = Record<string, unknown>> {
   /** The first of the partner's records a filter selects (another key: an integer id, an idempotency key). */
   findBy(db: Db, partnerId: string, filter: RecordFilter<Table, Output>): Promise<JobRecord<Table, Output> | undefined>;
   /** A page of the partner's records, newest first, and how many the same filter matches. */
-  page(db: Db, partnerId: string, page: PageRequest, filter?: RecordFilter<Table, Output>): Promise<Page<JobRecord<Table, Output>>>;
+  page(
+    db: Db,
+    partnerId: string,
+    page: PageRequest,
+    filter?: RecordFilter<Table, Output>,
+  ): Promise<Page<JobRecord<Table, Output>>>;
   /** A job's record read through the transaction that ends it, so event data sees the job's final state. */
   inTransaction(trx: Db, jobId: string): Promise<JobRecord<Table, Output>>;
 }
@@ -78,7 +106,10 @@ export interface JobRecords<Table, Output = Record<string, unknown>> {
  * The read model of one record table joined to `jobs`. `Table` is the table's row type as kysely takes it
  * (declared once beside the table's name); `Output` what the plugin's jobs keep on `jobs.output`.
  */
-export function jobRecords<Table extends RecordTableBase, Output = Record<string, unknown>>(table: string, options: JobRecordsOptions<Table>): JobRecords<Table, Output> {
+export function jobRecords<Table extends RecordTableBase, Output = Record<string, unknown>>(
+  table: string,
+  options: JobRecordsOptions<Table>,
+): JobRecords<Table, Output> {
   type Row = JobRecord<Table, Output>;
   type Query = RecordQuery<Table, Output>;
   const jobColumns = JOB_COLUMNS.map((c) => `j.${c}` as const);
@@ -87,9 +118,11 @@ export function jobRecords<Table extends RecordTableBase, Output = Record<string
   // RecordQuery states once for every method.
   const loose = (query: Query) => query as unknown as SelectQueryBuilder<any, any, any>;
   const typed = (query: SelectQueryBuilder<any, any, any>) => query as unknown as Query;
-  const base = (db: Db) => typed(db.selectFrom(`${table} as r`).innerJoin("jobs as j", "j.id", key).selectAll("r").select(jobColumns));
+  const base = (db: Db) =>
+    typed(db.selectFrom(`${table} as r`).innerJoin("jobs as j", "j.id", key).selectAll("r").select(jobColumns));
   const owned = (db: Db, partnerId: string) => typed(loose(base(db)).where("r.partner_id", "=", partnerId));
-  const newestFirst = (query: Query) => typed(options.newestFirst.reduce((q, column) => q.orderBy(`r.${column}`, "desc"), loose(query)));
+  const newestFirst = (query: Query) =>
+    typed(options.newestFirst.reduce((q, column) => q.orderBy(`r.${column}`, "desc"), loose(query)));
   const first = async (query: Query) => (await loose(query).executeTakeFirst()) as Row | undefined;
 
   return {
@@ -98,7 +131,9 @@ export function jobRecords<Table extends RecordTableBase, Output = Record<string
     owned,
     find: (db, partnerId, jobId) => first(typed(loose(owned(db, partnerId)).where(key, "=", jobId))),
     findBy: (db, partnerId, filter) => first(filter(owned(db, partnerId))),
-    page: (db, partnerId, page, filter = (q) => q) => listPage(newestFirst(filter(owned(db, partnerId))), page) as Promise<Page<Row>>,
-    inTransaction: async (trx, jobId) => (await loose(base(trx)).where(key, "=", jobId).executeTakeFirstOrThrow()) as Row,
+    page: (db, partnerId, page, filter = (q) => q) =>
+      listPage(newestFirst(filter(owned(db, partnerId))), page) as Promise<Page<Row>>,
+    inTransaction: async (trx, jobId) =>
+      (await loose(base(trx)).where(key, "=", jobId).executeTakeFirstOrThrow()) as Row,
   };
 }

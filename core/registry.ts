@@ -1,13 +1,13 @@
 // Compiles plugin declarations into one frozen registry at boot: order, routes, costs, feature switches.
 // Every mistake a plugin author can make in a declaration fails here, by name, before the server listens.
-import { mergeCosts } from "./pricing.ts";
-import { RATE_LIMITS, type RateWindow } from "./rate-limits.ts";
-import type { OperationDeclaration, PluginDeclaration } from "./plugin.ts";
-import type { Migration } from "../storage/migrate.ts";
-import { KERNEL_VARIABLES } from "./config.ts";
-import { type ConfigVariable } from "../lib/plugin-config.ts";
 
 import { KERNEL_CAPABILITIES } from "../contracts/kernel.ts";
+import type { ConfigVariable } from "../lib/plugin-config.ts";
+import type { Migration } from "../storage/migrate.ts";
+import { KERNEL_VARIABLES } from "./config.ts";
+import type { OperationDeclaration, PluginDeclaration } from "./plugin.ts";
+import { mergeCosts } from "./pricing.ts";
+import { RATE_LIMITS, type RateWindow } from "./rate-limits.ts";
 
 export interface CompiledOperation {
   plugin: string;
@@ -55,21 +55,24 @@ function deepFreeze<T>(value: T): T {
 /** Orders plugins by declaration order, moving a plugin after the providers of what it requires. */
 function order(plugins: readonly PluginDeclaration[]): PluginDeclaration[] {
   const providerOf = new Map<string, PluginDeclaration>();
-  for (const p of plugins) for (const cap of Object.keys(p.provides ?? {})) {
-    const other = providerOf.get(cap);
-    if (other) throw new BootError(`capability "${cap}" is provided by both "${other.name}" and "${p.name}"`);
-    providerOf.set(cap, p);
-  }
+  for (const p of plugins)
+    for (const cap of Object.keys(p.provides ?? {})) {
+      const other = providerOf.get(cap);
+      if (other) throw new BootError(`capability "${cap}" is provided by both "${other.name}" and "${p.name}"`);
+      providerOf.set(cap, p);
+    }
   const ordered: PluginDeclaration[] = [];
   const state = new Map<PluginDeclaration, "visiting" | "done">();
   const visit = (p: PluginDeclaration, chain: string[]) => {
     if (state.get(p) === "done") return;
-    if (state.get(p) === "visiting") throw new BootError(`plugins require each other in a cycle: ${[...chain, p.name].join(" -> ")}`);
+    if (state.get(p) === "visiting")
+      throw new BootError(`plugins require each other in a cycle: ${[...chain, p.name].join(" -> ")}`);
     state.set(p, "visiting");
     for (const cap of p.requires ?? []) {
       if ((KERNEL_CAPABILITIES as readonly string[]).includes(cap)) continue;
       const provider = providerOf.get(cap);
-      if (!provider) throw new BootError(`plugin "${p.name}" requires capability "${cap}", which no registered plugin provides`);
+      if (!provider)
+        throw new BootError(`plugin "${p.name}" requires capability "${cap}", which no registered plugin provides`);
       if (provider !== p) visit(provider, [...chain, p.name]);
     }
     state.set(p, "done");
@@ -93,11 +96,14 @@ export function compileRegistry(input: readonly PluginDeclaration[]): Registry {
   const plugins = order(unique);
 
   const rateLimits = new Map<string, readonly RateWindow[]>(Object.entries(RATE_LIMITS));
-  for (const p of plugins) for (const [name, windows] of Object.entries(p.rateLimits ?? {})) {
-    if (rateLimits.has(name)) throw new BootError(`plugin "${p.name}" redeclares rate limit "${name}", which the spec's table already has`);
-    if (!windows.length || windows.some((w) => !(w.limit > 0 && w.windowSeconds > 0))) throw new BootError(`plugin "${p.name}": rate limit "${name}" needs positive limits and windows`);
-    rateLimits.set(name, windows);
-  }
+  for (const p of plugins)
+    for (const [name, windows] of Object.entries(p.rateLimits ?? {})) {
+      if (rateLimits.has(name))
+        throw new BootError(`plugin "${p.name}" redeclares rate limit "${name}", which the spec's table already has`);
+      if (!windows.length || windows.some((w) => !(w.limit > 0 && w.windowSeconds > 0)))
+        throw new BootError(`plugin "${p.name}": rate limit "${name}" needs positive limits and windows`);
+      rateLimits.set(name, windows);
+    }
 
   const operations: CompiledOperation[] = [];
   const routes = new Map<string, string>();
@@ -115,22 +121,39 @@ export function compileRegistry(input: readonly PluginDeclaration[]): Registry {
       const rateLimit = op.rateLimit ?? endpoint;
       const rateWindows = rateLimits.get(rateLimit);
       if (!rateWindows) {
-        throw new BootError(`plugin "${p.name}": ${endpoint} names rate limit "${rateLimit}", which is neither a row of the spec's table nor declared by the plugin`);
+        throw new BootError(
+          `plugin "${p.name}": ${endpoint} names rate limit "${rateLimit}", which is neither a row of the spec's table nor declared by the plugin`,
+        );
       }
       if (op.feature) features.add(op.feature);
-      operations.push({ plugin: p.name, declaration: op, method: op.method, path: op.path, endpoint, rateLimit, rateWindows, routerPath });
+      operations.push({
+        plugin: p.name,
+        declaration: op,
+        method: op.method,
+        path: op.path,
+        endpoint,
+        rateLimit,
+        rateWindows,
+        routerPath,
+      });
     }
   }
 
   const migrations: Migration[] = [];
-  for (const p of plugins) for (const m of p.migrations ?? []) {
-    if (!m.name.startsWith(`${p.name}/`)) throw new BootError(`plugin "${p.name}": migration "${m.name}" must be named "${p.name}/..."`);
-    migrations.push(m);
-  }
+  for (const p of plugins)
+    for (const m of p.migrations ?? []) {
+      if (!m.name.startsWith(`${p.name}/`))
+        throw new BootError(`plugin "${p.name}": migration "${m.name}" must be named "${p.name}/..."`);
+      migrations.push(m);
+    }
 
   let costs: Record<string, unknown>;
   try {
-    costs = mergeCosts(plugins.filter((p) => p.costs).map((p) => ({ plugin: p.name, costs: structuredClone(p.costs!) as Record<string, unknown> })));
+    costs = mergeCosts(
+      plugins
+        .filter((p) => p.costs)
+        .map((p) => ({ plugin: p.name, costs: structuredClone(p.costs!) as Record<string, unknown> })),
+    );
   } catch (err) {
     throw new BootError((err as Error).message);
   }
@@ -139,21 +162,28 @@ export function compileRegistry(input: readonly PluginDeclaration[]): Registry {
   for (const p of plugins) for (const cap of Object.keys(p.provides ?? {})) providers.set(cap, p);
   // A collection is a name of its own: one that is also a capability would mean two things by one name.
   const contributors = new Map<string, PluginDeclaration[]>();
-  for (const p of plugins) for (const name of Object.keys(p.contributes ?? {})) {
-    if (providers.has(name) || (KERNEL_CAPABILITIES as readonly string[]).includes(name)) throw new BootError(`plugin "${p.name}" contributes to "${name}", which is a capability, not a collection`);
-    contributors.set(name, [...(contributors.get(name) ?? []), p]);
-  }
+  for (const p of plugins)
+    for (const name of Object.keys(p.contributes ?? {})) {
+      if (providers.has(name) || (KERNEL_CAPABILITIES as readonly string[]).includes(name))
+        throw new BootError(`plugin "${p.name}" contributes to "${name}", which is a capability, not a collection`);
+      contributors.set(name, [...(contributors.get(name) ?? []), p]);
+    }
 
   // One variable has one meaning: plugins that read it share one declaration (a fragment such as
   // sandboxConfig), so they cannot disagree on its default or its checks.
   const configVariables = new Map<string, { variable: ConfigVariable; plugins: string[] }>();
-  for (const p of plugins) for (const v of Object.values(p.config?.variables ?? {})) {
-    if ((KERNEL_VARIABLES as readonly string[]).includes(v.name)) throw new BootError(`plugin "${p.name}" declares ${v.name}, which the kernel reads itself`);
-    const seen = configVariables.get(v.name);
-    if (!seen) configVariables.set(v.name, { variable: v, plugins: [p.name] });
-    else if (seen.variable.schema !== v.schema) throw new BootError(`plugins "${seen.plugins[0]}" and "${p.name}" both declare ${v.name}, with different schemas (share one declaration)`);
-    else if (!seen.plugins.includes(p.name)) seen.plugins.push(p.name);
-  }
+  for (const p of plugins)
+    for (const v of Object.values(p.config?.variables ?? {})) {
+      if ((KERNEL_VARIABLES as readonly string[]).includes(v.name))
+        throw new BootError(`plugin "${p.name}" declares ${v.name}, which the kernel reads itself`);
+      const seen = configVariables.get(v.name);
+      if (!seen) configVariables.set(v.name, { variable: v, plugins: [p.name] });
+      else if (seen.variable.schema !== v.schema)
+        throw new BootError(
+          `plugins "${seen.plugins[0]}" and "${p.name}" both declare ${v.name}, with different schemas (share one declaration)`,
+        );
+      else if (!seen.plugins.includes(p.name)) seen.plugins.push(p.name);
+    }
 
   // Shallow freezes for what holds plugin values: schema libraries cache lazily on their own objects.
   return Object.freeze({

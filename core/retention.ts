@@ -6,9 +6,9 @@
 // Why a table rather than blob metadata: the blob store may be S3-like, where listing every file to find the
 // old ones costs a scan; the table answers "what has expired" with one indexed query, on every backend.
 import type { Kysely } from "kysely";
+import type { BlobStore } from "../contracts/blobs.ts";
 import type { Clock } from "./clock.ts";
 import type { Logger } from "./log.ts";
-import type { BlobStore } from "../contracts/blobs.ts";
 
 const RETAINED_TABLE = "retained_blobs";
 
@@ -41,7 +41,10 @@ export function retainingBlobStore(inner: BlobStore, db: Kysely<any>, prefix = "
     open: (key) => inner.open(key),
     async remove(key) {
       await inner.remove(key);
-      await db.deleteFrom(RETAINED_TABLE).where("key", "=", prefix + key).execute();
+      await db
+        .deleteFrom(RETAINED_TABLE)
+        .where("key", "=", prefix + key)
+        .execute();
     },
     scoped: (p) => retainingBlobStore(inner.scoped(p), db, `${prefix}${p}/`),
   };
@@ -72,18 +75,32 @@ export function createRetentionSweeper(options: {
   async function sweepOnce(): Promise<number> {
     let removed = 0;
     for (;;) {
-      const due = await db.selectFrom(RETAINED_TABLE).select(["key", "expires_at"]).where("expires_at", "<=", new Date(clock.now())).orderBy("expires_at").limit(BATCH).execute();
+      const due = await db
+        .selectFrom(RETAINED_TABLE)
+        .select(["key", "expires_at"])
+        .where("expires_at", "<=", new Date(clock.now()))
+        .orderBy("expires_at")
+        .limit(BATCH)
+        .execute();
       for (const row of due) {
         try {
           await blobs.remove(row.key);
         } catch (err) {
           // Kept, and tried again a sweep later, rather than forgotten with the file still there.
           log.warn(`retention: could not remove ${row.key}: ${(err as Error).message}`);
-          await db.updateTable(RETAINED_TABLE).set({ expires_at: new Date(clock.now() + options.intervalMs) }).where("key", "=", row.key).execute();
+          await db
+            .updateTable(RETAINED_TABLE)
+            .set({ expires_at: new Date(clock.now() + options.intervalMs) })
+            .where("key", "=", row.key)
+            .execute();
           continue;
         }
         // Only if the window was not extended meanwhile (a rewrite with a new expiry).
-        await db.deleteFrom(RETAINED_TABLE).where("key", "=", row.key).where("expires_at", "<=", new Date(clock.now())).execute();
+        await db
+          .deleteFrom(RETAINED_TABLE)
+          .where("key", "=", row.key)
+          .where("expires_at", "<=", new Date(clock.now()))
+          .execute();
         removed++;
       }
       if (due.length < BATCH) {
@@ -100,7 +117,10 @@ export function createRetentionSweeper(options: {
       return running;
     },
     start() {
-      timer ??= setInterval(() => void sweeper.sweep().catch((err) => log.error("retention sweep failed", err)), options.intervalMs);
+      timer ??= setInterval(
+        () => void sweeper.sweep().catch((err) => log.error("retention sweep failed", err)),
+        options.intervalMs,
+      );
       timer.unref?.();
     },
     async stop() {

@@ -1,7 +1,8 @@
 // Places shared by every process: "at most N of this at once, service-wide" (the video reference encoder,
 // video metadata removal), on the kernel's shared counters.
-import type { ApiError } from "../lib/api-error.ts";
+
 import type { Counters } from "../contracts/counters.ts";
+import type { ApiError } from "../lib/api-error.ts";
 
 export interface SharedSlots {
   /** How long a holder can count on its place; `fn`'s signal fires then. */
@@ -23,7 +24,10 @@ export interface SharedSlots {
  * next bucket (so for at least holdMs = ttlMs/2), and a dead one blocks for at most ttlMs. Reading the next
  * bucket too covers processes whose clocks run ahead.
  */
-export function createSharedSlots(counters: Counters, options: { key: string; capacity: number; busy: () => ApiError; ttlMs?: number; now?: () => number }): SharedSlots {
+export function createSharedSlots(
+  counters: Counters,
+  options: { key: string; capacity: number; busy: () => ApiError; ttlMs?: number; now?: () => number },
+): SharedSlots {
   const ttlMs = options.ttlMs ?? 10 * 60_000;
   const now = options.now ?? Date.now;
   const bucketMs = ttlMs / 2;
@@ -33,7 +37,11 @@ export function createSharedSlots(counters: Counters, options: { key: string; ca
     async run(fn) {
       const n = Math.floor(now() / bucketMs);
       // A failed release only keeps the place until its key expires; it must not fail the request.
-      const release = () => counters.increment(bucketKey(n), ttlMs, -1).then(() => {}, () => {});
+      const release = () =>
+        counters.increment(bucketKey(n), ttlMs, -1).then(
+          () => {},
+          () => {},
+        );
       const { value } = await counters.increment(bucketKey(n), ttlMs, 1);
       let taken: number;
       try {

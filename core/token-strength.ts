@@ -19,17 +19,99 @@ export const MIN_ADMIN_TOKEN_BITS = 100;
  * it catches the shapes of `admin-secret-token-...`; the repetition and sequence rules catch the rest.
  */
 const WORDS = [
-  "admin", "token", "secret", "password", "passwd", "pass", "test", "tests", "testing", "example", "sample", "demo",
-  "change", "changeme", "default", "letmein", "welcome", "qwerty", "asdf", "zxcv", "hello", "world", "root",
-  "master", "mediagate", "media", "gate", "key", "api", "server", "local", "localhost", "prod", "production",
-  "staging", "dev", "development", "my", "the", "for", "and", "token", "adm", "restart", "bench", "attack",
-  "corpus", "upload", "video", "image", "omni", "caption", "captions", "webhook", "webhooks", "script", "runner",
-  "worker", "probe", "blobs", "hosts", "several", "sigterm", "boot", "analysis", "revocation", "cache", "balance",
-  "abc", "xyz", "foo", "bar", "baz", "dummy", "fake", "insecure", "please", "super", "strong", "random", "value",
+  "admin",
+  "token",
+  "secret",
+  "password",
+  "passwd",
+  "pass",
+  "test",
+  "tests",
+  "testing",
+  "example",
+  "sample",
+  "demo",
+  "change",
+  "changeme",
+  "default",
+  "letmein",
+  "welcome",
+  "qwerty",
+  "asdf",
+  "zxcv",
+  "hello",
+  "world",
+  "root",
+  "master",
+  "mediagate",
+  "media",
+  "gate",
+  "key",
+  "api",
+  "server",
+  "local",
+  "localhost",
+  "prod",
+  "production",
+  "staging",
+  "dev",
+  "development",
+  "my",
+  "the",
+  "for",
+  "and",
+  "token",
+  "adm",
+  "restart",
+  "bench",
+  "attack",
+  "corpus",
+  "upload",
+  "video",
+  "image",
+  "omni",
+  "caption",
+  "captions",
+  "webhook",
+  "webhooks",
+  "script",
+  "runner",
+  "worker",
+  "probe",
+  "blobs",
+  "hosts",
+  "several",
+  "sigterm",
+  "boot",
+  "analysis",
+  "revocation",
+  "cache",
+  "balance",
+  "abc",
+  "xyz",
+  "foo",
+  "bar",
+  "baz",
+  "dummy",
+  "fake",
+  "insecure",
+  "please",
+  "super",
+  "strong",
+  "random",
+  "value",
 ];
 const WORD_SET = new Set(WORDS);
 /** Keyboard rows and walks: any four or more characters along one is charged like a word. */
-const WALKS = ["qwertyuiop", "asdfghjkl", "zxcvbnm", "1234567890", "1q2w3e4r5t6y7u8i9o0p", "1qaz2wsx3edc4rfv5tgb6yhn7ujm8ik9ol0p", "qazwsxedcrfvtgbyhnujmikolp"];
+const WALKS = [
+  "qwertyuiop",
+  "asdfghjkl",
+  "zxcvbnm",
+  "1234567890",
+  "1q2w3e4r5t6y7u8i9o0p",
+  "1qaz2wsx3edc4rfv5tgb6yhn7ujm8ik9ol0p",
+  "qazwsxedcrfvtgbyhnujmikolp",
+];
 const LONGEST_WORD = Math.max(...WORDS.map((w) => w.length));
 /** A word of WORDS (about a hundred, and their neighbours a guesser would try): what spelling one is worth. */
 const DICTIONARY_WORD_BITS = 10;
@@ -58,7 +140,10 @@ function proseMask(text: string): boolean[] {
 
 /** The size of the alphabet a token draws from, by the classes its characters belong to. */
 function alphabetSize(token: string): number {
-  let lower = false, upper = false, digit = false, other = false;
+  let lower = false,
+    upper = false,
+    digit = false,
+    other = false;
   for (const c of token) {
     if (c >= "a" && c <= "z") lower = true;
     else if (c >= "A" && c <= "Z") upper = true;
@@ -91,7 +176,8 @@ function wordAt(folded: string, i: number): number {
     while (i + n < folded.length && w[start + n] === folded[i + n]) n++;
     if (n >= 4 && n > walk) walk = n;
   }
-  for (let n = Math.min(LONGEST_WORD, folded.length - i); n >= 3 && n > walk; n--) if (WORD_SET.has(folded.slice(i, i + n))) return n;
+  for (let n = Math.min(LONGEST_WORD, folded.length - i); n >= 3 && n > walk; n--)
+    if (WORD_SET.has(folded.slice(i, i + n))) return n;
   return walk;
 }
 
@@ -140,7 +226,8 @@ export function estimateBits(token: string): number {
 
 /** Why a token fails the rule (a sentence for the operator), or null when it passes. */
 export function weakTokenReason(token: string): string | null {
-  if (token.length < MIN_ADMIN_TOKEN_LENGTH) return `must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters (got ${token.length})`;
+  if (token.length < MIN_ADMIN_TOKEN_LENGTH)
+    return `must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters (got ${token.length})`;
   const bits = Math.floor(estimateBits(token));
   if (bits < MIN_ADMIN_TOKEN_BITS) {
     return `is too easy to guess (about ${bits} bits: repeated characters, counting runs, words or a short alphabet; at least ${MIN_ADMIN_TOKEN_BITS} are needed)`;

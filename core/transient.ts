@@ -23,8 +23,26 @@ const PG_CONNECTION_CLASS = "08";
 /** disk_full, and the two Node codes for a full disk or quota. */
 const DISK_FULL_CODES = new Set(["53100", "ENOSPC", "EDQUOT"]);
 
-const SOCKET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "EPIPE", "EHOSTUNREACH", "ENETUNREACH", "ENETDOWN", "EAI_AGAIN", "ENOTCONN", "UND_ERR_SOCKET", "UND_ERR_CLOSED"]);
-const TIMEOUT_CODES = new Set(["ETIMEDOUT", "ESOCKETTIMEDOUT", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
+const SOCKET_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "EPIPE",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENETDOWN",
+  "EAI_AGAIN",
+  "ENOTCONN",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CLOSED",
+]);
+const TIMEOUT_CODES = new Set([
+  "ETIMEDOUT",
+  "ESOCKETTIMEDOUT",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_HEADERS_TIMEOUT",
+  "UND_ERR_BODY_TIMEOUT",
+]);
 
 /** Messages of node-postgres, pg-pool and ioredis that carry no code of their own. */
 const CONNECTION_MESSAGES = [
@@ -75,7 +93,8 @@ export function transientKind(err: unknown): TransientKind | null {
     if (typeof e !== "object") continue;
     const code = typeof e.code === "string" ? e.code : undefined;
     if (code) {
-      if (PG_TRANSIENT_CODES.has(code) || (code.length === 5 && code.startsWith(PG_CONNECTION_CLASS))) return "connection";
+      if (PG_TRANSIENT_CODES.has(code) || (code.length === 5 && code.startsWith(PG_CONNECTION_CLASS)))
+        return "connection";
       if (SOCKET_CODES.has(code)) return "connection";
       if (TIMEOUT_CODES.has(code)) return "timeout";
     }
@@ -92,13 +111,8 @@ export function transientKind(err: unknown): TransientKind | null {
   return null;
 }
 
-/** True when trying again later may well succeed (a full disk is not: see {@link isDiskFull}). */
+/** True when trying again later may well succeed (a full disk is not: its kind is "disk"). */
 export function isTransient(err: unknown): boolean {
   const kind = transientKind(err);
   return kind !== null && kind !== "disk";
-}
-
-/** The disk (or the database's disk) is full. */
-function isDiskFull(err: unknown): boolean {
-  return transientKind(err) === "disk";
 }

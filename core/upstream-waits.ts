@@ -17,14 +17,13 @@
 // - a callback moves `seq` on only while the row is `parked` (no attempt holds it); during a poll it sets `wake`, and the stop that
 //   follows schedules the next poll at once.
 import { createHmac } from "node:crypto";
-import type { Kysely, Transaction } from "kysely";
+import type { Kysely, Selectable, Transaction } from "kysely";
 import { sql } from "kysely";
+import { type UpstreamHandle, type UpstreamProvider, UpstreamTimeoutError } from "../contracts/upstream.ts";
 import { errorBackoff, MAX_POLL_ERRORS } from "../lib/poll-backoff.ts";
+import type { JobWaitsTable, KernelTables } from "../storage/tables.ts";
 import type { Clock } from "./clock.ts";
 import type { Logger } from "./log.ts";
-import { UpstreamTimeoutError, type UpstreamHandle, type UpstreamProvider } from "../contracts/upstream.ts";
-import type { JobWaitsTable, KernelTables } from "../storage/tables.ts";
-import type { Selectable } from "kysely";
 
 /** What a provider may be called: it names its callback route, `/upstream/<name>/callback`. */
 export const PROVIDER_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
@@ -71,7 +70,8 @@ const sleepUnlessAborted = (ms: number, signal: AbortSignal) =>
 export const defaultPollDelay = (polls: number) => Math.min(MAX_DEFAULT_DELAY_MS, Math.round(1000 * 1.5 ** polls));
 
 /** The key a provider signs its callbacks with: one per provider, derived from UPSTREAM_CALLBACK_SECRET. */
-export const callbackSecret = (secret: string, provider: string) => createHmac("sha256", secret).update(`upstream-callback:${provider}`).digest("hex");
+export const callbackSecret = (secret: string, provider: string) =>
+  createHmac("sha256", secret).update(`upstream-callback:${provider}`).digest("hex");
 
 export interface WaitsDeps {
   db: Kysely<KernelTables>;
@@ -88,7 +88,13 @@ export interface WaitsDeps {
  * job a statement of its own: with a kind's few slots, each statement of an attempt's start is a share of
  * how many jobs a second it can start.
  */
-export async function claimWait(db: Kysely<KernelTables>, jobId: string, seq: number, queueJobId: string, waitSeq: number | null): Promise<{ wait: WaitRow | undefined } | null> {
+export async function claimWait(
+  db: Kysely<KernelTables>,
+  jobId: string,
+  seq: number,
+  queueJobId: string,
+  waitSeq: number | null,
+): Promise<{ wait: WaitRow | undefined } | null> {
   if (seq === 0) {
     // The job's first queue job: most jobs never wait, and the read with the job's row told.
     if (waitSeq === null) return { wait: undefined };
@@ -117,7 +123,12 @@ export async function scheduleNextPoll(
   send: (trx: Transaction<KernelTables>, seq: number, delaySeconds: number) => Promise<void>,
 ): Promise<number | null> {
   return db.transaction().execute(async (trx) => {
-    const row = await trx.selectFrom("job_waits").select(["seq", "wake", "claimed_by"]).where("job_id", "=", next.wait.job_id).forUpdate().executeTakeFirst();
+    const row = await trx
+      .selectFrom("job_waits")
+      .select(["seq", "wake", "claimed_by"])
+      .where("job_id", "=", next.wait.job_id)
+      .forUpdate()
+      .executeTakeFirst();
     if (!row || row.seq !== next.wait.seq || row.claimed_by !== queueJobId) return null;
     const delaySeconds = row.wake ? 0 : Math.ceil(next.delayMs / 1000);
     await trx
@@ -179,9 +190,17 @@ export class AttemptWaits {
     return this.wait?.step ?? null;
   }
 
-  async awaitUpstream<Request, Result>(step: string, provider: UpstreamProvider<Request, Result>, build: () => Request | Promise<Request>, options: AwaitUpstreamOptions): Promise<Result> {
+  async awaitUpstream<Request, Result>(
+    step: string,
+    provider: UpstreamProvider<Request, Result>,
+    build: () => Request | Promise<Request>,
+    options: AwaitUpstreamOptions,
+  ): Promise<Result> {
     const { db, clock, log } = this.deps;
-    if (!PROVIDER_NAME.test(provider.name)) throw new Error(`upstream provider name "${provider.name}" must be lowercase letters, digits, dots, dashes and underscores (it names its callback route)`);
+    if (!PROVIDER_NAME.test(provider.name))
+      throw new Error(
+        `upstream provider name "${provider.name}" must be lowercase letters, digits, dots, dashes and underscores (it names its callback route)`,
+      );
     let w = this.wait;
     if (!w || w.step !== step) {
       // Built only now: a request may be costly to assemble (frames fetched, references read).
@@ -191,7 +210,14 @@ export class AttemptWaits {
       const handle = await provider.submit(request, {
         idempotencyKey: `${this.jobId}:${step}`,
         signal: this.signal,
-        ...(callbacks ? { callback: { url: `${callbacks.publicUrl}/upstream/${encodeURIComponent(provider.name)}/callback`, secret: callbackSecret(callbacks.secret, provider.name) } } : {}),
+        ...(callbacks
+          ? {
+              callback: {
+                url: `${callbacks.publicUrl}/upstream/${encodeURIComponent(provider.name)}/callback`,
+                secret: callbackSecret(callbacks.secret, provider.name),
+              },
+            }
+          : {}),
       });
       this.alive();
       const now = clock.now();
@@ -215,7 +241,13 @@ export class AttemptWaits {
         db
           .insertInto("job_waits")
           .values({ job_id: this.jobId, seq, ...values })
-          .onConflict((oc) => oc.column("job_id").doUpdateSet(values).where("job_waits.seq", "=", seq).where("job_waits.claimed_by", "=", this.queueJobId))
+          .onConflict((oc) =>
+            oc
+              .column("job_id")
+              .doUpdateSet(values)
+              .where("job_waits.seq", "=", seq)
+              .where("job_waits.claimed_by", "=", this.queueJobId),
+          )
           .returningAll()
           .executeTakeFirst(),
       );
@@ -240,23 +272,32 @@ export class AttemptWaits {
         if (this.signal.aborted) throw err;
         const errors = w.errors + 1;
         if (errors >= MAX_POLL_ERRORS) throw err;
-        log.warn(`job ${this.jobId}: polling ${provider.name} failed (${errors} in a row), trying again: ${err instanceof Error ? err.message : String(err)}`);
+        log.warn(
+          `job ${this.jobId}: polling ${provider.name} failed (${errors} in a row), trying again: ${err instanceof Error ? err.message : String(err)}`,
+        );
         return this.pollLater({ ...w, errors }, errorBackoff(errors));
       }
       this.alive();
       if (result.state === "done") {
-        if (!w.done) await this.own(db.updateTable("job_waits").set({ done: true }).where("job_id", "=", this.jobId).execute());
+        if (!w.done)
+          await this.own(db.updateTable("job_waits").set({ done: true }).where("job_id", "=", this.jobId).execute());
         this.finished.push({ provider, handle });
         return result.result;
       }
       if (result.state === "failed") {
         // Nothing to keep: the upstream may forget it now (a chain's next route may still be ahead).
-        await provider.release?.(handle).catch((err) => log.warn(`job ${this.jobId}: releasing ${provider.name} ${handle.id} failed`, err));
+        await provider
+          .release?.(handle)
+          .catch((err) => log.warn(`job ${this.jobId}: releasing ${provider.name} ${handle.id} failed`, err));
         throw result.error;
       }
       if (clock.now() >= new Date(w.deadline_at).getTime()) {
-        await provider.cancel?.(handle).catch((err) => log.warn(`job ${this.jobId}: cancelling ${provider.name} ${handle.id} failed`, err));
-        throw new UpstreamTimeoutError(`${provider.name} did not finish ${handle.id} within ${options.deadlineSeconds} s`);
+        await provider
+          .cancel?.(handle)
+          .catch((err) => log.warn(`job ${this.jobId}: cancelling ${provider.name} ${handle.id} failed`, err));
+        throw new UpstreamTimeoutError(
+          `${provider.name} did not finish ${handle.id} within ${options.deadlineSeconds} s`,
+        );
       }
       if (result.progress !== undefined) await onProgress(Math.max(0, Math.min(1, result.progress)), result.message);
       const polls: number = w.polls + 1;
@@ -283,7 +324,9 @@ export class AttemptWaits {
   /** Tells the providers of finished handles that the job is over (their results are kept). */
   async release(): Promise<void> {
     for (const { provider, handle } of this.finished.splice(0)) {
-      await provider.release?.(handle).catch((err) => this.deps.log.warn(`job ${this.jobId}: releasing ${provider.name} ${handle.id} failed`, err));
+      await provider
+        .release?.(handle)
+        .catch((err) => this.deps.log.warn(`job ${this.jobId}: releasing ${provider.name} ${handle.id} failed`, err));
     }
   }
 

@@ -2,9 +2,9 @@
 // database write per request, so calls are summed in memory per (partner, endpoint, second) and written
 // in one upsert every second, on stop, and before any read of the counts. A crash loses at most the
 // last second of call counts; credits are never counted here (they come from the ledger).
-import { sql, type Kysely } from "kysely";
-import type { Clock } from "./clock.ts";
+import { type Kysely, sql } from "kysely";
 import type { KernelTables } from "../storage/tables.ts";
+import type { Clock } from "./clock.ts";
 
 export class UsageRecorder {
   #pending = new Map<string, { partnerId: string; endpoint: string; second: number; calls: number }>();
@@ -44,7 +44,10 @@ export class UsageRecorder {
 
   /** Writes what is pending. Flushes run one after another so a row is never counted twice. */
   flush(): Promise<void> {
-    this.#flushing = this.#flushing.then(() => this.#write(), () => this.#write());
+    this.#flushing = this.#flushing.then(
+      () => this.#write(),
+      () => this.#write(),
+    );
     return this.#flushing;
   }
 
@@ -65,8 +68,19 @@ export class UsageRecorder {
         for (let i = 0; i < rows.length; i += 500) {
           await trx
             .insertInto("usage_calls")
-            .values(rows.slice(i, i + 500).map((r) => ({ partner_id: r.partnerId, endpoint: r.endpoint, second: new Date(r.second * 1000), calls: r.calls })))
-            .onConflict((oc) => oc.columns(["partner_id", "second", "endpoint"]).doUpdateSet({ calls: sql`usage_calls.calls + excluded.calls` }))
+            .values(
+              rows.slice(i, i + 500).map((r) => ({
+                partner_id: r.partnerId,
+                endpoint: r.endpoint,
+                second: new Date(r.second * 1000),
+                calls: r.calls,
+              })),
+            )
+            .onConflict((oc) =>
+              oc
+                .columns(["partner_id", "second", "endpoint"])
+                .doUpdateSet({ calls: sql`usage_calls.calls + excluded.calls` }),
+            )
             .execute();
         }
         for (const [partnerId, at] of seen) {

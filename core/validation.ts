@@ -3,7 +3,7 @@
 import { z } from "zod";
 import { KERNEL_ERRORS } from "./errors.ts";
 
-export { limitParam, offsetParam, PAGE_BOUNDS, pageQuery, type PageBounds } from "./paging.ts";
+export { limitParam, offsetParam, PAGE_BOUNDS, type PageBounds, pageQuery } from "./paging.ts";
 
 const PARTNER_JOB_ID = /^[A-Za-z0-9\-/_]{1,64}$/;
 const PARTNER_JOB_ID_MUSIC = /^[A-Za-z0-9_-]{1,64}$/;
@@ -55,7 +55,8 @@ const textProblem = (text: string, label: () => string): string | null => {
   return null;
 };
 
-const child = (path: string, key: string | number) => (typeof key === "number" ? `${path}[${key}]` : path === "" ? key : `${path}.${key}`);
+const child = (path: string, key: string | number) =>
+  typeof key === "number" ? `${path}[${key}]` : path === "" ? key : `${path}.${key}`;
 const cut = (label: string) => (label.length > MAX_LABEL ? `${label.slice(0, MAX_LABEL)}...` : label);
 
 /**

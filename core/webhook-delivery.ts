@@ -16,10 +16,10 @@
 // otherwise every `idleMs` for rows nobody announced to it (a lease run out after a crash, a retry another
 // process scheduled and then died, a wake-up that could not reach it: without Redis the pub/sub is per
 // process). So a process at rest makes one small query every few seconds.
-import { sql, type Kysely } from "kysely";
-import type { Logger } from "./log.ts";
+import { type Kysely, sql } from "kysely";
 import type { PubSub } from "../storage/pubsub.ts";
 import type { KernelTables } from "../storage/tables.ts";
+import type { Logger } from "./log.ts";
 
 /** Bounds of one process's sending, and its pace. */
 export const DELIVERY_LIMITS = {
@@ -185,7 +185,12 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
         // The retries this batch schedules: look again when the first comes due (a little after, so the
         // database's now() has passed it too).
         const retry = Math.min(...batch.filter((o) => o.status === "pending").map((o) => o.delay));
-        const values = sql.join(batch.map((o) => sql`(${o.id}::bigint, ${o.status}::text, ${o.attempt}::int, ${o.code}::int, ${o.error}::text, ${o.delay}::int)`));
+        const values = sql.join(
+          batch.map(
+            (o) =>
+              sql`(${o.id}::bigint, ${o.status}::text, ${o.attempt}::int, ${o.code}::int, ${o.error}::text, ${o.delay}::int)`,
+          ),
+        );
         try {
           await sql`
             update webhook_deliveries d set
@@ -239,7 +244,10 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
       try {
         const claimed = await claim(free);
         if (!running) {
-          await handBack(claimed.map((d) => d.id), true);
+          await handBack(
+            claimed.map((d) => d.id),
+            true,
+          );
           break;
         }
         // An empty claim with a destination at its bound does not mean nothing is due: its rows wait for these sends.
@@ -277,7 +285,9 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
   async function handBack(ids: string[], unsent = false): Promise<void> {
     if (ids.length === 0) return;
     const attempt = unsent ? sql`attempt - 1` : sql`attempt`;
-    await sql`update webhook_deliveries set claimed_until = null, attempt = ${attempt} where id = any(${ids}::bigint[]) and status = 'pending'`.execute(db).catch((err) => log.warn("webhooks: could not hand back claimed deliveries", err));
+    await sql`update webhook_deliveries set claimed_until = null, attempt = ${attempt} where id = any(${ids}::bigint[]) and status = 'pending'`
+      .execute(db)
+      .catch((err) => log.warn("webhooks: could not hand back claimed deliveries", err));
   }
 
   return {
@@ -289,7 +299,9 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
         // sender stopped, keeps it counted and says so in `last_error`.
         await sql`update webhook_deliveries set claimed_until = now() - interval '1 second' where status = 'pending' and claimed_until >= now()`
           .execute(db)
-          .catch((err) => log.warn("webhooks: could not take back the last process's claims (their lease will run out)", err));
+          .catch((err) =>
+            log.warn("webhooks: could not take back the last process's claims (their lease will run out)", err),
+          );
       }
       unsubscribe = await deps.pubsub.subscribe(WEBHOOK_WAKE_CHANNEL, () => void tick());
       void tick();
@@ -297,7 +309,9 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
 
     /** Tells every instance's loop that deliveries may be due now (after the transaction that made them committed). */
     async wake(): Promise<void> {
-      await deps.pubsub.publish(WEBHOOK_WAKE_CHANNEL, 1).catch((err) => log.warn("webhooks: wake-up not published", err));
+      await deps.pubsub
+        .publish(WEBHOOK_WAKE_CHANNEL, 1)
+        .catch((err) => log.warn("webhooks: wake-up not published", err));
     },
 
     /**
@@ -313,7 +327,10 @@ export function createDeliveryLoop(deps: DeliveryLoopDeps) {
       await ticking;
       if (sending.size > 0) {
         let timer: ReturnType<typeof setTimeout> | undefined;
-        await Promise.race([new Promise<void>((r) => (drained = r)), new Promise<void>((r) => (timer = setTimeout(r, limits.stopWaitMs)))]);
+        await Promise.race([
+          new Promise<void>((r) => (drained = r)),
+          new Promise<void>((r) => (timer = setTimeout(r, limits.stopWaitMs))),
+        ]);
         clearTimeout(timer);
         drained = undefined;
       }

@@ -11,15 +11,15 @@
 // Delivery status values (the spec names `delivered` and `failed` and leaves the retrying one unnamed):
 // `pending` until the first 2xx or the last attempt.
 import { createHmac } from "node:crypto";
-import { sql, type Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
+import { isOutboundError, type OutboundGuard } from "../lib/outbound/index.ts";
+import type { PubSub } from "../storage/pubsub.ts";
+import type { KernelTables } from "../storage/tables.ts";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import { eventId, newSecret } from "./ids.ts";
 import type { Logger } from "./log.ts";
-import { isOutboundError, type OutboundGuard } from "../lib/outbound/index.ts";
-import type { PubSub } from "../storage/pubsub.ts";
-import type { KernelTables } from "../storage/tables.ts";
-import { createDeliveryLoop, type ClaimedDelivery } from "./webhook-delivery.ts";
+import { type ClaimedDelivery, createDeliveryLoop } from "./webhook-delivery.ts";
 
 const MAX_ATTEMPTS = 6;
 const SIGNATURE_HEADER = "X-Service-Signature";
@@ -70,7 +70,9 @@ const ATTEMPT_ERRORS = {
   network: "Connection failed",
 } as const;
 
-export type ResendResult = { outcome: "not_found" | "pending" | "no_url" } | { outcome: "queued"; event_id: string; event: string; url: string };
+export type ResendResult =
+  | { outcome: "not_found" | "pending" | "no_url" }
+  | { outcome: "queued"; event_id: string; event: string; url: string };
 
 export interface WebhookDeps {
   /** The requests' lane: settings, resends (storage/connection-gate.ts). */
@@ -133,10 +135,13 @@ export function createWebhooks(deps: WebhookDeps) {
       res.cancel(); // the response body is ignored
       return { ok: true as const, status: res.status, error: null };
     } catch (err) {
-      if (isOutboundError(err, "http_status")) return { ok: false as const, status: err.status ?? null, error: ATTEMPT_ERRORS.http_status(err.status ?? 0) };
-      if (isOutboundError(err, "redirect")) return { ok: false as const, status: err.status ?? null, error: ATTEMPT_ERRORS.redirect };
+      if (isOutboundError(err, "http_status"))
+        return { ok: false as const, status: err.status ?? null, error: ATTEMPT_ERRORS.http_status(err.status ?? 0) };
+      if (isOutboundError(err, "redirect"))
+        return { ok: false as const, status: err.status ?? null, error: ATTEMPT_ERRORS.redirect };
       if (isOutboundError(err, "timeout")) return { ok: false as const, status: null, error: ATTEMPT_ERRORS.timeout };
-      if (isOutboundError(err, "not_public") || isOutboundError(err, "invalid_url")) return { ok: false as const, status: null, error: ATTEMPT_ERRORS.not_public };
+      if (isOutboundError(err, "not_public") || isOutboundError(err, "invalid_url"))
+        return { ok: false as const, status: null, error: ATTEMPT_ERRORS.not_public };
       log.debug?.(`webhook attempt to ${url} failed`, err);
       return { ok: false as const, status: null, error: ATTEMPT_ERRORS.network };
     }
@@ -163,19 +168,36 @@ export function createWebhooks(deps: WebhookDeps) {
     async createEvent(trx: Kysely<KernelTables>, e: EventToCreate): Promise<string> {
       const id = eventId();
       const body = JSON.stringify({ id, event: e.event, created_at: nowSeconds(), data: e.data });
-      await trx.insertInto("webhook_events").values({ id, partner_id: e.partnerId, job_id: e.jobId, event: e.event, body }).execute();
-      const account = await trx.selectFrom("webhook_settings").select("url").where("partner_id", "=", e.partnerId).executeTakeFirst();
+      await trx
+        .insertInto("webhook_events")
+        .values({ id, partner_id: e.partnerId, job_id: e.jobId, event: e.event, body })
+        .execute();
+      const account = await trx
+        .selectFrom("webhook_settings")
+        .select("url")
+        .where("partner_id", "=", e.partnerId)
+        .executeTakeFirst();
       const url = e.callbackUrl || account?.url;
       if (!url) return id;
       await trx
         .insertInto("webhook_deliveries")
-        .values({ event_id: id, partner_id: e.partnerId, job_id: e.jobId, url, status: "pending", max_attempts: MAX_ATTEMPTS, next_attempt_at: sql`now()` })
+        .values({
+          event_id: id,
+          partner_id: e.partnerId,
+          job_id: e.jobId,
+          url,
+          status: "pending",
+          max_attempts: MAX_ATTEMPTS,
+          next_attempt_at: sql`now()`,
+        })
         .execute();
       // A secret exists from the first URL on; a callback_url on an account without one gets one now.
       await trx
         .insertInto("webhook_settings")
         .values({ partner_id: e.partnerId, url: null, secret: newSecret() })
-        .onConflict((oc) => oc.column("partner_id").doUpdateSet({ secret: sql`coalesce(webhook_settings.secret, excluded.secret)` }))
+        .onConflict((oc) =>
+          oc.column("partner_id").doUpdateSet({ secret: sql`coalesce(webhook_settings.secret, excluded.secret)` }),
+        )
         .execute();
       return id;
     },
@@ -191,7 +213,10 @@ export function createWebhooks(deps: WebhookDeps) {
     },
 
     /** `url`: undefined leaves it, null or "" clears it. The caller has checked it with the guard. */
-    async update(partnerId: string, patch: { url?: string | null; rotateSecret?: boolean }): Promise<WebhookSettingsView> {
+    async update(
+      partnerId: string,
+      patch: { url?: string | null; rotateSecret?: boolean },
+    ): Promise<WebhookSettingsView> {
       const current = await settingsRow(partnerId);
       const url = patch.url === undefined ? (current?.url ?? null) : patch.url || null;
       let secret = current?.secret ?? null;
@@ -210,10 +235,18 @@ export function createWebhooks(deps: WebhookDeps) {
       let secret = current?.secret;
       if (!secret) secret = (await this.update(partnerId, { url: current?.url ?? null, rotateSecret: true })).secret!;
       const id = eventId();
-      const body = JSON.stringify({ id, event: TEST_EVENT, created_at: nowSeconds(), data: { message: "This is a test event." } });
+      const body = JSON.stringify({
+        id,
+        event: TEST_EVENT,
+        created_at: nowSeconds(),
+        data: { message: "This is a test event." },
+      });
       const result = await post(url, secret, TEST_EVENT, id, body, 1);
       await db.transaction().execute(async (trx) => {
-        await trx.insertInto("webhook_events").values({ id, partner_id: partnerId, job_id: null, event: TEST_EVENT, body }).execute();
+        await trx
+          .insertInto("webhook_events")
+          .values({ id, partner_id: partnerId, job_id: null, event: TEST_EVENT, body })
+          .execute();
         await trx
           .insertInto("webhook_deliveries")
           .values({
@@ -242,16 +275,39 @@ export function createWebhooks(deps: WebhookDeps) {
      */
     async resend(partnerId: string, eventId: string): Promise<ResendResult> {
       const result = await db.transaction().execute(async (trx) => {
-        const event = await trx.selectFrom("webhook_events").select(["id", "event"]).where("id", "=", eventId).where("partner_id", "=", partnerId).forUpdate().executeTakeFirst();
+        const event = await trx
+          .selectFrom("webhook_events")
+          .select(["id", "event"])
+          .where("id", "=", eventId)
+          .where("partner_id", "=", partnerId)
+          .forUpdate()
+          .executeTakeFirst();
         if (!event) return { outcome: "not_found" as const };
-        const previous = await trx.selectFrom("webhook_deliveries").select(["url", "status", "job_id"]).where("event_id", "=", eventId).orderBy("id", "desc").execute();
+        const previous = await trx
+          .selectFrom("webhook_deliveries")
+          .select(["url", "status", "job_id"])
+          .where("event_id", "=", eventId)
+          .orderBy("id", "desc")
+          .execute();
         if (previous.some((d) => d.status === "pending")) return { outcome: "pending" as const };
-        const account = await trx.selectFrom("webhook_settings").select("url").where("partner_id", "=", partnerId).executeTakeFirst();
+        const account = await trx
+          .selectFrom("webhook_settings")
+          .select("url")
+          .where("partner_id", "=", partnerId)
+          .executeTakeFirst();
         const url = account?.url ?? previous[0]?.url;
         if (!url) return { outcome: "no_url" as const };
         await trx
           .insertInto("webhook_deliveries")
-          .values({ event_id: eventId, partner_id: partnerId, job_id: previous[0]?.job_id ?? null, url, status: "pending", max_attempts: event.event === TEST_EVENT ? 1 : MAX_ATTEMPTS, next_attempt_at: sql`now()` })
+          .values({
+            event_id: eventId,
+            partner_id: partnerId,
+            job_id: previous[0]?.job_id ?? null,
+            url,
+            status: "pending",
+            max_attempts: event.event === TEST_EVENT ? 1 : MAX_ATTEMPTS,
+            next_attempt_at: sql`now()`,
+          })
           .execute();
         return { outcome: "queued" as const, event_id: eventId, event: event.event, url };
       });
@@ -263,7 +319,21 @@ export function createWebhooks(deps: WebhookDeps) {
       let query = db
         .selectFrom("webhook_deliveries as d")
         .innerJoin("webhook_events as e", "e.id", "d.event_id")
-        .select(["d.event_id", "e.event", "d.job_id", "d.url", "d.status", "d.attempt", "d.max_attempts", "d.last_status_code", "d.last_error", "d.created_at", "d.last_attempt_at", "d.next_attempt_at", "d.delivered_at"])
+        .select([
+          "d.event_id",
+          "e.event",
+          "d.job_id",
+          "d.url",
+          "d.status",
+          "d.attempt",
+          "d.max_attempts",
+          "d.last_status_code",
+          "d.last_error",
+          "d.created_at",
+          "d.last_attempt_at",
+          "d.next_attempt_at",
+          "d.delivered_at",
+        ])
         .where("d.partner_id", "=", partnerId)
         .orderBy("d.id", "desc")
         .limit(q.limit);

@@ -156,7 +156,12 @@ export function createReceiver(options: ReceiverOptions): Server {
       } catch {
         return reply(res, 400, "body is not JSON");
       }
-      if (typeof event !== "object" || event === null || typeof event.id !== "string" || typeof event.event !== "string") {
+      if (
+        typeof event !== "object" ||
+        event === null ||
+        typeof event.id !== "string" ||
+        typeof event.event !== "string"
+      ) {
         return reply(res, 400, "not an event envelope");
       }
 
@@ -185,7 +190,10 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const server = createReceiver({
     secret,
     onEvent: (e, headers) =>
-      console.log(`${new Date().toISOString()} ${e.event} ${e.id} attempt=${headers["x-service-delivery-attempt"] ?? "?"}`, JSON.stringify(e.data)),
+      console.log(
+        `${new Date().toISOString()} ${e.event} ${e.id} attempt=${headers["x-service-delivery-attempt"] ?? "?"}`,
+        JSON.stringify(e.data),
+      ),
   });
   server.listen(port, host, () => console.log(`webhook receiver on http://${host}:${port}/`));
   const stop = () => server.close(() => process.exit(0));

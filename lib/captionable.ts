@@ -1,9 +1,10 @@
 // A contribution to the `captionable.videos` collection (contracts/records.ts) from an area's own records: the
 // partner's record by job id (another account's answers as a missing one), shown as a video. The area's files
 // are in its own blob store, which its jobs wrote them to.
-import type { CaptionableVideo, CaptionableVideos } from "../contracts/records.ts";
+
 import type { BlobStore } from "../contracts/blobs.ts";
 import type { CapabilityMap, CapabilityName } from "../contracts/index.ts";
+import type { CaptionableVideo, CaptionableVideos } from "../contracts/records.ts";
 
 /** What of a plugin's host a contribution uses (the kernel's CapabilityHost is one): its blobs and capabilities. */
 export interface CaptionableHost {

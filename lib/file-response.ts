@@ -33,16 +33,25 @@ export function contentDisposition(kind: "attachment" | "inline", name: string):
 }
 
 /** What to answer for a file of `size` bytes: status, headers, and the part to send (none for 416 or HEAD). */
-function plan(request: Request, size: number, headers: Record<string, string>): { status: number; headers: Record<string, string>; part: ByteRange | "all" | null } {
+function plan(
+  request: Request,
+  size: number,
+  headers: Record<string, string>,
+): { status: number; headers: Record<string, string>; part: ByteRange | "all" | null } {
   const base = { ...headers, "accept-ranges": "bytes", "x-content-type-options": "nosniff" };
   const header = request.headers.get("range");
   const range = header ? parseRange(header, size) : null;
   const head = request.method === "HEAD";
-  if (range === "unsatisfiable") return { status: 416, headers: { ...base, "content-range": `bytes */${size}` }, part: null };
+  if (range === "unsatisfiable")
+    return { status: 416, headers: { ...base, "content-range": `bytes */${size}` }, part: null };
   if (range) {
     return {
       status: 206,
-      headers: { ...base, "content-length": String(range.end - range.start + 1), "content-range": `bytes ${range.start}-${range.end}/${size}` },
+      headers: {
+        ...base,
+        "content-length": String(range.end - range.start + 1),
+        "content-range": `bytes ${range.start}-${range.end}/${size}`,
+      },
       part: head ? null : range,
     };
   }
@@ -56,7 +65,11 @@ export function fileResponse(request: Request, data: Uint8Array, headers: Record
 }
 
 /** The same answer for a file read from its store as it is sent (a disk stream, an S3 ranged GET). */
-export async function streamedFileResponse(request: Request, file: { size: number; read(range?: ByteRange): Promise<ReadableStream<Uint8Array>> }, headers: Record<string, string>): Promise<Response> {
+export async function streamedFileResponse(
+  request: Request,
+  file: { size: number; read(range?: ByteRange): Promise<ReadableStream<Uint8Array>> },
+  headers: Record<string, string>,
+): Promise<Response> {
   const p = plan(request, file.size, headers);
   const body = p.part === null ? null : await file.read(p.part === "all" ? undefined : p.part);
   return new Response(body, { status: p.status, headers: p.headers });

@@ -49,7 +49,12 @@ interface ListedTable extends RecordTableBase {
 type Db = Parameters<JobRecords<ListedTable>["find"]>[0];
 
 /** The partner's record of the job `id`, or the 404 a missing, malformed or another account's id all get. */
-export async function findOwnRecord<Table extends ListedTable, Output>(records: JobRecords<Table, Output>, db: Db, partnerId: string, id: string | undefined): Promise<JobRecord<Table, Output>> {
+export async function findOwnRecord<Table extends ListedTable, Output>(
+  records: JobRecords<Table, Output>,
+  db: Db,
+  partnerId: string,
+  id: string | undefined,
+): Promise<JobRecord<Table, Output>> {
   if (!isJobId(id)) throw notFound();
   const row = await records.find(db, partnerId, id);
   if (!row) throw notFound();
@@ -57,7 +62,12 @@ export async function findOwnRecord<Table extends ListedTable, Output>(records: 
 }
 
 /** A page of the partner's records, newest first, narrowed by the query's `status` and `since`. */
-export function listOwnRecords<Table extends ListedTable, Output>(records: JobRecords<Table, Output>, db: Db, partnerId: string, query: JobListQuery) {
+export function listOwnRecords<Table extends ListedTable, Output>(
+  records: JobRecords<Table, Output>,
+  db: Db,
+  partnerId: string,
+  query: JobListQuery,
+) {
   const { status } = query;
   const since = parseSince(query.since);
   return records.page(db, partnerId, query, (q) => {

@@ -27,13 +27,20 @@ export interface ConfigVariable<T = unknown> {
 }
 
 /** Declares one variable (see ConfigVariable); the name is checked here, where the mistake is made. */
-export function envVar<S extends StandardSchemaV1>(name: string, schema: S, description: string): ConfigVariable<InferOutput<S>> {
-  if (!VARIABLE_NAME.test(name)) throw new Error(`config variable "${name}" must be uppercase letters, digits and underscores`);
+export function envVar<S extends StandardSchemaV1>(
+  name: string,
+  schema: S,
+  description: string,
+): ConfigVariable<InferOutput<S>> {
+  if (!VARIABLE_NAME.test(name))
+    throw new Error(`config variable "${name}" must be uppercase letters, digits and underscores`);
   return Object.freeze({ name, schema, description }) as ConfigVariable<InferOutput<S>>;
 }
 
 export type ConfigVariables = Readonly<Record<string, ConfigVariable<any>>>;
-export type ConfigValues<V extends ConfigVariables> = { readonly [K in keyof V]: V[K] extends ConfigVariable<infer T> ? T : never };
+export type ConfigValues<V extends ConfigVariables> = {
+  readonly [K in keyof V]: V[K] extends ConfigVariable<infer T> ? T : never;
+};
 
 /** One plugin's declared variables as the kernel read them at boot, by variable name. */
 export type PluginConfigValues = Readonly<Record<string, unknown>>;
@@ -63,11 +70,13 @@ export function defineConfig<const V extends ConfigVariables>(variables: V): Con
   const byName = new Map<string, ConfigVariable>();
   for (const v of Object.values(variables)) {
     const seen = byName.get(v.name);
-    if (seen && seen.schema !== v.schema) throw new Error(`config variable ${v.name} is declared twice with different schemas`);
+    if (seen && seen.schema !== v.schema)
+      throw new Error(`config variable ${v.name} is declared twice with different schemas`);
     byName.set(v.name, v);
   }
   const keyed = Object.entries(variables);
-  const shape = (valueOf: (name: string) => unknown) => Object.freeze(Object.fromEntries(keyed.map(([key, v]) => [key, valueOf(v.name)]))) as ConfigValues<V>;
+  const shape = (valueFor: (name: string) => unknown) =>
+    Object.freeze(Object.fromEntries(keyed.map(([key, v]) => [key, valueFor(v.name)]))) as ConfigValues<V>;
   // One typed object per plugin: handlers call `of` per request.
   const typed = new WeakMap<PluginConfigValues, ConfigValues<V>>();
   return Object.freeze({
@@ -77,7 +86,10 @@ export function defineConfig<const V extends ConfigVariables>(variables: V): Con
       let out = typed.get(values);
       if (!out) {
         out = shape((name) => {
-          if (!Object.hasOwn(values, name)) throw new Error(`config variable ${name} is read by a plugin that does not declare it (definePlugin config)`);
+          if (!Object.hasOwn(values, name))
+            throw new Error(
+              `config variable ${name} is read by a plugin that does not declare it (definePlugin config)`,
+            );
           return values[name];
         });
         typed.set(values, out);
@@ -97,8 +109,14 @@ export function readVariables(variables: Iterable<ConfigVariable>, env: Environm
   for (const v of variables) {
     const raw = env[v.name];
     const result = v.schema["~standard"].validate(raw === "" ? undefined : raw);
-    if (result instanceof Promise) throw new ConfigError(`${v.name}: its schema validates asynchronously, and configuration is read synchronously at boot`);
-    if (result.issues) throw new ConfigError(`${v.name} ${result.issues[0]?.message ?? "is invalid"} (${raw ? `got "${raw}"` : "unset"})`);
+    if (result instanceof Promise)
+      throw new ConfigError(
+        `${v.name}: its schema validates asynchronously, and configuration is read synchronously at boot`,
+      );
+    if (result.issues)
+      throw new ConfigError(
+        `${v.name} ${result.issues[0]?.message ?? "is invalid"} (${raw ? `got "${raw}"` : "unset"})`,
+      );
     values[v.name] = result.value;
   }
   return values;

@@ -8,7 +8,7 @@
 // reference's own.
 import { checkPicture } from "./media/budgets.ts";
 import { MediaError } from "./media/errors.ts";
-import { encodeImage, withVips, type VipsImage } from "./media/vips.ts";
+import { encodeImage, type VipsImage, withVips } from "./media/vips.ts";
 
 export type Rgb = [number, number, number];
 
@@ -73,10 +73,14 @@ export async function sandboxCardPng(bytes: Uint8Array, width: number, height: n
  */
 export async function dominantColours(bytes: Uint8Array, count = 3): Promise<Rgb[]> {
   withinBudget(bytes);
-  const small = await withVips("invalid_input", (vips, track) => pixelsOf(toRgb(track(vips.Image.thumbnailBuffer(bytes, 32, { height: 32, size: "both" })), track)));
+  const small = await withVips("invalid_input", (vips, track) =>
+    pixelsOf(toRgb(track(vips.Image.thumbnailBuffer(bytes, 32, { height: 32, size: "both" })), track)),
+  );
   const bins = new Map<number, { n: number; sum: Rgb }>();
   for (let i = 0; i + 2 < small.length; i += 3) {
-    const r = small[i]!, g = small[i + 1]!, b = small[i + 2]!;
+    const r = small[i]!,
+      g = small[i + 1]!,
+      b = small[i + 2]!;
     const key = ((r >> 5) << 6) | ((g >> 5) << 3) | (b >> 5);
     const bin = bins.get(key) ?? { n: 0, sum: [0, 0, 0] };
     bin.n++;
@@ -97,7 +101,14 @@ export async function dominantColours(bytes: Uint8Array, count = 3): Promise<Rgb
 }
 
 /** `0xRRGGBB`, as ffmpeg's colour options take it. */
-export const hexColour = (c: Rgb) => `0x${c.map((v) => Math.max(0, Math.min(255, Math.round(v))).toString(16).padStart(2, "0")).join("")}`;
+export const hexColour = (c: Rgb) =>
+  `0x${c
+    .map((v) =>
+      Math.max(0, Math.min(255, Math.round(v)))
+        .toString(16)
+        .padStart(2, "0"),
+    )
+    .join("")}`;
 
 /**
  * Where a reference picture goes, always 3:4 (portrait, as a character picture usually is), even-sized:
@@ -113,9 +124,14 @@ export function cardBox(frameWidth: number, frameHeight: number, place: "subject
     const height = even((width * 4) / 3);
     return { x: margin, y: frameHeight - height - margin, width, height };
   }
-  const height = even(Math.min(frameHeight * 0.56, ((frameWidth * 0.8) * 4) / 3));
+  const height = even(Math.min(frameHeight * 0.56, (frameWidth * 0.8 * 4) / 3));
   const width = even((height * 3) / 4);
-  return { x: Math.round((frameWidth - width) / 2), y: Math.min(frameHeight - height - margin, Math.round(frameHeight * 0.62 - height / 2)), width, height };
+  return {
+    x: Math.round((frameWidth - width) / 2),
+    y: Math.min(frameHeight - height - margin, Math.round(frameHeight * 0.62 - height / 2)),
+    width,
+    height,
+  };
 }
 
 /**

@@ -6,8 +6,8 @@
 // renders the media once the latency is over. So a job waiting on a sandbox holds no worker slot, and only
 // the render is work.
 import { createHash } from "node:crypto";
-import type { UpstreamHandle, UpstreamPoll, UpstreamPollOptions, UpstreamProvider } from "../contracts/upstream.ts";
 import type { BlobStore } from "../contracts/blobs.ts";
+import type { UpstreamHandle, UpstreamPoll, UpstreamPollOptions, UpstreamProvider } from "../contracts/upstream.ts";
 import { PRIVATE_KEY_PREFIX } from "./service-media.ts";
 
 /** Where recorded requests are kept: a blob folder, or this process's memory (tests of a provider alone). */
@@ -32,7 +32,9 @@ export interface SandboxUpstreamOptions<Request, Result> {
 const keyOf = (id: string) => `${PRIVATE_KEY_PREFIX}upstream/${id}.bin`;
 
 /** The submit-and-poll provider of a sandbox's work. */
-export function sandboxUpstream<Request extends object, Result>(o: SandboxUpstreamOptions<Request, Result>): UpstreamProvider<Request, Result> {
+export function sandboxUpstream<Request extends object, Result>(
+  o: SandboxUpstreamOptions<Request, Result>,
+): UpstreamProvider<Request, Result> {
   const store = o.store ?? memoryStore();
   const latency = Math.max(0, o.latencyMs);
   const quarter = latency / 4;
@@ -49,14 +51,17 @@ export function sandboxUpstream<Request extends object, Result>(o: SandboxUpstre
       // Named by the submit's idempotency key, as an upstream that takes one dedupes: a job that submits again
       // after a crash (before its handle was stored) replaces its first request instead of leaving it behind.
       const id = `sbx-${createHash("sha256").update(`${o.name}\0${options.idempotencyKey}`).digest("hex").slice(0, 32)}`;
-      await store.put(keyOf(id), packRequest(await withReadBytes(request)), { contentType: "application/octet-stream" });
+      await store.put(keyOf(id), packRequest(await withReadBytes(request)), {
+        contentType: "application/octet-stream",
+      });
       return { id, pollAfterMs: Math.ceil(quarter), data: { submitted_at: Date.now() } };
     },
     async poll(handle, options) {
       const elapsed = Date.now() - Number((handle.data as { submitted_at?: number } | undefined)?.submitted_at ?? 0);
       if (elapsed < quarter) return pending(elapsed, quarter - elapsed);
       const packed = await store.get(keyOf(handle.id));
-      if (!packed) return { state: "failed", error: new Error(`sandbox: no work ${handle.id} (cancelled or released)`) };
+      if (!packed)
+        return { state: "failed", error: new Error(`sandbox: no work ${handle.id} (cancelled or released)`) };
       const request = unpackRequest(packed) as Request;
       try {
         o.check?.(request);
@@ -66,7 +71,8 @@ export function sandboxUpstream<Request extends object, Result>(o: SandboxUpstre
       if (o.hangs?.(request)) return pending(Math.min(elapsed, latency * 0.99), Math.max(quarter, 1000));
       if (elapsed < latency) return pending(elapsed, Math.min(latency - elapsed, quarter));
       try {
-        const onProgress = (f: number, message?: string) => options.onProgress(waitShare + Math.max(0, Math.min(1, f)) * (1 - waitShare), message);
+        const onProgress = (f: number, message?: string) =>
+          options.onProgress(waitShare + Math.max(0, Math.min(1, f)) * (1 - waitShare), message);
         return { state: "done", result: await o.render(request, { signal: options.signal, onProgress }) };
       } catch (err) {
         if (options.signal.aborted) throw err;
@@ -160,6 +166,8 @@ export function unpackRequest(packed: Uint8Array): unknown {
   const body = packed.subarray(4 + headLength);
   return JSON.parse(new TextDecoder().decode(packed.subarray(4, 4 + headLength)), (_key, value) =>
     // A copy (Uint8Array's slice: a Buffer's would be a view keeping the whole record alive).
-    value && typeof value === "object" && Array.isArray(value.$bytes) ? Uint8Array.prototype.slice.call(body, value.$bytes[0], value.$bytes[0] + value.$bytes[1]) : value,
+    value && typeof value === "object" && Array.isArray(value.$bytes)
+      ? Uint8Array.prototype.slice.call(body, value.$bytes[0], value.$bytes[0] + value.$bytes[1])
+      : value,
   );
 }

@@ -2,9 +2,9 @@
 // steps, and the markers that let anyone reach the failure paths.
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { defineConfig, envVar } from "./plugin-config.ts";
 import { appendTopLevelBox, concatBytes, isoBmffBox } from "./formats/index.ts";
 import { MP4_UUIDS } from "./media/mp4-metadata.ts";
+import { defineConfig, envVar } from "./plugin-config.ts";
 
 // Decoding, sizing and colours of the references a sandbox is given (what makes them show in its output).
 export * from "./sandbox-pictures.ts";
@@ -67,9 +67,20 @@ function provenanceXmp(prompt: string, software: string): Uint8Array {
 /** A C2PA-shaped manifest box payload: purpose, offset, and a JUMBF superbox labelled "c2pa". */
 function c2paPayload(prompt: string, software: string): Uint8Array {
   const enc = new TextEncoder();
-  const c2paType = Uint8Array.from([0x63, 0x32, 0x70, 0x61, 0x00, 0x11, 0x00, 0x10, 0x80, 0x00, 0x00, 0xaa, 0x00, 0x38, 0x9b, 0x71]);
+  const c2paType = Uint8Array.from([
+    0x63, 0x32, 0x70, 0x61, 0x00, 0x11, 0x00, 0x10, 0x80, 0x00, 0x00, 0xaa, 0x00, 0x38, 0x9b, 0x71,
+  ]);
   const jumd = isoBmffBox("jumd", new Uint8Array([...c2paType, 0x03, ...enc.encode("c2pa"), 0]));
-  const claim = isoBmffBox("json", enc.encode(JSON.stringify({ claim_generator: software, digital_source_type: "trainedAlgorithmicMedia", prompt_sha256: createHash("sha256").update(prompt).digest("hex") })));
+  const claim = isoBmffBox(
+    "json",
+    enc.encode(
+      JSON.stringify({
+        claim_generator: software,
+        digital_source_type: "trainedAlgorithmicMedia",
+        prompt_sha256: createHash("sha256").update(prompt).digest("hex"),
+      }),
+    ),
+  );
   const jumb = isoBmffBox("jumb", concatBytes([jumd, claim]));
   // version/flags (4), purpose "manifest\0", offset to the manifest (8 bytes, 0 = none), then the JUMBF.
   return new Uint8Array([0, 0, 0, 0, ...enc.encode("manifest"), 0, 0, 0, 0, 0, 0, 0, 0, 0, ...jumb]);

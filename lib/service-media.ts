@@ -63,7 +63,7 @@ export interface ServiceMediaReader {
 }
 
 export function serviceMediaReader(publicUrl: string, blobs: BlobStore): ServiceMediaReader {
-  const base = new URL(publicUrl.replace(/(?<!\/)\/+$/, "") + "/media/");
+  const base = new URL(`${publicUrl.replace(/(?<!\/)\/+$/, "")}/media/`);
   return {
     async read(raw) {
       let url: URL;
@@ -76,7 +76,9 @@ export function serviceMediaReader(publicUrl: string, blobs: BlobStore): Service
       const segments = mediaPathSegments(url.pathname.slice(base.pathname.length));
       if (!isServedMediaKey(segments)) return { kind: "missing" };
       const bytes = await blobs.get(segments.join("/"));
-      return bytes ? { kind: "found", bytes, plugin: segments[0]!, key: segments.slice(1).join("/") } : { kind: "missing" };
+      return bytes
+        ? { kind: "found", bytes, plugin: segments[0]!, key: segments.slice(1).join("/") }
+        : { kind: "missing" };
     },
   };
 }

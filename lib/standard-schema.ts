@@ -11,7 +11,12 @@ export interface StandardSchemaV1<Input = unknown, Output = Input> {
 
 export type StandardResult<Output> =
   | { readonly value: Output; readonly issues?: undefined }
-  | { readonly issues: ReadonlyArray<{ readonly message: string; readonly path?: ReadonlyArray<PropertyKey | { key: PropertyKey }> }> };
+  | {
+      readonly issues: ReadonlyArray<{
+        readonly message: string;
+        readonly path?: ReadonlyArray<PropertyKey | { key: PropertyKey }>;
+      }>;
+    };
 
 export type InferOutput<S> = S extends StandardSchemaV1<any, infer O> ? O : never;
 

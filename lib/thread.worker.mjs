@@ -4,7 +4,14 @@
 // tsx's API on Node, and directly on Deno, which runs TypeScript itself.
 import { parentPort } from "node:worker_threads";
 
-const load = typeof globalThis.Deno !== "undefined" ? (href) => import(href) : await import("tsx/esm/api").then(({ tsImport }) => (href) => tsImport(href, import.meta.url));
+const load =
+  typeof globalThis.Deno !== "undefined"
+    ? (href) => import(href)
+    : await import("tsx/esm/api").then(
+        ({ tsImport }) =>
+          (href) =>
+            tsImport(href, import.meta.url),
+      );
 const modules = new Map();
 
 // The ArrayBuffers to transfer rather than copy: only those a result's view covers whole. A small Node Buffer
@@ -12,7 +19,8 @@ const modules = new Map();
 // it instead, later releases refuse a message whose transfer list names it (DataCloneError). Cloned either way.
 function buffers(value, out = [], depth = 0) {
   if (ArrayBuffer.isView(value)) {
-    const whole = value.buffer instanceof ArrayBuffer && value.byteOffset === 0 && value.byteLength === value.buffer.byteLength;
+    const whole =
+      value.buffer instanceof ArrayBuffer && value.byteOffset === 0 && value.byteLength === value.buffer.byteLength;
     if (whole && !out.includes(value.buffer)) out.push(value.buffer);
   } else if (value && typeof value === "object" && depth < 4) {
     for (const v of Object.values(value)) buffers(v, out, depth + 1);
@@ -28,6 +36,11 @@ parentPort.on("message", async ({ id, module, name, args }) => {
     const value = await fn(...args);
     parentPort.postMessage({ id, ok: true, value }, buffers(value));
   } catch (err) {
-    parentPort.postMessage({ id, ok: false, message: err instanceof Error ? err.message : String(err), name: err?.name });
+    parentPort.postMessage({
+      id,
+      ok: false,
+      message: err instanceof Error ? err.message : String(err),
+      name: err?.name,
+    });
   }
 });

@@ -79,7 +79,10 @@ function release(t: Thread): void {
   t.worker.unref();
   if (t.gone || !threads.has(t)) return;
   const next = waiting.shift();
-  if (next) return next(t);
+  if (next) {
+    next(t);
+    return;
+  }
   t.busy = false;
   t.idle = setTimeout(() => end(t), IDLE_MS);
   t.idle.unref();
@@ -96,7 +99,12 @@ function end(t: Thread): void {
  * with `args` in a worker thread. Rejects with a ThreadError carrying the thread's message when it throws, and
  * with `signal`'s reason when it aborts (the thread is ended).
  */
-export async function inThread<T>(module: URL, name: string, args: readonly unknown[], signal?: AbortSignal): Promise<T> {
+export async function inThread<T>(
+  module: URL,
+  name: string,
+  args: readonly unknown[],
+  signal?: AbortSignal,
+): Promise<T> {
   signal?.throwIfAborted();
   const t = await acquire();
   if (signal?.aborted) {

@@ -61,6 +61,7 @@ export function cleanUpstreamJson(value: unknown, maxChars: number, depth = 0): 
   if (value === null || typeof value !== "object" || depth > 64) return typeof value === "object" ? null : value;
   if (Array.isArray(value)) return value.map((v) => cleanUpstreamJson(v, maxChars, depth + 1));
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[cleanUpstreamText(k, maxChars)] = cleanUpstreamJson(v, maxChars, depth + 1);
+  for (const [k, v] of Object.entries(value))
+    out[cleanUpstreamText(k, maxChars)] = cleanUpstreamJson(v, maxChars, depth + 1);
   return out;
 }

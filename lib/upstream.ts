@@ -1,13 +1,17 @@
 // Submit-and-poll providers (contracts/upstream.ts) used in place: submit, then poll, sleeping the delays the
 // provider asks for, until it is done. For tests of a provider and for callers that may hold their slot;
 // a job waits through `ctx.awaitUpstream`, which holds none.
-import type { UpstreamProvider } from "../contracts/upstream.ts";
+
 import { randomUUID } from "node:crypto";
+import type { UpstreamProvider } from "../contracts/upstream.ts";
 import { errorBackoff, MAX_POLL_ERRORS } from "./poll-backoff.ts";
 import { sandboxSleep } from "./sandbox.ts";
 
 /** A request as the one-call providers took it, with its abort signal and progress callback. */
-export type InPlace<Request> = Request & { signal?: AbortSignal; onProgress?: (fraction: number, message?: string) => unknown };
+export type InPlace<Request> = Request & {
+  signal?: AbortSignal;
+  onProgress?: (fraction: number, message?: string) => unknown;
+};
 
 /**
  * `request` may carry `signal` and `onProgress` as the old one-call providers took them: they are taken off

@@ -5,21 +5,42 @@ import account from "./account/index.ts";
 import analysis from "./analysis/index.ts";
 import captions from "./captions/index.ts";
 import images from "./images/index.ts";
+import imagesSandbox from "./images/sandbox.ts";
 import metadata from "./metadata/index.ts";
 import music from "./music/index.ts";
+import musicSandbox from "./music/sandbox.ts";
 import omni from "./omni/index.ts";
 import omniSandbox from "./omni/sandbox.ts";
-import musicSandbox from "./music/sandbox.ts";
 import scriptRunner from "./script-runner/index.ts";
-import social from "./social/index.ts";
-import upscale from "./upscale/index.ts";
 import socialExtractor from "./social/extractor.ts";
-import imagesSandbox from "./images/sandbox.ts";
+import social from "./social/index.ts";
+import text from "./text/index.ts";
+import upscale from "./upscale/index.ts";
 import video from "./video/index.ts";
 import videoSandbox from "./video/sandbox.ts";
 import voiceover from "./voiceover/index.ts";
 import voiceoverSandbox from "./voiceover/sandbox.ts";
 import webhooks from "./webhooks/index.ts";
-import text from "./text/index.ts";
 
-export const plugins = [account, webhooks, imagesSandbox, images, videoSandbox, video, captions, text, omniSandbox, omni, scriptRunner, upscale, voiceoverSandbox, voiceover, musicSandbox, music, metadata, socialExtractor, social, analysis];
+export const plugins = [
+  account,
+  webhooks,
+  imagesSandbox,
+  images,
+  videoSandbox,
+  video,
+  captions,
+  text,
+  omniSandbox,
+  omni,
+  scriptRunner,
+  upscale,
+  voiceoverSandbox,
+  voiceover,
+  musicSandbox,
+  music,
+  metadata,
+  socialExtractor,
+  social,
+  analysis,
+];

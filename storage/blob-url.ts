@@ -32,9 +32,11 @@ export function parseBlobUrl(raw: string): S3Location {
   } catch {
     throw new BlobUrlError("must be a URL such as s3://KEY:SECRET@bucket?endpoint=https://s3.example.com");
   }
-  if (url.protocol !== "s3:") throw new BlobUrlError(`must start with s3:// (got ${url.protocol.replace(/:$/, "")}://)`);
+  if (url.protocol !== "s3:")
+    throw new BlobUrlError(`must start with s3:// (got ${url.protocol.replace(/:$/, "")}://)`);
   const bucket = url.hostname;
-  if (!BUCKET.test(bucket)) throw new BlobUrlError("must name a bucket of 3-63 lowercase letters, digits, dots and hyphens");
+  if (!BUCKET.test(bucket))
+    throw new BlobUrlError("must name a bucket of 3-63 lowercase letters, digits, dots and hyphens");
   let accessKeyId: string;
   let secretAccessKey: string;
   try {
@@ -43,7 +45,8 @@ export function parseBlobUrl(raw: string): S3Location {
   } catch {
     throw new BlobUrlError("has credentials that are not valid percent-encoding");
   }
-  if (!accessKeyId || !secretAccessKey) throw new BlobUrlError("must carry the access key and secret: s3://KEY:SECRET@bucket");
+  if (!accessKeyId || !secretAccessKey)
+    throw new BlobUrlError("must carry the access key and secret: s3://KEY:SECRET@bucket");
   const region = url.searchParams.get("region") || "us-east-1";
   if (!/^[a-z0-9-]{2,32}$/.test(region)) throw new BlobUrlError("has a region that is not a region name");
   const endpointText = url.searchParams.get("endpoint") || `https://s3.${region}.amazonaws.com`;
@@ -53,10 +56,13 @@ export function parseBlobUrl(raw: string): S3Location {
   } catch {
     throw new BlobUrlError("has an endpoint that is not a URL");
   }
-  if (endpoint.protocol !== "https:" && endpoint.protocol !== "http:") throw new BlobUrlError("has an endpoint that is not http or https");
-  if (endpoint.username || endpoint.password || endpoint.search || endpoint.hash) throw new BlobUrlError("has an endpoint with credentials, a query or a fragment");
+  if (endpoint.protocol !== "https:" && endpoint.protocol !== "http:")
+    throw new BlobUrlError("has an endpoint that is not http or https");
+  if (endpoint.username || endpoint.password || endpoint.search || endpoint.hash)
+    throw new BlobUrlError("has an endpoint with credentials, a query or a fragment");
   for (const name of url.searchParams.keys()) {
-    if (name !== "endpoint" && name !== "region") throw new BlobUrlError(`has an unknown parameter "${name}" (endpoint and region are known)`);
+    if (name !== "endpoint" && name !== "region")
+      throw new BlobUrlError(`has an unknown parameter "${name}" (endpoint and region are known)`);
   }
   // The URL parser has already resolved literal dot segments; encoded ones and empty ones are refused.
   const path = url.pathname.replace(/^\/+|(?<!\/)\/+$/g, "");
@@ -66,7 +72,10 @@ export function parseBlobUrl(raw: string): S3Location {
   } catch {
     throw new BlobUrlError("has a prefix that is not valid percent-encoding");
   }
-  if (segments.some((s) => s === "" || s === "." || s === ".." || /[\u0000-\u001f\\/:]/.test(s))) throw new BlobUrlError("has a prefix with an empty, . or .. segment, or an encoded slash, backslash, colon or control character");
+  if (segments.some((s) => s === "" || s === "." || s === ".." || /[\u0000-\u001f\\/:]/.test(s)))
+    throw new BlobUrlError(
+      "has a prefix with an empty, . or .. segment, or an encoded slash, backslash, colon or control character",
+    );
   return {
     bucket,
     prefix: segments.length ? `${segments.join("/")}/` : "",

@@ -6,7 +6,7 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { AwsClient } from "aws4fetch";
-import { createStorage, defineDriver, prefixStorage, type Driver, type Storage } from "unstorage";
+import { createStorage, type Driver, defineDriver, prefixStorage, type Storage } from "unstorage";
 import fsDriver from "unstorage/drivers/fs-lite";
 import memoryDriver from "unstorage/drivers/memory";
 import s3Driver from "unstorage/drivers/s3";
@@ -66,7 +66,10 @@ const privateFsDriver = defineDriver((options: { base: string }) => {
   const inner = fsDriver({ base: options.base }) as Driver;
   // fs-lite's own key-to-path mapping (":" separates segments), with its refusal of ".." segments.
   const path = (key: string) => {
-    if (/\.\.:|\.\.$/.test(key)) throw new Error(`[unstorage] [private-fs] Invalid key: ${JSON.stringify(key)}. It should not contain .. segments`);
+    if (/\.\.:|\.\.$/.test(key))
+      throw new Error(
+        `[unstorage] [private-fs] Invalid key: ${JSON.stringify(key)}. It should not contain .. segments`,
+      );
     return join(options.base, key.replace(/:/g, "/"));
   };
   return {
@@ -83,7 +86,10 @@ export function fileBlobStore(dataDir: string): BlobStore {
   // other users' reach too.
   privateDirSync(dataDir);
   privateDirSync(base, { tighten: true });
-  return wrap(createStorage({ driver: privateFsDriver({ base }) }), { withMeta: true, open: (key) => openFile(base, key) });
+  return wrap(createStorage({ driver: privateFsDriver({ base }) }), {
+    withMeta: true,
+    open: (key) => openFile(base, key),
+  });
 }
 
 async function openFile(base: string, key: string): Promise<BlobReader | null> {
@@ -99,7 +105,10 @@ async function openFile(base: string, key: string): Promise<BlobReader | null> {
   }
   return {
     size,
-    read: async (range) => Readable.toWeb(createReadStream(path, range ? { start: range.start, end: range.end } : {})) as ReadableStream<Uint8Array>,
+    read: async (range) =>
+      Readable.toWeb(
+        createReadStream(path, range ? { start: range.start, end: range.end } : {}),
+      ) as ReadableStream<Uint8Array>,
   };
 }
 
@@ -116,7 +125,8 @@ export function s3BlobStore(location: S3Location): BlobStore {
   const storage = createStorage({ driver: s3Driver({ bucket, endpoint, region, accessKeyId, secretAccessKey }) });
   const client = new AwsClient({ service: "s3", accessKeyId, secretAccessKey, region });
   // Path-style, as the driver addresses objects; our key segments are plain, encoded all the same.
-  const objectUrl = (key: string) => `${endpoint}/${bucket}/${(location.prefix + key).split("/").map(encodeURIComponent).join("/")}`;
+  const objectUrl = (key: string) =>
+    `${endpoint}/${bucket}/${(location.prefix + key).split("/").map(encodeURIComponent).join("/")}`;
   const open: Opener = async (key) => {
     const head = await client.fetch(objectUrl(key), { method: "HEAD" });
     if (head.status === 404) return null;
@@ -125,7 +135,10 @@ export function s3BlobStore(location: S3Location): BlobStore {
     return {
       size,
       async read(range) {
-        const res = await client.fetch(objectUrl(key), range ? { headers: { range: `bytes=${range.start}-${range.end}` } } : {});
+        const res = await client.fetch(
+          objectUrl(key),
+          range ? { headers: { range: `bytes=${range.start}-${range.end}` } } : {},
+        );
         if (!res.ok || !res.body) throw new Error(`[s3] GET ${objectUrl(key)}: ${res.status}`);
         if (range && res.status !== 206) {
           // A server that ignored the Range sent the whole object: the wanted part is cut from it.
@@ -135,7 +148,10 @@ export function s3BlobStore(location: S3Location): BlobStore {
       },
     };
   };
-  return wrap(location.prefix ? prefixStorage(storage, location.prefix.replaceAll("/", ":")) : storage, { withMeta: false, open });
+  return wrap(location.prefix ? prefixStorage(storage, location.prefix.replaceAll("/", ":")) : storage, {
+    withMeta: false,
+    open,
+  });
 }
 
 /**

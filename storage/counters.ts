@@ -110,7 +110,12 @@ const REDIS_RECONNECT_MAX_MS = 1_000;
 
 /** The connection options of every long-lived Redis client (counters, pub/sub). */
 export function redisClientOptions(extra: RedisOptions = {}): RedisOptions {
-  return { maxRetriesPerRequest: 0, commandTimeout: REDIS_COMMAND_TIMEOUT_MS, retryStrategy: (times: number) => Math.min(times * 50, REDIS_RECONNECT_MAX_MS), ...extra };
+  return {
+    maxRetriesPerRequest: 0,
+    commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+    retryStrategy: (times: number) => Math.min(times * 50, REDIS_RECONNECT_MAX_MS),
+    ...extra,
+  };
 }
 
 /** Redis is known to be out of reach (core/transient.ts classifies it by name: a 503, not a 500). */
@@ -146,7 +151,13 @@ export function describeRedisUrl(url: string): string {
  * is right once running and wrong at boot: an unreachable REDIS_URL must stop the boot, by name, at once.
  */
 export async function probeRedis(url: string, timeoutMs: number): Promise<void> {
-  const redis = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    retryStrategy: () => null,
+  });
   // The connection's own error (ECONNREFUSED, ENOTFOUND) comes as an event; connect() then rejects with a
   // bare "Connection is closed.", so the event's is the one reported.
   let cause: Error | undefined;
@@ -162,7 +173,9 @@ export async function probeRedis(url: string, timeoutMs: number): Promise<void> 
           throw cause ?? err;
         }
       })(),
-      new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs))),
+      new Promise(
+        (_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)),
+      ),
     ]);
   } finally {
     clearTimeout(timer);

@@ -1,6 +1,6 @@
 // The relational database: PGlite in DATA_DIR by default, Postgres when DATABASE_URL is set. One kysely
 // instance either way; the handles pg-boss needs (the PGlite instance, or the connection string) ride along.
-import { closeSync, openSync, readFileSync, unlinkSync, utimesSync, writeSync, statSync } from "node:fs";
+import { closeSync, openSync, readFileSync, statSync, unlinkSync, utimesSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -9,8 +9,8 @@ import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import { ConnectionGate, type Priority } from "./connection-gate.ts";
 import { PGliteDialect } from "./pglite-dialect.ts";
-import type { KernelTables } from "./tables.ts";
 import { PRIVATE_FILE_MODE, privateDirSync, tightenTreeSync } from "./private-fs.ts";
+import type { KernelTables } from "./tables.ts";
 
 export type DatabaseKind = "pglite" | "postgres";
 
@@ -130,7 +130,8 @@ function connectionOver(client: pg.Client, err: unknown): boolean {
 // retried (the transaction fails as a whole, and its caller decides). The job runtime's statements (the
 // background lane) are not retried here: the attempt they belong to is retried as a whole.
 const READ_ONLY = /^\s*select\b/i;
-const NOT_READ_ONLY = /\bfor\s+(update|share|no\s+key\s+update|key\s+share)\b|\b(into|pg_advisory\w*|pg_try_advisory\w*|pg_notify|nextval|setval|set_config|txid_current|pg_current_xact_id)\b/i;
+const NOT_READ_ONLY =
+  /\bfor\s+(update|share|no\s+key\s+update|key\s+share)\b|\b(into|pg_advisory\w*|pg_try_advisory\w*|pg_notify|nextval|setval|set_config|txid_current|pg_current_xact_id)\b/i;
 
 /**
  * Clients checked out by the requests lane right now (their SELECTs are retried, see READ_ONLY), each with
@@ -153,9 +154,14 @@ function watchClient(pool: pg.Pool, client: pg.Client, onLost: (err: Error) => v
   // kysely calls query(text, values) and awaits the promise; any other form (a callback, a cursor) goes to pg as is.
   (client as { query: unknown }).query = (...args: unknown[]) => {
     const [text, values] = args;
-    if (typeof text !== "string" || args.length > 2 || (values !== undefined && !Array.isArray(values))) return query(...args);
+    if (typeof text !== "string" || args.length > 2 || (values !== undefined && !Array.isArray(values)))
+      return query(...args);
     const giveBackDead = retrying.get(client);
-    const retryable = giveBackDead !== undefined && (client as PgClient).getTransactionStatus?.() === "I" && READ_ONLY.test(text) && !NOT_READ_ONLY.test(text);
+    const retryable =
+      giveBackDead !== undefined &&
+      (client as PgClient).getTransactionStatus?.() === "I" &&
+      READ_ONLY.test(text) &&
+      !NOT_READ_ONLY.test(text);
     return (query(text, values) as Promise<pg.QueryResult>).catch(async (err: unknown) => {
       if (!connectionOver(client, err)) throw err;
       markLost(err as Error);
@@ -201,7 +207,11 @@ function byPriority(pool: pg.Pool, gate: ConnectionGate, priority: Priority) {
         released = true;
         retrying.delete(client);
         // A client whose connection is over is discarded, whether or not its holder says so.
-        release(err || lost.get(client) || ((client as PgClient)._queryable === false ? new Error("the connection was lost") : undefined));
+        release(
+          err ||
+            lost.get(client) ||
+            ((client as PgClient)._queryable === false ? new Error("the connection was lost") : undefined),
+        );
       };
       client.release = (err?: Error | boolean) => {
         try {
@@ -232,8 +242,11 @@ async function probePostgres(url: string): Promise<void> {
     await client.query("select 1");
   } catch (err) {
     const e = err as { code?: string; message?: string };
-    const reason = e.code && !String(e.message).includes(e.code) ? `${e.code}: ${e.message}` : (e.message ?? String(err));
-    throw new DatabaseOpenError(`DATABASE_URL: cannot connect to Postgres at ${describePostgresUrl(url)} (${reason || "no answer"})`);
+    const reason =
+      e.code && !String(e.message).includes(e.code) ? `${e.code}: ${e.message}` : (e.message ?? String(err));
+    throw new DatabaseOpenError(
+      `DATABASE_URL: cannot connect to Postgres at ${describePostgresUrl(url)} (${reason || "no answer"})`,
+    );
   } finally {
     await client.end().catch(() => {});
   }
@@ -262,8 +275,12 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     const onLost = options.onConnectionLost ?? (() => {});
     pool.on("connect", (client) => watchClient(pool, client, onLost));
     const gate = new ConnectionGate(options.poolSize ?? 10);
-    const kysely = new Kysely<KernelTables>({ dialect: new PostgresDialect({ pool: byPriority(pool, gate, "requests") }) });
-    const background = new Kysely<KernelTables>({ dialect: new PostgresDialect({ pool: byPriority(pool, gate, "background") }) });
+    const kysely = new Kysely<KernelTables>({
+      dialect: new PostgresDialect({ pool: byPriority(pool, gate, "requests") }),
+    });
+    const background = new Kysely<KernelTables>({
+      dialect: new PostgresDialect({ pool: byPriority(pool, gate, "background") }),
+    });
     return {
       kind: "postgres",
       kysely,
@@ -400,13 +417,15 @@ function lockEmbeddedDatabase(dataDir: string): EmbeddedLock {
         }
         continue;
       }
-      const who = owner ? `process ${owner.pid} on ${owner.host === me.host ? "this host" : `host ${owner.host}`}, since ${owner.since}` : "another process";
+      const who = owner
+        ? `process ${owner.pid} on ${owner.host === me.host ? "this host" : `host ${owner.host}`}, since ${owner.since}`
+        : "another process";
       throw new DatabaseOpenError(
         `DATA_DIR ${dataDir}: the embedded database is already open in ${who}. Stop that process, or give this one its own DATA_DIR (or a DATABASE_URL for several processes). If no process uses it, remove ${file}.`,
       );
     }
     try {
-      writeSync(fd, JSON.stringify(me) + "\n");
+      writeSync(fd, `${JSON.stringify(me)}\n`);
     } finally {
       closeSync(fd);
     }

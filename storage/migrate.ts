@@ -22,13 +22,17 @@ export async function migrate(db: Kysely<KernelTables>, migrations: readonly Mig
   // fails on Postgres's catalog (duplicate key in pg_type), which two hosts booting together did.
   await db.transaction().execute(async (trx) => {
     await sql`select pg_advisory_xact_lock(${LOCK_KEY})`.execute(trx);
-    await sql`create table if not exists mediagate_migrations (name text primary key, applied_at timestamptz not null default now())`.execute(trx);
+    await sql`create table if not exists mediagate_migrations (name text primary key, applied_at timestamptz not null default now())`.execute(
+      trx,
+    );
   });
   const applied: string[] = [];
   for (const migration of migrations) {
     await db.transaction().execute(async (trx) => {
       await sql`select pg_advisory_xact_lock(${LOCK_KEY})`.execute(trx);
-      const done = await sql<{ n: number }>`select 1 as n from mediagate_migrations where name = ${migration.name}`.execute(trx);
+      const done = await sql<{
+        n: number;
+      }>`select 1 as n from mediagate_migrations where name = ${migration.name}`.execute(trx);
       if (done.rows.length) return;
       for (const statement of migration.statements) await sql.raw(statement).execute(trx);
       await sql`insert into mediagate_migrations (name) values (${migration.name})`.execute(trx);

@@ -15,18 +15,18 @@
 // throughput, since PGlite runs one statement at a time anyway. One gate serves two dialects, one per lane
 // (storage/db.ts makes both).
 import type { PGlite, Transaction } from "@electric-sql/pglite";
-import type { ConnectionGate, Priority } from "./connection-gate.ts";
 import {
   type CompiledQuery,
   type DatabaseConnection,
   type Dialect,
   type Driver,
   type Kysely,
-  type QueryResult,
   PostgresAdapter,
   PostgresIntrospector,
   PostgresQueryCompiler,
+  type QueryResult,
 } from "kysely";
+import type { ConnectionGate, Priority } from "./connection-gate.ts";
 
 class PGliteConnection implements DatabaseConnection {
   #tx: Transaction | undefined;
@@ -99,7 +99,7 @@ class PGliteConnection implements DatabaseConnection {
     };
   }
 
-  // eslint-disable-next-line require-yield
+  // biome-ignore lint/correctness/useYield: PGlite cannot stream; kysely's Driver asks for a generator all the same
   async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error("streaming queries are not supported on PGlite");
   }

@@ -18,9 +18,15 @@ export interface PubSubOptions {
   onListenerError?: (error: unknown, channel: string) => void;
 }
 
-const printListenerError = (error: unknown, channel: string) => console.error(`pub/sub listener on "${channel}" failed:`, error);
+const printListenerError = (error: unknown, channel: string) =>
+  console.error(`pub/sub listener on "${channel}" failed:`, error);
 
-function deliver(channel: string, listeners: Iterable<Listener>, message: unknown, onError: NonNullable<PubSubOptions["onListenerError"]>): void {
+function deliver(
+  channel: string,
+  listeners: Iterable<Listener>,
+  message: unknown,
+  onError: NonNullable<PubSubOptions["onListenerError"]>,
+): void {
   for (const l of listeners) {
     try {
       l(message);
@@ -44,7 +50,14 @@ export function memoryPubSub(options: PubSubOptions = {}): PubSub {
       // Snapshot now, deliver on a microtask: like Redis, a listener never runs inside the publisher's call
       // stack, and it has run by the time the publisher's `await publish(...)` resumes.
       const listeners = [...set];
-      queueMicrotask(() => deliver(channel, listeners.filter((l) => set.has(l)), copy, onError));
+      queueMicrotask(() =>
+        deliver(
+          channel,
+          listeners.filter((l) => set.has(l)),
+          copy,
+          onError,
+        ),
+      );
     },
     async subscribe(channel, listener) {
       let set = channels.get(channel);

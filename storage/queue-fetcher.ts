@@ -107,19 +107,29 @@ export function createFetcher<T>(o: FetcherOptions<T>): Fetcher {
     if (!held.length) return;
     let touched: { settled?: string[] };
     try {
-      touched = await boss.touch(name, held.map(({ id, retryCount }) => ({ id, retryCount })));
+      touched = await boss.touch(
+        name,
+        held.map(({ id, retryCount }) => ({ id, retryCount })),
+      );
     } catch (err) {
       o.onError(err); // says nothing about the claims: nothing is aborted
       return;
     }
     if (!touched.settled) return;
     const alive = new Set(touched.settled);
-    for (const c of held) if (!alive.has(c.id) && claims.has(c.id)) c.lost.abort(new Error(`job ${c.id} is no longer active under this worker's claim`));
+    for (const c of held)
+      if (!alive.has(c.id) && claims.has(c.id))
+        c.lost.abort(new Error(`job ${c.id} is no longer active under this worker's claim`));
   }
 
   function start(job: Job<T>) {
     active++;
-    const claim = { id: job.id, retryCount: job.retryCount ?? 0, heartbeatSeconds: job.heartbeatSeconds ?? 0, lost: new AbortController() };
+    const claim = {
+      id: job.id,
+      retryCount: job.retryCount ?? 0,
+      heartbeatSeconds: job.heartbeatSeconds ?? 0,
+      lost: new AbortController(),
+    };
     claims.set(job.id, claim);
     refreshHeartbeat();
     const stop = new AbortController();
@@ -164,12 +174,17 @@ export function createFetcher<T>(o: FetcherOptions<T>): Fetcher {
     o.held.set(job.id, entry);
     // Like pg-boss's worker: past its time the attempt is failed (and retried) and its handler told to
     // stop; the slot is free again at once.
-    const expiry = setTimeout(() => {
-      // ATTEMPT_EXPIRED: the job runtime counts a timed-out attempt as a failed one (core/jobs.ts).
-      const err = Object.assign(new Error(`handler execution exceeded ${job.expireInSeconds}s`), { code: "ATTEMPT_EXPIRED" });
-      stop.abort(err);
-      void settle("fail", err);
-    }, (job.expireInSeconds || 900) * 1000);
+    const expiry = setTimeout(
+      () => {
+        // ATTEMPT_EXPIRED: the job runtime counts a timed-out attempt as a failed one (core/jobs.ts).
+        const err = Object.assign(new Error(`handler execution exceeded ${job.expireInSeconds}s`), {
+          code: "ATTEMPT_EXPIRED",
+        });
+        stop.abort(err);
+        void settle("fail", err);
+      },
+      (job.expireInSeconds || 900) * 1000,
+    );
     const signal = AbortSignal.any([stop.signal, claim.lost.signal]);
     Promise.resolve()
       .then(() => o.handler({ id: job.id, name: job.name, data: job.data, retryCount: claim.retryCount, signal }))

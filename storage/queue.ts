@@ -18,9 +18,16 @@
 // On PGlite, never `await` a queue call inside a database transaction: the transaction holds the only
 // connection, pg-boss's statement waits for it, and the transaction waits for pg-boss.
 import type { PGlite } from "@electric-sql/pglite";
-import { PgBoss, fromPglite, type ConstructorOptions, type Db, type SendOptions as BossSendOptions } from "pg-boss";
+import { type SendOptions as BossSendOptions, type ConstructorOptions, type Db, fromPglite, PgBoss } from "pg-boss";
 import { POOL_CONNECT_TIMEOUT_MS } from "./db.ts";
-import { createFetcher, createScanner, type BossCalls, type Fetcher, type HeldJob, type Scanner } from "./queue-fetcher.ts";
+import {
+  type BossCalls,
+  createFetcher,
+  createScanner,
+  type Fetcher,
+  type HeldJob,
+  type Scanner,
+} from "./queue-fetcher.ts";
 
 export interface QueueJob<T = unknown> {
   id: string;
@@ -141,7 +148,12 @@ export interface Queue {
    * outbox pattern without an outbox table). Call {@link Queue.prepare} for `name` before opening the
    * transaction: on PGlite the queue's own lookup could not run while the transaction holds the connection.
    */
-  sendWithin<T extends object>(executor: SqlExecutor, name: string, data: T, options?: SendOptions): Promise<string | null>;
+  sendWithin<T extends object>(
+    executor: SqlExecutor,
+    name: string,
+    data: T,
+    options?: SendOptions,
+  ): Promise<string | null>;
   /**
    * Tells this process's fetcher of `name` to fetch now (once, however many jobs were sent). send() does
    * this itself; after {@link Queue.sendWithin} the caller may call it once the transaction has committed
@@ -318,10 +330,12 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
     const byQueue = new Map<string, string[]>();
     for (const j of jobs) byQueue.set(j.name, [...(byQueue.get(j.name) ?? []), j.id]);
     for (const [name, ids] of byQueue) {
-      await boss.getDb().executeSql(
-        `UPDATE ${schema}.job SET state = 'created', started_on = NULL, heartbeat_on = NULL WHERE name = $1 AND id = ANY($2::uuid[]) AND state = 'active'`,
-        [name, ids],
-      );
+      await boss
+        .getDb()
+        .executeSql(
+          `UPDATE ${schema}.job SET state = 'created', started_on = NULL, heartbeat_on = NULL WHERE name = $1 AND id = ANY($2::uuid[]) AND state = 'active'`,
+          [name, ids],
+        );
     }
   };
 
@@ -330,7 +344,9 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
     const db = boss.getDb();
     if (!db.listen) return undefined;
     const literal = schema.replace(/^"(.*)"$/, "$1").replace(/'/g, "''");
-    const { rows } = await db.executeSql(`SELECT ('pgboss_' || left(encode(sha224('${literal}'::bytea), 'hex'), 24)) AS channel`);
+    const { rows } = await db.executeSql(
+      `SELECT ('pgboss_' || left(encode(sha224('${literal}'::bytea), 'hex'), 24)) AS channel`,
+    );
     return db.listen(
       rows[0].channel,
       // Work somewhere in the deployment: whoever takes it, an attempt may now run, and the scan keeps the pace
@@ -372,7 +388,10 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
       await listener?.then((l) => l?.close()).catch(onError);
       if (held.size > 0) {
         let timer: ReturnType<typeof setTimeout> | undefined;
-        await Promise.race([new Promise<void>((r) => (idle = r)), new Promise<void>((r) => (timer = setTimeout(r, options.stopTimeoutMs ?? 10_000)))]);
+        await Promise.race([
+          new Promise<void>((r) => (idle = r)),
+          new Promise<void>((r) => (timer = setTimeout(r, options.stopTimeoutMs ?? 10_000))),
+        ]);
         clearTimeout(timer);
         idle = undefined;
       }
@@ -429,10 +448,12 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
       await ensureStarted();
       if (target.kind !== "pglite" || names.length === 0) return 0;
       // handBack's statement for every active job of these queues (none can be running: see the interface).
-      const { rows } = await boss.getDb().executeSql(
-        `UPDATE ${schema}.job SET state = 'created', started_on = NULL, heartbeat_on = NULL WHERE name = ANY($1::text[]) AND state = 'active' RETURNING id`,
-        [names],
-      );
+      const { rows } = await boss
+        .getDb()
+        .executeSql(
+          `UPDATE ${schema}.job SET state = 'created', started_on = NULL, heartbeat_on = NULL WHERE name = ANY($1::text[]) AND state = 'active' RETURNING id`,
+          [names],
+        );
       return rows.length;
     },
 
@@ -445,7 +466,10 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
       await ensureStarted();
       // Warming here would deadlock on PGlite (see `warmed`), so an unprepared send is a caller's bug.
       if (!warmed.has(name)) throw new Error(`queue "${name}": call prepare() before sendWithin()`);
-      return boss.send(name, data, { ...bossSendOptions(o), db: { executeSql: (text: string, values?: unknown[]) => executor(text, values ?? []) } as Db });
+      return boss.send(name, data, {
+        ...bossSendOptions(o),
+        db: { executeSql: (text: string, values?: unknown[]) => executor(text, values ?? []) } as Db,
+      });
     },
 
     async send(name, data, o = {}) {
@@ -462,7 +486,12 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
     async depths() {
       await ensureStarted();
       const queues = await boss.getQueues();
-      return queues.map((q) => ({ name: q.name, ready: q.readyCount ?? Math.max(0, q.queuedCount - q.deferredCount), deferred: q.deferredCount, active: q.activeCount }));
+      return queues.map((q) => ({
+        name: q.name,
+        ready: q.readyCount ?? Math.max(0, q.queuedCount - q.deferredCount),
+        deferred: q.deferredCount,
+        active: q.activeCount,
+      }));
     },
 
     wake(name, afterSeconds) {

@@ -64,7 +64,10 @@ export type TablesOf<T extends Readonly<Record<string, TableDeclaration>>> = { -
 export const defineTables = <const T extends Readonly<Record<string, TableDeclaration>>>(tables: T): T => tables;
 
 function createStatements(name: string, table: TableDeclaration): string[] {
-  const lines = [...Object.entries(table.columns).map(([column, declaration]) => `${column} ${declaration}`), ...(table.constraints ?? [])];
+  const lines = [
+    ...Object.entries(table.columns).map(([column, declaration]) => `${column} ${declaration}`),
+    ...(table.constraints ?? []),
+  ];
   const indexes = Object.entries(table.indexes ?? {}).map(([suffix, index]) => {
     const unique = index.startsWith("unique ");
     return `create ${unique ? "unique " : ""}index ${name}_${suffix} on ${name} ${unique ? index.slice("unique ".length) : index}`;
@@ -74,5 +77,8 @@ function createStatements(name: string, table: TableDeclaration): string[] {
 
 /** The migration creating the tables, in declaration order (a table referenced by another comes first). */
 export function tablesMigration(name: string, tables: Readonly<Record<string, TableDeclaration>>): Migration {
-  return { name, statements: Object.entries(tables).flatMap(([table, declaration]) => createStatements(table, declaration)) };
+  return {
+    name,
+    statements: Object.entries(tables).flatMap(([table, declaration]) => createStatements(table, declaration)),
+  };
 }

@@ -85,7 +85,11 @@ const timings: Record<string, number> = {};
 let write: (text: string) => void = (text) => void process.stdout.write(text);
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
-const indent = (text: string) => text.replace(/[ \t]+$/gm, "").replace(/\s+$/, "").replace(/^/gm, "    ");
+const indent = (text: string) =>
+  text
+    .replace(/[ \t]+$/gm, "")
+    .replace(/\s+$/, "")
+    .replace(/^/gm, "    ");
 
 function record(r: FileResult, extra = ""): void {
   passed += r.passed;
@@ -96,7 +100,7 @@ function record(r: FileResult, extra = ""): void {
   const counts = [r.failed ? `${r.passed} passed, ${r.failed} failed` : `✓ ${r.passed}`];
   if (r.skipped) counts.push(`${r.skipped} skipped`);
   let block = `${r.failed ? "✘" : "✓"} ${r.file}  ${counts.join(", ")}  (${seconds(r.ms)}${extra})\n`;
-  for (const err of r.errors) block += indent(err) + "\n\n";
+  for (const err of r.errors) block += `${indent(err)}\n\n`;
   const output = r.output.trim();
   if (output) block += `  output:\n${indent(output)}\n\n`;
   write(block);
@@ -141,7 +145,10 @@ function saveTimings(): void {
     const merged = { ...loadTimings(), ...timings };
     for (const file of Object.keys(merged)) if (!existsSync(join(ROOT, file))) delete merged[file];
     const sorted = Object.fromEntries(Object.entries(merged).sort(([a], [b]) => a.localeCompare(b)));
-    writeFileSync(TIMINGS, JSON.stringify({ note: "ms per test file, from the last run of test/run.ts that ran it", files: sorted }, null, 1) + "\n");
+    writeFileSync(
+      TIMINGS,
+      `${JSON.stringify({ note: "ms per test file, from the last run of test/run.ts that ran it", files: sorted }, null, 1)}\n`,
+    );
   } catch (err) {
     process.stderr.write(`could not save ${TIMINGS}: ${err}\n`);
   }
@@ -172,7 +179,9 @@ async function runSerial(): Promise<never> {
   process.on("exit", (code) => {
     if (done) return;
     const output = currentOutput().trim();
-    write(`\n✘ the test process exited (code ${code}) while ${running ?? "no file"} ran\n${output ? `  output:\n${indent(output)}\n` : ""}`);
+    write(
+      `\n✘ the test process exited (code ${code}) while ${running ?? "no file"} ran\n${output ? `  output:\n${indent(output)}\n` : ""}`,
+    );
     write(`${passed} passed, ${failed + 1} failed${skipped ? `, ${skipped} skipped` : ""}\n`);
     process.exitCode = code || 1;
   });
@@ -182,7 +191,16 @@ async function runSerial(): Promise<never> {
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<FileResult>((r) => {
       timer = setTimeout(
-        () => r({ file: relative(ROOT, file), passed: 0, failed: 1, skipped: 0, ms: timeoutMs, output: currentOutput(), errors: [`timed out after ${seconds(timeoutMs)} (TEST_FILE_TIMEOUT_S); it goes on in the background`] }),
+        () =>
+          r({
+            file: relative(ROOT, file),
+            passed: 0,
+            failed: 1,
+            skipped: 0,
+            ms: timeoutMs,
+            output: currentOutput(),
+            errors: [`timed out after ${seconds(timeoutMs)} (TEST_FILE_TIMEOUT_S); it goes on in the background`],
+          }),
         timeoutMs,
       );
     });
@@ -272,7 +290,17 @@ async function runParallel(): Promise<never> {
       stdio: ["ignore", "pipe", "pipe", "ipc"],
       detached: true, // its own process group, so a kill reaches what it started
     });
-    const w: Worker = { id, child, fileStarted: 0, output: "", raw: "", errors: [], timedOut: false, finishing: false, done: false };
+    const w: Worker = {
+      id,
+      child,
+      fileStarted: 0,
+      output: "",
+      raw: "",
+      errors: [],
+      timedOut: false,
+      finishing: false,
+      done: false,
+    };
     live.add(w);
     child.stdout!.setEncoding("utf8").on("data", (s: string) => (w.raw += s));
     child.stderr!.setEncoding("utf8").on("data", (s: string) => (w.raw += s));
@@ -288,13 +316,17 @@ async function runParallel(): Promise<never> {
         clearTimeout(w.timer);
         const output = w.output + (w.raw ? `\n(written to the worker's stdout/stderr)\n${w.raw}` : "");
         w.raw = "";
-        record({ ...msg, failed: msg.failed + w.errors.length, errors: [...msg.errors, ...w.errors], output }, `, worker ${id}`);
+        record(
+          { ...msg, failed: msg.failed + w.errors.length, errors: [...msg.errors, ...w.errors], output },
+          `, worker ${id}`,
+        );
         next(w);
       } else if (msg.type === "stray") {
         stray(`worker ${id}`, msg.text);
       } else if (msg.type === "done") {
         w.done = true;
-        if (msg.output.trim() || msg.ms > 10_000) write(`worker ${id} cleanups (${seconds(msg.ms)})${msg.output.trim() ? `:\n${indent(msg.output)}\n` : ""}\n`);
+        if (msg.output.trim() || msg.ms > 10_000)
+          write(`worker ${id} cleanups (${seconds(msg.ms)})${msg.output.trim() ? `:\n${indent(msg.output)}\n` : ""}\n`);
         for (const err of msg.errors) stray(`worker ${id} cleanups`, err);
       }
     });
@@ -313,11 +345,25 @@ async function runParallel(): Promise<never> {
             : `worker ${id} died (${how}) while running this file`;
         let output = w.output;
         if (raw) output += `\n(the worker's stdout/stderr)\n${raw}`;
-        record({ file: relative(ROOT, w.file), passed: 0, failed: 1 + w.errors.length, skipped: 0, errors: [why, ...w.errors], output, ms: w.timedOut ? timeoutMs : ms }, `, worker ${id}`);
+        record(
+          {
+            file: relative(ROOT, w.file),
+            passed: 0,
+            failed: 1 + w.errors.length,
+            skipped: 0,
+            errors: [why, ...w.errors],
+            output,
+            ms: w.timedOut ? timeoutMs : ms,
+          },
+          `, worker ${id}`,
+        );
         killGroup(w, "SIGKILL");
         if (queue.length && !interrupted && !w.timedOut) next(spawnWorker());
       } else if (!w.done || code !== 0) {
-        stray(`worker ${id}`, `exited (${how}) ${w.done ? "after" : "before"} its cleanups finished${raw ? `\n${raw}` : ""}`);
+        stray(
+          `worker ${id}`,
+          `exited (${how}) ${w.done ? "after" : "before"} its cleanups finished${raw ? `\n${raw}` : ""}`,
+        );
         killGroup(w, "SIGKILL");
       } else if (raw) {
         write(`worker ${id} wrote:\n${indent(raw)}\n\n`);

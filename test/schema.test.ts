@@ -1,11 +1,9 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { buildSchema } from "graphql";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
-import { buildSchema } from "graphql";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { adminOpenApiText, graphqlText, openApiText, writeClientTypes } from "../scripts/generate-schema.ts";
 
 const t = suite("generated schema artifacts");
@@ -17,7 +15,11 @@ t("schema/openapi.json is current (run `npm run schema` after changing a declara
 });
 
 t("schema/admin-openapi.json is current (run `npm run schema` after changing an admin route)", () => {
-  assert.fixture(committed("admin-openapi.json"), adminOpenApiText(), "schema/admin-openapi.json is stale: run `npm run schema`");
+  assert.fixture(
+    committed("admin-openapi.json"),
+    adminOpenApiText(),
+    "schema/admin-openapi.json is stale: run `npm run schema`",
+  );
 });
 
 t("the example clients' generated types are current (openapi.d.ts, graphql-env.d.ts)", () => {
@@ -40,8 +42,16 @@ t("schema/schema.graphql is current (run `npm run schema` after changing a decla
 
 t("every registered operation is in the document", () => {
   const doc = JSON.parse(openApiText());
-  for (const path of ["/api/v1/partner/me", "/api/v1/partner/credits", "/api/v1/partner/usage", "/api/v1/partner/transactions"]) assert.ok(doc.paths[path]?.get, path);
-  const tx = doc.paths["/api/v1/partner/transactions"].get.parameters.filter((p: any) => p.in === "query").map((p: any) => p.name);
+  for (const path of [
+    "/api/v1/partner/me",
+    "/api/v1/partner/credits",
+    "/api/v1/partner/usage",
+    "/api/v1/partner/transactions",
+  ])
+    assert.ok(doc.paths[path]?.get, path);
+  const tx = doc.paths["/api/v1/partner/transactions"].get.parameters
+    .filter((p: any) => p.in === "query")
+    .map((p: any) => p.name);
   assert.equal(tx, ["limit", "offset"]);
 });
 
@@ -49,9 +59,15 @@ t("every registered operation is a GraphQL field, and the job subscription is th
   const schema = buildSchema(graphqlText());
   const query = schema.getQueryType()!.getFields();
   for (const name of ["credits", "me", "usage", "transactions"]) assert.ok(query[name], `Query.${name}`);
-  assert.equal(query.transactions!.args.map((a) => a.name), ["limit", "offset"]);
+  assert.equal(
+    query.transactions!.args.map((a) => a.name),
+    ["limit", "offset"],
+  );
   const jobUpdates = schema.getSubscriptionType()!.getFields().jobUpdates!;
-  assert.equal(jobUpdates.args.map((a) => `${a.name}: ${a.type}`), ["id: String!"]);
+  assert.equal(
+    jobUpdates.args.map((a) => `${a.name}: ${a.type}`),
+    ["id: String!"],
+  );
   assert.is(String(jobUpdates.type), "JobUpdate!");
 });
 

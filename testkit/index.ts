@@ -2,22 +2,23 @@
 // and the HTTP app (transports/http.ts: REST, admin, GraphQL, media) driven through `app.fetch`, no server.
 // Our plugins and a third party's are tested the same way. Pass `databaseUrl` / `redisUrl` to run the same
 // test on Postgres and Redis.
+
+import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fakeClock, type FakeClock } from "../core/clock.ts";
-import { loadConfig, type Config } from "../core/config.ts";
+import { type FakeClock, fakeClock } from "../core/clock.ts";
+import { type Config, loadConfig } from "../core/config.ts";
 import { createKernel, type Kernel } from "../core/kernel.ts";
 import { createLogger, type Logger } from "../core/log.ts";
 import type { PluginDeclaration } from "../core/plugin.ts";
 import type { OutboundGuard } from "../lib/outbound/index.ts";
-import type { PartnerLimits, PricingTier } from "../storage/tables.ts";
 import { memoryBlobStore } from "../storage/blobs.ts";
 import { memoryCounters, redisCounters } from "../storage/counters.ts";
-import { openDatabase, type Database } from "../storage/db.ts";
+import { type Database, openDatabase } from "../storage/db.ts";
 import { memoryPubSub, redisPubSub } from "../storage/pubsub.ts";
+import type { PartnerLimits, PricingTier } from "../storage/tables.ts";
 import { createHttpApp } from "../transports/http.ts";
 import { pgliteTemplate, seedEmbeddedDataDir } from "./pglite-template.ts";
-import { randomBytes } from "node:crypto";
 
 export interface TestKernelOptions {
   plugins: readonly PluginDeclaration[];
@@ -71,7 +72,13 @@ export interface TestKernel {
   fetch(request: Request): Promise<Response>;
   /** A partner created through the kernel, with its key. */
   /** A fresh account and key; `limits` are the admin API's per-account overrides (e.g. a raised rate limit). */
-  partner(options?: { name?: string; credits?: number; tier?: PricingTier; features?: Record<string, boolean>; limits?: PartnerLimits }): Promise<{ id: string; key: string }>;
+  partner(options?: {
+    name?: string;
+    credits?: number;
+    tier?: PricingTier;
+    features?: Record<string, boolean>;
+    limits?: PartnerLimits;
+  }): Promise<{ id: string; key: string }>;
   close(): Promise<void>;
 }
 
@@ -93,7 +100,12 @@ function countingStatements(database: Database, onStatement: NonNullable<TestKer
 
 export async function createTestKernel(options: TestKernelOptions): Promise<TestKernel> {
   const clock = fakeClock(Date.UTC(2026, 10, 1, 12, 0, 0));
-  const config = loadConfig({ DATA_DIR: join(tmpdir(), "mediagate-test"), SANDBOX_LATENCY_MS: "0", LOG_LEVEL: "silent", ...options.env });
+  const config = loadConfig({
+    DATA_DIR: join(tmpdir(), "mediagate-test"),
+    SANDBOX_LATENCY_MS: "0",
+    LOG_LEVEL: "silent",
+    ...options.env,
+  });
   const onDisk = !options.databaseUrl && options.dataDir;
   if (onDisk) await seedEmbeddedDataDir(options.dataDir!);
   const database = await openDatabase({
@@ -123,7 +135,10 @@ export async function createTestKernel(options: TestKernelOptions): Promise<Test
     clock,
     adminToken,
     async request(method, path, opts = {}) {
-      const url = new URL(path.startsWith("/api/") || path.startsWith("/media/") || path === "/healthz" ? path : `/api/v1/partner${path}`, "http://mediagate.test");
+      const url = new URL(
+        path.startsWith("/api/") || path.startsWith("/media/") || path === "/healthz" ? path : `/api/v1/partner${path}`,
+        "http://mediagate.test",
+      );
       const headers: Record<string, string> = { ...opts.headers };
       if (opts.userAgent !== null) headers["user-agent"] = opts.userAgent ?? "mediagate-tests/1.0";
       if (opts.key) headers.authorization = `Bearer ${opts.key}`;
@@ -144,7 +159,12 @@ export async function createTestKernel(options: TestKernelOptions): Promise<Test
       return await app.fetch(request);
     },
     async partner(p = {}) {
-      const { partner, apiKey } = await kernel.accounts.create({ name: p.name ?? "Test partner", credits: p.credits ?? 1000, pricingTier: p.tier, features: p.features });
+      const { partner, apiKey } = await kernel.accounts.create({
+        name: p.name ?? "Test partner",
+        credits: p.credits ?? 1000,
+        pricingTier: p.tier,
+        features: p.features,
+      });
       if (p.limits) await kernel.accounts.update(partner.id, { limits: p.limits });
       return { id: partner.id, key: apiKey };
     },
@@ -187,15 +207,29 @@ function graphqlFetch(tk: TestKernel, body: unknown, accept: string, opts: Graph
   const headers: Record<string, string> = { "content-type": "application/json", accept, ...opts.headers };
   if (opts.userAgent !== null) headers["user-agent"] = opts.userAgent ?? "mediagate-tests/1.0";
   if (opts.key) headers.authorization = `Bearer ${opts.key}`;
-  return Promise.resolve(app.fetch(new Request("http://mediagate.test/graphql", { method: "POST", headers, body: JSON.stringify(body) })));
+  return Promise.resolve(
+    app.fetch(new Request("http://mediagate.test/graphql", { method: "POST", headers, body: JSON.stringify(body) })),
+  );
 }
 
 /** One GraphQL document through `app.fetch`; `errors` carry the REST texts, `extensions.status` the REST status. */
-export async function graphql(tk: TestKernel, query: string, variables?: Record<string, unknown>, opts: GraphqlRequestOptions = {}): Promise<GraphqlResponse> {
+export async function graphql(
+  tk: TestKernel,
+  query: string,
+  variables?: Record<string, unknown>,
+  opts: GraphqlRequestOptions = {},
+): Promise<GraphqlResponse> {
   const res = await graphqlFetch(tk, { query, variables }, "application/json", opts);
   const text = await res.text();
-  const body = (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : { data: null, errors: [{ message: text }] };
-  return { status: res.status, headers: res.headers, data: body.data ?? null, ...(body.errors ? { errors: body.errors } : {}) };
+  const body = (res.headers.get("content-type") ?? "").includes("json")
+    ? JSON.parse(text)
+    : { data: null, errors: [{ message: text }] };
+  return {
+    status: res.status,
+    headers: res.headers,
+    data: body.data ?? null,
+    ...(body.errors ? { errors: body.errors } : {}),
+  };
 }
 
 /**

@@ -27,10 +27,11 @@
 // request, which is what the cap is there to spare.
 //
 // Node only: under Deno, srvx exposes no node:http server and the runtime's own time-outs hold (docs/configuration.md).
+
+import { readFileSync } from "node:fs";
 import type { IncomingMessage, Server } from "node:http";
 import type { Http2Server } from "node:http2";
 import type { Socket } from "node:net";
-import { readFileSync } from "node:fs";
 import type { ConnectionSettings } from "../core/config.ts";
 
 export type ConnectionRefusal = "per_address" | "max";
@@ -58,7 +59,7 @@ const MIN_HEADROOM = 256;
 const FALLBACK_FD_LIMIT = 4_096;
 
 /** The soft open-file limit of this process (Linux: /proc/self/limits), or undefined. */
-export function openFileLimit(limits = (() => readFileSync("/proc/self/limits", "utf8"))): number | undefined {
+export function openFileLimit(limits = () => readFileSync("/proc/self/limits", "utf8")): number | undefined {
   try {
     const m = /^Max open files\s+(\d+|unlimited)/m.exec(limits());
     if (!m) return undefined;
@@ -87,8 +88,13 @@ export function addressKey(address: string | undefined): string | undefined {
   const [head, tail = ""] = bare.split("::");
   const left = head ? head.split(":") : [];
   const right = bare.includes("::") && tail ? tail.split(":") : [];
-  const groups = bare.includes("::") ? [...left, ...new Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right] : left;
-  return groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":") + "::/64";
+  const groups = bare.includes("::")
+    ? [...left, ...new Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right]
+    : left;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ""))
+    .join(":")}::/64`;
 }
 
 /**
@@ -232,19 +238,30 @@ export interface GuardedServer {
  * Applies the time-outs and caps to a node:http server (before or after it listens) and registers its counts
  * under `owner`. `listener` names it on /metrics; `health` gives it the probe port's caps, any other the public ones.
  */
-export function guardConnections(node: Server | Http2Server, settings: ConnectionSettings, options: { owner: object; listener: "public" | "health" | "admin" }): GuardedServer {
+export function guardConnections(
+  node: Server | Http2Server,
+  settings: ConnectionSettings,
+  options: { owner: object; listener: "public" | "health" | "admin" },
+): GuardedServer {
   // srvx serves HTTP/1 here (an HTTP/2 server only with TLS, which main.ts never asks for); both share these.
   const server = node as Server;
-  const caps: ConnectionCaps = options.listener === "health" ? HEALTH_CAPS : { perAddress: settings.perAddress, max: settings.max ?? defaultConnectionsMax() };
+  const caps: ConnectionCaps =
+    options.listener === "health"
+      ? HEALTH_CAPS
+      : { perAddress: settings.perAddress, max: settings.max ?? defaultConnectionsMax() };
   const ledger = new ConnectionLedger({ perAddress: caps.perAddress, max: 0 });
   const timeouts: Record<TimeoutPhase, number> = { headers: 0, body: 0 };
 
   if (settings.headersTimeoutMs > 0) {
     server.headersTimeout = settings.headersTimeoutMs;
     // Node refuses a request time-out below the headers'; 0 (none) is left as it is.
-    if (server.requestTimeout > 0 && server.requestTimeout < settings.headersTimeoutMs) server.requestTimeout = settings.headersTimeoutMs;
+    if (server.requestTimeout > 0 && server.requestTimeout < settings.headersTimeoutMs)
+      server.requestTimeout = settings.headersTimeoutMs;
     // Read by Node when it starts its checking timer at listen: set it before then for it to hold.
-    (server as Server & { connectionsCheckingInterval?: number }).connectionsCheckingInterval = Math.max(100, Math.min(1_000, Math.floor(settings.headersTimeoutMs / 10)));
+    (server as Server & { connectionsCheckingInterval?: number }).connectionsCheckingInterval = Math.max(
+      100,
+      Math.min(1_000, Math.floor(settings.headersTimeoutMs / 10)),
+    );
   }
   server.keepAliveTimeout = settings.keepAliveTimeoutMs;
 
@@ -293,7 +310,12 @@ export function guardConnections(node: Server | Http2Server, settings: Connectio
   };
   server.on("clientError", onClientError);
 
-  const counts: ConnectionCounts = { listener: options.listener, open: () => ledger.open, refused: ledger.refused, timeouts };
+  const counts: ConnectionCounts = {
+    listener: options.listener,
+    open: () => ledger.open,
+    refused: ledger.refused,
+    timeouts,
+  };
   const all = countsByServer.get(options.owner) ?? [];
   all.push(counts);
   countsByServer.set(options.owner, all);

@@ -2,17 +2,18 @@
 // known path asked with a method it does not serve, OPTIONS answered with Allow, gzip/br for JSON answers above
 // 1 KB, and CORS for the origins an operator lists in CORS_ORIGINS (none by default: API keys belong on
 // servers, not in browsers). Kept apart from the routes so no route handler has to remember any of it.
-import { promisify } from "node:util";
-import { brotliCompress, constants as zlib, gzip } from "node:zlib";
+
 import { Buffer } from "node:buffer";
-import { H3, HTTPResponse, type H3Config, type H3Event, type HTTPError } from "h3";
-import { FastResponse } from "srvx";
-import type { Server as NodeHttpServer, IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingMessage, Server as NodeHttpServer, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
-import { KERNEL_ERRORS, outageError } from "../core/errors.ts";
-import { ApiError } from "../lib/api-error.ts";
-import { requestId as newRequestId } from "../core/ids.ts";
+import { promisify } from "node:util";
+import { brotliCompress, gzip, constants as zlib } from "node:zlib";
+import { H3, type H3Config, type H3Event, type HTTPError, HTTPResponse } from "h3";
 import { addRoute, createRouter, findAllRoutes } from "rou3";
+import { FastResponse } from "srvx";
+import { KERNEL_ERRORS, outageError } from "../core/errors.ts";
+import { requestId as newRequestId } from "../core/ids.ts";
+import { ApiError } from "../lib/api-error.ts";
 
 /**
  * Texts of the answers the HTTP layer gives itself, before or outside any route. The spec names none of them
@@ -70,9 +71,23 @@ export function isMalformedPath(pathname: string): boolean {
 const ERROR_TYPE = "application/json; charset=utf-8";
 
 /** An error answer in the spec's shape, `{error, request_id}`, its X-Request-Id the client's trace or the id. */
-export function errorAnswer(status: number, error: string, requestId: string, trace: string = requestId, headers: Record<string, string> = {}): Response {
+export function errorAnswer(
+  status: number,
+  error: string,
+  requestId: string,
+  trace: string = requestId,
+  headers: Record<string, string> = {},
+): Response {
   const text = JSON.stringify({ error, request_id: requestId });
-  return new Response(text, { status, headers: { "content-type": ERROR_TYPE, "content-length": String(Buffer.byteLength(text)), "x-request-id": trace, ...headers } });
+  return new Response(text, {
+    status,
+    headers: {
+      "content-type": ERROR_TYPE,
+      "content-length": String(Buffer.byteLength(text)),
+      "x-request-id": trace,
+      ...headers,
+    },
+  });
 }
 
 /** A client's own X-Request-Id is echoed when it is of this form; otherwise the header is our request_id. */
@@ -203,7 +218,8 @@ export class RoutedH3 extends H3 {
   }
 }
 
-const refuseMalformedPath = (event: H3Event): Response => errorAnswer(400, HTTP_ERRORS.malformedPath, requestIdOf(event), traceIdOf(event));
+const refuseMalformedPath = (event: H3Event): Response =>
+  errorAnswer(400, HTTP_ERRORS.malformedPath, requestIdOf(event), traceIdOf(event));
 
 /**
  * h3's `onError`: whatever h3 would render itself (an error thrown past a route, an HTTPError of h3's own),
@@ -217,16 +233,41 @@ export function renderError(error: HTTPError, event: H3Event): Response {
   // An outage thrown past a route (media from a store out of reach, a callback's database write) is its 503
   // or 507 (core/errors.ts outageError), not the 500 of a bug.
   const thrown: unknown = error;
-  const cause = error.cause instanceof ApiError ? error.cause : thrown instanceof ApiError ? thrown : (outageError(error.cause) ?? undefined);
+  const cause =
+    error.cause instanceof ApiError
+      ? error.cause
+      : thrown instanceof ApiError
+        ? thrown
+        : (outageError(error.cause) ?? undefined);
   if (cause) {
     const text = JSON.stringify({ ...cause.body(), request_id: requestId });
-    return new Response(text, { status: cause.status, headers: { "content-type": ERROR_TYPE, "content-length": String(Buffer.byteLength(text)), "x-request-id": trace, ...cause.headers } });
+    return new Response(text, {
+      status: cause.status,
+      headers: {
+        "content-type": ERROR_TYPE,
+        "content-length": String(Buffer.byteLength(text)),
+        "x-request-id": trace,
+        ...cause.headers,
+      },
+    });
   }
   const status = error.status ?? 500;
   if (status >= 500 || error.unhandled) {
-    return errorAnswer(clientGone(event.req as Request) ? CLIENT_CLOSED : 500, clientGone(event.req as Request) ? HTTP_ERRORS.clientClosed : KERNEL_ERRORS.internal, requestId, trace);
+    return errorAnswer(
+      clientGone(event.req as Request) ? CLIENT_CLOSED : 500,
+      clientGone(event.req as Request) ? HTTP_ERRORS.clientClosed : KERNEL_ERRORS.internal,
+      requestId,
+      trace,
+    );
   }
-  const text = status === 404 ? KERNEL_ERRORS.notFound : status === 405 ? KERNEL_ERRORS.methodNotAllowed : status === 413 ? KERNEL_ERRORS.bodyTooLarge : error.message || HTTP_ERRORS.malformedRequest;
+  const text =
+    status === 404
+      ? KERNEL_ERRORS.notFound
+      : status === 405
+        ? KERNEL_ERRORS.methodNotAllowed
+        : status === 413
+          ? KERNEL_ERRORS.bodyTooLarge
+          : error.message || HTTP_ERRORS.malformedRequest;
   return errorAnswer(status, text.slice(0, 200), requestId, trace);
 }
 
@@ -284,9 +325,14 @@ async function compressText(answer: TextAnswer, encoding: "br" | "gzip"): Promis
   if (text === null || !type || !COMPRESSIBLE.test(type) || record["content-encoding"]) return answer;
   // Fewer than COMPRESS_MIN_BYTES / 3 characters are fewer bytes than that in UTF-8, whatever they are.
   const raw = text.length * 3 < COMPRESS_MIN_BYTES ? undefined : Buffer.from(text, "utf8");
-  if (!raw || raw.byteLength < COMPRESS_MIN_BYTES) return namesEncoding(record.vary) ? answer : new TextAnswer(text, answer.status, varyOnEncodingIn({ ...record }));
+  if (!raw || raw.byteLength < COMPRESS_MIN_BYTES)
+    return namesEncoding(record.vary) ? answer : new TextAnswer(text, answer.status, varyOnEncodingIn({ ...record }));
   const packed = encoding === "br" ? await brotli(raw, BROTLI_OPTIONS) : await gzipped(raw);
-  const headers = varyOnEncodingIn({ ...record, "content-encoding": encoding, "content-length": String(packed.byteLength) });
+  const headers = varyOnEncodingIn({
+    ...record,
+    "content-encoding": encoding,
+    "content-length": String(packed.byteLength),
+  });
   return new FastResponse(packed, { status: answer.status, headers });
 }
 
@@ -316,11 +362,17 @@ export async function compressJson<T>(answer: T, encoding: "br" | "gzip"): Promi
     // A shared cache must keep the compressed and the plain answer apart.
     varyOnEncoding(headers);
     for (const [k, v] of Object.entries(extra)) headers.set(k, v);
-    return { body: body as BodyInit, init: { status: answer.status ?? 200, ...(answer.statusText ? { statusText: answer.statusText } : {}), headers } };
+    return {
+      body: body as BodyInit,
+      init: { status: answer.status ?? 200, ...(answer.statusText ? { statusText: answer.statusText } : {}), headers },
+    };
   };
   const small = raw.byteLength < COMPRESS_MIN_BYTES;
   const packed = small ? raw : encoding === "br" ? await brotli(raw, BROTLI_OPTIONS) : await gzipped(raw);
-  const { body, init: options } = init(packed, small ? {} : { "content-encoding": encoding, "content-length": String(packed.byteLength) });
+  const { body, init: options } = init(
+    packed,
+    small ? {} : { "content-encoding": encoding, "content-length": String(packed.byteLength) },
+  );
   // A Response read above cannot be handed on; a small HTTPResponse can.
   if (answer instanceof HTTPResponse) {
     if (!small) return new HTTPResponse(body, options);
@@ -335,10 +387,17 @@ const CORS_ALLOW_HEADERS = "Authorization, Content-Type, Idempotency-Key, X-Requ
 const CORS_EXPOSE_HEADERS = "X-Request-Id, ETag, RateLimit, RateLimit-Policy, Retry-After, Idempotent-Replayed";
 
 /** The CORS headers for an allowed origin; none (so the browser refuses) for any other, or when none are listed. */
-export function corsHeaders(origins: readonly string[], request: Request, allow: string[]): Record<string, string> | undefined {
+export function corsHeaders(
+  origins: readonly string[],
+  request: Request,
+  allow: string[],
+): Record<string, string> | undefined {
   const origin = request.headers.get("origin");
   if (!origin || !origins.includes(origin)) return undefined;
-  const headers: Record<string, string> = { "access-control-allow-origin": origin, "access-control-expose-headers": CORS_EXPOSE_HEADERS };
+  const headers: Record<string, string> = {
+    "access-control-allow-origin": origin,
+    "access-control-expose-headers": CORS_EXPOSE_HEADERS,
+  };
   if (request.method === "OPTIONS") {
     headers["access-control-allow-methods"] = allow.filter((m) => m !== "OPTIONS").join(", ");
     headers["access-control-allow-headers"] = CORS_ALLOW_HEADERS;
@@ -348,10 +407,21 @@ export function corsHeaders(origins: readonly string[], request: Request, allow:
 }
 
 /** A whole HTTP/1.1 answer written to a raw socket (Node's parser refused the request: no Response to send). */
-function rawAnswer(status: number, reason: string, error: string, headers: Record<string, string> = {}): { text: string; requestId: string } {
+function rawAnswer(
+  status: number,
+  reason: string,
+  error: string,
+  headers: Record<string, string> = {},
+): { text: string; requestId: string } {
   const requestId = newRequestId();
   const body = JSON.stringify({ error, request_id: requestId });
-  const lines = [`HTTP/1.1 ${status} ${reason}`, `content-type: ${ERROR_TYPE}`, `content-length: ${Buffer.byteLength(body)}`, `x-request-id: ${requestId}`, "connection: close"];
+  const lines = [
+    `HTTP/1.1 ${status} ${reason}`,
+    `content-type: ${ERROR_TYPE}`,
+    `content-length: ${Buffer.byteLength(body)}`,
+    `x-request-id: ${requestId}`,
+    "connection: close",
+  ];
   for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
   return { text: `${lines.join("\r\n")}\r\n\r\n${body}`, requestId };
 }
@@ -387,7 +457,14 @@ function requestLineOf(raw: Buffer | undefined): { method: string; path: string 
  * Each is counted and logged like a request (method OTHER unless one of the usual ones, route "(unmatched)").
  */
 export function mountSocketConventions(server: NodeServerEvents, host: SocketConventionsHost): void {
-  const answer = (socket: Duplex, status: number, reason: string, error: string, method: string, headers?: Record<string, string>) => {
+  const answer = (
+    socket: Duplex,
+    status: number,
+    reason: string,
+    error: string,
+    method: string,
+    headers?: Record<string, string>,
+  ) => {
     const { text, requestId } = rawAnswer(status, reason, error, headers);
     socket.end(text);
     host.observe({ requestId, method, status, ms: 0 });
@@ -396,7 +473,8 @@ export function mountSocketConventions(server: NodeServerEvents, host: SocketCon
     const started = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
     // The client went away (a reset, or its end of the connection closed mid-request: the route that was
     // reading the body records that as 499): nothing to answer, nothing more to count.
-    if (err.code === "ECONNRESET" || err.code === "HPE_INVALID_EOF_STATE" || !socket.writable || started?.headersSent) return void socket.destroy();
+    if (err.code === "ECONNRESET" || err.code === "HPE_INVALID_EOF_STATE" || !socket.writable || started?.headersSent)
+      return void socket.destroy();
     switch (err.code) {
       case "HPE_HEADER_OVERFLOW":
         return answer(socket, 431, "Request Header Fields Too Large", HTTP_ERRORS.headersTooLarge, "OTHER");
@@ -406,7 +484,10 @@ export function mountSocketConventions(server: NodeServerEvents, host: SocketCon
       case "HPE_INVALID_METHOD": {
         const line = requestLineOf(err.rawPacket);
         const allow = line ? host.allowedMethods(line.path) : [];
-        if (allow.length > 0) return answer(socket, 405, "Method Not Allowed", KERNEL_ERRORS.methodNotAllowed, "OTHER", { allow: allow.join(", ") });
+        if (allow.length > 0)
+          return answer(socket, 405, "Method Not Allowed", KERNEL_ERRORS.methodNotAllowed, "OTHER", {
+            allow: allow.join(", "),
+          });
         if (line) return answer(socket, 404, "Not Found", KERNEL_ERRORS.notFound, "OTHER");
         return answer(socket, 400, "Bad Request", HTTP_ERRORS.malformedRequest, "OTHER");
       }
@@ -421,7 +502,14 @@ export function mountSocketConventions(server: NodeServerEvents, host: SocketCon
   server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => {
     const requestId = newRequestId();
     const body = JSON.stringify({ error: HTTP_ERRORS.expectationFailed, request_id: requestId });
-    res.writeHead(417, { "content-type": ERROR_TYPE, "content-length": Buffer.byteLength(body), "x-request-id": requestId, connection: "close" }).end(body);
+    res
+      .writeHead(417, {
+        "content-type": ERROR_TYPE,
+        "content-length": Buffer.byteLength(body),
+        "x-request-id": requestId,
+        connection: "close",
+      })
+      .end(body);
     host.observe({ requestId, method: req.method ?? "OTHER", status: 417, ms: 0 });
   });
 }

@@ -2,26 +2,39 @@
 // HTTP and, on a Node server, over WebSocket (graphql/), media links and the health check. `createHttpApp`
 // is the fetch handler tests drive through `app.fetch` without a port; `serveHttp` puts the same app on a
 // port under Node or Deno (main.ts, benches).
-import { H3, HTTPResponse, serve, type H3Event } from "h3";
+import { type H3, type H3Event, HTTPResponse, serve } from "h3";
+import { KERNEL_ERRORS } from "../core/errors.ts";
 import type { Kernel } from "../core/kernel.ts";
 import type { AccessEntry, Logger } from "../core/log.ts";
-import { KERNEL_ERRORS } from "../core/errors.ts";
 import { checkReadiness } from "../core/readiness.ts";
-import { guardConnections } from "./connection-limits.ts";
-import { adminRouteDocs, mountAdminApi } from "./admin/routes.ts";
-import { adminDoor, type AdminDoor } from "./admin/door.ts";
 import { ApiError } from "../lib/api-error.ts";
-import { metricsOf, metricsResponse, type Metrics } from "./metrics.ts";
-import { chooseEncoding, CLIENT_CLOSED, clientGone, compressJson, corsHeaders, mountSocketConventions, requestIdOf, RoutedH3, type NodeServerEvents, type SocketConventionsHost, stageHeaders, traceIdOf } from "./http-conventions.ts";
-import { createGraphql, GRAPHQL_PATH, type GraphqlServer } from "./graphql/yoga.ts";
+import { type AdminDoor, adminDoor } from "./admin/door.ts";
+import { adminRouteDocs, mountAdminApi } from "./admin/routes.ts";
+import { guardConnections } from "./connection-limits.ts";
 import { endSubscriptions } from "./graphql/subscriptions.ts";
 import type { GraphqlWebSocket } from "./graphql/websocket.ts";
+import { createGraphql, GRAPHQL_PATH, type GraphqlServer } from "./graphql/yoga.ts";
+import {
+  CLIENT_CLOSED,
+  chooseEncoding,
+  clientGone,
+  compressJson,
+  corsHeaders,
+  mountSocketConventions,
+  type NodeServerEvents,
+  RoutedH3,
+  requestIdOf,
+  type SocketConventionsHost,
+  stageHeaders,
+  traceIdOf,
+} from "./http-conventions.ts";
+import { type Metrics, metricsOf, metricsResponse } from "./metrics.ts";
 import { mountConsole } from "./rest/console.ts";
 import { mountDocs } from "./rest/docs.ts";
 import { mountMedia } from "./rest/media.ts";
-import { mountUpstreamCallbacks } from "./rest/upstream-callbacks.ts";
 import { mountPartnerApi, PARTNER_BASE } from "./rest/partner-api.ts";
 import { json } from "./rest/respond.ts";
+import { mountUpstreamCallbacks } from "./rest/upstream-callbacks.ts";
 
 export interface HttpAppOptions {
   adminToken: string;
@@ -71,7 +84,7 @@ const METRICS_CHALLENGE = { "www-authenticate": 'Bearer realm="metrics"' };
 
 /** Where a listed browser origin may call (CORS_ORIGINS): the partner API and GraphQL, never the admin API. */
 function inCorsScope(pathname: string): boolean {
-  return pathname === GRAPHQL_PATH || pathname.startsWith(PARTNER_BASE + "/");
+  return pathname === GRAPHQL_PATH || pathname.startsWith(`${PARTNER_BASE}/`);
 }
 
 /**
@@ -94,7 +107,11 @@ function mountConventions(app: RoutedH3, kernel: Kernel): void {
     if (request.method === "OPTIONS") {
       const allow = app.allowedMethods(event.url.pathname);
       if (allow.length > 0) {
-        const headers = { allow: allow.join(", "), "x-request-id": trace, ...(cors ? { vary: "Origin", ...corsHeaders(origins, request, allow) } : {}) };
+        const headers = {
+          allow: allow.join(", "),
+          "x-request-id": trace,
+          ...(cors ? { vary: "Origin", ...corsHeaders(origins, request, allow) } : {}),
+        };
         return new Response(null, { status: 204, headers });
       }
     }
@@ -113,7 +130,19 @@ function mountConventions(app: RoutedH3, kernel: Kernel): void {
       observed(metrics, log, event, trace, unlessGone(request, (error as { status?: number }).status ?? 500), started);
       throw error;
     }
-    observed(metrics, log, event, trace, unlessGone(request, answer instanceof Response || answer instanceof HTTPResponse ? (answer.status ?? 200) : (event.res.status ?? 200)), started);
+    observed(
+      metrics,
+      log,
+      event,
+      trace,
+      unlessGone(
+        request,
+        answer instanceof Response || answer instanceof HTTPResponse
+          ? (answer.status ?? 200)
+          : (event.res.status ?? 200),
+      ),
+      started,
+    );
     // The route put the staged headers into its answer's record: nothing to add (a compressed copy keeps them).
     if (staged.taken && (answer instanceof Response || answer instanceof HTTPResponse)) return answer;
     return withHeaders(event, answer, trace, corsAdded);
@@ -135,7 +164,14 @@ function unlessGone(request: Request, status: number): number {
  */
 const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 
-function observed(metrics: Metrics, log: Logger | undefined, event: H3Event, trace: string, status: number, started: number): void {
+function observed(
+  metrics: Metrics,
+  log: Logger | undefined,
+  event: H3Event,
+  trace: string,
+  status: number,
+  started: number,
+): void {
   const ms = performance.now() - started;
   const route = (event.context.matchedRoute as { route?: string } | undefined)?.route ?? "(unmatched)";
   // A label of a fixed set: a runtime that accepts any method token (Deno) must not grow the label sets.
@@ -150,23 +186,43 @@ function observed(metrics: Metrics, log: Logger | undefined, event: H3Event, tra
   const entry: AccessEntry =
     trace === requestId
       ? { request_id: requestId, partner_id: partnerId, method, route, status, duration_ms: duration }
-      : { request_id: requestId, client_request_id: trace, partner_id: partnerId, method, route, status, duration_ms: duration };
+      : {
+          request_id: requestId,
+          client_request_id: trace,
+          partner_id: partnerId,
+          method,
+          route,
+          status,
+          duration_ms: duration,
+        };
   if (log.access) log.access(entry);
   else log.info("request", entry);
 }
 
 /** The answer with its X-Request-Id (and CORS headers): set on it when it is a Response or h3's HTTPResponse. */
-function withHeaders(event: H3Event, answer: unknown, trace: string, cors: Record<string, string> | undefined): unknown {
+function withHeaders(
+  event: H3Event,
+  answer: unknown,
+  trace: string,
+  cors: Record<string, string> | undefined,
+): unknown {
   if (answer instanceof Response || answer instanceof HTTPResponse) {
     try {
       answer.headers.set("x-request-id", trace);
-      if (cors) for (const [k, v] of Object.entries(cors)) (k === "vary" ? answer.headers.append(k, v) : answer.headers.set(k, v));
+      if (cors)
+        for (const [k, v] of Object.entries(cors))
+          k === "vary" ? answer.headers.append(k, v) : answer.headers.set(k, v);
       return answer;
     } catch {
       // Immutable headers (a Response from fetch): copy once.
-      const copy = new Response(answer.body as BodyInit | null, { status: answer.status ?? 200, statusText: answer.statusText, headers: answer.headers });
+      const copy = new Response(answer.body as BodyInit | null, {
+        status: answer.status ?? 200,
+        statusText: answer.statusText,
+        headers: answer.headers,
+      });
       copy.headers.set("x-request-id", trace);
-      for (const [k, v] of Object.entries(cors ?? {})) (k === "vary" ? copy.headers.append(k, v) : copy.headers.set(k, v));
+      for (const [k, v] of Object.entries(cors ?? {}))
+        k === "vary" ? copy.headers.append(k, v) : copy.headers.set(k, v);
       return copy;
     }
   }
@@ -182,7 +238,11 @@ export function createHttpApp(kernel: Kernel, options: HttpAppOptions): RoutedH3
   const door = adminDoor(options.adminToken, kernel.limiter, kernel.log);
   mountProbes(app, kernel, door);
   mountPartnerApi(app, kernel);
-  mountDocs(app, kernel, options.admin === false ? adminRouteDocs(kernel.registry) : mountAdminApi(app, kernel, options.adminToken, door));
+  mountDocs(
+    app,
+    kernel,
+    options.admin === false ? adminRouteDocs(kernel.registry) : mountAdminApi(app, kernel, options.adminToken, door),
+  );
   mountMedia(app, kernel.blobs);
   mountUpstreamCallbacks(app, kernel);
   mountConsole(app, kernel);
@@ -192,7 +252,12 @@ export function createHttpApp(kernel: Kernel, options: HttpAppOptions): RoutedH3
   app.on("POST", GRAPHQL_PATH, (event) => graphql.fetch(event.req as Request));
   app.all("/**", (event) => {
     const allow = app.allowedMethods(event.url.pathname);
-    if (allow.length > 0) return json(405, { error: KERNEL_ERRORS.methodNotAllowed, request_id: requestIdOf(event) }, { allow: allow.join(", ") });
+    if (allow.length > 0)
+      return json(
+        405,
+        { error: KERNEL_ERRORS.methodNotAllowed, request_id: requestIdOf(event) },
+        { allow: allow.join(", ") },
+      );
     return json(404, { error: KERNEL_ERRORS.notFound, request_id: requestIdOf(event) });
   });
   return app;
@@ -225,10 +290,16 @@ export async function serveHttp(kernel: Kernel, options: ServeHttpOptions): Prom
   // gracefulShutdown off: srvx would add its own SIGINT/SIGTERM handler that closes the raw server, racing
   // main.ts's shutdown (which first ends the open subscriptions with their final message). srvx turns it off
   // by itself only when it sees a test or CI environment, which is why the tests never showed the race.
-  const app = createHttpApp(kernel, { adminToken: options.adminToken, graphql, conventions: options.conventions, admin: options.admin });
+  const app = createHttpApp(kernel, {
+    adminToken: options.adminToken,
+    graphql,
+    conventions: options.conventions,
+    admin: options.admin,
+  });
   const server = serve(app, { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });
   // Time-outs and connection caps (connection-limits.ts), set before the server's first connection.
-  if (server.node?.server) guardConnections(server.node.server, kernel.config.connections, { owner: kernel, listener: "public" });
+  if (server.node?.server)
+    guardConnections(server.node.server, kernel.config.connections, { owner: kernel, listener: "public" });
   await server.ready();
   // GraphQL over WebSocket needs the node:http server, which srvx exposes under Node only. Under Deno,
   // subscriptions are served over SSE (the same /graphql endpoint), and `ws` is never loaded.
@@ -263,7 +334,14 @@ function socketHost(kernel: Kernel, app: RoutedH3): SocketConventionsHost {
     observe({ requestId, method, status, ms }) {
       metrics.request(method, "(unmatched)", status, ms / 1000);
       if (!log) return;
-      const entry: AccessEntry = { request_id: requestId, partner_id: null, method, route: "(unmatched)", status, duration_ms: ms };
+      const entry: AccessEntry = {
+        request_id: requestId,
+        partner_id: null,
+        method,
+        route: "(unmatched)",
+        status,
+        duration_ms: ms,
+      };
       if (log.access) log.access(entry);
       else log.info("request", entry);
     },
@@ -275,17 +353,26 @@ function socketHost(kernel: Kernel, app: RoutedH3): SocketConventionsHost {
  * then answers its paths 404: an operator binds it to a private interface or a port the firewall keeps in.
  * The same conventions (X-Request-Id, the access log, metrics) and the same door (transports/admin/door.ts).
  */
-export async function serveAdmin(kernel: Kernel, options: { adminToken: string; port: number; hostname: string }): Promise<{ url: string; close(): Promise<void> }> {
+export async function serveAdmin(
+  kernel: Kernel,
+  options: { adminToken: string; port: number; hostname: string },
+): Promise<{ url: string; close(): Promise<void> }> {
   const app = new RoutedH3();
   mountConventions(app, kernel);
   mountAdminApi(app, kernel, options.adminToken);
   app.all("/**", (event) => {
     const allow = app.allowedMethods(event.url.pathname);
-    if (allow.length > 0) return json(405, { error: KERNEL_ERRORS.methodNotAllowed, request_id: requestIdOf(event) }, { allow: allow.join(", ") });
+    if (allow.length > 0)
+      return json(
+        405,
+        { error: KERNEL_ERRORS.methodNotAllowed, request_id: requestIdOf(event) },
+        { allow: allow.join(", ") },
+      );
     return json(404, { error: KERNEL_ERRORS.notFound, request_id: requestIdOf(event) });
   });
   const server = serve(app, { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });
-  if (server.node?.server) guardConnections(server.node.server, kernel.config.connections, { owner: kernel, listener: "admin" });
+  if (server.node?.server)
+    guardConnections(server.node.server, kernel.config.connections, { owner: kernel, listener: "admin" });
   await server.ready();
   if (server.node?.server) mountSocketConventions(server.node.server as NodeServerEvents, socketHost(kernel, app));
   return { url: server.url!, close: () => server.close(true) };
@@ -295,12 +382,16 @@ export async function serveAdmin(kernel: Kernel, options: { adminToken: string; 
  * `/healthz` and `/readyz` alone on a port of their own (HEALTH_PORT): the probe of a ROLE=worker process,
  * which serves no API, and, in the other roles, probes kept off the public port. Anything else is a 404.
  */
-export async function serveHealth(kernel: Kernel, options: { port: number; hostname: string }): Promise<{ url: string; close(): Promise<void> }> {
+export async function serveHealth(
+  kernel: Kernel,
+  options: { port: number; hostname: string },
+): Promise<{ url: string; close(): Promise<void> }> {
   const app = new RoutedH3();
   mountProbes(app, kernel);
   app.all("/**", () => json(404, { error: KERNEL_ERRORS.notFound }));
   const server = serve(app, { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });
-  if (server.node?.server) guardConnections(server.node.server, kernel.config.connections, { owner: kernel, listener: "health" });
+  if (server.node?.server)
+    guardConnections(server.node.server, kernel.config.connections, { owner: kernel, listener: "health" });
   await server.ready();
   return { url: server.url!, close: () => server.close(true) };
 }

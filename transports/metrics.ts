@@ -3,10 +3,11 @@
 // and state, queue depth, webhook deliveries by outcome, credits charged and refunded). The database figures
 // are the same from every instance, so a dashboard takes them from one; the request figures are summed.
 // One registry per kernel (not prom-client's global one): a test process runs many kernels side by side.
-import { Counter, Gauge, Registry, type Metric } from "prom-client";
+
 import { sql } from "kysely";
+import { Counter, Gauge, type Metric, Registry } from "prom-client";
 import type { Kernel } from "../core/kernel.ts";
-import { connectionCountsOf, type ConnectionCounts } from "./connection-limits.ts";
+import { type ConnectionCounts, connectionCountsOf } from "./connection-limits.ts";
 import { subscriptionLimitsOf } from "./graphql/subscription-limits.ts";
 
 export interface Metrics {
@@ -43,7 +44,11 @@ class ServedRequests {
     let routes = this.#byRoute.get(method);
     if (!routes) this.#byRoute.set(method, (routes = new Map()));
     let served = routes.get(route);
-    if (!served) routes.set(route, (served = { byStatus: new Map(), buckets: new Array(LATENCY_BUCKETS.length + 1).fill(0), sum: 0, count: 0 }));
+    if (!served)
+      routes.set(
+        route,
+        (served = { byStatus: new Map(), buckets: new Array(LATENCY_BUCKETS.length + 1).fill(0), sum: 0, count: 0 }),
+      );
     served.byStatus.set(status, (served.byStatus.get(status) ?? 0) + 1);
     let bucket = 0;
     while (bucket < LATENCY_BUCKETS.length && seconds > LATENCY_BUCKETS[bucket]!) bucket++;
@@ -58,27 +63,62 @@ class ServedRequests {
 
   /** The two metrics as the registry reads them (`get`, the shape of prom-client's own). */
   metrics() {
-    const metric = (name: string, help: string, type: "counter" | "histogram", values: () => Array<{ value: number; labels: Record<string, string | number>; metricName?: string }>) => {
+    const metric = (
+      name: string,
+      help: string,
+      type: "counter" | "histogram",
+      values: () => Array<{ value: number; labels: Record<string, string | number>; metricName?: string }>,
+    ) => {
       const get = async () => ({ name, help, type, aggregator: "sum" as const, values: values() });
-      return { name, help, type, aggregator: "sum" as const, get, getForPromString: get, reset: () => this.#byRoute.clear() };
+      return {
+        name,
+        help,
+        type,
+        aggregator: "sum" as const,
+        get,
+        getForPromString: get,
+        reset: () => this.#byRoute.clear(),
+      };
     };
     return [
-      metric("mediagate_http_requests_total", "HTTP requests answered, by method, route pattern and status.", "counter", () =>
-        [...this.#each()].flatMap(([method, route, served]) => [...served.byStatus].map(([status, value]) => ({ value, labels: { method, route, status } }))),
+      metric(
+        "mediagate_http_requests_total",
+        "HTTP requests answered, by method, route pattern and status.",
+        "counter",
+        () =>
+          [...this.#each()].flatMap(([method, route, served]) =>
+            [...served.byStatus].map(([status, value]) => ({ value, labels: { method, route, status } })),
+          ),
       ),
-      metric("mediagate_http_request_duration_seconds", "Time to the answer's headers, by method and route pattern.", "histogram", () =>
-        [...this.#each()].flatMap(([method, route, served]) => {
-          let cumulative = 0;
-          const buckets = served.buckets.map((n, i) => {
-            cumulative += n;
-            return { value: cumulative, labels: { le: i < LATENCY_BUCKETS.length ? LATENCY_BUCKETS[i]! : "+Inf", method, route }, metricName: "mediagate_http_request_duration_seconds_bucket" };
-          });
-          return [
-            ...buckets,
-            { value: served.sum, labels: { method, route }, metricName: "mediagate_http_request_duration_seconds_sum" },
-            { value: served.count, labels: { method, route }, metricName: "mediagate_http_request_duration_seconds_count" },
-          ];
-        }),
+      metric(
+        "mediagate_http_request_duration_seconds",
+        "Time to the answer's headers, by method and route pattern.",
+        "histogram",
+        () =>
+          [...this.#each()].flatMap(([method, route, served]) => {
+            let cumulative = 0;
+            const buckets = served.buckets.map((n, i) => {
+              cumulative += n;
+              return {
+                value: cumulative,
+                labels: { le: i < LATENCY_BUCKETS.length ? LATENCY_BUCKETS[i]! : "+Inf", method, route },
+                metricName: "mediagate_http_request_duration_seconds_bucket",
+              };
+            });
+            return [
+              ...buckets,
+              {
+                value: served.sum,
+                labels: { method, route },
+                metricName: "mediagate_http_request_duration_seconds_sum",
+              },
+              {
+                value: served.count,
+                labels: { method, route },
+                metricName: "mediagate_http_request_duration_seconds_count",
+              },
+            ];
+          }),
       ),
     ];
   }
@@ -100,7 +140,8 @@ function listenerCounter(
     registers: [registry],
     collect() {
       this.reset();
-      for (const c of listeners()) for (const [value, n] of Object.entries(counts(c))) this.inc({ listener: c.listener, [label]: value }, n);
+      for (const c of listeners())
+        for (const [value, n] of Object.entries(counts(c))) this.inc({ listener: c.listener, [label]: value }, n);
     },
   });
 }
@@ -120,7 +161,11 @@ export function metricsOf(kernel: Kernel): Metrics {
     registers: [registry],
     async collect() {
       this.reset();
-      const rows = await db().selectFrom("jobs").select(["plugin", "kind", "state", sql<number>`count(*)::int`.as("n")]).groupBy(["plugin", "kind", "state"]).execute();
+      const rows = await db()
+        .selectFrom("jobs")
+        .select(["plugin", "kind", "state", sql<number>`count(*)::int`.as("n")])
+        .groupBy(["plugin", "kind", "state"])
+        .execute();
       for (const r of rows) this.set({ plugin: r.plugin, kind: r.kind, state: r.state }, Number(r.n));
     },
   });
@@ -157,7 +202,11 @@ export function metricsOf(kernel: Kernel): Metrics {
     registers: [registry],
     async collect() {
       this.reset();
-      const rows = await db().selectFrom("webhook_deliveries").select(["status", sql<number>`count(*)::int`.as("n")]).groupBy("status").execute();
+      const rows = await db()
+        .selectFrom("webhook_deliveries")
+        .select(["status", sql<number>`count(*)::int`.as("n")])
+        .groupBy("status")
+        .execute();
       for (const r of rows) this.set({ status: r.status }, Number(r.n));
     },
   });
@@ -168,7 +217,11 @@ export function metricsOf(kernel: Kernel): Metrics {
     registers: [registry],
     async collect() {
       this.reset();
-      const rows = await db().selectFrom("ledger").select(["type", sql<string>`coalesce(sum(amount), 0)`.as("total")]).groupBy("type").execute();
+      const rows = await db()
+        .selectFrom("ledger")
+        .select(["type", sql<string>`coalesce(sum(amount), 0)`.as("total")])
+        .groupBy("type")
+        .execute();
       const total = new Map(rows.map((r) => [r.type, Number(r.total)]));
       // Usage rows are negative amounts: the gauge says how much was charged, as a positive number.
       this.set({ type: "charged" }, -(total.get("usage") ?? 0));
@@ -191,8 +244,22 @@ export function metricsOf(kernel: Kernel): Metrics {
     },
   });
   const listeners = () => connectionCountsOf(kernel);
-  listenerCounter(registry, listeners, "mediagate_http_connections_refused_total", "Connections closed at once over a cap, by listener and reason (per_address, max).", "reason", (c) => c.refused);
-  listenerCounter(registry, listeners, "mediagate_http_timeouts_total", "Connections closed for a request too slow to arrive, by listener and phase (headers, body).", "phase", (c) => c.timeouts);
+  listenerCounter(
+    registry,
+    listeners,
+    "mediagate_http_connections_refused_total",
+    "Connections closed at once over a cap, by listener and reason (per_address, max).",
+    "reason",
+    (c) => c.refused,
+  );
+  listenerCounter(
+    registry,
+    listeners,
+    "mediagate_http_timeouts_total",
+    "Connections closed for a request too slow to arrive, by listener and phase (headers, body).",
+    "phase",
+    (c) => c.timeouts,
+  );
   const subscriptions = subscriptionLimitsOf(kernel);
   new Gauge({
     name: "mediagate_graphql_subscriptions",
@@ -228,6 +295,9 @@ export async function metricsResponse(kernel: Kernel): Promise<Response> {
     return new Response(await registry.metrics(), { headers: { "content-type": registry.contentType } });
   } catch (err) {
     kernel.log.warn("metrics: a gauge could not be read", err);
-    return new Response("# metrics unavailable: the database did not answer\n", { status: 503, headers: { "content-type": "text/plain; charset=utf-8" } });
+    return new Response("# metrics unavailable: the database did not answer\n", {
+      status: 503,
+      headers: { "content-type": "text/plain; charset=utf-8" },
+    });
   }
 }

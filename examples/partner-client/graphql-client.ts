@@ -36,7 +36,12 @@ export const ImageStatus = graphql(`
 async function post<T>(url: string, apiKey: string, document: unknown, variables: Record<string, unknown>): Promise<T> {
   const res = await fetch(url, {
     method: "POST",
-    headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", accept: "application/graphql-response+json", "user-agent": "acme-frontend/1.0" },
+    headers: {
+      authorization: `Bearer ${apiKey}`,
+      "content-type": "application/json",
+      accept: "application/graphql-response+json",
+      "user-agent": "acme-frontend/1.0",
+    },
     body: JSON.stringify({ query: print(document as Parameters<typeof print>[0]), variables }),
   });
   const body = (await res.json()) as { data?: T; errors?: Array<{ message: string }> };
@@ -54,10 +59,19 @@ export async function generateAndFollow(baseUrl: string, apiKey: string, prompt:
   const httpUrl = new URL("/graphql", baseUrl).toString();
   const { generateImage } = await post<ResultOf<typeof GenerateImage>>(httpUrl, apiKey, GenerateImage, { prompt });
   const id = generateImage!.public_id!;
-  const ws = createClient({ url: httpUrl.replace(/^http/, "ws"), webSocketImpl: AgentWebSocket, connectionParams: { authorization: `Bearer ${apiKey}` }, lazy: true, retryAttempts: 0 });
+  const ws = createClient({
+    url: httpUrl.replace(/^http/, "ws"),
+    webSocketImpl: AgentWebSocket,
+    connectionParams: { authorization: `Bearer ${apiKey}` },
+    lazy: true,
+    retryAttempts: 0,
+  });
   const updates: FollowedImage["updates"] = [];
   try {
-    for await (const next of ws.iterate({ query: print(JobUpdates as Parameters<typeof print>[0]), variables: { id } })) {
+    for await (const next of ws.iterate({
+      query: print(JobUpdates as Parameters<typeof print>[0]),
+      variables: { id },
+    })) {
       const update = (next.data as ResultOf<typeof JobUpdates> | undefined)?.jobUpdates;
       if (!update) throw new Error(`subscription: ${JSON.stringify(next.errors)}`);
       updates.push(update);

@@ -15,28 +15,45 @@ export interface ImageResult {
 }
 
 export function partnerClient(baseUrl: string, apiKey: string) {
-  return createClient<paths>({ baseUrl, headers: { authorization: `Bearer ${apiKey}`, "user-agent": "acme-partner-client/1.0" } });
+  return createClient<paths>({
+    baseUrl,
+    headers: { authorization: `Bearer ${apiKey}`, "user-agent": "acme-partner-client/1.0" },
+  });
 }
 
-export async function generateImage(baseUrl: string, apiKey: string, prompt: string, pollMs = 100): Promise<ImageResult> {
+export async function generateImage(
+  baseUrl: string,
+  apiKey: string,
+  prompt: string,
+  pollMs = 100,
+): Promise<ImageResult> {
   const client = partnerClient(baseUrl, apiKey);
   const submitted = await client.POST("/api/v1/partner/generate-image", {
     body: { prompt, aspect_ratio: "16:9" },
     // Safe to retry after a lost connection: the same key answers the first response, charged once.
     headers: { "Idempotency-Key": `acme-${prompt.length}-${Date.now()}` },
   });
-  if (submitted.error) throw new Error(`submit refused: ${submitted.error.error} (request ${submitted.error.request_id})`);
+  if (submitted.error)
+    throw new Error(`submit refused: ${submitted.error.error} (request ${submitted.error.request_id})`);
   const generationId = submitted.data.generation_ids[0]!;
   const seen: string[] = [];
   for (;;) {
-    const status = await client.GET("/api/v1/partner/image-status/{id}", { params: { path: { id: String(generationId) } } });
+    const status = await client.GET("/api/v1/partner/image-status/{id}", {
+      params: { path: { id: String(generationId) } },
+    });
     if (status.error) throw new Error(`status refused: ${status.error.error}`);
     if (seen.at(-1) !== status.data.status) seen.push(status.data.status);
     if (status.data.status === "failed") throw new Error(`generation failed: ${status.data.error}`);
     if (status.data.status === "success") {
       const imageUrl = status.data.image_url!;
       const file = await fetch(imageUrl);
-      return { generationId, creditsUsed: submitted.data.credits_used, imageUrl, seen, bytes: new Uint8Array(await file.arrayBuffer()) };
+      return {
+        generationId,
+        creditsUsed: submitted.data.credits_used,
+        imageUrl,
+        seen,
+        bytes: new Uint8Array(await file.arrayBuffer()),
+      };
     }
     await new Promise((r) => setTimeout(r, pollMs));
   }

@@ -1,11 +1,16 @@
 // The body and the success body of POST /text-stats. Zod 4 is a Standard Schema: the kernel validates with it
 // (the first issue's message is the 400 text) and documents it in OpenAPI and GraphQL from the same value.
-import { z } from "zod";
+
 import { partnerJobIdField } from "mediagate/plugin";
+import { z } from "zod";
 import { MAX_CHARS, TEXT_STATS_ERRORS } from "./errors.ts";
 
 export const TextStatsInput = z.object({
-  text: z.string({ error: TEXT_STATS_ERRORS.text }).trim().min(1, { error: TEXT_STATS_ERRORS.text }).max(MAX_CHARS, { error: TEXT_STATS_ERRORS.tooLong }),
+  text: z
+    .string({ error: TEXT_STATS_ERRORS.text })
+    .trim()
+    .min(1, { error: TEXT_STATS_ERRORS.text })
+    .max(MAX_CHARS, { error: TEXT_STATS_ERRORS.tooLong }),
   partner_job_id: partnerJobIdField(),
 });
 

@@ -25,7 +25,20 @@ export const textStatsOperation = operation({
     const stats = textStats(ctx.input.text);
     const partnerJobId = ctx.input.partner_job_id;
     // A charge, its ledger row and the job row in one transaction; 402 when the balance is short.
-    const job = await ctx.submitJob({ kind: "text-stats", credits: ctx.priceFor(priceOfText()), state: "complete", terminal: true, partnerJobId, input: stats });
-    return { job_id: job.jobId, partner_job_id: partnerJobId, ...stats, credits_used: job.creditsUsed, credits_remaining: job.creditsRemaining };
+    const job = await ctx.submitJob({
+      kind: "text-stats",
+      credits: ctx.priceFor(priceOfText()),
+      state: "complete",
+      terminal: true,
+      partnerJobId,
+      input: stats,
+    });
+    return {
+      job_id: job.jobId,
+      partner_job_id: partnerJobId,
+      ...stats,
+      credits_used: job.creditsUsed,
+      credits_remaining: job.creditsRemaining,
+    };
   },
 });

@@ -1,8 +1,9 @@
 // The example plugin's own test, as a third party would write it: the whole kernel in memory through the test
 // kit (`mediagate/testing`), REST and GraphQL called in process, no server. `npm test` runs it.
+
+import { createTestKernel, graphql } from "mediagate/testing";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { createTestKernel, graphql } from "mediagate/testing";
 import { TEXT_STATS_ERRORS } from "./errors.ts";
 import textStatsPlugin from "./index.ts";
 import { textStats } from "./operations.ts";
@@ -18,19 +19,25 @@ test("REST: charged once at the account's tier, the result in the body", async (
   const tk = await kit();
   try {
     const standard = await tk.partner({ credits: 10, tier: "standard", features: { text_stats: true } });
-    const res = await tk.request("POST", "/text-stats", { key: standard.key, body: { text: "One two. Three!", partner_job_id: "mine-1" } });
+    const res = await tk.request("POST", "/text-stats", {
+      key: standard.key,
+      body: { text: "One two. Three!", partner_job_id: "mine-1" },
+    });
     assert.is(res.status, 200);
     assert.match(res.body.job_id, /^svc-[0-9a-f]{8}$/);
-    assert.equal({ ...res.body, job_id: undefined, request_id: undefined }, {
-      job_id: undefined,
-      request_id: undefined,
-      partner_job_id: "mine-1",
-      characters: 15,
-      words: 3,
-      sentences: 2,
-      credits_used: 2,
-      credits_remaining: 8,
-    });
+    assert.equal(
+      { ...res.body, job_id: undefined, request_id: undefined },
+      {
+        job_id: undefined,
+        request_id: undefined,
+        partner_job_id: "mine-1",
+        characters: 15,
+        words: 3,
+        sentences: 2,
+        credits_used: 2,
+        credits_remaining: 8,
+      },
+    );
     // api_plus10 pays ceil(2 * 11 / 10) = 3: the kernel's tier math, not the plugin's.
     const plus = await tk.partner({ credits: 10, tier: "api_plus10", features: { text_stats: true } });
     const r2 = await tk.request("POST", "/text-stats", { key: plus.key, body: { text: "a" } });
@@ -67,10 +74,20 @@ test("GraphQL: the declared output is an object type the client selects from", a
   const tk = await kit();
   try {
     const p = await tk.partner({ credits: 10, tier: "standard", features: { text_stats: true } });
-    const res = await graphql(tk, "mutation($text: String!) { textStats(input: { text: $text }) { words sentences credits_used partner_job_id } }", { text: "Hi there." }, { key: p.key });
+    const res = await graphql(
+      tk,
+      "mutation($text: String!) { textStats(input: { text: $text }) { words sentences credits_used partner_job_id } }",
+      { text: "Hi there." },
+      { key: p.key },
+    );
     assert.is(res.errors, undefined);
     assert.equal(res.data.textStats, { words: 2, sentences: 1, credits_used: 2, partner_job_id: null });
-    const type = await graphql(tk, '{ __type(name: "Mutation") { fields { name type { kind ofType { kind } } } } }', undefined, { key: p.key });
+    const type = await graphql(
+      tk,
+      '{ __type(name: "Mutation") { fields { name type { kind ofType { kind } } } } }',
+      undefined,
+      { key: p.key },
+    );
     const field = type.data.__type.fields.find((f: { name: string }) => f.name === "textStats");
     assert.is(field.type.kind === "NON_NULL" ? field.type.ofType.kind : field.type.kind, "OBJECT");
   } finally {

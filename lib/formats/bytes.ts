@@ -11,12 +11,15 @@ export function latin1(b: Uint8Array, start: number, end: number): string {
 }
 
 export const u16be = (b: Uint8Array, at: number): number => ((b[at] ?? 0) << 8) | (b[at + 1] ?? 0);
-export const u32be = (b: Uint8Array, at: number): number => (((b[at] ?? 0) << 24) | ((b[at + 1] ?? 0) << 16) | ((b[at + 2] ?? 0) << 8) | (b[at + 3] ?? 0)) >>> 0;
-export const u32le = (b: Uint8Array, at: number): number => ((b[at] ?? 0) | ((b[at + 1] ?? 0) << 8) | ((b[at + 2] ?? 0) << 16) | ((b[at + 3] ?? 0) << 24)) >>> 0;
+export const u32be = (b: Uint8Array, at: number): number =>
+  (((b[at] ?? 0) << 24) | ((b[at + 1] ?? 0) << 16) | ((b[at + 2] ?? 0) << 8) | (b[at + 3] ?? 0)) >>> 0;
+export const u32le = (b: Uint8Array, at: number): number =>
+  ((b[at] ?? 0) | ((b[at + 1] ?? 0) << 8) | ((b[at + 2] ?? 0) << 16) | ((b[at + 3] ?? 0) << 24)) >>> 0;
 
 /** The four bytes of a four-character code (a PNG chunk type, a RIFF chunk id, an ISO-BMFF box type). */
 export function fourcc(type: string): Uint8Array {
-  if (type.length !== 4 || /[^\x00-\xff]/.test(type)) throw new RangeError(`not a four-character code: ${JSON.stringify(type)}`);
+  if (type.length !== 4 || /[^\x00-\xff]/.test(type))
+    throw new RangeError(`not a four-character code: ${JSON.stringify(type)}`);
   return Uint8Array.from(type, (c) => c.charCodeAt(0));
 }
 

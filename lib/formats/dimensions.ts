@@ -31,11 +31,20 @@ export const DIMENSION_SCAN_LIMIT = 100_000;
 const u16le = (b: Uint8Array, at: number): number => (b[at] ?? 0) | ((b[at + 1] ?? 0) << 8);
 const u24le = (b: Uint8Array, at: number): number => (b[at] ?? 0) | ((b[at + 1] ?? 0) << 8) | ((b[at + 2] ?? 0) << 16);
 
-export const isGif = (b: Uint8Array): boolean => b.length >= 6 && (latin1(b, 0, 6) === "GIF87a" || latin1(b, 0, 6) === "GIF89a");
+export const isGif = (b: Uint8Array): boolean =>
+  b.length >= 6 && (latin1(b, 0, 6) === "GIF87a" || latin1(b, 0, 6) === "GIF89a");
 
 /** The picture's size and frame count as its header declares them; null when the format is none of the four or the header cannot be read. */
 export function pictureSize(bytes: Uint8Array): PictureSize | null {
-  const size = isPng(bytes) ? pngSize(bytes) : isJpeg(bytes) ? jpegSize(bytes) : isWebp(bytes) ? webpSize(bytes) : isGif(bytes) ? gifSize(bytes) : null;
+  const size = isPng(bytes)
+    ? pngSize(bytes)
+    : isJpeg(bytes)
+      ? jpegSize(bytes)
+      : isWebp(bytes)
+        ? webpSize(bytes)
+        : isGif(bytes)
+          ? gifSize(bytes)
+          : null;
   return size && size.width > 0 && size.height > 0 && size.frames > 0 ? size : null;
 }
 

@@ -13,15 +13,19 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 export const base64Payload = (text: string) => text.replace(DATA_PREFIX, "");
 
 /** Bytes a base64 text decodes to, without decoding it. */
-export const decodedSize = (base64: string) => Math.floor((base64.length * 3) / 4) - (base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0);
+export const decodedSize = (base64: string) =>
+  Math.floor((base64.length * 3) / 4) - (base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0);
 
-export type DecodedImage = { ok: true; image: { bytes: Uint8Array; mimeType: (typeof IMAGE_MIME)[number] } } | { ok: false; reason: "too_large" | "invalid" };
+export type DecodedImage =
+  | { ok: true; image: { bytes: Uint8Array; mimeType: (typeof IMAGE_MIME)[number] } }
+  | { ok: false; reason: "too_large" | "invalid" };
 
 /** Decodes a base64 picture: `too_large` above `maxBytes` (decoded), `invalid` when not base64 or not an image. */
 export function decodeImageBase64(text: unknown, maxBytes: number): DecodedImage {
   if (typeof text !== "string") return { ok: false, reason: "invalid" };
   const payload = base64Payload(text);
-  if (payload.length === 0 || payload.length % 4 === 1 || !BASE64.test(payload)) return { ok: false, reason: "invalid" };
+  if (payload.length === 0 || payload.length % 4 === 1 || !BASE64.test(payload))
+    return { ok: false, reason: "invalid" };
   if (decodedSize(payload) > maxBytes) return { ok: false, reason: "too_large" };
   const bytes = new Uint8Array(Buffer.from(payload, "base64"));
   const mimeType = sniffImageType(bytes, IMAGE_MIME);
@@ -31,4 +35,8 @@ export function decodeImageBase64(text: unknown, maxBytes: number): DecodedImage
 /** The kind of fetched bytes (an image URL's body), or null when they are not a PNG, JPEG or WebP. */
 export const imageKind = (bytes: Uint8Array) => sniffImageType(bytes, IMAGE_MIME);
 
-export const IMAGE_EXT: Record<(typeof IMAGE_MIME)[number], string> = { "image/png": "png", "image/jpeg": "jpg", "image/webp": "webp" };
+export const IMAGE_EXT: Record<(typeof IMAGE_MIME)[number], string> = {
+  "image/png": "png",
+  "image/jpeg": "jpg",
+  "image/webp": "webp",
+};

@@ -19,7 +19,12 @@ export interface Mp4Box {
  * FormatLimitError past `maxBoxes` (default: a file's top level, FORMAT_LIMITS.isoBmffTopLevelBoxes; pass
  * FORMAT_LIMITS.isoBmffChildBoxes when walking inside a box).
  */
-export function* mp4Boxes(b: Uint8Array, from = 0, to = b.length, maxBoxes: number = FORMAT_LIMITS.isoBmffTopLevelBoxes): Generator<Mp4Box> {
+export function* mp4Boxes(
+  b: Uint8Array,
+  from = 0,
+  to = b.length,
+  maxBoxes: number = FORMAT_LIMITS.isoBmffTopLevelBoxes,
+): Generator<Mp4Box> {
   const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
   let at = from;
   for (let count = 1; at + 8 <= to; count++) {
@@ -55,7 +60,8 @@ export interface IsoBmffStartOptions {
 }
 
 /** Whether a file whose first box has this type is ISO-BMFF (MP4, MOV, 3GP, ...). */
-export const isIsoBmffFirstBox = (type: string, { pnot = false }: IsoBmffStartOptions = {}): boolean => FIRST_BOXES.has(type) || (pnot && type === "pnot");
+export const isIsoBmffFirstBox = (type: string, { pnot = false }: IsoBmffStartOptions = {}): boolean =>
+  FIRST_BOXES.has(type) || (pnot && type === "pnot");
 
 /** The first box when it fits in the file and marks it as ISO-BMFF; undefined otherwise. Never by extension or content type. */
 export function isoBmffFirstBox(b: Uint8Array, options?: IsoBmffStartOptions): Mp4Box | undefined {

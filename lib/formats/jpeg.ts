@@ -9,7 +9,8 @@ import { FORMAT_LIMITS } from "./limits.ts";
 export const isJpeg = (b: Uint8Array): boolean => b.length >= 2 && b[0] === 0xff && b[1] === 0xd8;
 
 /** Start-of-frame markers (SOF0-SOF15 but DHT, JPG and DAC, which share the range). */
-export const isJpegFrameMarker = (m: number): boolean => m >= 0xc0 && m <= 0xcf && m !== 0xc4 && m !== 0xc8 && m !== 0xcc;
+export const isJpegFrameMarker = (m: number): boolean =>
+  m >= 0xc0 && m <= 0xcf && m !== 0xc4 && m !== 0xc8 && m !== 0xcc;
 
 export const JPEG_SOS = 0xda;
 export const JPEG_EOI = 0xd9;

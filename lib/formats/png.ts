@@ -43,7 +43,8 @@ export function* pngChunks(b: Uint8Array): Generator<PngChunkAt> {
     if (pos + 12 > b.length) damagedMedia("truncated chunk header");
     const length = u32be(b, pos);
     const type = latin1(b, pos + 4, pos + 8);
-    if (length > 0x7fffffff || pos + 12 + length > b.length) damagedMedia(`chunk ${JSON.stringify(type)} runs past the end`);
+    if (length > 0x7fffffff || pos + 12 + length > b.length)
+      damagedMedia(`chunk ${JSON.stringify(type)} runs past the end`);
     if (!TYPE.test(type)) damagedMedia("bad chunk type");
     const dataEnd = pos + 8 + length;
     if (crc32(b.subarray(pos + 4, dataEnd)) !== u32be(b, dataEnd)) damagedMedia(`bad CRC in ${type}`);

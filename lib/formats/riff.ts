@@ -4,7 +4,8 @@ import { concatBytes, fourcc, latin1, u32le } from "./bytes.ts";
 import { countAgainst, damagedMedia } from "./errors.ts";
 import { FORMAT_LIMITS } from "./limits.ts";
 
-export const isWebp = (b: Uint8Array): boolean => b.length >= 12 && latin1(b, 0, 4) === "RIFF" && latin1(b, 8, 12) === "WEBP";
+export const isWebp = (b: Uint8Array): boolean =>
+  b.length >= 12 && latin1(b, 0, 4) === "RIFF" && latin1(b, 8, 12) === "WEBP";
 
 /** The flags byte of a WebP VP8X chunk (the first of its data). */
 export const WEBP_VP8X_FLAGS = { icc: 0x20, alpha: 0x10, exif: 0x08, xmp: 0x04, animation: 0x02 } as const;
@@ -42,7 +43,12 @@ export interface RiffChunksOptions {
  * DamagedMediaError when a chunk runs past `to`, FormatLimitError past `maxChunks`. A writer that leaves
  * out the last pad byte is tolerated.
  */
-export function* riffChunks(b: Uint8Array, from: number, to: number, { cutAtEnd = false, maxChunks = FORMAT_LIMITS.riffChunks }: RiffChunksOptions = {}): Generator<RiffChunk> {
+export function* riffChunks(
+  b: Uint8Array,
+  from: number,
+  to: number,
+  { cutAtEnd = false, maxChunks = FORMAT_LIMITS.riffChunks }: RiffChunksOptions = {},
+): Generator<RiffChunk> {
   let pos = from;
   for (let count = 1; pos < to; count++) {
     countAgainst(count, maxChunks, "chunks");

@@ -2,11 +2,12 @@
 // probe content and some of their formats are manifests that name other files or URLs (HLS, DASH, concat
 // lists, SVG, subtitles with includes); deciding the format here, from a short list of plain media
 // containers, is what lets the media engine open every input with one named demuxer and nothing else.
+
+import { latin1 } from "./bytes.ts";
 import { isoBmffFirstBox } from "./isobmff.ts";
 import { isJpeg } from "./jpeg.ts";
 import { isPng } from "./png.ts";
 import { isWebp } from "./riff.ts";
-import { latin1 } from "./bytes.ts";
 
 const SIGNATURES = { "image/jpeg": isJpeg, "image/png": isPng, "image/webp": isWebp } as const;
 
@@ -15,7 +16,10 @@ export type ImageMimeType = keyof typeof SIGNATURES;
 const ALL = Object.keys(SIGNATURES) as ImageMimeType[];
 
 /** The media type the bytes' signature announces, among `accepted` (default: JPEG, PNG, WebP); null when none. */
-export function sniffImageType<T extends ImageMimeType = ImageMimeType>(bytes: Uint8Array, accepted: readonly T[] = ALL as T[]): T | null {
+export function sniffImageType<T extends ImageMimeType = ImageMimeType>(
+  bytes: Uint8Array,
+  accepted: readonly T[] = ALL as T[],
+): T | null {
   return accepted.find((type) => SIGNATURES[type](bytes)) ?? null;
 }
 
@@ -23,7 +27,18 @@ export function sniffImageType<T extends ImageMimeType = ImageMimeType>(bytes: U
  * The containers media inputs may be. Each is read by exactly one demuxer that only ever reads the bytes it is
  * given: none of them follows a reference to another file or URL.
  */
-export const MEDIA_CONTAINERS = ["isobmff", "matroska", "mp3", "aac", "wav", "ogg", "flac", "png", "jpeg", "webp"] as const;
+export const MEDIA_CONTAINERS = [
+  "isobmff",
+  "matroska",
+  "mp3",
+  "aac",
+  "wav",
+  "ogg",
+  "flac",
+  "png",
+  "jpeg",
+  "webp",
+] as const;
 export type MediaContainer = (typeof MEDIA_CONTAINERS)[number];
 
 export const AUDIO_CONTAINERS: readonly MediaContainer[] = ["isobmff", "matroska", "mp3", "aac", "wav", "ogg", "flac"];
@@ -53,14 +68,18 @@ function isMpegAudioFrame(b: Uint8Array, at: number): boolean {
 }
 
 const isEbml = (b: Uint8Array) => b.length >= 4 && b[0] === 0x1a && b[1] === 0x45 && b[2] === 0xdf && b[3] === 0xa3;
-const isWav = (b: Uint8Array) => b.length >= 12 && (latin1(b, 0, 4) === "RIFF" || latin1(b, 0, 4) === "RF64") && latin1(b, 8, 12) === "WAVE";
+const isWav = (b: Uint8Array) =>
+  b.length >= 12 && (latin1(b, 0, 4) === "RIFF" || latin1(b, 0, 4) === "RF64") && latin1(b, 8, 12) === "WAVE";
 
 /**
  * The container the bytes' signature announces, or null when it is none we accept (a playlist, a manifest, a
  * concat list, subtitles, SVG or any other text, an unknown binary). ISO-BMFF includes QuickTime files that
  * start with a `pnot` preview atom; callers with narrower rules (no 3GP, ftyp only) check those themselves.
  */
-export function sniffMedia(bytes: Uint8Array, accepted: readonly MediaContainer[] = MEDIA_CONTAINERS): MediaContainer | null {
+export function sniffMedia(
+  bytes: Uint8Array,
+  accepted: readonly MediaContainer[] = MEDIA_CONTAINERS,
+): MediaContainer | null {
   const found = sniffAny(bytes);
   return found && accepted.includes(found) ? found : null;
 }

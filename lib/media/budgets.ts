@@ -5,7 +5,7 @@
 // probed video or audio by its probe, before anything decodes it and before any charge. Areas answer an
 // input over budget with their own 400 for an input they cannot use; where the spec gives a tighter limit
 // (upscale-image's 8K output, upscale-video's 120 s) the area checks that too.
-import { pictureSize, type PictureSize } from "../formats/dimensions.ts";
+import { type PictureSize, pictureSize } from "../formats/dimensions.ts";
 import type { Probe } from "./probe.ts";
 
 /** The one table. Each number with why it is what it is. */
@@ -65,14 +65,21 @@ export function checkPicture(bytes: Uint8Array, budget: PictureBudget = {}): Pic
   const maxAnimation = budget.maxAnimationMegapixels ?? MEDIA_BUDGETS.animationMegapixels;
   const pixels = size.width * size.height;
   const dims = `${size.width} x ${size.height} pixels`;
-  if (Math.max(size.width, size.height) > maxEdge) return { ok: false, size, reason: `${dims} is over the limit of ${maxEdge} pixels an edge` };
+  if (Math.max(size.width, size.height) > maxEdge)
+    return { ok: false, size, reason: `${dims} is over the limit of ${maxEdge} pixels an edge` };
   if (pixels > maxMp * MP) return { ok: false, size, reason: `${dims} is over the limit of ${maxMp} megapixels` };
-  if (size.frames > 1 && pixels * size.frames > maxAnimation * MP) return { ok: false, size, reason: `${size.frames} frames of ${dims} are over the limit of ${maxAnimation} megapixels in all` };
+  if (size.frames > 1 && pixels * size.frames > maxAnimation * MP)
+    return {
+      ok: false,
+      size,
+      reason: `${size.frames} frames of ${dims} are over the limit of ${maxAnimation} megapixels in all`,
+    };
   return { ok: true, size };
 }
 
 /** True when the picture is within budget (checkPicture without the why). */
-export const pictureWithinBudget = (bytes: Uint8Array, budget?: PictureBudget): boolean => checkPicture(bytes, budget).ok;
+export const pictureWithinBudget = (bytes: Uint8Array, budget?: PictureBudget): boolean =>
+  checkPicture(bytes, budget).ok;
 
 export interface ProbeBudget {
   maxSeconds?: number;
@@ -93,7 +100,11 @@ export interface ProbeExcess {
  */
 export function probeOverBudget(probe: Probe, budget: ProbeBudget = {}): ProbeExcess | null {
   const maxSeconds = budget.maxSeconds ?? MEDIA_BUDGETS.mediaSeconds;
-  if (!Number.isFinite(probe.durationSeconds) || probe.durationSeconds > maxSeconds) return { kind: "duration", reason: `a duration of ${probe.durationSeconds} s is over the limit of ${maxSeconds} s` };
+  if (!Number.isFinite(probe.durationSeconds) || probe.durationSeconds > maxSeconds)
+    return {
+      kind: "duration",
+      reason: `a duration of ${probe.durationSeconds} s is over the limit of ${maxSeconds} s`,
+    };
   for (const s of probe.streams) {
     if (s.type !== "video") continue;
     const still = s.attachedPicture === true;
@@ -102,8 +113,13 @@ export function probeOverBudget(probe: Probe, budget: ProbeBudget = {}): ProbeEx
     const maxFps = budget.maxFps ?? MEDIA_BUDGETS.videoFps;
     const w = s.width ?? 0;
     const h = s.height ?? 0;
-    if (Math.max(w, h) > maxEdge || w * h > maxPixels) return { kind: "resolution", reason: `a ${w} x ${h} ${still ? "picture" : "video"} is over the limit of ${maxEdge} pixels an edge and ${Math.round(maxPixels / MP)} megapixels` };
-    if (!still && s.fps !== undefined && s.fps > maxFps) return { kind: "fps", reason: `${s.fps} frames a second is over the limit of ${maxFps}` };
+    if (Math.max(w, h) > maxEdge || w * h > maxPixels)
+      return {
+        kind: "resolution",
+        reason: `a ${w} x ${h} ${still ? "picture" : "video"} is over the limit of ${maxEdge} pixels an edge and ${Math.round(maxPixels / MP)} megapixels`,
+      };
+    if (!still && s.fps !== undefined && s.fps > maxFps)
+      return { kind: "fps", reason: `${s.fps} frames a second is over the limit of ${maxFps}` };
   }
   return null;
 }

@@ -8,30 +8,61 @@ import { FILE_NAME, FONTS_DIR, type RunIO, type StreamedInput } from "./types.ts
  * global state across runs in one instance; `-progress pipe:1` + `-stats_period` give both engines the same
  * machine-readable progress lines; `-nostats` keeps the carriage-return stats line out of the error tail.
  */
-export const FFMPEG_PREFIX = ["-nostdin", "-y", "-hide_banner", "-loglevel", "info", "-nostats", "-progress", "pipe:1", "-stats_period", "0.25"];
+export const FFMPEG_PREFIX = [
+  "-nostdin",
+  "-y",
+  "-hide_banner",
+  "-loglevel",
+  "info",
+  "-nostats",
+  "-progress",
+  "pipe:1",
+  "-stats_period",
+  "0.25",
+];
 
 /** ffprobe on one file, opened as lib/media/inputs.ts decides (its sniffed demuxer and the whitelists). */
-export const FFPROBE_ARGS = (name: string, bytes: Uint8Array) => ["-v", "error", ...probeInputOptions(name, bytes), "-print_format", "json", "-show_format", "-show_streams", name];
+export const FFPROBE_ARGS = (name: string, bytes: Uint8Array) => [
+  "-v",
+  "error",
+  ...probeInputOptions(name, bytes),
+  "-print_format",
+  "json",
+  "-show_format",
+  "-show_streams",
+  name,
+];
 
 /** How many stderr lines a MediaError keeps. */
 export const LOG_TAIL = 20;
 
 export function isStreamedInput(value: unknown): value is StreamedInput {
   const v = value as StreamedInput | null;
-  return typeof v === "object" && v !== null && !(v instanceof Uint8Array) && typeof v.chunks === "function" && Number.isSafeInteger(v.size) && v.size >= 0;
+  return (
+    typeof v === "object" &&
+    v !== null &&
+    !(v instanceof Uint8Array) &&
+    typeof v.chunks === "function" &&
+    Number.isSafeInteger(v.size) &&
+    v.size >= 0
+  );
 }
 
 export function validateIO(args: readonly string[], io: RunIO): void {
-  if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) throw new MediaError("failed", "args must be an array of strings");
+  if (!Array.isArray(args) || args.some((a) => typeof a !== "string"))
+    throw new MediaError("failed", "args must be an array of strings");
   const inputs = Object.keys(io.inputs ?? {});
   const fonts = Object.keys(io.fonts ?? {});
   for (const name of [...inputs, ...io.outputs, ...fonts]) {
     if (!FILE_NAME.test(name)) throw new MediaError("failed", `bad file name ${JSON.stringify(name)}`);
   }
-  for (const name of [...inputs, ...io.outputs]) if (name === FONTS_DIR) throw new MediaError("failed", `${name} is the fonts directory`);
-  for (const out of io.outputs) if (inputs.includes(out)) throw new MediaError("failed", `output ${out} is also an input`);
+  for (const name of [...inputs, ...io.outputs])
+    if (name === FONTS_DIR) throw new MediaError("failed", `${name} is the fonts directory`);
+  for (const out of io.outputs)
+    if (inputs.includes(out)) throw new MediaError("failed", `output ${out} is also an input`);
   for (const [name, input] of Object.entries(io.inputs ?? {})) {
-    if (!(input instanceof Uint8Array) && !isStreamedInput(input)) throw new MediaError("failed", `input ${name} is neither a Uint8Array nor a streamed input`);
+    if (!(input instanceof Uint8Array) && !isStreamedInput(input))
+      throw new MediaError("failed", `input ${name} is neither a Uint8Array nor a streamed input`);
   }
   for (const [name, bytes] of Object.entries(io.fonts ?? {})) {
     if (!(bytes instanceof Uint8Array)) throw new MediaError("failed", `font ${name} is not a Uint8Array`);
@@ -62,7 +93,7 @@ export async function readHead(input: StreamedInput, max = STREAM_HEAD_BYTES): P
  * filter's own format probe can only pick the ASS demuxer) and `fonts` is RunIO.fonts' directory. Built by
  * libassFilter(); any other form stays refused by lib/media/inputs.ts.
  */
-const LIBASS_FILTER = /(^|[\s,;\]])subtitles=filename=([A-Za-z0-9_][A-Za-z0-9._-]{0,127}):fontsdir=fonts(?=$|[\s,;\[])/g;
+const LIBASS_FILTER = /(^|[\s,;\]])subtitles=filename=([A-Za-z0-9_][A-Za-z0-9._-]{0,127}):fontsdir=fonts(?=$|[\s,;[])/g;
 const ASS_SIGNATURE = /^(\uFEFF)?\[Script Info\]/;
 
 /** The filter that draws the ASS script `file` (an input of the run) with the run's fonts (RunIO.fonts). */
@@ -81,14 +112,16 @@ const FILTER_VALUE_OPTIONS = new Set(["-vf", "-filter:v", "-filter", "-filter_co
 export function prepareRun(args: readonly string[], io: RunIO): string[] | Promise<string[]> {
   validateIO(args, io);
   const entries = Object.entries(io.inputs ?? {});
-  if (entries.every(([, input]) => input instanceof Uint8Array)) return secureRun(args, io, io.inputs as Record<string, Uint8Array> | undefined ?? {});
+  if (entries.every(([, input]) => input instanceof Uint8Array))
+    return secureRun(args, io, (io.inputs as Record<string, Uint8Array> | undefined) ?? {});
   // A concat list is read whole by the rules of inputs.ts; the lists we write are small bytes, never streams.
   let group = 0;
   for (let k = 0; k < args.length - 1; k++) {
     if (args[k] !== "-i") continue;
     const options = args.slice(group, k);
     const f = options.lastIndexOf("-f");
-    if (f >= 0 && options[f + 1] === "concat" && isStreamedInput(io.inputs?.[args[k + 1]!])) throw new MediaError("failed", `concat list ${args[k + 1]} must be bytes, not a stream`);
+    if (f >= 0 && options[f + 1] === "concat" && isStreamedInput(io.inputs?.[args[k + 1]!]))
+      throw new MediaError("failed", `concat list ${args[k + 1]} must be bytes, not a stream`);
     group = k + 2;
   }
   return (async () => {
@@ -109,7 +142,8 @@ function secureRun(args: readonly string[], io: RunIO, sniffable: Readonly<Recor
       if (!(script instanceof Uint8Array) || !ASS_SIGNATURE.test(new TextDecoder().decode(script.subarray(0, 64)))) {
         throw new MediaError("failed", `subtitles filter file ${file} is not an ASS script of this run`);
       }
-      if (args.some((x, i) => x === file && args[i - 1] === "-i")) throw new MediaError("failed", `subtitles filter file ${file} is also opened with -i`);
+      if (args.some((x, i) => x === file && args[i - 1] === "-i"))
+        throw new MediaError("failed", `subtitles filter file ${file} is also opened with -i`);
       held.push(`subtitles=filename=${file}:fontsdir=${FONTS_DIR}`);
       return `${lead}null@${nonce}${held.length - 1}`;
     });
@@ -121,7 +155,11 @@ function secureRun(args: readonly string[], io: RunIO, sniffable: Readonly<Recor
 }
 
 /** Combine the caller's signal and timeout into one signal plus the reason to report. */
-export function runSignal(io: { signal?: AbortSignal; timeoutMs?: number }): { signal: AbortSignal | undefined; reason(): MediaError; dispose(): void } {
+export function runSignal(io: { signal?: AbortSignal; timeoutMs?: number }): {
+  signal: AbortSignal | undefined;
+  reason(): MediaError;
+  dispose(): void;
+} {
   const ctl = new AbortController();
   let why: MediaError | undefined;
   const onAbort = () => {
@@ -130,12 +168,13 @@ export function runSignal(io: { signal?: AbortSignal; timeoutMs?: number }): { s
   };
   if (io.signal?.aborted) onAbort();
   io.signal?.addEventListener("abort", onAbort, { once: true });
-  const timer = io.timeoutMs && io.timeoutMs > 0
-    ? setTimeout(() => {
-        why ??= new MediaError("timeout", `timed out after ${io.timeoutMs} ms`);
-        ctl.abort();
-      }, io.timeoutMs)
-    : undefined;
+  const timer =
+    io.timeoutMs && io.timeoutMs > 0
+      ? setTimeout(() => {
+          why ??= new MediaError("timeout", `timed out after ${io.timeoutMs} ms`);
+          ctl.abort();
+        }, io.timeoutMs)
+      : undefined;
   timer?.unref?.();
   return {
     signal: io.signal || timer ? ctl.signal : undefined,

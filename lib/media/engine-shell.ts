@@ -2,12 +2,13 @@
 // argument checks, the run's signal and time-out, the pool, a probe's refusal of what is not plain media. An
 // engine (native.ts, wasm.ts) gives only where a run happens (its place: a temp dir, a worker) and how ffmpeg
 // and ffprobe run there.
+
+import { FFPROBE_ARGS, prepareRun, readHead, runSignal, validateIO } from "./common.ts";
 import { MediaError } from "./errors.ts";
 import type { MediaPool } from "./pool.ts";
-import { FFPROBE_ARGS, prepareRun, readHead, runSignal, validateIO } from "./common.ts";
 import type { Probe } from "./probe.ts";
-import { loadVips } from "./vips.ts";
 import type { EngineInput, MediaEngine, RunIO } from "./types.ts";
+import { loadVips } from "./vips.ts";
 
 /** A run's signal: aborted by the caller or the time-out, with the reason to throw. */
 export type RunSignal = ReturnType<typeof runSignal>;
@@ -22,7 +23,13 @@ export interface EngineBackend<Place> {
   /** Runs `fn` in a free place, queued behind the engine's limits. */
   inPlace<T>(fn: (place: Place) => Promise<T>, s: RunSignal): Promise<T>;
   /** ffmpeg with the prepared arguments; the outputs by name. */
-  ffmpeg(place: Place, args: string[], io: RunIO, s: RunSignal, prepared: string[]): Promise<Record<string, Uint8Array>>;
+  ffmpeg(
+    place: Place,
+    args: string[],
+    io: RunIO,
+    s: RunSignal,
+    prepared: string[],
+  ): Promise<Record<string, Uint8Array>>;
   /** ffprobe with its arguments on the input `name`. */
   ffprobe(place: Place, args: string[], name: string, data: EngineInput, s: RunSignal): Promise<Probe>;
   warmup(): Promise<void>;

@@ -1,10 +1,11 @@
 // Picks the engine (docs/architecture.md "Runtime": native ffmpeg on PATH in production, ffmpeg.wasm embedded otherwise).
 // The choice is made once, at creation, so a machine never mixes engines within one process.
-import type { MediaPool } from "./pool.ts";
+
 import { MediaError } from "./errors.ts";
 import { type ChildLimits, createNativeEngine, findOnPath } from "./native.ts";
-import { createWasmEngine } from "./wasm.ts";
+import type { MediaPool } from "./pool.ts";
 import type { MediaEngine, MediaEngineMode } from "./types.ts";
+import { createWasmEngine } from "./wasm.ts";
 
 export interface MediaEngineOptions {
   /** "auto" (default): native when both ffmpeg and ffprobe are on PATH, else wasm. Usually `config.mediaEngine`. */
@@ -31,12 +32,21 @@ export function detectNativeFfmpeg(pathEnv?: string): { ffmpegPath: string; ffpr
 
 export function createMediaEngine(options: MediaEngineOptions = {}): MediaEngine {
   const mode = options.mode ?? "auto";
-  if (mode !== "auto" && mode !== "native" && mode !== "wasm") throw new MediaError("engine_unavailable", `unknown media engine mode ${String(mode)}`);
-  const shared = { concurrency: options.concurrency, ...(options.pool ? { pool: options.pool } : {}), ...(options.childLimits ? { childLimits: options.childLimits } : {}) };
+  if (mode !== "auto" && mode !== "native" && mode !== "wasm")
+    throw new MediaError("engine_unavailable", `unknown media engine mode ${String(mode)}`);
+  const shared = {
+    concurrency: options.concurrency,
+    ...(options.pool ? { pool: options.pool } : {}),
+    ...(options.childLimits ? { childLimits: options.childLimits } : {}),
+  };
   if (mode === "wasm") return createWasmEngine(shared);
-  const explicit = options.ffmpegPath && options.ffprobePath ? { ffmpegPath: options.ffmpegPath, ffprobePath: options.ffprobePath } : undefined;
+  const explicit =
+    options.ffmpegPath && options.ffprobePath
+      ? { ffmpegPath: options.ffmpegPath, ffprobePath: options.ffprobePath }
+      : undefined;
   const native = explicit ?? detectNativeFfmpeg();
   if (native) return createNativeEngine({ ...native, tmpDir: options.tmpDir, ...shared });
-  if (mode === "native") throw new MediaError("engine_unavailable", "MEDIA_ENGINE=native but ffmpeg/ffprobe are not on PATH");
+  if (mode === "native")
+    throw new MediaError("engine_unavailable", "MEDIA_ENGINE=native but ffmpeg/ffprobe are not on PATH");
   return createWasmEngine(shared);
 }

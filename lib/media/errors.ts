@@ -65,7 +65,7 @@ export class MediaError extends Error {
 
   /** For logs: code, detail and the tail of the tool's output. */
   describe(): string {
-    return `MediaError(${this.code}): ${this.detail}${this.log.length ? "\n  " + this.log.join("\n  ") : ""}`;
+    return `MediaError(${this.code}): ${this.detail}${this.log.length ? `\n  ${this.log.join("\n  ")}` : ""}`;
   }
 }
 
@@ -90,13 +90,23 @@ const INPUT_PATTERNS: RegExp[] = [
   /Stream map '[^']*' matches no streams/i,
   /Invalid argument$/i,
 ];
-const UNSUPPORTED_PATTERNS: RegExp[] = [/Decoder \(codec [^()]*\) not found/i, /Unsupported codec/i, /not currently supported/i, /unknown codec/i];
+const UNSUPPORTED_PATTERNS: RegExp[] = [
+  /Decoder \(codec [^()]*\) not found/i,
+  /Unsupported codec/i,
+  /not currently supported/i,
+  /unknown codec/i,
+];
 
 /** Decide whether a failed ffmpeg/ffprobe run was the input's fault, from its last log lines. */
 export function classifyFailure(lines: readonly string[]): "invalid_input" | "unsupported" | "failed" {
   const text = lines.join("\n");
   if (UNSUPPORTED_PATTERNS.some((p) => p.test(text))) return "unsupported";
-  if (/Unrecognized option|Unknown encoder|No such filter|Error initializing filter|Option not found|Invalid option/i.test(text)) return "failed";
+  if (
+    /Unrecognized option|Unknown encoder|No such filter|Error initializing filter|Option not found|Invalid option/i.test(
+      text,
+    )
+  )
+    return "failed";
   if (lines.some((l) => INPUT_PATTERNS.some((p) => p.test(l)))) return "invalid_input";
   return "failed";
 }

@@ -12,9 +12,10 @@
 //
 // Protocol: in  {id, program: "ffmpeg"|"ffprobe", args, inputs: {name: Uint8Array}, outputs: [name], fonts?: {name: Uint8Array}}
 //           out {id, type: "log", line} | {id, type: "done", ret, outputs, missing} | {id, type: "error", message}
-import { parentPort } from "node:worker_threads";
+
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
+import { parentPort } from "node:worker_threads";
 
 const coreUrl = import.meta.resolve("@ffmpeg/core");
 const wasmUrl = import.meta.resolve("@ffmpeg/core/wasm");
@@ -48,7 +49,10 @@ const lastValue = (options, name) => {
  * both whitelists, so a list that skipped the engine's rules cannot make the core probe or follow a manifest.
  */
 function assertOpenedSafely(program, args, inputs) {
-  const guarded = (options) => lastValue(options, "-f") !== undefined && lastValue(options, "-protocol_whitelist") === "file" && lastValue(options, "-format_whitelist") !== undefined;
+  const guarded = (options) =>
+    lastValue(options, "-f") !== undefined &&
+    lastValue(options, "-protocol_whitelist") === "file" &&
+    lastValue(options, "-format_whitelist") !== undefined;
   if (program === "ffprobe") {
     if (!guarded(args)) throw new Error("ffprobe input opened without a demuxer and whitelists");
     return;

@@ -58,16 +58,16 @@ function wrap(text: string, perLine: number, maxLines: number): string {
   const lines: string[] = [];
   let cur = "";
   for (const w of words) {
-    const word = w.length > perLine ? w.slice(0, perLine - 1) + "…" : w;
-    if ((cur + " " + word).trim().length > perLine) {
+    const word = w.length > perLine ? `${w.slice(0, perLine - 1)}…` : w;
+    if (`${cur} ${word}`.trim().length > perLine) {
       lines.push(cur);
       cur = word;
-    } else cur = (cur + " " + word).trim();
+    } else cur = `${cur} ${word}`.trim();
   }
   if (cur) lines.push(cur);
   if (lines.length > maxLines) {
     lines.length = maxLines;
-    lines[maxLines - 1] = lines[maxLines - 1]!.slice(0, perLine - 1) + "…";
+    lines[maxLines - 1] = `${lines[maxLines - 1]!.slice(0, perLine - 1)}…`;
   }
   return lines.join("\n");
 }
@@ -102,7 +102,16 @@ export interface EngineJob {
 export function testVideoJob(o: TestVideoOptions): EngineJob {
   const { width, height, seconds } = o;
   const fps = o.fps ?? 25;
-  if (!Number.isInteger(width) || !Number.isInteger(height) || width < 16 || height < 16 || width > 7680 || height > 7680 || width % 2 || height % 2) {
+  if (
+    !Number.isInteger(width) ||
+    !Number.isInteger(height) ||
+    width < 16 ||
+    height < 16 ||
+    width > 7680 ||
+    height > 7680 ||
+    width % 2 ||
+    height % 2
+  ) {
     throw new MediaError("failed", `bad video size ${width}x${height} (even, 16-7680)`);
   }
   if (!(seconds > 0 && seconds <= 600)) throw new MediaError("failed", `bad duration ${seconds}`);
@@ -113,7 +122,7 @@ export function testVideoJob(o: TestVideoOptions): EngineJob {
   const tone = 220 + ((h >>> 9) % 660);
   const inputs: Record<string, Uint8Array> = {};
   const filters = [`hue=h=${hue}`];
-  const font = o.font === false ? null : o.font ?? (o.text ? findSystemFont() : null);
+  const font = o.font === false ? null : (o.font ?? (o.text ? findSystemFont() : null));
   const textDrawn = Boolean(o.text?.trim() && font);
   if (textDrawn) {
     const size = Math.max(12, Math.round(Math.min(width, height) / 14));
@@ -130,13 +139,42 @@ export function testVideoJob(o: TestVideoOptions): EngineJob {
   filters.push("format=yuv420p");
   const t = String(seconds);
   const args = [
-    "-f", "lavfi", "-i", `testsrc2=size=${width}x${height}:rate=${fps}:duration=${t}`,
-    "-f", "lavfi", "-i", `sine=frequency=${tone}:sample_rate=48000:duration=${t}`,
-    "-map", "0:v", "-map", "1:a",
-    "-vf", filters.join(","),
-    "-c:v", "libx264", "-preset", o.preset ?? "ultrafast", "-crf", "28", "-pix_fmt", "yuv420p",
-    "-c:a", "aac", "-b:a", "128k", "-ac", "2",
-    "-t", t, "-movflags", "+faststart", "-fflags", "+bitexact", "-map_metadata", "-1",
+    "-f",
+    "lavfi",
+    "-i",
+    `testsrc2=size=${width}x${height}:rate=${fps}:duration=${t}`,
+    "-f",
+    "lavfi",
+    "-i",
+    `sine=frequency=${tone}:sample_rate=48000:duration=${t}`,
+    "-map",
+    "0:v",
+    "-map",
+    "1:a",
+    "-vf",
+    filters.join(","),
+    "-c:v",
+    "libx264",
+    "-preset",
+    o.preset ?? "ultrafast",
+    "-crf",
+    "28",
+    "-pix_fmt",
+    "yuv420p",
+    "-c:a",
+    "aac",
+    "-b:a",
+    "128k",
+    "-ac",
+    "2",
+    "-t",
+    t,
+    "-movflags",
+    "+faststart",
+    "-fflags",
+    "+bitexact",
+    "-map_metadata",
+    "-1",
     output,
   ];
   return { args, inputs, outputs: [output], durationSeconds: seconds, textDrawn };
@@ -149,7 +187,12 @@ export async function generateTestVideo(
   io: { onProgress?(fraction: number): void; signal?: AbortSignal; timeoutMs?: number } = {},
 ): Promise<Uint8Array> {
   const job = testVideoJob(options);
-  const out = await engine.run(job.args, { inputs: job.inputs, outputs: job.outputs, durationSeconds: job.durationSeconds, ...io });
+  const out = await engine.run(job.args, {
+    inputs: job.inputs,
+    outputs: job.outputs,
+    durationSeconds: job.durationSeconds,
+    ...io,
+  });
   return out[job.outputs[0]!]!;
 }
 
@@ -179,15 +222,31 @@ export function stripVideoMetadataArgs(input: string, output: string, options: S
   return [
     ...(options.strict ? ["-xerror"] : []),
     ...(options.ignoreEditList ? ["-ignore_editlist", "1"] : []),
-    "-i", input,
+    "-i",
+    input,
     // Capital V: video streams that are not attached pictures (cover art is metadata, not picture).
-    "-map", "0:V?", "-map", "0:a?",
-    "-c", "copy",
-    "-map_metadata", "-1", "-map_metadata:s", "-1", "-map_chapters", "-1",
+    "-map",
+    "0:V?",
+    "-map",
+    "0:a?",
+    "-c",
+    "copy",
+    "-map_metadata",
+    "-1",
+    "-map_metadata:s",
+    "-1",
+    "-map_chapters",
+    "-1",
     // The encoder's name and version stay out of the new container too.
-    "-fflags", "+bitexact", "-flags:v", "+bitexact", "-flags:a", "+bitexact",
+    "-fflags",
+    "+bitexact",
+    "-flags:v",
+    "+bitexact",
+    "-flags:a",
+    "+bitexact",
     ...(options.format === "mov" ? ["-write_tmcd", "0", "-f", "mov"] : ["-f", "mp4"]),
-    "-movflags", "+faststart",
+    "-movflags",
+    "+faststart",
     output,
   ];
 }
@@ -196,10 +255,19 @@ export function stripVideoMetadataArgs(input: string, output: string, options: S
  * The last step of a generated clip's job: its provenance metadata removed when the partner asked
  * (`strip_metadata`, a lossless remux), then its length measured from the file that will be stored.
  */
-export async function finishGeneratedClip(engine: MediaEngine, clip: Uint8Array, options: { strip: boolean; signal?: AbortSignal; timeoutMs?: number }): Promise<{ bytes: Uint8Array; seconds: number }> {
+export async function finishGeneratedClip(
+  engine: MediaEngine,
+  clip: Uint8Array,
+  options: { strip: boolean; signal?: AbortSignal; timeoutMs?: number },
+): Promise<{ bytes: Uint8Array; seconds: number }> {
   let bytes = clip;
   if (options.strip) {
-    const out = await engine.run(stripVideoMetadataArgs("in.mp4", "out.mp4"), { inputs: { "in.mp4": bytes }, outputs: ["out.mp4"], signal: options.signal, timeoutMs: options.timeoutMs ?? 300_000 });
+    const out = await engine.run(stripVideoMetadataArgs("in.mp4", "out.mp4"), {
+      inputs: { "in.mp4": bytes },
+      outputs: ["out.mp4"],
+      signal: options.signal,
+      timeoutMs: options.timeoutMs ?? 300_000,
+    });
     bytes = out["out.mp4"]!;
   }
   const probe = await engine.probe(bytes, "clip.mp4", { signal: options.signal });

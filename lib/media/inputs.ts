@@ -10,7 +10,7 @@
 // - a concat list (our own, for stream-copy merges) may only name other inputs, each sniffed the same way.
 // Anything that does not pass is refused before a tool starts: "invalid_input" (422) when the input's bytes are
 // at fault, "failed" when the arguments are (our bug).
-import { sniffMedia, type MediaContainer } from "../formats/sniff.ts";
+import { type MediaContainer, sniffMedia } from "../formats/sniff.ts";
 import { MediaError } from "./errors.ts";
 import { FILE_NAME } from "./types.ts";
 
@@ -45,16 +45,39 @@ const DEMUXERS: Record<MediaContainer, Demuxers> = {
 const RAW_DEMUXERS = new Set(["s16le", "s16be", "s24le", "s32le", "f32le", "f32be", "f64le", "u8", "s8", "rawvideo"]);
 
 /** Options that decide what may be opened: the engine sets them, a caller never does. */
-const RESERVED = new Set(["-protocol_whitelist", "-protocol_blacklist", "-format_whitelist", "-codec_whitelist", "-safe", "-pattern_type", "-allowed_extensions", "-enable_drefs", "-use_absolute_path"]);
+const RESERVED = new Set([
+  "-protocol_whitelist",
+  "-protocol_blacklist",
+  "-format_whitelist",
+  "-codec_whitelist",
+  "-safe",
+  "-pattern_type",
+  "-allowed_extensions",
+  "-enable_drefs",
+  "-use_absolute_path",
+]);
 
 /** Filters that open files or URLs by name; no argument list of ours uses them. */
 const FILE_FILTERS = /(^|[\s,;\]])(a?movie|subtitles|ass|a?sendcmd|zmq|azmq)\s*=/;
-const FILTER_OPTIONS = new Set(["-vf", "-af", "-filter", "-filter:v", "-filter:a", "-filter_complex", "-lavfi", "-filter_complex_script", "-filter_script", "-filter_script:v", "-filter_script:a"]);
+const FILTER_OPTIONS = new Set([
+  "-vf",
+  "-af",
+  "-filter",
+  "-filter:v",
+  "-filter:a",
+  "-filter_complex",
+  "-lavfi",
+  "-filter_complex_script",
+  "-filter_script",
+  "-filter_script:v",
+  "-filter_script:a",
+]);
 
 /** The container of one input, or the 422 that refuses it. */
 export function sniffInput(name: string, bytes: Uint8Array): MediaContainer {
   const container = sniffMedia(bytes);
-  if (!container) throw new MediaError("invalid_input", `input ${name} is not a media file we accept (refused by its first bytes)`);
+  if (!container)
+    throw new MediaError("invalid_input", `input ${name} is not a media file we accept (refused by its first bytes)`);
   return container;
 }
 
@@ -77,7 +100,8 @@ export function concatListNames(list: Uint8Array): string[] {
     if (line === "" || line.startsWith("#") || line === "ffconcat version 1.0") continue;
     const m = /^file\s+(?:'([^'\\]*)'|([^\s'\\]+))$/.exec(line);
     const name = m?.[1] ?? m?.[2];
-    if (!name || !FILE_NAME.test(name)) throw new MediaError("failed", `concat list line ${JSON.stringify(line.slice(0, 80))} is not a file of this run`);
+    if (!name || !FILE_NAME.test(name))
+      throw new MediaError("failed", `concat list line ${JSON.stringify(line.slice(0, 80))} is not a file of this run`);
     names.push(name);
   }
   if (!names.length) throw new MediaError("failed", "empty concat list");
@@ -89,32 +113,55 @@ interface Opened {
   options: string[];
 }
 
-function openInput(name: string, inputs: Readonly<Record<string, Uint8Array>>, callerOptions: readonly string[]): Opened {
+function openInput(
+  name: string,
+  inputs: Readonly<Record<string, Uint8Array>>,
+  callerOptions: readonly string[],
+): Opened {
   const bytes = inputs[name];
   if (!bytes) throw new MediaError("failed", `-i ${JSON.stringify(name)} is not one of the run's inputs`);
   const asked = lastValue(callerOptions, "-f");
-  if (asked !== undefined && RAW_DEMUXERS.has(asked)) return { options: ["-f", asked, "-protocol_whitelist", "file", "-format_whitelist", asked] };
+  if (asked !== undefined && RAW_DEMUXERS.has(asked))
+    return { options: ["-f", asked, "-protocol_whitelist", "file", "-format_whitelist", asked] };
   if (asked === "concat") {
     const names = concatListNames(bytes);
     const demuxers = new Set<string>();
     for (const n of names) {
-      if (n === name || !inputs[n]) throw new MediaError("failed", `concat list names ${n}, which is not another input of the run`);
+      if (n === name || !inputs[n])
+        throw new MediaError("failed", `concat list names ${n}, which is not another input of the run`);
       const c = sniffInput(n, inputs[n]!);
-      if (c !== "isobmff" && c !== "matroska") throw new MediaError("invalid_input", `concat input ${n} is not a video container`);
+      if (c !== "isobmff" && c !== "matroska")
+        throw new MediaError("invalid_input", `concat input ${n} is not a video container`);
       demuxers.add(DEMUXERS[c].default);
     }
     // The list's entries are probed by the concat demuxer: the whitelists (copied to them) keep that probe to
     // the containers sniffed above, read from files only.
-    return { options: ["-f", "concat", "-safe", "1", "-protocol_whitelist", "file", "-format_whitelist", ["concat", ...demuxers].join(",")] };
+    return {
+      options: [
+        "-f",
+        "concat",
+        "-safe",
+        "1",
+        "-protocol_whitelist",
+        "file",
+        "-format_whitelist",
+        ["concat", ...demuxers].join(","),
+      ],
+    };
   }
   const container = sniffInput(name, bytes);
   const d = DEMUXERS[container];
-  let demuxer = asked ?? (d.extensions && callerOptions.includes("-loop") ? "image2" : d.default);
-  if (!d.allowed.includes(demuxer)) throw new MediaError("invalid_input", `input ${name} is ${container}, not for demuxer ${demuxer}`);
+  const demuxer = asked ?? (d.extensions && callerOptions.includes("-loop") ? "image2" : d.default);
+  if (!d.allowed.includes(demuxer))
+    throw new MediaError("invalid_input", `input ${name} is ${container}, not for demuxer ${demuxer}`);
   const extra: string[] = [];
   if (demuxer === "image2") {
     const ext = name.toLowerCase().split(".").pop() ?? "";
-    if (!name.includes(".") || !d.extensions!.includes(ext)) throw new MediaError("failed", `image input ${name} needs an extension that fits its bytes (${d.extensions!.join(", ")})`);
+    if (!name.includes(".") || !d.extensions!.includes(ext))
+      throw new MediaError(
+        "failed",
+        `image input ${name} needs an extension that fits its bytes (${d.extensions!.join(", ")})`,
+      );
     extra.push("-pattern_type", "none");
   }
   return { options: ["-f", demuxer, ...extra, "-protocol_whitelist", "file", "-format_whitelist", demuxer] };
@@ -130,7 +177,8 @@ export function secureFfmpegArgs(args: readonly string[], inputs: Readonly<Recor
   for (let k = 0; k < args.length; k++) {
     const a = args[k]!;
     if (RESERVED.has(a)) throw new MediaError("failed", `${a} is set by the media engine`);
-    if (FILTER_OPTIONS.has(a) && (a.includes("script") || FILE_FILTERS.test(args[k + 1] ?? ""))) throw new MediaError("failed", `filter graph of ${a} opens files by name`);
+    if (FILTER_OPTIONS.has(a) && (a.includes("script") || FILE_FILTERS.test(args[k + 1] ?? "")))
+      throw new MediaError("failed", `filter graph of ${a} opens files by name`);
     if (a !== "-i") {
       out.push(a);
       continue;

@@ -3,7 +3,7 @@
 // Damaged files never throw and never loop: the walk stops at the first box that does not fit and reports
 // what it found so far.
 import { latin1 } from "../formats/bytes.ts";
-import { mp4Boxes, type Mp4Box } from "../formats/isobmff.ts";
+import { type Mp4Box, mp4Boxes } from "../formats/isobmff.ts";
 import { FORMAT_LIMITS } from "../formats/limits.ts";
 
 export type Mp4MetadataCategory = "c2pa" | "xmp" | "other";
@@ -13,9 +13,43 @@ const XMP_UUID = "be7acfcb97a942e89c71999491e3afac";
 /** Boxes that only hold other boxes, where metadata can sit further down. */
 const CONTAINERS = new Set(["moov", "trak", "mdia", "minf", "udta", "edts"]);
 /** Boxes that are metadata in themselves. */
-const TAG_BOXES = new Set(["ilst", "keys", "chpl", "©nam", "©too", "©cmt", "©day", "©ART", "©alb", "©xyz", "cprt", "titl", "auth", "dscp", "perf", "gnre", "yrrc", "loci", "kywd", "albm", "rtng", "clsf", "AllF", "SelO", "WLOC", "LOOP", "ptv ", "hinf", "hnti", "name", "tags", "meta"]);
+const TAG_BOXES = new Set([
+  "ilst",
+  "keys",
+  "chpl",
+  "©nam",
+  "©too",
+  "©cmt",
+  "©day",
+  "©ART",
+  "©alb",
+  "©xyz",
+  "cprt",
+  "titl",
+  "auth",
+  "dscp",
+  "perf",
+  "gnre",
+  "yrrc",
+  "loci",
+  "kywd",
+  "albm",
+  "rtng",
+  "clsf",
+  "AllF",
+  "SelO",
+  "WLOC",
+  "LOOP",
+  "ptv ",
+  "hinf",
+  "hnti",
+  "name",
+  "tags",
+  "meta",
+]);
 
-const hex = (b: Uint8Array, start: number, len: number) => Array.from(b.subarray(start, start + len), (x) => x.toString(16).padStart(2, "0")).join("");
+const hex = (b: Uint8Array, start: number, len: number) =>
+  Array.from(b.subarray(start, start + len), (x) => x.toString(16).padStart(2, "0")).join("");
 const fourccAt = (b: Uint8Array, at: number) => latin1(b, at, at + 4);
 
 /** The handler type of a trak (`vide`, `soun`, `tmcd`, `text`, ...), or "" when it cannot be read. */

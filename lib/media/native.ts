@@ -6,22 +6,21 @@
 // address space and its CPU time (ChildLimits), so one input the budgets missed cannot take the machine: a
 // child over either is killed by the kernel and its run fails like any other (a job fails and is refunded).
 import { spawn } from "node:child_process";
-import { accessSync, constants } from "node:fs";
-import { createWriteStream } from "node:fs";
+import { accessSync, constants, createWriteStream } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import process from "node:process";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import { childEnv } from "../child-env.ts";
-import { classifyFailure, MediaError } from "./errors.ts";
-import { createMediaPool, type MediaPool } from "./pool.ts";
 import { FFMPEG_PREFIX, LineSplitter, LineTail } from "./common.ts";
 import { engineShell } from "./engine-shell.ts";
+import { classifyFailure, MediaError } from "./errors.ts";
+import { createMediaPool, type MediaPool } from "./pool.ts";
 import { parseFfprobeJson } from "./probe.ts";
 import { ProgressTracker } from "./progress.ts";
-import { FONTS_DIR, type EngineInput, type MediaEngine } from "./types.ts";
+import { type EngineInput, FONTS_DIR, type MediaEngine } from "./types.ts";
 
 /** Find an executable on PATH (no shell, no `which`). */
 export function findOnPath(name: string, pathEnv = process.env.PATH ?? ""): string | undefined {
@@ -42,7 +41,12 @@ export function findOnPath(name: string, pathEnv = process.env.PATH ?? ""): stri
  * Write one input to the run's temp dir. A streamed input goes to disk chunk by chunk (backpressure through
  * pipeline), so its whole size is never in memory; it must give exactly the bytes it declared.
  */
-async function writeInput(path: string, name: string, input: EngineInput, signal: AbortSignal | undefined): Promise<void> {
+async function writeInput(
+  path: string,
+  name: string,
+  input: EngineInput,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   if (input instanceof Uint8Array) return writeFile(path, input);
   let written = 0;
   const counted = async function* () {
@@ -53,13 +57,19 @@ async function writeInput(path: string, name: string, input: EngineInput, signal
     }
   };
   try {
-    await pipeline(Readable.from(counted(), { objectMode: false }), createWriteStream(path, { flags: "wx" }), { signal });
+    await pipeline(Readable.from(counted(), { objectMode: false }), createWriteStream(path, { flags: "wx" }), {
+      signal,
+    });
   } catch (e) {
     if (signal?.aborted) return; // the caller reports the abort
-    throw new MediaError("failed", `cannot write input ${name}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    throw new MediaError("failed", `cannot write input ${name}: ${e instanceof Error ? e.message : String(e)}`, {
+      cause: e,
+    });
   }
-  if (written > input.size) throw new MediaError("failed", `streamed input ${name} gave more than the ${input.size} bytes it declared`);
-  if (written < input.size) throw new MediaError("failed", `streamed input ${name} gave ${written} bytes, declared ${input.size}`);
+  if (written > input.size)
+    throw new MediaError("failed", `streamed input ${name} gave more than the ${input.size} bytes it declared`);
+  if (written < input.size)
+    throw new MediaError("failed", `streamed input ${name} gave ${written} bytes, declared ${input.size}`);
 }
 
 /** Caps on every ffmpeg/ffprobe child (MEDIA_CHILD_MEMORY_MB, MEDIA_CHILD_CPU_SECONDS); 0 turns one off. */
@@ -79,13 +89,24 @@ let warnedNoPrlimit = false;
  * The program and arguments that run `program` under `limits`: prlimit in front when it is on PATH, else the
  * program as it is, with a warning once per process (the limits cannot be kept without it).
  */
-export function limitedCommand(program: string, args: string[], limits: ChildLimits, prlimitPath: string | undefined, warn: (message: string) => void = console.warn): [string, string[]] {
-  const caps = [...(limits.memoryMb > 0 ? [`--as=${limits.memoryMb * 1024 * 1024}`] : []), ...(limits.cpuSeconds > 0 ? [`--cpu=${limits.cpuSeconds}`] : [])];
+export function limitedCommand(
+  program: string,
+  args: string[],
+  limits: ChildLimits,
+  prlimitPath: string | undefined,
+  warn: (message: string) => void = console.warn,
+): [string, string[]] {
+  const caps = [
+    ...(limits.memoryMb > 0 ? [`--as=${limits.memoryMb * 1024 * 1024}`] : []),
+    ...(limits.cpuSeconds > 0 ? [`--cpu=${limits.cpuSeconds}`] : []),
+  ];
   if (caps.length === 0) return [program, args];
   if (!prlimitPath) {
     if (!warnedNoPrlimit) {
       warnedNoPrlimit = true;
-      warn("media: prlimit (util-linux) is not on PATH; ffmpeg and ffprobe run without MEDIA_CHILD_MEMORY_MB and MEDIA_CHILD_CPU_SECONDS");
+      warn(
+        "media: prlimit (util-linux) is not on PATH; ffmpeg and ffprobe run without MEDIA_CHILD_MEMORY_MB and MEDIA_CHILD_CPU_SECONDS",
+      );
     }
     return [program, args];
   }
@@ -121,7 +142,8 @@ export function supportsStatsPeriod(versionLine: string): boolean {
 }
 
 export function createNativeEngine(options: NativeOptions): MediaEngine {
-  const pool = options.pool ?? createMediaPool(options.concurrency ?? Math.max(1, Math.floor(availableParallelism() / 2)));
+  const pool =
+    options.pool ?? createMediaPool(options.concurrency ?? Math.max(1, Math.floor(availableParallelism() / 2)));
   const limiter = pool;
   const children = new Set<ReturnType<typeof spawn>>();
   const limits = options.childLimits ?? DEFAULT_CHILD_LIMITS;
@@ -131,7 +153,10 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
   /** The run prefix, adapted once to this ffmpeg's version. */
   function runPrefix(): Promise<string[]> {
     prefix ??= new Promise<string[]>((resolve) => {
-      const child = spawn(options.ffmpegPath, ["-hide_banner", "-version"], { stdio: ["ignore", "pipe", "ignore"], env: childEnv() });
+      const child = spawn(options.ffmpegPath, ["-hide_banner", "-version"], {
+        stdio: ["ignore", "pipe", "ignore"],
+        env: childEnv(),
+      });
       let out = "";
       child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
       child.on("error", () => resolve(FFMPEG_PREFIX));
@@ -154,7 +179,12 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
   ): Promise<ProcResult> {
     return new Promise((resolve, reject) => {
       const [file, argv] = limitedCommand(program, args, limits, prlimitPath);
-      const child = spawn(file, argv, { cwd, env: childEnv({ dir: cwd }), stdio: ["ignore", "pipe", "pipe"], windowsHide: true });
+      const child = spawn(file, argv, {
+        cwd,
+        env: childEnv({ dir: cwd }),
+        stdio: ["ignore", "pipe", "pipe"],
+        windowsHide: true,
+      });
       children.add(child);
       const chunks: Buffer[] = [];
       const out = onStdoutLine ? new LineSplitter(onStdoutLine) : undefined;
@@ -194,10 +224,14 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
     inPlace: (fn, s) => limiter.run(() => withTempDir(fn), s.signal, s.reason),
 
     async ffmpeg(dir, args, io, s, runArgs) {
-      await Promise.all(Object.entries(io.inputs ?? {}).map(([name, input]) => writeInput(join(dir, name), name, input, s.signal)));
+      await Promise.all(
+        Object.entries(io.inputs ?? {}).map(([name, input]) => writeInput(join(dir, name), name, input, s.signal)),
+      );
       if (io.fonts) {
         await mkdir(join(dir, FONTS_DIR));
-        await Promise.all(Object.entries(io.fonts).map(([name, bytes]) => writeFile(join(dir, FONTS_DIR, name), bytes)));
+        await Promise.all(
+          Object.entries(io.fonts).map(([name, bytes]) => writeFile(join(dir, FONTS_DIR, name), bytes)),
+        );
       }
       const tail = new LineTail();
       const progress = new ProgressTracker(args, io.onProgress, io.durationSeconds);
@@ -206,13 +240,22 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
         progress.line(l);
       };
       if (s.signal?.aborted) throw s.reason();
-      const res = await exec(options.ffmpegPath, [...(await runPrefix()), ...runArgs], dir, onLine, (l) => {
-        tail.push(l);
-        onLine(l);
-      }, s.signal);
+      const res = await exec(
+        options.ffmpegPath,
+        [...(await runPrefix()), ...runArgs],
+        dir,
+        onLine,
+        (l) => {
+          tail.push(l);
+          onLine(l);
+        },
+        s.signal,
+      );
       if (s.signal?.aborted) throw s.reason();
       if (res.code !== 0) {
-        const why = res.signal ? `killed by ${res.signal}${res.signal === "SIGXCPU" || res.signal === "SIGKILL" ? " (MEDIA_CHILD_CPU_SECONDS?)" : res.signal === "SIGSEGV" || res.signal === "SIGABRT" ? " (MEDIA_CHILD_MEMORY_MB?)" : ""}` : `exit code ${res.code}`;
+        const why = res.signal
+          ? `killed by ${res.signal}${res.signal === "SIGXCPU" || res.signal === "SIGKILL" ? " (MEDIA_CHILD_CPU_SECONDS?)" : res.signal === "SIGSEGV" || res.signal === "SIGABRT" ? " (MEDIA_CHILD_MEMORY_MB?)" : ""}`
+          : `exit code ${res.code}`;
         throw new MediaError(classifyFailure(tail.lines), `ffmpeg failed (${why})`, { log: tail.lines });
       }
       const outputs: Record<string, Uint8Array> = {};
@@ -235,9 +278,14 @@ export function createNativeEngine(options: NativeOptions): MediaEngine {
       if (s.signal?.aborted) throw s.reason();
       if (res.code !== 0) {
         const kind = classifyFailure(tail.lines);
-        throw new MediaError(kind === "failed" ? "invalid_input" : kind, `ffprobe failed (exit code ${res.code})`, { log: tail.lines });
+        throw new MediaError(kind === "failed" ? "invalid_input" : kind, `ffprobe failed (exit code ${res.code})`, {
+          log: tail.lines,
+        });
       }
-      return parseFfprobeJson(new TextDecoder().decode(res.stdout), data instanceof Uint8Array ? data.byteLength : data.size);
+      return parseFfprobeJson(
+        new TextDecoder().decode(res.stdout),
+        data instanceof Uint8Array ? data.byteLength : data.size,
+      );
     },
 
     async warmup() {

@@ -57,15 +57,22 @@ export function parseFfprobeJson(json: string, sizeBytes: number): Probe {
   } catch (e) {
     throw new MediaError("failed", "ffprobe printed no valid JSON", { cause: e });
   }
-  if (!data || typeof data !== "object" || !data.format) throw new MediaError("invalid_input", "ffprobe found no format");
+  if (!data || typeof data !== "object" || !data.format)
+    throw new MediaError("invalid_input", "ffprobe found no format");
   const streams: ProbeStream[] = (Array.isArray(data.streams) ? data.streams : []).map((s: any): ProbeStream => {
-    const out: ProbeStream = { index: Number(s.index), type: streamType(s.codec_type), codec: String(s.codec_name ?? "unknown") };
+    const out: ProbeStream = {
+      index: Number(s.index),
+      type: streamType(s.codec_type),
+      codec: String(s.codec_name ?? "unknown"),
+    };
     if (out.type === "video") {
       if (s.width) out.width = Number(s.width);
       if (s.height) out.height = Number(s.height);
       const fps = rate(s.avg_frame_rate) ?? rate(s.r_frame_rate);
       if (fps) out.fps = fps;
-      const sideRotation = (Array.isArray(s.side_data_list) ? s.side_data_list : []).find((d: any) => typeof d?.rotation === "number")?.rotation;
+      const sideRotation = (Array.isArray(s.side_data_list) ? s.side_data_list : []).find(
+        (d: any) => typeof d?.rotation === "number",
+      )?.rotation;
       const tagRotation = s.tags?.rotate !== undefined ? -Number(s.tags.rotate) : undefined;
       const rot = normalizeRotation(Number(sideRotation ?? tagRotation ?? 0));
       if (rot) out.rotation = rot;
@@ -118,7 +125,10 @@ export function parseFfmpegInfo(lines: readonly string[], sizeBytes: number): Pr
       if (d[2] !== undefined) duration = Number(d[2]) * 3600 + Number(d[3]) * 60 + Number(d[4]);
       continue;
     }
-    const s = /^\s+Stream #0:(\d+)(?:\[[^\]]*\])?(?:\([^)]*\))?: (Video|Audio|Subtitle|Data|Attachment): ([^\s,]+)([^]*)$/.exec(line);
+    const s =
+      /^\s+Stream #0:(\d+)(?:\[[^\]]*\])?(?:\([^)]*\))?: (Video|Audio|Subtitle|Data|Attachment): ([^\s,]+)([\s\S]*)$/.exec(
+        line,
+      );
     if (s) {
       const type = streamType(s[2]!.toLowerCase());
       const rest = s[4] ?? "";
@@ -155,9 +165,28 @@ export function parseFfmpegInfo(lines: readonly string[], sizeBytes: number): Pr
 }
 
 const LAYOUT_CHANNELS: Record<string, number> = {
-  mono: 1, stereo: 2, "2.1": 3, "3.0": 3, "3.0(back)": 3, "3.1": 4, "4.0": 4, quad: 4, "quad(side)": 4, "4.1": 5,
-  "5.0": 5, "5.0(side)": 5, "5.1": 6, "5.1(side)": 6, "6.0": 6, "6.1": 7, "7.0": 7, "7.1": 8, "7.1(wide)": 8,
-  downmix: 2, octagonal: 8, hexagonal: 6,
+  mono: 1,
+  stereo: 2,
+  "2.1": 3,
+  "3.0": 3,
+  "3.0(back)": 3,
+  "3.1": 4,
+  "4.0": 4,
+  quad: 4,
+  "quad(side)": 4,
+  "4.1": 5,
+  "5.0": 5,
+  "5.0(side)": 5,
+  "5.1": 6,
+  "5.1(side)": 6,
+  "6.0": 6,
+  "6.1": 7,
+  "7.0": 7,
+  "7.1": 8,
+  "7.1(wide)": 8,
+  downmix: 2,
+  octagonal: 8,
+  hexagonal: 6,
 };
 
 function channelCount(layout: string): number | undefined {
@@ -174,5 +203,7 @@ export const firstAudio = (p: Probe) => p.streams.find((s) => s.type === "audio"
 export function displaySize(p: Probe): { width: number; height: number } | undefined {
   const v = firstVideo(p);
   if (!v?.width || !v.height) return undefined;
-  return v.rotation === 90 || v.rotation === 270 ? { width: v.height, height: v.width } : { width: v.width, height: v.height };
+  return v.rotation === 90 || v.rotation === 270
+    ? { width: v.height, height: v.width }
+    : { width: v.width, height: v.height };
 }

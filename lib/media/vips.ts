@@ -6,8 +6,8 @@
 // synchronous on the calling thread (fine for the image sizes the spec allows, 20 MB); errors come back as
 // arrays or WebAssembly.Exception objects, not Errors, so everything is wrapped into MediaError here.
 import type VipsFactory from "wasm-vips";
-import { MediaError } from "./errors.ts";
 import { LineTail } from "./common.ts";
+import { MediaError } from "./errors.ts";
 
 export type VipsModule = Awaited<ReturnType<typeof VipsFactory>>;
 export type VipsImage = InstanceType<VipsModule["Image"]>;
@@ -52,7 +52,10 @@ function describe(e: unknown): string {
 }
 
 /** Run `fn` with a tracker; every image passed to `track` is deleted afterwards, and failures become MediaErrors. */
-export async function withVips<T>(code: "invalid_input" | "failed", fn: (vips: VipsModule, track: <I extends VipsImage>(i: I) => I) => T): Promise<T> {
+export async function withVips<T>(
+  code: "invalid_input" | "failed",
+  fn: (vips: VipsModule, track: <I extends VipsImage>(i: I) => I) => T,
+): Promise<T> {
   const vips = await loadVips();
   const images: VipsImage[] = [];
   const track = <I extends VipsImage>(i: I): I => {
@@ -70,8 +73,14 @@ export async function withVips<T>(code: "invalid_input" | "failed", fn: (vips: V
 }
 
 const LOADERS: Array<[RegExp, ImageFormat]> = [
-  [/^jpegload/, "jpeg"], [/^pngload/, "png"], [/^webpload/, "webp"], [/^gifload/, "gif"], [/^tiffload/, "tiff"],
-  [/^heifload/, "heif"], [/^jxlload/, "jxl"], [/^svgload/, "svg"],
+  [/^jpegload/, "jpeg"],
+  [/^pngload/, "png"],
+  [/^webpload/, "webp"],
+  [/^gifload/, "gif"],
+  [/^tiffload/, "tiff"],
+  [/^heifload/, "heif"],
+  [/^jxlload/, "jxl"],
+  [/^svgload/, "svg"],
 ];
 
 export interface ImageProbe {
@@ -135,7 +144,15 @@ export interface EncodeOptions {
   keepIcc?: boolean;
 }
 
-const SUFFIX: Record<OutputImageFormat, string> = { jpeg: ".jpg", png: ".png", webp: ".webp", gif: ".gif", tiff: ".tif", avif: ".avif", heif: ".heic" };
+const SUFFIX: Record<OutputImageFormat, string> = {
+  jpeg: ".jpg",
+  png: ".png",
+  webp: ".webp",
+  gif: ".gif",
+  tiff: ".tif",
+  avif: ".avif",
+  heif: ".heic",
+};
 
 /** vips ForeignKeep flags: none = 0, icc = 8. Everything else (EXIF, XMP, IPTC, other) is dropped on save. */
 const KEEP_NONE = 0;
@@ -178,7 +195,16 @@ export interface ImageResult {
 }
 
 function defaultOutput(input: ImageFormat, alpha: boolean): OutputImageFormat {
-  if (input === "jpeg" || input === "png" || input === "webp" || input === "gif" || input === "tiff" || input === "avif" || input === "heif") return input;
+  if (
+    input === "jpeg" ||
+    input === "png" ||
+    input === "webp" ||
+    input === "gif" ||
+    input === "tiff" ||
+    input === "avif" ||
+    input === "heif"
+  )
+    return input;
   return alpha ? "png" : "jpeg";
 }
 
@@ -189,7 +215,9 @@ function defaultOutput(input: ImageFormat, alpha: boolean): OutputImageFormat {
 export async function resizeImage(bytes: Uint8Array, options: ResizeOptions): Promise<ImageResult> {
   const { width, height } = options;
   if (!width && !height) throw new MediaError("failed", "resizeImage needs width or height");
-  for (const v of [width, height]) if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > 16384)) throw new MediaError("failed", `bad target size ${v}`);
+  for (const v of [width, height])
+    if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > 16384))
+      throw new MediaError("failed", `bad target size ${v}`);
   return withVips("invalid_input", (vips, track) => {
     const head = track(vips.Image.newFromBuffer(bytes));
     const format = options.format ?? defaultOutput(formatOf(head), head.hasAlpha());
@@ -213,10 +241,13 @@ export async function resizeImage(bytes: Uint8Array, options: ResizeOptions): Pr
 }
 
 /** Re-encode to another format (orientation applied; only the ICC profile is kept). */
-export async function convertImage(bytes: Uint8Array, format: OutputImageFormat, options: EncodeOptions = {}): Promise<ImageResult> {
+export async function convertImage(
+  bytes: Uint8Array,
+  format: OutputImageFormat,
+  options: EncodeOptions = {},
+): Promise<ImageResult> {
   return withVips("invalid_input", (vips, track) => {
     const img = track(track(vips.Image.newFromBuffer(bytes)).autorot());
     return { bytes: encodeImage(img, format, options), width: img.width, height: img.height, format };
   });
 }
-

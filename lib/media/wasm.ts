@@ -7,15 +7,15 @@
 // space and its build's maximum, which no option reaches), and a run is killed after the CPU seconds, counted
 // as wall time (a worker has no CPU clock of its own): the worker is terminated and replaced, the run fails.
 import { Worker } from "node:worker_threads";
-import { classifyFailure, MediaError } from "./errors.ts";
-import { createMediaPool, type MediaPool } from "./pool.ts";
 import { FFMPEG_PREFIX, Limiter, LineTail } from "./common.ts";
 import { engineShell } from "./engine-shell.ts";
+import { classifyFailure, MediaError } from "./errors.ts";
 import { secureFfmpegArgs } from "./inputs.ts";
+import { type ChildLimits, DEFAULT_CHILD_LIMITS } from "./native.ts";
+import { createMediaPool, type MediaPool } from "./pool.ts";
 import { parseFfmpegInfo, parseFfprobeJson } from "./probe.ts";
 import { ProgressTracker } from "./progress.ts";
 import type { EngineInput, MediaEngine } from "./types.ts";
-import { type ChildLimits, DEFAULT_CHILD_LIMITS } from "./native.ts";
 
 const WORKER_URL = new URL("./ffmpeg-wasm.worker.mjs", import.meta.url);
 const PROBE_OUT = "probe-out.json";
@@ -50,17 +50,24 @@ interface Job {
  * handed to the worker without a copy (transferred), then once more in the core's FS while the run lasts. A
  * 100 MB source costs about 200 MB at the peak; large sources belong on the native engine.
  */
-async function inputBytes(name: string, input: EngineInput, signal: AbortSignal | undefined, reason: () => MediaError): Promise<{ bytes: Uint8Array; owned: boolean }> {
+async function inputBytes(
+  name: string,
+  input: EngineInput,
+  signal: AbortSignal | undefined,
+  reason: () => MediaError,
+): Promise<{ bytes: Uint8Array; owned: boolean }> {
   if (input instanceof Uint8Array) return { bytes: input, owned: false };
   const bytes = new Uint8Array(input.size);
   let got = 0;
   for await (const chunk of input.chunks()) {
     if (signal?.aborted) throw reason();
-    if (got + chunk.byteLength > input.size) throw new MediaError("failed", `streamed input ${name} gave more than the ${input.size} bytes it declared`);
+    if (got + chunk.byteLength > input.size)
+      throw new MediaError("failed", `streamed input ${name} gave more than the ${input.size} bytes it declared`);
     bytes.set(chunk, got);
     got += chunk.byteLength;
   }
-  if (got !== input.size) throw new MediaError("failed", `streamed input ${name} gave ${got} bytes, declared ${input.size}`);
+  if (got !== input.size)
+    throw new MediaError("failed", `streamed input ${name} gave ${got} bytes, declared ${input.size}`);
   return { bytes, owned: true };
 }
 
@@ -83,7 +90,10 @@ class Slot {
     this.ready ??= new Promise<Worker>((resolve, reject) => {
       // A heap over the bound ends the worker with ERR_WORKER_OUT_OF_MEMORY: an 'error', then 'exit', which
       // fail the run and drop the worker (exec below); the process goes on.
-      const w = new Worker(WORKER_URL, this.heapMb > 0 ? { resourceLimits: { maxOldGenerationSizeMb: this.heapMb } } : {});
+      const w = new Worker(
+        WORKER_URL,
+        this.heapMb > 0 ? { resourceLimits: { maxOldGenerationSizeMb: this.heapMb } } : {},
+      );
       const onReady = (m: any) => {
         if (m?.type !== "ready") return;
         w.off("message", onReady);
@@ -129,7 +139,13 @@ class Slot {
     if (w) await w.terminate().catch(() => {});
   }
 
-  async exec(job: Job, onLine: (line: string) => void, signal: AbortSignal | undefined, reason: () => MediaError, transfer?: ArrayBuffer[]): Promise<JobResult> {
+  async exec(
+    job: Job,
+    onLine: (line: string) => void,
+    signal: AbortSignal | undefined,
+    reason: () => MediaError,
+    transfer?: ArrayBuffer[],
+  ): Promise<JobResult> {
     const w = await this.spawn();
     if (signal?.aborted) throw reason();
     const id = this.nextId++;
@@ -194,19 +210,27 @@ export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
   const limits = options.childLimits ?? DEFAULT_CHILD_LIMITS;
   const slots = Array.from({ length: size }, () => new Slot(limits.memoryMb));
 
-  async function onSlot<T>(fn: (slot: Slot) => Promise<T>, signal: AbortSignal | undefined, reason: () => MediaError): Promise<T> {
+  async function onSlot<T>(
+    fn: (slot: Slot) => Promise<T>,
+    signal: AbortSignal | undefined,
+    reason: () => MediaError,
+  ): Promise<T> {
     return pool.run(
       () =>
-        workers.run(async () => {
-          // The worker limiter guarantees a free slot exists.
-          const slot = slots.find((s) => !s.busy)!;
-          slot.busy = true;
-          try {
-            return await fn(slot);
-          } finally {
-            slot.busy = false;
-          }
-        }, signal, reason),
+        workers.run(
+          async () => {
+            // The worker limiter guarantees a free slot exists.
+            const slot = slots.find((s) => !s.busy)!;
+            slot.busy = true;
+            try {
+              return await fn(slot);
+            } finally {
+              slot.busy = false;
+            }
+          },
+          signal,
+          reason,
+        ),
       signal,
       reason,
     );
@@ -241,8 +265,12 @@ export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
         s.reason,
         transfer,
       );
-      if (res.ret !== 0) throw new MediaError(classifyFailure(tail.lines), `ffmpeg.wasm failed (exit code ${res.ret})`, { log: tail.lines });
-      if (res.missing.length) throw new MediaError("failed", `ffmpeg.wasm produced no ${res.missing.join(", ")}`, { log: tail.lines });
+      if (res.ret !== 0)
+        throw new MediaError(classifyFailure(tail.lines), `ffmpeg.wasm failed (exit code ${res.ret})`, {
+          log: tail.lines,
+        });
+      if (res.missing.length)
+        throw new MediaError("failed", `ffmpeg.wasm produced no ${res.missing.join(", ")}`, { log: tail.lines });
       progress.done();
       return res.outputs;
     },
@@ -267,11 +295,24 @@ export function createWasmEngine(options: WasmOptions = {}): MediaEngine {
       }
       if (tail.lines.length) {
         const kind = classifyFailure(tail.lines);
-        throw new MediaError(kind === "failed" ? "invalid_input" : kind, "ffprobe (wasm) found no format", { log: tail.lines });
+        throw new MediaError(kind === "failed" ? "invalid_input" : kind, "ffprobe (wasm) found no format", {
+          log: tail.lines,
+        });
       }
       // A core built without ffprobe: read what `ffmpeg -i` prints instead.
       const info: string[] = [];
-      await slot.exec({ program: "ffmpeg", args: ["-hide_banner", ...secureFfmpegArgs(["-i", name], { [name]: file })], inputs: { [name]: file }, outputs: [] }, (l) => info.push(l), s.signal, s.reason, owned ? [file.buffer as ArrayBuffer] : undefined);
+      await slot.exec(
+        {
+          program: "ffmpeg",
+          args: ["-hide_banner", ...secureFfmpegArgs(["-i", name], { [name]: file })],
+          inputs: { [name]: file },
+          outputs: [],
+        },
+        (l) => info.push(l),
+        s.signal,
+        s.reason,
+        owned ? [file.buffer as ArrayBuffer] : undefined,
+      );
       return parseFfmpegInfo(info, file.byteLength);
     },
 

@@ -129,7 +129,7 @@ export function parseIPv6(text: string): number[] | null {
     const quad = parseIPv4(head.slice(lastColon + 1));
     if (!quad) return null;
     tail.push(...quad);
-    head = head.slice(0, lastColon + 1) + "0:0"; // placeholder groups, replaced below
+    head = `${head.slice(0, lastColon + 1)}0:0`; // placeholder groups, replaced below
   }
   const halves = head.split("::");
   if (halves.length > 2) return null;

@@ -21,12 +21,25 @@ export interface CheckUrlOptions {
   allowHttp?: boolean;
 }
 
-export type CheckUrlResult =
-  | { ok: true; url: URL }
-  | { ok: false; kind: "invalid_url" | "not_public"; reason: string };
+export type CheckUrlResult = { ok: true; url: URL } | { ok: false; kind: "invalid_url" | "not_public"; reason: string };
 
 // Names that never denote a public host (RFC 6761, RFC 6762, RFC 8375, RFC 9476, common private suffixes).
-const SPECIAL_NAMES = ["localhost", "local", "internal", "intranet", "lan", "home", "corp", "private", "onion", "invalid", "test", "example", "alt", "arpa"];
+const SPECIAL_NAMES = [
+  "localhost",
+  "local",
+  "internal",
+  "intranet",
+  "lan",
+  "home",
+  "corp",
+  "private",
+  "onion",
+  "invalid",
+  "test",
+  "example",
+  "alt",
+  "arpa",
+];
 
 const LABEL = /^[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?$/;
 const PRINTABLE_ASCII = /^[\x21-\x7e]+$/;
@@ -59,7 +72,8 @@ export function checkUrl(text: unknown, opts: CheckUrlOptions = {}): CheckUrlRes
   const raw = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\/([^/?#]*)/.exec(text);
   if (!raw) return invalid("not an absolute URL of the form scheme://host/...");
   const scheme = raw[1]!.toLowerCase();
-  if (scheme !== "https" && !(scheme === "http" && (allowPrivate || opts.allowHttp === true))) return invalid(`scheme ${scheme}: not allowed`);
+  if (scheme !== "https" && !(scheme === "http" && (allowPrivate || opts.allowHttp === true)))
+    return invalid(`scheme ${scheme}: not allowed`);
   const authority = raw[2]!;
   if (authority.includes("@")) return invalid("userinfo");
   if (authority.includes("%")) return invalid("percent-encoding in the host");

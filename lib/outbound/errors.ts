@@ -26,7 +26,11 @@ export class OutboundError extends Error {
   /** The Location header of a refused redirect. */
   readonly location?: string;
 
-  constructor(kind: OutboundErrorKind, message: string, extra: { status?: number; location?: string; cause?: unknown } = {}) {
+  constructor(
+    kind: OutboundErrorKind,
+    message: string,
+    extra: { status?: number; location?: string; cause?: unknown } = {},
+  ) {
     super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
     this.name = "OutboundError";
     this.kind = kind;

@@ -5,13 +5,14 @@
 // (c) after the connection is up, checks the socket's remote address once more before any request byte is
 // sent. TLS SNI and certificate verification use the hostname, as undici derives them from the URL's host.
 // Redirects are never followed; size and time are capped while the body streams.
-import { lookup as dnsLookup } from "node:dns/promises";
+
 import type { LookupAddress, LookupOptions } from "node:dns";
+import { lookup as dnsLookup } from "node:dns/promises";
 import { isIPv4, isIPv6 } from "node:net";
 import { Agent, buildConnector } from "undici";
 import { concatBytes } from "../formats/bytes.ts";
 import { classifyAddress, isIpLiteral, unbracket } from "./address.ts";
-import { checkUrl, type CheckUrlResult } from "./check.ts";
+import { type CheckUrlResult, checkUrl } from "./check.ts";
 import { OutboundError } from "./errors.ts";
 
 export interface ResolvedAddress {
@@ -109,14 +110,18 @@ type NetLookupCallback = (err: Error | null, address: string | LookupAddress[], 
 export function createOutboundGuard(options: OutboundGuardOptions = {}): OutboundGuard {
   const allowPrivate = options.allowPrivate === true;
   const resolver = options.lookup ?? defaultResolver;
-  const checkOpts = { allowPrivate, ...(options.maxUrlLength === undefined ? {} : { maxUrlLength: options.maxUrlLength }) };
+  const checkOpts = {
+    allowPrivate,
+    ...(options.maxUrlLength === undefined ? {} : { maxUrlLength: options.maxUrlLength }),
+  };
 
   /** Resolves a hostname and checks every answer; an empty or partly non-public answer fails whole. */
   async function resolveChecked(hostname: string): Promise<ResolvedAddress[]> {
     const host = unbracket(hostname);
     if (isIpLiteral(host)) {
       const cls = classifyAddress(host);
-      if (cls !== null && !allowPrivate) throw new OutboundError("not_public", `address ${host} is not public (${cls})`);
+      if (cls !== null && !allowPrivate)
+        throw new OutboundError("not_public", `address ${host} is not public (${cls})`);
       return [{ address: host, family: familyOf(host) === 6 ? 6 : 4 }];
     }
     let answers: ResolvedAddress[];
@@ -125,7 +130,8 @@ export function createOutboundGuard(options: OutboundGuardOptions = {}): Outboun
     } catch (cause) {
       throw new OutboundError("network", `DNS lookup of ${host} failed`, { cause });
     }
-    if (!Array.isArray(answers) || answers.length === 0) throw new OutboundError("network", `DNS lookup of ${host} returned no address`);
+    if (!Array.isArray(answers) || answers.length === 0)
+      throw new OutboundError("network", `DNS lookup of ${host} returned no address`);
     const out: ResolvedAddress[] = [];
     for (const a of answers) {
       const address = String(a?.address ?? "");
@@ -143,10 +149,16 @@ export function createOutboundGuard(options: OutboundGuardOptions = {}): Outboun
   function netLookup(hostname: string, opts: LookupOptions, callback: NetLookupCallback): void {
     resolveChecked(hostname).then(
       (addresses) => {
-        const wanted = opts.family === 4 || opts.family === "IPv4" ? 4 : opts.family === 6 || opts.family === "IPv6" ? 6 : 0;
+        const wanted =
+          opts.family === 4 || opts.family === "IPv4" ? 4 : opts.family === 6 || opts.family === "IPv6" ? 6 : 0;
         const list = wanted ? addresses.filter((a) => a.family === wanted) : addresses;
-        if (list.length === 0) return callback(new OutboundError("network", `${hostname} has no IPv${wanted} address`), "");
-        if (opts.all) callback(null, list.map((a) => ({ address: a.address, family: a.family })));
+        if (list.length === 0)
+          return callback(new OutboundError("network", `${hostname} has no IPv${wanted} address`), "");
+        if (opts.all)
+          callback(
+            null,
+            list.map((a) => ({ address: a.address, family: a.family })),
+          );
         else callback(null, list[0]!.address, list[0]!.family);
       },
       (err: unknown) => callback(err instanceof Error ? err : new OutboundError("network", String(err)), ""),
@@ -161,34 +173,36 @@ export function createOutboundGuard(options: OutboundGuardOptions = {}): Outboun
 
   // Two connectors, one pool each: https only, and http-or-https for requests that allow plain http. Both
   // refuse non-public addresses the same way.
-  const connector = (httpAllowed: boolean): buildConnector.connector => (opts, callback) => {
-    const host = unbracket(opts.hostname);
-    // node:net skips `lookup` for an IP literal, so literals are checked here.
-    if (isIpLiteral(host) && !allowPrivate && classifyAddress(host) !== null) {
-      callback(new OutboundError("not_public", `address ${host} is not public`), null);
-      return;
-    }
-    if (opts.protocol !== "https:" && !allowPrivate && !(httpAllowed && opts.protocol === "http:")) {
-      callback(new OutboundError("invalid_url", `scheme ${opts.protocol} is not allowed`), null);
-      return;
-    }
-    baseConnect(opts, (...args) => {
-      const [err, socket] = args;
-      if (err || !socket) {
-        callback(err ?? new OutboundError("network", "no socket"), null);
+  const connector =
+    (httpAllowed: boolean): buildConnector.connector =>
+    (opts, callback) => {
+      const host = unbracket(opts.hostname);
+      // node:net skips `lookup` for an IP literal, so literals are checked here.
+      if (isIpLiteral(host) && !allowPrivate && classifyAddress(host) !== null) {
+        callback(new OutboundError("not_public", `address ${host} is not public`), null);
         return;
       }
-      // Belt and braces: whatever node:net did, the peer must be a public address before a request byte goes out.
-      const remote = socket.remoteAddress ?? "";
-      if (!allowPrivate && classifyAddress(remote) !== null) {
-        socket.destroy();
-        callback(new OutboundError("not_public", `connected to non-public ${remote}`), null);
+      if (opts.protocol !== "https:" && !allowPrivate && !(httpAllowed && opts.protocol === "http:")) {
+        callback(new OutboundError("invalid_url", `scheme ${opts.protocol} is not allowed`), null);
         return;
       }
-      options.onConnect?.({ hostname: opts.hostname, address: remote, port: socket.remotePort ?? 0 });
-      callback(null, socket);
-    });
-  };
+      baseConnect(opts, (...args) => {
+        const [err, socket] = args;
+        if (err || !socket) {
+          callback(err ?? new OutboundError("network", "no socket"), null);
+          return;
+        }
+        // Belt and braces: whatever node:net did, the peer must be a public address before a request byte goes out.
+        const remote = socket.remoteAddress ?? "";
+        if (!allowPrivate && classifyAddress(remote) !== null) {
+          socket.destroy();
+          callback(new OutboundError("not_public", `connected to non-public ${remote}`), null);
+          return;
+        }
+        options.onConnect?.({ hostname: opts.hostname, address: remote, port: socket.remotePort ?? 0 });
+        callback(null, socket);
+      });
+    };
 
   const agentOptions = {
     // Our deadline governs; undici's own timers only need to be no shorter.
@@ -218,10 +232,13 @@ export function createOutboundGuard(options: OutboundGuardOptions = {}): Outboun
     if (req.signal?.aborted) throw new OutboundError("aborted", "aborted by the caller");
     const onCallerAbort = () => ac.abort(new OutboundError("aborted", "aborted by the caller"));
     req.signal?.addEventListener("abort", onCallerAbort, { once: true });
-    const timer = setTimeout(() => {
-      ac.abort(new OutboundError("timeout", `no complete answer within ${timeoutMs} ms`));
-      cleanup();
-    }, Math.min(Math.max(timeoutMs, 0), MAX_TIMER_MS));
+    const timer = setTimeout(
+      () => {
+        ac.abort(new OutboundError("timeout", `no complete answer within ${timeoutMs} ms`));
+        cleanup();
+      },
+      Math.min(Math.max(timeoutMs, 0), MAX_TIMER_MS),
+    );
     let done = false;
     const cleanup = () => {
       if (done) return;
@@ -262,13 +279,19 @@ export function createOutboundGuard(options: OutboundGuardOptions = {}): Outboun
     const flat = flattenHeaders(res.headers);
     if (status >= 300 && status < 400) {
       drop();
-      throw new OutboundError("redirect", `answered ${status}; redirects are not followed`, { status, ...(flat.location ? { location: flat.location } : {}) });
+      throw new OutboundError("redirect", `answered ${status}; redirects are not followed`, {
+        status,
+        ...(flat.location ? { location: flat.location } : {}),
+      });
     }
     if (!acceptStatus(status)) {
       drop();
       throw new OutboundError("http_status", `answered ${status}`, { status });
     }
-    const declared = flat["content-length"] !== undefined && /^\d+$/.test(flat["content-length"]) ? Number(flat["content-length"]) : undefined;
+    const declared =
+      flat["content-length"] !== undefined && /^\d+$/.test(flat["content-length"])
+        ? Number(flat["content-length"])
+        : undefined;
     if (declared !== undefined && declared > maxBytes) {
       drop();
       throw new OutboundError("too_large", `Content-Length ${declared} exceeds ${maxBytes} bytes`);
@@ -332,6 +355,7 @@ function toOutboundError(err: unknown, signal: AbortSignal): OutboundError {
     if (e instanceof OutboundError) return e;
   }
   const code = (err as { code?: unknown })?.code;
-  if (typeof code === "string" && TIMEOUT_CODES.has(code)) return new OutboundError("timeout", String((err as Error).message), { cause: err });
+  if (typeof code === "string" && TIMEOUT_CODES.has(code))
+    return new OutboundError("timeout", String((err as Error).message), { cause: err });
   return new OutboundError("network", err instanceof Error ? err.message : String(err), { cause: err });
 }

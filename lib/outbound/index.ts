@@ -7,20 +7,16 @@
 //
 // Failures are OutboundError with a `kind`; outboundToApiError (source.ts) maps them to the spec's API errors
 // with the caller's texts, and readSource / fetchSource read a partner's file by URL with that mapping.
-export { classifyAddress, isPublicAddress, type AddressClass } from "./address.ts";
-export { checkUrl, DEFAULT_MAX_URL_LENGTH, MAX_HOSTNAME_LENGTH, MAX_LABEL_LENGTH, type CheckUrlOptions, type CheckUrlResult } from "./check.ts";
-export { OutboundError, isOutboundError, type OutboundErrorKind } from "./errors.ts";
+export { type AddressClass, classifyAddress, isPublicAddress } from "./address.ts";
 export {
-  fetchSource,
-  outboundToApiError,
-  readSource,
-  storedSource,
-  type FetchSourceDeps,
-  type FetchSourceRules,
-  type OutboundTexts,
-  type ReadSourceDeps,
-  type ReadSourceRules,
-} from "./source.ts";
+  type CheckUrlOptions,
+  type CheckUrlResult,
+  checkUrl,
+  DEFAULT_MAX_URL_LENGTH,
+  MAX_HOSTNAME_LENGTH,
+  MAX_LABEL_LENGTH,
+} from "./check.ts";
+export { isOutboundError, OutboundError, type OutboundErrorKind } from "./errors.ts";
 export {
   createOutboundGuard,
   DEFAULT_MAX_BYTES,
@@ -33,3 +29,14 @@ export {
   type ResolvedAddress,
   type Resolver,
 } from "./fetch.ts";
+export {
+  type FetchSourceDeps,
+  type FetchSourceRules,
+  fetchSource,
+  type OutboundTexts,
+  outboundToApiError,
+  type ReadSourceDeps,
+  type ReadSourceRules,
+  readSource,
+  storedSource,
+} from "./source.ts";

@@ -39,7 +39,8 @@ export function outboundToApiError(err: unknown, texts: OutboundTexts): unknown 
   const { download } = texts;
   if (download === undefined) return err;
   if (typeof download === "string") return new ApiError(400, download);
-  const gateway = err.kind === "http_status" || err.kind === "redirect" ? (err.status ?? 502) : err.kind === "timeout" ? 504 : 502;
+  const gateway =
+    err.kind === "http_status" || err.kind === "redirect" ? (err.status ?? 502) : err.kind === "timeout" ? 504 : 502;
   return new ApiError(400, download(gateway));
 }
 
@@ -56,9 +57,17 @@ export interface FetchSourceDeps {
 }
 
 /** The body of `url` through the outbound guard, capped; every failure is the spec's 400 or 413. */
-export async function fetchSource(url: string | URL, rules: FetchSourceRules, deps: FetchSourceDeps): Promise<Uint8Array> {
+export async function fetchSource(
+  url: string | URL,
+  rules: FetchSourceRules,
+  deps: FetchSourceDeps,
+): Promise<Uint8Array> {
   try {
-    const res = await deps.guard.fetch(url, { maxBytes: rules.maxBytes, timeoutMs: rules.timeoutMs, signal: deps.signal });
+    const res = await deps.guard.fetch(url, {
+      maxBytes: rules.maxBytes,
+      timeoutMs: rules.timeoutMs,
+      signal: deps.signal,
+    });
     return res.body;
   } catch (err) {
     throw outboundToApiError(err, rules.texts);
@@ -82,9 +91,13 @@ export interface ReadSourceDeps extends FetchSourceDeps {
 }
 
 /** The bytes of one of our own media URLs, read from storage, under the same cap and texts as a download. */
-export function storedSource(media: Exclude<ServiceMedia, { kind: "external" }>, rules: Pick<ReadSourceRules, "maxBytes" | "texts">): Uint8Array {
+export function storedSource(
+  media: Exclude<ServiceMedia, { kind: "external" }>,
+  rules: Pick<ReadSourceRules, "maxBytes" | "texts">,
+): Uint8Array {
   const { texts } = rules;
-  if (media.kind === "missing") throw texts.notFound === undefined ? new ApiError(400, texts.download) : new ApiError(404, texts.notFound);
+  if (media.kind === "missing")
+    throw texts.notFound === undefined ? new ApiError(400, texts.download) : new ApiError(404, texts.notFound);
   if (media.bytes.byteLength > rules.maxBytes) throw new ApiError(413, texts.tooLarge);
   return media.bytes;
 }

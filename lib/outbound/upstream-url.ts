@@ -11,7 +11,13 @@ export function upstreamBaseUrl(example: string) {
       if (text === undefined) return true;
       try {
         const url = new URL(text);
-        return (url.protocol === "https:" || url.protocol === "http:") && !url.username && !url.password && !url.search && !url.hash;
+        return (
+          (url.protocol === "https:" || url.protocol === "http:") &&
+          !url.username &&
+          !url.password &&
+          !url.search &&
+          !url.hash
+        );
       } catch {
         return false;
       }

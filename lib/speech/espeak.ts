@@ -59,16 +59,28 @@ function start(): Promise<Worker> {
 }
 
 /** Reads the sample rate and data length of a PCM WAV as eSpeak writes it (canonical 44-byte header or chunks). */
-export function wavInfo(bytes: Uint8Array): { sampleRate: number; channels: number; bitsPerSample: number; dataBytes: number; dataOffset: number } {
+export function wavInfo(bytes: Uint8Array): {
+  sampleRate: number;
+  channels: number;
+  bitsPerSample: number;
+  dataBytes: number;
+  dataOffset: number;
+} {
   // Not riffHeader: eSpeak may leave a streaming placeholder in the RIFF and data sizes, which that check
   // refuses. The bytes present are what counts, so the chunks are read to the end of the bytes and a data
   // chunk that claims more is cut there.
-  if (bytes.byteLength < 12 || latin1(bytes, 0, 4) !== "RIFF" || latin1(bytes, 8, 12) !== "WAVE") throw new Error("not a WAV file");
+  if (bytes.byteLength < 12 || latin1(bytes, 0, 4) !== "RIFF" || latin1(bytes, 8, 12) !== "WAVE")
+    throw new Error("not a WAV file");
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let fmt: { sampleRate: number; channels: number; bitsPerSample: number } | undefined;
   for (const chunk of riffChunks(bytes, 12, bytes.byteLength, { cutAtEnd: true })) {
     const o = chunk.body;
-    if (chunk.type === "fmt ") fmt = { channels: view.getUint16(o + 2, true), sampleRate: view.getUint32(o + 4, true), bitsPerSample: view.getUint16(o + 14, true) };
+    if (chunk.type === "fmt ")
+      fmt = {
+        channels: view.getUint16(o + 2, true),
+        sampleRate: view.getUint32(o + 4, true),
+        bitsPerSample: view.getUint16(o + 14, true),
+      };
     if (chunk.type === "data" && fmt) return { ...fmt, dataBytes: chunk.dataEnd - chunk.body, dataOffset: chunk.body };
   }
   throw new Error("WAV without fmt and data chunks");
@@ -78,7 +90,12 @@ export function wavInfo(bytes: Uint8Array): { sampleRate: number; channels: numb
  * Speaks `text` with `voice`; rejects at once when `signal` aborts (the worker finishes that text and moves on).
  * With `ssml`, the text is read as SSML (eSpeak's -m): the caller escapes it.
  */
-export async function speak(text: string, voice: EspeakVoice, signal?: AbortSignal, options: { ssml?: boolean } = {}): Promise<Wav> {
+export async function speak(
+  text: string,
+  voice: EspeakVoice,
+  signal?: AbortSignal,
+  options: { ssml?: boolean } = {},
+): Promise<Wav> {
   signal?.throwIfAborted();
   const w = await start();
   const id = nextId++;
@@ -93,10 +110,22 @@ export async function speak(text: string, voice: EspeakVoice, signal?: AbortSign
       resolve: (v) => (signal?.removeEventListener("abort", onAbort), resolve(v)),
       reject: (e) => (signal?.removeEventListener("abort", onAbort), reject(e)),
     });
-    w.postMessage({ id, text, voice: voice.voice, pitch: voice.pitch, speed: voice.speed, gap: voice.gap, ssml: options.ssml === true });
+    w.postMessage({
+      id,
+      text,
+      voice: voice.voice,
+      pitch: voice.pitch,
+      speed: voice.speed,
+      gap: voice.gap,
+      ssml: options.ssml === true,
+    });
   }).finally(() => {
     if (pending.size === 0) w.unref();
   });
   const info = wavInfo(wav);
-  return { bytes: wav, sampleRate: info.sampleRate, durationSeconds: info.dataBytes / (info.sampleRate * info.channels * (info.bitsPerSample / 8)) };
+  return {
+    bytes: wav,
+    sampleRate: info.sampleRate,
+    durationSeconds: info.dataBytes / (info.sampleRate * info.channels * (info.bitsPerSample / 8)),
+  };
 }

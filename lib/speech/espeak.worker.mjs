@@ -8,9 +8,10 @@
 //
 // Protocol: in  {id, text, voice, pitch, speed, gap, ssml?}   (ssml: the text is SSML, eSpeak's -m)
 //           out {id, wav: Uint8Array} | {id, error}
-import { parentPort } from "node:worker_threads";
+
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
+import { parentPort } from "node:worker_threads";
 
 // eSpeak seeds its noise generator (breathy variants) from the wall clock; a fixed clock in this worker,
 // which runs nothing else, makes the same text and voice give the same samples.
@@ -25,7 +26,21 @@ parentPort.on("message", async ({ id, text, voice, pitch, speed, gap, ssml }) =>
   try {
     const run = await createESpeak({
       // The text goes through a file so nothing in it can be read as a command-line option.
-      arguments: ["-v", voice, "-p", String(pitch), "-s", String(speed), "-g", String(gap), ...(ssml ? ["-m"] : []), "-w", "out.wav", "-f", "in.txt"],
+      arguments: [
+        "-v",
+        voice,
+        "-p",
+        String(pitch),
+        "-s",
+        String(speed),
+        "-g",
+        String(gap),
+        ...(ssml ? ["-m"] : []),
+        "-w",
+        "out.wav",
+        "-f",
+        "in.txt",
+      ],
       preRun: [(m) => m.FS.writeFile("in.txt", text)],
       print: () => {},
       printErr: (line) => log.push(line),

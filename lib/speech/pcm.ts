@@ -50,7 +50,12 @@ export function frameRms(samples: ArrayLike<number>, frame: number): Float64Arra
 }
 
 /** RMS of the samples in [fromSeconds, toSeconds). */
-export function rmsBetween(samples: ArrayLike<number>, sampleRate: number, fromSeconds: number, toSeconds: number): number {
+export function rmsBetween(
+  samples: ArrayLike<number>,
+  sampleRate: number,
+  fromSeconds: number,
+  toSeconds: number,
+): number {
   const from = Math.max(0, Math.floor(fromSeconds * sampleRate));
   const to = Math.min(samples.length, Math.ceil(toSeconds * sampleRate));
   if (to <= from) return 0;

@@ -9,7 +9,7 @@
 // eSpeak leaves silent, a long pause inside one), it is halved until it does; a single word's run is one piece
 // whatever its silences.
 import type { SpokenRecord, TimedWord } from "../../contracts/speech.ts";
-import { speak, type EspeakVoice, type Wav } from "./espeak.ts";
+import { type EspeakVoice, speak, type Wav } from "./espeak.ts";
 import { frameRms, pcm16Wav, wavSamples } from "./pcm.ts";
 
 export interface SpeakTimedOptions {
@@ -106,16 +106,25 @@ function piece(samples: Int16Array, sampleRate: number, from: number, to: number
   const part = samples.slice(from + start, from + end);
   const fade = Math.min(frame, part.length);
   for (let i = 0; i < fade; i++) part[part.length - 1 - i] = Math.round((part[part.length - 1 - i]! * i) / fade);
-  return { samples: part, voicedFrom: first * frame - start, voicedTo: Math.min(part.length, (last + 1) * frame - start) };
+  return {
+    samples: part,
+    voicedFrom: first * frame - start,
+    voicedTo: Math.min(part.length, (last + 1) * frame - start),
+  };
 }
 
 /** One piece per word of `words`, spoken in as few eSpeak runs as cut cleanly. */
-async function measure(words: string[], voice: EspeakVoice, signal: AbortSignal | undefined): Promise<{ pieces: Piece[]; sampleRate: number }> {
+async function measure(
+  words: string[],
+  voice: EspeakVoice,
+  signal: AbortSignal | undefined,
+): Promise<{ pieces: Piece[]; sampleRate: number }> {
   const ssml = words.map(ssmlEscape).join(` <break time="${BREAK_MS}ms"/> `);
   const wav = await speak(`<speak>${ssml}</speak>`, voice, signal, { ssml: true });
   const { samples, sampleRate } = wavSamples(wav.bytes);
   const runs = soundRuns(samples, sampleRate);
-  if (runs.length === words.length) return { pieces: runs.map(([a, b]) => piece(samples, sampleRate, a, b)), sampleRate };
+  if (runs.length === words.length)
+    return { pieces: runs.map(([a, b]) => piece(samples, sampleRate, a, b)), sampleRate };
   if (words.length === 1) {
     // One word: everything it sounded, silences inside included.
     const [a, b] = runs.length > 0 ? [runs[0]![0], runs[runs.length - 1]![1]] : [0, 0];
@@ -142,7 +151,11 @@ const ms = (seconds: number) => Math.round(seconds * 1000) / 1000;
  * 22,050 Hz). Words keep the text's spelling and punctuation; confidence is 1. Text without a word gives a
  * tenth of a second of silence and no words. The same text and voice give the same samples and times.
  */
-export async function speakTimed(text: string, voice: EspeakVoice, opts: SpeakTimedOptions = {}): Promise<{ wav: Wav; spoken: SpokenRecord }> {
+export async function speakTimed(
+  text: string,
+  voice: EspeakVoice,
+  opts: SpeakTimedOptions = {},
+): Promise<{ wav: Wav; spoken: SpokenRecord }> {
   const language = opts.language ?? voice.voice.split(/[-+]/)[0] ?? "en";
   const pace = opts.pace ?? 1;
   const words = spokenWords(text);
@@ -154,14 +167,23 @@ export async function speakTimed(text: string, voice: EspeakVoice, opts: SpeakTi
     sampleRate = batch.sampleRate;
   }
   const gaps = words.map((w, i) => (i === words.length - 1 ? 0 : Math.round(pauseAfter(w, voice, pace) * sampleRate)));
-  const total = words.length === 0 ? Math.round(sampleRate / 10) : pieces.reduce((s, p, i) => s + p.samples.length + gaps[i]!, 0);
+  const total =
+    words.length === 0 ? Math.round(sampleRate / 10) : pieces.reduce((s, p, i) => s + p.samples.length + gaps[i]!, 0);
   const out = new Int16Array(total);
   const timed: TimedWord[] = [];
   let at = 0;
   pieces.forEach((p, i) => {
     out.set(p.samples, at);
-    timed.push({ text: words[i]!, start: ms((at + p.voicedFrom) / sampleRate), end: ms((at + p.voicedTo) / sampleRate), confidence: 1 });
+    timed.push({
+      text: words[i]!,
+      start: ms((at + p.voicedFrom) / sampleRate),
+      end: ms((at + p.voicedTo) / sampleRate),
+      confidence: 1,
+    });
     at += p.samples.length + gaps[i]!;
   });
-  return { wav: { bytes: pcm16Wav(out, sampleRate), sampleRate, durationSeconds: total / sampleRate }, spoken: { language, words: timed } };
+  return {
+    wav: { bytes: pcm16Wav(out, sampleRate), sampleRate, durationSeconds: total / sampleRate },
+    spoken: { language, words: timed },
+  };
 }

@@ -1,7 +1,8 @@
 // Account endpoints (spec part 1 "Account"): balance and cost table, the account record, usage, ledger.
 // All free; every other plugin's prices reach GET /credits through the registry's `costs`.
-import { z } from "zod";
+
 import { formatTimestamp, operation, PAGE_BOUNDS, pageQuery, parseSince } from "mediagate/plugin";
+import { z } from "zod";
 
 // The spec fixes `credit_cost_per_analysis` at the standard-basis analysis price (50). The analysis plugin,
 // when registered, declares that price in `costs.analysis`; until then this is the spec's number.
@@ -15,7 +16,9 @@ const creditsOutput = z.object({
   credits_remaining: z.number().int(),
   pricing_tier: tier,
   credit_cost_per_analysis: z.number().int(),
-  costs: z.record(z.string(), z.unknown()).meta({ description: "Standard-basis prices of every registered product area" }),
+  costs: z
+    .record(z.string(), z.unknown())
+    .meta({ description: "Standard-basis prices of every registered product area" }),
 });
 const meOutput = z.object({
   name: z.string(),
@@ -37,7 +40,14 @@ const transactionsOutput = z.object({
   total: z.number().int(),
   limit: z.number().int(),
   offset: z.number().int(),
-  transactions: z.array(z.object({ amount: z.number().int(), type: z.enum(["usage", "refund", "purchase", "adjustment"]), description: z.string().nullable(), created_at: timestamp })),
+  transactions: z.array(
+    z.object({
+      amount: z.number().int(),
+      type: z.enum(["usage", "refund", "purchase", "adjustment"]),
+      description: z.string().nullable(),
+      created_at: timestamp,
+    }),
+  ),
 });
 
 export const credits = operation({
@@ -80,10 +90,19 @@ export const usage = operation({
   path: "/usage",
   summary: "Calls and credits per endpoint since a moment (ISO 8601), all time by default",
   output: usageOutput,
-  input: z.object({ since: z.unknown().optional().meta({ type: "string", format: "date-time", description: "ISO 8601 date or timestamp" }).transform((v) => parseSince(v)) }),
+  input: z.object({
+    since: z
+      .unknown()
+      .optional()
+      .meta({ type: "string", format: "date-time", description: "ISO 8601 date or timestamp" })
+      .transform((v) => parseSince(v)),
+  }),
   async handle(ctx) {
     const since = ctx.input.since;
-    const [summary, balance] = await Promise.all([ctx.account.usage(ctx.partner.id, since), ctx.account.balance(ctx.partner.id)]);
+    const [summary, balance] = await Promise.all([
+      ctx.account.usage(ctx.partner.id, since),
+      ctx.account.balance(ctx.partner.id),
+    ]);
     return {
       since: since ? formatTimestamp(since) : null,
       credits_remaining: balance,
@@ -105,7 +124,12 @@ export const transactions = operation({
       total: page.total,
       limit,
       offset,
-      transactions: page.entries.map((e) => ({ amount: e.amount, type: e.type, description: e.description, created_at: formatTimestamp(e.created_at) })),
+      transactions: page.entries.map((e) => ({
+        amount: e.amount,
+        type: e.type,
+        description: e.description,
+        created_at: formatTimestamp(e.created_at),
+      })),
     };
   },
 });

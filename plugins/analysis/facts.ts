@@ -11,9 +11,30 @@ const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** di
  * call to action; the last such sentence wins, as ads end on theirs.
  */
 export const CALL_TO_ACTION_PHRASES: readonly string[] = [
-  "shop now", "buy now", "order now", "order today", "get yours", "get it now", "link below", "link in bio", "tap the link",
-  "click the link", "sign up", "download the app", "download now", "try it free", "free trial", "use code", "visit our", "swipe up",
-  "learn more", "book now", "subscribe", "follow us", "save twenty percent", "limited time",
+  "shop now",
+  "buy now",
+  "order now",
+  "order today",
+  "get yours",
+  "get it now",
+  "link below",
+  "link in bio",
+  "tap the link",
+  "click the link",
+  "sign up",
+  "download the app",
+  "download now",
+  "try it free",
+  "free trial",
+  "use code",
+  "visit our",
+  "swipe up",
+  "learn more",
+  "book now",
+  "subscribe",
+  "follow us",
+  "save twenty percent",
+  "limited time",
 ];
 
 /** The transcript's sentences: words joined until one ends with . ! or ?, each with its start time. */
@@ -33,7 +54,11 @@ export function transcriptLines(words: readonly TimedWord[]): Array<{ at: number
 }
 
 export function callToAction(lines: ReadonlyArray<{ text: string }>): string | null {
-  const normalized = (s: string) => ` ${s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, " ").trim()} `;
+  const normalized = (s: string) =>
+    ` ${s
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}]+/gu, " ")
+      .trim()} `;
   for (let i = lines.length - 1; i >= 0; i--) {
     const text = normalized(lines[i]!.text);
     if (CALL_TO_ACTION_PHRASES.some((p) => text.includes(` ${p} `))) return lines[i]!.text;
@@ -66,7 +91,11 @@ function overallColours(frames: readonly MeasuredFrame[], weights: readonly numb
     .slice(0, FACTS.dominantColours);
 }
 
-export function adFacts(platform: SocialPlatform, m: AdMeasurements, transcript: { language: string; words: readonly TimedWord[] }): AdFacts {
+export function adFacts(
+  platform: SocialPlatform,
+  m: AdMeasurements,
+  transcript: { language: string; words: readonly TimedWord[] },
+): AdFacts {
   const words = transcript.words;
   const lines = transcriptLines(words);
   const speechSeconds = words.length ? round(words.at(-1)!.end - words[0]!.start, 2) : 0;
@@ -87,7 +116,10 @@ export function adFacts(platform: SocialPlatform, m: AdMeasurements, transcript:
     average_shot_seconds: round(m.duration / shots, 2),
     frames: m.frames,
     dominant_colours: overallColours(m.frames, weights),
-    average_brightness: seen > 0 ? round(m.frames.reduce((s, f, i) => s + f.brightness * weights[i]!, 0) / seen) : round(m.frames[0]?.brightness ?? 0),
+    average_brightness:
+      seen > 0
+        ? round(m.frames.reduce((s, f, i) => s + f.brightness * weights[i]!, 0) / seen)
+        : round(m.frames[0]?.brightness ?? 0),
     loudness: m.loudness,
     transcript: {
       language: transcript.language,

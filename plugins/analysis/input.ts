@@ -6,13 +6,18 @@ import { LIST_BOUNDS } from "./limits.ts";
 
 export const AnalyzeInput = defineInput({
   fields: {
-    url: field.string({ maxLength: MAX_URL_LENGTH, description: "an ad's link on Facebook (apex, www., m.), Instagram (apex, www.) or TikTok (apex, www., vm.), or a numeric ad id" }),
+    url: field.string({
+      maxLength: MAX_URL_LENGTH,
+      description:
+        "an ad's link on Facebook (apex, www., m.), Instagram (apex, www.) or TikTok (apex, www., vm.), or a numeric ad id",
+    }),
     partner_job_id: field.partnerJobId(),
   },
   required: ["url"],
   check(raw, fail) {
     const checked = parseSocialLink(raw.url, "analyze");
-    if (!checked.ok) return fail(checked.reason === "missing" ? ANALYSIS_ERRORS.urlMissing : ANALYSIS_ERRORS.invalidUrl);
+    if (!checked.ok)
+      return fail(checked.reason === "missing" ? ANALYSIS_ERRORS.urlMissing : ANALYSIS_ERRORS.invalidUrl);
     return { url: String(raw.url).trim(), link: checked.value, partnerJobId: raw.partner_job_id };
   },
 });

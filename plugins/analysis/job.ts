@@ -20,6 +20,7 @@ import {
   AD_ANALYSIS_TASK,
   type AdAnalysisTexts,
   ExtractionError,
+  isTransient,
   JobFailure,
   type JobKindDeclaration,
   type JobRunContext,
@@ -27,7 +28,6 @@ import {
   PRIVATE_KEY_PREFIX,
   SOCIAL_LIMITS,
   type TimedWord,
-  isTransient,
 } from "mediagate/plugin";
 import { ANALYSIS_FAILURES as F, STAGE_MESSAGES } from "./errors.ts";
 import { adFacts } from "./facts.ts";
@@ -68,10 +68,17 @@ export const WRITER_INSTRUCTIONS = [
 const round3 = (n: number) => Math.round(n * 1000) / 1000;
 
 async function row(ctx: JobRunContext): Promise<AnalysisRow> {
-  return (await ctx.db.selectFrom(ANALYSES).selectAll().where("job_id", "=", ctx.jobId).executeTakeFirstOrThrow()) as AnalysisRow;
+  return (await ctx.db
+    .selectFrom(ANALYSES)
+    .selectAll()
+    .where("job_id", "=", ctx.jobId)
+    .executeTakeFirstOrThrow()) as AnalysisRow;
 }
 
-async function save(ctx: JobRunContext, values: Partial<Pick<AnalysisRow, "media_key" | "spoken" | "measurements" | "transcript">>): Promise<void> {
+async function save(
+  ctx: JobRunContext,
+  values: Partial<Pick<AnalysisRow, "media_key" | "spoken" | "measurements" | "transcript">>,
+): Promise<void> {
   await ctx.db.updateTable(ANALYSES).set(values).where("job_id", "=", ctx.jobId).execute();
 }
 
@@ -103,7 +110,9 @@ async function download(ctx: JobRunContext, r: AnalysisRow): Promise<void> {
   const onProgress = reporter(ctx, "downloading");
   let post;
   try {
-    post = await ctx.capability("social.extract").extract({ url: r.normalized_url, platform: r.platform, limits: SOCIAL_LIMITS, signal: ctx.signal, onProgress });
+    post = await ctx
+      .capability("social.extract")
+      .extract({ url: r.normalized_url, platform: r.platform, limits: SOCIAL_LIMITS, signal: ctx.signal, onProgress });
   } catch (err) {
     if (ctx.signal.aborted) throw err;
     if (err instanceof ExtractionError) {
@@ -118,7 +127,10 @@ async function download(ctx: JobRunContext, r: AnalysisRow): Promise<void> {
   if (item.video.byteLength > SOCIAL_LIMITS.maxFileBytes) throw new JobFailure(F.download.too_large);
   // Fixed key: a retry overwrites what a lost attempt wrote. Private: never served.
   const key = `${PRIVATE_KEY_PREFIX}analysis/${ctx.jobId}/ad.mp4`;
-  await ctx.blobs.put(key, item.video, { contentType: "video/mp4", expiresAt: new Date(ctx.clock.now() + JOB.keepMediaMs) });
+  await ctx.blobs.put(key, item.video, {
+    contentType: "video/mp4",
+    expiresAt: new Date(ctx.clock.now() + JOB.keepMediaMs),
+  });
   await save(ctx, { media_key: key, spoken: item.spoken ? JSON.stringify(item.spoken) : null });
 }
 
@@ -140,14 +152,39 @@ async function measure(ctx: JobRunContext, engine: MediaEngine, r: AnalysisRow):
 }
 
 /** The ad's first audio stream as 16 kHz mono 16-bit WAV, what the recognizers read. */
-async function speechAudio(engine: MediaEngine, ad: Uint8Array, seconds: number, signal: AbortSignal): Promise<Uint8Array> {
-  const out = await engine.run(["-i", "ad.mp4", "-map", "0:a:0", "-vn", "-sn", "-dn", "-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", "-f", "wav", "audio.wav"], {
-    inputs: { "ad.mp4": ad },
-    outputs: ["audio.wav"],
-    durationSeconds: seconds,
-    signal,
-    timeoutMs: 120_000 + 500 * seconds,
-  });
+async function speechAudio(
+  engine: MediaEngine,
+  ad: Uint8Array,
+  seconds: number,
+  signal: AbortSignal,
+): Promise<Uint8Array> {
+  const out = await engine.run(
+    [
+      "-i",
+      "ad.mp4",
+      "-map",
+      "0:a:0",
+      "-vn",
+      "-sn",
+      "-dn",
+      "-ac",
+      "1",
+      "-ar",
+      "16000",
+      "-c:a",
+      "pcm_s16le",
+      "-f",
+      "wav",
+      "audio.wav",
+    ],
+    {
+      inputs: { "ad.mp4": ad },
+      outputs: ["audio.wav"],
+      durationSeconds: seconds,
+      signal,
+      timeoutMs: 120_000 + 500 * seconds,
+    },
+  );
   return out["audio.wav"]!;
 }
 
@@ -159,7 +196,9 @@ async function transcribe(ctx: JobRunContext, engine: MediaEngine, r: AnalysisRo
     const onProgress = reporter(ctx, "transcribing");
     const result = await (async () => {
       const wav = await speechAudio(engine, await adBytes(ctx, r), m.duration, ctx.signal);
-      return ctx.capability("speech.transcribe").transcribe({ audio: wav, language: "en", spoken: parsed.spoken(r), signal: ctx.signal, onProgress });
+      return ctx
+        .capability("speech.transcribe")
+        .transcribe({ audio: wav, language: "en", spoken: parsed.spoken(r), signal: ctx.signal, onProgress });
     })().catch((err: unknown) => {
       if (ctx.signal.aborted || err instanceof JobFailure || isTransient(err)) throw err;
       ctx.log.warn(`analysis ${ctx.jobId}: transcription failed: ${describe(err)}`);
@@ -196,7 +235,14 @@ async function write(ctx: JobRunContext, r: AnalysisRow): Promise<AdAnalysisText
   const facts = adFacts(r.platform, parsed.measurements(r)!, parsed.transcript(r)!);
   const answer = await ctx
     .capability("text.generate")
-    .generate({ task: AD_ANALYSIS_TASK, instructions: WRITER_INSTRUCTIONS, input: JSON.stringify(facts), json: true, maxChars: JOB.maxAnswerChars, signal: ctx.signal })
+    .generate({
+      task: AD_ANALYSIS_TASK,
+      instructions: WRITER_INSTRUCTIONS,
+      input: JSON.stringify(facts),
+      json: true,
+      maxChars: JOB.maxAnswerChars,
+      signal: ctx.signal,
+    })
     .catch((err: unknown) => {
       if (ctx.signal.aborted || isTransient(err)) throw err;
       ctx.log.warn(`analysis ${ctx.jobId}: writing failed: ${describe(err)}`);

@@ -6,7 +6,16 @@
 // The outputs are files, as the engine wants: the cuts as a `framecrc` listing (one line per selected frame,
 // its timestamp in the stream's time base), the frames as one `image2pipe` stream of PNGs, the audio as a
 // `framecrc` listing nobody reads (ebur128 is a pass-through filter whose summary goes to the log).
-import { firstAudio, firstVideo, type MediaEngine, MediaError, type MeasuredColour, type MeasuredFrame, pngChunks, withVips } from "mediagate/plugin";
+import {
+  firstAudio,
+  firstVideo,
+  type MeasuredColour,
+  type MeasuredFrame,
+  type MediaEngine,
+  MediaError,
+  pngChunks,
+  withVips,
+} from "mediagate/plugin";
 import { MEASURE } from "./limits.ts";
 
 export interface AdMeasurements {
@@ -21,9 +30,18 @@ export interface AdMeasurements {
 
 /** Plain colour names and the sRGB value each stands for; a measured colour is named by the nearest. */
 const COLOUR_NAMES: ReadonlyArray<[string, readonly number[]]> = Object.entries({
-  black: [20, 20, 24], white: [245, 245, 245], grey: [128, 128, 128], red: [205, 40, 45],
-  orange: [240, 136, 62], yellow: [242, 204, 96], green: [30, 130, 60], teal: [30, 150, 150],
-  blue: [35, 110, 230], purple: [130, 80, 220], pink: [230, 110, 170], brown: [130, 85, 45],
+  black: [20, 20, 24],
+  white: [245, 245, 245],
+  grey: [128, 128, 128],
+  red: [205, 40, 45],
+  orange: [240, 136, 62],
+  yellow: [242, 204, 96],
+  green: [30, 130, 60],
+  teal: [30, 150, 150],
+  blue: [35, 110, 230],
+  purple: [130, 80, 220],
+  pink: [230, 110, 170],
+  brown: [130, 85, 45],
 } satisfies Record<string, [number, number, number]>);
 
 /** Perceptual-ish RGB distance ("redmean"): good enough to name a colour. */
@@ -138,14 +156,19 @@ export function parseEbur128(lines: readonly string[]): AdMeasurements["loudness
   if (integrated === null || !Number.isFinite(integrated)) return null;
   const peak = value(/^\s*Peak:\s*(-?[\d.]+)\s*dBFS/);
   const range = value(/^\s*LRA:\s*(-?[\d.]+)\s*LU/);
-  return { integrated_lufs: round(integrated, 1), true_peak_dbtp: peak === null ? null : round(peak, 1), range_lu: range === null ? null : round(range, 1) };
+  return {
+    integrated_lufs: round(integrated, 1),
+    true_peak_dbtp: peak === null ? null : round(peak, 1),
+    range_lu: range === null ? null : round(range, 1),
+  };
 }
 
 /** Measures the ad. Throws MediaError when the file has no readable video. */
 export async function measureAd(engine: MediaEngine, ad: Uint8Array, signal: AbortSignal): Promise<AdMeasurements> {
   const probe = await engine.probe(ad, "ad.mp4", { signal, timeoutMs: 60_000 });
   const video = firstVideo(probe);
-  if (!video?.width || !video.height || !(probe.durationSeconds > 0)) throw new MediaError("invalid_input", "no video stream to measure");
+  if (!video?.width || !video.height || !(probe.durationSeconds > 0))
+    throw new MediaError("invalid_input", "no video stream to measure");
   const hasAudio = firstAudio(probe) !== undefined;
   const duration = probe.durationSeconds;
   const graph = [
@@ -156,10 +179,26 @@ export async function measureAd(engine: MediaEngine, ad: Uint8Array, signal: Abo
     ...(hasAudio ? ["[0:a:0]ebur128=peak=true[loud]"] : []),
   ];
   const args = [
-    "-i", "ad.mp4",
-    "-filter_complex", graph.join(";"),
-    "-map", "[cuts]", "-vsync", "vfr", "-f", "framecrc", "cuts.txt",
-    "-map", "[frames]", "-vsync", "vfr", "-c:v", "png", "-f", "image2pipe", "frames.png",
+    "-i",
+    "ad.mp4",
+    "-filter_complex",
+    graph.join(";"),
+    "-map",
+    "[cuts]",
+    "-vsync",
+    "vfr",
+    "-f",
+    "framecrc",
+    "cuts.txt",
+    "-map",
+    "[frames]",
+    "-vsync",
+    "vfr",
+    "-c:v",
+    "png",
+    "-f",
+    "image2pipe",
+    "frames.png",
     ...(hasAudio ? ["-map", "[loud]", "-f", "framecrc", "loud.txt"] : []),
   ];
   const log: string[] = [];

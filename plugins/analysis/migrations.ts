@@ -1,5 +1,5 @@
 // The table of ad analysis (records.ts says what each column holds).
-import { defineTables, tablesMigration, type Migration, type TablesOf } from "mediagate/plugin";
+import { defineTables, type Migration, type TablesOf, tablesMigration } from "mediagate/plugin";
 
 export const analysisTables = defineTables({
   analyses: {

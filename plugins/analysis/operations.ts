@@ -1,12 +1,18 @@
 // The endpoints of ad analysis (spec part 1, "Endpoints: Ad analysis"); index.ts says where the spec is silent.
-import { z } from "zod";
+
 import { ApiError, isJobId, operation, pageBody, pageShape } from "mediagate/plugin";
+import { z } from "zod";
 import { ANALYSIS_ERRORS } from "./errors.ts";
 import { AnalyzeInput, ListInput } from "./input.ts";
 import { analysisPrice } from "./prices.ts";
 import { ANALYSES, analyses, recordView, statusView } from "./records.ts";
 
-const texts = z.object({ summary: z.string(), transcription: z.string(), analysis: z.string(), ugc_script: z.string() });
+const texts = z.object({
+  summary: z.string(),
+  transcription: z.string(),
+  analysis: z.string(),
+  ugc_script: z.string(),
+});
 
 export const analyze = operation({
   method: "POST",
@@ -16,7 +22,12 @@ export const analyze = operation({
   bodyNotJson: ANALYSIS_ERRORS.bodyNotJson,
   summary: "Analyze a Facebook, Instagram or TikTok ad: summary, transcription, analysis and a UGC script",
   input: AnalyzeInput,
-  output: z.object({ job_id: z.string(), status: z.literal("queued"), credits_used: z.number().int(), credits_remaining: z.number().int() }),
+  output: z.object({
+    job_id: z.string(),
+    status: z.literal("queued"),
+    credits_used: z.number().int(),
+    credits_remaining: z.number().int(),
+  }),
   async handle(ctx) {
     const { url, link, partnerJobId } = ctx.input;
     const job = await ctx.submitJob({
@@ -28,10 +39,24 @@ export const analyze = operation({
       input: {},
       insufficientCredits: () => ANALYSIS_ERRORS.insufficientCredits,
       async insertRecords(trx, [jobId]) {
-        await trx.insertInto(ANALYSES).values({ job_id: jobId!, partner_id: ctx.partner.id, url, normalized_url: link.normalizedUrl, platform: link.platform }).execute();
+        await trx
+          .insertInto(ANALYSES)
+          .values({
+            job_id: jobId!,
+            partner_id: ctx.partner.id,
+            url,
+            normalized_url: link.normalizedUrl,
+            platform: link.platform,
+          })
+          .execute();
       },
     });
-    return { job_id: job.jobId, status: "queued" as const, credits_used: job.creditsUsed, credits_remaining: job.creditsRemaining };
+    return {
+      job_id: job.jobId,
+      status: "queued" as const,
+      credits_used: job.creditsUsed,
+      credits_remaining: job.creditsRemaining,
+    };
   },
 });
 

@@ -2,7 +2,15 @@
 // live on `jobs`). The row keeps the request and what each stage produced, so a retry after a crash goes on
 // from the last stage that finished instead of starting over.
 import type { ColumnType } from "kysely";
-import { type AdAnalysisTexts, formatTimestamp, type JobRecord, jobRecords, type Platform, type SpokenRecord, type TimedWord } from "mediagate/plugin";
+import {
+  type AdAnalysisTexts,
+  formatTimestamp,
+  type JobRecord,
+  jobRecords,
+  type Platform,
+  type SpokenRecord,
+  type TimedWord,
+} from "mediagate/plugin";
 import { STAGE_MESSAGES } from "./errors.ts";
 import type { AdMeasurements } from "./measure.ts";
 
@@ -29,21 +37,30 @@ export interface AnalysisRow {
 /** What a finished job keeps as its output. */
 export type AnalysisOutput = { result: AdAnalysisTexts };
 
-export const analyses = jobRecords<AnalysisRow, AnalysisOutput>(ANALYSES, { jobId: "job_id", newestFirst: ["created_at", "job_id"] });
+export const analyses = jobRecords<AnalysisRow, AnalysisOutput>(ANALYSES, {
+  jobId: "job_id",
+  newestFirst: ["created_at", "job_id"],
+});
 
 export type AnalysisRecord = JobRecord<AnalysisRow, AnalysisOutput>;
 
 export const parsed = {
   spoken: (row: AnalysisRow): SpokenRecord | null => (row.spoken ? (JSON.parse(row.spoken) as SpokenRecord) : null),
-  measurements: (row: AnalysisRow): AdMeasurements | null => (row.measurements ? (JSON.parse(row.measurements) as AdMeasurements) : null),
-  transcript: (row: AnalysisRow): { language: string; words: TimedWord[] } | null => (row.transcript ? JSON.parse(row.transcript) : null),
+  measurements: (row: AnalysisRow): AdMeasurements | null =>
+    row.measurements ? (JSON.parse(row.measurements) as AdMeasurements) : null,
+  transcript: (row: AnalysisRow): { language: string; words: TimedWord[] } | null =>
+    row.transcript ? JSON.parse(row.transcript) : null,
 };
 
 /** GET /status/<job_id>: per state. The error shape is ours (the spec shows none): `message` and `error` alike. */
 export function statusView(r: AnalysisRecord): Record<string, unknown> {
   if (r.state === "complete") return { job_id: r.job_id, status: "complete", result: r.output?.result ?? null };
   if (r.state === "error") return { job_id: r.job_id, status: "error", message: r.error, error: r.error };
-  return { job_id: r.job_id, status: r.state, message: r.message ?? STAGE_MESSAGES[r.state as keyof typeof STAGE_MESSAGES] ?? "" };
+  return {
+    job_id: r.job_id,
+    status: r.state,
+    message: r.message ?? STAGE_MESSAGES[r.state as keyof typeof STAGE_MESSAGES] ?? "",
+  };
 }
 
 /** An analysis record (GET /analyses): `result` is null until the analysis is complete. */

@@ -2,8 +2,9 @@
 // name). All of it is about transcription: the OpenAI-compatible upstream adapter (transcribe/openai.ts), where
 // the offline recognizer is (transcribe/pocketsphinx.ts) and the order in which the chain (transcribe/index.ts)
 // tries its providers.
-import { z } from "zod";
+
 import { defineConfig, envVar, upstreamBaseUrl } from "mediagate/plugin";
+import { z } from "zod";
 
 /** The providers the chain knows, by the name each answers under (Transcript.provider). */
 export const PROVIDER_NAMES = ["spoken", "timed-text", "pocketsphinx", "openai"] as const;
@@ -26,7 +27,10 @@ const order = z
     const names = text.split(",").map((s) => s.trim().toLowerCase());
     for (const name of names) {
       if (!(PROVIDER_NAMES as readonly string[]).includes(name)) {
-        ctx.addIssue({ code: "custom", message: `must list providers among ${PROVIDER_NAMES.join(", ")}, comma-separated ("${name}" is none of them)` });
+        ctx.addIssue({
+          code: "custom",
+          message: `must list providers among ${PROVIDER_NAMES.join(", ")}, comma-separated ("${name}" is none of them)`,
+        });
         return z.NEVER;
       }
     }
@@ -45,8 +49,22 @@ export const captionsConfig = defineConfig({
     baseUrl,
     "base URL of an OpenAI-compatible transcription API (POST <url>/v1/audio/transcriptions; a URL ending in /v1 is used as is); unset: the upstream adapter is off",
   ),
-  transcribeKey: envVar("CAPTIONS_TRANSCRIBE_KEY", z.string().optional(), "secret: the upstream's API key, sent as a Bearer token and never logged (unset: no Authorization header)"),
-  transcribeModel: envVar("CAPTIONS_TRANSCRIBE_MODEL", z.string().trim().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be a model name (printable ASCII, no spaces)").default("whisper-1"), "the upstream's transcription model (default whisper-1)"),
+  transcribeKey: envVar(
+    "CAPTIONS_TRANSCRIBE_KEY",
+    z.string().optional(),
+    "secret: the upstream's API key, sent as a Bearer token and never logged (unset: no Authorization header)",
+  ),
+  transcribeModel: envVar(
+    "CAPTIONS_TRANSCRIBE_MODEL",
+    z
+      .string()
+      .trim()
+      .min(1)
+      .max(200)
+      .regex(/^[\x21-\x7e]+$/, "must be a model name (printable ASCII, no spaces)")
+      .default("whisper-1"),
+    "the upstream's transcription model (default whisper-1)",
+  ),
   pocketsphinxPath: envVar(
     "CAPTIONS_POCKETSPHINX_PATH",
     z.string().trim().min(1).optional(),

@@ -11,7 +11,7 @@
 // Where the spec is silent, the choices are written beside the code that makes them: records.ts (status,
 // pruning, availability), errors.ts (the texts), uploads/ (sessions), job.ts (states), render/cards.ts (timing).
 import { definePlugin } from "mediagate/plugin";
-import { captionsConfig, CAPTIONS_FEATURE } from "./config.ts";
+import { CAPTIONS_FEATURE, captionsConfig } from "./config.ts";
 import { captionJob, reburnJob } from "./job.ts";
 import { captionMigrations } from "./migrations.ts";
 import { captionChunks, captionStatus, createCaption, editCaption, listCaptionJobs } from "./operations.ts";
@@ -32,7 +32,15 @@ export default definePlugin({
   config: captionsConfig,
   costs: CAPTION_COSTS,
   features: [CAPTIONS_FEATURE],
-  operations: [styleOptions, createCaption, ...uploadOperations, captionStatus, listCaptionJobs, captionChunks, editCaption],
+  operations: [
+    styleOptions,
+    createCaption,
+    ...uploadOperations,
+    captionStatus,
+    listCaptionJobs,
+    captionChunks,
+    editCaption,
+  ],
   jobs: { caption: captionJob, reburn: reburnJob },
   migrations: [...captionMigrations, ...uploadMigrations],
 });

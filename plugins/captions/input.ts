@@ -2,8 +2,8 @@
 // uploads/operations.ts.
 import { defineInput, field, isJobId } from "mediagate/plugin";
 import { CAPTION_ERRORS } from "./errors.ts";
-import { checkStyle, resolveStyle } from "./style/input.ts";
 import { LIMITS } from "./limits.ts";
+import { checkStyle, resolveStyle } from "./style/input.ts";
 import type { Card } from "./types.ts";
 
 export const CaptionInput = defineInput({
@@ -31,7 +31,10 @@ const isNumber = (v: unknown): v is number => typeof v === "number" && Number.is
 
 export const EditInput = defineInput({
   fields: {
-    chunks: field.array({ description: "The whole caption list: start and end in seconds, text (empty removes the caption)", maxItems: LIMITS.editMaxChunks }),
+    chunks: field.array({
+      description: "The whole caption list: start and end in seconds, text (empty removes the caption)",
+      maxItems: LIMITS.editMaxChunks,
+    }),
   },
   required: ["chunks"],
   check(raw, fail): Card[] {
@@ -44,7 +47,8 @@ export const EditInput = defineInput({
       if (chunk === null || typeof chunk !== "object" || Array.isArray(chunk)) fail(CAPTION_ERRORS.chunkInvalid);
       const { start, end, text } = chunk as Record<string, unknown>;
       if (!isNumber(start) || !isNumber(end) || typeof text !== "string") fail(CAPTION_ERRORS.chunkInvalid);
-      if (!(0 <= (start as number) && (start as number) < (end as number) && (end as number) <= LIMITS.editMaxSeconds)) fail(CAPTION_ERRORS.chunkTiming);
+      if (!(0 <= (start as number) && (start as number) < (end as number) && (end as number) <= LIMITS.editMaxSeconds))
+        fail(CAPTION_ERRORS.chunkTiming);
       const trimmed = (text as string).trim();
       if ([...trimmed].length > LIMITS.editMaxText) fail(CAPTION_ERRORS.chunkTextTooLong);
       if (trimmed) kept.push({ start: start as number, end: end as number, text: trimmed });

@@ -7,23 +7,34 @@
 // to `processing` when a worker picks the job up (the spec leaves that trigger open).
 import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
-import { isTransient, cleanUpstreamText, JobFailure, type JobKindDeclaration, type JobRunContext, type MediaEngine, UPSTREAM_TEXT_LIMITS } from "mediagate/plugin";
+import {
+  cleanUpstreamText,
+  isTransient,
+  JobFailure,
+  type JobKindDeclaration,
+  type JobRunContext,
+  type MediaEngine,
+  UPSTREAM_TEXT_LIMITS,
+} from "mediagate/plugin";
+import { CAPTION_FAILURES } from "./errors.ts";
+import { DAY_MS, RETENTION } from "./limits.ts";
+import { CAPTIONS_TABLE, type CaptionRow, captionById, type SourceMedia, styleOf } from "./records.ts";
 import { buildAss } from "./render/ass.ts";
 import { burnCaptions } from "./render/burn.ts";
 import { applyDisplayTiming, makeCards } from "./render/cards.ts";
-import { CAPTION_FAILURES } from "./errors.ts";
-import { fontByKey, DEFAULT_FONT_KEY, readFont } from "./render/fonts.ts";
+import { DEFAULT_FONT_KEY, fontByKey, readFont } from "./render/fonts.ts";
 import { fontPixels } from "./render/layout.ts";
-import { DAY_MS, RETENTION } from "./limits.ts";
-import { CAPTIONS_TABLE, captionById, type CaptionRow, styleOf, type SourceMedia } from "./records.ts";
-import { openSource, type OpenedSource, SourceGone, sourceMedia } from "./source.ts";
+import { type OpenedSource, openSource, SourceGone, sourceMedia } from "./source.ts";
 import { extractSpeechInputs } from "./transcribe/extract.ts";
 import type { Card, FontEntry } from "./types.ts";
 
 export const CAPTION_STATES = {
   states: ["pending", "processing", "complete", "no_speech", "failed"],
   initial: "pending",
-  transitions: { pending: ["processing", "complete", "no_speech", "failed"], processing: ["complete", "no_speech", "failed"] },
+  transitions: {
+    pending: ["processing", "complete", "no_speech", "failed"],
+    processing: ["complete", "no_speech", "failed"],
+  },
   terminal: { complete: "success", no_speech: "failure", failed: "failure" },
   failState: "failed",
 } as const;
@@ -52,18 +63,38 @@ async function opened(ctx: JobRunContext, row: CaptionRow): Promise<OpenedSource
 }
 
 /** Learns the source's size, rate and duration once and keeps them on the row. */
-async function mediaFor(ctx: JobRunContext, engine: MediaEngine, row: CaptionRow, source: OpenedSource): Promise<SourceMedia> {
+async function mediaFor(
+  ctx: JobRunContext,
+  engine: MediaEngine,
+  row: CaptionRow,
+  source: OpenedSource,
+): Promise<SourceMedia> {
   const media = await sourceMedia(engine, row, source, ctx.signal).catch((err) => {
     if (ctx.signal.aborted || isTransient(err)) throw err;
-    ctx.log.warn(`captions ${ctx.jobId}: the source could not be read: ${err instanceof Error ? err.message : String(err)}`);
+    ctx.log.warn(
+      `captions ${ctx.jobId}: the source could not be read: ${err instanceof Error ? err.message : String(err)}`,
+    );
     throw new JobFailure(CAPTION_FAILURES.failed);
   });
-  if (!row.media) await ctx.db.updateTable(CAPTIONS_TABLE).set({ media: JSON.stringify(media) }).where("job_id", "=", row.job_id).execute();
+  if (!row.media)
+    await ctx.db
+      .updateTable(CAPTIONS_TABLE)
+      .set({ media: JSON.stringify(media) })
+      .where("job_id", "=", row.job_id)
+      .execute();
   return media;
 }
 
 /** Burns `cards` onto the source and stores the result; resolves with the new output key. */
-async function render(ctx: JobRunContext, engine: MediaEngine, row: CaptionRow, source: OpenedSource, media: SourceMedia, cards: Card[], from: number): Promise<string> {
+async function render(
+  ctx: JobRunContext,
+  engine: MediaEngine,
+  row: CaptionRow,
+  source: OpenedSource,
+  media: SourceMedia,
+  cards: Card[],
+  from: number,
+): Promise<string> {
   const style = styleOf(row);
   const font = fontOf(style.font);
   const frame = { width: media.width, height: media.height, fps: media.fps };
@@ -91,12 +122,18 @@ async function render(ctx: JobRunContext, engine: MediaEngine, row: CaptionRow, 
   });
   // A capability URL (docs/architecture.md "Media links"): unguessable, and new on every run.
   const key = `out/${row.job_id}-${randomBytes(16).toString("hex")}.mp4`;
-  await ctx.blobs.put(key, bytes, { contentType: "video/mp4", expiresAt: new Date(ctx.clock.now() + RETENTION.captionedOutputDays * DAY_MS) });
+  await ctx.blobs.put(key, bytes, {
+    contentType: "video/mp4",
+    expiresAt: new Date(ctx.clock.now() + RETENTION.captionedOutputDays * DAY_MS),
+  });
   return key;
 }
 
 async function transcribe(ctx: JobRunContext, engine: MediaEngine, source: OpenedSource, media: SourceMedia) {
-  const { wav, timedText } = await extractSpeechInputs(engine, source.input, { signal: ctx.signal, durationSeconds: media.duration }).catch((err: unknown) => {
+  const { wav, timedText } = await extractSpeechInputs(engine, source.input, {
+    signal: ctx.signal,
+    durationSeconds: media.duration,
+  }).catch((err: unknown) => {
     if (ctx.signal.aborted || isTransient(err)) throw err;
     ctx.log.warn(`captions ${ctx.jobId}: audio extraction failed: ${err instanceof Error ? err.message : String(err)}`);
     throw new JobFailure(CAPTION_FAILURES.failed);
@@ -109,7 +146,8 @@ async function transcribe(ctx: JobRunContext, engine: MediaEngine, source: Opene
       spoken: source.spoken,
       timedText,
       signal: ctx.signal,
-      onProgress: (f) => void ctx.progress(Math.floor(5 + Math.max(0, Math.min(1, f)) * 30), "Transcribing").catch(() => {}),
+      onProgress: (f) =>
+        void ctx.progress(Math.floor(5 + Math.max(0, Math.min(1, f)) * 30), "Transcribing").catch(() => {}),
     })
     .catch((err: unknown) => {
       if (ctx.signal.aborted || isTransient(err)) throw err;
@@ -124,13 +162,29 @@ async function transcribe(ctx: JobRunContext, engine: MediaEngine, source: Opene
 }
 
 /** Transcribes the source and cuts the words into cards, kept on the row; no words at all is `no_speech`. */
-async function firstCards(ctx: JobRunContext, engine: MediaEngine, row: CaptionRow, source: OpenedSource, media: SourceMedia): Promise<Card[]> {
+async function firstCards(
+  ctx: JobRunContext,
+  engine: MediaEngine,
+  row: CaptionRow,
+  source: OpenedSource,
+  media: SourceMedia,
+): Promise<Card[]> {
   await ctx.progress(5, "Transcribing");
   const words = await transcribe(ctx, engine, source, media);
   const style = styleOf(row);
   const font = fontOf(style.font);
   const frame = { width: media.width, height: media.height, fps: media.fps };
-  const cards = words.length ? makeCards(words, { chunking: style.chunking, fontPath: font.path, fontPx: fontPixels(style.size, frame), frame, embolden: font.embolden, case: style.case, outline: style.outline }) : [];
+  const cards = words.length
+    ? makeCards(words, {
+        chunking: style.chunking,
+        fontPath: font.path,
+        fontPx: fontPixels(style.size, frame),
+        frame,
+        embolden: font.embolden,
+        case: style.case,
+        outline: style.outline,
+      })
+    : [];
   if (cards.length === 0) throw new JobFailure(CAPTION_FAILURES.noSpeech, "no_speech");
   await ctx.db
     .updateTable(CAPTIONS_TABLE)
@@ -158,11 +212,21 @@ export const captionJob: JobKindDeclaration<{ first: true }> = {
   async run(ctx) {
     const { engine, row: started, source, media } = await begin(ctx, ctx.jobId, "Transcribing");
     // A retry after a crash during the burn keeps the transcript it already has.
-    const cards = started.chunks ? (JSON.parse(started.chunks) as Card[]) : await firstCards(ctx, engine, started, source, media);
+    const cards = started.chunks
+      ? (JSON.parse(started.chunks) as Card[])
+      : await firstCards(ctx, engine, started, source, media);
     const row = await captionById(ctx.db, ctx.jobId);
     await ctx.progress(40, "Rendering");
     const key = await render(ctx, engine, row, source, media, cards, 40);
-    await ctx.db.updateTable(CAPTIONS_TABLE).set({ output_key: key, output_expires_at: new Date(ctx.clock.now() + RETENTION.captionedOutputDays * DAY_MS), completed_at: new Date(ctx.clock.now()) }).where("job_id", "=", ctx.jobId).execute();
+    await ctx.db
+      .updateTable(CAPTIONS_TABLE)
+      .set({
+        output_key: key,
+        output_expires_at: new Date(ctx.clock.now() + RETENTION.captionedOutputDays * DAY_MS),
+        completed_at: new Date(ctx.clock.now()),
+      })
+      .where("job_id", "=", ctx.jobId)
+      .execute();
     return { state: "complete", output: {} };
   },
 };
@@ -201,4 +265,3 @@ export const reburnJob: JobKindDeclaration<ReburnInput> = {
     return { state: "complete", output: {} };
   },
 };
-

@@ -1,7 +1,7 @@
 // The caption job's own table. Status, charge, refund, error and timestamps of the first run live on the
 // kernel's `jobs` row (`job_id`); a re-burn is a job of its own (`reburn_job_id`, no charge), so the partner's
 // one caption job is this row plus at most one running re-burn (records.ts derives the status shown).
-import { defineTables, tablesMigration, type Migration, type TablesOf } from "mediagate/plugin";
+import { defineTables, type Migration, type TablesOf, tablesMigration } from "mediagate/plugin";
 
 export const captionTables = defineTables({
   captions_jobs: {

@@ -1,14 +1,32 @@
 // The caption job's endpoints (spec part 2 "Caption jobs"): submit from one of the account's videos, read one
 // or all, read and edit the cards. The uploads' endpoints are uploads/operations.ts, the style whitelist's
 // style/operations.ts.
+
+import {
+  ApiError,
+  notFound,
+  type OperationContext,
+  operation,
+  PAGE_BOUNDS,
+  pageQuery,
+  pageShape,
+} from "mediagate/plugin";
 import { z } from "zod";
-import { ApiError, notFound, operation, type OperationContext, PAGE_BOUNDS, pageQuery, pageShape } from "mediagate/plugin";
 import { CAPTIONS_FEATURE } from "./config.ts";
 import { CAPTION_ERRORS } from "./errors.ts";
 import { CaptionInput, EditInput } from "./input.ts";
 import type { ReburnInput } from "./job.ts";
 import { LIMITS } from "./limits.ts";
-import { CAPTIONS_TABLE, captionView, chunksOf, type CaptionRow, findCaption, listCaptions, reburnRunning, sourceAvailable } from "./records.ts";
+import {
+  CAPTIONS_TABLE,
+  type CaptionRow,
+  captionView,
+  chunksOf,
+  findCaption,
+  listCaptions,
+  reburnRunning,
+  sourceAvailable,
+} from "./records.ts";
 import { captionJobOut, submittedOut } from "./schemas.ts";
 import { findVideo } from "./source.ts";
 import { checkCaps, submitCaption } from "./submit.ts";
@@ -21,7 +39,11 @@ async function videoAvailable(ctx: OperationContext, row: CaptionRow): Promise<b
 }
 
 async function view(ctx: OperationContext, row: CaptionRow) {
-  return captionView(row, { now: ctx.clock.now(), mediaUrl: ctx.mediaUrl, videoAvailable: await videoAvailable(ctx, row) });
+  return captionView(row, {
+    now: ctx.clock.now(),
+    mediaUrl: ctx.mediaUrl,
+    videoAvailable: await videoAvailable(ctx, row),
+  });
 }
 
 async function ownedCaption(ctx: OperationContext): Promise<CaptionRow> {
@@ -42,7 +64,11 @@ export const createCaption = operation({
     const video = await findVideo(ctx, ctx.partner.id, ctx.input.video_job_id);
     if (!video) throw notFound(CAPTION_ERRORS.videoNotFound);
     if (!video.complete) throw new ApiError(409, CAPTION_ERRORS.videoNotComplete);
-    return submitCaption(ctx, { source: { kind: "video", videoJobId: video.job_id }, style: ctx.input.style, partnerJobId: ctx.input.partner_job_id });
+    return submitCaption(ctx, {
+      source: { kind: "video", videoJobId: video.job_id },
+      style: ctx.input.style,
+      partnerJobId: ctx.input.partner_job_id,
+    });
   },
 });
 
@@ -66,7 +92,12 @@ export const listCaptionJobs = operation({
   output: pageShape("captions", z.object(captionJobOut)),
   async handle(ctx) {
     const { rows, total } = await listCaptions(ctx.db, ctx.partner.id, ctx.input);
-    return { captions: await Promise.all(rows.map((row) => view(ctx, row))), total, limit: ctx.input.limit, offset: ctx.input.offset };
+    return {
+      captions: await Promise.all(rows.map((row) => view(ctx, row))),
+      total,
+      limit: ctx.input.limit,
+      offset: ctx.input.offset,
+    };
   },
 });
 
@@ -115,8 +146,10 @@ export const editCaption = operation({
   async handle(ctx) {
     const row = await ownedCaption(ctx);
     if (reburnRunning(row)) throw new ApiError(409, CAPTION_ERRORS.editInProgress);
-    if (row.state !== "complete" || row.chunk_count > LIMITS.maxInlineEditChunks) throw new ApiError(409, CAPTION_ERRORS.notEditable);
-    if (!sourceAvailable(row, { now: ctx.clock.now(), videoAvailable: await videoAvailable(ctx, row) })) throw new ApiError(410, CAPTION_ERRORS.sourcePruned);
+    if (row.state !== "complete" || row.chunk_count > LIMITS.maxInlineEditChunks)
+      throw new ApiError(409, CAPTION_ERRORS.notEditable);
+    if (!sourceAvailable(row, { now: ctx.clock.now(), videoAvailable: await videoAvailable(ctx, row) }))
+      throw new ApiError(410, CAPTION_ERRORS.sourcePruned);
     let queued: CaptionRow | undefined;
     await ctx.submitJob({
       kind: "reburn",

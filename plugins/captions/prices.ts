@@ -7,4 +7,5 @@ export const CAPTION_CREDITS = 25;
 export const CAPTION_COSTS = { captions: CAPTION_CREDITS };
 
 /** What the calling account pays for one caption job (its tier applied). */
-export const captionPrice = (ctx: Pick<OperationContext, "priceFor">) => ctx.priceFor({ lines: [{ key: ["captions"], rate: CAPTION_CREDITS, units: 1 }] });
+export const captionPrice = (ctx: Pick<OperationContext, "priceFor">) =>
+  ctx.priceFor({ lines: [{ key: ["captions"], rate: CAPTION_CREDITS, units: 1 }] });

@@ -12,7 +12,7 @@
 //   `error` learns why nothing was burned.
 import { formatTimestamp, type PluginDb } from "mediagate/plugin";
 import { LIMITS, RETENTION } from "./limits.ts";
-import type { Card, CaptionStyle } from "./types.ts";
+import type { CaptionStyle, Card } from "./types.ts";
 
 export const CAPTIONS_TABLE = "captions_jobs";
 
@@ -66,20 +66,47 @@ function base(db: PluginDb) {
     .innerJoin("jobs as j", "j.id", "r.job_id")
     .leftJoin("jobs as b", "b.id", "r.reburn_job_id")
     .selectAll("r")
-    .select(["j.state", "j.partner_job_id", "j.credits_used", "j.credits_refunded", "j.error", "j.finished_at", "j.progress", "j.message", "b.state as reburn_state", "b.finished_at as reburn_finished_at"]);
+    .select([
+      "j.state",
+      "j.partner_job_id",
+      "j.credits_used",
+      "j.credits_refunded",
+      "j.error",
+      "j.finished_at",
+      "j.progress",
+      "j.message",
+      "b.state as reburn_state",
+      "b.finished_at as reburn_finished_at",
+    ]);
 }
 
 export async function findCaption(db: PluginDb, partnerId: string, jobId: string): Promise<CaptionRow | undefined> {
-  return (await base(db).where("r.partner_id", "=", partnerId).where("r.job_id", "=", jobId).executeTakeFirst()) as CaptionRow | undefined;
+  return (await base(db).where("r.partner_id", "=", partnerId).where("r.job_id", "=", jobId).executeTakeFirst()) as
+    | CaptionRow
+    | undefined;
 }
 
 export async function captionById(db: PluginDb, jobId: string): Promise<CaptionRow> {
   return (await base(db).where("r.job_id", "=", jobId).executeTakeFirstOrThrow()) as CaptionRow;
 }
 
-export async function listCaptions(db: PluginDb, partnerId: string, page: { limit: number; offset: number }): Promise<{ rows: CaptionRow[]; total: number }> {
-  const rows = (await base(db).where("r.partner_id", "=", partnerId).orderBy("r.created_at", "desc").orderBy("r.job_id", "desc").limit(page.limit).offset(page.offset).execute()) as CaptionRow[];
-  const { n } = await db.selectFrom(CAPTIONS_TABLE).select((eb) => eb.fn.countAll<number>().as("n")).where("partner_id", "=", partnerId).executeTakeFirstOrThrow();
+export async function listCaptions(
+  db: PluginDb,
+  partnerId: string,
+  page: { limit: number; offset: number },
+): Promise<{ rows: CaptionRow[]; total: number }> {
+  const rows = (await base(db)
+    .where("r.partner_id", "=", partnerId)
+    .orderBy("r.created_at", "desc")
+    .orderBy("r.job_id", "desc")
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute()) as CaptionRow[];
+  const { n } = await db
+    .selectFrom(CAPTIONS_TABLE)
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("partner_id", "=", partnerId)
+    .executeTakeFirstOrThrow();
   return { rows, total: Number(n) };
 }
 
@@ -104,7 +131,9 @@ export async function sourceBusy(db: PluginDb, partnerId: string, videoJobId: st
     .select("r.job_id")
     .where("r.partner_id", "=", partnerId)
     .where("r.source_video_job_id", "=", videoJobId)
-    .where((eb) => eb.or([eb("j.finished_at", "is", null), eb.and([eb("b.id", "is not", null), eb("b.finished_at", "is", null)])]))
+    .where((eb) =>
+      eb.or([eb("j.finished_at", "is", null), eb.and([eb("b.id", "is not", null), eb("b.finished_at", "is", null)])]),
+    )
     .executeTakeFirst();
   return Boolean(row);
 }
@@ -129,7 +158,8 @@ export interface ViewContext {
 }
 
 export function sourceAvailable(row: CaptionRow, v: Pick<ViewContext, "now" | "videoAvailable">): boolean {
-  if (row.source_kind === "upload") return row.source_expires_at !== null && new Date(row.source_expires_at).getTime() > v.now;
+  if (row.source_kind === "upload")
+    return row.source_expires_at !== null && new Date(row.source_expires_at).getTime() > v.now;
   return v.videoAvailable === true;
 }
 
@@ -157,10 +187,18 @@ export function captionView(row: CaptionRow, v: ViewContext): Record<string, unk
     retention: retentionOf(row.source_kind),
     error: row.error,
     created_at: formatTimestamp(row.created_at),
-    completed_at: row.completed_at ? formatTimestamp(row.completed_at) : row.finished_at ? formatTimestamp(row.finished_at) : null,
+    completed_at: row.completed_at
+      ? formatTimestamp(row.completed_at)
+      : row.finished_at
+        ? formatTimestamp(row.finished_at)
+        : null,
   };
 }
 
 export function retentionOf(kind: "video" | "upload") {
-  return { captioned_output_days: RETENTION.captionedOutputDays, uploaded_source_days: kind === "upload" ? RETENTION.uploadedSourceDays : null, guaranteed: false };
+  return {
+    captioned_output_days: RETENTION.captionedOutputDays,
+    uploaded_source_days: kind === "upload" ? RETENTION.uploadedSourceDays : null,
+    guaranteed: false,
+  };
 }

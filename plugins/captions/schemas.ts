@@ -2,7 +2,11 @@
 // (not checked at run time): shared by index.ts and uploads/operations.ts.
 import { z } from "zod";
 
-export const retentionOut = z.object({ captioned_output_days: z.number().int(), uploaded_source_days: z.number().int().nullable(), guaranteed: z.boolean() });
+export const retentionOut = z.object({
+  captioned_output_days: z.number().int(),
+  uploaded_source_days: z.number().int().nullable(),
+  guaranteed: z.boolean(),
+});
 export const captionJobOut = {
   job_id: z.string(),
   partner_job_id: z.string().nullable(),

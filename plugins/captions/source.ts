@@ -2,8 +2,19 @@
 // `captionable.videos` collection), an upload's one stored file, or a chunked upload's parts streamed in order
 // (never concatenated in memory on the native engine). Also what the job learns about it once (size, rate,
 // duration), kept on the row so re-burns need no probe.
-import { type CaptionableVideo, displaySize, probeOverBudget, type EngineInput, firstAudio, firstVideo, type JobRunContext, type MediaEngine, type OperationContext, type SpokenRecord } from "mediagate/plugin";
-import { type CaptionRow, mediaOf, sourceKeysOf, type SourceMedia } from "./records.ts";
+import {
+  type CaptionableVideo,
+  displaySize,
+  type EngineInput,
+  firstAudio,
+  firstVideo,
+  type JobRunContext,
+  type MediaEngine,
+  type OperationContext,
+  probeOverBudget,
+  type SpokenRecord,
+} from "mediagate/plugin";
+import { type CaptionRow, mediaOf, type SourceMedia, sourceKeysOf } from "./records.ts";
 
 export class SourceGone extends Error {}
 
@@ -13,7 +24,11 @@ export class SourceGone extends Error {}
  * missing id and another account's read the same: 404). Ids are unique across the service, so the areas are
  * asked in turn and the first answer is the only one.
  */
-export async function findVideo(ctx: Pick<OperationContext, "db" | "contributions">, partnerId: string, jobId: string): Promise<CaptionableVideo | null> {
+export async function findVideo(
+  ctx: Pick<OperationContext, "db" | "contributions">,
+  partnerId: string,
+  jobId: string,
+): Promise<CaptionableVideo | null> {
   for (const area of ctx.contributions("captionable.videos")) {
     const video = await area.find(ctx.db, partnerId, jobId);
     if (video) return video;
@@ -27,7 +42,10 @@ export interface OpenedSource {
   spoken: SpokenRecord | null;
 }
 
-export async function openSource(ctx: Pick<JobRunContext, "db" | "blobs" | "contributions" | "partnerId">, row: CaptionRow): Promise<OpenedSource> {
+export async function openSource(
+  ctx: Pick<JobRunContext, "db" | "blobs" | "contributions" | "partnerId">,
+  row: CaptionRow,
+): Promise<OpenedSource> {
   if (row.source_kind === "video") {
     const video = await findVideo(ctx, ctx.partnerId, row.source_video_job_id!);
     const bytes = video?.complete ? await video.read() : null;
@@ -60,7 +78,12 @@ export async function openSource(ctx: Pick<JobRunContext, "db" | "blobs" | "cont
 }
 
 /** Size, frame rate and duration of the source, from the row when known, else probed. */
-export async function sourceMedia(engine: MediaEngine, row: CaptionRow, source: OpenedSource, signal: AbortSignal): Promise<SourceMedia> {
+export async function sourceMedia(
+  engine: MediaEngine,
+  row: CaptionRow,
+  source: OpenedSource,
+  signal: AbortSignal,
+): Promise<SourceMedia> {
   const known = mediaOf(row);
   if (known) return known;
   const probe = await engine.probe(source.input, "source.mp4", { signal });
@@ -69,5 +92,11 @@ export async function sourceMedia(engine: MediaEngine, row: CaptionRow, source: 
   // lib/media/budgets.ts before the burn decodes a frame (a header may declare 16K or 100,000 fps).
   const excess = probeOverBudget(probe);
   if (excess) throw new Error(`the source is over the media budget: ${excess.reason}`);
-  return { width: size.width, height: size.height, fps: firstVideo(probe)?.fps ?? 25, duration: probe.durationSeconds, audio: firstAudio(probe)?.codec ?? null };
+  return {
+    width: size.width,
+    height: size.height,
+    fps: firstVideo(probe)?.fps ?? 25,
+    duration: probe.durationSeconds,
+    audio: firstAudio(probe)?.codec ?? null,
+  };
 }

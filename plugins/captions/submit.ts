@@ -35,8 +35,10 @@ export const activeCap = (ctx: OperationContext) => ctx.partner.limits.caption_j
  * caps of caption jobs (429 and 409), re-burns included.
  */
 export async function checkCaps(ctx: OperationContext, trx: PluginDb, videoJobId: string | null): Promise<void> {
-  if ((await activeCaptionJobs(trx, ctx.partner.id)) > activeCap(ctx)) throw new ApiError(429, CAPTION_ERRORS.tooManyActive, {}, { "Retry-After": "10" });
-  if (videoJobId && (await sourceBusy(trx, ctx.partner.id, videoJobId))) throw new ApiError(409, CAPTION_ERRORS.sourceBusy);
+  if ((await activeCaptionJobs(trx, ctx.partner.id)) > activeCap(ctx))
+    throw new ApiError(429, CAPTION_ERRORS.tooManyActive, {}, { "Retry-After": "10" });
+  if (videoJobId && (await sourceBusy(trx, ctx.partner.id, videoJobId)))
+    throw new ApiError(409, CAPTION_ERRORS.sourceBusy);
 }
 
 /** Charges, records and queues one caption job; resolves with the 202 body. */
@@ -72,5 +74,8 @@ export async function submitCaption(ctx: OperationContext, req: CaptionRequest):
       row = await findCaption(trx, ctx.partner.id, jobId!);
     },
   });
-  return { ...captionView(row!, { now, mediaUrl: ctx.mediaUrl, videoAvailable: true }), credits_remaining: job.creditsRemaining };
+  return {
+    ...captionView(row!, { now, mediaUrl: ctx.mediaUrl, videoAvailable: true }),
+    credits_remaining: job.creditsRemaining,
+  };
 }

@@ -2,7 +2,7 @@
 // part is one row naming its blob. At most 2 open sessions per account is a unique index, not a count: an
 // open (or finalizing) session holds one of the account's two `open_slot`s, a finalized one holds none
 // (NULLs are distinct), so two inits racing for the last slot cannot both win, on any backend.
-import { defineTables, tablesMigration, type Migration, type TablesOf } from "mediagate/plugin";
+import { defineTables, type Migration, type TablesOf, tablesMigration } from "mediagate/plugin";
 
 export const uploadTables = defineTables({
   captions_upload_sessions: {

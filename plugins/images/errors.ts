@@ -8,7 +8,8 @@ export const IMAGE_ERRORS = {
   invalidAspectRatio: (allowed: readonly string[]) => `Invalid aspect_ratio. Allowed: ${allowed.join(", ")}`,
   invalidQuality: (allowed: readonly string[]) => `Invalid quality. Allowed: ${allowed.join(", ")}`,
   oneKOnly: (ratio: string) => `Aspect ratio ${ratio} supports 1K only. Use quality 1K or another aspect ratio.`,
-  impossible: (model: string, quality: string, ratio: string) => `${model} cannot generate ${quality} at ${ratio} aspect ratio. Choose another aspect ratio or quality.`,
+  impossible: (model: string, quality: string, ratio: string) =>
+    `${model} cannot generate ${quality} at ${ratio} aspect ratio. Choose another aspect ratio or quality.`,
   invalidBackground: "Invalid background. Allowed: auto, transparent, opaque",
   invalidQuantity: "quantity must be an integer from 1 to 4",
   stripMetadata: "strip_metadata must be true or false",

@@ -1,9 +1,9 @@
 // Image generation (spec part 1, "Image generation", "Image record", the image states table): the
 // declaration. Handlers are in operations.ts, the job in job.ts, prices in prices.ts.
 import { definePlugin } from "mediagate/plugin";
+import { imageJob } from "./job.ts";
 import { imagesMigrations } from "./migrations.ts";
 import { generateImage, imageStatus, listImages } from "./operations.ts";
-import { imageJob } from "./job.ts";
 import { IMAGE_COSTS } from "./prices.ts";
 import { imageRecords } from "./records.ts";
 

@@ -3,7 +3,15 @@
 // the error text; the fields beside it describe the body for OpenAPI and GraphQL.
 import { type CheckUrlResult, defineInput, field, type InferOutput, shown } from "mediagate/plugin";
 import { IMAGE_ERRORS } from "./errors.ts";
-import { BACKGROUNDS, DEFAULT_MODEL, MODEL_IDS, MODELS, type Background, type ModelId, type Quality } from "./models.ts";
+import {
+  BACKGROUNDS,
+  type Background,
+  DEFAULT_MODEL,
+  MODEL_IDS,
+  MODELS,
+  type ModelId,
+  type Quality,
+} from "./models.ts";
 
 export const MAX_REFERENCES = 5;
 export const REF_MIME_TYPES = ["image/png", "image/jpeg", "image/webp"] as const;
@@ -29,7 +37,11 @@ export const GenerateImageInput = defineInput({
     quantity: field.integer({ minimum: 1, maximum: 4, default: 1 }),
     ref_images: field.array({
       maxItems: MAX_REFERENCES,
-      items: { type: "object", properties: { base64: { type: "string" }, mime_type: { type: "string" } }, required: ["base64", "mime_type"] },
+      items: {
+        type: "object",
+        properties: { base64: { type: "string" }, mime_type: { type: "string" } },
+        required: ["base64", "mime_type"],
+      },
     }),
     reference_image_urls: field.array({ maxItems: MAX_REFERENCES, items: { type: "string" } }),
     strip_metadata: field.boolean({ default: false }),
@@ -45,22 +57,28 @@ export const GenerateImageInput = defineInput({
 
     // `resolution` is the spec's alias of `quality`; `quality` wins when both are sent.
     const quality = raw.quality ?? raw.resolution ?? m.defaultQuality;
-    if (typeof quality !== "string" || !(m.qualities as readonly string[]).includes(quality)) return fail(IMAGE_ERRORS.invalidQuality(m.qualities));
+    if (typeof quality !== "string" || !(m.qualities as readonly string[]).includes(quality))
+      return fail(IMAGE_ERRORS.invalidQuality(m.qualities));
 
     const ratio = raw.aspect_ratio ?? m.defaultAspectRatio;
-    if (typeof ratio !== "string" || !(m.aspectRatios as readonly string[]).includes(ratio)) return fail(IMAGE_ERRORS.invalidAspectRatio(m.aspectRatios));
-    if (quality !== "1K" && (m.oneKOnly as readonly string[]).includes(ratio)) return fail(IMAGE_ERRORS.oneKOnly(ratio));
-    if (((m.impossible as Partial<Record<string, readonly string[]>>)[quality] ?? []).includes(ratio)) return fail(IMAGE_ERRORS.impossible(model, quality, ratio));
+    if (typeof ratio !== "string" || !(m.aspectRatios as readonly string[]).includes(ratio))
+      return fail(IMAGE_ERRORS.invalidAspectRatio(m.aspectRatios));
+    if (quality !== "1K" && (m.oneKOnly as readonly string[]).includes(ratio))
+      return fail(IMAGE_ERRORS.oneKOnly(ratio));
+    if (((m.impossible as Partial<Record<string, readonly string[]>>)[quality] ?? []).includes(ratio))
+      return fail(IMAGE_ERRORS.impossible(model, quality, ratio));
 
     // `auto` for models that ignore the field.
     let background: Background = "auto";
     if (m.background && raw.background !== undefined) {
-      if (typeof raw.background !== "string" || !(BACKGROUNDS as readonly string[]).includes(raw.background)) return fail(IMAGE_ERRORS.invalidBackground);
+      if (typeof raw.background !== "string" || !(BACKGROUNDS as readonly string[]).includes(raw.background))
+        return fail(IMAGE_ERRORS.invalidBackground);
       background = raw.background as Background;
     }
 
     const quantity = raw.quantity ?? 1;
-    if (typeof quantity !== "number" || !Number.isInteger(quantity) || quantity < 1 || quantity > 4) return fail(IMAGE_ERRORS.invalidQuantity);
+    if (typeof quantity !== "number" || !Number.isInteger(quantity) || quantity < 1 || quantity > 4)
+      return fail(IMAGE_ERRORS.invalidQuantity);
 
     // Unlike the other fields, null is not "absent" here: the spec rejects any value but true or false.
     const strip = raw.strip_metadata === undefined ? false : raw.strip_metadata;
@@ -69,9 +87,11 @@ export const GenerateImageInput = defineInput({
     const refs = raw.ref_images ?? [];
     if (!Array.isArray(refs) || refs.length > MAX_REFERENCES) return fail(IMAGE_ERRORS.refImagesShape);
     for (const ref of refs) {
-      if (!ref || typeof ref !== "object" || typeof ref.base64 !== "string" || typeof ref.mime_type !== "string") return fail(IMAGE_ERRORS.refImagesShape);
+      if (!ref || typeof ref !== "object" || typeof ref.base64 !== "string" || typeof ref.mime_type !== "string")
+        return fail(IMAGE_ERRORS.refImagesShape);
       if (!(REF_MIME_TYPES as readonly string[]).includes(ref.mime_type)) return fail(IMAGE_ERRORS.refImageMime);
-      if (ref.base64.length === 0 || ref.base64.length % 4 === 1 || !BASE64.test(ref.base64)) return fail(IMAGE_ERRORS.refImageBase64);
+      if (ref.base64.length === 0 || ref.base64.length % 4 === 1 || !BASE64.test(ref.base64))
+        return fail(IMAGE_ERRORS.refImageBase64);
     }
 
     const urls = raw.reference_image_urls ?? [];

@@ -1,6 +1,16 @@
 // The image job: one image, rendered through the model's provider chain (spec part 1, "Image generation",
 // the image states table); a transient failure of one route moves to the next.
-import { isTransient, type GeneratedImage, JobFailure, type JobKindDeclaration, mediaToken, PENDING_SUCCESS_FAILED, TransientProviderError, UnsafeContentError, UpstreamTimeoutError } from "mediagate/plugin";
+import {
+  type GeneratedImage,
+  isTransient,
+  JobFailure,
+  type JobKindDeclaration,
+  mediaToken,
+  PENDING_SUCCESS_FAILED,
+  TransientProviderError,
+  UnsafeContentError,
+  UpstreamTimeoutError,
+} from "mediagate/plugin";
 import { IMAGE_ERRORS } from "./errors.ts";
 import type { ImageRequest } from "./input.ts";
 import { MODELS, type ModelId } from "./models.ts";
@@ -21,7 +31,6 @@ export type StoredInput = {
   references: Array<{ key: string; mime_type: string; id?: string } | { url: string }>;
 };
 
-
 /**
  * How long one route's upstream may take before the job moves to the next route (or fails): the spec gives
  * no time-out for images; ten minutes is far beyond any image model's render.
@@ -35,13 +44,20 @@ export const imageJob: JobKindDeclaration<StoredInput> = {
   timeoutSeconds: 300,
   concurrency: 4,
   async run(ctx) {
-    const row = await ctx.db.selectFrom(IMAGES_TABLE).selectAll().where("job_id", "=", ctx.jobId).executeTakeFirstOrThrow();
+    const row = await ctx.db
+      .selectFrom(IMAGES_TABLE)
+      .selectAll()
+      .where("job_id", "=", ctx.jobId)
+      .executeTakeFirstOrThrow();
     const model = MODELS[row.model as ModelId];
     const providers = ctx.capability("image.generate");
     const input = ctx.input;
     const routes = model.providers.filter((route) => providers.route(route));
     // Each route is a step of its own; a later poll resumes at the route the job is waiting on.
-    const resumeAt = Math.max(0, routes.findIndex((route) => `route:${route}` === ctx.upstreamStep));
+    const resumeAt = Math.max(
+      0,
+      routes.findIndex((route) => `route:${route}` === ctx.upstreamStep),
+    );
     let image: GeneratedImage | undefined;
     for (const route of routes.slice(resumeAt)) {
       try {
@@ -55,7 +71,11 @@ export const imageJob: JobKindDeclaration<StoredInput> = {
             height: input.height,
             background: input.background,
             index: row.request_index,
-            references: input.references.map((r) => ("url" in r ? { id: r.url, url: r.url } : { id: r.id ?? r.key, mimeType: r.mime_type, read: () => ctx.blobs.get(r.key) })),
+            references: input.references.map((r) =>
+              "url" in r
+                ? { id: r.url, url: r.url }
+                : { id: r.id ?? r.key, mimeType: r.mime_type, read: () => ctx.blobs.get(r.key) },
+            ),
           }),
           { deadlineSeconds: UPSTREAM_DEADLINE_SECONDS, onProgress: (f) => ctx.progress(f * 90) },
         );
@@ -63,7 +83,9 @@ export const imageJob: JobKindDeclaration<StoredInput> = {
       } catch (err) {
         if (ctx.signal.aborted) throw err;
         if (err instanceof TransientProviderError || err instanceof UpstreamTimeoutError) {
-          ctx.log.warn(`image ${ctx.jobId}: route ${route} failed transiently (${(err as Error).message}), trying the next`);
+          ctx.log.warn(
+            `image ${ctx.jobId}: route ${route} failed transiently (${(err as Error).message}), trying the next`,
+          );
           continue;
         }
         if (isTransient(err)) throw err; // the database or the upstream briefly out of reach: the runtime retries
@@ -80,6 +102,14 @@ export const imageJob: JobKindDeclaration<StoredInput> = {
     const metadataRemoved = input.strip_metadata && metadataChunks(bytes).length === 0;
     const key = `${ctx.jobId}-${mediaToken()}.png`; // 128 random bits: a capability URL
     await ctx.blobs.put(key, bytes, { contentType: image.mimeType });
-    return { state: "success", output: { image_key: key, metadata_removed: metadataRemoved, width: input.width, height: input.height } satisfies ImageOutput };
+    return {
+      state: "success",
+      output: {
+        image_key: key,
+        metadata_removed: metadataRemoved,
+        width: input.width,
+        height: input.height,
+      } satisfies ImageOutput,
+    };
   },
 };

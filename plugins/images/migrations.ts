@@ -1,6 +1,6 @@
 // Tables of the images plugin. Status, charge, result and error live on the kernel's `jobs` row (one per
 // image); this table adds what the spec's image record needs beyond it, and the integer generation_id.
-import { defineTables, json, tablesMigration, type Migration, type TablesOf } from "mediagate/plugin";
+import { defineTables, json, type Migration, type TablesOf, tablesMigration } from "mediagate/plugin";
 
 export const imagesTables = defineTables({
   images_generations: {

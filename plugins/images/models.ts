@@ -23,7 +23,21 @@ export interface ImageModel {
   providers: readonly string[];
 }
 
-const B25_RATIOS = ["auto", "1:1", "3:2", "2:3", "4:3", "3:4", "16:9", "9:16", "21:9", "27:16", "16:27", "9:8", "8:9"] as const;
+const B25_RATIOS = [
+  "auto",
+  "1:1",
+  "3:2",
+  "2:3",
+  "4:3",
+  "3:4",
+  "16:9",
+  "9:16",
+  "21:9",
+  "27:16",
+  "16:27",
+  "9:8",
+  "8:9",
+] as const;
 
 const b25 = (label: string): ImageModel => ({
   label,

@@ -18,19 +18,31 @@
 // - Each image of a `quantity` request is its own job holding its share of the single charge, so a failed
 //   image refunds its share and the shares sum to `credits_used`.
 import { createHash } from "node:crypto";
+import {
+  ApiError,
+  checkPicture,
+  decodedSize,
+  formatTimestamp,
+  mediaToken,
+  megabytes,
+  notFound,
+  operation,
+  PAGE_BOUNDS,
+  pageBody,
+  pageQuery,
+  pageShape,
+} from "mediagate/plugin";
 import { z } from "zod";
-import { ApiError, checkPicture, decodedSize, formatTimestamp, mediaToken, megabytes, notFound, operation, PAGE_BOUNDS, pageBody, pageQuery, pageShape } from "mediagate/plugin";
 import { IMAGE_ERRORS } from "./errors.ts";
 import { checkReferenceUrls, GenerateImageInput, MAX_REFERENCES } from "./input.ts";
 import type { StoredInput } from "./job.ts";
-import { MODELS, pixelSize, type ModelId } from "./models.ts";
+import { MODELS, type ModelId, pixelSize } from "./models.ts";
 import { priceOf } from "./prices.ts";
 import { imageJobs, insertGenerations } from "./records.ts";
 
 const MAX_REF_BYTES = megabytes(20);
 const MAX_REFS_TOTAL_BYTES = megabytes(72);
 const REF_EXT: Record<string, string> = { "image/png": "png", "image/jpeg": "jpg", "image/webp": "webp" };
-
 
 export const generateImage = operation({
   method: "POST",
@@ -69,7 +81,8 @@ export const generateImage = operation({
     }
 
     const providers = ctx.capability("image.generate");
-    if (!MODELS[req.model].providers.some((route) => providers.route(route))) throw new ApiError(500, IMAGE_ERRORS.notAvailable);
+    if (!MODELS[req.model].providers.some((route) => providers.route(route)))
+      throw new ApiError(500, IMAGE_ERRORS.notAvailable);
 
     const credits = ctx.priceFor(priceOf(req.model, req.quality, req.quantity));
     const uploads = req.ref_images.slice(0, MAX_REFERENCES).map((ref) => {
@@ -84,7 +97,10 @@ export const generateImage = operation({
       height,
       background: req.background,
       strip_metadata: req.strip_metadata,
-      references: [...uploads.map(({ key, id, mime_type }) => ({ key, id, mime_type })), ...urls.map((url) => ({ url }))],
+      references: [
+        ...uploads.map(({ key, id, mime_type }) => ({ key, id, mime_type })),
+        ...urls.map((url) => ({ url })),
+      ],
     };
     const refUrls = [...uploads.map((u) => ctx.mediaUrl(u.key)), ...urls];
 
@@ -94,22 +110,34 @@ export const generateImage = operation({
     const removeCreated = () => Promise.all(uploads.map((u) => ctx.blobs.remove(u.key).catch(() => {})));
 
     let generationIds: number[] = [];
-    const job = await ctx.submitJob({
-      kind: "image",
-      state: "pending",
-      credits,
-      count: req.quantity,
-      partnerJobId: req.partner_job_id,
-      input: stored,
-      description: `Image generation: ${req.quantity} x ${req.model} ${req.quality}`,
-      async insertRecords(trx, jobIds) {
-        const record = { partner_id: ctx.partner.id, prompt: req.prompt, model: req.model, aspect_ratio: req.aspect_ratio, resolution: req.quality, ref_image_urls: JSON.stringify(refUrls) };
-        generationIds = await insertGenerations(trx, jobIds.map((jobId, index) => ({ ...record, job_id: jobId, request_index: index })));
-      },
-    }).catch(async (err: unknown) => {
-      await removeCreated();
-      throw err;
-    });
+    const job = await ctx
+      .submitJob({
+        kind: "image",
+        state: "pending",
+        credits,
+        count: req.quantity,
+        partnerJobId: req.partner_job_id,
+        input: stored,
+        description: `Image generation: ${req.quantity} x ${req.model} ${req.quality}`,
+        async insertRecords(trx, jobIds) {
+          const record = {
+            partner_id: ctx.partner.id,
+            prompt: req.prompt,
+            model: req.model,
+            aspect_ratio: req.aspect_ratio,
+            resolution: req.quality,
+            ref_image_urls: JSON.stringify(refUrls),
+          };
+          generationIds = await insertGenerations(
+            trx,
+            jobIds.map((jobId, index) => ({ ...record, job_id: jobId, request_index: index })),
+          );
+        },
+      })
+      .catch(async (err: unknown) => {
+        await removeCreated();
+        throw err;
+      });
 
     return {
       generation_ids: generationIds,

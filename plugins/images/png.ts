@@ -1,7 +1,7 @@
 // PNG written and read at the chunk level: the sandbox encodes its pictures here, and metadata is added,
 // found and removed as whole ancillary chunks, so removing it is lossless (pixel data is never re-encoded).
 import { deflateSync } from "node:zlib";
-import { PNG_METADATA_CHUNKS, pngChunks, writePng, type PngChunk } from "mediagate/plugin";
+import { PNG_METADATA_CHUNKS, type PngChunk, pngChunks, writePng } from "mediagate/plugin";
 
 export interface PngInfo {
   width: number;
@@ -19,7 +19,13 @@ export function pngInfo(bytes: Uint8Array): PngInfo {
 }
 
 /** Encodes 8-bit RGB or RGBA pixels (rows top to bottom) as a PNG, with extra chunks before the pixels. */
-export function encodePng(width: number, height: number, pixels: Uint8Array, channels: 3 | 4, extra: readonly PngChunk[] = []): Uint8Array {
+export function encodePng(
+  width: number,
+  height: number,
+  pixels: Uint8Array,
+  channels: 3 | 4,
+  extra: readonly PngChunk[] = [],
+): Uint8Array {
   const ihdr = new Uint8Array(13);
   const v = new DataView(ihdr.buffer);
   v.setUint32(0, width);
@@ -30,7 +36,12 @@ export function encodePng(width: number, height: number, pixels: Uint8Array, cha
   const stride = width * channels;
   const raw = new Uint8Array((stride + 1) * height);
   for (let y = 0; y < height; y++) raw.set(pixels.subarray(y * stride, (y + 1) * stride), y * (stride + 1) + 1);
-  return writePng([{ type: "IHDR", data: ihdr }, ...extra, { type: "IDAT", data: deflateSync(raw, { level: 3 }) }, { type: "IEND", data: new Uint8Array() }]);
+  return writePng([
+    { type: "IHDR", data: ihdr },
+    ...extra,
+    { type: "IDAT", data: deflateSync(raw, { level: 3 }) },
+    { type: "IEND", data: new Uint8Array() },
+  ]);
 }
 
 /** Metadata chunk types present in the file (PNG_METADATA_CHUNKS: EXIF, text, XMP, IPTC, C2PA, time). */
@@ -57,7 +68,7 @@ export function xmpChunk(xmp: string): PngChunk {
 /** An eXIf chunk: a little-endian TIFF structure with ASCII tags of IFD0. */
 export function exifChunk(tags: ReadonlyArray<{ tag: number; value: string }>): PngChunk {
   const sorted = [...tags].sort((a, b) => a.tag - b.tag);
-  const values = sorted.map((t) => new TextEncoder().encode(t.value.replace(/[^\x20-\x7e]/g, "?") + "\0"));
+  const values = sorted.map((t) => new TextEncoder().encode(`${t.value.replace(/[^\x20-\x7e]/g, "?")}\0`));
   const ifdSize = 2 + sorted.length * 12 + 4;
   const dataStart = 8 + ifdSize;
   const total = dataStart + values.reduce((n, v) => n + (v.length > 4 ? v.length + (v.length % 2) : 0), 0);

@@ -22,5 +22,11 @@ export const IMAGE_COSTS = {
 
 /** The charge of `quantity` images (the input check has made sure the model renders `quality`). */
 export const priceOf = (model: ModelId, quality: Quality, quantity: number): Price => ({
-  lines: [{ key: ["image_models", model, quality], rate: (IMAGE_PRICES[model] as Partial<Record<Quality, number>>)[quality]!, units: quantity }],
+  lines: [
+    {
+      key: ["image_models", model, quality],
+      rate: (IMAGE_PRICES[model] as Partial<Record<Quality, number>>)[quality]!,
+      units: quantity,
+    },
+  ],
 });

@@ -3,8 +3,8 @@
 // served by those endpoints, without importing this plugin.
 import { randomBytes } from "node:crypto";
 import type { ColumnType, Generated, Insertable, Kysely } from "kysely";
-import { type BlobStore, jobRecords } from "mediagate/plugin";
 import type { ImageOutput, ImageRecordRow, ImageRecords } from "mediagate/plugin";
+import { type BlobStore, jobRecords } from "mediagate/plugin";
 import type { ImagesTables } from "./migrations.ts";
 
 export type { ImageOutput, ImageRecordRow, ImageRecords };
@@ -21,10 +21,16 @@ export interface ImagesTable extends Omit<ImageRecordRow, "ref_image_urls"> {
 }
 
 /** Images joined to their kernel job rows, for status and list alike; 404s are the caller's. */
-export const imageJobs = jobRecords<ImagesTable, ImageOutput>(IMAGES_TABLE, { jobId: "job_id", newestFirst: ["generation_id"] });
+export const imageJobs = jobRecords<ImagesTable, ImageOutput>(IMAGES_TABLE, {
+  jobId: "job_id",
+  newestFirst: ["generation_id"],
+});
 
 /** Inserts the records of one request's image jobs; their generation_ids, in the order given. */
-export async function insertGenerations(db: Kysely<ImagesTables>, rows: Insertable<ImagesTables["images_generations"]>[]): Promise<number[]> {
+export async function insertGenerations(
+  db: Kysely<ImagesTables>,
+  rows: Insertable<ImagesTables["images_generations"]>[],
+): Promise<number[]> {
   const inserted = await db.insertInto(IMAGES_TABLE).values(rows).returning("generation_id").execute();
   return inserted.map((r) => Number(r.generation_id));
 }

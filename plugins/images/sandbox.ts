@@ -14,7 +14,25 @@
 // content-safety block; `[sandbox:flaky]` fails the first route transiently, so a model with a second
 // provider shows its fallback.
 import { createHash } from "node:crypto";
-import { cardBox, definePlugin, dominantColours, type GeneratedImage, hasMarker, type Rgb, sandboxPicture, type SandboxPicture, type ImageGenerationRequest, type ImageProvider, type ImageProviders, type SandboxRequestStore, sandboxConfig, sandboxUpstream, TransientProviderError, UnsafeContentError, withoutMarkers } from "mediagate/plugin";
+import {
+  cardBox,
+  definePlugin,
+  dominantColours,
+  type GeneratedImage,
+  hasMarker,
+  type ImageGenerationRequest,
+  type ImageProvider,
+  type ImageProviders,
+  type Rgb,
+  type SandboxPicture,
+  type SandboxRequestStore,
+  sandboxConfig,
+  sandboxPicture,
+  sandboxUpstream,
+  TransientProviderError,
+  UnsafeContentError,
+  withoutMarkers,
+} from "mediagate/plugin";
 import { GLYPH_HEIGHT, GLYPH_WIDTH, glyph } from "./font5x7.ts";
 import { encodePng, exifChunk, xmpChunk } from "./png.ts";
 
@@ -74,12 +92,19 @@ export interface PaintSubject {
 }
 
 /** The subject of a request: its first reference whose bytes came with it, decoded; null without one. */
-export async function paintSubject(req: Pick<ImageGenerationRequest, "width" | "height" | "references">): Promise<PaintSubject | null> {
-  const ref = req.references.find((r) => (r as { bytes?: unknown }).bytes instanceof Uint8Array) as { bytes: Uint8Array } | undefined;
+export async function paintSubject(
+  req: Pick<ImageGenerationRequest, "width" | "height" | "references">,
+): Promise<PaintSubject | null> {
+  const ref = req.references.find((r) => (r as { bytes?: unknown }).bytes instanceof Uint8Array) as
+    | { bytes: Uint8Array }
+    | undefined;
   if (!ref) return null;
   const box = cardBox(req.width, req.height, "subject");
   try {
-    return { picture: await sandboxPicture(ref.bytes, box.width, box.height), colours: await dominantColours(ref.bytes, 3) };
+    return {
+      picture: await sandboxPicture(ref.bytes, box.width, box.height),
+      colours: await dominantColours(ref.bytes, 3),
+    };
   } catch {
     return null; // accepted by the plugin, undecodable here: the picture is seeded as without it
   }
@@ -88,10 +113,15 @@ export async function paintSubject(req: Pick<ImageGenerationRequest, "width" | "
 const shade = (c: Rgb, f: number): Rgb => c.map((v) => Math.max(0, Math.min(255, Math.round(v * f)))) as Rgb;
 
 /** Paints the picture: a two-colour gradient, seeded discs, and the prompt's words; with a subject, its picture and colours. */
-export function paint(req: Pick<ImageGenerationRequest, "prompt" | "model" | "width" | "height" | "background" | "index" | "references">, subject: PaintSubject | null = null): { pixels: Uint8Array; channels: 3 | 4 } {
+export function paint(
+  req: Pick<ImageGenerationRequest, "prompt" | "model" | "width" | "height" | "background" | "index" | "references">,
+  subject: PaintSubject | null = null,
+): { pixels: Uint8Array; channels: 3 | 4 } {
   const { width, height } = req;
   const refs = req.references.map((r) => r.id);
-  const seed = createHash("sha256").update(JSON.stringify([req.model, req.prompt, width, height, req.background, req.index, refs])).digest("hex");
+  const seed = createHash("sha256")
+    .update(JSON.stringify([req.model, req.prompt, width, height, req.background, req.index, refs]))
+    .digest("hex");
   const r = seededBytes(seed, 64);
   const transparent = req.background === "transparent";
   const channels = transparent ? 4 : 3;
@@ -112,8 +142,18 @@ export function paint(req: Pick<ImageGenerationRequest, "prompt" | "model" | "wi
       if (transparent) px[o + 3] = 0;
     }
   }
-  const fill = (x0: number, y0: number, w: number, h: number, rgb: readonly number[], mask?: (x: number, y: number) => boolean) => {
-    const xs = Math.max(0, x0), ys = Math.max(0, y0), xe = Math.min(width, x0 + w), ye = Math.min(height, y0 + h);
+  const fill = (
+    x0: number,
+    y0: number,
+    w: number,
+    h: number,
+    rgb: readonly number[],
+    mask?: (x: number, y: number) => boolean,
+  ) => {
+    const xs = Math.max(0, x0),
+      ys = Math.max(0, y0),
+      xe = Math.min(width, x0 + w),
+      ye = Math.min(height, y0 + h);
     for (let y = ys; y < ye; y++) {
       for (let x = xs, o = (y * width + xs) * channels; x < xe; x++, o += channels) {
         if (mask && !mask(x, y)) continue;
@@ -126,20 +166,38 @@ export function paint(req: Pick<ImageGenerationRequest, "prompt" | "model" | "wi
   };
   // The subject: an ellipse in the middle, then discs seeded by the prompt; with a reference, no ellipse, the
   // discs in its colours (lighter or darker), and its picture over them.
-  const cx = width / 2, cy = height / 2, rx = width * 0.42, ry = height * 0.42;
-  if (!palette) fill(0, 0, width, height, [r[6]!, r[7]!, r[8]!], (x, y) => ((x - cx) / rx) ** 2 + ((y - cy) / ry) ** 2 <= 1);
+  const cx = width / 2,
+    cy = height / 2,
+    rx = width * 0.42,
+    ry = height * 0.42;
+  if (!palette)
+    fill(0, 0, width, height, [r[6]!, r[7]!, r[8]!], (x, y) => ((x - cx) / rx) ** 2 + ((y - cy) / ry) ** 2 <= 1);
   for (let i = 0; i < 6; i++) {
     const b = 9 + i * 8;
-    const dx = cx + ((r[b]! - 128) / 128) * rx * 0.6, dy = cy + ((r[b + 1]! - 128) / 128) * ry * 0.6;
+    const dx = cx + ((r[b]! - 128) / 128) * rx * 0.6,
+      dy = cy + ((r[b + 1]! - 128) / 128) * ry * 0.6;
     const rad = (Math.min(width, height) * (0.04 + (r[b + 2]! / 255) * 0.12)) | 0;
-    const colour = palette ? shade(palette[i % palette.length]!, 0.75 + (r[b + 3]! / 255) * 0.5) : [r[b + 3]!, r[b + 4]!, r[b + 5]!];
-    fill((dx - rad) | 0, (dy - rad) | 0, rad * 2, rad * 2, colour, (x, y) => (x - dx) ** 2 + (y - dy) ** 2 <= rad * rad);
+    const colour = palette
+      ? shade(palette[i % palette.length]!, 0.75 + (r[b + 3]! / 255) * 0.5)
+      : [r[b + 3]!, r[b + 4]!, r[b + 5]!];
+    fill(
+      (dx - rad) | 0,
+      (dy - rad) | 0,
+      rad * 2,
+      rad * 2,
+      colour,
+      (x, y) => (x - dx) ** 2 + (y - dy) ** 2 <= rad * rad,
+    );
   }
   const card = subject ? cardBox(width, height, "subject") : null;
   if (subject && card) {
     const { picture } = subject;
     for (let y = 0; y < Math.min(picture.height, height - card.y); y++) {
-      for (let x = 0, o = ((card.y + y) * width + card.x) * channels, i = y * picture.width * 3; x < Math.min(picture.width, width - card.x); x++, o += channels, i += 3) {
+      for (
+        let x = 0, o = ((card.y + y) * width + card.x) * channels, i = y * picture.width * 3;
+        x < Math.min(picture.width, width - card.x);
+        x++, o += channels, i += 3
+      ) {
         px[o] = picture.rgb[i]!;
         px[o + 1] = picture.rgb[i + 1]!;
         px[o + 2] = picture.rgb[i + 2]!;
@@ -154,7 +212,11 @@ export function paint(req: Pick<ImageGenerationRequest, "prompt" | "model" | "wi
   const lineHeight = (GLYPH_HEIGHT + 3) * scale;
   // Over a subject picture the words go above it, as many lines as fit there.
   const top0 = Math.round(height * 0.04);
-  const lines = wrap(withoutMarkers(req.prompt) || req.prompt, perLine, card ? Math.max(0, Math.min(6, Math.floor((card.y - top0 - scale) / lineHeight))) : 6);
+  const lines = wrap(
+    withoutMarkers(req.prompt) || req.prompt,
+    perLine,
+    card ? Math.max(0, Math.min(6, Math.floor((card.y - top0 - scale) / lineHeight))) : 6,
+  );
   let y0 = card ? top0 : Math.round(cy - (lines.length * lineHeight) / 2);
   for (const line of lines) {
     const x0 = Math.round(cx - (line.length * cell) / 2);
@@ -163,7 +225,8 @@ export function paint(req: Pick<ImageGenerationRequest, "prompt" | "model" | "wi
       const rows = glyph(line[i]!);
       for (let gy = 0; gy < GLYPH_HEIGHT; gy++) {
         for (let gx = 0; gx < GLYPH_WIDTH; gx++) {
-          if (rows[gy]! & (0x10 >> gx)) fill(x0 + i * cell + gx * scale, y0 + gy * scale, scale, scale, [255, 255, 255]);
+          if (rows[gy]! & (0x10 >> gx))
+            fill(x0 + i * cell + gx * scale, y0 + gy * scale, scale, scale, [255, 255, 255]);
         }
       }
     }
@@ -180,8 +243,10 @@ export function sandboxImageProvider(options: { latencyMs: number; store?: Sandb
       ...(options.store ? { store: options.store } : {}),
       check(req) {
         if (hasMarker(req.prompt, "fail")) throw new Error("sandbox: failure requested by the prompt");
-        if (hasMarker(req.prompt, "unsafe")) throw new UnsafeContentError("sandbox: unsafe content requested by the prompt");
-        if (hasMarker(req.prompt, "flaky") && route === "primary") throw new TransientProviderError("sandbox: transient failure of the first route");
+        if (hasMarker(req.prompt, "unsafe"))
+          throw new UnsafeContentError("sandbox: unsafe content requested by the prompt");
+        if (hasMarker(req.prompt, "flaky") && route === "primary")
+          throw new TransientProviderError("sandbox: transient failure of the first route");
       },
       async render(req) {
         const { pixels, channels } = paint(req, await paintSubject(req));
@@ -205,6 +270,7 @@ export default definePlugin({
   name: "images-sandbox",
   config: sandboxConfig,
   provides: {
-    "image.generate": (host) => sandboxImageProvider({ latencyMs: sandboxConfig.of(host).latencyMs, store: host.blobs.scoped("images-sandbox") }),
+    "image.generate": (host) =>
+      sandboxImageProvider({ latencyMs: sandboxConfig.of(host).latencyMs, store: host.blobs.scoped("images-sandbox") }),
   },
 });

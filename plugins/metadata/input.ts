@@ -22,9 +22,13 @@ const present = (v: unknown) => v !== undefined && v !== null && v !== "";
 
 export const RemoveMetadataInput = defineInput({
   fields: {
-    image_url: field.string({ description: "public HTTPS URL of a JPEG, PNG or WebP (max 20 MB); a service image URL is read from storage" }),
+    image_url: field.string({
+      description: "public HTTPS URL of a JPEG, PNG or WebP (max 20 MB); a service image URL is read from storage",
+    }),
     image_base64: field.string({ description: "base64 JPEG, PNG or WebP (max 20 MB of image data)" }),
-    video_url: field.string({ description: "public HTTPS URL of an MP4 or MOV (max 100 MB); a service video URL is read from storage" }),
+    video_url: field.string({
+      description: "public HTTPS URL of an MP4 or MOV (max 100 MB); a service video URL is read from storage",
+    }),
   },
   check(raw, fail): RemovalSource {
     const sent = (["image_url", "image_base64", "video_url"] as const).filter((f) => present(raw[f]));
@@ -32,9 +36,13 @@ export const RemoveMetadataInput = defineInput({
     const value = raw[sent[0]!];
     switch (sent[0]) {
       case "image_url":
-        return typeof value === "string" ? { kind: "image", url: value.trim() } : fail(METADATA_ERRORS.invalidImageUrl(shown(value)));
+        return typeof value === "string"
+          ? { kind: "image", url: value.trim() }
+          : fail(METADATA_ERRORS.invalidImageUrl(shown(value)));
       case "video_url":
-        return typeof value === "string" ? { kind: "video", url: value.trim() } : fail(METADATA_ERRORS.invalidVideoUrl(shown(value)));
+        return typeof value === "string"
+          ? { kind: "video", url: value.trim() }
+          : fail(METADATA_ERRORS.invalidVideoUrl(shown(value)));
       default: {
         if (typeof value !== "string") return fail(METADATA_ERRORS.invalidImageBase64);
         const base64 = value.replace(DATA_URL, "");

@@ -12,7 +12,7 @@
 // lowered by the bytes cut after the header; cuts before the header move both alike and change nothing.
 import { jpegSegments, latin1, paced, u16be, u32be, withoutRanges } from "mediagate/plugin";
 import { cutRange } from "./cuts.ts";
-import { sortCategories, type Category, type Cleaned } from "./damage.ts";
+import { type Category, type Cleaned, sortCategories } from "./damage.ts";
 
 export { isJpeg } from "mediagate/plugin";
 
@@ -48,7 +48,8 @@ function jumbf(b: Uint8Array, p: number, end: number): { instance: number; c2pa:
   const instance = u16be(b, p + 2);
   const lbox = u32be(b, p + 8);
   const jumd = p + (lbox === 1 ? 24 : 16);
-  if (jumd + 12 <= end && latin1(b, jumd + 4, jumd + 8) === "jumd") return { instance, c2pa: latin1(b, jumd + 8, jumd + 12) === "c2pa" };
+  if (jumd + 12 <= end && latin1(b, jumd + 4, jumd + 8) === "jumd")
+    return { instance, c2pa: latin1(b, jumd + 8, jumd + 12) === "c2pa" };
   return { instance, c2pa: null };
 }
 
@@ -92,9 +93,11 @@ export async function cleanJpeg(b: Uint8Array): Promise<Cleaned> {
     let category: Category | null = null;
     if (marker === 0xe1) {
       if (latin1(b, p, p + EXIF.length) === EXIF) category = "exif";
-      else if (latin1(b, p, p + XMP.length) === XMP || latin1(b, p, p + XMP_EXTENDED.length) === XMP_EXTENDED) category = "xmp";
+      else if (latin1(b, p, p + XMP.length) === XMP || latin1(b, p, p + XMP_EXTENDED.length) === XMP_EXTENDED)
+        category = "xmp";
     } else if (marker === 0xed) {
-      if (latin1(b, p, p + PHOTOSHOP.length) === PHOTOSHOP) category = photoshopHasIptc(b, p + PHOTOSHOP.length, end) ? "iptc" : "other";
+      if (latin1(b, p, p + PHOTOSHOP.length) === PHOTOSHOP)
+        category = photoshopHasIptc(b, p + PHOTOSHOP.length, end) ? "iptc" : "other";
     } else if (marker === 0xeb) {
       const box = jumbf(b, p, end);
       if (box) {
@@ -119,7 +122,7 @@ export async function cleanJpeg(b: Uint8Array): Promise<Cleaned> {
     const header = mpf.header;
     let before = 0;
     let after = 0;
-    for (const [s, e] of cuts) (s >= header ? (after += e - s) : (before += e - s));
+    for (const [s, e] of cuts) s >= header ? (after += e - s) : (before += e - s);
     if (after > 0) shiftMpfOffsets(out, header - before, mpf.end - before, after);
   }
   return { bytes: out, removed: sortCategories(found) };

@@ -1,6 +1,6 @@
 // Tables of the metadata plugin: one row per removal attempt (what was asked, how it ended, what was kept
 // and until when), and the operator's pause switch.
-import { defineTables, json, tablesMigration, type Migration, type TablesOf } from "mediagate/plugin";
+import { defineTables, json, type Migration, type TablesOf, tablesMigration } from "mediagate/plugin";
 
 export const metadataTables = defineTables({
   metadata_removals: {

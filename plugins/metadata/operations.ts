@@ -23,16 +23,16 @@
 // - Each counted attempt leaves a row in metadata_removals (status, categories, sizes, blob key), for
 //   operators; the partner sees only the response.
 import { randomBytes } from "node:crypto";
+import { ApiError, formatTimestamp, isDamagedMedia, type OperationContext, operation } from "mediagate/plugin";
 import { z } from "zod";
-import { ApiError, formatTimestamp, isDamagedMedia, operation, type OperationContext } from "mediagate/plugin";
 import type { Cleaned } from "./damage.ts";
 import { METADATA_ERRORS } from "./errors.ts";
 import { imageFormatOf } from "./image.ts";
-import { RemoveMetadataInput, type RemovalSource } from "./input.ts";
+import { type RemovalSource, RemoveMetadataInput } from "./input.ts";
 import { countAttempt, IMAGE_QUOTA, VIDEO_QUOTA } from "./quota.ts";
 import { recordAttempt } from "./records.ts";
-import { videoSlots, type SlotHold } from "./slots.ts";
-import { IMAGE_LIMITS, load, locate, VIDEO_LIMITS, type Located } from "./source.ts";
+import { type SlotHold, videoSlots } from "./slots.ts";
+import { IMAGE_LIMITS, type Located, load, locate, VIDEO_LIMITS } from "./source.ts";
 import { cleanVideo, videoContainerOf } from "./video.ts";
 
 export const FEATURE = "metadata_removal";
@@ -53,7 +53,13 @@ interface Made {
   expiresAt: Date;
 }
 
-async function make(ctx: RemovalContext, source: RemovalSource, located: Located, downloadTimeoutMs: number, hold?: SlotHold): Promise<Made> {
+async function make(
+  ctx: RemovalContext,
+  source: RemovalSource,
+  located: Located,
+  downloadTimeoutMs: number,
+  hold?: SlotHold,
+): Promise<Made> {
   const limits = source.kind === "image" ? IMAGE_LIMITS : VIDEO_LIMITS;
   const signal = hold ? AbortSignal.any([ctx.request.signal, hold.signal]) : ctx.request.signal;
   const guard = ctx.capability("outbound");
@@ -88,11 +94,21 @@ async function make(ctx: RemovalContext, source: RemovalSource, located: Located
   return { url: ctx.mediaUrl(key), format, contentType, cleaned, bytesIn: bytes.byteLength, key, expiresAt };
 }
 
-
 /** One counted attempt: quota, the work, and its row whatever the outcome. */
-async function attempt(ctx: RemovalContext, source: RemovalSource, located: Located, downloadTimeoutMs: number, hold?: SlotHold) {
+async function attempt(
+  ctx: RemovalContext,
+  source: RemovalSource,
+  located: Located,
+  downloadTimeoutMs: number,
+  hold?: SlotHold,
+) {
   const counters = ctx.capability("counters");
-  await countAttempt(counters, `metadata:quota:${source.kind}:${ctx.partner.id}`, source.kind === "image" ? IMAGE_QUOTA : VIDEO_QUOTA, ctx.clock.now());
+  await countAttempt(
+    counters,
+    `metadata:quota:${source.kind}:${ctx.partner.id}`,
+    source.kind === "image" ? IMAGE_QUOTA : VIDEO_QUOTA,
+    ctx.clock.now(),
+  );
   let made: Made | null = null;
   let status = 500;
   try {
@@ -128,7 +144,6 @@ async function attempt(ctx: RemovalContext, source: RemovalSource, located: Loca
   };
 }
 
-
 /**
  * POST /remove-metadata; `downloadTimeoutMs` is the source download deadline (the spec's 30 s), which tests
  * shorten.
@@ -157,7 +172,10 @@ export const removeMetadataOperation = ({ downloadTimeoutMs = DOWNLOAD_TIMEOUT_M
     async handle(ctx) {
       const source = ctx.input;
       const limits = source.kind === "image" ? IMAGE_LIMITS : VIDEO_LIMITS;
-      const located = await locate(source, limits, { guard: ctx.capability("outbound"), serviceMedia: ctx.capability("service-media") });
+      const located = await locate(source, limits, {
+        guard: ctx.capability("outbound"),
+        serviceMedia: ctx.capability("service-media"),
+      });
       if (await ctx.isPaused(PAUSE)) throw new ApiError(503, METADATA_ERRORS.paused);
       if (source.kind === "image") return attempt(ctx, source, located, downloadTimeoutMs);
       const slots = videoSlots(ctx.capability("counters"), ctx.clock);

@@ -6,9 +6,17 @@
 // Removed (PNG_METADATA_CHUNKS): eXIf (EXIF), caBX (C2PA), tEXt/zTXt/iTXt (XMP when keyed
 // "XML:com.adobe.xmp"; ImageMagick's "Raw profile type exif|iptc|xmp" by what they hold; any other text is
 // `other`), tIME (`other`).
-import { damagedMedia, latin1, paced, PNG_METADATA_CHUNKS, pngChunks, withoutRanges, type PngChunk } from "mediagate/plugin";
+import {
+  damagedMedia,
+  latin1,
+  PNG_METADATA_CHUNKS,
+  type PngChunk,
+  paced,
+  pngChunks,
+  withoutRanges,
+} from "mediagate/plugin";
 import { cutRange } from "./cuts.ts";
-import { sortCategories, type Category, type Cleaned } from "./damage.ts";
+import { type Category, type Cleaned, sortCategories } from "./damage.ts";
 
 export { isPng } from "mediagate/plugin";
 

@@ -26,7 +26,9 @@ export async function countAttempt(counters: Counters, key: string, quota: Quota
   const bucket = Math.floor(nowMs / HOUR_MS);
   const ttlMs = (BUCKETS + 1) * HOUR_MS;
   const { value } = await counters.increment(`${key}:${bucket}`, ttlMs, 1);
-  const earlier = await Promise.all(Array.from({ length: BUCKETS - 1 }, (_, i) => counters.get(`${key}:${bucket - 1 - i}`)));
+  const earlier = await Promise.all(
+    Array.from({ length: BUCKETS - 1 }, (_, i) => counters.get(`${key}:${bucket - 1 - i}`)),
+  );
   const total = value + earlier.reduce((a, b) => a + b, 0);
   if (total > quota.limit) {
     await counters.increment(`${key}:${bucket}`, ttlMs, -1);

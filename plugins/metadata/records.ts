@@ -3,6 +3,9 @@
 import type { Insertable, Kysely } from "kysely";
 import type { MetadataTables } from "./migrations.ts";
 
-export async function recordAttempt(db: Kysely<MetadataTables>, row: Insertable<MetadataTables["metadata_removals"]>): Promise<void> {
+export async function recordAttempt(
+  db: Kysely<MetadataTables>,
+  row: Insertable<MetadataTables["metadata_removals"]>,
+): Promise<void> {
   await db.insertInto("metadata_removals").values(row).execute();
 }

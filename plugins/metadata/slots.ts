@@ -19,7 +19,12 @@ const slotsByCounters = new WeakMap<Counters, SharedSlots>();
 export function videoSlots(counters: Counters, clock: Clock): SharedSlots {
   let slots = slotsByCounters.get(counters);
   if (!slots) {
-    slots = createSharedSlots(counters, { key: VIDEO_SLOT_KEY, capacity: VIDEO_SLOTS, busy: () => new ApiError(503, METADATA_ERRORS.videoBusy), now: () => clock.now() });
+    slots = createSharedSlots(counters, {
+      key: VIDEO_SLOT_KEY,
+      capacity: VIDEO_SLOTS,
+      busy: () => new ApiError(503, METADATA_ERRORS.videoBusy),
+      now: () => clock.now(),
+    });
     slotsByCounters.set(counters, slots);
   }
   return slots;

@@ -1,8 +1,18 @@
 // Where the bytes come from: base64 in the request, a service media URL read back from storage, or a public
 // URL fetched through the outbound guard. Split in two like every validation here: `locate` decides what the
 // request points at and refuses bad URLs before anything is counted; `load` reads the bytes.
-import { ApiError, decodedSize, fetchSource, megabytes, type OutboundGuard, type ServiceMedia, type ServiceMediaReader, storedSource } from "mediagate/plugin";
+
 import { setImmediate as nextTurn } from "node:timers/promises";
+import {
+  ApiError,
+  decodedSize,
+  fetchSource,
+  megabytes,
+  type OutboundGuard,
+  type ServiceMedia,
+  type ServiceMediaReader,
+  storedSource,
+} from "mediagate/plugin";
 import { METADATA_ERRORS } from "./errors.ts";
 import type { RemovalSource } from "./input.ts";
 
@@ -49,10 +59,17 @@ export async function isBase64(text: string): Promise<boolean> {
   return true;
 }
 
-export type Located = { kind: "bytes"; bytes: Uint8Array } | { kind: "stored"; media: Exclude<ServiceMedia, { kind: "external" }> } | { kind: "remote"; url: URL };
+export type Located =
+  | { kind: "bytes"; bytes: Uint8Array }
+  | { kind: "stored"; media: Exclude<ServiceMedia, { kind: "external" }> }
+  | { kind: "remote"; url: URL };
 
 /** 400 and 413 (base64) before anything is counted; a service URL is looked up, not fetched. */
-export async function locate(source: RemovalSource, limits: KindTexts, deps: { guard: OutboundGuard; serviceMedia: ServiceMediaReader }): Promise<Located> {
+export async function locate(
+  source: RemovalSource,
+  limits: KindTexts,
+  deps: { guard: OutboundGuard; serviceMedia: ServiceMediaReader },
+): Promise<Located> {
   if ("base64" in source) {
     if (!(await isBase64(source.base64))) throw new ApiError(400, METADATA_ERRORS.invalidImageBase64);
     if (decodedSize(source.base64) > limits.maxBytes) throw new ApiError(413, METADATA_ERRORS.imageBase64TooLarge);
@@ -68,11 +85,20 @@ export async function locate(source: RemovalSource, limits: KindTexts, deps: { g
 }
 
 /** The bytes, or the spec's 404 / 400 / 413 for this kind. */
-export async function load(located: Located, limits: KindTexts, deps: { guard: OutboundGuard; timeoutMs: number; signal?: AbortSignal }): Promise<Uint8Array> {
+export async function load(
+  located: Located,
+  limits: KindTexts,
+  deps: { guard: OutboundGuard; timeoutMs: number; signal?: AbortSignal },
+): Promise<Uint8Array> {
   if (located.kind === "bytes") return located.bytes;
   // DNS that answers with a private address: the URL is not public after all (the https sentence). HTTP
   // errors, redirects, refused connections and the 30 s deadline all read the same to a partner.
-  const texts = { invalidUrl: limits.https, download: limits.fetch, tooLarge: limits.tooLarge, notFound: limits.notFound };
+  const texts = {
+    invalidUrl: limits.https,
+    download: limits.fetch,
+    tooLarge: limits.tooLarge,
+    notFound: limits.notFound,
+  };
   if (located.kind === "stored") return storedSource(located.media, { maxBytes: limits.maxBytes, texts });
   return fetchSource(located.url, { maxBytes: limits.maxBytes, timeoutMs: deps.timeoutMs, texts }, deps);
 }

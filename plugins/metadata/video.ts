@@ -2,8 +2,21 @@
 // container by the media library's metadata-free remux (stripVideoMetadataArgs: what it leaves behind is
 // listed there). MOV stays MOV (QuickTime-only features survive), anything else becomes MP4; the index (moov)
 // goes in front so the copy plays while it downloads.
-import { damagedMedia, FORMAT_LIMITS, isIsoBmffFirstBox, isMediaError, isoBmffFirstBox, latin1, type MediaEngine, type Mp4Box, mp4Boxes, mp4MetadataCategories, pacer, stripVideoMetadataArgs } from "mediagate/plugin";
-import { sortCategories, type Category, type Cleaned } from "./damage.ts";
+import {
+  damagedMedia,
+  FORMAT_LIMITS,
+  isIsoBmffFirstBox,
+  isMediaError,
+  isoBmffFirstBox,
+  latin1,
+  type MediaEngine,
+  type Mp4Box,
+  mp4Boxes,
+  mp4MetadataCategories,
+  pacer,
+  stripVideoMetadataArgs,
+} from "mediagate/plugin";
+import { type Category, type Cleaned, sortCategories } from "./damage.ts";
 
 /** Old QuickTime files led by a `pnot` preview atom are MOV too. */
 const START = { pnot: true } as const;
@@ -27,7 +40,11 @@ export function videoContainerOf(bytes: Uint8Array): VideoContainer | null {
   }
   // A first box that does not fit in the file is still recognisably ISO-BMFF (a truncated download): the
   // remux will call it damaged.
-  return bytes.length >= 8 && isIsoBmffFirstBox(latin1(bytes, 4, 8), START) ? (latin1(bytes, 8, 12) === "qt  " || latin1(bytes, 4, 8) !== "ftyp" ? MOV : MP4) : null;
+  return bytes.length >= 8 && isIsoBmffFirstBox(latin1(bytes, 4, 8), START)
+    ? latin1(bytes, 8, 12) === "qt  " || latin1(bytes, 4, 8) !== "ftyp"
+      ? MOV
+      : MP4
+    : null;
 }
 
 /**
@@ -76,13 +93,21 @@ export interface VideoCleanOptions {
  * Throws DamagedMediaError when the engine cannot read the file, or when it holds neither picture nor sound.
  * Failures that are not the file's (no engine, a time-out, a cancellation) pass through unchanged.
  */
-export async function cleanVideo(engine: MediaEngine, bytes: Uint8Array, container: VideoContainer, options: VideoCleanOptions = {}): Promise<Cleaned> {
+export async function cleanVideo(
+  engine: MediaEngine,
+  bytes: Uint8Array,
+  container: VideoContainer,
+  options: VideoCleanOptions = {},
+): Promise<Cleaned> {
   const found = new Set<Category>(mp4MetadataCategories(bytes));
   const ignoreEditList = await hasMultiEditList(bytes);
   const output = `out.${container.extension}`;
   let out: Uint8Array;
   try {
-    const res = await engine.run(stripVideoMetadataArgs("in.bin", output, { format: container.format, ignoreEditList, strict: true }), { inputs: { "in.bin": bytes }, outputs: [output], signal: options.signal, timeoutMs: options.timeoutMs });
+    const res = await engine.run(
+      stripVideoMetadataArgs("in.bin", output, { format: container.format, ignoreEditList, strict: true }),
+      { inputs: { "in.bin": bytes }, outputs: [output], signal: options.signal, timeoutMs: options.timeoutMs },
+    );
     out = res[output]!;
   } catch (err) {
     // The arguments are fixed and tested on both engines, so a run that fails on its own ("invalid_input",

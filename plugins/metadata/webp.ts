@@ -3,12 +3,21 @@
 // bitstream chunks (VP8, VP8L, ALPH, ANIM/ANMF) and ICCP are copied byte for byte, as is anything after the
 // RIFF. The walk shares the event loop (`paced`) and stops at FORMAT_LIMITS.riffChunks (the 422); runs of
 // kept chunks are copied as one range, not a view per chunk.
-import { concatBytes, damagedMedia, isWebp, paced, riffChunks, riffHeader, WEBP_VP8X_FLAGS, writeRiff } from "mediagate/plugin";
-import { sortCategories, type Category, type Cleaned } from "./damage.ts";
+import {
+  concatBytes,
+  damagedMedia,
+  isWebp,
+  paced,
+  riffChunks,
+  riffHeader,
+  WEBP_VP8X_FLAGS,
+  writeRiff,
+} from "mediagate/plugin";
+import { type Category, type Cleaned, sortCategories } from "./damage.ts";
 
 export { isWebp } from "mediagate/plugin";
 
-const CUT: Record<string, Category> = { "EXIF": "exif", "XMP ": "xmp", "C2PA": "c2pa" };
+const CUT: Record<string, Category> = { EXIF: "exif", "XMP ": "xmp", C2PA: "c2pa" };
 const IMAGE = new Set(["VP8 ", "VP8L", "ANMF"]);
 
 export async function cleanWebp(b: Uint8Array): Promise<Cleaned> {

@@ -1,7 +1,7 @@
 // Every text the music plugin answers with. The spec gives some word for word (part 3, the music rows of the
 // error table); where it only names the case ("limit and custom-mode validation messages", "invalid controls
 // or source"), the sentence here is our choice, written the way the given ones are.
-import { type MusicErrorCode } from "mediagate/plugin";
+import type { MusicErrorCode } from "mediagate/plugin";
 
 export const MUSIC_ERRORS = {
   // Given by the spec.
@@ -27,7 +27,8 @@ export const MUSIC_ERRORS = {
   unsupportedType: "Content-Type must be application/json or multipart/form-data.",
   continueAtMissing: "continue_at is required: the number of seconds into the source where the extension starts.",
   continueAtPositive: "continue_at must be a number of seconds greater than 0.",
-  continueAtOutside: (seconds: number) => `continue_at must be greater than 0 and less than the source duration (${seconds} seconds).`,
+  continueAtOutside: (seconds: number) =>
+    `continue_at must be greater than 0 and less than the source duration (${seconds} seconds).`,
   invalidMode: "mode must be original or custom.",
   customNeedsStyleAndTitle: "Custom mode needs both style and title.",
   personaCustomOnly: "persona_id and persona_model are only accepted in custom mode.",
@@ -38,7 +39,8 @@ export const MUSIC_ERRORS = {
   weight: (field: string) => `${field} must be a number from 0 to 1 with at most two decimal places.`,
   promptRequired: "prompt is required for this extension.",
   invalidPartnerJobId: "partner_job_id must be 1-64 letters, digits, underscores or hyphens.",
-  sourceRequired: "Provide source {kind: svc_music, ref: <job_id>, track} in a JSON body, or an audio file in a multipart body.",
+  sourceRequired:
+    "Provide source {kind: svc_music, ref: <job_id>, track} in a JSON body, or an audio file in a multipart body.",
   invalidSource: "source must be {kind: svc_music, ref: <your music job_id>, track: <non-negative integer>}.",
   sourceInUpload: "source is not accepted with an uploaded file.",
   audioMissing: "The multipart body needs an audio file part named audio.",

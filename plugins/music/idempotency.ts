@@ -8,7 +8,9 @@ import { MUSIC_ERRORS } from "./errors.ts";
 import type { ExtendControls } from "./input.ts";
 
 /** The header and its rule, checked by the kernel before the body is read (OperationDeclaration.requiredHeaders). */
-export const IDEMPOTENCY_HEADER = { "idempotency-key": { pattern: /^[A-Za-z0-9_-]{8,100}$/, message: MUSIC_ERRORS.idempotencyKey } } as const;
+export const IDEMPOTENCY_HEADER = {
+  "idempotency-key": { pattern: /^[A-Za-z0-9_-]{8,100}$/, message: MUSIC_ERRORS.idempotencyKey },
+} as const;
 
 /** The key of a request that passed the header rule. */
 export const idempotencyKeyOf = (headers: Headers): string => headers.get("idempotency-key")!;
@@ -17,7 +19,9 @@ export const idempotencyKeyOf = (headers: Headers): string => headers.get("idemp
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
   if (value && typeof value === "object") {
-    const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const entries = Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
   }
   return JSON.stringify(value);
@@ -25,7 +29,9 @@ function canonical(value: unknown): string {
 
 /** Hashing an upload of up to 95 MB runs off the event loop (WebCrypto digests on the thread pool). */
 export async function requestHash(controls: ExtendControls, upload?: Uint8Array): Promise<string> {
-  const file = upload ? Buffer.from(await crypto.subtle.digest("SHA-256", upload as Uint8Array<ArrayBuffer>)).toString("hex") : null;
+  const file = upload
+    ? Buffer.from(await crypto.subtle.digest("SHA-256", upload as Uint8Array<ArrayBuffer>)).toString("hex")
+    : null;
   return createHash("sha256")
     .update(canonical(controls))
     .update(file ? `\0file:${file}` : "\0json")

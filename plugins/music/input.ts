@@ -8,7 +8,17 @@
 // Extension controls: the rules that need the source (model and instrumental inheritance, continue_at
 // inside the measured duration, which prompts are required on which path) are checked by `checkAgainstSource`
 // once the source is known; everything else here.
-import { checked, defineInput, field, isJobId, type Checked, type Fail, type InferOutput, type MusicControls, type MusicModel } from "mediagate/plugin";
+import {
+  type Checked,
+  checked,
+  defineInput,
+  type Fail,
+  field,
+  type InferOutput,
+  isJobId,
+  type MusicControls,
+  type MusicModel,
+} from "mediagate/plugin";
 import { MUSIC_ERRORS } from "./errors.ts";
 import { LIMITS } from "./limits.ts";
 import { DEFAULT_MODEL, MODELS } from "./prices.ts";
@@ -28,7 +38,10 @@ export type GenerateRequest = Omit<InferOutput<typeof GenerateMusicInput>, "part
 
 export const GenerateMusicInput = defineInput({
   fields: {
-    prompt: field.string({ maxLength: LIMITS.customPrompt, description: "simple mode: a description (max 500); custom mode: lyrics (max 5000), required unless instrumental" }),
+    prompt: field.string({
+      maxLength: LIMITS.customPrompt,
+      description: "simple mode: a description (max 500); custom mode: lyrics (max 5000), required unless instrumental",
+    }),
     model: field.string({ enum: MODELS, default: DEFAULT_MODEL }),
     instrumental: field.boolean({ default: false }),
     style: field.string({ maxLength: LIMITS.style, description: "genre/mood; with title, selects custom mode" }),
@@ -55,7 +68,15 @@ export const GenerateMusicInput = defineInput({
       if (length(s) > LIMITS.style) return fail(MUSIC_ERRORS.styleTooLong);
       if (length(t) > LIMITS.title) return fail(MUSIC_ERRORS.titleTooLong);
     }
-    return { model: model as MusicModel, custom, prompt: p ?? "", style: s, title: t, instrumental, partner_job_id: raw.partner_job_id };
+    return {
+      model: model as MusicModel,
+      custom,
+      prompt: p ?? "",
+      style: s,
+      title: t,
+      instrumental,
+      partner_job_id: raw.partner_job_id,
+    };
   },
 });
 
@@ -73,7 +94,8 @@ const TWO_DECIMALS = (n: number) => Math.abs(Math.round(n * 100) - n * 100) < 1e
 function weight(raw: Record<string, unknown>, name: string, fail: Fail): number | null {
   const v = raw[name];
   if (v === undefined || v === null) return null;
-  if (typeof v !== "number" || !Number.isFinite(v) || v < 0 || v > 1 || !TWO_DECIMALS(v)) return fail(MUSIC_ERRORS.weight(name));
+  if (typeof v !== "number" || !Number.isFinite(v) || v < 0 || v > 1 || !TWO_DECIMALS(v))
+    return fail(MUSIC_ERRORS.weight(name));
   return v;
 }
 
@@ -91,18 +113,21 @@ export function checkExtendControls(raw: Record<string, unknown>, upload: boolea
       const { kind, ref, track = 0 } = s as Record<string, unknown>;
       // Provider ids, paths and URLs are never a source: only our own job id, by its shape.
       if (kind !== "svc_music" || !isJobId(ref)) return fail(MUSIC_ERRORS.invalidSource);
-      if (typeof track !== "number" || !Number.isSafeInteger(track) || track < 0) return fail(MUSIC_ERRORS.invalidSource);
+      if (typeof track !== "number" || !Number.isSafeInteger(track) || track < 0)
+        return fail(MUSIC_ERRORS.invalidSource);
       source = { ref, track };
     }
 
     const continueAt = raw.continue_at;
     if (continueAt === undefined || continueAt === null) return fail(MUSIC_ERRORS.continueAtMissing);
-    if (typeof continueAt !== "number" || !Number.isFinite(continueAt) || continueAt <= 0) return fail(MUSIC_ERRORS.continueAtPositive);
+    if (typeof continueAt !== "number" || !Number.isFinite(continueAt) || continueAt <= 0)
+      return fail(MUSIC_ERRORS.continueAtPositive);
 
     const mode = raw.mode ?? "original";
     if (mode !== "original" && mode !== "custom") return fail(MUSIC_ERRORS.invalidMode);
     const model = raw.model ?? null;
-    if (model !== null && (typeof model !== "string" || !(MODELS as string[]).includes(model))) return fail(MUSIC_ERRORS.invalidModel);
+    if (model !== null && (typeof model !== "string" || !(MODELS as string[]).includes(model)))
+      return fail(MUSIC_ERRORS.invalidModel);
     const instrumental = raw.instrumental ?? null;
     if (instrumental !== null && typeof instrumental !== "boolean") return fail(MUSIC_ERRORS.instrumentalType);
 
@@ -152,11 +177,14 @@ export function checkAgainstSource(
   source: { model: MusicModel | null; instrumental: boolean | null; seconds: number; direct: boolean },
 ): Checked<{ model: MusicModel; instrumental: boolean }> {
   return checked((fail) => {
-    if (source.model !== null && c.model !== null && c.model !== source.model) return fail(MUSIC_ERRORS.modelMismatch(source.model));
-    if (source.instrumental !== null && c.instrumental !== null && c.instrumental !== source.instrumental) return fail(MUSIC_ERRORS.instrumentalMismatch(source.instrumental));
+    if (source.model !== null && c.model !== null && c.model !== source.model)
+      return fail(MUSIC_ERRORS.modelMismatch(source.model));
+    if (source.instrumental !== null && c.instrumental !== null && c.instrumental !== source.instrumental)
+      return fail(MUSIC_ERRORS.instrumentalMismatch(source.instrumental));
     const model = source.model ?? c.model ?? DEFAULT_MODEL;
     const instrumental = source.instrumental ?? c.instrumental ?? false;
-    if (!(c.continueAt < source.seconds)) return fail(MUSIC_ERRORS.continueAtOutside(Math.round(source.seconds * 100) / 100));
+    if (!(c.continueAt < source.seconds))
+      return fail(MUSIC_ERRORS.continueAtOutside(Math.round(source.seconds * 100) / 100));
     const promptRequired = source.direct ? c.mode === "custom" : c.mode === "original" || !instrumental;
     if (promptRequired && c.prompt === "") return fail(MUSIC_ERRORS.promptRequired);
     return { model, instrumental };
@@ -186,7 +214,11 @@ export const ExtendMusicInput = defineInput({
     persona_model: field.string({ maxLength: LIMITS.personaModel }),
     source: field.object({
       title: "MusicSource",
-      properties: { kind: { type: "string", enum: ["svc_music"] }, ref: { type: "string", description: "your music job_id" }, track: { type: "integer", minimum: 0, default: 0 } },
+      properties: {
+        kind: { type: "string", enum: ["svc_music"] },
+        ref: { type: "string", description: "your music job_id" },
+        track: { type: "integer", minimum: 0, default: 0 },
+      },
       required: ["kind", "ref"],
       description: "JSON form only: the owned track to extend",
     }),

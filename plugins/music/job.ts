@@ -1,11 +1,23 @@
 // The music job: one upstream wait for two variations (ctx.awaitUpstream, contracts/upstream.ts), stored under
 // permanent media links; a provider's failure ends it `error` with its `error_code` (index.ts).
 import { randomBytes } from "node:crypto";
-import { isTransient, JobFailure, type JobKindDeclaration, type JobRunContext, type MusicControls, type MusicErrorCode, type MusicModel, MusicProviderError, type MusicTrack, QUEUED_PROCESSING_COMPLETE, UpstreamTimeoutError } from "mediagate/plugin";
+import {
+  isTransient,
+  JobFailure,
+  type JobKindDeclaration,
+  type JobRunContext,
+  type MusicControls,
+  type MusicErrorCode,
+  type MusicModel,
+  MusicProviderError,
+  type MusicTrack,
+  QUEUED_PROCESSING_COMPLETE,
+  UpstreamTimeoutError,
+} from "mediagate/plugin";
 import { FAILURE_TEXTS } from "./errors.ts";
 import type { GenerateRequest } from "./input.ts";
 import { PROVIDER_TIMEOUT_MS } from "./limits.ts";
-import { MUSIC_TABLE, saveTracks, type StoredTrack } from "./records.ts";
+import { MUSIC_TABLE, type StoredTrack, saveTracks } from "./records.ts";
 
 /** What the job reads back: the request as validated, and where an extension's source audio is. */
 export type StoredInput =
@@ -13,7 +25,13 @@ export type StoredInput =
   | {
       operation: "extend" | "upload_extend";
       controls: MusicControls & { model: MusicModel; instrumental: boolean };
-      source: { key: string; seconds: number; name: string; arrangement: Record<string, unknown> | null; title: string | null };
+      source: {
+        key: string;
+        seconds: number;
+        name: string;
+        arrangement: Record<string, unknown> | null;
+        title: string | null;
+      };
     };
 
 function failureCode(err: unknown): MusicErrorCode {
@@ -31,7 +49,13 @@ async function storeTracks(ctx: JobRunContext, tracks: MusicTrack[]): Promise<St
     const imageKey = `covers/${name}.${t.coverMimeType === "image/png" ? "png" : "jpg"}`;
     await ctx.blobs.put(audioKey, t.audio, { contentType: "audio/mpeg" });
     await ctx.blobs.put(imageKey, t.cover, { contentType: t.coverMimeType });
-    stored.push({ audio_key: audioKey, image_key: imageKey, title: t.title, duration: Math.round(t.duration * 100) / 100, arrangement: t.arrangement });
+    stored.push({
+      audio_key: audioKey,
+      image_key: imageKey,
+      title: t.title,
+      duration: Math.round(t.duration * 100) / 100,
+      arrangement: t.arrangement,
+    });
   }
   return stored;
 }
@@ -54,7 +78,8 @@ export const musicJob: JobKindDeclaration<StoredInput> = {
     const provider = ctx.capability("music.generate").provider(model);
     const wait = {
       deadlineSeconds: PROVIDER_TIMEOUT_MS / 1000,
-      onProgress: async (fraction: number) => ctx.progress(Math.floor(5 + Math.max(0, Math.min(1, fraction)) * 85), "Composing"),
+      onProgress: async (fraction: number) =>
+        ctx.progress(Math.floor(5 + Math.max(0, Math.min(1, fraction)) * 85), "Composing"),
     };
 
     let tracks: MusicTrack[];
@@ -83,7 +108,9 @@ export const musicJob: JobKindDeclaration<StoredInput> = {
       if (ctx.signal.aborted || isTransient(err)) throw err;
       const code = failureCode(err);
       // The provider's own words stay in our log; the partner gets the sanitized text and the code.
-      ctx.log.warn(`music ${ctx.jobId}: provider failed (${code}): ${err instanceof Error ? err.message : String(err)}`);
+      ctx.log.warn(
+        `music ${ctx.jobId}: provider failed (${code}): ${err instanceof Error ? err.message : String(err)}`,
+      );
       await ctx.db.updateTable(MUSIC_TABLE).set({ error_code: code }).where("job_id", "=", ctx.jobId).execute();
       throw new JobFailure(FAILURE_TEXTS[code]);
     }

@@ -1,6 +1,6 @@
 // Tables of the music plugin. Status, charge, refund, error text and timestamps live on the kernel's `jobs`
 // row; this table adds the music job's own fields, the integer `id`, and what extension and idempotency need.
-import { defineTables, tablesMigration, type Migration, type TablesOf } from "mediagate/plugin";
+import { defineTables, type Migration, type TablesOf, tablesMigration } from "mediagate/plugin";
 
 export const musicTables = defineTables({
   music_jobs: {

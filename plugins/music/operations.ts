@@ -1,16 +1,42 @@
 // The music endpoints (spec part 3: POST /generate-music, POST /extend-music, GET /music-status/<job_id>,
 // GET /music). Both submits validate everything before the charge; index.ts says where the spec is silent.
 import { randomBytes } from "node:crypto";
+import {
+  ApiError,
+  type MusicModel,
+  notFound,
+  type OperationContext,
+  operation,
+  PAGE_BOUNDS,
+  PRIVATE_KEY_PREFIX,
+  pageBody,
+  pageQuery,
+  pageShape,
+} from "mediagate/plugin";
 import { z } from "zod";
-import { ApiError, type MusicModel, notFound, operation, type OperationContext, PAGE_BOUNDS, pageBody, pageQuery, pageShape, PRIVATE_KEY_PREFIX } from "mediagate/plugin";
 import { MUSIC_ERRORS } from "./errors.ts";
 import { IDEMPOTENCY_HEADER, idempotencyKeyOf, requestHash } from "./idempotency.ts";
-import { checkAgainstSource, checkExtendControls, ExtendMusicInput, GenerateMusicInput, type ExtendControls } from "./input.ts";
+import {
+  checkAgainstSource,
+  checkExtendControls,
+  type ExtendControls,
+  ExtendMusicInput,
+  GenerateMusicInput,
+} from "./input.ts";
 import type { StoredInput } from "./job.ts";
 import { LIMITS } from "./limits.ts";
 import { DEFAULT_MODEL, musicPrice } from "./prices.ts";
-import { findByIdempotencyKey, findJob, jobFields, listJobs, listView, MUSIC_TABLE, statusView, type MusicRow } from "./records.ts";
-import { ownedSource, uploadedSource, type PreparedSource } from "./source.ts";
+import {
+  findByIdempotencyKey,
+  findJob,
+  jobFields,
+  listJobs,
+  listView,
+  MUSIC_TABLE,
+  type MusicRow,
+  statusView,
+} from "./records.ts";
+import { ownedSource, type PreparedSource, uploadedSource } from "./source.ts";
 
 /** Uploaded sources are kept this long (the job and its retries), then swept. */
 const UPLOAD_RETENTION_MS = 2 * 24 * 3600 * 1000;
@@ -52,13 +78,28 @@ export const generateMusic = operation({
       async insertRecords(trx, [jobId]) {
         const row = await trx
           .insertInto(MUSIC_TABLE)
-          .values({ job_id: jobId!, partner_id: ctx.partner.id, operation: "generate", model: request.model, title: request.title, instrumental: request.instrumental })
+          .values({
+            job_id: jobId!,
+            partner_id: ctx.partner.id,
+            operation: "generate",
+            model: request.model,
+            title: request.title,
+            instrumental: request.instrumental,
+          })
           .returning("id")
           .executeTakeFirstOrThrow();
         id = Number(row.id);
       },
     });
-    return { id, job_id: job.jobId, partner_job_id, status: "queued", model: request.model, credits_used: job.creditsUsed, credits_remaining: job.creditsRemaining };
+    return {
+      id,
+      job_id: job.jobId,
+      partner_job_id,
+      status: "queued",
+      model: request.model,
+      credits_used: job.creditsUsed,
+      credits_remaining: job.creditsRemaining,
+    };
   },
 });
 
@@ -108,7 +149,12 @@ export const extendMusic = operation({
     tooLarge: MUSIC_ERRORS.uploadTooLarge,
     malformed: MUSIC_ERRORS.uploadUnreadable,
   },
-  output: z.object({ ...submittedFields, operation: z.string(), idempotency_key: z.string(), deduplicated: z.boolean().optional() }),
+  output: z.object({
+    ...submittedFields,
+    operation: z.string(),
+    idempotency_key: z.string(),
+    deduplicated: z.boolean().optional(),
+  }),
   async handle(ctx) {
     const key = idempotencyKeyOf(ctx.request.headers);
     const upload = ctx.files.audio;
@@ -116,7 +162,10 @@ export const extendMusic = operation({
     if (isMultipart && !upload) throw new ApiError(400, MUSIC_ERRORS.audioMissing);
     const checked = checkExtendControls(ctx.input as Record<string, unknown>, isMultipart);
     if (!checked.ok) throw new ApiError(400, checked.message);
-    const controls = inheritedSpelledOut(checked.value, upload ? null : await findJob(ctx.db, ctx.partner.id, checked.value.source!.ref));
+    const controls = inheritedSpelledOut(
+      checked.value,
+      upload ? null : await findJob(ctx.db, ctx.partner.id, checked.value.source!.ref),
+    );
     const partnerJobId = (ctx.input as { partner_job_id: string | null }).partner_job_id;
     const hash = await requestHash(controls, upload?.bytes);
 
@@ -125,8 +174,15 @@ export const extendMusic = operation({
     if (existing) return answerExisting(ctx, existing, key, hash);
 
     const engine = ctx.capability("media");
-    const source: PreparedSource = upload ? await uploadedSource(engine, upload, ctx.request.signal) : await ownedSource(ctx, controls.source!);
-    const decided = checkAgainstSource(controls, { model: source.model, instrumental: source.instrumental, seconds: source.seconds, direct: source.direct });
+    const source: PreparedSource = upload
+      ? await uploadedSource(engine, upload, ctx.request.signal)
+      : await ownedSource(ctx, controls.source!);
+    const decided = checkAgainstSource(controls, {
+      model: source.model,
+      instrumental: source.instrumental,
+      seconds: source.seconds,
+      direct: source.direct,
+    });
     if (!decided.ok) throw new ApiError(400, decided.message);
     const { model, instrumental } = decided.value;
     providerFor(ctx, model);
@@ -143,7 +199,13 @@ export const extendMusic = operation({
     const input: StoredInput = {
       operation: operationName,
       controls: { ...rest, model, instrumental },
-      source: { key: sourceKey!, seconds: source.seconds, name: `source.${source.extension}`, arrangement: source.arrangement, title: source.title },
+      source: {
+        key: sourceKey!,
+        seconds: source.seconds,
+        name: `source.${source.extension}`,
+        arrangement: source.arrangement,
+        title: source.title,
+      },
     };
     try {
       const job = await ctx.submitJob({
@@ -156,11 +218,29 @@ export const extendMusic = operation({
         insertRecords: (trx, [jobId]) =>
           trx
             .insertInto(MUSIC_TABLE)
-            .values({ job_id: jobId!, partner_id: ctx.partner.id, operation: operationName, model, title: controls.title || source.title, instrumental, idempotency_key: key, request_hash: hash })
+            .values({
+              job_id: jobId!,
+              partner_id: ctx.partner.id,
+              operation: operationName,
+              model,
+              title: controls.title || source.title,
+              instrumental,
+              idempotency_key: key,
+              request_hash: hash,
+            })
             .execute()
             .then(() => {}),
       });
-      return { job_id: job.jobId, partner_job_id: partnerJobId, status: "queued", operation: operationName, model, credits_used: job.creditsUsed, credits_remaining: job.creditsRemaining, idempotency_key: key };
+      return {
+        job_id: job.jobId,
+        partner_job_id: partnerJobId,
+        status: "queued",
+        operation: operationName,
+        model,
+        credits_used: job.creditsUsed,
+        credits_remaining: job.creditsRemaining,
+        idempotency_key: key,
+      };
     } catch (err) {
       if (source.bytes) await ctx.blobs.remove(sourceKey!).catch(() => {});
       // Lost a race under the same key (a duplicate key, or a 402 because the winner took the last credits):
@@ -176,7 +256,13 @@ export const extendMusic = operation({
 const trackOut = z.object({ audio_url: z.string(), image_url: z.string(), title: z.string(), duration: z.number() });
 
 /** The fields a music job opens with in both its status and the list, in the order both show them. */
-const jobOut = { job_id: z.string(), partner_job_id: z.string().nullable(), status: z.string(), operation: z.string(), model: z.string() };
+const jobOut = {
+  job_id: z.string(),
+  partner_job_id: z.string().nullable(),
+  status: z.string(),
+  operation: z.string(),
+  model: z.string(),
+};
 
 export const musicStatus = operation({
   method: "GET",
@@ -213,6 +299,8 @@ export const listMusic = operation({
     }),
   ),
   async handle(ctx) {
-    return pageBody("music", await listJobs(ctx.db, ctx.partner.id, ctx.input), ctx.input, (row) => listView(row, ctx.mediaUrl));
+    return pageBody("music", await listJobs(ctx.db, ctx.partner.id, ctx.input), ctx.input, (row) =>
+      listView(row, ctx.mediaUrl),
+    );
   },
 });

@@ -1,5 +1,5 @@
 // Music's models and flat price (spec part 3 "Music job"; part 1 `costs.music`); its limits are limits.ts.
-import { type MusicModel } from "mediagate/plugin";
+import type { MusicModel } from "mediagate/plugin";
 
 export const MODELS: readonly MusicModel[] = ["V5_5", "V5"];
 export const DEFAULT_MODEL: MusicModel = "V5_5";
@@ -18,4 +18,6 @@ export const MUSIC_COSTS = {
 };
 
 /** One generation or extension of `model`, standard basis (custom accounts: `music.models.<model>`). */
-export const musicPrice = (model: MusicModel) => ({ lines: [{ key: ["music", "models", model], rate: CREDITS_PER_GENERATION, units: 1 }] });
+export const musicPrice = (model: MusicModel) => ({
+  lines: [{ key: ["music", "models", model], rate: CREDITS_PER_GENERATION, units: 1 }],
+});

@@ -8,7 +8,15 @@
 //   `provider_down`.
 // - `credits_used` is what was charged, also on a refunded failure (the refund is its own ledger row).
 import type { Kysely } from "kysely";
-import { formatTimestamp, type JobRecord, jobRecords, type MusicErrorCode, type Page, type PageRequest, type PluginDb } from "mediagate/plugin";
+import {
+  formatTimestamp,
+  type JobRecord,
+  jobRecords,
+  type MusicErrorCode,
+  type Page,
+  type PageRequest,
+  type PluginDb,
+} from "mediagate/plugin";
 import { FAILURE_TEXTS } from "./errors.ts";
 import type { MusicTables } from "./migrations.ts";
 
@@ -75,7 +83,11 @@ export async function findJob(db: PluginDb, partnerId: string, jobId: string): P
   return r && toRow(r);
 }
 
-export async function findByIdempotencyKey(db: PluginDb, partnerId: string, key: string): Promise<MusicRow | undefined> {
+export async function findByIdempotencyKey(
+  db: PluginDb,
+  partnerId: string,
+  key: string,
+): Promise<MusicRow | undefined> {
   const r = await musicJobs.findBy(db, partnerId, (q) => q.where("r.idempotency_key", "=", key));
   return r && toRow(r);
 }
@@ -88,7 +100,12 @@ export async function listJobs(db: PluginDb, partnerId: string, page: PageReques
 /** The public track entries; empty unless the job is complete. */
 export function tracksView(row: MusicRow, mediaUrl: (key: string) => string) {
   if (row.state !== "complete") return [];
-  return row.tracks.map((t) => ({ audio_url: mediaUrl(t.audio_key), image_url: mediaUrl(t.image_key), title: t.title, duration: t.duration }));
+  return row.tracks.map((t) => ({
+    audio_url: mediaUrl(t.audio_key),
+    image_url: mediaUrl(t.image_key),
+    title: t.title,
+    duration: t.duration,
+  }));
 }
 
 /** What every music answer says of a job: status, the extension replay, and list entries. */
@@ -127,7 +144,11 @@ export function listView(row: MusicRow, mediaUrl: (key: string) => string) {
 }
 
 /** The finished job's tracks; the first track's title fills a title the request left out. */
-export async function saveTracks(db: Kysely<MusicTables>, jobId: string, stored: readonly StoredTrack[]): Promise<void> {
+export async function saveTracks(
+  db: Kysely<MusicTables>,
+  jobId: string,
+  stored: readonly StoredTrack[],
+): Promise<void> {
   const title = stored[0]?.title ?? null;
   await db
     .updateTable(MUSIC_TABLE)

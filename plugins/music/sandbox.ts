@@ -15,15 +15,47 @@
 // `[sandbox:timeout]` is work that never finishes: polls answer pending until the job's deadline cancels it
 // (`timeout`). Markers are never sung or shown in titles.
 import { createHash } from "node:crypto";
-import { type CapabilityHost, definePlugin, hasMarker, type MediaEngine, type MusicExtensionRequest, type MusicGenerationRequest, type MusicProvider, MusicProviderError, type MusicProviders, type MusicTrack, type SandboxRequestStore, inThread, sandboxConfig, sandboxUpstream, withoutMarkers, withVips } from "mediagate/plugin";
-import { arrangementForUpload, continuation, estimateTempo, fromPcm, join, JOIN_LEAD, newArrangement, parseArrangement, SAMPLE_RATE, wav, type Arrangement, type Song, type Stereo } from "./synth.ts";
+import {
+  type CapabilityHost,
+  definePlugin,
+  hasMarker,
+  inThread,
+  type MediaEngine,
+  type MusicExtensionRequest,
+  type MusicGenerationRequest,
+  type MusicProvider,
+  MusicProviderError,
+  type MusicProviders,
+  type MusicTrack,
+  type SandboxRequestStore,
+  sandboxConfig,
+  sandboxUpstream,
+  withoutMarkers,
+  withVips,
+} from "mediagate/plugin";
+import {
+  type Arrangement,
+  arrangementForUpload,
+  continuation,
+  estimateTempo,
+  fromPcm,
+  JOIN_LEAD,
+  join,
+  newArrangement,
+  parseArrangement,
+  SAMPLE_RATE,
+  type Song,
+  type Stereo,
+  wav,
+} from "./synth.ts";
 
 const VARIATIONS = 2;
 const MP3_KBPS = 192;
 const COVER_SIZE = 512;
 
 /** The texts of a request that may carry markers. */
-const markedTexts = (req: { prompt: string; style: string | null; title: string | null }) => [req.prompt, req.style, req.title].filter(Boolean).join("\n");
+const markedTexts = (req: { prompt: string; style: string | null; title: string | null }) =>
+  [req.prompt, req.style, req.title].filter(Boolean).join("\n");
 
 /**
  * Throws the failure a marker asks for; the order makes a text with several markers deterministic (a
@@ -37,22 +69,57 @@ function checkMarkers(req: { prompt: string; style: string | null; title: string
 }
 
 /** `[sandbox:timeout]`: the upstream never finishes. */
-const hangs = (req: { prompt: string; style: string | null; title: string | null }) => hasMarker(markedTexts(req), "timeout");
+const hangs = (req: { prompt: string; style: string | null; title: string | null }) =>
+  hasMarker(markedTexts(req), "timeout");
 
 const seedOf = (value: unknown) => createHash("sha256").update(JSON.stringify(value)).digest("hex").slice(0, 24);
 
 /** A title from a description: its first few words, in title case (what a simple-mode song is called). */
 export function titleFrom(text: string): string {
-  const words = withoutMarkers(text).replace(/[^\p{L}\p{N}'\s-]/gu, " ").split(/\s+/).filter(Boolean).slice(0, 4);
+  const words = withoutMarkers(text)
+    .replace(/[^\p{L}\p{N}'\s-]/gu, " ")
+    .split(/\s+/)
+    .filter(Boolean)
+    .slice(0, 4);
   if (words.length === 0) return "Untitled";
-  return words.map((w) => w[0]!.toUpperCase() + w.slice(1).toLowerCase()).join(" ").slice(0, 80);
+  return words
+    .map((w) => w[0]!.toUpperCase() + w.slice(1).toLowerCase())
+    .join(" ")
+    .slice(0, 80);
 }
 
-async function encodeMp3(engine: MediaEngine, audio: Stereo, signal: AbortSignal): Promise<{ bytes: Uint8Array; seconds: number }> {
+async function encodeMp3(
+  engine: MediaEngine,
+  audio: Stereo,
+  signal: AbortSignal,
+): Promise<{ bytes: Uint8Array; seconds: number }> {
   const out = await engine.run(
     // bitexact and no metadata: the same request gives the same bytes, and no tool names ride along.
-    ["-i", "song.wav", "-map_metadata", "-1", "-fflags", "+bitexact", "-flags:a", "+bitexact", "-c:a", "libmp3lame", "-b:a", `${MP3_KBPS}k`, "-ar", String(SAMPLE_RATE), "-ac", "2", "song.mp3"],
-    { inputs: { "song.wav": wav(audio) }, outputs: ["song.mp3"], signal, durationSeconds: audio.left.length / SAMPLE_RATE },
+    [
+      "-i",
+      "song.wav",
+      "-map_metadata",
+      "-1",
+      "-fflags",
+      "+bitexact",
+      "-flags:a",
+      "+bitexact",
+      "-c:a",
+      "libmp3lame",
+      "-b:a",
+      `${MP3_KBPS}k`,
+      "-ar",
+      String(SAMPLE_RATE),
+      "-ac",
+      "2",
+      "song.mp3",
+    ],
+    {
+      inputs: { "song.wav": wav(audio) },
+      outputs: ["song.mp3"],
+      signal,
+      durationSeconds: audio.left.length / SAMPLE_RATE,
+    },
   );
   const bytes = out["song.mp3"]!;
   // The duration the partner sees is measured from the file, not taken from the plan.
@@ -61,15 +128,41 @@ async function encodeMp3(engine: MediaEngine, audio: Stereo, signal: AbortSignal
 }
 
 /** The source up to the joint (what comes after is replaced, so an 8-minute upload is not decoded whole). */
-async function decodeSource(engine: MediaEngine, source: MusicExtensionRequest["source"], until: number, signal: AbortSignal): Promise<Stereo> {
+async function decodeSource(
+  engine: MediaEngine,
+  source: MusicExtensionRequest["source"],
+  until: number,
+  signal: AbortSignal,
+): Promise<Stereo> {
   const name = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/.test(source.name) ? source.name : "source.bin";
   try {
-    const out = await engine.run(["-i", name, "-vn", "-t", until.toFixed(3), "-f", "s16le", "-acodec", "pcm_s16le", "-ar", String(SAMPLE_RATE), "-ac", "2", "source.pcm"], { inputs: { [name]: source.bytes }, outputs: ["source.pcm"], signal });
+    const out = await engine.run(
+      [
+        "-i",
+        name,
+        "-vn",
+        "-t",
+        until.toFixed(3),
+        "-f",
+        "s16le",
+        "-acodec",
+        "pcm_s16le",
+        "-ar",
+        String(SAMPLE_RATE),
+        "-ac",
+        "2",
+        "source.pcm",
+      ],
+      { inputs: { [name]: source.bytes }, outputs: ["source.pcm"], signal },
+    );
     return fromPcm(out["source.pcm"]!);
   } catch (err) {
     if (signal.aborted) throw err;
     // The plugin measured it before the charge; a file that still cannot be decoded is the input's fault.
-    throw new MusicProviderError("input_rejected", `sandbox: the source could not be decoded: ${(err as Error).message}`);
+    throw new MusicProviderError(
+      "input_rejected",
+      `sandbox: the source could not be decoded: ${(err as Error).message}`,
+    );
   }
 }
 
@@ -98,7 +191,8 @@ export async function coverArt(a: Arrangement, variation: number): Promise<Uint8
       const r = Math.hypot(x - n / 2, y - n / 2) / (n / 2);
       const ring = r < 0.9 && Math.abs(Math.sin(r * rings * Math.PI)) > 0.92 ? 0.35 : 0;
       const o = (y * n + x) * 3;
-      for (let k = 0; k < 3; k++) px[o + k] = Math.min(255, Math.round(c1[k]! * (1 - g) + c2[k]! * g + ring * 255 * (1 - r)));
+      for (let k = 0; k < 3; k++)
+        px[o + k] = Math.min(255, Math.round(c1[k]! * (1 - g) + c2[k]! * g + ring * 255 * (1 - r)));
     }
   }
   return withVips("failed", (vips, track) => {
@@ -107,16 +201,36 @@ export async function coverArt(a: Arrangement, variation: number): Promise<Uint8
   });
 }
 
-async function track(engine: MediaEngine, audio: Stereo, a: Arrangement, variation: number, title: string, signal: AbortSignal): Promise<MusicTrack> {
+async function track(
+  engine: MediaEngine,
+  audio: Stereo,
+  a: Arrangement,
+  variation: number,
+  title: string,
+  signal: AbortSignal,
+): Promise<MusicTrack> {
   const mp3 = await encodeMp3(engine, audio, signal);
-  return { audio: mp3.bytes, cover: await coverArt(a, variation), coverMimeType: "image/png", title, duration: mp3.seconds, arrangement: a };
+  return {
+    audio: mp3.bytes,
+    cover: await coverArt(a, variation),
+    coverMimeType: "image/png",
+    title,
+    duration: mp3.seconds,
+    arrangement: a,
+  };
 }
 
 /**
  * Renders in a worker thread, in a place of the media pool: a song takes about a CPU-second per variation,
  * which a loaded machine stretches past the queue's 10 s heartbeat when it runs on the event loop (lib/threads.ts).
  */
-function renderInThread(engine: MediaEngine, song: Song, from: number, to: number, signal: AbortSignal): Promise<Stereo> {
+function renderInThread(
+  engine: MediaEngine,
+  song: Song,
+  from: number,
+  to: number,
+  signal: AbortSignal,
+): Promise<Stereo> {
   return engine.pool.run(() => inThread<Stereo>(SYNTH_MODULE, "renderRange", [song, from, to], signal), signal);
 }
 const SYNTH_MODULE = new URL("./synth.ts", import.meta.url);
@@ -133,7 +247,14 @@ const WAIT_SHARE = 0.5;
 
 export function sandboxMusicProvider(options: SandboxMusicOptions): MusicProviders {
   // One service, two operations: both are `music-sandbox` (its work ids are unique across them).
-  const upstream = { name: "music-sandbox", latencyMs: options.latencyMs, ...(options.store ? { store: options.store } : {}), waitShare: WAIT_SHARE, check: checkMarkers, hangs };
+  const upstream = {
+    name: "music-sandbox",
+    latencyMs: options.latencyMs,
+    ...(options.store ? { store: options.store } : {}),
+    waitShare: WAIT_SHARE,
+    check: checkMarkers,
+    hangs,
+  };
   const provider: MusicProvider = {
     generate: sandboxUpstream<MusicGenerationRequest, MusicTrack[]>({
       ...upstream,
@@ -141,10 +262,23 @@ export function sandboxMusicProvider(options: SandboxMusicOptions): MusicProvide
         const title = req.title ? withoutMarkers(req.title) || "Untitled" : titleFrom(req.prompt);
         // Simple mode writes its own words: the description, sung.
         const lyrics = withoutMarkers(req.prompt);
-        const seed = seedOf({ op: "generate", model: req.model, prompt: req.prompt, style: req.style, title: req.title, instrumental: req.instrumental });
+        const seed = seedOf({
+          op: "generate",
+          model: req.model,
+          prompt: req.prompt,
+          style: req.style,
+          title: req.title,
+          instrumental: req.instrumental,
+        });
         const tracks: MusicTrack[] = [];
         for (let v = 0; v < VARIATIONS; v++) {
-          const a = newArrangement({ seed, variation: v, text: `${req.style ?? ""} ${req.prompt}`, instrumental: req.instrumental, hook: title });
+          const a = newArrangement({
+            seed,
+            variation: v,
+            text: `${req.style ?? ""} ${req.prompt}`,
+            instrumental: req.instrumental,
+            hook: title,
+          });
           const engine = options.media();
           const audio = await renderInThread(engine, { arrangement: a, lyrics }, 0, a.seconds, signal);
           tracks.push(await track(engine, audio, a, v, title, signal));
@@ -162,15 +296,41 @@ export function sandboxMusicProvider(options: SandboxMusicOptions): MusicProvide
         const own = parseArrangement(req.source.arrangement);
         const title = withoutMarkers(req.title) || req.source.title || titleFrom(req.prompt || req.style || "Extended");
         const lyrics = withoutMarkers(req.prompt);
-        const seed = seedOf({ op: "extend", source: createHash("sha256").update(req.source.bytes).digest("hex"), controls: { ...req, source: undefined } });
+        const seed = seedOf({
+          op: "extend",
+          source: createHash("sha256").update(req.source.bytes).digest("hex"),
+          controls: { ...req, source: undefined },
+        });
         // Uploads are continued on their own beat where one can be heard.
         const tempo = own ? null : estimateTempo(source);
         const tracks: MusicTrack[] = [];
         for (let v = 0; v < VARIATIONS; v++) {
           const a = own
-            ? continuation(own, { seed, variation: v, continueAt: req.continueAt, instrumental: req.instrumental, voice: req.vocalGender, hook: req.title })
-            : arrangementForUpload({ seed, variation: v, text: `${req.style} ${req.prompt}`, instrumental: req.instrumental, hook: title, continueAt: req.continueAt, tempo, voice: req.vocalGender });
-          const next = await renderInThread(engine, { arrangement: a, lyrics }, req.continueAt - JOIN_LEAD, a.seconds, signal);
+            ? continuation(own, {
+                seed,
+                variation: v,
+                continueAt: req.continueAt,
+                instrumental: req.instrumental,
+                voice: req.vocalGender,
+                hook: req.title,
+              })
+            : arrangementForUpload({
+                seed,
+                variation: v,
+                text: `${req.style} ${req.prompt}`,
+                instrumental: req.instrumental,
+                hook: title,
+                continueAt: req.continueAt,
+                tempo,
+                voice: req.vocalGender,
+              });
+          const next = await renderInThread(
+            engine,
+            { arrangement: a, lyrics },
+            req.continueAt - JOIN_LEAD,
+            a.seconds,
+            signal,
+          );
           tracks.push(await track(engine, join(source, next, req.continueAt, JOIN_LEAD), a, v, title, signal));
           await onProgress((v + 1) / VARIATIONS);
         }
@@ -187,6 +347,11 @@ export default definePlugin({
   config: sandboxConfig,
   requires: ["media"],
   provides: {
-    "music.generate": (host: CapabilityHost) => sandboxMusicProvider({ latencyMs: sandboxConfig.of(host).latencyMs, media: () => host.capability("media"), store: host.blobs.scoped("music-sandbox") }),
+    "music.generate": (host: CapabilityHost) =>
+      sandboxMusicProvider({
+        latencyMs: sandboxConfig.of(host).latencyMs,
+        media: () => host.capability("media"),
+        store: host.blobs.scoped("music-sandbox"),
+      }),
   },
 });

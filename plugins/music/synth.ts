@@ -22,8 +22,20 @@ const SCALES: Record<ScaleName, readonly number[]> = {
 const KEY_NAMES = ["C", "C#", "D", "Eb", "E", "F", "F#", "G", "Ab", "A", "Bb", "B"];
 // Scale degrees (0 = tonic), one chord a bar; diatonic triads give each chord its quality.
 const PROGRESSIONS: Record<"bright" | "dark", readonly (readonly number[])[]> = {
-  bright: [[0, 4, 5, 3], [0, 5, 3, 4], [0, 3, 4, 3], [5, 3, 0, 4], [0, 3, 5, 4]],
-  dark: [[0, 5, 2, 6], [0, 3, 4, 0], [0, 6, 5, 6], [0, 5, 3, 4], [0, 2, 5, 4]],
+  bright: [
+    [0, 4, 5, 3],
+    [0, 5, 3, 4],
+    [0, 3, 4, 3],
+    [5, 3, 0, 4],
+    [0, 3, 5, 4],
+  ],
+  dark: [
+    [0, 5, 2, 6],
+    [0, 3, 4, 0],
+    [0, 6, 5, 6],
+    [0, 5, 3, 4],
+    [0, 2, 5, 4],
+  ],
 };
 
 export type DrumKit = "backbeat" | "four" | "halftime" | "breakbeat";
@@ -114,13 +126,24 @@ function mood(text: string) {
 }
 
 /** A new song's arrangement from its description; `variation` changes the melody, harmony and sounds. */
-export function newArrangement(input: { seed: string; variation: number; text: string; instrumental: boolean; hook: string; seconds?: number }): Arrangement {
+export function newArrangement(input: {
+  seed: string;
+  variation: number;
+  text: string;
+  instrumental: boolean;
+  hook: string;
+  seconds?: number;
+}): Arrangement {
   const base = rng(input.seed, "song");
   const m = mood(input.text);
-  const bpm = Math.round(m.slow && !m.fast ? 70 + base() * 20 : m.fast && !m.slow ? 118 + base() * 16 : 86 + base() * 36);
+  const bpm = Math.round(
+    m.slow && !m.fast ? 70 + base() * 20 : m.fast && !m.slow ? 118 + base() * 16 : 86 + base() * 36,
+  );
   const key = Math.floor(base() * 12);
   const dark = m.dark || (!m.bright && base() < 0.4);
-  const scale: ScaleName = dark ? pick(base, ["minor", "minor", "dorian"] as const) : pick(base, ["major", "major", "mixolydian"] as const);
+  const scale: ScaleName = dark
+    ? pick(base, ["minor", "minor", "dorian"] as const)
+    : pick(base, ["major", "major", "mixolydian"] as const);
   const target = input.seconds ?? 30 + base() * 15;
   const v = rng(input.seed, "variation", input.variation);
   const barSeconds = 240 / bpm;
@@ -149,7 +172,11 @@ export function newArrangement(input: { seed: string; variation: number; text: s
 }
 
 function chooseInstruments(r: () => number, m: ReturnType<typeof mood>, instrumental: boolean): Instruments {
-  const drums: DrumKit = m.electronic ? pick(r, ["four", "four", "breakbeat"] as const) : m.slow ? pick(r, ["halftime", "backbeat"] as const) : pick(r, ["backbeat", "four", "halftime", "breakbeat"] as const);
+  const drums: DrumKit = m.electronic
+    ? pick(r, ["four", "four", "breakbeat"] as const)
+    : m.slow
+      ? pick(r, ["halftime", "backbeat"] as const)
+      : pick(r, ["backbeat", "four", "halftime", "breakbeat"] as const);
   return {
     drums,
     bass: pick(r, m.electronic ? (["saw", "sub"] as const) : (["sub", "saw", "pluck"] as const)),
@@ -159,12 +186,25 @@ function chooseInstruments(r: () => number, m: ReturnType<typeof mood>, instrume
 }
 
 /** The arrangement of a continuation: the source's tempo, key, harmony and sounds, a new seed and form. */
-export function continuation(source: Arrangement, input: { seed: string; variation: number; continueAt: number; instrumental: boolean; voice: "f" | "m" | null; hook?: string }): Arrangement {
+export function continuation(
+  source: Arrangement,
+  input: {
+    seed: string;
+    variation: number;
+    continueAt: number;
+    instrumental: boolean;
+    voice: "f" | "m" | null;
+    hook?: string;
+  },
+): Arrangement {
   const v = rng(input.seed, "extension", input.variation);
   // The new part's first bar is the one sounding just before the joint, so the crossfade has music to fade into.
   const startBar = barAt(source, input.continueAt - JOIN_LEAD);
   const newPart = 20 + v() * 10;
-  const totalBars = Math.max(startBar + 4, Math.ceil((input.continueAt + newPart - RING_OUT - source.offset) / source.barSeconds));
+  const totalBars = Math.max(
+    startBar + 4,
+    Math.ceil((input.continueAt + newPart - RING_OUT - source.offset) / source.barSeconds),
+  );
   let lead = source.instruments.lead;
   if (input.instrumental && lead === "vocal") lead = pick(v, ["bell", "square"] as const);
   if (!input.instrumental) lead = "vocal";
@@ -183,17 +223,30 @@ export function continuation(source: Arrangement, input: { seed: string; variati
 
 /** A stored arrangement of ours, or null when the object is not one (an older or foreign shape). */
 export function parseArrangement(value: Record<string, unknown> | null): Arrangement | null {
-  if (!value || value.kind !== "mediagate-sandbox-music" || value.version !== 1) return null;
+  if (value?.kind !== "mediagate-sandbox-music" || value.version !== 1) return null;
   const a = value as Arrangement;
   const num = (n: unknown) => typeof n === "number" && Number.isFinite(n);
   const ok =
-    typeof a.seed === "string" && num(a.bpm) && a.bpm >= 40 && a.bpm <= 240 && num(a.offset) && num(a.key) && a.key >= 0 && a.key < 12 && a.scale in SCALES &&
-    Array.isArray(a.progression) && a.progression.length > 0 && a.progression.every((d) => Number.isInteger(d) && d >= 0 && d < 7) &&
-    typeof a.instruments === "object" && a.instruments !== null && typeof a.hook === "string";
+    typeof a.seed === "string" &&
+    num(a.bpm) &&
+    a.bpm >= 40 &&
+    a.bpm <= 240 &&
+    num(a.offset) &&
+    num(a.key) &&
+    a.key >= 0 &&
+    a.key < 12 &&
+    a.scale in SCALES &&
+    Array.isArray(a.progression) &&
+    a.progression.length > 0 &&
+    a.progression.every((d) => Number.isInteger(d) && d >= 0 && d < 7) &&
+    typeof a.instruments === "object" &&
+    a.instruments !== null &&
+    typeof a.hook === "string";
   return ok ? { ...a, barSeconds: 240 / a.bpm } : null;
 }
 
-export const barAt = (a: Pick<Arrangement, "offset" | "barSeconds">, t: number) => Math.max(0, Math.floor((t - a.offset) / a.barSeconds + 1e-9));
+export const barAt = (a: Pick<Arrangement, "offset" | "barSeconds">, t: number) =>
+  Math.max(0, Math.floor((t - a.offset) / a.barSeconds + 1e-9));
 const round3 = (n: number) => Math.round(n * 1000) / 1000;
 
 // ---------------------------------------------------------------------------------------------- lyrics
@@ -209,7 +262,11 @@ const VOCABLES = "la la la oh oh na na hey yeah";
 
 /** The sung syllables of lyrics: section tags like [Chorus] dropped, one syllable per vowel group. */
 export function syllables(text: string): Syllable[] {
-  const words = text.replace(/\[[^\[\]]*\]/g, " ").toLowerCase().match(/[a-z']+/g) ?? [];
+  const words =
+    text
+      .replace(/\[[^[\]]*\]/g, " ")
+      .toLowerCase()
+      .match(/[a-z']+/g) ?? [];
   const out: Syllable[] = [];
   for (const word of words) {
     const groups = [...word.replace(/'/g, "").matchAll(/(?<![^aeiouy])([^aeiouy]*)([aeiouy]+)/g)];
@@ -261,7 +318,12 @@ function sections(a: Arrangement): Map<number, SectionSpan> {
   const out = new Map<number, SectionSpan>();
   const bars = a.totalBars - a.startBar;
   const phrase = bars < 16 ? 4 : 8;
-  const order: Section[] = a.form === "song" ? ["verse", "chorus", "verse", "chorus", "bridge", "chorus"] : rng(a.seed, "form")() < 0.5 ? ["chorus", "bridge", "chorus", "verse"] : ["bridge", "chorus", "verse", "chorus"];
+  const order: Section[] =
+    a.form === "song"
+      ? ["verse", "chorus", "verse", "chorus", "bridge", "chorus"]
+      : rng(a.seed, "form")() < 0.5
+        ? ["chorus", "bridge", "chorus", "verse"]
+        : ["bridge", "chorus", "verse", "chorus"];
   const counts: Partial<Record<Section, number>> = {};
   let b = a.startBar;
   const push = (section: Section, length: number) => {
@@ -293,7 +355,11 @@ const RHYTHMS: readonly (readonly number[])[] = [
   [0, 2, 4, 8, 10, 11, 12],
   [0, 6, 8, 12, 14],
 ];
-const CADENCE: readonly (readonly number[])[] = [[0, 2, 4], [0, 4], [0, 3, 6]];
+const CADENCE: readonly (readonly number[])[] = [
+  [0, 2, 4],
+  [0, 4],
+  [0, 3, 6],
+];
 
 /** Scale degree (any integer, 7 per octave) to MIDI note, from a tonic MIDI note. */
 function degreeMidi(a: Arrangement, tonic: number, degree: number): number {
@@ -325,8 +391,18 @@ function plan(song: Song, from: number, to: number): Plan {
       const t0 = a.offset + b * a.barSeconds;
       barEvents(a, b, span, t0, step, events);
       for (const [i, n] of melody.entries()) {
-        const syllable = span.section === "chorus" || span.section === "bridge" ? hookWords[(hookIndex(a, b, span) + i) % hookWords.length]! : verseWords[(cursor + i) % verseWords.length]!;
-        events.push({ inst: "lead", t: t0 + n.step * step, dur: n.steps * step * 0.92, midi: n.midi, vel: n.vel, syllable });
+        const syllable =
+          span.section === "chorus" || span.section === "bridge"
+            ? hookWords[(hookIndex(a, b, span) + i) % hookWords.length]!
+            : verseWords[(cursor + i) % verseWords.length]!;
+        events.push({
+          inst: "lead",
+          t: t0 + n.step * step,
+          dur: n.steps * step * 0.92,
+          midi: n.midi,
+          vel: n.vel,
+          syllable,
+        });
       }
     }
     cursor += sung;
@@ -337,7 +413,8 @@ function plan(song: Song, from: number, to: number): Plan {
 /** Where in the hook a chorus bar starts: each 4-bar phrase sings the hook from its beginning. */
 function hookIndex(a: Arrangement, b: number, span: SectionSpan): number {
   let n = 0;
-  for (let p = span.pos - (span.pos % 4); p < span.pos; p++) n += melodyOf(a, b - span.pos + p, { ...span, pos: p }).length;
+  for (let p = span.pos - (span.pos % 4); p < span.pos; p++)
+    n += melodyOf(a, b - span.pos + p, { ...span, pos: p }).length;
   return n;
 }
 
@@ -347,7 +424,8 @@ function barEvents(a: Arrangement, b: number, span: SectionSpan, t0: number, ste
   const chordTonic = 48 + a.key;
   const final = b === a.totalBars - 1;
   const energy = { intro: 0.55, verse: 0.8, chorus: 1, bridge: 0.7, outro: 0.6 }[span.section];
-  const drum = (inst: Inst, s: number, vel: number, dur = 0.3) => events.push({ inst, t: t0 + s * step, dur, midi: 0, vel: vel * energy });
+  const drum = (inst: Inst, s: number, vel: number, dur = 0.3) =>
+    events.push({ inst, t: t0 + s * step, dur, midi: 0, vel: vel * energy });
 
   if (span.pos === 0 && span.section !== "intro" && span.section !== "verse") drum("crash", 0, 0.7, 2);
   if (final) {
@@ -367,14 +445,46 @@ function barEvents(a: Arrangement, b: number, span: SectionSpan, t0: number, ste
     if (span.pos % 4 === 3 && r() < 0.7) for (const s of [12, 13, 14, 15]) drum("snare", s, 0.35 + (s - 12) * 0.15);
   }
 
-  const chordDegrees = [degree, degree + 2, degree + 4, ...(a.instruments.chords === "pad" && r() < 0.5 ? [degree + 6] : [])];
+  const chordDegrees = [
+    degree,
+    degree + 2,
+    degree + 4,
+    ...(a.instruments.chords === "pad" && r() < 0.5 ? [degree + 6] : []),
+  ];
   const chord = chordDegrees.map((d) => degreeMidi(a, chordTonic, d));
   const chordVel = 0.5 * (span.section === "chorus" ? 1 : 0.8);
   const ring = final ? RING_OUT + a.barSeconds * 0.5 : 0;
-  const chordHit = (s: number, len: number, vel = chordVel) => chord.forEach((midi) => events.push({ inst: "chord", t: t0 + s * step, dur: len * step + ring, midi, vel }));
+  const chordHit = (s: number, len: number, vel = chordVel) =>
+    chord.forEach((midi) => events.push({ inst: "chord", t: t0 + s * step, dur: len * step + ring, midi, vel }));
   if (final || a.instruments.chords === "pad" || a.instruments.chords === "organ") chordHit(0, 16);
-  else if (a.instruments.chords === "keys") for (const [s, len] of pick(r, [[[0, 6], [6, 4], [10, 6]], [[0, 8], [8, 8]], [[0, 3], [3, 5], [8, 3], [11, 5]]] as const)) chordHit(s, len);
-  else for (let s = 0; s < 16; s += 2) events.push({ inst: "chord", t: t0 + s * step, dur: step * 3, midi: chord[[0, 1, 2, 1][(s / 2) % 4]!]! + (s >= 8 ? 12 : 0), vel: chordVel * 0.9 });
+  else if (a.instruments.chords === "keys")
+    for (const [s, len] of pick(r, [
+      [
+        [0, 6],
+        [6, 4],
+        [10, 6],
+      ],
+      [
+        [0, 8],
+        [8, 8],
+      ],
+      [
+        [0, 3],
+        [3, 5],
+        [8, 3],
+        [11, 5],
+      ],
+    ] as const))
+      chordHit(s, len);
+  else
+    for (let s = 0; s < 16; s += 2)
+      events.push({
+        inst: "chord",
+        t: t0 + s * step,
+        dur: step * 3,
+        midi: chord[[0, 1, 2, 1][(s / 2) % 4]!]! + (s >= 8 ? 12 : 0),
+        vel: chordVel * 0.9,
+      });
 
   const bassRoot = degreeMidi(a, 36 + a.key, degree);
   const fifth = degreeMidi(a, 36 + a.key, degree + 4);
@@ -382,13 +492,37 @@ function barEvents(a: Arrangement, b: number, span: SectionSpan, t0: number, ste
   const bassLine: ReadonlyArray<readonly [number, number, number]> = final
     ? [[0, 16, bassRoot]]
     : span.section === "bridge" || span.section === "outro"
-      ? [[0, 8, bassRoot], [8, 8, bassRoot]]
+      ? [
+          [0, 8, bassRoot],
+          [8, 8, bassRoot],
+        ]
       : pick(r, [
-          [[0, 6, bassRoot], [6, 2, bassRoot], [8, 6, bassRoot], [14, 2, fifth]],
-          [[0, 3, bassRoot], [3, 3, bassRoot], [6, 4, fifth], [10, 4, bassRoot], [14, 2, bassRoot + 12]],
-          [[0, 2, bassRoot], [2, 2, bassRoot + 12], [4, 2, bassRoot], [6, 2, fifth], [8, 2, bassRoot], [10, 2, bassRoot + 12], [12, 2, fifth], [14, 2, bassRoot]],
+          [
+            [0, 6, bassRoot],
+            [6, 2, bassRoot],
+            [8, 6, bassRoot],
+            [14, 2, fifth],
+          ],
+          [
+            [0, 3, bassRoot],
+            [3, 3, bassRoot],
+            [6, 4, fifth],
+            [10, 4, bassRoot],
+            [14, 2, bassRoot + 12],
+          ],
+          [
+            [0, 2, bassRoot],
+            [2, 2, bassRoot + 12],
+            [4, 2, bassRoot],
+            [6, 2, fifth],
+            [8, 2, bassRoot],
+            [10, 2, bassRoot + 12],
+            [12, 2, fifth],
+            [14, 2, bassRoot],
+          ],
         ] as const);
-  for (const [s, len, midi] of bassLine) events.push({ inst: "bass", t: t0 + s * step, dur: len * step * 0.9 + ring, midi, vel: 0.8 });
+  for (const [s, len, midi] of bassLine)
+    events.push({ inst: "bass", t: t0 + s * step, dur: len * step * 0.9 + ring, midi, vel: 0.8 });
 }
 
 interface MelodyNote {
@@ -494,20 +628,22 @@ const snare: Voice = (out, start, ev) => {
 };
 
 /** Hats and cymbals: twice-differentiated noise (a cheap high-pass), decaying at `decay` per second. */
-const metal = (len: number, decay: number): Voice => (out, start, ev) => {
-  const [i0, i1] = span(out, start, len);
-  const n = noise(ev);
-  let p1 = 0;
-  let p2 = 0;
-  for (let i = 0; i < i1; i++) {
-    const w = n();
-    const hp = w - 2 * p1 + p2;
-    p2 = p1;
-    p1 = w;
-    if (i < i0) continue;
-    out[start + i]! += hp * 0.4 * Math.exp((-i / SR) * decay) * ev.vel;
-  }
-};
+const metal =
+  (len: number, decay: number): Voice =>
+  (out, start, ev) => {
+    const [i0, i1] = span(out, start, len);
+    const n = noise(ev);
+    let p1 = 0;
+    let p2 = 0;
+    for (let i = 0; i < i1; i++) {
+      const w = n();
+      const hp = w - 2 * p1 + p2;
+      p2 = p1;
+      p1 = w;
+      if (i < i0) continue;
+      out[start + i]! += hp * 0.4 * Math.exp((-i / SR) * decay) * ev.vel;
+    }
+  };
 
 /** Band-limited sawtooth step (PolyBLEP) so high notes do not alias into hiss. */
 function blep(t: number, dt: number): number {
@@ -599,10 +735,21 @@ const chord: Voice = (out, start, ev, a) => {
     } else if (sound === "keys") {
       // Electric piano: FM whose brightness fades faster than its level.
       const index = 1.8 * Math.exp(-t * 6);
-      x = Math.sin(TAU * f * t + index * Math.sin(TAU * f * t)) * Math.exp(-t * 2.2) * envelope(t, ev.dur, 0.003, release) * 1.4;
+      x =
+        Math.sin(TAU * f * t + index * Math.sin(TAU * f * t)) *
+        Math.exp(-t * 2.2) *
+        envelope(t, ev.dur, 0.003, release) *
+        1.4;
     } else {
       const trem = 1 + 0.12 * Math.sin(TAU * 5.5 * t);
-      x = (Math.sin(TAU * f * t) + 0.5 * Math.sin(2 * TAU * f * t) + 0.3 * Math.sin(3 * TAU * f * t) + 0.15 * Math.sin(4 * TAU * f * t)) * 0.7 * trem * envelope(t, ev.dur, 0.02, release);
+      x =
+        (Math.sin(TAU * f * t) +
+          0.5 * Math.sin(2 * TAU * f * t) +
+          0.3 * Math.sin(3 * TAU * f * t) +
+          0.15 * Math.sin(4 * TAU * f * t)) *
+        0.7 *
+        trem *
+        envelope(t, ev.dur, 0.02, release);
     }
     if (i >= i0) out[start + i]! += x * ev.vel;
   }
@@ -653,7 +800,11 @@ const vocal: Voice = (out, start, ev, a) => {
     let x = 0;
     if (t < 0) {
       // The consonant: hiss for s/f/h, a click for p/t/k.
-      x = n() * (syl.onset === "fricative" ? 0.25 * Math.sin((Math.PI * (t + consonant)) / consonant) : 0.5 * Math.exp((t + consonant) * -200));
+      x =
+        n() *
+        (syl.onset === "fricative"
+          ? 0.25 * Math.sin((Math.PI * (t + consonant)) / consonant)
+          : 0.5 * Math.exp((t + consonant) * -200));
     } else {
       const vib = 1 + 0.006 * Math.sin(TAU * 5.4 * t) * Math.min(1, t / 0.25);
       phase += (f0 * vib) / SR;
@@ -691,7 +842,7 @@ const leadInstrument: Voice = (out, start, ev, a) => {
       phase -= Math.floor(phase);
       // A square as the difference of two saws half a period apart.
       const p2 = (phase + 0.5) % 1;
-      const sq = (2 * phase - 1 - blep(phase, f / SR)) - (2 * p2 - 1 - blep(p2, f / SR));
+      const sq = 2 * phase - 1 - blep(phase, f / SR) - (2 * p2 - 1 - blep(p2, f / SR));
       lp += (sq - lp) * (1 - Math.exp((-TAU * 2200) / SR));
       x = lp * 0.35 * envelope(t, ev.dur, 0.01, release);
     }
@@ -753,7 +904,10 @@ export function renderRange(song: Song, from: number, to: number): Stereo {
 /** A small Schroeder room (parallel damped combs, then all-passes), a little different on each side. */
 function reverb(send: Float32Array, out: readonly [Float32Array, Float32Array]): void {
   const combs = [1116, 1188, 1277, 1356];
-  for (const [side, spread] of [[0, 0], [1, 23]] as const) {
+  for (const [side, spread] of [
+    [0, 0],
+    [1, 23],
+  ] as const) {
     const wet = new Float32Array(send.length);
     for (const len of combs) {
       const line = new Float32Array(len + spread);
@@ -891,12 +1045,37 @@ export function estimateTempo(audio: Stereo): { bpm: number; beat: number } | nu
 }
 
 /** The arrangement for continuing audio that is not ours: a new song put on the upload's estimated beat. */
-export function arrangementForUpload(input: { seed: string; variation: number; text: string; instrumental: boolean; hook: string; continueAt: number; tempo: { bpm: number; beat: number } | null; voice: "f" | "m" | null }): Arrangement {
-  const fresh = newArrangement({ seed: input.seed, variation: input.variation, text: input.text, instrumental: input.instrumental, hook: input.hook });
+export function arrangementForUpload(input: {
+  seed: string;
+  variation: number;
+  text: string;
+  instrumental: boolean;
+  hook: string;
+  continueAt: number;
+  tempo: { bpm: number; beat: number } | null;
+  voice: "f" | "m" | null;
+}): Arrangement {
+  const fresh = newArrangement({
+    seed: input.seed,
+    variation: input.variation,
+    text: input.text,
+    instrumental: input.instrumental,
+    hook: input.hook,
+  });
   const bpm = input.tempo?.bpm ?? fresh.bpm;
   const barSeconds = 240 / bpm;
   const beat = input.tempo?.beat ?? 0;
   // Bar 0 at or before the first sample, on a beat of the upload.
   const offset = round3(beat - Math.ceil(beat / barSeconds) * barSeconds);
-  return continuation({ ...fresh, bpm, barSeconds, offset }, { seed: input.seed, variation: input.variation, continueAt: input.continueAt, instrumental: input.instrumental, voice: input.voice, hook: input.hook });
+  return continuation(
+    { ...fresh, bpm, barSeconds, offset },
+    {
+      seed: input.seed,
+      variation: input.variation,
+      continueAt: input.continueAt,
+      instrumental: input.instrumental,
+      voice: input.voice,
+      hook: input.hook,
+    },
+  );
 }

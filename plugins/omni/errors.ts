@@ -47,7 +47,8 @@ export const OMNI_ERRORS = {
   stripMetadata: "strip_metadata must be true or false",
   framesNeedOmni11: "first_frame_url and last_frame_url are only supported by omni-1.1",
   lastFrameNeedsFirst: "last_frame_url requires first_frame_url",
-  framesExclusive: "first_frame_url cannot be combined with character_ids, voice_ids, image_urls, image_base64 or video_url",
+  framesExclusive:
+    "first_frame_url cannot be combined with character_ids, voice_ids, image_urls, image_base64 or video_url",
   invalidFrameUrl: (field: string, detail: string) => `Invalid ${field}: ${detail}`,
   arrayOfStrings: (field: string) => `${field} must be an array of strings`,
   tooManyCharacters: `At most ${LIMITS.characters} characters per video`,
@@ -75,7 +76,8 @@ export const OMNI_ERRORS = {
 
   // Job outcomes (sanitized, stored on the job).
   videoFailed: "Video generation failed. Credits refunded.",
-  videoUnsafe: "The prompt was blocked by the content safety filter. Credits refunded. Edit the prompt or use POST /omni/improve-prompt.",
+  videoUnsafe:
+    "The prompt was blocked by the content safety filter. Credits refunded. Edit the prompt or use POST /omni/improve-prompt.",
   referenceLost: "A reference could not be read. Credits refunded.",
 
   // GET /omni/videos.
@@ -85,7 +87,8 @@ export const OMNI_ERRORS = {
   characterIdRequired: "character_id is required",
   sectionsRequired: `sections must be an array of ${LIMITS.sectionsMin} to ${LIMITS.sectionsMax} entries`,
   sectionContentRequired: (i: number) => `sections[${i}].content is required`,
-  sectionContentTooLong: (i: number) => `sections[${i}].content must be at most ${LIMITS.sectionContentChars} characters`,
+  sectionContentTooLong: (i: number) =>
+    `sections[${i}].content must be at most ${LIMITS.sectionContentChars} characters`,
   sectionDuration: (i: number) => `sections[${i}].duration must be one of ${DURATIONS.join(", ")}`,
   sectionField: (i: number, field: string) => `sections[${i}].${field} must be a string`,
   sectionImage: (i: number) => `sections[${i}].image_base64 must be a PNG, JPEG or WEBP image as base64`,

@@ -30,6 +30,12 @@ export default definePlugin({
   pauses: [OMNI_PAUSE],
   jobs: { video: omniVideoJob, repair: repairJob },
   contributes: { "captionable.videos": captionableOmniVideos },
-  operations: [...characterOperations, ...voiceOperations, ...videoOperations, ...batchOperations, ...improveOperations],
+  operations: [
+    ...characterOperations,
+    ...voiceOperations,
+    ...videoOperations,
+    ...batchOperations,
+    ...improveOperations,
+  ],
   migrations: omniMigrations,
 });

@@ -1,7 +1,8 @@
 // What characters/ and voices/ share as an account's library (spec part 3, DELETE /omni/characters/<id> and
 // DELETE /omni/voices/<id>): one row and its stored file removed together (lib/library.ts).
-import { z } from "zod";
+
 import { deleteFromLibrary, type LibraryTable, operation } from "mediagate/plugin";
+import { z } from "zod";
 import { OMNI_ERRORS } from "./errors.ts";
 import { OMNI_FEATURE } from "./prices.ts";
 
@@ -13,6 +14,7 @@ export function libraryDeleteOperation(o: { path: string; summary: string; libra
     feature: OMNI_FEATURE,
     summary: o.summary,
     output: z.object({ ok: z.literal(true), deleted_id: z.string() }),
-    handle: (ctx) => deleteFromLibrary(ctx.db, ctx.blobs, o.library, ctx.partner.id, ctx.params.id, OMNI_ERRORS.notFound),
+    handle: (ctx) =>
+      deleteFromLibrary(ctx.db, ctx.blobs, o.library, ctx.partner.id, ctx.params.id, OMNI_ERRORS.notFound),
   });
 }

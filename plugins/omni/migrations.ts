@@ -1,7 +1,7 @@
 // Tables of the Omni area. Characters and voices are plain library rows of an account; Omni videos are jobs
 // (status, charge, refund, result and error on the kernel's `jobs` row) with one `omni_videos` record each;
 // a batch is a row here whose sections are Omni video jobs charged as one group (`jobs.group_id` = batch_id).
-import { defineTables, json, tablesMigration, type Migration, type TablesOf } from "mediagate/plugin";
+import { defineTables, json, type Migration, type TablesOf, tablesMigration } from "mediagate/plugin";
 
 export const omniTables = defineTables({
   omni_voices: {

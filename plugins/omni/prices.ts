@@ -91,12 +91,16 @@ export const PRICE_KEYS = {
 export function omniVideoPrice(res: OmniResolution, seconds: OmniDuration, referenceVideo: boolean) {
   return {
     lines: [{ key: PRICE_KEYS.video(res, seconds), rate: VIDEO_PRICE[res][seconds] }],
-    ...(referenceVideo ? { addOn: REFERENCE_VIDEO_SURCHARGE[seconds], allInKey: PRICE_KEYS.referenceAllIn(res, seconds) } : {}),
+    ...(referenceVideo
+      ? { addOn: REFERENCE_VIDEO_SURCHARGE[seconds], allInKey: PRICE_KEYS.referenceAllIn(res, seconds) }
+      : {}),
   };
 }
 
 /** A batch section's price (1080p; 10 s billed as 8 s). */
-export const sectionPrice = (seconds: OmniDuration) => ({ lines: [{ key: PRICE_KEYS.section(seconds), rate: SECTION_PRICE[seconds] }] });
+export const sectionPrice = (seconds: OmniDuration) => ({
+  lines: [{ key: PRICE_KEYS.section(seconds), rate: SECTION_PRICE[seconds] }],
+});
 
 export const repairPrice = () => ({ lines: [{ key: PRICE_KEYS.repair, rate: REPAIR_PRICE }] });
 export const characterPrice = () => ({ lines: [{ key: PRICE_KEYS.character, rate: CHARACTER_PRICE }] });

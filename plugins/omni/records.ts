@@ -3,8 +3,14 @@
 // (status, list, events, batches, prompt repair). Another account's rows never come back (invariant 4): a
 // foreign id reads exactly like a missing one.
 import type { ColumnType, Kysely } from "kysely";
+import {
+  formatTimestamp,
+  type JobRecord,
+  jobRecords,
+  type OmniVoiceSnapshot,
+  type SpokenRecord,
+} from "mediagate/plugin";
 import type { OmniTables } from "./migrations.ts";
-import { formatTimestamp, jobRecords, type JobRecord, type OmniVoiceSnapshot, type PluginDb, type SpokenRecord } from "mediagate/plugin";
 import { presetById } from "./voices/presets.ts";
 
 /** The database as these reads see it: the Omni tables as migrations.ts declares them. */
@@ -98,11 +104,20 @@ export interface OmniVideoOutput {
 
 export type OmniVideoRecord = JobRecord<OmniVideoRow, OmniVideoOutput>;
 
-export const omniVideos = jobRecords<OmniVideoRow, OmniVideoOutput>(VIDEOS_TABLE, { jobId: "job_id", newestFirst: ["created_at", "job_id"] });
+export const omniVideos = jobRecords<OmniVideoRow, OmniVideoOutput>(VIDEOS_TABLE, {
+  jobId: "job_id",
+  newestFirst: ["created_at", "job_id"],
+});
 
 /** `voice_id` as a snapshot: the voice row and its preset's name. */
 export function voiceSnapshot(row: Pick<VoiceRow, "voice_id" | "name" | "base_voice" | "description">): CharacterVoice {
-  return { id: row.voice_id, name: row.name, base_voice: row.base_voice, base_voice_name: presetById(row.base_voice)?.name ?? row.base_voice, description: row.description };
+  return {
+    id: row.voice_id,
+    name: row.name,
+    base_voice: row.base_voice,
+    base_voice_name: presetById(row.base_voice)?.name ?? row.base_voice,
+    description: row.description,
+  };
 }
 
 const unique = (ids: readonly string[]) => [...new Set(ids)];
@@ -111,22 +126,43 @@ const unique = (ids: readonly string[]) => [...new Set(ids)];
  * The partner's voices of `ids`, in the order asked (a repeated id answers the same voice again), or null
  * when one of them is missing or another account's.
  */
-export async function findVoices(db: OmniDb, partnerId: string, ids: readonly string[]): Promise<CharacterVoice[] | null> {
+export async function findVoices(
+  db: OmniDb,
+  partnerId: string,
+  ids: readonly string[],
+): Promise<CharacterVoice[] | null> {
   if (ids.length === 0) return [];
-  const rows = await db.selectFrom(VOICES_TABLE).selectAll().where("partner_id", "=", partnerId).where("voice_id", "in", unique(ids)).execute();
+  const rows = await db
+    .selectFrom(VOICES_TABLE)
+    .selectAll()
+    .where("partner_id", "=", partnerId)
+    .where("voice_id", "in", unique(ids))
+    .execute();
   const byId = new Map(rows.map((r) => [r.voice_id, voiceSnapshot(r)]));
   const found = ids.map((id) => byId.get(id));
   return found.every((v) => v !== undefined) ? (found as CharacterVoice[]) : null;
 }
 
-export type CharacterRecord = Omit<CharacterRow, "voice" | "created_at"> & { voice: CharacterVoice | null; created_at: Date };
+export type CharacterRecord = Omit<CharacterRow, "voice" | "created_at"> & {
+  voice: CharacterVoice | null;
+  created_at: Date;
+};
 
 const parsed = <T>(v: unknown): T => (typeof v === "string" ? (JSON.parse(v) as T) : (v as T));
 
 /** The partner's characters of `ids`, in the order asked, or null when one is missing or another account's. */
-export async function findCharacters(db: OmniDb, partnerId: string, ids: readonly string[]): Promise<CharacterRecord[] | null> {
+export async function findCharacters(
+  db: OmniDb,
+  partnerId: string,
+  ids: readonly string[],
+): Promise<CharacterRecord[] | null> {
   if (ids.length === 0) return [];
-  const rows = await db.selectFrom(CHARACTERS_TABLE).selectAll().where("partner_id", "=", partnerId).where("character_id", "in", unique(ids)).execute();
+  const rows = await db
+    .selectFrom(CHARACTERS_TABLE)
+    .selectAll()
+    .where("partner_id", "=", partnerId)
+    .where("character_id", "in", unique(ids))
+    .execute();
   const byId = new Map(rows.map((r) => [r.character_id, { ...r, voice: parsed<CharacterVoice | null>(r.voice) }]));
   const found = ids.map((id) => byId.get(id));
   return found.every((c) => c !== undefined) ? (found as CharacterRecord[]) : null;

@@ -8,7 +8,18 @@
 // they are spoken faster (up to MAX_SPEED) and what still does not fit is cut at a word. The record of the
 // words' times in the clip comes back with the audio, so captions need no recognition.
 import { createHash } from "node:crypto";
-import { type EspeakVoice, type OmniCharacterSnapshot, type OmniVoiceSnapshot, pcm16Wav, speakTimed, spokenWords, type SpokenRecord, type TimedWord, wavSamples, withoutMarkers } from "mediagate/plugin";
+import {
+  type EspeakVoice,
+  type OmniCharacterSnapshot,
+  type OmniVoiceSnapshot,
+  pcm16Wav,
+  type SpokenRecord,
+  speakTimed,
+  spokenWords,
+  type TimedWord,
+  wavSamples,
+  withoutMarkers,
+} from "mediagate/plugin";
 import { presetById, VOICE_PRESETS } from "./voices/presets.ts";
 
 export const SPEECH_START = 0.4;
@@ -39,13 +50,20 @@ function presetFor(id: string): string {
 const known = (preset: string | undefined) => (preset && presetById(preset) ? preset : DEFAULT_PRESET);
 
 /** The prompt's quoted lines and who speaks each. */
-export function quotedLines(prompt: string, characters: readonly OmniCharacterSnapshot[], voices: readonly OmniVoiceSnapshot[]): QuotedLine[] {
+export function quotedLines(
+  prompt: string,
+  characters: readonly OmniCharacterSnapshot[],
+  voices: readonly OmniVoiceSnapshot[],
+): QuotedLine[] {
   const text = withoutMarkers(prompt);
   const named: Speaker[] = [
     ...characters.map((c) => ({ name: c.name, preset: known(c.voice?.base_voice ?? presetFor(c.id)) })),
     ...voices.map((v) => ({ name: v.name, preset: known(v.base_voice) })),
   ].filter((s) => s.name.trim() !== "");
-  const turns = voices.length > 0 ? voices.map((v) => known(v.base_voice)) : characters.map((c) => known(c.voice?.base_voice ?? presetFor(c.id)));
+  const turns =
+    voices.length > 0
+      ? voices.map((v) => known(v.base_voice))
+      : characters.map((c) => known(c.voice?.base_voice ?? presetFor(c.id)));
   const lines: QuotedLine[] = [];
   let from = 0;
   let turn = 0;
@@ -87,11 +105,16 @@ async function speakAll(lines: readonly QuotedLine[], speedFactor: number, signa
 }
 
 /** The lines spoken one after another, fitted between SPEECH_START and the clip's end; null when nothing is said. */
-export async function clipSpeech(lines: readonly QuotedLine[], seconds: number, signal: AbortSignal): Promise<ClipSpeech | null> {
+export async function clipSpeech(
+  lines: readonly QuotedLine[],
+  seconds: number,
+  signal: AbortSignal,
+): Promise<ClipSpeech | null> {
   const slot = seconds - SPEECH_START - SPEECH_TAIL;
   const usable = lines.filter((l) => spokenWords(l.text).length > 0);
   if (usable.length === 0 || slot <= 0.3) return null;
-  const total = (said: Awaited<ReturnType<typeof speakAll>>) => said.reduce((s, x) => s + x.wav.durationSeconds, 0) + LINE_GAP * (said.length - 1);
+  const total = (said: Awaited<ReturnType<typeof speakAll>>) =>
+    said.reduce((s, x) => s + x.wav.durationSeconds, 0) + LINE_GAP * (said.length - 1);
   let said = await speakAll(usable, 1, signal);
   const over = total(said) / slot;
   if (over > 1) said = await speakAll(usable, Math.min(over * 1.05, MAX_SPEED / 140), signal);
@@ -123,6 +146,9 @@ export async function clipSpeech(lines: readonly QuotedLine[], seconds: number, 
   }
   return {
     wav: pcm16Wav(all, rate),
-    spoken: { language: "en", words: kept.map((w) => ({ ...w, start: ms(w.start + SPEECH_START), end: ms(w.end + SPEECH_START) })) },
+    spoken: {
+      language: "en",
+      words: kept.map((w) => ({ ...w, start: ms(w.start + SPEECH_START), end: ms(w.end + SPEECH_START) })),
+    },
   };
 }

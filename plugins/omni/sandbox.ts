@@ -23,8 +23,30 @@
 // a prompt-fixable safety block (checked before `[sandbox:fail]`, a plain failure); a frame or image URL whose
 // path contains `sandbox-fail` fails.
 import { createHash } from "node:crypto";
-import { AAC_STEREO_ARGS, type CardBox, cardRow, definePlugin, FASTSTART_ARGS, generatedClipTags, type GeneratedVideo, h264Args, hasMarker, type MediaEngine, type OmniGenerationRequest, type OmniProvider, type SandboxRequestStore, sandboxCardPng, sandboxConfig, sandboxUpstream, sniffImageType, UnsafeContentError, voiceOverBed, type VideoFrame, withSandboxProvenance } from "mediagate/plugin";
-import { clipSpeech, type ClipSpeech, quotedLines, SPEECH_START } from "./sandbox-speech.ts";
+import {
+  AAC_STEREO_ARGS,
+  type CardBox,
+  cardRow,
+  definePlugin,
+  FASTSTART_ARGS,
+  type GeneratedVideo,
+  generatedClipTags,
+  h264Args,
+  hasMarker,
+  type MediaEngine,
+  type OmniGenerationRequest,
+  type OmniProvider,
+  type SandboxRequestStore,
+  sandboxCardPng,
+  sandboxConfig,
+  sandboxUpstream,
+  sniffImageType,
+  UnsafeContentError,
+  type VideoFrame,
+  voiceOverBed,
+  withSandboxProvenance,
+} from "mediagate/plugin";
+import { type ClipSpeech, clipSpeech, quotedLines, SPEECH_START } from "./sandbox-speech.ts";
 
 const SOFTWARE = "mediagate sandbox omni provider";
 const FPS = 25;
@@ -43,8 +65,12 @@ const extOf = (f: VideoFrame) => IMAGE_EXT[sniffImageType(f.bytes) ?? f.mimeType
 
 /** The stills the clip animates, in order, and whether the last one must end the clip exactly (a last frame). */
 function stillsOf(req: OmniGenerationRequest): { stills: VideoFrame[]; endsOnLast: boolean } {
-  if (req.firstFrame) return { stills: req.lastFrame ? [req.firstFrame, req.lastFrame] : [req.firstFrame], endsOnLast: !!req.lastFrame };
-  const pictures = req.characters.length > 0 && req.referenceImages.length === 0 ? req.characters.map((c) => c.image) : req.referenceImages;
+  if (req.firstFrame)
+    return { stills: req.lastFrame ? [req.firstFrame, req.lastFrame] : [req.firstFrame], endsOnLast: !!req.lastFrame };
+  const pictures =
+    req.characters.length > 0 && req.referenceImages.length === 0
+      ? req.characters.map((c) => c.image)
+      : req.referenceImages;
   return { stills: pictures.slice(0, MAX_STILLS), endsOnLast: false };
 }
 
@@ -63,15 +89,17 @@ export async function omniCards(req: OmniGenerationRequest): Promise<OmniCard[]>
   for (const [i, c] of people.entries()) {
     try {
       cards.push({ png: await sandboxCardPng(c.image.bytes, boxes[i]!.width, boxes[i]!.height), box: boxes[i]! });
-    } catch {
-      continue; // accepted when the character was created; a sandbox does not fail the clip for its decoder
-    }
+    } catch {}
   }
   return cards;
 }
 
 /** The ffmpeg arguments and inputs of one clip. */
-export function omniRender(req: OmniGenerationRequest, speech: ClipSpeech | null, cards: OmniCard[] = []): { args: string[]; inputs: Record<string, Uint8Array> } {
+export function omniRender(
+  req: OmniGenerationRequest,
+  speech: ClipSpeech | null,
+  cards: OmniCard[] = [],
+): { args: string[]; inputs: Record<string, Uint8Array> } {
   const { width: W, height: H, seconds: T } = req;
   const rnd = seeded(`${req.seed ?? ""}|${req.model}|${req.prompt}|${W}x${H}|${T}`);
   const frames = Math.round(T * FPS);
@@ -98,13 +126,17 @@ export function omniRender(req: OmniGenerationRequest, speech: ClipSpeech | null
       args.push("-i", name);
       // The last frame of omni-1.1 zooms out to exactly itself; every other still starts exactly as given.
       const zoom = endsOnLast && i === n - 1 ? `1+${zoomStep}*(${length - 1}-on)` : `1+${zoomStep}*on`;
-      filters.push(`[${index}:v]${cover},zoompan=z='${zoom}':${centre}:d=${length}:s=${W}x${H}:fps=${FPS},trim=end_frame=${length},setpts=PTS-STARTPTS,format=yuv420p[s${i}]`);
+      filters.push(
+        `[${index}:v]${cover},zoompan=z='${zoom}':${centre}:d=${length}:s=${W}x${H}:fps=${FPS},trim=end_frame=${length},setpts=PTS-STARTPTS,format=yuv420p[s${i}]`,
+      );
       index++;
     }
     let last = "s0";
     for (let i = 1; i < n; i++) {
       const offset = (i * (length - fade)) / FPS;
-      filters.push(`[${last}][s${i}]xfade=transition=fade:duration=${(fade / FPS).toFixed(3)}:offset=${offset.toFixed(3)}[x${i}]`);
+      filters.push(
+        `[${last}][s${i}]xfade=transition=fade:duration=${(fade / FPS).toFixed(3)}:offset=${offset.toFixed(3)}[x${i}]`,
+      );
       last = `x${i}`;
     }
     filters.push(`[${last}]trim=end_frame=${frames},format=yuv420p[base]`);
@@ -139,26 +171,51 @@ export function omniRender(req: OmniGenerationRequest, speech: ClipSpeech | null
   // A quiet chord as long as the clip, and the voice over it.
   const root = 110 * 2 ** (Math.floor(rnd() * 12) / 12);
   const [a, b, c] = [root, root * 2 ** ((rnd() < 0.5 ? 3 : 4) / 12), root * 2 ** (7 / 12)].map((f) => f.toFixed(2));
-  args.push("-f", "lavfi", "-i", `aevalsrc=(0.22*sin(2*PI*${a}*t)+0.16*sin(2*PI*${b}*t)+0.12*sin(2*PI*${c}*t))*(0.65+0.35*sin(2*PI*0.3*t)):s=48000:d=${T}`);
+  args.push(
+    "-f",
+    "lavfi",
+    "-i",
+    `aevalsrc=(0.22*sin(2*PI*${a}*t)+0.16*sin(2*PI*${b}*t)+0.12*sin(2*PI*${c}*t))*(0.65+0.35*sin(2*PI*0.3*t)):s=48000:d=${T}`,
+  );
   const bed = index++;
   let audio = `${bed}:a`;
   if (speech) {
     inputs["speech.wav"] = speech.wav;
     args.push("-i", "speech.wav");
-    filters.push(...voiceOverBed({ bed, voice: index, bedGain: BED_GAIN, voiceGain: VOICE_GAIN, delayMs: Math.round(SPEECH_START * 1000), out: "mix" }));
+    filters.push(
+      ...voiceOverBed({
+        bed,
+        voice: index,
+        bedGain: BED_GAIN,
+        voiceGain: VOICE_GAIN,
+        delayMs: Math.round(SPEECH_START * 1000),
+        out: "mix",
+      }),
+    );
     audio = "[mix]";
     index++;
   }
 
   args.push("-filter_complex", filters.join(";"), "-map", video, "-map", audio);
-  args.push(...AAC_STEREO_ARGS, ...h264Args({ preset: W * H > 1920 * 1080 ? "ultrafast" : "veryfast", crf: 24, fps: FPS }), "-frames:v", String(frames), "-t", String(T));
+  args.push(
+    ...AAC_STEREO_ARGS,
+    ...h264Args({ preset: W * H > 1920 * 1080 ? "ultrafast" : "veryfast", crf: 24, fps: FPS }),
+    "-frames:v",
+    String(frames),
+    "-t",
+    String(T),
+  );
   args.push(...generatedClipTags(req.prompt, SOFTWARE), ...FASTSTART_ARGS, "out.mp4");
   return { args, inputs };
 }
 
 const failsByUrl = (f: VideoFrame | undefined) => !!f?.url && new URL(f.url).pathname.includes("sandbox-fail");
 
-export function sandboxOmniProvider(options: { latencyMs: number; media: () => MediaEngine; store?: SandboxRequestStore }): OmniProvider {
+export function sandboxOmniProvider(options: {
+  latencyMs: number;
+  media: () => MediaEngine;
+  store?: SandboxRequestStore;
+}): OmniProvider {
   return sandboxUpstream<OmniGenerationRequest, GeneratedVideo>({
     name: "omni-sandbox",
     latencyMs: options.latencyMs,
@@ -166,9 +223,11 @@ export function sandboxOmniProvider(options: { latencyMs: number; media: () => M
     // The wait is the first 15 % of the bar ("Generating"); speaking and rendering, the rest ("Rendering").
     waitShare: 0.15,
     check(req) {
-      if (hasMarker(req.prompt, "unsafe")) throw new UnsafeContentError("sandbox: unsafe content requested by the prompt");
+      if (hasMarker(req.prompt, "unsafe"))
+        throw new UnsafeContentError("sandbox: unsafe content requested by the prompt");
       if (hasMarker(req.prompt, "fail")) throw new Error("sandbox: failure requested by the prompt");
-      if ([req.firstFrame, req.lastFrame, ...req.referenceImages].some(failsByUrl)) throw new Error("sandbox: failure requested by an image URL");
+      if ([req.firstFrame, req.lastFrame, ...req.referenceImages].some(failsByUrl))
+        throw new Error("sandbox: failure requested by an image URL");
     },
     async render(req, { signal, onProgress }) {
       // Spoken before rendering: the render mixes it in, and its times are the clip's.
@@ -182,7 +241,11 @@ export function sandboxOmniProvider(options: { latencyMs: number; media: () => M
         timeoutMs: 30 * 60_000,
         onProgress: (f) => void Promise.resolve(onProgress(f, "Rendering")).catch(() => {}),
       });
-      return { bytes: withSandboxProvenance(out["out.mp4"]!, req.prompt, SOFTWARE), mimeType: "video/mp4", spoken: speech?.spoken ?? { language: "en", words: [] } };
+      return {
+        bytes: withSandboxProvenance(out["out.mp4"]!, req.prompt, SOFTWARE),
+        mimeType: "video/mp4",
+        spoken: speech?.spoken ?? { language: "en", words: [] },
+      };
     },
   });
 }
@@ -194,6 +257,11 @@ export default definePlugin({
   requires: ["media"],
   provides: {
     // The engine is fetched on first render: capabilities are built at boot, ffmpeg.wasm is not.
-    "omni.generate": (host) => sandboxOmniProvider({ latencyMs: sandboxConfig.of(host).latencyMs, media: () => host.capability("media"), store: host.blobs.scoped("omni-sandbox") }),
+    "omni.generate": (host) =>
+      sandboxOmniProvider({
+        latencyMs: sandboxConfig.of(host).latencyMs,
+        media: () => host.capability("media"),
+        store: host.blobs.scoped("omni-sandbox"),
+      }),
   },
 });

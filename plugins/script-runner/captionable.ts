@@ -12,7 +12,14 @@
 //   a finished run's scenes never change.
 // - Scene clips are made without sound (spec part 3: the video cost is "no sound"), so there is no spoken
 //   record: the caption job transcribes what the file holds, which for silent clips is its `no_speech`.
-import { captionableRecords, displaySize, firstAudio, firstVideo, type MediaEngine, PRIVATE_KEY_PREFIX } from "mediagate/plugin";
+import {
+  captionableRecords,
+  displaySize,
+  firstAudio,
+  firstVideo,
+  type MediaEngine,
+  PRIVATE_KEY_PREFIX,
+} from "mediagate/plugin";
 import { FRAME } from "./limits.ts";
 import { type RunnerModel, VIDEO_MODELS } from "./prices.ts";
 import { completeClipKeys, runs } from "./records.ts";
@@ -68,7 +75,9 @@ export async function joinClips(engine: MediaEngine, clips: readonly Uint8Array[
   const filters: string[] = [];
   let joined = "";
   names.forEach((_, i) => {
-    filters.push(`[${i}:v:0]scale=${W}:${H}:force_original_aspect_ratio=decrease,pad=${W}:${H}:(ow-iw)/2:(oh-ih)/2:black,setsar=1,fps=${fps},format=yuv420p[v${i}]`);
+    filters.push(
+      `[${i}:v:0]scale=${W}:${H}:force_original_aspect_ratio=decrease,pad=${W}:${H}:(ow-iw)/2:(oh-ih)/2:black,setsar=1,fps=${fps},format=yuv420p[v${i}]`,
+    );
     joined += `[v${i}]`;
     if (sound) {
       filters.push(`[${i}:a:0]aresample=48000,aformat=sample_fmts=fltp:channel_layouts=stereo[a${i}]`);
@@ -78,8 +87,27 @@ export async function joinClips(engine: MediaEngine, clips: readonly Uint8Array[
   filters.push(`${joined}concat=n=${names.length}:v=1:a=${sound ? 1 : 0}${sound ? "[v][a]" : "[v]"}`);
   const args = [...names.flatMap((n) => ["-i", n]), "-filter_complex", filters.join(";"), "-map", "[v]"];
   if (sound) args.push("-map", "[a]", "-c:a", "aac", "-b:a", "128k", "-ac", "2", "-ar", "48000");
-  args.push("-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-pix_fmt", "yuv420p", "-map_metadata", "-1", "-movflags", "+faststart", "joined.mp4");
+  args.push(
+    "-c:v",
+    "libx264",
+    "-preset",
+    "veryfast",
+    "-crf",
+    "20",
+    "-pix_fmt",
+    "yuv420p",
+    "-map_metadata",
+    "-1",
+    "-movflags",
+    "+faststart",
+    "joined.mp4",
+  );
   const seconds = probes.reduce((s, p) => s + p.durationSeconds, 0);
-  const out = await engine.run(args, { inputs: Object.fromEntries(names.map((n, i) => [n, clips[i]!])), outputs: ["joined.mp4"], durationSeconds: seconds, timeoutMs: JOIN_TIMEOUT_MS });
+  const out = await engine.run(args, {
+    inputs: Object.fromEntries(names.map((n, i) => [n, clips[i]!])),
+    outputs: ["joined.mp4"],
+    durationSeconds: seconds,
+    timeoutMs: JOIN_TIMEOUT_MS,
+  });
   return out["joined.mp4"]!;
 }

@@ -9,7 +9,8 @@ export const RUNNER_ERRORS = {
   promptTooLong: `Invalid prompt: the script is longer than ${LIMITS.promptChars} characters`,
   noScenes: "Invalid prompt: no scenes found. Start each scene with a line === SCENE: <name> ===",
   noDialogue: "Invalid prompt: no dialogues found. Add === DIALOGUE <n> === blocks for your scenes",
-  badDialogue: (n: string) => `Invalid prompt: === DIALOGUE ${n} === does not name one of the scenes (use its number, 1 for the first)`,
+  badDialogue: (n: string) =>
+    `Invalid prompt: === DIALOGUE ${n} === does not name one of the scenes (use its number, 1 for the first)`,
   tooManyScenes: `Too many scenes (max ${MAX_SCENES})`,
   noCharacter: "No character source: provide character_image_url, character_image_base64 or a === CHARACTER === block",
   invalidCharacterUrl: (reason: string) => `Invalid character_image_url: ${reason}`,
@@ -29,4 +30,8 @@ export const RUNNER_ERRORS = {
 } as const;
 
 /** The parser's refusals (parser.ts), as the 400 texts. */
-export const PARSE_ERRORS = { no_scenes: RUNNER_ERRORS.noScenes, no_dialogue: RUNNER_ERRORS.noDialogue, too_many_scenes: RUNNER_ERRORS.tooManyScenes } as const;
+export const PARSE_ERRORS = {
+  no_scenes: RUNNER_ERRORS.noScenes,
+  no_dialogue: RUNNER_ERRORS.noDialogue,
+  too_many_scenes: RUNNER_ERRORS.tooManyScenes,
+} as const;

@@ -1,16 +1,27 @@
 // The input of POST /script-runner and GET /script-runner. Each field is checked in the order the spec's errors
 // name them; the script itself is parsed by the handler (parser.ts), after the model checks.
-import { z } from "zod";
+
 import { limitParam, offsetParam, PAGE_BOUNDS, partnerJobIdField } from "mediagate/plugin";
+import { z } from "zod";
 import { RUNNER_ERRORS } from "./errors.ts";
 import { DEFAULT_NAME, LIMITS } from "./limits.ts";
 import { DEFAULT_IMAGE_MODEL, DEFAULT_MODEL, IMAGE_MODEL_IDS, MODEL_IDS } from "./prices.ts";
 
 export const RunInput = z
   .object({
-    character_image_url: z.unknown().optional().meta({ type: "string", description: "public http(s) image URL; wins over the other sources" }),
-    character_image_base64: z.unknown().optional().meta({ type: "string", description: "PNG/JPEG/WEBP as base64, a data: prefix is stripped, about 20 MB" }),
-    prompt: z.unknown().optional().meta({ type: "string", description: "the script: === SCENE: <name> ===, === DIALOGUE <n> ===, optionally === CHARACTER ===", maxLength: LIMITS.promptChars }),
+    character_image_url: z
+      .unknown()
+      .optional()
+      .meta({ type: "string", description: "public http(s) image URL; wins over the other sources" }),
+    character_image_base64: z
+      .unknown()
+      .optional()
+      .meta({ type: "string", description: "PNG/JPEG/WEBP as base64, a data: prefix is stripped, about 20 MB" }),
+    prompt: z.unknown().optional().meta({
+      type: "string",
+      description: "the script: === SCENE: <name> ===, === DIALOGUE <n> ===, optionally === CHARACTER ===",
+      maxLength: LIMITS.promptChars,
+    }),
     name: z.unknown().optional().meta({ type: "string", maxLength: LIMITS.nameChars, default: DEFAULT_NAME }),
     use_as_character_reference: z.unknown().optional().meta({ type: "boolean", default: true }),
     model: z.unknown().optional().meta({ type: "string", enum: MODEL_IDS, default: DEFAULT_MODEL }),

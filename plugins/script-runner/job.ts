@@ -1,11 +1,20 @@
 // The run: the character picture first (stored at submit, or drawn once from its description), then every
 // scene's frame and clip, several scenes at once (config.ts `scenesAtOnce`). index.ts says how money moves.
-import { isTransient, type JobKindDeclaration, type JobRunContext, JobFailure, mediaToken, pollToEnd, PRIVATE_KEY_PREFIX, type VideoFrame } from "mediagate/plugin";
+import {
+  isTransient,
+  JobFailure,
+  type JobKindDeclaration,
+  type JobRunContext,
+  mediaToken,
+  PRIVATE_KEY_PREFIX,
+  pollToEnd,
+  type VideoFrame,
+} from "mediagate/plugin";
 import { runnerConfig } from "./config.ts";
 import { RUNNER_ERRORS } from "./errors.ts";
 import { FRAME } from "./limits.ts";
 import { IMAGE_MODELS, type RunnerImageModel, type RunnerModel, VIDEO_MODELS } from "./prices.ts";
-import { type RunRow, RUNS, SCENES, type SceneRow, scenesOf } from "./records.ts";
+import { RUNS, type RunRow, SCENES, type SceneRow, scenesOf } from "./records.ts";
 
 export const runJob: JobKindDeclaration<Record<string, never>> = {
   states: ["processing", "complete", "partial", "error"],
@@ -18,12 +27,21 @@ export const runJob: JobKindDeclaration<Record<string, never>> = {
   timeoutSeconds: 3600,
   concurrency: 2,
   async run(ctx) {
-    const run = (await ctx.db.selectFrom(RUNS).selectAll().where("job_id", "=", ctx.jobId).executeTakeFirstOrThrow()) as RunRow;
+    const run = (await ctx.db
+      .selectFrom(RUNS)
+      .selectAll()
+      .where("job_id", "=", ctx.jobId)
+      .executeTakeFirstOrThrow()) as RunRow;
     const model = run.model as RunnerModel;
     const imageModel = run.image_model as RunnerImageModel;
     const character = await characterImage(ctx, run);
     if (!character) {
-      await ctx.db.updateTable(SCENES).set({ status: "error", error: RUNNER_ERRORS.characterFailed }).where("job_id", "=", ctx.jobId).where("status", "=", "processing").execute();
+      await ctx.db
+        .updateTable(SCENES)
+        .set({ status: "error", error: RUNNER_ERRORS.characterFailed })
+        .where("job_id", "=", ctx.jobId)
+        .where("status", "=", "processing")
+        .execute();
       throw new JobFailure(RUNNER_ERRORS.characterFailed);
     }
 
@@ -59,20 +77,42 @@ async function characterImage(ctx: JobRunContext, run: RunRow): Promise<VideoFra
   const provider = ctx.capability("image.generate").route(IMAGE_MODELS[run.image_model as RunnerImageModel].route);
   try {
     if (!provider) throw new Error("no image provider");
-    const image = await pollToEnd(provider, { prompt: `Character portrait: ${run.character_description ?? ""}`, model: run.image_model, ...FRAME, background: "auto", index: 0, references: [], signal: ctx.signal, onProgress: () => {} });
+    const image = await pollToEnd(provider, {
+      prompt: `Character portrait: ${run.character_description ?? ""}`,
+      model: run.image_model,
+      ...FRAME,
+      background: "auto",
+      index: 0,
+      references: [],
+      signal: ctx.signal,
+      onProgress: () => {},
+    });
     const key = `${PRIVATE_KEY_PREFIX}characters/${ctx.jobId}-${mediaToken()}.png`;
     await ctx.blobs.put(key, image.bytes, { contentType: image.mimeType });
-    await ctx.db.updateTable(RUNS).set({ character_key: key, character_mime: image.mimeType }).where("job_id", "=", ctx.jobId).execute();
+    await ctx.db
+      .updateTable(RUNS)
+      .set({ character_key: key, character_mime: image.mimeType })
+      .where("job_id", "=", ctx.jobId)
+      .execute();
     return { bytes: image.bytes, mimeType: image.mimeType };
   } catch (err) {
     if (ctx.signal.aborted || isTransient(err)) throw err;
-    ctx.log.warn(`script runner ${ctx.jobId}: character frame failed: ${err instanceof Error ? err.message : String(err)}`);
+    ctx.log.warn(
+      `script runner ${ctx.jobId}: character frame failed: ${err instanceof Error ? err.message : String(err)}`,
+    );
     return null;
   }
 }
 
 /** One scene: its frame, then its clip; a failure marks the scene and returns its part of the charge. */
-async function renderScene(ctx: JobRunContext, run: RunRow, scene: SceneRow, character: VideoFrame, model: RunnerModel, imageModel: RunnerImageModel) {
+async function renderScene(
+  ctx: JobRunContext,
+  run: RunRow,
+  scene: SceneRow,
+  character: VideoFrame,
+  model: RunnerModel,
+  imageModel: RunnerImageModel,
+) {
   const locked = run.use_as_character_reference;
   const who = run.character_description?.trim() || "the character of the reference image";
   try {
@@ -88,14 +128,21 @@ async function renderScene(ctx: JobRunContext, run: RunRow, scene: SceneRow, cha
         ...FRAME,
         background: "auto",
         index: scene.idx,
-        references: [{ id: `character-${run.job_id}`, mimeType: character.mimeType, read: async () => character.bytes }],
+        references: [
+          { id: `character-${run.job_id}`, mimeType: character.mimeType, read: async () => character.bytes },
+        ],
         signal: ctx.signal,
         onProgress: () => {},
       });
       frame = { bytes: image.bytes, mimeType: image.mimeType };
       const key = `frames/${run.job_id}-${scene.idx}-${mediaToken()}.png`;
       await ctx.blobs.put(key, image.bytes, { contentType: image.mimeType });
-      await ctx.db.updateTable(SCENES).set({ start_image_key: key }).where("job_id", "=", run.job_id).where("idx", "=", scene.idx).execute();
+      await ctx.db
+        .updateTable(SCENES)
+        .set({ start_image_key: key })
+        .where("job_id", "=", run.job_id)
+        .where("idx", "=", scene.idx)
+        .execute();
     }
     const provider = ctx.capability("video.generate").route(model);
     if (!provider) throw new Error(`no video provider for ${model}`);
@@ -115,11 +162,23 @@ async function renderScene(ctx: JobRunContext, run: RunRow, scene: SceneRow, cha
     });
     const key = `clips/${run.job_id}-${scene.idx}-${mediaToken()}.mp4`;
     await ctx.blobs.put(key, clip.bytes, { contentType: "video/mp4" });
-    await ctx.db.updateTable(SCENES).set({ video_key: key, status: "complete" }).where("job_id", "=", run.job_id).where("idx", "=", scene.idx).execute();
+    await ctx.db
+      .updateTable(SCENES)
+      .set({ video_key: key, status: "complete" })
+      .where("job_id", "=", run.job_id)
+      .where("idx", "=", scene.idx)
+      .execute();
   } catch (err) {
     if (ctx.signal.aborted || isTransient(err)) throw err;
-    ctx.log.warn(`script runner ${run.job_id} scene ${scene.idx + 1} failed: ${err instanceof Error ? err.message : String(err)}`);
-    await ctx.db.updateTable(SCENES).set({ status: "error", error: RUNNER_ERRORS.sceneFailed }).where("job_id", "=", run.job_id).where("idx", "=", scene.idx).execute();
+    ctx.log.warn(
+      `script runner ${run.job_id} scene ${scene.idx + 1} failed: ${err instanceof Error ? err.message : String(err)}`,
+    );
+    await ctx.db
+      .updateTable(SCENES)
+      .set({ status: "error", error: RUNNER_ERRORS.sceneFailed })
+      .where("job_id", "=", run.job_id)
+      .where("idx", "=", scene.idx)
+      .execute();
     await ctx.refundShare(scene.idx);
   }
 }

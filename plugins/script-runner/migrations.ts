@@ -1,6 +1,6 @@
 // Tables of the Script Runner. A run is one kernel job (status, charge, refunds on `jobs`, its scenes' parts
 // in `job_shares`); these tables keep the run's request and each scene's progress and files.
-import { defineTables, tablesMigration, type Migration, type TablesOf } from "mediagate/plugin";
+import { defineTables, type Migration, type TablesOf, tablesMigration } from "mediagate/plugin";
 
 export const runnerTables = defineTables({
   script_runs: {

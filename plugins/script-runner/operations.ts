@@ -1,25 +1,73 @@
 // The Script Runner's endpoints (spec part 3, "Script Runner"): submit a script, read a run, list runs.
+
+import {
+  ApiError,
+  checkPicture,
+  decodeImageBase64,
+  formatTimestamp,
+  IMAGE_EXT,
+  imageKind,
+  isJobId,
+  isOutboundError,
+  mediaToken,
+  notFound,
+  type OutboundGuard,
+  operation,
+  PRIVATE_KEY_PREFIX,
+  pageBody,
+  pageShape,
+  type VideoFrame,
+} from "mediagate/plugin";
 import { z } from "zod";
-import { ApiError, isJobId, checkPicture, decodeImageBase64, formatTimestamp, IMAGE_EXT, imageKind, isOutboundError, mediaToken, notFound, operation, type OutboundGuard, pageBody, pageShape, PRIVATE_KEY_PREFIX, type VideoFrame } from "mediagate/plugin";
 import { PARSE_ERRORS, RUNNER_ERRORS } from "./errors.ts";
 import { ListInput, RunInput } from "./input.ts";
 import { LIMITS } from "./limits.ts";
 import { parseScript } from "./parser.ts";
-import { costPerScene, IMAGE_MODEL_IDS, IMAGE_MODELS, MODEL_IDS, refundParts, runPrice, type RunnerImageModel, type RunnerModel, VIDEO_MODELS } from "./prices.ts";
-import { type RunRow, runs, RUNS, SCENES, type SceneRow, scenesOf } from "./records.ts";
+import {
+  costPerScene,
+  IMAGE_MODEL_IDS,
+  IMAGE_MODELS,
+  MODEL_IDS,
+  type RunnerImageModel,
+  type RunnerModel,
+  refundParts,
+  runPrice,
+  VIDEO_MODELS,
+} from "./prices.ts";
+import { RUNS, type RunRow, runs, SCENES, type SceneRow, scenesOf } from "./records.ts";
 
 const IMAGE_FETCH_TIMEOUT_MS = 30_000;
 
 /** The image at a character URL (http or https, never a private address), before any charge. */
 async function fetchCharacter(guard: OutboundGuard, url: string, signal: AbortSignal): Promise<VideoFrame> {
   const checked = guard.checkUrl(url, { allowHttp: true });
-  if (!checked.ok) throw new ApiError(400, RUNNER_ERRORS.invalidCharacterUrl(checked.kind === "not_public" ? "private, loopback and link-local addresses are not allowed" : checked.reason));
+  if (!checked.ok)
+    throw new ApiError(
+      400,
+      RUNNER_ERRORS.invalidCharacterUrl(
+        checked.kind === "not_public" ? "private, loopback and link-local addresses are not allowed" : checked.reason,
+      ),
+    );
   let body: Uint8Array;
   try {
-    body = (await guard.fetch(checked.url, { allowHttp: true, maxBytes: LIMITS.characterImageBytes, timeoutMs: IMAGE_FETCH_TIMEOUT_MS, signal })).body;
+    body = (
+      await guard.fetch(checked.url, {
+        allowHttp: true,
+        maxBytes: LIMITS.characterImageBytes,
+        timeoutMs: IMAGE_FETCH_TIMEOUT_MS,
+        signal,
+      })
+    ).body;
   } catch (err) {
     if (signal.aborted || !isOutboundError(err)) throw err;
-    const reason = err.kind === "not_public" ? "private, loopback and link-local addresses are not allowed" : err.kind === "too_large" ? "larger than 20 MB" : err.kind === "http_status" ? `the server answered ${err.status}` : "could not be downloaded";
+    const reason =
+      err.kind === "not_public"
+        ? "private, loopback and link-local addresses are not allowed"
+        : err.kind === "too_large"
+          ? "larger than 20 MB"
+          : err.kind === "http_status"
+            ? `the server answered ${err.status}`
+            : "could not be downloaded";
     throw new ApiError(400, RUNNER_ERRORS.invalidCharacterUrl(reason));
   }
   const mimeType = imageKind(body);
@@ -80,12 +128,18 @@ export const submitRun = operation({
   }),
   async handle(ctx) {
     const req = ctx.input;
-    if (typeof req.model !== "string" || !Object.hasOwn(VIDEO_MODELS, req.model)) throw new ApiError(400, RUNNER_ERRORS.invalidModel, { allowed_models: MODEL_IDS });
-    if (typeof req.imageModel !== "string" || !Object.hasOwn(IMAGE_MODELS, req.imageModel)) throw new ApiError(400, RUNNER_ERRORS.invalidImageModel, { allowed_image_models: IMAGE_MODEL_IDS });
+    if (typeof req.model !== "string" || !Object.hasOwn(VIDEO_MODELS, req.model))
+      throw new ApiError(400, RUNNER_ERRORS.invalidModel, { allowed_models: MODEL_IDS });
+    if (typeof req.imageModel !== "string" || !Object.hasOwn(IMAGE_MODELS, req.imageModel))
+      throw new ApiError(400, RUNNER_ERRORS.invalidImageModel, { allowed_image_models: IMAGE_MODEL_IDS });
     const model = req.model as RunnerModel;
     const imageModel = req.imageModel as RunnerImageModel;
     const parsed = parseScript(req.prompt);
-    if (!parsed.ok) throw new ApiError(400, parsed.reason === "bad_dialogue" ? RUNNER_ERRORS.badDialogue(parsed.detail ?? "") : PARSE_ERRORS[parsed.reason]);
+    if (!parsed.ok)
+      throw new ApiError(
+        400,
+        parsed.reason === "bad_dialogue" ? RUNNER_ERRORS.badDialogue(parsed.detail ?? "") : PARSE_ERRORS[parsed.reason],
+      );
     const { scenes, character: description } = parsed.script;
 
     // One character source: the URL wins, then the upload, then a CHARACTER block (its description ignored otherwise).
@@ -96,7 +150,10 @@ export const submitRun = operation({
       source = "url";
     } else if (req.imageBase64) {
       const decoded = decodeImageBase64(req.imageBase64, LIMITS.characterImageBytes);
-      if (!decoded.ok) throw decoded.reason === "too_large" ? new ApiError(413, RUNNER_ERRORS.characterTooLarge) : new ApiError(400, RUNNER_ERRORS.characterBase64);
+      if (!decoded.ok)
+        throw decoded.reason === "too_large"
+          ? new ApiError(413, RUNNER_ERRORS.characterTooLarge)
+          : new ApiError(400, RUNNER_ERRORS.characterBase64);
       if (!checkPicture(decoded.image.bytes).ok) throw new ApiError(400, RUNNER_ERRORS.characterBase64); // over the pixel budget
       image = decoded.image;
       source = "upload";
@@ -104,11 +161,19 @@ export const submitRun = operation({
     else throw new ApiError(400, RUNNER_ERRORS.noCharacter);
 
     const drawCharacter = source === "description";
-    const credits = ctx.priceFor({ ...runPrice(model, imageModel, scenes.length, drawCharacter), customRateMissing: RUNNER_ERRORS.customNoRate });
+    const credits = ctx.priceFor({
+      ...runPrice(model, imageModel, scenes.length, drawCharacter),
+      customRateMissing: RUNNER_ERRORS.customNoRate,
+    });
     const perScene = costPerScene(model, imageModel);
-    const parts = refundParts(credits, [...scenes.map(() => perScene), ...(drawCharacter ? [IMAGE_MODELS[imageModel].frame] : [])]);
+    const parts = refundParts(credits, [
+      ...scenes.map(() => perScene),
+      ...(drawCharacter ? [IMAGE_MODELS[imageModel].frame] : []),
+    ]);
 
-    const key = image ? `${PRIVATE_KEY_PREFIX}characters/${mediaToken()}.${IMAGE_EXT[image.mimeType as keyof typeof IMAGE_EXT] ?? "img"}` : null;
+    const key = image
+      ? `${PRIVATE_KEY_PREFIX}characters/${mediaToken()}.${IMAGE_EXT[image.mimeType as keyof typeof IMAGE_EXT] ?? "img"}`
+      : null;
     if (image && key) await ctx.blobs.put(key, image.bytes, { contentType: image.mimeType });
     try {
       const job = await ctx.submitJob({
@@ -139,7 +204,10 @@ export const submitRun = operation({
             })
             .execute();
           for (const [idx, s] of scenes.entries()) {
-            await trx.insertInto(SCENES).values({ job_id: jobId!, idx, name: s.name, setting: s.setting, dialogue: s.dialogue }).execute();
+            await trx
+              .insertInto(SCENES)
+              .values({ job_id: jobId!, idx, name: s.name, setting: s.setting, dialogue: s.dialogue })
+              .execute();
           }
         },
       });

@@ -45,7 +45,8 @@ export type ParseResult = { ok: true; script: ParsedScript } | { ok: false; reas
 /** One whitespace character, as `\s` has it (trim removes exactly those). */
 const isSpace = (ch: string) => ch.trim() === "";
 /** `.` of a pattern without the `s` flag: any character but a line terminator. */
-const hasLineTerminator = (s: string) => s.includes("\r") || s.includes("\n") || s.includes("\u2028") || s.includes("\u2029");
+const hasLineTerminator = (s: string) =>
+  s.includes("\r") || s.includes("\n") || s.includes("\u2028") || s.includes("\u2029");
 
 /** Whether `word` (lower-case ASCII) is at `at` in `s`, in any ASCII case. */
 function wordAt(s: string, at: number, word: string): boolean {
@@ -137,7 +138,10 @@ export function stripReservedLine(body: string): { text: string; characters: str
 const isSceneNumber = (n: string) => n.length >= 1 && n.length <= 3 && [...n].every((c) => c >= "0" && c <= "9");
 
 export function parseScript(prompt: string): ParseResult {
-  type Block = { kind: "scene"; name: string; lines: string[] } | { kind: "dialogue"; n: string | undefined; lines: string[] } | { kind: "character"; lines: string[] };
+  type Block =
+    | { kind: "scene"; name: string; lines: string[] }
+    | { kind: "dialogue"; n: string | undefined; lines: string[] }
+    | { kind: "character"; lines: string[] };
   const blocks: Block[] = [];
   for (const line of prompt.replaceAll("\r\n", "\n").replaceAll("\r", "\n").split("\n")) {
     const heading = headingOf(line);

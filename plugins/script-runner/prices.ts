@@ -31,7 +31,8 @@ export type RunnerImageModel = keyof typeof IMAGE_MODELS;
 export const IMAGE_MODEL_IDS = Object.keys(IMAGE_MODELS) as RunnerImageModel[];
 export const DEFAULT_IMAGE_MODEL: RunnerImageModel = "image-a-pro";
 
-export const costPerScene = (model: RunnerModel, imageModel: RunnerImageModel) => IMAGE_MODELS[imageModel].frame + VIDEO_MODELS[model].cost;
+export const costPerScene = (model: RunnerModel, imageModel: RunnerImageModel) =>
+  IMAGE_MODELS[imageModel].frame + VIDEO_MODELS[model].cost;
 
 /**
  * The run's price: cost_per_scene x scenes, plus one frame when the character is drawn from a description.
@@ -42,7 +43,9 @@ export function runPrice(model: RunnerModel, imageModel: RunnerImageModel, scene
   return {
     lines: [
       { key: ["script_runner", "scene", model, imageModel], rate: costPerScene(model, imageModel), units: scenes },
-      ...(characterFrame ? [{ key: ["script_runner", "frame", imageModel], rate: IMAGE_MODELS[imageModel].frame }] : []),
+      ...(characterFrame
+        ? [{ key: ["script_runner", "frame", imageModel], rate: IMAGE_MODELS[imageModel].frame }]
+        : []),
     ],
   };
 }

@@ -38,11 +38,23 @@ export interface SceneRow {
 export const runs = jobRecords<RunRow>(RUNS, { jobId: "job_id", newestFirst: ["created_at", "job_id"] });
 
 export async function scenesOf(db: Kysely<RunnerTables>, jobId: string): Promise<SceneRow[]> {
-  return (await db.selectFrom(SCENES).selectAll().where("job_id", "=", jobId).orderBy("idx", "asc").execute()) as SceneRow[];
+  return (await db
+    .selectFrom(SCENES)
+    .selectAll()
+    .where("job_id", "=", jobId)
+    .orderBy("idx", "asc")
+    .execute()) as SceneRow[];
 }
 
 /** The clips of a run's complete scenes, in scene order. */
 export async function completeClipKeys(db: Kysely<RunnerTables>, jobId: string): Promise<string[]> {
-  const rows = await db.selectFrom(SCENES).select("video_key").where("job_id", "=", jobId).where("status", "=", "complete").where("video_key", "is not", null).orderBy("idx", "asc").execute();
+  const rows = await db
+    .selectFrom(SCENES)
+    .select("video_key")
+    .where("job_id", "=", jobId)
+    .where("status", "=", "complete")
+    .where("video_key", "is not", null)
+    .orderBy("idx", "asc")
+    .execute();
   return rows.flatMap((s) => (s.video_key ? [s.video_key] : []));
 }

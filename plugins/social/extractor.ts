@@ -4,8 +4,19 @@
 //   auto               yt-dlp when it is installed, the sandbox otherwise
 // Register this plugin (instead of sandbox.ts's) where a deployment may use the real extractor. Its variables
 // are declared here and read by the kernel at boot, with the sandbox's latency shared with sandbox.ts.
+
+import {
+  type CapabilityHost,
+  ConfigError,
+  defineConfig,
+  definePlugin,
+  type Environment,
+  envVar,
+  findOnPath,
+  type SocialExtractor,
+  sandboxConfig,
+} from "mediagate/plugin";
 import { z } from "zod";
-import { type CapabilityHost, ConfigError, defineConfig, definePlugin, envVar, type Environment, findOnPath, sandboxConfig, type SocialExtractor } from "mediagate/plugin";
 import { sandboxExtractor } from "./sandbox.ts";
 import { ytdlpExtractor } from "./ytdlp.ts";
 
@@ -45,7 +56,9 @@ export function buildExtractor(host: CapabilityHost): SocialExtractor {
   const settings = extractorConfig.of(host);
   const media = () => host.capability("media");
   const choice = selectExtractor(settings);
-  return choice.kind === "yt-dlp" ? ytdlpExtractor({ binary: choice.binary, media }) : sandboxExtractor({ latencyMs: settings.latencyMs, media });
+  return choice.kind === "yt-dlp"
+    ? ytdlpExtractor({ binary: choice.binary, media })
+    : sandboxExtractor({ latencyMs: settings.latencyMs, media });
 }
 
 export default definePlugin({

@@ -1,6 +1,6 @@
 // The downloader's view of the shared host rules (lib/social-links.ts, one table for the downloader and ad
 // analysis): every host of the table, each refusal worded with the downloader's 400 texts.
-import { type LinkRefusal, parseSocialLink, type Platform, type SocialLink } from "mediagate/plugin";
+import { type LinkRefusal, type Platform, parseSocialLink, type SocialLink } from "mediagate/plugin";
 import { SOCIAL_ERRORS } from "./errors.ts";
 
 export { HOSTS, MAX_URL_LENGTH } from "mediagate/plugin";

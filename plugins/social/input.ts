@@ -5,7 +5,10 @@ import { checkSocialLink, MAX_URL_LENGTH } from "./hosts.ts";
 
 export const SocialDownloadInput = defineInput({
   fields: {
-    url: field.string({ maxLength: MAX_URL_LENGTH, description: "a post link of Facebook, Instagram or TikTok, an ad library link, or a numeric ad id" }),
+    url: field.string({
+      maxLength: MAX_URL_LENGTH,
+      description: "a post link of Facebook, Instagram or TikTok, an ad library link, or a numeric ad id",
+    }),
     partner_job_id: field.partnerJobId(),
   },
   required: ["url"],

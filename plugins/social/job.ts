@@ -5,7 +5,23 @@
 //
 // The caps are checked here on what the extractor returned, whatever it promised: the extractor stops
 // early when it can (it knows a post's length before downloading), the plugin holds the line.
-import { isTransient, cleanUpstreamText, type ExtractedItem, ExtractionError, firstAudio, firstVideo, JobFailure, type JobKindDeclaration, oneStepStates, type JobRunContext, type MediaEngine, PRIVATE_KEY_PREFIX, sniffImageType, SOCIAL_LIMITS, type SocialExtractor, UPSTREAM_TEXT_LIMITS } from "mediagate/plugin";
+import {
+  cleanUpstreamText,
+  type ExtractedItem,
+  ExtractionError,
+  firstAudio,
+  firstVideo,
+  isTransient,
+  JobFailure,
+  type JobKindDeclaration,
+  type JobRunContext,
+  type MediaEngine,
+  oneStepStates,
+  PRIVATE_KEY_PREFIX,
+  SOCIAL_LIMITS,
+  sniffImageType,
+  UPSTREAM_TEXT_LIMITS,
+} from "mediagate/plugin";
 import { FAILURE_SENTENCES, type FailureReason } from "./errors.ts";
 import type { Platform } from "./hosts.ts";
 import type { DownloadOutput, StoredFile } from "./records.ts";
@@ -32,7 +48,12 @@ interface Measured {
   hasAudio: boolean;
 }
 
-async function measure(ctx: JobRunContext, engine: MediaEngine, item: ExtractedItem, secondsSoFar: number): Promise<Measured> {
+async function measure(
+  ctx: JobRunContext,
+  engine: MediaEngine,
+  item: ExtractedItem,
+  secondsSoFar: number,
+): Promise<Measured> {
   if (item.video.byteLength > SOCIAL_LIMITS.maxFileBytes) throw fail("too_large");
   let probe;
   try {
@@ -55,11 +76,18 @@ async function measure(ctx: JobRunContext, engine: MediaEngine, item: ExtractedI
   let coverType = cover ? sniffImageType(cover, ["image/jpeg", "image/png"]) : null;
   if (!cover || !coverType) {
     // No usable cover from the network: the first frame stands in.
-    const out = await engine.run(["-i", "video.mp4", "-frames:v", "1", "-q:v", "3", "cover.jpg"], { inputs: { "video.mp4": item.video }, outputs: ["cover.jpg"], signal: ctx.signal, timeoutMs: 60_000 });
+    const out = await engine.run(["-i", "video.mp4", "-frames:v", "1", "-q:v", "3", "cover.jpg"], {
+      inputs: { "video.mp4": item.video },
+      outputs: ["cover.jpg"],
+      signal: ctx.signal,
+      timeoutMs: 60_000,
+    });
     cover = out["cover.jpg"]!;
     coverType = "image/jpeg";
   }
-  const coverProbe = await engine.probe(cover, coverType === "image/png" ? "cover.png" : "cover.jpg", { signal: ctx.signal });
+  const coverProbe = await engine.probe(cover, coverType === "image/png" ? "cover.png" : "cover.jpg", {
+    signal: ctx.signal,
+  });
   const picture = coverProbe.streams.find((s) => s.type === "video");
   return {
     video: item.video,
@@ -133,8 +161,29 @@ export const downloadJob: JobKindDeclaration<DownloadInput> = {
       const coverKey = `${PRIVATE_KEY_PREFIX}downloads/${ctx.jobId}/${videoIdx + 1}.${coverExt}`;
       await ctx.blobs.put(videoKey, m.video, { contentType: "video/mp4", expiresAt });
       await ctx.blobs.put(coverKey, m.cover, { contentType: m.coverType, expiresAt });
-      files.push({ idx: videoIdx, kind: "video", key: videoKey, content_type: "video/mp4", download_name: `${stem}.mp4`, bytes: m.video.byteLength, width: m.width, height: m.height, duration_sec: round2(m.duration), has_audio: m.hasAudio });
-      files.push({ idx: videoIdx + 1, kind: "cover", for_idx: videoIdx, key: coverKey, content_type: m.coverType, download_name: `${stem}-cover.${coverExt}`, bytes: m.cover.byteLength, width: m.coverWidth, height: m.coverHeight });
+      files.push({
+        idx: videoIdx,
+        kind: "video",
+        key: videoKey,
+        content_type: "video/mp4",
+        download_name: `${stem}.mp4`,
+        bytes: m.video.byteLength,
+        width: m.width,
+        height: m.height,
+        duration_sec: round2(m.duration),
+        has_audio: m.hasAudio,
+      });
+      files.push({
+        idx: videoIdx + 1,
+        kind: "cover",
+        for_idx: videoIdx,
+        key: coverKey,
+        content_type: m.coverType,
+        download_name: `${stem}-cover.${coverExt}`,
+        bytes: m.cover.byteLength,
+        width: m.coverWidth,
+        height: m.coverHeight,
+      });
     }
     const output: DownloadOutput = {
       media_kind: "video",

@@ -2,7 +2,7 @@
 // download id is the job id); what the job found (title, files, ...) is the job's `output`, written in the
 // same transaction as `complete`, so a record never shows files of a half-finished attempt. This table keeps
 // what is known at submit: the link, and the clock's `created_at` the rolling quota counts from.
-import { defineTables, tablesMigration, type Migration, type TablesOf } from "mediagate/plugin";
+import { defineTables, type Migration, type TablesOf, tablesMigration } from "mediagate/plugin";
 
 export const socialTables = defineTables({
   social_downloads: {

@@ -17,12 +17,25 @@
 //   410 once the 7 days have passed or the file is gone from storage. `?download=1` (or `true`) adds
 //   `Content-Disposition: attachment; filename="<download_name>"`; otherwise the file is `inline`.
 // - GraphQL derives a field for every operation; the file path answers there with a 406 pointing at REST.
-import { ApiError, contentDisposition, fileResponse, operation, pageBody, type PluginDb } from "mediagate/plugin";
+import { ApiError, contentDisposition, fileResponse, operation, type PluginDb, pageBody } from "mediagate/plugin";
 import { SOCIAL_ERRORS } from "./errors.ts";
 import { FileInput, ListInput, SocialDownloadInput } from "./input.ts";
 import type { DownloadInput } from "./job.ts";
-import { QUOTA, quotaState, quotaView, type QuotaView } from "./quota.ts";
-import { isExpired, ListShape, listEntryView, outputOf, RecordShape, RETENTION_DAYS, RETENTION_MS, recordView, insertDownload, socialDownloads, SubmitShape, type DownloadRow } from "./records.ts";
+import { QUOTA, type QuotaView, quotaState, quotaView } from "./quota.ts";
+import {
+  type DownloadRow,
+  insertDownload,
+  isExpired,
+  ListShape,
+  listEntryView,
+  outputOf,
+  RETENTION_DAYS,
+  RETENTION_MS,
+  RecordShape,
+  recordView,
+  SubmitShape,
+  socialDownloads,
+} from "./records.ts";
 
 /** The service-wide pause switch of new downloads (core/pauses.ts). */
 export const PAUSE = "social_downloads";
@@ -49,16 +62,34 @@ export const submit = operation({
       credits: 0,
       partnerJobId,
       description: `Social download: ${link.platform}`,
-      input: { url: link.normalizedUrl, platform: link.platform, expires_at: expiresAt.toISOString() } satisfies DownloadInput,
+      input: {
+        url: link.normalizedUrl,
+        platform: link.platform,
+        expires_at: expiresAt.toISOString(),
+      } satisfies DownloadInput,
       async insertRecords(trx, [downloadId]) {
         // The partner row is locked by now (core/ledger.ts): this count sees every earlier submit.
         const state = await quotaState(trx, ctx.partner.id, now, downloadId);
         if (state.used >= QUOTA.limit) {
           const view = quotaView(state, now);
-          throw new ApiError(429, SOCIAL_ERRORS.dailyLimit, { quota: view }, { "Retry-After": String(Math.max(10, view.resets_in_seconds)) });
+          throw new ApiError(
+            429,
+            SOCIAL_ERRORS.dailyLimit,
+            { quota: view },
+            { "Retry-After": String(Math.max(10, view.resets_in_seconds)) },
+          );
         }
-        if (state.running >= QUOTA.inflight) throw new ApiError(429, SOCIAL_ERRORS.inflight, { quota: quotaView(state, now) }, { "Retry-After": "10" });
-        await insertDownload(trx, { download_id: downloadId!, partner_id: ctx.partner.id, platform: link.platform, url, normalized_url: link.normalizedUrl, created_at: createdAt, expires_at: expiresAt });
+        if (state.running >= QUOTA.inflight)
+          throw new ApiError(429, SOCIAL_ERRORS.inflight, { quota: quotaView(state, now) }, { "Retry-After": "10" });
+        await insertDownload(trx, {
+          download_id: downloadId!,
+          partner_id: ctx.partner.id,
+          platform: link.platform,
+          url,
+          normalized_url: link.normalizedUrl,
+          created_at: createdAt,
+          expires_at: expiresAt,
+        });
         quota = quotaView({ used: state.used + 1, oldest: state.oldest ?? createdAt }, now);
       },
     });
@@ -74,7 +105,11 @@ export const submit = operation({
   },
 });
 
-async function findDownload(ctx: { db: PluginDb; partner: { id: string }; params: Record<string, string> }): Promise<DownloadRow> {
+async function findDownload(ctx: {
+  db: PluginDb;
+  partner: { id: string };
+  params: Record<string, string>;
+}): Promise<DownloadRow> {
   const id = ctx.params.download_id ?? "";
   if (!DOWNLOAD_ID.test(id)) throw new ApiError(404, SOCIAL_ERRORS.notFound);
   const row = await socialDownloads.find(ctx.db, ctx.partner.id, id);

@@ -36,7 +36,12 @@ interface QuotaTables {
 }
 
 /** `exclude`: a job being submitted in the same transaction, not yet one of the counted. */
-export async function quotaState(db: Kysely<QuotaTables>, partnerId: string, now: number, exclude?: string): Promise<QuotaState> {
+export async function quotaState(
+  db: Kysely<QuotaTables>,
+  partnerId: string,
+  now: number,
+  exclude?: string,
+): Promise<QuotaState> {
   const since = new Date(now - WINDOW_MS);
   const [counted, running] = await Promise.all([
     db
@@ -56,10 +61,21 @@ export async function quotaState(db: Kysely<QuotaTables>, partnerId: string, now
       .$if(exclude !== undefined, (q) => q.where("id", "<>", exclude!))
       .executeTakeFirstOrThrow(),
   ]);
-  return { used: Number(counted.n), oldest: counted.oldest === null ? null : new Date(counted.oldest), running: Number(running.n) };
+  return {
+    used: Number(counted.n),
+    oldest: counted.oldest === null ? null : new Date(counted.oldest),
+    running: Number(running.n),
+  };
 }
 
 export function quotaView(state: Pick<QuotaState, "used" | "oldest">, now: number): QuotaView {
-  const resets = state.used > 0 && state.oldest ? Math.max(0, Math.ceil((state.oldest.getTime() + WINDOW_MS - now) / 1000)) : 0;
-  return { limit: QUOTA.limit, used: state.used, remaining: Math.max(0, QUOTA.limit - state.used), window_hours: QUOTA.windowHours, resets_in_seconds: resets };
+  const resets =
+    state.used > 0 && state.oldest ? Math.max(0, Math.ceil((state.oldest.getTime() + WINDOW_MS - now) / 1000)) : 0;
+  return {
+    limit: QUOTA.limit,
+    used: state.used,
+    remaining: Math.max(0, QUOTA.limit - state.used),
+    window_hours: QUOTA.windowHours,
+    resets_in_seconds: resets,
+  };
 }

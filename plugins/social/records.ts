@@ -10,8 +10,8 @@
 // - Additions (versioning rule 3): `normalized_url`, `created_at`, `expires_at` on the record;
 //   `partner_job_id` and `created_at` on list entries; `total`, `limit`, `offset` on the list (convention 8).
 import type { Insertable, Kysely } from "kysely";
-import { z } from "zod";
 import { formatTimestamp, type JobRecord, jobRecords, pageShape } from "mediagate/plugin";
+import { z } from "zod";
 import type { SocialTables } from "./migrations.ts";
 
 export const RETENTION_DAYS = 7;
@@ -56,7 +56,10 @@ export async function insertDownload(db: Kysely<SocialTables>, row: Insertable<S
 }
 
 /** Downloads joined to their kernel job rows (the download id is the job id), for status, file and list alike. */
-export const socialDownloads = jobRecords<SocialDownloadsTable, DownloadOutput>(SOCIAL_DOWNLOADS_TABLE, { jobId: "download_id", newestFirst: ["created_at", "download_id"] });
+export const socialDownloads = jobRecords<SocialDownloadsTable, DownloadOutput>(SOCIAL_DOWNLOADS_TABLE, {
+  jobId: "download_id",
+  newestFirst: ["created_at", "download_id"],
+});
 
 export type DownloadRow = JobRecord<SocialDownloadsTable, DownloadOutput>;
 
@@ -64,7 +67,8 @@ export function outputOf(row: Pick<DownloadRow, "state" | "output">): DownloadOu
   return row.state === "complete" ? row.output : null;
 }
 
-export const isExpired = (row: Pick<DownloadRow, "expires_at">, now: number) => new Date(row.expires_at).getTime() <= now;
+export const isExpired = (row: Pick<DownloadRow, "expires_at">, now: number) =>
+  new Date(row.expires_at).getTime() <= now;
 
 export const filePath = (downloadId: string, idx: number) => `${API_BASE}/social-download/${downloadId}/file/${idx}`;
 

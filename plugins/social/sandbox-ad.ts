@@ -5,7 +5,17 @@
 // measurement can find again: the words and when they are said, the number and places of the cuts, the
 // shots' colours, the loudness.
 import { createHash } from "node:crypto";
-import { AAC_STEREO_ARGS, type EspeakVoice, FASTSTART_ARGS, findSystemFont, h264Args, type MediaEngine, speakTimed, type SpokenRecord, voiceOverBed } from "mediagate/plugin";
+import {
+  AAC_STEREO_ARGS,
+  type EspeakVoice,
+  FASTSTART_ARGS,
+  findSystemFont,
+  h264Args,
+  type MediaEngine,
+  type SpokenRecord,
+  speakTimed,
+  voiceOverBed,
+} from "mediagate/plugin";
 
 export const AD_VOICE: EspeakVoice = { voice: "en-us+f3", pitch: 55, speed: 180, gap: 0 };
 /** When the voice starts, and the quiet it leaves at the end, in seconds. */
@@ -44,12 +54,42 @@ interface Product {
 }
 
 const PRODUCTS: readonly Product[] = [
-  { name: "Harbour mug", does: "keeps your coffee hot for twelve hours", problem: "cold coffee", feature: "The lid never leaks, even in a full bag." },
-  { name: "Summit backpack", does: "fits everything you need for a weekend away", problem: "messy bags", feature: "Every pocket opens with one hand." },
-  { name: "Glow desk lamp", does: "lights your whole desk without the glare", problem: "tired eyes", feature: "It dims on its own when the sun goes down." },
-  { name: "River bottle", does: "filters fresh water anywhere you go", problem: "buying plastic bottles", feature: "One filter lasts for three months." },
-  { name: "Studio headphones", does: "block out the noise of the city", problem: "noisy commutes", feature: "The battery lasts a full week." },
-  { name: "Garden kit", does: "grows fresh herbs on any window sill", problem: "bland dinners", feature: "Just add water once a week." },
+  {
+    name: "Harbour mug",
+    does: "keeps your coffee hot for twelve hours",
+    problem: "cold coffee",
+    feature: "The lid never leaks, even in a full bag.",
+  },
+  {
+    name: "Summit backpack",
+    does: "fits everything you need for a weekend away",
+    problem: "messy bags",
+    feature: "Every pocket opens with one hand.",
+  },
+  {
+    name: "Glow desk lamp",
+    does: "lights your whole desk without the glare",
+    problem: "tired eyes",
+    feature: "It dims on its own when the sun goes down.",
+  },
+  {
+    name: "River bottle",
+    does: "filters fresh water anywhere you go",
+    problem: "buying plastic bottles",
+    feature: "One filter lasts for three months.",
+  },
+  {
+    name: "Studio headphones",
+    does: "block out the noise of the city",
+    problem: "noisy commutes",
+    feature: "The battery lasts a full week.",
+  },
+  {
+    name: "Garden kit",
+    does: "grows fresh herbs on any window sill",
+    problem: "bland dinners",
+    feature: "Just add water once a week.",
+  },
 ];
 
 const HOOKS: ReadonlyArray<(p: Product) => string> = [
@@ -66,7 +106,11 @@ const CALLS: readonly string[] = [
   "Visit our store and try it free for thirty days.",
 ];
 
-const PROOF = ["Over ten thousand people already love it.", "It has five stars from our customers.", "Made to last, and built by a small team."];
+const PROOF = [
+  "Over ten thousand people already love it.",
+  "It has five stars from our customers.",
+  "Made to last, and built by a small team.",
+];
 
 /** Numbers seeded by `seed`: the same link makes the same ad. */
 function seeded(seed: string) {
@@ -90,7 +134,15 @@ export function adPlan(seed: string, seconds: number): AdPlan {
   const hook = HOOKS[pick(HOOKS.length)]!(product);
   const call = CALLS[pick(CALLS.length)]!;
   const proof = PROOF[pick(PROOF.length)]!;
-  const sentences = [hook, `Meet the ${product.name}.`, `It ${product.does}.`, product.feature, proof, ...PROOF.filter((p) => p !== proof), call];
+  const sentences = [
+    hook,
+    `Meet the ${product.name}.`,
+    `It ${product.does}.`,
+    product.feature,
+    proof,
+    ...PROOF.filter((p) => p !== proof),
+    call,
+  ];
   const frames = Math.max(FPS, Math.round(seconds * FPS));
   const count = Math.max(2, Math.min(8, Math.round(frames / FPS / SHOT_SECONDS)));
   // Shot lengths vary by up to a quarter around the mean, in whole frames that add up to the ad's.
@@ -114,14 +166,19 @@ async function adSpeech(plan: AdPlan, signal?: AbortSignal): Promise<{ wav: Uint
   const slot = plan.seconds - AD_SPEECH_START - SPEECH_TAIL;
   const middle = plan.sentences.slice(1, -1);
   const candidates: string[][] = [];
-  for (let keep = middle.length; keep >= 0; keep--) candidates.push([plan.sentences[0]!, ...middle.slice(0, keep), plan.call]);
+  for (let keep = middle.length; keep >= 0; keep--)
+    candidates.push([plan.sentences[0]!, ...middle.slice(0, keep), plan.call]);
   candidates.push([plan.sentences[0]!]);
   for (const sentences of candidates) {
     // At least 0.33 s a word at this speed: skip what cannot fit before paying for its synthesis.
     if (sentences.join(" ").split(/\s+/).length * 0.33 > slot) continue;
     const said = await speakTimed(sentences.join(" "), AD_VOICE, { signal, language: "en" });
     if (said.wav.durationSeconds <= slot) {
-      const words = said.spoken.words.map((w) => ({ ...w, start: round3(w.start + AD_SPEECH_START), end: round3(w.end + AD_SPEECH_START) }));
+      const words = said.spoken.words.map((w) => ({
+        ...w,
+        start: round3(w.start + AD_SPEECH_START),
+        end: round3(w.end + AD_SPEECH_START),
+      }));
       return { wav: said.wav.bytes, spoken: { language: said.spoken.language, words } };
     }
   }
@@ -140,13 +197,27 @@ export interface SandboxAd {
 /** Renders the ad of `seed`: H.264 (yuv420p) and, with `audio`, AAC 48 kHz stereo, the index in front. */
 export async function makeSandboxAd(
   engine: MediaEngine,
-  o: { seed: string; seconds: number; width: number; height: number; title: string; audio: boolean; signal?: AbortSignal },
+  o: {
+    seed: string;
+    seconds: number;
+    width: number;
+    height: number;
+    title: string;
+    audio: boolean;
+    signal?: AbortSignal;
+  },
 ): Promise<SandboxAd> {
   const plan = adPlan(o.seed, o.seconds);
   const T = plan.seconds.toFixed(2);
   const args: string[] = [];
   const inputs: Record<string, Uint8Array> = {};
-  for (const shot of plan.shots) args.push("-f", "lavfi", "-i", `color=c=0x${shot.hex}:s=${o.width}x${o.height}:r=${FPS}:d=${shot.seconds.toFixed(2)}`);
+  for (const shot of plan.shots)
+    args.push(
+      "-f",
+      "lavfi",
+      "-i",
+      `color=c=0x${shot.hex}:s=${o.width}x${o.height}:r=${FPS}:d=${shot.seconds.toFixed(2)}`,
+    );
   const n = plan.shots.length;
   let picture = `${plan.shots.map((_, i) => `[${i}:v]`).join("")}concat=n=${n}:v=1:a=0`;
   const font = findSystemFont();
@@ -166,14 +237,38 @@ export async function makeSandboxAd(
       inputs["speech.wav"] = speech.wav;
       args.push("-i", "speech.wav");
       // The tone (as long as the ad) is the bed.
-      filters.push(...voiceOverBed({ bed: n, voice: n + 1, bedGain: BED_GAIN, voiceGain: VOICE_GAIN, delayMs: Math.round(AD_SPEECH_START * 1000), out: "a" }));
+      filters.push(
+        ...voiceOverBed({
+          bed: n,
+          voice: n + 1,
+          bedGain: BED_GAIN,
+          voiceGain: VOICE_GAIN,
+          delayMs: Math.round(AD_SPEECH_START * 1000),
+          out: "a",
+        }),
+      );
     } else {
       filters.push(`[${n}:a]volume=${BED_GAIN}[a]`);
     }
   }
   args.push("-filter_complex", filters.join(";"), "-map", "[v]");
   if (o.audio) args.push("-map", "[a]", ...AAC_STEREO_ARGS);
-  args.push(...h264Args({ preset: "ultrafast", crf: 28, fps: FPS }), "-t", T, ...FASTSTART_ARGS, "-fflags", "+bitexact", "-map_metadata", "-1", "ad.mp4");
-  const out = await engine.run(args, { inputs, outputs: ["ad.mp4"], durationSeconds: plan.seconds, ...(o.signal ? { signal: o.signal } : {}) });
+  args.push(
+    ...h264Args({ preset: "ultrafast", crf: 28, fps: FPS }),
+    "-t",
+    T,
+    ...FASTSTART_ARGS,
+    "-fflags",
+    "+bitexact",
+    "-map_metadata",
+    "-1",
+    "ad.mp4",
+  );
+  const out = await engine.run(args, {
+    inputs,
+    outputs: ["ad.mp4"],
+    durationSeconds: plan.seconds,
+    ...(o.signal ? { signal: o.signal } : {}),
+  });
   return { video: out["ad.mp4"]!, spoken: o.audio ? (speech?.spoken ?? { language: "en", words: [] }) : null, plan };
 }

@@ -12,7 +12,17 @@
 //   sandbox-noaudio   a video without sound        sandbox-carousel-N  N items (cut to 10 by the caps)
 //   sandbox-flaky     the first attempt throws an unexpected error (the runtime's retry succeeds)
 import { createHash } from "node:crypto";
-import { definePlugin, type ExtractedItem, type ExtractedPost, ExtractionError, type ExtractRequest, type MediaEngine, sandboxConfig, sandboxSleep, type SocialExtractor } from "mediagate/plugin";
+import {
+  definePlugin,
+  type ExtractedItem,
+  type ExtractedPost,
+  ExtractionError,
+  type ExtractRequest,
+  type MediaEngine,
+  type SocialExtractor,
+  sandboxConfig,
+  sandboxSleep,
+} from "mediagate/plugin";
 import type { FailureReason } from "./errors.ts";
 import type { Platform } from "./hosts.ts";
 import { adPlan, makeSandboxAd } from "./sandbox-ad.ts";
@@ -33,7 +43,20 @@ const SIZES: Record<Platform | "vertical", { width: number; height: number }> = 
   vertical: { width: 288, height: 512 },
 };
 
-const WORDS = ["Sunset", "Harbour", "Morning", "Coffee", "Street", "Market", "Mountain", "River", "Studio", "Garden", "Night", "City"];
+const WORDS = [
+  "Sunset",
+  "Harbour",
+  "Morning",
+  "Coffee",
+  "Street",
+  "Market",
+  "Mountain",
+  "River",
+  "Studio",
+  "Garden",
+  "Night",
+  "City",
+];
 const VERBS = ["walk", "session", "tour", "routine", "story", "recipe", "workout", "drive"];
 
 /** Numbers seeded by the link: the same link makes the same post. */
@@ -72,10 +95,28 @@ export function sandboxPlan(url: string, platform: Platform): SandboxPostPlan {
 
 const itemSeed = (url: string, i: number) => `${url}#${i}`;
 
-async function makeItem(engine: MediaEngine, plan: SandboxPostPlan, url: string, i: number, signal: AbortSignal): Promise<ExtractedItem> {
+async function makeItem(
+  engine: MediaEngine,
+  plan: SandboxPostPlan,
+  url: string,
+  i: number,
+  signal: AbortSignal,
+): Promise<ExtractedItem> {
   const title = plan.items > 1 ? `${plan.title} (${i + 1}/${plan.items})` : plan.title;
-  const ad = await makeSandboxAd(engine, { seed: itemSeed(url, i), seconds: plan.seconds[i]!, width: plan.width, height: plan.height, title, audio: plan.audio, signal });
-  const cover = await engine.run(["-i", "video.mp4", "-frames:v", "1", "-q:v", "3", "cover.jpg"], { inputs: { "video.mp4": ad.video }, outputs: ["cover.jpg"], signal });
+  const ad = await makeSandboxAd(engine, {
+    seed: itemSeed(url, i),
+    seconds: plan.seconds[i]!,
+    width: plan.width,
+    height: plan.height,
+    title,
+    audio: plan.audio,
+    signal,
+  });
+  const cover = await engine.run(["-i", "video.mp4", "-frames:v", "1", "-q:v", "3", "cover.jpg"], {
+    inputs: { "video.mp4": ad.video },
+    outputs: ["cover.jpg"],
+    signal,
+  });
   return { video: ad.video, cover: { bytes: cover["cover.jpg"]!, mimeType: "image/jpeg" }, spoken: ad.spoken };
 }
 
@@ -115,6 +156,7 @@ export default definePlugin({
   requires: ["media"],
   provides: {
     // The engine is fetched on first use: capabilities are built at boot, ffmpeg.wasm is not.
-    "social.extract": (host) => sandboxExtractor({ latencyMs: sandboxConfig.of(host).latencyMs, media: () => host.capability("media") }),
+    "social.extract": (host) =>
+      sandboxExtractor({ latencyMs: sandboxConfig.of(host).latencyMs, media: () => host.capability("media") }),
   },
 });

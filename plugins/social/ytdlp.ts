@@ -19,7 +19,24 @@ import { spawn } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { childEnv, cleanUpstreamText, type ExtractedItem, type ExtractedPost, ExtractionError, type ExtractRequest, firstAudio, firstVideo, type MediaEngine, type Probe, sniffImageType, sniffMedia, type SocialExtractor, type SocialLimits, UPSTREAM_TEXT_LIMITS, VIDEO_CONTAINERS } from "mediagate/plugin";
+import {
+  childEnv,
+  cleanUpstreamText,
+  type ExtractedItem,
+  type ExtractedPost,
+  ExtractionError,
+  type ExtractRequest,
+  firstAudio,
+  firstVideo,
+  type MediaEngine,
+  type Probe,
+  type SocialExtractor,
+  type SocialLimits,
+  sniffImageType,
+  sniffMedia,
+  UPSTREAM_TEXT_LIMITS,
+  VIDEO_CONTAINERS,
+} from "mediagate/plugin";
 import type { FailureReason } from "./errors.ts";
 
 /** H.264 + AAC in MP4 when the network offers it (no re-encode then), else the best there is. */
@@ -31,8 +48,26 @@ const COMMON = ["--ignore-config", "--no-warnings", "--no-cache-dir", "--socket-
  * Demuxers yt-dlp's own ffmpeg runs may use: what sites serve as downloaded files (MP4/MOV, WebM/Matroska,
  * MPEG-TS from HLS downloads, FLV, plain audio) and thumbnails. No playlist, manifest or concat demuxer.
  */
-export const YTDLP_FFMPEG_FORMATS = ["mov", "matroska", "webm", "mpegts", "flv", "mp3", "aac", "ogg", "flac", "wav", "image2", "png_pipe", "jpeg_pipe", "webp_pipe"];
-export const YTDLP_FFMPEG_INPUT_ARGS = ["--postprocessor-args", `ffmpeg_i:-protocol_whitelist file -format_whitelist ${YTDLP_FFMPEG_FORMATS.join(",")}`];
+export const YTDLP_FFMPEG_FORMATS = [
+  "mov",
+  "matroska",
+  "webm",
+  "mpegts",
+  "flv",
+  "mp3",
+  "aac",
+  "ogg",
+  "flac",
+  "wav",
+  "image2",
+  "png_pipe",
+  "jpeg_pipe",
+  "webp_pipe",
+];
+export const YTDLP_FFMPEG_INPUT_ARGS = [
+  "--postprocessor-args",
+  `ffmpeg_i:-protocol_whitelist file -format_whitelist ${YTDLP_FFMPEG_FORMATS.join(",")}`,
+];
 
 export interface YtdlpNetwork {
   /** A proxy for yt-dlp's requests, only when a deployment configures one (never taken from the environment). */
@@ -42,23 +77,48 @@ export interface YtdlpNetwork {
 const networkArgs = (network: YtdlpNetwork = {}) => (network.proxy ? ["--proxy", network.proxy] : []);
 
 export function infoArgs(url: string, limits: SocialLimits, network?: YtdlpNetwork): string[] {
-  return [...COMMON, ...networkArgs(network), "--dump-single-json", "--yes-playlist", "--playlist-items", `1-${limits.maxItems}`, "--", url];
+  return [
+    ...COMMON,
+    ...networkArgs(network),
+    "--dump-single-json",
+    "--yes-playlist",
+    "--playlist-items",
+    `1-${limits.maxItems}`,
+    "--",
+    url,
+  ];
 }
 
-export function downloadArgs(infoJsonPath: string, dir: string, limits: SocialLimits, network?: YtdlpNetwork): string[] {
+export function downloadArgs(
+  infoJsonPath: string,
+  dir: string,
+  limits: SocialLimits,
+  network?: YtdlpNetwork,
+): string[] {
   return [
     ...COMMON,
     ...networkArgs(network),
     ...YTDLP_FFMPEG_INPUT_ARGS,
-    "--load-info-json", infoJsonPath,
-    "-f", FORMAT,
-    "--max-filesize", String(limits.maxFileBytes),
-    "--merge-output-format", "mp4",
-    "--write-thumbnail", "--convert-thumbnails", "jpg",
-    "--no-part", "--no-mtime", "--newline",
-    "--paths", dir,
-    "-o", "%(playlist_index|1)s.%(ext)s",
-    "-o", "thumbnail:%(playlist_index|1)s.%(ext)s",
+    "--load-info-json",
+    infoJsonPath,
+    "-f",
+    FORMAT,
+    "--max-filesize",
+    String(limits.maxFileBytes),
+    "--merge-output-format",
+    "mp4",
+    "--write-thumbnail",
+    "--convert-thumbnails",
+    "jpg",
+    "--no-part",
+    "--no-mtime",
+    "--newline",
+    "--paths",
+    dir,
+    "-o",
+    "%(playlist_index|1)s.%(ext)s",
+    "-o",
+    "thumbnail:%(playlist_index|1)s.%(ext)s",
   ];
 }
 
@@ -69,7 +129,13 @@ export interface PostInfo {
   entries: Array<{ index: number; duration: number | null; bytes: number | null }>;
 }
 
-const hasVideo = (e: any) => e && (e.vcodec ? e.vcodec !== "none" : Array.isArray(e.formats) ? e.formats.some((f: any) => f.vcodec && f.vcodec !== "none") : Boolean(e.url || e.duration));
+const hasVideo = (e: any) =>
+  e &&
+  (e.vcodec
+    ? e.vcodec !== "none"
+    : Array.isArray(e.formats)
+      ? e.formats.some((f: any) => f.vcodec && f.vcodec !== "none")
+      : Boolean(e.url || e.duration));
 
 function chosenBytes(e: any): number | null {
   const parts = Array.isArray(e.requested_formats) ? e.requested_formats : [e];
@@ -90,21 +156,33 @@ export function parsePostInfo(json: string, limits: SocialLimits): PostInfo {
   } catch {
     throw new ExtractionError("failed", "yt-dlp printed no valid JSON");
   }
-  const list: any[] = info?._type === "playlist" || Array.isArray(info?.entries) ? (info.entries ?? []).filter(Boolean) : [info];
+  const list: any[] =
+    info?._type === "playlist" || Array.isArray(info?.entries) ? (info.entries ?? []).filter(Boolean) : [info];
   const entries = list
     .map((e, i) => ({ e, index: typeof e.playlist_index === "number" ? e.playlist_index : i + 1 }))
     .filter(({ e }) => hasVideo(e))
     .slice(0, limits.maxItems)
-    .map(({ e, index }) => ({ index, duration: typeof e.duration === "number" ? e.duration : null, bytes: chosenBytes(e) }));
+    .map(({ e, index }) => ({
+      index,
+      duration: typeof e.duration === "number" ? e.duration : null,
+      bytes: chosenBytes(e),
+    }));
   if (entries.length === 0) throw new ExtractionError("no_video", "no video entries");
   const seconds = entries.reduce((s, e) => s + (e.duration ?? 0), 0);
   if (seconds > limits.maxSeconds) throw new ExtractionError("too_long", `${seconds} s`);
-  if (entries.some((e) => (e.bytes ?? 0) > limits.maxFileBytes) || entries.reduce((s, e) => s + (e.bytes ?? 0), 0) > limits.maxJobBytes) {
+  if (
+    entries.some((e) => (e.bytes ?? 0) > limits.maxFileBytes) ||
+    entries.reduce((s, e) => s + (e.bytes ?? 0), 0) > limits.maxJobBytes
+  ) {
     throw new ExtractionError("too_large", "over the size cap");
   }
   const first = list[0] ?? {};
   // The post's own text (its author's: anything at all): cleaned like partner input and capped (lib/upstream-text.ts).
-  const text = (...values: unknown[]) => cleanUpstreamText(String(values.find((v) => typeof v === "string" && v.trim()) ?? "").trim(), UPSTREAM_TEXT_LIMITS.title).trim();
+  const text = (...values: unknown[]) =>
+    cleanUpstreamText(
+      String(values.find((v) => typeof v === "string" && v.trim()) ?? "").trim(),
+      UPSTREAM_TEXT_LIMITS.title,
+    ).trim();
   return {
     title: text(info.title, first.title, info.description, first.description),
     uploader: text(info.uploader, info.channel, info.uploader_id, first.uploader, first.channel, first.uploader_id),
@@ -114,13 +192,23 @@ export function parsePostInfo(json: string, limits: SocialLimits): PostInfo {
 
 // yt-dlp's wording, by reason. Login first: "login required" messages often also say "not available".
 const PATTERNS: ReadonlyArray<[RegExp, FailureReason]> = [
-  [/log ?in|sign ?in|--cookies|cookies-from-browser|authenticat|account to view|age[- ]restricted|confirm your age|inappropriate for some users/i, "login_required"],
+  [
+    /log ?in|sign ?in|--cookies|cookies-from-browser|authenticat|account to view|age[- ]restricted|confirm your age|inappropriate for some users/i,
+    "login_required",
+  ],
   [/larger than max-filesize|file is larger than/i, "too_large"],
-  [/no video formats found|there is no video|no video (could be|was) found|does not contain (any )?video|unsupported url|not a video|requested format is not available/i, "no_video"],
-  [/private|been removed|been deleted|does not exist|no longer available|not available|unavailable|content isn't available|http error 404|http error 410|blocked in your country|geo[- ]?restrict/i, "unavailable"],
+  [
+    /no video formats found|there is no video|no video (could be|was) found|does not contain (any )?video|unsupported url|not a video|requested format is not available/i,
+    "no_video",
+  ],
+  [
+    /private|been removed|been deleted|does not exist|no longer available|not available|unavailable|content isn't available|http error 404|http error 410|blocked in your country|geo[- ]?restrict/i,
+    "unavailable",
+  ],
 ];
 /** Failures worth the runtime's retry (the network, the network's rate limit), not the post's fault. */
-const TRANSIENT = /timed out|timeout|connection (reset|refused|aborted)|temporary failure|name resolution|network is unreachable|http error 5\d\d|http error 429|too many requests|unable to download (webpage|json)/i;
+const TRANSIENT =
+  /timed out|timeout|connection (reset|refused|aborted)|temporary failure|name resolution|network is unreachable|http error 5\d\d|http error 429|too many requests|unable to download (webpage|json)/i;
 
 /** The plain reason of a failed yt-dlp run, or null when it looks transient (the job is retried). */
 export function classifyFailure(output: string): FailureReason | null {
@@ -140,7 +228,11 @@ export interface RunResult {
 const MAX_STDOUT = 32 * 1024 * 1024;
 
 /** Runs yt-dlp; killed on abort or after `timeoutMs`. Output beyond the caps is dropped, not buffered. */
-export function runYtdlp(binary: string, args: string[], options: { signal: AbortSignal; timeoutMs: number; cwd?: string; onLine?(line: string): void }): Promise<RunResult> {
+export function runYtdlp(
+  binary: string,
+  args: string[],
+  options: { signal: AbortSignal; timeoutMs: number; cwd?: string; onLine?(line: string): void },
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     if (options.signal.aborted) return reject(options.signal.reason);
     // Only PATH (yt-dlp finds ffmpeg there), a HOME and TMPDIR of its own, a UTF-8 locale and unbuffered
@@ -186,12 +278,33 @@ export function playableArgs(probe: Probe, input: string, output: string): strin
   const copyVideo = video?.codec === "h264";
   const copyAudio = !audio || audio.codec === "aac";
   return [
-    "-i", input,
-    "-map", "0:v:0", "-map", "0:a:0?", "-dn", "-sn",
-    ...(copyVideo ? ["-c:v", "copy"] : ["-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-pix_fmt", "yuv420p", "-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2"]),
+    "-i",
+    input,
+    "-map",
+    "0:v:0",
+    "-map",
+    "0:a:0?",
+    "-dn",
+    "-sn",
+    ...(copyVideo
+      ? ["-c:v", "copy"]
+      : [
+          "-c:v",
+          "libx264",
+          "-preset",
+          "veryfast",
+          "-crf",
+          "23",
+          "-pix_fmt",
+          "yuv420p",
+          "-vf",
+          "scale=trunc(iw/2)*2:trunc(ih/2)*2",
+        ]),
     ...(audio ? (copyAudio ? ["-c:a", "copy"] : ["-c:a", "aac", "-b:a", "128k", "-ac", "2"]) : []),
-    "-map_metadata", "-1",
-    "-movflags", "+faststart",
+    "-map_metadata",
+    "-1",
+    "-movflags",
+    "+faststart",
     output,
   ];
 }
@@ -205,11 +318,17 @@ export function progressOf(line: string): number | null {
   return m ? Number(m[1]) / 100 : null;
 }
 
-export function ytdlpExtractor(options: { binary: string; media: () => MediaEngine; timeoutMs?: number; network?: YtdlpNetwork }): SocialExtractor {
+export function ytdlpExtractor(options: {
+  binary: string;
+  media: () => MediaEngine;
+  timeoutMs?: number;
+  network?: YtdlpNetwork;
+}): SocialExtractor {
   const timeoutMs = options.timeoutMs ?? 20 * 60_000;
   const failWith = (res: RunResult, step: string) => {
     const reason = classifyFailure(`${res.stderr}\n${res.stdout.slice(-4000)}`);
-    if (reason === null) throw new Error(`yt-dlp ${step} failed (exit ${res.code}), transient: ${res.stderr.slice(-500)}`);
+    if (reason === null)
+      throw new Error(`yt-dlp ${step} failed (exit ${res.code}), transient: ${res.stderr.slice(-500)}`);
     throw new ExtractionError(reason, `yt-dlp ${step} failed (exit ${res.code}): ${res.stderr.slice(-500)}`);
   };
 
@@ -217,7 +336,11 @@ export function ytdlpExtractor(options: { binary: string; media: () => MediaEngi
     async extract(req: ExtractRequest): Promise<ExtractedPost> {
       const dir = await mkdtemp(join(tmpdir(), "mediagate-social-"));
       try {
-        const info = await runYtdlp(options.binary, infoArgs(req.url, req.limits, options.network), { signal: req.signal, timeoutMs: 120_000, cwd: dir });
+        const info = await runYtdlp(options.binary, infoArgs(req.url, req.limits, options.network), {
+          signal: req.signal,
+          timeoutMs: 120_000,
+          cwd: dir,
+        });
         if (info.code !== 0) failWith(info, "info");
         const post = parsePostInfo(info.stdout, req.limits);
         await req.onProgress(0.1);
@@ -249,21 +372,35 @@ export function ytdlpExtractor(options: { binary: string; media: () => MediaEngi
         }
         const engine = options.media();
         const items: ExtractedItem[] = [];
-        const found = [...byIndex.entries()].filter(([, s]) => s.video).sort(([a], [b]) => a - b).slice(0, req.limits.maxItems);
+        const found = [...byIndex.entries()]
+          .filter(([, s]) => s.video)
+          .sort(([a], [b]) => a - b)
+          .slice(0, req.limits.maxItems);
         // --max-filesize skips an oversized file with exit code 0: nothing on disk then, and yt-dlp said why.
-        if (found.length === 0) failWith({ ...download, stderr: `ERROR: ${download.stdout}\n${download.stderr}` }, "download");
+        if (found.length === 0)
+          failWith({ ...download, stderr: `ERROR: ${download.stdout}\n${download.stderr}` }, "download");
         let total = 0;
         for (const [n, [, slot]] of found.entries()) {
           const raw = new Uint8Array(await readFile(join(out, slot.video!)));
           const ext = slot.video!.split(".").pop()!;
           // What the site served is judged by its bytes: anything but a video container (a manifest, a page)
           // never reaches the engine.
-          if (!sniffMedia(raw, VIDEO_CONTAINERS)) throw new ExtractionError("failed", `download ${slot.video} is not a video container`);
+          if (!sniffMedia(raw, VIDEO_CONTAINERS))
+            throw new ExtractionError("failed", `download ${slot.video} is not a video container`);
           const probe = await engine.probe(raw, `in.${ext}`, { signal: req.signal });
           const seconds = probe.durationSeconds;
-          const playable = (await engine.run(playableArgs(probe, `in.${ext}`, "out.mp4"), { inputs: { [`in.${ext}`]: raw }, outputs: ["out.mp4"], signal: req.signal, durationSeconds: seconds, timeoutMs }))["out.mp4"]!;
+          const playable = (
+            await engine.run(playableArgs(probe, `in.${ext}`, "out.mp4"), {
+              inputs: { [`in.${ext}`]: raw },
+              outputs: ["out.mp4"],
+              signal: req.signal,
+              durationSeconds: seconds,
+              timeoutMs,
+            })
+          )["out.mp4"]!;
           total += playable.byteLength;
-          if (playable.byteLength > req.limits.maxFileBytes || total > req.limits.maxJobBytes) throw new ExtractionError("too_large", "over the size cap after conversion");
+          if (playable.byteLength > req.limits.maxFileBytes || total > req.limits.maxJobBytes)
+            throw new ExtractionError("too_large", "over the size cap after conversion");
           const coverBytes = slot.cover ? new Uint8Array(await readFile(join(out, slot.cover))) : null;
           const mimeType = coverBytes ? sniffImageType(coverBytes, ["image/jpeg", "image/png"]) : null;
           items.push({ video: playable, cover: coverBytes && mimeType ? { bytes: coverBytes, mimeType } : null });

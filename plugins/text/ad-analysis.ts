@@ -29,7 +29,9 @@ const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? o
 export function clock(seconds: number, decimals = 0): string {
   const m = Math.floor(seconds / 60);
   const rest = seconds - m * 60;
-  const text = decimals ? rest.toFixed(decimals).padStart(decimals + 3, "0") : String(Math.floor(rest)).padStart(2, "0");
+  const text = decimals
+    ? rest.toFixed(decimals).padStart(decimals + 3, "0")
+    : String(Math.floor(rest)).padStart(2, "0");
   return `${m}:${text}`;
 }
 
@@ -45,15 +47,25 @@ function brightnessWord(b: number): string {
 function isFacts(value: unknown): value is AdFacts {
   const f = value as AdFacts;
   return (
-    typeof f === "object" && f !== null && typeof f.duration_seconds === "number" && Array.isArray(f.cut_times) && Array.isArray(f.frames) &&
-    typeof f.transcript === "object" && f.transcript !== null && Array.isArray(f.transcript.lines) && typeof f.hook === "object" && f.hook !== null
+    typeof f === "object" &&
+    f !== null &&
+    typeof f.duration_seconds === "number" &&
+    Array.isArray(f.cut_times) &&
+    Array.isArray(f.frames) &&
+    typeof f.transcript === "object" &&
+    f.transcript !== null &&
+    Array.isArray(f.transcript.lines) &&
+    typeof f.hook === "object" &&
+    f.hook !== null
   );
 }
 
 export function summary(f: AdFacts): string {
   const parts = [
     `A ${s1(f.duration_seconds)}-second ${f.orientation} ${f.platform} ad (${f.width}x${f.height}) with ${plural(f.cuts, "cut")}` +
-      (f.cuts ? `, ${s1(f.cuts_per_minute)} a minute, one shot every ${s1(f.average_shot_seconds)} seconds on average.` : `: one continuous shot.`),
+      (f.cuts
+        ? `, ${s1(f.cuts_per_minute)} a minute, one shot every ${s1(f.average_shot_seconds)} seconds on average.`
+        : `: one continuous shot.`),
   ];
   if (f.transcript.words > 0) {
     const first = f.transcript.lines[0]?.text ?? f.transcript.text;
@@ -62,12 +74,16 @@ export function summary(f: AdFacts): string {
         (f.transcript.words_per_minute !== null ? ` (${f.transcript.words_per_minute} words per minute)` : "") +
         `, opening with "${first}"`,
     );
-    parts[parts.length - 1] += f.call_to_action ? ` and closing on the call to action "${f.call_to_action}"` : ", with no spoken call to action";
+    parts[parts.length - 1] += f.call_to_action
+      ? ` and closing on the call to action "${f.call_to_action}"`
+      : ", with no spoken call to action";
     if (!/[.!?]"$/.test(parts[parts.length - 1]!)) parts[parts.length - 1] += ".";
   } else {
     parts.push(f.has_audio ? "No speech was heard in its sound." : "It has no sound.");
   }
-  parts.push(`Its picture is mostly ${colourList(f.dominant_colours)}, ${brightnessWord(f.average_brightness)} overall (average brightness ${s1(f.average_brightness)} of 100).`);
+  parts.push(
+    `Its picture is mostly ${colourList(f.dominant_colours)}, ${brightnessWord(f.average_brightness)} overall (average brightness ${s1(f.average_brightness)} of 100).`,
+  );
   return parts.join(" ");
 }
 
@@ -81,16 +97,29 @@ export function analysis(f: AdFacts): string {
 
   // The hook.
   const shown = f.hook.shown;
-  const picture = shown ? `a ${brightnessWord(shown.brightness)} ${shown.colours[0]?.name ?? "mixed"} frame (brightness ${s1(shown.brightness)})` : "no frame";
+  const picture = shown
+    ? `a ${brightnessWord(shown.brightness)} ${shown.colours[0]?.name ?? "mixed"} frame (brightness ${s1(shown.brightness)})`
+    : "no frame";
   if (f.hook.said) {
     const question = /\?/.test(f.hook.said) ? " It opens on a question, inviting the viewer to answer it." : "";
-    out.push(`Hook (first ${f.hook.seconds} seconds): "${f.hook.said}" is said over ${picture}, with ${plural(f.hook.cuts, "cut")} in those seconds.${question}`);
+    out.push(
+      `Hook (first ${f.hook.seconds} seconds): "${f.hook.said}" is said over ${picture}, with ${plural(f.hook.cuts, "cut")} in those seconds.${question}`,
+    );
   } else {
-    out.push(`Hook (first ${f.hook.seconds} seconds): nothing is said; the ad opens on ${picture}, with ${plural(f.hook.cuts, "cut")} in those seconds, so the picture alone must stop the scroll.`);
+    out.push(
+      `Hook (first ${f.hook.seconds} seconds): nothing is said; the ad opens on ${picture}, with ${plural(f.hook.cuts, "cut")} in those seconds, so the picture alone must stop the scroll.`,
+    );
   }
 
   // Pacing.
-  const pace = f.cuts === 0 ? "a single shot" : f.average_shot_seconds < AD_RULES.fastShotSeconds ? "a fast edit" : f.average_shot_seconds > AD_RULES.slowShotSeconds ? "a slow edit" : "a moderate edit";
+  const pace =
+    f.cuts === 0
+      ? "a single shot"
+      : f.average_shot_seconds < AD_RULES.fastShotSeconds
+        ? "a fast edit"
+        : f.average_shot_seconds > AD_RULES.slowShotSeconds
+          ? "a slow edit"
+          : "a moderate edit";
   out.push(
     f.cuts
       ? `Pacing: ${plural(f.cuts, "cut")} in ${s1(f.duration_seconds)} seconds (${s1(f.cuts_per_minute)} a minute, at ${f.cut_times.map((t) => `${s1(t)} s`).join(", ")}), ${pace}: shots last ${s1(f.average_shot_seconds)} seconds on average.`
@@ -102,32 +131,52 @@ export function analysis(f: AdFacts): string {
     const wpm = f.transcript.words_per_minute;
     const band = wpm > AD_RULES.briskWpm ? "brisk" : wpm < AD_RULES.slowWpm ? "slow" : "conversational";
     const share = f.duration_seconds > 0 ? f.transcript.speech_seconds / f.duration_seconds : 0;
-    out.push(`Voice: ${wpm} words per minute, a ${band} pace; speech fills ${pct(Math.min(1, share))} of the ad (${s1(f.transcript.speech_seconds)} of ${s1(f.duration_seconds)} seconds).`);
+    out.push(
+      `Voice: ${wpm} words per minute, a ${band} pace; speech fills ${pct(Math.min(1, share))} of the ad (${s1(f.transcript.speech_seconds)} of ${s1(f.duration_seconds)} seconds).`,
+    );
   } else if (f.transcript.words > 0) {
     out.push(`Voice: ${plural(f.transcript.words, "word")}, too short to give a speaking rate.`);
   } else {
-    out.push(f.has_audio ? "Voice: no speech was heard; the sound carries no words." : "Voice: the ad has no sound track.");
+    out.push(
+      f.has_audio ? "Voice: no speech was heard; the sound carries no words." : "Voice: the ad has no sound track.",
+    );
   }
 
   // Sound.
   if (f.loudness) {
     const diff = f.loudness.integrated_lufs - AD_RULES.platformLufs;
-    const level = Math.abs(diff) < 1 ? `at the ${AD_RULES.platformLufs} LUFS many platforms normalize to` : `${s1(Math.abs(diff))} LU ${diff < 0 ? "quieter" : "louder"} than the ${AD_RULES.platformLufs} LUFS many platforms normalize to`;
+    const level =
+      Math.abs(diff) < 1
+        ? `at the ${AD_RULES.platformLufs} LUFS many platforms normalize to`
+        : `${s1(Math.abs(diff))} LU ${diff < 0 ? "quieter" : "louder"} than the ${AD_RULES.platformLufs} LUFS many platforms normalize to`;
     let peak = "";
-    if (f.loudness.true_peak_dbtp !== null) peak = f.loudness.true_peak_dbtp > AD_RULES.peakCeilingDbtp ? `; its true peak of ${s1(f.loudness.true_peak_dbtp)} dBTP is above the ${AD_RULES.peakCeilingDbtp} dBTP ceiling and may clip after encoding` : `; true peak ${s1(f.loudness.true_peak_dbtp)} dBTP, under the ${AD_RULES.peakCeilingDbtp} dBTP ceiling`;
+    if (f.loudness.true_peak_dbtp !== null)
+      peak =
+        f.loudness.true_peak_dbtp > AD_RULES.peakCeilingDbtp
+          ? `; its true peak of ${s1(f.loudness.true_peak_dbtp)} dBTP is above the ${AD_RULES.peakCeilingDbtp} dBTP ceiling and may clip after encoding`
+          : `; true peak ${s1(f.loudness.true_peak_dbtp)} dBTP, under the ${AD_RULES.peakCeilingDbtp} dBTP ceiling`;
     out.push(`Sound: integrated loudness ${s1(f.loudness.integrated_lufs)} LUFS, ${level}${peak}.`);
   }
 
   // Look.
-  const changes = f.frames.length > 1 ? ` Across the ${plural(f.frames.length, "shot")} measured the leading colour goes ${f.frames.map((fr) => fr.colours[0]?.name ?? "mixed").join(" -> ")}.` : "";
-  out.push(`Look: mostly ${colourList(f.dominant_colours)}; average brightness ${s1(f.average_brightness)} of 100 (${brightnessWord(f.average_brightness)}).${changes}`);
+  const changes =
+    f.frames.length > 1
+      ? ` Across the ${plural(f.frames.length, "shot")} measured the leading colour goes ${f.frames.map((fr) => fr.colours[0]?.name ?? "mixed").join(" -> ")}.`
+      : "";
+  out.push(
+    `Look: mostly ${colourList(f.dominant_colours)}; average brightness ${s1(f.average_brightness)} of 100 (${brightnessWord(f.average_brightness)}).${changes}`,
+  );
 
   // Call to action.
   if (f.call_to_action) {
     const line = f.transcript.lines.find((l) => l.text === f.call_to_action);
     out.push(`Call to action: "${f.call_to_action}"${line ? `, said at ${clock(line.at, 1)}` : ""}.`);
   } else {
-    out.push(f.transcript.words > 0 ? "Call to action: none is spoken; the ad relies on the platform's own button." : "Call to action: none can be heard.");
+    out.push(
+      f.transcript.words > 0
+        ? "Call to action: none is spoken; the ad relies on the platform's own button."
+        : "Call to action: none can be heard.",
+    );
   }
   return out.join("\n\n");
 }
@@ -141,19 +190,34 @@ export function ugcScript(f: AdFacts): string {
     lines.forEach((l, i) => {
       const from = i === 0 ? 0 : l.at;
       const to = i + 1 < lines.length ? lines[i + 1]!.at : end;
-      const direction = i === 0 ? "HOOK, to camera, close up" : l.text === f.call_to_action ? "CALL TO ACTION, to camera, pointing down at the link" : "SHOW the product in your hands";
+      const direction =
+        i === 0
+          ? "HOOK, to camera, close up"
+          : l.text === f.call_to_action
+            ? "CALL TO ACTION, to camera, pointing down at the link"
+            : "SHOW the product in your hands";
       beats.push({ from, to, direction, line: l.text });
     });
   } else {
     const starts = [0, ...f.cut_times];
     starts.forEach((from, i) => {
       const colour = f.frames[i]?.colours[0]?.name;
-      beats.push({ from, to: starts[i + 1] ?? end, direction: `${i === 0 ? "HOOK" : "SHOW"}: a ${colour ?? "matching"} setting, no words`, line: null });
+      beats.push({
+        from,
+        to: starts[i + 1] ?? end,
+        direction: `${i === 0 ? "HOOK" : "SHOW"}: a ${colour ?? "matching"} setting, no words`,
+        line: null,
+      });
     });
   }
-  const head = `UGC script, ${s1(end)} seconds, ${f.orientation} ${f.width}x${f.height} like the original, ${plural(beats.length, "beat")}` +
-    (f.transcript.words_per_minute !== null ? `, read at about ${f.transcript.words_per_minute} words per minute:` : ":");
-  const body = beats.map((b) => `[${clock(b.from)}-${clock(Math.max(b.from, b.to))}] ${b.direction}${b.line ? `: "${b.line}"` : ""}`);
+  const head =
+    `UGC script, ${s1(end)} seconds, ${f.orientation} ${f.width}x${f.height} like the original, ${plural(beats.length, "beat")}` +
+    (f.transcript.words_per_minute !== null
+      ? `, read at about ${f.transcript.words_per_minute} words per minute:`
+      : ":");
+  const body = beats.map(
+    (b) => `[${clock(b.from)}-${clock(Math.max(b.from, b.to))}] ${b.direction}${b.line ? `: "${b.line}"` : ""}`,
+  );
   return [head, ...body].join("\n");
 }
 
@@ -165,5 +229,10 @@ export function writeAdAnalysis(input: string): AdAnalysisTexts {
     throw new TextGenerationError("sandbox ad analysis: the input is not JSON");
   }
   if (!isFacts(facts)) throw new TextGenerationError("sandbox ad analysis: the input is not the measured facts");
-  return { summary: summary(facts), transcription: transcription(facts), analysis: analysis(facts), ugc_script: ugcScript(facts) };
+  return {
+    summary: summary(facts),
+    transcription: transcription(facts),
+    analysis: analysis(facts),
+    ugc_script: ugcScript(facts),
+  };
 }

@@ -1,8 +1,9 @@
 // The text plugin's declared configuration, read by the kernel at boot (a bad value stops the boot by name):
 // the OpenAI-compatible chat-completions endpoint (openai-chat.ts). TEXT_GENERATE_URL unset: the deterministic
 // sandbox answers (sandbox.ts) and the other three variables are not used.
-import { z } from "zod";
+
 import { defineConfig, envVar, upstreamBaseUrl } from "mediagate/plugin";
+import { z } from "zod";
 
 /** TextGenerationRequest.maxChars when the caller gives none (contracts/text.ts), for both providers. */
 export const DEFAULT_MAX_CHARS = 20_000;
@@ -33,8 +34,22 @@ export const textConfig = defineConfig({
     baseUrl,
     "base URL of an OpenAI-compatible API (POST <url>/v1/chat/completions; a URL ending in /v1 gets /chat/completions, one ending in /chat/completions is used as is); unset: the deterministic sandbox answers",
   ),
-  key: envVar("TEXT_GENERATE_KEY", z.string().optional(), "secret: the text endpoint's API key, sent as a Bearer token and never logged (unset: no Authorization header)"),
-  model: envVar("TEXT_GENERATE_MODEL", z.string().trim().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be a model name (printable ASCII, no spaces)").default("gpt-4o-mini"), "the chat model (default gpt-4o-mini)"),
+  key: envVar(
+    "TEXT_GENERATE_KEY",
+    z.string().optional(),
+    "secret: the text endpoint's API key, sent as a Bearer token and never logged (unset: no Authorization header)",
+  ),
+  model: envVar(
+    "TEXT_GENERATE_MODEL",
+    z
+      .string()
+      .trim()
+      .min(1)
+      .max(200)
+      .regex(/^[\x21-\x7e]+$/, "must be a model name (printable ASCII, no spaces)")
+      .default("gpt-4o-mini"),
+    "the chat model (default gpt-4o-mini)",
+  ),
   timeoutMs: envVar(
     "TEXT_GENERATE_TIMEOUT_MS",
     z

@@ -15,7 +15,9 @@ export default definePlugin({
   provides: {
     "text.generate": (host) => {
       const settings = textConfig.of(host);
-      return settings.url ? openAiChatGenerator({ ...settings, url: settings.url }, host.capability("outbound")) : sandboxTextGenerator();
+      return settings.url
+        ? openAiChatGenerator({ ...settings, url: settings.url }, host.capability("outbound"))
+        : sandboxTextGenerator();
     },
   },
 });

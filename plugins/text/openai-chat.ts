@@ -25,9 +25,17 @@
 // The key is a secret (docs/architecture.md invariant 7): sent as a Bearer token and nowhere else. A 401/403 answer's text is
 // never repeated (OpenAI's echoes part of the key), and every other message has the key, and anything shaped
 // like a key or a Bearer token, cut out.
-import { cleanUpstreamJson, cleanUpstreamText, isOutboundError, type OutboundGuard, redactKey, type TextGenerationRequest, TextGenerationError, type TextGenerator } from "mediagate/plugin";
+import {
+  cleanUpstreamJson,
+  cleanUpstreamText,
+  isOutboundError,
+  type OutboundGuard,
+  redactKey,
+  TextGenerationError,
+  type TextGenerationRequest,
+  type TextGenerator,
+} from "mediagate/plugin";
 import { answerTokens, DEFAULT_MAX_CHARS, type TextSettings } from "./config.ts";
-
 
 const PATH = "/v1/chat/completions";
 /** A chat answer is a few kB; 4 MB is far beyond any answer we cap at 20,000 characters. */
@@ -85,7 +93,11 @@ export function openAiChatGenerator(settings: TextSettings & { url: string }, gu
       try {
         res = await guard.fetch(endpoint, {
           method: "POST",
-          headers: { "content-type": "application/json", accept: "application/json", ...(settings.key ? { authorization: `Bearer ${settings.key}` } : {}) },
+          headers: {
+            "content-type": "application/json",
+            accept: "application/json",
+            ...(settings.key ? { authorization: `Bearer ${settings.key}` } : {}),
+          },
           body,
           timeoutMs: settings.timeoutMs,
           maxBytes: MAX_ANSWER_BYTES,
@@ -96,7 +108,11 @@ export function openAiChatGenerator(settings: TextSettings & { url: string }, gu
       } catch (err) {
         // The caller gave up: its reason, not a provider failure.
         if (req.signal?.aborted) throw req.signal.reason;
-        const what = isOutboundError(err) ? `${err.kind}: ${err.message}` : err instanceof Error ? err.message : String(err);
+        const what = isOutboundError(err)
+          ? `${err.kind}: ${err.message}`
+          : err instanceof Error
+            ? err.message
+            : String(err);
         return fail(`text endpoint failed (${what})`);
       }
       const raw = new TextDecoder().decode(res.body);
@@ -125,13 +141,19 @@ export function openAiChatGenerator(settings: TextSettings & { url: string }, gu
       const answered = choice.message?.content;
       // Control characters and unpaired surrogates out (a NUL in an answer was a 500 when it was stored),
       // once the answer is known to be within maxChars: a 4 MB answer of them is refused, not cleaned.
-      const content = typeof answered === "string" && answered.length <= maxChars ? cleanUpstreamText(answered, maxChars) : answered;
+      const content =
+        typeof answered === "string" && answered.length <= maxChars ? cleanUpstreamText(answered, maxChars) : answered;
       if (typeof content !== "string" || content.trim() === "") {
-        return fail(typeof choice.message?.refusal === "string" ? "text endpoint refused the request" : "text endpoint answered no content");
+        return fail(
+          typeof choice.message?.refusal === "string"
+            ? "text endpoint refused the request"
+            : "text endpoint answered no content",
+        );
       }
       // A cut-off answer is half a prompt or half a JSON object: a failure, not a shorter answer.
       if (choice.finish_reason === "length") return fail("text endpoint's answer was cut off (finish_reason length)");
-      if (content.length > maxChars) return fail(`text endpoint answered ${content.length} characters, over the ${maxChars} allowed`);
+      if (content.length > maxChars)
+        return fail(`text endpoint answered ${content.length} characters, over the ${maxChars} allowed`);
       if (req.json) {
         let parsed: unknown;
         try {
@@ -139,7 +161,8 @@ export function openAiChatGenerator(settings: TextSettings & { url: string }, gu
         } catch {
           return fail("text endpoint answered invalid JSON in JSON mode");
         }
-        if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) return fail("text endpoint answered JSON that is not an object in JSON mode");
+        if (!parsed || typeof parsed !== "object" || Array.isArray(parsed))
+          return fail("text endpoint answered JSON that is not an object in JSON mode");
         // "\u0000" written as an escape is a NUL only once parsed: the strings are cleaned, the text rewritten.
         return { text: JSON.stringify(cleanUpstreamJson(parsed, maxChars)), provider: "openai-compatible" };
       }

@@ -68,7 +68,10 @@ export function repairPrompt(input: string): SandboxAnswer {
     note(lower);
     return " ";
   });
-  return { text: collapseWhiteSpace(text), notes: removed.length ? `Removed: ${removed.join(", ")}.` : "Nothing needed changing." };
+  return {
+    text: collapseWhiteSpace(text),
+    notes: removed.length ? `Removed: ${removed.join(", ")}.` : "Nothing needed changing.",
+  };
 }
 
 /** The first sentence of `text` (all of it when it has no sentence end). */
@@ -84,7 +87,9 @@ export function digest(req: TextGenerationRequest): SandboxAnswer {
   const flat = collapseWhiteSpace(req.input.replace(/\s+/g, " "));
   const summary = firstSentence(flat);
   const words = flat.match(WORD)?.length ?? 0;
-  const text = req.json ? JSON.stringify({ task: req.task, summary, words }) : `${summary}${summary ? " " : ""}(${words} word${words === 1 ? "" : "s"})`;
+  const text = req.json
+    ? JSON.stringify({ task: req.task, summary, words })
+    : `${summary}${summary ? " " : ""}(${words} word${words === 1 ? "" : "s"})`;
   return { text, notes: "Sandbox digest of the input." };
 }
 
@@ -92,10 +97,15 @@ export const SANDBOX_TASKS: Readonly<Record<string, SandboxTask>> = {
   // JSON mode (no caller asks it today) gets the same answer as an object, so a JSON caller is never handed prose.
   "prompt-repair": (req) => {
     const answer = repairPrompt(req.input);
-    return req.json ? { text: JSON.stringify({ prompt: answer.text, notes: answer.notes }), notes: answer.notes } : answer;
+    return req.json
+      ? { text: JSON.stringify({ prompt: answer.text, notes: answer.notes }), notes: answer.notes }
+      : answer;
   },
   // Ad analysis: the four texts from the measured facts (ad-analysis.ts); always JSON, the only form it asks.
-  [AD_ANALYSIS_TASK]: (req) => ({ text: JSON.stringify(writeAdAnalysis(req.input)), notes: "Written from the measured facts." }),
+  [AD_ANALYSIS_TASK]: (req) => ({
+    text: JSON.stringify(writeAdAnalysis(req.input)),
+    notes: "Written from the measured facts.",
+  }),
 };
 
 /** The task answering `name`: its entry, else the digest. */

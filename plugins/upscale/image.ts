@@ -7,9 +7,20 @@
 // - Dimensions are the displayed ones (EXIF orientation applied): that is what the output has and what the
 //   8K rule and the tier measure.
 // - An animated WebP or PNG is upscaled from its first frame (the output is a single PNG).
-import { ApiError, checkPicture, type ImageRecords, isJpeg, isMediaError, isPng, isWebp, JobFailure, type JobKindDeclaration, PENDING_SUCCESS_FAILED, probeImage } from "mediagate/plugin";
+import {
+  ApiError,
+  checkPicture,
+  isJpeg,
+  isMediaError,
+  isPng,
+  isWebp,
+  JobFailure,
+  type JobKindDeclaration,
+  PENDING_SUCCESS_FAILED,
+  probeImage,
+} from "mediagate/plugin";
 import { UPSCALE_ERRORS } from "./errors.ts";
-import { IMAGE, tierFor, type Factor, type Tier } from "./prices.ts";
+import { type Factor, IMAGE, type Tier, tierFor } from "./prices.ts";
 import { resampleEngine, upscaleImage } from "./resample.ts";
 
 export type SourceFormat = "jpeg" | "png" | "webp";
@@ -37,11 +48,21 @@ export async function measureImage(bytes: Uint8Array): Promise<MeasuredImage> {
   if (!format) throw new ApiError(400, UPSCALE_ERRORS.imageFormat);
   // The pixel budget (lib/media/budgets.ts) with the spec's own limit: no source past 8K at any factor. An
   // animation's frames count against the animation budget (a frame bomb is a format we do not take).
-  const budget = checkPicture(bytes, { maxLongEdge: IMAGE.maxOutputLongEdge, maxMegapixels: IMAGE.maxOutputLongEdge ** 2 / 1e6 });
-  if (!budget.ok) throw new ApiError(400, budget.size && Math.max(budget.size.width, budget.size.height) > IMAGE.maxOutputLongEdge ? UPSCALE_ERRORS.over8K : UPSCALE_ERRORS.imageFormat);
+  const budget = checkPicture(bytes, {
+    maxLongEdge: IMAGE.maxOutputLongEdge,
+    maxMegapixels: IMAGE.maxOutputLongEdge ** 2 / 1e6,
+  });
+  if (!budget.ok)
+    throw new ApiError(
+      400,
+      budget.size && Math.max(budget.size.width, budget.size.height) > IMAGE.maxOutputLongEdge
+        ? UPSCALE_ERRORS.over8K
+        : UPSCALE_ERRORS.imageFormat,
+    );
   try {
     const probe = await probeImage(bytes);
-    if (probe.format !== format || probe.width < 1 || probe.height < 1) throw new ApiError(400, UPSCALE_ERRORS.imageFormat);
+    if (probe.format !== format || probe.width < 1 || probe.height < 1)
+      throw new ApiError(400, UPSCALE_ERRORS.imageFormat);
     return { format, width: probe.width, height: probe.height };
   } catch (err) {
     if (err instanceof ApiError) throw err;
@@ -90,7 +111,9 @@ export const imageUpscaleJob: JobKindDeclaration<StoredImageInput> = {
     let out;
     try {
       const engine = await resampleEngine(ctx.config.mediaEngine);
-      out = await ctx.capability("media").pool.run(() => upscaleImage(source, input.factor, ctx.signal, engine), ctx.signal);
+      out = await ctx
+        .capability("media")
+        .pool.run(() => upscaleImage(source, input.factor, ctx.signal, engine), ctx.signal);
     } catch (err) {
       if (ctx.signal.aborted) throw err;
       if (isMediaError(err) && err.isInputError) {
@@ -106,7 +129,11 @@ export const imageUpscaleJob: JobKindDeclaration<StoredImageInput> = {
     }
     await ctx.progress(90, "Storing");
     const records = ctx.capability("images.records");
-    const output = await records.storeOutput(ctx.jobId, out.bytes, { metadata_removed: false, width: out.width, height: out.height });
+    const output = await records.storeOutput(ctx.jobId, out.bytes, {
+      metadata_removed: false,
+      width: out.width,
+      height: out.height,
+    });
     await ctx.blobs.remove(input.source_key).catch(() => {});
     return { state: "success", output: { ...output } };
   },

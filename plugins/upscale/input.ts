@@ -6,7 +6,7 @@
 // - A field sent as null or "" counts as not sent (for "exactly one of" and for the default factor).
 // - `upscale_factor` must be the JSON number 1, 2 or 4 ("2" as a string is refused).
 // - `image_base64` may carry a `data:image/...;base64,` prefix and line breaks; both are dropped.
-import { defineInput, field, type Fail } from "mediagate/plugin";
+import { defineInput, type Fail, field } from "mediagate/plugin";
 import { UPSCALE_ERRORS } from "./errors.ts";
 import { DEFAULT_FACTOR, FACTORS, type Factor } from "./prices.ts";
 
@@ -22,11 +22,18 @@ function factorOf(raw: unknown, fail: Fail): Factor {
   return (FACTORS as readonly unknown[]).includes(raw) ? (raw as Factor) : fail(UPSCALE_ERRORS.factor);
 }
 
-const factorField = field.integer({ enum: [...FACTORS], default: DEFAULT_FACTOR, description: "1 (enhance at the same size), 2 or 4" });
+const factorField = field.integer({
+  enum: [...FACTORS],
+  default: DEFAULT_FACTOR,
+  description: "1 (enhance at the same size), 2 or 4",
+});
 
 export const UpscaleImageInput = defineInput({
   fields: {
-    image_url: field.string({ format: "uri", description: "public HTTPS URL of a JPEG, PNG or WebP, max 10,000,000 bytes" }),
+    image_url: field.string({
+      format: "uri",
+      description: "public HTTPS URL of a JPEG, PNG or WebP, max 10,000,000 bytes",
+    }),
     image_base64: field.string({ description: "base64 JPEG, PNG or WebP, decoded max 10,000,000 bytes" }),
     upscale_factor: factorField,
     partner_job_id: field.partnerJobId(),
@@ -42,7 +49,8 @@ export const UpscaleImageInput = defineInput({
     } else {
       if (typeof raw.image_base64 !== "string") return fail(UPSCALE_ERRORS.imageBase64);
       const base64 = raw.image_base64.replace(DATA_URI, "").replace(/\s+/g, "");
-      if (base64.length === 0 || base64.length % 4 === 1 || !BASE64.test(base64)) return fail(UPSCALE_ERRORS.imageBase64);
+      if (base64.length === 0 || base64.length % 4 === 1 || !BASE64.test(base64))
+        return fail(UPSCALE_ERRORS.imageBase64);
       source = { base64 };
     }
     return { source, factor, partnerJobId: raw.partner_job_id };
@@ -51,7 +59,10 @@ export const UpscaleImageInput = defineInput({
 
 export const UpscaleVideoInput = defineInput({
   fields: {
-    video_url: field.string({ format: "uri", description: "public HTTPS URL of an MP4 or MOV, max 50,000,000 bytes and 120 seconds" }),
+    video_url: field.string({
+      format: "uri",
+      description: "public HTTPS URL of an MP4 or MOV, max 50,000,000 bytes and 120 seconds",
+    }),
     upscale_factor: factorField,
     partner_job_id: field.partnerJobId(),
   },

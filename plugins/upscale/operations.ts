@@ -14,8 +14,16 @@
 // - The video record shows `model` `upscale-<factor>x`, an empty `prompt` and the output's reduced ratio.
 // - A custom account without a negotiated video rate gets its 400 before the download.
 import { randomBytes } from "node:crypto";
+import {
+  ApiError,
+  decodedSize,
+  type OperationContext,
+  operation,
+  PRIVATE_KEY_PREFIX,
+  type ReadSourceDeps,
+  readSource,
+} from "mediagate/plugin";
 import { z } from "zod";
-import { ApiError, decodedSize, operation, type OperationContext, PRIVATE_KEY_PREFIX, readSource, type ReadSourceDeps } from "mediagate/plugin";
 import { UPSCALE_ERRORS } from "./errors.ts";
 import { CONTENT_TYPES, measureImage, planImage, type StoredImageInput } from "./image.ts";
 import { UpscaleImageInput, UpscaleVideoInput } from "./input.ts";
@@ -33,14 +41,24 @@ const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 const ratio = (w: number, h: number) => `${w / gcd(w, h)}:${h / gcd(w, h)}`;
 
 function sourceDeps(ctx: Pick<OperationContext, "capability" | "request">): ReadSourceDeps {
-  return { serviceMedia: ctx.capability("service-media"), guard: ctx.capability("outbound"), signal: ctx.request.signal };
+  return {
+    serviceMedia: ctx.capability("service-media"),
+    guard: ctx.capability("outbound"),
+    signal: ctx.request.signal,
+  };
 }
 
 /**
  * Keeps the source where the job will find it (it may start at once), then charges; a refused charge (402)
  * takes the file away again, so bad input changes nothing.
  */
-async function withSource<T>(ctx: Pick<OperationContext, "blobs" | "clock">, key: string, bytes: Uint8Array, contentType: string, submit: () => Promise<T>): Promise<T> {
+async function withSource<T>(
+  ctx: Pick<OperationContext, "blobs" | "clock">,
+  key: string,
+  bytes: Uint8Array,
+  contentType: string,
+  submit: () => Promise<T>,
+): Promise<T> {
   await ctx.blobs.put(key, bytes, { contentType, expiresAt: new Date(ctx.clock.now() + SOURCE_RETENTION_MS) });
   try {
     return await submit();
@@ -78,8 +96,16 @@ export const upscaleImage = operation({
       if (size > IMAGE.inputMaxBytes) throw new ApiError(413, UPSCALE_ERRORS.imageTooLarge);
       bytes = new Uint8Array(Buffer.from(source.base64, "base64"));
     } else {
-      const texts = { invalidUrl: UPSCALE_ERRORS.imageUrl, download: UPSCALE_ERRORS.imageFetch, tooLarge: UPSCALE_ERRORS.imageTooLarge };
-      bytes = await readSource(source.url, { maxBytes: IMAGE.inputMaxBytes, timeoutMs: IMAGE_FETCH_TIMEOUT_MS, texts }, sourceDeps(ctx));
+      const texts = {
+        invalidUrl: UPSCALE_ERRORS.imageUrl,
+        download: UPSCALE_ERRORS.imageFetch,
+        tooLarge: UPSCALE_ERRORS.imageTooLarge,
+      };
+      bytes = await readSource(
+        source.url,
+        { maxBytes: IMAGE.inputMaxBytes, timeoutMs: IMAGE_FETCH_TIMEOUT_MS, texts },
+        sourceDeps(ctx),
+      );
     }
     const measured = await measureImage(bytes);
     const plan = planImage(measured, factor);
@@ -144,8 +170,16 @@ export const upscaleVideo = operation({
   async handle(ctx) {
     const { url, factor, partnerJobId } = ctx.input;
     ctx.priceFor(videoPrice(factor, 1)); // a custom account without this rate: 400 before any download
-    const texts = { invalidUrl: UPSCALE_ERRORS.videoUrl, download: UPSCALE_ERRORS.videoDownload, tooLarge: UPSCALE_ERRORS.videoTooLarge };
-    const bytes = await readSource(url, { maxBytes: VIDEO.inputMaxBytes, timeoutMs: VIDEO_FETCH_TIMEOUT_MS, texts }, sourceDeps(ctx));
+    const texts = {
+      invalidUrl: UPSCALE_ERRORS.videoUrl,
+      download: UPSCALE_ERRORS.videoDownload,
+      tooLarge: UPSCALE_ERRORS.videoTooLarge,
+    };
+    const bytes = await readSource(
+      url,
+      { maxBytes: VIDEO.inputMaxBytes, timeoutMs: VIDEO_FETCH_TIMEOUT_MS, texts },
+      sourceDeps(ctx),
+    );
     const measured = await measureVideo(bytes, ctx.capability("media"), ctx.request.signal);
     const plan = planVideo(measured, factor);
     const inputSeconds = billedSeconds(measured.seconds);
@@ -173,7 +207,17 @@ export const upscaleVideo = operation({
         input: stored,
         description: `Video upscale: ${factor}x, ${inputSeconds}s`,
         insertRecords: (trx, [jobId]) =>
-          records.insert(trx, { job_id: jobId!, partner_id: ctx.partner.id, kind: "upscale", prompt: "", model, model_used: model, quality: null, duration: inputSeconds, aspect_ratio: ratio(plan.width, plan.height) }),
+          records.insert(trx, {
+            job_id: jobId!,
+            partner_id: ctx.partner.id,
+            kind: "upscale",
+            prompt: "",
+            model,
+            model_used: model,
+            quality: null,
+            duration: inputSeconds,
+            aspect_ratio: ratio(plan.width, plan.height),
+          }),
       }),
     );
     return {

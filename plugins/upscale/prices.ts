@@ -58,7 +58,13 @@ export const imagePrice = (tier: Tier): Price => ({
 });
 
 export const videoPrice = (factor: Factor, inputSeconds: number): Price => ({
-  lines: [{ key: ["upscale", "video", "per_second_by_factor", factor], rate: VIDEO.perSecondByFactor[factor], units: inputSeconds }],
+  lines: [
+    {
+      key: ["upscale", "video", "per_second_by_factor", factor],
+      rate: VIDEO.perSecondByFactor[factor],
+      units: inputSeconds,
+    },
+  ],
 });
 
 /**

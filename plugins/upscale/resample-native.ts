@@ -51,7 +51,11 @@ async function resample(sharp: SharpModule, bytes: Uint8Array, factor: Factor, s
   };
   const png = async (img: import("sharp").Sharp): Promise<Resampled> => {
     const out = await img.png().toBuffer({ resolveWithObject: true });
-    return { bytes: new Uint8Array(out.data.buffer, out.data.byteOffset, out.data.byteLength), width: out.info.width, height: out.info.height };
+    return {
+      bytes: new Uint8Array(out.data.buffer, out.data.byteOffset, out.data.byteLength),
+      width: out.info.width,
+      height: out.info.height,
+    };
   };
   if (!meta.hasAlpha) return png(upright().sharpen(sharpen));
   // With alpha: sharpened where fully opaque only (at a soft edge the mask would mix in the colour of invisible
@@ -71,7 +75,13 @@ async function resample(sharp: SharpModule, bytes: Uint8Array, factor: Factor, s
 }
 
 /** Upscales with sharp; MediaError "invalid_input" when libvips cannot read the image, "aborted" on abort. */
-export function upscaleNative(sharp: SharpModule, bytes: Uint8Array, factor: Factor, sharpen: Sharpen, signal?: AbortSignal): Promise<Resampled> {
+export function upscaleNative(
+  sharp: SharpModule,
+  bytes: Uint8Array,
+  factor: Factor,
+  sharpen: Sharpen,
+  signal?: AbortSignal,
+): Promise<Resampled> {
   if (signal?.aborted) return Promise.reject(new MediaError("aborted", "aborted by caller"));
   return new Promise<Resampled>((resolve, reject) => {
     const onAbort = () => reject(new MediaError("aborted", "aborted by caller"));

@@ -27,7 +27,9 @@ export interface Resampled {
   height: number;
 }
 
-type Reply = { id: number; ok: true; bytes: Uint8Array; width: number; height: number } | { id: number; ok: false; message: string };
+type Reply =
+  | { id: number; ok: true; bytes: Uint8Array; width: number; height: number }
+  | { id: number; ok: false; message: string };
 
 let worker: Worker | undefined;
 let ready: Promise<void> | undefined;
@@ -69,7 +71,11 @@ async function runOne(bytes: Uint8Array, factor: Factor, signal?: AbortSignal): 
   try {
     await up.catch((e) => {
       stop(w);
-      throw new MediaError("engine_unavailable", `image worker failed to start: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+      throw new MediaError(
+        "engine_unavailable",
+        `image worker failed to start: ${e instanceof Error ? e.message : String(e)}`,
+        { cause: e },
+      );
     });
     const id = nextId++;
     return await new Promise<Resampled>((resolve, reject) => {
@@ -127,7 +133,12 @@ export async function resampleEngine(choice: "auto" | "native" | "wasm" = "auto"
 }
 
 /** Upscales by `factor` (1 = enhance at the same size) to a PNG; MediaError on an unreadable image. */
-export async function upscaleImage(bytes: Uint8Array, factor: Factor, signal?: AbortSignal, engine?: ResampleEngine): Promise<Resampled> {
+export async function upscaleImage(
+  bytes: Uint8Array,
+  factor: Factor,
+  signal?: AbortSignal,
+  engine?: ResampleEngine,
+): Promise<Resampled> {
   const sharp = engine === "wasm" ? null : await loadSharp();
   if (sharp) return upscaleNative(sharp, bytes, factor, SHARPEN[factor], signal);
   if (engine === "native") throw new MediaError("engine_unavailable", "sharp (native libvips) is not installed");

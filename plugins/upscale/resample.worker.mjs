@@ -24,7 +24,8 @@ vips.Cache.max(0);
 function describe(e) {
   if (Array.isArray(e)) return e.join(": ").trim();
   // A bare wasm exception carries no text; it is what a loader throws on a damaged file.
-  if (typeof WebAssembly.Exception === "function" && e instanceof WebAssembly.Exception) return "libvips could not read or process the image";
+  if (typeof WebAssembly.Exception === "function" && e instanceof WebAssembly.Exception)
+    return "libvips could not read or process the image";
   if (e instanceof Error) return e.message;
   return String(e);
 }

@@ -20,9 +20,24 @@
 //   at the billed seconds (`-t`) besides, so no file (a long audio track behind a short picture included) can
 //   make it work longer than was paid for. An honest file is billed as before: its stated duration already
 //   covers its picture.
-import { ApiError, displaySize, probeOverBudget, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, JobFailure, type JobKindDeclaration, type JobRunContext, latin1, type MediaEngine, type MediaEngineKind, QUEUED_PROCESSING_COMPLETE, type VideoRecords } from "mediagate/plugin";
+import {
+  ApiError,
+  displaySize,
+  firstAudio,
+  firstVideo,
+  isMediaError,
+  isoBmffFirstBox,
+  JobFailure,
+  type JobKindDeclaration,
+  type JobRunContext,
+  latin1,
+  type MediaEngine,
+  type MediaEngineKind,
+  probeOverBudget,
+  QUEUED_PROCESSING_COMPLETE,
+} from "mediagate/plugin";
 import { UPSCALE_ERRORS } from "./errors.ts";
-import { billedSeconds, VIDEO, type Factor } from "./prices.ts";
+import { billedSeconds, type Factor, VIDEO } from "./prices.ts";
 
 const ISO_BMFF = "mov,mp4,m4a,3gp,3g2,mj2";
 /** Audio codecs MP4 carries as they are. */
@@ -48,7 +63,11 @@ export interface MeasuredVideo {
 }
 
 /** Format, duration and size, with the spec's 400s; 500 when the engine is not there. */
-export async function measureVideo(bytes: Uint8Array, engine: MediaEngine, signal?: AbortSignal): Promise<MeasuredVideo> {
+export async function measureVideo(
+  bytes: Uint8Array,
+  engine: MediaEngine,
+  signal?: AbortSignal,
+): Promise<MeasuredVideo> {
   if (!isMp4OrMov(bytes)) throw new ApiError(400, UPSCALE_ERRORS.videoFormat);
   let probe;
   try {
@@ -59,13 +78,22 @@ export async function measureVideo(bytes: Uint8Array, engine: MediaEngine, signa
     throw new ApiError(400, UPSCALE_ERRORS.videoFormat);
   }
   const size = displaySize(probe);
-  if (probe.formatName !== ISO_BMFF || !firstVideo(probe) || !size || !(probe.durationSeconds > 0)) throw new ApiError(400, UPSCALE_ERRORS.videoFormat);
+  if (probe.formatName !== ISO_BMFF || !firstVideo(probe) || !size || !(probe.durationSeconds > 0))
+    throw new ApiError(400, UPSCALE_ERRORS.videoFormat);
   const tooLong = (seconds: number) => Math.round(seconds * 1000) > VIDEO.inputMaxSeconds * 1000;
   if (tooLong(probe.durationSeconds)) throw new ApiError(400, UPSCALE_ERRORS.videoTooLong);
   // The budget of lib/media/budgets.ts before any frame is read: a header declaring 16K frames is past the
   // spec's 4K output at any factor; an absurd frame rate is no video we take.
   const excess = probeOverBudget(probe);
-  if (excess) throw new ApiError(400, excess.kind === "resolution" ? UPSCALE_ERRORS.over4K : excess.kind === "duration" ? UPSCALE_ERRORS.videoTooLong : UPSCALE_ERRORS.videoFormat);
+  if (excess)
+    throw new ApiError(
+      400,
+      excess.kind === "resolution"
+        ? UPSCALE_ERRORS.over4K
+        : excess.kind === "duration"
+          ? UPSCALE_ERRORS.videoTooLong
+          : UPSCALE_ERRORS.videoFormat,
+    );
   const a = firstAudio(probe);
   let seconds: number;
   try {
@@ -85,8 +113,25 @@ export async function measureVideo(bytes: Uint8Array, engine: MediaEngine, signa
  * line per packet with its timestamps), read up to just past the limit so a file cannot make it long.
  */
 async function pictureSeconds(engine: MediaEngine, bytes: Uint8Array, signal?: AbortSignal): Promise<number> {
-  const args = ["-i", "in.bin", "-map", "0:v:0", "-c", "copy", "-t", String(VIDEO.inputMaxSeconds + 1), "-f", "framecrc", "packets.txt"];
-  const out = await engine.run(args, { inputs: { "in.bin": bytes }, outputs: ["packets.txt"], signal, timeoutMs: PROBE_TIMEOUT_MS });
+  const args = [
+    "-i",
+    "in.bin",
+    "-map",
+    "0:v:0",
+    "-c",
+    "copy",
+    "-t",
+    String(VIDEO.inputMaxSeconds + 1),
+    "-f",
+    "framecrc",
+    "packets.txt",
+  ];
+  const out = await engine.run(args, {
+    inputs: { "in.bin": bytes },
+    outputs: ["packets.txt"],
+    signal,
+    timeoutMs: PROBE_TIMEOUT_MS,
+  });
   return packetSpan(new TextDecoder().decode(out["packets.txt"]));
 }
 
@@ -136,20 +181,39 @@ export function planVideo(source: { width: number; height: number }, factor: Fac
 const UNSHARP = "unsharp=5:5:0.6:5:5:0";
 
 /** One argument list for both engines (the media engine: files by bare name); `maxSeconds` caps the output at what was billed. */
-export function scaleArgs(source: { width: number; height: number }, plan: VideoPlan, audio: MeasuredVideo["audio"], engine: MediaEngineKind, maxSeconds?: number): string[] {
+export function scaleArgs(
+  source: { width: number; height: number },
+  plan: VideoPlan,
+  audio: MeasuredVideo["audio"],
+  engine: MediaEngineKind,
+  maxSeconds?: number,
+): string[] {
   const filters: string[] = [];
   if (plan.width === source.width && plan.height === source.height) filters.push("hqdn3d=1.5:1.5:6:6");
   else filters.push(`scale=${plan.width}:${plan.height}:flags=lanczos+accurate_rnd+full_chroma_int`);
   filters.push(UNSHARP, "setsar=1", "format=yuv420p");
-  const audioArgs = audio === null ? [] : ["-map", "0:a:0", ...(audio === "copy" ? ["-c:a", "copy"] : ["-c:a", "aac", "-b:a", "192k"])];
+  const audioArgs =
+    audio === null ? [] : ["-map", "0:a:0", ...(audio === "copy" ? ["-c:a", "copy"] : ["-c:a", "aac", "-b:a", "192k"])];
   return [
-    "-i", "in.bin",
-    "-map", "0:v:0", ...audioArgs,
-    "-vf", filters.join(","),
+    "-i",
+    "in.bin",
+    "-map",
+    "0:v:0",
+    ...audioArgs,
+    "-vf",
+    filters.join(","),
     // The wasm engine is several times slower; its preset keeps a two-minute source within the job's time.
-    "-c:v", "libx264", "-preset", engine === "wasm" ? "ultrafast" : "fast", "-crf", "18", "-pix_fmt", "yuv420p",
+    "-c:v",
+    "libx264",
+    "-preset",
+    engine === "wasm" ? "ultrafast" : "fast",
+    "-crf",
+    "18",
+    "-pix_fmt",
+    "yuv420p",
     ...(maxSeconds === undefined ? [] : ["-t", String(maxSeconds)]),
-    "-movflags", "+faststart",
+    "-movflags",
+    "+faststart",
     "out.mp4",
   ];
 }
@@ -207,9 +271,22 @@ export const videoUpscaleJob: JobKindDeclaration<StoredVideoInput> = {
     const progress = progressWriter(ctx, 1, 95);
     let bytes: Uint8Array;
     try {
-      const args = scaleArgs({ width: input.source_width, height: input.source_height }, input, input.audio, engine.kind, billedSeconds(input.seconds));
+      const args = scaleArgs(
+        { width: input.source_width, height: input.source_height },
+        input,
+        input.audio,
+        engine.kind,
+        billedSeconds(input.seconds),
+      );
       try {
-        const out = await engine.run(args, { inputs: { "in.bin": source }, outputs: ["out.mp4"], signal: ctx.signal, timeoutMs: 3_500_000, durationSeconds: input.seconds, onProgress: progress.report });
+        const out = await engine.run(args, {
+          inputs: { "in.bin": source },
+          outputs: ["out.mp4"],
+          signal: ctx.signal,
+          timeoutMs: 3_500_000,
+          durationSeconds: input.seconds,
+          onProgress: progress.report,
+        });
         bytes = out["out.mp4"]!;
       } finally {
         await progress.flush();

@@ -10,12 +10,23 @@
 // - `sound: false` is accepted on every model; only `true` is refused off the alpha text and image models.
 // - `alpha-v3-text-to-video` with a start frame reports `model_used` `alpha-v3-image-to-video` (the spec's
 //   "switches to image-to-video automatically").
-import { type CheckUrlResult, checkPicture, defineInput, megabytes, field, type Fail, type InferOutput, shown, sniffImageType } from "mediagate/plugin";
+import {
+  type CheckUrlResult,
+  checkPicture,
+  defineInput,
+  type Fail,
+  field,
+  type InferOutput,
+  megabytes,
+  shown,
+  sniffImageType,
+} from "mediagate/plugin";
 import { VIDEO_ERRORS } from "./errors.ts";
 import {
+  ASPECT_RATIOS,
+  type AspectRatio,
   acceptsDuration,
   allowedDurations,
-  ASPECT_RATIOS,
   DEFAULT_ASPECT_RATIO,
   DEFAULT_DURATION,
   DEFAULT_MODEL,
@@ -23,7 +34,6 @@ import {
   MAX_PROMPT,
   MODEL_IDS,
   MODELS,
-  type AspectRatio,
   type ModelId,
   type Quality,
   type VideoModel,
@@ -50,7 +60,8 @@ export const validBase64 = (s: string) => s.length > 0 && s.length % 4 !== 1 && 
 export function imageBase64Problem(base64: string, field: string): string | null {
   const head = base64.slice(0, 64);
   try {
-    if (sniffImageType(Uint8Array.from(atob(head), (c) => c.charCodeAt(0))) === null) return VIDEO_ERRORS.notAnImage(field);
+    if (sniffImageType(Uint8Array.from(atob(head), (c) => c.charCodeAt(0))) === null)
+      return VIDEO_ERRORS.notAnImage(field);
   } catch {
     return VIDEO_ERRORS.notAnImage(field);
   }
@@ -60,7 +71,8 @@ export function imageBase64Problem(base64: string, field: string): string | null
   return budget.ok ? null : VIDEO_ERRORS.imageOverBudget(field, budget.reason);
 }
 /** Bytes a base64 text decodes to, without decoding it. */
-export const decodedSize = (base64: string) => Math.floor((base64.length * 3) / 4) - (base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0);
+export const decodedSize = (base64: string) =>
+  Math.floor((base64.length * 3) / 4) - (base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0);
 
 const present = (v: unknown) => v !== undefined && v !== null && v !== "";
 
@@ -68,7 +80,12 @@ const present = (v: unknown) => v !== undefined && v !== null && v !== "";
  * A frame from a `<name>_url` / `<name>_base64` / `<name>_mime` triple. The URL wins when both are sent
  * (choice: the spec lists them as alternatives without saying).
  */
-function frameOf(raw: Record<string, unknown>, name: string, texts: { invalidUrl: (u: string) => string; base64: string; mime: string }, fail: Fail): FrameInput | null {
+function frameOf(
+  raw: Record<string, unknown>,
+  name: string,
+  texts: { invalidUrl: (u: string) => string; base64: string; mime: string },
+  fail: Fail,
+): FrameInput | null {
   const url = raw[`${name}_url`];
   if (present(url)) {
     if (typeof url !== "string") return fail(texts.invalidUrl(shown(url)));
@@ -134,7 +151,8 @@ export const GenerateVideoInput = defineInput({
     if (typeof raw.prompt !== "string" || raw.prompt.trim() === "") return fail(VIDEO_ERRORS.promptMissing);
 
     const modelId = raw.model ?? DEFAULT_MODEL;
-    if (typeof modelId !== "string" || !(MODEL_IDS as string[]).includes(modelId)) return fail(VIDEO_ERRORS.invalidModel);
+    if (typeof modelId !== "string" || !(MODEL_IDS as string[]).includes(modelId))
+      return fail(VIDEO_ERRORS.invalidModel);
     const model = MODELS[modelId as ModelId] as VideoModel;
     if (model.unusable) return fail(VIDEO_ERRORS.motionControl);
 
@@ -142,14 +160,18 @@ export const GenerateVideoInput = defineInput({
     if (raw.prompt.length > maxPrompt) return fail(VIDEO_ERRORS.promptTooLong(maxPrompt));
 
     const quality = raw.quality ?? DEFAULT_QUALITY;
-    if (typeof quality !== "string" || !(model.qualities as readonly string[]).includes(quality)) return fail(VIDEO_ERRORS.invalidQuality(modelId, model.qualities));
+    if (typeof quality !== "string" || !(model.qualities as readonly string[]).includes(quality))
+      return fail(VIDEO_ERRORS.invalidQuality(modelId, model.qualities));
 
     const ratio = raw.aspect_ratio ?? DEFAULT_ASPECT_RATIO;
-    if (typeof ratio !== "string" || !(ASPECT_RATIOS as readonly string[]).includes(ratio)) return fail(VIDEO_ERRORS.invalidAspectRatio);
+    if (typeof ratio !== "string" || !(ASPECT_RATIOS as readonly string[]).includes(ratio))
+      return fail(VIDEO_ERRORS.invalidAspectRatio);
 
-    const duration = raw.duration ?? (model.fixedOutputSeconds ?? DEFAULT_DURATION);
-    if (typeof duration !== "number" || !Number.isSafeInteger(duration) || duration < 1) return fail(VIDEO_ERRORS.invalidDuration);
-    if (!acceptsDuration(model, duration)) return fail(VIDEO_ERRORS.durationNotSupported(duration, modelId, allowedDurations(model)));
+    const duration = raw.duration ?? model.fixedOutputSeconds ?? DEFAULT_DURATION;
+    if (typeof duration !== "number" || !Number.isSafeInteger(duration) || duration < 1)
+      return fail(VIDEO_ERRORS.invalidDuration);
+    if (!acceptsDuration(model, duration))
+      return fail(VIDEO_ERRORS.durationNotSupported(duration, modelId, allowedDurations(model)));
 
     const sound = raw.sound ?? false;
     if (typeof sound !== "boolean") return fail(VIDEO_ERRORS.soundType);
@@ -162,8 +184,22 @@ export const GenerateVideoInput = defineInput({
     const negative = raw.negative_prompt ?? null;
     if (negative !== null && typeof negative !== "string") return fail(VIDEO_ERRORS.negativePromptType);
 
-    const start = frameOf(raw, "image", { invalidUrl: VIDEO_ERRORS.invalidImageUrl, base64: VIDEO_ERRORS.imageBase64, mime: VIDEO_ERRORS.imageMime }, fail);
-    const end = frameOf(raw, "end_image", { invalidUrl: VIDEO_ERRORS.invalidEndImageUrl, base64: VIDEO_ERRORS.endImageBase64, mime: VIDEO_ERRORS.endImageMime }, fail);
+    const start = frameOf(
+      raw,
+      "image",
+      { invalidUrl: VIDEO_ERRORS.invalidImageUrl, base64: VIDEO_ERRORS.imageBase64, mime: VIDEO_ERRORS.imageMime },
+      fail,
+    );
+    const end = frameOf(
+      raw,
+      "end_image",
+      {
+        invalidUrl: VIDEO_ERRORS.invalidEndImageUrl,
+        base64: VIDEO_ERRORS.endImageBase64,
+        mime: VIDEO_ERRORS.endImageMime,
+      },
+      fail,
+    );
     const framed = start !== null || end !== null;
     if (framed && !model.frames) return fail(VIDEO_ERRORS.framesNotSupported(modelId));
     if (end && !start) return fail(VIDEO_ERRORS.endFrameNeedsStart);
@@ -182,9 +218,11 @@ export const GenerateVideoInput = defineInput({
       const refs = model.references;
       if (!refs) return fail(VIDEO_ERRORS.referencesBetaOnly(images ? "images" : videos ? "videos" : "audio"));
       if (images > refs.images) return fail(VIDEO_ERRORS.tooManyReferenceImages(images, refs.images, modelId));
-      if (videos > refs.videos.count) return fail(VIDEO_ERRORS.tooManyReferenceVideos(videos, refs.videos.count, modelId));
+      if (videos > refs.videos.count)
+        return fail(VIDEO_ERRORS.tooManyReferenceVideos(videos, refs.videos.count, modelId));
       if (audio > refs.audio.count) return fail(VIDEO_ERRORS.tooManyReferenceAudio(audio, refs.audio.count, modelId));
-      if (audio > 0 && refs.audio.needsImageOrVideo && images + videos === 0) return fail(VIDEO_ERRORS.referenceAudioNeedsVisual(modelId));
+      if (audio > 0 && refs.audio.needsImageOrVideo && images + videos === 0)
+        return fail(VIDEO_ERRORS.referenceAudioNeedsVisual(modelId));
       for (const b of refB64) if (!validBase64(b)) return fail(VIDEO_ERRORS.referenceImageBase64);
       for (const b of refB64) {
         const problem = imageBase64Problem(b, "reference_images_base64");
@@ -229,7 +267,14 @@ export const GenerateVideoInput = defineInput({
  * before any charge: the guard's rules depend on the deployment, which a schema cannot see.
  */
 export function checkRequestUrls(
-  req: { startFrame: FrameInput | null; endFrame: FrameInput | null; referenceImages?: FrameInput[]; referenceVideoUrls?: string[]; referenceAudioUrls?: string[]; callbackUrl: string | null },
+  req: {
+    startFrame: FrameInput | null;
+    endFrame: FrameInput | null;
+    referenceImages?: FrameInput[];
+    referenceVideoUrls?: string[];
+    referenceAudioUrls?: string[];
+    callbackUrl: string | null;
+  },
   check: (text: unknown) => CheckUrlResult,
   names: { start: "image" | "start_image" },
 ): string | null {
@@ -243,7 +288,10 @@ export function checkRequestUrls(
     // Plain http gets the spec's own sentence; anything else names the URL.
     return /^http:/i.test(f.url) ? https : invalid(f.url.slice(0, 200));
   };
-  const startText = names.start === "image" ? { https: VIDEO_ERRORS.imageUrlHttps, invalid: VIDEO_ERRORS.invalidImageUrl } : { https: VIDEO_ERRORS.startImageUrlHttps, invalid: VIDEO_ERRORS.invalidStartImageUrl };
+  const startText =
+    names.start === "image"
+      ? { https: VIDEO_ERRORS.imageUrlHttps, invalid: VIDEO_ERRORS.invalidImageUrl }
+      : { https: VIDEO_ERRORS.startImageUrlHttps, invalid: VIDEO_ERRORS.invalidStartImageUrl };
   const list = (urls: string[] | FrameInput[] | undefined, invalid: (u: string) => string): string | null => {
     for (const [i, item] of (urls ?? []).entries()) {
       const text = typeof item === "string" ? item : "url" in item ? item.url : null;
@@ -288,11 +336,37 @@ export const GenerateAnimationInput = defineInput({
     if (typeof raw.prompt !== "string" || raw.prompt.trim() === "") return fail(VIDEO_ERRORS.promptMissing);
     if (raw.prompt.length > MAX_PROMPT.animation) return fail(VIDEO_ERRORS.animationPromptTooLong);
     const ratio = raw.aspect_ratio ?? DEFAULT_ASPECT_RATIO;
-    if (typeof ratio !== "string" || !(ASPECT_RATIOS as readonly string[]).includes(ratio)) return fail(VIDEO_ERRORS.invalidAspectRatio);
-    const start = frameOf(raw, "start_image", { invalidUrl: VIDEO_ERRORS.invalidStartImageUrl, base64: VIDEO_ERRORS.startImageBase64, mime: VIDEO_ERRORS.startImageMime }, fail);
-    const end = frameOf(raw, "end_image", { invalidUrl: VIDEO_ERRORS.invalidEndImageUrl, base64: VIDEO_ERRORS.endImageBase64, mime: VIDEO_ERRORS.endImageMime }, fail);
+    if (typeof ratio !== "string" || !(ASPECT_RATIOS as readonly string[]).includes(ratio))
+      return fail(VIDEO_ERRORS.invalidAspectRatio);
+    const start = frameOf(
+      raw,
+      "start_image",
+      {
+        invalidUrl: VIDEO_ERRORS.invalidStartImageUrl,
+        base64: VIDEO_ERRORS.startImageBase64,
+        mime: VIDEO_ERRORS.startImageMime,
+      },
+      fail,
+    );
+    const end = frameOf(
+      raw,
+      "end_image",
+      {
+        invalidUrl: VIDEO_ERRORS.invalidEndImageUrl,
+        base64: VIDEO_ERRORS.endImageBase64,
+        mime: VIDEO_ERRORS.endImageMime,
+      },
+      fail,
+    );
     if (!start || !end) return fail(VIDEO_ERRORS.animationFramesRequired);
     const callbackUrl = callbackUrlOf(raw, fail);
-    return { prompt: raw.prompt.trim(), aspectRatio: ratio as AspectRatio, startFrame: start, endFrame: end, callbackUrl, partnerJobId: raw.partner_job_id };
+    return {
+      prompt: raw.prompt.trim(),
+      aspectRatio: ratio as AspectRatio,
+      startFrame: start,
+      endFrame: end,
+      callbackUrl,
+      partnerJobId: raw.partner_job_id,
+    };
   },
 });

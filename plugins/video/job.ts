@@ -1,7 +1,23 @@
 // The video job runners (spec part 2, "Video job", the video state table and events): one clip rendered by
 // the provider of its model's route, its frames and references read only when it first submits, optionally
 // stripped of metadata, stored; and the merge's job kind, which only recovers a merge cut off mid-request.
-import { checkPicture, finishGeneratedClip, isTransient, JobFailure, type JobKindDeclaration, type JobRunContext, megabytes, mp4MetadataCategories, progressBetween, QUEUED_PROCESSING_COMPLETE, type ReferenceMedia, UnsafeContentError, type VideoFrame, type VideoOutput, oneStepStates } from "mediagate/plugin";
+import {
+  checkPicture,
+  finishGeneratedClip,
+  isTransient,
+  JobFailure,
+  type JobKindDeclaration,
+  type JobRunContext,
+  megabytes,
+  mp4MetadataCategories,
+  oneStepStates,
+  progressBetween,
+  QUEUED_PROCESSING_COMPLETE,
+  type ReferenceMedia,
+  UnsafeContentError,
+  type VideoFrame,
+  type VideoOutput,
+} from "mediagate/plugin";
 import { VIDEO_ERRORS } from "./errors.ts";
 import { eventData, VIDEO_TABLE } from "./records.ts";
 import { normalizeReference, ReferenceEncodeError, type ReferenceKind } from "./references.ts";
@@ -29,7 +45,6 @@ export interface StoredInput {
   reference_audio: Array<{ key: string; seconds: number; url: string; raw?: true }>;
 }
 
-
 async function loadFrame(ctx: JobRunContext, frame: StoredFrame): Promise<VideoFrame> {
   if ("key" in frame) {
     const bytes = await ctx.blobs.get(frame.key);
@@ -42,7 +57,11 @@ async function loadFrame(ctx: JobRunContext, frame: StoredFrame): Promise<VideoF
     // the job, refunded, before anything decodes it.
     const budget = checkPicture(res.body);
     if (!budget.ok) throw new Error(budget.reason);
-    return { bytes: res.body, mimeType: res.headers["content-type"]?.split(";")[0]?.trim() || "image/jpeg", url: frame.url };
+    return {
+      bytes: res.body,
+      mimeType: res.headers["content-type"]?.split(";")[0]?.trim() || "image/jpeg",
+      url: frame.url,
+    };
   } catch (err) {
     if (ctx.signal.aborted) throw err;
     ctx.log.warn(`video ${ctx.jobId}: frame ${frame.url} unavailable: ${(err as Error).message}`);
@@ -51,7 +70,11 @@ async function loadFrame(ctx: JobRunContext, frame: StoredFrame): Promise<VideoF
 }
 
 /** The stored references, normalized here (job work: a busy media pool makes the job wait, never the partner). */
-async function loadReferences(ctx: JobRunContext, refs: StoredInput["reference_videos"], kind: ReferenceKind): Promise<ReferenceMedia[]> {
+async function loadReferences(
+  ctx: JobRunContext,
+  refs: StoredInput["reference_videos"],
+  kind: ReferenceKind,
+): Promise<ReferenceMedia[]> {
   const out: ReferenceMedia[] = [];
   for (const r of refs) {
     let bytes = await ctx.blobs.get(r.key);
@@ -101,7 +124,11 @@ export const videoJob: JobKindDeclaration<StoredInput> = {
           const endFrame = input.end_frame ? await loadFrame(ctx, input.end_frame) : undefined;
           const referenceImages: VideoFrame[] = [];
           for (const f of input.reference_images) referenceImages.push(await loadFrame(ctx, f));
-          const row = await ctx.db.selectFrom(VIDEO_TABLE).select(["prompt"]).where("job_id", "=", ctx.jobId).executeTakeFirstOrThrow();
+          const row = await ctx.db
+            .selectFrom(VIDEO_TABLE)
+            .select(["prompt"])
+            .where("job_id", "=", ctx.jobId)
+            .executeTakeFirstOrThrow();
           return {
             prompt: row.prompt,
             negativePrompt: input.negative_prompt,
@@ -131,7 +158,11 @@ export const videoJob: JobKindDeclaration<StoredInput> = {
     }
 
     if (input.strip_metadata) await ctx.progress(92, "Removing metadata");
-    const clip = await finishGeneratedClip(ctx.capability("media"), bytes, { strip: input.strip_metadata, signal: ctx.signal, timeoutMs: 120_000 });
+    const clip = await finishGeneratedClip(ctx.capability("media"), bytes, {
+      strip: input.strip_metadata,
+      signal: ctx.signal,
+      timeoutMs: 120_000,
+    });
     bytes = clip.bytes;
     const records = ctx.capability("video.records");
     const output = await records.storeOutput(ctx.jobId, bytes, {

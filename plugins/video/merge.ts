@@ -29,7 +29,11 @@ export function videoDecoderConfig(bytes: Uint8Array): Uint8Array | null {
         if (!entry) return null;
         // A visual sample entry has 78 bytes of fixed fields before its child boxes.
         for (const child of mp4Boxes(bytes, entry.body + 78, entry.end)) {
-          if (/^(avcC|hvcC|av1C|vpcC)$/.test(child.type)) return new Uint8Array([...bytes.subarray(entry.start + 4, entry.start + 8), ...bytes.subarray(child.start, child.end)]);
+          if (/^(avcC|hvcC|av1C|vpcC)$/.test(child.type))
+            return new Uint8Array([
+              ...bytes.subarray(entry.start + 4, entry.start + 8),
+              ...bytes.subarray(child.start, child.end),
+            ]);
         }
         return null;
       }
@@ -46,7 +50,8 @@ function isVideoTrak(bytes: Uint8Array, from: number, to: number): boolean {
   for (const mdia of mp4Boxes(bytes, from, to)) {
     if (mdia.type !== "mdia") continue;
     for (const hdlr of mp4Boxes(bytes, mdia.body, mdia.end)) {
-      if (hdlr.type === "hdlr" && hdlr.body + 12 <= hdlr.end) return String.fromCharCode(...bytes.subarray(hdlr.body + 8, hdlr.body + 12)) === "vide";
+      if (hdlr.type === "hdlr" && hdlr.body + 12 <= hdlr.end)
+        return String.fromCharCode(...bytes.subarray(hdlr.body + 8, hdlr.body + 12)) === "vide";
     }
   }
   return false;
@@ -60,7 +65,16 @@ export function copyCompatible(clips: readonly Uint8Array[], probes: readonly Pr
     const v = p.streams.filter((s) => s.type === "video" && !s.attachedPicture);
     const a = p.streams.filter((s) => s.type === "audio");
     if (v.length !== 1 || a.length > 1) return null;
-    return JSON.stringify([v[0]!.codec, v[0]!.width, v[0]!.height, v[0]!.fps, v[0]!.rotation ?? 0, a[0]?.codec, a[0]?.sampleRate, a[0]?.channels]);
+    return JSON.stringify([
+      v[0]!.codec,
+      v[0]!.width,
+      v[0]!.height,
+      v[0]!.fps,
+      v[0]!.rotation ?? 0,
+      a[0]?.codec,
+      a[0]?.sampleRate,
+      a[0]?.channels,
+    ]);
   };
   const first = shape(probes[0]!);
   if (first === null || !probes.every((p) => shape(p) === first)) return false;
@@ -70,9 +84,12 @@ export function copyCompatible(clips: readonly Uint8Array[], probes: readonly Pr
 }
 
 function copyArgs(names: string[]): { args: string[]; list: Uint8Array } {
-  const list = new TextEncoder().encode(names.map((n) => `file '${n}'`).join("\n") + "\n");
+  const list = new TextEncoder().encode(`${names.map((n) => `file '${n}'`).join("\n")}\n`);
   // The engine opens the list with `-safe 1` and whitelists, after checking that it names only these clips.
-  return { args: ["-f", "concat", "-i", "list.txt", "-map", "0:v", "-map", "0:a?", "-c", "copy", ...OUTPUT_ARGS, "merged.mp4"], list };
+  return {
+    args: ["-f", "concat", "-i", "list.txt", "-map", "0:v", "-map", "0:a?", "-c", "copy", ...OUTPUT_ARGS, "merged.mp4"],
+    list,
+  };
 }
 
 function reencodeArgs(names: string[], probes: readonly Probe[]): string[] {
@@ -89,11 +106,15 @@ function reencodeArgs(names: string[], probes: readonly Probe[]): string[] {
   let joined = "";
   names.forEach((_, i) => {
     const p = probes[i]!;
-    if (!p.streams.some((s) => s.type === "video" && !s.attachedPicture)) throw new Error(`clip ${i + 1} has no picture`);
-    filters.push(`[${i}:v:0]scale=${W}:${H}:force_original_aspect_ratio=decrease,pad=${W}:${H}:(ow-iw)/2:(oh-ih)/2:black,setsar=1,fps=${fps},format=yuv420p[v${i}]`);
+    if (!p.streams.some((s) => s.type === "video" && !s.attachedPicture))
+      throw new Error(`clip ${i + 1} has no picture`);
+    filters.push(
+      `[${i}:v:0]scale=${W}:${H}:force_original_aspect_ratio=decrease,pad=${W}:${H}:(ow-iw)/2:(oh-ih)/2:black,setsar=1,fps=${fps},format=yuv420p[v${i}]`,
+    );
     joined += `[v${i}]`;
     if (withAudio) {
-      if (p.streams.some((s) => s.type === "audio")) filters.push(`[${i}:a:0]aresample=48000,aformat=sample_fmts=fltp:channel_layouts=stereo[a${i}]`);
+      if (p.streams.some((s) => s.type === "audio"))
+        filters.push(`[${i}:a:0]aresample=48000,aformat=sample_fmts=fltp:channel_layouts=stereo[a${i}]`);
       // Silence as long as the clip, so pictures and sound stay together after the join.
       else filters.push(`anullsrc=r=48000:cl=stereo,atrim=duration=${p.durationSeconds.toFixed(3)}[a${i}]`);
       joined += `[a${i}]`;
@@ -102,12 +123,27 @@ function reencodeArgs(names: string[], probes: readonly Probe[]): string[] {
   filters.push(`${joined}concat=n=${names.length}:v=1:a=${withAudio ? 1 : 0}${withAudio ? "[v][a]" : "[v]"}`);
   args.push("-filter_complex", filters.join(";"), "-map", "[v]");
   if (withAudio) args.push("-map", "[a]", "-c:a", "aac", "-b:a", "160k", "-ac", "2", "-ar", "48000");
-  args.push("-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-pix_fmt", "yuv420p", ...OUTPUT_ARGS, "merged.mp4");
+  args.push(
+    "-c:v",
+    "libx264",
+    "-preset",
+    "veryfast",
+    "-crf",
+    "20",
+    "-pix_fmt",
+    "yuv420p",
+    ...OUTPUT_ARGS,
+    "merged.mp4",
+  );
   return args;
 }
 
 /** Joins 2+ MP4/MOV clips in order. Throws on anything the engine cannot read or write. */
-export async function concatClips(engine: MediaEngine, clips: Uint8Array[], io: { signal?: AbortSignal; onProgress?(f: number): void; timeoutMs?: number } = {}): Promise<MergeResult> {
+export async function concatClips(
+  engine: MediaEngine,
+  clips: Uint8Array[],
+  io: { signal?: AbortSignal; onProgress?(f: number): void; timeoutMs?: number } = {},
+): Promise<MergeResult> {
   if (clips.length < 2) throw new Error("need at least 2 clips");
   const probes: Probe[] = [];
   for (const c of clips) probes.push(await engine.probe(c, "clip.mp4", { signal: io.signal }));
@@ -121,7 +157,8 @@ export async function concatClips(engine: MediaEngine, clips: Uint8Array[], io: 
     const out = (await engine.run(args, { ...run, inputs: { ...inputs, "list.txt": list } }))["merged.mp4"]!;
     const probe = await engine.probe(out, "merged.mp4", { signal: io.signal });
     // A copy whose timestamps went astray is re-encoded rather than handed out.
-    if (Math.abs(probe.durationSeconds - expected) <= 0.5) return { bytes: out, reencoded: false, durationSeconds: probe.durationSeconds };
+    if (Math.abs(probe.durationSeconds - expected) <= 0.5)
+      return { bytes: out, reencoded: false, durationSeconds: probe.durationSeconds };
   }
   const out = (await engine.run(reencodeArgs(names, probes), { ...run, inputs }))["merged.mp4"]!;
   const probe = await engine.probe(out, "merged.mp4", { signal: io.signal });

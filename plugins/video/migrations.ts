@@ -1,6 +1,6 @@
 // Tables of the video plugin. Status, charge, progress, result and error live on the kernel's `jobs` row; these
 // tables add what the spec's video job and merge records need beyond it.
-import { defineTables, json, tablesMigration, type Migration, type TablesOf } from "mediagate/plugin";
+import { defineTables, json, type Migration, type TablesOf, tablesMigration } from "mediagate/plugin";
 
 export const videoTables = defineTables({
   // One row per video job: generated clips, animations, and video upscale jobs (recorded by the upscale

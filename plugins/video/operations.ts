@@ -3,15 +3,41 @@
 // and queue one job (job.ts); GET /video-status and /videos read the records (records.ts); POST /merge-videos
 // is synchronous: charge, concatenate for real (merge.ts), refund on failure.
 import { randomBytes } from "node:crypto";
+import {
+  ApiError,
+  findOwnRecord,
+  isJobId,
+  jobListInput,
+  listOwnRecords,
+  megabytes,
+  type OperationContext,
+  operation,
+  outboundToApiError,
+  PAGE_BOUNDS,
+  PRIVATE_KEY_PREFIX,
+  pageBody,
+  pageShape,
+  partnerJobIdField,
+  shown,
+  videoFrameSize,
+} from "mediagate/plugin";
 import { z } from "zod";
-import { ApiError, findOwnRecord, isJobId, jobListInput, listOwnRecords, megabytes, type OperationContext, operation, outboundToApiError, PAGE_BOUNDS, pageBody, pageShape, partnerJobIdField, PRIVATE_KEY_PREFIX, shown, videoFrameSize } from "mediagate/plugin";
 import { VIDEO_ERRORS } from "./errors.ts";
-import { checkRequestUrls, decodedSize, GenerateAnimationInput, GenerateVideoInput, type FrameInput } from "./input.ts";
+import { checkRequestUrls, decodedSize, type FrameInput, GenerateAnimationInput, GenerateVideoInput } from "./input.ts";
 import type { StoredFrame, StoredInput } from "./job.ts";
 import { concatClips } from "./merge.ts";
-import { ANIMATION, MERGE_PRICE, MODELS, SHORT_EDGE, videoPrice, type VideoModel } from "./prices.ts";
-import { listView, MERGE_TABLE, type MergePart, mergedSpoken, statusView, videoJobs, type VideoOutput, type VideoRecords } from "./records.ts";
-import { measureReferenceAudio, measureReferenceVideos, type MeasuredReference } from "./references.ts";
+import { ANIMATION, MERGE_PRICE, MODELS, SHORT_EDGE, type VideoModel, videoPrice } from "./prices.ts";
+import {
+  listView,
+  MERGE_TABLE,
+  type MergePart,
+  mergedSpoken,
+  statusView,
+  type VideoOutput,
+  type VideoRecords,
+  videoJobs,
+} from "./records.ts";
+import { type MeasuredReference, measureReferenceAudio, measureReferenceVideos } from "./references.ts";
 
 const MAX_FRAME_BYTES = megabytes(20);
 const MAX_REF_IMAGES_TOTAL = megabytes(72);
@@ -33,7 +59,8 @@ function storeFrame(frame: FrameInput | null, prefix: string, name: string, uplo
   return { key, mime_type: frame.mimeType };
 }
 
-const frameUrl = (ctx: OperationContext, f: StoredFrame | null) => (f === null ? null : "url" in f ? f.url : ctx.mediaUrl(f.key));
+const frameUrl = (ctx: OperationContext, f: StoredFrame | null) =>
+  f === null ? null : "url" in f ? f.url : ctx.mediaUrl(f.key);
 
 function checkUrls(ctx: OperationContext, req: Parameters<typeof checkRequestUrls>[0], start: "image" | "start_image") {
   const guard = ctx.capability("outbound");
@@ -55,7 +82,16 @@ async function checkCallback(ctx: OperationContext, url: string | null) {
 /** Charges and queues; uploads are written first (the job may start at once) and removed if the charge fails. */
 async function submit(
   ctx: OperationContext,
-  args: { credits: number; partnerJobId: string | null; callbackUrl: string | null; input: StoredInput; uploads: Upload[]; record: Omit<Parameters<VideoRecords["insert"]>[1], "job_id" | "partner_id">; insufficient: (n: number) => string; description: string },
+  args: {
+    credits: number;
+    partnerJobId: string | null;
+    callbackUrl: string | null;
+    input: StoredInput;
+    uploads: Upload[];
+    record: Omit<Parameters<VideoRecords["insert"]>[1], "job_id" | "partner_id">;
+    insufficient: (n: number) => string;
+    description: string;
+  },
 ) {
   for (const u of args.uploads) await ctx.blobs.put(u.key, u.bytes, { contentType: u.contentType });
   const records = ctx.capability("video.records");
@@ -69,7 +105,8 @@ async function submit(
       input: { ...args.input },
       description: args.description,
       insufficientCredits: args.insufficient,
-      insertRecords: (trx, [jobId]) => records.insert(trx, { ...args.record, job_id: jobId!, partner_id: ctx.partner.id }),
+      insertRecords: (trx, [jobId]) =>
+        records.insert(trx, { ...args.record, job_id: jobId!, partner_id: ctx.partner.id }),
     });
   } catch (err) {
     // Bad input (402, 429) changes nothing: no row, no file.
@@ -103,7 +140,10 @@ const generateVideo = operation({
   async handle(ctx) {
     const req = ctx.input;
     const model = MODELS[req.model] as VideoModel;
-    for (const [frame, text] of [[req.startFrame, VIDEO_ERRORS.imageTooLarge], [req.endFrame, VIDEO_ERRORS.endImageTooLarge]] as const) {
+    for (const [frame, text] of [
+      [req.startFrame, VIDEO_ERRORS.imageTooLarge],
+      [req.endFrame, VIDEO_ERRORS.endImageTooLarge],
+    ] as const) {
       if (frame && "base64" in frame && decodedSize(frame.base64) > MAX_FRAME_BYTES) throw new ApiError(413, text);
     }
     let refBytes = 0;
@@ -120,7 +160,10 @@ const generateVideo = operation({
 
     // A custom account without a rate is refused before any download (the price only needs to know whether
     // reference videos are present; the measured seconds come next).
-    const texts = { noReferenceRate: VIDEO_ERRORS.customNoReferenceRate, noRate: VIDEO_ERRORS.customNoRate(req.quality, req.duration) };
+    const texts = {
+      noReferenceRate: VIDEO_ERRORS.customNoReferenceRate,
+      noRate: VIDEO_ERRORS.customNoRate(req.quality, req.duration),
+    };
     const hasVideos = req.referenceVideoUrls.length > 0;
     ctx.priceFor(videoPrice(req.model, req.quality, req.outputSeconds, req.sound, hasVideos ? 0 : null, texts));
 
@@ -128,8 +171,10 @@ const generateVideo = operation({
     let audio: MeasuredReference[] = [];
     if (hasVideos || req.referenceAudioUrls.length > 0) {
       const deps = { guard: ctx.capability("outbound"), engine: ctx.capability("media"), signal: ctx.request.signal };
-      if (hasVideos) videos = await measureReferenceVideos(req.referenceVideoUrls, model.references!.videos, req.model, deps);
-      if (req.referenceAudioUrls.length > 0) audio = await measureReferenceAudio(req.referenceAudioUrls, model.references!.audio, req.model, deps);
+      if (hasVideos)
+        videos = await measureReferenceVideos(req.referenceVideoUrls, model.references!.videos, req.model, deps);
+      if (req.referenceAudioUrls.length > 0)
+        audio = await measureReferenceAudio(req.referenceAudioUrls, model.references!.audio, req.model, deps);
     }
     const measured = hasVideos ? videos.reduce((s, v) => s + v.seconds, 0) : null;
     const credits = ctx.priceFor(videoPrice(req.model, req.quality, req.outputSeconds, req.sound, measured, texts));
@@ -184,7 +229,13 @@ const generateVideo = operation({
         end_frame_url: frameUrl(ctx, end),
       },
     });
-    return { job_id: job.jobId, partner_job_id: req.partnerJobId, status: "queued", credits_used: job.creditsUsed, credits_remaining: job.creditsRemaining };
+    return {
+      job_id: job.jobId,
+      partner_job_id: req.partnerJobId,
+      status: "queued",
+      credits_used: job.creditsUsed,
+      credits_remaining: job.creditsRemaining,
+    };
   },
 });
 
@@ -200,7 +251,10 @@ const generateAnimation = operation({
   output: submitted,
   async handle(ctx) {
     const req = ctx.input;
-    for (const [frame, text] of [[req.startFrame, VIDEO_ERRORS.startImageTooLarge], [req.endFrame, VIDEO_ERRORS.endImageTooLarge]] as const) {
+    for (const [frame, text] of [
+      [req.startFrame, VIDEO_ERRORS.startImageTooLarge],
+      [req.endFrame, VIDEO_ERRORS.endImageTooLarge],
+    ] as const) {
       if ("base64" in frame && decodedSize(frame.base64) > MAX_FRAME_BYTES) throw new ApiError(413, text);
     }
     checkUrls(ctx, req, "start_image");
@@ -220,10 +274,39 @@ const generateAnimation = operation({
       uploads,
       insufficient: VIDEO_ERRORS.animationInsufficient,
       description: "Animation: 8s 1080p",
-      input: { width, height, seconds: ANIMATION.seconds, sound: true, strip_metadata: false, negative_prompt: null, route: "animation", start_frame: start, end_frame: end, reference_images: [], reference_videos: [], reference_audio: [] },
-      record: { kind: "animation", prompt: req.prompt, model: "animation", model_used: "animation", quality: ANIMATION.quality, duration: ANIMATION.seconds, aspect_ratio: req.aspectRatio, start_frame_url: frameUrl(ctx, start), end_frame_url: frameUrl(ctx, end) },
+      input: {
+        width,
+        height,
+        seconds: ANIMATION.seconds,
+        sound: true,
+        strip_metadata: false,
+        negative_prompt: null,
+        route: "animation",
+        start_frame: start,
+        end_frame: end,
+        reference_images: [],
+        reference_videos: [],
+        reference_audio: [],
+      },
+      record: {
+        kind: "animation",
+        prompt: req.prompt,
+        model: "animation",
+        model_used: "animation",
+        quality: ANIMATION.quality,
+        duration: ANIMATION.seconds,
+        aspect_ratio: req.aspectRatio,
+        start_frame_url: frameUrl(ctx, start),
+        end_frame_url: frameUrl(ctx, end),
+      },
     });
-    return { job_id: job.jobId, partner_job_id: req.partnerJobId, status: "queued", credits_used: job.creditsUsed, credits_remaining: job.creditsRemaining };
+    return {
+      job_id: job.jobId,
+      partner_job_id: req.partnerJobId,
+      status: "queued",
+      credits_used: job.creditsUsed,
+      credits_remaining: job.creditsRemaining,
+    };
   },
 });
 
@@ -251,7 +334,10 @@ const listVideos = operation({
   method: "GET",
   path: "/videos",
   summary: "This account's video jobs, newest first",
-  input: jobListInput(PAGE_BOUNDS.videos, { status: VIDEO_ERRORS.listStatus, since: "ISO 8601 UTC timestamp: jobs created at or after it" }),
+  input: jobListInput(PAGE_BOUNDS.videos, {
+    status: VIDEO_ERRORS.listStatus,
+    since: "ISO 8601 UTC timestamp: jobs created at or after it",
+  }),
   output: pageShape(
     "videos",
     z.object({
@@ -285,13 +371,21 @@ const listVideos = operation({
  * The spoken record of a merge (records.ts mergedSpoken): the clips' records shifted by the clips' lengths, each
  * clip probed for its length and its sound only when some clip has a record. Never fails the merge.
  */
-async function mergeSpoken(ctx: OperationContext, records: Array<VideoOutput["spoken"]>, clips: Uint8Array[]): Promise<VideoOutput["spoken"]> {
+async function mergeSpoken(
+  ctx: OperationContext,
+  records: Array<VideoOutput["spoken"]>,
+  clips: Uint8Array[],
+): Promise<VideoOutput["spoken"]> {
   if (!records.some((r) => r)) return null;
   try {
     const parts: MergePart[] = [];
     for (const [i, clip] of clips.entries()) {
       const probe = await ctx.capability("media").probe(clip, "clip.mp4", { signal: ctx.request.signal });
-      parts.push({ spoken: records[i], hasAudio: probe.streams.some((st) => st.type === "audio"), seconds: probe.durationSeconds });
+      parts.push({
+        spoken: records[i],
+        hasAudio: probe.streams.some((st) => st.type === "audio"),
+        seconds: probe.durationSeconds,
+      });
     }
     return mergedSpoken(parts);
   } catch (err) {
@@ -306,7 +400,10 @@ const mergeVideos = operation({
   summary: "Concatenate 2 or more of your completed clips, in order",
   input: z
     .object({
-      job_ids: z.unknown().optional().meta({ type: "array", items: { type: "string" }, minItems: 2 }),
+      job_ids: z
+        .unknown()
+        .optional()
+        .meta({ type: "array", items: { type: "string" }, minItems: 2 }),
       partner_job_id: partnerJobIdField().meta({ type: "string" }),
     })
     .meta({ required: ["job_ids"] })
@@ -324,11 +421,21 @@ const mergeVideos = operation({
       }
       return { jobIds: ids as string[], partnerJobId: raw.partner_job_id };
     }),
-  output: z.object({ merge_id: z.string(), partner_job_id: z.string().nullable(), merged_url: z.string(), credits_used: z.number().int(), credits_remaining: z.number().int() }),
+  output: z.object({
+    merge_id: z.string(),
+    partner_job_id: z.string().nullable(),
+    merged_url: z.string(),
+    credits_used: z.number().int(),
+    credits_remaining: z.number().int(),
+  }),
   async handle(ctx) {
     const { jobIds, partnerJobId } = ctx.input;
     const unique = [...new Set(jobIds)];
-    const rows = await videoJobs.owned(ctx.db, ctx.partner.id).where("r.job_id", "in", unique).where("j.state", "=", "complete").execute();
+    const rows = await videoJobs
+      .owned(ctx.db, ctx.partner.id)
+      .where("r.job_id", "in", unique)
+      .where("j.state", "=", "complete")
+      .execute();
     if (rows.length !== unique.length) throw new ApiError(404, VIDEO_ERRORS.mergeNotFound);
     const byId = new Map(rows.map((r) => [r.job_id, r]));
     const clips: Uint8Array[] = [];
@@ -349,24 +456,53 @@ const mergeVideos = operation({
       insufficientCredits: VIDEO_ERRORS.mergeInsufficient,
       input: { job_ids: jobIds },
       insertRecords: async (trx, [mergeId]) => {
-        await trx.insertInto(MERGE_TABLE).values({ merge_id: mergeId!, partner_id: ctx.partner.id, job_ids: JSON.stringify(jobIds), expires_at: expiresAt }).execute();
+        await trx
+          .insertInto(MERGE_TABLE)
+          .values({
+            merge_id: mergeId!,
+            partner_id: ctx.partner.id,
+            job_ids: JSON.stringify(jobIds),
+            expires_at: expiresAt,
+          })
+          .execute();
       },
     });
 
     let key: string;
     try {
-      const merged = await concatClips(ctx.capability("media"), clips, { signal: ctx.request.signal, timeoutMs: 600_000 });
+      const merged = await concatClips(ctx.capability("media"), clips, {
+        signal: ctx.request.signal,
+        timeoutMs: 600_000,
+      });
       key = `merges/${job.jobId}-${randomBytes(16).toString("hex")}.mp4`; // 128 random bits: a capability URL
       await ctx.blobs.put(key, merged.bytes, { contentType: "video/mp4", expiresAt });
-      await ctx.db.updateTable(MERGE_TABLE).set({ video_key: key, duration_seconds: merged.durationSeconds }).where("merge_id", "=", job.jobId).execute();
-      const spoken = await mergeSpoken(ctx, jobIds.map((id) => byId.get(id)!.output!.spoken), clips);
-      await ctx.finishJob(job.jobId, { state: "complete", refund: false, output: { video_key: key, duration: merged.durationSeconds, spoken } });
+      await ctx.db
+        .updateTable(MERGE_TABLE)
+        .set({ video_key: key, duration_seconds: merged.durationSeconds })
+        .where("merge_id", "=", job.jobId)
+        .execute();
+      const spoken = await mergeSpoken(
+        ctx,
+        jobIds.map((id) => byId.get(id)!.output!.spoken),
+        clips,
+      );
+      await ctx.finishJob(job.jobId, {
+        state: "complete",
+        refund: false,
+        output: { video_key: key, duration: merged.durationSeconds, spoken },
+      });
     } catch (err) {
       await ctx.finishJob(job.jobId, { state: "failed", refund: true, error: VIDEO_ERRORS.mergeFailed });
       ctx.log.warn(`merge ${job.jobId} failed: ${err instanceof Error ? err.message : String(err)}`);
       throw new ApiError(502, VIDEO_ERRORS.mergeFailed);
     }
-    return { merge_id: job.jobId, partner_job_id: partnerJobId, merged_url: ctx.mediaUrl(key), credits_used: job.creditsUsed, credits_remaining: job.creditsRemaining };
+    return {
+      merge_id: job.jobId,
+      partner_job_id: partnerJobId,
+      merged_url: ctx.mediaUrl(key),
+      credits_used: job.creditsUsed,
+      credits_remaining: job.creditsRemaining,
+    };
   },
 });
 

@@ -1,7 +1,7 @@
 // The video models and their prices: the one table of what each model accepts and what it costs (spec part 2, "Video models",
 // "Video prices", "Animation prices"; part 1 `costs.video`). Prices are the standard basis; the kernel applies
 // the account's tier (api_plus10 is the spec's headline column: 50 standard -> 55).
-import { type Price } from "mediagate/plugin";
+import type { Price } from "mediagate/plugin";
 
 export type Quality = "480p" | "720p" | "1080p" | "4K";
 
@@ -17,7 +17,11 @@ export interface ReferenceRules {
 
 type Pricing =
   | { kind: "per_clip"; combos: Record<string, number> }
-  | { kind: "per_second"; rates: Partial<Record<Quality, number>>; withReferenceVideo?: Partial<Record<Quality, number>> }
+  | {
+      kind: "per_second";
+      rates: Partial<Record<Quality, number>>;
+      withReferenceVideo?: Partial<Record<Quality, number>>;
+    }
   | { kind: "flat"; flat: Partial<Record<Quality, number>> };
 
 export interface VideoModel {
@@ -91,7 +95,11 @@ export const MODELS = {
       videos: { count: 3, minSeconds: 2, maxSeconds: 15, totalSeconds: 15 },
       audio: { count: 3, minSeconds: 2, maxSeconds: 15, totalSeconds: 15, needsImageOrVideo: true },
     },
-    pricing: { kind: "per_second", rates: { "480p": 14, "720p": 29, "1080p": 72, "4K": 146 }, withReferenceVideo: { "480p": 9, "720p": 18, "1080p": 44, "4K": 90 } },
+    pricing: {
+      kind: "per_second",
+      rates: { "480p": 14, "720p": 29, "1080p": 72, "4K": 146 },
+      withReferenceVideo: { "480p": 9, "720p": 18, "1080p": 44, "4K": 90 },
+    },
   },
   "beta-2-5": {
     family: "beta",
@@ -104,7 +112,11 @@ export const MODELS = {
       videos: { count: 10, minSeconds: 2, maxSeconds: 30, totalSeconds: 30 },
       audio: { count: 10, minSeconds: 2, maxSeconds: 30, totalSeconds: 30, needsImageOrVideo: false },
     },
-    pricing: { kind: "per_second", rates: { "480p": 20, "720p": 45, "1080p": 111 }, withReferenceVideo: { "480p": 12, "720p": 27, "1080p": 67 } },
+    pricing: {
+      kind: "per_second",
+      rates: { "480p": 20, "720p": 45, "1080p": 111 },
+      withReferenceVideo: { "480p": 12, "720p": 27, "1080p": 67 },
+    },
   },
   "gamma-3.1-quality": gamma({ "720p": 150, "1080p": 178, "4K": 200 }),
   "gamma-3.1-fast": gamma({ "720p": 41, "1080p": 49, "4K": 120 }),
@@ -149,22 +161,43 @@ export function acceptsDuration(model: VideoModel, seconds: number): boolean {
  * reference video, the lower rate over the measured reference seconds plus the output seconds; the kernel
  * rounds once. Custom accounts are looked up under the same keys in their negotiated rates.
  */
-export function videoPrice(id: ModelId, quality: Quality, outputSeconds: number, sound: boolean, referenceVideoSeconds: number | null, texts: { noReferenceRate: string; noRate: string }): Price {
+export function videoPrice(
+  id: ModelId,
+  quality: Quality,
+  outputSeconds: number,
+  sound: boolean,
+  referenceVideoSeconds: number | null,
+  texts: { noReferenceRate: string; noRate: string },
+): Price {
   const pricing = (MODELS[id] as VideoModel).pricing;
   switch (pricing.kind) {
     case "per_clip": {
       const combo = `${quality}_${outputSeconds}s_${sound ? "audio" : "noaudio"}`;
-      return { lines: [{ key: ["video", id, "combos", combo], rate: pricing.combos[combo]! }], customRateMissing: texts.noRate };
+      return {
+        lines: [{ key: ["video", id, "combos", combo], rate: pricing.combos[combo]! }],
+        customRateMissing: texts.noRate,
+      };
     }
     case "flat":
-      return { lines: [{ key: ["video", id, "flat", quality], rate: pricing.flat[quality]! }], customRateMissing: texts.noRate };
+      return {
+        lines: [{ key: ["video", id, "flat", quality], rate: pricing.flat[quality]! }],
+        customRateMissing: texts.noRate,
+      };
     case "per_second": {
       if (referenceVideoSeconds !== null && pricing.withReferenceVideo) {
         // Measured seconds keep their two decimals; the total is rounded up once (core/pricing.ts).
         const units = Math.round((referenceVideoSeconds + outputSeconds) * 100) / 100;
-        return { lines: [{ key: ["video", id, "with_reference_video", quality], rate: pricing.withReferenceVideo[quality]!, units }], customRateMissing: texts.noReferenceRate };
+        return {
+          lines: [
+            { key: ["video", id, "with_reference_video", quality], rate: pricing.withReferenceVideo[quality]!, units },
+          ],
+          customRateMissing: texts.noReferenceRate,
+        };
       }
-      return { lines: [{ key: ["video", id, quality], rate: pricing.rates[quality]!, units: outputSeconds }], customRateMissing: texts.noRate };
+      return {
+        lines: [{ key: ["video", id, quality], rate: pricing.rates[quality]!, units: outputSeconds }],
+        customRateMissing: texts.noRate,
+      };
     }
   }
 }
@@ -176,7 +209,16 @@ export const VIDEO_COSTS = {
       const p = (MODELS[id] as VideoModel).pricing;
       if (p.kind === "per_clip") return [id, { per_clip: true, combos: { ...p.combos } }];
       if (p.kind === "flat") return [id, { per_second: false, flat: { ...p.flat } }];
-      return [id, { per_second: true, ...p.rates, ...(p.withReferenceVideo ? { with_reference_video: { basis: "reference_plus_output_seconds", ...p.withReferenceVideo } } : {}) }];
+      return [
+        id,
+        {
+          per_second: true,
+          ...p.rates,
+          ...(p.withReferenceVideo
+            ? { with_reference_video: { basis: "reference_plus_output_seconds", ...p.withReferenceVideo } }
+            : {}),
+        },
+      ];
     }),
   ),
   animation: ANIMATION.price,

@@ -7,8 +7,8 @@
 // - The list also carries `progress`, `message` and `error` (non-breaking additions, versioning rule 3).
 import { randomBytes } from "node:crypto";
 import type { ColumnType } from "kysely";
-import { type BlobStore, formatTimestamp, type JobRecord, jobRecords, type PluginDb } from "mediagate/plugin";
 import type { CaptionableVideo, SpokenRecord, VideoJobRow, VideoOutput, VideoRecords } from "mediagate/plugin";
+import { type BlobStore, formatTimestamp, type JobRecord, jobRecords, type PluginDb } from "mediagate/plugin";
 
 export type { CaptionableVideo, VideoJobRow, VideoOutput, VideoRecords };
 
@@ -18,7 +18,10 @@ export const MERGE_TABLE = "video_merges";
 export function videoRecords(blobs: BlobStore, mediaUrl: (key: string) => string): VideoRecords {
   return {
     async insert(trx, row) {
-      await trx.insertInto(VIDEO_TABLE).values({ start_frame_url: null, end_frame_url: null, ...row }).execute();
+      await trx
+        .insertInto(VIDEO_TABLE)
+        .values({ start_frame_url: null, end_frame_url: null, ...row })
+        .execute();
     },
     async storeOutput(jobId, bytes, info) {
       // Unguessable: media links are capability URLs (docs/architecture.md "Media links"); a rerun writes a new name.
@@ -30,10 +33,16 @@ export function videoRecords(blobs: BlobStore, mediaUrl: (key: string) => string
   };
 }
 
-const reader = (blobs: BlobStore, key: string | null | undefined) => async () => (key ? ((await blobs.get(key)) ?? null) : null);
+const reader = (blobs: BlobStore, key: string | null | undefined) => async () =>
+  key ? ((await blobs.get(key)) ?? null) : null;
 
 /** A video job (clip, animation, upscale) or else a merge of the partner's, as `video.records` find() shows it. */
-async function findVideo(db: PluginDb, blobs: BlobStore, partnerId: string, jobId: string): Promise<CaptionableVideo | null> {
+async function findVideo(
+  db: PluginDb,
+  blobs: BlobStore,
+  partnerId: string,
+  jobId: string,
+): Promise<CaptionableVideo | null> {
   const row = await videoJobs.find(db, partnerId, jobId);
   if (row) {
     const out = row.state === "complete" ? row.output : null;
@@ -53,7 +62,9 @@ async function findVideo(db: PluginDb, blobs: BlobStore, partnerId: string, jobI
   if (!merge) return null;
   const out = merge.state === "complete" ? merge.output : null;
   // A merge has the first clip's picture size (merge.ts copies or scales to it); its own row does not keep it.
-  const firstId = (typeof merge.job_ids === "string" ? JSON.parse(merge.job_ids) : merge.job_ids)[0] as string | undefined;
+  const firstId = (typeof merge.job_ids === "string" ? JSON.parse(merge.job_ids) : merge.job_ids)[0] as
+    | string
+    | undefined;
   const first = firstId ? await videoJobs.find(db, partnerId, firstId) : undefined;
   return {
     job_id: merge.merge_id,
@@ -84,7 +95,12 @@ export function mergedSpoken(parts: readonly MergePart[]): SpokenRecord | null {
   let at = 0;
   const words: SpokenRecord["words"] = [];
   for (const p of parts) {
-    for (const w of p.spoken?.words ?? []) words.push({ ...w, start: Math.round((w.start + at) * 1000) / 1000, end: Math.round((w.end + at) * 1000) / 1000 });
+    for (const w of p.spoken?.words ?? [])
+      words.push({
+        ...w,
+        start: Math.round((w.start + at) * 1000) / 1000,
+        end: Math.round((w.end + at) * 1000) / 1000,
+      });
     at += p.seconds;
   }
   return { language: parts.find((p) => p.spoken)!.spoken!.language, words };
@@ -96,7 +112,10 @@ export interface VideoJobsTable extends VideoJobRow {
 }
 
 /** Video jobs joined to their kernel job rows, for status, list, merge and events alike; 404s are the caller's. */
-export const videoJobs = jobRecords<VideoJobsTable, VideoOutput>(VIDEO_TABLE, { jobId: "job_id", newestFirst: ["created_at", "job_id"] });
+export const videoJobs = jobRecords<VideoJobsTable, VideoOutput>(VIDEO_TABLE, {
+  jobId: "job_id",
+  newestFirst: ["created_at", "job_id"],
+});
 
 type Joined = JobRecord<VideoJobsTable, VideoOutput>;
 
@@ -119,15 +138,25 @@ export interface MergeOutput {
 }
 
 /** Merges joined to their kernel job rows (what `video.records` find() reads for a merge id). */
-export const mergeJobs = jobRecords<VideoMergesTable, MergeOutput>(MERGE_TABLE, { jobId: "merge_id", newestFirst: ["created_at", "merge_id"] });
+export const mergeJobs = jobRecords<VideoMergesTable, MergeOutput>(MERGE_TABLE, {
+  jobId: "merge_id",
+  newestFirst: ["created_at", "merge_id"],
+});
 
-const urlOf = (row: Joined, mediaUrl: (key: string) => string) => (row.state === "complete" && row.output ? mediaUrl(row.output.video_key) : null);
+const urlOf = (row: Joined, mediaUrl: (key: string) => string) =>
+  row.state === "complete" && row.output ? mediaUrl(row.output.video_key) : null;
 
 /** GET /video-status/<job_id>: the processing, complete and failed shapes of the spec. */
 export function statusView(row: Joined, mediaUrl: (key: string) => string) {
   if (row.state === "complete") {
     const out = row.output!;
-    return { job_id: row.job_id, status: "complete", video_url: mediaUrl(out.video_key), duration: out.duration, metadata_removed: out.metadata_removed };
+    return {
+      job_id: row.job_id,
+      status: "complete",
+      video_url: mediaUrl(out.video_key),
+      duration: out.duration,
+      metadata_removed: out.metadata_removed,
+    };
   }
   if (row.state === "error") return { job_id: row.job_id, status: "error", error: row.error };
   return { job_id: row.job_id, status: row.state, progress: row.progress ?? 0, message: row.message ?? "Queued" };

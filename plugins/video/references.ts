@@ -31,7 +31,19 @@
 //   ... as a reference."; in the job (a file whose headers probe but whose frames do not decode, an output
 //   shorter than measured) they are ReferenceEncodeError, which the job turns into its failure. An engine
 //   that is not there at all is ours and is not blamed on the file.
-import { ApiError, probeOverBudget, fetchSource, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, type MediaEngine, isWholeIsoBmff, type OutboundGuard, type Probe } from "mediagate/plugin";
+import {
+  ApiError,
+  fetchSource,
+  firstAudio,
+  firstVideo,
+  isMediaError,
+  isoBmffFirstBox,
+  isWholeIsoBmff,
+  type MediaEngine,
+  type OutboundGuard,
+  type Probe,
+  probeOverBudget,
+} from "mediagate/plugin";
 import { VIDEO_ERRORS } from "./errors.ts";
 
 export const MAX_REFERENCE_VIDEO_BYTES = 95_000_000;
@@ -104,7 +116,11 @@ const VIDEO: Kind = {
   unusable: VIDEO_ERRORS.referenceVideoUnusable,
   length: VIDEO_ERRORS.referenceVideoLength,
   total: VIDEO_ERRORS.referenceVideosTotal,
-  accepts: (bytes, probe) => isoBmffFirstBox(bytes) !== undefined && isWholeIsoBmff(bytes) && probe.formatName === ISO_BMFF && firstVideo(probe) !== undefined,
+  accepts: (bytes, probe) =>
+    isoBmffFirstBox(bytes) !== undefined &&
+    isWholeIsoBmff(bytes) &&
+    probe.formatName === ISO_BMFF &&
+    firstVideo(probe) !== undefined,
   normalize(probe, engine) {
     const v = firstVideo(probe)!;
     const a = firstAudio(probe);
@@ -115,14 +131,31 @@ const VIDEO: Kind = {
     return {
       output: "ref.mp4",
       args: [
-        "-i", "in.bin",
-        "-map", `0:${v.index}`, ...audio,
-        "-vf", `${scale},fps=30,format=yuv420p`,
+        "-i",
+        "in.bin",
+        "-map",
+        `0:${v.index}`,
+        ...audio,
+        "-vf",
+        `${scale},fps=30,format=yuv420p`,
         // The wasm engine is several times slower: ultrafast keeps its jobs short.
-        "-c:v", "libx264", "-preset", engine.kind === "wasm" ? "ultrafast" : "veryfast", "-crf", "23", "-pix_fmt", "yuv420p",
-        "-t", String(probe.durationSeconds),
-        ...NO_METADATA, "-flags:v", "+bitexact", "-flags:a", "+bitexact",
-        "-movflags", "+faststart",
+        "-c:v",
+        "libx264",
+        "-preset",
+        engine.kind === "wasm" ? "ultrafast" : "veryfast",
+        "-crf",
+        "23",
+        "-pix_fmt",
+        "yuv420p",
+        "-t",
+        String(probe.durationSeconds),
+        ...NO_METADATA,
+        "-flags:v",
+        "+bitexact",
+        "-flags:a",
+        "+bitexact",
+        "-movflags",
+        "+faststart",
         "ref.mp4",
       ],
     };
@@ -141,15 +174,31 @@ const AUDIO: Kind = {
   accepts: (bytes, probe) =>
     firstAudio(probe) !== undefined &&
     firstVideo(probe) === undefined &&
-    (probe.formatName === "mp3" || probe.formatName === "wav" || (probe.formatName === ISO_BMFF && isoBmffFirstBox(bytes) !== undefined && isWholeIsoBmff(bytes))),
+    (probe.formatName === "mp3" ||
+      probe.formatName === "wav" ||
+      (probe.formatName === ISO_BMFF && isoBmffFirstBox(bytes) !== undefined && isWholeIsoBmff(bytes))),
   normalize: (probe) => ({
     output: "ref.mp3",
     args: [
-      "-i", "in.bin",
-      "-map", `0:${firstAudio(probe)!.index}`,
-      "-c:a", "libmp3lame", "-b:a", "192k", "-ar", "44100", "-ac", "2",
-      "-t", String(probe.durationSeconds),
-      ...NO_METADATA, "-flags:a", "+bitexact", "-id3v2_version", "0",
+      "-i",
+      "in.bin",
+      "-map",
+      `0:${firstAudio(probe)!.index}`,
+      "-c:a",
+      "libmp3lame",
+      "-b:a",
+      "192k",
+      "-ar",
+      "44100",
+      "-ac",
+      "2",
+      "-t",
+      String(probe.durationSeconds),
+      ...NO_METADATA,
+      "-flags:a",
+      "+bitexact",
+      "-id3v2_version",
+      "0",
       "ref.mp3",
     ],
   }),
@@ -165,7 +214,11 @@ function download(url: string, kind: Kind, deps: ReferenceDeps, signal: AbortSig
   // The download text names the status a gateway would give (the file header above): the answered one, 504
   // for a time-out, 502 for the rest.
   const texts = { invalidUrl: kind.invalidUrl(url.slice(0, 200)), tooLarge: kind.tooLarge, download: kind.download };
-  return fetchSource(url, { maxBytes: kind.maxBytes, timeoutMs: deps.downloadTimeoutMs ?? REFERENCE_DOWNLOAD_TIMEOUT_MS, texts }, { guard: deps.guard, signal });
+  return fetchSource(
+    url,
+    { maxBytes: kind.maxBytes, timeoutMs: deps.downloadTimeoutMs ?? REFERENCE_DOWNLOAD_TIMEOUT_MS, texts },
+    { guard: deps.guard, signal },
+  );
 }
 
 /** Media failures on the partner's file are the file's; a missing engine is ours. */
@@ -176,7 +229,13 @@ function unusable(err: unknown, kind: Kind, deps: ReferenceDeps): unknown {
   return new ApiError(400, kind.unusable);
 }
 
-async function measure(url: string, rules: ReferenceRules, kind: Kind, deps: ReferenceDeps, signal: AbortSignal): Promise<MeasuredReference> {
+async function measure(
+  url: string,
+  rules: ReferenceRules,
+  kind: Kind,
+  deps: ReferenceDeps,
+  signal: AbortSignal,
+): Promise<MeasuredReference> {
   const bytes = await download(url, kind, deps, signal);
   let probe: Probe;
   try {
@@ -188,19 +247,27 @@ async function measure(url: string, rules: ReferenceRules, kind: Kind, deps: Ref
   } catch (err) {
     throw unusable(err, kind, deps);
   }
-  if (!kind.accepts(bytes, probe) || !Number.isFinite(probe.durationSeconds) || probe.durationSeconds <= 0) throw new ApiError(400, kind.unusable);
+  if (!kind.accepts(bytes, probe) || !Number.isFinite(probe.durationSeconds) || probe.durationSeconds <= 0)
+    throw new ApiError(400, kind.unusable);
   // lib/media/budgets.ts before normalization decodes anything: an 8K frame, 240 fps, 4 hours, cover art of
   // 40 MP at most. A duration past it is also past every model's reference limit.
   const excess = probeOverBudget(probe);
-  if (excess?.kind === "duration") throw new ApiError(400, kind.length(rules.minSeconds, rules.maxSeconds, round2(probe.durationSeconds)));
+  if (excess?.kind === "duration")
+    throw new ApiError(400, kind.length(rules.minSeconds, rules.maxSeconds, round2(probe.durationSeconds)));
   if (excess) throw new ApiError(400, kind.unusable);
   const seconds = round2(probe.durationSeconds);
-  if (seconds < rules.minSeconds || seconds > rules.maxSeconds) throw new ApiError(400, kind.length(rules.minSeconds, rules.maxSeconds, seconds));
+  if (seconds < rules.minSeconds || seconds > rules.maxSeconds)
+    throw new ApiError(400, kind.length(rules.minSeconds, rules.maxSeconds, seconds));
   return { url, bytes, seconds };
 }
 
 /** Downloads and measures every URL, a few at a time; the first failure stops the others and is thrown. */
-async function measureAll(urls: string[], rules: ReferenceRules, kind: Kind, deps: ReferenceDeps): Promise<MeasuredReference[]> {
+async function measureAll(
+  urls: string[],
+  rules: ReferenceRules,
+  kind: Kind,
+  deps: ReferenceDeps,
+): Promise<MeasuredReference[]> {
   const stop = new AbortController();
   const signal = deps.signal ? AbortSignal.any([deps.signal, stop.signal]) : stop.signal;
   const results: MeasuredReference[] = [];
@@ -225,7 +292,13 @@ async function measureAll(urls: string[], rules: ReferenceRules, kind: Kind, dep
   return results;
 }
 
-async function measureChecked(urls: string[], rules: ReferenceRules, model: string, kind: Kind, deps: ReferenceDeps): Promise<MeasuredReference[]> {
+async function measureChecked(
+  urls: string[],
+  rules: ReferenceRules,
+  model: string,
+  kind: Kind,
+  deps: ReferenceDeps,
+): Promise<MeasuredReference[]> {
   if (urls.length === 0) return [];
   const measured = await measureAll(urls, rules, kind, deps);
   const total = round2(measured.reduce((sum, m) => sum + m.seconds, 0));
@@ -234,12 +307,20 @@ async function measureChecked(urls: string[], rules: ReferenceRules, model: stri
 }
 
 /** Downloads and probes reference videos and checks them; throws the spec's 400/413 (no charge yet). No encode. */
-export const measureReferenceVideos = (urls: string[], rules: ReferenceRules, model: string, deps: ReferenceDeps): Promise<MeasuredReference[]> =>
-  measureChecked(urls, rules, model, VIDEO, deps);
+export const measureReferenceVideos = (
+  urls: string[],
+  rules: ReferenceRules,
+  model: string,
+  deps: ReferenceDeps,
+): Promise<MeasuredReference[]> => measureChecked(urls, rules, model, VIDEO, deps);
 
 /** Downloads and probes reference audio and checks it; the same errors in the audio's words. No encode. */
-export const measureReferenceAudio = (urls: string[], rules: ReferenceRules, model: string, deps: ReferenceDeps): Promise<MeasuredReference[]> =>
-  measureChecked(urls, rules, model, AUDIO, deps);
+export const measureReferenceAudio = (
+  urls: string[],
+  rules: ReferenceRules,
+  model: string,
+  deps: ReferenceDeps,
+): Promise<MeasuredReference[]> => measureChecked(urls, rules, model, AUDIO, deps);
 
 /**
  * Job work: one measured reference (the file as downloaded) normalized for the provider: videos to an H.264/AAC
@@ -247,15 +328,26 @@ export const measureReferenceAudio = (urls: string[], rules: ReferenceRules, mod
  * probed again (the job keeps only the bytes) and cut at the measured length. The file's failures throw
  * ReferenceEncodeError; cancellation and a missing engine pass through.
  */
-export async function normalizeReference(kind: ReferenceKind, bytes: Uint8Array, engine: MediaEngine, options: { signal?: AbortSignal } = {}): Promise<Uint8Array> {
+export async function normalizeReference(
+  kind: ReferenceKind,
+  bytes: Uint8Array,
+  engine: MediaEngine,
+  options: { signal?: AbortSignal } = {},
+): Promise<Uint8Array> {
   const k = kind === "video" ? VIDEO : AUDIO;
   const { signal } = options;
   try {
     const probe = await engine.probe(bytes, "in.bin", { signal });
-    if (!k.accepts(bytes, probe) || !(probe.durationSeconds > 0)) throw new ReferenceEncodeError(`the stored ${kind} no longer probes as one`);
+    if (!k.accepts(bytes, probe) || !(probe.durationSeconds > 0))
+      throw new ReferenceEncodeError(`the stored ${kind} no longer probes as one`);
     const { args, output } = k.normalize(probe, engine);
     // No time-out of its own: the wait for a pool place is part of the run, and the job's own limit bounds both.
-    const res = await engine.run(args, { inputs: { "in.bin": bytes }, outputs: [output], signal, durationSeconds: probe.durationSeconds });
+    const res = await engine.run(args, {
+      inputs: { "in.bin": bytes },
+      outputs: [output],
+      signal,
+      durationSeconds: probe.durationSeconds,
+    });
     const out = res[output]!;
     // A file whose header promises more than its frames deliver comes out short: not a usable reference.
     const made = await engine.probe(out, output, { signal });
@@ -266,6 +358,9 @@ export async function normalizeReference(kind: ReferenceKind, bytes: Uint8Array,
   } catch (err) {
     if (signal?.aborted || err instanceof ReferenceEncodeError) throw err;
     if (isMediaError(err) && err.code === "engine_unavailable") throw err;
-    throw new ReferenceEncodeError(`the ${kind} could not be normalized: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new ReferenceEncodeError(
+      `the ${kind} could not be normalized: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
   }
 }

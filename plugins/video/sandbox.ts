@@ -22,7 +22,41 @@
 // Markers (docs/architecture.md "Sandbox providers"): `[sandbox:fail]` fails, `[sandbox:unsafe]` is a content-safety block,
 // a frame URL whose path contains `sandbox-fail` fails.
 import { createHash } from "node:crypto";
-import { AAC_STEREO_ARGS, cardBox, type CardBox, definePlugin, dominantColours, type EspeakVoice, hexColour, type Rgb, sandboxCardPng, FASTSTART_ARGS, findSystemFont, generatedClipTags, h264Args, type GeneratedVideo, hasMarker, type MediaEngine, pcm16Wav, type SandboxRequestStore, sandboxConfig, sandboxUpstream, sniffImageType, speakTimed, spokenWords, type SpokenRecord, UnsafeContentError, voiceOverBed, type VideoFrame, type VideoGenerationRequest, type VideoProvider, type VideoProviders, wavSamples, withoutMarkers, withSandboxProvenance } from "mediagate/plugin";
+import {
+  AAC_STEREO_ARGS,
+  type CardBox,
+  cardBox,
+  definePlugin,
+  dominantColours,
+  type EspeakVoice,
+  FASTSTART_ARGS,
+  findSystemFont,
+  type GeneratedVideo,
+  generatedClipTags,
+  h264Args,
+  hasMarker,
+  hexColour,
+  type MediaEngine,
+  pcm16Wav,
+  type Rgb,
+  type SandboxRequestStore,
+  type SpokenRecord,
+  sandboxCardPng,
+  sandboxConfig,
+  sandboxUpstream,
+  sniffImageType,
+  speakTimed,
+  spokenWords,
+  UnsafeContentError,
+  type VideoFrame,
+  type VideoGenerationRequest,
+  type VideoProvider,
+  type VideoProviders,
+  voiceOverBed,
+  wavSamples,
+  withoutMarkers,
+  withSandboxProvenance,
+} from "mediagate/plugin";
 
 const SOFTWARE = "mediagate sandbox video provider";
 const FPS = 25;
@@ -59,7 +93,9 @@ const VOICE_GAIN = 1.25;
  */
 export function clipLine(prompt: string): string {
   const text = withoutMarkers(prompt).replace(/\s+/g, " ").trim();
-  const quoted = [...text.matchAll(/"([^"]+)"|“([^“”]+)”/g)].map((m) => (m[1] ?? m[2] ?? "").trim()).filter((q) => /[\p{L}\p{N}]/u.test(q));
+  const quoted = [...text.matchAll(/"([^"]+)"|“([^“”]+)”/g)]
+    .map((m) => (m[1] ?? m[2] ?? "").trim())
+    .filter((q) => /[\p{L}\p{N}]/u.test(q));
   if (quoted.length > 0) return quoted.join(" ");
   return text.split(/(?<=[.!?])\s/)[0]!.trim();
 }
@@ -98,10 +134,19 @@ export async function clipSpeech(prompt: string, seconds: number, signal?: Abort
     const kept = spoken.words.filter((w) => w.end <= slot);
     if (kept.length === 0) return null;
     const { samples, sampleRate } = wavSamples(wav);
-    wav = pcm16Wav(samples.slice(0, Math.min(samples.length, Math.round((kept.at(-1)!.end + 0.05) * sampleRate))), sampleRate);
+    wav = pcm16Wav(
+      samples.slice(0, Math.min(samples.length, Math.round((kept.at(-1)!.end + 0.05) * sampleRate))),
+      sampleRate,
+    );
     spoken = { ...spoken, words: kept };
   }
-  return { wav, spoken: { language: spoken.language, words: spoken.words.map((w) => ({ ...w, start: ms(w.start + SPEECH_START), end: ms(w.end + SPEECH_START) })) } };
+  return {
+    wav,
+    spoken: {
+      language: spoken.language,
+      words: spoken.words.map((w) => ({ ...w, start: ms(w.start + SPEECH_START), end: ms(w.end + SPEECH_START) })),
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -120,7 +165,9 @@ export interface ReferenceLook {
  * first picture first.
  * A picture libvips cannot read is left out (the plugin accepted it; a sandbox does not fail a job for it).
  */
-export async function referenceLook(req: Pick<VideoGenerationRequest, "width" | "height" | "startFrame" | "referenceImages">): Promise<ReferenceLook | null> {
+export async function referenceLook(
+  req: Pick<VideoGenerationRequest, "width" | "height" | "startFrame" | "referenceImages">,
+): Promise<ReferenceLook | null> {
   const pictures: VideoFrame[] = req.referenceImages.slice(0, 3);
   const box = cardBox(req.width, req.height, req.startFrame ? "corner" : "subject");
   const perPicture: Rgb[][] = [];
@@ -131,9 +178,7 @@ export async function referenceLook(req: Pick<VideoGenerationRequest, "width" | 
       if (!req.startFrame) perPicture.push(await dominantColours(p.bytes, 2));
       card ??= await sandboxCardPng(p.bytes, box.width, box.height);
       if (req.startFrame) break;
-    } catch {
-      continue;
-    }
+    } catch {}
   }
   if (!card) return null;
   const colours: Rgb[] = [];
@@ -142,7 +187,11 @@ export async function referenceLook(req: Pick<VideoGenerationRequest, "width" | 
 }
 
 /** The ffmpeg arguments and inputs of one clip; `speech` (with sound only) is mixed over the chord. */
-export function sandboxRender(req: VideoGenerationRequest, speech?: ClipSpeech | null, look?: ReferenceLook | null): { args: string[]; inputs: Record<string, Uint8Array> } {
+export function sandboxRender(
+  req: VideoGenerationRequest,
+  speech?: ClipSpeech | null,
+  look?: ReferenceLook | null,
+): { args: string[]; inputs: Record<string, Uint8Array> } {
   const { width: W, height: H, seconds: T } = req;
   const rnd = seeded(`${req.model}|${req.prompt}|${W}x${H}|${T}|${req.negativePrompt ?? ""}`);
   const frames = Math.round(T * FPS);
@@ -168,13 +217,21 @@ export function sandboxRender(req: VideoGenerationRequest, speech?: ClipSpeech |
       const fade = (part / FPS) * 0.75;
       const offset = (frames - part) / FPS;
       args.push("-i", `start.${ext}`, "-i", `end.${endExt}`);
-      filters.push(`[0:v]${cover},zoompan=z='1+${zoomStep}*on':${centre}:d=${part}:s=${W}x${H}:fps=${FPS},trim=end_frame=${part},setpts=PTS-STARTPTS,format=yuv420p[a]`);
+      filters.push(
+        `[0:v]${cover},zoompan=z='1+${zoomStep}*on':${centre}:d=${part}:s=${W}x${H}:fps=${FPS},trim=end_frame=${part},setpts=PTS-STARTPTS,format=yuv420p[a]`,
+      );
       // The end frame zooms out to exactly itself on the last frame.
-      filters.push(`[1:v]${cover},zoompan=z='1+${zoomStep}*(${part - 1}-on)':${centre}:d=${part}:s=${W}x${H}:fps=${FPS},trim=end_frame=${part},setpts=PTS-STARTPTS,format=yuv420p[b]`);
-      filters.push(`[a][b]xfade=transition=fade:duration=${fade.toFixed(3)}:offset=${offset.toFixed(3)},format=yuv420p[v]`);
+      filters.push(
+        `[1:v]${cover},zoompan=z='1+${zoomStep}*(${part - 1}-on)':${centre}:d=${part}:s=${W}x${H}:fps=${FPS},trim=end_frame=${part},setpts=PTS-STARTPTS,format=yuv420p[b]`,
+      );
+      filters.push(
+        `[a][b]xfade=transition=fade:duration=${fade.toFixed(3)}:offset=${offset.toFixed(3)},format=yuv420p[v]`,
+      );
     } else {
       args.push("-i", `start.${ext}`);
-      filters.push(`[0:v]${cover},zoompan=z='1+${zoomStep}*on':${centre}:d=${frames}:s=${W}x${H}:fps=${FPS},trim=end_frame=${frames},format=yuv420p[v]`);
+      filters.push(
+        `[0:v]${cover},zoompan=z='1+${zoomStep}*on':${centre}:d=${frames}:s=${W}x${H}:fps=${FPS},trim=end_frame=${frames},format=yuv420p[v]`,
+      );
     }
     video = "[v]";
   } else {
@@ -185,9 +242,17 @@ export function sandboxRender(req: VideoGenerationRequest, speech?: ClipSpeech |
     if (look && look.colours.length > 0) {
       // The references' palette, drifting: a gradient between their dominant colours (one a shade of the
       // other when a picture has one colour), its points seeded by the prompt.
-      const c = look.colours.length > 1 ? look.colours : [look.colours[0]!, look.colours[0]!.map((v) => Math.round(v * 0.7)) as Rgb];
+      const c =
+        look.colours.length > 1
+          ? look.colours
+          : [look.colours[0]!, look.colours[0]!.map((v) => Math.round(v * 0.7)) as Rgb];
       const stops = c.map((col, i) => `c${i}=${hexColour(col)}`).join(":");
-      args.push("-f", "lavfi", "-i", `gradients=size=${W}x${H}:rate=${FPS}:duration=${T}:${stops}:nb_colors=${c.length}:seed=${Math.floor(rnd() * 2 ** 31)}:speed=0.02`);
+      args.push(
+        "-f",
+        "lavfi",
+        "-i",
+        `gradients=size=${W}x${H}:rate=${FPS}:duration=${T}:${stops}:nb_colors=${c.length}:seed=${Math.floor(rnd() * 2 ** 31)}:speed=0.02`,
+      );
       chain = `[0:v]format=yuv420p`;
     } else {
       args.push("-f", "lavfi", "-i", `testsrc2=size=${W}x${H}:rate=${FPS}:duration=${T}`);
@@ -197,7 +262,9 @@ export function sandboxRender(req: VideoGenerationRequest, speech?: ClipSpeech |
     const text = withoutMarkers(req.prompt);
     if (font && text) {
       inputs["font.ttf"] = font;
-      inputs["prompt.txt"] = new TextEncoder().encode(wrap(text, Math.max(10, Math.floor(W / (Math.max(12, Math.round(Math.min(W, H) / 16)) * 0.6)) - 2), 6));
+      inputs["prompt.txt"] = new TextEncoder().encode(
+        wrap(text, Math.max(10, Math.floor(W / (Math.max(12, Math.round(Math.min(W, H) / 16)) * 0.6)) - 2), 6),
+      );
       const size = Math.max(12, Math.round(Math.min(W, H) / 16));
       const speed = Math.round((H / T) * (0.4 + rnd() * 0.4)); // pixels per second, upwards
       chain += `,drawtext=fontfile=font.ttf:textfile=prompt.txt:expansion=none:fontsize=${size}:fontcolor=white:box=1:boxcolor=black@0.5:boxborderw=${Math.round(size / 3)}:x=(w-text_w)/2:y=h-mod(t*${speed}\\,h+text_h)`;
@@ -219,14 +286,28 @@ export function sandboxRender(req: VideoGenerationRequest, speech?: ClipSpeech |
     const root = 110 * 2 ** (Math.floor(rnd() * 12) / 12);
     const [a, b, c] = [root, root * 2 ** ((rnd() < 0.5 ? 3 : 4) / 12), root * 2 ** (7 / 12)].map((f) => f.toFixed(2));
     const swell = (0.1 + rnd() * 0.4).toFixed(2);
-    args.push("-f", "lavfi", "-i", `aevalsrc=(0.22*sin(2*PI*${a}*t)+0.16*sin(2*PI*${b}*t)+0.12*sin(2*PI*${c}*t))*(0.65+0.35*sin(2*PI*${swell}*t)):s=48000:d=${T}`);
+    args.push(
+      "-f",
+      "lavfi",
+      "-i",
+      `aevalsrc=(0.22*sin(2*PI*${a}*t)+0.16*sin(2*PI*${b}*t)+0.12*sin(2*PI*${c}*t))*(0.65+0.35*sin(2*PI*${swell}*t)):s=48000:d=${T}`,
+    );
   }
   let audio = `${audioIndex}:a`;
   if (req.sound && speech) {
     inputs["speech.wav"] = speech.wav;
     args.push("-i", "speech.wav");
     // The chord (as long as the clip) is the bed.
-    filters.push(...voiceOverBed({ bed: audioIndex, voice: audioIndex + 1, bedGain: BED_GAIN, voiceGain: VOICE_GAIN, delayMs: Math.round(SPEECH_START * 1000), out: "mix" }));
+    filters.push(
+      ...voiceOverBed({
+        bed: audioIndex,
+        voice: audioIndex + 1,
+        bedGain: BED_GAIN,
+        voiceGain: VOICE_GAIN,
+        delayMs: Math.round(SPEECH_START * 1000),
+        out: "mix",
+      }),
+    );
     audio = "[mix]";
   }
   args.push("-filter_complex", filters.join(";"), "-map", video);
@@ -241,7 +322,7 @@ function wrap(text: string, perLine: number, maxLines: number): string {
   let line = "";
   for (const word of text.split(/\s+/)) {
     if (!word) continue;
-    const w = word.length > perLine ? word.slice(0, perLine - 1) + "…" : word;
+    const w = word.length > perLine ? `${word.slice(0, perLine - 1)}…` : word;
     if ((line ? line.length + 1 : 0) + w.length > perLine) {
       lines.push(line);
       line = w;
@@ -251,7 +332,11 @@ function wrap(text: string, perLine: number, maxLines: number): string {
   return lines.slice(0, maxLines).join("\n");
 }
 
-export function sandboxVideoProvider(options: { latencyMs: number; media: () => MediaEngine; store?: SandboxRequestStore }): VideoProviders {
+export function sandboxVideoProvider(options: {
+  latencyMs: number;
+  media: () => MediaEngine;
+  store?: SandboxRequestStore;
+}): VideoProviders {
   const provider: VideoProvider = sandboxUpstream<VideoGenerationRequest, GeneratedVideo>({
     name: "video-sandbox",
     latencyMs: options.latencyMs,
@@ -260,9 +345,11 @@ export function sandboxVideoProvider(options: { latencyMs: number; media: () => 
     waitShare: 0.2,
     check(req) {
       if (hasMarker(req.prompt, "fail")) throw new Error("sandbox: failure requested by the prompt");
-      if (hasMarker(req.prompt, "unsafe")) throw new UnsafeContentError("sandbox: unsafe content requested by the prompt");
+      if (hasMarker(req.prompt, "unsafe"))
+        throw new UnsafeContentError("sandbox: unsafe content requested by the prompt");
       for (const f of [req.startFrame, req.endFrame]) {
-        if (f?.url && new URL(f.url).pathname.includes("sandbox-fail")) throw new Error("sandbox: failure requested by the frame URL");
+        if (f?.url && new URL(f.url).pathname.includes("sandbox-fail"))
+          throw new Error("sandbox: failure requested by the frame URL");
       }
     },
     async render(req, { signal, onProgress }) {
@@ -279,7 +366,11 @@ export function sandboxVideoProvider(options: { latencyMs: number; media: () => 
       });
       const bytes = withSandboxProvenance(out["out.mp4"]!, req.prompt, SOFTWARE);
       // With sound, the record says what was spoken, nothing included; without, there is no audio to caption.
-      return { bytes, mimeType: "video/mp4", spoken: req.sound ? (speech?.spoken ?? { language: "en", words: [] }) : null };
+      return {
+        bytes,
+        mimeType: "video/mp4",
+        spoken: req.sound ? (speech?.spoken ?? { language: "en", words: [] }) : null,
+      };
     },
   });
   return { route: () => provider };
@@ -292,6 +383,11 @@ export default definePlugin({
   requires: ["media"],
   provides: {
     // The engine is fetched on first render: capabilities are built at boot, ffmpeg.wasm is not.
-    "video.generate": (host) => sandboxVideoProvider({ latencyMs: sandboxConfig.of(host).latencyMs, media: () => host.capability("media"), store: host.blobs.scoped("video-sandbox") }),
+    "video.generate": (host) =>
+      sandboxVideoProvider({
+        latencyMs: sandboxConfig.of(host).latencyMs,
+        media: () => host.capability("media"),
+        store: host.blobs.scoped("video-sandbox"),
+      }),
   },
 });

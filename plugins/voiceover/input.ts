@@ -3,7 +3,16 @@
 // OpenAPI and GraphQL.
 import { defineInput, field } from "mediagate/plugin";
 import { VOICEOVER_ERRORS } from "./errors.ts";
-import { DEFAULT_MODEL, DEFAULT_OUTPUT_FORMAT, MAX_TEXT_LENGTH, MODEL_IDS, OUTPUT_FORMAT_IDS, parseOutputFormat, voiceById, type ModelId } from "./models.ts";
+import {
+  DEFAULT_MODEL,
+  DEFAULT_OUTPUT_FORMAT,
+  MAX_TEXT_LENGTH,
+  MODEL_IDS,
+  type ModelId,
+  OUTPUT_FORMAT_IDS,
+  parseOutputFormat,
+  voiceById,
+} from "./models.ts";
 
 export const MAX_SOURCE_LENGTH = 200;
 
@@ -28,14 +37,16 @@ export const GenerateVoiceoverInput = defineInput({
     if (!voice) return fail(VOICEOVER_ERRORS.invalidVoice);
 
     const model = raw.model_id ?? DEFAULT_MODEL;
-    if (typeof model !== "string" || !(MODEL_IDS as string[]).includes(model)) return fail(VOICEOVER_ERRORS.invalidModel);
+    if (typeof model !== "string" || !(MODEL_IDS as string[]).includes(model))
+      return fail(VOICEOVER_ERRORS.invalidModel);
 
     const formatId = raw.output_format ?? DEFAULT_OUTPUT_FORMAT;
     const format = typeof formatId === "string" ? parseOutputFormat(formatId) : null;
     if (!format) return fail(VOICEOVER_ERRORS.invalidOutputFormat);
 
     const source = raw.source ?? "";
-    if (typeof source !== "string" || [...source].length > MAX_SOURCE_LENGTH) return fail(VOICEOVER_ERRORS.invalidSource);
+    if (typeof source !== "string" || [...source].length > MAX_SOURCE_LENGTH)
+      return fail(VOICEOVER_ERRORS.invalidSource);
 
     return {
       text,

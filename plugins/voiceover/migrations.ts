@@ -1,6 +1,6 @@
 // Tables of the voiceover plugin. Status, charge, refund and error live on the kernel's `jobs` row; this
 // table adds what the spec's voiceover record needs beyond it, and the integer `id`.
-import { defineTables, tablesMigration, type Migration, type TablesOf } from "mediagate/plugin";
+import { defineTables, type Migration, type TablesOf, tablesMigration } from "mediagate/plugin";
 
 export const voiceoverTables = defineTables({
   voiceover_records: {

@@ -33,11 +33,41 @@ export interface Voice {
 // Ids are opaque on purpose (spec: "opaque string"): partners must not derive meaning from them, and a real
 // upstream's ids can be mapped behind them without a visible change.
 export const VOICES: readonly Voice[] = [
-  { voice_id: "vc_7Qm2aR9x", name: "Aria", lang: "en-US", gender: "female", description: "Warm, clear narrator for explainers and ads." },
-  { voice_id: "vc_K3p8LwZd", name: "Marcus", lang: "en-US", gender: "male", description: "Deep, calm voice for documentaries and trailers." },
-  { voice_id: "vc_f5Tn1Hqe", name: "Sophie", lang: "en-GB", gender: "female", description: "Bright British voice for tutorials." },
-  { voice_id: "vc_Y9c4VbJm", name: "Oliver", lang: "en-GB", gender: "male", description: "Measured British voice for audiobooks." },
-  { voice_id: "vc_r2Xh6GsP", name: "Kai", lang: "en-US", gender: "male", description: "Fast, energetic voice for social clips." },
+  {
+    voice_id: "vc_7Qm2aR9x",
+    name: "Aria",
+    lang: "en-US",
+    gender: "female",
+    description: "Warm, clear narrator for explainers and ads.",
+  },
+  {
+    voice_id: "vc_K3p8LwZd",
+    name: "Marcus",
+    lang: "en-US",
+    gender: "male",
+    description: "Deep, calm voice for documentaries and trailers.",
+  },
+  {
+    voice_id: "vc_f5Tn1Hqe",
+    name: "Sophie",
+    lang: "en-GB",
+    gender: "female",
+    description: "Bright British voice for tutorials.",
+  },
+  {
+    voice_id: "vc_Y9c4VbJm",
+    name: "Oliver",
+    lang: "en-GB",
+    gender: "male",
+    description: "Measured British voice for audiobooks.",
+  },
+  {
+    voice_id: "vc_r2Xh6GsP",
+    name: "Kai",
+    lang: "en-US",
+    gender: "male",
+    description: "Fast, energetic voice for social clips.",
+  },
   { voice_id: "vc_N8d3QkTu", name: "Lucia", lang: "es-ES", gender: "female", description: "Friendly Spanish voice." },
   { voice_id: "vc_b6Wz2MfA", name: "Julien", lang: "fr-FR", gender: "male", description: "Relaxed French voice." },
   { voice_id: "vc_h4Js7EcY", name: "Hannah", lang: "de-DE", gender: "female", description: "Crisp German voice." },
@@ -64,10 +94,15 @@ const ALLOWED: Record<Codec, { rates: readonly number[]; kbps: readonly number[]
 export const DEFAULT_OUTPUT_FORMAT = "mp3_44100_128";
 
 // MPEG-2 layer III (sample rates below 32 kHz) stops at 160 kbit/s.
-const combinable = (codec: Codec, rate: number, kbps: number | null) => !(codec === "mp3" && rate < 32000 && (kbps ?? 0) > 160);
+const combinable = (codec: Codec, rate: number, kbps: number | null) =>
+  !(codec === "mp3" && rate < 32000 && (kbps ?? 0) > 160);
 
 export const OUTPUT_FORMAT_IDS: readonly string[] = (Object.keys(ALLOWED) as Codec[]).flatMap((codec) =>
-  ALLOWED[codec].rates.flatMap((rate) => (ALLOWED[codec].kbps ? ALLOWED[codec].kbps!.filter((k) => combinable(codec, rate, k)).map((k) => `${codec}_${rate}_${k}`) : [`${codec}_${rate}`])),
+  ALLOWED[codec].rates.flatMap((rate) =>
+    ALLOWED[codec].kbps
+      ? ALLOWED[codec].kbps!.filter((k) => combinable(codec, rate, k)).map((k) => `${codec}_${rate}_${k}`)
+      : [`${codec}_${rate}`],
+  ),
 );
 
 const FORMAT = /^(mp3|pcm|ulaw|alaw|opus)_(\d{4,5})(?:_(\d{2,3}))?$/;

@@ -19,8 +19,17 @@
 // - A custom-tier account is billed with its negotiated `voiceover.models.<id>.chars_per_credit`; without one
 //   it gets the kernel's custom-rate 400 before any charge.
 import { randomBytes } from "node:crypto";
+import {
+  ApiError,
+  operation,
+  PAGE_BOUNDS,
+  pageBody,
+  pageQuery,
+  pageShape,
+  SpeechHttpError,
+  synthesizeWithin,
+} from "mediagate/plugin";
 import { z } from "zod";
-import { ApiError, operation, PAGE_BOUNDS, pageBody, pageQuery, pageShape, SpeechHttpError, synthesizeWithin } from "mediagate/plugin";
 import { VOICEOVER_ERRORS } from "./errors.ts";
 import { GenerateVoiceoverInput } from "./input.ts";
 import { DEFAULT_MODEL, MODEL_IDS, MODELS, VOICES } from "./models.ts";
@@ -32,14 +41,23 @@ interface JobOutput {
   duration: number;
 }
 
-const failureText = (err: unknown) => (err instanceof SpeechHttpError ? VOICEOVER_ERRORS.failed : VOICEOVER_ERRORS.unavailable);
+const failureText = (err: unknown) =>
+  err instanceof SpeechHttpError ? VOICEOVER_ERRORS.failed : VOICEOVER_ERRORS.unavailable;
 
 export const voicesOperation = operation({
   method: "GET",
   path: "/voiceover/voices",
   summary: "The voice catalog and the voiceover models",
   output: z.object({
-    voices: z.array(z.object({ voice_id: z.string(), name: z.string(), lang: z.string(), gender: z.string(), description: z.string() })),
+    voices: z.array(
+      z.object({
+        voice_id: z.string(),
+        name: z.string(),
+        lang: z.string(),
+        gender: z.string(),
+        description: z.string(),
+      }),
+    ),
     models: z.array(z.object({ id: z.string(), label: z.string() })),
     default_model: z.string(),
   }),
@@ -101,12 +119,21 @@ export const generateVoiceover = operation({
 
     let key: string;
     try {
-      const audio = await synthesizeWithin(provider, { text: req.text, voiceId: req.voice.voice_id, model: req.model, format: req.format }, MODELS[req.model].timeoutMs, ctx.request.signal);
+      const audio = await synthesizeWithin(
+        provider,
+        { text: req.text, voiceId: req.voice.voice_id, model: req.model, format: req.format },
+        MODELS[req.model].timeoutMs,
+        ctx.request.signal,
+      );
       if (audio.bytes.byteLength === 0) throw new SpeechHttpError(502, "empty audio");
       key = `audio/${job.jobId}-${randomBytes(16).toString("hex")}.${req.format.extension}`; // 128 random bits: a capability URL
       await ctx.blobs.put(key, audio.bytes, { contentType: req.format.mimeType });
       await storeAudioKey(ctx.db, job.jobId, key);
-      await ctx.finishJob(job.jobId, { state: "success", refund: false, output: { audio_key: key, duration: audio.durationSeconds } satisfies JobOutput });
+      await ctx.finishJob(job.jobId, {
+        state: "success",
+        refund: false,
+        output: { audio_key: key, duration: audio.durationSeconds } satisfies JobOutput,
+      });
     } catch (err) {
       const text = failureText(err);
       // The provider's own words stay in our log; the partner gets the sanitized text.

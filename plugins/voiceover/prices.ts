@@ -8,7 +8,9 @@ export const MIN_CREDITS = 1;
 /** The `costs` fragment of GET /credits (part 1: `voiceover`). */
 export const VOICEOVER_COSTS = {
   voiceover: {
-    models: Object.fromEntries(MODEL_IDS.map((id) => [id, { chars_per_credit: MODELS[id].charsPerCredit, label: MODELS[id].label }])),
+    models: Object.fromEntries(
+      MODEL_IDS.map((id) => [id, { chars_per_credit: MODELS[id].charsPerCredit, label: MODELS[id].label }]),
+    ),
     default_model: DEFAULT_MODEL,
     min_credits: MIN_CREDITS,
     max_text_length: MAX_TEXT_LENGTH,
@@ -16,7 +18,8 @@ export const VOICEOVER_COSTS = {
 };
 
 /** Standard-basis units of a text: `max(1, ceil(chars / chars_per_credit))`. */
-export const standardCredits = (chars: number, charsPerCredit: number) => Math.max(MIN_CREDITS, Math.ceil(chars / charsPerCredit));
+export const standardCredits = (chars: number, charsPerCredit: number) =>
+  Math.max(MIN_CREDITS, Math.ceil(chars / charsPerCredit));
 
 /** Credits this account pays for `chars` on `model`. */
 export function priceOf(ctx: Pick<OperationContext, "partner" | "priceFor">, model: ModelId, chars: number): number {

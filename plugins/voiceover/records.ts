@@ -29,7 +29,10 @@ export const voiceovers = jobRecords<VoiceoverRecordsTable>(VOICEOVER_TABLE, { j
 type VoiceoverDb = Kysely<VoiceoverTables>;
 
 /** Inserts a voiceover's record in its submit's transaction; its integer id. */
-export async function insertVoiceover(db: VoiceoverDb, row: Insertable<VoiceoverTables["voiceover_records"]>): Promise<number> {
+export async function insertVoiceover(
+  db: VoiceoverDb,
+  row: Insertable<VoiceoverTables["voiceover_records"]>,
+): Promise<number> {
   const { id } = await db.insertInto(VOICEOVER_TABLE).values(row).returning("id").executeTakeFirstOrThrow();
   return Number(id);
 }

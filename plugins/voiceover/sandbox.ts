@@ -8,7 +8,19 @@
 // Markers (docs/architecture.md "Sandbox providers"): `[sandbox:fail]` answers like an upstream HTTP 500; `[sandbox:unsafe]`
 // like an upstream content refusal (HTTP 400). Both end as the spec's "generation failed" 502, refunded.
 // Markers are not spoken.
-import { type CapabilityHost, definePlugin, type EspeakVoice, type MediaEngine, sandboxConfig, type SpeechAudio, SpeechHttpError, type SpeechProvider, type SpeechProviders, type SpeechRequest, speak } from "mediagate/plugin";
+import {
+  type CapabilityHost,
+  definePlugin,
+  type EspeakVoice,
+  type MediaEngine,
+  type SpeechAudio,
+  SpeechHttpError,
+  type SpeechProvider,
+  type SpeechProviders,
+  type SpeechRequest,
+  sandboxConfig,
+  speak,
+} from "mediagate/plugin";
 import type { OutputFormat } from "./models.ts";
 
 /** Catalog voice -> eSpeak settings. Languages follow the catalog's `lang`; pitch and speed keep same-language voices apart. */
@@ -43,7 +55,25 @@ export function encodeArgs(format: OutputFormat): { args: string[]; output: stri
     alaw: ["-c:a", "pcm_alaw"],
   };
   // bitexact and no metadata: the same request gives the same bytes, and no tool names ride along.
-  return { args: ["-i", "speech.wav", "-map_metadata", "-1", "-fflags", "+bitexact", "-flags:a", "+bitexact", "-ac", "1", "-ar", String(format.sampleRate), ...codec[format.codec], output], output };
+  return {
+    args: [
+      "-i",
+      "speech.wav",
+      "-map_metadata",
+      "-1",
+      "-fflags",
+      "+bitexact",
+      "-flags:a",
+      "+bitexact",
+      "-ac",
+      "1",
+      "-ar",
+      String(format.sampleRate),
+      ...codec[format.codec],
+      output,
+    ],
+    output,
+  };
 }
 
 export function sandboxSpeechProvider(options: { latencyMs: number; media: () => MediaEngine }): SpeechProviders {
@@ -51,13 +81,19 @@ export function sandboxSpeechProvider(options: { latencyMs: number; media: () =>
     async synthesize(req: SpeechRequest): Promise<SpeechAudio> {
       await sleep(options.latencyMs, req.signal);
       if (req.text.includes("[sandbox:fail]")) throw new SpeechHttpError(500, "sandbox: failure requested by the text");
-      if (req.text.includes("[sandbox:unsafe]")) throw new SpeechHttpError(400, "sandbox: unsafe content requested by the text");
+      if (req.text.includes("[sandbox:unsafe]"))
+        throw new SpeechHttpError(400, "sandbox: unsafe content requested by the text");
       const voice = SANDBOX_VOICES[req.voiceId];
       if (!voice) throw new SpeechHttpError(400, `sandbox: unknown voice ${req.voiceId}`);
       const spoken = req.text.replace(/\[sandbox:[a-z]+\]/g, " ").trim() || req.text;
       const wav = await speak(spoken, voice, req.signal);
       const { args, output } = encodeArgs(req.format);
-      const out = await options.media().run(args, { inputs: { "speech.wav": wav.bytes }, outputs: [output], signal: req.signal, durationSeconds: wav.durationSeconds });
+      const out = await options.media().run(args, {
+        inputs: { "speech.wav": wav.bytes },
+        outputs: [output],
+        signal: req.signal,
+        durationSeconds: wav.durationSeconds,
+      });
       return { bytes: out[output]!, durationSeconds: Math.round(wav.durationSeconds * 100) / 100 };
     },
   };
@@ -70,6 +106,7 @@ export default definePlugin({
   config: sandboxConfig,
   requires: ["media"],
   provides: {
-    "speech.synthesize": (host: CapabilityHost) => sandboxSpeechProvider({ latencyMs: sandboxConfig.of(host).latencyMs, media: () => host.capability("media") }),
+    "speech.synthesize": (host: CapabilityHost) =>
+      sandboxSpeechProvider({ latencyMs: sandboxConfig.of(host).latencyMs, media: () => host.capability("media") }),
   },
 });

@@ -14,10 +14,18 @@
 //   sends a stored event again, byte for byte, as a new delivery record (the partner console's resend
 //   button). 202 with the new record's fields; 404 for an event of another account or none; 409 while a
 //   delivery of the event is still pending; 400 when there is nowhere to send it. 10 a minute per key.
-import { z } from "zod";
-import { ApiError, badRequest, notFound, limitParam, operation, type OperationContext, type OutboundGuard, PAGE_BOUNDS } from "mediagate/plugin";
-import { WEBHOOK_ERRORS } from "./errors.ts";
 
+import {
+  ApiError,
+  badRequest,
+  limitParam,
+  notFound,
+  type OperationContext,
+  operation,
+  PAGE_BOUNDS,
+} from "mediagate/plugin";
+import { z } from "zod";
+import { WEBHOOK_ERRORS } from "./errors.ts";
 
 // The success bodies, declared so OpenAPI and GraphQL type them (times of deliveries are unix seconds).
 const settingsOutput = z.object({
@@ -28,7 +36,13 @@ const settingsOutput = z.object({
   retry_delays_seconds: z.array(z.number().int()),
   signature_header: z.string(),
 });
-const testOutput = z.object({ delivered: z.boolean(), status_code: z.number().int().nullable(), error: z.string().nullable(), event_id: z.string(), url: z.string() });
+const testOutput = z.object({
+  delivered: z.boolean(),
+  status_code: z.number().int().nullable(),
+  error: z.string().nullable(),
+  event_id: z.string(),
+  url: z.string(),
+});
 const unixSeconds = z.number().int().nullable();
 const deliveriesOutput = z.object({
   deliveries: z.array(
@@ -51,7 +65,12 @@ const deliveriesOutput = z.object({
   limit: z.number().int(),
 });
 
-const resendOutput = z.object({ event_id: z.string(), event: z.string(), url: z.string(), status: z.literal("pending") });
+const resendOutput = z.object({
+  event_id: z.string(),
+  event: z.string(),
+  url: z.string(),
+  status: z.literal("pending"),
+});
 
 /** Syntax, then DNS: every address the name resolves to must be public (checked again at each delivery). */
 async function publicUrl(ctx: OperationContext<unknown>, text: string): Promise<string> {
@@ -82,7 +101,10 @@ export const setSettings = operation({
   summary: "Set or clear the webhook URL, or rotate the signing secret",
   output: settingsOutput,
   input: z.object({
-    url: z.union([z.string(), z.null()], { error: WEBHOOK_ERRORS.urlType }).optional().meta({ type: ["string", "null"], description: "public https URL; null or \"\" clears it" }),
+    url: z
+      .union([z.string(), z.null()], { error: WEBHOOK_ERRORS.urlType })
+      .optional()
+      .meta({ type: ["string", "null"], description: 'public https URL; null or "" clears it' }),
     rotate_secret: z.boolean({ error: WEBHOOK_ERRORS.rotateSecret }).optional(),
   }),
   async handle(ctx) {

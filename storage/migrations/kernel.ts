@@ -122,7 +122,10 @@ export const kernelMigrations: Migration[] = [
   {
     // Jobs charged as one group (an Omni batch's sections): the in-flight cap counts a group once.
     name: "kernel/0004_job_groups",
-    statements: [`alter table jobs add column group_id text`, `create index jobs_group on jobs (group_id) where group_id is not null`],
+    statements: [
+      `alter table jobs add column group_id text`,
+      `create index jobs_group on jobs (group_id) where group_id is not null`,
+    ],
   },
   {
     // Parts of one job's charge it refunds one by one, each once (a Script Runner run's scenes): a refund row

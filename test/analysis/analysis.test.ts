@@ -5,11 +5,11 @@
 import type { Kysely } from "kysely";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { createMediaEngine } from "../../lib/media/index.ts";
-import { createTestKernel, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
-import analysis from "../../plugins/analysis/index.ts";
 import { ANALYSIS_ERRORS, ANALYSIS_FAILURES } from "../../plugins/analysis/errors.ts";
+import analysis from "../../plugins/analysis/index.ts";
 import captions from "../../plugins/captions/index.ts";
 import social from "../../plugins/social/index.ts";
 import socialSandbox, { sandboxPlan } from "../../plugins/social/sandbox.ts";
@@ -17,11 +17,19 @@ import { adPlan, makeSandboxAd } from "../../plugins/social/sandbox-ad.ts";
 import text from "../../plugins/text/index.ts";
 import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
-import { KERNEL_ERRORS } from "../../core/errors.ts";
+import { createTestKernel, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase, redisUrl } from "../helpers/backends.ts";
 import { errorBody } from "../helpers/error-body.ts";
 
-const LIMITS = { inflight_jobs: 50, rate_limits: { "POST /analyze": 10_000, "GET /status/<job_id>": 100_000, "GET /analyses": 10_000, "GET /credits": 10_000 } };
+const LIMITS = {
+  inflight_jobs: 50,
+  rate_limits: {
+    "POST /analyze": 10_000,
+    "GET /status/<job_id>": 100_000,
+    "GET /analyses": 10_000,
+    "GET /credits": 10_000,
+  },
+};
 const TIKTOK = "https://www.tiktok.com/@shop/video/7300000000000000001";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -42,10 +50,21 @@ for (const backend of await databaseBackends()) {
   });
 
   const partner = (opts: Parameters<TestKernel["partner"]>[0] = {}) => tk.partner({ limits: LIMITS, ...opts });
-  const balance = async (key: string) => (await tk.request("GET", "/credits", { key })).body.credits_remaining as number;
+  const balance = async (key: string) =>
+    (await tk.request("GET", "/credits", { key })).body.credits_remaining as number;
   const db = () => tk.kernel.database.kysely as Kysely<any>;
-  const rows = async (partnerId: string) => Number((await db().selectFrom("analyses").select((eb) => eb.fn.countAll<number>().as("n")).where("partner_id", "=", partnerId).executeTakeFirstOrThrow()).n);
-  const ledger = (partnerId: string) => db().selectFrom("ledger").select(["amount", "type"]).where("partner_id", "=", partnerId).execute();
+  const rows = async (partnerId: string) =>
+    Number(
+      (
+        await db()
+          .selectFrom("analyses")
+          .select((eb) => eb.fn.countAll<number>().as("n"))
+          .where("partner_id", "=", partnerId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  const ledger = (partnerId: string) =>
+    db().selectFrom("ledger").select(["amount", "type"]).where("partner_id", "=", partnerId).execute();
   const finished = async (key: string, id: string) => {
     const end = Date.now() + 180_000;
     for (;;) {
@@ -90,8 +109,12 @@ for (const backend of await databaseBackends()) {
       assert.is(r.status, 400, JSON.stringify(body));
       assert.equal(errorBody(r), { error }, JSON.stringify(body));
     }
-    for (const raw of ["not json", "[1,2]", '"https://www.tiktok.com/@a/video/1"', "{\"url\": \"x\"", "null"]) {
-      const r = await tk.request("POST", "/analyze", { key, body: raw, headers: { "content-type": "application/json" } });
+    for (const raw of ["not json", "[1,2]", '"https://www.tiktok.com/@a/video/1"', '{"url": "x"', "null"]) {
+      const r = await tk.request("POST", "/analyze", {
+        key,
+        body: raw,
+        headers: { "content-type": "application/json" },
+      });
       assert.is(r.status, 400, raw);
       assert.equal(errorBody(r), { error: KERNEL_ERRORS.bodyNotJson }, raw);
     }
@@ -100,14 +123,21 @@ for (const backend of await databaseBackends()) {
     const notJson: Array<[string, string]> = [
       ["text/plain", TIKTOK],
       ["application/x-www-form-urlencoded", `url=${encodeURIComponent(TIKTOK)}`],
-      ["multipart/form-data; boundary=x", `--x\r\nContent-Disposition: form-data; name="url"\r\n\r\n${TIKTOK}\r\n--x--\r\n`],
+      [
+        "multipart/form-data; boundary=x",
+        `--x\r\nContent-Disposition: form-data; name="url"\r\n\r\n${TIKTOK}\r\n--x--\r\n`,
+      ],
     ];
     for (const [type, raw] of notJson) {
       const r = await tk.request("POST", "/analyze", { key, body: raw, headers: { "content-type": type } });
       assert.is(r.status, 400, `${type}: ${JSON.stringify(r.body)}`);
       assert.equal(errorBody(r), { error: "Request body must be JSON" }, type);
     }
-    const elsewhere = await tk.request("POST", "/generate-video", { key, body: "a prompt", headers: { "content-type": "text/plain" } });
+    const elsewhere = await tk.request("POST", "/generate-video", {
+      key,
+      body: "a prompt",
+      headers: { "content-type": "text/plain" },
+    });
     assert.is(elsewhere.status, 415, "other endpoints keep the kernel's 415");
     const poor = await partner({ credits: 54 });
     const r = await tk.request("POST", "/analyze", { key: poor.key, body: { url: TIKTOK } });
@@ -117,7 +147,10 @@ for (const backend of await databaseBackends()) {
     assert.is(await balance(poor.key), 54);
     assert.is(await rows(id), 0);
     assert.is(await rows(poor.id), 0);
-    assert.equal((await ledger(id)).map((l) => l.type), ["purchase"]);
+    assert.equal(
+      (await ledger(id)).map((l) => l.type),
+      ["purchase"],
+    );
   });
 
   t("the hosts of each network the spec names, and a numeric ad id, are accepted", async () => {
@@ -150,7 +183,12 @@ for (const backend of await databaseBackends()) {
     const id = sub.body.job_id;
     const states: string[] = [];
     const messages: string[] = [];
-    for await (const r of graphqlSubscription(tk, "subscription($id: String!) { jobUpdates(id: $id) { state terminal message progress } }", { id }, { key })) {
+    for await (const r of graphqlSubscription(
+      tk,
+      "subscription($id: String!) { jobUpdates(id: $id) { state terminal message progress } }",
+      { id },
+      { key },
+    )) {
       const u = r.data.jobUpdates;
       if (states.at(-1) !== u.state) states.push(u.state);
       messages.push(u.message);
@@ -172,24 +210,46 @@ for (const backend of await databaseBackends()) {
     const plan = sandboxPlan(TIKTOK, "tiktok");
     const engine = createMediaEngine({ mode: "native" });
     try {
-      const ad = await makeSandboxAd(engine, { seed: `${TIKTOK}#0`, seconds: plan.seconds[0]!, width: plan.width, height: plan.height, title: plan.title, audio: true });
+      const ad = await makeSandboxAd(engine, {
+        seed: `${TIKTOK}#0`,
+        seconds: plan.seconds[0]!,
+        width: plan.width,
+        height: plan.height,
+        title: plan.title,
+        audio: true,
+      });
       const seconds = (await engine.probe(ad.video, "ad.mp4")).durationSeconds;
       const words = ad.spoken!.words;
       const wpm = Math.round((words.length / (words.at(-1)!.end - words[0]!.start)) * 60);
       const cuts = adPlan(`${TIKTOK}#0`, plan.seconds[0]!).shots.length - 1;
-      assert.ok(summary.includes(`A ${Math.round(seconds * 10) / 10}-second vertical tiktok ad (288x512) with ${cuts} cuts`), summary);
+      assert.ok(
+        summary.includes(`A ${Math.round(seconds * 10) / 10}-second vertical tiktok ad (288x512) with ${cuts} cuts`),
+        summary,
+      );
       assert.ok(summary.includes(`${wpm} words per minute`), summary);
-      const firstWords = words.slice(0, 3).map((w) => w.text).join(" ");
-      assert.ok(summary.includes(firstWords) && transcription.startsWith(`[0:00.${String(Math.floor(words[0]!.start * 10))}] ${firstWords}`), `${firstWords} | ${transcription}`);
+      const firstWords = words
+        .slice(0, 3)
+        .map((w) => w.text)
+        .join(" ");
+      assert.ok(
+        summary.includes(firstWords) &&
+          transcription.startsWith(`[0:00.${String(Math.floor(words[0]!.start * 10))}] ${firstWords}`),
+        `${firstWords} | ${transcription}`,
+      );
       assert.ok(written.includes(`Voice: ${wpm} words per minute`), written);
       assert.ok(written.includes(`Pacing: ${cuts} cuts in`), written);
       assert.ok(written.includes("LUFS"), written);
       // The shots' colours the plan chose are the colours measured, in order.
-      const shotColours = adPlan(`${TIKTOK}#0`, plan.seconds[0]!).shots.map((s) => s.name).join(" -> ");
+      const shotColours = adPlan(`${TIKTOK}#0`, plan.seconds[0]!)
+        .shots.map((s) => s.name)
+        .join(" -> ");
       assert.ok(written.includes(`leading colour goes ${shotColours}`), `${shotColours} | ${written}`);
       const call = ad.plan.call;
       assert.ok(written.includes(`Call to action: "${call}"`), written);
-      assert.ok(ugc_script.startsWith(`UGC script, ${Math.round(seconds * 10) / 10} seconds, vertical 288x512`), ugc_script);
+      assert.ok(
+        ugc_script.startsWith(`UGC script, ${Math.round(seconds * 10) / 10} seconds, vertical 288x512`),
+        ugc_script,
+      );
       assert.ok(ugc_script.includes(`"${call}"`), ugc_script);
     } finally {
       await engine.close();
@@ -198,11 +258,21 @@ for (const backend of await databaseBackends()) {
     // The record in the list, and the social downloader never counted it.
     const list = await tk.request("GET", "/analyses", { key });
     assert.is(list.status, 200);
-    assert.equal(list.body.analyses[0], { job_id: id, partner_job_id: "campaign-7", status: "complete", credits_used: 55, created_at: list.body.analyses[0].created_at, result: done.result });
+    assert.equal(list.body.analyses[0], {
+      job_id: id,
+      partner_job_id: "campaign-7",
+      status: "complete",
+      credits_used: 55,
+      created_at: list.body.analyses[0].created_at,
+      result: done.result,
+    });
     assert.match(list.body.analyses[0].created_at, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
     const downloads = await tk.request("GET", "/social-downloads", { key });
     assert.is(downloads.body.total, 0);
-    const quota = await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/99" } });
+    const quota = await tk.request("POST", "/social-download", {
+      key,
+      body: { url: "https://www.tiktok.com/@a/video/99" },
+    });
     assert.is(quota.body.quota.used, 1, JSON.stringify(quota.body));
   });
 
@@ -219,7 +289,12 @@ for (const backend of await databaseBackends()) {
       const sub = await tk.request("POST", "/analyze", { key, body: { url } });
       assert.is(sub.status, 202, JSON.stringify(sub.body));
       const reached: string[] = [];
-      for await (const r of graphqlSubscription(tk, "subscription($id: String!) { jobUpdates(id: $id) { state terminal } }", { id: sub.body.job_id }, { key })) {
+      for await (const r of graphqlSubscription(
+        tk,
+        "subscription($id: String!) { jobUpdates(id: $id) { state terminal } }",
+        { id: sub.body.job_id },
+        { key },
+      )) {
         reached.push(r.data.jobUpdates.state);
         if (r.data.jobUpdates.terminal) break;
       }
@@ -228,7 +303,11 @@ for (const backend of await databaseBackends()) {
       // error": on a loaded machine an attempt's heartbeat can lapse, and the retry republishes earlier stages.)
       assert.ok(reached.includes(stage), `${url}: ${JSON.stringify(reached)}`);
       const done = await finished(key, sub.body.job_id);
-      assert.equal(done, { request_id: done.request_id, job_id: sub.body.job_id, status: "error", message: sentence, error: sentence }, url);
+      assert.equal(
+        done,
+        { request_id: done.request_id, job_id: sub.body.job_id, status: "error", message: sentence, error: sentence },
+        url,
+      );
     }
     // Give a late second refund the chance to show before counting.
     await sleep(300);
@@ -244,21 +323,39 @@ for (const backend of await databaseBackends()) {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       tk.clock.advance(1000);
-      ids.push((await tk.request("POST", "/analyze", { key: a.key, body: { url: `https://www.tiktok.com/@a/video/${i}` } })).body.job_id);
+      ids.push(
+        (await tk.request("POST", "/analyze", { key: a.key, body: { url: `https://www.tiktok.com/@a/video/${i}` } }))
+          .body.job_id,
+      );
     }
-    assert.equal(await tk.request("GET", `/status/${ids[0]}`, { key: b.key }).then((r) => [r.status, errorBody(r)]), [404, { error: ANALYSIS_ERRORS.jobNotFound }]);
-    assert.equal(await tk.request("GET", "/status/svc-00000000", { key: a.key }).then((r) => [r.status, errorBody(r)]), [404, { error: ANALYSIS_ERRORS.jobNotFound }]);
+    assert.equal(await tk.request("GET", `/status/${ids[0]}`, { key: b.key }).then((r) => [r.status, errorBody(r)]), [
+      404,
+      { error: ANALYSIS_ERRORS.jobNotFound },
+    ]);
+    assert.equal(
+      await tk.request("GET", "/status/svc-00000000", { key: a.key }).then((r) => [r.status, errorBody(r)]),
+      [404, { error: ANALYSIS_ERRORS.jobNotFound }],
+    );
     for (const bad of ["123", "svc-XYZ", "svc-0000000g", "svc-000000000", "%00", "svc-0000000%00"]) {
       const r = await tk.request("GET", `/status/${bad}`, { key: a.key });
       assert.is(r.status, 400, bad);
       assert.equal(errorBody(r), { error: ANALYSIS_ERRORS.invalidJobId }, bad);
     }
     const running = await tk.request("GET", `/status/${ids[2]}`, { key: a.key });
-    assert.ok(["queued", "downloading", "extracting_frames", "transcribing", "analyzing", "complete"].includes(running.body.status), JSON.stringify(running.body));
-    if (running.body.status !== "complete") assert.equal(Object.keys(running.body).sort(), ["job_id", "message", "request_id", "status"]);
+    assert.ok(
+      ["queued", "downloading", "extracting_frames", "transcribing", "analyzing", "complete"].includes(
+        running.body.status,
+      ),
+      JSON.stringify(running.body),
+    );
+    if (running.body.status !== "complete")
+      assert.equal(Object.keys(running.body).sort(), ["job_id", "message", "request_id", "status"]);
     const page = await tk.request("GET", "/analyses?limit=2", { key: a.key });
     assert.equal([page.body.total, page.body.limit, page.body.offset], [3, 2, 0]);
-    assert.equal(page.body.analyses.map((x: any) => x.job_id), [ids[2], ids[1]]);
+    assert.equal(
+      page.body.analyses.map((x: any) => x.job_id),
+      [ids[2], ids[1]],
+    );
     const clamped = await tk.request("GET", "/analyses?limit=500&offset=2", { key: a.key });
     assert.equal([clamped.body.limit, clamped.body.analyses.map((x: any) => x.job_id)], [50, [ids[0]]]);
     assert.is((await tk.request("GET", "/analyses", { key: a.key })).body.limit, 20);
@@ -268,7 +365,10 @@ for (const backend of await databaseBackends()) {
 
   t("GET /credits lists analysis and text_analysis, and the in-flight cap and rate limit hold", async () => {
     // POST /analyze keeps the spec's 20 a minute; the status polls do not spend it (a slow machine polls more).
-    const { key } = await tk.partner({ credits: 1000, limits: { inflight_jobs: 1, rate_limits: { "GET /status/<job_id>": 100_000 } } });
+    const { key } = await tk.partner({
+      credits: 1000,
+      limits: { inflight_jobs: 1, rate_limits: { "GET /status/<job_id>": 100_000 } },
+    });
     const credits = await tk.request("GET", "/credits", { key });
     assert.is(credits.body.credit_cost_per_analysis, 50);
     assert.is(credits.body.costs.analysis, 50);
@@ -278,7 +378,9 @@ for (const backend of await databaseBackends()) {
     // The first holds the only slot: its download alone takes longer than this next call.
     const second = await tk.request("POST", "/analyze", { key, body: { url: TIKTOK } });
     assert.is(second.status, 429);
-    assert.equal(errorBody(second), { error: "Too many in-flight jobs for this partner. Wait for some to finish and retry." });
+    assert.equal(errorBody(second), {
+      error: "Too many in-flight jobs for this partner. Wait for some to finish and retry.",
+    });
     await finished(key, first.body.job_id);
     // 20 a minute: the 21st call is a 429, whatever its body (these are refused bodies: nothing is charged).
     let status = 0;

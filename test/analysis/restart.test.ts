@@ -18,17 +18,39 @@ for (const backend of await databaseBackends()) {
   t("after a restart one analysis completes, charged once; the failing one ends error, refunded once", async () => {
     const first = await rig.start();
     // This test polls often.
-    const { partnerId, key } = await rig.partner(first, "Analysis restart", 1000, { rate_limits: { "GET /status/<job_id>": 100_000 } });
-    const good = await call(first, "POST", api("/analyze"), { key, body: { url: "https://www.instagram.com/reel/Crestart1/" } });
-    const bad = await call(first, "POST", api("/analyze"), { key, body: { url: "https://www.tiktok.com/@a/video/sandbox-analyze-fail" } });
+    const { partnerId, key } = await rig.partner(first, "Analysis restart", 1000, {
+      rate_limits: { "GET /status/<job_id>": 100_000 },
+    });
+    const good = await call(first, "POST", api("/analyze"), {
+      key,
+      body: { url: "https://www.instagram.com/reel/Crestart1/" },
+    });
+    const bad = await call(first, "POST", api("/analyze"), {
+      key,
+      body: { url: "https://www.tiktok.com/@a/video/sandbox-analyze-fail" },
+    });
     assert.is(good.status, 202, JSON.stringify(good.body));
     assert.is(bad.status, 202, JSON.stringify(bad.body));
-    await until(() => call(first, "GET", api(`/status/${good.body.job_id}`), { key }), (r) => r.body.status === "downloading", `downloading\n${rig.logs()}`, 30_000, 50);
+    await until(
+      () => call(first, "GET", api(`/status/${good.body.job_id}`), { key }),
+      (r) => r.body.status === "downloading",
+      `downloading\n${rig.logs()}`,
+      30_000,
+      50,
+    );
     await sleep(500);
     await first.kill();
 
     const second = await rig.start();
-    const ended = async (id: string) => (await until(() => call(second, "GET", api(`/status/${id}`), { key }), (r) => r.status === 200 && ["complete", "error"].includes(r.body.status), `recovery\n${rig.logs()}`, 300_000)).body;
+    const ended = async (id: string) =>
+      (
+        await until(
+          () => call(second, "GET", api(`/status/${id}`), { key }),
+          (r) => r.status === 200 && ["complete", "error"].includes(r.body.status),
+          `recovery\n${rig.logs()}`,
+          300_000,
+        )
+      ).body;
     const goodEnd = await ended(good.body.job_id);
     const badEnd = await ended(bad.body.job_id);
     assert.is(goodEnd.status, "complete", JSON.stringify(goodEnd));
@@ -40,7 +62,8 @@ for (const backend of await databaseBackends()) {
     const database = await rig.openDatabase();
     try {
       const { ledger, balance, sum } = await ledgerOf(database.kysely, partnerId);
-      const of = (id: string, type: string) => ledger.filter((e) => e.job_id === id && e.type === type).map((e) => Number(e.amount));
+      const of = (id: string, type: string) =>
+        ledger.filter((e) => e.job_id === id && e.type === type).map((e) => Number(e.amount));
       assert.equal(of(good.body.job_id, "usage"), [-55], "charged once");
       assert.equal(of(good.body.job_id, "refund"), [], "never refunded");
       assert.equal(of(bad.body.job_id, "usage"), [-55], "charged once");

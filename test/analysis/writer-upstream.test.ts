@@ -15,20 +15,23 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { CapabilityHost } from "../../core/plugin.ts";
 import { definePlugin } from "../../core/plugin.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
-import analysis from "../../plugins/analysis/index.ts";
 import { ANALYSIS_FAILURES as F } from "../../plugins/analysis/errors.ts";
+import analysis from "../../plugins/analysis/index.ts";
 import { WRITER_INSTRUCTIONS } from "../../plugins/analysis/job.ts";
 import captions from "../../plugins/captions/index.ts";
 import social from "../../plugins/social/index.ts";
 import socialSandbox from "../../plugins/social/sandbox.ts";
 import text from "../../plugins/text/index.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { hostSharingRenders, newRunCache } from "../helpers/memo-engine.ts";
 
 const AD = "https://www.tiktok.com/@shop/video/7300000000000000042";
-const LIMITS = { inflight_jobs: 50, rate_limits: { "POST /analyze": 10_000, "GET /status/<job_id>": 100_000, "GET /credits": 10_000 } };
+const LIMITS = {
+  inflight_jobs: 50,
+  rate_limits: { "POST /analyze": 10_000, "GET /status/<job_id>": 100_000, "GET /credits": 10_000 },
+};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** No unpaired surrogate (String.prototype.isWellFormed, which this project's TypeScript lib does not have). */
 const wellFormed = (s: string) => !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
@@ -37,7 +40,8 @@ const renders = newRunCache();
 const sharedRenders = definePlugin({
   ...socialSandbox,
   provides: {
-    "social.extract": (host: CapabilityHost) => socialSandbox.provides["social.extract"](hostSharingRenders(host, renders)),
+    "social.extract": (host: CapabilityHost) =>
+      socialSandbox.provides["social.extract"](hostSharingRenders(host, renders)),
   },
 });
 
@@ -46,7 +50,14 @@ const sharedRenders = definePlugin({
 type Reply = { status: number; body: unknown } | { status: number; raw: Uint8Array };
 const chat = (content: unknown, extra: Record<string, unknown> = {}): Reply => ({
   status: 200,
-  body: { id: "chatcmpl-1", object: "chat.completion", created: 1, model: "test-writer", choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop", ...extra }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } },
+  body: {
+    id: "chatcmpl-1",
+    object: "chat.completion",
+    created: 1,
+    model: "test-writer",
+    choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop", ...extra }],
+    usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+  },
 });
 
 async function chatStandIn() {
@@ -56,8 +67,14 @@ async function chatStandIn() {
     const chunks: Buffer[] = [];
     req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
-      seen.push({ url: req.url ?? "", headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString("utf8") || "null") });
-      res.writeHead(reply.status, { "content-type": "application/json" }).end("raw" in reply ? reply.raw : JSON.stringify(reply.body));
+      seen.push({
+        url: req.url ?? "",
+        headers: req.headers,
+        body: JSON.parse(Buffer.concat(chunks).toString("utf8") || "null"),
+      });
+      res
+        .writeHead(reply.status, { "content-type": "application/json" })
+        .end("raw" in reply ? reply.raw : JSON.stringify(reply.body));
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -87,7 +104,14 @@ for (const backend of await databaseBackends()) {
       databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
       start: true,
       // The stand-in listens on loopback: ALLOW_PRIVATE_URLS lets the outbound guard reach it.
-      env: { SANDBOX_LATENCY_MS: "40", TEXT_GENERATE_URL: api.url, TEXT_GENERATE_KEY: "writer-key-0123456789", TEXT_GENERATE_MODEL: "test-writer", TEXT_GENERATE_TIMEOUT_MS: "20000", ALLOW_PRIVATE_URLS: "1" },
+      env: {
+        SANDBOX_LATENCY_MS: "40",
+        TEXT_GENERATE_URL: api.url,
+        TEXT_GENERATE_KEY: "writer-key-0123456789",
+        TEXT_GENERATE_MODEL: "test-writer",
+        TEXT_GENERATE_TIMEOUT_MS: "20000",
+        ALLOW_PRIVATE_URLS: "1",
+      },
     });
   });
   t.after(async () => {
@@ -96,7 +120,10 @@ for (const backend of await databaseBackends()) {
   });
 
   const db = () => tk.kernel.database.kysely as Kysely<any>;
-  const ledger = async (partnerId: string) => (await db().selectFrom("ledger").select(["type", "amount"]).where("partner_id", "=", partnerId).execute()).map((l) => `${l.type} ${Number(l.amount)}`);
+  const ledger = async (partnerId: string) =>
+    (await db().selectFrom("ledger").select(["type", "amount"]).where("partner_id", "=", partnerId).execute()).map(
+      (l) => `${l.type} ${Number(l.amount)}`,
+    );
   /** One analysis of the ad with the stand-in answering `reply`: its final status body. */
   const analyze = async (key: string, reply: Reply) => {
     api.answer(reply);
@@ -116,13 +143,24 @@ for (const backend of await databaseBackends()) {
     const from = api.seen.length;
     const done = await analyze(p.key, chat(JSON.stringify(TEXTS)));
     assert.is(done.status, "complete", JSON.stringify(done));
-    assert.equal(done.result, { summary: TEXTS.summary.trim(), transcription: TEXTS.transcription, analysis: TEXTS.analysis, ugc_script: TEXTS.ugc_script });
+    assert.equal(done.result, {
+      summary: TEXTS.summary.trim(),
+      transcription: TEXTS.transcription,
+      analysis: TEXTS.analysis,
+      ugc_script: TEXTS.ugc_script,
+    });
     const [sent] = api.seen.slice(from);
     assert.ok(sent, "the writer was called");
     assert.is(sent.url, "/v1/chat/completions");
     assert.is(sent.headers.authorization, "Bearer writer-key-0123456789");
-    assert.equal([sent.body.model, sent.body.temperature, sent.body.response_format], ["test-writer", 0, { type: "json_object" }]);
-    assert.equal(sent.body.messages.map((m: any) => m.role), ["system", "user"]);
+    assert.equal(
+      [sent.body.model, sent.body.temperature, sent.body.response_format],
+      ["test-writer", 0, { type: "json_object" }],
+    );
+    assert.equal(
+      sent.body.messages.map((m: any) => m.role),
+      ["system", "user"],
+    );
     assert.is(sent.body.messages[0].content, WRITER_INSTRUCTIONS);
     const facts = JSON.parse(sent.body.messages[1].content);
     assert.is(facts.platform, "tiktok");
@@ -147,7 +185,15 @@ for (const backend of await databaseBackends()) {
     assert.is(done.result.transcription, "[0:00.5] Hi there");
     assert.is(done.result.ugc_script, "0-3 s: wave.");
     // A body with bytes that are not UTF-8 inside a text: read with replacement characters, stored well formed.
-    const bytes = Buffer.concat([Buffer.from(JSON.stringify((chat(JSON.stringify({ ...TEXTS, summary: "XX" })) as { body: unknown }).body).replace("XX", "Caf__")), Buffer.alloc(0)]);
+    const bytes = Buffer.concat([
+      Buffer.from(
+        JSON.stringify((chat(JSON.stringify({ ...TEXTS, summary: "XX" })) as { body: unknown }).body).replace(
+          "XX",
+          "Caf__",
+        ),
+      ),
+      Buffer.alloc(0),
+    ]);
     const raw = new Uint8Array(bytes);
     const at = bytes.indexOf("Caf__") + 3;
     raw[at] = 0xff;
@@ -177,7 +223,11 @@ for (const backend of await databaseBackends()) {
     ];
     for (const [what, reply] of cases) {
       const done = await analyze(p.key, reply);
-      assert.equal(done, { request_id: undefined, job_id: done.job_id, status: "error", message: F.analyze, error: F.analyze }, what);
+      assert.equal(
+        done,
+        { request_id: undefined, job_id: done.job_id, status: "error", message: F.analyze, error: F.analyze },
+        what,
+      );
       assert.is(await tk.kernel.accounts.balance(p.id), 1000, `${what}: refunded`);
     }
     // Give a late second refund the chance to show before counting.

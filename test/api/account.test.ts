@@ -4,9 +4,9 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { z } from "zod";
 import { definePlugin, operation } from "../../core/plugin.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import account from "../../plugins/account/index.ts";
 import textStats from "../../examples/text-stats-plugin/index.ts";
+import account from "../../plugins/account/index.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { errorBody } from "../helpers/error-body.ts";
 
@@ -24,8 +24,18 @@ const slots = definePlugin({
       status: 202,
       input: z.object({ credits: z.number({ error: "credits must be a number" }).int().min(0) }),
       async handle(ctx) {
-        const job = await ctx.submitJob({ kind: "slot", credits: ctx.input.credits, state: "queued", insufficientCredits: () => "Insufficient credits" });
-        return { job_id: job.jobId, status: "queued", credits_used: job.creditsUsed, credits_remaining: job.creditsRemaining };
+        const job = await ctx.submitJob({
+          kind: "slot",
+          credits: ctx.input.credits,
+          state: "queued",
+          insufficientCredits: () => "Insufficient credits",
+        });
+        return {
+          job_id: job.jobId,
+          status: "queued",
+          credits_used: job.creditsUsed,
+          credits_remaining: job.creditsRemaining,
+        };
       },
     }),
   ],
@@ -35,7 +45,10 @@ for (const backend of await databaseBackends()) {
   const t = suite(`account API on ${backend.name}`);
   let tk: TestKernel;
   t.before.each(async () => {
-    tk = await createTestKernel({ plugins: [account, textStats, slots], databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined });
+    tk = await createTestKernel({
+      plugins: [account, textStats, slots],
+      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
+    });
   });
   t.after.each(async () => {
     await tk.close();
@@ -45,7 +58,16 @@ for (const backend of await databaseBackends()) {
     const p = await tk.partner({ name: "Acme", credits: 1234 });
     const res = await tk.request("GET", "/me", { key: p.key });
     assert.is(res.status, 200);
-    assert.equal(Object.keys(res.body).sort(), ["api_key_prefix", "created_at", "credits_remaining", "is_active", "last_active", "name", "pricing_tier", "request_id"]);
+    assert.equal(Object.keys(res.body).sort(), [
+      "api_key_prefix",
+      "created_at",
+      "credits_remaining",
+      "is_active",
+      "last_active",
+      "name",
+      "pricing_tier",
+      "request_id",
+    ]);
     assert.is(res.body.name, "Acme");
     assert.is(res.body.api_key_prefix, p.key.slice(0, 20));
     assert.is(res.body.pricing_tier, "api_plus10");
@@ -88,7 +110,19 @@ for (const backend of await databaseBackends()) {
 
   t("edge: a missing or generic User-Agent gets the HTML 403 error code: 1010, whatever the key", async () => {
     const p = await tk.partner();
-    for (const ua of [null, "", "python-requests/2.31.0", "Go-http-client/1.1", "axios/1.6.0", "node-fetch/1.0", "undici", "okhttp/4.12.0", "Java/17.0.2", "libwww-perl/6.72", "Python-urllib/3.11"]) {
+    for (const ua of [
+      null,
+      "",
+      "python-requests/2.31.0",
+      "Go-http-client/1.1",
+      "axios/1.6.0",
+      "node-fetch/1.0",
+      "undici",
+      "okhttp/4.12.0",
+      "Java/17.0.2",
+      "libwww-perl/6.72",
+      "Python-urllib/3.11",
+    ]) {
       const res = await tk.request("GET", "/me", { key: p.key, userAgent: ua });
       assert.is(res.status, 403, String(ua));
       assert.ok(res.headers.get("content-type")!.startsWith("text/html"));
@@ -96,26 +130,46 @@ for (const backend of await databaseBackends()) {
     }
     // Even with no key at all the edge answers first: 1010 never means a wrong key, and vice versa.
     assert.is((await tk.request("GET", "/me", { userAgent: null })).status, 403);
-    assert.is((await tk.request("GET", "/me", { key: p.key, userAgent: "acme-integration/2.1 (python-requests/2.31)" })).status, 200);
+    assert.is(
+      (await tk.request("GET", "/me", { key: p.key, userAgent: "acme-integration/2.1 (python-requests/2.31)" })).status,
+      200,
+    );
   });
 
   t("GET /transactions: newest first, default 50, max 200", async () => {
     const p = await tk.partner({ credits: 1000, features: { text_stats: true } });
-    for (let i = 0; i < 3; i++) assert.is((await tk.request("POST", "/text-stats", { key: p.key, body: { text: `hello world ${i}` } })).status, 200);
+    for (let i = 0; i < 3; i++)
+      assert.is(
+        (await tk.request("POST", "/text-stats", { key: p.key, body: { text: `hello world ${i}` } })).status,
+        200,
+      );
     const res = await tk.request("GET", "/transactions", { key: p.key });
     assert.is(res.status, 200);
     assert.is(res.body.total, 4);
     assert.is(res.body.limit, 50);
     assert.is(res.body.offset, 0);
-    assert.equal(res.body.transactions.map((e: any) => [e.amount, e.type]), [[-3, "usage"], [-3, "usage"], [-3, "usage"], [1000, "purchase"]]);
+    assert.equal(
+      res.body.transactions.map((e: any) => [e.amount, e.type]),
+      [
+        [-3, "usage"],
+        [-3, "usage"],
+        [-3, "usage"],
+        [1000, "purchase"],
+      ],
+    );
     for (const e of res.body.transactions) {
       assert.equal(Object.keys(e).sort(), ["amount", "created_at", "description", "type"]);
       assert.match(e.created_at, TIMESTAMP);
     }
     const page = await tk.request("GET", "/transactions?limit=1000&offset=3", { key: p.key });
     assert.is(page.body.limit, 200);
-    assert.equal(page.body.transactions.map((e: any) => e.type), ["purchase"]);
-    assert.equal(errorBody(await tk.request("GET", "/transactions?limit=x", { key: p.key })), { error: "limit must be a positive integer" });
+    assert.equal(
+      page.body.transactions.map((e: any) => e.type),
+      ["purchase"],
+    );
+    assert.equal(errorBody(await tk.request("GET", "/transactions?limit=x", { key: p.key })), {
+      error: "limit must be a positive integer",
+    });
   });
 
   t("GET /usage counts every authenticated call, free ones included, with net credits per endpoint", async () => {
@@ -130,7 +184,9 @@ for (const backend of await databaseBackends()) {
     assert.is(res.body.credits_remaining, 997);
     assert.is(res.body.total_calls, 5);
     assert.is(res.body.total_credits_used, 3);
-    const byEndpoint = Object.fromEntries(res.body.per_endpoint.map((e: any) => [e.endpoint, [e.calls, e.credits_used]]));
+    const byEndpoint = Object.fromEntries(
+      res.body.per_endpoint.map((e: any) => [e.endpoint, [e.calls, e.credits_used]]),
+    );
     assert.equal(byEndpoint, { "GET /me": [2, 0], "POST /text-stats": [2, 3], "GET /usage": [1, 0] });
   });
 
@@ -143,17 +199,32 @@ for (const backend of await databaseBackends()) {
     const res = await tk.request("GET", `/usage?since=${encodeURIComponent(cut)}`, { key: p.key });
     assert.is(res.body.since, cut.slice(0, 19).replace("T", " "));
     assert.equal(res.body.per_endpoint.find((e: any) => e.endpoint === "GET /me").calls, 1);
-    assert.equal(errorBody(await tk.request("GET", "/usage?since=last-week", { key: p.key })), { error: "since must be an ISO 8601 date or timestamp" });
+    assert.equal(errorBody(await tk.request("GET", "/usage?since=last-week", { key: p.key })), {
+      error: "since must be an ISO 8601 date or timestamp",
+    });
   });
 
   t("bad input changes nothing: no charge, no ledger row, no job", async () => {
     const p = await tk.partner({ credits: 50 });
-    for (const body of ["{not json", "[1,2]", JSON.stringify({ text: "" }), JSON.stringify({ text: "ok", partner_job_id: "bad id!" })]) {
-      const res = await tk.request("POST", "/text-stats", { key: p.key, body, headers: { "content-type": "application/json" } });
+    for (const body of [
+      "{not json",
+      "[1,2]",
+      JSON.stringify({ text: "" }),
+      JSON.stringify({ text: "ok", partner_job_id: "bad id!" }),
+    ]) {
+      const res = await tk.request("POST", "/text-stats", {
+        key: p.key,
+        body,
+        headers: { "content-type": "application/json" },
+      });
       assert.is(res.status, 400, body);
     }
-    assert.equal(errorBody(await tk.request("POST", "/text-stats", { key: p.key, body: "{not json" })), { error: "Request body must be JSON" });
-    assert.equal(errorBody(await tk.request("POST", "/text-stats", { key: p.key, body: { text: "" } })), { error: "Please provide a text" });
+    assert.equal(errorBody(await tk.request("POST", "/text-stats", { key: p.key, body: "{not json" })), {
+      error: "Request body must be JSON",
+    });
+    assert.equal(errorBody(await tk.request("POST", "/text-stats", { key: p.key, body: { text: "" } })), {
+      error: "Please provide a text",
+    });
     const big = await tk.request("POST", "/text-stats", { key: p.key, body: { text: "x".repeat(1_100_000) } });
     assert.is(big.status, 413);
     const db = tk.kernel.database.kysely;
@@ -166,26 +237,32 @@ for (const backend of await databaseBackends()) {
     const p = await tk.partner({ features: { text_stats: false } });
     const res = await tk.request("POST", "/text-stats", { key: p.key, body: { text: "hi" } });
     assert.is(res.status, 403);
-    assert.equal(errorBody(res), { error: "Feature 'text_stats' is not enabled for this partner.", feature: "text_stats" });
+    assert.equal(errorBody(res), {
+      error: "Feature 'text_stats' is not enabled for this partner.",
+      feature: "text_stats",
+    });
     assert.is(await tk.kernel.accounts.balance(p.id), 1000);
   });
 
-  t("rate limits: the table's limit per key and endpoint, draft RateLimit headers, 429 with Retry-After >= 10", async () => {
-    const a = await tk.partner();
-    const b = await tk.partner();
-    for (let i = 0; i < 20; i++) assert.is((await tk.request("GET", "/usage", { key: a.key })).status, 200);
-    const over = await tk.request("GET", "/usage", { key: a.key });
-    assert.is(over.status, 429);
-    assert.equal(errorBody(over), { error: "Rate limit exceeded. Wait at least 10 seconds, then retry." });
-    assert.ok(Number(over.headers.get("retry-after")) >= 10);
-    assert.ok(over.headers.get("ratelimit-policy")!.includes("q=20"));
-    assert.ok(over.headers.get("ratelimit")!.includes("r=0"));
-    // Another endpoint of the same key, and the same endpoint of another key, are separate budgets.
-    assert.is((await tk.request("GET", "/me", { key: a.key })).status, 200);
-    assert.is((await tk.request("GET", "/usage", { key: b.key })).status, 200);
-    tk.clock.advance(60_000);
-    assert.is((await tk.request("GET", "/usage", { key: a.key })).status, 200);
-  });
+  t(
+    "rate limits: the table's limit per key and endpoint, draft RateLimit headers, 429 with Retry-After >= 10",
+    async () => {
+      const a = await tk.partner();
+      const b = await tk.partner();
+      for (let i = 0; i < 20; i++) assert.is((await tk.request("GET", "/usage", { key: a.key })).status, 200);
+      const over = await tk.request("GET", "/usage", { key: a.key });
+      assert.is(over.status, 429);
+      assert.equal(errorBody(over), { error: "Rate limit exceeded. Wait at least 10 seconds, then retry." });
+      assert.ok(Number(over.headers.get("retry-after")) >= 10);
+      assert.ok(over.headers.get("ratelimit-policy")!.includes("q=20"));
+      assert.ok(over.headers.get("ratelimit")!.includes("r=0"));
+      // Another endpoint of the same key, and the same endpoint of another key, are separate budgets.
+      assert.is((await tk.request("GET", "/me", { key: a.key })).status, 200);
+      assert.is((await tk.request("GET", "/usage", { key: b.key })).status, 200);
+      tk.clock.advance(60_000);
+      assert.is((await tk.request("GET", "/usage", { key: a.key })).status, 200);
+    },
+  );
 
   t("per-account rate-limit override", async () => {
     const p = await tk.partner();
@@ -197,11 +274,15 @@ for (const backend of await databaseBackends()) {
 
   t("in-flight cap through REST: 10 by default, raisable per account, the spec's 429 text", async () => {
     const p = await tk.partner({ credits: 100 });
-    const results = await Promise.all(Array.from({ length: 15 }, () => tk.request("POST", "/slots", { key: p.key, body: { credits: 1 } })));
+    const results = await Promise.all(
+      Array.from({ length: 15 }, () => tk.request("POST", "/slots", { key: p.key, body: { credits: 1 } })),
+    );
     assert.is(results.filter((r) => r.status === 202).length, 10);
     const refused = results.filter((r) => r.status === 429);
     assert.is(refused.length, 5);
-    assert.equal(errorBody(refused[0]!), { error: "Too many in-flight jobs for this partner. Wait for some to finish and retry." });
+    assert.equal(errorBody(refused[0]!), {
+      error: "Too many in-flight jobs for this partner. Wait for some to finish and retry.",
+    });
     assert.is(await tk.kernel.accounts.balance(p.id), 90);
     await tk.kernel.accounts.update(p.id, { limits: { inflight_jobs: 12 } });
     assert.is((await tk.request("POST", "/slots", { key: p.key, body: { credits: 1 } })).status, 202);

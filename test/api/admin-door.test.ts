@@ -5,11 +5,11 @@
 import { randomBytes } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import account from "../../plugins/account/index.ts";
 import { loadConfig } from "../../core/config.ts";
-import { ConfigError } from "../../lib/plugin-config.ts";
 import { estimateBits, MIN_ADMIN_TOKEN_BITS, weakTokenReason } from "../../core/token-strength.ts";
+import { ConfigError } from "../../lib/plugin-config.ts";
+import account from "../../plugins/account/index.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { ADMIN_AUTH_FAILURES, ADMIN_DOOR_ERRORS } from "../../transports/admin/door.ts";
 import { createHttpApp, serveAdmin, serveHttp } from "../../transports/http.ts";
 
@@ -32,30 +32,43 @@ t.after(async () => {
 
 /** A request as srvx hands it over from a socket: with the client's address. */
 const from = (ip: string, path: string, token: string) =>
-  app.fetch(Object.assign(new Request(`http://mediagate.test${path}`, { headers: { authorization: `Bearer ${token}`, "user-agent": "door/1" } }), { ip }));
+  app.fetch(
+    Object.assign(
+      new Request(`http://mediagate.test${path}`, {
+        headers: { authorization: `Bearer ${token}`, "user-agent": "door/1" },
+      }),
+      { ip },
+    ),
+  );
 
-t("wrong tokens: 401 a few times a minute per address, then 429 with Retry-After, logged at warn; the right token still gets in", async () => {
-  const ip = "203.0.113.7";
-  for (let i = 0; i < ADMIN_AUTH_FAILURES; i++) {
-    const r = await from(ip, "/api/v1/admin/pauses", `guess-${i}`);
-    assert.is(r.status, 401, `guess ${i}`);
-  }
-  const throttled = await from(ip, "/api/v1/admin/pauses", "guess-again");
-  assert.is(throttled.status, 429);
-  const body = await throttled.json();
-  assert.equal(body, { error: ADMIN_DOOR_ERRORS.tooManyFailures, request_id: throttled.headers.get("x-request-id") });
-  assert.ok(Number(throttled.headers.get("retry-after")) >= 1, "Retry-After says when");
-  assert.ok(warnings.some((w) => w[0] === "admin authentication throttled"), "logged at warn");
-  // /metrics is behind the same door, for the same address.
-  assert.is((await from(ip, "/metrics", "guess-metrics")).status, 429);
-  // The right token is let in from the throttled address too: the operator is never locked out.
-  assert.is((await from(ip, "/api/v1/admin/pauses", tk.adminToken)).status, 200);
-  assert.is((await from(ip, "/metrics", tk.adminToken)).status, 200);
-  // Another address has its own count; an IPv6 host is counted by its /64.
-  assert.is((await from("198.51.100.9", "/api/v1/admin/pauses", "guess")).status, 401);
-  for (let i = 0; i < ADMIN_AUTH_FAILURES; i++) await from(`2001:db8:1:2::${i + 1}`, "/api/v1/admin/pauses", "guess");
-  assert.is((await from("2001:db8:1:2::ffff", "/api/v1/admin/pauses", "guess")).status, 429, "same /64");
-});
+t(
+  "wrong tokens: 401 a few times a minute per address, then 429 with Retry-After, logged at warn; the right token still gets in",
+  async () => {
+    const ip = "203.0.113.7";
+    for (let i = 0; i < ADMIN_AUTH_FAILURES; i++) {
+      const r = await from(ip, "/api/v1/admin/pauses", `guess-${i}`);
+      assert.is(r.status, 401, `guess ${i}`);
+    }
+    const throttled = await from(ip, "/api/v1/admin/pauses", "guess-again");
+    assert.is(throttled.status, 429);
+    const body = await throttled.json();
+    assert.equal(body, { error: ADMIN_DOOR_ERRORS.tooManyFailures, request_id: throttled.headers.get("x-request-id") });
+    assert.ok(Number(throttled.headers.get("retry-after")) >= 1, "Retry-After says when");
+    assert.ok(
+      warnings.some((w) => w[0] === "admin authentication throttled"),
+      "logged at warn",
+    );
+    // /metrics is behind the same door, for the same address.
+    assert.is((await from(ip, "/metrics", "guess-metrics")).status, 429);
+    // The right token is let in from the throttled address too: the operator is never locked out.
+    assert.is((await from(ip, "/api/v1/admin/pauses", tk.adminToken)).status, 200);
+    assert.is((await from(ip, "/metrics", tk.adminToken)).status, 200);
+    // Another address has its own count; an IPv6 host is counted by its /64.
+    assert.is((await from("198.51.100.9", "/api/v1/admin/pauses", "guess")).status, 401);
+    for (let i = 0; i < ADMIN_AUTH_FAILURES; i++) await from(`2001:db8:1:2::${i + 1}`, "/api/v1/admin/pauses", "guess");
+    assert.is((await from("2001:db8:1:2::ffff", "/api/v1/admin/pauses", "guess")).status, 429, "same /64");
+  },
+);
 
 t("ADMIN_PORT: the admin API apart; the public port answers its paths 404", async () => {
   const pub = await serveHttp(tk.kernel, { adminToken: tk.adminToken, admin: false, port: 0, hostname: "127.0.0.1" });
@@ -68,7 +81,11 @@ t("ADMIN_PORT: the admin API apart; the public port answers its paths 404", asyn
     const onAdmin = await fetch(new URL("/api/v1/admin/pauses", admin.url), { headers: auth });
     assert.is(onAdmin.status, 200);
     assert.match(onAdmin.headers.get("x-request-id") ?? "", /^req_/);
-    assert.is((await fetch(new URL("/api/v1/partner/me", admin.url), { headers: auth })).status, 404, "only the admin API there");
+    assert.is(
+      (await fetch(new URL("/api/v1/partner/me", admin.url), { headers: auth })).status,
+      404,
+      "only the admin API there",
+    );
     assert.is((await fetch(new URL("/healthz", pub.url))).status, 200);
   } finally {
     await pub.close();
@@ -82,7 +99,11 @@ t("ADMIN_PORT: the admin API apart; the public port answers its paths 404", asyn
     [{ ADMIN_PORT: "3000", PORT: "3000" }, /admin API would not be apart/],
     [{ ADMIN_PORT: "9100", HEALTH_PORT: "9100" }, /ADMIN_PORT must differ from HEALTH_PORT/],
   ] as const) {
-    assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && pattern.test((e as Error).message), JSON.stringify(env));
+    assert.throws(
+      () => loadConfig(env),
+      (e: unknown) => e instanceof ConfigError && pattern.test((e as Error).message),
+      JSON.stringify(env),
+    );
   }
 });
 
@@ -105,8 +126,18 @@ t("ADMIN_TOKEN strength: typed shapes refused, random keys of 128 bits always pa
   }
   assert.match(weakTokenReason("short")!, /at least 32 characters \(got 5\)/);
   for (let i = 0; i < 1000; i++) {
-    for (const token of [randomBytes(16).toString("hex"), randomBytes(32).toString("hex"), randomBytes(32).toString("base64"), randomBytes(24).toString("base64url"), `adm_${randomBytes(24).toString("hex")}`]) {
-      assert.is(weakTokenReason(token), null, `${token}: ${estimateBits(token)} bits (at least ${MIN_ADMIN_TOKEN_BITS})`);
+    for (const token of [
+      randomBytes(16).toString("hex"),
+      randomBytes(32).toString("hex"),
+      randomBytes(32).toString("base64"),
+      randomBytes(24).toString("base64url"),
+      `adm_${randomBytes(24).toString("hex")}`,
+    ]) {
+      assert.is(
+        weakTokenReason(token),
+        null,
+        `${token}: ${estimateBits(token)} bits (at least ${MIN_ADMIN_TOKEN_BITS})`,
+      );
     }
   }
 });

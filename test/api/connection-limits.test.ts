@@ -2,13 +2,22 @@
 // the default cap from the open-file limit, the body-rate watch on a clock of its own, and all of it on a real
 // node:http server in this process (caps, a header time-out, a slow body cut, the counts /metrics reads).
 // The full server under attack is test/security/attacks-connections.test.ts.
-import { suite } from "uvu";
-import * as assert from "uvu/assert";
+
 import { EventEmitter } from "node:events";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import net from "node:net";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
 import type { ConnectionSettings } from "../../core/config.ts";
-import { addressKey, BodyRateWatch, ConnectionLedger, connectionCountsOf, defaultConnectionsMax, guardConnections, openFileLimit } from "../../transports/connection-limits.ts";
+import {
+  addressKey,
+  BodyRateWatch,
+  ConnectionLedger,
+  connectionCountsOf,
+  defaultConnectionsMax,
+  guardConnections,
+  openFileLimit,
+} from "../../transports/connection-limits.ts";
 
 const t = suite("connection limits");
 
@@ -54,23 +63,57 @@ t("the default cap in all: below the open-file limit, with room kept back, at mo
   assert.is(defaultConnectionsMax(4_096), 3_276);
   assert.is(defaultConnectionsMax(1_024), 768);
   assert.is(defaultConnectionsMax(Number.POSITIVE_INFINITY), 10_000);
-  assert.is(openFileLimit(() => "Limit  Soft Limit  Hard Limit  Units\nMax open files            1024                 524288               files\n"), 1_024);
-  assert.is(openFileLimit(() => "Max open files            unlimited            unlimited            files\n"), Number.POSITIVE_INFINITY);
-  assert.is(openFileLimit(() => "nothing here"), undefined);
-  assert.is(openFileLimit(() => { throw new Error("no /proc"); }), undefined);
+  assert.is(
+    openFileLimit(
+      () =>
+        "Limit  Soft Limit  Hard Limit  Units\nMax open files            1024                 524288               files\n",
+    ),
+    1_024,
+  );
+  assert.is(
+    openFileLimit(() => "Max open files            unlimited            unlimited            files\n"),
+    Number.POSITIVE_INFINITY,
+  );
+  assert.is(
+    openFileLimit(() => "nothing here"),
+    undefined,
+  );
+  assert.is(
+    openFileLimit(() => {
+      throw new Error("no /proc");
+    }),
+    undefined,
+  );
 });
 
 /** A request and socket as the watch sees them. */
 function fakeBody() {
-  const socket = { bytesRead: 0, destroyed: false, paused: false, isPaused() { return this.paused; } };
-  const request = Object.assign(new EventEmitter(), { complete: false, socket, readableLength: 0, readableHighWaterMark: 16_384 });
+  const socket = {
+    bytesRead: 0,
+    destroyed: false,
+    paused: false,
+    isPaused() {
+      return this.paused;
+    },
+  };
+  const request = Object.assign(new EventEmitter(), {
+    complete: false,
+    socket,
+    readableLength: 0,
+    readableHighWaterMark: 16_384,
+  });
   return { request: request as unknown as IncomingMessage & { complete: boolean }, socket };
 }
 
 t("the body-rate watch: a body under the rate over a window is cut; one held back by the server is not", () => {
   let now = 0;
   const cut: unknown[] = [];
-  const watch = new BodyRateWatch(10_000, 1_000, (r) => cut.push(r), () => now);
+  const watch = new BodyRateWatch(
+    10_000,
+    1_000,
+    (r) => cut.push(r),
+    () => now,
+  );
   const fast = fakeBody();
   const slow = fakeBody();
   const held = fakeBody();
@@ -141,11 +184,30 @@ t("on a server: over a cap closed unanswered, slow headers 408, a slow body cut,
     // One address past its cap first (the fourth is closed at once), then the cap in all (5) reached.
     const first = Array.from({ length: 4 }, () => client(port, "127.0.0.2", headers, sockets));
     await Promise.race(first);
-    const answers = await Promise.all([...first, ...Array.from({ length: 3 }, () => client(port, "127.0.0.3", body, sockets))]);
-    assert.equal(answers.slice(0, 4).map((a) => a.split("\r\n")[0]).sort(), ["", "HTTP/1.1 408 Request Timeout", "HTTP/1.1 408 Request Timeout", "HTTP/1.1 408 Request Timeout"]);
-    assert.equal(answers.slice(4).map((a) => a.split("\r\n")[0]).sort(), ["", "", ""], "cut bodies and the one over the cap in all get no answer");
+    const answers = await Promise.all([
+      ...first,
+      ...Array.from({ length: 3 }, () => client(port, "127.0.0.3", body, sockets)),
+    ]);
+    assert.equal(
+      answers
+        .slice(0, 4)
+        .map((a) => a.split("\r\n")[0])
+        .sort(),
+      ["", "HTTP/1.1 408 Request Timeout", "HTTP/1.1 408 Request Timeout", "HTTP/1.1 408 Request Timeout"],
+    );
+    assert.equal(
+      answers
+        .slice(4)
+        .map((a) => a.split("\r\n")[0])
+        .sort(),
+      ["", "", ""],
+      "cut bodies and the one over the cap in all get no answer",
+    );
     const [counts] = connectionCountsOf(owner);
-    assert.equal({ refused: counts!.refused, timeouts: counts!.timeouts, open: counts!.open() }, { refused: { per_address: 1, max: 1 }, timeouts: { headers: 3, body: 2 }, open: 0 });
+    assert.equal(
+      { refused: counts!.refused, timeouts: counts!.timeouts, open: counts!.open() },
+      { refused: { per_address: 1, max: 1 }, timeouts: { headers: 3, body: 2 }, open: 0 },
+    );
     // A well-behaved client still gets its answer.
     const ok = await client(port, "127.0.0.4", "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", sockets);
     assert.match(ok, /^HTTP\/1.1 200/);
@@ -164,8 +226,15 @@ t("the probe port: no per-address cap, its own cap in all", async () => {
   const port = await listen(server);
   const sockets: net.Socket[] = [];
   try {
-    const answers = await Promise.all(Array.from({ length: 5 }, () => client(port, "127.0.0.5", "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", sockets)));
-    assert.ok(answers.every((a) => a.startsWith("HTTP/1.1 200")), "five from one address on the probe port");
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        client(port, "127.0.0.5", "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", sockets),
+      ),
+    );
+    assert.ok(
+      answers.every((a) => a.startsWith("HTTP/1.1 200")),
+      "five from one address on the probe port",
+    );
     assert.equal(connectionCountsOf(owner)[0]!.refused, { per_address: 0, max: 0 });
   } finally {
     for (const s of sockets) s.destroy();

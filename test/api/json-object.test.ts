@@ -4,9 +4,15 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
-import { ApiError } from "../../lib/api-error.ts";
 import { MAX_INPUT_DEPTH } from "../../core/validation.ts";
-import { JSON_THREAD_BYTES, jsonShape, MAX_JSON_VALUES, parseJsonObject, readJsonObject } from "../../transports/rest/json-object.ts";
+import { ApiError } from "../../lib/api-error.ts";
+import {
+  JSON_THREAD_BYTES,
+  jsonShape,
+  MAX_JSON_VALUES,
+  parseJsonObject,
+  readJsonObject,
+} from "../../transports/rest/json-object.ts";
 import { MULTIPART_MAX_PARTS, readMultipart } from "../../transports/rest/respond.ts";
 
 const t = suite("JSON object bodies and multipart parts");
@@ -63,7 +69,10 @@ t("a big body of one long string comes back whole from the thread; the sync pars
 });
 
 t("multipart: MULTIPART_MAX_PARTS parts are read, one more is not a body we read", () => {
-  const body = (n: number) => enc(Array.from({ length: n }, (_, i) => `--b\r\nContent-Disposition: form-data; name="f${i}"\r\n\r\nx\r\n`).join("") + "--b--\r\n");
+  const body = (n: number) =>
+    enc(
+      `${Array.from({ length: n }, (_, i) => `--b\r\nContent-Disposition: form-data; name="f${i}"\r\n\r\nx\r\n`).join("")}--b--\r\n`,
+    );
   assert.is(readMultipart(body(MULTIPART_MAX_PARTS), "multipart/form-data; boundary=b")?.length, MULTIPART_MAX_PARTS);
   assert.is(readMultipart(body(MULTIPART_MAX_PARTS + 1), "multipart/form-data; boundary=b"), null);
 });

@@ -18,7 +18,7 @@ t("what fetch sends: text fields, files with any bytes, empty files, odd names",
   for (let i = 0; i < binary.length; i++) binary[i] = (i * 7919) & 0xff;
   binary.set(new TextEncoder().encode("\r\n--\r\n\r\n--"), 1000); // delimiter-like bytes inside the file
   const f = new FormData();
-  f.set("style", JSON.stringify({ size: "large", note: "é ✓ \"quoted\"" }));
+  f.set("style", JSON.stringify({ size: "large", note: 'é ✓ "quoted"' }));
   f.set("partner_job_id", "abc-1");
   f.set("video", new Blob([binary], { type: "video/mp4" }), 'my "clip"; name=x.mp4');
   f.set("empty", new Blob([]), "");
@@ -26,8 +26,13 @@ t("what fetch sends: text fields, files with any bytes, empty files, odd names",
   const { bytes, type } = await encoded(f);
   const parts = readMultipart(bytes, type);
   assert.ok(parts);
-  const reference = await new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { "content-type": type } }).formData();
-  assert.equal(parts!.map((p) => p.name), [...reference.keys()]);
+  const reference = await new Response(bytes as Uint8Array<ArrayBuffer>, {
+    headers: { "content-type": type },
+  }).formData();
+  assert.equal(
+    parts!.map((p) => p.name),
+    [...reference.keys()],
+  );
   for (const p of parts!) {
     const ref = reference.get(p.name)!;
     if (typeof ref === "string") {
@@ -45,12 +50,17 @@ t("what fetch sends: text fields, files with any bytes, empty files, odd names",
 });
 
 t("preamble, epilogue, transport padding, a quoted boundary", () => {
-  const body = new TextEncoder().encode('preamble\r\n--b"x\r\nContent-Disposition: form-data; name="a"\r\n\r\none\r\n--b"x  \r\ncontent-disposition: FORM-DATA; name=b; filename="f.bin"\r\ncontent-type: application/octet-stream\r\n\r\n\x00\x01\r\n--b"x--\r\nepilogue');
+  const body = new TextEncoder().encode(
+    'preamble\r\n--b"x\r\nContent-Disposition: form-data; name="a"\r\n\r\none\r\n--b"x  \r\ncontent-disposition: FORM-DATA; name=b; filename="f.bin"\r\ncontent-type: application/octet-stream\r\n\r\n\x00\x01\r\n--b"x--\r\nepilogue',
+  );
   const parts = readMultipart(body, 'multipart/form-data; boundary="b\\"x"');
-  assert.equal(parts?.map((p) => [p.name, p.filename, p.contentType, [...p.bytes]]), [
-    ["a", null, "", [111, 110, 101]],
-    ["b", "f.bin", "application/octet-stream", [0, 1]],
-  ]);
+  assert.equal(
+    parts?.map((p) => [p.name, p.filename, p.contentType, [...p.bytes]]),
+    [
+      ["a", null, "", [111, 110, 101]],
+      ["b", "f.bin", "application/octet-stream", [0, 1]],
+    ],
+  );
 });
 
 t("not a form: null", () => {
@@ -61,7 +71,7 @@ t("not a form: null", () => {
     ["no delimiter", enc("hello"), type],
     ["no closing delimiter", enc('--zz\r\nContent-Disposition: form-data; name="a"\r\n\r\n1'), type],
     ["headers never end", enc('--zz\r\nContent-Disposition: form-data; name="a"\r\n'), type],
-    ["no name", enc('--zz\r\nContent-Disposition: form-data\r\n\r\n1\r\n--zz--'), type],
+    ["no name", enc("--zz\r\nContent-Disposition: form-data\r\n\r\n1\r\n--zz--"), type],
     ["not form-data", enc('--zz\r\nContent-Disposition: attachment; name="a"\r\n\r\n1\r\n--zz--'), type],
     ["garbage after a delimiter", enc('--zzjunk\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n--zz--'), type],
     ["empty", enc(""), type],

@@ -16,7 +16,7 @@ import * as assert from "uvu/assert";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { encodePng } from "../../plugins/images/png.ts";
 import { databaseBackends, isolatedPostgresDatabase, postgresUrl, redisUrl } from "../helpers/backends.ts";
-import { cuttableProxy, type CuttableProxy } from "../helpers/cuttable-proxy.ts";
+import { type CuttableProxy, cuttableProxy } from "../helpers/cuttable-proxy.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
 import { type ServerProcess, startServer } from "../helpers/server.ts";
 
@@ -33,12 +33,22 @@ interface Answer {
   body: any;
 }
 
-async function call(server: ServerProcess, method: string, path: string, opts: { key?: string; admin?: boolean; body?: unknown } = {}): Promise<Answer> {
+async function call(
+  server: ServerProcess,
+  method: string,
+  path: string,
+  opts: { key?: string; admin?: boolean; body?: unknown } = {},
+): Promise<Answer> {
   const headers: Record<string, string> = { "user-agent": USER_AGENT };
   if (opts.key) headers.authorization = `Bearer ${opts.key}`;
   if (opts.admin) headers.authorization = `Bearer ${ADMIN_TOKEN}`;
   if (opts.body !== undefined) headers["content-type"] = "application/json";
-  const res = await fetch(server.url + path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body), signal: AbortSignal.timeout(CLIENT_TIMEOUT_MS) });
+  const res = await fetch(server.url + path, {
+    method,
+    headers,
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    signal: AbortSignal.timeout(CLIENT_TIMEOUT_MS),
+  });
   const text = await res.text();
   let body: any = text;
   try {
@@ -64,7 +74,10 @@ async function until(read: () => Promise<Answer>, status: number, what: string, 
 function assertUnavailable(res: Answer, what: string): void {
   assert.is(res.status, 503, `${what}: ${res.status} ${JSON.stringify(res.body)}`);
   const retryAfter = Number(res.headers.get("retry-after"));
-  assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 10, `${what}: Retry-After ${res.headers.get("retry-after")}`);
+  assert.ok(
+    Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 10,
+    `${what}: Retry-After ${res.headers.get("retry-after")}`,
+  );
   assert.equal(Object.keys(res.body).sort(), ["error", "request_id"], what);
   assert.is(res.body.error, KERNEL_ERRORS.serviceUnavailable, what);
   assert.match(res.body.request_id, /^req_[0-9a-f]{24}$/);
@@ -72,7 +85,10 @@ function assertUnavailable(res: Answer, what: string): void {
 
 /** A partner with room for the test's calls. */
 async function createPartner(server: ServerProcess, credits: number): Promise<{ partnerId: string; key: string }> {
-  const created = await call(server, "POST", "/api/v1/admin/partners", { admin: true, body: { name: "Outage test", credits } });
+  const created = await call(server, "POST", "/api/v1/admin/partners", {
+    admin: true,
+    body: { name: "Outage test", credits },
+  });
   assert.is(created.status, 201, JSON.stringify(created.body));
   return { partnerId: created.body.partner_id, key: created.body.api_key };
 }
@@ -85,12 +101,16 @@ async function books(server: ServerProcess, key: string): Promise<{ balance: num
   assert.is(tx.status, 200, JSON.stringify(tx.body));
   const sum = tx.body.transactions.reduce((s: number, e: { amount: number }) => s + e.amount, 0);
   assert.is(me.body.credits_remaining, sum, "the balance is the ledger's sum");
-  return { balance: me.body.credits_remaining, charges: tx.body.transactions.filter((e: { type: string }) => e.type === "usage").length };
+  return {
+    balance: me.body.credits_remaining,
+    charges: tx.body.transactions.filter((e: { type: string }) => e.type === "usage").length,
+  };
 }
 
 // A 16 x 16 PNG to upscale: small, valid, and written to the blob store before the charge (plugins/upscale).
 const SMALL_PNG = Buffer.from(encodePng(16, 16, new Uint8Array(16 * 16 * 3).fill(128), 3)).toString("base64");
-const upscale = (server: ServerProcess, key: string) => call(server, "POST", api("/upscale-image"), { key, body: { image_base64: SMALL_PNG, upscale_factor: 2 } });
+const upscale = (server: ServerProcess, key: string) =>
+  call(server, "POST", api("/upscale-image"), { key, body: { image_base64: SMALL_PNG, upscale_factor: 2 } });
 
 const GRAPHQL_ME = "query { me { name credits_remaining } }";
 async function graphql(server: ServerProcess, key: string, query: string): Promise<Answer> {
@@ -107,7 +127,9 @@ const pgAdmin = await postgresUrl();
 const redis = await redisUrl();
 
 if (!pgAdmin || !redis) {
-  console.log(`outages: the cut tests need Postgres and Redis on 127.0.0.1 (Postgres ${pgAdmin ? "found" : "missing"}, Redis ${redis ? "found" : "missing"}); skipped`);
+  console.log(
+    `outages: the cut tests need Postgres and Redis on 127.0.0.1 (Postgres ${pgAdmin ? "found" : "missing"}, Redis ${redis ? "found" : "missing"}); skipped`,
+  );
 } else {
   const t = suite("outages of Postgres and Redis");
   let server: ServerProcess;
@@ -121,7 +143,12 @@ if (!pgAdmin || !redis) {
     const database = await isolatedPostgresDatabase();
     pgProxy = await cuttableProxy({ port: Number(new URL(database).port || 5432) });
     redisProxy = await cuttableProxy({ port: Number(new URL(redis).port || 6379) });
-    server = await startServer({ DATA_DIR: dataDir, DATABASE_URL: pgProxy.via(database), REDIS_URL: redisProxy.via(redis), ADMIN_TOKEN });
+    server = await startServer({
+      DATA_DIR: dataDir,
+      DATABASE_URL: pgProxy.via(database),
+      REDIS_URL: redisProxy.via(redis),
+      ADMIN_TOKEN,
+    });
     partner = await createPartner(server, 1000);
   });
 
@@ -134,60 +161,79 @@ if (!pgAdmin || !redis) {
 
   const logs = () => server.output().slice(-4000);
 
-  t("Redis cut: GET /me, a charged POST and a GraphQL query answer 503 with Retry-After; restored, they work again", async () => {
-    assert.is((await upscale(server, partner.key)).status, 202);
-    const before = await books(server, partner.key);
-    await redisProxy.cut();
-    try {
-      assertUnavailable(await call(server, "GET", api("/me"), { key: partner.key }), "GET /me");
-      assertUnavailable(await upscale(server, partner.key), "POST /upscale-image");
-      assertUnavailable(await call(server, "GET", api("/me"), { key: partner.key }), "GET /me again");
+  t(
+    "Redis cut: GET /me, a charged POST and a GraphQL query answer 503 with Retry-After; restored, they work again",
+    async () => {
+      assert.is((await upscale(server, partner.key)).status, 202);
+      const before = await books(server, partner.key);
+      await redisProxy.cut();
+      try {
+        assertUnavailable(await call(server, "GET", api("/me"), { key: partner.key }), "GET /me");
+        assertUnavailable(await upscale(server, partner.key), "POST /upscale-image");
+        assertUnavailable(await call(server, "GET", api("/me"), { key: partner.key }), "GET /me again");
+        const gql = await graphql(server, partner.key, GRAPHQL_ME);
+        assert.is(gql.status, 200, "GraphQL carries the status in the error, not the HTTP status");
+        assert.is(gql.body.errors?.[0]?.message, KERNEL_ERRORS.serviceUnavailable, JSON.stringify(gql.body));
+        assert.is(gql.body.errors[0].extensions.code, "SERVICE_UNAVAILABLE");
+        assert.is(gql.body.errors[0].extensions.status, 503);
+        assert.ok(gql.body.errors[0].extensions.retry_after_seconds >= 1);
+      } catch (err) {
+        console.log(logs());
+        throw err;
+      } finally {
+        await redisProxy.restore();
+      }
+      await until(() => call(server, "GET", api("/me"), { key: partner.key }), 200, "GET /me after Redis is back");
+      assert.is((await upscale(server, partner.key)).status, 202, "a charged POST after Redis is back");
       const gql = await graphql(server, partner.key, GRAPHQL_ME);
-      assert.is(gql.status, 200, "GraphQL carries the status in the error, not the HTTP status");
-      assert.is(gql.body.errors?.[0]?.message, KERNEL_ERRORS.serviceUnavailable, JSON.stringify(gql.body));
-      assert.is(gql.body.errors[0].extensions.code, "SERVICE_UNAVAILABLE");
-      assert.is(gql.body.errors[0].extensions.status, 503);
-      assert.ok(gql.body.errors[0].extensions.retry_after_seconds >= 1);
-    } catch (err) {
-      console.log(logs());
-      throw err;
-    } finally {
-      await redisProxy.restore();
-    }
-    await until(() => call(server, "GET", api("/me"), { key: partner.key }), 200, "GET /me after Redis is back");
-    assert.is((await upscale(server, partner.key)).status, 202, "a charged POST after Redis is back");
-    const gql = await graphql(server, partner.key, GRAPHQL_ME);
-    assert.is(gql.body.data?.me?.name, "Outage test", JSON.stringify(gql.body));
-    const after = await books(server, partner.key);
-    assert.is(after.charges, before.charges + 1, "one charge: the POST after the outage, none during it");
-  });
+      assert.is(gql.body.data?.me?.name, "Outage test", JSON.stringify(gql.body));
+      const after = await books(server, partner.key);
+      assert.is(after.charges, before.charges + 1, "one charge: the POST after the outage, none during it");
+    },
+  );
 
-  t("Postgres cut: a read, a charged POST and a GraphQL query answer 503 with Retry-After; restored, they work again", async () => {
-    const before = await books(server, partner.key);
-    await pgProxy.cut();
-    try {
-      // First, while the key is still in the cache (books read /me): music's submit fails on the database and
-      // charged nothing, so it is the outage's 503, not the spec's 502 "... Credits refunded." (plugins/music).
-      assertUnavailable(await call(server, "POST", api("/generate-music"), { key: partner.key, body: { prompt: "a calm piano piece" } }), "POST /generate-music");
-      // /me may be answered from the key cache for a few seconds; /transactions always reads the database.
-      assertUnavailable(await call(server, "GET", api("/transactions"), { key: partner.key }), "GET /transactions");
-      assertUnavailable(await upscale(server, partner.key), "POST /upscale-image");
-      // The admin API, outside the operation table, answers the same.
-      assertUnavailable(await call(server, "GET", `/api/v1/admin/partners/${partner.partnerId}`, { admin: true }), "admin GET /partners/<id>");
-      const gql = await graphql(server, partner.key, "query { transactions { total } }");
-      assert.is(gql.body.errors?.[0]?.extensions?.code, "SERVICE_UNAVAILABLE", JSON.stringify(gql.body));
-      assert.is(gql.body.errors[0].message, KERNEL_ERRORS.serviceUnavailable);
-    } catch (err) {
-      console.log(logs());
-      throw err;
-    } finally {
-      await pgProxy.restore();
-    }
-    await until(() => call(server, "GET", api("/transactions"), { key: partner.key }), 200, "GET /transactions after Postgres is back");
-    assert.is((await upscale(server, partner.key)).status, 202, "a charged POST after Postgres is back");
-    const after = await books(server, partner.key);
-    assert.is(after.charges, before.charges + 1, "one charge: the POST after the outage, none during it");
-  });
+  t(
+    "Postgres cut: a read, a charged POST and a GraphQL query answer 503 with Retry-After; restored, they work again",
+    async () => {
+      const before = await books(server, partner.key);
+      await pgProxy.cut();
+      try {
+        // First, while the key is still in the cache (books read /me): music's submit fails on the database and
+        // charged nothing, so it is the outage's 503, not the spec's 502 "... Credits refunded." (plugins/music).
+        assertUnavailable(
+          await call(server, "POST", api("/generate-music"), {
+            key: partner.key,
+            body: { prompt: "a calm piano piece" },
+          }),
+          "POST /generate-music",
+        );
+        // /me may be answered from the key cache for a few seconds; /transactions always reads the database.
+        assertUnavailable(await call(server, "GET", api("/transactions"), { key: partner.key }), "GET /transactions");
+        assertUnavailable(await upscale(server, partner.key), "POST /upscale-image");
+        // The admin API, outside the operation table, answers the same.
+        assertUnavailable(
+          await call(server, "GET", `/api/v1/admin/partners/${partner.partnerId}`, { admin: true }),
+          "admin GET /partners/<id>",
+        );
+        const gql = await graphql(server, partner.key, "query { transactions { total } }");
+        assert.is(gql.body.errors?.[0]?.extensions?.code, "SERVICE_UNAVAILABLE", JSON.stringify(gql.body));
+        assert.is(gql.body.errors[0].message, KERNEL_ERRORS.serviceUnavailable);
+      } catch (err) {
+        console.log(logs());
+        throw err;
+      } finally {
+        await pgProxy.restore();
+      }
+      await until(
+        () => call(server, "GET", api("/transactions"), { key: partner.key }),
+        200,
+        "GET /transactions after Postgres is back",
+      );
+      assert.is((await upscale(server, partner.key)).status, 202, "a charged POST after Postgres is back");
+      const after = await books(server, partner.key);
+      assert.is(after.charges, before.charges + 1, "one charge: the POST after the outage, none during it");
+    },
+  );
 
   t.run();
 }

@@ -3,8 +3,8 @@
 // text parts become the input object `input` validates), through the HTTP app of a test kernel.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { definePlugin, operation } from "../../core/plugin.ts";
 import { defineInput, field } from "../../core/input.ts";
+import { definePlugin, operation } from "../../core/plugin.ts";
 import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import { createHttpApp } from "../../transports/http.ts";
 import { buildOpenApi } from "../../transports/rest/openapi.ts";
@@ -30,7 +30,12 @@ const rawBig = operation({
   method: "POST",
   path: "/rawtest/big",
   rateLimit: "GET /me",
-  rawBody: { contentTypes: ["application/octet-stream", "video/mp4"], maxBytes: 3_000_000, tooLarge: "too big", unsupportedType: "bytes only" },
+  rawBody: {
+    contentTypes: ["application/octet-stream", "video/mp4"],
+    maxBytes: 3_000_000,
+    tooLarge: "too big",
+    unsupportedType: "bytes only",
+  },
   async handle(ctx) {
     return { size: ctx.body!.byteLength };
   },
@@ -57,7 +62,14 @@ const form = operation({
   path: "/rawtest/form",
   rateLimit: "GET /me",
   input: FormInput,
-  multipart: { fields: ["style", "partner_job_id"], files: ["video"], unsupportedType: "form only", maxBytes: 100_000, tooLarge: "form too big", malformed: "bad form" },
+  multipart: {
+    fields: ["style", "partner_job_id"],
+    files: ["video"],
+    unsupportedType: "form only",
+    maxBytes: 100_000,
+    tooLarge: "form too big",
+    malformed: "bad form",
+  },
   async handle(ctx) {
     return { input: ctx.input, file: ctx.files.video?.bytes.byteLength ?? null, body: ctx.body };
   },
@@ -78,8 +90,20 @@ for (const backend of [{ name: "pglite" }]) {
   });
   t.after(async () => tk.close());
 
-  const send = async (path: string, body: BodyInit | null, headers: Record<string, string> = {}, extra: RequestInit = {}) => {
-    const res = await app.fetch(new Request(`http://mediagate.test/api/v1/partner${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "user-agent": "tests/1.0", ...headers }, body, ...extra }));
+  const send = async (
+    path: string,
+    body: BodyInit | null,
+    headers: Record<string, string> = {},
+    extra: RequestInit = {},
+  ) => {
+    const res = await app.fetch(
+      new Request(`http://mediagate.test/api/v1/partner${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "user-agent": "tests/1.0", ...headers },
+        body,
+        ...extra,
+      }),
+    );
     return { status: res.status, headers: res.headers, body: (await res.json()) as any };
   };
   const octets = { "content-type": "application/octet-stream" };
@@ -101,27 +125,33 @@ for (const backend of [{ name: "pglite" }]) {
     const none = await send("/rawtest/part/1", null);
     assert.is(none.status, 415);
     // Parameters on the media type are fine.
-    assert.is((await send("/rawtest/big", new Uint8Array(5), { "content-type": "Video/MP4; codecs=avc1" })).status, 200);
+    assert.is(
+      (await send("/rawtest/big", new Uint8Array(5), { "content-type": "Video/MP4; codecs=avc1" })).status,
+      200,
+    );
   });
 
-  t("over the cap: the declared status and text (a function of the path), by Content-Length or while streaming", async () => {
-    const res = await send("/rawtest/part/5", new Uint8Array(1001), octets);
-    assert.is(res.status, 400);
-    assert.is(res.body.error, "part 5 is too large");
+  t(
+    "over the cap: the declared status and text (a function of the path), by Content-Length or while streaming",
+    async () => {
+      const res = await send("/rawtest/part/5", new Uint8Array(1001), octets);
+      assert.is(res.status, 400);
+      assert.is(res.body.error, "part 5 is too large");
 
-    // A chunked body that never ends: refused once its count passes the cap, having pulled little more.
-    let pulled = 0;
-    const endless = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        pulled += 65536;
-        controller.enqueue(new Uint8Array(65536));
-      },
-    });
-    const streamed = await send("/rawtest/big", endless, octets, { duplex: "half" } as RequestInit);
-    assert.is(streamed.status, 413);
-    assert.is(streamed.body.error, "too big");
-    assert.ok(pulled < 3_000_000 + 5 * 65536, `pulled ${pulled}`);
-  });
+      // A chunked body that never ends: refused once its count passes the cap, having pulled little more.
+      let pulled = 0;
+      const endless = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          pulled += 65536;
+          controller.enqueue(new Uint8Array(65536));
+        },
+      });
+      const streamed = await send("/rawtest/big", endless, octets, { duplex: "half" } as RequestInit);
+      assert.is(streamed.status, 413);
+      assert.is(streamed.body.error, "too big");
+      assert.ok(pulled < 3_000_000 + 5 * 65536, `pulled ${pulled}`);
+    },
+  );
 
   t("a raw body has its own cap, not the 1 MB JSON cap", async () => {
     const res = await send("/rawtest/big", new Uint8Array(2_500_000), octets);
@@ -156,7 +186,10 @@ for (const backend of [{ name: "pglite" }]) {
     const notJson = new FormData();
     notJson.set("style", "{nope");
     const notJsonAnswer = await send("/rawtest/form", notJson);
-    assert.equal({ status: notJsonAnswer.status, body: errorBody(notJsonAnswer) }, { status: 400, body: { error: "style must be JSON text" } });
+    assert.equal(
+      { status: notJsonAnswer.status, body: errorBody(notJsonAnswer) },
+      { status: 400, body: { error: "style must be JSON text" } },
+    );
 
     // A text field sent as a file part is read as its text.
     const asFile = new FormData();
@@ -169,7 +202,10 @@ for (const backend of [{ name: "pglite" }]) {
     const part = doc.paths["/api/v1/partner/rawtest/part/{index}"].post.requestBody.content;
     assert.equal(Object.keys(part), ["application/octet-stream"]);
     assert.is(part["application/octet-stream"].schema.maxLength, 1000);
-    assert.equal(Object.keys(doc.paths["/api/v1/partner/rawtest/big"].post.requestBody.content), ["application/octet-stream", "video/mp4"]);
+    assert.equal(Object.keys(doc.paths["/api/v1/partner/rawtest/big"].post.requestBody.content), [
+      "application/octet-stream",
+      "video/mp4",
+    ]);
     const formSchema = doc.paths["/api/v1/partner/rawtest/form"].post.requestBody.content["multipart/form-data"].schema;
     assert.equal(Object.keys(formSchema.properties).sort(), ["partner_job_id", "style", "video"]);
   });

@@ -2,19 +2,20 @@
 // the database, the queue and Redis (when configured) answer, else 503 naming the check that failed. On each
 // backend (PGlite with in-process stores; Postgres with Redis). And a ROLE=worker process, which serves no
 // API, answers both on HEALTH_PORT.
-import { suite } from "uvu";
-import * as assert from "uvu/assert";
+
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { createKernel } from "../../core/kernel.ts";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
 import { loadConfig } from "../../core/config.ts";
+import { createKernel } from "../../core/kernel.ts";
+import account from "../../plugins/account/index.ts";
 import { memoryBlobStore } from "../../storage/blobs.ts";
 import { redisCounters } from "../../storage/counters.ts";
 import { memoryPubSub } from "../../storage/pubsub.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { createHttpApp } from "../../transports/http.ts";
-import account from "../../plugins/account/index.ts";
 import { isolatedPostgresDatabase, postgresUrl, redisUrl } from "../helpers/backends.ts";
 import { spawnMain } from "../helpers/main-process.ts";
 import { freePort } from "../helpers/server.ts";
@@ -22,17 +23,27 @@ import { freePort } from "../helpers/server.ts";
 type Probe = { status: number; body: any };
 
 async function probe(app: { fetch(req: Request): Response | Promise<Response> }, path: string): Promise<Probe> {
-  const res = await app.fetch(new Request(`http://mediagate.test${path}`, { headers: { "user-agent": "readiness-test/1" } }));
+  const res = await app.fetch(
+    new Request(`http://mediagate.test${path}`, { headers: { "user-agent": "readiness-test/1" } }),
+  );
   return { status: res.status, body: await res.json() };
 }
 
-const backends: Array<{ name: string; options: () => Promise<{ databaseUrl?: string; redisUrl?: string; env?: Record<string, string> }> }> = [
-  { name: "pglite and in-process stores", options: async () => ({}) },
-];
+const backends: Array<{
+  name: string;
+  options: () => Promise<{ databaseUrl?: string; redisUrl?: string; env?: Record<string, string> }>;
+}> = [{ name: "pglite and in-process stores", options: async () => ({}) }];
 const pgAdmin = await postgresUrl();
 const redis = await redisUrl();
 if (pgAdmin && redis) {
-  backends.push({ name: "postgres and redis", options: async () => ({ databaseUrl: await isolatedPostgresDatabase(), redisUrl: redis, env: { REDIS_URL: redis } }) });
+  backends.push({
+    name: "postgres and redis",
+    options: async () => ({
+      databaseUrl: await isolatedPostgresDatabase(),
+      redisUrl: redis,
+      env: { REDIS_URL: redis },
+    }),
+  });
 }
 
 for (const backend of backends) {
@@ -72,11 +83,22 @@ const r = suite("readiness: Redis that stops answering");
 r("configured Redis that does not answer is 503 naming redis, within the probe's time limit", async () => {
   // Counters on an address nobody listens on, injected (so the boot's own check, which would refuse it, is
   // skipped): the state of a process whose Redis went away after the boot.
-  const config = loadConfig({ REDIS_URL: "redis://127.0.0.1:1", LOG_LEVEL: "silent", DATA_DIR: join(tmpdir(), "mediagate-readiness") });
+  const config = loadConfig({
+    REDIS_URL: "redis://127.0.0.1:1",
+    LOG_LEVEL: "silent",
+    DATA_DIR: join(tmpdir(), "mediagate-readiness"),
+  });
   const { openDatabase } = await import("../../storage/db.ts");
   const database = await openDatabase({});
   const counters = redisCounters({ url: "redis://127.0.0.1:1" });
-  const kernel = await createKernel({ config, plugins: [account], database, blobs: memoryBlobStore(), counters, pubsub: memoryPubSub() });
+  const kernel = await createKernel({
+    config,
+    plugins: [account],
+    database,
+    blobs: memoryBlobStore(),
+    counters,
+    pubsub: memoryPubSub(),
+  });
   try {
     await kernel.start();
     const app = createHttpApp(kernel, { adminToken: "x".repeat(32) });
@@ -96,7 +118,14 @@ const w = suite("readiness: a worker's probe on HEALTH_PORT");
 w("ROLE=worker serves /healthz and /readyz on HEALTH_PORT, and nothing else", async () => {
   const dataDir = mkdtempSync(join(tmpdir(), "mediagate-worker-probe-"));
   const healthPort = await freePort();
-  const worker = spawnMain({ ROLE: "worker", HEALTH_PORT: String(healthPort), PORT: String(await freePort()), DATA_DIR: dataDir, ADMIN_TOKEN: "adm_KrE1PBJMhXvOC683dPV4fenKeZCoTk0J5xjtUH1t", LOG_LEVEL: "warn" });
+  const worker = spawnMain({
+    ROLE: "worker",
+    HEALTH_PORT: String(healthPort),
+    PORT: String(await freePort()),
+    DATA_DIR: dataDir,
+    ADMIN_TOKEN: "adm_KrE1PBJMhXvOC683dPV4fenKeZCoTk0J5xjtUH1t",
+    LOG_LEVEL: "warn",
+  });
   try {
     await worker.waitFor("mediagate probes on");
     const base = `http://127.0.0.1:${healthPort}`;

@@ -1,14 +1,15 @@
 // The same API through a real server, under each runtime: Node (main.ts through tsx; `npm start` runs it as
 // `node --import tsx main.ts`) and Deno (`deno run main.ts`, as `deno task start` runs it). Each run is a fresh DATA_DIR: first start prints
 // the demo key and writes the admin token, which this test reads the way an operator would.
-import { suite } from "uvu";
-import * as assert from "uvu/assert";
-import { spawn, type ChildProcess } from "node:child_process";
+
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import process from "node:process";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
 import { errorBody } from "../helpers/error-body.ts";
 
 const root = resolve(import.meta.dirname!, "../..");
@@ -31,8 +32,21 @@ function freePort(): Promise<number> {
 async function startServer(runtime: (typeof runtimes)[number]) {
   const dataDir = mkdtempSync(join(tmpdir(), `mediagate-${runtime.name}-`));
   const port = await freePort();
-  const env = { ...process.env, PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: "warn", DATABASE_URL: "", REDIS_URL: "", ADMIN_TOKEN: "", DENO_NO_UPDATE_CHECK: "1" };
-  const child: ChildProcess = spawn(runtime.command, runtime.args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
+  const env = {
+    ...process.env,
+    PORT: String(port),
+    DATA_DIR: dataDir,
+    LOG_LEVEL: "warn",
+    DATABASE_URL: "",
+    REDIS_URL: "",
+    ADMIN_TOKEN: "",
+    DENO_NO_UPDATE_CHECK: "1",
+  };
+  const child: ChildProcess = spawn(runtime.command, runtime.args, {
+    cwd: root,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   child.stdout!.on("data", (d) => (output += d));
   child.stderr!.on("data", (d) => (output += d));
@@ -83,7 +97,11 @@ for (const runtime of runtimes) {
     const token = readFileSync(join(server.dataDir, "admin-token"), "utf8").trim();
     const res = await fetch(`${server.base}/api/v1/admin/partners`, {
       method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "user-agent": "server-test/1.0" },
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        "user-agent": "server-test/1.0",
+      },
       body: JSON.stringify({ name: "Over HTTP", credits: 5 }),
     });
     assert.is(res.status, 201);
@@ -104,7 +122,11 @@ for (const runtime of runtimes) {
     const created = await cli("partners", "create", "--name", "From CLI", "--credits", "7", "--tier", "standard");
     assert.is(created.code, 0, created.out);
     const { partner_id, api_key } = JSON.parse(created.out);
-    assert.is((await cli("credits", "add", partner_id, "--amount", "3", "--type", "purchase", "--description", "CLI top-up")).code, 0);
+    assert.is(
+      (await cli("credits", "add", partner_id, "--amount", "3", "--type", "purchase", "--description", "CLI top-up"))
+        .code,
+      0,
+    );
     assert.is((await cli("partners", "update", partner_id, "--inflight", "20", "--rate-limit", "GET /me=2")).code, 0);
     const me = (await (await get("/me", api_key)).json()) as any;
     assert.is(me.credits_remaining, 10);

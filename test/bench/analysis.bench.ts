@@ -9,10 +9,8 @@
 // engine runs in its own child process so its peak RSS is its own.
 // Run: npx tsx test/bench/analysis.bench.ts
 import process from "node:process";
-import { childEngine, runEngineChild } from "./engine-child.ts";
-import { createMediaEngine, detectNativeFfmpeg } from "../../lib/media/index.ts";
 import { definePlugin, type ExtractedPost, type SocialExtractor } from "../../core/plugin-api.ts";
-import { createTestKernel, graphqlSubscription } from "../../testkit/index.ts";
+import { createMediaEngine, detectNativeFfmpeg } from "../../lib/media/index.ts";
 import account from "../../plugins/account/index.ts";
 import analysis from "../../plugins/analysis/index.ts";
 import captions from "../../plugins/captions/index.ts";
@@ -20,6 +18,8 @@ import { makeSandboxAd } from "../../plugins/social/sandbox-ad.ts";
 import text from "../../plugins/text/index.ts";
 import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
+import { createTestKernel, graphqlSubscription } from "../../testkit/index.ts";
+import { childEngine, runEngineChild } from "./engine-child.ts";
 
 type Mode = "native" | "wasm";
 const SECONDS = 30;
@@ -39,27 +39,53 @@ interface Result {
 async function runEngine(mode: Mode): Promise<void> {
   const engine = createMediaEngine({ mode });
   await engine.warmup();
-  const ad = await makeSandboxAd(engine, { seed: "bench-ad", seconds: SECONDS, width: 720, height: 1280, title: "Bench ad", audio: true });
+  const ad = await makeSandboxAd(engine, {
+    seed: "bench-ad",
+    seconds: SECONDS,
+    width: 720,
+    height: 1280,
+    title: "Bench ad",
+    audio: true,
+  });
   const t0 = performance.now();
-  await engine.run(["-i", "ad.mp4", "-map", "0:v", "-f", "framecrc", "decode.txt"], { inputs: { "ad.mp4": ad.video }, outputs: ["decode.txt"] });
+  await engine.run(["-i", "ad.mp4", "-map", "0:v", "-f", "framecrc", "decode.txt"], {
+    inputs: { "ad.mp4": ad.video },
+    outputs: ["decode.txt"],
+  });
   const decodeMs = performance.now() - t0;
   await engine.close();
 
   // A link whose path says "recognized" gets the ad without its speech record.
   const extractor: SocialExtractor = {
-    extract: async (req): Promise<ExtractedPost> => ({ title: "Bench ad", uploader: "bench", items: [{ video: ad.video, cover: null, spoken: req.url.includes("recognized") ? null : ad.spoken }] }),
+    extract: async (req): Promise<ExtractedPost> => ({
+      title: "Bench ad",
+      uploader: "bench",
+      items: [{ video: ad.video, cover: null, spoken: req.url.includes("recognized") ? null : ad.spoken }],
+    }),
   };
   const benchExtractor = definePlugin({ name: "bench-extractor", provides: { "social.extract": () => extractor } });
-  const tk = await createTestKernel({ plugins: [account, videoSandbox, video, captions, text, benchExtractor, analysis], start: true, env: { MEDIA_ENGINE: mode, SANDBOX_LATENCY_MS: "0" } });
+  const tk = await createTestKernel({
+    plugins: [account, videoSandbox, video, captions, text, benchExtractor, analysis],
+    start: true,
+    env: { MEDIA_ENGINE: mode, SANDBOX_LATENCY_MS: "0" },
+  });
   try {
     const { key } = await tk.partner({ credits: 1000 });
     const runs: Run[] = [];
     for (const transcript of ["record", "recognized"] as const) {
-      const sub = await tk.request("POST", "/analyze", { key, body: { url: `https://www.tiktok.com/@bench/video/${transcript}` } });
+      const sub = await tk.request("POST", "/analyze", {
+        key,
+        body: { url: `https://www.tiktok.com/@bench/video/${transcript}` },
+      });
       if (sub.status !== 202) throw new Error(JSON.stringify(sub.body));
       const entered: Record<string, number> = {};
       const started = performance.now();
-      for await (const r of graphqlSubscription(tk, "subscription($id: String!) { jobUpdates(id: $id) { state terminal error } }", { id: sub.body.job_id }, { key })) {
+      for await (const r of graphqlSubscription(
+        tk,
+        "subscription($id: String!) { jobUpdates(id: $id) { state terminal error } }",
+        { id: sub.body.job_id },
+        { key },
+      )) {
         const u = r.data.jobUpdates;
         entered[u.state] ??= performance.now();
         if (u.terminal) {
@@ -68,11 +94,13 @@ async function runEngine(mode: Mode): Promise<void> {
         }
       }
       const order = [...STAGES, "complete"];
-      const stages = Object.fromEntries(STAGES.map((st, i) => [st, entered[order[i + 1]!]! - (entered[st] ?? started)])) as Run["stages"];
+      const stages = Object.fromEntries(
+        STAGES.map((st, i) => [st, entered[order[i + 1]!]! - (entered[st] ?? started)]),
+      ) as Run["stages"];
       runs.push({ transcript, stages, totalMs: entered.complete! - started });
     }
     const result: Result = { mode, runs, decodeMs, peakRssMb: process.resourceUsage().maxRSS / 1024 };
-    process.stdout.write(JSON.stringify(result) + "\n");
+    process.stdout.write(`${JSON.stringify(result)}\n`);
   } finally {
     await tk.close();
   }
@@ -86,19 +114,29 @@ if (child) {
   const results: Result[] = [];
   for (const mode of modes) results.push(await runEngineChild<Result>(import.meta.url, mode));
   const s = (ms: number) => (ms / 1000).toFixed(2).padStart(7);
-  console.log(`Ad analysis of a ${SECONDS} s 720x1280 spoken ad, by stage (seconds; ratio = stage / ${SECONDS} s of ad)`);
-  console.log("engine   transcript   download   frames   transcript   writing    total   frames/bare decode   peak RSS MB");
+  console.log(
+    `Ad analysis of a ${SECONDS} s 720x1280 spoken ad, by stage (seconds; ratio = stage / ${SECONDS} s of ad)`,
+  );
+  console.log(
+    "engine   transcript   download   frames   transcript   writing    total   frames/bare decode   peak RSS MB",
+  );
   for (const r of results) {
     for (const run of r.runs) {
       const st = run.stages;
-      console.log(`${r.mode.padEnd(8)} ${run.transcript.padEnd(11)} ${s(st.downloading)}   ${s(st.extracting_frames)}  ${s(st.transcribing)}      ${s(st.analyzing)}  ${s(run.totalMs)}   ${(st.extracting_frames / r.decodeMs).toFixed(2).padStart(8)} (${s(r.decodeMs)} s)   ${r.peakRssMb.toFixed(0)}`);
-      console.log(`                      ratio ${STAGES.map((x) => (st[x] / 1000 / SECONDS).toFixed(3)).join(" / ")}, total ${(run.totalMs / 1000 / SECONDS).toFixed(3)}`);
+      console.log(
+        `${r.mode.padEnd(8)} ${run.transcript.padEnd(11)} ${s(st.downloading)}   ${s(st.extracting_frames)}  ${s(st.transcribing)}      ${s(st.analyzing)}  ${s(run.totalMs)}   ${(st.extracting_frames / r.decodeMs).toFixed(2).padStart(8)} (${s(r.decodeMs)} s)   ${r.peakRssMb.toFixed(0)}`,
+      );
+      console.log(
+        `                      ratio ${STAGES.map((x) => (st[x] / 1000 / SECONDS).toFixed(3)).join(" / ")}, total ${(run.totalMs / 1000 / SECONDS).toFixed(3)}`,
+      );
     }
   }
   if (results.length === 2) {
     for (const [i, run] of results[0]!.runs.entries()) {
       const w = results[1]!.runs[i]!;
-      console.log(`wasm/native (${run.transcript}): total ${(w.totalMs / run.totalMs).toFixed(2)}, frames ${(w.stages.extracting_frames / run.stages.extracting_frames).toFixed(2)}, transcript ${(w.stages.transcribing / run.stages.transcribing).toFixed(2)}`);
+      console.log(
+        `wasm/native (${run.transcript}): total ${(w.totalMs / run.totalMs).toFixed(2)}, frames ${(w.stages.extracting_frames / run.stages.extracting_frames).toFixed(2)}, transcript ${(w.stages.transcribing / run.stages.transcribing).toFixed(2)}`,
+      );
     }
   }
 }

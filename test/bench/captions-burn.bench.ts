@@ -16,7 +16,7 @@ import { buildAss } from "../../plugins/captions/render/ass.ts";
 import { BURN_ENCODE, BURN_FILES, burnArgs } from "../../plugins/captions/render/burn.ts";
 import { fontByKey, readFont } from "../../plugins/captions/render/fonts.ts";
 import { PRESETS } from "../../plugins/captions/style/input.ts";
-import type { Card, CaptionStyle, Frame } from "../../plugins/captions/types.ts";
+import type { CaptionStyle, Card, Frame } from "../../plugins/captions/types.ts";
 
 const REPS = Number(process.env.BENCH_REPS ?? 2);
 const SECONDS = { native: Number(process.env.NATIVE_SECONDS ?? 60), wasm: Number(process.env.WASM_SECONDS ?? 10) };
@@ -56,7 +56,9 @@ interface Timing {
  * Bare and burn alternate (bare, burn, bare, burn, ...) so that a change in the machine's load (2 CPUs shared
  * with other sessions) hits both alike; the best wall time and the least CPU time of each are kept.
  */
-async function alternate(cases: Record<"bare" | "burn", () => Promise<unknown>>): Promise<Record<"bare" | "burn", Timing>> {
+async function alternate(
+  cases: Record<"bare" | "burn", () => Promise<unknown>>,
+): Promise<Record<"bare" | "burn", Timing>> {
   const out = { bare: { wall: Infinity, cpu: Infinity }, burn: { wall: Infinity, cpu: Infinity } };
   for (let i = 0; i < REPS; i++) {
     for (const name of ["bare", "burn"] as const) {
@@ -75,11 +77,21 @@ const fontBytes = await readFont(font);
 const modes: Array<"native" | "wasm"> = detectNativeFfmpeg() ? ["native", "wasm"] : ["wasm"];
 const maker = createMediaEngine({ mode: modes[0]! });
 
-console.log(`captions burn vs bare x264 re-encode (preset ${BURN_ENCODE.preset}, crf ${BURN_ENCODE.crf}), ${FRAME.width}x${FRAME.height} ${FRAME.fps} fps, tiktok style, best of ${REPS}, bare and burn alternating`);
-console.log(`  load average at start: ${loadavg().map((l) => l.toFixed(2)).join(" ")} (2 CPUs shared with other sessions)`);
+console.log(
+  `captions burn vs bare x264 re-encode (preset ${BURN_ENCODE.preset}, crf ${BURN_ENCODE.crf}), ${FRAME.width}x${FRAME.height} ${FRAME.fps} fps, tiktok style, best of ${REPS}, bare and burn alternating`,
+);
+console.log(
+  `  load average at start: ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")} (2 CPUs shared with other sessions)`,
+);
 for (const mode of modes) {
   const seconds = SECONDS[mode];
-  const clip = await generateTestVideo(maker, { ...FRAME, seconds, font: false, seed: "captions-burn" }, { timeoutMs: 3_600_000 });
+  const clip = await generateTestVideo(
+    maker,
+    { ...FRAME, seconds, font: false, seed: "captions-burn" },
+    { timeoutMs: 3_600_000 },
+  );
   const cards = cardsFor(seconds);
   const ass = new TextEncoder().encode(buildAss(cards, TIKTOK, font, FRAME));
   const burn = burnArgs({ audioCodec: null });
@@ -87,7 +99,12 @@ for (const mode of modes) {
   const bare = [...burn.slice(0, vf), ...burn.slice(vf + 2)];
   const engine: MediaEngine = createMediaEngine({ mode });
   await engine.warmup();
-  const io = { inputs: { [BURN_FILES.source]: clip, [BURN_FILES.ass]: ass }, fonts: { [font.file]: fontBytes }, outputs: [BURN_FILES.output], timeoutMs: 3_600_000 };
+  const io = {
+    inputs: { [BURN_FILES.source]: clip, [BURN_FILES.ass]: ass },
+    fonts: { [font.file]: fontBytes },
+    outputs: [BURN_FILES.output],
+    timeoutMs: 3_600_000,
+  };
   const t = await alternate({
     bare: () => engine.run(bare, { ...io, inputs: { [BURN_FILES.source]: clip }, fonts: undefined }),
     burn: () => engine.run(burn, io),
@@ -100,5 +117,9 @@ for (const mode of modes) {
   console.log(line);
 }
 await maker.close();
-console.log(`  load average at end: ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+console.log(
+  `  load average at end: ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
 process.exit(0);

@@ -18,15 +18,15 @@
 //
 // Run: npx tsx test/bench/dispatch.bench.ts          BENCH_JOBS=1000 for the larger burst
 import process from "node:process";
-import { queuedThen } from "../../core/job-states.ts";
 import { PGlite } from "@electric-sql/pglite";
+import { PgBoss } from "pg-boss";
 import { z } from "zod";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { definePlugin, operation } from "../../core/plugin.ts";
+import { queuedThen } from "../../core/job-states.ts";
 import type { JobKindDeclaration } from "../../core/jobs.ts";
+import { definePlugin, operation } from "../../core/plugin.ts";
 import account from "../../plugins/account/index.ts";
 import { createQueue, pgliteDatabase, type QueueTarget } from "../../storage/queue.ts";
-import { PgBoss } from "pg-boss";
+import { createTestKernel } from "../../testkit/index.ts";
 import { isolatedPostgresDatabase, postgresUrl } from "../helpers/backends.ts";
 import { afterAll } from "../helpers/lifecycle.ts";
 
@@ -77,7 +77,13 @@ const bench = definePlugin({
       inflight: true,
       input: z.object({}),
       async handle(ctx) {
-        const job = await ctx.submitJob({ kind: "ping", credits: 1, state: "queued", input: {}, insufficientCredits: () => "Insufficient credits" });
+        const job = await ctx.submitJob({
+          kind: "ping",
+          credits: 1,
+          state: "queued",
+          input: {},
+          insufficientCredits: () => "Insufficient credits",
+        });
         return { job_id: job.jobId };
       },
     }),
@@ -143,7 +149,10 @@ async function burst(once: () => Promise<Sample>): Promise<Pattern> {
 async function throughKernel(databaseUrl: string | undefined): Promise<[Pattern, Pattern]> {
   const tk = await createTestKernel({ plugins: [account, bench], databaseUrl, start: true });
   try {
-    const { key } = await tk.partner({ credits: 1_000_000, limits: { rate_limits: { "POST /ping": 1_000_000 }, inflight_jobs: 1000 } });
+    const { key } = await tk.partner({
+      credits: 1_000_000,
+      limits: { rate_limits: { "POST /ping": 1_000_000 }, inflight_jobs: 1000 },
+    });
     const submit = async (): Promise<Sample> => {
       const t0 = performance.now();
       const res = await tk.request("POST", "/ping", { key, body: {} });
@@ -220,9 +229,12 @@ async function throughPlainPgBoss(target: QueueTarget): Promise<[Pattern, Patter
 }
 
 async function measure(backend: "pglite" | "postgres"): Promise<Result> {
-  const [submitSeq, submitBurst] = await throughKernel(backend === "postgres" ? await isolatedPostgresDatabase() : undefined);
+  const [submitSeq, submitBurst] = await throughKernel(
+    backend === "postgres" ? await isolatedPostgresDatabase() : undefined,
+  );
   const bare = async (listenNotify: boolean) => {
-    if (backend === "postgres") return throughBareQueue({ kind: "postgres", connectionString: await isolatedPostgresDatabase() }, listenNotify);
+    if (backend === "postgres")
+      return throughBareQueue({ kind: "postgres", connectionString: await isolatedPostgresDatabase() }, listenNotify);
     const pglite = new PGlite();
     try {
       return await throughBareQueue({ kind: "pglite", pglite }, listenNotify);
@@ -269,7 +281,8 @@ function report(results: Result[]) {
       ["dispatch 202 -> run(), sequential", r.submitSeq.latencies],
       ["dispatch 202 -> run(), burst", r.submitBurst.latencies],
     ];
-    for (const [name, xs] of rows) console.log(`${r.backend.padEnd(9)} ${name.padEnd(44)} ${ms(median(xs))} ${ms(quantile(xs, 0.95))}`);
+    for (const [name, xs] of rows)
+      console.log(`${r.backend.padEnd(9)} ${name.padEnd(44)} ${ms(median(xs))} ${ms(quantile(xs, 0.95))}`);
   }
   console.log(`\n${"backend".padEnd(9)} ratios of medians`);
   for (const r of results) {

@@ -14,9 +14,15 @@ export function childEngine(): EngineMode | null {
 /** Runs `file` (the benchmark's import.meta.url) as a child for `mode` and resolves with its last JSON line. */
 export function runEngineChild<T>(file: string, mode: EngineMode): Promise<T> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", new URL(file).pathname, "--engine", mode], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, ["--import", "tsx", new URL(file).pathname, "--engine", mode], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     let out = "";
     child.stdout.on("data", (d) => (out += d));
-    child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out.trim().split("\n").at(-1)!) as T) : reject(new Error(`${mode} exited ${code}`))));
+    child.on("exit", (code) =>
+      code === 0
+        ? resolve(JSON.parse(out.trim().split("\n").at(-1)!) as T)
+        : reject(new Error(`${mode} exited ${code}`)),
+    );
   });
 }

@@ -34,7 +34,9 @@ async function committed(url: string): Promise<number> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const { rows } = await client.query("SELECT xact_commit::int AS n FROM pg_stat_database WHERE datname = current_database()");
+    const { rows } = await client.query(
+      "SELECT xact_commit::int AS n FROM pg_stat_database WHERE datname = current_database()",
+    );
     return rows[0].n;
   } finally {
     await client.end();
@@ -42,7 +44,10 @@ async function committed(url: string): Promise<number> {
 }
 
 async function measure(name: string, env: Record<string, string>, databaseUrl?: string) {
-  const server = await startServer({ ROLE: "all", LOG_LEVEL: "warn", ADMIN_TOKEN: "bench-admin-token-0123456789abcdef0123", ...env }, 180_000);
+  const server = await startServer(
+    { ROLE: "all", LOG_LEVEL: "warn", ADMIN_TOKEN: "bench-admin-token-0123456789abcdef0123", ...env },
+    180_000,
+  );
   try {
     await sleep(SETTLE_S * 1000);
     const before = sample(server.pid);

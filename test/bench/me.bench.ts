@@ -9,9 +9,9 @@
 // BENCH_VERBOSE=1 prints each round's figures; BENCH_DATABASE_URL=postgres://... serves the app from an empty
 // Postgres database instead of the embedded PGlite).
 import { spawn, spawnSync } from "node:child_process";
-import { availableParallelism } from "node:os";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
 import process from "node:process";
 import autocannon from "autocannon";
@@ -24,7 +24,10 @@ const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 // CPUs or more and taskset is there: sharing CPUs, the two took turns at the scheduler's whim, and one load of a
 // few seconds varied by 10-20 % from the next. BENCH_PIN=0 turns it off.
 const SERVER_CPU = "1";
-const pin = process.env.BENCH_PIN !== "0" && availableParallelism() >= 2 && spawnSync("taskset", ["-a", "-p", "-c", "0", String(process.pid)], { stdio: "ignore" }).status === 0;
+const pin =
+  process.env.BENCH_PIN !== "0" &&
+  availableParallelism() >= 2 &&
+  spawnSync("taskset", ["-a", "-p", "-c", "0", String(process.pid)], { stdio: "ignore" }).status === 0;
 
 function freePort(): Promise<number> {
   return new Promise((res) => {
@@ -46,7 +49,9 @@ function rssOf(pid: number): number {
 }
 
 // The same read over GraphQL, every field of GET /me's body, against the same server as "me".
-const GRAPHQL_ME = JSON.stringify({ query: "{ me { request_id name api_key_prefix pricing_tier credits_remaining is_active created_at last_active } }" });
+const GRAPHQL_ME = JSON.stringify({
+  query: "{ me { request_id name api_key_prefix pricing_tier credits_remaining is_active created_at last_active } }",
+});
 
 /** CPU seconds the process has used (user + system), from /proc: the server's own cost, whatever the load generator's. */
 function cpuSecondsOf(pid: number): number {
@@ -93,17 +98,38 @@ interface Measured {
 }
 
 /** One load against a port of a running server: saturating (`connections`), or at a fixed overall rate. */
-async function load(server: Server, port: number, over: "rest" | "graphql", options: { rate?: number; warm?: boolean } = {}): Promise<Measured> {
+async function load(
+  server: Server,
+  port: number,
+  over: "rest" | "graphql",
+  options: { rate?: number; warm?: boolean } = {},
+): Promise<Measured> {
   const graphql = over === "graphql";
   const url = `http://127.0.0.1:${port}${graphql ? "/graphql" : "/api/v1/partner/me"}`;
-  const headers: Record<string, string> = { authorization: `Bearer ${server.key}`, "user-agent": "mediagate-bench/1.0", ...(graphql ? { "content-type": "application/json" } : {}) };
-  const base = { url, headers, connections, ...(options.rate ? { overallRate: options.rate } : {}), ...(graphql ? { method: "POST" as const, body: GRAPHQL_ME } : {}) };
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${server.key}`,
+    "user-agent": "mediagate-bench/1.0",
+    ...(graphql ? { "content-type": "application/json" } : {}),
+  };
+  const base = {
+    url,
+    headers,
+    connections,
+    ...(options.rate ? { overallRate: options.rate } : {}),
+    ...(graphql ? { method: "POST" as const, body: GRAPHQL_ME } : {}),
+  };
   if (options.warm !== false) await autocannon({ ...base, duration: 2 }); // warm-up: JIT, caches
   const cpuBefore = cpuSecondsOf(server.pid);
   const result = await autocannon({ ...base, duration: seconds });
   const cpu = cpuSecondsOf(server.pid) - cpuBefore;
   if (result.non2xx || result.errors) throw new Error(`${over}: ${result.non2xx} non-2xx and ${result.errors} errors`);
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, rss: rssOf(server.pid), cpuUs: (cpu * 1e6) / Math.max(1, result.requests.total) };
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    rss: rssOf(server.pid),
+    cpuUs: (cpu * 1e6) / Math.max(1, result.requests.total),
+  };
 }
 
 const median = (values: number[]): number => {
@@ -111,7 +137,8 @@ const median = (values: number[]): number => {
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
-const line = (name: string, m: Measured) => `${name.padEnd(22)} ${m.rps.toFixed(0).padStart(6)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms  cpu ${m.cpuUs.toFixed(0)} µs/req  rss ${m.rss.toFixed(0)} MB`;
+const line = (name: string, m: Measured) =>
+  `${name.padEnd(22)} ${m.rps.toFixed(0).padStart(6)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms  cpu ${m.cpuUs.toFixed(0)} µs/req  rss ${m.rss.toFixed(0)} MB`;
 
 // Both servers are started first and loaded in turn, round after round, and each ratio is the median of the
 // ratios within a round. On a 2-CPU machine shared with the load generator one load of a few seconds varies by
@@ -145,14 +172,21 @@ try {
     // that turns each round (and runs backwards every other round), so none is always first or always last;
     // the bare handler and GraphQL come before or after them, in turn.
     const shift = round % 3;
-    const trio = (["manners", "control", "plain"] as const).slice(shift).concat((["manners", "control", "plain"] as const).slice(0, shift));
+    const trio = (["manners", "control", "plain"] as const)
+      .slice(shift)
+      .concat((["manners", "control", "plain"] as const).slice(0, shift));
     const order: Variant[] = round % 2 ? ["bare", ...trio.reverse(), "graphql"] : ["graphql", ...trio, "bare"];
     for (const variant of order) runs.get(variant)!.push(await loadOf[variant]({ warm: false }));
-    if (process.env.BENCH_VERBOSE) console.log(`round ${round}: ${order.map((v) => `${v} ${runs.get(v)!.at(-1)!.rps.toFixed(0)}`).join(", ")}`);
+    if (process.env.BENCH_VERBOSE)
+      console.log(`round ${round}: ${order.map((v) => `${v} ${runs.get(v)!.at(-1)!.rps.toFixed(0)}`).join(", ")}`);
   }
   // Both at half of REST's saturation rate on that server, where GraphQL's latency is to be at most twice REST's.
   const rate = Math.round(median(runs.get("manners")!.map((r) => r.rps)) / 2);
-  half = { rate, rest: await loadOf.manners({ rate, warm: false }), graphql: await loadOf.graphql({ rate, warm: false }) };
+  half = {
+    rate,
+    rest: await loadOf.manners({ rate, warm: false }),
+    graphql: await loadOf.graphql({ rate, warm: false }),
+  };
 } finally {
   bareServer.stop();
   meServer.stop();
@@ -162,18 +196,29 @@ const ratio = (a: Measured[], b: Measured[]) => median(a.map((x, i) => x.rps / b
 const cpuRatio = (a: Measured[], b: Measured[]) => median(a.map((x, i) => b[i]!.cpuUs / x.cpuUs));
 // The app with the manners is measured twice a round (its port and the control's): the manners ratio takes
 // both, each round's mean of the two against the plain port, which halves what one port's luck adds to it.
-const both = (a: Measured[], b: Measured[]): Measured[] => a.map((x, i) => ({ ...x, rps: (x.rps + b[i]!.rps) / 2, cpuUs: (x.cpuUs + b[i]!.cpuUs) / 2 }));
+const both = (a: Measured[], b: Measured[]): Measured[] =>
+  a.map((x, i) => ({ ...x, rps: (x.rps + b[i]!.rps) / 2, cpuUs: (x.cpuUs + b[i]!.cpuUs) / 2 }));
 const medianRun = (list: Measured[]) => [...list].sort((a, b) => a.rps - b.rps)[list.length >> 1]!;
 const [bare, manners, control, plain, graphql] = variants.map((v) => runs.get(v)!) as Measured[][];
 
-console.log(`${rounds} rounds of ${seconds} s per load, ${connections} connections, on ${process.env.BENCH_DATABASE_URL ? "Postgres" : "PGlite"}${pin ? `, servers on CPU ${SERVER_CPU} and the load on CPU 0` : ""}`);
+console.log(
+  `${rounds} rounds of ${seconds} s per load, ${connections} connections, on ${process.env.BENCH_DATABASE_URL ? "Postgres" : "PGlite"}${pin ? `, servers on CPU ${SERVER_CPU} and the load on CPU 0` : ""}`,
+);
 console.log(line("bare h3 handler", medianRun(bare!)));
 console.log(line("authenticated /me", medianRun(manners!)));
 console.log(line("/me, control port", medianRun(control!)));
 console.log(line("/me without manners", medianRun(plain!)));
 console.log(line("GraphQL { me }", medianRun(graphql!)));
 console.log(`ratio /me : bare      ${ratio(manners!, bare!).toFixed(2)}  (target >= 0.50)`);
-console.log(`ratio manners         ${ratio(both(manners!, control!), plain!).toFixed(2)} by req/s, ${cpuRatio(both(manners!, control!), plain!).toFixed(2)} by CPU per request  (/me on both its ports : /me without the HTTP manners: request id, compression, CORS, metrics, access log; target >= 0.90); the first port alone ${ratio(manners!, plain!).toFixed(2)} and ${cpuRatio(manners!, plain!).toFixed(2)}`);
-console.log(`ratio control         ${ratio(control!, manners!).toFixed(2)} by req/s, ${cpuRatio(control!, manners!).toFixed(2)} by CPU per request  (the same app on two ports: 1.00 but for the measure's own noise)`);
-console.log(`ratio GraphQL : REST  ${ratio(graphql!, manners!).toFixed(2)} by req/s, ${cpuRatio(graphql!, manners!).toFixed(2)} by CPU per request  (target >= 0.50)`);
-console.log(`at ${half.rate} req/s (half of REST's saturation): REST p50 ${half.rest.p50} ms p99 ${half.rest.p99} ms, GraphQL p50 ${half.graphql.p50} ms p99 ${half.graphql.p99} ms; GraphQL : REST latency p50 ${(half.graphql.p50 / Math.max(half.rest.p50, 1)).toFixed(2)} (target <= 2)`);
+console.log(
+  `ratio manners         ${ratio(both(manners!, control!), plain!).toFixed(2)} by req/s, ${cpuRatio(both(manners!, control!), plain!).toFixed(2)} by CPU per request  (/me on both its ports : /me without the HTTP manners: request id, compression, CORS, metrics, access log; target >= 0.90); the first port alone ${ratio(manners!, plain!).toFixed(2)} and ${cpuRatio(manners!, plain!).toFixed(2)}`,
+);
+console.log(
+  `ratio control         ${ratio(control!, manners!).toFixed(2)} by req/s, ${cpuRatio(control!, manners!).toFixed(2)} by CPU per request  (the same app on two ports: 1.00 but for the measure's own noise)`,
+);
+console.log(
+  `ratio GraphQL : REST  ${ratio(graphql!, manners!).toFixed(2)} by req/s, ${cpuRatio(graphql!, manners!).toFixed(2)} by CPU per request  (target >= 0.50)`,
+);
+console.log(
+  `at ${half.rate} req/s (half of REST's saturation): REST p50 ${half.rest.p50} ms p99 ${half.rest.p99} ms, GraphQL p50 ${half.graphql.p50} ms p99 ${half.graphql.p99} ms; GraphQL : REST latency p50 ${(half.graphql.p50 / Math.max(half.rest.p50, 1)).toFixed(2)} (target <= 2)`,
+);

@@ -65,7 +65,12 @@ try {
   for (let i = 0; i < data.length; i += 4096) data[i] = i & 0xff;
   await fileBlobStore(dataDir).put(KEY, data);
   const run = (mode: string): Result =>
-    JSON.parse(execFileSync(process.execPath, ["--expose-gc", "--import", "tsx", import.meta.filename, "child", mode, dataDir], { encoding: "utf8", maxBuffer: 1 << 20 }));
+    JSON.parse(
+      execFileSync(process.execPath, ["--expose-gc", "--import", "tsx", import.meta.filename, "child", mode, dataDir], {
+        encoding: "utf8",
+        maxBuffer: 1 << 20,
+      }),
+    );
   // Interleaved, three rounds each; the medians are reported.
   const rounds: Result[][] = [[], []];
   for (let i = 0; i < 3; i++) {
@@ -79,9 +84,15 @@ try {
     peakMB: median(rs.map((r) => r.peakMB)),
   }));
   console.log(`media links: ${CLIENTS} clients, a ${MB} MB file on disk (medians of 3 interleaved rounds)`);
-  console.log(`  whole file:  read whole ${whole!.wholeMBps.toFixed(0)} MB/s, streamed ${streamed!.wholeMBps.toFixed(0)} MB/s (streamed : whole ${(streamed!.wholeMBps / whole!.wholeMBps).toFixed(2)})`);
-  console.log(`  1 MB range:  read whole ${whole!.rangeMBps.toFixed(0)} MB/s, streamed ${streamed!.rangeMBps.toFixed(0)} MB/s (streamed : whole ${(streamed!.rangeMBps / whole!.rangeMBps).toFixed(2)})`);
-  console.log(`  peak RSS above the start: read whole ${whole!.peakMB.toFixed(0)} MB, streamed ${streamed!.peakMB.toFixed(0)} MB (streamed : whole ${(streamed!.peakMB / whole!.peakMB).toFixed(2)})`);
+  console.log(
+    `  whole file:  read whole ${whole!.wholeMBps.toFixed(0)} MB/s, streamed ${streamed!.wholeMBps.toFixed(0)} MB/s (streamed : whole ${(streamed!.wholeMBps / whole!.wholeMBps).toFixed(2)})`,
+  );
+  console.log(
+    `  1 MB range:  read whole ${whole!.rangeMBps.toFixed(0)} MB/s, streamed ${streamed!.rangeMBps.toFixed(0)} MB/s (streamed : whole ${(streamed!.rangeMBps / whole!.rangeMBps).toFixed(2)})`,
+  );
+  console.log(
+    `  peak RSS above the start: read whole ${whole!.peakMB.toFixed(0)} MB, streamed ${streamed!.peakMB.toFixed(0)} MB (streamed : whole ${(streamed!.peakMB / whole!.peakMB).toFixed(2)})`,
+  );
 } finally {
   rmSync(dataDir, { recursive: true, force: true });
 }

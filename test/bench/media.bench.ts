@@ -8,12 +8,15 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { createMediaEngine, detectNativeFfmpeg, testVideoJob, type MediaEngine } from "../../lib/media/index.ts";
+import { createMediaEngine, detectNativeFfmpeg, type MediaEngine, testVideoJob } from "../../lib/media/index.ts";
 
 type Mode = "native" | "wasm";
 type Op = "remux" | "encode";
 
-const OPS: Record<Op, { label: string; args: string[]; inputs: (dir: string) => Record<string, Uint8Array>; outputs: string[] }> = {
+const OPS: Record<
+  Op,
+  { label: string; args: string[]; inputs: (dir: string) => Record<string, Uint8Array>; outputs: string[] }
+> = {
   remux: {
     label: "remux 10 s 1080p mp4→mov (copy)",
     args: ["-i", "in.mp4", "-map", "0", "-c", "copy", "out.mov"],
@@ -23,9 +26,27 @@ const OPS: Record<Op, { label: string; args: string[]; inputs: (dir: string) => 
   encode: {
     label: "encode 5 s 720p libx264+aac",
     args: [
-      "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=25:duration=5",
-      "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=5",
-      "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "128k", "-t", "5", "out.mp4",
+      "-f",
+      "lavfi",
+      "-i",
+      "testsrc2=size=1280x720:rate=25:duration=5",
+      "-f",
+      "lavfi",
+      "-i",
+      "sine=frequency=440:sample_rate=48000:duration=5",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "veryfast",
+      "-pix_fmt",
+      "yuv420p",
+      "-c:a",
+      "aac",
+      "-b:a",
+      "128k",
+      "-t",
+      "5",
+      "out.mp4",
     ],
     inputs: () => ({}),
     outputs: ["out.mp4"],
@@ -83,7 +104,9 @@ async function runCase(mode: Mode, op: Op, dir: string, reps: number) {
   const childPeakMb = sampler.stop();
   await engine.close();
   const peakRssMb = process.resourceUsage().maxRSS / 1024;
-  process.stdout.write(JSON.stringify({ mode, op, warmupMs, bestMs: Math.min(...times), meanMs: times.reduce((a, b) => a + b, 0) / times.length, peakRssMb, childPeakMb, outBytes }) + "\n");
+  process.stdout.write(
+    `${JSON.stringify({ mode, op, warmupMs, bestMs: Math.min(...times), meanMs: times.reduce((a, b) => a + b, 0) / times.length, peakRssMb, childPeakMb, outBytes })}\n`,
+  );
 }
 
 interface Result {
@@ -99,7 +122,11 @@ interface Result {
 
 function spawnCase(mode: Mode, op: Op, dir: string, reps: number): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...process.execArgv, import.meta.filename!, "--case", mode, op, dir, String(reps)], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(
+      process.execPath,
+      [...process.execArgv, import.meta.filename!, "--case", mode, op, dir, String(reps)],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
     let out = "";
     child.stdout!.on("data", (d) => (out += d));
     child.on("close", (code) => {
@@ -122,20 +149,34 @@ async function main() {
     // test pattern to nothing), made with the fastest engine available.
     const gen = createMediaEngine({ mode: modes[0] });
     const t0 = performance.now();
-    const job = testVideoJob({ width: 1920, height: 1080, seconds: 10, preset: "veryfast", seed: "bench", output: "in.mp4" });
+    const job = testVideoJob({
+      width: 1920,
+      height: 1080,
+      seconds: 10,
+      preset: "veryfast",
+      seed: "bench",
+      output: "in.mp4",
+    });
     const vf = job.args.indexOf("-vf") + 1;
     job.args[vf] = `noise=alls=12:allf=t,${job.args[vf]}`;
     job.args.splice(job.args.indexOf("-crf"), 2, "-b:v", "8M", "-maxrate", "8M", "-bufsize", "16M");
     const input = (await gen.run(job.args, { inputs: job.inputs, outputs: job.outputs }))["in.mp4"]!;
     await gen.close();
     writeFileSync(join(dir, "in-1080p.mp4"), input);
-    console.log(`input: 10 s 1920x1080 H.264/AAC, ${(input.byteLength / 1e6).toFixed(1)} MB (made on ${modes[0]} in ${s(performance.now() - t0)})`);
-    console.log(`machine: ${process.platform} ${process.arch}, node ${process.version}, ${(await import("node:os")).availableParallelism()} CPUs; reps: ${reps} (best shown)\n`);
+    console.log(
+      `input: 10 s 1920x1080 H.264/AAC, ${(input.byteLength / 1e6).toFixed(1)} MB (made on ${modes[0]} in ${s(performance.now() - t0)})`,
+    );
+    console.log(
+      `machine: ${process.platform} ${process.arch}, node ${process.version}, ${(await import("node:os")).availableParallelism()} CPUs; reps: ${reps} (best shown)\n`,
+    );
 
     const results: Result[] = [];
-    for (const op of Object.keys(OPS) as Op[]) for (const mode of modes) results.push(await spawnCase(mode, op, dir, reps));
+    for (const op of Object.keys(OPS) as Op[])
+      for (const mode of modes) results.push(await spawnCase(mode, op, dir, reps));
 
-    const rows: string[][] = [["operation", "engine", "time (best)", "mean", "wasm/native", "peak RSS node", "peak RSS ffmpeg", "engine load"]];
+    const rows: string[][] = [
+      ["operation", "engine", "time (best)", "mean", "wasm/native", "peak RSS node", "peak RSS ffmpeg", "engine load"],
+    ];
     for (const op of Object.keys(OPS) as Op[]) {
       const native = results.find((r) => r.op === op && r.mode === "native");
       for (const r of results.filter((x) => x.op === op)) {
@@ -152,9 +193,9 @@ async function main() {
       }
     }
     const widths = rows[0]!.map((_, c) => Math.max(...rows.map((row) => row[c]!.length)));
-    const line = (row: string[]) => "| " + row.map((cell, c) => cell.padEnd(widths[c]!)).join(" | ") + " |";
+    const line = (row: string[]) => `| ${row.map((cell, c) => cell.padEnd(widths[c]!)).join(" | ")} |`;
     console.log(line(rows[0]!));
-    console.log("|" + widths.map((w) => "-".repeat(w + 2)).join("|") + "|");
+    console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`);
     for (const row of rows.slice(1)) console.log(line(row));
   } finally {
     rmSync(dir, { recursive: true, force: true });

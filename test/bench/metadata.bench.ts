@@ -13,8 +13,12 @@ import { cleanVideo, videoContainerOf } from "../../plugins/metadata/video.ts";
 
 const FIXTURES = join(import.meta.dirname, "../../../shared/fixtures/media");
 const files = readdirSync(FIXTURES).sort();
-const images = files.filter((f) => /\.(jpe?g|png|webp)$/i.test(f)).map((f) => ({ name: f, bytes: new Uint8Array(readFileSync(join(FIXTURES, f))) }));
-const videos = files.filter((f) => /\.(mp4|mov)$/i.test(f)).map((f) => ({ name: f, bytes: new Uint8Array(readFileSync(join(FIXTURES, f))) }));
+const images = files
+  .filter((f) => /\.(jpe?g|png|webp)$/i.test(f))
+  .map((f) => ({ name: f, bytes: new Uint8Array(readFileSync(join(FIXTURES, f))) }));
+const videos = files
+  .filter((f) => /\.(mp4|mov)$/i.test(f))
+  .map((f) => ({ name: f, bytes: new Uint8Array(readFileSync(join(FIXTURES, f))) }));
 const exiftool = ["/usr/bin/exiftool", "/usr/local/bin/exiftool"].find((p) => spawnSync(p, ["-ver"]).status === 0);
 const dir = mkdtempSync(join(tmpdir(), "metadata-bench-"));
 const mb = (n: number) => n / 1e6;
@@ -23,7 +27,7 @@ const mb = (n: number) => n / 1e6;
 const ROUNDS = 200;
 const totalBytes = images.reduce((n, i) => n + i.bytes.length, 0);
 for (const i of images) await imageFormatOf(i.bytes)!.clean(i.bytes); // warm up the JIT
-let start = performance.now();
+const start = performance.now();
 for (let r = 0; r < ROUNDS; r++) for (const i of images) await imageFormatOf(i.bytes)!.clean(i.bytes);
 const oursMs = performance.now() - start;
 const oursMBs = mb(totalBytes * ROUNDS) / (oursMs / 1000);
@@ -37,11 +41,26 @@ if (exiftool) {
     for (const i of images) writeFileSync(join(dir, i.name), i.bytes);
     const t0 = performance.now();
     // One process for all files per round: exiftool at its best, not paying a start-up per file.
-    execFileSync(exiftool, ["-q", "-q", "-overwrite_original", "-all=", "-tagsfromfile", "@", "-icc_profile", ...images.map((i) => join(dir, i.name))], { stdio: "ignore" });
+    execFileSync(
+      exiftool,
+      [
+        "-q",
+        "-q",
+        "-overwrite_original",
+        "-all=",
+        "-tagsfromfile",
+        "@",
+        "-icc_profile",
+        ...images.map((i) => join(dir, i.name)),
+      ],
+      { stdio: "ignore" },
+    );
     exifMs += performance.now() - t0;
   }
   const exifMBs = mb(totalBytes * EXIF_ROUNDS) / (exifMs / 1000);
-  console.log(`  exiftool  ${exifMBs.toFixed(1)} MB/s (${EXIF_ROUNDS} rounds, ${(exifMs / EXIF_ROUNDS).toFixed(0)} ms per round, one process per round)`);
+  console.log(
+    `  exiftool  ${exifMBs.toFixed(1)} MB/s (${EXIF_ROUNDS} rounds, ${(exifMs / EXIF_ROUNDS).toFixed(0)} ms per round, one process per round)`,
+  );
   console.log(`  ratio ours/exiftool: ${(oursMBs / exifMBs).toFixed(1)}x`);
 } else console.log("  exiftool not installed: no baseline");
 
@@ -55,7 +74,8 @@ if (native) {
     writeFileSync(input, v.bytes);
     const out = join(dir, `copy-${v.name}`);
     const t0 = performance.now();
-    for (let r = 0; r < VIDEO_ROUNDS; r++) execFileSync("ffmpeg", ["-v", "error", "-nostdin", "-y", "-i", input, "-c", "copy", out]);
+    for (let r = 0; r < VIDEO_ROUNDS; r++)
+      execFileSync("ffmpeg", ["-v", "error", "-nostdin", "-y", "-i", input, "-c", "copy", out]);
     remuxMs.set(v.name, (performance.now() - t0) / VIDEO_ROUNDS);
   }
 }
@@ -70,7 +90,9 @@ for (const mode of native ? (["native", "wasm"] as const) : (["wasm"] as const))
     for (let r = 0; r < VIDEO_ROUNDS; r++) await cleanVideo(engine, v.bytes, container);
     const ms = (performance.now() - t0) / VIDEO_ROUNDS;
     const base = remuxMs.get(v.name);
-    console.log(`  ${mode.padEnd(6)} ${v.name.padEnd(12)} ours ${ms.toFixed(0).padStart(5)} ms` + (base ? `   ffmpeg -c copy ${base.toFixed(0).padStart(4)} ms   ratio ${(ms / base).toFixed(2)}x` : ""));
+    console.log(
+      `  ${mode.padEnd(6)} ${v.name.padEnd(12)} ours ${ms.toFixed(0).padStart(5)} ms${base ? `   ffmpeg -c copy ${base.toFixed(0).padStart(4)} ms   ratio ${(ms / base).toFixed(2)}x` : ""}`,
+    );
   }
   await engine.close();
 }

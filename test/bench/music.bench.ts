@@ -4,19 +4,32 @@
 // and the wasm engine, for a generation and for an extension of it.
 // Run: npx tsx test/bench/music.bench.ts  (BENCH_RUNS to change the repetitions; the median is reported).
 import process from "node:process";
-import { createMediaEngine, detectNativeFfmpeg, type MediaEngine } from "../../lib/media/index.ts";
 import type { MusicGenerationRequest } from "../../contracts/music.ts";
+import { createMediaEngine, detectNativeFfmpeg, type MediaEngine } from "../../lib/media/index.ts";
 import { pollToEnd } from "../../lib/upstream.ts";
-import { newArrangement, renderRange } from "../../plugins/music/synth.ts";
 import { sandboxMusicProvider } from "../../plugins/music/sandbox.ts";
+import { newArrangement, renderRange } from "../../plugins/music/synth.ts";
 
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const request: MusicGenerationRequest = { model: "V5_5", prompt: "an upbeat summer pop song about the sea", custom: false, style: null, title: null, instrumental: false };
+const request: MusicGenerationRequest = {
+  model: "V5_5",
+  prompt: "an upbeat summer pop song about the sea",
+  custom: false,
+  style: null,
+  title: null,
+  instrumental: false,
+};
 
 const renderRates: number[] = [];
 for (let i = 0; i < runs; i++) {
-  const a = newArrangement({ seed: `bench-${i}`, variation: 0, text: request.prompt, instrumental: false, hook: "Sea" });
+  const a = newArrangement({
+    seed: `bench-${i}`,
+    variation: 0,
+    text: request.prompt,
+    instrumental: false,
+    hook: "Sea",
+  });
   const t = performance.now();
   renderRange({ arrangement: a, lyrics: request.prompt }, 0, a.seconds);
   renderRates.push(a.seconds / ((performance.now() - t) / 1000));
@@ -44,14 +57,36 @@ for (const [name, engine] of engines) {
     const src = tracks[0]!;
     t = performance.now();
     const out = await pollToEnd(provider.extend, {
-      model: "V5_5", mode: "original", prompt: "keep going", style: "", title: "", instrumental: false, negativeTags: null, vocalGender: null, styleWeight: null,
-      weirdnessConstraint: null, audioWeight: null, personaId: null, personaModel: null, continueAt: 15,
-      source: { bytes: src.audio, seconds: src.duration, name: "source.mp3", arrangement: src.arrangement, title: src.title },
+      model: "V5_5",
+      mode: "original",
+      prompt: "keep going",
+      style: "",
+      title: "",
+      instrumental: false,
+      negativeTags: null,
+      vocalGender: null,
+      styleWeight: null,
+      weirdnessConstraint: null,
+      audioWeight: null,
+      personaId: null,
+      personaModel: null,
+      continueAt: 15,
+      source: {
+        bytes: src.audio,
+        seconds: src.duration,
+        name: "source.mp3",
+        arrangement: src.arrangement,
+        title: src.title,
+      },
     });
     made.ext = out.reduce((s, tr) => s + tr.duration, 0);
     ext.push(made.ext / ((performance.now() - t) / 1000));
   }
-  console.log(`| ${name} | generate (2 tracks) | ${made.gen.toFixed(1)} s | ${median(gen).toFixed(1)} | ${(median(gen) / baseline).toFixed(2)} |`);
-  console.log(`| ${name} | extend at 15 s (2 tracks) | ${made.ext.toFixed(1)} s | ${median(ext).toFixed(1)} | ${(median(ext) / baseline).toFixed(2)} |`);
+  console.log(
+    `| ${name} | generate (2 tracks) | ${made.gen.toFixed(1)} s | ${median(gen).toFixed(1)} | ${(median(gen) / baseline).toFixed(2)} |`,
+  );
+  console.log(
+    `| ${name} | extend at 15 s (2 tracks) | ${made.ext.toFixed(1)} s | ${median(ext).toFixed(1)} | ${(median(ext) / baseline).toFixed(2)} |`,
+  );
   await engine.close();
 }

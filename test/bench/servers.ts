@@ -12,9 +12,9 @@ import { H3, serve } from "h3";
 import { loadConfig } from "../../core/config.ts";
 import { createKernel } from "../../core/kernel.ts";
 import { plugins } from "../../plugins/index.ts";
-import { serveHttp } from "../../transports/http.ts";
 import { memoryBlobStore } from "../../storage/blobs.ts";
 import { openDatabase } from "../../storage/db.ts";
+import { serveHttp } from "../../transports/http.ts";
 
 const [mode, ...portTexts] = process.argv.slice(2);
 const [port, controlPort, plainPort] = portTexts.map(Number);
@@ -32,13 +32,21 @@ const sample = {
 
 if (mode === "bare") {
   const app = new H3();
-  app.get("/api/v1/partner/me", () => new Response(JSON.stringify(sample), { headers: { "content-type": "application/json; charset=utf-8" } }));
+  app.get(
+    "/api/v1/partner/me",
+    () => new Response(JSON.stringify(sample), { headers: { "content-type": "application/json; charset=utf-8" } }),
+  );
   await serve(app, { port: port!, hostname: "127.0.0.1", silent: true }).ready();
   console.log("READY svc_partner_unused");
 } else {
   // info: the access log line of every request is part of what the manners cost (stderr goes to /dev/null).
   const config = loadConfig({ LOG_LEVEL: "info", ACCESS_LOG: "on", DATA_DIR: "/tmp/mediagate-bench" });
-  const kernel = await createKernel({ config, plugins, database: await openDatabase({ url: process.env.BENCH_DATABASE_URL || undefined }), blobs: memoryBlobStore() });
+  const kernel = await createKernel({
+    config,
+    plugins,
+    database: await openDatabase({ url: process.env.BENCH_DATABASE_URL || undefined }),
+    blobs: memoryBlobStore(),
+  });
   await kernel.start();
   const { partner, apiKey } = await kernel.accounts.create({ name: "Bench partner", credits: 1_000_000 });
   // The benchmark measures request cost, not the rate limiter's refusals: lift GET /me's limit for this key.

@@ -7,7 +7,7 @@ import { loadConfig } from "../../core/config.ts";
 import { createMediaEngine } from "../../lib/media/index.ts";
 import { speak } from "../../lib/speech/espeak.ts";
 import { parseOutputFormat, VOICES } from "../../plugins/voiceover/models.ts";
-import { sandboxSpeechProvider, SANDBOX_VOICES } from "../../plugins/voiceover/sandbox.ts";
+import { SANDBOX_VOICES, sandboxSpeechProvider } from "../../plugins/voiceover/sandbox.ts";
 
 const runs = Number(process.env.BENCH_RUNS ?? 5);
 const PASSAGE =
@@ -24,7 +24,13 @@ const format = parseOutputFormat("mp3_44100_128")!;
 
 // Worker start and the wasm compile are paid once per process, not per request.
 await speak("warm up", SANDBOX_VOICES[voiceId]!);
-await provider.synthesize({ text: "warm up", voiceId, model: "tts_v4_turbo", format, signal: new AbortController().signal });
+await provider.synthesize({
+  text: "warm up",
+  voiceId,
+  model: "tts_v4_turbo",
+  format,
+  signal: new AbortController().signal,
+});
 
 console.log(`media engine: ${media.kind}; ${runs} runs each, median`);
 for (const chars of [1000, 5000]) {
@@ -37,10 +43,18 @@ for (const chars of [1000, 5000]) {
     const wav = await speak(text, SANDBOX_VOICES[voiceId]!);
     wavRates.push(wav.durationSeconds / ((performance.now() - t) / 1000));
     t = performance.now();
-    const out = await provider.synthesize({ text, voiceId, model: "tts_v4_turbo", format, signal: new AbortController().signal });
+    const out = await provider.synthesize({
+      text,
+      voiceId,
+      model: "tts_v4_turbo",
+      format,
+      signal: new AbortController().signal,
+    });
     mp3Rates.push(out.durationSeconds / ((performance.now() - t) / 1000));
     audio = out.durationSeconds;
   }
-  console.log(`${chars} chars -> ${audio.toFixed(1)} s of audio: eSpeak (WAV) ${median(wavRates).toFixed(1)} s/s; eSpeak + MP3 ${median(mp3Rates).toFixed(1)} s/s`);
+  console.log(
+    `${chars} chars -> ${audio.toFixed(1)} s of audio: eSpeak (WAV) ${median(wavRates).toFixed(1)} s/s; eSpeak + MP3 ${median(mp3Rates).toFixed(1)} s/s`,
+  );
 }
 await media.close();

@@ -24,7 +24,7 @@
 import process from "node:process";
 import type { SpokenRecord, TimedWord, TranscriptionProvider } from "../../contracts/speech.ts";
 import { createPocketsphinxProvider } from "../../plugins/captions/transcribe/pocketsphinx.ts";
-import { sphinxSamples, sphinxWav, SPHINX_RATE } from "../../plugins/captions/transcribe/sphinx-wav.ts";
+import { SPHINX_RATE, sphinxSamples, sphinxWav } from "../../plugins/captions/transcribe/sphinx-wav.ts";
 
 const SENTENCES = [
   "the weather is nice today",
@@ -89,7 +89,12 @@ async function wordByWord(sentences: readonly string[]): Promise<SpeechSet> {
       const pad = Math.round(0.02 * SPHINX_RATE);
       const from = Math.max(0, a - pad);
       const to = Math.min(x.length, b + 1 + pad);
-      words.push({ text: word, start: (at + a - from) / SPHINX_RATE, end: (at + b + 1 - from) / SPHINX_RATE, confidence: 1 });
+      words.push({
+        text: word,
+        start: (at + a - from) / SPHINX_RATE,
+        end: (at + b + 1 - from) / SPHINX_RATE,
+        confidence: 1,
+      });
       parts.push(x.subarray(from, to));
       at += to - from;
       silence(0.05);
@@ -103,7 +108,12 @@ async function wordByWord(sentences: readonly string[]): Promise<SpeechSet> {
     all.set(p, o);
     o += p.length;
   }
-  return { label: "word by word (trimmed eSpeak words)", wav: sphinxWav(all), seconds: at / SPHINX_RATE, sentences: out };
+  return {
+    label: "word by word (trimmed eSpeak words)",
+    wav: sphinxWav(all),
+    seconds: at / SPHINX_RATE,
+    sentences: out,
+  };
 }
 
 /** lib/speech's speakTimed, one sentence at a time with 0.5 s between (its record shifted accordingly). */
@@ -128,17 +138,25 @@ async function continuous(sentences: readonly string[]): Promise<SpeechSet | nul
     all.set(p, o);
     o += p.length;
   }
-  return { label: "continuous speech (speakTimed's record)", wav: sphinxWav(all), seconds: at / SPHINX_RATE, sentences: out };
+  return {
+    label: "continuous speech (speakTimed's record)",
+    wav: sphinxWav(all),
+    seconds: at / SPHINX_RATE,
+    sentences: out,
+  };
 }
 
 const norm = (s: string) => s.toLowerCase().replace(/[^a-z']/g, "");
 
 function pairs(known: readonly TimedWord[], got: readonly TimedWord[]): Array<[TimedWord, TimedWord]> {
-  const same = (k: TimedWord, g: TimedWord) => norm(k.text) === norm(g.text) && g.start < k.end + 0.25 && k.start < g.end + 0.25;
+  const same = (k: TimedWord, g: TimedWord) =>
+    norm(k.text) === norm(g.text) && g.start < k.end + 0.25 && k.start < g.end + 0.25;
   const n = known.length;
   const m = got.length;
   const L = Array.from({ length: n + 1 }, () => new Array<number>(m + 1).fill(0));
-  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) L[i]![j] = same(known[i]!, got[j]!) ? L[i + 1]![j + 1]! + 1 : Math.max(L[i + 1]![j]!, L[i]![j + 1]!);
+  for (let i = n - 1; i >= 0; i--)
+    for (let j = m - 1; j >= 0; j--)
+      L[i]![j] = same(known[i]!, got[j]!) ? L[i + 1]![j + 1]! + 1 : Math.max(L[i + 1]![j]!, L[i]![j + 1]!);
   const out: Array<[TimedWord, TimedWord]> = [];
   for (let i = 0, j = 0; i < n && j < m; ) {
     if (same(known[i]!, got[j]!)) out.push([known[i++]!, got[j++]!]);
@@ -155,12 +173,22 @@ const quantile = (xs: number[], q: number) => {
 };
 const ms = (x: number) => (Number.isNaN(x) ? "   -" : String(Math.round(x * 1000)).padStart(4));
 
-function report(label: string, known: readonly TimedWord[], got: readonly TimedWord[], seconds: number, wallMs: number | null) {
+function report(
+  label: string,
+  known: readonly TimedWord[],
+  got: readonly TimedWord[],
+  seconds: number,
+  wallMs: number | null,
+) {
   const p = pairs(known, got);
   const se = p.map(([k, g]) => Math.abs(k.start - g.start));
   const ee = p.map(([k, g]) => Math.abs(k.end - g.end));
   const speed = wallMs === null ? "" : `  ${(seconds / (wallMs / 1000)).toFixed(1)} s/s`;
-  if (process.env.BENCH_DEBUG) for (const [k, g] of p) console.log(`    ${k.text} known ${k.start.toFixed(2)}-${k.end.toFixed(2)} got ${g.start.toFixed(2)}-${g.end.toFixed(2)}`);
+  if (process.env.BENCH_DEBUG)
+    for (const [k, g] of p)
+      console.log(
+        `    ${k.text} known ${k.start.toFixed(2)}-${k.end.toFixed(2)} got ${g.start.toFixed(2)}-${g.end.toFixed(2)}`,
+      );
   console.log(
     `  ${label.padEnd(40)} start median ${ms(quantile(se, 0.5))} p95 ${ms(quantile(se, 0.95))} ms | end median ${ms(quantile(ee, 0.5))} p95 ${ms(quantile(ee, 0.95))} ms | ${String(p.length).padStart(3)}/${known.length} words (${Math.round((100 * p.length) / known.length)}%)${speed}`,
   );
@@ -189,12 +217,13 @@ const vttTime = (s: number) => {
   return `${String(h).padStart(2, "0")}:${String(m).padStart(2, "0")}:${sec.toFixed(3).padStart(6, "0")}`;
 };
 const webvtt = (sentences: readonly TimedWord[][]) =>
-  "WEBVTT\n\n" + sentences.map((ws, i) => `${i + 1}\n${vttTime(ws[0]!.start)} --> ${vttTime(ws.at(-1)!.end)}\n${ws.map((w) => w.text).join(" ")}\n`).join("\n");
+  `WEBVTT\n\n${sentences.map((ws, i) => `${i + 1}\n${vttTime(ws[0]!.start)} --> ${vttTime(ws.at(-1)!.end)}\n${ws.map((w) => w.text).join(" ")}\n`).join("\n")}`;
 
 /** The provider a module exports under `name`: the object itself, or what a no-argument factory returns. */
 function providerIn(mod: Record<string, any> | null, name: string): TranscriptionProvider | null {
   for (const value of Object.values(mod ?? {})) {
-    if (value && typeof value === "object" && value.name === name && typeof value.transcribe === "function") return value;
+    if (value && typeof value === "object" && value.name === name && typeof value.transcribe === "function")
+      return value;
     if (typeof value === "function" && value.length === 0) {
       try {
         const made = value();
@@ -246,5 +275,8 @@ for (const set of sets) {
     const r = await timed(spoken, { audio: set.wav, language: "en", spoken: { language: "en", words: known }, signal });
     if (r.words) report("spoken record (0 by construction)", known, r.words, set.seconds, r.wallMs);
     else console.log("  spoken declined");
-  } else console.log("  spoken: plugins/captions/transcribe/spoken.ts not found; it returns the record's own times: 0 ms by construction");
+  } else
+    console.log(
+      "  spoken: plugins/captions/transcribe/spoken.ts not found; it returns the record's own times: 0 ms by construction",
+    );
 }

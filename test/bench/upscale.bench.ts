@@ -8,9 +8,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import process from "node:process";
 import { createMediaEngine, detectNativeFfmpeg, generateTestVideo, type MediaEngine } from "../../lib/media/index.ts";
+import type { Factor } from "../../plugins/upscale/prices.ts";
 import { type ResampleEngine, resampleEngine, upscaleImage } from "../../plugins/upscale/resample.ts";
 import { measureVideo, planVideo, scaleArgs } from "../../plugins/upscale/video.ts";
-import type { Factor } from "../../plugins/upscale/prices.ts";
 
 const REPS = Number(process.env.BENCH_REPS ?? 2);
 
@@ -38,13 +38,19 @@ for (const mode of modes) {
   for (const factor of [2, 1] as Factor[]) {
     const plan = planVideo(measured, factor);
     const args = scaleArgs(measured, plan, measured.audio, engine.kind);
-    const s = await best(() => engine.run(args, { inputs: { "in.bin": clip }, outputs: ["out.mp4"], timeoutMs: 1_800_000 }));
+    const s = await best(() =>
+      engine.run(args, { inputs: { "in.bin": clip }, outputs: ["out.mp4"], timeoutMs: 1_800_000 }),
+    );
     times[`${mode}/${factor}`] = s;
-    console.log(`  ${mode.padEnd(6)} ${factor}x -> ${plan.width}x${plan.height}: ${s.toFixed(2)} s (${(measured.seconds / s).toFixed(2)}x real time)`);
+    console.log(
+      `  ${mode.padEnd(6)} ${factor}x -> ${plan.width}x${plan.height}: ${s.toFixed(2)} s (${(measured.seconds / s).toFixed(2)}x real time)`,
+    );
   }
   await engine.close();
 }
-if (modes.length === 2) for (const f of [2, 1]) console.log(`  wasm/native ratio at ${f}x: ${(times[`wasm/${f}`]! / times[`native/${f}`]!).toFixed(1)}`);
+if (modes.length === 2)
+  for (const f of [2, 1])
+    console.log(`  wasm/native ratio at ${f}x: ${(times[`wasm/${f}`]! / times[`native/${f}`]!).toFixed(1)}`);
 
 console.log("image upscale, 2048x1365 JPEG -> PNG (Lanczos-3, enhance, encode), on each resampler");
 const jpeg = new Uint8Array(readFileSync(join(import.meta.dirname, "../../../shared/fixtures/media/C.jpg")));
@@ -57,8 +63,12 @@ for (const engine of engines) {
     const s = await best(async () => (out = await upscaleImage(jpeg, factor, undefined, engine)));
     const mp = (out.width * out.height) / 1e6;
     rates[`${engine}/${factor}`] = mp / s;
-    console.log(`  ${engine.padEnd(6)} ${factor}x -> ${out.width}x${out.height}: ${s.toFixed(2)} s, ${(mp / s).toFixed(1)} output MP/s`);
+    console.log(
+      `  ${engine.padEnd(6)} ${factor}x -> ${out.width}x${out.height}: ${s.toFixed(2)} s, ${(mp / s).toFixed(1)} output MP/s`,
+    );
   }
 }
-if (engines.length === 2) for (const f of [1, 2, 4]) console.log(`  wasm/sharp rate at ${f}x: ${(rates[`wasm/${f}`]! / rates[`native/${f}`]!).toFixed(2)}`);
+if (engines.length === 2)
+  for (const f of [1, 2, 4])
+    console.log(`  wasm/sharp rate at ${f}x: ${(rates[`wasm/${f}`]! / rates[`native/${f}`]!).toFixed(2)}`);
 process.exit(0);

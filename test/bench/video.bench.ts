@@ -5,8 +5,8 @@
 // Run: npx tsx test/bench/video.bench.ts
 import { spawn } from "node:child_process";
 import process from "node:process";
-import { pollToEnd } from "../../lib/upstream.ts";
 import { createMediaEngine, detectNativeFfmpeg, videoFrameSize } from "../../lib/media/index.ts";
+import { pollToEnd } from "../../lib/upstream.ts";
 import { concatClips } from "../../plugins/video/merge.ts";
 import { sandboxVideoProvider } from "../../plugins/video/sandbox.ts";
 
@@ -52,15 +52,22 @@ async function runEngine(mode: Mode) {
     const b = await pollToEnd(provider, request("A quiet harbour at dawn"));
     const t1 = performance.now();
     const merged = await concatClips(engine, [a.bytes, b.bytes]);
-    rows.push({ case: `${c.seconds} s ${c.quality}`, generateMs, mergeMs: performance.now() - t1, reencoded: merged.reencoded });
+    rows.push({
+      case: `${c.seconds} s ${c.quality}`,
+      generateMs,
+      mergeMs: performance.now() - t1,
+      reencoded: merged.reencoded,
+    });
   }
   await engine.close();
-  process.stdout.write(JSON.stringify({ mode, rows, peakRssMb: process.resourceUsage().maxRSS / 1024 }) + "\n");
+  process.stdout.write(`${JSON.stringify({ mode, rows, peakRssMb: process.resourceUsage().maxRSS / 1024 })}\n`);
 }
 
 function spawnEngine(mode: Mode): Promise<{ mode: Mode; rows: Row[]; peakRssMb: number }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...process.execArgv, import.meta.filename!, "--engine", mode], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, [...process.execArgv, import.meta.filename!, "--engine", mode], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     let out = "";
     child.stdout!.on("data", (d) => (out += d));
     child.on("close", (code) => {
@@ -75,11 +82,23 @@ const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
 async function main() {
   const modes: Mode[] = detectNativeFfmpeg() ? ["native", "wasm"] : ["wasm"];
-  console.log(`machine: ${process.platform} ${process.arch}, node ${process.version}, ${(await import("node:os")).availableParallelism()} CPUs\n`);
+  console.log(
+    `machine: ${process.platform} ${process.arch}, node ${process.version}, ${(await import("node:os")).availableParallelism()} CPUs\n`,
+  );
   const results = [];
   for (const m of modes) results.push(await spawnEngine(m));
   const native = results.find((r) => r.mode === "native");
-  const table: string[][] = [["clip (9:16, with sound)", "engine", "generate", "merge 2 clips", "merge path", "generate native/wasm", "merge native/wasm"]];
+  const table: string[][] = [
+    [
+      "clip (9:16, with sound)",
+      "engine",
+      "generate",
+      "merge 2 clips",
+      "merge path",
+      "generate native/wasm",
+      "merge native/wasm",
+    ],
+  ];
   for (const r of results) {
     for (const row of r.rows) {
       const base = native?.rows.find((x) => x.case === row.case);
@@ -95,11 +114,14 @@ async function main() {
     }
   }
   const widths = table[0]!.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));
-  const line = (row: string[]) => "| " + row.map((cell, c) => cell.padEnd(widths[c]!)).join(" | ") + " |";
+  const line = (row: string[]) => `| ${row.map((cell, c) => cell.padEnd(widths[c]!)).join(" | ")} |`;
   console.log(line(table[0]!));
-  console.log("|" + widths.map((w) => "-".repeat(w + 2)).join("|") + "|");
+  console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`);
   for (const row of table.slice(1)) console.log(line(row));
-  for (const r of results) console.log(`peak RSS ${r.mode}: ${Math.round(r.peakRssMb)} MB (node process${r.mode === "native" ? "; ffmpeg runs in its own processes" : ", ffmpeg.wasm inside it"})`);
+  for (const r of results)
+    console.log(
+      `peak RSS ${r.mode}: ${Math.round(r.peakRssMb)} MB (node process${r.mode === "native" ? "; ffmpeg runs in its own processes" : ", ffmpeg.wasm inside it"})`,
+    );
 }
 
 const argv = process.argv.slice(2);

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { isolatedPostgresDatabase, postgresUrl } from "../helpers/backends.ts";
 import { afterAll } from "../helpers/lifecycle.ts";
-import { startServer, type ServerProcess } from "../helpers/server.ts";
+import { type ServerProcess, startServer } from "../helpers/server.ts";
 
 const LATENCY_MS = Number(process.env.BENCH_LATENCY_MS ?? 60_000);
 const IMAGES = Number(process.env.BENCH_IMAGES ?? 1000);
@@ -24,13 +24,19 @@ const ACCOUNTS = 5;
 const ADMIN = "adm_XdGlTJF3SbGBePvu1O2FxeHHTHBbIcM7Qm7yErIk";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
+const rssMb = (pid: number) =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
+const quantile = (xs: number[], q: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 
 async function call(server: ServerProcess, method: string, path: string, key: string, body?: unknown) {
   const res = await fetch(server.url + path, {
     method,
-    headers: { authorization: `Bearer ${key}`, "user-agent": "mediagate-bench/1.0", ...(body ? { "content-type": "application/json" } : {}) },
+    headers: {
+      authorization: `Bearer ${key}`,
+      "user-agent": "mediagate-bench/1.0",
+      ...(body ? { "content-type": "application/json" } : {}),
+    },
     body: body ? JSON.stringify(body) : undefined,
   });
   const text = await res.text();
@@ -41,9 +47,21 @@ async function call(server: ServerProcess, method: string, path: string, key: st
 async function accounts(server: ServerProcess): Promise<string[]> {
   const keys: string[] = [];
   for (let i = 0; i < ACCOUNTS; i++) {
-    const made = await call(server, "POST", "/api/v1/admin/partners", ADMIN, { name: `Bench ${i}`, credits: 100_000_000 });
+    const made = await call(server, "POST", "/api/v1/admin/partners", ADMIN, {
+      name: `Bench ${i}`,
+      credits: 100_000_000,
+    });
     if (made.status !== 201) throw new Error(`create partner: ${made.status} ${JSON.stringify(made.body)}`);
-    const limits = { inflight_jobs: 100_000, rate_limits: { "POST /generate-image": 100_000, "POST /generate-video": 100_000, "GET /image-status/<gen_id>": 1_000_000, "GET /video-status/<job_id>": 1_000_000, "GET /me": 1_000_000 } };
+    const limits = {
+      inflight_jobs: 100_000,
+      rate_limits: {
+        "POST /generate-image": 100_000,
+        "POST /generate-video": 100_000,
+        "GET /image-status/<gen_id>": 1_000_000,
+        "GET /video-status/<job_id>": 1_000_000,
+        "GET /me": 1_000_000,
+      },
+    };
     const patched = await call(server, "PATCH", `/api/v1/admin/partners/${made.body.partner_id}`, ADMIN, { limits });
     if (patched.status !== 200) throw new Error(`limits: ${patched.status} ${JSON.stringify(patched.body)}`);
     keys.push(made.body.api_key);
@@ -74,21 +92,33 @@ async function submitAll(server: ServerProcess, keys: string[]): Promise<Job[]> 
   const one = async (i: number) => {
     const key = keys[i % keys.length]!;
     if (i < IMAGES) {
-      const res = await call(server, "POST", "/api/v1/partner/generate-image", key, { prompt: `A lighthouse, picture ${i}`, model: "image-b-2" });
+      const res = await call(server, "POST", "/api/v1/partner/generate-image", key, {
+        prompt: `A lighthouse, picture ${i}`,
+        model: "image-b-2",
+      });
       if (res.status !== 202) throw new Error(`generate-image ${res.status} ${JSON.stringify(res.body)}`);
       jobs.push({ kind: "image", id: res.body.public_id, key });
     } else {
-      const res = await call(server, "POST", "/api/v1/partner/generate-video", key, { prompt: `A harbour at dawn, clip ${i}`, model: "beta-2-direct", quality: "480p", duration: 2 });
+      const res = await call(server, "POST", "/api/v1/partner/generate-video", key, {
+        prompt: `A harbour at dawn, clip ${i}`,
+        model: "beta-2-direct",
+        quality: "480p",
+        duration: 2,
+      });
       if (res.status !== 202) throw new Error(`generate-video ${res.status} ${JSON.stringify(res.body)}`);
       jobs.push({ kind: "video", id: res.body.job_id, key });
     }
   };
   // Interleaved, 16 at a time, as many partners' traffic arrives.
-  const order = Array.from({ length: IMAGES + VIDEOS }, (_, i) => i).sort((a, b) => (a * 7919) % 1201 - (b * 7919) % 1201);
+  const order = Array.from({ length: IMAGES + VIDEOS }, (_, i) => i).sort(
+    (a, b) => ((a * 7919) % 1201) - ((b * 7919) % 1201),
+  );
   let next = 0;
-  await Promise.all(Array.from({ length: 16 }, async () => {
-    while (next < order.length) await one(order[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < order.length) await one(order[next++]!);
+    }),
+  );
   return jobs;
 }
 
@@ -99,7 +129,8 @@ async function allEnded(server: ServerProcess, jobs: Job[], onTick: () => void):
   while (open.length > 0) {
     const still: Job[] = [];
     for (const job of open) {
-      const path = job.kind === "image" ? `/api/v1/partner/image-status/${job.id}` : `/api/v1/partner/video-status/${job.id}`;
+      const path =
+        job.kind === "image" ? `/api/v1/partner/image-status/${job.id}` : `/api/v1/partner/video-status/${job.id}`;
       const res = await call(server, "GET", path, job.key);
       const status = res.body.status as string;
       if (status === "pending" || status === "queued" || status === "processing") still.push(job);
@@ -114,14 +145,17 @@ async function allEnded(server: ServerProcess, jobs: Job[], onTick: () => void):
 
 async function run(name: string, latencyMs: number, database: { url?: string }) {
   const dataDir = mkdtempSync(join(tmpdir(), "mediagate-waits-bench-"));
-  const server = await startServer({
-    ROLE: "all",
-    LOG_LEVEL: "warn",
-    ADMIN_TOKEN: ADMIN,
-    DATA_DIR: dataDir,
-    SANDBOX_LATENCY_MS: String(latencyMs),
-    ...(database.url ? { DATABASE_URL: database.url } : {}),
-  }, 180_000);
+  const server = await startServer(
+    {
+      ROLE: "all",
+      LOG_LEVEL: "warn",
+      ADMIN_TOKEN: ADMIN,
+      DATA_DIR: dataDir,
+      SANDBOX_LATENCY_MS: String(latencyMs),
+      ...(database.url ? { DATABASE_URL: database.url } : {}),
+    },
+    180_000,
+  );
   try {
     const keys = await accounts(server);
     await sleep(3000);
@@ -150,12 +184,22 @@ const label = usePostgres ? "postgres" : "pglite";
 console.log(`${IMAGES} image jobs + ${VIDEOS} video jobs (beta-2-direct 480p 2 s), ${ACCOUNTS} accounts, on ${label}`);
 
 const base = await run("latency 0", 0, { url: usePostgres ? await isolatedPostgresDatabase() : undefined });
-console.log(`baseline (SANDBOX_LATENCY_MS=0): all ended in ${base.wallS.toFixed(1)} s (submitted in ${base.submittedS.toFixed(1)} s), ${base.failed} failed`);
+console.log(
+  `baseline (SANDBOX_LATENCY_MS=0): all ended in ${base.wallS.toFixed(1)} s (submitted in ${base.submittedS.toFixed(1)} s), ${base.failed} failed`,
+);
 const slow = await run(`latency ${LATENCY_MS}`, LATENCY_MS, database);
 const ideal = LATENCY_MS / 1000 + base.wallS;
 const p = (xs: number[], q: number) => quantile(xs, q).toFixed(1);
-console.log(`SANDBOX_LATENCY_MS=${LATENCY_MS}: all ended in ${slow.wallS.toFixed(1)} s (submitted in ${slow.submittedS.toFixed(1)} s), ${slow.failed} failed`);
-console.log(`  wall / ideal (latency + baseline wall = ${ideal.toFixed(1)} s): ${(slow.wallS / ideal).toFixed(2)}  (target at most 1.5)`);
-console.log(`  RSS idle ${slow.idleRss.toFixed(0)} MB, peak while waiting ${slow.peakRss.toFixed(0)} MB  (target under 500)`);
-console.log(`  GET /me idle p50 ${p(slow.idle, 0.5)} ms p99 ${p(slow.idle, 0.99)} ms; while waiting p50 ${p(slow.waiting, 0.5)} ms p99 ${p(slow.waiting, 0.99)} ms: p99 ratio ${(quantile(slow.waiting, 0.99) / quantile(slow.idle, 0.99)).toFixed(2)}  (target at most 2)`);
+console.log(
+  `SANDBOX_LATENCY_MS=${LATENCY_MS}: all ended in ${slow.wallS.toFixed(1)} s (submitted in ${slow.submittedS.toFixed(1)} s), ${slow.failed} failed`,
+);
+console.log(
+  `  wall / ideal (latency + baseline wall = ${ideal.toFixed(1)} s): ${(slow.wallS / ideal).toFixed(2)}  (target at most 1.5)`,
+);
+console.log(
+  `  RSS idle ${slow.idleRss.toFixed(0)} MB, peak while waiting ${slow.peakRss.toFixed(0)} MB  (target under 500)`,
+);
+console.log(
+  `  GET /me idle p50 ${p(slow.idle, 0.5)} ms p99 ${p(slow.idle, 0.99)} ms; while waiting p50 ${p(slow.waiting, 0.5)} ms p99 ${p(slow.waiting, 0.99)} ms: p99 ratio ${(quantile(slow.waiting, 0.99) / quantile(slow.idle, 0.99)).toFixed(2)}  (target at most 2)`,
+);
 await afterAll();

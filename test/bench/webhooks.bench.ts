@@ -4,23 +4,24 @@
 // transition (the job row's finished_at) to the receiver's 2xx. The baseline in the same run: the same
 // 1,000 signed POSTs sent straight through the outbound guard by a loop of concurrency 16, without database.
 // Run: npx tsx test/bench/webhooks.bench.ts   (BENCH_EVENTS to change the count; PGlite, then Postgres if reachable)
-import { createServer } from "node:http";
-import { queuedThen } from "../../core/job-states.ts";
-import type { AddressInfo } from "node:net";
+
 import { randomBytes } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import process from "node:process";
 import pg from "pg";
 import { z } from "zod";
+import { queuedThen } from "../../core/job-states.ts";
 import type { JobKindDeclaration } from "../../core/jobs.ts";
-import { createOutboundGuard } from "../../lib/outbound/index.ts";
 import { definePlugin, operation } from "../../core/plugin.ts";
-import { createTestKernel } from "../../testkit/index.ts";
-import { serveHttp } from "../../transports/http.ts";
-import { signature } from "../../core/webhooks.ts";
 import { DELIVERY_LIMITS } from "../../core/webhook-delivery.ts";
+import { signature } from "../../core/webhooks.ts";
+import { createOutboundGuard } from "../../lib/outbound/index.ts";
 import account from "../../plugins/account/index.ts";
 import webhooks from "../../plugins/webhooks/index.ts";
+import { createTestKernel } from "../../testkit/index.ts";
+import { serveHttp } from "../../transports/http.ts";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1000);
 const ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -29,7 +30,11 @@ const done: JobKindDeclaration<Record<string, never>> = {
   ...queuedThen("completed", "failed"),
   failError: "failed",
   concurrency: 8,
-  events: { success: "video.completed", failure: "video.failed", data: async (_trx, job) => ({ job_id: job.jobId, status: "completed" }) },
+  events: {
+    success: "video.completed",
+    failure: "video.failed",
+    data: async (_trx, job) => ({ job_id: job.jobId, status: "completed" }),
+  },
   async run() {
     return { state: "completed" };
   },
@@ -64,20 +69,41 @@ async function receiver() {
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, arrivals, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    arrivals,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
 }
 
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
+const quantile = (xs: number[], q: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 
 async function baseline(url: string) {
   const guard = createOutboundGuard({ allowPrivate: true });
-  const body = JSON.stringify({ id: "evt_0000000000000000", event: "video.completed", created_at: 0, data: { job_id: "x" } });
+  const body = JSON.stringify({
+    id: "evt_0000000000000000",
+    event: "video.completed",
+    created_at: 0,
+    data: { job_id: "x" },
+  });
   let next = 0;
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: 16 }, async () => {
       while (next++ < EVENTS) {
-        const res = await guard.stream(url, { method: "POST", body, headers: { "content-type": "application/json", "x-service-signature": signature("s", Math.floor(Date.now() / 1000), body) } });
+        const res = await guard.stream(url, {
+          method: "POST",
+          body,
+          headers: {
+            "content-type": "application/json",
+            "x-service-signature": signature("s", Math.floor(Date.now() / 1000), body),
+          },
+        });
         res.cancel();
       }
     }),
@@ -90,9 +116,21 @@ async function baseline(url: string) {
 /** EVENTS submits over HTTP, 50 at a time, as partners' calls arrive (not in-process calls, which would not yield to I/O). */
 async function submitAll(baseUrl: string, key: string): Promise<string[]> {
   const ids: string[] = [];
-  const headers = { authorization: `Bearer ${key}`, "user-agent": "mediagate-bench/1.0", "content-type": "application/json" };
+  const headers = {
+    authorization: `Bearer ${key}`,
+    "user-agent": "mediagate-bench/1.0",
+    "content-type": "application/json",
+  };
   for (let i = 0; i < EVENTS; i += 50) {
-    const batch = await Promise.all(Array.from({ length: Math.min(50, EVENTS - i) }, async () => (await (await fetch(new URL("api/v1/partner/done", baseUrl), { method: "POST", headers, body: "{}" })).json()) as { job_id: string }));
+    const batch = await Promise.all(
+      Array.from(
+        { length: Math.min(50, EVENTS - i) },
+        async () =>
+          (await (
+            await fetch(new URL("api/v1/partner/done", baseUrl), { method: "POST", headers, body: "{}" })
+          ).json()) as { job_id: string },
+      ),
+    );
     ids.push(...batch.map((r) => r.job_id));
   }
   return ids;
@@ -107,7 +145,12 @@ async function run(backend: string, databaseUrl?: string) {
   const rcv = await receiver();
   const base = await baseline(rcv.url);
   rcv.arrivals.clear();
-  const tk = await createTestKernel({ plugins: [account, webhooks, bench], databaseUrl, start: true, env: { ALLOW_PRIVATE_URLS: "1" } });
+  const tk = await createTestKernel({
+    plugins: [account, webhooks, bench],
+    databaseUrl,
+    start: true,
+    env: { ALLOW_PRIVATE_URLS: "1" },
+  });
   const db = tk.kernel.database.kysely;
   const server = await serveHttp(tk.kernel, { adminToken: tk.adminToken, port: 0, hostname: "127.0.0.1" });
   try {
@@ -117,7 +160,16 @@ async function run(backend: string, databaseUrl?: string) {
     // Delivery throughput: the events are made with the delivery loop stopped, then it drains them.
     await tk.kernel.webhooks.stopWorkers();
     await submitAll(server.url, key);
-    const pending = async () => Number((await db.selectFrom("webhook_deliveries").select((e) => e.fn.countAll().as("n")).where("status", "=", "pending").executeTakeFirstOrThrow()).n);
+    const pending = async () =>
+      Number(
+        (
+          await db
+            .selectFrom("webhook_deliveries")
+            .select((e) => e.fn.countAll().as("n"))
+            .where("status", "=", "pending")
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
     await until(async () => (await pending()) === EVENTS);
     const t0 = performance.now();
     await tk.kernel.webhooks.startWorkers();
@@ -136,10 +188,16 @@ async function run(backend: string, databaseUrl?: string) {
     await until(() => rcv.arrivals.size >= EVENTS);
     const elapsed = (Math.max(...rcv.arrivals.values()) - started) / 1000;
     const rows = await db.selectFrom("jobs").select(["id", "finished_at"]).where("id", "in", ids).execute();
-    const latency = rows.filter((r) => r.finished_at && rcv.arrivals.has(r.id)).map((r) => rcv.arrivals.get(r.id)! - new Date(r.finished_at!).getTime());
+    const latency = rows
+      .filter((r) => r.finished_at && rcv.arrivals.has(r.id))
+      .map((r) => rcv.arrivals.get(r.id)! - new Date(r.finished_at!).getTime());
     loopDelay.disable();
-    console.log(`${backend.padEnd(9)} delivery: ${drained.toFixed(0)} events/s draining ${EVENTS} due events; direct signed-POST loop ${base.toFixed(0)}/s; ratio ${(drained / base).toFixed(2)}`);
-    console.log(`${backend.padEnd(9)} end to end: ${rcv.arrivals.size}/${EVENTS} in ${elapsed.toFixed(1)} s (${(rcv.arrivals.size / elapsed).toFixed(0)}/s: submit, run, event, delivery); terminal transition -> receiver 2xx: median ${quantile(latency, 0.5)} ms, p95 ${quantile(latency, 0.95)} ms; event loop held up to ${(loopDelay.max / 1e6).toFixed(0)} ms (p99 ${(loopDelay.percentile(99) / 1e6).toFixed(0)} ms)`);
+    console.log(
+      `${backend.padEnd(9)} delivery: ${drained.toFixed(0)} events/s draining ${EVENTS} due events; direct signed-POST loop ${base.toFixed(0)}/s; ratio ${(drained / base).toFixed(2)}`,
+    );
+    console.log(
+      `${backend.padEnd(9)} end to end: ${rcv.arrivals.size}/${EVENTS} in ${elapsed.toFixed(1)} s (${(rcv.arrivals.size / elapsed).toFixed(0)}/s: submit, run, event, delivery); terminal transition -> receiver 2xx: median ${quantile(latency, 0.5)} ms, p95 ${quantile(latency, 0.95)} ms; event loop held up to ${(loopDelay.max / 1e6).toFixed(0)} ms (p99 ${(loopDelay.percentile(99) / 1e6).toFixed(0)} ms)`,
+    );
   } finally {
     await server.close();
     await tk.close();
@@ -147,10 +205,17 @@ async function run(backend: string, databaseUrl?: string) {
   }
 }
 
-console.log(`webhook delivery, ${EVENTS} events, one receiver (DELIVERY_LIMITS: ${DELIVERY_LIMITS.perHost} at once per destination, ${DELIVERY_LIMITS.total} in all)`);
+console.log(
+  `webhook delivery, ${EVENTS} events, one receiver (DELIVERY_LIMITS: ${DELIVERY_LIMITS.perHost} at once per destination, ${DELIVERY_LIMITS.total} in all)`,
+);
 await run("pglite");
 const admin = new pg.Client({ connectionString: ADMIN_URL });
-if (await admin.connect().then(() => true, () => false)) {
+if (
+  await admin.connect().then(
+    () => true,
+    () => false,
+  )
+) {
   const name = `mediagate_bench_${randomBytes(4).toString("hex")}`;
   await admin.query(`create database ${name}`);
   try {

@@ -5,12 +5,12 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
+import { CAPTION_ERRORS } from "../../plugins/captions/errors.ts";
+import captions from "../../plugins/captions/index.ts";
 import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
-import captions from "../../plugins/captions/index.ts";
-import { CAPTION_ERRORS } from "../../plugins/captions/errors.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase, redisUrl } from "../helpers/backends.ts";
 
 const LIMITS = {
@@ -31,7 +31,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The luma plane of the frame at `t` seconds, width × height bytes. */
 async function lumaAt(engine: MediaEngine, mp4: Uint8Array, t: number): Promise<Uint8Array> {
-  const out = await engine.run(["-ss", t.toFixed(3), "-i", "in.mp4", "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", "frame.raw"], { inputs: { "in.mp4": mp4 }, outputs: ["frame.raw"] });
+  const out = await engine.run(
+    ["-ss", t.toFixed(3), "-i", "in.mp4", "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", "frame.raw"],
+    { inputs: { "in.mp4": mp4 }, outputs: ["frame.raw"] },
+  );
   return out["frame.raw"]!;
 }
 
@@ -82,18 +85,30 @@ for (const backend of await databaseBackends()) {
   }
 
   async function generatedVideo(key: string, prompt: string, sound: boolean): Promise<string> {
-    const res = await tk.request("POST", "/generate-video", { key, body: { prompt, model: "alpha-v3-text-to-video", quality: "720p", duration: 5, sound, aspect_ratio: "16:9" } });
+    const res = await tk.request("POST", "/generate-video", {
+      key,
+      body: { prompt, model: "alpha-v3-text-to-video", quality: "720p", duration: 5, sound, aspect_ratio: "16:9" },
+    });
     assert.is(res.status, 202, JSON.stringify(res.body));
-    const v = await until(() => tk.request("GET", `/video-status/${res.body.job_id}`, { key }), (r) => ["complete", "error"].includes(r.body.status), "video");
+    const v = await until(
+      () => tk.request("GET", `/video-status/${res.body.job_id}`, { key }),
+      (r) => ["complete", "error"].includes(r.body.status),
+      "video",
+    );
     assert.is(v.body.status, "complete", JSON.stringify(v.body));
     return res.body.job_id;
   }
 
   const captionDone = (key: string, id: string) =>
-    until(() => tk.request("GET", `/captions/${id}`, { key }), (r) => !["pending", "processing"].includes(r.body.status), `caption ${id}`).then((r) => r.body);
+    until(
+      () => tk.request("GET", `/captions/${id}`, { key }),
+      (r) => !["pending", "processing"].includes(r.body.status),
+      `caption ${id}`,
+    ).then((r) => r.body);
 
   const blobOf = async (url: string) => (await tk.kernel.blobs.get(new URL(url).pathname.slice("/media/".length)))!;
-  const credits = async (key: string) => (await tk.request("GET", "/credits", { key })).body.credits_remaining as number;
+  const credits = async (key: string) =>
+    (await tk.request("GET", "/credits", { key })).body.credits_remaining as number;
 
   t("style-options: the whitelist, the tier's price, upload and retention", async () => {
     const { key } = await tk.partner({ tier: "standard", limits: LIMITS });
@@ -101,7 +116,13 @@ for (const backend of await databaseBackends()) {
     assert.is(res.status, 200, JSON.stringify(res.body));
     assert.is(res.body.fonts.length, 62);
     assert.is(res.body.credits, 25);
-    assert.equal(res.body.upload, { chunked: true, chunk_size: 8388608, max_bytes: 1000000000, max_seconds: 1800, single_shot_max_bytes: 95000000 });
+    assert.equal(res.body.upload, {
+      chunked: true,
+      chunk_size: 8388608,
+      max_bytes: 1000000000,
+      max_seconds: 1800,
+      single_shot_max_bytes: 95000000,
+    });
     assert.equal(res.body.retention, { captioned_output_days: 14, uploaded_source_days: 2, guaranteed: false });
     const plus = await tk.partner({ tier: "api_plus10", limits: LIMITS });
     assert.is((await tk.request("GET", "/captions/style-options", { key: plus.key })).body.credits, 28);
@@ -127,7 +148,10 @@ for (const backend of await databaseBackends()) {
       assert.is(res.status, status, `${JSON.stringify(body)} -> ${JSON.stringify(res.body)}`);
       assert.ok(String(res.body.error).includes(text), `${JSON.stringify(body)} -> ${res.body.error}`);
     }
-    const bad = await tk.request("POST", "/captions", { key, body: { video_job_id: foreign, style: { size: "huge" } } });
+    const bad = await tk.request("POST", "/captions", {
+      key,
+      body: { video_job_id: foreign, style: { size: "huge" } },
+    });
     assert.is(bad.status, 400);
     assert.is(await credits(key), 100);
     assert.is((await tk.request("GET", "/captions", { key })).body.total, 0);
@@ -139,9 +163,16 @@ for (const backend of await databaseBackends()) {
 
   t("a generated video with speech: captioned, read, edited and re-burned free of charge, then pruned", async () => {
     const { key } = await tk.partner({ credits: 1000, tier: "standard", limits: LIMITS });
-    const videoId = await generatedVideo(key, 'A presenter at a desk says "hello there, welcome to the evening news"', true);
+    const videoId = await generatedVideo(
+      key,
+      'A presenter at a desk says "hello there, welcome to the evening news"',
+      true,
+    );
     const before = await credits(key);
-    const sub = await tk.request("POST", "/captions", { key, body: { video_job_id: videoId, partner_job_id: "cap-1", style: { chunking: "words", size: "large" } } });
+    const sub = await tk.request("POST", "/captions", {
+      key,
+      body: { video_job_id: videoId, partner_job_id: "cap-1", style: { chunking: "words", size: "large" } },
+    });
     assert.is(sub.status, 202, JSON.stringify(sub.body));
     assert.is(sub.body.status, "pending");
     assert.is(sub.body.credits_used, 25);
@@ -149,22 +180,32 @@ for (const backend of await databaseBackends()) {
     assert.equal(sub.body.retention, { captioned_output_days: 14, uploaded_source_days: null, guaranteed: false });
     const again = await tk.request("POST", "/captions", { key, body: { video_job_id: videoId } });
     assert.ok([409, 202].includes(again.status));
-    if (again.status === 202) await captionDone(key, again.body.job_id); // the first had already finished
+    if (again.status === 202)
+      await captionDone(key, again.body.job_id); // the first had already finished
     else assert.is(again.body.error, CAPTION_ERRORS.sourceBusy);
 
     const job = await captionDone(key, sub.body.job_id);
     assert.is(job.status, "complete", JSON.stringify(job));
     assert.is(job.partner_job_id, "cap-1");
     assert.ok(job.captioned_url.startsWith("https://media.example.test/media/"));
-    assert.equal([job.editable, job.source_available, job.media_pruned, job.edit_count, job.credits_refunded], [true, true, false, 0, false]);
+    assert.equal(
+      [job.editable, job.source_available, job.media_pruned, job.edit_count, job.credits_refunded],
+      [true, true, false, 0, false],
+    );
 
     const chunks = await tk.request("GET", `/captions/${job.job_id}/chunks`, { key });
     assert.is(chunks.status, 200);
     const cards = chunks.body.chunks as Array<{ start: number; end: number; text: string }>;
     assert.ok(cards.length >= 2, JSON.stringify(cards));
-    const words = cards.map((c) => c.text).join(" ").toLowerCase();
+    const words = cards
+      .map((c) => c.text)
+      .join(" ")
+      .toLowerCase();
     assert.ok(words.includes("hello") && words.includes("news"), words);
-    assert.equal([chunks.body.chunk_count, chunks.body.too_many_to_edit, chunks.body.max_inline_edit_chunks], [cards.length, false, 800]);
+    assert.equal(
+      [chunks.body.chunk_count, chunks.body.too_many_to_edit, chunks.body.max_inline_edit_chunks],
+      [cards.length, false, 800],
+    );
 
     // The burned frames: text in the lower part while a card is up, the source's picture in a gap.
     const videoStatus = await tk.request("GET", `/video-status/${videoId}`, { key });
@@ -181,7 +222,14 @@ for (const backend of await databaseBackends()) {
     const outside = cards[0]!.start >= 0.3 ? cards[0]!.start / 2 : lastEnd + 0.3 < 4.9 ? (lastEnd + 4.9) / 2 : null;
     assert.ok(outside !== null, JSON.stringify(cards));
     assert.ok(diffInside > 0.002, `caption region differs while a card is up (${diffInside})`);
-    const diffOutside = diff(await lumaAt(engine, src, outside!), await lumaAt(engine, out, outside!), 1280, 720, 0.55, 1);
+    const diffOutside = diff(
+      await lumaAt(engine, src, outside!),
+      await lumaAt(engine, out, outside!),
+      1280,
+      720,
+      0.55,
+      1,
+    );
     assert.ok(diffOutside < diffInside / 10, `no caption before the first word (${diffOutside} vs ${diffInside})`);
 
     // Edit: bad lists answer 400 and change nothing.
@@ -191,7 +239,10 @@ for (const backend of await databaseBackends()) {
       [{ chunks: [{ start: 0, end: 7201, text: "x" }] }, CAPTION_ERRORS.chunkTiming],
       [{ chunks: [{ start: 0, end: 1, text: "x".repeat(201) }] }, CAPTION_ERRORS.chunkTextTooLong],
       [{ chunks: [{ start: 0, end: 1, text: "" }] }, CAPTION_ERRORS.noCaptionLeft],
-      [{ chunks: Array.from({ length: 4001 }, (_, i) => ({ start: i, end: i + 0.5, text: "a" })) }, CAPTION_ERRORS.tooManyChunks],
+      [
+        { chunks: Array.from({ length: 4001 }, (_, i) => ({ start: i, end: i + 0.5, text: "a" })) },
+        CAPTION_ERRORS.tooManyChunks,
+      ],
       [{ chunks: [{ start: "0", end: 1, text: "x" }] }, CAPTION_ERRORS.chunkInvalid],
     ];
     for (const [body, text] of badEdits) {
@@ -200,18 +251,29 @@ for (const backend of await databaseBackends()) {
       assert.is(res.body.error, text);
     }
     const balance = await credits(key);
-    const edited = [{ start: 0.2, end: 1.8, text: "EDITED CAPTION" }, { start: 2.5, end: 2.9, text: "" }, { start: 3, end: 4.5, text: "second one" }];
+    const edited = [
+      { start: 0.2, end: 1.8, text: "EDITED CAPTION" },
+      { start: 2.5, end: 2.9, text: "" },
+      { start: 3, end: 4.5, text: "second one" },
+    ];
     const edit = await tk.request("POST", `/captions/${job.job_id}/edit`, { key, body: { chunks: edited } });
     assert.is(edit.status, 202, JSON.stringify(edit.body));
     assert.is(edit.body.status, "pending");
     const busy = await tk.request("POST", `/captions/${job.job_id}/edit`, { key, body: { chunks: edited } });
     assert.ok(busy.status === 409 || busy.status === 202, JSON.stringify(busy.body));
-    const reburned = await until(() => tk.request("GET", `/captions/${job.job_id}`, { key }), (r) => r.body.status === "complete" && r.body.edit_count >= 1, "re-burn").then((r) => r.body);
+    const reburned = await until(
+      () => tk.request("GET", `/captions/${job.job_id}`, { key }),
+      (r) => r.body.status === "complete" && r.body.edit_count >= 1,
+      "re-burn",
+    ).then((r) => r.body);
     assert.is(reburned.status, "complete");
     assert.ok(reburned.captioned_url !== job.captioned_url, "a new output URL");
     assert.is(await credits(key), balance, "no charge for an edit");
     const after = await tk.request("GET", `/captions/${job.job_id}/chunks`, { key });
-    assert.equal(after.body.chunks.map((c: any) => c.text), ["EDITED CAPTION", "second one"]);
+    assert.equal(
+      after.body.chunks.map((c: any) => c.text),
+      ["EDITED CAPTION", "second one"],
+    );
 
     // Retention: 14 days later the output is gone; the generated source remains, so it can be re-burned.
     tk.clock.advance(15 * DAY);
@@ -245,8 +307,19 @@ for (const backend of await databaseBackends()) {
     const foreign = await tk.partner({ limits: LIMITS });
     assert.is((await tk.request("GET", `/captions/${job.job_id}`, { key: foreign.key })).status, 404);
     assert.is((await tk.request("GET", `/captions/${job.job_id}/chunks`, { key: foreign.key })).status, 404);
-    assert.is((await tk.request("POST", `/captions/${job.job_id}/edit`, { key: foreign.key, body: { chunks: [{ start: 0, end: 1, text: "x" }] } })).status, 404);
-    const notEditable = await tk.request("POST", `/captions/${job.job_id}/edit`, { key, body: { chunks: [{ start: 0, end: 1, text: "x" }] } });
+    assert.is(
+      (
+        await tk.request("POST", `/captions/${job.job_id}/edit`, {
+          key: foreign.key,
+          body: { chunks: [{ start: 0, end: 1, text: "x" }] },
+        })
+      ).status,
+      404,
+    );
+    const notEditable = await tk.request("POST", `/captions/${job.job_id}/edit`, {
+      key,
+      body: { chunks: [{ start: 0, end: 1, text: "x" }] },
+    });
     assert.is(notEditable.status, 409);
   });
 

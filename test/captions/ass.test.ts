@@ -5,15 +5,32 @@
 // cannot inject override tags, line breaks or fields.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { ASS_LAYERS, assColour, assTime, buildAss, escapeAssText, REFERENCE_SHORT_SIDE, SHADOW_OFFSET_1080, strengthAlpha } from "../../plugins/captions/render/ass.ts";
+import {
+  ASS_LAYERS,
+  assColour,
+  assTime,
+  buildAss,
+  escapeAssText,
+  REFERENCE_SHORT_SIDE,
+  SHADOW_OFFSET_1080,
+  strengthAlpha,
+} from "../../plugins/captions/render/ass.ts";
 import { fontPixels, layoutFor, outlinePixels, strokePixels } from "../../plugins/captions/render/layout.ts";
-import type { Card, CaptionStyle, FontEntry, Frame } from "../../plugins/captions/types.ts";
+import type { CaptionStyle, Card, FontEntry, Frame } from "../../plugins/captions/types.ts";
 
 const t = suite("captions: ASS script");
 
 const PORTRAIT: Frame = { width: 1080, height: 1920, fps: 30 };
 const LANDSCAPE: Frame = { width: 1280, height: 720, fps: 25 };
-const FONT: FontEntry = { key: "test", label: "Test", file: "Test-Regular.ttf", css_family: "Test Sans", embolden: 0, category: "clean", path: "/nowhere" };
+const FONT: FontEntry = {
+  key: "test",
+  label: "Test",
+  file: "Test-Regular.ttf",
+  css_family: "Test Sans",
+  embolden: 0,
+  category: "clean",
+  path: "/nowhere",
+};
 const STROKED: FontEntry = { ...FONT, key: "stroked", css_family: "Stroked Sans", embolden: 0.04 };
 const BASE: CaptionStyle = {
   font: "test",
@@ -113,15 +130,18 @@ t("font and size: Fontname is the font's css_family, Fontsize is layout.ts fontP
   assert.is(Number(p.styles[ASS_LAYERS.face]!.Fontsize), fontPixels("medium", PORTRAIT));
 });
 
-t("colours: #RRGGBB becomes &HAABBGGRR; color fills every visible layer, outline_color borders the outline layer", () => {
-  assert.is(assColour("#12AB34"), "&H0034AB12");
-  assert.is(assColour("#ffffff", 255), "&HFFFFFFFF");
-  assert.throws(() => assColour("red"));
-  const p = ass({ color: "#12AB34", outline_color: "#C0FFEE" });
-  assert.is(p.styles[ASS_LAYERS.face]!.PrimaryColour, "&H0034AB12");
-  assert.is(p.styles[ASS_LAYERS.outline]!.PrimaryColour, "&H0034AB12");
-  assert.is(p.styles[ASS_LAYERS.outline]!.OutlineColour, "&H00EEFFC0");
-});
+t(
+  "colours: #RRGGBB becomes &HAABBGGRR; color fills every visible layer, outline_color borders the outline layer",
+  () => {
+    assert.is(assColour("#12AB34"), "&H0034AB12");
+    assert.is(assColour("#ffffff", 255), "&HFFFFFFFF");
+    assert.throws(() => assColour("red"));
+    const p = ass({ color: "#12AB34", outline_color: "#C0FFEE" });
+    assert.is(p.styles[ASS_LAYERS.face]!.PrimaryColour, "&H0034AB12");
+    assert.is(p.styles[ASS_LAYERS.outline]!.PrimaryColour, "&H0034AB12");
+    assert.is(p.styles[ASS_LAYERS.outline]!.OutlineColour, "&H00EEFFC0");
+  },
+);
 
 t("outline: none draws no outline layer; thin < medium < thick, as layout.ts outlinePixels", () => {
   assert.equal(layersOf(ass({ outline: "none" })), [ASS_LAYERS.face]);
@@ -140,47 +160,67 @@ t("outline: none draws no outline layer; thin < medium < thick, as layout.ts out
   }
 });
 
-t("shadow: a layer of its own under the text, transparent fill, depth by `shadow`, explicit offsets, blur, strength", () => {
-  assert.not.ok(layersOf(ass({ shadow: "none", shadow_blur: 5, shadow_x: 3 })).includes(ASS_LAYERS.shadow), "none: no shadow layer, whatever the other fields");
-  const scale = Math.min(PORTRAIT.width, PORTRAIT.height) / REFERENCE_SHORT_SIDE;
-  let last = 0;
-  for (const shadow of ["thin", "medium", "thick"] as const) {
-    const p = ass({ shadow });
-    assert.equal(layersOf(p), [ASS_LAYERS.shadow, ASS_LAYERS.outline, ASS_LAYERS.face]);
-    const s = p.styles[ASS_LAYERS.shadow]!;
-    assert.is(s.PrimaryColour!.slice(0, 4), "&HFF", "fill transparent");
-    assert.is(s.OutlineColour!.slice(0, 4), "&HFF", "border transparent");
-    const depth = Number(s.Shadow);
-    assert.is(depth, SHADOW_OFFSET_1080[shadow] * scale);
-    assert.ok(depth > last);
-    last = depth;
-    // Null offsets: the default depth on both axes.
-    const e = p.events.find((x) => x.Style === ASS_LAYERS.shadow)!;
-    assert.is(tagValue(e, "xshad"), depth);
-    assert.is(tagValue(e, "yshad"), depth);
-    assert.is(tagValue(e, "blur"), undefined, "no blur by default");
-    assert.is(Number(e.Layer), 0);
-    // The other layers carry no shadow of their own.
-    assert.is(Number(p.styles[ASS_LAYERS.outline]!.Shadow), 0);
-    assert.is(Number(p.styles[ASS_LAYERS.face]!.Shadow), 0);
-  }
-  // shadow_x / shadow_y, negative ones too; one left null takes the default.
-  const e = ass({ shadow: "thin", shadow_x: -6, shadow_y: null, shadow_blur: 7 }, { frame: LANDSCAPE }).events.find((x) => x.Style === ASS_LAYERS.shadow)!;
-  const lscale = 720 / REFERENCE_SHORT_SIDE;
-  assert.is(tagValue(e, "xshad"), Math.round(-6 * lscale * 10) / 10);
-  assert.is(tagValue(e, "yshad"), Math.round(SHADOW_OFFSET_1080.thin * lscale * 10) / 10);
-  assert.is(tagValue(e, "blur"), Math.round(7 * lscale * 10) / 10);
-  // Strength: the shadow colour's alpha.
-  for (const [strength, alpha] of [[100, "00"], [0, "FF"], [70, "4D"], [50, "80"]] as const) {
-    assert.is(strengthAlpha(strength), parseInt(alpha, 16));
-    assert.is(ass({ shadow: "medium", shadow_strength: strength }).styles[ASS_LAYERS.shadow]!.BackColour, `&H${alpha}000000`);
-  }
-});
+t(
+  "shadow: a layer of its own under the text, transparent fill, depth by `shadow`, explicit offsets, blur, strength",
+  () => {
+    assert.not.ok(
+      layersOf(ass({ shadow: "none", shadow_blur: 5, shadow_x: 3 })).includes(ASS_LAYERS.shadow),
+      "none: no shadow layer, whatever the other fields",
+    );
+    const scale = Math.min(PORTRAIT.width, PORTRAIT.height) / REFERENCE_SHORT_SIDE;
+    let last = 0;
+    for (const shadow of ["thin", "medium", "thick"] as const) {
+      const p = ass({ shadow });
+      assert.equal(layersOf(p), [ASS_LAYERS.shadow, ASS_LAYERS.outline, ASS_LAYERS.face]);
+      const s = p.styles[ASS_LAYERS.shadow]!;
+      assert.is(s.PrimaryColour!.slice(0, 4), "&HFF", "fill transparent");
+      assert.is(s.OutlineColour!.slice(0, 4), "&HFF", "border transparent");
+      const depth = Number(s.Shadow);
+      assert.is(depth, SHADOW_OFFSET_1080[shadow] * scale);
+      assert.ok(depth > last);
+      last = depth;
+      // Null offsets: the default depth on both axes.
+      const e = p.events.find((x) => x.Style === ASS_LAYERS.shadow)!;
+      assert.is(tagValue(e, "xshad"), depth);
+      assert.is(tagValue(e, "yshad"), depth);
+      assert.is(tagValue(e, "blur"), undefined, "no blur by default");
+      assert.is(Number(e.Layer), 0);
+      // The other layers carry no shadow of their own.
+      assert.is(Number(p.styles[ASS_LAYERS.outline]!.Shadow), 0);
+      assert.is(Number(p.styles[ASS_LAYERS.face]!.Shadow), 0);
+    }
+    // shadow_x / shadow_y, negative ones too; one left null takes the default.
+    const e = ass({ shadow: "thin", shadow_x: -6, shadow_y: null, shadow_blur: 7 }, { frame: LANDSCAPE }).events.find(
+      (x) => x.Style === ASS_LAYERS.shadow,
+    )!;
+    const lscale = 720 / REFERENCE_SHORT_SIDE;
+    assert.is(tagValue(e, "xshad"), Math.round(-6 * lscale * 10) / 10);
+    assert.is(tagValue(e, "yshad"), Math.round(SHADOW_OFFSET_1080.thin * lscale * 10) / 10);
+    assert.is(tagValue(e, "blur"), Math.round(7 * lscale * 10) / 10);
+    // Strength: the shadow colour's alpha.
+    for (const [strength, alpha] of [
+      [100, "00"],
+      [0, "FF"],
+      [70, "4D"],
+      [50, "80"],
+    ] as const) {
+      assert.is(strengthAlpha(strength), parseInt(alpha, 16));
+      assert.is(
+        ass({ shadow: "medium", shadow_strength: strength }).styles[ASS_LAYERS.shadow]!.BackColour,
+        `&H${alpha}000000`,
+      );
+    }
+  },
+);
 
 t("position: bottom, middle and top align the caption; custom places it at position_y clamped to 5-95", () => {
   for (const frame of [PORTRAIT, LANDSCAPE]) {
     const layout = layoutFor(frame);
-    for (const [position, an] of [["bottom", 2], ["middle", 5], ["top", 8]] as const) {
+    for (const [position, an] of [
+      ["bottom", 2],
+      ["middle", 5],
+      ["top", 8],
+    ] as const) {
       const p = ass({ position, position_y: 12 }, { frame });
       for (const s of Object.values(p.styles)) {
         assert.is(Number(s.Alignment), an);
@@ -193,7 +233,15 @@ t("position: bottom, middle and top align the caption; custom places it at posit
         assert.not.match(overrides(e), /\\pos/);
       }
     }
-    for (const [y, drawn] of [[0, 5], [5, 5], [30, 30], [50, 50], [95, 95], [100, 95], [72.5, 72.5]] as const) {
+    for (const [y, drawn] of [
+      [0, 5],
+      [5, 5],
+      [30, 30],
+      [50, 50],
+      [95, 95],
+      [100, 95],
+      [72.5, 72.5],
+    ] as const) {
       const p = ass({ position: "custom", position_y: y }, { frame });
       for (const e of p.events) {
         const m = /\\an5\\pos\((\d+),(\d+)\)/.exec(overrides(e));
@@ -206,7 +254,8 @@ t("position: bottom, middle and top align the caption; custom places it at posit
 });
 
 t("case changes the drawn text only", () => {
-  const text = (c: CaptionStyle["case"]) => ass({ case: c, outline: "none" }).events.map((e) => e.Text!.replace(/^\{[^}]*\}/, ""));
+  const text = (c: CaptionStyle["case"]) =>
+    ass({ case: c, outline: "none" }).events.map((e) => e.Text!.replace(/^\{[^}]*\}/, ""));
   assert.equal(text("normal"), ["Hello there", "General Kenobi"]);
   assert.equal(text("upper"), ["HELLO THERE", "GENERAL KENOBI"]);
   assert.equal(text("lower"), ["hello there", "general kenobi"]);
@@ -222,7 +271,10 @@ t("embolden: a stroke in the text colour of embolden × font size, with the outl
   assert.is(face.OutlineColour, face.PrimaryColour);
   assert.is(face.OutlineColour, "&H000088FF");
   // The outline layer's border reaches past the stroke by the outline's width.
-  assert.is(Number(p.styles[ASS_LAYERS.outline]!.Outline), Math.round((outlinePixels("thin", fontPx) + stroke) * 10) / 10);
+  assert.is(
+    Number(p.styles[ASS_LAYERS.outline]!.Outline),
+    Math.round((outlinePixels("thin", fontPx) + stroke) * 10) / 10,
+  );
   // A font without embolden has no stroke.
   assert.is(Number(ass({ size: "large", outline: "thin" }).styles[ASS_LAYERS.face]!.Outline), 0);
   // Stroke and no outline: the face layer alone, still stroked.
@@ -238,11 +290,23 @@ t("events: one Dialogue per card and layer, centisecond times, empty and backwar
   assert.is(assTime(61.5), "0:01:01.50");
   assert.is(assTime(3723.99), "1:02:03.99");
   assert.is(assTime(-1), "0:00:00.00");
-  const cards: Card[] = [...CARDS, { start: 4, end: 4, text: "zero" }, { start: 5, end: 4, text: "backwards" }, { start: 6, end: 7, text: "  \n " }];
+  const cards: Card[] = [
+    ...CARDS,
+    { start: 4, end: 4, text: "zero" },
+    { start: 5, end: 4, text: "backwards" },
+    { start: 6, end: 7, text: "  \n " },
+  ];
   const p = ass({ shadow: "thin" }, { cards });
   assert.is(p.events.length, 2 * 3);
   const first = p.events.filter((e) => e.Text!.endsWith("Hello there"));
-  assert.equal(first.map((e) => [e.Layer, e.Start, e.End]), [["0", "0:00:00.50", "0:00:01.23"], ["1", "0:00:00.50", "0:00:01.23"], ["2", "0:00:00.50", "0:00:01.23"]]);
+  assert.equal(
+    first.map((e) => [e.Layer, e.Start, e.End]),
+    [
+      ["0", "0:00:00.50", "0:00:01.23"],
+      ["1", "0:00:00.50", "0:00:01.23"],
+      ["2", "0:00:00.50", "0:00:01.23"],
+    ],
+  );
   for (const e of p.events) assert.ok(Object.values(p.styles).some((s) => s.Name === e.Style));
 });
 
@@ -291,7 +355,16 @@ t("hostile text: no override block, line break, field or Dialogue can be injecte
 });
 
 t("the tiktok preset as the spec lists it", () => {
-  const tiktok: CaptionStyle = { ...BASE, outline: "none", shadow: "thin", shadow_blur: 4, shadow_x: 2, shadow_y: 2.5, shadow_strength: 70, chunking: "phrases" };
+  const tiktok: CaptionStyle = {
+    ...BASE,
+    outline: "none",
+    shadow: "thin",
+    shadow_blur: 4,
+    shadow_x: 2,
+    shadow_y: 2.5,
+    shadow_strength: 70,
+    chunking: "phrases",
+  };
   const p = ass(tiktok, { font: STROKED });
   assert.equal(layersOf(p), [ASS_LAYERS.shadow, ASS_LAYERS.face]);
   const e = p.events.find((x) => x.Style === ASS_LAYERS.shadow)!;

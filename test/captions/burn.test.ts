@@ -6,11 +6,19 @@
 // the engine refuses the libass filter in any other form. Clips are small: ffmpeg.wasm is slow.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import {
+  createMediaEngine,
+  firstAudio,
+  firstVideo,
+  generateTestVideo,
+  isMediaError,
+  type MediaEngine,
+  type StreamedInput,
+} from "../../lib/media/index.ts";
 import { buildAss } from "../../plugins/captions/render/ass.ts";
 import { BURN_FILES, burnArgs, burnCaptions } from "../../plugins/captions/render/burn.ts";
 import { fontByKey, readFont } from "../../plugins/captions/render/fonts.ts";
-import type { Card, CaptionStyle, Frame } from "../../plugins/captions/types.ts";
-import { createMediaEngine, firstAudio, firstVideo, generateTestVideo, isMediaError, type MediaEngine, type StreamedInput } from "../../lib/media/index.ts";
+import type { CaptionStyle, Card, Frame } from "../../plugins/captions/types.ts";
 import { ENGINE_MODES } from "../media/util.ts";
 
 const FRAME: Frame = { width: 320, height: 240, fps: 25 };
@@ -57,7 +65,10 @@ function chunked(bytes: Uint8Array, size = 4096): StreamedInput & { reads: numbe
 
 /** One grey frame at `t` seconds (accurate output seek) as raw 8-bit luma. */
 async function frameAt(engine: MediaEngine, video: Uint8Array, t: number): Promise<Uint8Array> {
-  const out = await engine.run(["-i", "v.mp4", "-ss", String(t), "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", "f.raw"], { inputs: { "v.mp4": video }, outputs: ["f.raw"] });
+  const out = await engine.run(
+    ["-i", "v.mp4", "-ss", String(t), "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", "f.raw"],
+    { inputs: { "v.mp4": video }, outputs: ["f.raw"] },
+  );
   const raw = out["f.raw"]!;
   assert.is(raw.byteLength, FRAME.width * FRAME.height);
   return raw;
@@ -66,7 +77,8 @@ async function frameAt(engine: MediaEngine, video: Uint8Array, t: number): Promi
 /** Pixels of a region whose luma differs by more than 48 between two frames. */
 function changed(a: Uint8Array, b: Uint8Array, r: { y0: number; y1: number; x0: number; x1: number }): number {
   let n = 0;
-  for (let y = r.y0; y < r.y1; y++) for (let x = r.x0; x < r.x1; x++) if (Math.abs(a[y * FRAME.width + x]! - b[y * FRAME.width + x]!) > 48) n++;
+  for (let y = r.y0; y < r.y1; y++)
+    for (let x = r.x0; x < r.x1; x++) if (Math.abs(a[y * FRAME.width + x]! - b[y * FRAME.width + x]!) > 48) n++;
   return n;
 }
 
@@ -100,7 +112,11 @@ for (const mode of ENGINE_MODES) {
 
   t("the caption shows inside its interval and nowhere else; the source is unchanged", async () => {
     const before = source.slice();
-    for (const [at, inside] of [[0.5, false], [1.5, true], [2.5, false]] as const) {
+    for (const [at, inside] of [
+      [0.5, false],
+      [1.5, true],
+      [2.5, false],
+    ] as const) {
       const a = await frameAt(engine, source, at);
       const b = await frameAt(engine, burned, at);
       const bottom = changed(a, b, BOTTOM);
@@ -123,7 +139,10 @@ for (const mode of ENGINE_MODES) {
     assert.is(v.height, FRAME.height);
     assert.is(v.fps, firstVideo(src)!.fps);
     assert.is(v.fps, FRAME.fps);
-    assert.ok(Math.abs(p.durationSeconds - src.durationSeconds) < 0.1, `duration ${p.durationSeconds} vs ${src.durationSeconds}`);
+    assert.ok(
+      Math.abs(p.durationSeconds - src.durationSeconds) < 0.1,
+      `duration ${p.durationSeconds} vs ${src.durationSeconds}`,
+    );
     assert.is(p.streams.length, 2);
     // +faststart: the index (moov) comes before the media data (mdat).
     const text = new TextDecoder("latin1").decode(burned.subarray(0, Math.min(burned.byteLength, 1 << 20)));
@@ -131,20 +150,23 @@ for (const mode of ENGINE_MODES) {
     assert.not.match(text, /Lavf|x264 - core/, "no encoder tags");
   });
 
-  t("hostile card text is drawn as text: an injected \\an8 does not move it, injected alpha does not hide it", async () => {
-    const hostile: Card = { start: 0.2, end: 2.8, text: "{\\an8\\alpha&HFF&}Hi\\N{\\pos(10,10)}\n}{" };
-    const out = await burnCaptions(engine, {
-      source,
-      ass: buildAss([hostile], STYLE, font, FRAME),
-      font: { file: font.file, bytes: fontBytes },
-      frame: FRAME,
-      durationSeconds: SECONDS,
-    });
-    const a = await frameAt(engine, source, 1.5);
-    const b = await frameAt(engine, out, 1.5);
-    assert.ok(changed(a, b, BOTTOM) > 300, "drawn at the bottom, visible");
-    assert.ok(changed(a, b, TOP) < 30, "nothing at the top");
-  });
+  t(
+    "hostile card text is drawn as text: an injected \\an8 does not move it, injected alpha does not hide it",
+    async () => {
+      const hostile: Card = { start: 0.2, end: 2.8, text: "{\\an8\\alpha&HFF&}Hi\\N{\\pos(10,10)}\n}{" };
+      const out = await burnCaptions(engine, {
+        source,
+        ass: buildAss([hostile], STYLE, font, FRAME),
+        font: { file: font.file, bytes: fontBytes },
+        frame: FRAME,
+        durationSeconds: SECONDS,
+      });
+      const a = await frameAt(engine, source, 1.5);
+      const b = await frameAt(engine, out, 1.5);
+      assert.ok(changed(a, b, BOTTOM) > 300, "drawn at the bottom, visible");
+      assert.ok(changed(a, b, TOP) < 30, "nothing at the top");
+    },
+  );
 
   t("a streamed source is read in chunks and burned like bytes", async () => {
     const stream = chunked(source);
@@ -184,7 +206,10 @@ for (const mode of ENGINE_MODES) {
       const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);
       try {
         // The blob is an input of the run that ffmpeg never opens: what is measured is the engine writing it.
-        await engine.run(["-f", "lavfi", "-i", "color=black:s=16x16:d=0.1", "-frames:v", "1", "o.png"], { inputs: { "blob.bin": big }, outputs: ["o.png"] });
+        await engine.run(["-f", "lavfi", "-i", "color=black:s=16x16:d=0.1", "-frames:v", "1", "o.png"], {
+          inputs: { "blob.bin": big },
+          outputs: ["o.png"],
+        });
       } finally {
         clearInterval(timer);
       }
@@ -210,7 +235,13 @@ for (const mode of ENGINE_MODES) {
       const inner = chunked(source);
       const lying: StreamedInput = { size, chunks: () => inner.chunks() };
       try {
-        await burnCaptions(engine, { source: lying, ass: buildAss([CARD], STYLE, font, FRAME), font: { file: font.file, bytes: fontBytes }, frame: FRAME, durationSeconds: SECONDS });
+        await burnCaptions(engine, {
+          source: lying,
+          ass: buildAss([CARD], STYLE, font, FRAME),
+          font: { file: font.file, bytes: fontBytes },
+          frame: FRAME,
+          durationSeconds: SECONDS,
+        });
         assert.unreachable("should fail");
       } catch (e) {
         assert.ok(isMediaError(e), String(e));
@@ -219,21 +250,30 @@ for (const mode of ENGINE_MODES) {
     }
   });
 
-  t("a streamed input is sniffed like bytes: a manifest disguised as a video is refused before ffmpeg starts", async () => {
-    const manifest = new TextEncoder().encode("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\nfile:///etc/passwd\n");
-    try {
-      await engine.run(["-i", "in.mp4", "-c", "copy", "o.mp4"], { inputs: { "in.mp4": chunked(manifest, 8) }, outputs: ["o.mp4"] });
-      assert.unreachable("should fail");
-    } catch (e) {
-      assert.ok(isMediaError(e), String(e));
-      assert.is((e as { code: string }).code, "invalid_input");
-    }
-  });
+  t(
+    "a streamed input is sniffed like bytes: a manifest disguised as a video is refused before ffmpeg starts",
+    async () => {
+      const manifest = new TextEncoder().encode("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\nfile:///etc/passwd\n");
+      try {
+        await engine.run(["-i", "in.mp4", "-c", "copy", "o.mp4"], {
+          inputs: { "in.mp4": chunked(manifest, 8) },
+          outputs: ["o.mp4"],
+        });
+        assert.unreachable("should fail");
+      } catch (e) {
+        assert.ok(isMediaError(e), String(e));
+        assert.is((e as { code: string }).code, "invalid_input");
+      }
+    },
+  );
 
   t("a streamed concat list is refused; aborting while a stream is read stops reading it", async () => {
     const list = new TextEncoder().encode("ffconcat version 1.0\nfile 'v.mp4'\n");
     try {
-      await engine.run(["-f", "concat", "-i", "l.txt", "-c", "copy", "o.mp4"], { inputs: { "l.txt": chunked(list, 8), "v.mp4": source }, outputs: ["o.mp4"] });
+      await engine.run(["-f", "concat", "-i", "l.txt", "-c", "copy", "o.mp4"], {
+        inputs: { "l.txt": chunked(list, 8), "v.mp4": source },
+        outputs: ["o.mp4"],
+      });
       assert.unreachable("should fail");
     } catch (e) {
       assert.ok(isMediaError(e), String(e));
@@ -256,7 +296,11 @@ for (const mode of ENGINE_MODES) {
       },
     };
     try {
-      await engine.run(["-i", "v.mp4", "-c", "copy", "o.mp4"], { inputs: { "v.mp4": slow }, outputs: ["o.mp4"], signal: ctl.signal });
+      await engine.run(["-i", "v.mp4", "-c", "copy", "o.mp4"], {
+        inputs: { "v.mp4": slow },
+        outputs: ["o.mp4"],
+        signal: ctl.signal,
+      });
       assert.unreachable("should be aborted");
     } catch (e) {
       assert.ok(isMediaError(e), String(e));
@@ -273,7 +317,10 @@ for (const mode of ENGINE_MODES) {
       const f = fontByKey(key)!;
       const lines: string[] = [];
       await engine.run(burnArgs({}), {
-        inputs: { [BURN_FILES.source]: source, [BURN_FILES.ass]: new TextEncoder().encode(buildAss([CARD], { ...STYLE, font: key }, f, FRAME)) },
+        inputs: {
+          [BURN_FILES.source]: source,
+          [BURN_FILES.ass]: new TextEncoder().encode(buildAss([CARD], { ...STYLE, font: key }, f, FRAME)),
+        },
         fonts: { [f.file]: await readFont(f) },
         outputs: [BURN_FILES.output],
         timeoutMs: 120_000,
@@ -282,7 +329,13 @@ for (const mode of ENGINE_MODES) {
       assert.ok(lines.length >= 1, `${key}: libass logged its font choice`);
       for (const l of lines) {
         const chosen = /->\s*([^,]+),/.exec(l)?.[1] ?? "";
-        assert.ok(chosen.replace(/[^a-z]/gi, "").toLowerCase().startsWith(f.css_family.replace(/[^a-z]/gi, "").toLowerCase()), `${key}: ${l}`);
+        assert.ok(
+          chosen
+            .replace(/[^a-z]/gi, "")
+            .toLowerCase()
+            .startsWith(f.css_family.replace(/[^a-z]/gi, "").toLowerCase()),
+          `${key}: ${l}`,
+        );
         picked.push(chosen);
       }
     }
@@ -302,7 +355,10 @@ for (const mode of ENGINE_MODES) {
     ];
     for (const [vf, extra] of bad) {
       try {
-        await engine.run(["-i", "v.mp4", "-vf", vf, "-frames:v", "1", "o.mp4"], { inputs: { "v.mp4": source, ...extra }, outputs: ["o.mp4"] });
+        await engine.run(["-i", "v.mp4", "-vf", vf, "-frames:v", "1", "o.mp4"], {
+          inputs: { "v.mp4": source, ...extra },
+          outputs: ["o.mp4"],
+        });
         assert.unreachable(`should refuse ${vf}`);
       } catch (e) {
         assert.ok(isMediaError(e), String(e));
@@ -322,7 +378,15 @@ u("AAC audio is copied, anything else re-encoded; x264 yuv420p, faststart, no me
   assert.ok(enc.join(" ").includes("-c:a aac"));
   for (const args of [copy, enc]) {
     const s = args.join(" ");
-    for (const part of ["-c:v libx264", "-pix_fmt yuv420p", "-movflags +faststart", "-map_metadata -1", "-fps_mode passthrough", `fontsdir=fonts`]) assert.ok(s.includes(part), part);
+    for (const part of [
+      "-c:v libx264",
+      "-pix_fmt yuv420p",
+      "-movflags +faststart",
+      "-map_metadata -1",
+      "-fps_mode passthrough",
+      `fontsdir=fonts`,
+    ])
+      assert.ok(s.includes(part), part);
     assert.is(args.at(-1), BURN_FILES.output);
   }
 });

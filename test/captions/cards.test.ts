@@ -9,7 +9,15 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { applyDisplayTiming, CHUNKING_TIMING, displayText, makeCards, MIN_DISPLAY_SECONDS, READING_CHARS_PER_SECOND, type MakeCardsOptions } from "../../plugins/captions/render/cards.ts";
+import {
+  applyDisplayTiming,
+  CHUNKING_TIMING,
+  displayText,
+  type MakeCardsOptions,
+  MIN_DISPLAY_SECONDS,
+  makeCards,
+  READING_CHARS_PER_SECOND,
+} from "../../plugins/captions/render/cards.ts";
 import { layoutFor, safeWidth } from "../../plugins/captions/render/layout.ts";
 import { measureText } from "../../plugins/captions/render/metrics.ts";
 import type { Card, Frame, TimedWord } from "../../plugins/captions/types.ts";
@@ -26,7 +34,10 @@ const MODES = ["words", "phrases", "line"] as const;
  * Words spoken one after another: each lasts `dur` seconds and the next starts `step` after the previous one's
  * start (so a 0.05 s gap by default), plus `pauses[i]` extra seconds of silence after word i.
  */
-function spoken(text: string, opts: { step?: number; dur?: number; start?: number; pauses?: Record<number, number> } = {}): TimedWord[] {
+function spoken(
+  text: string,
+  opts: { step?: number; dur?: number; start?: number; pauses?: Record<number, number> } = {},
+): TimedWord[] {
   const step = opts.step ?? 0.3;
   const dur = opts.dur ?? 0.25;
   let at = opts.start ?? 0;
@@ -41,7 +52,11 @@ function round(x: number): number {
   return Math.round(x * 1000) / 1000;
 }
 
-function cards(words: TimedWord[], chunking: MakeCardsOptions["chunking"], extra: Partial<MakeCardsOptions> = {}): Card[] {
+function cards(
+  words: TimedWord[],
+  chunking: MakeCardsOptions["chunking"],
+  extra: Partial<MakeCardsOptions> = {},
+): Card[] {
   return makeCards(words, { chunking, fontPath: SANS, fontPx: FONT_PX, frame: PORTRAIT, ...extra });
 }
 
@@ -113,11 +128,15 @@ t("phrases: up to 7 words, about 1.5-2.5 s, cut at sentence ends", () => {
   const two = cards(spoken("The quick brown fox jumps high. Then the lazy dog sleeps on."), "phrases");
   assert.equal(texts(two), ["The quick brown fox jumps high.", "Then the lazy dog sleeps on."]);
   // 20 words: no card over 7 words.
-  for (const c of cards(spoken(Array.from({ length: 20 }, (_, i) => `w${i}`).join(" ")), "phrases")) assert.ok(c.text.split(" ").length <= 7);
+  for (const c of cards(spoken(Array.from({ length: 20 }, (_, i) => `w${i}`).join(" ")), "phrases"))
+    assert.ok(c.text.split(" ").length <= 7);
 });
 
 t("phrases: held through a 0.45 s pause, not through a 0.6 s one (a hard cut)", () => {
-  const held = cards(spoken("The quick brown fox jumps high. Then the lazy dog sleeps on.", { pauses: { 5: 0.4 } }), "phrases");
+  const held = cards(
+    spoken("The quick brown fox jumps high. Then the lazy dog sleeps on.", { pauses: { 5: 0.4 } }),
+    "phrases",
+  );
   // "high." ends at 1.75; "Then" starts at 2.20: 0.45 s of silence, within the 0.5 s hold.
   assert.equal(held[0], { start: 0, end: 2.2, text: "The quick brown fox jumps high." });
   const cut = cards(spoken("one two three four five six seven eight", { pauses: { 3: 0.55 } }), "phrases");
@@ -143,13 +162,19 @@ t("line: measured with real metrics, a narrower frame breaks earlier", () => {
   const four = measureText(SANS, "alpha beta gamma delta", { fontPx: FONT_PX });
   assert.equal(texts(cards(words, "line", { frame: frameWithSafeWidth(four) })), ["alpha beta gamma delta"]);
   assert.equal(texts(cards(words, "line", { frame: frameWithSafeWidth(four - 1) })), ["alpha beta", "gamma delta"]);
-  assert.equal(texts(cards(words, "line", { frame: frameWithSafeWidth((two + three) / 2) })), ["alpha beta", "gamma delta"]);
+  assert.equal(texts(cards(words, "line", { frame: frameWithSafeWidth((two + three) / 2) })), [
+    "alpha beta",
+    "gamma delta",
+  ]);
   const narrow = cards(words, "line", { frame: frameWithSafeWidth(two - 1) });
   assert.equal(texts(narrow), ["alpha", "beta", "gamma", "delta"]);
   // Every card of a line-mode run fits the safe width as measured.
   const frame = frameWithSafeWidth((two + three) / 2);
   for (const c of cards(spoken("the quick brown fox jumps over the lazy dog again and again"), "line", { frame })) {
-    assert.ok(c.text.split(" ").length === 1 || measureText(SANS, c.text, { fontPx: FONT_PX }) <= safeWidth(frame), c.text);
+    assert.ok(
+      c.text.split(" ").length === 1 || measureText(SANS, c.text, { fontPx: FONT_PX }) <= safeWidth(frame),
+      c.text,
+    );
   }
 });
 
@@ -170,7 +195,11 @@ t("line: upper case, an outline and a stroke are measured as drawn", () => {
   const frame = frameWithSafeWidth((normal + upper) / 2);
   assert.equal(texts(cards(words, "line", { frame })), ["Hello there"]);
   assert.equal(texts(cards(words, "line", { frame, case: "lower" })), ["Hello there"]);
-  assert.equal(texts(cards(words, "line", { frame, case: "upper" })), ["Hello", "there"], "spelling kept, the upper-case line is wider");
+  assert.equal(
+    texts(cards(words, "line", { frame, case: "upper" })),
+    ["Hello", "there"],
+    "spelling kept, the upper-case line is wider",
+  );
   const tight = frameWithSafeWidth(normal + 1);
   assert.is(cards(words, "line", { frame: tight }).length, 1);
   assert.is(cards(words, "line", { frame: tight, outline: "thick" }).length, 2); // 2 x 6.5 px more
@@ -228,7 +257,7 @@ t("every card is shown at least 0.3 s, later cards start late rather than overla
 /** A deterministic pseudo-random transcript: varied word lengths, gaps from 0 to 1.2 s, some punctuation. */
 function transcript(n: number, seed: number): TimedWord[] {
   let x = seed;
-  const rand = () => ((x = (x * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const rand = () => (x = (x * 1103515245 + 12345) % 2147483648) / 2147483648;
   const words: TimedWord[] = [];
   let at = 0.5;
   for (let i = 0; i < n; i++) {
@@ -245,61 +274,82 @@ function transcript(n: number, seed: number): TimedWord[] {
   return words;
 }
 
-t("invariants on long transcripts, every mode: words in order, no overlaps, minimum time, centiseconds, bounded ends, idempotent timing", () => {
-  for (const seed of [1, 7, 42]) {
-    const words = transcript(600, seed);
-    for (const mode of MODES) {
-      const { hold, pause, maxWords } = CHUNKING_TIMING[mode];
-      const got = cards(words, mode, { frame: { width: 720, height: 1280, fps: 30 }, fontPx: 40 });
-      assert.equal(got.flatMap((c) => c.text.split(" ")), words.map((w) => w.text), `${mode}: every word once, in order`);
-      let w = 0;
-      for (let i = 0; i < got.length; i++) {
-        const c = got[i]!;
-        const mine = words.slice(w, w + c.text.split(" ").length);
-        w += mine.length;
-        const tag = `${mode} seed ${seed} card ${i} ${JSON.stringify(c)}`;
-        assert.ok(mine.length <= maxWords, tag);
-        for (const x of [c.start, c.end]) assert.ok(Math.abs(x * 100 - Math.round(x * 100)) < 1e-6, `${tag}: centiseconds`);
-        assert.ok(c.end - c.start >= MIN_DISPLAY_SECONDS - 1e-9, `${tag}: at least 0.3 s`);
-        if (i > 0) assert.ok(got[i - 1]!.end <= c.start + 1e-9, `${tag}: no overlap`);
-        assert.ok(c.start >= mine[0]!.start - 0.005, `${tag}: not before its first word`);
-        const lastEnd = Math.max(...mine.map((m) => m.end));
-        const read = c.start + Math.max(MIN_DISPLAY_SECONDS, [...c.text].length / READING_CHARS_PER_SECOND);
-        // Ends with its last word or its reading time, plus at most the hold (held to the next card).
-        assert.ok(c.end <= Math.max(lastEnd, read) + hold + 0.011, `${tag}: end within the hold`);
-        if (c.end > Math.max(lastEnd, read) + 0.011) assert.is(c.end, got[i + 1]?.start, `${tag}: only held up to the next card`);
-        for (let k = 1; k < mine.length; k++) assert.ok(mine[k]!.start - mine[k - 1]!.end <= pause + 0.01, `${tag}: no pause inside a card (${mine[k]!.start - mine[k - 1]!.end})`);
-        if (mode === "line") for (const m of mine.slice(0, -1)) assert.not.match(m.text, /[.,]$/, `${tag}: punctuation ends a line card`);
-        if (i + 1 < got.length) {
-          const next = words[w]!;
-          if (next.start - lastEnd > hold + 0.01 && got[i + 1]!.start - c.start >= MIN_DISPLAY_SECONDS + hold + 0.02) {
-            assert.ok(got[i + 1]!.start - c.end > hold, `${tag}: the screen clears in a pause`);
+t(
+  "invariants on long transcripts, every mode: words in order, no overlaps, minimum time, centiseconds, bounded ends, idempotent timing",
+  () => {
+    for (const seed of [1, 7, 42]) {
+      const words = transcript(600, seed);
+      for (const mode of MODES) {
+        const { hold, pause, maxWords } = CHUNKING_TIMING[mode];
+        const got = cards(words, mode, { frame: { width: 720, height: 1280, fps: 30 }, fontPx: 40 });
+        assert.equal(
+          got.flatMap((c) => c.text.split(" ")),
+          words.map((w) => w.text),
+          `${mode}: every word once, in order`,
+        );
+        let w = 0;
+        for (let i = 0; i < got.length; i++) {
+          const c = got[i]!;
+          const mine = words.slice(w, w + c.text.split(" ").length);
+          w += mine.length;
+          const tag = `${mode} seed ${seed} card ${i} ${JSON.stringify(c)}`;
+          assert.ok(mine.length <= maxWords, tag);
+          for (const x of [c.start, c.end])
+            assert.ok(Math.abs(x * 100 - Math.round(x * 100)) < 1e-6, `${tag}: centiseconds`);
+          assert.ok(c.end - c.start >= MIN_DISPLAY_SECONDS - 1e-9, `${tag}: at least 0.3 s`);
+          if (i > 0) assert.ok(got[i - 1]!.end <= c.start + 1e-9, `${tag}: no overlap`);
+          assert.ok(c.start >= mine[0]!.start - 0.005, `${tag}: not before its first word`);
+          const lastEnd = Math.max(...mine.map((m) => m.end));
+          const read = c.start + Math.max(MIN_DISPLAY_SECONDS, [...c.text].length / READING_CHARS_PER_SECOND);
+          // Ends with its last word or its reading time, plus at most the hold (held to the next card).
+          assert.ok(c.end <= Math.max(lastEnd, read) + hold + 0.011, `${tag}: end within the hold`);
+          if (c.end > Math.max(lastEnd, read) + 0.011)
+            assert.is(c.end, got[i + 1]?.start, `${tag}: only held up to the next card`);
+          for (let k = 1; k < mine.length; k++)
+            assert.ok(
+              mine[k]!.start - mine[k - 1]!.end <= pause + 0.01,
+              `${tag}: no pause inside a card (${mine[k]!.start - mine[k - 1]!.end})`,
+            );
+          if (mode === "line")
+            for (const m of mine.slice(0, -1))
+              assert.not.match(m.text, /[.,]$/, `${tag}: punctuation ends a line card`);
+          if (i + 1 < got.length) {
+            const next = words[w]!;
+            if (
+              next.start - lastEnd > hold + 0.01 &&
+              got[i + 1]!.start - c.start >= MIN_DISPLAY_SECONDS + hold + 0.02
+            ) {
+              assert.ok(got[i + 1]!.start - c.end > hold, `${tag}: the screen clears in a pause`);
+            }
           }
         }
+        assert.equal(applyDisplayTiming(got, mode), got, `${mode}: timing its own output changes nothing`);
       }
-      assert.equal(applyDisplayTiming(got, mode), got, `${mode}: timing its own output changes nothing`);
     }
-  }
-});
+  },
+);
 
-t("edited chunks get the same display timing: sorted, trimmed, empty texts and broken times dropped, overlaps cut", () => {
-  const edited = [
-    { start: 3, end: 3.5, text: "  third  " },
-    { start: 0, end: 2.5, text: "first, long and OVERLAPPING" },
-    { start: 1, end: 1.2, text: "second" },
-    { start: 5, end: 5, text: "" },
-    { start: Number.NaN, end: 6, text: "no start" },
-    { start: 6, end: Number.NaN, text: "no end" },
-    { start: -2, end: -1, text: "negative" },
-  ] as Card[];
-  assert.equal(applyDisplayTiming(edited, "phrases"), [
-    { start: 0, end: 0.3, text: "first, long and OVERLAPPING" }, // cut 0.3 s on, where the next card must start
-    { start: 0.3, end: 1, text: "negative" }, // clamped to 0-0 and sorted after the other start at 0 (stable), held to "second"
-    { start: 1, end: 1.36, text: "second" }, // 6 characters need 0.36 s to read; 1.64 s of silence follow
-    { start: 3, end: 3.5, text: "third" }, // trimmed
-    { start: 6, end: 6.36, text: "no end" }, // a zero-length chunk, shown for its reading time
-  ]);
-});
+t(
+  "edited chunks get the same display timing: sorted, trimmed, empty texts and broken times dropped, overlaps cut",
+  () => {
+    const edited = [
+      { start: 3, end: 3.5, text: "  third  " },
+      { start: 0, end: 2.5, text: "first, long and OVERLAPPING" },
+      { start: 1, end: 1.2, text: "second" },
+      { start: 5, end: 5, text: "" },
+      { start: Number.NaN, end: 6, text: "no start" },
+      { start: 6, end: Number.NaN, text: "no end" },
+      { start: -2, end: -1, text: "negative" },
+    ] as Card[];
+    assert.equal(applyDisplayTiming(edited, "phrases"), [
+      { start: 0, end: 0.3, text: "first, long and OVERLAPPING" }, // cut 0.3 s on, where the next card must start
+      { start: 0.3, end: 1, text: "negative" }, // clamped to 0-0 and sorted after the other start at 0 (stable), held to "second"
+      { start: 1, end: 1.36, text: "second" }, // 6 characters need 0.36 s to read; 1.64 s of silence follow
+      { start: 3, end: 3.5, text: "third" }, // trimmed
+      { start: 6, end: 6.36, text: "no end" }, // a zero-length chunk, shown for its reading time
+    ]);
+  },
+);
 
 t("hostile input: nothing, junk entries, NaN, unsorted times, zero-length words, no font, no frame", () => {
   for (const mode of MODES) {
@@ -316,7 +366,18 @@ t("hostile input: nothing, junk entries, NaN, unsorted times, zero-length words,
     ] as unknown as TimedWord[];
     assert.equal(cards(junk, mode), [{ start: 0.5, end: 0.8, text: "ok" }]);
     const sorted = spoken("one two three four five six seven eight nine ten");
-    const shuffled = [sorted[7]!, sorted[2]!, sorted[9]!, sorted[0]!, sorted[5]!, sorted[1]!, sorted[8]!, sorted[3]!, sorted[6]!, sorted[4]!];
+    const shuffled = [
+      sorted[7]!,
+      sorted[2]!,
+      sorted[9]!,
+      sorted[0]!,
+      sorted[5]!,
+      sorted[1]!,
+      sorted[8]!,
+      sorted[3]!,
+      sorted[6]!,
+      sorted[4]!,
+    ];
     assert.equal(cards(shuffled, mode), cards(sorted, mode), `${mode}: unsorted input is sorted first`);
     const zero = sorted.map((w) => ({ ...w, end: w.start }));
     const z = cards(zero, mode);
@@ -330,11 +391,17 @@ t("hostile input: nothing, junk entries, NaN, unsorted times, zero-length words,
     assert.ok(cards(sorted, mode, { fontPath: "/nonexistent/font.ttf" }).length > 0);
     // A frame of nothing: every line-mode card is one word; nothing throws.
     const none = cards(sorted, mode, { frame: { width: 0, height: 0, fps: 0 }, fontPx: Number.NaN });
-    assert.equal(none.flatMap((c) => c.text.split(" ")), sorted.map((w) => w.text));
+    assert.equal(
+      none.flatMap((c) => c.text.split(" ")),
+      sorted.map((w) => w.text),
+    );
   }
   assert.equal(texts(cards(spoken("a b c d e"), "nonsense" as "words")), texts(cards(spoken("a b c d e"), "words")));
   // Not an array at all.
-  assert.equal(makeCards(null as unknown as TimedWord[], { chunking: "line", fontPath: SANS, fontPx: 59, frame: PORTRAIT }), []);
+  assert.equal(
+    makeCards(null as unknown as TimedWord[], { chunking: "line", fontPath: SANS, fontPx: 59, frame: PORTRAIT }),
+    [],
+  );
   assert.equal(applyDisplayTiming(undefined as unknown as Card[], "line"), []);
 });
 
@@ -375,7 +442,28 @@ function inkHeight(filter: "ass" | "subtitles", frame: Frame, fontPx: number, te
     );
     const raw = join(dir, "o.raw");
     const size = `${frame.width}x${frame.height}`;
-    const run = spawnSync("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", `color=black:s=${size}:d=1`, "-vf", `${filter}=${ass}:fontsdir=${dirname(SANS)}`, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", "-y", raw], { encoding: "utf8" });
+    const run = spawnSync(
+      "ffmpeg",
+      [
+        "-v",
+        "error",
+        "-f",
+        "lavfi",
+        "-i",
+        `color=black:s=${size}:d=1`,
+        "-vf",
+        `${filter}=${ass}:fontsdir=${dirname(SANS)}`,
+        "-frames:v",
+        "1",
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        "gray",
+        "-y",
+        raw,
+      ],
+      { encoding: "utf8" },
+    );
     assert.is(run.status, 0, run.stderr);
     const px = readFileSync(raw);
     let top = -1;

@@ -5,7 +5,15 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { checkFonts, DEFAULT_FONT_KEY, familyNamesOf, FONT_SOURCES, FONTS, fontByKey, readFont } from "../../plugins/captions/render/fonts.ts";
+import {
+  checkFonts,
+  DEFAULT_FONT_KEY,
+  FONT_SOURCES,
+  FONTS,
+  familyNamesOf,
+  fontByKey,
+  readFont,
+} from "../../plugins/captions/render/fonts.ts";
 import { FONT_CATEGORIES } from "../../plugins/captions/types.ts";
 
 const t = suite("captions: fonts");
@@ -28,7 +36,10 @@ t("62 fonts, unique keys, files and labels, all six categories", () => {
   }
   // Fonts are listed category by category, in the spec's order of categories.
   const order = FONTS.map((f) => FONT_CATEGORIES.indexOf(f.category));
-  assert.equal(order, [...order].sort((a, b) => a - b));
+  assert.equal(
+    order,
+    [...order].sort((a, b) => a - b),
+  );
 });
 
 t("every file exists, parses, and its family name (ID 1, and ID 16 when present) is css_family", async () => {

@@ -8,7 +8,14 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { clampPositionY, fontPixels, layoutFor, outlinePixels, safeWidth, strokePixels } from "../../plugins/captions/render/layout.ts";
+import {
+  clampPositionY,
+  fontPixels,
+  layoutFor,
+  outlinePixels,
+  safeWidth,
+  strokePixels,
+} from "../../plugins/captions/render/layout.ts";
 import { APPROX_ADVANCE_EM, fontMetrics, measureText, textMeasurer } from "../../plugins/captions/render/metrics.ts";
 
 const t = suite("captions: layout and font metrics");
@@ -38,7 +45,9 @@ t("margins, safe width and the position_y band", () => {
   assert.is(clampPositionY(42), 42);
   assert.is(clampPositionY(Number.NaN), 50);
   assert.is(outlinePixels("none", 59), 0);
-  assert.ok(outlinePixels("thin", 59) < outlinePixels("medium", 59) && outlinePixels("medium", 59) < outlinePixels("thick", 59));
+  assert.ok(
+    outlinePixels("thin", 59) < outlinePixels("medium", 59) && outlinePixels("medium", 59) < outlinePixels("thick", 59),
+  );
   assert.is(strokePixels(0.05, 60), 3);
   assert.is(strokePixels(0, 60), 0);
 });
@@ -129,7 +138,24 @@ function inkWidth(filter: "ass" | "subtitles", fontFile: string, family: string,
     const raw = join(dir, "o.raw");
     const run = spawnSync(
       "ffmpeg",
-      ["-v", "error", "-f", "lavfi", "-i", "color=black:s=1000x200:d=1", "-vf", `${filter}=${ass}:fontsdir=${dirname(fontFile)}`, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", "-y", raw],
+      [
+        "-v",
+        "error",
+        "-f",
+        "lavfi",
+        "-i",
+        "color=black:s=1000x200:d=1",
+        "-vf",
+        `${filter}=${ass}:fontsdir=${dirname(fontFile)}`,
+        "-frames:v",
+        "1",
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        "gray",
+        "-y",
+        raw,
+      ],
       { encoding: "utf8" },
     );
     assert.is(run.status, 0, run.stderr);
@@ -151,29 +177,37 @@ function inkWidth(filter: "ass" | "subtitles", fontFile: string, family: string,
   }
 }
 
-t("our width matches the ink libass draws at the same ASS size (side bearings apart), kerned as the filter draws", () => {
-  if (spawnSync("ffmpeg", ["-hide_banner", "-filters"], { encoding: "utf8" }).stdout?.includes(" subtitles ") !== true) {
-    assert.unreachable("native ffmpeg with libass is needed (the captions burn uses it)");
-  }
-  for (const [file, family] of [
-    [SANS, "DejaVu Sans"],
-    [CONDENSED, "DejaVu Sans Condensed"],
-  ] as const) {
-    for (const text of ["HHHHHH", "AVATAR Wave", "caption line"]) {
-      // `ass` honours the file's "Kerning: yes"; `subtitles` loses the header line and draws without kerning.
-      for (const [filter, kerning] of [
-        ["ass", true],
-        ["subtitles", false],
-      ] as const) {
-        const ours = measureText(file, text, { fontPx: 100, kerning });
-        const ink = inkWidth(filter, file, family, 100, text);
-        // The ink starts after the first glyph's left bearing and stops before the last one's right bearing,
-        // up to 10 % of the size each. Measured at the em size instead of the cell size, ours would be 16 %
-        // wider; kerned against an unkerned drawing, "AVATAR Wave" would be 30 px narrower than the ink.
-        assert.ok(ink > 0 && ink <= ours + 1 && ours - ink < 20, `${filter} ${family} "${text}": ours ${ours.toFixed(1)}, ink ${ink}`);
+t(
+  "our width matches the ink libass draws at the same ASS size (side bearings apart), kerned as the filter draws",
+  () => {
+    if (
+      spawnSync("ffmpeg", ["-hide_banner", "-filters"], { encoding: "utf8" }).stdout?.includes(" subtitles ") !== true
+    ) {
+      assert.unreachable("native ffmpeg with libass is needed (the captions burn uses it)");
+    }
+    for (const [file, family] of [
+      [SANS, "DejaVu Sans"],
+      [CONDENSED, "DejaVu Sans Condensed"],
+    ] as const) {
+      for (const text of ["HHHHHH", "AVATAR Wave", "caption line"]) {
+        // `ass` honours the file's "Kerning: yes"; `subtitles` loses the header line and draws without kerning.
+        for (const [filter, kerning] of [
+          ["ass", true],
+          ["subtitles", false],
+        ] as const) {
+          const ours = measureText(file, text, { fontPx: 100, kerning });
+          const ink = inkWidth(filter, file, family, 100, text);
+          // The ink starts after the first glyph's left bearing and stops before the last one's right bearing,
+          // up to 10 % of the size each. Measured at the em size instead of the cell size, ours would be 16 %
+          // wider; kerned against an unkerned drawing, "AVATAR Wave" would be 30 px narrower than the ink.
+          assert.ok(
+            ink > 0 && ink <= ours + 1 && ours - ink < 20,
+            `${filter} ${family} "${text}": ours ${ours.toFixed(1)}, ink ${ink}`,
+          );
+        }
       }
     }
-  }
-});
+  },
+);
 
 t.run();

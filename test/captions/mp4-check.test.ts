@@ -3,7 +3,13 @@
 // defects, durations), whole or read across parts without being joined.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { bytesSource, checkMp4, type ByteSource, partsSource, PartChanged } from "../../plugins/captions/uploads/mp4-check.ts";
+import {
+  type ByteSource,
+  bytesSource,
+  checkMp4,
+  PartChanged,
+  partsSource,
+} from "../../plugins/captions/uploads/mp4-check.ts";
 import { box, ftyp, headerFor, mdatHeader, moov, realMp4, syntheticMp4 } from "./uploads-mp4.ts";
 
 const MAX = 1800;
@@ -11,7 +17,7 @@ const check = (bytes: Uint8Array, maxSeconds = MAX) => checkMp4(bytesSource(byte
 const concat = (...parts: Uint8Array[]) => {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
   let at = 0;
-  for (const p of parts) (out.set(p, at), (at += p.byteLength));
+  for (const p of parts) out.set(p, at), (at += p.byteLength);
   return out;
 };
 /** `bytes` split into parts of `size`, read through partsSource, counting reads and the most held at once. */
@@ -56,15 +62,24 @@ t("built files: the duration from the headers, the 1800 s cap", async () => {
   const tail = moov({ seconds: 7 });
   assert.equal(await check(concat(ftyp(), mdatHeader(100), new Uint8Array(100), tail)), { ok: true, seconds: 7 });
   // A 64-bit mdat size.
-  const big = concat(ftyp(), moov({ seconds: 2 }), (() => {
-    const h = new Uint8Array(16 + 50);
-    const v = new DataView(h.buffer);
-    v.setUint32(0, 1), h.set(new TextEncoder().encode("mdat"), 4), v.setBigUint64(8, 66n);
-    return h;
-  })());
+  const big = concat(
+    ftyp(),
+    moov({ seconds: 2 }),
+    (() => {
+      const h = new Uint8Array(16 + 50);
+      const v = new DataView(h.buffer);
+      v.setUint32(0, 1), h.set(new TextEncoder().encode("mdat"), 4), v.setBigUint64(8, 66n);
+      return h;
+    })(),
+  );
   assert.equal(await check(big), { ok: true, seconds: 2 });
   // A last box of size 0 runs to the end of the file.
-  const open = concat(ftyp(), moov({ seconds: 2 }), new Uint8Array([0, 0, 0, 0, 0x6d, 0x64, 0x61, 0x74]), new Uint8Array(500));
+  const open = concat(
+    ftyp(),
+    moov({ seconds: 2 }),
+    new Uint8Array([0, 0, 0, 0, 0x6d, 0x64, 0x61, 0x74]),
+    new Uint8Array(500),
+  );
   assert.equal(await check(open), { ok: true, seconds: 2 });
 });
 
@@ -120,10 +135,23 @@ t("across parts: only the header boxes are read, one part held at a time, a vani
   assert.ok(reads <= 2, `reads ${reads}`);
 
   // A moov that straddles two parts is read from both.
-  const file = concat(ftyp(), moov({ seconds: 9, tracks: ["soun", "vide", "text"] }), mdatHeader(1000), new Uint8Array(1000));
-  for (const size of [17, 100, 333]) assert.equal(await checkMp4(split(file, size).src, { maxSeconds: MAX }), { ok: true, seconds: 9 });
+  const file = concat(
+    ftyp(),
+    moov({ seconds: 9, tracks: ["soun", "vide", "text"] }),
+    mdatHeader(1000),
+    new Uint8Array(1000),
+  );
+  for (const size of [17, 100, 333])
+    assert.equal(await checkMp4(split(file, size).src, { maxSeconds: MAX }), { ok: true, seconds: 9 });
 
-  const gone = partsSource([{ size: 10, read: async () => { throw new PartChanged(); } }]);
+  const gone = partsSource([
+    {
+      size: 10,
+      read: async () => {
+        throw new PartChanged();
+      },
+    },
+  ]);
   try {
     await checkMp4(gone, { maxSeconds: MAX });
     assert.unreachable("a vanished part must throw");

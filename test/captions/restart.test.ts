@@ -18,14 +18,30 @@ for (const backend of await databaseBackends()) {
     const first = await rig.start();
     // Polled every 100 ms: the spec's 60 a minute would answer 429 for most of each minute, and the wait for
     // the recovered job would last until the window turned over instead of until the job ended.
-    const { partnerId, key } = await rig.partner(first, "Captions restart", 1000, { rate_limits: { "GET /captions/<job_id>": 100_000, "GET /video-status/<job_id>": 100_000 } });
+    const { partnerId, key } = await rig.partner(first, "Captions restart", 1000, {
+      rate_limits: { "GET /captions/<job_id>": 100_000, "GET /video-status/<job_id>": 100_000 },
+    });
 
     // A clip with speech (5 s at 720p, the model's shortest): the kill below waits for the burn's own
     // progress, so the clip needs no length of its own to be caught mid-burn; every render of it (the clip,
     // the killed burn, the burn again) costs CPU time the whole suite shares.
-    const gen = await call(first, "POST", api("/generate-video"), { key, body: { prompt: 'She says "the quick brown fox jumps over the lazy dog"', model: "alpha-v3-text-to-video", quality: "720p", duration: 5, sound: true, aspect_ratio: "16:9" } });
+    const gen = await call(first, "POST", api("/generate-video"), {
+      key,
+      body: {
+        prompt: 'She says "the quick brown fox jumps over the lazy dog"',
+        model: "alpha-v3-text-to-video",
+        quality: "720p",
+        duration: 5,
+        sound: true,
+        aspect_ratio: "16:9",
+      },
+    });
     assert.is(gen.status, 202, JSON.stringify(gen.body));
-    await until(() => call(first, "GET", api(`/video-status/${gen.body.job_id}`), { key }), (r) => r.body.status === "complete", "video");
+    await until(
+      () => call(first, "GET", api(`/video-status/${gen.body.job_id}`), { key }),
+      (r) => r.body.status === "complete",
+      "video",
+    );
     const sub = await call(first, "POST", api("/captions"), { key, body: { video_job_id: gen.body.job_id } });
     assert.is(sub.status, 202, JSON.stringify(sub.body));
     const jobId: string = sub.body.job_id;
@@ -34,7 +50,11 @@ for (const backend of await databaseBackends()) {
     // record makes transcription instant; "Rendering" starts at 40 % and the burn's frames move it on, a
     // report every quarter second), so the kill lands inside the burn whatever the clip's length or the
     // machine's load. The status API shows no progress; the job's updates (GraphQL over SSE) do.
-    const stream = subscribeSse(first.url, { key, query: "subscription($id: String!) { jobUpdates(id: $id) { state progress message terminal } }", variables: { id: jobId } });
+    const stream = subscribeSse(first.url, {
+      key,
+      query: "subscription($id: String!) { jobUpdates(id: $id) { state progress message terminal } }",
+      variables: { id: jobId },
+    });
     const updates = () => stream.events.map((e) => e.data?.jobUpdates).filter(Boolean);
     const burning = () => updates().find((u) => u.terminal || (u.message === "Rendering" && u.progress > 40));
     for (const end = Date.now() + 120_000; !burning(); await sleep(10)) {
@@ -45,7 +65,12 @@ for (const backend of await databaseBackends()) {
     stream.close();
 
     const second = await rig.start();
-    const final = await until(() => call(second, "GET", api(`/captions/${jobId}`), { key }), (r) => ["complete", "failed", "no_speech"].includes(r.body.status), `recovery\n${rig.logs()}`, 240_000);
+    const final = await until(
+      () => call(second, "GET", api(`/captions/${jobId}`), { key }),
+      (r) => ["complete", "failed", "no_speech"].includes(r.body.status),
+      `recovery\n${rig.logs()}`,
+      240_000,
+    );
     assert.ok(["complete", "failed"].includes(final.body.status), JSON.stringify(final.body));
     await second.stop();
 

@@ -64,21 +64,63 @@ t("choice fields: every allowed value, and anything else", () => {
   };
   for (const [field, values] of Object.entries(lists)) {
     for (const v of values) assert.equal(ok({ [field]: v }), { [field]: v });
-    for (const v of ["", "LARGE", values[0]!.toUpperCase(), ` ${values[0]}`, "huge", null, 1, true, [values[0]], { v: values[0] }]) badField(field, v);
+    for (const v of [
+      "",
+      "LARGE",
+      values[0]!.toUpperCase(),
+      ` ${values[0]}`,
+      "huge",
+      null,
+      1,
+      true,
+      [values[0]],
+      { v: values[0] },
+    ])
+      badField(field, v);
     assert.is(bad({ [field]: "nope" }), CAPTION_ERRORS.styleInvalid(field, values.join(", ")));
   }
 });
 
 t("font: every key of the table, nothing else", () => {
   for (const f of FONTS) assert.equal(ok({ font: f.key }), { font: f.key });
-  for (const v of ["", "Inter", "INTER", "inter ", "Inter_400Regular.ttf", "__proto__", "constructor", "toString", null, 0, ["inter"], { key: "inter" }]) badField("font", v);
+  for (const v of [
+    "",
+    "Inter",
+    "INTER",
+    "inter ",
+    "Inter_400Regular.ttf",
+    "__proto__",
+    "constructor",
+    "toString",
+    null,
+    0,
+    ["inter"],
+    { key: "inter" },
+  ])
+    badField("font", v);
   assert.match(bad({ font: "comic-sans" }), /GET \/captions\/style-options/);
 });
 
 t("colours: #RRGGBB in either case, upper-cased; anything else is a 400", () => {
   assert.equal(ok({ color: "#ff00aa", outline_color: "#AbCdEf" }), { color: "#FF00AA", outline_color: "#ABCDEF" });
   assert.equal(ok({ color: "#000000" }), { color: "#000000" });
-  for (const v of ["#FFF", "FFFFFF", "#FFFFFFF", "#FFFFF", "#GGGGGG", "#FFFFFF00", " #FFFFFF", "#FFFFFF\n", "red", "rgb(0,0,0)", "", null, 0xffffff, ["#FFFFFF"], { hex: "#FFFFFF" }]) {
+  for (const v of [
+    "#FFF",
+    "FFFFFF",
+    "#FFFFFFF",
+    "#FFFFF",
+    "#GGGGGG",
+    "#FFFFFF00",
+    " #FFFFFF",
+    "#FFFFFF\n",
+    "red",
+    "rgb(0,0,0)",
+    "",
+    null,
+    0xffffff,
+    ["#FFFFFF"],
+    { hex: "#FFFFFF" },
+  ]) {
     badField("color", v);
     badField("outline_color", v);
   }
@@ -88,7 +130,24 @@ t("colours: #RRGGBB in either case, upper-cased; anything else is a 400", () => 
 t("shadow_blur and shadow_strength: whole numbers in range", () => {
   for (const v of [0, 1, 4, 19, 20]) assert.equal(ok({ shadow_blur: v }), { shadow_blur: v });
   for (const v of [0, 1, 50, 70, 100]) assert.equal(ok({ shadow_strength: v }), { shadow_strength: v });
-  for (const v of [-1, 21, 0.5, 4.2, 1e9, -1e9, Number.MAX_VALUE, NaN, Infinity, -Infinity, "4", null, true, [4], { v: 4 }]) badField("shadow_blur", v);
+  for (const v of [
+    -1,
+    21,
+    0.5,
+    4.2,
+    1e9,
+    -1e9,
+    Number.MAX_VALUE,
+    NaN,
+    Infinity,
+    -Infinity,
+    "4",
+    null,
+    true,
+    [4],
+    { v: 4 },
+  ])
+    badField("shadow_blur", v);
   for (const v of [-1, 101, 70.5, 1e300, NaN, Infinity, "70", null, false, [70], {}]) badField("shadow_strength", v);
   assert.equal(ok({ shadow_blur: -0 }), { shadow_blur: 0 });
   assert.ok(Object.is(ok({ shadow_blur: -0 }).shadow_blur, 0), "-0 is stored as 0");
@@ -98,14 +157,16 @@ t("shadow_blur and shadow_strength: whole numbers in range", () => {
 t("shadow_x and shadow_y: whole and half numbers from -20 to 20, or null", () => {
   for (const f of ["shadow_x", "shadow_y"]) {
     for (const v of [-20, -19.5, -1, -0.5, 0, 0.5, 2, 2.5, 19.5, 20, null]) assert.equal(ok({ [f]: v }), { [f]: v });
-    for (const v of [-20.5, 20.5, 21, -21, 2.25, 0.1, 1e-9, 1e6, NaN, Infinity, "2", "null", true, [2], { x: 2 }]) badField(f, v);
+    for (const v of [-20.5, 20.5, 21, -21, 2.25, 0.1, 1e-9, 1e6, NaN, Infinity, "2", "null", true, [2], { x: 2 }])
+      badField(f, v);
     assert.is(bad({ [f]: 25 }), CAPTION_ERRORS.styleInvalid(f, "a whole or half number from -20 to 20, or null"));
   }
 });
 
 t("position_y: any number from 0 to 100 (the burn clamps to 5-95)", () => {
   for (const v of [0, 0.5, 5, 33.3, 50, 95, 99.99, 100]) assert.equal(ok({ position_y: v }), { position_y: v });
-  for (const v of [-0.01, 100.01, 101, -5, 1e308, NaN, Infinity, "50", null, [50], { y: 50 }]) badField("position_y", v);
+  for (const v of [-0.01, 100.01, 101, -5, 1e308, NaN, Infinity, "50", null, [50], { y: 50 }])
+    badField("position_y", v);
 });
 
 t("unknown fields are a 400 naming the field, before any value is checked", () => {
@@ -124,7 +185,21 @@ t("unknown fields are a 400 naming the field, before any value is checked", () =
 });
 
 t("a style that is not a plain object is a 400", () => {
-  for (const v of [null, undefined, "", "{}", '{"size":"large"}', 0, 1, true, [], [{ size: "large" }], new Date(0), new Map(), () => 1]) {
+  for (const v of [
+    null,
+    undefined,
+    "",
+    "{}",
+    '{"size":"large"}',
+    0,
+    1,
+    true,
+    [],
+    [{ size: "large" }],
+    new Date(0),
+    new Map(),
+    () => 1,
+  ]) {
     assert.is(bad(v), CAPTION_ERRORS.styleNotObject, String(v));
   }
   // An object without a prototype is fine (some parsers make them).
@@ -133,12 +208,20 @@ t("a style that is not a plain object is a 400", () => {
   assert.equal(ok(bare), { size: "large" });
 });
 
-t("the first bad field is reported (unknown fields first, then the spec's order); values come back in the spec's order", () => {
-  assert.is(bad({ case: "title", size: "huge" }), CAPTION_ERRORS.styleInvalid("size", "small, medium, large"));
-  assert.equal(Object.keys(ok({ case: "upper", font: "anton", shadow_y: 3, size: "large" })), ["font", "size", "shadow_y", "case"]);
-  // Only the fields given come back.
-  assert.equal(ok({ shadow_x: null }), { shadow_x: null });
-});
+t(
+  "the first bad field is reported (unknown fields first, then the spec's order); values come back in the spec's order",
+  () => {
+    assert.is(bad({ case: "title", size: "huge" }), CAPTION_ERRORS.styleInvalid("size", "small, medium, large"));
+    assert.equal(Object.keys(ok({ case: "upper", font: "anton", shadow_y: 3, size: "large" })), [
+      "font",
+      "size",
+      "shadow_y",
+      "case",
+    ]);
+    // Only the fields given come back.
+    assert.equal(ok({ shadow_x: null }), { shadow_x: null });
+  },
+);
 
 t("presets: the spec's tiktok, the minimal look, both valid as they are", () => {
   assert.equal(
@@ -188,7 +271,12 @@ t("presets: the spec's tiktok, the minimal look, both valid as they are", () => 
 t("resolveStyle merges a checked partial onto the default", () => {
   assert.equal(resolveStyle({ size: "large", shadow_x: 3 }), { ...SPEC_DEFAULT, size: "large", shadow_x: 3 });
   assert.equal(resolveStyle({ size: undefined }), SPEC_DEFAULT);
-  assert.equal(resolveStyle(ok({ color: "#abcdef", position: "custom", position_y: 12.5 })), { ...SPEC_DEFAULT, color: "#ABCDEF", position: "custom", position_y: 12.5 });
+  assert.equal(resolveStyle(ok({ color: "#abcdef", position: "custom", position_y: 12.5 })), {
+    ...SPEC_DEFAULT,
+    color: "#ABCDEF",
+    position: "custom",
+    position_y: 12.5,
+  });
   const r = resolveStyle({});
   r.size = "large";
   assert.is(DEFAULT_STYLE.size, "medium", "the result is a fresh object");
@@ -221,7 +309,14 @@ t("GET /captions/style-options body: exactly the spec's fields and values", () =
   for (const [i, f] of fonts.entries()) {
     assert.equal(Object.keys(f), ["key", "label", "file", "css_family", "embolden", "category"]);
     const entry = FONTS[i]!;
-    assert.equal(f, { key: entry.key, label: entry.label, file: entry.file, css_family: entry.css_family, embolden: entry.embolden, category: entry.category });
+    assert.equal(f, {
+      key: entry.key,
+      label: entry.label,
+      file: entry.file,
+      css_family: entry.css_family,
+      embolden: entry.embolden,
+      category: entry.category,
+    });
     assert.is(typeof f.embolden, "number");
   }
   assert.not.ok(JSON.stringify(body).includes("node_modules"), "no path on disk");
@@ -229,7 +324,10 @@ t("GET /captions/style-options body: exactly the spec's fields and values", () =
     new Set(fonts.map((f) => f.category)),
     new Set(["clean", "bold", "fun", "serif", "handwritten", "retro"]),
   );
-  assert.equal(body.presets, PRESETS.map((p) => ({ key: p.key, label: p.label, style: { ...p.style } })));
+  assert.equal(
+    body.presets,
+    PRESETS.map((p) => ({ key: p.key, label: p.label, style: { ...p.style } })),
+  );
   assert.equal(body.chunking, ["words", "phrases", "line"]);
   assert.equal(body.cases, ["normal", "lower", "upper"]);
   assert.equal(body.sizes, ["small", "medium", "large"]);
@@ -244,7 +342,13 @@ t("GET /captions/style-options body: exactly the spec's fields and values", () =
   assert.equal(body.default, SPEC_DEFAULT);
   assert.is(body.credits, 25);
   assert.is(styleOptionsBody(28).credits, 28);
-  assert.equal(body.upload, { chunked: true, chunk_size: 8388608, max_bytes: 1000000000, max_seconds: 1800, single_shot_max_bytes: 95000000 });
+  assert.equal(body.upload, {
+    chunked: true,
+    chunk_size: 8388608,
+    max_bytes: 1000000000,
+    max_seconds: 1800,
+    single_shot_max_bytes: 95000000,
+  });
   assert.equal(body.retention, { captioned_output_days: 14, uploaded_source_days: 2, guaranteed: false });
   // Every value listed is accepted by the check (one table), and the default font is in the list.
   assert.ok(fonts.some((f) => f.key === (body.default as CaptionStyle).font));
@@ -252,7 +356,7 @@ t("GET /captions/style-options body: exactly the spec's fields and values", () =
   // A caller mutating the body cannot change the tables.
   (body.default as Record<string, unknown>).size = "large";
   (body.chunking as string[]).push("x");
-  ((body.presets as Array<{ style: Record<string, unknown> }>)[0]!.style).size = "small";
+  (body.presets as Array<{ style: Record<string, unknown> }>)[0]!.style.size = "small";
   assert.equal(styleOptionsBody(25).default, SPEC_DEFAULT);
   assert.equal((styleOptionsBody(25).chunking as string[]).length, 3);
   assert.is(PRESETS[0]!.style.size, "medium");

@@ -11,7 +11,14 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { TranscriptionProvider } from "../../contracts/speech.ts";
-import { createMediaEngine, detectNativeFfmpeg, type EngineInput, generateTestVideo, type MediaEngine, type StreamedInput } from "../../lib/media/index.ts";
+import {
+  createMediaEngine,
+  detectNativeFfmpeg,
+  type EngineInput,
+  generateTestVideo,
+  type MediaEngine,
+  type StreamedInput,
+} from "../../lib/media/index.ts";
 import { createOutboundGuard, type OutboundGuard } from "../../lib/outbound/index.ts";
 import { speakTimed } from "../../lib/speech/index.ts";
 import { extractSpeechInputs } from "../../plugins/captions/transcribe/extract.ts";
@@ -24,7 +31,8 @@ import { type StandIn, startOpenAiStandIn } from "./helpers/openai-stand-in.ts";
 
 const VOICE = { voice: "en-us", pitch: 50, speed: 160, gap: 0 };
 const SECONDS = 4;
-const SRT = "1\n00:00:00,500 --> 00:00:02,000\nHello <i>big</i> world\n\n2\n00:00:02,500 --> 00:00:03,500\nsecond line & more\n";
+const SRT =
+  "1\n00:00:00,500 --> 00:00:02,000\nHello <i>big</i> world\n\n2\n00:00:02,500 --> 00:00:03,500\nsecond line & more\n";
 const KEY = "sk-extract-test-key";
 const signal = () => new AbortController().signal;
 const NATIVE = detectNativeFfmpeg();
@@ -40,7 +48,12 @@ function chunked(bytes: Uint8Array, size = 8192): StreamedInput {
 
 const wavFormat = (wav: Uint8Array) => {
   const v = new DataView(wav.buffer, wav.byteOffset, wav.byteLength);
-  return { rate: v.getUint32(24, true), channels: v.getUint16(22, true), bits: v.getUint16(34, true), seconds: sphinxSamples(wav).length / 16_000 };
+  return {
+    rate: v.getUint32(24, true),
+    channels: v.getUint16(22, true),
+    bits: v.getUint16(34, true),
+    seconds: sphinxSamples(wav).length / 16_000,
+  };
 };
 
 /**
@@ -54,15 +67,74 @@ function fixtures(clip: Uint8Array, speech: Uint8Array) {
     writeFileSync(join(dir, "speech.wav"), speech);
     writeFileSync(join(dir, "subs.srt"), SRT);
     const t = String(SECONDS);
-    execFileSync(NATIVE!.ffmpegPath, [
-      "-v", "error", "-y", "-i", "clip.mp4", "-i", "speech.wav", "-i", "subs.srt",
-      "-map", "0:v", "-map", "1:a", "-map", "2:s", "-c:v", "copy", "-c:a", "aac", "-c:s", "mov_text", "-af", "apad", "-t", t, "both.mp4",
-      "-map", "0:v", "-map", "1:a", "-c:v", "copy", "-c:a", "aac", "-af", "apad", "-t", t, "speech.mp4",
-      "-map", "0:v", "-map", "2:s", "-c:v", "copy", "-c:s", "mov_text", "-t", t, "track.mp4",
-      "-map", "0:v", "-c:v", "copy", "video.mp4",
-    ], { cwd: dir });
+    execFileSync(
+      NATIVE!.ffmpegPath,
+      [
+        "-v",
+        "error",
+        "-y",
+        "-i",
+        "clip.mp4",
+        "-i",
+        "speech.wav",
+        "-i",
+        "subs.srt",
+        "-map",
+        "0:v",
+        "-map",
+        "1:a",
+        "-map",
+        "2:s",
+        "-c:v",
+        "copy",
+        "-c:a",
+        "aac",
+        "-c:s",
+        "mov_text",
+        "-af",
+        "apad",
+        "-t",
+        t,
+        "both.mp4",
+        "-map",
+        "0:v",
+        "-map",
+        "1:a",
+        "-c:v",
+        "copy",
+        "-c:a",
+        "aac",
+        "-af",
+        "apad",
+        "-t",
+        t,
+        "speech.mp4",
+        "-map",
+        "0:v",
+        "-map",
+        "2:s",
+        "-c:v",
+        "copy",
+        "-c:s",
+        "mov_text",
+        "-t",
+        t,
+        "track.mp4",
+        "-map",
+        "0:v",
+        "-c:v",
+        "copy",
+        "video.mp4",
+      ],
+      { cwd: dir },
+    );
     const read = (name: string) => new Uint8Array(readFileSync(join(dir, name)));
-    return { speechWithTrack: read("both.mp4"), speechOnly: read("speech.mp4"), silentWithTrack: read("track.mp4"), videoOnly: read("video.mp4") };
+    return {
+      speechWithTrack: read("both.mp4"),
+      speechOnly: read("speech.mp4"),
+      silentWithTrack: read("track.mp4"),
+      videoOnly: read("video.mp4"),
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -88,7 +160,13 @@ for (const mode of NATIVE ? ENGINE_MODES : []) {
     engine = createMediaEngine({ mode });
     guard = createOutboundGuard({ allowPrivate: true });
     standIn = await startOpenAiStandIn({ key: KEY });
-    clip = await generateTestVideo(engine, { width: 160, height: 120, seconds: SECONDS, font: false, seed: `extract-${mode}` });
+    clip = await generateTestVideo(engine, {
+      width: 160,
+      height: 120,
+      seconds: SECONDS,
+      font: false,
+      seed: `extract-${mode}`,
+    });
     const speech = await speakTimed("The weather is nice today. Please open the door.", VOICE);
     spoken = speech.spoken;
     ({ speechWithTrack, speechOnly, silentWithTrack, videoOnly } = fixtures(clip, speech.wav.bytes));
@@ -103,7 +181,12 @@ for (const mode of NATIVE ? ENGINE_MODES : []) {
     createTranscriber({
       engine,
       outbound: guard,
-      config: { transcribeUrl: standIn.url, transcribeKey: KEY, transcribeModel: "whisper-1", transcribeOrder: ["spoken", "timed-text", "pocketsphinx", "openai"] },
+      config: {
+        transcribeUrl: standIn.url,
+        transcribeKey: KEY,
+        transcribeModel: "whisper-1",
+        transcribeOrder: ["spoken", "timed-text", "pocketsphinx", "openai"],
+      },
       providers: { pocketsphinx: noSphinx },
     });
 
@@ -115,11 +198,19 @@ for (const mode of NATIVE ? ENGINE_MODES : []) {
       const got = await extractSpeechInputs(engine, source, { signal: signal(), durationSeconds: SECONDS });
       assert.ok(got.wav, `${label}: a WAV`);
       const f = wavFormat(got.wav);
-      assert.equal({ rate: f.rate, channels: f.channels, bits: f.bits }, { rate: 16_000, channels: 1, bits: 16 }, label);
+      assert.equal(
+        { rate: f.rate, channels: f.channels, bits: f.bits },
+        { rate: 16_000, channels: 1, bits: 16 },
+        label,
+      );
       assert.ok(Math.abs(f.seconds - SECONDS) < 0.15, `${label}: ${f.seconds} s`);
       assert.ok((await detectSpeech(engine, got.wav, signal())).speech, `${label}: speech heard`);
       assert.ok(got.timedText?.startsWith("WEBVTT"), `${label}: WebVTT`);
-      const words = (await timedTextProvider.transcribe({ audio: got.wav, timedText: got.timedText, signal: signal() }))!.words;
+      const words = (await timedTextProvider.transcribe({
+        audio: got.wav,
+        timedText: got.timedText,
+        signal: signal(),
+      }))!.words;
       assert.equal(
         words.map((w) => w.text),
         ["Hello", "big", "world", "second", "line", "more"],
@@ -137,35 +228,51 @@ for (const mode of NATIVE ? ENGINE_MODES : []) {
     assert.is(track.wav, null);
     assert.match(track.timedText ?? "", /Hello/);
     assert.equal(await extractSpeechInputs(engine, videoOnly, { signal: signal() }), { wav: null, timedText: null });
-    assert.equal(await extractSpeechInputs(engine, chunked(videoOnly), { signal: signal() }), { wav: null, timedText: null });
+    assert.equal(await extractSpeechInputs(engine, chunked(videoOnly), { signal: signal() }), {
+      wav: null,
+      timedText: null,
+    });
   });
 
-  t("the chain on what was extracted: the track; the upstream without a track; our record; vad on a steady tone", async () => {
-    const c = chain();
-    const both = await extractSpeechInputs(engine, speechWithTrack, { signal: signal(), durationSeconds: SECONDS });
-    assert.is((await c.transcribe({ audio: both.wav!, timedText: both.timedText, signal: signal() })).provider, "timed-text");
+  t(
+    "the chain on what was extracted: the track; the upstream without a track; our record; vad on a steady tone",
+    async () => {
+      const c = chain();
+      const both = await extractSpeechInputs(engine, speechWithTrack, { signal: signal(), durationSeconds: SECONDS });
+      assert.is(
+        (await c.transcribe({ audio: both.wav!, timedText: both.timedText, signal: signal() })).provider,
+        "timed-text",
+      );
 
-    standIn.requests.length = 0;
-    const speech = await extractSpeechInputs(engine, chunked(speechOnly), { signal: signal(), durationSeconds: SECONDS });
-    assert.is(speech.timedText, null);
-    const upstream = await c.transcribe({ audio: speech.wav!, timedText: speech.timedText, signal: signal() });
-    assert.is(upstream.provider, "openai");
-    assert.is(standIn.requests.length, 1);
-    assert.ok(Math.abs(standIn.requests[0]!.seconds - SECONDS) < 0.15, "the whole clip went up");
-    assert.equal(
-      upstream.words.map((w) => w.text),
-      ["word0", "word1", "word2", "word3"],
-    );
+      standIn.requests.length = 0;
+      const speech = await extractSpeechInputs(engine, chunked(speechOnly), {
+        signal: signal(),
+        durationSeconds: SECONDS,
+      });
+      assert.is(speech.timedText, null);
+      const upstream = await c.transcribe({ audio: speech.wav!, timedText: speech.timedText, signal: signal() });
+      assert.is(upstream.provider, "openai");
+      assert.is(standIn.requests.length, 1);
+      assert.ok(Math.abs(standIn.requests[0]!.seconds - SECONDS) < 0.15, "the whole clip went up");
+      assert.equal(
+        upstream.words.map((w) => w.text),
+        ["word0", "word1", "word2", "word3"],
+      );
 
-    const ours = await c.transcribe({ audio: speech.wav!, spoken, signal: signal() });
-    assert.is(ours.provider, "spoken");
-    assert.equal(ours.words, spoken.words);
+      const ours = await c.transcribe({ audio: speech.wav!, spoken, signal: signal() });
+      assert.is(ours.provider, "spoken");
+      assert.equal(ours.words, spoken.words);
 
-    standIn.requests.length = 0;
-    const tone = await extractSpeechInputs(engine, clip, { signal: signal(), durationSeconds: SECONDS });
-    assert.equal(await c.transcribe({ audio: tone.wav!, timedText: tone.timedText, signal: signal() }), { language: "en", words: [], provider: "vad" });
-    assert.is(standIn.requests.length, 0, "no upstream call on silence");
-  });
+      standIn.requests.length = 0;
+      const tone = await extractSpeechInputs(engine, clip, { signal: signal(), durationSeconds: SECONDS });
+      assert.equal(await c.transcribe({ audio: tone.wav!, timedText: tone.timedText, signal: signal() }), {
+        language: "en",
+        words: [],
+        provider: "vad",
+      });
+      assert.is(standIn.requests.length, 0, "no upstream call on silence");
+    },
+  );
 
   t("the caller's abort stops the extraction", async () => {
     const ac = new AbortController();

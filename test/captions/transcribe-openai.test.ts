@@ -7,8 +7,17 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createOutboundGuard, type OutboundGuard } from "../../lib/outbound/index.ts";
-import { createOpenAiProvider, endpointOf, OPENAI, type OpenAiSettings, parseAnswer, pieceStarts, redact, UpstreamTranscriptionError } from "../../plugins/captions/transcribe/openai.ts";
 import { createTranscriber } from "../../plugins/captions/transcribe/index.ts";
+import {
+  createOpenAiProvider,
+  endpointOf,
+  OPENAI,
+  type OpenAiSettings,
+  parseAnswer,
+  pieceStarts,
+  redact,
+  UpstreamTranscriptionError,
+} from "../../plugins/captions/transcribe/openai.ts";
 import { SPHINX_RATE, sphinxWav } from "../../plugins/captions/transcribe/sphinx-wav.ts";
 import { type StandIn, startOpenAiStandIn } from "./helpers/openai-stand-in.ts";
 
@@ -30,7 +39,12 @@ function audio(seconds: number, quietAt: number[] = []): Uint8Array {
 
 let standIn: StandIn;
 let guard: OutboundGuard;
-const settings = (extra: Partial<OpenAiSettings> = {}): OpenAiSettings => ({ url: standIn.url, key: KEY, model: "whisper-1", ...extra });
+const settings = (extra: Partial<OpenAiSettings> = {}): OpenAiSettings => ({
+  url: standIn.url,
+  key: KEY,
+  model: "whisper-1",
+  ...extra,
+});
 
 t.before(async () => {
   standIn = await startOpenAiStandIn({ key: KEY });
@@ -41,7 +55,8 @@ t.before.each(() => {
   standIn.mode = "ok";
   standIn.key = KEY;
   standIn.requests.length = 0;
-  standIn.words = (seconds) => Array.from({ length: Math.floor(seconds) }, (_, i) => ({ word: ` word${i}`, start: i + 0.1, end: i + 0.6 }));
+  standIn.words = (seconds) =>
+    Array.from({ length: Math.floor(seconds) }, (_, i) => ({ word: ` word${i}`, start: i + 0.1, end: i + 0.6 }));
 });
 t.after(async () => {
   await guard?.close();
@@ -77,7 +92,12 @@ t("sends the multipart request of the API and reads the word times", async () =>
     { word: "again", start: 1.3, end: 1.3, probability: 0.42 },
   ];
   const progress: number[] = [];
-  const got = await createOpenAiProvider({ guard, settings: settings() }).transcribe({ audio: audio(2), language: "en-US", signal: signal(), onProgress: (f) => progress.push(f) });
+  const got = await createOpenAiProvider({ guard, settings: settings() }).transcribe({
+    audio: audio(2),
+    language: "en-US",
+    signal: signal(),
+    onProgress: (f) => progress.push(f),
+  });
   assert.ok(got);
   assert.is(got.provider, "openai");
   assert.is(got.language, "en-US");
@@ -93,7 +113,12 @@ t("sends the multipart request of the API and reads the word times", async () =>
   assert.is(r.path, "/v1/audio/transcriptions");
   assert.is(r.authorization, `Bearer ${KEY}`);
   assert.match(r.contentType ?? "", /^multipart\/form-data; boundary=/);
-  assert.equal(r.fields, { model: "whisper-1", response_format: "verbose_json", "timestamp_granularities[]": "word", language: "en" });
+  assert.equal(r.fields, {
+    model: "whisper-1",
+    response_format: "verbose_json",
+    "timestamp_granularities[]": "word",
+    language: "en",
+  });
   assert.ok(r.file);
   assert.is(r.file.name, "audio.wav");
   assert.is(r.file.type, "audio/wav");
@@ -104,24 +129,30 @@ t("sends the multipart request of the API and reads the word times", async () =>
   assert.ok(Math.abs(r.seconds - 2) < 0.01, `2 s of audio sent (${r.seconds})`);
 });
 
-t("a language that is no ISO 639-1 code is not sent; no key, no Authorization header; a base ending in /v1 is not doubled", async () => {
-  standIn.key = undefined;
-  const p = createOpenAiProvider({ guard, settings: settings({ key: undefined, url: `${standIn.url}/v1/` }) });
-  const got = await p.transcribe({ audio: audio(2), language: "english", signal: signal() });
-  assert.is(got?.words.length, 2);
-  const r = standIn.requests[0]!;
-  assert.is(r.path, "/v1/audio/transcriptions");
-  assert.is(r.authorization, undefined);
-  assert.is(r.fields.language, undefined);
-  assert.is(endpointOf("https://api.openai.com"), "https://api.openai.com/v1/audio/transcriptions");
-  assert.is(endpointOf("https://api.openai.com/v1"), "https://api.openai.com/v1/audio/transcriptions");
-  assert.is(endpointOf("https://proxy.example/openai/"), "https://proxy.example/openai/v1/audio/transcriptions");
-});
+t(
+  "a language that is no ISO 639-1 code is not sent; no key, no Authorization header; a base ending in /v1 is not doubled",
+  async () => {
+    standIn.key = undefined;
+    const p = createOpenAiProvider({ guard, settings: settings({ key: undefined, url: `${standIn.url}/v1/` }) });
+    const got = await p.transcribe({ audio: audio(2), language: "english", signal: signal() });
+    assert.is(got?.words.length, 2);
+    const r = standIn.requests[0]!;
+    assert.is(r.path, "/v1/audio/transcriptions");
+    assert.is(r.authorization, undefined);
+    assert.is(r.fields.language, undefined);
+    assert.is(endpointOf("https://api.openai.com"), "https://api.openai.com/v1/audio/transcriptions");
+    assert.is(endpointOf("https://api.openai.com/v1"), "https://api.openai.com/v1/audio/transcriptions");
+    assert.is(endpointOf("https://proxy.example/openai/"), "https://proxy.example/openai/v1/audio/transcriptions");
+  },
+);
 
 t("long audio goes up in pieces cut in quiet spots, the words' times shifted back to the file's", async () => {
   // 25 s with a longer quiet stretch around 8.6 s and 17.6 s; pieces of at most 10 s.
   const wav = audio(25, [8.6, 17.6]);
-  const got = await createOpenAiProvider({ guard, settings: settings(), options: { maxPieceSeconds: 10 } }).transcribe({ audio: wav, signal: signal() });
+  const got = await createOpenAiProvider({ guard, settings: settings(), options: { maxPieceSeconds: 10 } }).transcribe({
+    audio: wav,
+    signal: signal(),
+  });
   assert.ok(got);
   const pieces = standIn.requests.map((r) => r.seconds);
   assert.is(pieces.length, 3, `three pieces (${pieces.join(", ")})`);
@@ -136,7 +167,10 @@ t("long audio goes up in pieces cut in quiet spots, the words' times shifted bac
   }
   // The stand-in answers "wordN" at N+0.1 within each piece: shifted by the piece's start.
   const firstOfSecond = got.words.find((w, i) => i > 0 && w.text === "word0")!;
-  assert.ok(Math.abs(firstOfSecond.start - (pieces[0]! + 0.1)) < 0.002, `second piece's first word at ${firstOfSecond.start}`);
+  assert.ok(
+    Math.abs(firstOfSecond.start - (pieces[0]! + 0.1)) < 0.002,
+    `second piece's first word at ${firstOfSecond.start}`,
+  );
   for (let i = 1; i < got.words.length; i++) assert.ok(got.words[i]!.start >= got.words[i - 1]!.start, "in time order");
 });
 
@@ -151,7 +185,12 @@ t("pieceStarts: short audio is one piece; every piece within the limit", () => {
 });
 
 t("401: thrown with its status, the upstream's text (which echoes the key) not repeated", async () => {
-  const e = await failure(() => createOpenAiProvider({ guard, settings: settings({ key: `${KEY}-wrong` }) }).transcribe({ audio: audio(1), signal: signal() }));
+  const e = await failure(() =>
+    createOpenAiProvider({ guard, settings: settings({ key: `${KEY}-wrong` }) }).transcribe({
+      audio: audio(1),
+      signal: signal(),
+    }),
+  );
   assert.instance(e, UpstreamTranscriptionError);
   assert.is((e as UpstreamTranscriptionError).status, 401);
   assert.match(e.message, /answered 401/);
@@ -160,7 +199,9 @@ t("401: thrown with its status, the upstream's text (which echoes the key) not r
 
 t("500: thrown with its status and the upstream's message, the key cut out of it", async () => {
   standIn.mode = "500";
-  const e = await failure(() => createOpenAiProvider({ guard, settings: settings() }).transcribe({ audio: audio(1), signal: signal() }));
+  const e = await failure(() =>
+    createOpenAiProvider({ guard, settings: settings() }).transcribe({ audio: audio(1), signal: signal() }),
+  );
   assert.is((e as UpstreamTranscriptionError).status, 500);
   assert.match(e.message, /answered 500: The server had an error/);
   assert.match(e.message, /\[redacted\]/);
@@ -168,9 +209,23 @@ t("500: thrown with its status and the upstream's message, the key cut out of it
 
 t("malformed JSON, an answer without word times, an answer that is no transcription: thrown", async () => {
   standIn.mode = "malformed";
-  assert.match((await failure(() => createOpenAiProvider({ guard, settings: settings() }).transcribe({ audio: audio(1), signal: signal() }))).message, /malformed JSON/);
+  assert.match(
+    (
+      await failure(() =>
+        createOpenAiProvider({ guard, settings: settings() }).transcribe({ audio: audio(1), signal: signal() }),
+      )
+    ).message,
+    /malformed JSON/,
+  );
   standIn.mode = "text-only";
-  assert.match((await failure(() => createOpenAiProvider({ guard, settings: settings() }).transcribe({ audio: audio(2), signal: signal() }))).message, /without word timestamps/);
+  assert.match(
+    (
+      await failure(() =>
+        createOpenAiProvider({ guard, settings: settings() }).transcribe({ audio: audio(2), signal: signal() }),
+      )
+    ).message,
+    /without word timestamps/,
+  );
   assert.throws(() => parseAnswer([1, 2]), /not a transcription/);
   assert.throws(() => parseAnswer({ words: "no" }), /not a transcription/);
   // An empty transcription is one: no words.
@@ -183,7 +238,10 @@ t("a server that ignores timestamp_granularities: its segments' words spread ove
     { word: " one", start: 1, end: 1.5 },
     { word: " three", start: 1.5, end: 3 },
   ];
-  const got = await createOpenAiProvider({ guard, settings: settings() }).transcribe({ audio: audio(4), signal: signal() });
+  const got = await createOpenAiProvider({ guard, settings: settings() }).transcribe({
+    audio: audio(4),
+    signal: signal(),
+  });
   assert.equal(
     got?.words.map((w) => [w.text, w.start, w.end]),
     [
@@ -196,7 +254,12 @@ t("a server that ignores timestamp_granularities: its segments' words spread ove
 t("a hang ends at the deadline; an oversized answer at the cap; the caller's abort at once", async () => {
   standIn.mode = "hang";
   const t0 = performance.now();
-  const e = await failure(() => createOpenAiProvider({ guard, settings: settings(), options: { timeoutMs: 400 } }).transcribe({ audio: audio(1), signal: signal() }));
+  const e = await failure(() =>
+    createOpenAiProvider({ guard, settings: settings(), options: { timeoutMs: 400 } }).transcribe({
+      audio: audio(1),
+      signal: signal(),
+    }),
+  );
   assert.match(e.message, /timeout/);
   assert.ok(performance.now() - t0 < 5000, "ended near the deadline");
 
@@ -213,13 +276,25 @@ t("a hang ends at the deadline; an oversized answer at the cap; the caller's abo
   assert.ok(performance.now() - t1 < 3000);
 
   standIn.mode = "huge";
-  assert.match((await failure(() => createOpenAiProvider({ guard, settings: settings() }).transcribe({ audio: audio(1), signal: signal() }))).message, /too_large/);
+  assert.match(
+    (
+      await failure(() =>
+        createOpenAiProvider({ guard, settings: settings() }).transcribe({ audio: audio(1), signal: signal() }),
+      )
+    ).message,
+    /too_large/,
+  );
 });
 
 t("the kernel's guard without ALLOW_PRIVATE_URLS refuses the stand-in on loopback: nothing is sent", async () => {
   const strict = createOutboundGuard();
   try {
-    const e = await failure(() => createOpenAiProvider({ guard: () => strict, settings: settings() }).transcribe({ audio: audio(1), signal: signal() }));
+    const e = await failure(() =>
+      createOpenAiProvider({ guard: () => strict, settings: settings() }).transcribe({
+        audio: audio(1),
+        signal: signal(),
+      }),
+    );
     assert.match(e.message, /invalid_url|not_public/);
     assert.is(standIn.requests.length, 0);
   } finally {
@@ -227,31 +302,63 @@ t("the kernel's guard without ALLOW_PRIVATE_URLS refuses the stand-in on loopbac
   }
 });
 
-t("in the chain: a failing upstream is logged without its key and the next provider answers; unconfigured, it is skipped", async () => {
-  standIn.mode = "500";
-  const warnings: string[] = [];
-  const sphinx = { name: "pocketsphinx", transcribe: async () => ({ language: "en", words: [], provider: "pocketsphinx" }) };
-  const config = { transcribeUrl: standIn.url, transcribeKey: KEY, transcribeModel: "whisper-1", transcribeOrder: ["openai" as const, "pocketsphinx" as const] };
-  const speech = { speech: true, segments: [{ start: 0, end: 1 }] };
-  const chain = createTranscriber({ engine: {} as never, outbound: guard, config, log: { warn: (m: string) => warnings.push(m) }, providers: { pocketsphinx: sphinx }, detect: async () => speech });
-  assert.is((await chain.transcribe({ audio: audio(1), signal: signal() })).provider, "pocketsphinx");
-  assert.is(warnings.length, 1);
-  assert.match(warnings[0]!, /openai failed \(transcription upstream answered 500/);
-  assert.not.ok(warnings[0]!.includes(KEY));
-  // Every status the stand-in can give: the chain's final error carries no key either.
-  for (const mode of ["401", "500", "malformed", "huge"] as const) {
-    standIn.mode = mode;
-    const alone = createTranscriber({ engine: {} as never, outbound: guard, config: { ...config, transcribeOrder: ["openai"] }, detect: async () => speech });
-    await failure(() => alone.transcribe({ audio: audio(1), signal: signal() }));
-  }
-  standIn.requests.length = 0;
-  const unconfigured = createTranscriber({ engine: {} as never, outbound: guard, config: { ...config, transcribeUrl: undefined }, providers: { pocketsphinx: sphinx }, detect: async () => speech });
-  assert.is((await unconfigured.transcribe({ audio: audio(1), signal: signal() })).provider, "pocketsphinx");
-  assert.is(standIn.requests.length, 0);
-});
+t(
+  "in the chain: a failing upstream is logged without its key and the next provider answers; unconfigured, it is skipped",
+  async () => {
+    standIn.mode = "500";
+    const warnings: string[] = [];
+    const sphinx = {
+      name: "pocketsphinx",
+      transcribe: async () => ({ language: "en", words: [], provider: "pocketsphinx" }),
+    };
+    const config = {
+      transcribeUrl: standIn.url,
+      transcribeKey: KEY,
+      transcribeModel: "whisper-1",
+      transcribeOrder: ["openai" as const, "pocketsphinx" as const],
+    };
+    const speech = { speech: true, segments: [{ start: 0, end: 1 }] };
+    const chain = createTranscriber({
+      engine: {} as never,
+      outbound: guard,
+      config,
+      log: { warn: (m: string) => warnings.push(m) },
+      providers: { pocketsphinx: sphinx },
+      detect: async () => speech,
+    });
+    assert.is((await chain.transcribe({ audio: audio(1), signal: signal() })).provider, "pocketsphinx");
+    assert.is(warnings.length, 1);
+    assert.match(warnings[0]!, /openai failed \(transcription upstream answered 500/);
+    assert.not.ok(warnings[0]!.includes(KEY));
+    // Every status the stand-in can give: the chain's final error carries no key either.
+    for (const mode of ["401", "500", "malformed", "huge"] as const) {
+      standIn.mode = mode;
+      const alone = createTranscriber({
+        engine: {} as never,
+        outbound: guard,
+        config: { ...config, transcribeOrder: ["openai"] },
+        detect: async () => speech,
+      });
+      await failure(() => alone.transcribe({ audio: audio(1), signal: signal() }));
+    }
+    standIn.requests.length = 0;
+    const unconfigured = createTranscriber({
+      engine: {} as never,
+      outbound: guard,
+      config: { ...config, transcribeUrl: undefined },
+      providers: { pocketsphinx: sphinx },
+      detect: async () => speech,
+    });
+    assert.is((await unconfigured.transcribe({ audio: audio(1), signal: signal() })).provider, "pocketsphinx");
+    assert.is(standIn.requests.length, 0);
+  },
+);
 
 t("redact: the key and key-shaped tokens", () => {
-  assert.is(redact(`bad key ${KEY} and sk-abc***xyz, Bearer abc.def`, KEY), "bad key [redacted] and [redacted], Bearer [redacted]");
+  assert.is(
+    redact(`bad key ${KEY} and sk-abc***xyz, Bearer abc.def`, KEY),
+    "bad key [redacted] and [redacted], Bearer [redacted]",
+  );
 });
 
 t.run();

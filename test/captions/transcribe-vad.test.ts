@@ -5,8 +5,8 @@
 // steady tone of the engine's own test video (what a "silent" generated clip carries) is not speech.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { speakTimed } from "../../lib/speech/index.ts";
 import { createMediaEngine, generateTestVideo, type MediaEngine } from "../../lib/media/index.ts";
+import { speakTimed } from "../../lib/speech/index.ts";
 import { extractSpeechInputs } from "../../plugins/captions/transcribe/extract.ts";
 import { SPHINX_RATE, sphinxSamples, sphinxWav } from "../../plugins/captions/transcribe/sphinx-wav.ts";
 import { detectSpeech, VAD } from "../../plugins/captions/transcribe/vad.ts";
@@ -22,7 +22,8 @@ const NO_ENGINE = {
 } as unknown as MediaEngine;
 
 const clamp = (x: number) => Math.max(-32768, Math.min(32767, Math.round(x)));
-const make = (seconds: number, f: (i: number) => number) => sphinxWav(Int16Array.from({ length: Math.round(seconds * SPHINX_RATE) }, (_, i) => clamp(f(i))));
+const make = (seconds: number, f: (i: number) => number) =>
+  sphinxWav(Int16Array.from({ length: Math.round(seconds * SPHINX_RATE) }, (_, i) => clamp(f(i))));
 const sine = (hz: number, amp: number) => (i: number) => amp * Math.sin((2 * Math.PI * hz * i) / SPHINX_RATE);
 // A fixed pseudo-random sequence, so noise is the same on every run.
 function noise(amp: number): (i: number) => number {
@@ -35,25 +36,34 @@ function noise(amp: number): (i: number) => number {
 
 const t = suite("captions: voice-activity step");
 
-t("eSpeak sentences are speech; every spoken word lies in a segment; leading and trailing silence stays out", async () => {
-  const { wav, spoken } = await speakTimed("The weather is nice today. Please open the door, we will meet at seven.", VOICE);
-  const samples = sphinxSamples(wav.bytes);
-  // Two seconds of digital silence on each side.
-  const pad = 2 * SPHINX_RATE;
-  const padded = new Int16Array(samples.length + 2 * pad);
-  padded.set(samples, pad);
-  const got = await detectSpeech(NO_ENGINE, sphinxWav(padded), signal());
-  assert.ok(got.speech);
-  for (const w of spoken.words) {
-    const mid = 2 + (w.start + w.end) / 2;
-    assert.ok(
-      got.segments.some((s) => s.start <= mid && mid <= s.end),
-      `"${w.text}" at ${mid.toFixed(2)} s is in a segment (${JSON.stringify(got.segments)})`,
+t(
+  "eSpeak sentences are speech; every spoken word lies in a segment; leading and trailing silence stays out",
+  async () => {
+    const { wav, spoken } = await speakTimed(
+      "The weather is nice today. Please open the door, we will meet at seven.",
+      VOICE,
     );
-  }
-  assert.ok(got.segments[0]!.start >= 1.9, `speech starts after the silence (${got.segments[0]!.start})`);
-  assert.ok(got.segments.at(-1)!.end <= 2 + samples.length / SPHINX_RATE + 0.1, "and ends before the trailing silence");
-});
+    const samples = sphinxSamples(wav.bytes);
+    // Two seconds of digital silence on each side.
+    const pad = 2 * SPHINX_RATE;
+    const padded = new Int16Array(samples.length + 2 * pad);
+    padded.set(samples, pad);
+    const got = await detectSpeech(NO_ENGINE, sphinxWav(padded), signal());
+    assert.ok(got.speech);
+    for (const w of spoken.words) {
+      const mid = 2 + (w.start + w.end) / 2;
+      assert.ok(
+        got.segments.some((s) => s.start <= mid && mid <= s.end),
+        `"${w.text}" at ${mid.toFixed(2)} s is in a segment (${JSON.stringify(got.segments)})`,
+      );
+    }
+    assert.ok(got.segments[0]!.start >= 1.9, `speech starts after the silence (${got.segments[0]!.start})`);
+    assert.ok(
+      got.segments.at(-1)!.end <= 2 + samples.length / SPHINX_RATE + 0.1,
+      "and ends before the trailing silence",
+    );
+  },
+);
 
 t("short single words are speech", async () => {
   for (const text of ["yes", "a", "go"]) {
@@ -62,40 +72,50 @@ t("short single words are speech", async () => {
   }
 });
 
-t("not speech: digital silence, dither, low noise, steady noise, quiet and loud tones, a tone switching on, beeps, empty audio", async () => {
-  const cases: Record<string, Uint8Array> = {
-    "digital silence": make(3, () => 0),
-    "±1 dither": make(3, noise(1.5)),
-    "low white noise (-50 dBFS)": make(3, noise(180)),
-    "loud steady white noise": make(3, noise(8000)),
-    "quiet 440 Hz tone": make(3, sine(440, 300)),
-    "loud 440 Hz tone": make(3, sine(440, 12000)),
-    "a 1 kHz tone switching on after 1 s": make(3, (i) => (i > SPHINX_RATE ? sine(1000, 3000)(i) : 0)),
-    "half-second beeps": make(4, (i) => ((i / (SPHINX_RATE / 2)) % 2 < 1 ? sine(1000, 3000)(i) : 0)),
-    "beeps of 0.1 s, 0.1 s apart": make(4, (i) => ((i / (SPHINX_RATE / 10)) % 2 < 1 ? sine(1000, 3000)(i) : 0)),
-    "steady noise at -30 dBFS": make(3, noise(1800)),
-    "a click": make(2, (i) => (i === SPHINX_RATE ? 30000 : 0)),
-  };
-  for (const [label, wav] of Object.entries(cases)) {
-    const got = await detectSpeech(NO_ENGINE, wav, signal());
-    assert.not.ok(got.speech, `${label}: ${JSON.stringify(got.segments)}`);
-  }
-  assert.equal(await detectSpeech(NO_ENGINE, new Uint8Array(0), signal()), { speech: false, segments: [] });
-});
+t(
+  "not speech: digital silence, dither, low noise, steady noise, quiet and loud tones, a tone switching on, beeps, empty audio",
+  async () => {
+    const cases: Record<string, Uint8Array> = {
+      "digital silence": make(3, () => 0),
+      "±1 dither": make(3, noise(1.5)),
+      "low white noise (-50 dBFS)": make(3, noise(180)),
+      "loud steady white noise": make(3, noise(8000)),
+      "quiet 440 Hz tone": make(3, sine(440, 300)),
+      "loud 440 Hz tone": make(3, sine(440, 12000)),
+      "a 1 kHz tone switching on after 1 s": make(3, (i) => (i > SPHINX_RATE ? sine(1000, 3000)(i) : 0)),
+      "half-second beeps": make(4, (i) => ((i / (SPHINX_RATE / 2)) % 2 < 1 ? sine(1000, 3000)(i) : 0)),
+      "beeps of 0.1 s, 0.1 s apart": make(4, (i) => ((i / (SPHINX_RATE / 10)) % 2 < 1 ? sine(1000, 3000)(i) : 0)),
+      "steady noise at -30 dBFS": make(3, noise(1800)),
+      "a click": make(2, (i) => (i === SPHINX_RATE ? 30000 : 0)),
+    };
+    for (const [label, wav] of Object.entries(cases)) {
+      const got = await detectSpeech(NO_ENGINE, wav, signal());
+      assert.not.ok(got.speech, `${label}: ${JSON.stringify(got.segments)}`);
+    }
+    assert.equal(await detectSpeech(NO_ENGINE, new Uint8Array(0), signal()), { speech: false, segments: [] });
+  },
+);
 
-t("speech over a steady tone or noise about 8 dB quieter is found; under a much louder bed it is not (the known limit)", async () => {
-  const { wav } = await speakTimed("The weather is nice today. Please open the door, we will meet at seven.", VOICE);
-  const s = sphinxSamples(wav.bytes);
-  const mixed = (bed: (i: number) => number) => sphinxWav(Int16Array.from(s, (x, i) => clamp(x + bed(i))));
-  assert.ok((await detectSpeech(NO_ENGINE, mixed(sine(440, 3000)), signal())).speech, "over a tone");
-  assert.ok((await detectSpeech(NO_ENGINE, mixed(noise(3000)), signal())).speech, "over noise");
-  assert.not.ok((await detectSpeech(NO_ENGINE, mixed(sine(440, 12000)), signal())).speech, "under a loud tone");
-});
+t(
+  "speech over a steady tone or noise about 8 dB quieter is found; under a much louder bed it is not (the known limit)",
+  async () => {
+    const { wav } = await speakTimed("The weather is nice today. Please open the door, we will meet at seven.", VOICE);
+    const s = sphinxSamples(wav.bytes);
+    const mixed = (bed: (i: number) => number) => sphinxWav(Int16Array.from(s, (x, i) => clamp(x + bed(i))));
+    assert.ok((await detectSpeech(NO_ENGINE, mixed(sine(440, 3000)), signal())).speech, "over a tone");
+    assert.ok((await detectSpeech(NO_ENGINE, mixed(noise(3000)), signal())).speech, "over noise");
+    assert.not.ok((await detectSpeech(NO_ENGINE, mixed(sine(440, 12000)), signal())).speech, "under a loud tone");
+  },
+);
 
 t("the caller's abort is honoured; the numbers are the documented ones", async () => {
   const ac = new AbortController();
   ac.abort(new Error("stop"));
-  await detectSpeech(NO_ENGINE, make(1, () => 0), ac.signal).then(
+  await detectSpeech(
+    NO_ENGINE,
+    make(1, () => 0),
+    ac.signal,
+  ).then(
     () => assert.unreachable("aborted"),
     (err: Error) => assert.is(err.message, "stop"),
   );
@@ -117,11 +137,17 @@ for (const mode of ENGINE_MODES) {
 
   e("a WAV that is not 16-bit PCM (44.1 kHz stereo float) is converted by the engine first", async () => {
     const { wav } = await speakTimed("please open the door", VOICE);
-    const out = await engine.run(["-i", "s.wav", "-ac", "2", "-ar", "44100", "-c:a", "pcm_f32le", "f.wav"], { inputs: { "s.wav": wav.bytes }, outputs: ["f.wav"] });
+    const out = await engine.run(["-i", "s.wav", "-ac", "2", "-ar", "44100", "-c:a", "pcm_f32le", "f.wav"], {
+      inputs: { "s.wav": wav.bytes },
+      outputs: ["f.wav"],
+    });
     const float = out["f.wav"]!;
     assert.is(new DataView(float.buffer, float.byteOffset).getUint16(34, true), 32, "a 32-bit float WAV");
     assert.ok((await detectSpeech(engine, float, signal())).speech);
-    const silent = await engine.run(["-f", "lavfi", "-i", "anullsrc=r=44100:cl=stereo", "-t", "2", "-c:a", "pcm_f32le", "z.wav"], { outputs: ["z.wav"] });
+    const silent = await engine.run(
+      ["-f", "lavfi", "-i", "anullsrc=r=44100:cl=stereo", "-t", "2", "-c:a", "pcm_f32le", "z.wav"],
+      { outputs: ["z.wav"] },
+    );
     assert.not.ok((await detectSpeech(engine, silent["z.wav"]!, signal())).speech);
   });
 

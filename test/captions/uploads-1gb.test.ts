@@ -18,13 +18,14 @@
 // every ~64 MB (process.memoryUsage().arrayBuffers swings between 16 and 58 MB). On PGlite the in-process
 // database alone holds 550-930 MB before any request (main.ts idles at 570 MB), so the 300 MB is a Postgres
 // figure.
-import { suite } from "uvu";
-import * as assert from "uvu/assert";
+
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
 import { headerFor } from "./uploads-mp4.ts";
 
 const TOTAL = 1_000_000_000;
@@ -57,7 +58,9 @@ if (process.env.UPLOAD_1GB_SERVE === "1") {
     setInterval(() => {
       const m = process.memoryUsage();
       const mb = (n: number) => (n / 1048576).toFixed(0);
-      console.error(`mem rss ${mb(m.rss)} heapTotal ${mb(m.heapTotal)} heapUsed ${mb(m.heapUsed)} external ${mb(m.external)} arrayBuffers ${mb(m.arrayBuffers)}`);
+      console.error(
+        `mem rss ${mb(m.rss)} heapTotal ${mb(m.heapTotal)} heapUsed ${mb(m.heapUsed)} external ${mb(m.external)} arrayBuffers ${mb(m.arrayBuffers)}`,
+      );
     }, 250).unref();
   }
   console.log(`READY ${apiKey}`);
@@ -123,7 +126,11 @@ if (process.env.UPLOAD_1GB_SERVE === "1") {
       };
 
       const started = performance.now();
-      const init = await call("/captions/uploads/init", JSON.stringify({ filename: "big.mp4", size_bytes: TOTAL }), "application/json");
+      const init = await call(
+        "/captions/uploads/init",
+        JSON.stringify({ filename: "big.mp4", size_bytes: TOTAL }),
+        "application/json",
+      );
       assert.is(init.status, 202, JSON.stringify(init.body));
       const session = init.body.session_id as string;
       const count = init.body.part_count as number;
@@ -157,7 +164,13 @@ if (process.env.UPLOAD_1GB_SERVE === "1") {
       const hwm = kb(status(pid), "VmHWM");
       const peakSample = Math.max(...samples);
       const mb = (k: number) => (k / 1024).toFixed(0);
-      if (process.env.UPLOAD_1GB_TRACE) console.log(out.split("\n").filter((l) => l.startsWith("mem ")).join("\n"));
+      if (process.env.UPLOAD_1GB_TRACE)
+        console.log(
+          out
+            .split("\n")
+            .filter((l) => l.startsWith("mem "))
+            .join("\n"),
+        );
       console.log(
         `  1 GB upload (${process.env.DATABASE_URL ? "postgres" : "pglite"}, ${LANES} parts at a time): ${count} parts in ${((uploaded - started) / 1000).toFixed(1)} s, finalize ${(finalized - uploaded).toFixed(0)} ms; ` +
           `server RSS idle ${mb(idleRss)} MB, peak sampled ${mb(peakSample)} MB, VmHWM ${mb(hwm)} MB (${samples.length} samples)`,

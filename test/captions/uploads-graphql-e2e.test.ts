@@ -8,18 +8,26 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
 import { speakTimed } from "../../lib/speech/index.ts";
-import { createTestKernel, graphql, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
+import { CAPTION_ERRORS } from "../../plugins/captions/errors.ts";
+import captions from "../../plugins/captions/index.ts";
 import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
-import captions from "../../plugins/captions/index.ts";
-import { CAPTION_ERRORS } from "../../plugins/captions/errors.ts";
+import { createTestKernel, graphql, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase, redisUrl } from "../helpers/backends.ts";
 
 const FIXTURE = new URL("../../../shared/fixtures/media/video1.mp4", import.meta.url);
 const LIMITS = {
   inflight_jobs: 50,
-  rate_limits: { "POST /generate-video": 10_000, "GET /video-status/<job_id>": 100_000, "POST /captions": 10_000, "POST /captions/upload": 10_000, "GET /captions/<job_id>": 100_000, "GET /captions/<job_id>/chunks": 10_000, "POST /captions/<job_id>/edit": 10_000 },
+  rate_limits: {
+    "POST /generate-video": 10_000,
+    "GET /video-status/<job_id>": 100_000,
+    "POST /captions": 10_000,
+    "POST /captions/upload": 10_000,
+    "GET /captions/<job_id>": 100_000,
+    "GET /captions/<job_id>/chunks": 10_000,
+    "POST /captions/<job_id>/edit": 10_000,
+  },
 };
 const DAY = 24 * 3600 * 1000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -29,7 +37,31 @@ const hasSphinx = ["/usr/bin/pocketsphinx_continuous", "/usr/local/bin/pocketsph
 async function speakingMp4(engine: MediaEngine, text: string): Promise<Uint8Array> {
   const { wav } = await speakTimed(text, { voice: "en-us", pitch: 50, speed: 150, gap: 0 });
   const out = await engine.run(
-    ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25:duration=6", "-i", "speech.wav", "-map", "0:v", "-map", "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-t", "6", "-movflags", "+faststart", "out.mp4"],
+    [
+      "-f",
+      "lavfi",
+      "-i",
+      "testsrc2=size=640x360:rate=25:duration=6",
+      "-i",
+      "speech.wav",
+      "-map",
+      "0:v",
+      "-map",
+      "1:a",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-pix_fmt",
+      "yuv420p",
+      "-c:a",
+      "aac",
+      "-t",
+      "6",
+      "-movflags",
+      "+faststart",
+      "out.mp4",
+    ],
     { inputs: { "speech.wav": wav.bytes }, outputs: ["out.mp4"] },
   );
   return out["out.mp4"]!;
@@ -66,7 +98,16 @@ for (const backend of await databaseBackends()) {
 
   t("GraphQL: submit, follow jobUpdates through transcribing and rendering, read the job", async () => {
     const { key } = await tk.partner({ credits: 1000, limits: LIMITS });
-    const gen = await tk.request("POST", "/generate-video", { key, body: { prompt: 'A chef says "add the salt, then stir slowly for one minute"', model: "alpha-v3-text-to-video", quality: "720p", duration: 5, sound: true } });
+    const gen = await tk.request("POST", "/generate-video", {
+      key,
+      body: {
+        prompt: 'A chef says "add the salt, then stir slowly for one minute"',
+        model: "alpha-v3-text-to-video",
+        quality: "720p",
+        duration: 5,
+        sound: true,
+      },
+    });
     assert.is(gen.status, 202, JSON.stringify(gen.body));
     for (;;) {
       const v = await tk.request("GET", `/video-status/${gen.body.job_id}`, { key });
@@ -74,13 +115,23 @@ for (const backend of await databaseBackends()) {
       assert.is.not(v.body.status, "error");
       await sleep(100);
     }
-    const sub = await graphql(tk, "mutation($input: CaptionsInput!) { captions(input: $input) { job_id status credits_used } }", { input: { video_job_id: gen.body.job_id, style: { chunking: "phrases" } } }, { key });
+    const sub = await graphql(
+      tk,
+      "mutation($input: CaptionsInput!) { captions(input: $input) { job_id status credits_used } }",
+      { input: { video_job_id: gen.body.job_id, style: { chunking: "phrases" } } },
+      { key },
+    );
     assert.is(sub.errors, undefined, JSON.stringify(sub.errors));
     const id = sub.data.captions.job_id;
     assert.is(sub.data.captions.status, "pending");
 
     const updates: any[] = [];
-    for await (const r of graphqlSubscription(tk, "subscription($id: String!) { jobUpdates(id: $id) { kind state terminal progress message } }", { id }, { key })) {
+    for await (const r of graphqlSubscription(
+      tk,
+      "subscription($id: String!) { jobUpdates(id: $id) { kind state terminal progress message } }",
+      { id },
+      { key },
+    )) {
       updates.push(r.data.jobUpdates);
       if (r.data.jobUpdates.terminal) break;
     }
@@ -89,47 +140,71 @@ for (const backend of await databaseBackends()) {
     const messages = new Set(updates.map((u) => u.message));
     assert.ok(messages.has("Rendering"), JSON.stringify(updates));
     const progress = updates.filter((u) => !u.terminal && u.progress !== null).map((u) => u.progress as number);
-    assert.equal(progress, [...progress].sort((a, b) => a - b), "progress only grows");
+    assert.equal(
+      progress,
+      [...progress].sort((a, b) => a - b),
+      "progress only grows",
+    );
 
-    const read = await graphql(tk, "query($id: String!) { captionsByJobId(job_id: $id) { status captioned_url edit_count editable retention { captioned_output_days } } }", { id }, { key });
+    const read = await graphql(
+      tk,
+      "query($id: String!) { captionsByJobId(job_id: $id) { status captioned_url edit_count editable retention { captioned_output_days } } }",
+      { id },
+      { key },
+    );
     assert.is(read.errors, undefined, JSON.stringify(read.errors));
     assert.is(read.data.captionsByJobId.status, "complete");
     assert.ok(read.data.captionsByJobId.captioned_url);
     assert.is(read.data.captionsByJobId.retention.captioned_output_days, 14);
   });
 
-  t("an uploaded MP4 with speech is recognized and captioned; its source is kept 2 days, then an edit is 410", async () => {
-    if (!hasSphinx) return console.log("  (pocketsphinx is not installed: the recognition path is skipped)");
-    const { key } = await tk.partner({ credits: 1000, limits: LIMITS });
-    const mp4 = await speakingMp4(engine, "Good morning everyone. Today we will talk about the weather and the sea.");
-    const form = new FormData();
-    form.set("video", new Blob([mp4 as Uint8Array<ArrayBuffer>]), "talk.mp4");
-    form.set("style", JSON.stringify({ chunking: "line", case: "upper" }));
-    form.set("partner_job_id", "upload-1");
-    const sub = await tk.request("POST", "/captions/upload", { key, body: form });
-    assert.is(sub.status, 202, JSON.stringify(sub.body));
-    assert.equal(sub.body.retention, { captioned_output_days: 14, uploaded_source_days: 2, guaranteed: false });
-    const job = await done(key, sub.body.job_id);
-    assert.is(job.status, "complete", JSON.stringify(job));
-    const chunks = (await tk.request("GET", `/captions/${job.job_id}/chunks`, { key })).body;
-    assert.ok(chunks.chunk_count >= 1, JSON.stringify(chunks));
-    // `case` changes the display only: the chunks keep the spelling as transcribed.
-    assert.ok(chunks.chunks.some((c: any) => c.text !== c.text.toUpperCase()), JSON.stringify(chunks.chunks));
-    const probe = await engine.probe((await tk.kernel.blobs.get(new URL(job.captioned_url).pathname.slice("/media/".length)))!, "o.mp4");
-    assert.equal(
-      probe.streams.filter((s) => s.type === "video").map((s) => [s.codec, s.width, s.height]),
-      [["h264", 640, 360]],
-    );
+  t(
+    "an uploaded MP4 with speech is recognized and captioned; its source is kept 2 days, then an edit is 410",
+    async () => {
+      if (!hasSphinx) return console.log("  (pocketsphinx is not installed: the recognition path is skipped)");
+      const { key } = await tk.partner({ credits: 1000, limits: LIMITS });
+      const mp4 = await speakingMp4(engine, "Good morning everyone. Today we will talk about the weather and the sea.");
+      const form = new FormData();
+      form.set("video", new Blob([mp4 as Uint8Array<ArrayBuffer>]), "talk.mp4");
+      form.set("style", JSON.stringify({ chunking: "line", case: "upper" }));
+      form.set("partner_job_id", "upload-1");
+      const sub = await tk.request("POST", "/captions/upload", { key, body: form });
+      assert.is(sub.status, 202, JSON.stringify(sub.body));
+      assert.equal(sub.body.retention, { captioned_output_days: 14, uploaded_source_days: 2, guaranteed: false });
+      const job = await done(key, sub.body.job_id);
+      assert.is(job.status, "complete", JSON.stringify(job));
+      const chunks = (await tk.request("GET", `/captions/${job.job_id}/chunks`, { key })).body;
+      assert.ok(chunks.chunk_count >= 1, JSON.stringify(chunks));
+      // `case` changes the display only: the chunks keep the spelling as transcribed.
+      assert.ok(
+        chunks.chunks.some((c: any) => c.text !== c.text.toUpperCase()),
+        JSON.stringify(chunks.chunks),
+      );
+      const probe = await engine.probe(
+        (await tk.kernel.blobs.get(new URL(job.captioned_url).pathname.slice("/media/".length)))!,
+        "o.mp4",
+      );
+      assert.equal(
+        probe.streams.filter((s) => s.type === "video").map((s) => [s.codec, s.width, s.height]),
+        [["h264", 640, 360]],
+      );
 
-    tk.clock.advance(3 * DAY);
-    await tk.kernel.retention.sweep();
-    const later = (await tk.request("GET", `/captions/${job.job_id}`, { key })).body;
-    assert.equal([later.source_available, later.editable, later.media_pruned, later.status], [false, false, false, "complete"]);
-    const edit = await tk.request("POST", `/captions/${job.job_id}/edit`, { key, body: { chunks: [{ start: 0, end: 1, text: "hi" }] } });
-    assert.is(edit.status, 410, JSON.stringify(edit.body));
-    assert.is(edit.body.error, CAPTION_ERRORS.sourcePruned);
-    tk.clock.advance(-3 * DAY);
-  });
+      tk.clock.advance(3 * DAY);
+      await tk.kernel.retention.sweep();
+      const later = (await tk.request("GET", `/captions/${job.job_id}`, { key })).body;
+      assert.equal(
+        [later.source_available, later.editable, later.media_pruned, later.status],
+        [false, false, false, "complete"],
+      );
+      const edit = await tk.request("POST", `/captions/${job.job_id}/edit`, {
+        key,
+        body: { chunks: [{ start: 0, end: 1, text: "hi" }] },
+      });
+      assert.is(edit.status, 410, JSON.stringify(edit.body));
+      assert.is(edit.body.error, CAPTION_ERRORS.sourcePruned);
+      tk.clock.advance(-3 * DAY);
+    },
+  );
 
   t("a real-world MP4 made elsewhere (C2PA fixture) ends in a terminal state, refunded unless complete", async () => {
     const { key } = await tk.partner({ credits: 1000, tier: "standard", limits: LIMITS });

@@ -26,9 +26,11 @@ const ascii = (s: string) => new TextEncoder().encode(s);
 export const ftyp = () => box("ftyp", ascii("isom"), words(0x200), ascii("isomiso2mp41"));
 
 /** mvhd/mdhd version 0: timescale and duration. */
-const mvhd = (timescale: number, duration: number) => box("mvhd", words(0, 0, 0, timescale, duration, 0x10000), new Uint8Array(2 + 10 + 36 + 24), words(2));
+const mvhd = (timescale: number, duration: number) =>
+  box("mvhd", words(0, 0, 0, timescale, duration, 0x10000), new Uint8Array(2 + 10 + 36 + 24), words(2));
 const mdhd = (timescale: number, duration: number) => box("mdhd", words(0, 0, 0, timescale, duration, 0x55c40000));
-const tkhd = (id: number) => box("tkhd", words(3, 0, 0, id, 0, 0), new Uint8Array(8 + 8 + 36), words(64 << 16, 48 << 16));
+const tkhd = (id: number) =>
+  box("tkhd", words(3, 0, 0, id, 0, 0), new Uint8Array(8 + 8 + 36), words(64 << 16, 48 << 16));
 const hdlr = (type: string) => box("hdlr", words(0, 0), ascii(type), new Uint8Array(12), ascii("Handler\0"));
 
 export interface MoovOptions {
@@ -94,7 +96,10 @@ export function fillPart(header: Uint8Array, start: number, size: number): Uint8
 
 let engine: MediaEngine | undefined;
 /** A real small MP4 (H.264 test pattern, optional AAC tone) from the media engine; `movflags` as ffmpeg takes them. */
-export async function realMp4(seconds: number, opts: { audio?: boolean; movflags?: string; videoOnly?: boolean; audioOnly?: boolean } = {}): Promise<Uint8Array> {
+export async function realMp4(
+  seconds: number,
+  opts: { audio?: boolean; movflags?: string; videoOnly?: boolean; audioOnly?: boolean } = {},
+): Promise<Uint8Array> {
   engine ??= createMediaEngine();
   const args = ["-f", "lavfi", "-i", `testsrc=size=64x48:rate=10:duration=${seconds}`];
   if (opts.audio || opts.audioOnly) args.push("-f", "lavfi", "-i", `sine=frequency=440:duration=${seconds}`);

@@ -8,21 +8,27 @@ import type { Kysely } from "kysely";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { Logger } from "../../core/log.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { createHttpApp } from "../../transports/http.ts";
-import captions from "../../plugins/captions/index.ts";
-import video from "../../plugins/video/index.ts";
-import videoSandbox from "../../plugins/video/sandbox.ts";
 import { captionsConfig } from "../../plugins/captions/config.ts";
 import { CAPTION_ERRORS } from "../../plugins/captions/errors.ts";
+import captions from "../../plugins/captions/index.ts";
 import { bootLine, providerStatus, uploadRecognizers } from "../../plugins/captions/transcribe/index.ts";
 import { locatePocketsphinx } from "../../plugins/captions/transcribe/pocketsphinx.ts";
+import video from "../../plugins/video/index.ts";
+import videoSandbox from "../../plugins/video/sandbox.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import { createHttpApp } from "../../transports/http.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { syntheticMp4 } from "./uploads-mp4.ts";
 
 const MISSING = "/nonexistent/mediagate-test/pocketsphinx_continuous";
 const UPSTREAM = "https://transcribe.example.test";
-const UPLOAD_PATHS = ["/captions/upload", "/captions/uploads/init", "/captions/uploads/<session_id>/part/<index>", "/captions/uploads/<session_id>/finalize", "/captions/uploads/<session_id>/abort"];
+const UPLOAD_PATHS = [
+  "/captions/upload",
+  "/captions/uploads/init",
+  "/captions/uploads/<session_id>/part/<index>",
+  "/captions/uploads/<session_id>/finalize",
+  "/captions/uploads/<session_id>/abort",
+];
 
 function recordingLogger(): Logger & { lines: Array<{ level: string; message: string }> } {
   const lines: Array<{ level: string; message: string }> = [];
@@ -30,7 +36,8 @@ function recordingLogger(): Logger & { lines: Array<{ level: string; message: st
   return { lines, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
 }
 
-const bootLines = (log: ReturnType<typeof recordingLogger>) => log.lines.filter((l) => l.message.startsWith("captions: transcription providers:"));
+const bootLines = (log: ReturnType<typeof recordingLogger>) =>
+  log.lines.filter((l) => l.message.startsWith("captions: transcription providers:"));
 
 // ---------------------------------------------------------------------------------------------------------
 const words = suite("the boot line's words");
@@ -54,7 +61,12 @@ words("each provider's state, in the configured order, and who transcribes uploa
   assert.match(off.line, "CAPTIONS_TRANSCRIBE_URL");
 
   // The upstream configured (its key never in the line), and put before pocketsphinx by the order.
-  const upstream = captionsConfig.read({ CAPTIONS_POCKETSPHINX_PATH: MISSING, CAPTIONS_TRANSCRIBE_URL: `${UPSTREAM}/v1`, CAPTIONS_TRANSCRIBE_KEY: "sk-secret-key-0123456789", CAPTIONS_TRANSCRIBE_ORDER: "timed-text,openai,pocketsphinx" });
+  const upstream = captionsConfig.read({
+    CAPTIONS_POCKETSPHINX_PATH: MISSING,
+    CAPTIONS_TRANSCRIBE_URL: `${UPSTREAM}/v1`,
+    CAPTIONS_TRANSCRIBE_KEY: "sk-secret-key-0123456789",
+    CAPTIONS_TRANSCRIBE_ORDER: "timed-text,openai,pocketsphinx",
+  });
   assert.equal(uploadRecognizers(upstream), ["openai"]);
   const on = bootLine(providerStatus(upstream));
   assert.is(on.level, "info");
@@ -65,7 +77,16 @@ words("each provider's state, in the configured order, and who transcribes uploa
   assert.not.match(on.line, "sk-secret");
 
   // A recognizer left out of the order does not count.
-  assert.equal(uploadRecognizers(captionsConfig.read({ CAPTIONS_TRANSCRIBE_URL: UPSTREAM, CAPTIONS_POCKETSPHINX_PATH: MISSING, CAPTIONS_TRANSCRIBE_ORDER: "spoken,timed-text" })), []);
+  assert.equal(
+    uploadRecognizers(
+      captionsConfig.read({
+        CAPTIONS_TRANSCRIBE_URL: UPSTREAM,
+        CAPTIONS_POCKETSPHINX_PATH: MISSING,
+        CAPTIONS_TRANSCRIBE_ORDER: "spoken,timed-text",
+      }),
+    ),
+    [],
+  );
 });
 
 words("pocketsphinx where it is installed (CI installs it): found on PATH, or at the configured path", () => {
@@ -76,8 +97,13 @@ words("pocketsphinx where it is installed (CI installs it): found on PATH, or at
   }
   const byPath = captionsConfig.read({});
   assert.equal(uploadRecognizers(byPath), ["pocketsphinx"]);
-  assert.match(bootLine(providerStatus(byPath)).line, `pocketsphinx available (${found.recognizer}); openai unavailable`);
-  assert.equal(uploadRecognizers(captionsConfig.read({ CAPTIONS_POCKETSPHINX_PATH: found.recognizer })), ["pocketsphinx"]);
+  assert.match(
+    bootLine(providerStatus(byPath)).line,
+    `pocketsphinx available (${found.recognizer}); openai unavailable`,
+  );
+  assert.equal(uploadRecognizers(captionsConfig.read({ CAPTIONS_POCKETSPHINX_PATH: found.recognizer })), [
+    "pocketsphinx",
+  ]);
 });
 
 words.run();
@@ -95,8 +121,18 @@ for (const backend of await databaseBackends()) {
   t.before(async () => {
     const url = backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined;
     const plugins = [videoSandbox, video, captions];
-    none = await createTestKernel({ plugins, databaseUrl: url, logger: logs.none, env: { CAPTIONS_POCKETSPHINX_PATH: MISSING } });
-    upstream = await createTestKernel({ plugins, databaseUrl: url, logger: logs.upstream, env: { CAPTIONS_POCKETSPHINX_PATH: MISSING, CAPTIONS_TRANSCRIBE_URL: UPSTREAM } });
+    none = await createTestKernel({
+      plugins,
+      databaseUrl: url,
+      logger: logs.none,
+      env: { CAPTIONS_POCKETSPHINX_PATH: MISSING },
+    });
+    upstream = await createTestKernel({
+      plugins,
+      databaseUrl: url,
+      logger: logs.upstream,
+      env: { CAPTIONS_POCKETSPHINX_PATH: MISSING, CAPTIONS_TRANSCRIBE_URL: UPSTREAM },
+    });
   });
   t.after(async () => {
     await none?.close();
@@ -104,13 +140,26 @@ for (const backend of await databaseBackends()) {
   });
 
   const limits = { rate_limits: Object.fromEntries(UPLOAD_PATHS.map((p) => [`POST ${p}`, 10_000])) };
-  const post = async (tk: TestKernel, key: string, path: string, body: BodyInit, headers: Record<string, string> = {}) => {
+  const post = async (
+    tk: TestKernel,
+    key: string,
+    path: string,
+    body: BodyInit,
+    headers: Record<string, string> = {},
+  ) => {
     const app = createHttpApp(tk.kernel, { adminToken: tk.adminToken });
-    const res = await app.fetch(new Request(`http://mediagate.test/api/v1/partner${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "user-agent": "tests/1.0", ...headers }, body }));
+    const res = await app.fetch(
+      new Request(`http://mediagate.test/api/v1/partner${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "user-agent": "tests/1.0", ...headers },
+        body,
+      }),
+    );
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : null };
   };
-  const json = (tk: TestKernel, key: string, path: string, body: unknown) => post(tk, key, path, JSON.stringify(body), { "content-type": "application/json" });
+  const json = (tk: TestKernel, key: string, path: string, body: unknown) =>
+    post(tk, key, path, JSON.stringify(body), { "content-type": "application/json" });
   const form = (file: Uint8Array) => {
     const f = new FormData();
     f.set("video", new Blob([file as Uint8Array<ArrayBuffer>], { type: "video/mp4" }), "talk.mp4");
@@ -119,7 +168,16 @@ for (const backend of await databaseBackends()) {
   /** What the account has: balance, its jobs, caption rows, sessions, and the upload files of the store. */
   const state = async (tk: TestKernel, partnerId: string) => {
     const db = tk.kernel.database.kysely as Kysely<any>;
-    const count = async (table: string) => Number((await db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as("n")).where("partner_id", "=", partnerId).executeTakeFirstOrThrow()).n);
+    const count = async (table: string) =>
+      Number(
+        (
+          await db
+            .selectFrom(table)
+            .select((eb) => eb.fn.countAll<number>().as("n"))
+            .where("partner_id", "=", partnerId)
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
     return {
       balance: await tk.kernel.accounts.balance(partnerId),
       jobs: await count("jobs"),
@@ -168,27 +226,39 @@ for (const backend of await databaseBackends()) {
   });
 
   if (backend.name === "postgres") {
-    t("a session opened while a recognizer was there: the first finalize without one is 503 and charges nothing; the session stays", async () => {
-      const p = await upstream.partner({ credits: 1000, tier: "standard", limits });
-      const file = syntheticMp4(20_000, { seconds: 4 });
-      const s = (await json(upstream, p.key, "/captions/uploads/init", { filename: "talk.mp4", size_bytes: file.byteLength })).body.session_id as string;
-      assert.is((await post(upstream, p.key, `/captions/uploads/${s}/part/0`, file as Uint8Array<ArrayBuffer>, { "content-type": "application/octet-stream" })).status, 200);
-      const opened = await state(upstream, p.id);
-      const before = await state(none, p.id);
-      const refused = await json(none, p.key, `/captions/uploads/${s}/finalize`, {});
-      assert.is(refused.status, 503, JSON.stringify(refused.body));
-      assert.is(refused.body.error, CAPTION_ERRORS.uploadsNotConfigured);
-      assert.equal(await state(none, p.id), before);
-      // Not taken by the refused finalize: the process with a recognizer finalizes it, once.
-      const done = await json(upstream, p.key, `/captions/uploads/${s}/finalize`, {});
-      assert.is(done.status, 202, JSON.stringify(done.body));
-      assert.is(done.body.credits_remaining, 975);
-      // A finalize repeated after success answers its job (200, nothing charged), recognizer or not.
-      // (Its credits_remaining is that process's cached balance: these two test kernels share no pub/sub.)
-      const again = await json(none, p.key, `/captions/uploads/${s}/finalize`, {});
-      assert.equal([again.status, again.body.job_id], [200, done.body.job_id]);
-      assert.equal(await state(upstream, p.id), { ...opened, balance: 975, jobs: 1, captions: 1 });
-    });
+    t(
+      "a session opened while a recognizer was there: the first finalize without one is 503 and charges nothing; the session stays",
+      async () => {
+        const p = await upstream.partner({ credits: 1000, tier: "standard", limits });
+        const file = syntheticMp4(20_000, { seconds: 4 });
+        const s = (
+          await json(upstream, p.key, "/captions/uploads/init", { filename: "talk.mp4", size_bytes: file.byteLength })
+        ).body.session_id as string;
+        assert.is(
+          (
+            await post(upstream, p.key, `/captions/uploads/${s}/part/0`, file as Uint8Array<ArrayBuffer>, {
+              "content-type": "application/octet-stream",
+            })
+          ).status,
+          200,
+        );
+        const opened = await state(upstream, p.id);
+        const before = await state(none, p.id);
+        const refused = await json(none, p.key, `/captions/uploads/${s}/finalize`, {});
+        assert.is(refused.status, 503, JSON.stringify(refused.body));
+        assert.is(refused.body.error, CAPTION_ERRORS.uploadsNotConfigured);
+        assert.equal(await state(none, p.id), before);
+        // Not taken by the refused finalize: the process with a recognizer finalizes it, once.
+        const done = await json(upstream, p.key, `/captions/uploads/${s}/finalize`, {});
+        assert.is(done.status, 202, JSON.stringify(done.body));
+        assert.is(done.body.credits_remaining, 975);
+        // A finalize repeated after success answers its job (200, nothing charged), recognizer or not.
+        // (Its credits_remaining is that process's cached balance: these two test kernels share no pub/sub.)
+        const again = await json(none, p.key, `/captions/uploads/${s}/finalize`, {});
+        assert.equal([again.status, again.body.job_id], [200, done.body.job_id]);
+        assert.equal(await state(upstream, p.id), { ...opened, balance: 975, jobs: 1, captions: 1 });
+      },
+    );
   }
 
   t.run();

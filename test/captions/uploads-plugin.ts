@@ -4,14 +4,14 @@
 import { definePlugin } from "../../core/plugin.ts";
 import { captionsConfig } from "../../plugins/captions/config.ts";
 import { CAPTION_STATES } from "../../plugins/captions/job.ts";
-import { CAPTION_CREDITS } from "../../plugins/captions/prices.ts";
 import { captionMigrations } from "../../plugins/captions/migrations.ts";
+import { CAPTION_CREDITS } from "../../plugins/captions/prices.ts";
 import { uploadMigrations } from "../../plugins/captions/upload-migrations.ts";
 import { uploadOperations } from "../../plugins/captions/uploads/operations.ts";
 
-export { uploadMigrations, uploadOperations };
 /** The style check the operations use, for the tests' expected texts. */
 export { checkStyle } from "../../plugins/captions/style/input.ts";
+export { uploadMigrations, uploadOperations };
 
 /** The caption job kind's states, with a runner the tests never start. */
 const standInJob = {

@@ -6,14 +6,14 @@
 import { type Kysely, sql } from "kysely";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { checkStyle, uploadsPlugin } from "./uploads-plugin.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { createHttpApp } from "../../transports/http.ts";
 import { CAPTION_ERRORS } from "../../plugins/captions/errors.ts";
 import { LIMITS } from "../../plugins/captions/limits.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import { createHttpApp } from "../../transports/http.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
-import { syntheticMp4 } from "./uploads-mp4.ts";
 import { errorBody } from "../helpers/error-body.ts";
+import { syntheticMp4 } from "./uploads-mp4.ts";
+import { checkStyle, uploadsPlugin } from "./uploads-plugin.ts";
 
 const CHUNK = LIMITS.chunkSize;
 const HOUR = 3600 * 1000;
@@ -30,27 +30,54 @@ for (const backend of await databaseBackends()) {
   let app: ReturnType<typeof createHttpApp>;
 
   t.before(async () => {
-    tk = await createTestKernel({ plugins: [uploadsPlugin], databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined });
+    tk = await createTestKernel({
+      plugins: [uploadsPlugin],
+      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
+    });
     app = createHttpApp(tk.kernel, { adminToken: tk.adminToken });
   });
   t.after(async () => tk.close());
 
-  const fresh = async (credits = 1000, tier: "standard" | "api_plus10" = "standard") => tk.partner({ credits, tier, limits: { rate_limits: Object.fromEntries(uploadsPlugin.operations!.map((o) => [`POST ${o.path}`, 10_000])) } });
+  const fresh = async (credits = 1000, tier: "standard" | "api_plus10" = "standard") =>
+    tk.partner({
+      credits,
+      tier,
+      limits: { rate_limits: Object.fromEntries(uploadsPlugin.operations!.map((o) => [`POST ${o.path}`, 10_000])) },
+    });
   const post = async (key: string, path: string, body?: BodyInit | null, headers: Record<string, string> = {}) => {
-    const res = await app.fetch(new Request(`http://mediagate.test/api/v1/partner${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "user-agent": "tests/1.0", ...headers }, body }));
+    const res = await app.fetch(
+      new Request(`http://mediagate.test/api/v1/partner${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "user-agent": "tests/1.0", ...headers },
+        body,
+      }),
+    );
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers };
   };
-  const json = (key: string, path: string, body: unknown) => post(key, path, JSON.stringify(body), { "content-type": "application/json" });
-  const part = (key: string, session: string, index: number | string, bytes: Uint8Array, type = "application/octet-stream") => post(key, `/captions/uploads/${session}/part/${index}`, bytes as Uint8Array<ArrayBuffer>, { "content-type": type });
-  const init = (key: string, size: number, extra: Record<string, unknown> = {}) => json(key, "/captions/uploads/init", { filename: "clip.mp4", size_bytes: size, ...extra });
+  const json = (key: string, path: string, body: unknown) =>
+    post(key, path, JSON.stringify(body), { "content-type": "application/json" });
+  const part = (
+    key: string,
+    session: string,
+    index: number | string,
+    bytes: Uint8Array,
+    type = "application/octet-stream",
+  ) =>
+    post(key, `/captions/uploads/${session}/part/${index}`, bytes as Uint8Array<ArrayBuffer>, { "content-type": type });
+  const init = (key: string, size: number, extra: Record<string, unknown> = {}) =>
+    json(key, "/captions/uploads/init", { filename: "clip.mp4", size_bytes: size, ...extra });
   const db = () => tk.kernel.database.kysely as Kysely<any>;
-  const uploadKeys = async () => (await tk.kernel.blobs.keys()).filter((k) => k.startsWith("captions/private/uploads/")).sort();
-  const sessionRows = async (partnerId: string) => db().selectFrom("captions_upload_sessions").selectAll().where("partner_id", "=", partnerId).execute();
-  const captionRows = async (partnerId: string) => db().selectFrom("captions_jobs").selectAll().where("partner_id", "=", partnerId).execute();
+  const uploadKeys = async () =>
+    (await tk.kernel.blobs.keys()).filter((k) => k.startsWith("captions/private/uploads/")).sort();
+  const sessionRows = async (partnerId: string) =>
+    db().selectFrom("captions_upload_sessions").selectAll().where("partner_id", "=", partnerId).execute();
+  const captionRows = async (partnerId: string) =>
+    db().selectFrom("captions_jobs").selectAll().where("partner_id", "=", partnerId).execute();
   const balance = (id: string) => tk.kernel.accounts.balance(id);
   /** A valid synthetic MP4 of `size` bytes split into the session's parts. */
-  const partsOf = (file: Uint8Array) => Array.from({ length: Math.ceil(file.byteLength / CHUNK) }, (_, i) => file.subarray(i * CHUNK, (i + 1) * CHUNK));
+  const partsOf = (file: Uint8Array) =>
+    Array.from({ length: Math.ceil(file.byteLength / CHUNK) }, (_, i) => file.subarray(i * CHUNK, (i + 1) * CHUNK));
   /** Nothing of the account's in storage or the tables besides what is listed. */
   const nothingLeft = async (partnerId: string) => {
     assert.equal(await sessionRows(partnerId), []);
@@ -100,7 +127,14 @@ for (const backend of await databaseBackends()) {
       assert.is(r.status, status, JSON.stringify(body));
       if (error) assert.is(r.body.error, error, JSON.stringify(body));
     }
-    assert.is((await post(q.key, "/captions/uploads/init", "filename=a", { "content-type": "application/x-www-form-urlencoded" })).status, 415);
+    assert.is(
+      (
+        await post(q.key, "/captions/uploads/init", "filename=a", {
+          "content-type": "application/x-www-form-urlencoded",
+        })
+      ).status,
+      415,
+    );
     await nothingLeft(q.id);
     assert.is(await balance(q.id), 1000);
   });
@@ -153,12 +187,21 @@ for (const backend of await databaseBackends()) {
     assert.equal([theirs.status, theirs.body.error], [404, CAPTION_ERRORS.sessionNotFound]);
     assert.is((await post(other.key, `/captions/uploads/${s}/finalize`)).status, 404);
     assert.is((await post(other.key, `/captions/uploads/${s}/abort`)).status, 404);
-    assert.equal(await uploadKeys(), (await uploadKeys()).filter((k) => !k.includes(s)));
+    assert.equal(
+      await uploadKeys(),
+      (await uploadKeys()).filter((k) => !k.includes(s)),
+    );
     assert.equal(await db().selectFrom("captions_upload_parts").selectAll().where("session_id", "=", s).execute(), []);
 
     const last = await part(p.key, s, 1, new Uint8Array(500).fill(1));
     assert.is(last.status, 200);
-    assert.equal(last.body, { request_id: last.body.request_id, index: 1, received_parts: 1, received_bytes: 500, total_bytes: size });
+    assert.equal(last.body, {
+      request_id: last.body.request_id,
+      index: 1,
+      received_parts: 1,
+      received_bytes: 500,
+      total_bytes: size,
+    });
     const first = await part(p.key, s, 0, new Uint8Array(CHUNK));
     assert.equal([first.body.received_parts, first.body.received_bytes], [2, size]);
   });
@@ -179,10 +222,17 @@ for (const backend of await databaseBackends()) {
     await Promise.all([1, 2, 3, 4].map((v) => part(p.key, s, 0, new Uint8Array(300).fill(v))));
     const rows = await db().selectFrom("captions_upload_parts").selectAll().where("session_id", "=", s).execute();
     assert.is(rows.length, 1);
-    assert.equal((await uploadKeys()).filter((k) => k.includes(s)), [`captions/${rows[0]!.key}`]);
+    assert.equal(
+      (await uploadKeys()).filter((k) => k.includes(s)),
+      [`captions/${rows[0]!.key}`],
+    );
     // Stored under private/ with an expiry the retention sweeper honours.
     assert.ok(rows[0]!.key.startsWith("private/uploads/"));
-    const retained = await db().selectFrom("retained_blobs").selectAll().where("key", "=", `captions/${rows[0]!.key}`).executeTakeFirst();
+    const retained = await db()
+      .selectFrom("retained_blobs")
+      .selectAll()
+      .where("key", "=", `captions/${rows[0]!.key}`)
+      .executeTakeFirst();
     assert.ok(retained, "a part blob has a retention row");
   });
 
@@ -213,8 +263,16 @@ for (const backend of await databaseBackends()) {
     // The caption row names the parts in order, no joined copy; the session's style was kept.
     const row = (await captionRows(p.id))[0]!;
     const keys = JSON.parse(row.source_keys);
-    const stored = await db().selectFrom("captions_upload_parts").select(["idx", "key"]).where("session_id", "=", s).orderBy("idx").execute();
-    assert.equal(keys, stored.map((r) => r.key));
+    const stored = await db()
+      .selectFrom("captions_upload_parts")
+      .select(["idx", "key"])
+      .where("session_id", "=", s)
+      .orderBy("idx")
+      .execute();
+    assert.equal(
+      keys,
+      stored.map((r) => r.key),
+    );
     assert.is(Number(row.source_bytes), file.byteLength);
     assert.is(JSON.parse(row.style).size, "small");
     assert.is((await uploadKeys()).filter((k) => k.includes(s)).length, 4);
@@ -245,31 +303,34 @@ for (const backend of await databaseBackends()) {
     assert.equal([style.size, style.case], ["large", "normal"]);
   });
 
-  t("finalize refusals before the charge: not an MP4, no video, too long, no credits; the session stays open", async () => {
-    const p = await fresh(10);
-    const size = CHUNK + 2000;
-    const s = (await init(p.key, size)).body.session_id;
-    await part(p.key, s, 0, new Uint8Array(CHUNK).fill(0x41));
-    await part(p.key, s, 1, new Uint8Array(2000));
-    const fin = () => post(p.key, `/captions/uploads/${s}/finalize`);
-    assert.equal(errorBody(await fin()), { error: CAPTION_ERRORS.notMp4 });
-    const cases: Array<[Uint8Array, string]> = [
-      [syntheticMp4(size, { seconds: 10, tracks: ["soun"] }), CAPTION_ERRORS.noVideoStream],
-      [syntheticMp4(size, { seconds: 1801 }), CAPTION_ERRORS.tooLong],
-    ];
-    for (const [file, error] of cases) {
-      await part(p.key, s, 0, file.subarray(0, CHUNK));
-      const r = await fin();
-      assert.equal([r.status, r.body.error], [400, error]);
-    }
-    const good = syntheticMp4(size, { seconds: 1800 });
-    await part(p.key, s, 0, good.subarray(0, CHUNK));
-    const poor = await fin();
-    assert.equal([poor.status, poor.body.error], [402, CAPTION_ERRORS.insufficientCredits(25)]);
-    assert.equal(await captionRows(p.id), []);
-    assert.is(await balance(p.id), 10);
-    assert.is((await sessionRows(p.id))[0]!.state, "open");
-  });
+  t(
+    "finalize refusals before the charge: not an MP4, no video, too long, no credits; the session stays open",
+    async () => {
+      const p = await fresh(10);
+      const size = CHUNK + 2000;
+      const s = (await init(p.key, size)).body.session_id;
+      await part(p.key, s, 0, new Uint8Array(CHUNK).fill(0x41));
+      await part(p.key, s, 1, new Uint8Array(2000));
+      const fin = () => post(p.key, `/captions/uploads/${s}/finalize`);
+      assert.equal(errorBody(await fin()), { error: CAPTION_ERRORS.notMp4 });
+      const cases: Array<[Uint8Array, string]> = [
+        [syntheticMp4(size, { seconds: 10, tracks: ["soun"] }), CAPTION_ERRORS.noVideoStream],
+        [syntheticMp4(size, { seconds: 1801 }), CAPTION_ERRORS.tooLong],
+      ];
+      for (const [file, error] of cases) {
+        await part(p.key, s, 0, file.subarray(0, CHUNK));
+        const r = await fin();
+        assert.equal([r.status, r.body.error], [400, error]);
+      }
+      const good = syntheticMp4(size, { seconds: 1800 });
+      await part(p.key, s, 0, good.subarray(0, CHUNK));
+      const poor = await fin();
+      assert.equal([poor.status, poor.body.error], [402, CAPTION_ERRORS.insufficientCredits(25)]);
+      assert.equal(await captionRows(p.id), []);
+      assert.is(await balance(p.id), 10);
+      assert.is((await sessionRows(p.id))[0]!.state, "open");
+    },
+  );
 
   t("racing finalizes: one job and one charge; the others 409 finalizing or the same job", async () => {
     const p = await fresh();
@@ -280,38 +341,69 @@ for (const backend of await databaseBackends()) {
     const accepted = results.filter((r) => r.status === 202);
     assert.is(accepted.length, 1, JSON.stringify(results.map((r) => [r.status, r.body])));
     for (const r of results.filter((r) => r.status !== 202)) {
-      assert.ok((r.status === 409 && r.body.error === CAPTION_ERRORS.sessionFinalizing) || (r.status === 200 && r.body.job_id === accepted[0]!.body.job_id), JSON.stringify(r.body));
+      assert.ok(
+        (r.status === 409 && r.body.error === CAPTION_ERRORS.sessionFinalizing) ||
+          (r.status === 200 && r.body.job_id === accepted[0]!.body.job_id),
+        JSON.stringify(r.body),
+      );
     }
     assert.is(await balance(p.id), 975);
     assert.is((await captionRows(p.id)).length, 1);
     // A part racing the finalize is refused or stored before it; never after the charge.
   });
 
-  t("a finalize whose process died is taken over once its lease expired; until then parts, abort and finalize are 409", async () => {
-    const p = await fresh();
-    const file = syntheticMp4(700, { seconds: 4 });
-    const s = (await init(p.key, 700)).body.session_id;
-    await part(p.key, s, 0, file);
-    // As a finalize leaves the row while it checks the file (a crash there leaves it so, uncharged), with the
-    // lease of its process (core/leases.ts), alive for now.
-    await db().updateTable("captions_upload_sessions").set({ state: "finalizing", finalize_token: "dead", finalizing_since: new Date(tk.clock.now()) }).where("id", "=", s).execute();
-    await db().insertInto("leases").values({ key: `captions-finalize:${s}`, owner: "a-process-that-died", expires_at: sql`now() + interval '1 hour'` }).execute();
-    for (const r of [await part(p.key, s, 0, file), await post(p.key, `/captions/uploads/${s}/abort`), await post(p.key, `/captions/uploads/${s}/finalize`)]) {
-      assert.equal([r.status, r.body.error], [409, CAPTION_ERRORS.sessionFinalizing]);
-    }
-    // Its process stopped renewing it: the lease expired (LEASE_SECONDS after the last heartbeat).
-    await db().updateTable("leases").set({ expires_at: sql`now() - interval '1 second'` }).where("key", "=", `captions-finalize:${s}`).execute();
-    const done = await post(p.key, `/captions/uploads/${s}/finalize`);
-    assert.is(done.status, 202);
-    assert.is(await balance(p.id), 975);
-  });
+  t(
+    "a finalize whose process died is taken over once its lease expired; until then parts, abort and finalize are 409",
+    async () => {
+      const p = await fresh();
+      const file = syntheticMp4(700, { seconds: 4 });
+      const s = (await init(p.key, 700)).body.session_id;
+      await part(p.key, s, 0, file);
+      // As a finalize leaves the row while it checks the file (a crash there leaves it so, uncharged), with the
+      // lease of its process (core/leases.ts), alive for now.
+      await db()
+        .updateTable("captions_upload_sessions")
+        .set({ state: "finalizing", finalize_token: "dead", finalizing_since: new Date(tk.clock.now()) })
+        .where("id", "=", s)
+        .execute();
+      await db()
+        .insertInto("leases")
+        .values({
+          key: `captions-finalize:${s}`,
+          owner: "a-process-that-died",
+          expires_at: sql`now() + interval '1 hour'`,
+        })
+        .execute();
+      for (const r of [
+        await part(p.key, s, 0, file),
+        await post(p.key, `/captions/uploads/${s}/abort`),
+        await post(p.key, `/captions/uploads/${s}/finalize`),
+      ]) {
+        assert.equal([r.status, r.body.error], [409, CAPTION_ERRORS.sessionFinalizing]);
+      }
+      // Its process stopped renewing it: the lease expired (LEASE_SECONDS after the last heartbeat).
+      await db()
+        .updateTable("leases")
+        .set({ expires_at: sql`now() - interval '1 second'` })
+        .where("key", "=", `captions-finalize:${s}`)
+        .execute();
+      const done = await post(p.key, `/captions/uploads/${s}/finalize`);
+      assert.is(done.status, 202);
+      assert.is(await balance(p.id), 975);
+    },
+  );
 
   t("a stored part gone at finalize is missing: 409 names it, nothing charged, the session open again", async () => {
     const p = await fresh();
     const file = syntheticMp4(CHUNK + 50, { seconds: 4 });
     const s = (await init(p.key, file.byteLength)).body.session_id;
     for (const [i, bytes] of partsOf(file).entries()) await part(p.key, s, i, bytes);
-    const [first] = await db().selectFrom("captions_upload_parts").select("key").where("session_id", "=", s).where("idx", "=", 0).execute();
+    const [first] = await db()
+      .selectFrom("captions_upload_parts")
+      .select("key")
+      .where("session_id", "=", s)
+      .where("idx", "=", 0)
+      .execute();
     await tk.kernel.blobs.remove(`captions/${first!.key}`);
     const r = await post(p.key, `/captions/uploads/${s}/finalize`);
     assert.equal([r.status, errorBody(r)], [409, { error: CAPTION_ERRORS.partsMissing, missing: [0] }]);
@@ -330,7 +422,10 @@ for (const backend of await databaseBackends()) {
     assert.is((await uploadKeys()).filter((k) => k.includes(s)).length, 2);
     const res = await post(p.key, `/captions/uploads/${s}/abort`);
     assert.equal(res.body, { request_id: res.body.request_id, ok: true, session_id: s });
-    assert.equal((await uploadKeys()).filter((k) => k.includes(s)), []);
+    assert.equal(
+      (await uploadKeys()).filter((k) => k.includes(s)),
+      [],
+    );
     await nothingLeft(p.id);
     assert.is((await post(p.key, `/captions/uploads/${s}/abort`)).status, 404);
     assert.is((await part(p.key, s, 1, new Uint8Array(5))).status, 404);
@@ -347,7 +442,10 @@ for (const backend of await databaseBackends()) {
     // Another account's init sweeps it.
     const q = await fresh();
     assert.is((await init(q.key, 100)).status, 202);
-    assert.equal((await uploadKeys()).filter((k) => k.includes(s)), []);
+    assert.equal(
+      (await uploadKeys()).filter((k) => k.includes(s)),
+      [],
+    );
     assert.equal(await sessionRows(p.id), []);
   });
 
@@ -359,7 +457,8 @@ for (const backend of await databaseBackends()) {
       if (video) f.set("video", new Blob([video as Uint8Array<ArrayBuffer>], { type: "video/mp4" }), "clip.mp4");
       return f;
     };
-    const up = (f: FormData | string, headers: Record<string, string> = {}) => post(p.key, "/captions/upload", f, headers);
+    const up = (f: FormData | string, headers: Record<string, string> = {}) =>
+      post(p.key, "/captions/upload", f, headers);
     const before = await uploadKeys();
     const refusals: Array<[FormData | string, number, string, Record<string, string>?]> = [
       [form(null), 400, CAPTION_ERRORS.videoFileMissing],
@@ -367,11 +466,20 @@ for (const backend of await databaseBackends()) {
       [form(syntheticMp4(5000, { seconds: 3, tracks: ["soun"] })), 400, CAPTION_ERRORS.noVideoStream],
       [form(syntheticMp4(5000, { seconds: 2000 })), 400, CAPTION_ERRORS.tooLong],
       [form(syntheticMp4(5000, { seconds: 3 }), { style: "{not json" }), 400, CAPTION_ERRORS.styleNotObject],
-      [form(syntheticMp4(5000, { seconds: 3 }), { style: JSON.stringify({ size: "huge" }) }), 400, styleError({ size: "huge" })],
+      [
+        form(syntheticMp4(5000, { seconds: 3 }), { style: JSON.stringify({ size: "huge" }) }),
+        400,
+        styleError({ size: "huge" }),
+      ],
       [form(syntheticMp4(5000, { seconds: 3 }), { style: "[1]" }), 400, styleError([1])],
       [form(syntheticMp4(5000, { seconds: 3 }), { partner_job_id: "bad id!" }), 400, ""],
       ["raw bytes", 415, CAPTION_ERRORS.unsupportedMultipart, { "content-type": "application/octet-stream" }],
-      ["--x\r\nbroken", 400, CAPTION_ERRORS.malformedMultipart, { "content-type": "multipart/form-data; boundary=zzz" }],
+      [
+        "--x\r\nbroken",
+        400,
+        CAPTION_ERRORS.malformedMultipart,
+        { "content-type": "multipart/form-data; boundary=zzz" },
+      ],
     ];
     for (const [body, status, error, headers] of refusals) {
       const r = await up(body, headers);
@@ -381,14 +489,23 @@ for (const backend of await databaseBackends()) {
     assert.equal(await uploadKeys(), before);
     await nothingLeft(p.id);
 
-    const ok = await up(form(syntheticMp4(20_000, { seconds: 12 }), { style: JSON.stringify({ size: "large" }), partner_job_id: "single-1" }));
+    const ok = await up(
+      form(syntheticMp4(20_000, { seconds: 12 }), {
+        style: JSON.stringify({ size: "large" }),
+        partner_job_id: "single-1",
+      }),
+    );
     assert.is(ok.status, 202, JSON.stringify(ok.body));
     assert.equal([ok.body.partner_job_id, ok.body.credits_used, ok.body.credits_remaining], ["single-1", 25, 975]);
     const row = (await captionRows(p.id))[0]!;
     const [key] = JSON.parse(row.source_keys);
     assert.ok(key.startsWith("private/uploads/"));
     assert.is((await tk.kernel.blobs.get(`captions/${key}`))!.byteLength, 20_000);
-    const retained = await db().selectFrom("retained_blobs").selectAll().where("key", "=", `captions/${key}`).executeTakeFirstOrThrow();
+    const retained = await db()
+      .selectFrom("retained_blobs")
+      .selectAll()
+      .where("key", "=", `captions/${key}`)
+      .executeTakeFirstOrThrow();
     assert.is(new Date(retained.expires_at).getTime() - tk.clock.now(), 2 * 24 * HOUR);
     assert.is(JSON.parse(row.style).size, "large");
 
@@ -403,7 +520,13 @@ for (const backend of await databaseBackends()) {
 
   t("the captions feature switched off: 403 on every upload operation", async () => {
     const off = await tk.partner({ tier: "standard", features: { captions: false } });
-    for (const path of ["/captions/upload", "/captions/uploads/init", "/captions/uploads/svc-00000000/part/0", "/captions/uploads/svc-00000000/finalize", "/captions/uploads/svc-00000000/abort"]) {
+    for (const path of [
+      "/captions/upload",
+      "/captions/uploads/init",
+      "/captions/uploads/svc-00000000/part/0",
+      "/captions/uploads/svc-00000000/finalize",
+      "/captions/uploads/svc-00000000/abort",
+    ]) {
       const r = await post(off.key, path, "{}", { "content-type": "application/json" });
       assert.is(r.status, 403, path);
     }
@@ -420,16 +543,32 @@ big("a file above 95,000,000 bytes is 413; a form far above is refused before it
   try {
     const p = await tk.partner();
     const send = async (body: BodyInit, headers: Record<string, string> = {}) => {
-      const res = await app.fetch(new Request("http://mediagate.test/api/v1/partner/captions/upload", { method: "POST", headers: { authorization: `Bearer ${p.key}`, "user-agent": "t/1", ...headers }, body }));
+      const res = await app.fetch(
+        new Request("http://mediagate.test/api/v1/partner/captions/upload", {
+          method: "POST",
+          headers: { authorization: `Bearer ${p.key}`, "user-agent": "t/1", ...headers },
+          body,
+        }),
+      );
       const answer = { body: (await res.json()) as any, headers: res.headers };
       return { status: res.status, body: errorBody(answer) };
     };
     const f = new FormData();
-    f.set("video", new Blob([syntheticMp4(LIMITS.singleUploadBytes + 1, { seconds: 3 }) as Uint8Array<ArrayBuffer>]), "big.mp4");
+    f.set(
+      "video",
+      new Blob([syntheticMp4(LIMITS.singleUploadBytes + 1, { seconds: 3 }) as Uint8Array<ArrayBuffer>]),
+      "big.mp4",
+    );
     assert.equal(await send(f), { status: 413, body: { error: CAPTION_ERRORS.singleTooLarge } });
-    const declared = await send(new Uint8Array(10), { "content-type": "multipart/form-data; boundary=x", "content-length": String(200_000_000) }).catch(() => null);
+    const declared = await send(new Uint8Array(10), {
+      "content-type": "multipart/form-data; boundary=x",
+      "content-length": String(200_000_000),
+    }).catch(() => null);
     if (declared) assert.equal(declared, { status: 413, body: { error: CAPTION_ERRORS.singleTooLarge } });
-    assert.equal((await tk.kernel.blobs.keys()).filter((k) => k.includes("uploads")), []);
+    assert.equal(
+      (await tk.kernel.blobs.keys()).filter((k) => k.includes("uploads")),
+      [],
+    );
   } finally {
     await tk.close();
   }

@@ -9,15 +9,17 @@ import { existsSync, mkdirSync } from "node:fs";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
+import type { Browser, Page } from "playwright-core";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { Browser, Page } from "playwright-core";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { serveHttp, type HttpServer } from "../../transports/http.ts";
 import { plugins } from "../../plugins/index.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import { type HttpServer, serveHttp } from "../../transports/http.ts";
 import { freePort } from "../helpers/server.ts";
 
-const CHROMIUM = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p): p is string => !!p && existsSync(p));
+const CHROMIUM = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser"].find(
+  (p): p is string => !!p && existsSync(p),
+);
 const ARTIFACTS = resolve(import.meta.dirname!, "../../.test-data/artifacts/console");
 
 const t = suite("partner console and docs in headless Chromium");
@@ -52,7 +54,15 @@ async function shot(name: string): Promise<void> {
 }
 
 async function rest(method: string, path: string, body?: unknown) {
-  const res = await fetch(new URL(`api/v1/partner${path}`, server.url), { method, headers: { authorization: `Bearer ${key}`, "user-agent": "mediagate-console-test/1.0", ...(body ? { "content-type": "application/json" } : {}) }, body: body ? JSON.stringify(body) : undefined });
+  const res = await fetch(new URL(`api/v1/partner${path}`, server.url), {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      "user-agent": "mediagate-console-test/1.0",
+      ...(body ? { "content-type": "application/json" } : {}),
+    },
+    body: body ? JSON.stringify(body) : undefined,
+  });
   const text = await res.text();
   try {
     return { status: res.status, body: JSON.parse(text) as Record<string, any> };
@@ -70,23 +80,51 @@ async function settled(path: string, ends: string[]): Promise<Record<string, any
 
 async function open(hash: string): Promise<void> {
   await page.evaluate((h) => (location.hash = h), hash);
-  await page.waitForFunction((p) => document.getElementById("view")?.dataset.page === p && !document.getElementById("view")?.hasAttribute("aria-busy"), hash.slice(2));
+  await page.waitForFunction(
+    (p) =>
+      document.getElementById("view")?.dataset.page === p &&
+      !document.getElementById("view")?.hasAttribute("aria-busy"),
+    hash.slice(2),
+  );
 }
 
 t.before(async () => {
   if (!CHROMIUM) return;
   const port = await freePort();
   await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
-  tk = await createTestKernel({ plugins, start: true, env: { SANDBOX_LATENCY_MS: "2500", PUBLIC_URL: `http://127.0.0.1:${port}`, ALLOW_PRIVATE_URLS: "1" } });
+  tk = await createTestKernel({
+    plugins,
+    start: true,
+    env: { SANDBOX_LATENCY_MS: "2500", PUBLIC_URL: `http://127.0.0.1:${port}`, ALLOW_PRIVATE_URLS: "1" },
+  });
   server = await serveHttp(tk.kernel, { adminToken: tk.adminToken, port, hostname: "127.0.0.1" });
-  key = (await tk.partner({ name: "Console Test Co", credits: 5000, limits: { rate_limits: { "GET /image-status/<gen_id>": 100_000, "GET /video-status/<job_id>": 100_000 } } })).key;
+  key = (
+    await tk.partner({
+      name: "Console Test Co",
+      credits: 5000,
+      limits: { rate_limits: { "GET /image-status/<gen_id>": 100_000, "GET /video-status/<job_id>": 100_000 } },
+    })
+  ).key;
   const { chromium } = await import("playwright-core");
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--autoplay-policy=no-user-gesture-required"] });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox", "--autoplay-policy=no-user-gesture-required"],
+  });
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   // A refused request is logged by Chromium as a console error too: those are judged by their responses,
   // where only the wrong key's refusal is expected.
-  page.on("console", (m) => m.type() === "error" && !m.text().startsWith("Failed to load resource") && problems.push(`console: ${m.text()}`));
-  page.on("response", (r) => r.status() >= 400 && !(r.status() === 401 && r.url().endsWith("/api/v1/partner/me")) && problems.push(`${r.status()} ${r.url()}`));
+  page.on(
+    "console",
+    (m) =>
+      m.type() === "error" && !m.text().startsWith("Failed to load resource") && problems.push(`console: ${m.text()}`),
+  );
+  page.on(
+    "response",
+    (r) =>
+      r.status() >= 400 &&
+      !(r.status() === 401 && r.url().endsWith("/api/v1/partner/me")) &&
+      problems.push(`${r.status()} ${r.url()}`),
+  );
   page.on("console", (m) => process.env.CONSOLE_DEBUG && console.error("page:", m.type(), m.text()));
   page.on("pageerror", (e) => problems.push(`page: ${e.message}`));
 });
@@ -119,7 +157,10 @@ it("balance and transactions match the REST answers", async () => {
   const image = await rest("POST", "/generate-image", { prompt: "a red kite over a beach" });
   assert.is(image.status, 202, JSON.stringify(image.body));
   const voices = (await rest("GET", "/voiceover/voices")).body.voices as Array<{ voice_id: string }>;
-  const voice = await rest("POST", "/generate-voiceover", { text: "Hello from the console test.", voice_id: voices[0]!.voice_id });
+  const voice = await rest("POST", "/generate-voiceover", {
+    text: "Hello from the console test.",
+    voice_id: voices[0]!.voice_id,
+  });
   assert.ok(voice.status < 300, JSON.stringify(voice.body));
   await settled(`/image-status/${image.body.public_id}`, ["success", "failed"]);
   await open("#/usage");
@@ -128,7 +169,9 @@ it("balance and transactions match the REST answers", async () => {
   assert.is(await page.textContent("[data-testid=balance] .figure"), me.credits_remaining.toLocaleString("en-US"));
   assert.is(await page.textContent("[data-testid=tier] .figure"), me.pricing_tier);
   const ledger = (await rest("GET", "/transactions")).body;
-  const rows = await page.$$eval("#view tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  const rows = await page.$$eval("#view tbody tr", (trs) =>
+    trs.map((tr) => [...tr.children].map((td) => td.textContent)),
+  );
   assert.is(rows.length, ledger.transactions.length);
   assert.equal(rows[0]!.slice(1, 3), [ledger.transactions[0].type, String(ledger.transactions[0].amount)]);
   await shot("2-balance");
@@ -137,11 +180,23 @@ it("balance and transactions match the REST answers", async () => {
 it("usage by endpoint", async () => {
   await open("#/usage");
   const u = (await rest("GET", "/usage")).body;
-  const shown = await page.$$eval("#view tbody tr", (trs) => trs.map((tr) => [tr.children[0]!.textContent, tr.children[1]!.textContent]));
-  const expected: string[][] = u.per_endpoint.map((e: { endpoint: string; calls: number }) => [e.endpoint, String(e.calls)]);
-  assert.ok(expected.some((e) => e[0]!.includes("generate-image")), JSON.stringify(expected));
+  const shown = await page.$$eval("#view tbody tr", (trs) =>
+    trs.map((tr) => [tr.children[0]!.textContent, tr.children[1]!.textContent]),
+  );
+  const expected: string[][] = u.per_endpoint.map((e: { endpoint: string; calls: number }) => [
+    e.endpoint,
+    String(e.calls),
+  ]);
+  assert.ok(
+    expected.some((e) => e[0]!.includes("generate-image")),
+    JSON.stringify(expected),
+  );
   // The page was read before this REST call counted itself; compare what both saw.
-  for (const row of shown) assert.ok(expected.some((e) => e[0] === row[0]), `${row[0]} is an endpoint of /usage`);
+  for (const row of shown)
+    assert.ok(
+      expected.some((e) => e[0] === row[0]),
+      `${row[0]} is an endpoint of /usage`,
+    );
   await shot("3-usage");
 });
 
@@ -158,18 +213,37 @@ it("jobs: a running video is followed live to its end without a reload; image, v
   assert.ok(first !== "complete" && first !== "error", `shown while running (${first})`);
   assert.ok(await page.$(`${row} progress`), "a progress bar while it runs");
   await shot("4-jobs-running");
-  await page.waitForFunction((sel) => document.querySelector(`${sel} [data-testid=job-status]`)?.textContent === "complete", row, { timeout: 90_000 });
-  assert.is(await page.evaluate(() => (window as unknown as { marker?: number }).marker), 1, "the same page, never reloaded");
+  await page.waitForFunction(
+    (sel) => document.querySelector(`${sel} [data-testid=job-status]`)?.textContent === "complete",
+    row,
+    { timeout: 90_000 },
+  );
+  assert.is(
+    await page.evaluate(() => (window as unknown as { marker?: number }).marker),
+    1,
+    "the same page, never reloaded",
+  );
   assert.is((await settled(`/video-status/${id}`, ["complete", "error"])).status, "complete");
   // Previews: every image decoded, the video's metadata and the audio's data loaded by the browser's players.
   await page.waitForSelector(`${row} video`);
   await page.$$eval("#view audio", (els) => els.forEach((a) => ((a as HTMLAudioElement).preload = "auto")));
-  await page.waitForFunction(() => {
-    const imgs = [...document.querySelectorAll<HTMLImageElement>("#view img")];
-    const vids = [...document.querySelectorAll<HTMLVideoElement>("#view video")];
-    const auds = [...document.querySelectorAll<HTMLAudioElement>("#view audio")];
-    return imgs.length > 0 && vids.length > 0 && auds.length > 0 && imgs.every((i) => i.complete && i.naturalWidth > 0) && vids.every((v) => v.readyState >= 1 && v.videoWidth > 0) && auds.every((a) => a.readyState >= 1 && a.duration > 0);
-  }, undefined, { timeout: 30_000 });
+  await page.waitForFunction(
+    () => {
+      const imgs = [...document.querySelectorAll<HTMLImageElement>("#view img")];
+      const vids = [...document.querySelectorAll<HTMLVideoElement>("#view video")];
+      const auds = [...document.querySelectorAll<HTMLAudioElement>("#view audio")];
+      return (
+        imgs.length > 0 &&
+        vids.length > 0 &&
+        auds.length > 0 &&
+        imgs.every((i) => i.complete && i.naturalWidth > 0) &&
+        vids.every((v) => v.readyState >= 1 && v.videoWidth > 0) &&
+        auds.every((a) => a.readyState >= 1 && a.duration > 0)
+      );
+    },
+    undefined,
+    { timeout: 30_000 },
+  );
   await shot("5-jobs-done");
 });
 

@@ -17,7 +17,10 @@ test("the server URL: --url, else PUBLIC_URL, else where the server listens on t
   assert.is(target([], { ...env, PORT: "4100", HOST: "0.0.0.0" }).url, "http://127.0.0.1:4100");
   assert.is(target([], { ...env, PORT: "4100", HOST: "10.1.2.3" }).url, "http://10.1.2.3:4100");
   assert.is(target([], { ...env, PUBLIC_URL: "https://api.example.com/" }).url, "https://api.example.com");
-  assert.is(target(["--url", "http://other:1/"], { ...env, PUBLIC_URL: "https://api.example.com" }).url, "http://other:1");
+  assert.is(
+    target(["--url", "http://other:1/"], { ...env, PUBLIC_URL: "https://api.example.com" }).url,
+    "http://other:1",
+  );
 });
 
 test("the admin token: --token, else ADMIN_TOKEN, else the one the server saved in DATA_DIR", () => {

@@ -27,7 +27,8 @@ for (const backend of await databaseBackends()) {
       plugins: [account, pinger],
       databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
       start: true,
-      onStatement: (sql, parameters) => void (ON_JOBS.test(sql) && !OUR_POLL.test(sql) && statements.push({ sql, parameters })),
+      onStatement: (sql, parameters) =>
+        void (ON_JOBS.test(sql) && !OUR_POLL.test(sql) && statements.push({ sql, parameters })),
     });
     try {
       const { key } = await tk.partner({ credits: 100 });
@@ -38,13 +39,19 @@ for (const backend of await databaseBackends()) {
         const jobId = (res.body as { job_id: string }).job_id;
         const end = Date.now() + 30_000;
         for (;;) {
-          const row = await tk.kernel.database.kysely.selectFrom("jobs").select("finished_at").where("id", "=", jobId).executeTakeFirstOrThrow();
+          const row = await tk.kernel.database.kysely
+            .selectFrom("jobs")
+            .select("finished_at")
+            .where("id", "=", jobId)
+            .executeTakeFirstOrThrow();
           if (row.finished_at !== null) break;
           if (Date.now() > end) throw new Error(`job ${jobId} did not end`);
           await new Promise((r) => setTimeout(r, 10));
         }
         // The attempt's statements: those on this job's rows, but for the submit's insert.
-        const attempt = statements.filter((s) => s.parameters.includes(jobId) && !/^insert /i.test(s.sql)).map((s) => s.sql);
+        const attempt = statements
+          .filter((s) => s.parameters.includes(jobId) && !/^insert /i.test(s.sql))
+          .map((s) => s.sql);
         // The wait row's seq is read with the job's row, as a scalar subquery; a job that never waited has no
         // wait row to end either.
         const ownWaitStatements = attempt.filter((s) => /"job_waits"/.test(s) && !/^select .* from "jobs"/is.test(s));
@@ -52,7 +59,10 @@ for (const backend of await databaseBackends()) {
         // The job's row read at the start, and updated at the end, the update returning what the job's update
         // event is made of (a success refunds nothing, so nothing is read under a lock first). Raise this
         // knowingly: each statement more is fewer starts a second per slot.
-        assert.ok(attempt.length <= PER_ATTEMPT, `${attempt.length} statements on the job's rows in its attempt (at most ${PER_ATTEMPT}):\n${attempt.join("\n")}`);
+        assert.ok(
+          attempt.length <= PER_ATTEMPT,
+          `${attempt.length} statements on the job's rows in its attempt (at most ${PER_ATTEMPT}):\n${attempt.join("\n")}`,
+        );
         assert.ok(attempt.length > 0, "the statements were counted");
       }
     } finally {

@@ -2,9 +2,10 @@
 // That is only right if every ledger write evicts it: a charge, a refund and an admin credit, in the process
 // that made the write and, through `partner.changed`, in every other one. The clocks here never move, so the
 // cache's 5 s TTL cannot be what makes an answer fresh: only an eviction can.
+
+import { type Kysely, type KyselyPlugin, sql } from "kysely";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { sql, type KyselyPlugin, type Kysely } from "kysely";
 import { z } from "zod";
 import { Accounts } from "../../core/accounts.ts";
 import { fakeClock } from "../../core/clock.ts";
@@ -15,8 +16,8 @@ import { definePlugin, operation } from "../../core/plugin.ts";
 import account from "../../plugins/account/index.ts";
 import { memoryBlobStore } from "../../storage/blobs.ts";
 import { memoryCounters, redisCounters } from "../../storage/counters.ts";
-import { openDatabase, type Database } from "../../storage/db.ts";
-import { memoryPubSub, redisPubSub, type PubSub } from "../../storage/pubsub.ts";
+import { type Database, openDatabase } from "../../storage/db.ts";
+import { memoryPubSub, type PubSub, redisPubSub } from "../../storage/pubsub.ts";
 import type { KernelTables } from "../../storage/tables.ts";
 import { createHttpApp } from "../../transports/http.ts";
 import { isolatedPostgresDatabase, isolatedRedisPrefix, postgresUrl, redisUrl } from "../helpers/backends.ts";
@@ -43,7 +44,11 @@ const paid = definePlugin({
 
 interface Node {
   kernel: Kernel;
-  call(method: string, path: string, init?: { key?: string; admin?: boolean; body?: unknown }): Promise<{ status: number; body: any }>;
+  call(
+    method: string,
+    path: string,
+    init?: { key?: string; admin?: boolean; body?: unknown },
+  ): Promise<{ status: number; body: any }>;
 }
 
 function node(kernel: Kernel): Node {
@@ -56,7 +61,9 @@ function node(kernel: Kernel): Node {
       if (init.admin) headers.authorization = `Bearer ${ADMIN}`;
       if (init.body !== undefined) headers["content-type"] = "application/json";
       const url = `http://mediagate.test${path.startsWith("/api/") ? path : `/api/v1/partner${path}`}`;
-      const res = await app.fetch(new Request(url, { method, headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) }));
+      const res = await app.fetch(
+        new Request(url, { method, headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) }),
+      );
       return { status: res.status, body: await res.json() };
     },
   };
@@ -64,7 +71,11 @@ function node(kernel: Kernel): Node {
 
 /** The balance as GET /me, /credits and /usage tell it; they must agree. */
 async function shown(n: Node, key: string): Promise<number> {
-  const [me, credits, usage] = await Promise.all([n.call("GET", "/me", { key }), n.call("GET", "/credits", { key }), n.call("GET", "/usage", { key })]);
+  const [me, credits, usage] = await Promise.all([
+    n.call("GET", "/me", { key }),
+    n.call("GET", "/credits", { key }),
+    n.call("GET", "/usage", { key }),
+  ]);
   assert.is(me.status, 200);
   assert.is(credits.body.credits_remaining, me.body.credits_remaining, "/credits agrees with /me");
   assert.is(usage.body.credits_remaining, me.body.credits_remaining, "/usage agrees with /me");
@@ -98,9 +109,26 @@ interface Pair {
   close(): Promise<void>;
 }
 
-async function kernelOn(database: Database, pubsub: PubSub, counters: ReturnType<typeof memoryCounters>): Promise<Kernel> {
-  const config = loadConfig({ LOG_LEVEL: "silent", ROLE: "api", SANDBOX_LATENCY_MS: "0", DATA_DIR: "/tmp/mediagate-balance-cache" });
-  const kernel = await createKernel({ config, plugins: [account, paid], database, blobs: memoryBlobStore(), pubsub, counters, clock: fakeClock(Date.UTC(2026, 10, 1, 12)) });
+async function kernelOn(
+  database: Database,
+  pubsub: PubSub,
+  counters: ReturnType<typeof memoryCounters>,
+): Promise<Kernel> {
+  const config = loadConfig({
+    LOG_LEVEL: "silent",
+    ROLE: "api",
+    SANDBOX_LATENCY_MS: "0",
+    DATA_DIR: "/tmp/mediagate-balance-cache",
+  });
+  const kernel = await createKernel({
+    config,
+    plugins: [account, paid],
+    database,
+    blobs: memoryBlobStore(),
+    pubsub,
+    counters,
+    clock: fakeClock(Date.UTC(2026, 10, 1, 12)),
+  });
   // What start() does for the cache, without the queue and the usage timer this test has no use for.
   const unlisten = await kernel.accounts.listen();
   const stop = kernel.stop.bind(kernel);
@@ -138,7 +166,11 @@ async function networkPair(redis: string): Promise<Pair> {
     const pubsub = redisPubSub({ url: redis, prefix });
     const counters = redisCounters({ url: redis, prefix });
     kernels.push(await kernelOn(database, pubsub, counters));
-    closers.push(() => pubsub.close(), () => counters.close(), () => database.close());
+    closers.push(
+      () => pubsub.close(),
+      () => counters.close(),
+      () => database.close(),
+    );
   }
   return {
     a: node(kernels[0]!),
@@ -150,7 +182,9 @@ async function networkPair(redis: string): Promise<Pair> {
   };
 }
 
-const backends: Array<{ name: string; pair: () => Promise<Pair> }> = [{ name: "PGlite and memory pub/sub", pair: memoryPair }];
+const backends: Array<{ name: string; pair: () => Promise<Pair> }> = [
+  { name: "PGlite and memory pub/sub", pair: memoryPair },
+];
 const pg = await postgresUrl();
 const redis = await redisUrl();
 if (pg && redis) backends.push({ name: "Postgres and Redis", pair: () => networkPair(redis) });
@@ -192,15 +226,28 @@ for (const backend of backends) {
     await eventually(b, apiKey, 960, "charge: the other process");
 
     // Refund on b (a worker elsewhere ending the job as failed).
-    assert.ok(await b.kernel.finishJob(charged.body.job_id, { state: "failed", refund: true, error: "Generation failed." }));
+    assert.ok(
+      await b.kernel.finishJob(charged.body.job_id, { state: "failed", refund: true, error: "Generation failed." }),
+    );
     assert.is(await shown(b, apiKey), 1000, "refund: the refunding process at once");
     await eventually(a, apiKey, 1000, "refund: the other process");
 
     // Charge through the kernel on b, then an admin credit through the admin API on a.
-    await b.kernel.chargeAndCreateJob({ partnerId: partner.id, plugin: "paid", kind: "paid", endpoint: "POST /paid", state: "queued", credits: 25, inflight: false });
+    await b.kernel.chargeAndCreateJob({
+      partnerId: partner.id,
+      plugin: "paid",
+      kind: "paid",
+      endpoint: "POST /paid",
+      state: "queued",
+      credits: 25,
+      inflight: false,
+    });
     assert.is(await shown(b, apiKey), 975);
     await eventually(a, apiKey, 975, "kernel charge: the other process");
-    const credited = await a.call("POST", `/api/v1/admin/partners/${partner.id}/credits`, { admin: true, body: { amount: 500, type: "purchase", description: "Invoice 7" } });
+    const credited = await a.call("POST", `/api/v1/admin/partners/${partner.id}/credits`, {
+      admin: true,
+      body: { amount: 500, type: "purchase", description: "Invoice 7" },
+    });
     assert.is(credited.status, 200);
     assert.is(credited.body.credits_remaining, 1475);
     assert.is(await shown(a, apiKey), 1475, "admin credit: the crediting process at once");
@@ -212,7 +259,9 @@ for (const backend of backends) {
     assert.is(refused.body.credits_remaining, 1475);
     assert.is(await shown(b, apiKey), 1475);
 
-    const sum = await sql<{ s: string }>`select sum(amount) as s from ledger where partner_id = ${partner.id}`.execute(a.kernel.database.kysely);
+    const sum = await sql<{ s: string }>`select sum(amount) as s from ledger where partner_id = ${partner.id}`.execute(
+      a.kernel.database.kysely,
+    );
     assert.is(Number(sum.rows[0]!.s), 1475, "the ledger sums to the balance shown");
   });
 
@@ -269,14 +318,27 @@ race.after.each(async () => {
 
 async function raceKernel(): Promise<Kernel> {
   const config = loadConfig({ LOG_LEVEL: "silent", DATA_DIR: "/tmp/mediagate-balance-cache" });
-  return createKernel({ config, plugins: [account], database: raceDb, blobs: memoryBlobStore(), counters: memoryCounters(), pubsub: memoryPubSub(), clock: fakeClock() });
+  return createKernel({
+    config,
+    plugins: [account],
+    database: raceDb,
+    blobs: memoryBlobStore(),
+    counters: memoryCounters(),
+    pubsub: memoryPubSub(),
+    clock: fakeClock(),
+  });
 }
 
 race("a read overtaken by an eviction answers its caller but does not fill the cache", async () => {
   const kernel = await raceKernel();
   const { partner, apiKey } = await kernel.accounts.create({ name: "Race", credits: 100 });
   const g = gate();
-  const accounts = new Accounts(raceDb.kysely.withPlugin(g.plugin) as Kysely<KernelTables>, kernel.clock, kernel.pubsub, kernel.usage);
+  const accounts = new Accounts(
+    raceDb.kysely.withPlugin(g.plugin) as Kysely<KernelTables>,
+    kernel.clock,
+    kernel.pubsub,
+    kernel.usage,
+  );
   const hash = hashApiKey(apiKey);
 
   const read = accounts.byKeyHash(hash);
@@ -298,7 +360,12 @@ race("callers share a read in flight only if no eviction came after it started",
   const kernel = await raceKernel();
   const { partner, apiKey } = await kernel.accounts.create({ name: "Join", credits: 100 });
   const g = gate();
-  const accounts = new Accounts(raceDb.kysely.withPlugin(g.plugin) as Kysely<KernelTables>, kernel.clock, kernel.pubsub, kernel.usage);
+  const accounts = new Accounts(
+    raceDb.kysely.withPlugin(g.plugin) as Kysely<KernelTables>,
+    kernel.clock,
+    kernel.pubsub,
+    kernel.usage,
+  );
   const hash = hashApiKey(apiKey);
 
   const first = accounts.byKeyHash(hash);
@@ -318,7 +385,12 @@ race("without an eviction a burst of misses makes one read, and later calls are 
   const kernel = await raceKernel();
   const { partner, apiKey } = await kernel.accounts.create({ name: "Burst", credits: 100 });
   const g = gate();
-  const accounts = new Accounts(raceDb.kysely.withPlugin(g.plugin) as Kysely<KernelTables>, kernel.clock, kernel.pubsub, kernel.usage);
+  const accounts = new Accounts(
+    raceDb.kysely.withPlugin(g.plugin) as Kysely<KernelTables>,
+    kernel.clock,
+    kernel.pubsub,
+    kernel.usage,
+  );
   const hash = hashApiKey(apiKey);
   const burst = Array.from({ length: 20 }, () => accounts.byKeyHash(hash));
   await g.reached;

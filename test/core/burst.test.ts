@@ -11,7 +11,10 @@ import { pingPlugin } from "../helpers/ping-plugin.ts";
 const BURST = 80;
 
 const started = new Map<string, number>();
-const burster = pingPlugin("burster", { limitPerMinute: 100_000, onRun: (jobId) => void started.set(jobId, performance.now()) });
+const burster = pingPlugin("burster", {
+  limitPerMinute: 100_000,
+  onRun: (jobId) => void started.set(jobId, performance.now()),
+});
 
 for (const backend of await databaseBackends()) {
   const t = suite(`a burst of submits on ${backend.name}`);
@@ -36,7 +39,10 @@ for (const backend of await databaseBackends()) {
       const lastAnswer = Math.max(...answered);
       const end = Date.now() + 60_000;
       while (ids.some((id) => !started.has(id)) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-      assert.ok(ids.every((id) => started.has(id)), "every job started");
+      assert.ok(
+        ids.every((id) => started.has(id)),
+        "every job started",
+      );
       const early = ids.filter((id) => started.get(id)! < lastAnswer).length;
       // First come, first served, none of them did on PGlite: every job's first statement queued behind the
       // whole burst.

@@ -1,19 +1,19 @@
 import { suite } from "uvu";
-import { queuedThen } from "../../core/job-states.ts";
 import * as assert from "uvu/assert";
 import { z } from "zod";
+import { buildRequest } from "../../cli/admin.ts";
 import { loadConfig } from "../../core/config.ts";
-import { ConfigError, defineConfig, envVar } from "../../lib/plugin-config.ts";
+import { queuedThen } from "../../core/job-states.ts";
 import { createKernel } from "../../core/kernel.ts";
 import { definePlugin, operation } from "../../core/plugin.ts";
 import { BootError, compileRegistry } from "../../core/registry.ts";
+import { ConfigError, defineConfig, envVar } from "../../lib/plugin-config.ts";
 import { sandboxConfig } from "../../lib/sandbox.ts";
-import { buildRequest } from "../../cli/admin.ts";
-import { createTestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import imagesSandbox from "../../plugins/images/sandbox.ts";
-import videoSandbox from "../../plugins/video/sandbox.ts";
 import { extractorConfig } from "../../plugins/social/extractor.ts";
+import videoSandbox from "../../plugins/video/sandbox.ts";
+import { createTestKernel } from "../../testkit/index.ts";
 
 const t = suite("configuration and CLI arguments");
 
@@ -34,12 +34,21 @@ t("defaults follow docs/configuration.md", () => {
 });
 
 t("values are read and bad ones stop boot by name", () => {
-  const c = loadConfig({ PORT: "8080", PUBLIC_URL: "https://api.example.com/", WEBHOOK_RETRY_DELAYS: "1, 2,3", ALLOW_PRIVATE_URLS: "1", ROLE: "worker" });
+  const c = loadConfig({
+    PORT: "8080",
+    PUBLIC_URL: "https://api.example.com/",
+    WEBHOOK_RETRY_DELAYS: "1, 2,3",
+    ALLOW_PRIVATE_URLS: "1",
+    ROLE: "worker",
+  });
   assert.is(c.publicUrl, "https://api.example.com");
   assert.equal(c.webhookRetryDelays, [1, 2, 3]);
   assert.is(c.allowPrivateUrls, true);
   assert.is(c.role, "worker");
-  assert.throws(() => loadConfig({ PORT: "http" }), (e: unknown) => e instanceof ConfigError && /PORT/.test((e as Error).message));
+  assert.throws(
+    () => loadConfig({ PORT: "http" }),
+    (e: unknown) => e instanceof ConfigError && /PORT/.test((e as Error).message),
+  );
   assert.throws(() => loadConfig({ ROLE: "boss" }), /ROLE must be one of all, api, worker/);
   assert.throws(() => loadConfig({ MEDIA_ENGINE: "gpu" }), /MEDIA_ENGINE/);
   assert.throws(() => loadConfig({ WEBHOOK_RETRY_DELAYS: "1,soon" }), /WEBHOOK_RETRY_DELAYS/);
@@ -48,11 +57,23 @@ t("values are read and bad ones stop boot by name", () => {
 
 t("a plugin's variables are declared with their defaults and fail by name", () => {
   assert.is(sandboxConfig.read({ SANDBOX_LATENCY_MS: "15" }).latencyMs, 15);
-  assert.is(sandboxConfig.read({ SANDBOX_LATENCY_MS: "" }).latencyMs, 2000, "empty is unset, as for the kernel's variables");
-  assert.throws(() => sandboxConfig.read({ SANDBOX_LATENCY_MS: "soon" }), (e: unknown) => e instanceof ConfigError && (e as Error).message === 'SANDBOX_LATENCY_MS must be a non-negative integer (got "soon")');
+  assert.is(
+    sandboxConfig.read({ SANDBOX_LATENCY_MS: "" }).latencyMs,
+    2000,
+    "empty is unset, as for the kernel's variables",
+  );
+  assert.throws(
+    () => sandboxConfig.read({ SANDBOX_LATENCY_MS: "soon" }),
+    (e: unknown) =>
+      e instanceof ConfigError &&
+      (e as Error).message === 'SANDBOX_LATENCY_MS must be a non-negative integer (got "soon")',
+  );
   const social = extractorConfig.read({ SOCIAL_EXTRACTOR: "YT-DLP", SANDBOX_LATENCY_MS: "3" });
   assert.equal({ ...social }, { latencyMs: 3, extractor: "yt-dlp", ytdlpPath: undefined });
-  assert.throws(() => extractorConfig.read({ SOCIAL_EXTRACTOR: "youtube" }), /SOCIAL_EXTRACTOR must be one of sandbox, yt-dlp, auto \(got "youtube"\)/);
+  assert.throws(
+    () => extractorConfig.read({ SOCIAL_EXTRACTOR: "youtube" }),
+    /SOCIAL_EXTRACTOR must be one of sandbox, yt-dlp, auto \(got "youtube"\)/,
+  );
   // Typed through the declaration: no type argument, no cast.
   const latency: number = social.latencyMs;
   const extractor: "sandbox" | "yt-dlp" | "auto" = social.extractor;
@@ -61,37 +82,68 @@ t("a plugin's variables are declared with their defaults and fail by name", () =
   void social.extractorPath;
   void [latency, extractor, path];
   assert.throws(() => envVar("lower_case", z.string(), ""), /uppercase/);
-  assert.throws(() => defineConfig({ a: envVar("X", z.string(), ""), b: envVar("X", z.string(), "") }), /X is declared twice/);
+  assert.throws(
+    () => defineConfig({ a: envVar("X", z.string(), ""), b: envVar("X", z.string(), "") }),
+    /X is declared twice/,
+  );
   // `of` reads only what the plugin declared, so a plugin's config stays an honest list.
-  assert.throws(() => extractorConfig.of({ pluginConfig: { SANDBOX_LATENCY_MS: 0 } }), /SOCIAL_EXTRACTOR is read by a plugin that does not declare it/);
+  assert.throws(
+    () => extractorConfig.of({ pluginConfig: { SANDBOX_LATENCY_MS: 0 } }),
+    /SOCIAL_EXTRACTOR is read by a plugin that does not declare it/,
+  );
 });
 
 t("the registry checks declarations: one variable, one declaration, none of the kernel's", () => {
   const registry = compileRegistry([imagesSandbox, videoSandbox]);
   assert.equal(registry.configVariables.get("SANDBOX_LATENCY_MS")?.plugins, ["images-sandbox", "video-sandbox"]);
-  const a = definePlugin({ name: "a", config: defineConfig({ greeting: envVar("GREETING", z.string().default("hello"), "") }) });
-  const b = definePlugin({ name: "b", config: defineConfig({ greeting: envVar("GREETING", z.string().default("hej"), "") }) });
-  assert.throws(() => compileRegistry([a, b]), (e: unknown) => e instanceof BootError && /"a" and "b" both declare GREETING/.test((e as Error).message));
+  const a = definePlugin({
+    name: "a",
+    config: defineConfig({ greeting: envVar("GREETING", z.string().default("hello"), "") }),
+  });
+  const b = definePlugin({
+    name: "b",
+    config: defineConfig({ greeting: envVar("GREETING", z.string().default("hej"), "") }),
+  });
+  assert.throws(
+    () => compileRegistry([a, b]),
+    (e: unknown) => e instanceof BootError && /"a" and "b" both declare GREETING/.test((e as Error).message),
+  );
   const port = definePlugin({ name: "porty", config: defineConfig({ port: envVar("PORT", z.string(), "") }) });
   assert.throws(() => compileRegistry([port]), /plugin "porty" declares PORT, which the kernel reads itself/);
 });
 
 t("the kernel reads plugin variables from the environment its Config came from, before any connection", async () => {
   // A bad value stops createKernel with a ConfigError; it never reaches the database (DATA_DIR is not even made).
-  const config = loadConfig({ DATA_DIR: "/nonexistent/mediagate-config-test", LOG_LEVEL: "silent", SANDBOX_LATENCY_MS: "soon" });
-  const err = await createKernel({ config, plugins: [imagesSandbox] }).then(() => null, (e: unknown) => e);
+  const config = loadConfig({
+    DATA_DIR: "/nonexistent/mediagate-config-test",
+    LOG_LEVEL: "silent",
+    SANDBOX_LATENCY_MS: "soon",
+  });
+  const err = await createKernel({ config, plugins: [imagesSandbox] }).then(
+    () => null,
+    (e: unknown) => e,
+  );
   assert.ok(err instanceof ConfigError && /^SANDBOX_LATENCY_MS must be/.test(err.message), String(err));
-  const overridden = await createKernel({ config, env: { SANDBOX_LATENCY_MS: "x" }, plugins: [imagesSandbox] }).then(() => null, (e: unknown) => e);
+  const overridden = await createKernel({ config, env: { SANDBOX_LATENCY_MS: "x" }, plugins: [imagesSandbox] }).then(
+    () => null,
+    (e: unknown) => e,
+  );
   assert.ok(overridden instanceof ConfigError && /got "x"/.test(overridden.message), "an explicit env wins");
 });
 
 t("handlers, job runners and capability factories read their plugin's variables, typed", async () => {
-  const greeter = defineConfig({ ...sandboxConfig.variables, greeting: envVar("TEST_GREETING", z.string().default("hello"), "a test's greeting") });
+  const greeter = defineConfig({
+    ...sandboxConfig.variables,
+    greeting: envVar("TEST_GREETING", z.string().default("hello"), "a test's greeting"),
+  });
   const seen: { factory?: string; runner?: string } = {};
   const plugin = definePlugin({
     name: "greeter",
     config: greeter,
-    rateLimits: { "GET /greeting": [{ limit: 100, windowSeconds: 60 }], "POST /greeting": [{ limit: 100, windowSeconds: 60 }] },
+    rateLimits: {
+      "GET /greeting": [{ limit: 100, windowSeconds: 60 }],
+      "POST /greeting": [{ limit: 100, windowSeconds: 60 }],
+    },
     provides: {
       "social.extract": (host) => {
         seen.factory = greeter.of(host).greeting;
@@ -128,7 +180,11 @@ t("handlers, job runners and capability factories read their plugin's variables,
       }),
     ],
   });
-  const tk = await createTestKernel({ plugins: [account, plugin], env: { TEST_GREETING: "hej", SANDBOX_LATENCY_MS: "6" }, start: true });
+  const tk = await createTestKernel({
+    plugins: [account, plugin],
+    env: { TEST_GREETING: "hej", SANDBOX_LATENCY_MS: "6" },
+    start: true,
+  });
   try {
     const { key } = await tk.partner();
     const res = await tk.request("GET", "/greeting", { key });
@@ -148,18 +204,38 @@ t("CLI commands map onto the admin API", () => {
     path: "/partners",
     body: { name: "Acme", credits: 5, pricing_tier: undefined, features: { captions: false } },
   });
-  assert.equal(buildRequest(["partners", "update", "prt_1", "--rate-limit", "POST /generate-video=20", "--inflight", "30", "--active", "false"]).body, {
-    name: undefined,
-    pricing_tier: undefined,
-    is_active: false,
-    features: undefined,
-    limits: { inflight_jobs: 30, rate_limits: { "POST /generate-video": 20 } },
-    custom_rates: undefined,
-  });
+  assert.equal(
+    buildRequest([
+      "partners",
+      "update",
+      "prt_1",
+      "--rate-limit",
+      "POST /generate-video=20",
+      "--inflight",
+      "30",
+      "--active",
+      "false",
+    ]).body,
+    {
+      name: undefined,
+      pricing_tier: undefined,
+      is_active: false,
+      features: undefined,
+      limits: { inflight_jobs: 30, rate_limits: { "POST /generate-video": 20 } },
+      custom_rates: undefined,
+    },
+  );
   assert.equal(buildRequest(["rotate-key", "prt_1"]), { method: "POST", path: "/partners/prt_1/rotate-key" });
-  assert.throws(() => buildRequest(["credits", "add", "prt_1", "--amount", "ten", "--type", "purchase", "--description", "x"]), /--amount takes an integer/);
+  assert.throws(
+    () => buildRequest(["credits", "add", "prt_1", "--amount", "ten", "--type", "purchase", "--description", "x"]),
+    /--amount takes an integer/,
+  );
   assert.throws(() => buildRequest(["partners", "create"]), /missing --name/);
-  assert.equal(buildRequest(["pauses", "set", "social_downloads", "on"]), { method: "PUT", path: "/pauses/social_downloads", body: { paused: true } });
+  assert.equal(buildRequest(["pauses", "set", "social_downloads", "on"]), {
+    method: "PUT",
+    path: "/pauses/social_downloads",
+    body: { paused: true },
+  });
   assert.equal(buildRequest(["pauses", "list"]), { method: "GET", path: "/pauses" });
   assert.throws(() => buildRequest(["pauses", "set", "social_downloads", "maybe"]), /NAME on\|off/);
 });

@@ -6,15 +6,18 @@ import type { Kysely } from "kysely";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { IDEMPOTENCY_ERRORS as E } from "../../core/idempotency.ts";
-import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import images from "../../plugins/images/index.ts";
 import imagesSandbox from "../../plugins/images/sandbox.ts";
 import music from "../../plugins/music/index.ts";
 import musicSandbox from "../../plugins/music/sandbox.ts";
+import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
-const LIMITS = { inflight_jobs: 50, rate_limits: { "POST /generate-image": 10_000, "POST /extend-music": 10_000, "GET /credits": 10_000 } };
+const LIMITS = {
+  inflight_jobs: 50,
+  rate_limits: { "POST /generate-image": 10_000, "POST /extend-music": 10_000, "GET /credits": 10_000 },
+};
 const IMAGE = { prompt: "a lighthouse at dusk", model: "image-a-pro", quality: "2K", aspect_ratio: "1:1" };
 
 for (const backend of await databaseBackends()) {
@@ -32,9 +35,31 @@ for (const backend of await databaseBackends()) {
   });
 
   const db = () => tk.kernel.database.kysely as Kysely<any>;
-  const jobs = async (partnerId: string) => Number((await db().selectFrom("jobs").select((eb) => eb.fn.countAll<number>().as("n")).where("partner_id", "=", partnerId).executeTakeFirstOrThrow()).n);
-  const usage = async (partnerId: string) => (await db().selectFrom("ledger").select("amount").where("partner_id", "=", partnerId).where("type", "=", "usage").execute()).length;
-  const post = (key: string, body: unknown, idem?: string) => tk.request("POST", "/generate-image", { key, body, headers: idem === undefined ? {} : { "idempotency-key": idem } });
+  const jobs = async (partnerId: string) =>
+    Number(
+      (
+        await db()
+          .selectFrom("jobs")
+          .select((eb) => eb.fn.countAll<number>().as("n"))
+          .where("partner_id", "=", partnerId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  const usage = async (partnerId: string) =>
+    (
+      await db()
+        .selectFrom("ledger")
+        .select("amount")
+        .where("partner_id", "=", partnerId)
+        .where("type", "=", "usage")
+        .execute()
+    ).length;
+  const post = (key: string, body: unknown, idem?: string) =>
+    tk.request("POST", "/generate-image", {
+      key,
+      body,
+      headers: idem === undefined ? {} : { "idempotency-key": idem },
+    });
 
   t("a retry with the same key and request answers the first response, charged once", async () => {
     const { id, key } = await tk.partner({ credits: 1000, limits: LIMITS });
@@ -42,7 +67,11 @@ for (const backend of await databaseBackends()) {
     assert.is(first.status, 202, JSON.stringify(first.body));
     assert.is(first.headers.get("idempotent-replayed"), null);
     // The same request by value: another key order is the same JSON object.
-    const again = await post(key, { aspect_ratio: "1:1", quality: "2K", model: "image-a-pro", prompt: "a lighthouse at dusk" }, "order-42");
+    const again = await post(
+      key,
+      { aspect_ratio: "1:1", quality: "2K", model: "image-a-pro", prompt: "a lighthouse at dusk" },
+      "order-42",
+    );
     assert.is(again.status, 202);
     assert.equal(again.body, first.body);
     assert.is(again.headers.get("idempotent-replayed"), "true");
@@ -65,7 +94,10 @@ for (const backend of await databaseBackends()) {
   t("identical requests racing make one job, and all answer it", async () => {
     const { id, key } = await tk.partner({ credits: 1000, limits: LIMITS });
     const answers = await Promise.all(Array.from({ length: 6 }, () => post(key, IMAGE, "race-1")));
-    assert.ok(answers.every((a) => a.status === 202), JSON.stringify(answers.map((a) => [a.status, a.body])));
+    assert.ok(
+      answers.every((a) => a.status === 202),
+      JSON.stringify(answers.map((a) => [a.status, a.body])),
+    );
     assert.is(new Set(answers.map((a) => a.body.generation_id)).size, 1, JSON.stringify(answers.map((a) => a.body)));
     assert.equal([await jobs(id), await usage(id)], [1, 1]);
   });
@@ -81,7 +113,10 @@ for (const backend of await databaseBackends()) {
     const poor = await tk.partner({ credits: 0, limits: LIMITS });
     assert.is((await post(poor.key, IMAGE, "retry-after-topup")).status, 402);
     assert.is((await post(poor.key, { ...IMAGE, model: "nope" }, "retry-after-topup")).status, 400);
-    await tk.request("POST", `/api/v1/admin/partners/${poor.id}/credits`, { headers: { authorization: `Bearer ${tk.adminToken}` }, body: { amount: 100, type: "purchase", description: "top-up" } });
+    await tk.request("POST", `/api/v1/admin/partners/${poor.id}/credits`, {
+      headers: { authorization: `Bearer ${tk.adminToken}` },
+      body: { amount: 100, type: "purchase", description: "top-up" },
+    });
     const paid = await post(poor.key, IMAGE, "retry-after-topup");
     assert.is(paid.status, 202, JSON.stringify(paid.body));
 
@@ -99,12 +134,15 @@ for (const backend of await databaseBackends()) {
   t("a malformed key is a 400 before anything; GraphQL mutations follow the same rule", async () => {
     const { id, key } = await tk.partner({ credits: 1000, limits: LIMITS });
     for (const bad of ["", "a b", "x".repeat(256), "ключ"]) {
-      const r = await tk.request("POST", "/generate-image", { key, body: IMAGE, headers: { "idempotency-key": bad } }).catch((e) => ({ status: 0, body: String(e) }));
+      const r = await tk
+        .request("POST", "/generate-image", { key, body: IMAGE, headers: { "idempotency-key": bad } })
+        .catch((e) => ({ status: 0, body: String(e) }));
       // Headers that fetch itself refuses (non-Latin-1) never reach us; the others are our 400.
       if (r.status !== 0) assert.equal([r.status, r.body.error], [400, E.badKey], JSON.stringify(bad));
     }
     assert.is(await jobs(id), 0);
-    const mutation = "mutation($input: GenerateImageInput!) { generateImage(input: $input) { generation_id credits_used } }";
+    const mutation =
+      "mutation($input: GenerateImageInput!) { generateImage(input: $input) { generation_id credits_used } }";
     const g1 = await graphql(tk, mutation, { input: IMAGE }, { key, headers: { "idempotency-key": "gql-1" } });
     const g2 = await graphql(tk, mutation, { input: IMAGE }, { key, headers: { "idempotency-key": "gql-1" } });
     assert.is(g1.errors, undefined, JSON.stringify(g1.errors));
@@ -114,7 +152,11 @@ for (const backend of await databaseBackends()) {
 
   t("POST /extend-music keeps the spec's own rule (its 8-100 character key), not the kernel's", async () => {
     const { key } = await tk.partner({ credits: 1000, limits: LIMITS });
-    const r = await tk.request("POST", "/extend-music", { key, body: { track_id: 1 }, headers: { "idempotency-key": "short" } });
+    const r = await tk.request("POST", "/extend-music", {
+      key,
+      body: { track_id: 1 },
+      headers: { "idempotency-key": "short" },
+    });
     assert.is(r.status, 400);
     assert.is.not(r.body.error, E.badKey);
   });

@@ -43,7 +43,13 @@ test("REST and GraphQL call the same invoker from the kernel's table", async () 
 
     const rest = await app.fetch(new Request("http://t/api/v1/partner/me", { headers }));
     assert.is(rest.status, 200);
-    const gql = await app.fetch(new Request("http://t/graphql", { method: "POST", headers, body: JSON.stringify({ query: "{ me { credits_remaining } }" }) }));
+    const gql = await app.fetch(
+      new Request("http://t/graphql", {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ query: "{ me { credits_remaining } }" }),
+      }),
+    );
     assert.is(((await gql.json()) as any).data.me.credits_remaining, 7);
 
     assert.equal(calls.get("GET /me"), ["/api/v1/partner/me", "/graphql"]);

@@ -6,8 +6,8 @@ import net from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { KERNEL_ERRORS, OUTAGE_RETRY_AFTER_SECONDS, outageError } from "../../core/errors.ts";
-import { ApiError } from "../../lib/api-error.ts";
 import { isTransient } from "../../core/transient.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import { RedisUnreachableError, redisCounters } from "../../storage/counters.ts";
 import { redisPubSub } from "../../storage/pubsub.ts";
 
@@ -46,7 +46,15 @@ t("a full disk: 507, saying nothing was charged only when the caller knows it", 
 });
 
 t("anything else is no outage (the fixed 500)", () => {
-  for (const err of [new Error("boom"), new TypeError("x is undefined"), withCode("duplicate key", "23505"), "a string", null, undefined]) assert.is(outageError(err), null, String(err));
+  for (const err of [
+    new Error("boom"),
+    new TypeError("x is undefined"),
+    withCode("duplicate key", "23505"),
+    "a string",
+    null,
+    undefined,
+  ])
+    assert.is(outageError(err), null, String(err));
 });
 
 /** A port that refuses: a listener opened and closed. */
@@ -65,7 +73,12 @@ t("Redis out of reach: counters and publish fail as transient errors instead of 
   try {
     // The first command may be queued while the first connection is tried; it fails when that attempt does.
     for (let i = 0; i < 3; i++) {
-      const failures = await Promise.allSettled([counters.increment("k", 1000), counters.get("k"), counters.ping(), pubsub.publish("c", 1)]);
+      const failures = await Promise.allSettled([
+        counters.increment("k", 1000),
+        counters.get("k"),
+        counters.ping(),
+        pubsub.publish("c", 1),
+      ]);
       for (const f of failures) {
         assert.is(f.status, "rejected");
         assert.ok(isTransient((f as PromiseRejectedResult).reason), String((f as PromiseRejectedResult).reason));

@@ -3,17 +3,20 @@
 // a programming error, not a silent "not paused". On every database backend.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { ApiError } from "../../lib/api-error.ts";
 import { definePlugin, operation } from "../../core/plugin.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import account from "../../plugins/account/index.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { errorBody } from "../helpers/error-body.ts";
 
 const pausable = definePlugin({
   name: "pausable",
   pauses: ["printing"],
-  rateLimits: { "POST /print": [{ limit: 1000, windowSeconds: 60 }], "POST /sneak": [{ limit: 1000, windowSeconds: 60 }] },
+  rateLimits: {
+    "POST /print": [{ limit: 1000, windowSeconds: 60 }],
+    "POST /sneak": [{ limit: 1000, windowSeconds: 60 }],
+  },
   operations: [
     operation({
       method: "POST",
@@ -36,9 +39,13 @@ const pausable = definePlugin({
 for (const backend of await databaseBackends()) {
   const t = suite(`pause switches on ${backend.name}`);
   let tk: TestKernel;
-  const admin = (method: string, path: string, body?: unknown) => tk.request(method, `/api/v1/admin${path}`, { body, headers: { authorization: `Bearer ${tk.adminToken}` } });
+  const admin = (method: string, path: string, body?: unknown) =>
+    tk.request(method, `/api/v1/admin${path}`, { body, headers: { authorization: `Bearer ${tk.adminToken}` } });
   t.before.each(async () => {
-    tk = await createTestKernel({ plugins: [account, pausable], databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined });
+    tk = await createTestKernel({
+      plugins: [account, pausable],
+      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
+    });
   });
   t.after.each(async () => {
     await tk.close();
@@ -61,7 +68,9 @@ for (const backend of await databaseBackends()) {
 
   t("unknown switches, bad bodies and missing tokens are refused; undeclared reads fail loudly", async () => {
     const { key } = await tk.partner();
-    assert.equal(errorBody(await admin("PUT", "/pauses/teleport", { paused: true })), { error: "Unknown pause switch: teleport" });
+    assert.equal(errorBody(await admin("PUT", "/pauses/teleport", { paused: true })), {
+      error: "Unknown pause switch: teleport",
+    });
     assert.is((await admin("PUT", "/pauses/printing", { paused: "yes" })).status, 400);
     assert.is((await tk.request("PUT", "/api/v1/admin/pauses/printing", { body: { paused: true } })).status, 401);
     assert.is((await tk.request("POST", "/sneak", { key })).status, 500);

@@ -1,7 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { chargeFor, mergeCosts, type Price, standardBasis } from "../../core/pricing.ts";
 import { ApiError } from "../../lib/api-error.ts";
-import { chargeFor, mergeCosts, standardBasis, type Price } from "../../core/pricing.ts";
 
 const t = suite("pricing and tier math");
 
@@ -11,8 +11,19 @@ t("api_plus10 is ceil(standard * 11 / 10), integer-exact", () => {
   // 50 * 1.1 is 55.00000000000001 in doubles; the ledger must say 55.
   assert.is(chargeFor(one(50), "api_plus10"), 55);
   // Every image and upscale price of spec part 1 (standard basis -> api_plus10).
-  const table: Array<[number, number]> = [[15, 17], [22, 25], [19, 21], [24, 27], [29, 32], [28, 31], [34, 38], [7, 8], [14, 16]];
-  for (const [standard, plus10] of table) assert.is(chargeFor(one(standard), "api_plus10"), plus10, `standard ${standard}`);
+  const table: Array<[number, number]> = [
+    [15, 17],
+    [22, 25],
+    [19, 21],
+    [24, 27],
+    [29, 32],
+    [28, 31],
+    [34, 38],
+    [7, 8],
+    [14, 16],
+  ];
+  for (const [standard, plus10] of table)
+    assert.is(chargeFor(one(standard), "api_plus10"), plus10, `standard ${standard}`);
 });
 
 t("rounding happens once per job, not per unit", () => {
@@ -24,14 +35,26 @@ t("rounding happens once per job, not per unit", () => {
 
 t("standard tier pays the standard basis", () => {
   assert.is(chargeFor(one(15, 3), "standard"), 45);
-  assert.is(standardBasis({ lines: [{ key: ["a"], rate: 6, units: 10 }, { key: ["b"], rate: 5 }] }), 65);
+  assert.is(
+    standardBasis({
+      lines: [
+        { key: ["a"], rate: 6, units: 10 },
+        { key: ["b"], rate: 5 },
+      ],
+    }),
+    65,
+  );
 });
 
 t("custom tier: negotiated rates, and a 400 before any charge when one is missing", () => {
   const rates = { image_models: { "image-a-pro": { "2K": 12.5 } } };
   assert.is(chargeFor(one(15, 3, ["image_models", "image-a-pro", "2K"]), "custom", rates), 38); // 37.5 rounded up once
   try {
-    chargeFor({ ...one(22, 1, ["image_models", "image-a-pro", "4K"]), customRateMissing: "not on your plan" }, "custom", rates);
+    chargeFor(
+      { ...one(22, 1, ["image_models", "image-a-pro", "4K"]), customRateMissing: "not on your plan" },
+      "custom",
+      rates,
+    );
     assert.unreachable();
   } catch (err) {
     assert.instance(err, ApiError);
@@ -46,20 +69,35 @@ t("a flat add-on is applied after the markup, the same on every tier", () => {
   assert.is(chargeFor(p, "standard"), 125);
 });
 
-t("a surcharge with an all-in key: flat on api_plus10 and standard; a custom account's all-in rate replaces clip + surcharge", () => {
-  // Omni 1080p 8 s with a reference video (spec part 3): 154 + 47 on api_plus10, 140 + 47 standard.
-  const clip: Price = { lines: [{ key: ["omni", "video_price", "1080p", 8], rate: 140 }], addOn: 47, allInKey: ["omni", "reference_video_price", "1080p", 8] };
-  assert.is(chargeFor(clip, "api_plus10"), 201);
-  assert.is(chargeFor(clip, "standard"), 187);
-  // Custom with only the clip rate: negotiated clip + the same flat surcharge.
-  assert.is(chargeFor(clip, "custom", { omni: { video_price: { "1080p": { 8: 100 } } } }), 147);
-  // Custom with an all-in rate: that rate, nothing added (a fraction rounds up once).
-  assert.is(chargeFor(clip, "custom", { omni: { video_price: { "1080p": { 8: 100 } }, reference_video_price: { "1080p": { 8: 120.5 } } } }), 121);
-  // The all-in rate alone is enough: no clip rate needed.
-  assert.is(chargeFor(clip, "custom", { omni: { reference_video_price: { "1080p": { 8: 130 } } } }), 130);
-  // Neither: the 400 before any charge.
-  assert.throws(() => chargeFor(clip, "custom", {}), (e: unknown) => e instanceof ApiError && e.status === 400);
-});
+t(
+  "a surcharge with an all-in key: flat on api_plus10 and standard; a custom account's all-in rate replaces clip + surcharge",
+  () => {
+    // Omni 1080p 8 s with a reference video (spec part 3): 154 + 47 on api_plus10, 140 + 47 standard.
+    const clip: Price = {
+      lines: [{ key: ["omni", "video_price", "1080p", 8], rate: 140 }],
+      addOn: 47,
+      allInKey: ["omni", "reference_video_price", "1080p", 8],
+    };
+    assert.is(chargeFor(clip, "api_plus10"), 201);
+    assert.is(chargeFor(clip, "standard"), 187);
+    // Custom with only the clip rate: negotiated clip + the same flat surcharge.
+    assert.is(chargeFor(clip, "custom", { omni: { video_price: { "1080p": { 8: 100 } } } }), 147);
+    // Custom with an all-in rate: that rate, nothing added (a fraction rounds up once).
+    assert.is(
+      chargeFor(clip, "custom", {
+        omni: { video_price: { "1080p": { 8: 100 } }, reference_video_price: { "1080p": { 8: 120.5 } } },
+      }),
+      121,
+    );
+    // The all-in rate alone is enough: no clip rate needed.
+    assert.is(chargeFor(clip, "custom", { omni: { reference_video_price: { "1080p": { 8: 130 } } } }), 130);
+    // Neither: the 400 before any charge.
+    assert.throws(
+      () => chargeFor(clip, "custom", {}),
+      (e: unknown) => e instanceof ApiError && e.status === 400,
+    );
+  },
+);
 
 t("costs fragments merge deeply; a leaf claimed twice is an error", () => {
   const merged = mergeCosts([
@@ -67,7 +105,14 @@ t("costs fragments merge deeply; a leaf claimed twice is an error", () => {
     { plugin: "b", costs: { upscale: { video: { y: 2 } } } },
   ]);
   assert.equal(merged, { upscale: { image: { x: 1 }, video: { y: 2 } } });
-  assert.throws(() => mergeCosts([{ plugin: "a", costs: { analysis: 50 } }, { plugin: "b", costs: { analysis: 50 } }]), /declared by plugins "a" and "b"/);
+  assert.throws(
+    () =>
+      mergeCosts([
+        { plugin: "a", costs: { analysis: 50 } },
+        { plugin: "b", costs: { analysis: 50 } },
+      ]),
+    /declared by plugins "a" and "b"/,
+  );
 });
 
 t("measured seconds with decimals are rounded up once, after the tier markup", () => {

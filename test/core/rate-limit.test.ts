@@ -1,14 +1,15 @@
 // The rate-limit table against the spec's own markdown, and the one algorithm on every counter store (memory
 // always, Redis when it answers) with the same test bodies.
-import { suite } from "uvu";
-import * as assert from "uvu/assert";
+
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { fakeClock, type FakeClock } from "../../core/clock.ts";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import type { Counters } from "../../contracts/counters.ts";
+import { type FakeClock, fakeClock } from "../../core/clock.ts";
 import { createRateLimiter, type RateLimitDecision } from "../../core/rate-limit.ts";
 import { RATE_LIMITS } from "../../core/rate-limits.ts";
 import { memoryCounters, redisCounters } from "../../storage/counters.ts";
-import { type Counters } from "../../contracts/counters.ts";
 import { rejection } from "../helpers/assert.ts";
 import { isolatedRedisPrefix, storeBackends } from "../helpers/backends.ts";
 
@@ -20,10 +21,20 @@ function specTable(): Array<{ endpoint: string; windows: Array<{ limit: number; 
   const start = text.indexOf("### Rate limits");
   assert.ok(start >= 0, "the spec has a rate-limit section");
   const end = text.indexOf("\n#", start + 1);
-  const lines = text.slice(start, end < 0 ? undefined : end).split("\n").filter((l) => l.startsWith("|"));
-  assert.equal(lines.slice(0, 2), ["| Endpoint | Limit |", "|---|---|"], "the table's header is where the parser expects it");
+  const lines = text
+    .slice(start, end < 0 ? undefined : end)
+    .split("\n")
+    .filter((l) => l.startsWith("|"));
+  assert.equal(
+    lines.slice(0, 2),
+    ["| Endpoint | Limit |", "|---|---|"],
+    "the table's header is where the parser expects it",
+  );
   return lines.slice(2).map((line) => {
-    const cells = line.split("|").slice(1, -1).map((c) => c.trim());
+    const cells = line
+      .split("|")
+      .slice(1, -1)
+      .map((c) => c.trim());
     assert.is(cells.length, 2, `two cells in ${line}`);
     const [endpoint, limit] = cells as [string, string];
     assert.match(endpoint, /^(GET|POST|PUT|PATCH|DELETE) \/\S*$/, `an endpoint in ${line}`);
@@ -42,7 +53,10 @@ table("has every row of the spec's table, with its numbers, in the spec's order,
   const rows = specTable();
   assert.ok(rows.length >= 60, `the whole table was read (${rows.length} rows)`);
   assert.is(new Set(rows.map((r) => r.endpoint)).size, rows.length, "the spec names each endpoint once");
-  assert.equal(Object.keys(RATE_LIMITS), rows.map((r) => r.endpoint));
+  assert.equal(
+    Object.keys(RATE_LIMITS),
+    rows.map((r) => r.endpoint),
+  );
   for (const { endpoint, windows } of rows) {
     assert.equal(JSON.parse(JSON.stringify(RATE_LIMITS[endpoint as keyof typeof RATE_LIMITS])), windows, endpoint);
   }
@@ -53,9 +67,12 @@ table("the chunked caption upload part is the one row with two windows: 300/min 
     { limit: 300, windowSeconds: 60 },
     { limit: 3000, windowSeconds: 3600 },
   ]);
-  const multi = Object.entries(RATE_LIMITS).filter(([, w]) => w.length > 1).map(([k]) => k);
+  const multi = Object.entries(RATE_LIMITS)
+    .filter(([, w]) => w.length > 1)
+    .map(([k]) => k);
   assert.equal(multi, ["POST /captions/uploads/<session_id>/part/<index>"]);
-  for (const windows of Object.values(RATE_LIMITS)) assert.is(windows[0]!.windowSeconds, 60, "every first window is per minute");
+  for (const windows of Object.values(RATE_LIMITS))
+    assert.is(windows[0]!.windowSeconds, 60, "every first window is per minute");
 });
 
 table.run();
@@ -71,7 +88,10 @@ for (const backend of await storeBackends()) {
   t.before.each(() => {
     // 5 s into a minute (and into an hour), so window ends are known numbers.
     clock = fakeClock(Date.UTC(2026, 10, 1, 12, 0, 5));
-    counters = backend.name === "redis" ? redisCounters({ url: backend.url, prefix: isolatedRedisPrefix() }) : memoryCounters(() => clock.now());
+    counters =
+      backend.name === "redis"
+        ? redisCounters({ url: backend.url, prefix: isolatedRedisPrefix() })
+        : memoryCounters(() => clock.now());
     limiter = createRateLimiter(counters, () => clock.now());
   });
   t.after.each(async () => {
@@ -161,7 +181,9 @@ for (const backend of await storeBackends()) {
     assert.is(allowedCount(lowered), 2);
     assert.is(lowered[0]!.headers["RateLimit-Policy"], '"per-minute";q=2;w=60, "per-hour";q=3000;w=3600');
 
-    const malformed = await Promise.all(Array.from({ length: 10 }, () => limiter.check("p2", "POST /generate-video", Number.NaN)));
+    const malformed = await Promise.all(
+      Array.from({ length: 10 }, () => limiter.check("p2", "POST /generate-video", Number.NaN)),
+    );
     assert.is(allowedCount(malformed), 5, "a malformed override falls back to the table, never to no limit");
   });
 

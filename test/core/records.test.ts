@@ -2,10 +2,11 @@
 // the kernel's `jobs` row, read typed: one record by job id and owner (another account's is missing, like a
 // job that does not exist), by another key, a page newest first with filters and the total they match, and
 // a record read inside the transaction that changes its job.
-import { suite } from "uvu";
-import * as assert from "uvu/assert";
+
 import type { ColumnType, Kysely } from "kysely";
 import { definePlugin, type JobRecord, jobRecords } from "mediagate/plugin";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
 import { submitJobs } from "../../core/job-transactions.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
@@ -31,7 +32,9 @@ const plugin = definePlugin({
   migrations: [
     {
       name: "clips/0001",
-      statements: ["create table clips (clip_id text primary key references jobs(id), partner_id text not null references partners(id), title text not null, state text not null default 'record', created_at timestamptz not null)"],
+      statements: [
+        "create table clips (clip_id text primary key references jobs(id), partner_id text not null references partners(id), title text not null, state text not null default 'record', created_at timestamptz not null)",
+      ],
     },
   ],
 });
@@ -56,7 +59,10 @@ for (const backend of await databaseBackends()) {
   const t = suite(`job records on ${backend.name}`);
   let tk: TestKernel;
   t.before.each(async () => {
-    tk = await createTestKernel({ plugins: [plugin], databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined });
+    tk = await createTestKernel({
+      plugins: [plugin],
+      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
+    });
   });
   t.after.each(async () => {
     await tk?.close();
@@ -67,38 +73,60 @@ for (const backend of await databaseBackends()) {
   let minute = 0;
   /** A charged job and its clip record, each a minute newer than the last. */
   async function clip(partnerId: string, title: string, state = "queued") {
-    const job = await submitJobs(db(), { partnerId, plugin: "clips", kind: "clip", endpoint: "POST /clip", state, credits: 3, inflight: false, partnerJobId: `pj-${title}` });
+    const job = await submitJobs(db(), {
+      partnerId,
+      plugin: "clips",
+      kind: "clip",
+      endpoint: "POST /clip",
+      state,
+      credits: 3,
+      inflight: false,
+      partnerJobId: `pj-${title}`,
+    });
     await clipsDb()
       .insertInto("clips")
-      .values({ clip_id: job.jobId, partner_id: partnerId, title, state: "record", created_at: new Date(Date.UTC(2026, 10, 1, 12, minute++)) })
+      .values({
+        clip_id: job.jobId,
+        partner_id: partnerId,
+        title,
+        state: "record",
+        created_at: new Date(Date.UTC(2026, 10, 1, 12, minute++)),
+      })
       .execute();
     return job.jobId;
   }
   const finish = (jobId: string, output: ClipOutput) =>
-    db().updateTable("jobs").set({ state: "complete", output: JSON.stringify(output), finished_at: new Date() }).where("id", "=", jobId).execute();
+    db()
+      .updateTable("jobs")
+      .set({ state: "complete", output: JSON.stringify(output), finished_at: new Date() })
+      .where("id", "=", jobId)
+      .execute();
 
-  t("find: the owner's record with its job's columns; another account's and a missing one are both undefined", async () => {
-    const a = await tk.partner();
-    const b = await tk.partner();
-    const id = await clip(a.id, "one");
-    await finish(id, { key: "k1", seconds: 8 });
-    const row = await clips.find(db(), a.id, id);
-    assert.ok(row);
-    assert.is(row.clip_id, id);
-    assert.is(row.partner_id, a.id);
-    assert.is(row.title, "one");
-    assert.is(row.state, "complete", "the job's state, not the record's column of the same name");
-    assert.is(row.partner_job_id, "pj-one");
-    assert.is(row.credits_used, 3);
-    assert.is(row.credits_refunded, 0);
-    assert.equal(row.output, { key: "k1", seconds: 8 });
-    assert.ok(row.finished_at instanceof Date);
-    assert.ok(row.created_at instanceof Date);
-    assert.is(row.created_at.toISOString(), "2026-11-01T12:00:00.000Z", "the record's created_at, not the job's");
+  t(
+    "find: the owner's record with its job's columns; another account's and a missing one are both undefined",
+    async () => {
+      const a = await tk.partner();
+      const b = await tk.partner();
+      const id = await clip(a.id, "one");
+      await finish(id, { key: "k1", seconds: 8 });
+      const row = await clips.find(db(), a.id, id);
+      assert.ok(row);
+      assert.is(row.clip_id, id);
+      assert.is(row.partner_id, a.id);
+      assert.is(row.title, "one");
+      assert.is(row.state, "complete", "the job's state, not the record's column of the same name");
+      assert.is(row.partner_job_id, "pj-one");
+      assert.is(row.credits_used, 3);
+      assert.is(row.credits_refunded, 0);
+      assert.equal(row.output, { key: "k1", seconds: 8 });
+      assert.ok(row.finished_at instanceof Date);
+      assert.ok(row.created_at instanceof Date);
+      assert.is(row.created_at.toISOString(), "2026-11-01T12:00:00.000Z", "the record's created_at, not the job's");
 
-    assert.is(await clips.find(db(), b.id, id), undefined, "another account's record");
-    assert.is(await clips.find(db(), a.id, "svc-00000000"), undefined, "a missing record");
-  });
+      assert.is(await clips.find(db(), b.id, id), undefined, "another account's record");
+      assert.is(await clips.find(db(), a.id, "svc-00000000"), undefined, "a missing record");
+    },
+  );
 
   t("findBy: the owner's record by another key, and still only the owner's", async () => {
     const a = await tk.partner();
@@ -133,7 +161,9 @@ for (const backend of await databaseBackends()) {
       ["a3", "a1"],
     );
 
-    const since = await clips.page(db(), a.id, { limit: 10, offset: 0 }, (q) => q.where("r.created_at", ">=", new Date(Date.UTC(2026, 10, 1, 12, minute - 3))).where("j.finished_at", "is", null));
+    const since = await clips.page(db(), a.id, { limit: 10, offset: 0 }, (q) =>
+      q.where("r.created_at", ">=", new Date(Date.UTC(2026, 10, 1, 12, minute - 3))).where("j.finished_at", "is", null),
+    );
     assert.equal(
       since.rows.map((r) => r.title),
       ["a4"],
@@ -142,7 +172,11 @@ for (const backend of await databaseBackends()) {
 
     // Same creation time: the job id decides, descending.
     await db().updateTable("jobs").set({ state: "queued" }).execute();
-    await clipsDb().updateTable("clips").set({ created_at: new Date(Date.UTC(2026, 10, 1)) }).where("partner_id", "=", a.id).execute();
+    await clipsDb()
+      .updateTable("clips")
+      .set({ created_at: new Date(Date.UTC(2026, 10, 1)) })
+      .where("partner_id", "=", a.id)
+      .execute();
     const tied = await clips.page(db(), a.id, { limit: 5, offset: 0 });
     assert.equal(
       tied.rows.map((r) => r.clip_id),

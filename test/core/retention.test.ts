@@ -4,12 +4,11 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { z } from "zod";
-import { definePlugin, operation } from "../../core/plugin.ts";
 import { createLogger } from "../../core/log.ts";
+import { definePlugin, operation } from "../../core/plugin.ts";
 import { createRetentionSweeper } from "../../core/retention.ts";
-import type { ServiceMediaReader } from "../../lib/service-media.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
 const DAY = 24 * 3600 * 1000;
@@ -18,7 +17,10 @@ const DAY = 24 * 3600 * 1000;
 const keeper = definePlugin({
   name: "keeper",
   requires: ["service-media"],
-  rateLimits: { "POST /keep": [{ limit: 1000, windowSeconds: 60 }], "POST /read-back": [{ limit: 1000, windowSeconds: 60 }] },
+  rateLimits: {
+    "POST /keep": [{ limit: 1000, windowSeconds: 60 }],
+    "POST /read-back": [{ limit: 1000, windowSeconds: 60 }],
+  },
   operations: [
     operation({
       method: "POST",
@@ -26,7 +28,10 @@ const keeper = definePlugin({
       input: z.object({ name: z.string(), days: z.number().nullable() }),
       async handle(ctx) {
         const expiresAt = ctx.input.days === null ? undefined : new Date(ctx.clock.now() + ctx.input.days * DAY);
-        await ctx.blobs.put(`files/${ctx.input.name}`, new TextEncoder().encode(ctx.input.name), { contentType: "text/plain", expiresAt });
+        await ctx.blobs.put(`files/${ctx.input.name}`, new TextEncoder().encode(ctx.input.name), {
+          contentType: "text/plain",
+          expiresAt,
+        });
         return { url: ctx.mediaUrl(`files/${ctx.input.name}`) };
       },
     }),
@@ -36,7 +41,9 @@ const keeper = definePlugin({
       input: z.object({ url: z.string() }),
       async handle(ctx) {
         const found = await ctx.capability("service-media").read(ctx.input.url);
-        return found.kind === "found" ? { kind: found.kind, text: new TextDecoder().decode(found.bytes), plugin: found.plugin, key: found.key } : { kind: found.kind };
+        return found.kind === "found"
+          ? { kind: found.kind, text: new TextDecoder().decode(found.bytes), plugin: found.plugin, key: found.key }
+          : { kind: found.kind };
       },
     }),
   ],
@@ -60,7 +67,11 @@ for (const backend of await databaseBackends()) {
 
   t("a file with a window is removed once it passes, not before; files without one stay", async () => {
     const { key } = await tk.partner();
-    for (const [name, days] of [["week", 7], ["day", 1], ["forever", null]] as const) {
+    for (const [name, days] of [
+      ["week", 7],
+      ["day", 1],
+      ["forever", null],
+    ] as const) {
       assert.is((await tk.request("POST", "/keep", { key, body: { name, days } })).status, 200);
     }
     assert.is(await tk.kernel.retention.sweep(), 0);
@@ -83,8 +94,15 @@ for (const backend of await databaseBackends()) {
     await tk.request("POST", "/keep", { key, body: { name: "b", days: null } });
     await tk.request("POST", "/keep", { key, body: { name: "c", days: 1 } });
     await tk.kernel.blobs.scoped("keeper").remove("files/c");
-    const rows = await tk.kernel.database.kysely.selectFrom("retained_blobs" as any).select(["key"]).orderBy("key").execute();
-    assert.equal(rows.map((r: any) => r.key), ["keeper/files/a"]);
+    const rows = await tk.kernel.database.kysely
+      .selectFrom("retained_blobs" as any)
+      .select(["key"])
+      .orderBy("key")
+      .execute();
+    assert.equal(
+      rows.map((r: any) => r.key),
+      ["keeper/files/a"],
+    );
     tk.clock.advance(2 * DAY);
     await tk.kernel.retention.sweep();
     assert.is(await has("a"), true);
@@ -99,12 +117,26 @@ for (const backend of await databaseBackends()) {
     const name = `${"a1".repeat(16)}.txt`; // a name /media serves: 128 random bits (lib/service-media.ts)
     const { url } = (await tk.request("POST", "/keep", { key, body: { name, days: 1 } })).body;
     let res = await tk.request("POST", "/read-back", { key, body: { url } });
-    assert.equal(res.body, { request_id: res.body.request_id, kind: "found", text: name, plugin: "keeper", key: `files/${name}` });
-    for (const other of ["https://elsewhere.example/media/keeper/files/x.txt", "not a url", "https://media.example.test/other/keeper/files/x.txt"]) {
+    assert.equal(res.body, {
+      request_id: res.body.request_id,
+      kind: "found",
+      text: name,
+      plugin: "keeper",
+      key: `files/${name}`,
+    });
+    for (const other of [
+      "https://elsewhere.example/media/keeper/files/x.txt",
+      "not a url",
+      "https://media.example.test/other/keeper/files/x.txt",
+    ]) {
       res = await tk.request("POST", "/read-back", { key, body: { url: other } });
       assert.is(res.body.kind, "external", other);
     }
-    for (const bad of ["https://media.example.test/media/keeper/files/..%2F..%2Fsecret", "https://media.example.test/media/keeper", "https://media.example.test/media/keeper/files/none.txt"]) {
+    for (const bad of [
+      "https://media.example.test/media/keeper/files/..%2F..%2Fsecret",
+      "https://media.example.test/media/keeper",
+      "https://media.example.test/media/keeper/files/none.txt",
+    ]) {
       res = await tk.request("POST", "/read-back", { key, body: { url: bad } });
       assert.is(res.body.kind, "missing", bad);
     }
@@ -116,19 +148,43 @@ for (const backend of await databaseBackends()) {
 
   t("a file the store cannot remove is kept and tried again, not forgotten", async () => {
     const db = tk.kernel.database.kysely;
-    await db.insertInto("retained_blobs" as any).values({ key: "keeper/files/stuck", expires_at: new Date(tk.clock.now() - 1000) }).execute();
+    await db
+      .insertInto("retained_blobs" as any)
+      .values({ key: "keeper/files/stuck", expires_at: new Date(tk.clock.now() - 1000) })
+      .execute();
     let failing = true;
     const removed: string[] = [];
-    const store = { ...tk.kernel.blobs, remove: async (key: string) => (failing ? Promise.reject(new Error("disk busy")) : void removed.push(key)) };
-    const sweeper = createRetentionSweeper({ db, blobs: store, clock: tk.clock, log: createLogger("silent"), intervalMs: 60_000 });
+    const store = {
+      ...tk.kernel.blobs,
+      remove: async (key: string) => (failing ? Promise.reject(new Error("disk busy")) : void removed.push(key)),
+    };
+    const sweeper = createRetentionSweeper({
+      db,
+      blobs: store,
+      clock: tk.clock,
+      log: createLogger("silent"),
+      intervalMs: 60_000,
+    });
     assert.is(await sweeper.sweep(), 0);
-    const row = await db.selectFrom("retained_blobs" as any).select(["expires_at"]).where("key", "=", "keeper/files/stuck").executeTakeFirstOrThrow();
+    const row = await db
+      .selectFrom("retained_blobs" as any)
+      .select(["expires_at"])
+      .where("key", "=", "keeper/files/stuck")
+      .executeTakeFirstOrThrow();
     assert.ok(new Date((row as any).expires_at).getTime() > tk.clock.now(), "retried a sweep later");
     failing = false;
     tk.clock.advance(61_000);
     assert.is(await sweeper.sweep(), 1);
     assert.equal(removed, ["keeper/files/stuck"]);
-    assert.is((await db.selectFrom("retained_blobs" as any).selectAll().execute()).length, 0);
+    assert.is(
+      (
+        await db
+          .selectFrom("retained_blobs" as any)
+          .selectAll()
+          .execute()
+      ).length,
+      0,
+    );
   });
 
   t.run();

@@ -1,10 +1,10 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { ApiError } from "../../lib/api-error.ts";
+import { allocateServiceId, apiKeyPrefix, hashApiKey, newApiKey, randomServiceId, SERVICE_ID } from "../../core/ids.ts";
 import { formatTimestamp, parseSince } from "../../core/time.ts";
 import { PAGE_BOUNDS, pageQuery, partnerJobIdField } from "../../core/validation.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import { validate } from "../../lib/standard-schema.ts";
-import { SERVICE_ID, allocateServiceId, apiKeyPrefix, hashApiKey, newApiKey, randomServiceId } from "../../core/ids.ts";
 import { openDatabase } from "../../storage/db.ts";
 import { migrate } from "../../storage/migrate.ts";
 import { kernelMigrations } from "../../storage/migrations/kernel.ts";
@@ -24,7 +24,11 @@ t("since takes ISO 8601 dates and timestamps", () => {
   assert.is(parseSince("2026-11-01T10:20:30+02:00")!.toISOString(), "2026-11-01T08:20:30.000Z");
   assert.is(parseSince("2026-11-01T10:20")!.toISOString(), "2026-11-01T10:20:00.000Z");
   for (const bad of ["yesterday", "2026-13-01", "2026-02-31", "1700000000", "2026-11-01T25:00:00Z"]) {
-    assert.throws(() => parseSince(bad), (e: unknown) => e instanceof ApiError && e.status === 400, bad);
+    assert.throws(
+      () => parseSince(bad),
+      (e: unknown) => e instanceof ApiError && e.status === 400,
+      bad,
+    );
   }
 });
 
@@ -32,8 +36,14 @@ t("pagination: each list's default and maximum, clamped; junk is a 400", async (
   const tx = pageQuery(PAGE_BOUNDS.transactions);
   assert.equal(await validate(tx, {}), { ok: true, value: { limit: 50, offset: 0 } });
   assert.equal(await validate(tx, { limit: "500", offset: "10" }), { ok: true, value: { limit: 200, offset: 10 } });
-  assert.equal(await validate(pageQuery(PAGE_BOUNDS.standard), { limit: "51" }), { ok: true, value: { limit: 50, offset: 0 } });
-  assert.equal(await validate(pageQuery(PAGE_BOUNDS.socialDownloads), {}), { ok: true, value: { limit: 25, offset: 0 } });
+  assert.equal(await validate(pageQuery(PAGE_BOUNDS.standard), { limit: "51" }), {
+    ok: true,
+    value: { limit: 50, offset: 0 },
+  });
+  assert.equal(await validate(pageQuery(PAGE_BOUNDS.socialDownloads), {}), {
+    ok: true,
+    value: { limit: 25, offset: 0 },
+  });
   assert.equal(await validate(tx, { limit: "0" }), { ok: false, message: "limit must be a positive integer" });
   assert.equal(await validate(tx, { limit: "abc" }), { ok: false, message: "limit must be a positive integer" });
   assert.equal(await validate(tx, { offset: "-1" }), { ok: false, message: "offset must be a non-negative integer" });
@@ -45,7 +55,8 @@ t("partner_job_id: 1-64 of letters, digits, - / _ (music: no /)", async () => {
   assert.equal(await validate(f, undefined), { ok: true, value: null });
   assert.equal(await validate(f, "order-1/a_b"), { ok: true, value: "order-1/a_b" });
   assert.equal(await validate(f, "x".repeat(64)), { ok: true, value: "x".repeat(64) });
-  for (const bad of ["", "x".repeat(65), "with space", "é", 12, "a.b"]) assert.is((await validate(f, bad)).ok, false, String(bad));
+  for (const bad of ["", "x".repeat(65), "with space", "é", 12, "a.b"])
+    assert.is((await validate(f, bad)).ok, false, String(bad));
   assert.is((await validate(m, "a/b")).ok, false);
   assert.is((await validate(m, "a_b-c")).ok, true);
 });

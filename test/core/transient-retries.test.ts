@@ -8,11 +8,11 @@
 import type { Kysely } from "kysely";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { JOB_CRASH_RETRIES, type JobKindDeclaration } from "../../core/jobs.ts";
-import { queuedThen } from "../../core/job-states.ts";
-import { definePlugin, type CapabilityHost } from "../../core/plugin.ts";
 import type { MusicProviders, MusicTrack } from "../../contracts/music.ts";
 import type { UpstreamProvider } from "../../contracts/upstream.ts";
+import { queuedThen } from "../../core/job-states.ts";
+import { JOB_CRASH_RETRIES, type JobKindDeclaration } from "../../core/jobs.ts";
+import { type CapabilityHost, definePlugin } from "../../core/plugin.ts";
 import music from "../../plugins/music/index.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
@@ -28,7 +28,12 @@ const transientErrors = [
   () => Object.assign(new Error("upstream answered 503"), { upstreamStatus: 503 }),
 ];
 
-const kind = (run: JobKindDeclaration["run"]): JobKindDeclaration => ({ ...queuedThen("done", "failed"), failError: "The job failed. Credits refunded.", retries: 1, run });
+const kind = (run: JobKindDeclaration["run"]): JobKindDeclaration => ({
+  ...queuedThen("done", "failed"),
+  failError: "The job failed. Credits refunded.",
+  retries: 1,
+  run,
+});
 const retrying = definePlugin({
   name: "retrying",
   jobs: {
@@ -57,13 +62,24 @@ const flakyUpstream: UpstreamProvider<unknown, MusicTrack[]> = {
     return { id: `work-${musicSubmits}` };
   },
   async poll() {
-    const track = (i: number): MusicTrack => ({ audio: new Uint8Array([0xff, 0xfb, i]), cover: new Uint8Array([0xff, 0xd8, i]), coverMimeType: "image/jpeg", title: "Calm", duration: 3, arrangement: null });
+    const track = (i: number): MusicTrack => ({
+      audio: new Uint8Array([0xff, 0xfb, i]),
+      cover: new Uint8Array([0xff, 0xd8, i]),
+      coverMimeType: "image/jpeg",
+      title: "Calm",
+      duration: 3,
+      arrangement: null,
+    });
     return { state: "done", result: [track(0), track(1)] };
   },
 };
 const flakyMusic = definePlugin({
   name: "music-flaky-provider",
-  provides: { "music.generate": (_host: CapabilityHost): MusicProviders => ({ provider: () => ({ generate: flakyUpstream as any, extend: flakyUpstream as any }) }) },
+  provides: {
+    "music.generate": (_host: CapabilityHost): MusicProviders => ({
+      provider: () => ({ generate: flakyUpstream as any, extend: flakyUpstream as any }),
+    }),
+  },
 });
 
 for (const backend of await databaseBackends()) {
@@ -79,7 +95,12 @@ for (const backend of await databaseBackends()) {
     });
     // The runtime's settings but the delay (kernel.start made the queues).
     for (const queue of ["retrying.flaky", "retrying.broken", "music.music"]) {
-      await tk.kernel.queue.createQueue(queue, { retryLimit: 1 + JOB_CRASH_RETRIES, expireInSeconds: 900, heartbeatSeconds: 10, deadLetter: `${queue}.dead` });
+      await tk.kernel.queue.createQueue(queue, {
+        retryLimit: 1 + JOB_CRASH_RETRIES,
+        expireInSeconds: 900,
+        heartbeatSeconds: 10,
+        deadLetter: `${queue}.dead`,
+      });
     }
   });
   t.after(async () => {
@@ -88,13 +109,44 @@ for (const backend of await databaseBackends()) {
 
   const db = () => tk.kernel.database.kysely as Kysely<any>;
   const submit = async (partnerId: string, k: string) =>
-    (await tk.kernel.jobs.submit({ partnerId, plugin: "retrying", kind: k, endpoint: `POST /${k}`, state: "queued", credits: 10, inflight: true, input: {} })).jobId;
+    (
+      await tk.kernel.jobs.submit({
+        partnerId,
+        plugin: "retrying",
+        kind: k,
+        endpoint: `POST /${k}`,
+        state: "queued",
+        credits: 10,
+        inflight: true,
+        input: {},
+      })
+    ).jobId;
   const finished = async (jobId: string) => {
-    const read = () => db().selectFrom("jobs").select(["state", "finished_at", "credits_refunded", "failed_attempts", "error"]).where("id", "=", jobId).executeTakeFirstOrThrow();
+    const read = () =>
+      db()
+        .selectFrom("jobs")
+        .select(["state", "finished_at", "credits_refunded", "failed_attempts", "error"])
+        .where("id", "=", jobId)
+        .executeTakeFirstOrThrow();
     return until(read, (j) => j.finished_at !== null, `job ${jobId} unfinished`, 60_000);
   };
-  const balance = async (partnerId: string) => (await db().selectFrom("partners").select("credits_remaining").where("id", "=", partnerId).executeTakeFirstOrThrow()).credits_remaining;
-  const refunds = async (partnerId: string) => (await db().selectFrom("ledger").select("amount").where("partner_id", "=", partnerId).where("type", "=", "refund").execute()).length;
+  const balance = async (partnerId: string) =>
+    (
+      await db()
+        .selectFrom("partners")
+        .select("credits_remaining")
+        .where("id", "=", partnerId)
+        .executeTakeFirstOrThrow()
+    ).credits_remaining;
+  const refunds = async (partnerId: string) =>
+    (
+      await db()
+        .selectFrom("ledger")
+        .select("amount")
+        .where("partner_id", "=", partnerId)
+        .where("type", "=", "refund")
+        .execute()
+    ).length;
 
   t("transient errors, more than the kind's retries, then a success: done, charged, nothing refunded", async () => {
     const { id } = await tk.partner({ credits: 100 });
@@ -121,20 +173,23 @@ for (const backend of await databaseBackends()) {
     assert.is(await refunds(id), 1);
   });
 
-  t("music: an upstream out of reach (connection refused, the database starting up, a 503) is retried, not failed", async () => {
-    const { id, key } = await tk.partner({ credits: 100 });
-    const res = await tk.request("POST", "/generate-music", { key, body: { prompt: "calm piano" } });
-    assert.is(res.status, 202, JSON.stringify(res.body));
-    const job = await finished(res.body.job_id);
-    assert.is(job.state, "complete", `error: ${job.error}`);
-    assert.is(musicSubmits, TRANSIENT_RUNS + 1);
-    assert.is(job.failed_attempts, 0);
-    assert.is(job.credits_refunded, 0);
-    assert.is(await refunds(id), 0);
-    const status = await tk.request("GET", `/music-status/${res.body.job_id}`, { key });
-    assert.is(status.body.status, "complete");
-    assert.is(status.body.tracks.length, 2);
-  });
+  t(
+    "music: an upstream out of reach (connection refused, the database starting up, a 503) is retried, not failed",
+    async () => {
+      const { id, key } = await tk.partner({ credits: 100 });
+      const res = await tk.request("POST", "/generate-music", { key, body: { prompt: "calm piano" } });
+      assert.is(res.status, 202, JSON.stringify(res.body));
+      const job = await finished(res.body.job_id);
+      assert.is(job.state, "complete", `error: ${job.error}`);
+      assert.is(musicSubmits, TRANSIENT_RUNS + 1);
+      assert.is(job.failed_attempts, 0);
+      assert.is(job.credits_refunded, 0);
+      assert.is(await refunds(id), 0);
+      const status = await tk.request("GET", `/music-status/${res.body.job_id}`, { key });
+      assert.is(status.body.status, "complete");
+      assert.is(status.body.tracks.length, 2);
+    },
+  );
 
   t.run();
 }

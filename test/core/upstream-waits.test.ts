@@ -9,13 +9,13 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { z } from "zod";
+import { type UpstreamProvider, UpstreamTimeoutError } from "../../contracts/upstream.ts";
 import { QUEUED_PROCESSING_COMPLETE } from "../../core/job-states.ts";
 import { JobFailure, type JobKindDeclaration } from "../../core/jobs.ts";
 import { definePlugin, operation } from "../../core/plugin.ts";
 import { callbackSecret } from "../../core/upstream-waits.ts";
 import { MAX_POLL_ERRORS } from "../../lib/poll-backoff.ts";
 import { packRequest, unpackRequest } from "../../lib/sandbox-upstream.ts";
-import { UpstreamTimeoutError, type UpstreamProvider } from "../../contracts/upstream.ts";
 import account from "../../plugins/account/index.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
@@ -52,14 +52,30 @@ const remote = new Map<string, Work>();
 const builds = new Map<string, number>();
 /** The most works pending upstream at one moment, of those given. */
 function mostAtOnce(works: Work[]): number {
-  return Math.max(...works.map((w) => works.filter((o) => o.submittedAt <= w.submittedAt && (o.doneAt ?? Infinity) > w.submittedAt).length));
+  return Math.max(
+    ...works.map(
+      (w) => works.filter((o) => o.submittedAt <= w.submittedAt && (o.doneAt ?? Infinity) > w.submittedAt).length,
+    ),
+  );
 }
 
 const standIn: UpstreamProvider<Request & { job: string }, { text: string }> = {
   name: "stand-in",
   async submit(req, options) {
     const id = `up-${randomBytes(6).toString("hex")}`;
-    remote.set(id, { ...req, id, submittedAt: Date.now(), polls: 0, inFlight: 0, maxInFlight: 0, errorsLeft: 2, cancelled: false, released: false, calledBack: false, ...(options.callback ? { callback: options.callback } : {}) });
+    remote.set(id, {
+      ...req,
+      id,
+      submittedAt: Date.now(),
+      polls: 0,
+      inFlight: 0,
+      maxInFlight: 0,
+      errorsLeft: 2,
+      cancelled: false,
+      released: false,
+      calledBack: false,
+      ...(options.callback ? { callback: options.callback } : {}),
+    });
     return { id, pollAfterMs: req.every, data: { job: req.job } };
   },
   async poll(handle) {
@@ -69,15 +85,22 @@ const standIn: UpstreamProvider<Request & { job: string }, { text: string }> = {
     try {
       await sleep(20); // a round trip: two polls at once would overlap here
       w.polls++;
-      if (w.mode === "broken" || (w.mode === "poll-errors" && w.errorsLeft-- > 0)) throw new Error("503 from the stand-in");
+      if (w.mode === "broken" || (w.mode === "poll-errors" && w.errorsLeft-- > 0))
+        throw new Error("503 from the stand-in");
       if (w.mode === "fail") return { state: "failed", error: new Error("the stand-in refused the work") };
       const elapsed = Date.now() - w.submittedAt;
-      const due = w.mode === "timed" || w.mode === "poll-errors" ? elapsed >= w.ms : w.mode === "callback" ? w.calledBack : false;
+      const due =
+        w.mode === "timed" || w.mode === "poll-errors" ? elapsed >= w.ms : w.mode === "callback" ? w.calledBack : false;
       if (due) {
         w.doneAt ??= Date.now();
         return { state: "done", result: { text: `made by ${w.id}` } };
       }
-      return { state: "pending", progress: w.mode === "timed" ? Math.min(0.99, elapsed / w.ms) : 0.1, message: "Working", pollAfterMs: w.every };
+      return {
+        state: "pending",
+        progress: w.mode === "timed" ? Math.min(0.99, elapsed / w.ms) : 0.1,
+        message: "Working",
+        pollAfterMs: w.every,
+      };
     } finally {
       w.inFlight--;
     }
@@ -127,9 +150,20 @@ const waiter = definePlugin({
       method: "POST",
       path: "/wait",
       status: 202,
-      input: z.object({ mode: z.enum(["timed", "never", "poll-errors", "broken", "fail", "callback"]), ms: z.number().int().min(0), every: z.number().int().min(0), deadline: z.number().int().positive().optional() }),
+      input: z.object({
+        mode: z.enum(["timed", "never", "poll-errors", "broken", "fail", "callback"]),
+        ms: z.number().int().min(0),
+        every: z.number().int().min(0),
+        deadline: z.number().int().positive().optional(),
+      }),
       async handle(ctx) {
-        const job = await ctx.submitJob({ kind: "wait", credits: 5, state: "queued", input: ctx.input, insufficientCredits: () => "Insufficient credits" });
+        const job = await ctx.submitJob({
+          kind: "wait",
+          credits: 5,
+          state: "queued",
+          input: ctx.input,
+          insufficientCredits: () => "Insufficient credits",
+        });
         return { job_id: job.jobId };
       },
     }),
@@ -141,7 +175,11 @@ const waiter = definePlugin({
 const SECRET = "a-callback-secret-of-thirty-two-characters-or-more";
 
 async function jobRow(tk: TestKernel, id: string) {
-  return tk.kernel.database.kysely.selectFrom("jobs").select(["state", "error", "credits_used", "credits_refunded", "progress", "output"]).where("id", "=", id).executeTakeFirstOrThrow();
+  return tk.kernel.database.kysely
+    .selectFrom("jobs")
+    .select(["state", "error", "credits_used", "credits_refunded", "progress", "output"])
+    .where("id", "=", id)
+    .executeTakeFirstOrThrow();
 }
 async function waitRow(tk: TestKernel, id: string) {
   return tk.kernel.database.kysely.selectFrom("job_waits").selectAll().where("job_id", "=", id).executeTakeFirst();
@@ -186,7 +224,9 @@ for (const backend of await databaseBackends()) {
     const tk = await open();
     try {
       const { id: partnerId, key } = await tk.partner({ credits: 1000 });
-      const ids = await Promise.all(Array.from({ length: 12 }, () => submit(tk, key, { mode: "timed", ms: 2500, every: 1000 })));
+      const ids = await Promise.all(
+        Array.from({ length: 12 }, () => submit(tk, key, { mode: "timed", ms: 2500, every: 1000 })),
+      );
       for (const id of ids) {
         const job = await untilEnded(tk, partnerId, id);
         assert.is(job.state, "complete");
@@ -198,7 +238,12 @@ for (const backend of await databaseBackends()) {
         assert.is(work.maxInFlight, 1, "never two polls of one handle at once");
         assert.ok(work.polls >= 2, `polled while pending (${work.polls})`);
         // Released right after the job's end commits (which is what the status read above saw).
-        await until(async () => work.released, (released) => released, "released once the job ended", 10_000);
+        await until(
+          async () => work.released,
+          (released) => released,
+          "released once the job ended",
+          10_000,
+        );
         assert.is(await waitRow(tk, id), undefined, "the wait row goes with the job");
       }
       assert.is(mostAtOnce(ids.map(workOf)), 12, "every job was pending upstream at the same time");
@@ -207,25 +252,34 @@ for (const backend of await databaseBackends()) {
     }
   });
 
-  t("an upstream that asks for a look every 200 ms still frees the slot: an attempt sleeps a quarter second at most", async () => {
-    const tk = await open();
-    try {
-      const { id: partnerId, key } = await tk.partner({ credits: 1000 });
-      const ids = await Promise.all(Array.from({ length: 4 }, () => submit(tk, key, { mode: "timed", ms: 1500, every: 200 })));
-      for (const id of ids) assert.is((await untilEnded(tk, partnerId, id)).state, "complete");
-      // Holding the one slot through its polls, each job would have waited alone.
-      assert.is(mostAtOnce(ids.map(workOf)), 4, "every job was pending upstream at the same time");
-    } finally {
-      await tk.close();
-    }
-  });
+  t(
+    "an upstream that asks for a look every 200 ms still frees the slot: an attempt sleeps a quarter second at most",
+    async () => {
+      const tk = await open();
+      try {
+        const { id: partnerId, key } = await tk.partner({ credits: 1000 });
+        const ids = await Promise.all(
+          Array.from({ length: 4 }, () => submit(tk, key, { mode: "timed", ms: 1500, every: 200 })),
+        );
+        for (const id of ids) assert.is((await untilEnded(tk, partnerId, id)).state, "complete");
+        // Holding the one slot through its polls, each job would have waited alone.
+        assert.is(mostAtOnce(ids.map(workOf)), 4, "every job was pending upstream at the same time");
+      } finally {
+        await tk.close();
+      }
+    },
+  );
 
   t("progress of a pending upstream reaches the job; a failed upstream refunds", async () => {
     const tk = await open();
     try {
       const { id: partnerId, key } = await tk.partner({ credits: 1000 });
       const slow = await submit(tk, key, { mode: "timed", ms: 3000, every: 1000 });
-      await until(() => jobRow(tk, slow), (r) => (r.progress ?? 0) > 0 && r.state === "processing", "progress while pending");
+      await until(
+        () => jobRow(tk, slow),
+        (r) => (r.progress ?? 0) > 0 && r.state === "processing",
+        "progress while pending",
+      );
       const failed = await submit(tk, key, { mode: "fail", ms: 0, every: 0 });
       const job = await untilEnded(tk, partnerId, failed);
       assert.is(job.state, "error");
@@ -252,7 +306,13 @@ for (const backend of await databaseBackends()) {
       const end = Date.now() + 60_000;
       while (!(await tk.kernel.jobs.current(broken, partnerId))!.terminal && Date.now() < end) {
         const w = await waitRow(tk, broken);
-        if (w?.parked) await db.updateTable("job_waits").set({ wake: false }).where("job_id", "=", broken).execute().then(() => tk.kernel.jobs.wakeUpstream("stand-in", w.upstream_id));
+        if (w?.parked)
+          await db
+            .updateTable("job_waits")
+            .set({ wake: false })
+            .where("job_id", "=", broken)
+            .execute()
+            .then(() => tk.kernel.jobs.wakeUpstream("stand-in", w.upstream_id));
         await sleep(50);
       }
       const job = await untilEnded(tk, partnerId, broken);
@@ -270,7 +330,11 @@ for (const backend of await databaseBackends()) {
     try {
       const { id: partnerId, key } = await tk.partner({ credits: 1000 });
       const id = await submit(tk, key, { mode: "never", ms: 0, every: 1000, deadline: 30 });
-      await until(() => waitRow(tk, id), (w) => !!w && w.polls >= 1, "polled once");
+      await until(
+        () => waitRow(tk, id),
+        (w) => !!w && w.polls >= 1,
+        "polled once",
+      );
       assert.not.ok(workOf(id).cancelled);
       tk.clock.advance(31_000); // the deadline is read from the kernel's clock
       const job = await untilEnded(tk, partnerId, id);
@@ -283,65 +347,112 @@ for (const backend of await databaseBackends()) {
     }
   });
 
-  t("a signed callback wakes the job at once; a bad signature, a bad body or callbacks off change nothing", async () => {
-    const tk = await open();
-    const off = await open({ env: { UPSTREAM_CALLBACK_SECRET: "" } });
-    try {
-      const { id: partnerId, key } = await tk.partner({ credits: 1000 });
-      // The provider asks to be polled again in an hour: only the callback can end this test in time.
-      const id = await submit(tk, key, { mode: "callback", ms: 0, every: 3_600_000 });
-      const parked = await until(() => waitRow(tk, id), (w) => !!w?.parked, "parked");
-      const work = workOf(id);
-      assert.ok(work.callback, "the provider was given where to call back");
-      assert.is(work.callback!.url, "https://mediagate.test/upstream/stand-in/callback");
-      assert.is(work.callback!.secret, callbackSecret(SECRET, "stand-in"));
-      const now = () => String(Math.floor(tk.clock.now() / 1000));
-      const post = (kernel: TestKernel, body: string, signature: string | null, provider = "stand-in", stamp = now()) =>
-        kernel.fetch(new Request(`http://mediagate.test/upstream/${provider}/callback`, { method: "POST", headers: { "content-type": "application/json", "x-upstream-timestamp": stamp, ...(signature ? { "x-upstream-signature": signature } : {}) }, body }));
-      const sign = (body: string, secret = work.callback!.secret, stamp = now()) => `sha256=${createHmac("sha256", secret).update(`${stamp}.${body}`).digest("hex")}`;
-      const body = JSON.stringify({ id: work.id });
+  t(
+    "a signed callback wakes the job at once; a bad signature, a bad body or callbacks off change nothing",
+    async () => {
+      const tk = await open();
+      const off = await open({ env: { UPSTREAM_CALLBACK_SECRET: "" } });
+      try {
+        const { id: partnerId, key } = await tk.partner({ credits: 1000 });
+        // The provider asks to be polled again in an hour: only the callback can end this test in time.
+        const id = await submit(tk, key, { mode: "callback", ms: 0, every: 3_600_000 });
+        const parked = await until(
+          () => waitRow(tk, id),
+          (w) => !!w?.parked,
+          "parked",
+        );
+        const work = workOf(id);
+        assert.ok(work.callback, "the provider was given where to call back");
+        assert.is(work.callback!.url, "https://mediagate.test/upstream/stand-in/callback");
+        assert.is(work.callback!.secret, callbackSecret(SECRET, "stand-in"));
+        const now = () => String(Math.floor(tk.clock.now() / 1000));
+        const post = (
+          kernel: TestKernel,
+          body: string,
+          signature: string | null,
+          provider = "stand-in",
+          stamp = now(),
+        ) =>
+          kernel.fetch(
+            new Request(`http://mediagate.test/upstream/${provider}/callback`, {
+              method: "POST",
+              headers: {
+                "content-type": "application/json",
+                "x-upstream-timestamp": stamp,
+                ...(signature ? { "x-upstream-signature": signature } : {}),
+              },
+              body,
+            }),
+          );
+        const sign = (body: string, secret = work.callback!.secret, stamp = now()) =>
+          `sha256=${createHmac("sha256", secret).update(`${stamp}.${body}`).digest("hex")}`;
+        const body = JSON.stringify({ id: work.id });
 
-      assert.is((await post(tk, body, null)).status, 401);
-      assert.is((await post(tk, body, sign(body, callbackSecret(SECRET, "another")))).status, 401, "another provider's key");
-      assert.is((await post(tk, body, sign(body), "another")).status, 401, "signed for stand-in, sent as another");
-      assert.is((await post(tk, body, "sha256=zz")).status, 401);
-      // Signed, but not now: a callback captured earlier cannot be replayed; nor can its time be changed.
-      const old = String(Math.floor(tk.clock.now() / 1000) - 600);
-      assert.is((await post(tk, body, sign(body, work.callback!.secret, old), "stand-in", old)).status, 401, "ten minutes old");
-      assert.is((await post(tk, body, sign(body, work.callback!.secret, old))).status, 401, "another time than signed");
-      assert.is((await post(tk, body, sign(body), "stand-in", "soon")).status, 401, "not a time");
-      const notJson = "{not json";
-      assert.is((await post(tk, notJson, sign(notJson))).status, 400);
-      const noId = JSON.stringify({ id: 7 });
-      assert.is((await post(tk, noId, sign(noId))).status, 400);
-      // A chunked body declares no length: it is counted as it streams, and refused past 16 KB unsigned.
-      const chunked = new ReadableStream<Uint8Array>({
-        start(c) {
-          for (let i = 0; i < 40; i++) c.enqueue(new Uint8Array(1024).fill(0x20));
-          c.close();
-        },
-      });
-      const big = await tk.fetch(new Request("http://mediagate.test/upstream/stand-in/callback", { method: "POST", headers: { "content-type": "application/json", "x-upstream-timestamp": now(), "x-upstream-signature": sign(body) }, body: chunked, duplex: "half" } as RequestInit));
-      assert.is(big.status, 413);
-      const unknown = JSON.stringify({ id: "up-nobody" });
-      const answer = await post(tk, unknown, sign(unknown));
-      assert.is(answer.status, 202);
-      assert.is((await answer.json()).woken, false);
-      assert.is((await post(off, body, sign(body))).status, 404, "off without the secret");
-      assert.equal(await waitRow(tk, id), parked, "nothing moved");
+        assert.is((await post(tk, body, null)).status, 401);
+        assert.is(
+          (await post(tk, body, sign(body, callbackSecret(SECRET, "another")))).status,
+          401,
+          "another provider's key",
+        );
+        assert.is((await post(tk, body, sign(body), "another")).status, 401, "signed for stand-in, sent as another");
+        assert.is((await post(tk, body, "sha256=zz")).status, 401);
+        // Signed, but not now: a callback captured earlier cannot be replayed; nor can its time be changed.
+        const old = String(Math.floor(tk.clock.now() / 1000) - 600);
+        assert.is(
+          (await post(tk, body, sign(body, work.callback!.secret, old), "stand-in", old)).status,
+          401,
+          "ten minutes old",
+        );
+        assert.is(
+          (await post(tk, body, sign(body, work.callback!.secret, old))).status,
+          401,
+          "another time than signed",
+        );
+        assert.is((await post(tk, body, sign(body), "stand-in", "soon")).status, 401, "not a time");
+        const notJson = "{not json";
+        assert.is((await post(tk, notJson, sign(notJson))).status, 400);
+        const noId = JSON.stringify({ id: 7 });
+        assert.is((await post(tk, noId, sign(noId))).status, 400);
+        // A chunked body declares no length: it is counted as it streams, and refused past 16 KB unsigned.
+        const chunked = new ReadableStream<Uint8Array>({
+          start(c) {
+            for (let i = 0; i < 40; i++) c.enqueue(new Uint8Array(1024).fill(0x20));
+            c.close();
+          },
+        });
+        const big = await tk.fetch(
+          new Request("http://mediagate.test/upstream/stand-in/callback", {
+            method: "POST",
+            headers: {
+              "content-type": "application/json",
+              "x-upstream-timestamp": now(),
+              "x-upstream-signature": sign(body),
+            },
+            body: chunked,
+            duplex: "half",
+          } as RequestInit),
+        );
+        assert.is(big.status, 413);
+        const unknown = JSON.stringify({ id: "up-nobody" });
+        const answer = await post(tk, unknown, sign(unknown));
+        assert.is(answer.status, 202);
+        assert.is((await answer.json()).woken, false);
+        assert.is((await post(off, body, sign(body))).status, 404, "off without the secret");
+        assert.equal(await waitRow(tk, id), parked, "nothing moved");
 
-      work.calledBack = true;
-      const woke = await post(tk, body, sign(body));
-      assert.is(woke.status, 202);
-      assert.is((await woke.json()).woken, true);
-      const job = await untilEnded(tk, partnerId, id, 20_000);
-      assert.is(job.state, "complete");
-      assert.is(work.maxInFlight, 1);
-    } finally {
-      await tk.close();
-      await off.close();
-    }
-  });
+        work.calledBack = true;
+        const woke = await post(tk, body, sign(body));
+        assert.is(woke.status, 202);
+        assert.is((await woke.json()).woken, true);
+        const job = await untilEnded(tk, partnerId, id, 20_000);
+        assert.is(job.state, "complete");
+        assert.is(work.maxInFlight, 1);
+      } finally {
+        await tk.close();
+        await off.close();
+      }
+    },
+  );
 
   t("a restart while jobs wait loses none: the next kernel polls them, none is submitted twice", async () => {
     const dataDir = backend.name === "pglite" ? mkdtempSync(join(tmpdir(), "mediagate-waits-")) : undefined;
@@ -349,8 +460,15 @@ for (const backend of await databaseBackends()) {
     try {
       const first = await open({ databaseUrl, dataDir });
       const { id: partnerId, key } = await first.partner({ credits: 1000 });
-      const ids = await Promise.all(Array.from({ length: 4 }, () => submit(first, key, { mode: "timed", ms: 3000, every: 1000 })));
-      for (const id of ids) await until(() => waitRow(first, id), (w) => !!w?.parked, "parked");
+      const ids = await Promise.all(
+        Array.from({ length: 4 }, () => submit(first, key, { mode: "timed", ms: 3000, every: 1000 })),
+      );
+      for (const id of ids)
+        await until(
+          () => waitRow(first, id),
+          (w) => !!w?.parked,
+          "parked",
+        );
       await first.close();
       const second = await open({ databaseUrl, dataDir });
       try {
@@ -375,7 +493,9 @@ for (const backend of await databaseBackends()) {
       const b = await open({ databaseUrl });
       try {
         const { id: partnerId, key } = await a.partner({ credits: 1000 });
-        const ids = await Promise.all(Array.from({ length: 10 }, (_, i) => submit(i % 2 ? a : b, key, { mode: "timed", ms: 4000, every: 1000 })));
+        const ids = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => submit(i % 2 ? a : b, key, { mode: "timed", ms: 4000, every: 1000 })),
+        );
         // Callbacks through either process while they wait: an early poll, never a second poller.
         for (let round = 0; round < 3; round++) {
           await sleep(700);

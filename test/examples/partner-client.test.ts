@@ -7,16 +7,16 @@
 import { spawnSync } from "node:child_process";
 import { createServer } from "node:net";
 import { resolve } from "node:path";
+import type { ResultOf } from "gql.tada";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { serveHttp, type HttpServer } from "../../transports/http.ts";
+import { generateAndFollow, type ImageStatus } from "../../examples/partner-client/graphql-client.ts";
+import { generateImage, partnerClient } from "../../examples/partner-client/rest-client.ts";
 import account from "../../plugins/account/index.ts";
 import images from "../../plugins/images/index.ts";
 import imagesSandbox from "../../plugins/images/sandbox.ts";
-import { generateImage, partnerClient } from "../../examples/partner-client/rest-client.ts";
-import { generateAndFollow, ImageStatus } from "../../examples/partner-client/graphql-client.ts";
-import type { ResultOf } from "gql.tada";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import { type HttpServer, serveHttp } from "../../transports/http.ts";
 
 const t = suite("typed clients against a live server");
 let tk: TestKernel;
@@ -33,7 +33,11 @@ function freePort(): Promise<number> {
 
 t.before(async () => {
   const port = await freePort();
-  tk = await createTestKernel({ plugins: [account, imagesSandbox, images], start: true, env: { SANDBOX_LATENCY_MS: "300", PUBLIC_URL: `http://127.0.0.1:${port}` } });
+  tk = await createTestKernel({
+    plugins: [account, imagesSandbox, images],
+    start: true,
+    env: { SANDBOX_LATENCY_MS: "300", PUBLIC_URL: `http://127.0.0.1:${port}` },
+  });
   server = await serveHttp(tk.kernel, { adminToken: tk.adminToken, port, hostname: "127.0.0.1" });
 });
 t.after(async () => {
@@ -66,7 +70,11 @@ t("GraphQL (gql.tada + graphql-ws): submit, follow the subscription to its end, 
 
 t("every GraphQL document of the example is valid against schema/schema.graphql (gql.tada check)", () => {
   const root = resolve(import.meta.dirname!, "../..");
-  const out = spawnSync(resolve(root, "node_modules/.bin/gql.tada"), ["check", "-c", "examples/partner-client/tsconfig.json"], { cwd: root, encoding: "utf8" });
+  const out = spawnSync(
+    resolve(root, "node_modules/.bin/gql.tada"),
+    ["check", "-c", "examples/partner-client/tsconfig.json"],
+    { cwd: root, encoding: "utf8" },
+  );
   assert.is(out.status, 0, out.stdout + out.stderr);
 });
 

@@ -2,51 +2,81 @@
 // "<t>.<body>", 300 s either way), duplicate event ids acknowledged but processed once, and a real HTTP
 // round trip on 127.0.0.1. (test/webhooks/webhooks.test.ts runs it against the server's real sender.)
 import { createHmac } from "node:crypto";
-import type { AddressInfo } from "node:net";
 import type { IncomingHttpHeaders, Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createReceiver, signPayload, verifySignature, type ReceivedEvent } from "../../examples/webhook-receiver.ts";
+import { createReceiver, type ReceivedEvent, signPayload, verifySignature } from "../../examples/webhook-receiver.ts";
 
 const SECRET = "whsec_test_0123456789abcdef";
 const NOW = 1_790_000_000;
-const BODY = JSON.stringify({ id: "evt_0123456789abcdef", event: "video.completed", created_at: NOW, data: { job_id: "job_1", status: "completed" } });
+const BODY = JSON.stringify({
+  id: "evt_0123456789abcdef",
+  event: "video.completed",
+  created_at: NOW,
+  data: { job_id: "job_1", status: "completed" },
+});
 
 const v = suite("examples/webhook-receiver: verifySignature");
 
 v("signPayload is t=<t>,v1=<lowercase hex HMAC-SHA256 over '<t>.<raw body>'>", () => {
   const mac = createHmac("sha256", SECRET).update(`${NOW}.${BODY}`).digest("hex");
   assert.is(signPayload(BODY, SECRET, NOW), `t=${NOW},v1=${mac}`);
-  assert.is(signPayload(new TextEncoder().encode(BODY), SECRET, NOW), `t=${NOW},v1=${mac}`, "bytes and string sign alike");
+  assert.is(
+    signPayload(new TextEncoder().encode(BODY), SECRET, NOW),
+    `t=${NOW},v1=${mac}`,
+    "bytes and string sign alike",
+  );
 });
 
 v("a valid signature is accepted, over a string or the raw bytes", () => {
   const header = signPayload(BODY, SECRET, NOW);
   assert.equal(verifySignature(BODY, header, SECRET, NOW), { ok: true, t: NOW });
   assert.equal(verifySignature(new TextEncoder().encode(BODY), header, SECRET, NOW + 10), { ok: true, t: NOW });
-  assert.equal(verifySignature(Buffer.from(BODY), header, SECRET, NOW - 300), { ok: true, t: NOW }, "300 s is inside the window");
+  assert.equal(
+    verifySignature(Buffer.from(BODY), header, SECRET, NOW - 300),
+    { ok: true, t: NOW },
+    "300 s is inside the window",
+  );
 });
 
 v("non-ASCII bodies are verified over their UTF-8 bytes", () => {
-  const body = JSON.stringify({ id: "evt_00000000000000e1", event: "webhook.test", created_at: NOW, data: { note: "café ☕" } });
-  assert.equal(verifySignature(Buffer.from(body, "utf8"), signPayload(body, SECRET, NOW), SECRET, NOW), { ok: true, t: NOW });
+  const body = JSON.stringify({
+    id: "evt_00000000000000e1",
+    event: "webhook.test",
+    created_at: NOW,
+    data: { note: "café ☕" },
+  });
+  assert.equal(verifySignature(Buffer.from(body, "utf8"), signPayload(body, SECRET, NOW), SECRET, NOW), {
+    ok: true,
+    t: NOW,
+  });
 });
 
 v("a tampered body is rejected, even one that parses to the same JSON", () => {
   const header = signPayload(BODY, SECRET, NOW);
-  assert.equal(verifySignature(BODY.replace("completed", "failed"), header, SECRET, NOW), { ok: false, reason: "signature mismatch" });
-  assert.equal(verifySignature(BODY + "\n", header, SECRET, NOW), { ok: false, reason: "signature mismatch" });
+  assert.equal(verifySignature(BODY.replace("completed", "failed"), header, SECRET, NOW), {
+    ok: false,
+    reason: "signature mismatch",
+  });
+  assert.equal(verifySignature(`${BODY}\n`, header, SECRET, NOW), { ok: false, reason: "signature mismatch" });
   const reserialized = JSON.stringify(JSON.parse(BODY), null, 2);
   assert.equal(verifySignature(reserialized, header, SECRET, NOW), { ok: false, reason: "signature mismatch" });
 });
 
 v("a signature made with another secret is rejected", () => {
-  assert.equal(verifySignature(BODY, signPayload(BODY, "whsec_other", NOW), SECRET, NOW), { ok: false, reason: "signature mismatch" });
+  assert.equal(verifySignature(BODY, signPayload(BODY, "whsec_other", NOW), SECRET, NOW), {
+    ok: false,
+    reason: "signature mismatch",
+  });
 });
 
 v("a signature whose timestamp differs from the signed one is rejected", () => {
   const v1 = signPayload(BODY, SECRET, NOW).split("v1=")[1];
-  assert.equal(verifySignature(BODY, `t=${NOW + 1},v1=${v1}`, SECRET, NOW), { ok: false, reason: "signature mismatch" });
+  assert.equal(verifySignature(BODY, `t=${NOW + 1},v1=${v1}`, SECRET, NOW), {
+    ok: false,
+    reason: "signature mismatch",
+  });
 });
 
 v("malformed headers are rejected without throwing", () => {
@@ -75,12 +105,18 @@ v("a missing or empty header is rejected", () => {
 
 v("a timestamp older than 300 s is rejected, even with a correct MAC", () => {
   const t = NOW - 301;
-  assert.equal(verifySignature(BODY, signPayload(BODY, SECRET, t), SECRET, NOW), { ok: false, reason: "timestamp too old" });
+  assert.equal(verifySignature(BODY, signPayload(BODY, SECRET, t), SECRET, NOW), {
+    ok: false,
+    reason: "timestamp too old",
+  });
 });
 
 v("a timestamp more than 300 s in the future is rejected", () => {
   const t = NOW + 301;
-  assert.equal(verifySignature(BODY, signPayload(BODY, SECRET, t), SECRET, NOW), { ok: false, reason: "timestamp in the future" });
+  assert.equal(verifySignature(BODY, signPayload(BODY, SECRET, t), SECRET, NOW), {
+    ok: false,
+    reason: "timestamp in the future",
+  });
   assert.equal(verifySignature(BODY, signPayload(BODY, SECRET, NOW + 300), SECRET, NOW), { ok: true, t: NOW + 300 });
 });
 
@@ -95,7 +131,10 @@ v("with several v1 values one matching is enough (secret rotation); unknown keys
   const theirs = signPayload(BODY, "whsec_old", NOW).split("v1=")[1];
   assert.equal(verifySignature(BODY, `t=${NOW},v1=${theirs},v1=${ours}`, SECRET, NOW), { ok: true, t: NOW });
   assert.equal(verifySignature(BODY, `t=${NOW}, v1=${ours}, v0=whatever`, SECRET, NOW), { ok: true, t: NOW });
-  assert.equal(verifySignature(BODY, `t=${NOW},v1=${theirs}`, SECRET, NOW), { ok: false, reason: "signature mismatch" });
+  assert.equal(verifySignature(BODY, `t=${NOW},v1=${theirs}`, SECRET, NOW), {
+    ok: false,
+    reason: "signature mismatch",
+  });
 });
 
 v.run();
@@ -157,9 +196,15 @@ s("a duplicate event id is acknowledged with 200 but onEvent runs once", async (
     const url = await listen(server);
     const body = envelope("evt_00000000000000d1");
     const now = Math.floor(Date.now() / 1000);
-    assert.is((await post(url, body, signPayload(body, SECRET, now), { "x-service-delivery-attempt": "1" })).status, 200);
+    assert.is(
+      (await post(url, body, signPayload(body, SECRET, now), { "x-service-delivery-attempt": "1" })).status,
+      200,
+    );
     // The retry: same body byte for byte, fresh timestamp and attempt number.
-    assert.is((await post(url, body, signPayload(body, SECRET, now + 1), { "x-service-delivery-attempt": "2" })).status, 200);
+    assert.is(
+      (await post(url, body, signPayload(body, SECRET, now + 1), { "x-service-delivery-attempt": "2" })).status,
+      200,
+    );
     const other = envelope("evt_00000000000000d2");
     assert.is((await post(url, other, signPayload(other, SECRET, now))).status, 200);
     await until(() => ids.length >= 2, "both events processed");
@@ -239,7 +284,13 @@ s("the duplicate memory is bounded: the oldest id is forgotten first", async () 
   try {
     const url = await listen(server);
     const now = Math.floor(Date.now() / 1000);
-    for (const id of ["evt_0000000000000001", "evt_0000000000000002", "evt_0000000000000003", "evt_0000000000000003", "evt_0000000000000001"]) {
+    for (const id of [
+      "evt_0000000000000001",
+      "evt_0000000000000002",
+      "evt_0000000000000003",
+      "evt_0000000000000003",
+      "evt_0000000000000001",
+    ]) {
       const body = envelope(id);
       assert.is((await post(url, body, signPayload(body, SECRET, now))).status, 200);
     }

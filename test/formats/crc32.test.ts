@@ -18,7 +18,8 @@ t("known vectors", () => {
 
 t("in pieces, the same as at once", () => {
   const all = bytes("The quick brown fox jumps over the lazy dog");
-  for (const cut of [0, 1, 9, 20, all.length]) assert.is(crc32(all.subarray(cut), crc32(all.subarray(0, cut))), crc32(all), String(cut));
+  for (const cut of [0, 1, 9, 20, all.length])
+    assert.is(crc32(all.subarray(cut), crc32(all.subarray(0, cut))), crc32(all), String(cut));
 });
 
 t("agrees with the CRCs stored in a real PNG", () => {

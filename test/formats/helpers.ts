@@ -16,4 +16,5 @@ export function readsOrDamaged(read: () => unknown, what: string): "ok" | "damag
   }
 }
 
-export const throwsDamaged = (read: () => unknown, what: string) => assert.is(readsOrDamaged(read, what), "damaged", what);
+export const throwsDamaged = (read: () => unknown, what: string) =>
+  assert.is(readsOrDamaged(read, what), "damaged", what);

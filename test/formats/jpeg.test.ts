@@ -29,7 +29,10 @@ const walk = (b: Uint8Array) => [...jpegSegments(b)];
 t("segments tile the file from SOI to EOI, the scan's data with its SOS", () => {
   assert.ok(isJpeg(JPEG));
   const segs = walk(JPEG);
-  assert.equal(segs.map((s) => s.marker), [0xe0, 0xe1, 0xfe, 0xdb, 0xc0, JPEG_SOS, JPEG_EOI]);
+  assert.equal(
+    segs.map((s) => s.marker),
+    [0xe0, 0xe1, 0xfe, 0xdb, 0xc0, JPEG_SOS, JPEG_EOI],
+  );
   assert.is(segs[0]!.start, 2);
   for (let i = 1; i < segs.length; i++) assert.is(segs[i]!.start, segs[i - 1]!.end);
   assert.is(segs.at(-1)!.end, JPEG.length - 4, "what follows EOI is left to the caller");
@@ -45,7 +48,10 @@ t("structural faults are refused", () => {
   throwsDamaged(() => walk(bytes([0x89, 0x50])), "no SOI");
   throwsDamaged(() => walk(bytes(head, [0x00, 0x01])), "no marker");
   throwsDamaged(() => walk(bytes(head, [0xff, 0xd8])), "a second SOI");
-  throwsDamaged(() => walk(bytes(head, seg(JPEG_SOS, [1, 1, 0, 0, 0x3f, 0]), SCAN, [0xff, JPEG_EOI])), "a scan before the frame header");
+  throwsDamaged(
+    () => walk(bytes(head, seg(JPEG_SOS, [1, 1, 0, 0, 0x3f, 0]), SCAN, [0xff, JPEG_EOI])),
+    "a scan before the frame header",
+  );
   throwsDamaged(() => walk(bytes(head, ...frame, [0xff, JPEG_EOI])), "no scan");
   throwsDamaged(() => walk(bytes(head, ...frame, seg(JPEG_SOS, [1]), SCAN)), "scan data without an end");
   throwsDamaged(() => walk(bytes(head, [0xff, 0xe1, 0x00, 0x01])), "a length under 2");
@@ -55,7 +61,10 @@ t("structural faults are refused", () => {
 t("truncated at every length: damaged, never anything else", () => {
   const end = JPEG.length - 4;
   for (let n = 0; n < end; n++) throwsDamaged(() => walk(JPEG.subarray(0, n)), `jpeg[0:${n}]`);
-  assert.is(readsOrDamaged(() => walk(JPEG.subarray(0, end)), "up to EOI"), "ok");
+  assert.is(
+    readsOrDamaged(() => walk(JPEG.subarray(0, end)), "up to EOI"),
+    "ok",
+  );
 });
 
 t("the writer's length limit", () => {
@@ -68,7 +77,10 @@ t("the real fixtures walk to EOI", () => {
     const b = fixture(name);
     const segs = walk(b);
     assert.is(segs.at(-1)!.marker, JPEG_EOI, name);
-    assert.ok(segs.some((s) => s.marker === JPEG_SOS), name);
+    assert.ok(
+      segs.some((s) => s.marker === JPEG_SOS),
+      name,
+    );
     for (let i = 1; i < segs.length; i++) assert.is(segs[i]!.start, segs[i - 1]!.end, name);
   }
 });

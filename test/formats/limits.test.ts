@@ -4,12 +4,26 @@
 // MP4 check (notMp4, the 400), each refusing a flood of empty items.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { FORMAT_LIMITS, FormatLimitError, isoBmffFirstBox, jpegSegment, jpegSegments, mp4Boxes, paced, pngChunk, pngChunks, riffChunks, writePng, writeRiff, riffChunk } from "../../lib/formats/index.ts";
+import {
+  FORMAT_LIMITS,
+  FormatLimitError,
+  isoBmffFirstBox,
+  jpegSegment,
+  jpegSegments,
+  mp4Boxes,
+  paced,
+  pngChunk,
+  pngChunks,
+  riffChunk,
+  riffChunks,
+  writePng,
+  writeRiff,
+} from "../../lib/formats/index.ts";
+import { bytesSource, checkMp4 } from "../../plugins/captions/uploads/mp4-check.ts";
 import { cleanJpeg } from "../../plugins/metadata/jpeg.ts";
 import { cleanPng } from "../../plugins/metadata/png.ts";
-import { cleanWebp } from "../../plugins/metadata/webp.ts";
 import { hasMultiEditList } from "../../plugins/metadata/video.ts";
-import { bytesSource, checkMp4 } from "../../plugins/captions/uploads/mp4-check.ts";
+import { cleanWebp } from "../../plugins/metadata/webp.ts";
 import { box, ftyp, mdatHeader, moov } from "../captions/uploads-mp4.ts";
 import { bytes } from "./helpers.ts";
 
@@ -18,7 +32,7 @@ const t = suite("formats: caps");
 const concat = (parts: Uint8Array[]) => {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
   let at = 0;
-  for (const p of parts) (out.set(p, at), (at += p.byteLength));
+  for (const p of parts) out.set(p, at), (at += p.byteLength);
   return out;
 };
 const repeat = (one: Uint8Array, count: number) => {
@@ -54,7 +68,13 @@ const rejectsLimit = async (p: Promise<unknown>, what: string) => {
 const IHDR = pngChunk({ type: "IHDR", data: bytes([0, 0, 0, 1, 0, 0, 0, 1, 8, 0, 0, 0, 0]) });
 const IDAT = pngChunk({ type: "IDAT", data: bytes([0x78, 0x9c, 0x63, 0x60, 0x00, 0x00, 0x00, 0x02, 0x00, 0x01]) });
 const pngWithTexts = (texts: number) =>
-  concat([writePng([]), IHDR, repeat(pngChunk({ type: "tEXt", data: new Uint8Array(0) }), texts), IDAT, pngChunk({ type: "IEND", data: new Uint8Array(0) })]);
+  concat([
+    writePng([]),
+    IHDR,
+    repeat(pngChunk({ type: "tEXt", data: new Uint8Array(0) }), texts),
+    IDAT,
+    pngChunk({ type: "IEND", data: new Uint8Array(0) }),
+  ]);
 
 t("PNG: exactly pngChunks chunks are read, one more is FormatLimitError", async () => {
   const cap = FORMAT_LIMITS.pngChunks;
@@ -62,7 +82,10 @@ t("PNG: exactly pngChunks chunks are read, one more is FormatLimitError", async 
   throwsLimit(() => walk(pngChunks(pngWithTexts(cap - 2))), "cap + 1");
   // Metadata removal: the flood at the cap is cleaned to one range cut, past it is the 422's error.
   const out = await cleanPng(pngWithTexts(cap - 3));
-  assert.equal([...pngChunks(out.bytes)].map((c) => c.type), ["IHDR", "IDAT", "IEND"]);
+  assert.equal(
+    [...pngChunks(out.bytes)].map((c) => c.type),
+    ["IHDR", "IDAT", "IEND"],
+  );
   assert.equal(out.removed, ["other"]);
   await rejectsLimit(cleanPng(pngWithTexts(cap - 2)), "cleanPng cap + 1");
 });
@@ -70,7 +93,8 @@ t("PNG: exactly pngChunks chunks are read, one more is FormatLimitError", async 
 // SOI, `coms` empty COM segments, a frame, a scan, EOI: 3 + coms segments.
 const SOF = jpegSegment(0xc0, new Uint8Array(15));
 const SOS = jpegSegment(0xda, new Uint8Array(8));
-const jpegWithComs = (coms: number) => concat([bytes([0xff, 0xd8]), repeat(bytes([0xff, 0xfe, 0, 2]), coms), SOF, SOS, bytes([1, 2, 3, 0xff, 0xd9])]);
+const jpegWithComs = (coms: number) =>
+  concat([bytes([0xff, 0xd8]), repeat(bytes([0xff, 0xfe, 0, 2]), coms), SOF, SOS, bytes([1, 2, 3, 0xff, 0xd9])]);
 
 t("JPEG: exactly jpegSegments segments are read, one more is FormatLimitError", async () => {
   const cap = FORMAT_LIMITS.jpegSegments;
@@ -82,13 +106,26 @@ t("JPEG: exactly jpegSegments segments are read, one more is FormatLimitError", 
 });
 
 t("JPEG: scan data of nothing but stuffed and fill bytes is one segment, read to its end", () => {
-  const scan = concat([bytes([0xff, 0xd8]), SOF, SOS, repeat(bytes([0xff, 0x00, 0xff, 0xff, 0xff, 0xd3]), 100_000), bytes([0xff, 0xd9])]);
-  assert.equal([...jpegSegments(scan)].map((s) => s.marker), [0xc0, 0xda, 0xd9]);
+  const scan = concat([
+    bytes([0xff, 0xd8]),
+    SOF,
+    SOS,
+    repeat(bytes([0xff, 0x00, 0xff, 0xff, 0xff, 0xd3]), 100_000),
+    bytes([0xff, 0xd9]),
+  ]);
+  assert.equal(
+    [...jpegSegments(scan)].map((s) => s.marker),
+    [0xc0, 0xda, 0xd9],
+  );
 });
 
 t("RIFF: riffChunks chunks are read, one more is FormatLimitError; maxChunks narrows it", async () => {
   const cap = FORMAT_LIMITS.riffChunks;
-  const webp = (extra: number) => writeRiff("WEBP", [riffChunk("VP8L", bytes([0x2f, 0, 0, 0, 0])), repeat(riffChunk("EXIF", new Uint8Array(0)), extra)]);
+  const webp = (extra: number) =>
+    writeRiff("WEBP", [
+      riffChunk("VP8L", bytes([0x2f, 0, 0, 0, 0])),
+      repeat(riffChunk("EXIF", new Uint8Array(0)), extra),
+    ]);
   assert.is(walk(riffChunks(webp(cap - 1), 12, webp(cap - 1).length)), cap);
   throwsLimit(() => walk(riffChunks(webp(cap), 12, webp(cap).length)), "cap + 1");
   throwsLimit(() => walk(riffChunks(webp(3), 12, webp(3).length, { maxChunks: 3 })), "maxChunks");
@@ -126,7 +163,8 @@ t("captions MP4 check: moov children, fragments and top-level boxes past their c
   const fragmented = (moofs: number) => concat([ftyp(), moov({ seconds: 10 }), repeat(box("moof"), moofs)]);
   assert.equal(await check(fragmented(FORMAT_LIMITS.isoBmffFragments)), { ok: true, seconds: 10 });
   assert.equal(await check(fragmented(FORMAT_LIMITS.isoBmffFragments + 1)), notMp4);
-  const flat = (boxes: number) => concat([ftyp(), moov({ seconds: 10 }), mdatHeader(8), new Uint8Array(8), repeat(box("free"), boxes - 3)]);
+  const flat = (boxes: number) =>
+    concat([ftyp(), moov({ seconds: 10 }), mdatHeader(8), new Uint8Array(8), repeat(box("free"), boxes - 3)]);
   assert.equal(await check(flat(FORMAT_LIMITS.isoBmffTopLevelBoxes)), { ok: true, seconds: 10 });
   assert.equal(await check(flat(FORMAT_LIMITS.isoBmffTopLevelBoxes + 1)), notMp4);
 });
@@ -138,7 +176,8 @@ t("paced: every item in order, and the event loop turns during a long walk", asy
     for (let i = 0; i < 400; i++) {
       const until = performance.now() + 0.25;
       while (performance.now() < until);
-      if (i === 399) yield turned; // by the last item, the event loop has turned at least once
+      if (i === 399)
+        yield turned; // by the last item, the event loop has turned at least once
       else yield i;
     }
   }

@@ -9,8 +9,16 @@ import { bytes, readsOrDamaged, throwsDamaged } from "./helpers.ts";
 
 const t = suite("formats: riff");
 
-const CHUNKS: Array<[string, number[]]> = [["VP8X", [0x2c, 0, 0, 0, 0, 0, 0, 0, 0, 0]], ["ICCP", [1, 2, 3]], ["VP8 ", [5, 6]], ["EXIF", [7]]];
-const WEBP = writeRiff("WEBP", CHUNKS.map(([type, data]) => riffChunk(type, bytes(data))));
+const CHUNKS: Array<[string, number[]]> = [
+  ["VP8X", [0x2c, 0, 0, 0, 0, 0, 0, 0, 0, 0]],
+  ["ICCP", [1, 2, 3]],
+  ["VP8 ", [5, 6]],
+  ["EXIF", [7]],
+];
+const WEBP = writeRiff(
+  "WEBP",
+  CHUNKS.map(([type, data]) => riffChunk(type, bytes(data))),
+);
 const walk = (b: Uint8Array) => {
   const { end } = riffHeader(b);
   return [...riffChunks(b, 12, end)];
@@ -21,18 +29,31 @@ t("written, then read back chunk for chunk, odd sizes padded", () => {
   assert.equal(riffHeader(WEBP), { form: "WEBP", end: WEBP.length });
   assert.is(new DataView(WEBP.buffer).getUint32(4, true), WEBP.length - 8);
   const read = walk(WEBP);
-  assert.equal(read.map((c) => [c.type, [...WEBP.subarray(c.body, c.dataEnd)]]), CHUNKS);
-  assert.equal(read.map((c) => c.end - c.start), [18, 12, 10, 10], "8 + size, padded to even");
+  assert.equal(
+    read.map((c) => [c.type, [...WEBP.subarray(c.body, c.dataEnd)]]),
+    CHUNKS,
+  );
+  assert.equal(
+    read.map((c) => c.end - c.start),
+    [18, 12, 10, 10],
+    "8 + size, padded to even",
+  );
   for (let i = 1; i < read.length; i++) assert.is(read[i]!.start, read[i - 1]!.end);
 });
 
 t("a last chunk without its pad byte is tolerated; bytes after the RIFF are not read", () => {
   const unpadded = WEBP.slice(0, -1);
   new DataView(unpadded.buffer).setUint32(4, unpadded.length - 8, true);
-  assert.equal(walk(unpadded).map((c) => c.type), ["VP8X", "ICCP", "VP8 ", "EXIF"]);
+  assert.equal(
+    walk(unpadded).map((c) => c.type),
+    ["VP8X", "ICCP", "VP8 ", "EXIF"],
+  );
   const trailing = bytes(WEBP, "junk");
   assert.equal(riffHeader(trailing).end, WEBP.length);
-  assert.equal(walk(trailing).map((c) => c.type), ["VP8X", "ICCP", "VP8 ", "EXIF"]);
+  assert.equal(
+    walk(trailing).map((c) => c.type),
+    ["VP8X", "ICCP", "VP8 ", "EXIF"],
+  );
 });
 
 t("a size that lies is refused", () => {
@@ -53,9 +74,19 @@ t("cutAtEnd: sizes never filled in are read as far as the bytes go", () => {
   throwsDamaged(() => riffHeader(wav), "placeholder RIFF size");
   throwsDamaged(() => [...riffChunks(wav, 12, wav.length)], "placeholder data size");
   const read = [...riffChunks(wav, 12, wav.length, { cutAtEnd: true })];
-  assert.equal(read.map((c) => [c.type, c.dataEnd - c.body, c.end]), [["fmt ", 16, 36], ["data", 5, wav.length]]);
+  assert.equal(
+    read.map((c) => [c.type, c.dataEnd - c.body, c.end]),
+    [
+      ["fmt ", 16, 36],
+      ["data", 5, wav.length],
+    ],
+  );
   const tail = [...riffChunks(bytes(fmt, "dat"), 0, fmt.length + 3, { cutAtEnd: true })];
-  assert.equal(tail.map((c) => c.type), ["fmt "], "a partial header ends the walk");
+  assert.equal(
+    tail.map((c) => c.type),
+    ["fmt "],
+    "a partial header ends the walk",
+  );
 });
 
 t("truncated at every length: damaged, never anything else", () => {

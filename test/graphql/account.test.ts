@@ -2,12 +2,12 @@
 // backend: same data, same error texts (REST status in `extensions.status`), same usage counting.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
-import account from "../../plugins/account/index.ts";
 import textStats from "../../examples/text-stats-plugin/index.ts";
+import account from "../../plugins/account/index.ts";
+import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
-import { ticker } from "./fixtures.ts";
 import { errorBody } from "../helpers/error-body.ts";
+import { ticker } from "./fixtures.ts";
 
 // Every field of the typed results, so a whole body compares with REST's.
 const CREDITS = "request_id credits_remaining pricing_tier credit_cost_per_analysis costs";
@@ -22,7 +22,10 @@ for (const backend of await databaseBackends()) {
   const t = suite(`GraphQL account API on ${backend.name}`);
   let tk: TestKernel;
   t.before.each(async () => {
-    tk = await createTestKernel({ plugins: [account, textStats, ticker], databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined });
+    tk = await createTestKernel({
+      plugins: [account, textStats, ticker],
+      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
+    });
   });
   t.after.each(async () => {
     await tk.close();
@@ -43,18 +46,30 @@ for (const backend of await databaseBackends()) {
   t("transactions: the same page as REST, with the same arguments", async () => {
     const p = await tk.partner({ credits: 1000, features: { text_stats: true } });
     for (let i = 0; i < 3; i++) {
-      const r = await graphql(tk, "mutation($text: String!) { textStats(input: { text: $text }) { words } }", { text: `hello world-${i}` }, { key: p.key });
+      const r = await graphql(
+        tk,
+        "mutation($text: String!) { textStats(input: { text: $text }) { words } }",
+        { text: `hello world-${i}` },
+        { key: p.key },
+      );
       assert.is(r.errors, undefined, JSON.stringify(r.errors));
       assert.is(r.data.textStats.words, 2);
     }
-    for (const [args, query] of [["", ""], ["(limit: 2, offset: 1)", "?limit=2&offset=1"], ["(limit: 1000)", "?limit=1000"]] as const) {
+    for (const [args, query] of [
+      ["", ""],
+      ["(limit: 2, offset: 1)", "?limit=2&offset=1"],
+      ["(limit: 1000)", "?limit=1000"],
+    ] as const) {
       const g = await graphql(tk, `{ transactions${args} { ${TRANSACTIONS} } }`, undefined, { key: p.key });
       const r = await tk.request("GET", `/transactions${query}`, { key: p.key });
       assert.is(r.status, 200);
       assert.equal(withoutRequestId(g.data.transactions), withoutRequestId(r.body), args);
     }
     const g = await graphql(tk, `{ transactions(limit: 2, offset: 1) { ${TRANSACTIONS} } }`, undefined, { key: p.key });
-    assert.equal(g.data.transactions.transactions.map((e: any) => e.amount), [-3, -3]);
+    assert.equal(
+      g.data.transactions.transactions.map((e: any) => e.amount),
+      [-3, -3],
+    );
   });
 
   t("usage: GraphQL calls count under the REST endpoint they run", async () => {
@@ -62,7 +77,12 @@ for (const backend of await databaseBackends()) {
     await graphql(tk, "{ me { credits_remaining } }", undefined, { key: p.key });
     await graphql(tk, "{ me { credits_remaining } credits { credits_remaining } }", undefined, { key: p.key });
     await tk.request("GET", "/me", { key: p.key });
-    const g = await graphql(tk, '{ usage(since: "2020-01-01") { total_calls per_endpoint { endpoint calls credits_used } } }', undefined, { key: p.key });
+    const g = await graphql(
+      tk,
+      '{ usage(since: "2020-01-01") { total_calls per_endpoint { endpoint calls credits_used } } }',
+      undefined,
+      { key: p.key },
+    );
     const byEndpoint = Object.fromEntries(g.data.usage.per_endpoint.map((e: any) => [e.endpoint, e.calls]));
     assert.equal(byEndpoint, { "GET /me": 3, "GET /credits": 1, "GET /usage": 1 });
     const r = await tk.request("GET", "/usage?since=2020-01-01", { key: p.key });
@@ -105,8 +125,14 @@ for (const backend of await databaseBackends()) {
 
   t("bad pagination: the REST 400 texts; other fields of the document still answer", async () => {
     const p = await tk.partner();
-    for (const [args, query] of [["limit: 0", "limit=0"], ["limit: -5", "limit=-5"], ["offset: -1", "offset=-1"]] as const) {
-      const g = await graphql(tk, `{ me { credits_remaining } transactions(${args}) { total } }`, undefined, { key: p.key });
+    for (const [args, query] of [
+      ["limit: 0", "limit=0"],
+      ["limit: -5", "limit=-5"],
+      ["offset: -1", "offset=-1"],
+    ] as const) {
+      const g = await graphql(tk, `{ me { credits_remaining } transactions(${args}) { total } }`, undefined, {
+        key: p.key,
+      });
       const r = await tk.request("GET", `/transactions?${query}`, { key: p.key });
       assert.is(r.status, 400);
       assert.is(g.errors!.length, 1);
@@ -139,7 +165,12 @@ for (const backend of await databaseBackends()) {
     const g = await graphql(tk, 'mutation { textStats(input: { text: "   " }) { words } }', undefined, { key: p.key });
     assert.is(g.errors![0]!.message, "Please provide a text");
     assert.is(g.errors![0]!.extensions!.status, 400);
-    const big = await graphql(tk, "mutation($t: String!) { textStats(input: { text: $t }) { words } }", { t: "x".repeat(1_100_000) }, { key: p.key });
+    const big = await graphql(
+      tk,
+      "mutation($t: String!) { textStats(input: { text: $t }) { words } }",
+      { t: "x".repeat(1_100_000) },
+      { key: p.key },
+    );
     assert.is(big.errors![0]!.message, "Request body too large");
     assert.is(big.errors![0]!.extensions!.status, 413);
     assert.is(await tk.kernel.accounts.balance(p.id), 50);
@@ -151,7 +182,9 @@ for (const backend of await databaseBackends()) {
     assert.is((await graphql(tk, "{ me { credits_remaining } }", undefined, { key: p.key })).errors, undefined);
     const ok = await tk.request("GET", "/me", { key: p.key });
     assert.is(ok.status, 200, "REST and GraphQL share one budget");
-    const g = await graphql(tk, "{ me { credits_remaining } credits { credits_remaining } }", undefined, { key: p.key });
+    const g = await graphql(tk, "{ me { credits_remaining } credits { credits_remaining } }", undefined, {
+      key: p.key,
+    });
     assert.is(g.status, 200);
     assert.is(g.errors!.length, 1);
     assert.is(g.errors![0]!.message, "Rate limit exceeded. Wait at least 10 seconds, then retry.");
@@ -168,7 +201,10 @@ for (const backend of await databaseBackends()) {
     const unknown = await graphql(tk, "{ nope }", undefined, { key: p.key });
     assert.ok(unknown.errors![0]!.message.includes("nope"));
     const usage = await tk.request("GET", "/usage", { key: p.key });
-    assert.equal(usage.body.per_endpoint.map((e: any) => e.endpoint), ["GET /usage"]);
+    assert.equal(
+      usage.body.per_endpoint.map((e: any) => e.endpoint),
+      ["GET /usage"],
+    );
   });
 
   t.run();

@@ -7,11 +7,11 @@
 // this file runs on the embedded database only.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import account from "../../plugins/account/index.ts";
 import textStats from "../../examples/text-stats-plugin/index.ts";
-import { createHttpApp } from "../../transports/http.ts";
+import account from "../../plugins/account/index.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { createGraphql, type GraphqlServer } from "../../transports/graphql/yoga.ts";
+import { createHttpApp } from "../../transports/http.ts";
 import { probe, ticker } from "./fixtures.ts";
 
 const t = suite("GraphQL direct route");
@@ -36,7 +36,10 @@ t.before(async () => {
   };
   direct.yoga = new Proxy(yoga, { get: (target, name) => (name === "fetch" ? counted : Reflect.get(target, name)) });
   withDirect = createHttpApp(tk.kernel, { adminToken: tk.adminToken, graphql: direct });
-  yogaOnly = createHttpApp(tk.kernel, { adminToken: tk.adminToken, graphql: createGraphql(tk.kernel, { direct: false, limits: { bodyBytes: BODY_BYTES } }) });
+  yogaOnly = createHttpApp(tk.kernel, {
+    adminToken: tk.adminToken,
+    graphql: createGraphql(tk.kernel, { direct: false, limits: { bodyBytes: BODY_BYTES } }),
+  });
 });
 t.after(async () => {
   await tk.close();
@@ -50,10 +53,17 @@ interface Sent {
 }
 
 async function send(app: typeof withDirect, sent: Sent) {
-  const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json", "user-agent": "mediagate-tests/1.0", ...sent.headers };
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    accept: "application/json",
+    "user-agent": "mediagate-tests/1.0",
+    ...sent.headers,
+  };
   if (!sent.anonymous) headers.authorization = `Bearer ${key}`;
   const body = typeof sent.body === "string" ? sent.body : sent.body();
-  const res = await app.fetch(new Request("http://mediagate.test/graphql", { method: "POST", headers, body, duplex: "half" } as RequestInit));
+  const res = await app.fetch(
+    new Request("http://mediagate.test/graphql", { method: "POST", headers, body, duplex: "half" } as RequestInit),
+  );
   const text = await res.text();
   return {
     status: res.status,
@@ -74,7 +84,8 @@ async function same(sent: Sent) {
   return { ...a, viaYoga, json: a.type?.includes("json") ? JSON.parse(a.body) : undefined };
 }
 
-const q = (query: string, variables?: unknown, extra: Record<string, unknown> = {}) => JSON.stringify({ query, ...(variables === undefined ? {} : { variables }), ...extra });
+const q = (query: string, variables?: unknown, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ query, ...(variables === undefined ? {} : { variables }), ...extra });
 const ME = "{ me { request_id name api_key_prefix pricing_tier credits_remaining is_active created_at } }";
 
 t("plain queries and mutations are answered without yoga, as yoga answers them", async () => {
@@ -84,7 +95,9 @@ t("plain queries and mutations are answered without yoga, as yoga answers them",
   assert.is(me.json.data.me.credits_remaining, 1000);
   assert.equal(me.rateLimitHeaders, ["ratelimit", "ratelimit-policy"]);
 
-  const named = await same({ body: q("query A { me { name } } query B { credits { credits_remaining } }", undefined, { operationName: "B" }) });
+  const named = await same({
+    body: q("query A { me { name } } query B { credits { credits_remaining } }", undefined, { operationName: "B" }),
+  });
   assert.is(named.viaYoga, false);
   assert.equal(Object.keys(named.json.data), ["credits"]);
 
@@ -93,7 +106,9 @@ t("plain queries and mutations are answered without yoga, as yoga answers them",
   assert.is(withVariables.json.data.transactions.limit, 2);
 
   // A mutation through each app: each charges once (3 credits), and the answers are the same.
-  const mutation = await same({ body: q("mutation($text: String!) { textStats(input: { text: $text }) { words } }", { text: "one two three" }) });
+  const mutation = await same({
+    body: q("mutation($text: String!) { textStats(input: { text: $text }) { words } }", { text: "one two three" }),
+  });
   assert.is(mutation.viaYoga, false);
   assert.is(mutation.json.data.textStats.words, 3);
   const after = await same({ body: q("{ credits { credits_remaining } }") });
@@ -121,7 +136,7 @@ t("errors of execution: the REST texts in the body, a bug masked, status 200", a
 t("what the route declines reaches yoga with the body the client sent", async () => {
   const declined: Sent[] = [
     { body: "{ not json" },
-    { body: "[" + q(ME) + "]" },
+    { body: `[${q(ME)}]` },
     { body: q(ME, undefined, { extensions: {} }) },
     { body: q(ME, undefined, { surprise: 1 }) },
     { body: JSON.stringify({ query: 42 }) },
@@ -134,7 +149,7 @@ t("what the route declines reaches yoga with the body the client sent", async ()
     { body: q("query($l: Int!) { transactions(limit: $l) { total } }") },
     { body: q("query($l: Int) { transactions(limit: $l) { total } }", { l: "many" }) },
     { body: q("mutation($text: String!) { textStats(input: { text: $text }) { words } }", { text: 5 }) },
-    { body: q("subscription { jobUpdates(id: \"nope\") { state } }") },
+    { body: q('subscription { jobUpdates(id: "nope") { state } }') },
     { body: q(`{ ${Array.from({ length: 30 }, (_, i) => `a${i}: me { name }`).join(" ")} }`) },
     // Variables nested deeper than a REST body may be.
     { body: q("query($x: JSON) { me { name } }", { x: JSON.parse("[".repeat(80) + "]".repeat(80)) }) },
@@ -143,14 +158,19 @@ t("what the route declines reaches yoga with the body the client sent", async ()
     { body: q(ME), headers: { accept: "application/json, text/plain" } },
     { body: q(ME), headers: { "content-type": "text/plain" } },
     { body: q(ME), headers: { "content-type": "application/graphql+json" } },
-    { body: "\u0000" + q(ME) },
+    { body: `\u0000${q(ME)}` },
   ];
   for (const sent of declined) {
     const answer = await same(sent);
     assert.ok(answer.viaYoga, `the route took ${String(sent.body).slice(0, 80)}`);
   }
   // Broken UTF-8 in the document: yoga meets the same bytes (they decode to U+FFFD on both routes).
-  const broken = new Uint8Array([...new TextEncoder().encode('{"query":"{ me { name } } # '), 0xff, 0xfe, ...new TextEncoder().encode('"}')]);
+  const broken = new Uint8Array([
+    ...new TextEncoder().encode('{"query":"{ me { name } } # '),
+    0xff,
+    0xfe,
+    ...new TextEncoder().encode('"}'),
+  ]);
   const brokenAnswer = await same({ body: () => new Blob([broken]).stream() });
   assert.is(brokenAnswer.status, 200);
 });

@@ -54,7 +54,10 @@ export const probe = definePlugin({
     operation({
       method: "GET",
       path: "/probe-echo",
-      input: z.object({ word: z.string({ error: "word must be text" }).min(2, { error: "word is too short" }), times: z.string().optional() }),
+      input: z.object({
+        word: z.string({ error: "word must be text" }).min(2, { error: "word is too short" }),
+        times: z.string().optional(),
+      }),
       async handle(ctx) {
         return { echoed: ctx.input.word.repeat(Number(ctx.input.times ?? 1)), raw_times: ctx.input.times ?? null };
       },
@@ -141,7 +144,12 @@ export const ticker = definePlugin({
           input: { fail: ctx.input.fail === true },
           insufficientCredits: () => "Insufficient credits",
         });
-        return { job_id: job.jobId, status: "queued", credits_used: job.creditsUsed, credits_remaining: job.creditsRemaining };
+        return {
+          job_id: job.jobId,
+          status: "queued",
+          credits_used: job.creditsUsed,
+          credits_remaining: job.creditsRemaining,
+        };
       },
     }),
   ],

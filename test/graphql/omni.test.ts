@@ -4,8 +4,8 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { JobUpdate } from "../../core/jobs.ts";
-import { createTestKernel, graphql, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
 import { OMNI_ERRORS as E } from "../../plugins/omni/errors.ts";
+import { createTestKernel, graphql, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
 import { OMNI_LIMITS, OMNI_PLUGINS, png } from "../omni/helpers.ts";
 
 const t = suite("omni over GraphQL");
@@ -17,44 +17,88 @@ t.after(async () => {
   await tk.close();
 });
 
-t("character and voice mutations, omniVideo, then jobUpdates to the end, then the status query and the list", async () => {
-  const { key } = await tk.partner({ credits: 1000, limits: OMNI_LIMITS });
-  const v = await graphql(tk, "mutation($input: OmniVoicesInput!) { omniVoices(input: $input) { voice_id base_voice_name sample_url } }", { input: { name: "Guide", base_voice: "aoede" } }, { key });
-  assert.is(v.errors, undefined, JSON.stringify(v.errors));
-  assert.is(v.data.omniVoices.base_voice_name, "Aoede");
-  const c = await graphql(tk, "mutation($input: OmniCharactersInput!) { omniCharacters(input: $input) { character_id credits_used voice_id } }", { input: { name: "Lia", image_base64: png([30, 200, 120]), voice_id: v.data.omniVoices.voice_id } }, { key });
-  assert.is(c.errors, undefined, JSON.stringify(c.errors));
-  assert.is(c.data.omniCharacters.credits_used, 33);
+t(
+  "character and voice mutations, omniVideo, then jobUpdates to the end, then the status query and the list",
+  async () => {
+    const { key } = await tk.partner({ credits: 1000, limits: OMNI_LIMITS });
+    const v = await graphql(
+      tk,
+      "mutation($input: OmniVoicesInput!) { omniVoices(input: $input) { voice_id base_voice_name sample_url } }",
+      { input: { name: "Guide", base_voice: "aoede" } },
+      { key },
+    );
+    assert.is(v.errors, undefined, JSON.stringify(v.errors));
+    assert.is(v.data.omniVoices.base_voice_name, "Aoede");
+    const c = await graphql(
+      tk,
+      "mutation($input: OmniCharactersInput!) { omniCharacters(input: $input) { character_id credits_used voice_id } }",
+      { input: { name: "Lia", image_base64: png([30, 200, 120]), voice_id: v.data.omniVoices.voice_id } },
+      { key },
+    );
+    assert.is(c.errors, undefined, JSON.stringify(c.errors));
+    assert.is(c.data.omniCharacters.credits_used, 33);
 
-  const sub = await graphql(tk, "mutation($input: OmniVideoInput!) { omniVideo(input: $input) { job_id status credits_used resolution } }", { input: { prompt: 'Lia: "Follow me."', character_ids: [c.data.omniCharacters.character_id], duration: 4 } }, { key });
-  assert.is(sub.errors, undefined, JSON.stringify(sub.errors));
-  const { job_id: id, status, credits_used } = sub.data.omniVideo;
-  assert.equal([status, credits_used], ["processing", 132]);
+    const sub = await graphql(
+      tk,
+      "mutation($input: OmniVideoInput!) { omniVideo(input: $input) { job_id status credits_used resolution } }",
+      { input: { prompt: 'Lia: "Follow me."', character_ids: [c.data.omniCharacters.character_id], duration: 4 } },
+      { key },
+    );
+    assert.is(sub.errors, undefined, JSON.stringify(sub.errors));
+    const { job_id: id, status, credits_used } = sub.data.omniVideo;
+    assert.equal([status, credits_used], ["processing", 132]);
 
-  const updates: JobUpdate[] = [];
-  for await (const r of graphqlSubscription(tk, "subscription($id: String!) { jobUpdates(id: $id) { job_id kind state terminal progress message } }", { id }, { key })) {
-    updates.push(r.data.jobUpdates);
-    if (r.data.jobUpdates.terminal) break;
-  }
-  assert.is(updates.at(-1)!.state, "complete", JSON.stringify(updates));
-  const progress = updates.map((u) => u.progress ?? 0);
-  assert.ok(progress.every((p, i) => i === 0 || p >= progress[i - 1]!), JSON.stringify(progress));
-  assert.ok(updates.some((u) => (u.progress ?? 0) > 0 && !u.terminal), JSON.stringify(updates));
+    const updates: JobUpdate[] = [];
+    for await (const r of graphqlSubscription(
+      tk,
+      "subscription($id: String!) { jobUpdates(id: $id) { job_id kind state terminal progress message } }",
+      { id },
+      { key },
+    )) {
+      updates.push(r.data.jobUpdates);
+      if (r.data.jobUpdates.terminal) break;
+    }
+    assert.is(updates.at(-1)!.state, "complete", JSON.stringify(updates));
+    const progress = updates.map((u) => u.progress ?? 0);
+    assert.ok(
+      progress.every((p, i) => i === 0 || p >= progress[i - 1]!),
+      JSON.stringify(progress),
+    );
+    assert.ok(
+      updates.some((u) => (u.progress ?? 0) > 0 && !u.terminal),
+      JSON.stringify(updates),
+    );
 
-  const st = await graphql(tk, "query($id: String!) { omniVideo(job_id: $id) { job_id status video_url character_ids prompt_fixable } }", { id }, { key });
-  assert.is(st.errors, undefined, JSON.stringify(st.errors));
-  assert.equal([st.data.omniVideo.status, st.data.omniVideo.prompt_fixable], ["complete", false]);
-  const list = await graphql(tk, 'query { omniVideos(status: "complete") { total videos { job_id } } }', {}, { key });
-  assert.equal(list.data.omniVideos.videos, [{ job_id: id }]);
-  const presets = await graphql(tk, "query { omniVoicePresets { presets { id gender } } }", {}, { key });
-  assert.is(presets.data.omniVoicePresets.presets.length, 30);
-});
+    const st = await graphql(
+      tk,
+      "query($id: String!) { omniVideo(job_id: $id) { job_id status video_url character_ids prompt_fixable } }",
+      { id },
+      { key },
+    );
+    assert.is(st.errors, undefined, JSON.stringify(st.errors));
+    assert.equal([st.data.omniVideo.status, st.data.omniVideo.prompt_fixable], ["complete", false]);
+    const list = await graphql(tk, 'query { omniVideos(status: "complete") { total videos { job_id } } }', {}, { key });
+    assert.equal(list.data.omniVideos.videos, [{ job_id: id }]);
+    const presets = await graphql(tk, "query { omniVoicePresets { presets { id gender } } }", {}, { key });
+    assert.is(presets.data.omniVoicePresets.presets.length, 30);
+  },
+);
 
 t("validation errors carry the REST texts", async () => {
   const { key } = await tk.partner({ credits: 1000, limits: OMNI_LIMITS });
-  const res = await graphql(tk, "mutation($input: OmniVideoInput!) { omniVideo(input: $input) { job_id } }", { input: { prompt: "x", model: "omni-9" } }, { key });
+  const res = await graphql(
+    tk,
+    "mutation($input: OmniVideoInput!) { omniVideo(input: $input) { job_id } }",
+    { input: { prompt: "x", model: "omni-9" } },
+    { key },
+  );
   assert.is(res.errors?.[0]?.message, E.invalidModel);
-  const voice = await graphql(tk, "mutation($input: OmniVoicesInput!) { omniVoices(input: $input) { voice_id } }", { input: { name: "x", base_voice: "nobody" } }, { key });
+  const voice = await graphql(
+    tk,
+    "mutation($input: OmniVoicesInput!) { omniVoices(input: $input) { voice_id } }",
+    { input: { name: "x", base_voice: "nobody" } },
+    { key },
+  );
   assert.is(voice.errors?.[0]?.message, E.unknownBaseVoice);
 });
 

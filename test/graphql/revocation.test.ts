@@ -4,27 +4,28 @@
 // shutdown function ends them all with its message. On the embedded setup (PGlite, in-process pub/sub), and
 // on two instances sharing one Postgres database and one Redis: the revocation goes through instance 1's
 // admin API and the subscription open on instance 2 ends.
-import { suite } from "uvu";
-import * as assert from "uvu/assert";
+
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type Client, createClient } from "graphql-ws";
 import { sql } from "kysely";
-import { createClient, type Client } from "graphql-ws";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
 import WebSocket from "ws";
+import { z } from "zod";
 import { loadConfig } from "../../core/config.ts";
+import type { JobKindDeclaration } from "../../core/jobs.ts";
 import { createKernel, type Kernel } from "../../core/kernel.ts";
-import { createTestKernel, graphql, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
+import { definePlugin, operation } from "../../core/plugin.ts";
 import account from "../../plugins/account/index.ts";
 import { memoryBlobStore } from "../../storage/blobs.ts";
 import { redisCounters } from "../../storage/counters.ts";
 import { redisPubSub } from "../../storage/pubsub.ts";
+import { createTestKernel, graphql, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
 import { endSubscriptions, SHUTDOWN_MESSAGE } from "../../transports/graphql/subscriptions.ts";
-import { createHttpApp, serveHttp, type HttpServer } from "../../transports/http.ts";
+import { createHttpApp, type HttpServer, serveHttp } from "../../transports/http.ts";
 import { isolatedPostgresDatabase, isolatedRedisPrefix, postgresUrl, redisUrl } from "../helpers/backends.ts";
-import { z } from "zod";
-import type { JobKindDeclaration } from "../../core/jobs.ts";
-import { definePlugin, operation } from "../../core/plugin.ts";
 
 // A job that stays queued until the test lets it go (fixtures.ts's ticker lets go by itself after 20 s, which
 // a loaded machine can reach before a test is done with the job); every gate opens when a test ends.
@@ -69,7 +70,13 @@ const holder = definePlugin({
       status: 202,
       input: z.object({ note: z.string().optional() }),
       async handle(ctx) {
-        const job = await ctx.submitJob({ kind: "hold", credits: 1, state: "queued", input: {}, insufficientCredits: () => "Insufficient credits" });
+        const job = await ctx.submitJob({
+          kind: "hold",
+          credits: 1,
+          state: "queued",
+          input: {},
+          insufficientCredits: () => "Insufficient credits",
+        });
         return { job_id: job.jobId };
       },
     }),
@@ -111,7 +118,11 @@ async function adminCall(kernel: Kernel, method: string, path: string, body?: un
   const res = await appOf(kernel).fetch(
     new Request(`http://mediagate.test/api/v1/admin${path}`, {
       method,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json", "user-agent": "tests/1.0" },
+      headers: {
+        authorization: `Bearer ${ADMIN_TOKEN}`,
+        "content-type": "application/json",
+        "user-agent": "tests/1.0",
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     }),
   );
@@ -120,17 +131,30 @@ async function adminCall(kernel: Kernel, method: string, path: string, body?: un
   return parsed;
 }
 
-const rotate = (d: Deployment, partnerId: string): Promise<{ api_key: string }> => adminCall(d.admin, "POST", `/partners/${partnerId}/rotate-key`);
-const deactivate = (d: Deployment, partnerId: string) => adminCall(d.admin, "PATCH", `/partners/${partnerId}`, { is_active: false });
+const rotate = (d: Deployment, partnerId: string): Promise<{ api_key: string }> =>
+  adminCall(d.admin, "POST", `/partners/${partnerId}/rotate-key`);
+const deactivate = (d: Deployment, partnerId: string) =>
+  adminCall(d.admin, "PATCH", `/partners/${partnerId}`, { is_active: false });
 
 async function partner(d: Deployment): Promise<{ id: string; key: string }> {
-  const { partner_id, api_key } = await adminCall(d.admin, "POST", "/partners", { name: "Subscriber", credits: 100 }, 201);
+  const { partner_id, api_key } = await adminCall(
+    d.admin,
+    "POST",
+    "/partners",
+    { name: "Subscriber", credits: 100 },
+    201,
+  );
   return { id: partner_id, key: api_key };
 }
 
 /** A job of this key, held at its gate (queued) until the test opens it. */
 async function job(d: Deployment, key: string): Promise<string> {
-  const res = await graphql({ kernel: d.subscriber, adminToken: ADMIN_TOKEN } as TestKernel, "mutation { hold(input: { note: \"held\" }) }", {}, { key });
+  const res = await graphql(
+    { kernel: d.subscriber, adminToken: ADMIN_TOKEN } as TestKernel,
+    'mutation { hold(input: { note: "held" }) }',
+    {},
+    { key },
+  );
   assert.is(res.errors, undefined, JSON.stringify(res.errors));
   return res.data.hold.job_id;
 }
@@ -143,7 +167,12 @@ function wsClient(url: string, key: string): Client {
       super(address, protocols, { headers: { "user-agent": "tests/1.0" } });
     }
   }
-  const c = createClient({ url, webSocketImpl: AgentWebSocket, connectionParams: { authorization: `Bearer ${key}` }, retryAttempts: 0 });
+  const c = createClient({
+    url,
+    webSocketImpl: AgentWebSocket,
+    connectionParams: { authorization: `Bearer ${key}` },
+    retryAttempts: 0,
+  });
   clients.push(c);
   return c;
 }
@@ -161,7 +190,12 @@ interface Subscriber {
 async function subscribe(d: Deployment, transport: Transport, key: string, id: string): Promise<Subscriber> {
   const stream: AsyncIterable<Result> =
     transport === "sse"
-      ? graphqlSubscription({ kernel: d.subscriber, adminToken: ADMIN_TOKEN } as TestKernel, SUBSCRIPTION, { id }, { key })
+      ? graphqlSubscription(
+          { kernel: d.subscriber, adminToken: ADMIN_TOKEN } as TestKernel,
+          SUBSCRIPTION,
+          { id },
+          { key },
+        )
       : (wsClient(d.wsUrl, key).iterate({ query: SUBSCRIPTION, variables: { id } }) as AsyncIterable<Result>);
   const s: Subscriber = { results: [], ended: false, done: Promise.resolve() };
   s.done = (async () => {
@@ -213,39 +247,45 @@ async function staysOpen(s: Subscriber, jobId: string) {
 
 /** The same tests on a deployment, for one transport. */
 function revocationTests(t: ReturnType<typeof suite>, deployment: () => Deployment, transport: Transport) {
-  t(`${transport}: a rotated key ends its streams with "Invalid API key"; another partner's stays open; the new key subscribes`, async () => {
-    const d = deployment();
-    const a = await partner(d);
-    const b = await partner(d);
-    const jobA = await job(d, a.key);
-    const jobB = await job(d, b.key);
-    const sa = await subscribe(d, transport, a.key, jobA);
-    const sa2 = await subscribe(d, transport, a.key, jobA);
-    const sb = await subscribe(d, transport, b.key, jobB);
+  t(
+    `${transport}: a rotated key ends its streams with "Invalid API key"; another partner's stays open; the new key subscribes`,
+    async () => {
+      const d = deployment();
+      const a = await partner(d);
+      const b = await partner(d);
+      const jobA = await job(d, a.key);
+      const jobB = await job(d, b.key);
+      const sa = await subscribe(d, transport, a.key, jobA);
+      const sa2 = await subscribe(d, transport, a.key, jobA);
+      const sb = await subscribe(d, transport, b.key, jobB);
 
-    const { api_key } = await rotate(d, a.id);
-    await endsWith(sa, "Invalid API key", 401, "UNAUTHENTICATED");
-    await endsWith(sa2, "Invalid API key", 401, "UNAUTHENTICATED");
+      const { api_key } = await rotate(d, a.id);
+      await endsWith(sa, "Invalid API key", 401, "UNAUTHENTICATED");
+      await endsWith(sa2, "Invalid API key", 401, "UNAUTHENTICATED");
 
-    // A subscription with the new key is not ended by the rotation that issued it.
-    const fresh = await subscribe(d, transport, api_key, jobA);
-    await staysOpen(sb, jobB);
-    await staysOpen(fresh, jobA);
-  });
+      // A subscription with the new key is not ended by the rotation that issued it.
+      const fresh = await subscribe(d, transport, api_key, jobA);
+      await staysOpen(sb, jobB);
+      await staysOpen(fresh, jobA);
+    },
+  );
 
-  t(`${transport}: a deactivated partner's streams end with "API key deactivated"; another partner's stays open`, async () => {
-    const d = deployment();
-    const a = await partner(d);
-    const b = await partner(d);
-    const jobA = await job(d, a.key);
-    const jobB = await job(d, b.key);
-    const sa = await subscribe(d, transport, a.key, jobA);
-    const sb = await subscribe(d, transport, b.key, jobB);
+  t(
+    `${transport}: a deactivated partner's streams end with "API key deactivated"; another partner's stays open`,
+    async () => {
+      const d = deployment();
+      const a = await partner(d);
+      const b = await partner(d);
+      const jobA = await job(d, a.key);
+      const jobB = await job(d, b.key);
+      const sa = await subscribe(d, transport, a.key, jobA);
+      const sb = await subscribe(d, transport, b.key, jobB);
 
-    await deactivate(d, a.id);
-    await endsWith(sa, "API key deactivated", 403, "FORBIDDEN");
-    await staysOpen(sb, jobB);
-  });
+      await deactivate(d, a.id);
+      await endsWith(sa, "API key deactivated", 403, "FORBIDDEN");
+      await staysOpen(sb, jobB);
+    },
+  );
 
   t(`${transport}: the shutdown function ends every open stream with its message`, async () => {
     const d = deployment();
@@ -271,7 +311,11 @@ embedded.before.each(async () => {
   tk = await createTestKernel({ plugins: [account, holder], start: true });
   server = await serveHttp(tk.kernel, { adminToken: ADMIN_TOKEN, port: 0, hostname: "127.0.0.1" });
   serverClosed = false;
-  local = { admin: tk.kernel, subscriber: tk.kernel, wsUrl: new URL("/graphql", server.url).toString().replace(/^http/, "ws") };
+  local = {
+    admin: tk.kernel,
+    subscriber: tk.kernel,
+    wsUrl: new URL("/graphql", server.url).toString().replace(/^http/, "ws"),
+  };
 });
 embedded.after.each(async () => {
   openAllGates();
@@ -282,36 +326,44 @@ embedded.after.each(async () => {
 
 for (const transport of ["sse", "websocket"] as const) revocationTests(embedded, () => local, transport);
 
-embedded("websocket: the server's close() ends the open streams with the shutdown message before the sockets go", async () => {
-  const a = await partner(local);
-  const b = await partner(local);
-  const sa = await subscribe(local, "websocket", a.key, await job(local, a.key));
-  const sb = await subscribe(local, "websocket", b.key, await job(local, b.key));
-  serverClosed = true;
-  await server.close();
-  await endsWith(sa, SHUTDOWN_MESSAGE, 503, "SERVICE_UNAVAILABLE");
-  await endsWith(sb, SHUTDOWN_MESSAGE, 503, "SERVICE_UNAVAILABLE");
-});
+embedded(
+  "websocket: the server's close() ends the open streams with the shutdown message before the sockets go",
+  async () => {
+    const a = await partner(local);
+    const b = await partner(local);
+    const sa = await subscribe(local, "websocket", a.key, await job(local, a.key));
+    const sb = await subscribe(local, "websocket", b.key, await job(local, b.key));
+    serverClosed = true;
+    await server.close();
+    await endsWith(sa, SHUTDOWN_MESSAGE, 503, "SERVICE_UNAVAILABLE");
+    await endsWith(sb, SHUTDOWN_MESSAGE, 503, "SERVICE_UNAVAILABLE");
+  },
+);
 
 for (const transport of ["sse", "websocket"] as const) {
-  embedded(`${transport}: a revocation whose message was lost is caught on the next update delivered, and by the periodic check`, async () => {
-    const a = await partner(local);
-    const jobA = await job(local, a.key);
-    const onUpdate = await subscribe(local, transport, a.key, jobA);
-    const b = await partner(local);
-    const periodic = await subscribe(local, transport, b.key, await job(local, b.key));
-    // Deactivated behind the kernel's back: no eviction, no message. The cached row lives 5 s.
-    await sql`update partners set is_active = false where id in (${a.id}, ${b.id})`.execute(tk.kernel.database.kysely);
-    tk.clock.advance(6_000);
+  embedded(
+    `${transport}: a revocation whose message was lost is caught on the next update delivered, and by the periodic check`,
+    async () => {
+      const a = await partner(local);
+      const jobA = await job(local, a.key);
+      const onUpdate = await subscribe(local, transport, a.key, jobA);
+      const b = await partner(local);
+      const periodic = await subscribe(local, transport, b.key, await job(local, b.key));
+      // Deactivated behind the kernel's back: no eviction, no message. The cached row lives 5 s.
+      await sql`update partners set is_active = false where id in (${a.id}, ${b.id})`.execute(
+        tk.kernel.database.kysely,
+      );
+      tk.clock.advance(6_000);
 
-    // The job moves: its next update is not delivered, the refusal is.
-    openGate(jobA);
-    await endsWith(onUpdate, "API key deactivated", 403, "FORBIDDEN");
-    // A quiet stream: the periodic check (here called at once rather than waited for).
-    assert.is(periodic.ended, false);
-    await tk.kernel.accounts.revocations.recheckAll();
-    await endsWith(periodic, "API key deactivated", 403, "FORBIDDEN");
-  });
+      // The job moves: its next update is not delivered, the refusal is.
+      openGate(jobA);
+      await endsWith(onUpdate, "API key deactivated", 403, "FORBIDDEN");
+      // A quiet stream: the periodic check (here called at once rather than waited for).
+      assert.is(periodic.ended, false);
+      await tk.kernel.accounts.revocations.recheckAll();
+      await endsWith(periodic, "API key deactivated", 403, "FORBIDDEN");
+    },
+  );
 }
 
 embedded.run();
@@ -328,15 +380,32 @@ if (pg && redis) {
     const databaseUrl = await isolatedPostgresDatabase();
     const prefix = isolatedRedisPrefix();
     const instance = async (role: "all" | "api") => {
-      const config = loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), "mediagate-revoke-")), DATABASE_URL: databaseUrl, REDIS_URL: redis, ROLE: role, LOG_LEVEL: "silent", SANDBOX_LATENCY_MS: "0" });
-      const kernel = await createKernel({ config, plugins: [account, holder], blobs: memoryBlobStore(), counters: redisCounters({ url: redis, prefix }), pubsub: redisPubSub({ url: redis, prefix }) });
+      const config = loadConfig({
+        DATA_DIR: mkdtempSync(join(tmpdir(), "mediagate-revoke-")),
+        DATABASE_URL: databaseUrl,
+        REDIS_URL: redis,
+        ROLE: role,
+        LOG_LEVEL: "silent",
+        SANDBOX_LATENCY_MS: "0",
+      });
+      const kernel = await createKernel({
+        config,
+        plugins: [account, holder],
+        blobs: memoryBlobStore(),
+        counters: redisCounters({ url: redis, prefix }),
+        pubsub: redisPubSub({ url: redis, prefix }),
+      });
       await kernel.start();
       return kernel;
     };
     one = await instance("all"); // the admin API is called here; it also runs the jobs
     two = await instance("api"); // the subscribers are here
     twoServer = await serveHttp(two, { adminToken: ADMIN_TOKEN, port: 0, hostname: "127.0.0.1" });
-    shared = { admin: one, subscriber: two, wsUrl: new URL("/graphql", twoServer.url).toString().replace(/^http/, "ws") };
+    shared = {
+      admin: one,
+      subscriber: two,
+      wsUrl: new URL("/graphql", twoServer.url).toString().replace(/^http/, "ws"),
+    };
   });
   cross.after.each(async () => {
     openAllGates();

@@ -1,16 +1,17 @@
 // The GraphQL schema is derived from the declarations: names from paths, arguments from path parameters
 // and input JSON Schema, types from output JSON Schema. Checked on test plugins (the shapes a declaration
 // can take) and on the registered plugins (the fields partners use).
+
+import { buildSchema, type GraphQLEnumType, type GraphQLObjectType, getNamedType, printType } from "graphql";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { z } from "zod";
-import { buildSchema, getNamedType, type GraphQLEnumType, GraphQLObjectType, printType } from "graphql";
 import { definePlugin, operation } from "../../core/plugin.ts";
 import { compileRegistry } from "../../core/registry.ts";
-import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import { plugins } from "../../plugins/index.ts";
 import { graphqlText } from "../../scripts/generate-schema.ts";
+import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import { buildGraphqlSchema } from "../../transports/graphql/schema.ts";
 import { probe, ticker } from "./fixtures.ts";
 
@@ -23,7 +24,8 @@ const argsOf = (schema: ReturnType<typeof buildSchema>, root: "Query" | "Mutatio
 
 t("field names follow the paths; shared names say which by their path parameters", () => {
   const handle = async () => ({});
-  const op = (method: "GET" | "POST" | "PATCH" | "DELETE", path: string) => operation({ method, path, rateLimit: "any", handle });
+  const op = (method: "GET" | "POST" | "PATCH" | "DELETE", path: string) =>
+    operation({ method, path, rateLimit: "any", handle });
   const registry = compileRegistry([
     definePlugin({
       name: "names",
@@ -43,8 +45,20 @@ t("field names follow the paths; shared names say which by their path parameters
     }),
   ]);
   const schema = buildGraphqlSchema(registry, null);
-  assert.equal(Object.keys(schema.getQueryType()!.getFields()).sort(), ["captions", "captionsByJobId", "captionsChunks", "omniScriptRunner", "webhook"]);
-  assert.equal(Object.keys(schema.getMutationType()!.getFields()).sort(), ["captions", "captionsUploadsPart", "deleteOmniCharacters", "omniCharacters", "updateWebhook"]);
+  assert.equal(Object.keys(schema.getQueryType()!.getFields()).sort(), [
+    "captions",
+    "captionsByJobId",
+    "captionsChunks",
+    "omniScriptRunner",
+    "webhook",
+  ]);
+  assert.equal(Object.keys(schema.getMutationType()!.getFields()).sort(), [
+    "captions",
+    "captionsUploadsPart",
+    "deleteOmniCharacters",
+    "omniCharacters",
+    "updateWebhook",
+  ]);
   assert.equal(argsOf(schema, "Mutation", "captionsUploadsPart"), ["index: String!", "session_id: String!"]);
   assert.equal(argsOf(schema, "Query", "captionsByJobId"), ["job_id: String!"]);
 });
@@ -67,11 +81,24 @@ t("output JSON Schema becomes object types with the REST field names; free-form 
     tags: "[String!]!",
   });
   // A result's enum whose values GraphQL can spell is an enum; one it cannot (`16:9`) a String that lists them.
-  assert.equal((schema.getType("ProbeResultKind") as GraphQLEnumType).getValues().map((v) => [v.name, v.value]).sort(), [["large", "large"], ["small", "small"]]);
+  assert.equal(
+    (schema.getType("ProbeResultKind") as GraphQLEnumType)
+      .getValues()
+      .map((v) => [v.name, v.value])
+      .sort(),
+    [
+      ["large", "large"],
+      ["small", "small"],
+    ],
+  );
   assert.match(result.getFields().shape!.description!, /One of: "1:1", "16:9"/);
   assert.equal(argsOf(schema, "Query", "probe"), ["id: String!"]);
   assert.equal(argsOf(schema, "Query", "probeEcho"), ["times: String", "word: String!"]);
-  assert.is(String(schema.getQueryType()!.getFields().probeFile!.type), "JSON", "no output schema: the REST body as JSON");
+  assert.is(
+    String(schema.getQueryType()!.getFields().probeFile!.type),
+    "JSON",
+    "no output schema: the REST body as JSON",
+  );
   assert.is(getNamedType(schema.getMutationType()!.getFields().probeFail!.type).name, "JSON");
 });
 
@@ -89,7 +116,10 @@ t("the registered plugins' fields, as partners call them", () => {
   if (plugins.some((p) => p.name === "images")) {
     assert.equal(argsOf(schema, "Mutation", "generateImage"), ["input: GenerateImageInput!"]);
     assert.equal(argsOf(schema, "Query", "imageStatus"), ["id: String!"]);
-    assert.equal(argsOf(schema, "Query", "images").map((a) => a.split(":")[0]), ["limit", "offset"]);
+    assert.equal(
+      argsOf(schema, "Query", "images").map((a) => a.split(":")[0]),
+      ["limit", "offset"],
+    );
     assert.ok((schema.getType("ImageStatusResult") as GraphQLObjectType).getFields().request_id);
   }
 });
@@ -97,7 +127,19 @@ t("the registered plugins' fields, as partners call them", () => {
 const s = suite("GraphQL execution of derived fields");
 let tk: TestKernel;
 s.before.each(async () => {
-  tk = await createTestKernel({ plugins: [account, probe, definePlugin({ name: "liar", rateLimits: { "GET /liar": [{ limit: 100, windowSeconds: 60 }] }, operations: [operation({ method: "GET", path: "/liar", output: z.object({ must: z.string() }), handle: async () => ({}) })] })] });
+  tk = await createTestKernel({
+    plugins: [
+      account,
+      probe,
+      definePlugin({
+        name: "liar",
+        rateLimits: { "GET /liar": [{ limit: 100, windowSeconds: 60 }] },
+        operations: [
+          operation({ method: "GET", path: "/liar", output: z.object({ must: z.string() }), handle: async () => ({}) }),
+        ],
+      }),
+    ],
+  });
 });
 s.after.each(async () => {
   await tk.close();
@@ -105,7 +147,12 @@ s.after.each(async () => {
 
 s("a typed body selects the REST body's fields", async () => {
   const p = await tk.partner();
-  const g = await graphql(tk, '{ probe(id: "x1") { request_id id kind shape count ratio note tags nested { label flag } items { n } extra } }', undefined, { key: p.key });
+  const g = await graphql(
+    tk,
+    '{ probe(id: "x1") { request_id id kind shape count ratio note tags nested { label flag } items { n } extra } }',
+    undefined,
+    { key: p.key },
+  );
   assert.is(g.errors, undefined, JSON.stringify(g.errors));
   const r = await tk.request("GET", "/probe/x1", { key: p.key });
   const { request_id: _a, ...rest } = r.body;
@@ -119,7 +166,10 @@ s("a typed body selects the REST body's fields", async () => {
 s("GET inputs are arguments, validated with the REST texts", async () => {
   const p = await tk.partner();
   const g = await graphql(tk, '{ probeEcho(word: "ab", times: "2") }', undefined, { key: p.key });
-  assert.equal(withoutId(g.data.probeEcho), withoutId((await tk.request("GET", "/probe-echo?word=ab&times=2", { key: p.key })).body));
+  assert.equal(
+    withoutId(g.data.probeEcho),
+    withoutId((await tk.request("GET", "/probe-echo?word=ab&times=2", { key: p.key })).body),
+  );
   const bad = await graphql(tk, '{ probeEcho(word: "a") }', undefined, { key: p.key });
   assert.is(bad.errors![0]!.message, "word is too short");
   assert.is(bad.errors![0]!.message, (await tk.request("GET", "/probe-echo?word=a", { key: p.key })).body.error);
@@ -156,8 +206,12 @@ s("a handler's own Response: JSON passes through, a file points to REST", async 
 s("GET /graphql runs queries from the query string; browsers get GraphiQL", async () => {
   const p = await tk.partner({ credits: 42 });
   const app = (await import("../../transports/http.ts")).createHttpApp(tk.kernel, { adminToken: "x" });
-  const get = (url: string, headers: Record<string, string>) => Promise.resolve(app.fetch(new Request(`http://t${url}`, { headers: { "user-agent": "tests/1.0", ...headers } })));
-  const res = await get(`/graphql?query=${encodeURIComponent("{ me { credits_remaining } }")}`, { authorization: `Bearer ${p.key}`, accept: "application/json" });
+  const get = (url: string, headers: Record<string, string>) =>
+    Promise.resolve(app.fetch(new Request(`http://t${url}`, { headers: { "user-agent": "tests/1.0", ...headers } })));
+  const res = await get(`/graphql?query=${encodeURIComponent("{ me { credits_remaining } }")}`, {
+    authorization: `Bearer ${p.key}`,
+    accept: "application/json",
+  });
   assert.is(res.status, 200);
   assert.is(((await res.json()) as any).data.me.credits_remaining, 42);
   const page = await get("/graphql", { accept: "text/html" });
@@ -165,7 +219,10 @@ s("GET /graphql runs queries from the query string; browsers get GraphiQL", asyn
   const html = await page.text();
   assert.match(html, /renderYogaGraphiQL/, "GraphiQL itself, inlined from @graphql-yoga/render-graphiql");
   assert.not.match(html, /unpkg\.com|jsdelivr|cdnjs/, "nothing loaded from a CDN: it works offline");
-  const mutation = await get(`/graphql?query=${encodeURIComponent("mutation { probeFail }")}`, { authorization: `Bearer ${p.key}`, accept: "application/json" });
+  const mutation = await get(`/graphql?query=${encodeURIComponent("mutation { probeFail }")}`, {
+    authorization: `Bearer ${p.key}`,
+    accept: "application/json",
+  });
   assert.is(mutation.status, 405, "mutations only over POST");
 });
 

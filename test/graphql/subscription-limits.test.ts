@@ -4,10 +4,15 @@
 // in test/security/attacks-connections.test.ts).
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
+import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
+import {
+  SocketSubscriptions,
+  SUBSCRIPTION_ERRORS,
+  SubscriptionLimits,
+  subscriptionLimitsOf,
+} from "../../transports/graphql/subscription-limits.ts";
 import { createHttpApp } from "../../transports/http.ts";
-import { SocketSubscriptions, SUBSCRIPTION_ERRORS, SubscriptionLimits, subscriptionLimitsOf } from "../../transports/graphql/subscription-limits.ts";
 import { ticker } from "./fixtures.ts";
 
 const unit = suite("subscription limits: the count");
@@ -99,7 +104,12 @@ async function subscribe(key: string, id: string) {
   const res = await app.fetch(
     new Request("http://mediagate.test/graphql", {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "text/event-stream", authorization: `Bearer ${key}`, "user-agent": "mediagate-tests/1.0" },
+      headers: {
+        "content-type": "application/json",
+        accept: "text/event-stream",
+        authorization: `Bearer ${key}`,
+        "user-agent": "mediagate-tests/1.0",
+      },
       body: JSON.stringify({ query: SUBSCRIPTION, variables: { id } }),
       signal: controller.signal,
     }),
@@ -111,7 +121,10 @@ async function subscribe(key: string, id: string) {
     if (done) break;
     text += value;
   }
-  const data = JSON.parse(/event: next\ndata: (.*)\n/.exec(text)?.[1] ?? "null") as { data?: any; errors?: Array<{ message: string; extensions: Record<string, unknown> }> } | null;
+  const data = JSON.parse(/event: next\ndata: (.*)\n/.exec(text)?.[1] ?? "null") as {
+    data?: any;
+    errors?: Array<{ message: string; extensions: Record<string, unknown> }>;
+  } | null;
   return {
     status: res.status,
     data,
@@ -131,38 +144,44 @@ async function until(check: () => boolean, what: string) {
   assert.ok(check(), what);
 }
 
-sse("past the cap a partner's subscription is an HTTP 429 with the GraphQL error; a closed stream gives its slot back", async () => {
-  const p = await tk.partner();
-  const other = await tk.partner();
-  const id = await submit(p.key);
-  const limits = subscriptionLimitsOf(tk.kernel);
-  const first = await subscribe(p.key, id);
-  const second = await subscribe(p.key, id);
-  assert.equal([first.status, second.status], [200, 200]);
-  assert.is(first.data?.data?.jobUpdates?.job_id, id);
-  assert.is(limits.heldBy(p.id), 2);
+sse(
+  "past the cap a partner's subscription is an HTTP 429 with the GraphQL error; a closed stream gives its slot back",
+  async () => {
+    const p = await tk.partner();
+    const other = await tk.partner();
+    const id = await submit(p.key);
+    const limits = subscriptionLimitsOf(tk.kernel);
+    const first = await subscribe(p.key, id);
+    const second = await subscribe(p.key, id);
+    assert.equal([first.status, second.status], [200, 200]);
+    assert.is(first.data?.data?.jobUpdates?.job_id, id);
+    assert.is(limits.heldBy(p.id), 2);
 
-  const third = await subscribe(p.key, id);
-  assert.is(third.status, 429);
-  assert.equal(third.data?.errors?.map((e) => [e.message, e.extensions.code, e.extensions.status, e.extensions.limit]), [[SUBSCRIPTION_ERRORS.per_key, "RATE_LIMITED", 429, "subscriptions_per_key"]]);
-  assert.is(third.data?.errors?.[0]?.extensions.http, undefined, "extensions.http is yoga's, not sent");
-  await third.close();
-  // Another partner's key is not this one's cap (its job is someone else's: "Not found", no slot held).
-  const foreign = await subscribe(other.key, id);
-  assert.is(foreign.status, 200);
-  assert.is(foreign.data?.errors?.[0]?.message, "Not found");
-  await foreign.close();
-  assert.is(limits.heldBy(other.id), 0, "a subscription that never streamed holds nothing");
+    const third = await subscribe(p.key, id);
+    assert.is(third.status, 429);
+    assert.equal(
+      third.data?.errors?.map((e) => [e.message, e.extensions.code, e.extensions.status, e.extensions.limit]),
+      [[SUBSCRIPTION_ERRORS.per_key, "RATE_LIMITED", 429, "subscriptions_per_key"]],
+    );
+    assert.is(third.data?.errors?.[0]?.extensions.http, undefined, "extensions.http is yoga's, not sent");
+    await third.close();
+    // Another partner's key is not this one's cap (its job is someone else's: "Not found", no slot held).
+    const foreign = await subscribe(other.key, id);
+    assert.is(foreign.status, 200);
+    assert.is(foreign.data?.errors?.[0]?.message, "Not found");
+    await foreign.close();
+    assert.is(limits.heldBy(other.id), 0, "a subscription that never streamed holds nothing");
 
-  await first.close();
-  await until(() => limits.heldBy(p.id) === 1, "the closed stream's slot released");
-  const again = await subscribe(p.key, id);
-  assert.is(again.status, 200);
-  assert.is(limits.heldBy(p.id), 2);
-  await Promise.all([second.close(), again.close()]);
-  await until(() => limits.open === 0 && limits.keys === 0, `no slot left: ${limits.open} open`);
-  assert.is(limits.refused.per_key, 1);
-});
+    await first.close();
+    await until(() => limits.heldBy(p.id) === 1, "the closed stream's slot released");
+    const again = await subscribe(p.key, id);
+    assert.is(again.status, 200);
+    assert.is(limits.heldBy(p.id), 2);
+    await Promise.all([second.close(), again.close()]);
+    await until(() => limits.open === 0 && limits.keys === 0, `no slot left: ${limits.open} open`);
+    assert.is(limits.refused.per_key, 1);
+  },
+);
 
 sse("a stream that ends with its job gives its slot back", async () => {
   const p = await tk.partner();

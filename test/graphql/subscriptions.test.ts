@@ -2,29 +2,37 @@
 // with the job workers running: the current state first, then each change until the terminal one. Then
 // two instances on one Postgres database and one Redis: a subscriber on the API instance sees the job
 // that the worker instance runs.
-import { suite } from "uvu";
-import * as assert from "uvu/assert";
+
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createClient, type Client } from "graphql-ws";
+import { type Client, createClient } from "graphql-ws";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
 import WebSocket from "ws";
 import { loadConfig } from "../../core/config.ts";
 import type { JobUpdate } from "../../core/jobs.ts";
 import { createKernel, type Kernel } from "../../core/kernel.ts";
-import { createTestKernel, graphql, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import { memoryBlobStore } from "../../storage/blobs.ts";
 import { redisCounters } from "../../storage/counters.ts";
 import type { PubSub } from "../../storage/pubsub.ts";
 import { redisPubSub } from "../../storage/pubsub.ts";
+import { createTestKernel, graphql, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
 import { callerFromRequest } from "../../transports/graphql/context.ts";
 import { subscribeToJob } from "../../transports/graphql/subscriptions.ts";
-import { serveHttp, type HttpServer } from "../../transports/http.ts";
-import { databaseBackends, isolatedPostgresDatabase, isolatedRedisPrefix, postgresUrl, redisUrl } from "../helpers/backends.ts";
+import { type HttpServer, serveHttp } from "../../transports/http.ts";
+import {
+  databaseBackends,
+  isolatedPostgresDatabase,
+  isolatedRedisPrefix,
+  postgresUrl,
+  redisUrl,
+} from "../helpers/backends.ts";
 import { openGate, ticker } from "./fixtures.ts";
 
-const SUBSCRIPTION = "subscription($id: String!) { jobUpdates(id: $id) { job_id plugin kind state terminal progress message error updated_at } }";
+const SUBSCRIPTION =
+  "subscription($id: String!) { jobUpdates(id: $id) { job_id plugin kind state terminal progress message error updated_at } }";
 
 async function submit(tk: TestKernel, key: string, input: Record<string, unknown> = {}): Promise<string> {
   const res = await graphql(tk, "mutation($input: TickInput) { tick(input: $input) }", { input }, { key });
@@ -43,7 +51,10 @@ function assertRun(updates: JobUpdate[], jobId: string, end: "done" | "failed") 
     assert.is(u.kind, "tick");
     assert.match(u.updated_at, /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
   }
-  assert.ok(updates.some((u) => u.state === "running" && u.progress === 50 && u.message === "halfway"), JSON.stringify(updates));
+  assert.ok(
+    updates.some((u) => u.state === "running" && u.progress === 50 && u.message === "halfway"),
+    JSON.stringify(updates),
+  );
   const last = updates.at(-1)!;
   assert.is(last.state, end);
   assert.is(last.terminal, true);
@@ -95,7 +106,11 @@ for (const backend of await databaseBackends()) {
   const t = suite(`GraphQL jobUpdates over SSE on ${backend.name}`);
   let tk: TestKernel;
   t.before.each(async () => {
-    tk = await createTestKernel({ plugins: [account, ticker], start: true, databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined });
+    tk = await createTestKernel({
+      plugins: [account, ticker],
+      start: true,
+      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
+    });
   });
   t.after.each(async () => {
     await tk.close();
@@ -118,10 +133,15 @@ for (const backend of await databaseBackends()) {
     const p = await tk.partner();
     const id = await submit(tk, p.key);
     openGate(id);
-    for (let i = 0; i < 200 && !(await tk.kernel.jobs.current(id, p.id))?.terminal; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 200 && !(await tk.kernel.jobs.current(id, p.id))?.terminal; i++)
+      await new Promise((r) => setTimeout(r, 50));
     const updates: JobUpdate[] = [];
-    for await (const r of graphqlSubscription(tk, SUBSCRIPTION, { id }, { key: p.key })) updates.push(r.data.jobUpdates);
-    assert.equal(updates.map((u) => [u.state, u.terminal]), [["done", true]]);
+    for await (const r of graphqlSubscription(tk, SUBSCRIPTION, { id }, { key: p.key }))
+      updates.push(r.data.jobUpdates);
+    assert.equal(
+      updates.map((u) => [u.state, u.terminal]),
+      [["done", true]],
+    );
   });
 
   t("another account's job, a missing job, a missing key: the REST texts", async () => {
@@ -162,7 +182,9 @@ for (const backend of await databaseBackends()) {
       await until(() => counting.live.size === 0, "the listener to go");
 
       // And directly: return() ends a pending next() without waiting for a message.
-      const caller = callerFromRequest(new Request("http://t/graphql", { headers: { authorization: `Bearer ${p.key}`, "user-agent": "tests/1.0" } }));
+      const caller = callerFromRequest(
+        new Request("http://t/graphql", { headers: { authorization: `Bearer ${p.key}`, "user-agent": "tests/1.0" } }),
+      );
       const it = await subscribeToJob(tk.kernel, caller, id);
       assert.is((await it.next()).value!.state, "queued");
       const pending = it.next();
@@ -220,22 +242,28 @@ ws("a subscription streams the job until it ends; the key comes in connectionPar
 ws("queries and mutations run over the socket too, with the REST error texts", async () => {
   const p = await tk.partner({ credits: 77 });
   const c = client({ Authorization: `Bearer ${p.key}` });
-  for await (const r of c.iterate({ query: "{ me { credits_remaining } }" }) as AsyncIterable<any>) assert.is(r.data.me.credits_remaining, 77);
+  for await (const r of c.iterate({ query: "{ me { credits_remaining } }" }) as AsyncIterable<any>)
+    assert.is(r.data.me.credits_remaining, 77);
   // Without a key, connection_init is refused: the socket closes with 4403 Forbidden before any operation runs.
   const refused = await (async () => {
     try {
-      for await (const _ of client({}).iterate({ query: "{ me { credits_remaining } }" }) as AsyncIterable<any>) return "answered";
+      for await (const _ of client({}).iterate({ query: "{ me { credits_remaining } }" }) as AsyncIterable<any>)
+        return "answered";
       return "completed";
     } catch (closed) {
       return (closed as { code?: number }).code;
     }
   })();
   assert.is(refused, 4403);
-  for await (const r of client({ authorization: `Bearer ${p.key}` }, null).iterate({ query: "{ me { credits_remaining } }" }) as AsyncIterable<any>) assert.is(r.errors[0].message, "error code: 1010");
+  for await (const r of client({ authorization: `Bearer ${p.key}` }, null).iterate({
+    query: "{ me { credits_remaining } }",
+  }) as AsyncIterable<any>)
+    assert.is(r.errors[0].message, "error code: 1010");
   const other = await tk.partner();
   const id = await submit(tk, other.key);
   openGate(id);
-  for await (const r of c.iterate({ query: SUBSCRIPTION, variables: { id } }) as AsyncIterable<any>) assert.is(r.errors[0].message, "Not found");
+  for await (const r of c.iterate({ query: SUBSCRIPTION, variables: { id } }) as AsyncIterable<any>)
+    assert.is(r.errors[0].message, "Not found");
 });
 
 const cross = suite("GraphQL subscriptions across instances (Postgres and Redis)");
@@ -248,8 +276,21 @@ if (pg && redis) {
     const databaseUrl = await isolatedPostgresDatabase();
     const prefix = isolatedRedisPrefix();
     const instance = async (role: "worker" | "api") => {
-      const config = loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), "mediagate-gql-")), DATABASE_URL: databaseUrl, REDIS_URL: redis, ROLE: role, LOG_LEVEL: "silent", SANDBOX_LATENCY_MS: "0" });
-      const kernel = await createKernel({ config, plugins: [account, ticker], blobs: memoryBlobStore(), counters: redisCounters({ url: redis, prefix }), pubsub: redisPubSub({ url: redis, prefix }) });
+      const config = loadConfig({
+        DATA_DIR: mkdtempSync(join(tmpdir(), "mediagate-gql-")),
+        DATABASE_URL: databaseUrl,
+        REDIS_URL: redis,
+        ROLE: role,
+        LOG_LEVEL: "silent",
+        SANDBOX_LATENCY_MS: "0",
+      });
+      const kernel = await createKernel({
+        config,
+        plugins: [account, ticker],
+        blobs: memoryBlobStore(),
+        counters: redisCounters({ url: redis, prefix }),
+        pubsub: redisPubSub({ url: redis, prefix }),
+      });
       await kernel.start();
       return kernel;
     };

@@ -4,20 +4,24 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { probeImage } from "../../lib/media/index.ts";
-import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import images from "../../plugins/images/index.ts";
-import imagesSandbox from "../../plugins/images/sandbox.ts";
 import { encodePng } from "../../plugins/images/png.ts";
-import upscale from "../../plugins/upscale/index.ts";
+import imagesSandbox from "../../plugins/images/sandbox.ts";
 import { UPSCALE_ERRORS as E } from "../../plugins/upscale/errors.ts";
+import upscale from "../../plugins/upscale/index.ts";
 import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
+import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 
 const t = suite("upscale over GraphQL");
 let tk: TestKernel;
 t.before(async () => {
-  tk = await createTestKernel({ plugins: [account, imagesSandbox, images, videoSandbox, video, upscale], start: true, env: { SANDBOX_LATENCY_MS: "20" } });
+  tk = await createTestKernel({
+    plugins: [account, imagesSandbox, images, videoSandbox, video, upscale],
+    start: true,
+    env: { SANDBOX_LATENCY_MS: "20" },
+  });
 });
 t.after(async () => {
   await tk.close();
@@ -31,14 +35,30 @@ const picture = (w: number, h: number) => {
 
 t("upscaleImage, then imageStatus to success with a PNG twice the size", async () => {
   // Polled every 50 ms for as long as a loaded machine takes: the status limit (60/min) is raised for this account.
-  const { key } = await tk.partner({ credits: 100, limits: { rate_limits: { "GET /image-status/<gen_id>": 1_000_000 } } });
-  const sub = await graphql(tk, "mutation($input: UpscaleImageInput) { upscaleImage(input: $input) { job_id public_id status upscale_factor output { width height tier } credits_used } }", { input: { image_base64: picture(40, 30), upscale_factor: 2 } }, { key });
+  const { key } = await tk.partner({
+    credits: 100,
+    limits: { rate_limits: { "GET /image-status/<gen_id>": 1_000_000 } },
+  });
+  const sub = await graphql(
+    tk,
+    "mutation($input: UpscaleImageInput) { upscaleImage(input: $input) { job_id public_id status upscale_factor output { width height tier } credits_used } }",
+    { input: { image_base64: picture(40, 30), upscale_factor: 2 } },
+    { key },
+  );
   assert.is(sub.errors, undefined, JSON.stringify(sub.errors));
   const up = sub.data.upscaleImage;
-  assert.equal([up.status, up.upscale_factor, up.output, up.credits_used], ["pending", 2, { width: 80, height: 60, tier: "2K" }, 8]);
+  assert.equal(
+    [up.status, up.upscale_factor, up.output, up.credits_used],
+    ["pending", 2, { width: 80, height: 60, tier: "2K" }, 8],
+  );
   let status: any;
   for (;;) {
-    const st = await graphql(tk, "query($id: String!) { imageStatus(id: $id) { status image_url } }", { id: up.public_id }, { key });
+    const st = await graphql(
+      tk,
+      "query($id: String!) { imageStatus(id: $id) { status image_url } }",
+      { id: up.public_id },
+      { key },
+    );
     assert.is(st.errors, undefined, JSON.stringify(st.errors));
     status = st.data.imageStatus;
     if (status.status !== "pending") break;
@@ -52,9 +72,19 @@ t("upscaleImage, then imageStatus to success with a PNG twice the size", async (
 
 t("validation errors carry the REST texts", async () => {
   const { key } = await tk.partner({ credits: 100 });
-  const res = await graphql(tk, "mutation($input: UpscaleImageInput) { upscaleImage(input: $input) { job_id } }", { input: { image_base64: picture(8, 8), upscale_factor: 3 } }, { key });
+  const res = await graphql(
+    tk,
+    "mutation($input: UpscaleImageInput) { upscaleImage(input: $input) { job_id } }",
+    { input: { image_base64: picture(8, 8), upscale_factor: 3 } },
+    { key },
+  );
   assert.is(res.errors?.[0]?.message, E.factor);
-  const v = await graphql(tk, "mutation($input: UpscaleVideoInput!) { upscaleVideo(input: $input) { job_id } }", { input: { video_url: "http://example.com/a.mp4" } }, { key });
+  const v = await graphql(
+    tk,
+    "mutation($input: UpscaleVideoInput!) { upscaleVideo(input: $input) { job_id } }",
+    { input: { video_url: "http://example.com/a.mp4" } },
+    { key },
+  );
   assert.is(v.errors?.[0]?.message, E.videoUrl);
 });
 

@@ -1,8 +1,9 @@
 // Which backends the tests loop over. PGlite and the in-process stores always; Postgres and Redis whenever
 // they answer (TEST_DATABASE_URL / TEST_REDIS_URL, or the local services on 127.0.0.1). Like kysely's own
 // suite, a behaviour that depends on the backend is tested once per backend with the same test body.
-import net from "node:net";
+
 import { randomBytes } from "node:crypto";
+import net from "node:net";
 import process from "node:process";
 import pg from "pg";
 import { onAfterAll } from "./lifecycle.ts";
@@ -88,7 +89,9 @@ async function dropDatabases(admin: string): Promise<void> {
     await c.connect();
     try {
       for (let name = names.shift(); name; name = names.shift()) {
-        await c.query(`drop database if exists ${name} with (force)`).catch((err) => failures.push(`${name}: ${err.message}`));
+        await c
+          .query(`drop database if exists ${name} with (force)`)
+          .catch((err) => failures.push(`${name}: ${err.message}`));
       }
     } finally {
       await c.end().catch(() => {});

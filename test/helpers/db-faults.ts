@@ -11,8 +11,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import * as assert from "uvu/assert";
 import pg from "pg";
+import * as assert from "uvu/assert";
 import { api, call, sleep } from "./restart.ts";
 import { type ServerProcess, startServer } from "./server.ts";
 
@@ -60,7 +60,8 @@ export async function startPair(databaseUrl: string, env: Record<string, string>
     exits,
     api: apiProcess,
     worker,
-    logs: () => `--- api (pid ${apiProcess.pid}) ---\n${apiProcess.output()}\n--- worker (pid ${worker.pid}) ---\n${worker.output()}`,
+    logs: () =>
+      `--- api (pid ${apiProcess.pid}) ---\n${apiProcess.output()}\n--- worker (pid ${worker.pid}) ---\n${worker.output()}`,
     stop,
   };
 }
@@ -74,10 +75,24 @@ export const OPENING_CREDITS = 100_000;
 
 /** A partner with room for every job at once and rate limits out of the load's way. */
 export async function createPartner(server: ServerProcess): Promise<Partner> {
-  const created = await call(server, "POST", "/api/v1/admin/partners", { adminToken: ADMIN_TOKEN, body: { name: "Database faults", credits: OPENING_CREDITS } });
+  const created = await call(server, "POST", "/api/v1/admin/partners", {
+    adminToken: ADMIN_TOKEN,
+    body: { name: "Database faults", credits: OPENING_CREDITS },
+  });
   assert.is(created.status, 201, JSON.stringify(created.body));
-  const limits = { inflight_jobs: 1000, rate_limits: { "POST /generate-image": 100_000, "GET /image-status/<gen_id>": 100_000, "GET /credits": 100_000, "GET /transactions": 100_000 } };
-  const patched = await call(server, "PATCH", `/api/v1/admin/partners/${created.body.partner_id}`, { adminToken: ADMIN_TOKEN, body: { limits } });
+  const limits = {
+    inflight_jobs: 1000,
+    rate_limits: {
+      "POST /generate-image": 100_000,
+      "GET /image-status/<gen_id>": 100_000,
+      "GET /credits": 100_000,
+      "GET /transactions": 100_000,
+    },
+  };
+  const patched = await call(server, "PATCH", `/api/v1/admin/partners/${created.body.partner_id}`, {
+    adminToken: ADMIN_TOKEN,
+    body: { limits },
+  });
   assert.is(patched.status, 200, JSON.stringify(patched.body));
   return { partnerId: created.body.partner_id, key: created.body.api_key };
 }
@@ -133,8 +148,14 @@ export function startLoad(server: ServerProcess, key: string, concurrency = 4): 
 
 /** Neither process exited, and neither printed Node's report of an unhandled 'error' event. */
 export function assertAlive(pair: Pair): void {
-  for (const [name, s] of [["api", pair.api], ["worker", pair.worker]] as const) {
-    assert.not.ok(/Emitted 'error' event|Unhandled 'error' event|uncaughtException|unhandledRejection/.test(s.output()), `${name} printed an unhandled error\n${pair.logs()}`);
+  for (const [name, s] of [
+    ["api", pair.api],
+    ["worker", pair.worker],
+  ] as const) {
+    assert.not.ok(
+      /Emitted 'error' event|Unhandled 'error' event|uncaughtException|unhandledRejection/.test(s.output()),
+      `${name} printed an unhandled error\n${pair.logs()}`,
+    );
   }
   assert.equal(pair.exits, [], `a process exited\n${pair.logs()}`);
 }
@@ -156,25 +177,45 @@ export async function readDatabase<T>(databaseUrl: string, fn: (client: pg.Clien
  * set, terminal, no slot held, a failed job refunded once, a successful one never), and the balance is the
  * ledger's sum. Returns the jobs' states.
  */
-export async function assertRecovered(pair: Pair, partner: Partner, databaseUrl: string, recoveryMs = 45_000): Promise<Record<string, number>> {
+export async function assertRecovered(
+  pair: Pair,
+  partner: Partner,
+  databaseUrl: string,
+  recoveryMs = 45_000,
+): Promise<Record<string, number>> {
   const { key, partnerId } = partner;
   const credits = await call(pair.api, "GET", api("/credits"), { key });
   assert.is(credits.status, 200, `GET /credits after the fault: ${JSON.stringify(credits.body)}\n${pair.logs()}`);
-  const submit = await call(pair.api, "POST", api("/generate-image"), { key, body: { prompt: "after the fault", model: "image-b-2" } });
+  const submit = await call(pair.api, "POST", api("/generate-image"), {
+    key,
+    body: { prompt: "after the fault", model: "image-b-2" },
+  });
   assert.is(submit.status, 202, `a submit after the fault: ${JSON.stringify(submit.body)}\n${pair.logs()}`);
   const last: string = submit.body.public_ids[0];
 
   const until = Date.now() + recoveryMs;
   let open: Array<{ id: string; state: string }> = [];
   for (;;) {
-    open = await readDatabase(databaseUrl, async (c) => (await c.query("select id, state from jobs where partner_id = $1 and finished_at is null", [partnerId])).rows);
+    open = await readDatabase(
+      databaseUrl,
+      async (c) =>
+        (await c.query("select id, state from jobs where partner_id = $1 and finished_at is null", [partnerId])).rows,
+    );
     if (open.length === 0) break;
-    if (Date.now() > until) assert.unreachable(`${open.length} jobs still open ${recoveryMs / 1000} s after the fault: ${JSON.stringify(open.slice(0, 10))}\n${pair.logs()}`);
+    if (Date.now() > until)
+      assert.unreachable(
+        `${open.length} jobs still open ${recoveryMs / 1000} s after the fault: ${JSON.stringify(open.slice(0, 10))}\n${pair.logs()}`,
+      );
     await sleep(250);
   }
 
   return readDatabase(databaseUrl, async (c) => {
-    const jobs = (await c.query("select id, state, credits_used, credits_refunded, holds_inflight_slot from jobs where partner_id = $1", [partnerId])).rows;
+    const jobs = (
+      await c.query(
+        "select id, state, credits_used, credits_refunded, holds_inflight_slot from jobs where partner_id = $1",
+        [partnerId],
+      )
+    ).rows;
     const ledger = (await c.query("select type, amount, job_id from ledger where partner_id = $1", [partnerId])).rows;
     const states: Record<string, number> = {};
     for (const j of jobs) {
@@ -184,11 +225,20 @@ export async function assertRecovered(pair: Pair, partner: Partner, databaseUrl:
       const refunds = ledger.filter((e) => e.type === "refund" && e.job_id === j.id);
       const usage = ledger.filter((e) => e.type === "usage" && e.job_id === j.id);
       assert.is(usage.length, 1, `job ${j.id} charged ${usage.length} times`);
-      assert.is(refunds.length, j.state === "failed" ? 1 : 0, `job ${j.id} (${j.state}) refunded ${refunds.length} times`);
+      assert.is(
+        refunds.length,
+        j.state === "failed" ? 1 : 0,
+        `job ${j.id} (${j.state}) refunded ${refunds.length} times`,
+      );
       assert.is(Number(j.credits_refunded), j.state === "failed" ? Number(j.credits_used) : 0);
     }
-    assert.ok(jobs.some((j) => j.id === last && j.state === "success"), `the submit after the fault succeeded\n${pair.logs()}`);
-    const balance = Number((await c.query("select credits_remaining from partners where id = $1", [partnerId])).rows[0].credits_remaining);
+    assert.ok(
+      jobs.some((j) => j.id === last && j.state === "success"),
+      `the submit after the fault succeeded\n${pair.logs()}`,
+    );
+    const balance = Number(
+      (await c.query("select credits_remaining from partners where id = $1", [partnerId])).rows[0].credits_remaining,
+    );
     const sum = ledger.reduce((n, e) => n + Number(e.amount), 0);
     assert.is(balance, sum, "the balance is the ledger's sum");
     const answered = await call(pair.api, "GET", api("/credits"), { key });

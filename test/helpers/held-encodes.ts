@@ -23,7 +23,9 @@ export function holdEncodes(tk: TestKernel) {
  */
 export async function answerWhileHeld<T>(call: Promise<T>, ms = 60_000): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error("the call waited for a held encode")), ms)));
+  const late = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error("the call waited for a held encode")), ms)),
+  );
   try {
     return await Promise.race([call, late]);
   } finally {

@@ -40,14 +40,25 @@ console.log("STARTED");
 
 if (env.SUBMIT) {
   const { id } = await tk.partner({ credits: 100 });
-  const { jobId } = await tk.kernel.jobs.submit({ partnerId: id, plugin: "crashy", kind: "slow", endpoint: "POST /slow", state: "queued", credits: 10, inflight: true, input: {} });
+  const { jobId } = await tk.kernel.jobs.submit({
+    partnerId: id,
+    plugin: "crashy",
+    kind: "slow",
+    endpoint: "POST /slow",
+    state: "queued",
+    credits: 10,
+    inflight: true,
+    input: {},
+  });
   console.log(`SUBMITTED ${jobId}`);
 }
 if (env.WATCH) {
   for (;;) {
     const job = await db.selectFrom("jobs").selectAll().where("id", "=", env.WATCH).executeTakeFirstOrThrow();
     if (job.finished_at !== null) {
-      console.log(`FINISHED ${job.state} refunded=${job.credits_refunded} failed_attempts=${job.failed_attempts ?? "-"}`);
+      console.log(
+        `FINISHED ${job.state} refunded=${job.credits_refunded} failed_attempts=${job.failed_attempts ?? "-"}`,
+      );
       break;
     }
     await new Promise((r) => setTimeout(r, 100));

@@ -47,12 +47,21 @@ export interface MainProcess {
  * Spawns `command` (default: node --import tsx main.ts) from the project root with `env` over a minimal
  * environment (PATH, HOME, TMPDIR, HOST=127.0.0.1).
  */
-export function spawnMain(env: Record<string, string>, command: string[] = [process.execPath, "--import", "tsx", "main.ts"]): MainProcess {
+export function spawnMain(
+  env: Record<string, string>,
+  command: string[] = [process.execPath, "--import", "tsx", "main.ts"],
+): MainProcess {
   const child = spawn(command[0]!, command.slice(1), {
     cwd: ROOT,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", TMPDIR: process.env.TMPDIR ?? "/tmp", HOST: "127.0.0.1", ...env },
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: process.env.HOME ?? "/tmp",
+      TMPDIR: process.env.TMPDIR ?? "/tmp",
+      HOST: "127.0.0.1",
+      ...env,
+    },
   });
   running.add(child);
   let out = "";
@@ -62,12 +71,15 @@ export function spawnMain(env: Record<string, string>, command: string[] = [proc
   // "exit" can come before the last bytes of stdout/stderr are read (a busy machine showed a refusal's one
   // line missing); the exit is reported once both pipes have ended, or after a second if a grandchild that
   // outlived the process still holds them.
-  const drained = (stream: NodeJS.ReadableStream) => new Promise<void>((r) => (stream.once("end", () => r()), stream.once("close", () => r())));
+  const drained = (stream: NodeJS.ReadableStream) =>
+    new Promise<void>((r) => (stream.once("end", () => r()), stream.once("close", () => r())));
   const pipesDone = Promise.all([drained(child.stdout!), drained(child.stderr!)]);
   const exitP = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
     child.once("exit", (code, signal) => {
       running.delete(child);
-      void Promise.race([pipesDone, new Promise((r) => setTimeout(r, 1000))]).then(() => res((exited = { code, signal })));
+      void Promise.race([pipesDone, new Promise((r) => setTimeout(r, 1000))]).then(() =>
+        res((exited = { code, signal })),
+      );
     }),
   );
   return {
@@ -84,7 +96,10 @@ export function spawnMain(env: Record<string, string>, command: string[] = [proc
     },
     async exit(timeoutMs) {
       let timer: ReturnType<typeof setTimeout> | undefined;
-      const result = await Promise.race([exitP, new Promise<null>((r) => (timer = setTimeout(() => r(null), timeoutMs)))]);
+      const result = await Promise.race([
+        exitP,
+        new Promise<null>((r) => (timer = setTimeout(() => r(null), timeoutMs))),
+      ]);
       clearTimeout(timer);
       return result;
     },

@@ -68,6 +68,9 @@ export function memoizedEngine(engine: MediaEngine, cache: RunCache): MediaEngin
  */
 export function hostSharingRenders(host: CapabilityHost, cache: RunCache): CapabilityHost {
   let media: MediaEngine | undefined;
-  const capability = ((name: string) => (name === "media" ? (media ??= memoizedEngine(host.capability("media"), cache)) : host.capability(name as any))) as CapabilityHost["capability"];
+  const capability = ((name: string) =>
+    name === "media"
+      ? (media ??= memoizedEngine(host.capability("media"), cache))
+      : host.capability(name as any)) as CapabilityHost["capability"];
   return { ...host, capability };
 }

@@ -25,7 +25,13 @@ export function pingPlugin(name: string, options: { limitPerMinute: number; onRu
         status: 202,
         input: z.object({}),
         async handle(ctx) {
-          const job = await ctx.submitJob({ kind: "ping", credits: 1, state: "queued", input: {}, insufficientCredits: () => "Insufficient credits" });
+          const job = await ctx.submitJob({
+            kind: "ping",
+            credits: 1,
+            state: "queued",
+            input: {},
+            insufficientCredits: () => "Insufficient credits",
+          });
           return { job_id: job.jobId };
         },
       }),

@@ -18,7 +18,7 @@
 // not survive a power cut, and fsync would make each start and stop slower on a shared disk). Commits stay
 // synchronous: an "immediate" stop is a crash of the server, not of the machine, and must keep every commit.
 import { execFile } from "node:child_process";
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -62,7 +62,8 @@ export function privatePostgresUnavailable(): string | undefined {
   if (!binDir()) return "no initdb/pg_ctl under /usr/lib/postgresql/*/bin";
   if (isRoot()) {
     try {
-      if (!existsSync("/usr/sbin/runuser") && !existsSync("/sbin/runuser") && !existsSync("/usr/bin/runuser")) return "running as root without runuser";
+      if (!existsSync("/usr/sbin/runuser") && !existsSync("/sbin/runuser") && !existsSync("/usr/bin/runuser"))
+        return "running as root without runuser";
       userInfoOf("postgres");
     } catch {
       return "running as root and there is no `postgres` OS user to run initdb as";
@@ -162,7 +163,8 @@ export async function privatePostgres(): Promise<PrivatePostgres | undefined> {
       return running;
     },
     async createDatabase(name: string) {
-      if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`database name ${name}: lower-case letters, digits and _ only`);
+      if (!/^[a-z_][a-z0-9_]*$/.test(name))
+        throw new Error(`database name ${name}: lower-case letters, digits and _ only`);
       const client = new pg.Client({ connectionString: url });
       client.on("error", () => {});
       await client.connect();

@@ -17,12 +17,22 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const api = (path: string) => `/api/v1/partner${path}`;
 
 /** Calls over HTTP as a partner (`key`) or as the operator (`adminToken`); the body parsed when it is JSON. */
-export async function call(server: ServerProcess, method: string, path: string, opts: { key?: string; adminToken?: string; body?: unknown } = {}) {
+export async function call(
+  server: ServerProcess,
+  method: string,
+  path: string,
+  opts: { key?: string; adminToken?: string; body?: unknown } = {},
+) {
   const headers: Record<string, string> = { "user-agent": "mediagate-restart-test/1.0" };
   if (opts.key) headers.authorization = `Bearer ${opts.key}`;
   if (opts.adminToken) headers.authorization = `Bearer ${opts.adminToken}`;
   if (opts.body !== undefined) headers["content-type"] = "application/json";
-  const send = () => fetch(server.url + path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+  const send = () =>
+    fetch(server.url + path, {
+      method,
+      headers,
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    });
   let res: Response;
   try {
     res = await send();
@@ -44,14 +54,23 @@ export async function call(server: ServerProcess, method: string, path: string, 
 }
 
 /** A `call` answer (or a list of them) refused by a rate limit. */
-const limited = (v: unknown): boolean => (Array.isArray(v) ? v.some(limited) : typeof v === "object" && v !== null && (v as { status?: unknown }).status === 429);
+const limited = (v: unknown): boolean =>
+  Array.isArray(v)
+    ? v.some(limited)
+    : typeof v === "object" && v !== null && (v as { status?: unknown }).status === 429;
 
 /**
  * Reads until `done` holds; fails with `what` and the last value after `ms`. A 429 read is still "not yet" (a
  * test may poll a path whose limit it did not raise), but it is reported once on stderr, where the runner
  * shows it with the file's output.
  */
-export async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, ms = 180_000, everyMs = 100): Promise<T> {
+export async function until<T>(
+  read: () => Promise<T>,
+  done: (v: T) => boolean,
+  what: string,
+  ms = 180_000,
+  everyMs = 100,
+): Promise<T> {
   const end = Date.now() + ms;
   let warned = false;
   for (;;) {
@@ -60,7 +79,9 @@ export async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, 
       // Not "not yet": a rate limit, waited out in silence (up to its window, a minute), looked like a slow
       // recovery. Said once in the file's output; the test should raise its partner's limit for the path.
       warned = true;
-      process.stderr.write(`until(${what.split("\n")[0]}): answered 429 (a rate limit; raise the test partner's limit for this path): ${JSON.stringify(v).slice(0, 300)}\n`);
+      process.stderr.write(
+        `until(${what.split("\n")[0]}): answered 429 (a rate limit; raise the test partner's limit for this path): ${JSON.stringify(v).slice(0, 300)}\n`,
+      );
     }
     if (done(v)) return v;
     if (Date.now() > end) throw new Error(`${what}: ${JSON.stringify(v)}`);
@@ -80,7 +101,12 @@ export interface RestartRig {
   /** Every server's output, for failure messages. */
   logs(): string;
   /** A partner made through the admin API, with the rate limits the test's polling needs. */
-  partner(server: ServerProcess, name: string, credits: number, limits?: Record<string, unknown>): Promise<{ partnerId: string; key: string }>;
+  partner(
+    server: ServerProcess,
+    name: string,
+    credits: number,
+    limits?: Record<string, unknown>,
+  ): Promise<{ partnerId: string; key: string }>;
   /** The test's database opened directly (once the last server has stopped, on PGlite). */
   openDatabase(): ReturnType<typeof openDatabase>;
 }
@@ -90,7 +116,11 @@ export interface RestartRig {
  * DATA_DIR and database and the servers' environment (`env` over ADMIN_TOKEN and LOG_LEVEL=warn); after each,
  * every server it started killed and the DATA_DIR removed, whatever the test's outcome.
  */
-export function restartRig(t: Test, backend: DatabaseBackend, options: { adminToken: string; env?: Record<string, string> | (() => Record<string, string>) }): RestartRig {
+export function restartRig(
+  t: Test,
+  backend: DatabaseBackend,
+  options: { adminToken: string; env?: Record<string, string> | (() => Record<string, string>) },
+): RestartRig {
   const servers: ServerProcess[] = [];
   let dataDir = "";
   let databaseUrl: string | undefined;
@@ -130,12 +160,17 @@ export function restartRig(t: Test, backend: DatabaseBackend, options: { adminTo
     logs: () => servers.map((s, i) => `--- server ${i + 1} (pid ${s.pid}) ---\n${s.output()}`).join("\n"),
     async partner(server, name, credits, limits) {
       const created = await call(server, "POST", "/api/v1/admin/partners", { adminToken, body: { name, credits } });
-      if (created.status !== 201) throw new Error(`creating the partner: ${created.status} ${JSON.stringify(created.body)}`);
+      if (created.status !== 201)
+        throw new Error(`creating the partner: ${created.status} ${JSON.stringify(created.body)}`);
       const { partner_id: partnerId, api_key: key } = created.body as { partner_id: string; api_key: string };
       // Limits are set by PATCH (creating a partner takes none).
       if (limits) {
-        const patched = await call(server, "PATCH", `/api/v1/admin/partners/${partnerId}`, { adminToken, body: { limits } });
-        if (patched.status !== 200) throw new Error(`setting the partner's limits: ${patched.status} ${JSON.stringify(patched.body)}`);
+        const patched = await call(server, "PATCH", `/api/v1/admin/partners/${partnerId}`, {
+          adminToken,
+          body: { limits },
+        });
+        if (patched.status !== 200)
+          throw new Error(`setting the partner's limits: ${patched.status} ${JSON.stringify(patched.body)}`);
       }
       return { partnerId, key };
     },
@@ -146,6 +181,10 @@ export function restartRig(t: Test, backend: DatabaseBackend, options: { adminTo
 /** A partner's ledger and the balance the database holds for it (which must be the ledger's sum). */
 export async function ledgerOf(db: Kysely<KernelTables>, partnerId: string) {
   const ledger = await db.selectFrom("ledger").selectAll().where("partner_id", "=", partnerId).orderBy("id").execute();
-  const partner = await db.selectFrom("partners").select("credits_remaining").where("id", "=", partnerId).executeTakeFirstOrThrow();
+  const partner = await db
+    .selectFrom("partners")
+    .select("credits_remaining")
+    .where("id", "=", partnerId)
+    .executeTakeFirstOrThrow();
   return { ledger, balance: Number(partner.credits_remaining), sum: ledger.reduce((n, e) => n + Number(e.amount), 0) };
 }

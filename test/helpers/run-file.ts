@@ -5,9 +5,9 @@
 // the parallel runner (test/helpers/run-worker.ts). Importing this module sets up uvu's globals, so it must
 // be imported before any test file (and before uvu itself).
 import { relative } from "node:path";
+import process from "node:process";
 import { pathToFileURL } from "node:url";
 import { inspect } from "node:util";
-import process from "node:process";
 
 (globalThis as any).UVU_DEFER = 1;
 (globalThis as any).UVU_QUEUE ??= [];
@@ -33,7 +33,7 @@ interface Current {
 
 let current: Current | undefined;
 let lastStarted: string | undefined;
-let strayHandler: (text: string) => void = (text) => realStderr(text + "\n");
+let strayHandler: (text: string) => void = (text) => realStderr(`${text}\n`);
 let outputHandler: ((text: string) => void) | undefined;
 let errorHandler: ((text: string) => void) | undefined;
 
@@ -173,7 +173,9 @@ export async function runTestFile(file: string, root: string): Promise<FileResul
  * unhandled rejections / uncaught exceptions that happened meanwhile (each one a failure for the caller).
  */
 export async function runAfterAll(): Promise<{ output: string; errors: string[] }> {
-  const cleanups: Current = { result: { file: "(cleanups)", passed: 0, failed: 0, skipped: 0, errors: [], output: "", ms: 0 } };
+  const cleanups: Current = {
+    result: { file: "(cleanups)", passed: 0, failed: 0, skipped: 0, errors: [], output: "", ms: 0 },
+  };
   current = cleanups;
   const handler = outputHandler;
   outputHandler = undefined;

@@ -3,8 +3,8 @@
 // streams each file's output and sends its result back; told to finish (or sent SIGTERM, or orphaned), it
 // runs this process's lifecycle cleanups (its isolated Postgres databases, ...) and exits.
 import process from "node:process";
-import { CLEANUP_LIMIT_S, type FromWorker, type ToWorker } from "./run-protocol.ts";
 import { onFileError, onFileOutput, onStrayError, runAfterAll, runTestFile } from "./run-file.ts";
+import { CLEANUP_LIMIT_S, type FromWorker, type ToWorker } from "./run-protocol.ts";
 
 if (!process.send) {
   console.error("test/helpers/run-worker.ts is started by test/run.ts (it needs an IPC channel)");
@@ -38,7 +38,10 @@ async function finish(code: number): Promise<never> {
     const { output, errors } = await Promise.race([
       runAfterAll(),
       new Promise<{ output: string; errors: string[] }>((r) =>
-        setTimeout(() => r({ output: "", errors: [`The cleanups did not finish within ${CLEANUP_LIMIT_S} s`] }), CLEANUP_LIMIT_S * 1000).unref(),
+        setTimeout(
+          () => r({ output: "", errors: [`The cleanups did not finish within ${CLEANUP_LIMIT_S} s`] }),
+          CLEANUP_LIMIT_S * 1000,
+        ).unref(),
       ),
     ]);
     await send({ type: "done", output, errors, ms: performance.now() - started });

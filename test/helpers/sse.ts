@@ -10,7 +10,10 @@ export interface SseSubscription {
   close(): void;
 }
 
-export function subscribeSse(base: string, opts: { key: string; query: string; variables?: Record<string, unknown>; userAgent?: string }): SseSubscription {
+export function subscribeSse(
+  base: string,
+  opts: { key: string; query: string; variables?: Record<string, unknown>; userAgent?: string },
+): SseSubscription {
   const events: SseSubscription["events"] = [];
   const abort = new AbortController();
   let ended = false;
@@ -19,7 +22,12 @@ export function subscribeSse(base: string, opts: { key: string; query: string; v
       const res = await fetch(`${base}/graphql`, {
         method: "POST",
         signal: abort.signal,
-        headers: { "content-type": "application/json", accept: "text/event-stream", authorization: `Bearer ${opts.key}`, "user-agent": opts.userAgent ?? "mediagate-sse-test/1.0" },
+        headers: {
+          "content-type": "application/json",
+          accept: "text/event-stream",
+          authorization: `Bearer ${opts.key}`,
+          "user-agent": opts.userAgent ?? "mediagate-sse-test/1.0",
+        },
         body: JSON.stringify({ query: opts.query, variables: opts.variables ?? {} }),
       });
       const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();

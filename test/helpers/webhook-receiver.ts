@@ -26,7 +26,10 @@ export function webhookReceiver(answer: (receipt: Receipt, res: ServerResponse) 
   return {
     got,
     /** Starts listening; resolves to the URL to register. */
-    listen: () => new Promise<string>((r) => server.listen(0, "127.0.0.1", () => r(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`))),
+    listen: () =>
+      new Promise<string>((r) =>
+        server.listen(0, "127.0.0.1", () => r(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`)),
+      ),
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();

@@ -16,7 +16,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { IMAGE_ERRORS } from "../../plugins/images/errors.ts";
 import { databaseBackends } from "../helpers/backends.ts";
-import { api as partnerApi, call, type RestartRig, restartRig, sleep } from "../helpers/restart.ts";
+import { call, api as partnerApi, type RestartRig, restartRig, sleep } from "../helpers/restart.ts";
 import type { ServerProcess } from "../helpers/server.ts";
 
 const ADMIN_TOKEN = "adm_0webhlT4ebfqEo2QW2NKgQECC6pQhZve8IORwIvo";
@@ -55,9 +55,17 @@ async function statusOf(server: ServerProcess, key: string, jobId: string): Prom
 async function createPartner(rig: RestartRig, server: ServerProcess) {
   const { partnerId, key } = await rig.partner(server, "Restart test", OPENING_CREDITS / 2, {
     inflight_jobs: 100,
-    rate_limits: { "POST /generate-image": 1000, "GET /image-status/<gen_id>": 100_000, "GET /credits": 1000, "GET /transactions": 1000 },
+    rate_limits: {
+      "POST /generate-image": 1000,
+      "GET /image-status/<gen_id>": 100_000,
+      "GET /credits": 1000,
+      "GET /transactions": 1000,
+    },
   });
-  const topUp = await call(server, "POST", `/api/v1/admin/partners/${partnerId}/credits`, { adminToken: ADMIN_TOKEN, body: { amount: OPENING_CREDITS / 2, type: "purchase", description: "restart test" } });
+  const topUp = await call(server, "POST", `/api/v1/admin/partners/${partnerId}/credits`, {
+    adminToken: ADMIN_TOKEN,
+    body: { amount: OPENING_CREDITS / 2, type: "purchase", description: "restart test" },
+  });
   assert.is(topUp.status, 200, JSON.stringify(topUp.body));
   assert.is(topUp.body.credits_remaining, OPENING_CREDITS);
   return { partnerId, key };
@@ -68,7 +76,10 @@ async function createPartner(rig: RestartRig, server: ServerProcess) {
 async function submitAll(server: ServerProcess, key: string, submits: Submit[]) {
   await Promise.all(
     submits.map(async (s) => {
-      const res = await call(server, "POST", partnerApi("/generate-image"), { key, body: { prompt: s.prompt, model: "image-b-2", quantity: s.quantity } });
+      const res = await call(server, "POST", partnerApi("/generate-image"), {
+        key,
+        body: { prompt: s.prompt, model: "image-b-2", quantity: s.quantity },
+      });
       assert.is(res.status, 202, JSON.stringify(res.body));
       s.jobIds = res.body.public_ids;
       s.creditsUsed = res.body.credits_used;
@@ -92,7 +103,9 @@ async function waitTerminal(server: ServerProcess, key: string, jobIds: string[]
     }
     if (!pending.size) return final;
     if (Date.now() - since > RECOVERY_TIMEOUT_MS) {
-      throw new Error(`still pending ${RECOVERY_TIMEOUT_MS / 1000} s after the kill: ${[...pending].join(", ")}\n${logs()}`);
+      throw new Error(
+        `still pending ${RECOVERY_TIMEOUT_MS / 1000} s after the kill: ${[...pending].join(", ")}\n${logs()}`,
+      );
     }
     await sleep(250);
   }
@@ -126,10 +139,19 @@ async function checkDatabase(rig: RestartRig, partnerId: string, submits: Submit
       assert.ok(job.finished_at !== null, `job ${job.id} is not finished (state ${job.state})`);
       assert.ok(["success", "failed"].includes(job.state), `job ${job.id} ended in ${job.state}`);
       assert.is(job.holds_inflight_slot, false, `job ${job.id} still holds an in-flight slot`);
-      assert.is(Number(job.credits_refunded), job.state === "failed" ? Number(job.credits_used) : 0, `job ${job.id} refunded ${job.credits_refunded} of ${job.credits_used}`);
+      assert.is(
+        Number(job.credits_refunded),
+        job.state === "failed" ? Number(job.credits_used) : 0,
+        `job ${job.id} refunded ${job.credits_refunded} of ${job.credits_used}`,
+      );
     }
 
-    const ledger = await db.selectFrom("ledger").selectAll().where("partner_id", "=", partnerId).orderBy("id").execute();
+    const ledger = await db
+      .selectFrom("ledger")
+      .selectAll()
+      .where("partner_id", "=", partnerId)
+      .orderBy("id")
+      .execute();
     const usage = ledger.filter((e) => e.type === "usage");
     assert.is(usage.length, submits.length, "one usage row per submit");
     for (const s of submits) {
@@ -150,9 +172,17 @@ async function checkDatabase(rig: RestartRig, partnerId: string, submits: Submit
       }
     }
     assert.is(refunds.length, jobs.filter((j) => j.state === "failed").length);
-    assert.equal(ledger.map((e) => e.type).filter((type) => type !== "usage" && type !== "refund"), ["purchase", "purchase"], "nothing else moved money");
+    assert.equal(
+      ledger.map((e) => e.type).filter((type) => type !== "usage" && type !== "refund"),
+      ["purchase", "purchase"],
+      "nothing else moved money",
+    );
 
-    const partner = await db.selectFrom("partners").select("credits_remaining").where("id", "=", partnerId).executeTakeFirstOrThrow();
+    const partner = await db
+      .selectFrom("partners")
+      .select("credits_remaining")
+      .where("id", "=", partnerId)
+      .executeTakeFirstOrThrow();
     const sum = ledger.reduce((n, e) => n + Number(e.amount), 0);
     assert.is(Number(partner.credits_remaining), sum, "the balance is the ledger's sum");
     const charged = submits.reduce((n, s) => n + s.creditsUsed, 0);
@@ -164,7 +194,9 @@ async function checkDatabase(rig: RestartRig, partnerId: string, submits: Submit
     assert.equal(drift.rows, [], "every account's ledger sums to its balance");
 
     assert.equal(await db.selectFrom("job_waits").select("job_id").execute(), [], "no wait outlives its job");
-    const retried = await sql<{ n: number }>`select count(*)::int as n from pgboss.job where name = 'images.image' and retry_count > 0`.execute(db);
+    const retried = await sql<{
+      n: number;
+    }>`select count(*)::int as n from pgboss.job where name = 'images.image' and retry_count > 0`.execute(db);
     return Number(retried.rows[0]!.n);
   } finally {
     await database.close();
@@ -203,7 +235,10 @@ for (const backend of await databaseBackends()) {
       midRun = states.filter(([, s]) => s.status === "pending" && (s.progress ?? 0) > 0).map(([id]) => id);
       const pending = states.filter(([, s]) => s.status === "pending").length;
       if (midRun.length >= 1 && pending >= 2) break;
-      if (Date.now() > waitUntil) throw new Error(`no job seen mid-run with another pending within 30 s (last seen: ${JSON.stringify(states.map(([, s]) => [s.status, s.progress ?? null]))}):\n${logs()}`);
+      if (Date.now() > waitUntil)
+        throw new Error(
+          `no job seen mid-run with another pending within 30 s (last seen: ${JSON.stringify(states.map(([, s]) => [s.status, s.progress ?? null]))}):\n${logs()}`,
+        );
       await sleep(100);
     }
     await first.kill();
@@ -219,7 +254,8 @@ for (const backend of await databaseBackends()) {
     assert.is(final.get(failJobId)!.status, "failed");
     assert.is(final.get(failJobId)!.error, IMAGE_ERRORS.failed);
     // One crash costs one of a job's three attempts, so every other job still succeeds.
-    for (const id of jobIds) if (id !== failJobId) assert.is(final.get(id)!.status, "success", `job ${id}: ${JSON.stringify(final.get(id))}`);
+    for (const id of jobIds)
+      if (id !== failJobId) assert.is(final.get(id)!.status, "success", `job ${id}: ${JSON.stringify(final.get(id))}`);
     const balance = await checkApiBalance(second, key);
 
     // Stop cleanly (a PGlite directory is one process's), then read the database directly.

@@ -3,8 +3,8 @@
 import { readFileSync } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createTestKernel } from "../../testkit/index.ts";
 import { definePlugin } from "../../core/plugin.ts";
+import { createTestKernel } from "../../testkit/index.ts";
 
 const FIXTURE = new URL("../../../shared/fixtures/media/video1.mp4", import.meta.url);
 

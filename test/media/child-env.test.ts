@@ -54,7 +54,10 @@ function parseEnv(text: string): Record<string, string> {
 function assertClean(env: Record<string, string>, what: string) {
   for (const [name, value] of Object.entries(SECRETS)) {
     assert.not.ok(name in env, `${what}: ${name} reached the child`);
-    assert.not.ok(Object.values(env).some((v) => v.includes(value)), `${what}: the value of ${name} reached the child`);
+    assert.not.ok(
+      Object.values(env).some((v) => v.includes(value)),
+      `${what}: the value of ${name} reached the child`,
+    );
   }
   assert.ok(env.PATH, `${what}: PATH is kept`);
   assert.is(env.LANG, "C.UTF-8", what);
@@ -65,7 +68,10 @@ function assertClean(env: Record<string, string>, what: string) {
 const dir = mkdtempSync(join(tmpdir(), "mediagate-child-env-"));
 /** A stand-in for a binary: writes its environment (NUL-separated) to its last argument, or to stdout. */
 const standIn = join(dir, "dump-env");
-writeFileSync(standIn, `#!/bin/sh\nlast=""\nfor a in "$@"; do last="$a"; done\ncase "$last" in\n  *.txt) env -0 > "$last" ;;\n  *) env -0 ;;\nesac\n`);
+writeFileSync(
+  standIn,
+  `#!/bin/sh\nlast=""\nfor a in "$@"; do last="$a"; done\ncase "$last" in\n  *.txt) env -0 > "$last" ;;\n  *) env -0 ;;\nesac\n`,
+);
 chmodSync(standIn, 0o755);
 
 const t = suite("child processes get a minimal environment");
@@ -74,24 +80,30 @@ t.after(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-t("childEnv: PATH, a HOME and TMPDIR of the caller's choosing, a UTF-8 locale, named extras, nothing else", async () => {
-  await withSecrets(async () => {
-    const env = childEnv({ dir: "/tmp/private-run", extra: { PYTHONUNBUFFERED: "1", SKIPPED: undefined } });
-    assertClean(env, "childEnv");
-    assert.equal(Object.keys(env).sort(), ["HOME", "LANG", "LC_ALL", "PATH", "PYTHONUNBUFFERED", "TMPDIR"]);
-    assert.is(env.HOME, "/tmp/private-run");
-    assert.is(env.TMPDIR, "/tmp/private-run");
-    assert.is(env.PATH, process.env.PATH);
-    assert.is(childEnv({ path: "/opt/bin" }).PATH, "/opt/bin");
-    assert.is(childEnv().HOME, tmpdir());
-  });
-});
+t(
+  "childEnv: PATH, a HOME and TMPDIR of the caller's choosing, a UTF-8 locale, named extras, nothing else",
+  async () => {
+    await withSecrets(async () => {
+      const env = childEnv({ dir: "/tmp/private-run", extra: { PYTHONUNBUFFERED: "1", SKIPPED: undefined } });
+      assertClean(env, "childEnv");
+      assert.equal(Object.keys(env).sort(), ["HOME", "LANG", "LC_ALL", "PATH", "PYTHONUNBUFFERED", "TMPDIR"]);
+      assert.is(env.HOME, "/tmp/private-run");
+      assert.is(env.TMPDIR, "/tmp/private-run");
+      assert.is(env.PATH, process.env.PATH);
+      assert.is(childEnv({ path: "/opt/bin" }).PATH, "/opt/bin");
+      assert.is(childEnv().HOME, tmpdir());
+    });
+  },
+);
 
 t("native ffmpeg and ffprobe runs see none of the server's secrets", async () => {
   const engine = createNativeEngine({ ffmpegPath: standIn, ffprobePath: standIn });
   try {
     await withSecrets(async () => {
-      const out = await engine.run(["-i", "in.mp4", "env.txt"], { inputs: { "in.mp4": fixture("video1.mp4") }, outputs: ["env.txt"] });
+      const out = await engine.run(["-i", "in.mp4", "env.txt"], {
+        inputs: { "in.mp4": fixture("video1.mp4") },
+        outputs: ["env.txt"],
+      });
       const env = parseEnv(new TextDecoder().decode(out["env.txt"]));
       assertClean(env, "ffmpeg");
       assert.match(env.HOME!, /mediagate-ff-/, "HOME is the run's private temp dir");
@@ -102,7 +114,10 @@ t("native ffmpeg and ffprobe runs see none of the server's secrets", async () =>
   // ffprobe: a stand-in that keeps its environment beside us and answers ffprobe's JSON.
   const probeStandIn = join(dir, "probe-env");
   const probeOut = join(dir, "probe-env.out");
-  writeFileSync(probeStandIn, `#!/bin/sh\nenv -0 > '${probeOut}'\nprintf '{"format":{"duration":"1.0","format_name":"mp3"},"streams":[]}'\n`);
+  writeFileSync(
+    probeStandIn,
+    `#!/bin/sh\nenv -0 > '${probeOut}'\nprintf '{"format":{"duration":"1.0","format_name":"mp3"},"streams":[]}'\n`,
+  );
   chmodSync(probeStandIn, 0o755);
   const prober = createNativeEngine({ ffmpegPath: standIn, ffprobePath: probeStandIn });
   try {
@@ -116,7 +131,13 @@ t("native ffmpeg and ffprobe runs see none of the server's secrets", async () =>
 
 t("yt-dlp sees none of the server's secrets and no proxy, and runs unbuffered", async () => {
   const cwd = mkdtempSync(join(dir, "run-"));
-  const res = await withSecrets(() => runYtdlp(standIn, ["--dump-single-json", "--", "https://www.tiktok.com/@a/video/1"], { signal: new AbortController().signal, timeoutMs: 30_000, cwd }));
+  const res = await withSecrets(() =>
+    runYtdlp(standIn, ["--dump-single-json", "--", "https://www.tiktok.com/@a/video/1"], {
+      signal: new AbortController().signal,
+      timeoutMs: 30_000,
+      cwd,
+    }),
+  );
   assert.is(res.code, 0, res.stderr);
   const env = parseEnv(res.stdout);
   assertClean(env, "yt-dlp");

@@ -3,25 +3,28 @@
 // MediaError, and the wasm queue. Clips are small (a few seconds, low resolution) because ffmpeg.wasm is slow.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { concatBytes, isoBmffBox } from "../../lib/formats/index.ts";
 import {
   createMediaEngine,
   firstAudio,
   firstVideo,
   generateTestVideo,
   isMediaError,
-  MediaError,
+  type MediaEngine,
+  type MediaError,
+  type Probe,
   parseFfmpegInfo,
   stripVideoMetadataArgs,
   testVideoJob,
-  type MediaEngine,
-  type Probe,
 } from "../../lib/media/index.ts";
-import { concatBytes, isoBmffBox } from "../../lib/formats/index.ts";
 import { ENGINE_MODES, EXIFTOOL, exifTags, fixture, leakedMetadata } from "./util.ts";
 
 const video1 = fixture("video1.mp4");
 /** An MP4 by its first box (so it passes the sniffing and reaches ffmpeg) whose body is junk. */
-const damagedMp4 = concatBytes([isoBmffBox("ftyp", new TextEncoder().encode("isom\0\0\x02\0isomiso2")), new Uint8Array(4096).map((_, i) => (i * 7919) % 251)]);
+const damagedMp4 = concatBytes([
+  isoBmffBox("ftyp", new TextEncoder().encode("isom\0\0\x02\0isomiso2")),
+  new Uint8Array(4096).map((_, i) => (i * 7919) % 251),
+]);
 const cmov = fixture("c.mov");
 const mp3 = fixture("sample1.mp3");
 
@@ -38,8 +41,20 @@ async function rejects(p: Promise<unknown>): Promise<MediaError> {
 
 /** A job that takes about `seconds` of wall time on any engine (-re reads the source in real time; -t gives progress its total). */
 const slowArgs = (seconds: number, out = "slow.mp4") => [
-  "-re", "-f", "lavfi", "-i", `testsrc2=size=160x90:rate=10:duration=${seconds}`,
-  "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-t", String(seconds), out,
+  "-re",
+  "-f",
+  "lavfi",
+  "-i",
+  `testsrc2=size=160x90:rate=10:duration=${seconds}`,
+  "-c:v",
+  "libx264",
+  "-preset",
+  "ultrafast",
+  "-pix_fmt",
+  "yuv420p",
+  "-t",
+  String(seconds),
+  out,
 ];
 
 const probes: Partial<Record<"native" | "wasm", Record<string, Probe>>> = {};
@@ -79,12 +94,18 @@ for (const mode of ENGINE_MODES) {
   });
 
   t("remuxes MP4 to MOV without re-encoding", async () => {
-    const out = await engine.run(["-i", "in.mp4", "-map", "0", "-c", "copy", "out.mov"], { inputs: { "in.mp4": video1 }, outputs: ["out.mov"] });
+    const out = await engine.run(["-i", "in.mp4", "-map", "0", "-c", "copy", "out.mov"], {
+      inputs: { "in.mp4": video1 },
+      outputs: ["out.mov"],
+    });
     const mov = out["out.mov"]!;
     assert.instance(mov, Uint8Array);
     const p = await engine.probe(mov, "out.mov");
     const src = await engine.probe(video1, "in.mp4");
-    assert.equal(p.streams.map((s) => [s.type, s.codec, s.width, s.height, s.sampleRate]), src.streams.map((s) => [s.type, s.codec, s.width, s.height, s.sampleRate]));
+    assert.equal(
+      p.streams.map((s) => [s.type, s.codec, s.width, s.height, s.sampleRate]),
+      src.streams.map((s) => [s.type, s.codec, s.width, s.height, s.sampleRate]),
+    );
     assert.ok(Math.abs(p.durationSeconds - src.durationSeconds) < 0.05);
     // QuickTime brand, not the MP4 one.
     assert.is(new TextDecoder().decode(mov.subarray(8, 12)), "qt  ");
@@ -116,13 +137,20 @@ for (const mode of ENGINE_MODES) {
     assert.ok(seen.length >= 3, `only ${seen.length} progress reports: ${seen}`);
     for (let i = 1; i < seen.length; i++) assert.ok(seen[i]! > seen[i - 1]!, `not increasing: ${seen}`);
     assert.ok(seen.every((f) => f >= 0 && f <= 1));
-    assert.ok(seen.some((f) => f > 0.2 && f < 0.99), `no intermediate value: ${seen}`);
+    assert.ok(
+      seen.some((f) => f > 0.2 && f < 0.99),
+      `no intermediate value: ${seen}`,
+    );
     assert.is(seen.at(-1), 1);
   });
 
   t("progress uses the input duration when there is no -t", async () => {
     const seen: number[] = [];
-    await engine.run(["-i", "in.mp4", "-c", "copy", "out.mp4"], { inputs: { "in.mp4": video1 }, outputs: ["out.mp4"], onProgress: (f) => seen.push(f) });
+    await engine.run(["-i", "in.mp4", "-c", "copy", "out.mp4"], {
+      inputs: { "in.mp4": video1 },
+      outputs: ["out.mp4"],
+      onProgress: (f) => seen.push(f),
+    });
     assert.is(seen.at(-1), 1);
   });
 
@@ -157,20 +185,27 @@ for (const mode of ENGINE_MODES) {
   t("bad input is a MediaError with a safe public message", async () => {
     const junk = new Uint8Array(4096).map((_, i) => (i * 7919) % 251);
     // Junk is refused on its first bytes, before ffmpeg starts (lib/media/inputs.ts).
-    const sniffed = await rejects(engine.run(["-i", "in.mp4", "-c", "copy", "out.mov"], { inputs: { "in.mp4": junk }, outputs: ["out.mov"] }));
+    const sniffed = await rejects(
+      engine.run(["-i", "in.mp4", "-c", "copy", "out.mov"], { inputs: { "in.mp4": junk }, outputs: ["out.mov"] }),
+    );
     assert.is(sniffed.code, "invalid_input");
     assert.is(sniffed.status, 422);
     assert.is(sniffed.message, "The media could not be processed (damaged or not a valid format).");
     assert.match(sniffed.detail, /first bytes/);
     // An MP4 by its first box whose body is junk gets as far as ffmpeg, which refuses it.
-    const e = await rejects(engine.run(["-i", "in.mp4", "-c", "copy", "out.mov"], { inputs: { "in.mp4": damagedMp4 }, outputs: ["out.mov"] }));
+    const e = await rejects(
+      engine.run(["-i", "in.mp4", "-c", "copy", "out.mov"], { inputs: { "in.mp4": damagedMp4 }, outputs: ["out.mov"] }),
+    );
     assert.is(e.code, "invalid_input");
     assert.is(e.status, 422);
     assert.ok(e.isInputError);
     assert.is(e.message, "The media could not be processed (damaged or not a valid format).");
     assert.not.match(e.message, /ffmpeg|moov|in\.mp4|wasm/i);
     assert.match(e.detail, /ffmpeg/);
-    assert.ok(e.log.some((l) => /Invalid data found|moov atom not found/.test(l)), e.log.join("\n"));
+    assert.ok(
+      e.log.some((l) => /Invalid data found|moov atom not found/.test(l)),
+      e.log.join("\n"),
+    );
 
     const pe = await rejects(engine.probe(junk, "junk.mp4"));
     assert.is(pe.code, "invalid_input");
@@ -180,10 +215,16 @@ for (const mode of ENGINE_MODES) {
   });
 
   t("our own mistakes are 'failed' (500), not the partner's", async () => {
-    const e = await rejects(engine.run(["-f", "lavfi", "-i", "testsrc=size=64x64:duration=0.2", "-c:v", "no_such_codec", "o.mp4"], { outputs: ["o.mp4"] }));
+    const e = await rejects(
+      engine.run(["-f", "lavfi", "-i", "testsrc=size=64x64:duration=0.2", "-c:v", "no_such_codec", "o.mp4"], {
+        outputs: ["o.mp4"],
+      }),
+    );
     assert.is(e.code, "failed");
     assert.is(e.status, 500);
-    const missing = await rejects(engine.run(["-f", "lavfi", "-i", "testsrc=size=64x64:duration=0.2", "a.mp4"], { outputs: ["b.mp4"] }));
+    const missing = await rejects(
+      engine.run(["-f", "lavfi", "-i", "testsrc=size=64x64:duration=0.2", "a.mp4"], { outputs: ["b.mp4"] }),
+    );
     assert.is(missing.code, "failed");
     assert.match(missing.detail, /b\.mp4/);
     for (const name of ["../etc/passwd", "/tmp/x.mp4", "-i", "a b.mp4", "http://x/y.mp4"]) {
@@ -192,27 +233,47 @@ for (const mode of ENGINE_MODES) {
   });
 
   t("HLS playlists disguised as media are refused", async () => {
-    const m3u8 = new TextEncoder().encode("#EXTM3U\n#EXT-X-MEDIA-SEQUENCE:0\n#EXTINF:10.0,\nfile:///etc/passwd\n#EXT-X-ENDLIST\n");
-    const e = await rejects(engine.run(["-i", "in.mp4", "out.mp4"], { inputs: { "in.mp4": m3u8 }, outputs: ["out.mp4"] }));
+    const m3u8 = new TextEncoder().encode(
+      "#EXTM3U\n#EXT-X-MEDIA-SEQUENCE:0\n#EXTINF:10.0,\nfile:///etc/passwd\n#EXT-X-ENDLIST\n",
+    );
+    const e = await rejects(
+      engine.run(["-i", "in.mp4", "out.mp4"], { inputs: { "in.mp4": m3u8 }, outputs: ["out.mp4"] }),
+    );
     assert.is(e.code, "invalid_input");
     assert.is((await rejects(engine.probe(m3u8, "in.mp4"))).code, "invalid_input");
   });
 
   t("the `ffmpeg -i` parser agrees with ffprobe (fallback for cores without ffprobe)", async () => {
-    for (const [name, bytes] of [["v.mp4", video1], ["c.mov", cmov], ["a.mp3", mp3]] as const) {
+    for (const [name, bytes] of [
+      ["v.mp4", video1],
+      ["c.mov", cmov],
+      ["a.mp3", mp3],
+    ] as const) {
       const lines: string[] = [];
-      await engine.run(["-i", name, "-t", "0.1", "-f", "null", "-"], { inputs: { [name]: bytes }, outputs: [], onLog: (l) => lines.push(l) });
+      await engine.run(["-i", name, "-t", "0.1", "-f", "null", "-"], {
+        inputs: { [name]: bytes },
+        outputs: [],
+        onLog: (l) => lines.push(l),
+      });
       const parsed = parseFfmpegInfo(lines, bytes.byteLength);
       const probed = await engine.probe(bytes, name);
       assert.is(parsed.formatName, probed.formatName);
-      assert.ok(Math.abs(parsed.durationSeconds - probed.durationSeconds) <= 0.011, `${name}: ${parsed.durationSeconds} vs ${probed.durationSeconds}`);
+      assert.ok(
+        Math.abs(parsed.durationSeconds - probed.durationSeconds) <= 0.011,
+        `${name}: ${parsed.durationSeconds} vs ${probed.durationSeconds}`,
+      );
       // Cover art in the MP3 shows up in both; compare everything ffprobe reports for real streams.
       assert.equal(parsed.streams, probed.streams, name);
     }
   });
 
   t("metadata-free remux drops XMP/C2PA and keeps the streams", async () => {
-    const out = (await engine.run(stripVideoMetadataArgs("in.mp4", "out.mp4"), { inputs: { "in.mp4": video1 }, outputs: ["out.mp4"] }))["out.mp4"]!;
+    const out = (
+      await engine.run(stripVideoMetadataArgs("in.mp4", "out.mp4"), {
+        inputs: { "in.mp4": video1 },
+        outputs: ["out.mp4"],
+      })
+    )["out.mp4"]!;
     const p = await engine.probe(out, "out.mp4");
     assert.equal(p.streams, (await engine.probe(video1, "in.mp4")).streams);
     const raw = new TextDecoder("latin1").decode(out);
@@ -257,10 +318,27 @@ if (ENGINE_MODES.length === 2) {
     const engine = createMediaEngine({ mode: "wasm" });
     try {
       const events: string[] = [];
-      const sizes = [[96, 64], [128, 72], [0, 0], [160, 90]] as const;
+      const sizes = [
+        [96, 64],
+        [128, 72],
+        [0, 0],
+        [160, 90],
+      ] as const;
       const runs = sizes.map(([w, h], i) => {
         const args = w
-          ? ["-f", "lavfi", "-i", `testsrc=size=${w}x${h}:rate=10:duration=0.6`, "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "o.mp4"]
+          ? [
+              "-f",
+              "lavfi",
+              "-i",
+              `testsrc=size=${w}x${h}:rate=10:duration=0.6`,
+              "-c:v",
+              "libx264",
+              "-preset",
+              "ultrafast",
+              "-pix_fmt",
+              "yuv420p",
+              "o.mp4",
+            ]
           : ["-i", "bad.mp4", "o.mp4"];
         return engine
           .run(args, {
@@ -343,7 +421,10 @@ if (ENGINE_MODES.length === 2) {
     const saved = process.env.PATH;
     process.env.PATH = "/nonexistent";
     try {
-      assert.throws(() => createMediaEngine({ mode: "native" }), (e: unknown) => isMediaError(e) && e.code === "engine_unavailable");
+      assert.throws(
+        () => createMediaEngine({ mode: "native" }),
+        (e: unknown) => isMediaError(e) && e.code === "engine_unavailable",
+      );
       const auto = createMediaEngine({ mode: "auto" });
       assert.is(auto.kind, "wasm");
       await auto.close();

@@ -11,9 +11,26 @@ export const SECRET_MARKER = "MEDIAGATE-LOCAL-SECRET-7f3c9a";
 const enc = (s: string) => new TextEncoder().encode(s);
 
 /** Files in a private temp dir that no request may ever read: secret.m4a (audio), secret.txt, secret.png. */
-export async function secretFiles(engine: MediaEngine): Promise<{ dir: string; m4a: Uint8Array; marker: Uint8Array; remove(): Promise<void> }> {
+export async function secretFiles(
+  engine: MediaEngine,
+): Promise<{ dir: string; m4a: Uint8Array; marker: Uint8Array; remove(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), "mediagate-secret-"));
-  const out = await engine.run(["-f", "lavfi", "-i", "sine=frequency=1234:sample_rate=44100:duration=3", "-c:a", "aac", "-metadata", `title=${SECRET_MARKER}`, "-f", "mp4", "secret.m4a"], { outputs: ["secret.m4a"] });
+  const out = await engine.run(
+    [
+      "-f",
+      "lavfi",
+      "-i",
+      "sine=frequency=1234:sample_rate=44100:duration=3",
+      "-c:a",
+      "aac",
+      "-metadata",
+      `title=${SECRET_MARKER}`,
+      "-f",
+      "mp4",
+      "secret.m4a",
+    ],
+    { outputs: ["secret.m4a"] },
+  );
   const m4a = out["secret.m4a"]!;
   await writeFile(join(dir, "secret.m4a"), m4a);
   await writeFile(join(dir, "secret.mp4"), m4a);

@@ -2,21 +2,21 @@
 // failure classification, sizes and the queue. (The byte-level format readers are tested in test/formats/.)
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { Limiter } from "../../lib/media/common.ts";
 import {
   classifyFailure,
   displaySize,
   durationLimitFromArgs,
   MediaError,
+  ProgressTracker,
   parseFfmpegInfo,
   parseFfmpegTime,
   parseFfprobeJson,
-  ProgressTracker,
   stripVideoMetadataArgs,
   supportsStatsPeriod,
   testVideoJob,
   videoFrameSize,
 } from "../../lib/media/index.ts";
-import { Limiter } from "../../lib/media/common.ts";
 
 const t = suite("media parsing and helpers");
 const isME = (e: unknown) => e instanceof MediaError;
@@ -41,9 +41,13 @@ t("progress is monotonic, capped below 1 until done, and survives a throwing cal
   p.line("out_time_us=12000000"); // beyond the -t cap
   p.done();
   assert.equal(seen, [0.25, 0.999, 1]);
-  const boom = new ProgressTracker([], () => {
-    throw new Error("x");
-  }, 4);
+  const boom = new ProgressTracker(
+    [],
+    () => {
+      throw new Error("x");
+    },
+    4,
+  );
   boom.line("out_time_us=1000000");
   boom.done();
   // Unknown total: only the final 1.
@@ -85,16 +89,37 @@ t("parses `ffmpeg -i` output", () => {
     { index: 4, type: "data", codec: "unknown" },
   ]);
   assert.equal(displaySize(p), { width: 1080, height: 1920 });
-  assert.throws(() => parseFfmpegInfo(["bad.mp4: Invalid data found when processing input"], 1), (e: unknown) => e instanceof MediaError && e.code === "invalid_input");
+  assert.throws(
+    () => parseFfmpegInfo(["bad.mp4: Invalid data found when processing input"], 1),
+    (e: unknown) => e instanceof MediaError && e.code === "invalid_input",
+  );
 });
 
 t("parses ffprobe JSON the same way", () => {
   const json = JSON.stringify({
     streams: [
-      { index: 0, codec_type: "video", codec_name: "h264", width: 1920, height: 1080, avg_frame_rate: "30000/1001", r_frame_rate: "30000/1001", side_data_list: [{ side_data_type: "Display Matrix", rotation: -90 }] },
+      {
+        index: 0,
+        codec_type: "video",
+        codec_name: "h264",
+        width: 1920,
+        height: 1080,
+        avg_frame_rate: "30000/1001",
+        r_frame_rate: "30000/1001",
+        side_data_list: [{ side_data_type: "Display Matrix", rotation: -90 }],
+      },
       { index: 1, codec_type: "audio", codec_name: "aac", sample_rate: "44100", channels: 6 },
       { index: 2, codec_type: "attachment", codec_name: "ttf" },
-      { index: 3, codec_type: "video", codec_name: "png", width: 10, height: 10, avg_frame_rate: "0/0", r_frame_rate: "90000/1", disposition: { attached_pic: 1 } },
+      {
+        index: 3,
+        codec_type: "video",
+        codec_name: "png",
+        width: 10,
+        height: 10,
+        avg_frame_rate: "0/0",
+        r_frame_rate: "90000/1",
+        disposition: { attached_pic: 1 },
+      },
     ],
     format: { format_name: "mov,mp4,m4a,3gp,3g2,mj2", duration: "5.216667" },
   });
@@ -110,13 +135,22 @@ t("parses ffprobe JSON the same way", () => {
       { index: 3, type: "video", codec: "png", width: 10, height: 10, fps: 90000, attachedPicture: true },
     ],
   });
-  assert.throws(() => parseFfprobeJson("{\n\n}", 1), (e: unknown) => e instanceof MediaError && e.code === "invalid_input");
+  assert.throws(
+    () => parseFfprobeJson("{\n\n}", 1),
+    (e: unknown) => e instanceof MediaError && e.code === "invalid_input",
+  );
 });
 
 t("failures are blamed on the input only when ffmpeg says so", () => {
-  assert.is(classifyFailure(["[mov] moov atom not found", "in.mp4: Invalid data found when processing input"]), "invalid_input");
+  assert.is(
+    classifyFailure(["[mov] moov atom not found", "in.mp4: Invalid data found when processing input"]),
+    "invalid_input",
+  );
   assert.is(classifyFailure(["Unknown encoder 'x'"]), "failed");
-  assert.is(classifyFailure(["Unrecognized option 'foo'.", "Error splitting the argument list: Option not found"]), "failed");
+  assert.is(
+    classifyFailure(["Unrecognized option 'foo'.", "Error splitting the argument list: Option not found"]),
+    "failed",
+  );
   assert.is(classifyFailure(["Decoder (codec av1) not found for input stream #0:0"]), "unsupported");
   assert.is(classifyFailure([]), "failed");
   const e = new MediaError("invalid_input", "secret /tmp/path", { log: ["line"] });
@@ -146,13 +180,22 @@ t("video frame sizes follow docs/architecture.md 'Sizes' (short edge), even for 
 t("test video jobs validate their size and never put text into the filter graph", () => {
   assert.throws(() => testVideoJob({ width: 101, height: 100, seconds: 1 }), isME);
   assert.throws(() => testVideoJob({ width: 100, height: 100, seconds: 0 }), isME);
-  const job = testVideoJob({ width: 320, height: 240, seconds: 2, text: "a:b,c'd[e]", font: new Uint8Array([1, 2, 3]) });
+  const job = testVideoJob({
+    width: 320,
+    height: 240,
+    seconds: 2,
+    text: "a:b,c'd[e]",
+    font: new Uint8Array([1, 2, 3]),
+  });
   assert.ok(job.textDrawn);
   assert.not.ok(job.args.join(" ").includes("a:b"));
   assert.is(new TextDecoder().decode(job.inputs["text.txt"]), "a:b,c'd[e]");
   assert.not.ok(testVideoJob({ width: 320, height: 240, seconds: 2, text: "x", font: false }).textDrawn);
   // Deterministic from the seed.
-  assert.equal(testVideoJob({ width: 64, height: 64, seconds: 1, seed: "s" }).args, testVideoJob({ width: 64, height: 64, seconds: 1, seed: "s" }).args);
+  assert.equal(
+    testVideoJob({ width: 64, height: 64, seconds: 1, seed: "s" }).args,
+    testVideoJob({ width: 64, height: 64, seconds: 1, seed: "s" }).args,
+  );
 });
 
 t("the limiter is FIFO, caps concurrency and hands slots over without a gap", async () => {

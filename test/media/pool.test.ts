@@ -13,7 +13,9 @@ t("holds at most its size at once, in arrival order, and says so", async () => {
   const pool = createMediaPool(2);
   const order: number[] = [];
   const gates: Array<() => void> = [];
-  const runs = [0, 1, 2, 3].map((i) => pool.run(() => new Promise<void>((resolve) => gates.push(() => (order.push(i), resolve())))));
+  const runs = [0, 1, 2, 3].map((i) =>
+    pool.run(() => new Promise<void>((resolve) => gates.push(() => (order.push(i), resolve())))),
+  );
   await tick();
   assert.equal(pool.stats(), { size: 2, active: 2, waiting: 2 });
   gates.shift()!();
@@ -41,9 +43,11 @@ t("work aborted while it waits leaves the queue; a failure frees its place", asy
   assert.equal(pool.stats(), { size: 1, active: 1, waiting: 0 });
   release();
   await holder;
-  await pool.run(async () => {
-    throw new Error("boom");
-  }).catch(() => {});
+  await pool
+    .run(async () => {
+      throw new Error("boom");
+    })
+    .catch(() => {});
   assert.is(await pool.run(async () => "next"), "next");
   assert.equal(pool.stats(), { size: 1, active: 0, waiting: 0 });
 });
@@ -64,7 +68,9 @@ for (const mode of ENGINE_MODES) {
       let release!: () => void;
       const other = pool.run(() => new Promise<void>((r) => (release = r)));
       let ran = false;
-      const run = engine.run(["-f", "lavfi", "-i", "anullsrc=r=8000:cl=mono", "-t", "0.1", "out.wav"], { outputs: ["out.wav"] }).then((o) => ((ran = true), o));
+      const run = engine
+        .run(["-f", "lavfi", "-i", "anullsrc=r=8000:cl=mono", "-t", "0.1", "out.wav"], { outputs: ["out.wav"] })
+        .then((o) => ((ran = true), o));
       await new Promise((r) => setTimeout(r, 300));
       assert.not.ok(ran, "the run waited for the place other work held");
       assert.is(engine.pending, 2);

@@ -27,9 +27,11 @@ export function exifTags(bytes: Uint8Array, ext: string): Record<string, unknown
 }
 
 // Groups that are metadata (not picture structure); every tag in them must be gone after stripping.
-const METADATA_GROUP = /^(IFD\d|ExifIFD|GPS|InteropIFD|MakerNotes.*|XMP.*|IPTC|Photoshop|JUMBF|CBOR|JSON|C2PA.*|Keys|UserData|ItemList|MPF\d*)$/;
+const METADATA_GROUP =
+  /^(IFD\d|ExifIFD|GPS|InteropIFD|MakerNotes.*|XMP.*|IPTC|Photoshop|JUMBF|CBOR|JSON|C2PA.*|Keys|UserData|ItemList|MPF\d*)$/;
 // In the PNG group exiftool mixes structure with text chunks; only these are structure.
-const PNG_STRUCTURE = /^(ImageWidth|ImageHeight|BitDepth|ColorType|Compression|Filter|Interlace|Gamma|SRGBRendering|BackgroundColor|Palette|Transparency|WhitePoint.*|Red[XY]|Green[XY]|Blue[XY]|ProfileName|PixelsPerUnit[XY]|PixelUnits|SignificantBits)$/;
+const PNG_STRUCTURE =
+  /^(ImageWidth|ImageHeight|BitDepth|ColorType|Compression|Filter|Interlace|Gamma|SRGBRendering|BackgroundColor|Palette|Transparency|WhitePoint.*|Red[XY]|Green[XY]|Blue[XY]|ProfileName|PixelsPerUnit[XY]|PixelUnits|SignificantBits)$/;
 
 /** Tags that are metadata a strip should have removed. */
 export function leakedMetadata(tags: Record<string, unknown>): string[] {

@@ -5,12 +5,12 @@ import * as assert from "uvu/assert";
 import {
   convertImage,
   createMediaEngine,
+  type ImageFormat,
   isMediaError,
   loadVips,
   probeImage,
   resizeImage,
   withVips,
-  type ImageFormat,
 } from "../../lib/media/index.ts";
 import { fixture } from "./util.ts";
 
@@ -27,7 +27,11 @@ const FIXTURES: Array<[string, ImageFormat, number, number, boolean]> = [
 /** A JPEG whose EXIF orientation says "rotate 90° clockwise to display" (stored 60x40, shown 40x60). */
 const rotatedJpeg = () =>
   withVips("failed", (vips, track) => {
-    const img = track(track(vips.Image.black(60, 40, { bands: 3 })).add([200, 30, 30]).cast("uchar"));
+    const img = track(
+      track(vips.Image.black(60, 40, { bands: 3 }))
+        .add([200, 30, 30])
+        .cast("uchar"),
+    );
     const copy = track(img.copy());
     copy.setInt("orientation", 6);
     copy.setString("exif-ifd0-Artist", "Someone Private");
@@ -45,7 +49,11 @@ t("loads once and is shared with the engines", async () => {
 t("probes the fixtures", async () => {
   for (const [name, format, width, height, alpha] of FIXTURES) {
     const p = await probeImage(fixture(name));
-    assert.equal([p.format, p.width, p.height, p.hasAlpha, p.orientation, p.pages], [format, width, height, alpha, 1, 1], name);
+    assert.equal(
+      [p.format, p.width, p.height, p.hasAlpha, p.orientation, p.pages],
+      [format, width, height, alpha, 1, 1],
+      name,
+    );
   }
   const earth = await probeImage(fixture("earth_apollo17.jpg"));
   assert.ok(earth.hasExif && earth.hasXmp && earth.hasIptc && earth.hasIccProfile);

@@ -6,22 +6,28 @@ import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
-import { createOutboundGuard } from "../../lib/outbound/index.ts";
-import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
-import account from "../../plugins/account/index.ts";
 import { setPaused } from "../../core/pauses.ts";
+import { createOutboundGuard } from "../../lib/outbound/index.ts";
+import account from "../../plugins/account/index.ts";
+import { METADATA_ERRORS } from "../../plugins/metadata/errors.ts";
+import { imageFormatOf } from "../../plugins/metadata/image.ts";
 import metadata from "../../plugins/metadata/index.ts";
 import { removeMetadataOperation } from "../../plugins/metadata/operations.ts";
 import { VIDEO_SLOT_KEY, VIDEO_SLOTS } from "../../plugins/metadata/slots.ts";
-import { METADATA_ERRORS } from "../../plugins/metadata/errors.ts";
-import { imageFormatOf } from "../../plugins/metadata/image.ts";
+import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { ENGINE_MODES, loadFixture } from "./helpers.ts";
 
 const BIG = new Uint8Array(20 * 1024 * 1024 + 1);
 const server = createServer((req, res) => {
   const path = req.url ?? "/";
-  const files: Record<string, Uint8Array> = { "/earth.jpg": loadFixture("earth_apollo17.jpg"), "/video1.mp4": loadFixture("video1.mp4"), "/c.mov": loadFixture("c.mov"), "/big.jpg": BIG, "/junk.mp4": new Uint8Array(Buffer.from("not a video at all")) };
+  const files: Record<string, Uint8Array> = {
+    "/earth.jpg": loadFixture("earth_apollo17.jpg"),
+    "/video1.mp4": loadFixture("video1.mp4"),
+    "/c.mov": loadFixture("c.mov"),
+    "/big.jpg": BIG,
+    "/junk.mp4": new Uint8Array(Buffer.from("not a video at all")),
+  };
   if (path === "/slow.mp4") return; // never answers
   const body = files[path];
   if (!body) {
@@ -39,7 +45,10 @@ const LIMITS = { rate_limits: { "POST /remove-metadata": 100_000 } };
 const b64 = (name: string) => Buffer.from(loadFixture(name)).toString("base64");
 const DAY = 24 * 3600 * 1000;
 
-async function kernelFor(backend: { name: string }, extra: { env?: Record<string, string>; plugin?: typeof metadata; privateUrls?: boolean } = {}): Promise<TestKernel> {
+async function kernelFor(
+  backend: { name: string },
+  extra: { env?: Record<string, string>; plugin?: typeof metadata; privateUrls?: boolean } = {},
+): Promise<TestKernel> {
   return createTestKernel({
     plugins: [account, extra.plugin ?? metadata],
     databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
@@ -49,7 +58,15 @@ async function kernelFor(backend: { name: string }, extra: { env?: Record<string
 }
 
 const db = (tk: TestKernel) => tk.kernel.database.kysely as any;
-const retained = async (tk: TestKernel) => Number((await db(tk).selectFrom("retained_blobs").select((eb: any) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()).n);
+const retained = async (tk: TestKernel) =>
+  Number(
+    (
+      await db(tk)
+        .selectFrom("retained_blobs")
+        .select((eb: any) => eb.fn.countAll().as("n"))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
 
 for (const backend of await databaseBackends()) {
   const t = suite(`POST /remove-metadata (${backend.name})`);
@@ -85,7 +102,11 @@ for (const backend of await databaseBackends()) {
     assert.match(image_url, /^http:\/\/localhost:3000\/media\/metadata\/clean\/[0-9a-f]{32}\.jpg$/);
     const media = await tk.request("GET", new URL(image_url).pathname);
     assert.is(media.status, 200);
-    const row = await db(tk).selectFrom("metadata_removals").selectAll().where("request_id", "=", request_id).executeTakeFirstOrThrow();
+    const row = await db(tk)
+      .selectFrom("metadata_removals")
+      .selectAll()
+      .where("request_id", "=", request_id)
+      .executeTakeFirstOrThrow();
     assert.is(row.status, 200);
   });
 
@@ -97,9 +118,13 @@ for (const backend of await databaseBackends()) {
     assert.is(again.status, 200, JSON.stringify(again.body));
     assert.equal(again.body.removed, []);
     assert.is(again.body.bytes_in, res.body.bytes_out);
-    const gone = await post({ image_url: "http://localhost:3000/media/metadata/clean/00000000000000000000000000000000.jpg" });
+    const gone = await post({
+      image_url: "http://localhost:3000/media/metadata/clean/00000000000000000000000000000000.jpg",
+    });
     assert.equal([gone.status, gone.body.error], [404, METADATA_ERRORS.imageNotFound]);
-    const goneVideo = await post({ video_url: "http://localhost:3000/media/metadata/clean/00000000000000000000000000000000.mp4" });
+    const goneVideo = await post({
+      video_url: "http://localhost:3000/media/metadata/clean/00000000000000000000000000000000.mp4",
+    });
     assert.equal([goneVideo.status, goneVideo.body.error], [404, METADATA_ERRORS.videoNotFound]);
   });
 
@@ -127,9 +152,17 @@ for (const backend of await databaseBackends()) {
       [{ image_url: "http://example.com/a.jpg" }, METADATA_ERRORS.imageUrlHttps, strict],
       [{ image_url: "https://127.0.0.1/a.jpg" }, METADATA_ERRORS.imageUrlHttps, strict],
       [{ image_url: "ftp://example.com/a.jpg" }, METADATA_ERRORS.invalidImageUrl("ftp://example.com/a.jpg"), strict],
-      [{ image_url: "https://user@example.com/a.jpg" }, METADATA_ERRORS.invalidImageUrl("https://user@example.com/a.jpg"), strict],
+      [
+        { image_url: "https://user@example.com/a.jpg" },
+        METADATA_ERRORS.invalidImageUrl("https://user@example.com/a.jpg"),
+        strict,
+      ],
       [{ video_url: "http://example.com/a.mp4" }, METADATA_ERRORS.videoUrlHttps, strict],
-      [{ video_url: "https://exämple.com/a.mp4" }, METADATA_ERRORS.invalidVideoUrl("https://exämple.com/a.mp4"), strict],
+      [
+        { video_url: "https://exämple.com/a.mp4" },
+        METADATA_ERRORS.invalidVideoUrl("https://exämple.com/a.mp4"),
+        strict,
+      ],
       [{ image_url: `${base}/missing.jpg` }, METADATA_ERRORS.imageFetch],
       [{ video_url: `${base}/missing.mp4` }, METADATA_ERRORS.videoFetch],
     ];
@@ -142,19 +175,43 @@ for (const backend of await databaseBackends()) {
 
   t("413, 415 and 422; a damaged file stores nothing", async () => {
     const over = Buffer.alloc(20 * 1024 * 1024 + 3).toString("base64");
-    assert.equal(await post({ image_base64: over }).then((r) => [r.status, r.body.error]), [413, METADATA_ERRORS.imageBase64TooLarge]);
-    assert.equal(await post({ image_base64: over + "A".repeat(400_000) }).then((r) => [r.status, r.body.error]), [413, METADATA_ERRORS.imageBase64TooLarge]);
-    assert.equal(await post({ image_url: `${base}/big.jpg` }).then((r) => [r.status, r.body.error]), [413, METADATA_ERRORS.imageTooLarge]);
-    assert.equal(await post({ image_base64: Buffer.from("GIF89a....").toString("base64") }).then((r) => [r.status, r.body.error]), [415, METADATA_ERRORS.unsupportedImage]);
-    assert.equal(await post({ video_url: `${base}/junk.mp4` }).then((r) => [r.status, r.body.error]), [415, METADATA_ERRORS.unsupportedVideo]);
-    assert.equal(await post({ video_url: `${base}/earth.jpg` }).then((r) => [r.status, r.body.error]), [415, METADATA_ERRORS.unsupportedVideo]);
+    assert.equal(await post({ image_base64: over }).then((r) => [r.status, r.body.error]), [
+      413,
+      METADATA_ERRORS.imageBase64TooLarge,
+    ]);
+    assert.equal(await post({ image_base64: over + "A".repeat(400_000) }).then((r) => [r.status, r.body.error]), [
+      413,
+      METADATA_ERRORS.imageBase64TooLarge,
+    ]);
+    assert.equal(await post({ image_url: `${base}/big.jpg` }).then((r) => [r.status, r.body.error]), [
+      413,
+      METADATA_ERRORS.imageTooLarge,
+    ]);
+    assert.equal(
+      await post({ image_base64: Buffer.from("GIF89a....").toString("base64") }).then((r) => [r.status, r.body.error]),
+      [415, METADATA_ERRORS.unsupportedImage],
+    );
+    assert.equal(await post({ video_url: `${base}/junk.mp4` }).then((r) => [r.status, r.body.error]), [
+      415,
+      METADATA_ERRORS.unsupportedVideo,
+    ]);
+    assert.equal(await post({ video_url: `${base}/earth.jpg` }).then((r) => [r.status, r.body.error]), [
+      415,
+      METADATA_ERRORS.unsupportedVideo,
+    ]);
     const before = await retained(tk);
     const jpeg = loadFixture("earth_apollo17.jpg");
     const damaged = Buffer.from(jpeg.subarray(0, jpeg.length - 500)).toString("base64");
-    assert.equal(await post({ image_base64: damaged }).then((r) => [r.status, r.body.error]), [422, METADATA_ERRORS.imageDamaged]);
+    assert.equal(await post({ image_base64: damaged }).then((r) => [r.status, r.body.error]), [
+      422,
+      METADATA_ERRORS.imageDamaged,
+    ]);
     const webp = new Uint8Array(loadFixture("test_xmp.webp"));
     new DataView(webp.buffer).setUint32(4, webp.length * 2, true);
-    assert.equal(await post({ image_base64: Buffer.from(webp).toString("base64") }).then((r) => [r.status, r.body.error]), [422, METADATA_ERRORS.imageDamaged]);
+    assert.equal(
+      await post({ image_base64: Buffer.from(webp).toString("base64") }).then((r) => [r.status, r.body.error]),
+      [422, METADATA_ERRORS.imageDamaged],
+    );
     assert.is(await retained(tk), before, "nothing stored");
   });
 
@@ -197,7 +254,9 @@ for (const backend of await databaseBackends()) {
 
   t("GraphQL reaches the same operation", async () => {
     const sdl = await graphql(tk, `{ __schema { mutationType { fields { name } } } }`, undefined, { key });
-    const name = sdl.data.__schema.mutationType.fields.map((f: any) => f.name).find((n: string) => /remove.?metadata/i.test(n));
+    const name = sdl.data.__schema.mutationType.fields
+      .map((f: any) => f.name)
+      .find((n: string) => /remove.?metadata/i.test(n));
     assert.ok(name, "a removeMetadata mutation");
   });
 
@@ -210,7 +269,13 @@ for (const mode of ENGINE_MODES) {
   let tk: TestKernel;
   let key: string;
   t.before(async () => {
-    tk = await kernelFor({ name: "pglite" }, { env: { MEDIA_ENGINE: mode }, plugin: { ...metadata, operations: [removeMetadataOperation({ downloadTimeoutMs: 5_000 })] } });
+    tk = await kernelFor(
+      { name: "pglite" },
+      {
+        env: { MEDIA_ENGINE: mode },
+        plugin: { ...metadata, operations: [removeMetadataOperation({ downloadTimeoutMs: 5_000 })] },
+      },
+    );
     key = (await tk.partner({ limits: LIMITS })).key;
   });
   t.after(() => tk.close());
@@ -218,11 +283,17 @@ for (const mode of ENGINE_MODES) {
   t("MP4 with C2PA and XMP, MOV stays MOV; a service video URL works too", async () => {
     const mp4 = await tk.request("POST", "/remove-metadata", { key, body: { video_url: `${base}/video1.mp4` } });
     assert.is(mp4.status, 200, JSON.stringify(mp4.body));
-    assert.equal([mp4.body.format, mp4.body.content_type, mp4.body.removed, mp4.body.c2pa_found], ["mp4", "video/mp4", ["c2pa", "xmp", "other"], true]);
+    assert.equal(
+      [mp4.body.format, mp4.body.content_type, mp4.body.removed, mp4.body.c2pa_found],
+      ["mp4", "video/mp4", ["c2pa", "xmp", "other"], true],
+    );
     assert.match(mp4.body.video_url, /\.mp4$/);
     assert.is(mp4.body.image_url, undefined);
     const mov = await tk.request("POST", "/remove-metadata", { key, body: { video_url: `${base}/c.mov` } });
-    assert.equal([mov.status, mov.body.format, mov.body.content_type, mov.body.removed], [200, "mov", "video/quicktime", ["other"]]);
+    assert.equal(
+      [mov.status, mov.body.format, mov.body.content_type, mov.body.removed],
+      [200, "mov", "video/quicktime", ["other"]],
+    );
     const again = await tk.request("POST", "/remove-metadata", { key, body: { video_url: mp4.body.video_url } });
     assert.equal([again.status, again.body.removed], [200, []]);
   });
@@ -238,7 +309,10 @@ for (const mode of ENGINE_MODES) {
     // Through storage: a file of ours that was cut short.
     const cut = `clean/${"0c".repeat(16)}.mp4`; // a name /media serves: 128 random bits
     await tk.kernel.blobs.put(`metadata/${cut}`, stored);
-    const res = await tk.request("POST", "/remove-metadata", { key, body: { video_url: `http://localhost:3000/media/metadata/${cut}` } });
+    const res = await tk.request("POST", "/remove-metadata", {
+      key,
+      body: { video_url: `http://localhost:3000/media/metadata/${cut}` },
+    });
     assert.equal([res.status, res.body.error], [422, METADATA_ERRORS.videoDamaged]);
     assert.is(await retained(tk), before);
   });

@@ -27,7 +27,8 @@ function mutate(src: Uint8Array, rnd: () => number): Uint8Array {
       out[i] = out[i]! ^ (1 << Math.floor(rnd() * 8));
     }
   } else if (kind === 2) {
-    for (let i = 0, n = 1 + Math.floor(rnd() * 4); i < n; i++) out[at()] = [0x00, 0xff, 0x7f, 0x80][Math.floor(rnd() * 4)]!;
+    for (let i = 0, n = 1 + Math.floor(rnd() * 4); i < n; i++)
+      out[at()] = [0x00, 0xff, 0x7f, 0x80][Math.floor(rnd() * 4)]!;
   } else {
     // A run of 0xFF / 0x00 (fill bytes, huge lengths, zero lengths).
     const start = at();
@@ -36,7 +37,11 @@ function mutate(src: Uint8Array, rnd: () => number): Uint8Array {
   return out;
 }
 
-async function survive(input: Uint8Array, clean: (b: Uint8Array) => Promise<{ bytes: Uint8Array }>, what: string): Promise<"ok" | "damaged"> {
+async function survive(
+  input: Uint8Array,
+  clean: (b: Uint8Array) => Promise<{ bytes: Uint8Array }>,
+  what: string,
+): Promise<"ok" | "damaged"> {
   try {
     const out = await clean(input);
     assert.ok(out.bytes.length <= input.length, `${what}: grew`);
@@ -75,7 +80,8 @@ t("every truncation of a small fixture, byte by byte", async () => {
   const webp = loadFixture("test_xmp.webp");
   for (let n = 0; n < webp.length; n += 7) await survive(webp.subarray(0, n), cleanWebp, `webp[0:${n}]`);
   const jpeg = loadFixture("earth_apollo17.jpg");
-  for (let n = 0; n < 30_000; n += 13) assert.is(await survive(jpeg.subarray(0, n), cleanJpeg, `jpeg[0:${n}]`), "damaged");
+  for (let n = 0; n < 30_000; n += 13)
+    assert.is(await survive(jpeg.subarray(0, n), cleanJpeg, `jpeg[0:${n}]`), "damaged");
 });
 
 t.run();

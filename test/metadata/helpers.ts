@@ -3,16 +3,21 @@ import { readdirSync } from "node:fs";
 import { loadVips } from "../../lib/media/index.ts";
 import { FIXTURES, fixture } from "../media/util.ts";
 
-export { EXIFTOOL, ENGINE_MODES, exifTags, fixture, leakedMetadata } from "../media/util.ts";
+export { ENGINE_MODES, EXIFTOOL, exifTags, fixture, leakedMetadata } from "../media/util.ts";
 
-const byExt = (re: RegExp) => readdirSync(FIXTURES).filter((f) => re.test(f)).sort();
+const byExt = (re: RegExp) =>
+  readdirSync(FIXTURES)
+    .filter((f) => re.test(f))
+    .sort();
 /** Every image and video fixture there is, so a new one is tested without touching the tests. */
 export const IMAGE_FIXTURES = byExt(/\.(jpe?g|png|webp)$/i);
 export const VIDEO_FIXTURES = byExt(/\.(mp4|mov)$/i);
 export const loadFixture = fixture;
 
 /** Decoded pixels (and the band count and size) as libvips sees them. */
-export async function decodedPixels(bytes: Uint8Array): Promise<{ width: number; height: number; bands: number; pixels: Uint8Array }> {
+export async function decodedPixels(
+  bytes: Uint8Array,
+): Promise<{ width: number; height: number; bands: number; pixels: Uint8Array }> {
   const vips = await loadVips();
   const img = vips.Image.newFromBuffer(bytes, "", { access: "sequential" } as any);
   try {

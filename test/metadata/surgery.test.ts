@@ -63,7 +63,9 @@ for (const name of IMAGE_FIXTURES) {
       assert.ok(leakedMetadata(before).length > 0, "the fixture had metadata to begin with");
       const icc = (tags: Record<string, unknown>) => tags["ICC_Profile:ProfileDescription"];
       assert.is(icc(after), icc(before));
-      assert.not.ok(Object.keys(after).some((k) => k.startsWith("ExifTool:Warning") && /error|corrupt/i.test(String(after[k]))));
+      assert.not.ok(
+        Object.keys(after).some((k) => k.startsWith("ExifTool:Warning") && /error|corrupt/i.test(String(after[k]))),
+      );
     });
   }
 }
@@ -132,24 +134,47 @@ t("JPEG with MPF: images after EOI stay, and the MP entry offsets still point at
   const xmpAfter = segment(0xe1, "http://ns.adobe.com/xap/1.0/\0<x:xmpmeta/>");
   const comment = segment(0xfe, "made by hand");
   // Built twice: once to measure where the second image lands, once with that offset.
-  const build = (offset: number) => concat(Uint8Array.from([0xff, 0xd8]), exif, mpfSegment(second.length, offset), xmpAfter, comment, soiToRest, second);
+  const build = (offset: number) =>
+    concat(
+      Uint8Array.from([0xff, 0xd8]),
+      exif,
+      mpfSegment(second.length, offset),
+      xmpAfter,
+      comment,
+      soiToRest,
+      second,
+    );
   const draft = build(0);
   const header = mpfSecondOffset(draft).header;
   const input = build(draft.length - second.length - header);
-  assert.is(Buffer.compare(input.subarray(header + mpfSecondOffset(input).offset, header + mpfSecondOffset(input).offset + 2), Buffer.from([0xff, 0xd8])), 0);
+  assert.is(
+    Buffer.compare(
+      input.subarray(header + mpfSecondOffset(input).offset, header + mpfSecondOffset(input).offset + 2),
+      Buffer.from([0xff, 0xd8]),
+    ),
+    0,
+  );
 
   const out = await cleanJpeg(input);
   assert.equal(out.removed, ["exif", "xmp", "iptc", "other"]);
   const { header: h, offset } = mpfSecondOffset(out.bytes);
-  assert.equal(Buffer.compare(out.bytes.subarray(h + offset, h + offset + second.length), second), 0, "the MP entry points at the second image");
-  assert.equal(Buffer.compare(out.bytes.subarray(out.bytes.length - second.length), second), 0, "data after EOI is kept byte for byte");
+  assert.equal(
+    Buffer.compare(out.bytes.subarray(h + offset, h + offset + second.length), second),
+    0,
+    "the MP entry points at the second image",
+  );
+  assert.equal(
+    Buffer.compare(out.bytes.subarray(out.bytes.length - second.length), second),
+    0,
+    "data after EOI is kept byte for byte",
+  );
 });
 
 t("JPEG: unknown APPn segments, ICC and Adobe segments stay; COM and extended XMP go", async () => {
   const base = loadFixture("C.jpg");
   const icc = segment(0xe2, "ICC_PROFILE\0\x01\x01fake-profile");
   const unknown = segment(0xe9, "SomeVendor\0data");
-  const extended = segment(0xe1, "http://ns.adobe.com/xmp/extension/\0" + "0".repeat(32) + "\0\0\0\x10\0\0\0\0<x/>");
+  const extended = segment(0xe1, `http://ns.adobe.com/xmp/extension/\0${"0".repeat(32)}\0\0\0\x10\0\0\0\0<x/>`);
   const input = concat(base.subarray(0, 2), icc, unknown, extended, segment(0xfe, "hi"), base.subarray(2));
   const out = await cleanJpeg(input);
   assert.equal(out.removed, ["c2pa", "xmp", "other"]);

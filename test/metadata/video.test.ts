@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { mp4Boxes } from "../../lib/formats/index.ts";
-import { createMediaEngine, mp4MetadataCategories, type MediaEngine } from "../../lib/media/index.ts";
+import { createMediaEngine, type MediaEngine, mp4MetadataCategories } from "../../lib/media/index.ts";
 import { DamagedMediaError } from "../../plugins/metadata/damage.ts";
 import { cleanVideo, hasMultiEditList, videoContainerOf } from "../../plugins/metadata/video.ts";
 import { contains, ENGINE_MODES, loadFixture, VIDEO_FIXTURES } from "./helpers.ts";
@@ -24,7 +24,24 @@ function streamHashes(bytes: Uint8Array, ignoreEdits: boolean): string[] {
   try {
     const file = join(dir, "in.bin");
     writeFileSync(file, bytes);
-    const out = execFileSync("ffmpeg", ["-v", "error", ...(ignoreEdits ? ["-ignore_editlist", "1"] : []), "-i", file, "-map", "0", "-c", "copy", "-f", "streamhash", "-"], { encoding: "utf8" });
+    const out = execFileSync(
+      "ffmpeg",
+      [
+        "-v",
+        "error",
+        ...(ignoreEdits ? ["-ignore_editlist", "1"] : []),
+        "-i",
+        file,
+        "-map",
+        "0",
+        "-c",
+        "copy",
+        "-f",
+        "streamhash",
+        "-",
+      ],
+      { encoding: "utf8" },
+    );
     return out.trim().split("\n");
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -35,7 +52,11 @@ function tags(bytes: Uint8Array): string {
   const dir = mkdtempSync(join(tmpdir(), "metadata-video-"));
   try {
     writeFileSync(join(dir, "f"), bytes);
-    return execFileSync("ffprobe", ["-v", "error", "-show_entries", "format_tags:stream_tags:chapters", "-of", "json", join(dir, "f")], { encoding: "utf8" });
+    return execFileSync(
+      "ffprobe",
+      ["-v", "error", "-show_entries", "format_tags:stream_tags:chapters", "-of", "json", join(dir, "f")],
+      { encoding: "utf8" },
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -67,7 +88,10 @@ for (const mode of ENGINE_MODES) {
       assert.not.ok(contains(out.bytes, "jumb") || contains(out.bytes, "c2pa"), "C2PA bytes left");
       assert.not.ok(contains(out.bytes, "<x:xmpmeta"), "XMP left");
       const top = [...mp4Boxes(out.bytes)].map((b) => b.type);
-      assert.ok(top.indexOf("moov") >= 0 && top.indexOf("moov") < top.indexOf("mdat"), `index in front: ${top.join(",")}`);
+      assert.ok(
+        top.indexOf("moov") >= 0 && top.indexOf("moov") < top.indexOf("mdat"),
+        `index in front: ${top.join(",")}`,
+      );
       const brand = Buffer.from(out.bytes.subarray(8, 12)).toString("latin1");
       assert.is(brand === "qt  ", container.format === "mov", `brand ${brand}`);
       if (native) {
@@ -76,9 +100,15 @@ for (const mode of ENGINE_MODES) {
         assert.equal(streamHashes(out.bytes, raw), before);
         const left = JSON.parse(tags(out.bytes));
         // The ftyp brands are the container's structure, which ffprobe lists among the tags.
-        const formatTags = Object.keys(left.format?.tags ?? {}).filter((k) => !["major_brand", "minor_version", "compatible_brands"].includes(k));
+        const formatTags = Object.keys(left.format?.tags ?? {}).filter(
+          (k) => !["major_brand", "minor_version", "compatible_brands"].includes(k),
+        );
         assert.equal(formatTags, []);
-        for (const s of left.streams ?? []) assert.not.ok(Object.keys(s.tags ?? {}).some((k) => !["language", "handler_name", "vendor_id"].includes(k)), JSON.stringify(s.tags));
+        for (const s of left.streams ?? [])
+          assert.not.ok(
+            Object.keys(s.tags ?? {}).some((k) => !["language", "handler_name", "vendor_id"].includes(k)),
+            JSON.stringify(s.tags),
+          );
         assert.equal(left.chapters ?? [], []);
       }
     });

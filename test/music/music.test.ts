@@ -8,18 +8,18 @@
 // API in sandbox-api.test.ts.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
-import { definePlugin, type CapabilityHost } from "../../core/plugin.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import account from "../../plugins/account/index.ts";
-import { encodePng } from "../../plugins/images/png.ts";
-import music from "../../plugins/music/index.ts";
-import { FAILURE_TEXTS, MUSIC_ERRORS } from "../../plugins/music/errors.ts";
-import { uploadedSource } from "../../plugins/music/source.ts";
-import { MusicProviderError, type MusicProvider, type MusicProviders, type MusicTrack } from "../../contracts/music.ts";
+import { type MusicProvider, MusicProviderError, type MusicProviders, type MusicTrack } from "../../contracts/music.ts";
 import type { UpstreamProvider } from "../../contracts/upstream.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
+import { type CapabilityHost, definePlugin } from "../../core/plugin.ts";
 import { ApiError } from "../../lib/api-error.ts";
+import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
+import account from "../../plugins/account/index.ts";
+import { encodePng } from "../../plugins/images/png.ts";
+import { FAILURE_TEXTS, MUSIC_ERRORS } from "../../plugins/music/errors.ts";
+import music from "../../plugins/music/index.ts";
+import { uploadedSource } from "../../plugins/music/source.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
 /** A mono 16-bit WAV of a tone. */
@@ -30,7 +30,11 @@ function toneWav(seconds: number, hz = 440, rate = 22050): Uint8Array {
   const text = (o: number, s: string) => [...s].forEach((c, i) => v.setUint8(o + i, c.charCodeAt(0)));
   text(0, "RIFF"), v.setUint32(4, 36 + n * 2, true), text(8, "WAVE"), text(12, "fmt ");
   v.setUint32(16, 16, true), v.setUint16(20, 1, true), v.setUint16(22, 1, true), v.setUint32(24, rate, true);
-  v.setUint32(28, rate * 2, true), v.setUint16(32, 2, true), v.setUint16(34, 16, true), text(36, "data"), v.setUint32(40, n * 2, true);
+  v.setUint32(28, rate * 2, true),
+    v.setUint16(32, 2, true),
+    v.setUint16(34, 16, true),
+    text(36, "data"),
+    v.setUint32(40, n * 2, true);
   for (let i = 0; i < n; i++) v.setInt16(44 + i * 2, Math.round(8000 * Math.sin((2 * Math.PI * hz * i) / rate)), true);
   return out;
 }
@@ -42,7 +46,12 @@ async function mp3(engine: MediaEngine, seconds: number, hz: number): Promise<Ui
   const key = `${seconds}:${hz}`;
   let made = mp3s.get(key);
   if (!made) {
-    made = engine.run(["-i", "in.wav", "-c:a", "libmp3lame", "-b:a", "64k", "out.mp3"], { inputs: { "in.wav": toneWav(seconds, hz) }, outputs: ["out.mp3"] }).then((out) => out["out.mp3"]!);
+    made = engine
+      .run(["-i", "in.wav", "-c:a", "libmp3lame", "-b:a", "64k", "out.mp3"], {
+        inputs: { "in.wav": toneWav(seconds, hz) },
+        outputs: ["out.mp3"],
+      })
+      .then((out) => out["out.mp3"]!);
     mp3s.set(key, made);
     made.catch(() => mp3s.delete(key));
   }
@@ -68,11 +77,21 @@ interface Script {
 function testProvider(engine: () => MediaEngine, script: Script): MusicProvider {
   const tracks = async (seconds: number, title: string): Promise<MusicTrack[]> =>
     Promise.all(
-      [440, 660].map(async (hz, i) => ({ audio: await mp3(engine(), seconds, hz), cover, coverMimeType: "image/png" as const, title, duration: seconds, arrangement: script.noArrangement ? null : { hz, variation: i } })),
+      [440, 660].map(async (hz, i) => ({
+        audio: await mp3(engine(), seconds, hz),
+        cover,
+        coverMimeType: "image/png" as const,
+        title,
+        duration: seconds,
+        arrangement: script.noArrangement ? null : { hz, variation: i },
+      })),
     );
   // The "remote" work, by id: what each request will make once polled.
   const works = new Map<string, () => Promise<MusicTrack[]>>();
-  const upstream = <R>(kind: "generate" | "extend", make: (request: R) => Promise<MusicTrack[]>): UpstreamProvider<R, MusicTrack[]> => ({
+  const upstream = <R>(
+    kind: "generate" | "extend",
+    make: (request: R) => Promise<MusicTrack[]>,
+  ): UpstreamProvider<R, MusicTrack[]> => ({
     name: "music-test",
     async submit(request) {
       if (script.refuse) throw script.refuse;
@@ -89,7 +108,9 @@ function testProvider(engine: () => MediaEngine, script: Script): MusicProvider 
   });
   return {
     generate: upstream("generate", (request) => tracks(3, request.title ?? "Generated")),
-    extend: upstream("extend", (request) => tracks(Math.ceil(request.continueAt) + 2, request.title || request.source.title || "Extended")),
+    extend: upstream("extend", (request) =>
+      tracks(Math.ceil(request.continueAt) + 2, request.title || request.source.title || "Extended"),
+    ),
   };
 }
 
@@ -105,7 +126,15 @@ const providerPlugin = (script: Script, serve = true) =>
     },
   });
 
-const UNLIMITED = { rate_limits: { "POST /generate-music": 10_000, "POST /extend-music": 10_000, "GET /music-status/<job_id>": 100_000, "GET /music": 10_000, "GET /credits": 10_000 } };
+const UNLIMITED = {
+  rate_limits: {
+    "POST /generate-music": 10_000,
+    "POST /extend-music": 10_000,
+    "GET /music-status/<job_id>": 100_000,
+    "GET /music": 10_000,
+    "GET /credits": 10_000,
+  },
+};
 
 async function waitFor(tk: TestKernel, key: string, id: string, timeoutMs = 60_000) {
   const until = Date.now() + timeoutMs;
@@ -118,14 +147,19 @@ async function waitFor(tk: TestKernel, key: string, id: string, timeoutMs = 60_0
   }
 }
 
-const balance = async (tk: TestKernel, key: string): Promise<number> => (await tk.request("GET", "/credits", { key })).body.credits_remaining;
+const balance = async (tk: TestKernel, key: string): Promise<number> =>
+  (await tk.request("GET", "/credits", { key })).body.credits_remaining;
 
 async function rows(tk: TestKernel): Promise<number> {
-  const r = await tk.kernel.database.kysely.selectFrom("music_jobs" as any).select((eb: any) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow();
+  const r = await tk.kernel.database.kysely
+    .selectFrom("music_jobs" as any)
+    .select((eb: any) => eb.fn.countAll().as("n"))
+    .executeTakeFirstOrThrow();
   return Number((r as any).n);
 }
 
-const blobOf = async (tk: TestKernel, url: string) => (await tk.kernel.blobs.get(new URL(url).pathname.slice("/media/".length)))!;
+const blobOf = async (tk: TestKernel, url: string) =>
+  (await tk.kernel.blobs.get(new URL(url).pathname.slice("/media/".length)))!;
 
 function form(parameters: Record<string, unknown> | string, audio?: { bytes: Uint8Array; name: string }): FormData {
   const f = new FormData();
@@ -135,15 +169,42 @@ function form(parameters: Record<string, unknown> | string, audio?: { bytes: Uin
 }
 
 // The multipart test's long uploads, made once per file (both backends send the same bytes).
-let uploads: Promise<{ longMp3: Record<string, Uint8Array>; tricky: Uint8Array; trickyProbedSeconds: number }> | undefined;
+let uploads:
+  | Promise<{ longMp3: Record<string, Uint8Array>; tricky: Uint8Array; trickyProbedSeconds: number }>
+  | undefined;
 const uploadFixtures = () =>
   (uploads ??= (async () => {
     const engine = createMediaEngine();
     try {
-      const longMp3 = await engine.run(["-f", "s16le", "-ar", "8000", "-ac", "1", "-i", "in.raw", "-c:a", "libmp3lame", "-b:a", "8k", "out.mp3"], { inputs: { "in.raw": new Uint8Array(8000 * 2 * 481) }, outputs: ["out.mp3"] });
+      const longMp3 = await engine.run(
+        ["-f", "s16le", "-ar", "8000", "-ac", "1", "-i", "in.raw", "-c:a", "libmp3lame", "-b:a", "8k", "out.mp3"],
+        { inputs: { "in.raw": new Uint8Array(8000 * 2 * 481) }, outputs: ["out.mp3"] },
+      );
       const pcm = new Uint8Array(44100 * 2 * 600);
-      for (let i = 0; i < 44100 * 3; i++) new DataView(pcm.buffer).setInt16(i * 2, Math.round(20000 * Math.sin(i * 0.37) * Math.sin(i * 0.011)), true);
-      const tricky = (await engine.run(["-f", "s16le", "-ar", "44100", "-ac", "1", "-i", "in.raw", "-c:a", "libmp3lame", "-q:a", "0", "-write_xing", "0", "out.mp3"], { inputs: { "in.raw": pcm }, outputs: ["out.mp3"] }))["out.mp3"]!;
+      for (let i = 0; i < 44100 * 3; i++)
+        new DataView(pcm.buffer).setInt16(i * 2, Math.round(20000 * Math.sin(i * 0.37) * Math.sin(i * 0.011)), true);
+      const tricky = (
+        await engine.run(
+          [
+            "-f",
+            "s16le",
+            "-ar",
+            "44100",
+            "-ac",
+            "1",
+            "-i",
+            "in.raw",
+            "-c:a",
+            "libmp3lame",
+            "-q:a",
+            "0",
+            "-write_xing",
+            "0",
+            "out.mp3",
+          ],
+          { inputs: { "in.raw": pcm }, outputs: ["out.mp3"] },
+        )
+      )["out.mp3"]!;
       return { longMp3, tricky, trickyProbedSeconds: (await engine.probe(tricky, "t.mp3")).durationSeconds };
     } finally {
       await engine.close();
@@ -166,7 +227,8 @@ for (const backend of await databaseBackends()) {
       start: true,
     });
   };
-  const partner = (o: Parameters<TestKernel["partner"]>[0] = {}) => tk.partner({ ...o, limits: { ...UNLIMITED, ...o.limits, rate_limits: UNLIMITED.rate_limits } });
+  const partner = (o: Parameters<TestKernel["partner"]>[0] = {}) =>
+    tk.partner({ ...o, limits: { ...UNLIMITED, ...o.limits, rate_limits: UNLIMITED.rate_limits } });
   t.after.each(async () => {
     await tk?.close();
   });
@@ -211,9 +273,21 @@ for (const backend of await databaseBackends()) {
   t("generation: 202, tier prices, two decodable tracks with covers, status and list agree", async () => {
     await start();
     const { key } = await partner({ credits: 100 });
-    const res = await tk.request("POST", "/generate-music", { key, body: { prompt: "calm piano at dawn", partner_job_id: "order/7" } });
+    const res = await tk.request("POST", "/generate-music", {
+      key,
+      body: { prompt: "calm piano at dawn", partner_job_id: "order/7" },
+    });
     assert.is(res.status, 202);
-    assert.equal(Object.keys(res.body).sort(), ["credits_remaining", "credits_used", "id", "job_id", "model", "partner_job_id", "request_id", "status"]);
+    assert.equal(Object.keys(res.body).sort(), [
+      "credits_remaining",
+      "credits_used",
+      "id",
+      "job_id",
+      "model",
+      "partner_job_id",
+      "request_id",
+      "status",
+    ]);
     assert.is(res.body.status, "queued");
     assert.is(res.body.model, "V5_5");
     assert.is(res.body.credits_used, 11, "api_plus10 pays 11");
@@ -231,7 +305,10 @@ for (const backend of await databaseBackends()) {
         assert.ok(track.audio_url.startsWith("https://media.example.test/media/music/tracks/"));
         const probe = await engine.probe(await blobOf(tk, track.audio_url), "t.mp3");
         assert.is(probe.streams.find((s) => s.type === "audio")?.codec, "mp3");
-        assert.ok(Math.abs(probe.durationSeconds - track.duration) < 0.2, `${probe.durationSeconds} vs ${track.duration}`);
+        assert.ok(
+          Math.abs(probe.durationSeconds - track.duration) < 0.2,
+          `${probe.durationSeconds} vs ${track.duration}`,
+        );
         assert.is(track.title, "Generated");
         const img = await blobOf(tk, track.image_url);
         assert.is(Buffer.from(img.subarray(1, 4)).toString(), "PNG");
@@ -243,7 +320,10 @@ for (const backend of await databaseBackends()) {
     assert.is(script.calls[0]!.request.custom, false);
 
     const standard = await partner({ credits: 100, tier: "standard" });
-    const custom = await tk.request("POST", "/generate-music", { key: standard.key, body: { style: "ambient", title: "Dawn", instrumental: true, model: "V5" } });
+    const custom = await tk.request("POST", "/generate-music", {
+      key: standard.key,
+      body: { style: "ambient", title: "Dawn", instrumental: true, model: "V5" },
+    });
     assert.is(custom.status, 202);
     assert.is(custom.body.credits_used, 10, "standard pays 10");
     assert.is(custom.body.model, "V5");
@@ -256,7 +336,18 @@ for (const backend of await databaseBackends()) {
     assert.is(list.body.total, 1, "only this account's jobs");
     assert.is(list.body.limit, 30);
     const entry = list.body.music[0];
-    assert.equal(Object.keys(entry).sort(), ["completed_at", "created_at", "credits_used", "job_id", "model", "operation", "partner_job_id", "status", "title", "tracks"]);
+    assert.equal(Object.keys(entry).sort(), [
+      "completed_at",
+      "created_at",
+      "credits_used",
+      "job_id",
+      "model",
+      "operation",
+      "partner_job_id",
+      "status",
+      "title",
+      "tracks",
+    ]);
     assert.is(entry.title, "Generated");
     assert.equal(entry.tracks, done.body.tracks);
     assert.ok(entry.completed_at);
@@ -285,9 +376,18 @@ for (const backend of await databaseBackends()) {
     script.fail = undefined;
     script.refuse = new MusicProviderError("safety_filter", "refused at submit");
     const refused = await tk.request("POST", "/generate-music", { key, body: { prompt: "x" } });
-    assert.equal([(await waitFor(tk, key, refused.body.job_id)).body.error_code, script.calls.length], ["safety_filter", 5], "a submit that throws is the provider's failure");
+    assert.equal(
+      [(await waitFor(tk, key, refused.body.job_id)).body.error_code, script.calls.length],
+      ["safety_filter", 5],
+      "a submit that throws is the provider's failure",
+    );
     assert.is(await balance(tk, key), 100, "every failure refunded");
-    const refunds = await tk.kernel.database.kysely.selectFrom("ledger").select("amount").where("partner_id", "=", id).where("type", "=", "refund").execute();
+    const refunds = await tk.kernel.database.kysely
+      .selectFrom("ledger")
+      .select("amount")
+      .where("partner_id", "=", id)
+      .where("type", "=", "refund")
+      .execute();
     assert.is(refunds.length, 6);
     await tk.close();
 
@@ -309,10 +409,21 @@ for (const backend of await databaseBackends()) {
     const second = await tk.request("POST", "/generate-music", { key, body: { prompt: "two" } });
     assert.is(second.status, 429);
     assert.is(second.body.error, "Too many in-flight jobs for this partner. Wait for some to finish and retry.");
-    const ext = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: { continue_at: 1, source: { kind: "svc_music", ref: jobId } } });
+    const ext = await tk.request("POST", "/extend-music", {
+      key,
+      headers: { "idempotency-key": newKey() },
+      body: { continue_at: 1, source: { kind: "svc_music", ref: jobId } },
+    });
     assert.is(ext.status, 202, JSON.stringify(ext.body));
-    const slots = await tk.kernel.database.kysely.selectFrom("jobs").select(["id", "holds_inflight_slot"]).where("id", "in", [first.body.job_id, ext.body.job_id]).execute();
-    assert.equal(Object.fromEntries(slots.map((r: any) => [r.id, r.holds_inflight_slot])), { [first.body.job_id]: true, [ext.body.job_id]: false });
+    const slots = await tk.kernel.database.kysely
+      .selectFrom("jobs")
+      .select(["id", "holds_inflight_slot"])
+      .where("id", "in", [first.body.job_id, ext.body.job_id])
+      .execute();
+    assert.equal(Object.fromEntries(slots.map((r: any) => [r.id, r.holds_inflight_slot])), {
+      [first.body.job_id]: true,
+      [ext.body.job_id]: false,
+    });
     script.held = false;
     await waitFor(tk, key, first.body.job_id);
     assert.is((await tk.request("POST", "/generate-music", { key, body: { prompt: "three" } })).status, 202);
@@ -362,16 +473,34 @@ for (const backend of await databaseBackends()) {
       assert.is(res.status, status, JSON.stringify(body));
       assert.is(res.body.error, error, JSON.stringify(body));
     }
-    const text = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey(), "content-type": "text/plain" }, body: "continue" });
+    const text = await tk.request("POST", "/extend-music", {
+      key,
+      headers: { "idempotency-key": newKey(), "content-type": "text/plain" },
+      body: "continue",
+    });
     assert.is(text.status, 415);
     assert.is(text.body.error, MUSIC_ERRORS.unsupportedType);
     assert.is(await balance(tk, key), before);
     assert.is(await rows(tk), rowsBefore);
 
     const k = newKey();
-    const res = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": k }, body: { continue_at: 1.5, source: { ...source, track: 1 }, style_weight: 0.25, partner_job_id: "ext_1" } });
+    const res = await tk.request("POST", "/extend-music", {
+      key,
+      headers: { "idempotency-key": k },
+      body: { continue_at: 1.5, source: { ...source, track: 1 }, style_weight: 0.25, partner_job_id: "ext_1" },
+    });
     assert.is(res.status, 202, JSON.stringify(res.body));
-    assert.equal(Object.keys(res.body).sort(), ["credits_remaining", "credits_used", "idempotency_key", "job_id", "model", "operation", "partner_job_id", "request_id", "status"]);
+    assert.equal(Object.keys(res.body).sort(), [
+      "credits_remaining",
+      "credits_used",
+      "idempotency_key",
+      "job_id",
+      "model",
+      "operation",
+      "partner_job_id",
+      "request_id",
+      "status",
+    ]);
     assert.is(res.body.operation, "extend");
     assert.is(res.body.idempotency_key, k);
     assert.is(res.body.credits_used, 11);
@@ -397,11 +526,19 @@ for (const backend of await databaseBackends()) {
     const jobId = await completedJob(key);
     const k = newKey();
     const body = { continue_at: 2, source: { kind: "svc_music", ref: jobId } };
-    const first = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": k }, body: { ...body, partner_job_id: "first" } });
+    const first = await tk.request("POST", "/extend-music", {
+      key,
+      headers: { "idempotency-key": k },
+      body: { ...body, partner_job_id: "first" },
+    });
     assert.is(first.status, 202);
     const afterFirst = await balance(tk, key);
     // Spelling out defaults and sending another partner_job_id is still the same request.
-    const again = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": k }, body: { ...body, mode: "original", source: { ...body.source, track: 0 }, partner_job_id: "second" } });
+    const again = await tk.request("POST", "/extend-music", {
+      key,
+      headers: { "idempotency-key": k },
+      body: { ...body, mode: "original", source: { ...body.source, track: 0 }, partner_job_id: "second" },
+    });
     assert.is(again.status, 200, JSON.stringify(again.body));
     assert.is(again.body.deduplicated, true);
     assert.is(again.body.job_id, first.body.job_id);
@@ -410,10 +547,18 @@ for (const backend of await databaseBackends()) {
     assert.is(again.body.credits_remaining, afterFirst);
     assert.ok(["queued", "processing", "complete"].includes(again.body.status));
     await waitFor(tk, key, first.body.job_id);
-    const later = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": k }, body: { ...body, model: "V5_5", instrumental: false } });
+    const later = await tk.request("POST", "/extend-music", {
+      key,
+      headers: { "idempotency-key": k },
+      body: { ...body, model: "V5_5", instrumental: false },
+    });
     assert.is(later.status, 200, "the source's own model and setting, spelled out, are the same request");
     assert.is(later.body.status, "complete");
-    const conflict = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": k }, body: { ...body, continue_at: 2.5 } });
+    const conflict = await tk.request("POST", "/extend-music", {
+      key,
+      headers: { "idempotency-key": k },
+      body: { ...body, continue_at: 2.5 },
+    });
     assert.is(conflict.status, 409);
     assert.is(conflict.body.error, MUSIC_ERRORS.idempotencyConflict);
     assert.is(await balance(tk, key), afterFirst);
@@ -421,19 +566,35 @@ for (const backend of await databaseBackends()) {
     // Keys are per account: another account's same key is a new job.
     const other = await partner({ credits: 100 });
     const otherJob = await completedJob(other.key);
-    const theirs = await tk.request("POST", "/extend-music", { key: other.key, headers: { "idempotency-key": k }, body: { ...body, source: { kind: "svc_music", ref: otherJob } } });
+    const theirs = await tk.request("POST", "/extend-music", {
+      key: other.key,
+      headers: { "idempotency-key": k },
+      body: { ...body, source: { kind: "svc_music", ref: otherJob } },
+    });
     assert.is(theirs.status, 202);
     // A replay answers even when the account could not pay for a new job.
     const poor = await partner({ credits: 22 });
     const poorJob = await completedJob(poor.key);
     const pk = newKey();
     const pb = { continue_at: 1, source: { kind: "svc_music", ref: poorJob } };
-    assert.is((await tk.request("POST", "/extend-music", { key: poor.key, headers: { "idempotency-key": pk }, body: pb })).status, 202);
+    assert.is(
+      (await tk.request("POST", "/extend-music", { key: poor.key, headers: { "idempotency-key": pk }, body: pb }))
+        .status,
+      202,
+    );
     assert.is(await balance(tk, poor.key), 0);
-    const broke = await tk.request("POST", "/extend-music", { key: poor.key, headers: { "idempotency-key": newKey() }, body: pb });
+    const broke = await tk.request("POST", "/extend-music", {
+      key: poor.key,
+      headers: { "idempotency-key": newKey() },
+      body: pb,
+    });
     assert.is(broke.status, 402);
     assert.is(broke.body.credits_remaining, 0);
-    assert.is((await tk.request("POST", "/extend-music", { key: poor.key, headers: { "idempotency-key": pk }, body: pb })).status, 200);
+    assert.is(
+      (await tk.request("POST", "/extend-music", { key: poor.key, headers: { "idempotency-key": pk }, body: pb }))
+        .status,
+      200,
+    );
   });
 
   t("two identical requests racing create one job and one charge; a conflicting racer gets 409", async () => {
@@ -445,11 +606,21 @@ for (const backend of await databaseBackends()) {
     for (let round = 0; round < 3; round++) {
       const k = newKey();
       const body = { continue_at: 1, source: { kind: "svc_music", ref: jobId } };
-      const answers = await Promise.all([0, 1, 2].map(() => tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": k }, body })));
+      const answers = await Promise.all(
+        [0, 1, 2].map(() => tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": k }, body })),
+      );
       assert.equal(answers.map((a) => a.status).sort(), [200, 200, 202], JSON.stringify(answers.map((a) => a.body)));
       assert.is(new Set(answers.map((a) => a.body.job_id)).size, 1);
       const k2 = newKey();
-      const mixed = await Promise.all([1, 2].map((c) => tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": k2 }, body: { ...body, continue_at: c } })));
+      const mixed = await Promise.all(
+        [1, 2].map((c) =>
+          tk.request("POST", "/extend-music", {
+            key,
+            headers: { "idempotency-key": k2 },
+            body: { ...body, continue_at: c },
+          }),
+        ),
+      );
       assert.equal(mixed.map((a) => a.status).sort(), [202, 409]);
     }
     assert.is(await rows(tk), rowsBefore + 6);
@@ -459,7 +630,11 @@ for (const backend of await databaseBackends()) {
     const poorJob = await completedJob(poor.key);
     const pk = newKey();
     const pb = { continue_at: 1, source: { kind: "svc_music", ref: poorJob } };
-    const both = await Promise.all([0, 1].map(() => tk.request("POST", "/extend-music", { key: poor.key, headers: { "idempotency-key": pk }, body: pb })));
+    const both = await Promise.all(
+      [0, 1].map(() =>
+        tk.request("POST", "/extend-music", { key: poor.key, headers: { "idempotency-key": pk }, body: pb }),
+      ),
+    );
     assert.equal(both.map((a) => a.status).sort(), [200, 202], JSON.stringify(both.map((a) => a.body)));
     assert.is(await balance(tk, poor.key), 0);
   });
@@ -470,9 +645,21 @@ for (const backend of await databaseBackends()) {
     script.noArrangement = true;
     const jobId = await completedJob(key);
     const source = { kind: "svc_music", ref: jobId };
-    const bare = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: { continue_at: 1, source } });
-    assert.equal([bare.status, bare.body.error], [400, MUSIC_ERRORS.promptRequired], "original mode needs a prompt when restaged");
-    const res = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: { continue_at: 1, source, prompt: "on and on" } });
+    const bare = await tk.request("POST", "/extend-music", {
+      key,
+      headers: { "idempotency-key": newKey() },
+      body: { continue_at: 1, source },
+    });
+    assert.equal(
+      [bare.status, bare.body.error],
+      [400, MUSIC_ERRORS.promptRequired],
+      "original mode needs a prompt when restaged",
+    );
+    const res = await tk.request("POST", "/extend-music", {
+      key,
+      headers: { "idempotency-key": newKey() },
+      body: { continue_at: 1, source, prompt: "on and on" },
+    });
     assert.is(res.status, 202, JSON.stringify(res.body));
     assert.is(res.body.operation, "upload_extend");
     assert.is((await waitFor(tk, key, res.body.job_id)).body.status, "complete");
@@ -489,15 +676,44 @@ for (const backend of await databaseBackends()) {
       [{}, form({ continue_at: 1 }), 400, MUSIC_ERRORS.audioMissing],
       [{}, form({ continue_at: 1 }, { bytes: wav, name: "song.aiff" }), 400, MUSIC_ERRORS.uploadExtension],
       [{}, form({ continue_at: 1 }, { bytes: wav, name: "song" }), 400, MUSIC_ERRORS.uploadExtension],
-      [{}, form({ continue_at: 1 }, { bytes: new TextEncoder().encode("not audio at all"), name: "song.mp3" }), 400, MUSIC_ERRORS.uploadUnreadable],
-      [{}, form({ continue_at: 1, source: { kind: "svc_music", ref: "svc-00000000" } }, { bytes: wav, name: "a.wav" }), 400, MUSIC_ERRORS.sourceInUpload],
-      [{}, form({ continue_at: 4.5, prompt: "go on" }, { bytes: wav, name: "a.wav" }), 400, MUSIC_ERRORS.continueAtOutside(4)],
+      [
+        {},
+        form({ continue_at: 1 }, { bytes: new TextEncoder().encode("not audio at all"), name: "song.mp3" }),
+        400,
+        MUSIC_ERRORS.uploadUnreadable,
+      ],
+      [
+        {},
+        form({ continue_at: 1, source: { kind: "svc_music", ref: "svc-00000000" } }, { bytes: wav, name: "a.wav" }),
+        400,
+        MUSIC_ERRORS.sourceInUpload,
+      ],
+      [
+        {},
+        form({ continue_at: 4.5, prompt: "go on" }, { bytes: wav, name: "a.wav" }),
+        400,
+        MUSIC_ERRORS.continueAtOutside(4),
+      ],
       [{}, form({ continue_at: 1 }, { bytes: wav, name: "a.wav" }), 400, MUSIC_ERRORS.promptRequired],
-      [{}, form({ continue_at: 1, mode: "custom", style: "rock", title: "T" }, { bytes: wav, name: "a.wav" }), 400, MUSIC_ERRORS.promptRequired],
-      [{}, form({ continue_at: 1, prompt: "go on" }, { bytes: longMp3["out.mp3"]!, name: "long.mp3" }), 400, MUSIC_ERRORS.uploadTooLong],
+      [
+        {},
+        form({ continue_at: 1, mode: "custom", style: "rock", title: "T" }, { bytes: wav, name: "a.wav" }),
+        400,
+        MUSIC_ERRORS.promptRequired,
+      ],
+      [
+        {},
+        form({ continue_at: 1, prompt: "go on" }, { bytes: longMp3["out.mp3"]!, name: "long.mp3" }),
+        400,
+        MUSIC_ERRORS.uploadTooLong,
+      ],
       [{}, form("not json", { bytes: wav, name: "a.wav" }), 400, "Request body must be JSON"],
     ] as Array<[Record<string, string>, FormData, number, string]>) {
-      const res = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey(), ...headers }, body });
+      const res = await tk.request("POST", "/extend-music", {
+        key,
+        headers: { "idempotency-key": newKey(), ...headers },
+        body,
+      });
       assert.is(res.status, status);
       assert.is(res.body.error, error);
     }
@@ -508,26 +724,63 @@ for (const backend of await databaseBackends()) {
     // header (loud first, then quiet) probes as far shorter than it plays.
     const { tricky, trickyProbedSeconds } = await uploadFixtures();
     assert.ok(trickyProbedSeconds < 480, "the header's estimate is short of the audio");
-    const tooLong = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: form({ continue_at: 1, prompt: "go on" }, { bytes: tricky, name: "tricky.mp3" }) });
+    const tooLong = await tk.request("POST", "/extend-music", {
+      key,
+      headers: { "idempotency-key": newKey() },
+      body: form({ continue_at: 1, prompt: "go on" }, { bytes: tricky, name: "tricky.mp3" }),
+    });
     assert.equal([tooLong.status, tooLong.body.error], [400, MUSIC_ERRORS.uploadTooLong]);
 
     // The byte cap over HTTP: one byte over is a 413; exactly at it is read (and refused as not audio).
-    const over = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: form({ continue_at: 1, prompt: "go on" }, { bytes: new Uint8Array(95_000_001), name: "big.wav" }) });
+    const over = await tk.request("POST", "/extend-music", {
+      key,
+      headers: { "idempotency-key": newKey() },
+      body: form({ continue_at: 1, prompt: "go on" }, { bytes: new Uint8Array(95_000_001), name: "big.wav" }),
+    });
     assert.equal([over.status, over.body.error], [413, MUSIC_ERRORS.uploadTooLarge]);
-    const at = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: form({ continue_at: 1, prompt: "go on" }, { bytes: new Uint8Array(95_000_000), name: "big.wav" }) });
+    const at = await tk.request("POST", "/extend-music", {
+      key,
+      headers: { "idempotency-key": newKey() },
+      body: form({ continue_at: 1, prompt: "go on" }, { bytes: new Uint8Array(95_000_000), name: "big.wav" }),
+    });
     assert.equal([at.status, at.body.error], [400, MUSIC_ERRORS.uploadUnreadable]);
-    const garbled = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey(), "content-type": "multipart/form-data; boundary=nothere" }, body: "--x\r\nnot a form" });
+    const garbled = await tk.request("POST", "/extend-music", {
+      key,
+      headers: { "idempotency-key": newKey(), "content-type": "multipart/form-data; boundary=nothere" },
+      body: "--x\r\nnot a form",
+    });
     assert.equal([garbled.status, garbled.body.error], [400, MUSIC_ERRORS.uploadUnreadable]);
-    const bigJson = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey() }, body: { continue_at: 1, prompt: "x".repeat(1_100_000), source: { kind: "svc_music", ref: "svc-00000000" } } });
-    assert.equal([bigJson.status, bigJson.body.error], [413, KERNEL_ERRORS.bodyTooLarge], "a JSON body keeps the ordinary cap");
+    const bigJson = await tk.request("POST", "/extend-music", {
+      key,
+      headers: { "idempotency-key": newKey() },
+      body: { continue_at: 1, prompt: "x".repeat(1_100_000), source: { kind: "svc_music", ref: "svc-00000000" } },
+    });
+    assert.equal(
+      [bigJson.status, bigJson.body.error],
+      [413, KERNEL_ERRORS.bodyTooLarge],
+      "a JSON body keeps the ordinary cap",
+    );
     assert.is(await balance(tk, key), before);
     assert.is(await rows(tk), 0);
-    assert.is((await tk.kernel.database.kysely.selectFrom("retained_blobs" as any).selectAll().execute()).length, 0, "no upload kept");
+    assert.is(
+      (
+        await tk.kernel.database.kysely
+          .selectFrom("retained_blobs" as any)
+          .selectAll()
+          .execute()
+      ).length,
+      0,
+      "no upload kept",
+    );
 
     // A custom instrumental upload needs no prompt.
     const k = newKey();
     const params = { continue_at: 2, mode: "custom", style: "ambient", title: "Drift", instrumental: true };
-    const res = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": k }, body: form(params, { bytes: wav, name: "Drift.WAV" }) });
+    const res = await tk.request("POST", "/extend-music", {
+      key,
+      headers: { "idempotency-key": k },
+      body: form(params, { bytes: wav, name: "Drift.WAV" }),
+    });
     assert.is(res.status, 202, JSON.stringify(res.body));
     assert.is(res.body.operation, "upload_extend");
     assert.is(res.body.model, "V5_5");
@@ -536,17 +789,32 @@ for (const backend of await databaseBackends()) {
     const call = script.calls.at(-1)!;
     assert.equal(call.request.source.arrangement, null);
     assert.is(Math.round(call.request.source.seconds), 4);
-    assert.equal(Buffer.from(call.request.source.bytes).equals(Buffer.from(wav)), true, "the provider gets the upload as sent");
-    const replayed = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": k }, body: form(params, { bytes: wav, name: "other-name.wav" }) });
+    assert.equal(
+      Buffer.from(call.request.source.bytes).equals(Buffer.from(wav)),
+      true,
+      "the provider gets the upload as sent",
+    );
+    const replayed = await tk.request("POST", "/extend-music", {
+      key,
+      headers: { "idempotency-key": k },
+      body: form(params, { bytes: wav, name: "other-name.wav" }),
+    });
     assert.is(replayed.status, 200);
     assert.is(replayed.body.deduplicated, true);
     const changed = new Uint8Array(wav);
     changed[100] = changed[100]! ^ 1;
-    const conflict = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": k }, body: form(params, { bytes: changed, name: "Drift.wav" }) });
+    const conflict = await tk.request("POST", "/extend-music", {
+      key,
+      headers: { "idempotency-key": k },
+      body: form(params, { bytes: changed, name: "Drift.wav" }),
+    });
     assert.is(conflict.status, 409);
     assert.is(await balance(tk, key), before - 11);
     // The upload is kept for the job, then swept.
-    const uploads = await tk.kernel.database.kysely.selectFrom("retained_blobs" as any).select(["key"]).execute();
+    const uploads = await tk.kernel.database.kysely
+      .selectFrom("retained_blobs" as any)
+      .select(["key"])
+      .execute();
     assert.is(uploads.length, 1);
     assert.match((uploads[0] as any).key, /^music\/private\/uploads\//);
     tk.clock.advance(3 * 24 * 3600 * 1000);

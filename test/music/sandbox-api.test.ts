@@ -7,21 +7,32 @@ import { readFileSync } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
-import music from "../../plugins/music/index.ts";
 import { FAILURE_TEXTS } from "../../plugins/music/errors.ts";
+import music from "../../plugins/music/index.ts";
 import { PROVIDER_TIMEOUT_MS } from "../../plugins/music/limits.ts";
 import musicSandbox from "../../plugins/music/sandbox.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 
 const FIXTURE = new URL("../../../shared/fixtures/media/sample1.mp3", import.meta.url);
-const LIMITS = { rate_limits: { "POST /generate-music": 10_000, "POST /extend-music": 10_000, "GET /music-status/<job_id>": 100_000, "GET /credits": 10_000 } };
+const LIMITS = {
+  rate_limits: {
+    "POST /generate-music": 10_000,
+    "POST /extend-music": 10_000,
+    "GET /music-status/<job_id>": 100_000,
+    "GET /credits": 10_000,
+  },
+};
 
 const t = suite("music with the sandbox, through REST");
 let tk: TestKernel;
 let engine: MediaEngine;
 t.before(async () => {
-  tk = await createTestKernel({ plugins: [account, musicSandbox, music], start: true, env: { SANDBOX_LATENCY_MS: "5", PUBLIC_URL: "https://media.example.test" } });
+  tk = await createTestKernel({
+    plugins: [account, musicSandbox, music],
+    start: true,
+    env: { SANDBOX_LATENCY_MS: "5", PUBLIC_URL: "https://media.example.test" },
+  });
   engine = createMediaEngine();
 });
 t.after(async () => {
@@ -61,7 +72,11 @@ t("generate, extend an owned track, extend the fixture MP3 as an upload", async 
   assert.is(song.status, "complete", JSON.stringify(song));
   await assertTracks(song.tracks, 25);
 
-  const ext = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": "sandbox-ext-1" }, body: { continue_at: 10, source: { kind: "svc_music", ref: gen.body.job_id, track: 1 } } });
+  const ext = await tk.request("POST", "/extend-music", {
+    key,
+    headers: { "idempotency-key": "sandbox-ext-1" },
+    body: { continue_at: 10, source: { kind: "svc_music", ref: gen.body.job_id, track: 1 } },
+  });
   assert.is(ext.status, 202, JSON.stringify(ext.body));
   assert.is(ext.body.operation, "extend");
   const extended = await done(key, ext.body.job_id);
@@ -72,7 +87,11 @@ t("generate, extend an owned track, extend the fixture MP3 as an upload", async 
   const form = new FormData();
   form.set("parameters", JSON.stringify({ continue_at: 5, prompt: "carry on with strings", model: "V5" }));
   form.set("audio", new Blob([fixture]), "sample1.mp3");
-  const up = await tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": "sandbox-upload-1" }, body: form });
+  const up = await tk.request("POST", "/extend-music", {
+    key,
+    headers: { "idempotency-key": "sandbox-upload-1" },
+    body: form,
+  });
   assert.is(up.status, 202, JSON.stringify(up.body));
   assert.equal([up.body.operation, up.body.model], ["upload_extend", "V5"]);
   const uploaded = await done(key, up.body.job_id);
@@ -82,8 +101,17 @@ t("generate, extend an owned track, extend the fixture MP3 as an upload", async 
 
 t("markers end jobs error with their error_code, refunded", async () => {
   const { key } = await tk.partner({ credits: 100, limits: LIMITS });
-  const cases = [["x [sandbox:fail]", "provider_down"], ["x [sandbox:unsafe]", "safety_filter"], ["x [sandbox:reject]", "input_rejected"]] as const;
-  const ids = await Promise.all(cases.map(async ([prompt]) => (await tk.request("POST", "/generate-music", { key, body: { prompt } })).body.job_id as string));
+  const cases = [
+    ["x [sandbox:fail]", "provider_down"],
+    ["x [sandbox:unsafe]", "safety_filter"],
+    ["x [sandbox:reject]", "input_rejected"],
+  ] as const;
+  const ids = await Promise.all(
+    cases.map(
+      async ([prompt]) =>
+        (await tk.request("POST", "/generate-music", { key, body: { prompt } })).body.job_id as string,
+    ),
+  );
   for (const [i, [, code]] of cases.entries()) {
     const body = await done(key, ids[i]!);
     assert.equal([body.status, body.error_code, body.error], ["error", code, FAILURE_TEXTS[code]]);

@@ -5,21 +5,59 @@
 // submits and polls (contracts/upstream.ts); these tests poll it in place (pollToEnd).
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createMediaEngine, detectNativeFfmpeg, probeImage, type MediaEngine } from "../../lib/media/index.ts";
-import { MusicProviderError, type MusicExtensionRequest, type MusicGenerationRequest, type MusicProvider, type MusicTrack } from "../../contracts/music.ts";
-import { pollToEnd, type InPlace } from "../../lib/upstream.ts";
-import { estimateTempo, fromPcm, SAMPLE_RATE, wav, type Stereo } from "../../plugins/music/synth.ts";
+import {
+  type MusicExtensionRequest,
+  type MusicGenerationRequest,
+  type MusicProvider,
+  MusicProviderError,
+  type MusicTrack,
+} from "../../contracts/music.ts";
+import { createMediaEngine, detectNativeFfmpeg, type MediaEngine, probeImage } from "../../lib/media/index.ts";
+import { type InPlace, pollToEnd } from "../../lib/upstream.ts";
 import { sandboxMusicProvider, titleFrom } from "../../plugins/music/sandbox.ts";
+import { estimateTempo, fromPcm, SAMPLE_RATE, type Stereo, wav } from "../../plugins/music/synth.ts";
 
 const signal = () => new AbortController().signal;
-const generation = (o: Partial<InPlace<MusicGenerationRequest>> = {}): InPlace<MusicGenerationRequest> => ({ model: "V5_5", prompt: "an upbeat summer pop song about the sea", custom: false, style: null, title: null, instrumental: false, signal: signal(), onProgress: () => {}, ...o });
-const extension = (source: MusicExtensionRequest["source"], o: Partial<InPlace<MusicExtensionRequest>> = {}): InPlace<MusicExtensionRequest> => ({
-  model: "V5_5", mode: "original", prompt: "keep going", style: "", title: "", instrumental: false, negativeTags: null, vocalGender: null, styleWeight: null,
-  weirdnessConstraint: null, audioWeight: null, personaId: null, personaModel: null, continueAt: 10, source, signal: signal(), onProgress: () => {}, ...o,
+const generation = (o: Partial<InPlace<MusicGenerationRequest>> = {}): InPlace<MusicGenerationRequest> => ({
+  model: "V5_5",
+  prompt: "an upbeat summer pop song about the sea",
+  custom: false,
+  style: null,
+  title: null,
+  instrumental: false,
+  signal: signal(),
+  onProgress: () => {},
+  ...o,
+});
+const extension = (
+  source: MusicExtensionRequest["source"],
+  o: Partial<InPlace<MusicExtensionRequest>> = {},
+): InPlace<MusicExtensionRequest> => ({
+  model: "V5_5",
+  mode: "original",
+  prompt: "keep going",
+  style: "",
+  title: "",
+  instrumental: false,
+  negativeTags: null,
+  vocalGender: null,
+  styleWeight: null,
+  weirdnessConstraint: null,
+  audioWeight: null,
+  personaId: null,
+  personaModel: null,
+  continueAt: 10,
+  source,
+  signal: signal(),
+  onProgress: () => {},
+  ...o,
 });
 
 async function decode(engine: MediaEngine, bytes: Uint8Array, name = "t.mp3"): Promise<Stereo> {
-  const out = await engine.run(["-i", name, "-f", "s16le", "-acodec", "pcm_s16le", "-ar", String(SAMPLE_RATE), "-ac", "2", "o.pcm"], { inputs: { [name]: bytes }, outputs: ["o.pcm"] });
+  const out = await engine.run(
+    ["-i", name, "-f", "s16le", "-acodec", "pcm_s16le", "-ar", String(SAMPLE_RATE), "-ac", "2", "o.pcm"],
+    { inputs: { [name]: bytes }, outputs: ["o.pcm"] },
+  );
   return fromPcm(out["o.pcm"]!);
 }
 
@@ -64,7 +102,9 @@ function clickTrack(seconds: number, bpm: number): Uint8Array {
   const beat = (60 / bpm) * SAMPLE_RATE;
   for (let i = 0; i < n; i++) {
     const inBeat = i % beat;
-    left[i] = 0.1 * Math.sin((2 * Math.PI * 220 * i) / SAMPLE_RATE) + (inBeat < 800 ? 0.6 * Math.exp(-inBeat / 150) * Math.sin(i * 0.9) : 0);
+    left[i] =
+      0.1 * Math.sin((2 * Math.PI * 220 * i) / SAMPLE_RATE) +
+      (inBeat < 800 ? 0.6 * Math.exp(-inBeat / 150) * Math.sin(i * 0.9) : 0);
   }
   return wav({ left, right: left });
 }
@@ -115,7 +155,10 @@ for (const [name, make] of engines) {
   });
 
   t("an instrumental differs from a sung one; a custom title is used as is", async () => {
-    const [inst] = await pollToEnd(provider.generate, generation({ instrumental: true, custom: true, prompt: "", style: "ambient piano", title: "Quiet Rooms" }));
+    const [inst] = await pollToEnd(
+      provider.generate,
+      generation({ instrumental: true, custom: true, prompt: "", style: "ambient piano", title: "Quiet Rooms" }),
+    );
     assert.is(inst!.title, "Quiet Rooms");
     assert.is((inst!.arrangement as any).instruments.lead === "vocal", false);
     assert.is((song[0]!.arrangement as any).instruments.lead, "vocal");
@@ -124,7 +167,19 @@ for (const [name, make] of engines) {
   t("extending one of ours keeps the source up to continue_at and goes on in its tempo and key", async () => {
     const source = song[1]!;
     const continueAt = 12.4;
-    const out = await pollToEnd(provider.extend, extension({ bytes: source.audio, seconds: source.duration, name: "source.mp3", arrangement: source.arrangement, title: source.title }, { continueAt }));
+    const out = await pollToEnd(
+      provider.extend,
+      extension(
+        {
+          bytes: source.audio,
+          seconds: source.duration,
+          name: "source.mp3",
+          arrangement: source.arrangement,
+          title: source.title,
+        },
+        { continueAt },
+      ),
+    );
     assert.is(out.length, 2);
     const src = await decode(engine, source.audio);
     for (const tr of out) {
@@ -148,13 +203,21 @@ for (const [name, make] of engines) {
     const upload = clickTrack(16, 120);
     const tempo = estimateTempo(fromPcm(upload.subarray(44)));
     assert.ok(tempo && Math.abs(tempo.bpm - 120) <= 3, JSON.stringify(tempo));
-    const out = await pollToEnd(provider.extend, extension({ bytes: upload, seconds: 16, name: "source.wav", arrangement: null, title: null }, { continueAt: 8, prompt: "a drum groove", mode: "original" }));
+    const out = await pollToEnd(
+      provider.extend,
+      extension(
+        { bytes: upload, seconds: 16, name: "source.wav", arrangement: null, title: null },
+        { continueAt: 8, prompt: "a drum groove", mode: "original" },
+      ),
+    );
     for (const tr of out) {
       assert.ok(Math.abs((tr.arrangement as any).bpm - 120) <= 3, String((tr.arrangement as any).bpm));
       assert.ok(tr.duration > 8 + 15);
       const ext = await decode(engine, tr.audio);
       const src = fromPcm(upload.subarray(44));
-      assert.ok(diffRms(ext.left, src.left, SAMPLE_RATE, 7 * SAMPLE_RATE) < 0.25 * rms(src.left, SAMPLE_RATE, 7 * SAMPLE_RATE));
+      assert.ok(
+        diffRms(ext.left, src.left, SAMPLE_RATE, 7 * SAMPLE_RATE) < 0.25 * rms(src.left, SAMPLE_RATE, 7 * SAMPLE_RATE),
+      );
     }
   });
 
@@ -163,8 +226,15 @@ for (const [name, make] of engines) {
 
 const m = suite("music sandbox markers and abort");
 m("markers fail with their error codes, as the upstream's failed poll; abort rejects", async () => {
-  const provider = sandboxMusicProvider({ latencyMs: 0, media: () => assert.unreachable("no work for a refused request") as never }).provider("V5")!;
-  for (const [marker, code] of [["[sandbox:fail]", "provider_down"], ["[sandbox:unsafe]", "safety_filter"], ["[sandbox:reject]", "input_rejected"]] as const) {
+  const provider = sandboxMusicProvider({
+    latencyMs: 0,
+    media: () => assert.unreachable("no work for a refused request") as never,
+  }).provider("V5")!;
+  for (const [marker, code] of [
+    ["[sandbox:fail]", "provider_down"],
+    ["[sandbox:unsafe]", "safety_filter"],
+    ["[sandbox:reject]", "input_rejected"],
+  ] as const) {
     for (const where of ["prompt", "style", "title"] as const) {
       try {
         await pollToEnd(provider.generate, generation({ [where]: `a song ${marker}` }));
@@ -174,7 +244,13 @@ m("markers fail with their error codes, as the upstream's failed poll; abort rej
         assert.is((err as MusicProviderError).code, code);
       }
       try {
-        await pollToEnd(provider.extend, extension({ bytes: new Uint8Array(8), seconds: 20, name: "source.mp3", arrangement: null, title: null }, { [where]: `more ${marker}` }));
+        await pollToEnd(
+          provider.extend,
+          extension(
+            { bytes: new Uint8Array(8), seconds: 20, name: "source.mp3", arrangement: null, title: null },
+            { [where]: `more ${marker}` },
+          ),
+        );
         assert.unreachable();
       } catch (err) {
         assert.is((err as MusicProviderError).code, code);
@@ -190,12 +266,18 @@ m("markers fail with their error codes, as the upstream's failed poll; abort rej
   const ac = new AbortController();
   const pending = pollToEnd(slow.generate, generation({ signal: ac.signal }));
   ac.abort(new Error("gone"));
-  await pending.then(() => assert.unreachable(), (err) => assert.is((err as Error).message, "gone"));
+  await pending.then(
+    () => assert.unreachable(),
+    (err) => assert.is((err as Error).message, "gone"),
+  );
   assert.is(titleFrom("[sandbox:fail] hello, world of sound!"), "Hello World Of Sound");
 });
 
 m("[sandbox:timeout]: the work never finishes, polls answer pending until it is cancelled", async () => {
-  const provider = sandboxMusicProvider({ latencyMs: 0, media: () => assert.unreachable("a hung request renders nothing") as never }).provider("V5")!;
+  const provider = sandboxMusicProvider({
+    latencyMs: 0,
+    media: () => assert.unreachable("a hung request renders nothing") as never,
+  }).provider("V5")!;
   const options = { signal: signal(), onProgress: () => {} };
   for (const where of ["prompt", "style", "title"] as const) {
     const { signal: _s, onProgress: _p, ...request } = generation({ [where]: `a song [sandbox:timeout]` });

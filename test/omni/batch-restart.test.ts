@@ -21,9 +21,16 @@ for (const backend of await databaseBackends()) {
 
   t("the batch ends partial, charged once, the failed share refunded exactly once", async () => {
     const first = await rig.start();
-    const polls = { "GET /omni/script-runner/<batch_id>": 100_000, "GET /omni/video/<job_id>": 100_000, "POST /omni/characters": 100 };
+    const polls = {
+      "GET /omni/script-runner/<batch_id>": 100_000,
+      "GET /omni/video/<job_id>": 100_000,
+      "POST /omni/characters": 100,
+    };
     const { partnerId, key } = await rig.partner(first, "Omni restart", 2000, { rate_limits: polls });
-    const hero = await call(first, "POST", api("/omni/characters"), { key, body: { name: "Hero", image_base64: png([30, 120, 220]) } });
+    const hero = await call(first, "POST", api("/omni/characters"), {
+      key,
+      body: { name: "Hero", image_base64: png([30, 120, 220]) },
+    });
     assert.is(hero.status, 201, JSON.stringify(hero.body));
 
     const sections = [
@@ -32,7 +39,10 @@ for (const backend of await databaseBackends()) {
       { content: 'Hero: "Three."', duration: 4 },
       { content: 'Hero: "Four."', duration: 4 },
     ];
-    const res = await call(first, "POST", api("/omni/script-runner"), { key, body: { character_id: hero.body.character_id, sections } });
+    const res = await call(first, "POST", api("/omni/script-runner"), {
+      key,
+      body: { character_id: hero.body.character_id, sections },
+    });
     assert.is(res.status, 202, JSON.stringify(res.body));
     const batchId: string = res.body.batch_id;
     const shares: number[] = res.body.jobs.map((j: any) => j.credits_used);
@@ -41,16 +51,37 @@ for (const backend of await databaseBackends()) {
     // Kill once a section is rendering (in a worker slot, after its 3 s wait); the others are waiting on the
     // upstream (parked, no slot), rendering, or done.
     const sectionIds: string[] = res.body.jobs.map((j: any) => j.job_id);
-    const sectionsNow = () => Promise.all(sectionIds.map((id) => call(first, "GET", api(`/omni/video/${id}`), { key })));
-    const seen = await until(sectionsNow, (all) => all.some((r) => r.status === 200 && r.body.message === "Rendering"), `a section rendering\n${logs()}`, 60_000, 25);
+    const sectionsNow = () =>
+      Promise.all(sectionIds.map((id) => call(first, "GET", api(`/omni/video/${id}`), { key })));
+    const seen = await until(
+      sectionsNow,
+      (all) => all.some((r) => r.status === 200 && r.body.message === "Rendering"),
+      `a section rendering\n${logs()}`,
+      60_000,
+      25,
+    );
     await first.kill();
-    assert.ok(seen.some((r) => r.body.status === "processing" && r.body.message !== "Rendering"), `a section still waiting at the kill: ${JSON.stringify(seen.map((r) => [r.body.status, r.body.message]))}`);
+    assert.ok(
+      seen.some((r) => r.body.status === "processing" && r.body.message !== "Rendering"),
+      `a section still waiting at the kill: ${JSON.stringify(seen.map((r) => [r.body.status, r.body.message]))}`,
+    );
 
     const second = await rig.start();
-    const final = await until(() => call(second, "GET", api(`/omni/script-runner/${batchId}`), { key }), (r) => r.status === 200 && r.body.status !== "processing", `recovery\n${logs()}`, 300_000);
+    const final = await until(
+      () => call(second, "GET", api(`/omni/script-runner/${batchId}`), { key }),
+      (r) => r.status === 200 && r.body.status !== "processing",
+      `recovery\n${logs()}`,
+      300_000,
+    );
     assert.is(final.body.status, "partial", JSON.stringify(final.body));
-    assert.equal(final.body.jobs.map((j: any) => j.status), ["complete", "error", "complete", "complete"]);
-    assert.equal(final.body.jobs.map((j: any) => j.credits_refunded), [0, 143, 0, 0]);
+    assert.equal(
+      final.body.jobs.map((j: any) => j.status),
+      ["complete", "error", "complete", "complete"],
+    );
+    assert.equal(
+      final.body.jobs.map((j: any) => j.credits_refunded),
+      [0, 143, 0, 0],
+    );
     await second.stop();
 
     const database = await rig.openDatabase();
@@ -58,8 +89,16 @@ for (const backend of await databaseBackends()) {
       const { ledger, balance, sum } = await ledgerOf(database.kysely, partnerId);
       const jobIds = new Set(res.body.jobs.map((j: any) => j.job_id));
       const batchLines = ledger.filter((e) => e.job_id !== null && jobIds.has(e.job_id));
-      assert.equal(batchLines.filter((e) => e.type === "usage").map((e) => Number(e.amount)), [-539], "charged once, one line");
-      assert.equal(batchLines.filter((e) => e.type === "refund").map((e) => [e.job_id, Number(e.amount)]), [[res.body.jobs[1].job_id, 143]], "exactly the failed share, once");
+      assert.equal(
+        batchLines.filter((e) => e.type === "usage").map((e) => Number(e.amount)),
+        [-539],
+        "charged once, one line",
+      );
+      assert.equal(
+        batchLines.filter((e) => e.type === "refund").map((e) => [e.job_id, Number(e.amount)]),
+        [[res.body.jobs[1].job_id, 143]],
+        "exactly the failed share, once",
+      );
       assert.is(balance, sum, "the balance is the ledger's sum");
       assert.is(balance, 2000 - 33 - 539 + 143);
     } finally {

@@ -4,9 +4,9 @@
 // section ends, its list, and refusals before any charge.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import { batchStatus } from "../../plugins/omni/batch/records.ts";
+import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { newRunCache } from "../helpers/memo-engine.ts";
 import { balance, character, ledgerSum, OMNI_LIMITS, omniPluginsSharingRenders, png, until } from "./helpers.ts";
@@ -39,7 +39,8 @@ for (const backend of await databaseBackends()) {
     await tk.close();
   });
   const partner = (opts: Parameters<TestKernel["partner"]>[0] = {}) => tk.partner({ limits: OMNI_LIMITS, ...opts });
-  const batchDone = (key: string, id: string) => until(tk, key, `/omni/script-runner/${id}`, (b) => b.status !== "processing");
+  const batchDone = (key: string, id: string) =>
+    until(tk, key, `/omni/script-runner/${id}`, (b) => b.status !== "processing");
 
   t("a partly failed batch ends partial: one charge, the failed section's share refunded once", async () => {
     const { key, id } = await partner({ credits: 2000 });
@@ -61,28 +62,70 @@ for (const backend of await databaseBackends()) {
     });
     assert.is(res.status, 202, JSON.stringify(res.body));
     // 4 s 132, 6 s 143, 10 s (default) capped at the 8 s price: 154.
-    assert.equal(res.body.jobs.map((j: any) => j.credits_used), [132, 143, 154]);
-    assert.equal(res.body.jobs.map((j: any) => j.section_id), ["intro", "section-2", "end"]);
-    assert.equal(res.body.jobs.map((j: any) => j.duration), [4, 6, 10]);
-    assert.equal([res.body.status, res.body.resolution, res.body.aspect_ratio, res.body.section_count, res.body.credits_used], ["processing", "1080p", "16:9", 3, 429]);
+    assert.equal(
+      res.body.jobs.map((j: any) => j.credits_used),
+      [132, 143, 154],
+    );
+    assert.equal(
+      res.body.jobs.map((j: any) => j.section_id),
+      ["intro", "section-2", "end"],
+    );
+    assert.equal(
+      res.body.jobs.map((j: any) => j.duration),
+      [4, 6, 10],
+    );
+    assert.equal(
+      [res.body.status, res.body.resolution, res.body.aspect_ratio, res.body.section_count, res.body.credits_used],
+      ["processing", "1080p", "16:9", 3, 429],
+    );
     assert.is(res.body.credits_remaining, before - 429);
-    const usage = await tk.kernel.database.kysely.selectFrom("ledger").select("amount").where("partner_id", "=", id).where("type", "=", "usage").where("job_id", "in", res.body.jobs.map((j: any) => j.job_id)).execute();
-    assert.equal(usage.map((u) => Number(u.amount)), [-429]);
+    const usage = await tk.kernel.database.kysely
+      .selectFrom("ledger")
+      .select("amount")
+      .where("partner_id", "=", id)
+      .where("type", "=", "usage")
+      .where(
+        "job_id",
+        "in",
+        res.body.jobs.map((j: any) => j.job_id),
+      )
+      .execute();
+    assert.equal(
+      usage.map((u) => Number(u.amount)),
+      [-429],
+    );
 
     const done = await batchDone(key, res.body.batch_id);
     assert.is(done.status, "partial", JSON.stringify(done));
-    assert.equal(done.jobs.map((j: any) => j.status), ["complete", "error", "complete"]);
-    assert.equal(done.jobs.map((j: any) => j.credits_refunded), [0, 143, 0]);
+    assert.equal(
+      done.jobs.map((j: any) => j.status),
+      ["complete", "error", "complete"],
+    );
+    assert.equal(
+      done.jobs.map((j: any) => j.credits_refunded),
+      [0, 143, 0],
+    );
     assert.is(done.sections_complete, 2);
     assert.is(done.credits_refunded, 143);
     assert.ok(done.jobs[0].video_url && done.jobs[2].video_url && done.jobs[1].video_url === null);
     // Each section is an Omni video job of its own.
     const section = await tk.request("GET", `/omni/video/${res.body.jobs[0].job_id}`, { key });
-    assert.equal([section.body.status, section.body.resolution, section.body.aspect_ratio, section.body.duration], ["complete", "1080p", "16:9", 4]);
+    assert.equal(
+      [section.body.status, section.body.resolution, section.body.aspect_ratio, section.body.duration],
+      ["complete", "1080p", "16:9", 4],
+    );
     assert.is(await balance(tk, key), before - 429 + 143);
     assert.is(await ledgerSum(tk, id), await balance(tk, key));
-    const refunds = await tk.kernel.database.kysely.selectFrom("ledger").select("amount").where("partner_id", "=", id).where("type", "=", "refund").execute();
-    assert.equal(refunds.map((r) => Number(r.amount)), [143]);
+    const refunds = await tk.kernel.database.kysely
+      .selectFrom("ledger")
+      .select("amount")
+      .where("partner_id", "=", id)
+      .where("type", "=", "refund")
+      .execute();
+    assert.equal(
+      refunds.map((r) => Number(r.amount)),
+      [143],
+    );
 
     const list = await tk.request("GET", "/omni/script-runner", { key });
     assert.is(list.status, 200);
@@ -94,13 +137,28 @@ for (const backend of await databaseBackends()) {
   t("every section failing ends error, all refunded; every section done ends complete", async () => {
     const { key, id } = await partner({ credits: 2000 });
     const hero = await character(tk, key, "Hero", [40, 90, 200]);
-    const bad = await tk.request("POST", "/omni/script-runner", { key, body: { character_id: hero, sections: [{ content: "a [sandbox:fail]", duration: 4 }, { content: "b [sandbox:unsafe]", duration: 4 }] } });
-    const good = await tk.request("POST", "/omni/script-runner", { key, body: { character_id: hero, sections: [{ content: "calm", duration: 4 }] } });
+    const bad = await tk.request("POST", "/omni/script-runner", {
+      key,
+      body: {
+        character_id: hero,
+        sections: [
+          { content: "a [sandbox:fail]", duration: 4 },
+          { content: "b [sandbox:unsafe]", duration: 4 },
+        ],
+      },
+    });
+    const good = await tk.request("POST", "/omni/script-runner", {
+      key,
+      body: { character_id: hero, sections: [{ content: "calm", duration: 4 }] },
+    });
     const badDone = await batchDone(key, bad.body.batch_id);
     const goodDone = await batchDone(key, good.body.batch_id);
     assert.is(badDone.status, "error");
     assert.is(badDone.credits_refunded, 264);
-    assert.equal(badDone.jobs.map((j: any) => j.prompt_fixable), [false, true]);
+    assert.equal(
+      badDone.jobs.map((j: any) => j.prompt_fixable),
+      [false, true],
+    );
     assert.is(goodDone.status, "complete");
     assert.is(await ledgerSum(tk, id), await balance(tk, key));
   });
@@ -109,7 +167,17 @@ for (const backend of await databaseBackends()) {
   t("a batch holds one in-flight slot until its last section ends", async () => {
     const { key } = await partner({ credits: 5000, limits: { ...OMNI_LIMITS, inflight_jobs: 2 } });
     const hero = await character(tk, key, "Hero", [40, 90, 200]);
-    const batch = await tk.request("POST", "/omni/script-runner", { key, body: { character_id: hero, sections: [{ content: "calm", duration: 4 }, { content: "calm", duration: 4 }, { content: "calm", duration: 4 }] } });
+    const batch = await tk.request("POST", "/omni/script-runner", {
+      key,
+      body: {
+        character_id: hero,
+        sections: [
+          { content: "calm", duration: 4 },
+          { content: "calm", duration: 4 },
+          { content: "calm", duration: 4 },
+        ],
+      },
+    });
     assert.is(batch.status, 202, JSON.stringify(batch.body));
     const second = await tk.request("POST", "/omni/video", { key, body: { prompt: "fits", duration: 4 } });
     assert.is(second.status, 202, "three sections took one slot, not three");
@@ -129,11 +197,19 @@ for (const backend of await databaseBackends()) {
       [{ sections: [{ content: "x" }] }, 400, OMNI_ERRORS.characterIdRequired],
       [{ character_id: mine }, 400, OMNI_ERRORS.sectionsRequired],
       [{ character_id: mine, sections: [] }, 400, OMNI_ERRORS.sectionsRequired],
-      [{ character_id: mine, sections: Array.from({ length: 31 }, () => ({ content: "x" })) }, 400, OMNI_ERRORS.sectionsRequired],
+      [
+        { character_id: mine, sections: Array.from({ length: 31 }, () => ({ content: "x" })) },
+        400,
+        OMNI_ERRORS.sectionsRequired,
+      ],
       [{ character_id: mine, sections: [{ title: "no content" }] }, 400, OMNI_ERRORS.sectionContentRequired(0)],
       [{ character_id: mine, sections: [{ content: "x".repeat(10_001) }] }, 400, OMNI_ERRORS.sectionContentTooLong(0)],
       [{ character_id: mine, sections: [{ content: "x", duration: 5 }] }, 400, OMNI_ERRORS.sectionDuration(0)],
-      [{ character_id: mine, sections: [{ content: "x", image_base64: "bm90IGFuIGltYWdl" }] }, 400, OMNI_ERRORS.sectionImage(0)],
+      [
+        { character_id: mine, sections: [{ content: "x", image_base64: "bm90IGFuIGltYWdl" }] },
+        400,
+        OMNI_ERRORS.sectionImage(0),
+      ],
       [{ character_id: mine, sections: [{ content: "x" }], aspect_ratio: "1:1" }, 400, OMNI_ERRORS.invalidAspectRatio],
       [{ character_id: theirs, sections: [{ content: "x" }] }, 400, OMNI_ERRORS.charactersNotFound],
       [{ character_id: mine, sections: [{ content: "x", character_id: theirs }] }, 400, OMNI_ERRORS.charactersNotFound],
@@ -145,7 +221,11 @@ for (const backend of await databaseBackends()) {
       assert.equal([res.status, res.body.error], [status, error], JSON.stringify(body).slice(0, 200));
     }
     assert.is(await balance(tk, key), balanceBefore);
-    const batches = await tk.kernel.database.kysely.selectFrom("omni_batches" as any).select("batch_id").where("partner_id", "=", id).execute();
+    const batches = await tk.kernel.database.kysely
+      .selectFrom("omni_batches" as any)
+      .select("batch_id")
+      .where("partner_id", "=", id)
+      .execute();
     assert.is(batches.length, 0);
     assert.is((await tk.request("GET", "/omni/script-runner/svc-00000000", { key })).status, 404);
   });

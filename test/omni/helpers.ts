@@ -1,13 +1,14 @@
 // What the Omni API tests share: a test kernel with the Omni plugins, raised limits, solid-colour pictures,
 // polling and reading stored media back.
-import { encodePng } from "../../plugins/images/png.ts";
+
 import { type CapabilityHost, definePlugin } from "../../core/plugin.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
-import webhooks from "../../plugins/webhooks/index.ts";
-import text from "../../plugins/text/index.ts";
-import omniSandbox from "../../plugins/omni/sandbox.ts";
+import { encodePng } from "../../plugins/images/png.ts";
 import omni from "../../plugins/omni/index.ts";
+import omniSandbox from "../../plugins/omni/sandbox.ts";
+import text from "../../plugins/text/index.ts";
+import webhooks from "../../plugins/webhooks/index.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { hostSharingRenders, type RunCache } from "../helpers/memo-engine.ts";
 
@@ -24,7 +25,8 @@ export function omniPluginsSharingRenders(renders: RunCache) {
   const sharedRenders = definePlugin({
     ...omniSandbox,
     provides: {
-      "omni.generate": (host: CapabilityHost) => omniSandbox.provides["omni.generate"](hostSharingRenders(host, renders)),
+      "omni.generate": (host: CapabilityHost) =>
+        omniSandbox.provides["omni.generate"](hostSharingRenders(host, renders)),
     },
   });
   return OMNI_PLUGINS.map((p) => (p === omniSandbox ? sharedRenders : p));
@@ -35,14 +37,29 @@ export const OMNI_LIMITS = {
   inflight_jobs: 50,
   rate_limits: Object.fromEntries(
     [
-      "POST /omni/characters", "GET /omni/characters", "DELETE /omni/characters/<id>", "POST /omni/voices", "GET /omni/voices",
-      "DELETE /omni/voices/<id>", "POST /omni/video", "GET /omni/video/<job_id>", "GET /omni/videos", "POST /omni/script-runner",
-      "GET /omni/script-runner/<batch_id>", "GET /omni/script-runner", "POST /omni/improve-prompt", "GET /credits",
+      "POST /omni/characters",
+      "GET /omni/characters",
+      "DELETE /omni/characters/<id>",
+      "POST /omni/voices",
+      "GET /omni/voices",
+      "DELETE /omni/voices/<id>",
+      "POST /omni/video",
+      "GET /omni/video/<job_id>",
+      "GET /omni/videos",
+      "POST /omni/script-runner",
+      "GET /omni/script-runner/<batch_id>",
+      "GET /omni/script-runner",
+      "POST /omni/improve-prompt",
+      "GET /credits",
     ].map((row) => [row, 100_000]),
   ),
 };
 
-export async function omniKernel(backend: { name: string }, env: Record<string, string> = {}, plugins = OMNI_PLUGINS): Promise<TestKernel> {
+export async function omniKernel(
+  backend: { name: string },
+  env: Record<string, string> = {},
+  plugins = OMNI_PLUGINS,
+): Promise<TestKernel> {
   return createTestKernel({
     plugins,
     databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
@@ -61,7 +78,13 @@ export function png(rgb: [number, number, number], width = 96, height = 128): st
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls a status path until `done` holds. */
-export async function until(tk: TestKernel, key: string, path: string, done: (body: any) => boolean, timeoutMs = 180_000) {
+export async function until(
+  tk: TestKernel,
+  key: string,
+  path: string,
+  done: (body: any) => boolean,
+  timeoutMs = 180_000,
+) {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const res = await tk.request("GET", path, { key });
@@ -72,10 +95,17 @@ export async function until(tk: TestKernel, key: string, path: string, done: (bo
   }
 }
 
-export const videoDone = (tk: TestKernel, key: string, jobId: string) => until(tk, key, `/omni/video/${jobId}`, (b) => b.status === "complete" || b.status === "error");
+export const videoDone = (tk: TestKernel, key: string, jobId: string) =>
+  until(tk, key, `/omni/video/${jobId}`, (b) => b.status === "complete" || b.status === "error");
 
 export async function mediaBytes(tk: TestKernel, url: string): Promise<Uint8Array> {
-  const res = await tk.kernel.blobs.get(new URL(url).pathname.replace(/^\/media\//, "").split("/").map(decodeURIComponent).join("/"));
+  const res = await tk.kernel.blobs.get(
+    new URL(url).pathname
+      .replace(/^\/media\//, "")
+      .split("/")
+      .map(decodeURIComponent)
+      .join("/"),
+  );
   if (!res) throw new Error(`no blob behind ${url}`);
   return res;
 }
@@ -85,13 +115,26 @@ export async function balance(tk: TestKernel, key: string): Promise<number> {
 }
 
 export async function ledgerSum(tk: TestKernel, partnerId: string): Promise<number> {
-  const r = await tk.kernel.database.kysely.selectFrom("ledger").select((eb) => eb.fn.sum<number>("amount").as("s")).where("partner_id", "=", partnerId).executeTakeFirstOrThrow();
+  const r = await tk.kernel.database.kysely
+    .selectFrom("ledger")
+    .select((eb) => eb.fn.sum<number>("amount").as("s"))
+    .where("partner_id", "=", partnerId)
+    .executeTakeFirstOrThrow();
   return Number(r.s);
 }
 
 /** A character of the account, made through the API (33 credits on api_plus10). */
-export async function character(tk: TestKernel, key: string, name: string, rgb: [number, number, number], voiceId?: string): Promise<string> {
-  const res = await tk.request("POST", "/omni/characters", { key, body: { name, image_base64: png(rgb), ...(voiceId ? { voice_id: voiceId } : {}) } });
+export async function character(
+  tk: TestKernel,
+  key: string,
+  name: string,
+  rgb: [number, number, number],
+  voiceId?: string,
+): Promise<string> {
+  const res = await tk.request("POST", "/omni/characters", {
+    key,
+    body: { name, image_base64: png(rgb), ...(voiceId ? { voice_id: voiceId } : {}) },
+  });
   if (res.status !== 201) throw new Error(`character: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.character_id;
 }

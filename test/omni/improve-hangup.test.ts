@@ -8,8 +8,8 @@ import type { AddressInfo } from "node:net";
 import { sql } from "kysely";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { TestKernel } from "../../testkit/index.ts";
 import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
+import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
 import { balance, ledgerSum, OMNI_LIMITS, omniKernel, videoDone } from "./helpers.ts";
@@ -25,8 +25,13 @@ const model = createServer((req, res) => {
   });
 });
 const release = () => {
-  const body = { id: "chatcmpl-1", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "A calm knight" }, finish_reason: "stop" }] };
-  for (const res of held.splice(0)) res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+  const body = {
+    id: "chatcmpl-1",
+    object: "chat.completion",
+    choices: [{ index: 0, message: { role: "assistant", content: "A calm knight" }, finish_reason: "stop" }],
+  };
+  for (const res of held.splice(0))
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
 };
 onAfterAll(async () => {
   model.closeAllConnections();
@@ -38,7 +43,10 @@ for (const backend of await databaseBackends()) {
   let tk: TestKernel;
   t.before(async () => {
     if (!model.listening) await new Promise<void>((r) => model.listen(0, "127.0.0.1", r));
-    tk = await omniKernel(backend, { TEXT_GENERATE_URL: `http://127.0.0.1:${(model.address() as AddressInfo).port}`, TEXT_GENERATE_MODEL: "test-model" });
+    tk = await omniKernel(backend, {
+      TEXT_GENERATE_URL: `http://127.0.0.1:${(model.address() as AddressInfo).port}`,
+      TEXT_GENERATE_MODEL: "test-model",
+    });
   });
   t.after(async () => {
     release();
@@ -47,7 +55,10 @@ for (const backend of await databaseBackends()) {
 
   t("the request refunds the repair once and answers 502; the model's late answer makes no clip", async () => {
     const { key, id } = await tk.partner({ credits: 1000, limits: OMNI_LIMITS });
-    const submitted = await tk.request("POST", "/omni/video", { key, body: { prompt: "A knight [sandbox:unsafe]", duration: 4, aspect_ratio: "16:9" } });
+    const submitted = await tk.request("POST", "/omni/video", {
+      key,
+      body: { prompt: "A knight [sandbox:unsafe]", duration: 4, aspect_ratio: "16:9" },
+    });
     assert.is(submitted.status, 202, JSON.stringify(submitted.body));
     const blocked = await videoDone(tk, key, submitted.body.job_id);
     assert.is(blocked.prompt_fixable, true);
@@ -57,7 +68,11 @@ for (const backend of await databaseBackends()) {
     const hangUp = new AbortController();
     const request = new Request("http://mediagate.test/api/v1/partner/omni/improve-prompt", {
       method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "user-agent": "mediagate-tests/1.0" },
+      headers: {
+        authorization: `Bearer ${key}`,
+        "content-type": "application/json",
+        "user-agent": "mediagate-tests/1.0",
+      },
       body: JSON.stringify({ job_id: blocked.job_id }),
       signal: hangUp.signal,
     });
@@ -68,13 +83,26 @@ for (const backend of await databaseBackends()) {
     assert.equal([res.status, res.body.error], [502, OMNI_ERRORS.repairFailed]);
 
     const db = tk.kernel.database.kysely;
-    const [job] = await db.selectFrom("jobs").select(["id", "state", "error", "credits_used", "credits_refunded"]).where("partner_id", "=", id).where("kind", "=", "repair").execute();
-    assert.equal([job!.state, job!.error, Number(job!.credits_used), Number(job!.credits_refunded)], ["failed", OMNI_ERRORS.repairFailed, 2, 2]);
+    const [job] = await db
+      .selectFrom("jobs")
+      .select(["id", "state", "error", "credits_used", "credits_refunded"])
+      .where("partner_id", "=", id)
+      .where("kind", "=", "repair")
+      .execute();
+    assert.equal(
+      [job!.state, job!.error, Number(job!.credits_used), Number(job!.credits_refunded)],
+      ["failed", OMNI_ERRORS.repairFailed, 2, 2],
+    );
     assert.is(await balance(tk, key), before);
 
     // The model answers now; the worker's attempt ends (its queue job completes) without ending the repair again.
     release();
-    const queueState = async () => (await sql<{ state: string }>`select state from pgboss.job where name = 'omni.repair' and data->>'jobId' = ${job!.id}`.execute(db)).rows.map((r) => r.state);
+    const queueState = async () =>
+      (
+        await sql<{
+          state: string;
+        }>`select state from pgboss.job where name = 'omni.repair' and data->>'jobId' = ${job!.id}`.execute(db)
+      ).rows.map((r) => r.state);
     const end = Date.now() + 60_000;
     let states = await queueState();
     while (!states.includes("completed")) {
@@ -83,9 +111,24 @@ for (const backend of await databaseBackends()) {
       states = await queueState();
     }
     const listed = await tk.request("GET", "/omni/videos", { key });
-    assert.equal(listed.body.videos.map((v: any) => v.job_id), [blocked.job_id], "no clip for a refunded repair");
-    const lines = await db.selectFrom("ledger").select(["type", "amount"]).where("job_id", "=", job!.id).orderBy("id").execute();
-    assert.equal(lines.map((l) => [l.type, Number(l.amount)]), [["usage", -2], ["refund", 2]]);
+    assert.equal(
+      listed.body.videos.map((v: any) => v.job_id),
+      [blocked.job_id],
+      "no clip for a refunded repair",
+    );
+    const lines = await db
+      .selectFrom("ledger")
+      .select(["type", "amount"])
+      .where("job_id", "=", job!.id)
+      .orderBy("id")
+      .execute();
+    assert.equal(
+      lines.map((l) => [l.type, Number(l.amount)]),
+      [
+        ["usage", -2],
+        ["refund", 2],
+      ],
+    );
     assert.is(await balance(tk, key), before);
     assert.is(await ledgerSum(tk, id), before);
   });

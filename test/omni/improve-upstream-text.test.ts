@@ -18,14 +18,21 @@ const api = createServer((req, res) => {
   req.on("data", (c) => chunks.push(c));
   req.on("end", () => {
     sent.push(JSON.parse(Buffer.concat(chunks).toString("utf8")));
-    const body = { id: "chatcmpl-1", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: answer }, finish_reason: "stop" }] };
+    const body = {
+      id: "chatcmpl-1",
+      object: "chat.completion",
+      choices: [{ index: 0, message: { role: "assistant", content: answer }, finish_reason: "stop" }],
+    };
     res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
   });
 });
 
 t.before(async () => {
   await new Promise<void>((r) => api.listen(0, "127.0.0.1", r));
-  tk = await omniKernel({ name: "pglite" }, { TEXT_GENERATE_URL: `http://127.0.0.1:${(api.address() as AddressInfo).port}`, TEXT_GENERATE_MODEL: "test-model" });
+  tk = await omniKernel(
+    { name: "pglite" },
+    { TEXT_GENERATE_URL: `http://127.0.0.1:${(api.address() as AddressInfo).port}`, TEXT_GENERATE_MODEL: "test-model" },
+  );
 });
 t.after(async () => {
   await tk.close();
@@ -35,7 +42,10 @@ t.after(async () => {
 
 t("the rewrite is cleaned before it is stored: 200, and the clip stores the cleaned prompt", async () => {
   const { key } = await tk.partner({ credits: 1000, limits: OMNI_LIMITS });
-  const submitted = await tk.request("POST", "/omni/video", { key, body: { prompt: "A knight [sandbox:unsafe] in a forest", duration: 4, aspect_ratio: "16:9" } });
+  const submitted = await tk.request("POST", "/omni/video", {
+    key,
+    body: { prompt: "A knight [sandbox:unsafe] in a forest", duration: 4, aspect_ratio: "16:9" },
+  });
   assert.is(submitted.status, 202, JSON.stringify(submitted.body));
   const blocked = await videoDone(tk, key, submitted.body.job_id);
   assert.is(blocked.prompt_fixable, true);

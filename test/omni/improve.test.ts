@@ -7,8 +7,8 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { TestKernel } from "../../testkit/index.ts";
 import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
+import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
 import { balance, ledgerSum, OMNI_LIMITS, omniKernel, png, videoDone } from "./helpers.ts";
@@ -34,44 +34,70 @@ for (const backend of await databaseBackends()) {
   });
   const partner = (opts: Parameters<TestKernel["partner"]>[0] = {}) => tk.partner({ limits: OMNI_LIMITS, ...opts });
   const submit = async (key: string, prompt: string, extra: Record<string, unknown> = {}) => {
-    const res = await tk.request("POST", "/omni/video", { key, body: { prompt, duration: 4, aspect_ratio: "16:9", ...extra } });
+    const res = await tk.request("POST", "/omni/video", {
+      key,
+      body: { prompt, duration: 4, aspect_ratio: "16:9", ...extra },
+    });
     assert.is(res.status, 202, JSON.stringify(res.body));
     return videoDone(tk, key, res.body.job_id);
   };
-  const repair = (key: string, jobId: string) => tk.request("POST", "/omni/improve-prompt", { key, body: { job_id: jobId } });
+  const repair = (key: string, jobId: string) =>
+    tk.request("POST", "/omni/improve-prompt", { key, body: { job_id: jobId } });
   /** The ledger lines of some jobs, as [type, amount, job]. */
   const lines = async (jobIds: string[]) =>
-    (await tk.kernel.database.kysely.selectFrom("ledger").select(["type", "amount", "job_id"]).where("job_id", "in", jobIds).orderBy("id").execute()).map((l) => [l.type, Number(l.amount), l.job_id]);
+    (
+      await tk.kernel.database.kysely
+        .selectFrom("ledger")
+        .select(["type", "amount", "job_id"])
+        .where("job_id", "in", jobIds)
+        .orderBy("id")
+        .execute()
+    ).map((l) => [l.type, Number(l.amount), l.job_id]);
   const repairJobOf = async (partnerId: string) =>
-    (await tk.kernel.database.kysely.selectFrom("jobs").select(["id", "state", "credits_used", "credits_refunded"]).where("partner_id", "=", partnerId).where("kind", "=", "repair").execute());
+    await tk.kernel.database.kysely
+      .selectFrom("jobs")
+      .select(["id", "state", "credits_used", "credits_refunded"])
+      .where("partner_id", "=", partnerId)
+      .where("kind", "=", "repair")
+      .execute();
 
-  t("a blocked prompt is rewritten and the clip resubmitted: 2 credits on api_plus10 for both, the clip completes", async () => {
-    const { key, id } = await partner({ credits: 1000 });
-    const blocked = await submit(key, 'A knight in a forest [sandbox:unsafe] says "onward"');
-    assert.equal([blocked.status, blocked.prompt_fixable], ["error", true]);
-    const before = await balance(tk, key);
-    const res = await repair(key, blocked.job_id);
-    assert.is(res.status, 200, JSON.stringify(res.body));
-    assert.equal(Object.keys(res.body).sort(), ["credits_remaining", "credits_used", "improved_prompt", "job_id", "request_id", "source_job_id"]);
-    assert.is(res.body.source_job_id, blocked.job_id);
-    assert.not.equal(res.body.job_id, blocked.job_id);
-    assert.not.ok(res.body.improved_prompt.includes("[sandbox:unsafe]"));
-    assert.ok(res.body.improved_prompt.includes("A knight in a forest"), res.body.improved_prompt);
-    // The repair's price only (spec part 3: "Charged 2 credits (api_plus10)"); the clip is part of it.
-    assert.is(res.body.credits_used, 2);
-    assert.is(res.body.credits_remaining, before - 2);
-    const clip = await videoDone(tk, key, res.body.job_id);
-    assert.is(clip.status, "complete", JSON.stringify(clip));
-    assert.is(clip.prompt, res.body.improved_prompt);
-    assert.equal([clip.duration, clip.aspect_ratio, clip.resolution], [4, "16:9", "1080p"]);
-    // The clip carries the repair's charge; nothing more was taken, nothing returned.
-    assert.equal([clip.credits_used, clip.credits_refunded], [2, 0]);
-    assert.is(await balance(tk, key), before - 2);
-    const [job] = await repairJobOf(id);
-    assert.equal([job!.state, Number(job!.credits_used), Number(job!.credits_refunded)], ["complete", 2, 0]);
-    assert.equal(await lines([job!.id, res.body.job_id]), [["usage", -2, job!.id]]);
-    assert.is(await ledgerSum(tk, id), await balance(tk, key));
-  });
+  t(
+    "a blocked prompt is rewritten and the clip resubmitted: 2 credits on api_plus10 for both, the clip completes",
+    async () => {
+      const { key, id } = await partner({ credits: 1000 });
+      const blocked = await submit(key, 'A knight in a forest [sandbox:unsafe] says "onward"');
+      assert.equal([blocked.status, blocked.prompt_fixable], ["error", true]);
+      const before = await balance(tk, key);
+      const res = await repair(key, blocked.job_id);
+      assert.is(res.status, 200, JSON.stringify(res.body));
+      assert.equal(Object.keys(res.body).sort(), [
+        "credits_remaining",
+        "credits_used",
+        "improved_prompt",
+        "job_id",
+        "request_id",
+        "source_job_id",
+      ]);
+      assert.is(res.body.source_job_id, blocked.job_id);
+      assert.not.equal(res.body.job_id, blocked.job_id);
+      assert.not.ok(res.body.improved_prompt.includes("[sandbox:unsafe]"));
+      assert.ok(res.body.improved_prompt.includes("A knight in a forest"), res.body.improved_prompt);
+      // The repair's price only (spec part 3: "Charged 2 credits (api_plus10)"); the clip is part of it.
+      assert.is(res.body.credits_used, 2);
+      assert.is(res.body.credits_remaining, before - 2);
+      const clip = await videoDone(tk, key, res.body.job_id);
+      assert.is(clip.status, "complete", JSON.stringify(clip));
+      assert.is(clip.prompt, res.body.improved_prompt);
+      assert.equal([clip.duration, clip.aspect_ratio, clip.resolution], [4, "16:9", "1080p"]);
+      // The clip carries the repair's charge; nothing more was taken, nothing returned.
+      assert.equal([clip.credits_used, clip.credits_refunded], [2, 0]);
+      assert.is(await balance(tk, key), before - 2);
+      const [job] = await repairJobOf(id);
+      assert.equal([job!.state, Number(job!.credits_used), Number(job!.credits_refunded)], ["complete", 2, 0]);
+      assert.equal(await lines([job!.id, res.body.job_id]), [["usage", -2, job!.id]]);
+      assert.is(await ledgerSum(tk, id), await balance(tk, key));
+    },
+  );
 
   t("the resubmitted clip fails: the repair's 2 credits come back once, the balance exactly as before", async () => {
     const { key, id } = await partner({ credits: 1000 });
@@ -84,13 +110,20 @@ for (const backend of await databaseBackends()) {
     assert.is(res.status, 200, JSON.stringify(res.body));
     assert.is(res.body.credits_used, 2);
     const clip = await videoDone(tk, key, res.body.job_id);
-    assert.equal([clip.status, clip.error, clip.prompt_fixable], ["error", OMNI_ERRORS.videoFailed, false], JSON.stringify(clip));
+    assert.equal(
+      [clip.status, clip.error, clip.prompt_fixable],
+      ["error", OMNI_ERRORS.videoFailed, false],
+      JSON.stringify(clip),
+    );
     assert.equal([clip.credits_used, clip.credits_refunded], [2, 2]);
     assert.is(await balance(tk, key), before);
     const [job] = await repairJobOf(id);
     // Charged once under the repair, refunded once under the clip; the ended repair keeps its state.
     assert.equal([job!.state, Number(job!.credits_refunded)], ["complete", 0]);
-    assert.equal(await lines([job!.id, res.body.job_id]), [["usage", -2, job!.id], ["refund", 2, res.body.job_id]]);
+    assert.equal(await lines([job!.id, res.body.job_id]), [
+      ["usage", -2, job!.id],
+      ["refund", 2, res.body.job_id],
+    ]);
     assert.is(await ledgerSum(tk, id), await balance(tk, key));
   });
 
@@ -105,7 +138,10 @@ for (const backend of await databaseBackends()) {
     assert.is(await balance(tk, key), before);
     const [failed] = await repairJobOf(id);
     assert.equal([failed!.state, Number(failed!.credits_used), Number(failed!.credits_refunded)], ["failed", 1, 1]);
-    assert.equal(await lines([failed!.id]), [["usage", -1, failed!.id], ["refund", 1, failed!.id]]);
+    assert.equal(await lines([failed!.id]), [
+      ["usage", -1, failed!.id],
+      ["refund", 1, failed!.id],
+    ]);
     const listed = await tk.request("GET", "/omni/videos", { key });
     assert.is(listed.body.total, 1, "no clip for a failed repair");
 
@@ -126,7 +162,9 @@ for (const backend of await databaseBackends()) {
     const refused = await repair(key, blocked.job_id);
     assert.equal([refused.status, refused.body.error], [400, OMNI_ERRORS.customNoRate]);
     assert.is(await balance(tk, key), before);
-    await tk.kernel.accounts.update(id, { customRates: { omni: { video_price: { "1080p": { 4: 100 } }, prompt_repair: 7 } } } as any);
+    await tk.kernel.accounts.update(id, {
+      customRates: { omni: { video_price: { "1080p": { 4: 100 } }, prompt_repair: 7 } },
+    } as any);
     const res = await repair(key, blocked.job_id);
     assert.is(res.status, 200, JSON.stringify(res.body));
     assert.equal([res.body.credits_used, res.body.credits_remaining], [7, before - 7]);
@@ -163,7 +201,10 @@ for (const backend of await databaseBackends()) {
     });
     assert.is(adjusted.status, 200, JSON.stringify(adjusted.body));
     const res = await repair(poor.key, poorBlocked.job_id);
-    assert.equal([res.status, res.body.error, res.body.credits_remaining], [402, "Insufficient credits. This costs 2 credits.", 1]);
+    assert.equal(
+      [res.status, res.body.error, res.body.credits_remaining],
+      [402, "Insufficient credits. This costs 2 credits.", 1],
+    );
     assert.is(await balance(tk, poor.key), 1);
   });
 

@@ -3,8 +3,8 @@
 // value that is not a timestamp a 400 that changes nothing.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { TestKernel } from "../../testkit/index.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
+import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { OMNI_LIMITS, omniKernel } from "./helpers.ts";
 
@@ -29,10 +29,18 @@ for (const backend of await databaseBackends()) {
     // Creation times set apart by days, so the filter, not the clock, decides.
     const at = ["2026-01-01T00:00:00Z", "2026-02-01T12:00:00Z", "2026-03-01T00:00:00Z"];
     for (let i = 0; i < 3; i++) {
-      await tk.kernel.database.kysely.updateTable("omni_videos" as any).set({ created_at: new Date(at[i]!) } as any).where("job_id" as any, "=", ids[i]).execute();
+      await tk.kernel.database.kysely
+        .updateTable("omni_videos" as any)
+        .set({ created_at: new Date(at[i]!) } as any)
+        .where("job_id" as any, "=", ids[i])
+        .execute();
     }
     const list = async (since?: string) => {
-      const res = await tk.request("GET", `/omni/videos${since === undefined ? "" : `?since=${encodeURIComponent(since)}`}`, { key });
+      const res = await tk.request(
+        "GET",
+        `/omni/videos${since === undefined ? "" : `?since=${encodeURIComponent(since)}`}`,
+        { key },
+      );
       assert.is(res.status, 200, JSON.stringify(res.body));
       return res.body.videos.map((v: any) => v.job_id);
     };

@@ -12,9 +12,9 @@ import { createMediaEngine, generateTestVideo } from "../../lib/media/index.ts";
 import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
+import { answerWhileHeld, holdEncodes } from "../helpers/held-encodes.ts";
 import { ENGINE_MODES } from "../media/util.ts";
 import { balance, OMNI_LIMITS, omniKernel, videoDone } from "./helpers.ts";
-import { answerWhileHeld, holdEncodes } from "../helpers/held-encodes.ts";
 
 const BACKENDS = await databaseBackends();
 
@@ -24,7 +24,12 @@ let fixtures: { clip: Uint8Array; zeroed: Uint8Array; cutShort: Uint8Array };
 {
   const engine = createMediaEngine({ mode: ENGINE_MODES[0]! });
   const clip = await generateTestVideo(engine, { width: 320, height: 240, seconds: 3, font: false });
-  const faststart = (await engine.run(["-i", "in.mp4", "-c", "copy", "-movflags", "+faststart", "fs.mp4"], { inputs: { "in.mp4": clip }, outputs: ["fs.mp4"] }))["fs.mp4"]!;
+  const faststart = (
+    await engine.run(["-i", "in.mp4", "-c", "copy", "-movflags", "+faststart", "fs.mp4"], {
+      inputs: { "in.mp4": clip },
+      outputs: ["fs.mp4"],
+    })
+  )["fs.mp4"]!;
   await engine.close();
   const mdatOf = (bytes: Uint8Array) => [...mp4Boxes(bytes)].find((b) => b.type === "mdat")!;
   const zeroed = new Uint8Array(clip);
@@ -33,14 +38,22 @@ let fixtures: { clip: Uint8Array; zeroed: Uint8Array; cutShort: Uint8Array };
 }
 
 const server: Server = createServer((req, res) => {
-  const body = { "/clip.mp4": fixtures.clip, "/zeroed.mp4": fixtures.zeroed, "/cut-short.mp4": fixtures.cutShort }[req.url ?? ""];
+  const body = { "/clip.mp4": fixtures.clip, "/zeroed.mp4": fixtures.zeroed, "/cut-short.mp4": fixtures.cutShort }[
+    req.url ?? ""
+  ];
   if (body) return void res.writeHead(200, { "content-type": "video/mp4" }).end(body);
   res.writeHead(404).end();
 });
 await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
 const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-const body = (path: string) => ({ prompt: "like this", duration: 4, video_url: `${base}${path}`, video_start: 0.5, video_end: 2.5 });
+const body = (path: string) => ({
+  prompt: "like this",
+  duration: 4,
+  video_url: `${base}${path}`,
+  video_start: 0.5,
+  video_end: 2.5,
+});
 
 for (const backend of BACKENDS) {
   const t = suite(`Omni reference video cuts are job work on ${backend.name}`);
@@ -52,30 +65,46 @@ for (const backend of BACKENDS) {
     await tk.close();
   });
 
-  t("with every encode held, two calls answer 202 (no 503); their jobs cut the window once the encodes are let go", async () => {
-    const { key } = await tk.partner({ credits: 1000, limits: OMNI_LIMITS });
-    const hold = holdEncodes(tk);
-    try {
-      const [a, b] = await answerWhileHeld(Promise.all([tk.request("POST", "/omni/video", { key, body: body("/clip.mp4") }), tk.request("POST", "/omni/video", { key, body: body("/clip.mp4") })]));
-      for (const res of [a, b]) assert.is(res.status, 202, JSON.stringify(res.body));
-      const charged = a.body.credits_used + b.body.credits_used;
-      const until = Date.now() + 60_000;
-      while (!hold.held.some((outputs) => outputs.includes("window.mp4"))) {
-        if (Date.now() > until) throw new Error(`no window cut reached: ${JSON.stringify(hold.held)}`);
-        await new Promise((r) => setTimeout(r, 20));
+  t(
+    "with every encode held, two calls answer 202 (no 503); their jobs cut the window once the encodes are let go",
+    async () => {
+      const { key } = await tk.partner({ credits: 1000, limits: OMNI_LIMITS });
+      const hold = holdEncodes(tk);
+      try {
+        const [a, b] = await answerWhileHeld(
+          Promise.all([
+            tk.request("POST", "/omni/video", { key, body: body("/clip.mp4") }),
+            tk.request("POST", "/omni/video", { key, body: body("/clip.mp4") }),
+          ]),
+        );
+        for (const res of [a, b]) assert.is(res.status, 202, JSON.stringify(res.body));
+        const charged = a.body.credits_used + b.body.credits_used;
+        const until = Date.now() + 60_000;
+        while (!hold.held.some((outputs) => outputs.includes("window.mp4"))) {
+          if (Date.now() > until) throw new Error(`no window cut reached: ${JSON.stringify(hold.held)}`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        assert.is((await tk.request("GET", `/omni/video/${a.body.job_id}`, { key })).body.status, "processing");
+        hold.release();
+        for (const res of [a, b]) assert.is((await videoDone(tk, key, res.body.job_id)).status, "complete");
+        assert.is(await balance(tk, key), 1000 - charged);
+      } finally {
+        hold.release();
       }
-      assert.is((await tk.request("GET", `/omni/video/${a.body.job_id}`, { key })).body.status, "processing");
-      hold.release();
-      for (const res of [a, b]) assert.is((await videoDone(tk, key, res.body.job_id)).status, "complete");
-      assert.is(await balance(tk, key), 1000 - charged);
-    } finally {
-      hold.release();
-    }
-  });
+    },
+  );
 
   t("a source refused by the checks answers its 400 and changes nothing: no charge, no row, no file", async () => {
     const { key } = await tk.partner({ credits: 1000, limits: OMNI_LIMITS });
-    const jobs = async () => Number((await tk.kernel.database.kysely.selectFrom("jobs").select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()).n);
+    const jobs = async () =>
+      Number(
+        (
+          await tk.kernel.database.kysely
+            .selectFrom("jobs")
+            .select((eb) => eb.fn.countAll().as("n"))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
     const [jobsBefore, blobsBefore] = [await jobs(), (await tk.kernel.blobs.keys()).length];
     for (const [path, text] of [
       ["/cut-short.mp4", OMNI_ERRORS.referenceVideoUnusable],
@@ -99,8 +128,18 @@ for (const backend of BACKENDS) {
     assert.is(done.error, OMNI_ERRORS.referenceLost);
     assert.is(done.credits_refunded, res.body.credits_used);
     assert.is(await balance(tk, key), 1000);
-    const ledger = await tk.kernel.database.kysely.selectFrom("ledger").select(["amount"]).where("partner_id", "=", id).where("job_id", "=", res.body.job_id).orderBy("id").execute();
-    assert.equal(ledger.map((e) => Number(e.amount)), [-res.body.credits_used, res.body.credits_used], JSON.stringify(ledger));
+    const ledger = await tk.kernel.database.kysely
+      .selectFrom("ledger")
+      .select(["amount"])
+      .where("partner_id", "=", id)
+      .where("job_id", "=", res.body.job_id)
+      .orderBy("id")
+      .execute();
+    assert.equal(
+      ledger.map((e) => Number(e.amount)),
+      [-res.body.credits_used, res.body.credits_used],
+      JSON.stringify(ledger),
+    );
   });
 
   t.run();

@@ -6,13 +6,13 @@
 // markers a quarter of the way through, nothing rendered for a failure).
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { pollToEnd, type InPlace } from "../../lib/upstream.ts";
+import { type OmniCharacterSnapshot, type OmniGenerationRequest, UnsafeContentError } from "../../contracts/index.ts";
 import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
-import { ENGINE_MODES } from "../media/util.ts";
-import { UnsafeContentError, type OmniCharacterSnapshot, type OmniGenerationRequest } from "../../contracts/index.ts";
+import { type InPlace, pollToEnd } from "../../lib/upstream.ts";
+import { encodePng } from "../../plugins/images/png.ts";
 import { sandboxOmniProvider } from "../../plugins/omni/sandbox.ts";
 import { quotedLines } from "../../plugins/omni/sandbox-speech.ts";
-import { encodePng } from "../../plugins/images/png.ts";
+import { ENGINE_MODES } from "../media/util.ts";
 
 const still = (rgb: [number, number, number]) => {
   const px = new Uint8Array(96 * 128 * 3);
@@ -20,16 +20,51 @@ const still = (rgb: [number, number, number]) => {
   return { bytes: encodePng(96, 128, px, 3), mimeType: "image/png" };
 };
 const voice = (base: string) => ({ id: `v-${base}`, name: base, base_voice: base, description: "" });
-const person = (id: string, name: string, rgb: [number, number, number], base?: string): OmniCharacterSnapshot => ({ id, name, description: name, image: still(rgb), voice: base ? voice(base) : null });
+const person = (id: string, name: string, rgb: [number, number, number], base?: string): OmniCharacterSnapshot => ({
+  id,
+  name,
+  description: name,
+  image: still(rgb),
+  voice: base ? voice(base) : null,
+});
 
 /** A request as `pollToEnd` takes it: submitted, then polled in place until the clip is done. */
 function request(over: Partial<InPlace<OmniGenerationRequest>>): InPlace<OmniGenerationRequest> {
-  return { prompt: "a calm lake", model: "omni", width: 1080, height: 1920, seconds: 4, seed: null, characters: [], voices: [], referenceImages: [], referenceVideo: null, ...over };
+  return {
+    prompt: "a calm lake",
+    model: "omni",
+    width: 1080,
+    height: 1920,
+    seconds: 4,
+    seed: null,
+    characters: [],
+    voices: [],
+    referenceImages: [],
+    referenceVideo: null,
+    ...over,
+  };
 }
 
 /** Mean RGB of the frame at `t`, scaled to 8x8. */
 async function meanAt(engine: MediaEngine, mp4: Uint8Array, t: number, crop = "") {
-  const out = await engine.run(["-ss", t.toFixed(3), "-i", "in.mp4", "-frames:v", "1", "-vf", `${crop}scale=8:8`, "-f", "rawvideo", "-pix_fmt", "rgb24", "f.rgb"], { inputs: { "in.mp4": mp4 }, outputs: ["f.rgb"] });
+  const out = await engine.run(
+    [
+      "-ss",
+      t.toFixed(3),
+      "-i",
+      "in.mp4",
+      "-frames:v",
+      "1",
+      "-vf",
+      `${crop}scale=8:8`,
+      "-f",
+      "rawvideo",
+      "-pix_fmt",
+      "rgb24",
+      "f.rgb",
+    ],
+    { inputs: { "in.mp4": mp4 }, outputs: ["f.rgb"] },
+  );
   const px = out["f.rgb"]!;
   const sum = [0, 0, 0];
   for (let i = 0; i < px.length; i += 3) for (let c = 0; c < 3; c++) sum[c]! += px[i + c]!;
@@ -38,13 +73,17 @@ async function meanAt(engine: MediaEngine, mp4: Uint8Array, t: number, crop = ""
 
 /** RMS of the mono 16 kHz PCM between two times. */
 async function loudness(engine: MediaEngine, mp4: Uint8Array): Promise<(from: number, to: number) => number> {
-  const out = await engine.run(["-i", "in.mp4", "-vn", "-ac", "1", "-ar", "16000", "-f", "s16le", "a.pcm"], { inputs: { "in.mp4": mp4 }, outputs: ["a.pcm"] });
+  const out = await engine.run(["-i", "in.mp4", "-vn", "-ac", "1", "-ar", "16000", "-f", "s16le", "a.pcm"], {
+    inputs: { "in.mp4": mp4 },
+    outputs: ["a.pcm"],
+  });
   const b = out["a.pcm"]!;
   const pcm = new Int16Array(b.buffer, b.byteOffset, Math.floor(b.byteLength / 2));
   return (from, to) => {
     let s = 0;
     let n = 0;
-    for (let i = Math.floor(from * 16000); i < Math.min(pcm.length, Math.floor(to * 16000)); i++) (s += pcm[i]! ** 2), n++;
+    for (let i = Math.floor(from * 16000); i < Math.min(pcm.length, Math.floor(to * 16000)); i++)
+      (s += pcm[i]! ** 2), n++;
     return Math.sqrt(s / Math.max(1, n));
   };
 }
@@ -53,11 +92,25 @@ const attribution = suite("omni sandbox speech attribution");
 attribution("lines go to the speaker named before them, else in turn", () => {
   const mia = person("svc-1", "Mia", [1, 1, 1], "kore");
   const tom = person("svc-2", "Tom", [1, 1, 1], "charon");
-  const lines = quotedLines('Mia smiles: "Hi Tom." Tom nods. Tom: "Hello Mia." Then "together now" [sandbox:fail]', [mia, tom], []);
-  assert.equal(lines.map((l) => [l.text, l.preset]), [["Hi Tom.", "kore"], ["Hello Mia.", "charon"], ["together now", "kore"]]);
+  const lines = quotedLines(
+    'Mia smiles: "Hi Tom." Tom nods. Tom: "Hello Mia." Then "together now" [sandbox:fail]',
+    [mia, tom],
+    [],
+  );
+  assert.equal(
+    lines.map((l) => [l.text, l.preset]),
+    [
+      ["Hi Tom.", "kore"],
+      ["Hello Mia.", "charon"],
+      ["together now", "kore"],
+    ],
+  );
   // Request voices take the unnamed lines in turn.
   const turns = quotedLines('"one" "two" "three"', [], [voice("puck"), voice("leda")]);
-  assert.equal(turns.map((l) => l.preset), ["puck", "leda", "puck"]);
+  assert.equal(
+    turns.map((l) => l.preset),
+    ["puck", "leda", "puck"],
+  );
   assert.equal(quotedLines("nothing quoted here", [], []), []);
 });
 attribution.run();
@@ -76,13 +129,19 @@ wait("the wait is the first 15 % (Generating); markers fail a quarter through, b
   const provider = sandboxOmniProvider({ latencyMs: 400, media: () => stub });
   const seen: Array<[number, string | undefined]> = [];
   const started = Date.now();
-  const failed = await pollToEnd(provider, request({ prompt: "x [sandbox:unsafe]", onProgress: (f, m) => void seen.push([f, m]) })).catch((e) => e);
+  const failed = await pollToEnd(
+    provider,
+    request({ prompt: "x [sandbox:unsafe]", onProgress: (f, m) => void seen.push([f, m]) }),
+  ).catch((e) => e);
   assert.instance(failed, UnsafeContentError);
   assert.ok(Date.now() - started < 300, `the marker fails at the quarter mark, not after ${Date.now() - started} ms`);
   assert.is(renders, 0);
 
   seen.length = 0;
-  const stopped = await pollToEnd(provider, request({ prompt: "a calm lake", onProgress: (f, m) => void seen.push([f, m]) })).catch((e) => e);
+  const stopped = await pollToEnd(
+    provider,
+    request({ prompt: "a calm lake", onProgress: (f, m) => void seen.push([f, m]) }),
+  ).catch((e) => e);
   assert.match(stopped.message, /stub engine/);
   assert.is(renders, 1);
   const waiting = seen.filter(([, m]) => m === "Generating").map(([f]) => f);
@@ -119,7 +178,10 @@ for (const mode of ENGINE_MODES) {
     for (let i = 1; i < seen.length; i++) assert.ok(seen[i]! >= seen[i - 1]!, `progress went back: ${seen}`);
 
     const words = out.spoken!.words;
-    assert.equal(words.map((w) => w.text.replace(/[^\w]/g, "").toLowerCase()), ["good", "morning", "everyone", "morning", "nice", "to", "see", "you"]);
+    assert.equal(
+      words.map((w) => w.text.replace(/[^\w]/g, "").toLowerCase()),
+      ["good", "morning", "everyone", "morning", "nice", "to", "see", "you"],
+    );
     const level = await loudness(engine, out.bytes);
     const speaking = level(words[0]!.start, words[2]!.end);
     const between = level(words[2]!.end + 0.05, words[3]!.start - 0.05);
@@ -133,7 +195,10 @@ for (const mode of ENGINE_MODES) {
 
   t("different preset voices sound different", async () => {
     const say = async (base: string) => {
-      const out = await pollToEnd(provider, request({ prompt: '"The quick brown fox jumps."', voices: [voice(base)], width: 540, height: 960 }));
+      const out = await pollToEnd(
+        provider,
+        request({ prompt: '"The quick brown fox jumps."', voices: [voice(base)], width: 540, height: 960 }),
+      );
       return out.spoken!.words.at(-1)!.end;
     };
     const [slow, fast] = [await say("gacrux"), await say("fenrir")];
@@ -141,15 +206,47 @@ for (const mode of ENGINE_MODES) {
   });
 
   t("omni-1.1 starts on the first frame and ends on the last; a reference window is composited", async () => {
-    const out = await pollToEnd(provider, request({ model: "omni-1.1", firstFrame: still([230, 20, 20]), lastFrame: still([20, 20, 230]), width: 540, height: 960 }));
+    const out = await pollToEnd(
+      provider,
+      request({
+        model: "omni-1.1",
+        firstFrame: still([230, 20, 20]),
+        lastFrame: still([20, 20, 230]),
+        width: 540,
+        height: 960,
+      }),
+    );
     const [r0, , b0] = await meanAt(engine, out.bytes, 0);
     const [r1, , b1] = await meanAt(engine, out.bytes, 3.95);
     assert.ok(r0! > 180 && b0! < 60, `first ${r0},${b0}`);
     assert.ok(b1! > 180 && r1! < 60, `last ${r1},${b1}`);
     assert.equal(out.spoken, { language: "en", words: [] });
 
-    const ref = await engine.run(["-f", "lavfi", "-i", "color=c=0x00ff00:size=320x240:rate=25:duration=3", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "r.mp4"], { outputs: ["r.mp4"] });
-    const withRef = await pollToEnd(provider, request({ characters: [person("svc-1", "Mia", [230, 20, 20])], referenceVideo: { bytes: ref["r.mp4"]!, seconds: 3, url: "https://example.com/r.mp4" }, width: 540, height: 960 }));
+    const ref = await engine.run(
+      [
+        "-f",
+        "lavfi",
+        "-i",
+        "color=c=0x00ff00:size=320x240:rate=25:duration=3",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        "-pix_fmt",
+        "yuv420p",
+        "r.mp4",
+      ],
+      { outputs: ["r.mp4"] },
+    );
+    const withRef = await pollToEnd(
+      provider,
+      request({
+        characters: [person("svc-1", "Mia", [230, 20, 20])],
+        referenceVideo: { bytes: ref["r.mp4"]!, seconds: 3, url: "https://example.com/r.mp4" },
+        width: 540,
+        height: 960,
+      }),
+    );
     // The lower-right third shows the green reference while it lasts, the red still elsewhere.
     const [, g] = await meanAt(engine, withRef.bytes, 1, "crop=iw/4:ih/8:iw*0.7:ih*0.85,");
     const [r] = await meanAt(engine, withRef.bytes, 1, "crop=iw/4:ih/8:0:0,");
@@ -166,12 +263,21 @@ for (const mode of ENGINE_MODES) {
     const ctl = new AbortController();
     const run = pollToEnd(provider, request({ seconds: 10, signal: ctl.signal }));
     setTimeout(() => ctl.abort(), 200);
-    assert.ok(await run.then(() => false, () => true), "an aborted render rejects");
+    assert.ok(
+      await run.then(
+        () => false,
+        () => true,
+      ),
+      "an aborted render rejects",
+    );
   });
 
   if (mode === "native") {
     t("4k: 2160x3840, the length asked", async () => {
-      const out = await pollToEnd(provider, request({ width: 2160, height: 3840, seconds: 4, characters: [person("svc-1", "Mia", [120, 120, 20])] }));
+      const out = await pollToEnd(
+        provider,
+        request({ width: 2160, height: 3840, seconds: 4, characters: [person("svc-1", "Mia", [120, 120, 20])] }),
+      );
       const probe = await engine.probe(out.bytes, "o.mp4");
       const v = probe.streams.find((s) => s.type === "video")!;
       assert.equal([v.width, v.height], [2160, 3840]);

@@ -161,10 +161,25 @@ t("the URL length cap is an option", () => {
 
 t("allowPrivate (ALLOW_PRIVATE_URLS) lets http and private hosts through, nothing else", () => {
   const dev = { allowPrivate: true };
-  for (const u of ["http://127.0.0.1:3000/x", "http://localhost:8080/", "https://[::1]/", "https://media.test/", "http://10.1.2.3/", "https://169.254.169.254/"]) {
+  for (const u of [
+    "http://127.0.0.1:3000/x",
+    "http://localhost:8080/",
+    "https://[::1]/",
+    "https://media.test/",
+    "http://10.1.2.3/",
+    "https://169.254.169.254/",
+  ]) {
     assert.ok(checkUrl(u, dev).ok, u);
   }
-  for (const u of ["https://user@localhost/", "ftp://127.0.0.1/", "https://xn--exmple-cua.com/", "https://exa%6Dple.com/", "https://0x7f.1/", "https://localhost./", "javascript:alert(1)"]) {
+  for (const u of [
+    "https://user@localhost/",
+    "ftp://127.0.0.1/",
+    "https://xn--exmple-cua.com/",
+    "https://exa%6Dple.com/",
+    "https://0x7f.1/",
+    "https://localhost./",
+    "javascript:alert(1)",
+  ]) {
     assert.is(checkUrl(u, dev).ok, false, u);
   }
 });

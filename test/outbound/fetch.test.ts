@@ -10,14 +10,22 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createOutboundGuard, OutboundError, type OutboundErrorKind, type ResolvedAddress, type Resolver } from "../../lib/outbound/index.ts";
+import {
+  createOutboundGuard,
+  OutboundError,
+  type OutboundErrorKind,
+  type ResolvedAddress,
+  type Resolver,
+} from "../../lib/outbound/index.ts";
 
 const PUBLIC_V4: ResolvedAddress = { address: "93.184.216.34", family: 4 };
 const PUBLIC_V6: ResolvedAddress = { address: "2606:2800:220:1:248:1893:25c8:1946", family: 6 };
 const LOOPBACK: ResolvedAddress = { address: "127.0.0.1", family: 4 };
 
 /** A resolver answering from a table, counting its calls. */
-function fakeResolver(table: Record<string, ResolvedAddress[] | (() => ResolvedAddress[])>): Resolver & { calls: string[] } {
+function fakeResolver(
+  table: Record<string, ResolvedAddress[] | (() => ResolvedAddress[])>,
+): Resolver & { calls: string[] } {
   const calls: string[] = [];
   const fn = async (host: string) => {
     calls.push(host);
@@ -47,7 +55,10 @@ interface TestServer {
   close(): Promise<void>;
 }
 
-async function listen(server: Server, handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<TestServer> {
+async function listen(
+  server: Server,
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<TestServer> {
   const state: TestServer = {
     port: 0,
     connections: 0,
@@ -197,7 +208,11 @@ f("fetches through the injected resolver with the URL's Host header", async () =
     assert.is(http.requests.at(-1)?.host, `media.test:${http.port}`);
     assert.equal(lookup.calls, ["media.test"]);
     assert.equal(connected, ["127.0.0.1"]);
-    const post = await guard.fetch(`http://media.test:${http.port}/echo`, { method: "POST", body: "payload", headers: { "content-type": "text/plain", host: "evil.example" } });
+    const post = await guard.fetch(`http://media.test:${http.port}/echo`, {
+      method: "POST",
+      body: "payload",
+      headers: { "content-type": "text/plain", host: "evil.example" },
+    });
     assert.is(new TextDecoder().decode(post.body), "echo:POST");
     assert.is(http.requests.at(-1)?.body, "payload");
     assert.is(http.requests.at(-1)?.host, `media.test:${http.port}`);
@@ -213,7 +228,10 @@ f("a redirect is not followed and fails as redirect", async () => {
     const err = await expectKind(guard.fetch(`http://127.0.0.1:${http.port}/redirect`), "redirect");
     assert.is(err.status, 302);
     assert.is(err.location, "/hello");
-    assert.equal(http.requests.slice(before).map((r) => r.url), ["/redirect"]);
+    assert.equal(
+      http.requests.slice(before).map((r) => r.url),
+      ["/redirect"],
+    );
   } finally {
     await guard.close();
   }
@@ -340,12 +358,33 @@ let tlsMaterial: { key: string; cert: string } | undefined;
 try {
   const dir = mkdtempSync(join(tmpdir(), "outbound-tls-"));
   try {
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
-      "-subj", "/CN=media.test", "-addext", "subjectAltName=DNS:media.test",
-      "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
-    ], { stdio: "ignore" });
-    tlsMaterial = { key: readFileSync(join(dir, "key.pem"), "utf8"), cert: readFileSync(join(dir, "cert.pem"), "utf8") };
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=media.test",
+        "-addext",
+        "subjectAltName=DNS:media.test",
+        "-keyout",
+        join(dir, "key.pem"),
+        "-out",
+        join(dir, "cert.pem"),
+      ],
+      { stdio: "ignore" },
+    );
+    tlsMaterial = {
+      key: readFileSync(join(dir, "key.pem"), "utf8"),
+      cert: readFileSync(join(dir, "cert.pem"), "utf8"),
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -378,7 +417,9 @@ if (tlsMaterial) {
 const h = suite("outbound allowHttp (the Script Runner's http image URL)");
 
 h("plain http only where asked; private addresses refused either way", async () => {
-  const guard = createOutboundGuard({ lookup: fakeResolver({ "pics.example.com": [LOOPBACK], "cdn.example.com": [PUBLIC_V4] }) });
+  const guard = createOutboundGuard({
+    lookup: fakeResolver({ "pics.example.com": [LOOPBACK], "cdn.example.com": [PUBLIC_V4] }),
+  });
   try {
     assert.is(guard.checkUrl("http://cdn.example.com/a.png").ok, false);
     assert.is(guard.checkUrl("http://cdn.example.com/a.png", { allowHttp: true }).ok, true);

@@ -3,10 +3,18 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { ApiError } from "../../lib/api-error.ts";
-import { OutboundError, outboundToApiError, readSource, type OutboundErrorKind, type OutboundGuard, type ReadSourceRules } from "../../lib/outbound/index.ts";
+import {
+  OutboundError,
+  type OutboundErrorKind,
+  type OutboundGuard,
+  outboundToApiError,
+  type ReadSourceRules,
+  readSource,
+} from "../../lib/outbound/index.ts";
 import type { ServiceMedia } from "../../lib/service-media.ts";
 
-const fail = (kind: OutboundErrorKind, status?: number) => new OutboundError(kind, `internal detail (${kind})`, status === undefined ? {} : { status });
+const fail = (kind: OutboundErrorKind, status?: number) =>
+  new OutboundError(kind, `internal detail (${kind})`, status === undefined ? {} : { status });
 
 function api(err: unknown): { status: number; message: string } | unknown {
   return err instanceof ApiError ? { status: err.status, message: err.message } : err;
@@ -44,20 +52,30 @@ m("the request's own abort, foreign errors and kinds without a text pass through
   assert.is(outboundToApiError(network, { invalidUrl: "callback_url must be a public https URL" }), network);
   const big = fail("too_large");
   assert.is(outboundToApiError(big, { invalidUrl: "x" }), big);
-  assert.equal(api(outboundToApiError(fail("not_public"), { invalidUrl: "callback_url must be a public https URL" })), { status: 400, message: "callback_url must be a public https URL" });
+  assert.equal(api(outboundToApiError(fail("not_public"), { invalidUrl: "callback_url must be a public https URL" })), {
+    status: 400,
+    message: "callback_url must be a public https URL",
+  });
 });
 
 m.run();
 
 const r = suite("readSource");
 
-const RULES: ReadSourceRules = { maxBytes: 4, timeoutMs: 1000, texts: { invalidUrl: "bad url", download: "could not download", tooLarge: "too big" } };
+const RULES: ReadSourceRules = {
+  maxBytes: 4,
+  timeoutMs: 1000,
+  texts: { invalidUrl: "bad url", download: "could not download", tooLarge: "too big" },
+};
 const OURS = "https://media.example/media/images/a.png";
 
 function deps(stored: Record<string, Uint8Array | null>, fetched: (url: string) => Promise<Uint8Array>) {
   const fetches: string[] = [];
   const guard = {
-    checkUrl: (u: unknown) => (String(u).startsWith("https://") ? { ok: true, url: new URL(String(u)) } : { ok: false, kind: "invalid_url", reason: "scheme" }),
+    checkUrl: (u: unknown) =>
+      String(u).startsWith("https://")
+        ? { ok: true, url: new URL(String(u)) }
+        : { ok: false, kind: "invalid_url", reason: "scheme" },
     fetch: async (u: string | URL) => {
       fetches.push(String(u));
       return { status: 200, headers: {}, body: await fetched(String(u)), url: new URL(String(u)) };
@@ -88,7 +106,10 @@ r("our own media URLs are read from storage, never fetched, under the same cap a
   assert.equal(await outcome(readSource(OURS, RULES, big)), { status: 413, message: "too big" });
   const gone = deps({ [OURS]: null }, async () => new Uint8Array([9]));
   assert.equal(await outcome(readSource(OURS, RULES, gone)), { status: 400, message: "could not download" });
-  assert.equal(await outcome(readSource(OURS, { ...RULES, texts: { ...RULES.texts, notFound: "not found" } }, gone)), { status: 404, message: "not found" });
+  assert.equal(await outcome(readSource(OURS, { ...RULES, texts: { ...RULES.texts, notFound: "not found" } }, gone)), {
+    status: 404,
+    message: "not found",
+  });
   assert.equal([...d.fetches, ...big.fetches, ...gone.fetches], []);
 });
 
@@ -97,16 +118,25 @@ r("anything else goes through the guard, its failures mapped", async () => {
   assert.equal(await outcome(readSource("https://cdn.example/x.png", RULES, ok)), [7]);
   assert.equal(ok.fetches, ["https://cdn.example/x.png"]);
   const refused = deps({}, async () => new Uint8Array([7]));
-  assert.equal(await outcome(readSource("http://cdn.example/x.png", RULES, refused)), { status: 400, message: "bad url" });
+  assert.equal(await outcome(readSource("http://cdn.example/x.png", RULES, refused)), {
+    status: 400,
+    message: "bad url",
+  });
   assert.equal(refused.fetches, [], "refused before any fetch");
   const dead = deps({}, async () => {
     throw fail("http_status", 404);
   });
-  assert.equal(await outcome(readSource("https://cdn.example/x.png", RULES, dead)), { status: 400, message: "could not download" });
+  assert.equal(await outcome(readSource("https://cdn.example/x.png", RULES, dead)), {
+    status: 400,
+    message: "could not download",
+  });
   const rebinding = deps({}, async () => {
     throw fail("not_public");
   });
-  assert.equal(await outcome(readSource("https://cdn.example/x.png", RULES, rebinding)), { status: 400, message: "bad url" });
+  assert.equal(await outcome(readSource("https://cdn.example/x.png", RULES, rebinding)), {
+    status: 400,
+    message: "bad url",
+  });
 });
 
 r.run();

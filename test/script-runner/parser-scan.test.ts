@@ -51,9 +51,66 @@ function rng(seed: number) {
   };
 }
 
-const SPACES = [" ", "  ", "\t", "\v", "\f", "\u00a0", "\u1680", "\u2003", "\u202f", "\u3000", "\ufeff", "\u2028", "\u2029", ""];
-const WORDS = ["scene", "SCENE", "Scene", "sCeNe", "scenes", "dialogue", "DIALOGUE", "Dialogue", "dialog", "character", "CHARACTER", "Character", "characters", "notes", "\u017fcene", "\u212a", "DİALOGUE"];
-const PIECES = ["===", "==", "=", "====", ":", " :", ": ", "1", "2", "20", "007", "1000", "x", "Dawn", "a b", "é", "😀", ",", "svc-0a1b2c3d", "\r", "\n", ...SPACES, ...WORDS];
+const SPACES = [
+  " ",
+  "  ",
+  "\t",
+  "\v",
+  "\f",
+  "\u00a0",
+  "\u1680",
+  "\u2003",
+  "\u202f",
+  "\u3000",
+  "\ufeff",
+  "\u2028",
+  "\u2029",
+  "",
+];
+const WORDS = [
+  "scene",
+  "SCENE",
+  "Scene",
+  "sCeNe",
+  "scenes",
+  "dialogue",
+  "DIALOGUE",
+  "Dialogue",
+  "dialog",
+  "character",
+  "CHARACTER",
+  "Character",
+  "characters",
+  "notes",
+  "\u017fcene",
+  "\u212a",
+  "DİALOGUE",
+];
+const PIECES = [
+  "===",
+  "==",
+  "=",
+  "====",
+  ":",
+  " :",
+  ": ",
+  "1",
+  "2",
+  "20",
+  "007",
+  "1000",
+  "x",
+  "Dawn",
+  "a b",
+  "é",
+  "😀",
+  ",",
+  "svc-0a1b2c3d",
+  "\r",
+  "\n",
+  ...SPACES,
+  ...WORDS,
+];
 
 const t = suite("script parser: the scan gives the old patterns' answers");
 
@@ -78,7 +135,23 @@ t("heading templates with every spacing", () => {
   const r = rng(2026);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;
   const ws = () => (r() < 0.5 ? "" : Array.from({ length: 1 + Math.floor(r() * 3) }, () => pick(SPACES)).join(""));
-  const bits = ["", "x", "Dawn at sea", "1", "12", "a b", "=", "==", "===", "1===", ":", "é😀", "\u2028", "x\u2028y", "ab\u00a0cd"];
+  const bits = [
+    "",
+    "x",
+    "Dawn at sea",
+    "1",
+    "12",
+    "a b",
+    "=",
+    "==",
+    "===",
+    "1===",
+    ":",
+    "é😀",
+    "\u2028",
+    "x\u2028y",
+    "ab\u00a0cd",
+  ];
   const bit = () => (r() < 0.4 ? "" : pick(bits));
   const counts = { scene: 0, dialogue: 0, character: 0 };
   for (let i = 0; i < 40_000; i++) {
@@ -96,11 +169,24 @@ t("heading templates with every spacing", () => {
 t("reserved first lines", () => {
   const r = rng(7);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;
-  const heads = ["CHARACTER:", "character:", "Character :", "CHARACTER", "characters:", "\u212aHARACTER:", "CHARACTER\u00a0:", " CHARACTER:", "\u3000character:", "xCHARACTER:"];
+  const heads = [
+    "CHARACTER:",
+    "character:",
+    "Character :",
+    "CHARACTER",
+    "characters:",
+    "\u212aHARACTER:",
+    "CHARACTER\u00a0:",
+    " CHARACTER:",
+    "\u3000character:",
+    "xCHARACTER:",
+  ];
   const lists = ["", "Mia", " Mia, tom , , MIA, svc-0a1b2c3d", "a\u2028b", "a\rb", ",,,", "\u00a0Ada\u00a0"];
   let reserved = 0;
   for (let i = 0; i < 10_000; i++) {
-    const body = [pick(["", "\n", "  \n"]), pick(heads), pick(lists), "\n", pick(["Text", "", "CHARACTER: Tom"])].join("");
+    const body = [pick(["", "\n", "  \n"]), pick(heads), pick(lists), "\n", pick(["Text", "", "CHARACTER: Tom"])].join(
+      "",
+    );
     const want = oldStrip(body);
     if (want.characters.length) reserved++;
     assert.equal(stripReservedLine(body), want, JSON.stringify(body));
@@ -110,8 +196,8 @@ t("reserved first lines", () => {
 
 t("the attack line is no heading, at once", () => {
   // The old pattern needs seconds for this; the scan is linear.
-  for (const n of [2_000, 5_000, 100_000]) assert.is(headingOf("===scene:" + " ".repeat(n) + "x"), null);
-  assert.equal(headingOf("===scene:" + " ".repeat(100_000) + "x ==="), { kind: "scene", name: "x" });
+  for (const n of [2_000, 5_000, 100_000]) assert.is(headingOf(`===scene:${" ".repeat(n)}x`), null);
+  assert.equal(headingOf(`===scene:${" ".repeat(100_000)}x ===`), { kind: "scene", name: "x" });
 });
 
 t.run();

@@ -30,7 +30,12 @@ Hold on!
 Almost there.`);
   assert.is(s.character, "A tall sailor with a red scarf.");
   assert.equal(s.scenes, [
-    { name: "Harbour at dawn", setting: "Fog over the water, gulls.", dialogue: "We leave at first light.", characters: [] },
+    {
+      name: "Harbour at dawn",
+      setting: "Fog over the water, gulls.",
+      dialogue: "We leave at first light.",
+      characters: [],
+    },
     { name: "Open sea", setting: "Waves, a small boat.", dialogue: "Hold on!\n\nAlmost there.", characters: [] },
   ]);
 });
@@ -47,7 +52,12 @@ CHARACTER : Tom
 Rain.
 === DIALOGUE 1 ===
 Hi.`);
-  assert.equal(s.scenes[0], { name: "One", setting: "Mia walks in.", dialogue: "Hi.", characters: ["Mia", "tom", "svc-0a1b2c3d"] });
+  assert.equal(s.scenes[0], {
+    name: "One",
+    setting: "Mia walks in.",
+    dialogue: "Hi.",
+    characters: ["Mia", "tom", "svc-0a1b2c3d"],
+  });
   assert.is(s.scenes[1]!.setting, "Tom waits.\nCHARACTER: Mia");
   assert.equal(s.scenes[1]!.characters, []);
   assert.is(s.scenes[2]!.setting, "CHARACTER : Tom\nRain.");
@@ -59,12 +69,20 @@ Hi.`);
 t("invalid scripts: no scenes, no dialogue, too many scenes, a dialogue of no scene", () => {
   assert.equal(parseScript("just text"), { ok: false, reason: "no_scenes" });
   assert.equal(parseScript("=== SCENE: A ===\ntext"), { ok: false, reason: "no_dialogue" });
-  const many = Array.from({ length: MAX_SCENES + 1 }, (_, i) => `=== SCENE: S${i} ===\nx`).join("\n") + "\n=== DIALOGUE 1 ===\nhi";
+  const many = `${Array.from({ length: MAX_SCENES + 1 }, (_, i) => `=== SCENE: S${i} ===\nx`).join("\n")}\n=== DIALOGUE 1 ===\nhi`;
   assert.equal(parseScript(many), { ok: false, reason: "too_many_scenes" });
-  const twenty = Array.from({ length: MAX_SCENES }, (_, i) => `=== SCENE: S${i} ===\nx`).join("\n") + "\n=== DIALOGUE 20 ===\nhi";
+  const twenty = `${Array.from({ length: MAX_SCENES }, (_, i) => `=== SCENE: S${i} ===\nx`).join("\n")}\n=== DIALOGUE 20 ===\nhi`;
   assert.is(ok(twenty).scenes.length, 20);
-  assert.equal(parseScript("=== SCENE: A ===\nx\n=== DIALOGUE 2 ===\nhi"), { ok: false, reason: "bad_dialogue", detail: "2" });
-  assert.equal(parseScript("=== SCENE: A ===\nx\n=== DIALOGUE ===\nhi"), { ok: false, reason: "bad_dialogue", detail: "" });
+  assert.equal(parseScript("=== SCENE: A ===\nx\n=== DIALOGUE 2 ===\nhi"), {
+    ok: false,
+    reason: "bad_dialogue",
+    detail: "2",
+  });
+  assert.equal(parseScript("=== SCENE: A ===\nx\n=== DIALOGUE ===\nhi"), {
+    ok: false,
+    reason: "bad_dialogue",
+    detail: "",
+  });
 });
 
 t("headings in any case and spacing, CRLF line ends, other === lines are text", () => {

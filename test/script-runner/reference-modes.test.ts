@@ -7,17 +7,20 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createMediaEngine } from "../../lib/media/index.ts";
 import { cardBox } from "../../lib/sandbox.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import imagesSandbox from "../../plugins/images/sandbox.ts";
-import videoSandbox from "../../plugins/video/sandbox.ts";
 import scriptRunner from "../../plugins/script-runner/index.ts";
 import { FRAME } from "../../plugins/script-runner/limits.ts";
+import videoSandbox from "../../plugins/video/sandbox.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { character, decode, inset, mad, scaledTo, whole } from "../helpers/pixels.ts";
 
 const engine = createMediaEngine({ mode: "auto" });
-const LIMITS = { inflight_jobs: 10, rate_limits: { "POST /script-runner": 1000, "GET /script-runner/<job_id>": 100_000 } };
+const LIMITS = {
+  inflight_jobs: 10,
+  rate_limits: { "POST /script-runner": 1000, "GET /script-runner/<job_id>": 100_000 },
+};
 const SCRIPT = "=== SCENE: Harbour ===\nA harbour at dawn, boats in the mist.\n=== DIALOGUE 1 ===\nWe sail at noon.";
 const picture = character();
 
@@ -37,7 +40,12 @@ for (const backend of await databaseBackends()) {
   });
   const blob = async (url: string) => (await tk.kernel.blobs.get(new URL(url).pathname.slice("/media/".length)))!;
   const run = async (key: string, locked: boolean | undefined) => {
-    const body = { prompt: SCRIPT, model: "beta-2-direct", character_image_base64: Buffer.from(picture.bytes).toString("base64"), ...(locked === undefined ? {} : { use_as_character_reference: locked }) };
+    const body = {
+      prompt: SCRIPT,
+      model: "beta-2-direct",
+      character_image_base64: Buffer.from(picture.bytes).toString("base64"),
+      ...(locked === undefined ? {} : { use_as_character_reference: locked }),
+    };
     const res = await tk.request("POST", "/script-runner", { key, body });
     assert.is(res.status, 202, JSON.stringify(res.body));
     const end = Date.now() + 120_000;
@@ -58,7 +66,10 @@ for (const backend of await databaseBackends()) {
     const { width: W, height: H } = FRAME;
     const subject = cardBox(W, H, "subject");
     const wantSubject = await scaledTo(engine, picture.bytes, subject.width, subject.height);
-    for (const [name, r] of [["locked", locked], ["scene-driven", driven]] as const) {
+    for (const [name, r] of [
+      ["locked", locked],
+      ["scene-driven", driven],
+    ] as const) {
       const frame = await decode(engine, r.frame, "png");
       const d = mad(frame, inset(subject), wantSubject, inset({ ...subject, x: 0, y: 0 }));
       assert.ok(d < 12, `${name}: the frame's subject is the character's picture (${d.toFixed(1)})`);
@@ -72,10 +83,16 @@ for (const backend of await databaseBackends()) {
     const drivenFrame = await scaledTo(engine, driven.frame, W, H);
     const held = mad(lockedFirst, inset(corner), wantCorner, inset({ ...corner, x: 0, y: 0 }));
     assert.ok(held < 15, `locked: the clip's first frame holds the character's card (${held.toFixed(1)})`);
-    assert.ok(mad(lockedFirst, inset(corner), lockedFrame, inset(corner)) > 40, "locked: the card is not the start frame's own corner");
+    assert.ok(
+      mad(lockedFirst, inset(corner), lockedFrame, inset(corner)) > 40,
+      "locked: the card is not the start frame's own corner",
+    );
     const start = mad(drivenFirst, whole(drivenFirst), drivenFrame);
     assert.ok(start < 8, `scene-driven: the clip starts on the start frame alone (${start.toFixed(1)})`);
-    assert.ok(mad(drivenFirst, inset(corner), wantCorner, inset({ ...corner, x: 0, y: 0 })) > 40, "scene-driven: no character card");
+    assert.ok(
+      mad(drivenFirst, inset(corner), wantCorner, inset({ ...corner, x: 0, y: 0 })) > 40,
+      "scene-driven: no character card",
+    );
   });
 
   t.run();

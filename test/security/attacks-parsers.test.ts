@@ -12,7 +12,16 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { pngChunk as writePngChunk } from "../../lib/formats/png.ts";
 import { box, ftyp, mdatHeader, moov } from "../captions/uploads-mp4.ts";
-import { type AttackServer, creditsOf, freshPartner, httpOutcome, printAttackTable, startAttackServer, UA, underAttack } from "./under-attack.ts";
+import {
+  type AttackServer,
+  creditsOf,
+  freshPartner,
+  httpOutcome,
+  printAttackTable,
+  startAttackServer,
+  UA,
+  underAttack,
+} from "./under-attack.ts";
 
 const API = "/api/v1/partner";
 const MB = 1_000_000;
@@ -21,7 +30,8 @@ const CHUNK = 8_388_608;
 
 // --- payloads, built once ------------------------------------------------------------------------------------
 
-const concat = (parts: Uint8Array[]) => Buffer.concat(parts.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength)));
+const concat = (parts: Uint8Array[]) =>
+  Buffer.concat(parts.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength)));
 
 /** `count` copies of an 8-byte empty box of `type`. */
 function emptyBoxes(type: string, count: number): Uint8Array {
@@ -56,7 +66,13 @@ function pngTextFlood(count: number): Buffer {
   const flood = Buffer.alloc(count * text.length);
   for (let i = 0; i < count; i++) text.copy(flood, i * text.length);
   const idat = pngChunk("IDAT", Uint8Array.from([0x78, 0x9c, 0x63, 0x60, 0x00, 0x00, 0x00, 0x02, 0x00, 0x01]));
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk("IHDR", ihdr), flood, idat, pngChunk("IEND", new Uint8Array(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    pngChunk("IHDR", ihdr),
+    flood,
+    idat,
+    pngChunk("IEND", new Uint8Array(0)),
+  ]);
 }
 
 /** SOI, `count` empty COM segments, EOI (refused whatever the walker thinks of the missing frame). */
@@ -74,11 +90,18 @@ const BOUNDARY = "attack-boundary-0123456789";
 /** A multipart body of `count` one-byte text fields named `f<i>` (a `video` file part first when given). */
 function multipartFlood(count: number, video?: Buffer): Buffer {
   const pieces: Buffer[] = [];
-  if (video) pieces.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="video"; filename="a.mp4"\r\nContent-Type: video/mp4\r\n\r\n`), video, Buffer.from("\r\n"));
+  if (video)
+    pieces.push(
+      Buffer.from(
+        `--${BOUNDARY}\r\nContent-Disposition: form-data; name="video"; filename="a.mp4"\r\nContent-Type: video/mp4\r\n\r\n`,
+      ),
+      video,
+      Buffer.from("\r\n"),
+    );
   const field = (i: number) => `--${BOUNDARY}\r\nContent-Disposition: form-data; name="f${i}"\r\n\r\nx\r\n`;
   let text = "";
   for (let i = 0; i < count; i++) text += field(i);
-  pieces.push(Buffer.from(text + `--${BOUNDARY}--\r\n`));
+  pieces.push(Buffer.from(`${text}--${BOUNDARY}--\r\n`));
   return Buffer.concat(pieces);
 }
 
@@ -106,7 +129,12 @@ t.after(async () => {
 });
 
 const post = (key: string, path: string, body: Buffer | string, type: string, signal?: AbortSignal) =>
-  fetch(`${srv.url}${API}${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": type, "user-agent": UA }, body: body as unknown as BodyInit, signal });
+  fetch(`${srv.url}${API}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": type, "user-agent": UA },
+    body: body as unknown as BodyInit,
+    signal,
+  });
 
 const multipartType = `multipart/form-data; boundary=${BOUNDARY}`;
 
@@ -120,11 +148,23 @@ async function uncharged(name: string, attack: (key: string, signal: AbortSignal
 
 /** A chunked upload session of `file`, its parts sent, then finalize's answer. */
 async function chunked(key: string, file: Buffer, signal: AbortSignal): Promise<Response> {
-  const init = await post(key, "/captions/uploads/init", JSON.stringify({ filename: "flood.mp4", size_bytes: file.length }), "application/json", signal);
+  const init = await post(
+    key,
+    "/captions/uploads/init",
+    JSON.stringify({ filename: "flood.mp4", size_bytes: file.length }),
+    "application/json",
+    signal,
+  );
   const session = (await init.json()) as { session_id?: string };
   if (init.status !== 202 || !session.session_id) return new Response(JSON.stringify(session), { status: init.status });
   for (let i = 0, at = 0; at < file.length; i++, at += CHUNK) {
-    const res = await post(key, `/captions/uploads/${session.session_id}/part/${i}`, file.subarray(at, at + CHUNK), "application/octet-stream", signal);
+    const res = await post(
+      key,
+      `/captions/uploads/${session.session_id}/part/${i}`,
+      file.subarray(at, at + CHUNK),
+      "application/octet-stream",
+      signal,
+    );
     await res.arrayBuffer();
     if (res.status !== 200) return new Response(JSON.stringify({ part: i }), { status: res.status });
   }
@@ -137,7 +177,9 @@ const moofForm = multipartFlood(0, moofs);
 const moovForm = multipartFlood(0, moovs);
 
 t("captions: single upload of 30 MB of 8-byte moof boxes", async () => {
-  await uncharged("captions moof flood (single, 30 MB)", (key, signal) => post(key, "/captions/upload", moofForm, multipartType, signal));
+  await uncharged("captions moof flood (single, 30 MB)", (key, signal) =>
+    post(key, "/captions/upload", moofForm, multipartType, signal),
+  );
 });
 
 t("captions: chunked upload of 30 MB of 8-byte moof boxes", async () => {
@@ -145,30 +187,40 @@ t("captions: chunked upload of 30 MB of 8-byte moof boxes", async () => {
 });
 
 t("captions: a 30 MB moov of 8-byte children (single upload and chunked)", async () => {
-  await uncharged("captions moov flood (single, 30 MB)", (key, signal) => post(key, "/captions/upload", moovForm, multipartType, signal));
+  await uncharged("captions moov flood (single, 30 MB)", (key, signal) =>
+    post(key, "/captions/upload", moovForm, multipartType, signal),
+  );
   await uncharged("captions moov flood (chunked, 30 MB)", (key, signal) => chunked(key, moovs, signal));
 });
 
 t("remove-metadata: a PNG of 1.6 M empty tEXt chunks", async () => {
   const body = JSON.stringify({ image_base64: pngTextFlood(1_600_000).toString("base64") });
-  await uncharged("metadata PNG tEXt flood (19 MB)", (key, signal) => post(key, "/remove-metadata", body, "application/json", signal));
+  await uncharged("metadata PNG tEXt flood (19 MB)", (key, signal) =>
+    post(key, "/remove-metadata", body, "application/json", signal),
+  );
 });
 
 t("remove-metadata: a JPEG of 4.9 M COM segments", async () => {
   const body = JSON.stringify({ image_base64: jpegComFlood(4_900_000).toString("base64") });
-  await uncharged("metadata JPEG COM flood (19.6 MB)", (key, signal) => post(key, "/remove-metadata", body, "application/json", signal));
+  await uncharged("metadata JPEG COM flood (19.6 MB)", (key, signal) =>
+    post(key, "/remove-metadata", body, "application/json", signal),
+  );
 });
 
 t("multipart: 65 parts, and a flood of 300,000", async () => {
   const parts65 = multipartFlood(65);
   await uncharged("multipart 65 parts", (key, signal) => post(key, "/captions/upload", parts65, multipartType, signal));
   const flood = multipartFlood(300_000);
-  await uncharged(`multipart 300,000 parts (${(flood.length / MB).toFixed(0)} MB)`, (key, signal) => post(key, "/captions/upload", flood, multipartType, signal));
+  await uncharged(`multipart 300,000 parts (${(flood.length / MB).toFixed(0)} MB)`, (key, signal) =>
+    post(key, "/captions/upload", flood, multipartType, signal),
+  );
 });
 
 t("a 27 MB JSON body of 13 M numbers", async () => {
   const body = bigJson(27 * MB);
-  await uncharged("JSON body 27 MB (13 M values)", (key, signal) => post(key, "/remove-metadata", body, "application/json", signal));
+  await uncharged("JSON body 27 MB (13 M values)", (key, signal) =>
+    post(key, "/remove-metadata", body, "application/json", signal),
+  );
 });
 
 t.run();

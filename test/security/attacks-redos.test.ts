@@ -11,13 +11,22 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { RUNNER_ERRORS as E } from "../../plugins/script-runner/errors.ts";
 import { LIMITS } from "../../plugins/script-runner/limits.ts";
-import { type AttackServer, creditsOf, freshPartner, httpOutcome, printAttackTable, startAttackServer, UA, underAttack } from "./under-attack.ts";
+import {
+  type AttackServer,
+  creditsOf,
+  freshPartner,
+  httpOutcome,
+  printAttackTable,
+  startAttackServer,
+  UA,
+  underAttack,
+} from "./under-attack.ts";
 
 const API = "/api/v1/partner";
 
 // --- payloads, built once ------------------------------------------------------------------------------------
 
-const heading = (spaces: number) => "===scene:" + " ".repeat(spaces) + "x\n=== DIALOGUE 1 ===\nhi";
+const heading = (spaces: number) => `===scene:${" ".repeat(spaces)}x\n=== DIALOGUE 1 ===\nhi`;
 const TAIL = "x\n=== DIALOGUE 1 ===\nhi".length;
 const script = "=== SCENE: Harbour ===\nFog.\n=== DIALOGUE 1 ===\nWe leave at dawn.\n";
 const body = (prompt: string) => JSON.stringify({ prompt, character_image_base64: "AAAA" });
@@ -25,8 +34,16 @@ const body = (prompt: string) => JSON.stringify({ prompt, character_image_base64
 const attacks: Array<{ name: string; body: string; error: string }> = [
   { name: "script heading, 2,000 spaces", body: body(heading(2_000)), error: E.noScenes },
   { name: "script heading, 5,000 spaces", body: body(heading(5_000)), error: E.noScenes },
-  { name: `script heading at the cap (${LIMITS.promptChars} chars)`, body: body(heading(LIMITS.promptChars - "===scene:".length - TAIL)), error: E.noScenes },
-  { name: "script one character over the cap", body: body(script + " ".repeat(LIMITS.promptChars + 1 - script.length)), error: E.promptTooLong },
+  {
+    name: `script heading at the cap (${LIMITS.promptChars} chars)`,
+    body: body(heading(LIMITS.promptChars - "===scene:".length - TAIL)),
+    error: E.noScenes,
+  },
+  {
+    name: "script one character over the cap",
+    body: body(script + " ".repeat(LIMITS.promptChars + 1 - script.length)),
+    error: E.promptTooLong,
+  },
 ];
 
 // --- requests ------------------------------------------------------------------------------------------------
@@ -48,7 +65,14 @@ for (const attack of attacks) {
     const key = await freshPartner(srv);
     const before = await creditsOf(srv, key);
     const outcome = await underAttack(srv, attack.name, async (signal) =>
-      httpOutcome(await fetch(`${srv.url}${API}/script-runner`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "user-agent": UA }, body: attack.body, signal })),
+      httpOutcome(
+        await fetch(`${srv.url}${API}/script-runner`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "user-agent": UA },
+          body: attack.body,
+          signal,
+        }),
+      ),
     );
     assert.is(outcome.status, "400", `${attack.name}: ${outcome.note}`);
     assert.is(outcome.note, attack.error.slice(0, 100));

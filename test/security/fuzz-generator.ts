@@ -99,7 +99,7 @@ const str = (s: string) => JSON.stringify(s);
 const rawOf = (r: Raw) => (typeof r === "function" ? r() : r);
 
 export const deepArray = (n = DEPTH) => "[".repeat(n) + "]".repeat(n);
-export const deepObject = (n = DEPTH) => '{"a":'.repeat(n) + "1" + "}".repeat(n);
+export const deepObject = (n = DEPTH) => `${'{"a":'.repeat(n)}1${"}".repeat(n)}`;
 
 export const HOSTILE_VALUES: readonly Hostile[] = [
   // Wrong types
@@ -149,7 +149,7 @@ export const HOSTILE_VALUES: readonly Hostile[] = [
   // Size and depth
   h("huge", "1 MB string", () => str("A".repeat(HUGE))),
   h("huge", "1 MB of multibyte text", () => str("\u00e9".repeat(HUGE / 2 - 8))),
-  h("huge", "100k-item array", () => "[" + Array(100_000).fill("1").join(",") + "]"),
+  h("huge", "100k-item array", () => `[${Array(100_000).fill("1").join(",")}]`),
   h("deep", "array 20,000 deep", () => deepArray()),
   h("deep", "object 20,000 deep", () => deepObject()),
   // Prototype keys and objects that fake being strings or numbers
@@ -284,7 +284,11 @@ function fieldPaths(s: JsonSchema, prefix: FieldPath = [], depth = 0): FieldPath
   return out;
 }
 
-const label = (path: FieldPath) => path.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("").slice(1);
+const label = (path: FieldPath) =>
+  path
+    .map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`))
+    .join("")
+    .slice(1);
 
 /** `base` with `path` set to a marker string, so the marker's JSON can be replaced by raw JSON text. */
 const MARKER = "__fuzz_slot_5e1f__";
@@ -328,7 +332,11 @@ export function multipartBody(parts: Part[], boundary = "fuzzboundary5e1f"): { b
     if (p.filename !== undefined) head += `; filename="${p.filename}"`;
     head += "\r\n";
     if (p.contentType) head += `Content-Type: ${p.contentType}\r\n`;
-    chunks.push(enc.encode(head + "\r\n"), typeof p.data === "string" ? enc.encode(p.data) : p.data, enc.encode("\r\n"));
+    chunks.push(
+      enc.encode(`${head}\r\n`),
+      typeof p.data === "string" ? enc.encode(p.data) : p.data,
+      enc.encode("\r\n"),
+    );
   }
   chunks.push(enc.encode(`--${boundary}--\r\n`));
   const body = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
@@ -367,9 +375,12 @@ export function generateCases(doc: OpenApiDocument, fx: FuzzFixtures, seed: numb
       const idemHeader = params.find((p) => p.in === "header" && p.name.toLowerCase() === "idempotency-key");
 
       // A valid value for each path parameter: a real id of the account when there is one.
-      const validPathValue = (name: string) => fx.realIds[name]?.[0] ?? (name === "idx" ? "0" : `fuzz_${randomHex(rnd, 12)}`);
+      const validPathValue = (name: string) =>
+        fx.realIds[name]?.[0] ?? (name === "idx" ? "0" : `fuzz_${randomHex(rnd, 12)}`);
       const fillPath = (over: Record<string, string> = {}) =>
-        template.replace(/\{([^}]+)\}/g, (_, name: string) => (name in over ? over[name]! : encodeURIComponent(validPathValue(name))));
+        template.replace(/\{([^}]+)\}/g, (_, name: string) =>
+          name in over ? over[name]! : encodeURIComponent(validPathValue(name)),
+        );
       const headersFor = (extra: Record<string, string> = {}) => {
         const headers: Record<string, string> = {};
         if (idemHeader) headers["idempotency-key"] = freshKey();
@@ -382,11 +393,17 @@ export function generateCases(doc: OpenApiDocument, fx: FuzzFixtures, seed: numb
       for (const p of pathParams) {
         const values: Array<[string, string, string]> = [];
         for (const id of fx.realIds[p.name] ?? []) values.push(["path", `real ${p.name}`, encodeURIComponent(id)]);
-        for (const id of fx.otherIds.slice(0, 2)) values.push(["path", "another kind's real id", encodeURIComponent(id)]);
+        for (const id of fx.otherIds.slice(0, 2))
+          values.push(["path", "another kind's real id", encodeURIComponent(id)]);
         values.push(["path", "random id", `job_${randomHex(rnd, 8)}`], ["path", "random hex", randomHex(rnd, 32)]);
         for (const [cls, lbl, enc] of PARAM_VALUES) values.push([cls, lbl, typeof enc === "function" ? enc() : enc]);
         for (const [cls, lbl, enc] of values) {
-          push(cls, `path ${p.name} = ${lbl}`, () => ({ method, path: fillPath({ [p.name]: enc }), headers: headersFor() }), cls === "nul" ? REFUSE_NUL : undefined);
+          push(
+            cls,
+            `path ${p.name} = ${lbl}`,
+            () => ({ method, path: fillPath({ [p.name]: enc }), headers: headersFor() }),
+            cls === "nul" ? REFUSE_NUL : undefined,
+          );
         }
       }
 
@@ -394,13 +411,30 @@ export function generateCases(doc: OpenApiDocument, fx: FuzzFixtures, seed: numb
       for (const q of queryParams) {
         for (const [cls, lbl, enc] of PARAM_VALUES) {
           const text = () => (typeof enc === "function" ? enc() : enc);
-          push(cls, `query ${q.name} = ${lbl}`, () => ({ method, path: `${fillPath()}?${q.name}=${text()}`, headers: headersFor() }), cls === "nul" ? REFUSE_NUL : undefined);
+          push(
+            cls,
+            `query ${q.name} = ${lbl}`,
+            () => ({ method, path: `${fillPath()}?${q.name}=${text()}`, headers: headersFor() }),
+            cls === "nul" ? REFUSE_NUL : undefined,
+          );
         }
-        push("param", `query ${q.name} repeated`, () => ({ method, path: `${fillPath()}?${q.name}=1&${q.name}=-1&${q.name}=abc`, headers: headersFor() }));
-        push("param", `query ${q.name}[] bracket form`, () => ({ method, path: `${fillPath()}?${q.name}[]=1&${q.name}[a]=2`, headers: headersFor() }));
+        push("param", `query ${q.name} repeated`, () => ({
+          method,
+          path: `${fillPath()}?${q.name}=1&${q.name}=-1&${q.name}=abc`,
+          headers: headersFor(),
+        }));
+        push("param", `query ${q.name}[] bracket form`, () => ({
+          method,
+          path: `${fillPath()}?${q.name}[]=1&${q.name}[a]=2`,
+          headers: headersFor(),
+        }));
       }
       if (method === "GET") {
-        push("proto", "query __proto__ and constructor names", () => ({ method, path: `${fillPath()}?__proto__[polluted]=yes&constructor[prototype][polluted]=yes&__proto__=1`, headers: headersFor() }));
+        push("proto", "query __proto__ and constructor names", () => ({
+          method,
+          path: `${fillPath()}?__proto__[polluted]=yes&constructor[prototype][polluted]=yes&__proto__=1`,
+          headers: headersFor(),
+        }));
       }
 
       // Header parameters (the Idempotency-Key): missing, malformed, oversized. Values a Request cannot
@@ -444,21 +478,53 @@ export function generateCases(doc: OpenApiDocument, fx: FuzzFixtures, seed: numb
         // Every field, every hostile value.
         for (const path of fieldPaths(jsonSchema)) {
           for (const v of HOSTILE_VALUES) {
-            push(v.cls, `body.${label(path)} = ${v.label}`, () => jsonReq(bodyWith(base(), path, jsonSchema, rawOf(v.raw))), refusalOf(v));
+            push(
+              v.cls,
+              `body.${label(path)} = ${v.label}`,
+              () => jsonReq(bodyWith(base(), path, jsonSchema, rawOf(v.raw))),
+              refusalOf(v),
+            );
           }
         }
         // Fields the schema does not have, and prototype keys at the top level.
         const extra: Array<[string, string, () => string]> = [
-          ["proto", "top-level __proto__", () => JSON.stringify(base()).replace(/^\{/, '{"__proto__":{"polluted":"yes","credits":0},')],
-          ["proto", "top-level constructor.prototype", () => JSON.stringify(base()).replace(/^\{/, '{"constructor":{"prototype":{"polluted":"yes"}},')],
-          ["proto", "top-level toString/valueOf/hasOwnProperty", () => JSON.stringify(base()).replace(/^\{/, '{"toString":1,"valueOf":1,"hasOwnProperty":1,')],
+          [
+            "proto",
+            "top-level __proto__",
+            () => JSON.stringify(base()).replace(/^\{/, '{"__proto__":{"polluted":"yes","credits":0},'),
+          ],
+          [
+            "proto",
+            "top-level constructor.prototype",
+            () => JSON.stringify(base()).replace(/^\{/, '{"constructor":{"prototype":{"polluted":"yes"}},'),
+          ],
+          [
+            "proto",
+            "top-level toString/valueOf/hasOwnProperty",
+            () => JSON.stringify(base()).replace(/^\{/, '{"toString":1,"valueOf":1,"hasOwnProperty":1,'),
+          ],
           ["type", "unknown field", () => JSON.stringify({ ...base(), fuzz_unknown: { deep: [1, 2, 3] } })],
-          ["type", "duplicate keys, hostile last", () => {
-            const b = base();
-            const first = Object.keys(b)[0] ?? "x";
-            return JSON.stringify(b).replace(/\}$/, `${Object.keys(b).length ? "," : ""}${JSON.stringify(first)}:"\\u0000\\ud800"}`);
-          }],
-          ["huge", "10,000 unknown fields", () => JSON.stringify({ ...base(), ...Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`f${i}`, i])) })],
+          [
+            "type",
+            "duplicate keys, hostile last",
+            () => {
+              const b = base();
+              const first = Object.keys(b)[0] ?? "x";
+              return JSON.stringify(b).replace(
+                /\}$/,
+                `${Object.keys(b).length ? "," : ""}${JSON.stringify(first)}:"\\u0000\\ud800"}`,
+              );
+            },
+          ],
+          [
+            "huge",
+            "10,000 unknown fields",
+            () =>
+              JSON.stringify({
+                ...base(),
+                ...Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`f${i}`, i])),
+              }),
+          ],
         ];
         for (const [cls, lbl, text] of extra) push(cls, `body ${lbl}`, () => jsonReq(text()));
 
@@ -471,16 +537,25 @@ export function generateCases(doc: OpenApiDocument, fx: FuzzFixtures, seed: numb
           ["body", "number", () => "9007199254740993"],
           ["body", "string", () => '"\\u0000"'],
           ["body", "truncated", () => JSON.stringify(base()).slice(0, -1)],
-          ["body", "trailing garbage", () => JSON.stringify(base()) + "}}"],
-          ["body", "BOM then JSON", () => "\ufeff" + JSON.stringify(base())],
+          ["body", "trailing garbage", () => `${JSON.stringify(base())}}}`],
+          ["body", "BOM then JSON", () => `\ufeff${JSON.stringify(base())}`],
           ["deep", "array 20,000 deep", () => deepArray()],
           ["deep", "object 20,000 deep", () => deepObject()],
-          ["deep", "baseline with a 20,000-deep extra field", () => JSON.stringify(base()).replace(/^\{/, `{"deep":${deepArray()},`)],
+          [
+            "deep",
+            "baseline with a 20,000-deep extra field",
+            () => JSON.stringify(base()).replace(/^\{/, `{"deep":${deepArray()},`),
+          ],
           ["huge", "2 MB body", () => JSON.stringify({ ...base(), pad: "A".repeat(2_000_000) })],
           ["surrogate", "invalid UTF-8 in a string", () => invalidUtf8Body(base())],
-          ["nul", "raw NUL bytes in JSON", () => new TextEncoder().encode(JSON.stringify(base()).replace(/^\{/, '{"a\u0000":"\u0000",'))],
+          [
+            "nul",
+            "raw NUL bytes in JSON",
+            () => new TextEncoder().encode(JSON.stringify(base()).replace(/^\{/, '{"a\u0000":"\u0000",')),
+          ],
         ];
-        for (const [cls, lbl, body] of wholes) push(cls, `whole body ${lbl}`, () => jsonReq(body()), cls === "nul" ? REFUSE_NUL : undefined);
+        for (const [cls, lbl, body] of wholes)
+          push(cls, `whole body ${lbl}`, () => jsonReq(body()), cls === "nul" ? REFUSE_NUL : undefined);
       }
 
       // Content types: a valid body under a type the operation does not take (and none at all).
@@ -490,8 +565,18 @@ export function generateCases(doc: OpenApiDocument, fx: FuzzFixtures, seed: numb
         ["text/plain", "text/plain", () => JSON.stringify(base()), true],
         ["text/plain;charset=UTF-8", "text/plain;charset=UTF-8", () => JSON.stringify(base()), true],
         ["form-urlencoded (JSON text)", "application/x-www-form-urlencoded", () => JSON.stringify(base()), true],
-        ["form-urlencoded (form)", "application/x-www-form-urlencoded", () => new URLSearchParams(flatStrings(base())).toString(), true],
-        ["application/xml", "application/xml", () => `<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><r>&x;</r>`, true],
+        [
+          "form-urlencoded (form)",
+          "application/x-www-form-urlencoded",
+          () => new URLSearchParams(flatStrings(base())).toString(),
+          true,
+        ],
+        [
+          "application/xml",
+          "application/xml",
+          () => `<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><r>&x;</r>`,
+          true,
+        ],
         ["multipart without boundary", "multipart/form-data", () => JSON.stringify(base()), true],
         ["application/json-patch+json", "application/json-patch+json", () => JSON.stringify(base())],
         ["application/jsonx", "application/jsonx", () => JSON.stringify(base()), true],
@@ -499,17 +584,24 @@ export function generateCases(doc: OpenApiDocument, fx: FuzzFixtures, seed: numb
         ["empty type", "", () => JSON.stringify(base()), true],
         ["garbage type", "\u00e9/\u00e9; ;;=", () => JSON.stringify(base()), true],
       ];
-      for (const [lbl, type, body, refused] of types) push("content-type", `content-type ${lbl}`, () => jsonReq(body(), type), refused ? REFUSE_TYPE : undefined);
+      for (const [lbl, type, body, refused] of types)
+        push("content-type", `content-type ${lbl}`, () => jsonReq(body(), type), refused ? REFUSE_TYPE : undefined);
 
       if (formSchema) {
         const fileFields = Object.keys(formSchema.properties ?? {}).filter((n) => {
           const type = formSchema.properties![n]!.contentMediaType;
           return type !== undefined && type !== "application/json";
         });
-        const paramField = Object.keys(formSchema.properties ?? {}).find((n) => formSchema.properties![n]!.contentMediaType === "application/json");
+        const paramField = Object.keys(formSchema.properties ?? {}).find(
+          (n) => formSchema.properties![n]!.contentMediaType === "application/json",
+        );
         const fileParts = (): Part[] =>
           fileFields.map((name) => {
-            const f = fx.uploads[name] ?? { bytes: new TextEncoder().encode("fuzz"), filename: `${name}.bin`, contentType: "application/octet-stream" };
+            const f = fx.uploads[name] ?? {
+              bytes: new TextEncoder().encode("fuzz"),
+              filename: `${name}.bin`,
+              contentType: "application/octet-stream",
+            };
             return { name, filename: f.filename, contentType: f.contentType, data: f.bytes };
           });
         const paramPart = (text: string | Uint8Array): Part[] => (paramField ? [{ name: paramField, data: text }] : []);
@@ -528,7 +620,12 @@ export function generateCases(doc: OpenApiDocument, fx: FuzzFixtures, seed: numb
           for (const path of fieldPaths(jsonSchema)) {
             if (path[0] === "source") continue;
             for (const v of HOSTILE_VALUES) {
-              push(v.cls, `multipart ${paramField}.${label(path)} = ${v.label}`, () => formReq([...paramPart(bodyWith(formBase(), path, jsonSchema, rawOf(v.raw))), ...fileParts()]), refusalOf(v));
+              push(
+                v.cls,
+                `multipart ${paramField}.${label(path)} = ${v.label}`,
+                () => formReq([...paramPart(bodyWith(formBase(), path, jsonSchema, rawOf(v.raw))), ...fileParts()]),
+                refusalOf(v),
+              );
             }
           }
           const paramTexts: Array<[string, string, () => string | Uint8Array]> = [
@@ -541,9 +638,19 @@ export function generateCases(doc: OpenApiDocument, fx: FuzzFixtures, seed: numb
             ["huge", "1 MB", () => JSON.stringify({ prompt: "A".repeat(HUGE) })],
             ["nul", "NUL", () => '{"prompt":"\\u0000"}'],
             ["surrogate", "invalid UTF-8", () => invalidUtf8Body({ prompt: "x" })],
-            ["proto", "__proto__", () => '{"__proto__":{"polluted":"yes"},"constructor":{"prototype":{"polluted":"yes"}}}'],
+            [
+              "proto",
+              "__proto__",
+              () => '{"__proto__":{"polluted":"yes"},"constructor":{"prototype":{"polluted":"yes"}}}',
+            ],
           ];
-          for (const [cls, lbl, text] of paramTexts) push(cls, `multipart ${paramField} = ${lbl}`, () => formReq([...paramPart(text()), ...fileParts()]), cls === "nul" ? REFUSE_NUL : undefined);
+          for (const [cls, lbl, text] of paramTexts)
+            push(
+              cls,
+              `multipart ${paramField} = ${lbl}`,
+              () => formReq([...paramPart(text()), ...fileParts()]),
+              cls === "nul" ? REFUSE_NUL : undefined,
+            );
         }
 
         // The file parts themselves.
@@ -555,36 +662,111 @@ export function generateCases(doc: OpenApiDocument, fx: FuzzFixtures, seed: numb
           const variants: Array<[string, string, () => Part[]]> = [
             ["multipart", "baseline", () => [...params(), real(), ...others()]],
             ["multipart", "file missing", () => [...params(), ...others()]],
-            ["multipart", "file as a text field", () => [...params(), { name: firstFile, data: "not a file" }, ...others()]],
+            [
+              "multipart",
+              "file as a text field",
+              () => [...params(), { name: firstFile, data: "not a file" }, ...others()],
+            ],
             ["multipart", "empty file", () => [...params(), { ...real(), data: new Uint8Array() }, ...others()]],
-            ["multipart", "1 MB of zeros", () => [...params(), { ...real(), data: new Uint8Array(1_000_000) }, ...others()]],
-            ["multipart", "random bytes", () => [...params(), { ...real(), data: randomBytesSeeded(rnd, 64_000) }, ...others()]],
+            [
+              "multipart",
+              "1 MB of zeros",
+              () => [...params(), { ...real(), data: new Uint8Array(1_000_000) }, ...others()],
+            ],
+            [
+              "multipart",
+              "random bytes",
+              () => [...params(), { ...real(), data: randomBytesSeeded(rnd, 64_000) }, ...others()],
+            ],
             ["multipart", "file twice", () => [...params(), real(), real(), ...others()]],
             ["multipart", "file name empty", () => [...params(), { ...real(), filename: "" }, ...others()]],
-            ["multipart", "file name without extension", () => [...params(), { ...real(), filename: "audio" }, ...others()]],
-            ["multipart", "file name traversal", () => [...params(), { ...real(), filename: "../../../../etc/passwd.mp3" }, ...others()]],
+            [
+              "multipart",
+              "file name without extension",
+              () => [...params(), { ...real(), filename: "audio" }, ...others()],
+            ],
+            [
+              "multipart",
+              "file name traversal",
+              () => [...params(), { ...real(), filename: "../../../../etc/passwd.mp3" }, ...others()],
+            ],
             // A file name is not a stored text field (only its extension is read): no "must refuse" here.
-            ["multipart", "file name with NUL", () => [...params(), { ...real(), filename: "a\u0000.mp3" }, ...others()]],
+            [
+              "multipart",
+              "file name with NUL",
+              () => [...params(), { ...real(), filename: "a\u0000.mp3" }, ...others()],
+            ],
             // (TextEncoder writes the lone surrogate as U+FFFD: ill-formed only in spirit, so not "must refuse")
-            ["surrogate", "file name with a lone surrogate", () => [...params(), { ...real(), filename: "a\ud800.mp3" }, ...others()]],
-            ["huge", "file name 10 kB", () => [...params(), { ...real(), filename: "a".repeat(10_000) + ".mp3" }, ...others()]],
+            [
+              "surrogate",
+              "file name with a lone surrogate",
+              () => [...params(), { ...real(), filename: "a\ud800.mp3" }, ...others()],
+            ],
+            [
+              "huge",
+              "file name 10 kB",
+              () => [...params(), { ...real(), filename: `${"a".repeat(10_000)}.mp3` }, ...others()],
+            ],
             ["proto", "file name __proto__", () => [...params(), { ...real(), filename: "__proto__" }, ...others()]],
-            ["proto", "part named __proto__", () => [...params(), { name: "__proto__", data: '{"polluted":"yes"}' }, real(), ...others()]],
-            ["multipart", "parameters as a file", () => [{ name: paramField ?? "parameters", filename: "p.json", contentType: JSON_TYPE, data: JSON.stringify(formBase()) }, real(), ...others()]],
-            ["multipart", "parameters twice", () => [...params(), ...paramPart('{"prompt":"\\u0000"}'), real(), ...others()]],
-            ["multipart", "wrong declared type", () => [...params(), { ...real(), contentType: "text/html" }, ...others()]],
+            [
+              "proto",
+              "part named __proto__",
+              () => [...params(), { name: "__proto__", data: '{"polluted":"yes"}' }, real(), ...others()],
+            ],
+            [
+              "multipart",
+              "parameters as a file",
+              () => [
+                {
+                  name: paramField ?? "parameters",
+                  filename: "p.json",
+                  contentType: JSON_TYPE,
+                  data: JSON.stringify(formBase()),
+                },
+                real(),
+                ...others(),
+              ],
+            ],
+            [
+              "multipart",
+              "parameters twice",
+              () => [...params(), ...paramPart('{"prompt":"\\u0000"}'), real(), ...others()],
+            ],
+            [
+              "multipart",
+              "wrong declared type",
+              () => [...params(), { ...real(), contentType: "text/html" }, ...others()],
+            ],
           ];
-          for (const [cls, lbl, parts] of variants) push(cls, `multipart ${lbl}`, () => formReq(parts()), cls === "nul" ? REFUSE_NUL : undefined);
+          for (const [cls, lbl, parts] of variants)
+            push(cls, `multipart ${lbl}`, () => formReq(parts()), cls === "nul" ? REFUSE_NUL : undefined);
           push("multipart", "multipart boundary mismatch", () => {
             const { body } = multipartBody([...params(), real()], "one");
-            return { method, path: fillPath(), headers: headersFor({ "content-type": "multipart/form-data; boundary=two" }), body };
+            return {
+              method,
+              path: fillPath(),
+              headers: headersFor({ "content-type": "multipart/form-data; boundary=two" }),
+              body,
+            };
           });
           push("multipart", "multipart truncated", () => {
             const { body, contentType } = multipartBody([...params(), real()]);
-            return { method, path: fillPath(), headers: headersFor({ "content-type": contentType }), body: body.slice(0, Math.floor(body.length / 2)) };
+            return {
+              method,
+              path: fillPath(),
+              headers: headersFor({ "content-type": contentType }),
+              body: body.slice(0, Math.floor(body.length / 2)),
+            };
           });
-          push("multipart", "multipart garbage", () => ({ method, path: fillPath(), headers: headersFor({ "content-type": "multipart/form-data; boundary=x" }), body: "--x\r\nnot a form" }));
-          push("huge", "multipart 10,000 parts", () => formReq([...params(), real(), ...Array.from({ length: 10_000 }, (_, i) => ({ name: `p${i}`, data: "x" }))]));
+          push("multipart", "multipart garbage", () => ({
+            method,
+            path: fillPath(),
+            headers: headersFor({ "content-type": "multipart/form-data; boundary=x" }),
+            body: "--x\r\nnot a form",
+          }));
+          push("huge", "multipart 10,000 parts", () =>
+            formReq([...params(), real(), ...Array.from({ length: 10_000 }, (_, i) => ({ name: `p${i}`, data: "x" }))]),
+          );
         }
       }
     }

@@ -22,16 +22,24 @@
 //
 // Failures are collected, not thrown at the first one, so one run lists every case that fails (grouped by
 // operation and status), which is what the person fixing them needs.
-import { suite } from "uvu";
+
 import { appendFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import process from "node:process";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { createHttpApp } from "../../transports/http.ts";
+import { suite } from "uvu";
 import { createOutboundGuard } from "../../lib/outbound/index.ts";
 import { plugins } from "../../plugins/index.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import { createHttpApp } from "../../transports/http.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
-import { generateCases, loadOpenApi, PARTNER_PREFIX, sampleCases, type FuzzCase, type FuzzFixtures } from "./fuzz-generator.ts";
+import {
+  type FuzzCase,
+  type FuzzFixtures,
+  generateCases,
+  loadOpenApi,
+  PARTNER_PREFIX,
+  sampleCases,
+} from "./fuzz-generator.ts";
 
 const FULL = process.env.FUZZ_FULL === "1";
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : 0x5eed17;
@@ -76,7 +84,9 @@ interface Failure {
   detail: string;
 }
 
-const backends = (await databaseBackends()).filter((b) => !process.env.FUZZ_BACKEND || b.name === process.env.FUZZ_BACKEND);
+const backends = (await databaseBackends()).filter(
+  (b) => !process.env.FUZZ_BACKEND || b.name === process.env.FUZZ_BACKEND,
+);
 
 for (const backend of backends) {
   const t = suite(`openapi fuzz on ${backend.name}`);
@@ -100,8 +110,14 @@ for (const backend of backends) {
     });
     app = createHttpApp(tk.kernel, { adminToken: tk.adminToken });
     // Limits out of the way: a 429 would hide what a field does to the handler behind it.
-    const rateLimits = Object.fromEntries([...tk.kernel.registry.rateLimits.keys()].map((name) => [name, 1_000_000_000]));
-    const p = await tk.partner({ name: "Fuzz partner", credits: CREDITS, limits: { inflight_jobs: 1_000_000, rate_limits: rateLimits } });
+    const rateLimits = Object.fromEntries(
+      [...tk.kernel.registry.rateLimits.keys()].map((name) => [name, 1_000_000_000]),
+    );
+    const p = await tk.partner({
+      name: "Fuzz partner",
+      credits: CREDITS,
+      limits: { inflight_jobs: 1_000_000, rate_limits: rateLimits },
+    });
     partnerId = p.id;
     key = p.key;
   });
@@ -113,7 +129,11 @@ for (const backend of backends) {
     const res = await app.fetch(
       new Request(`http://mediagate.test${PARTNER_PREFIX}${path}`, {
         method,
-        headers: { authorization: `Bearer ${key}`, "user-agent": UA, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        headers: {
+          authorization: `Bearer ${key}`,
+          "user-agent": UA,
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       }),
     );
@@ -168,16 +188,32 @@ for (const backend of backends) {
     const made = async (what: string, path: string, body: Record<string, unknown>, field: string): Promise<string> => {
       const res = await send("POST", path, body);
       const id = res.body?.[field];
-      if (typeof id !== "string" && typeof id !== "number") throw new Error(`fixture ${what}: ${path} answered ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+      if (typeof id !== "string" && typeof id !== "number")
+        throw new Error(`fixture ${what}: ${path} answered ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
       return String(id);
     };
     // An image answers with its public id and its generation number; status reads take either.
-    const image = await made("image", "/generate-image", { prompt: "a red fox in the snow", model: "image-b-2" }, "public_id");
-    const generation = await made("image", "/generate-image", { prompt: "a red fox at night", model: "image-b-2" }, "generation_id");
+    const image = await made(
+      "image",
+      "/generate-image",
+      { prompt: "a red fox in the snow", model: "image-b-2" },
+      "public_id",
+    );
+    const generation = await made(
+      "image",
+      "/generate-image",
+      { prompt: "a red fox at night", model: "image-b-2" },
+      "generation_id",
+    );
     const video1 = await made("video", "/generate-video", { prompt: "waves on a beach" }, "job_id");
     const video2 = await made("video", "/generate-video", { prompt: "clouds over hills" }, "job_id");
     const music = await made("music", "/generate-music", { prompt: "calm piano" }, "job_id");
-    const download = await made("social download", "/social-download", { url: "https://www.instagram.com/reel/Cabc/" }, "download_id");
+    const download = await made(
+      "social download",
+      "/social-download",
+      { url: "https://www.instagram.com/reel/Cabc/" },
+      "download_id",
+    );
     // Finished jobs: an owned track to extend, videos to merge, a download's files to read.
     await settle([video1, video2, music, download]);
     const voices = await send("GET", "/voiceover/voices");
@@ -226,7 +262,10 @@ for (const backend of backends) {
       let timer: NodeJS.Timeout | undefined;
       const res = await Promise.race([
         Promise.resolve(app.fetch(request)),
-        new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer in ${CASE_TIMEOUT_MS} ms`)), CASE_TIMEOUT_MS))),
+        new Promise<never>(
+          (_, reject) =>
+            (timer = setTimeout(() => reject(new Error(`no answer in ${CASE_TIMEOUT_MS} ms`)), CASE_TIMEOUT_MS)),
+        ),
       ]).finally(() => clearTimeout(timer));
       status = res.status;
       text = await res.text();
@@ -235,57 +274,85 @@ for (const backend of backends) {
     }
     const ledger = await ledgerSince();
     answered.set(status, (answered.get(status) ?? 0) + 1);
-    if (LOG) appendFileSync(LOG, JSON.stringify({ backend: backend.name, id: c.id, status, ledger: ledger.kinds, answer: text.slice(0, 200) }) + "\n");
+    if (LOG)
+      appendFileSync(
+        LOG,
+        `${JSON.stringify({ backend: backend.name, id: c.id, status, ledger: ledger.kinds, answer: text.slice(0, 200) })}\n`,
+      );
     if ((Object.prototype as any).polluted !== undefined || ({} as any).isAdmin !== undefined) {
       delete (Object.prototype as any).polluted;
       delete (Object.prototype as any).isAdmin;
       return { id: c.id, status, detail: "Object.prototype was polluted" };
     }
     if (status >= 500) return { id: c.id, status, detail: text.slice(0, 200) };
-    if (status >= 400 && ledger.own !== 0) return { id: c.id, status, detail: `balance changed by ${ledger.own} on a ${status} (${ledger.kinds.join(", ")}): ${text.slice(0, 160)}` };
-    if (status < 400 && c.mustRefuse) return { id: c.id, status, detail: `accepted, but ${c.mustRefuse}${ledger.own ? ` (charged ${-ledger.own})` : ""}` };
+    if (status >= 400 && ledger.own !== 0)
+      return {
+        id: c.id,
+        status,
+        detail: `balance changed by ${ledger.own} on a ${status} (${ledger.kinds.join(", ")}): ${text.slice(0, 160)}`,
+      };
+    if (status < 400 && c.mustRefuse)
+      return {
+        id: c.id,
+        status,
+        detail: `accepted, but ${c.mustRefuse}${ledger.own ? ` (charged ${-ledger.own})` : ""}`,
+      };
     return null;
   }
 
-  t(FULL ? "every generated case: no 5xx, no charge on a 4xx" : `a seeded sample of ${SAMPLE}: no 5xx, no charge on a 4xx`, async () => {
-    const setupStarted = performance.now();
-    const fx = await fixtures();
-    const setupSeconds = ((performance.now() - setupStarted) / 1000).toFixed(1);
-    const all = generateCases(loadOpenApi(), fx, SEED);
-    const chosen = FULL ? all : sampleCases(all, SAMPLE, SEED);
-    const ops = new Set(all.map((c) => c.op));
-    const statuses = new Map<string, number>();
-    const failures: Failure[] = [];
-    const started = performance.now();
-    for (const c of chosen) {
-      const failure = await runCase(c);
-      if (failure) failures.push(failure);
-      // Counted by status class for the summary; the exact status of a failure is in its line.
-    }
-    for (const f of failures) statuses.set(String(f.status), (statuses.get(String(f.status)) ?? 0) + 1);
-    const seconds = ((performance.now() - started) / 1000).toFixed(1);
-    console.log(
-      `fuzz on ${backend.name}: seed ${SEED} (0x${SEED.toString(16)}), ${chosen.length} of ${all.length} cases over ${ops.size} operations in ${seconds}s (fixtures ${setupSeconds}s); ` +
-        `answers ${[...answered].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}: ${n}`).join(", ")}; ` +
-        `${failures.length} failed${failures.length ? ` (${[...statuses].map(([s, n]) => `${s}: ${n}`).join(", ")})` : ""}`,
-    );
-    if (failures.length) {
-      const byOp = new Map<string, Failure[]>();
-      for (const f of failures) {
-        const op = f.id.split(" ").slice(0, 2).join(" ");
-        byOp.set(op, [...(byOp.get(op) ?? []), f]);
+  t(
+    FULL
+      ? "every generated case: no 5xx, no charge on a 4xx"
+      : `a seeded sample of ${SAMPLE}: no 5xx, no charge on a 4xx`,
+    async () => {
+      const setupStarted = performance.now();
+      const fx = await fixtures();
+      const setupSeconds = ((performance.now() - setupStarted) / 1000).toFixed(1);
+      const all = generateCases(loadOpenApi(), fx, SEED);
+      const chosen = FULL ? all : sampleCases(all, SAMPLE, SEED);
+      const ops = new Set(all.map((c) => c.op));
+      const statuses = new Map<string, number>();
+      const failures: Failure[] = [];
+      const started = performance.now();
+      for (const c of chosen) {
+        const failure = await runCase(c);
+        if (failure) failures.push(failure);
+        // Counted by status class for the summary; the exact status of a failure is in its line.
       }
-      const lines: string[] = [];
-      for (const [op, list] of byOp) {
-        lines.push(`${op}: ${list.length}`);
-        for (const f of list) lines.push(`  [${f.status}] ${f.id.slice(op.length + 1)}: ${f.detail.replace(/\s+/g, " ")}`);
+      for (const f of failures) statuses.set(String(f.status), (statuses.get(String(f.status)) ?? 0) + 1);
+      const seconds = ((performance.now() - started) / 1000).toFixed(1);
+      console.log(
+        `fuzz on ${backend.name}: seed ${SEED} (0x${SEED.toString(16)}), ${chosen.length} of ${all.length} cases over ${ops.size} operations in ${seconds}s (fixtures ${setupSeconds}s); ` +
+          `answers ${[...answered]
+            .sort((a, b) => a[0] - b[0])
+            .map(([s, n]) => `${s}: ${n}`)
+            .join(", ")}; ` +
+          `${failures.length} failed${failures.length ? ` (${[...statuses].map(([s, n]) => `${s}: ${n}`).join(", ")})` : ""}`,
+      );
+      if (failures.length) {
+        const byOp = new Map<string, Failure[]>();
+        for (const f of failures) {
+          const op = f.id.split(" ").slice(0, 2).join(" ");
+          byOp.set(op, [...(byOp.get(op) ?? []), f]);
+        }
+        const lines: string[] = [];
+        for (const [op, list] of byOp) {
+          lines.push(`${op}: ${list.length}`);
+          for (const f of list)
+            lines.push(`  [${f.status}] ${f.id.slice(op.length + 1)}: ${f.detail.replace(/\s+/g, " ")}`);
+        }
+        // uvu prints the message, then the stack (which repeats it): the stack keeps only its frames.
+        const error = new Error(
+          `${failures.length} hostile request(s) answered 5xx, threw, charged on a 4xx, or were accepted against a rule of the issue (seed ${SEED}):\n${lines.join("\n")}`,
+        );
+        error.stack = (error.stack ?? "")
+          .split("\n")
+          .filter((l) => /^\s+at /.test(l))
+          .join("\n");
+        throw error;
       }
-      // uvu prints the message, then the stack (which repeats it): the stack keeps only its frames.
-      const error = new Error(`${failures.length} hostile request(s) answered 5xx, threw, charged on a 4xx, or were accepted against a rule of the issue (seed ${SEED}):\n${lines.join("\n")}`);
-      error.stack = (error.stack ?? "").split("\n").filter((l) => /^\s+at /.test(l)).join("\n");
-      throw error;
-    }
-  });
+    },
+  );
 
   t.run();
 }

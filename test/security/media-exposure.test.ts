@@ -10,14 +10,14 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { RATE_LIMITS } from "../../core/rate-limits.ts";
 import { createMediaEngine, generateTestVideo } from "../../lib/media/index.ts";
 import { serviceMediaReader } from "../../lib/service-media.ts";
-import { RATE_LIMITS } from "../../core/rate-limits.ts";
+import { encodePng } from "../../plugins/images/png.ts";
+import { plugins } from "../../plugins/index.ts";
+import { VOICES } from "../../plugins/voiceover/models.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { createHttpApp } from "../../transports/http.ts";
-import { plugins } from "../../plugins/index.ts";
-import { encodePng } from "../../plugins/images/png.ts";
-import { VOICES } from "../../plugins/voiceover/models.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
 
@@ -25,14 +25,23 @@ const PUBLIC_URL = "https://media.example.test";
 const MEDIA = `${PUBLIC_URL}/media/`;
 /** 128 random bits, as every name we serve spells them: 32 hex digits in one segment. */
 const CAPABILITY = /[0-9a-f]{32}/;
-const UNLIMITED = { inflight_jobs: 100, rate_limits: Object.fromEntries(Object.keys(RATE_LIMITS).map((k) => [k, 100_000])) };
+const UNLIMITED = {
+  inflight_jobs: 100,
+  rate_limits: Object.fromEntries(Object.keys(RATE_LIMITS).map((k) => [k, 100_000])),
+};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // Reference media served over loopback (ALLOW_PRIVATE_URLS), made once.
 const engine = createMediaEngine({ mode: "auto" });
 onAfterAll(() => engine.close());
 const clip = await generateTestVideo(engine, { width: 320, height: 240, seconds: 3 });
-const tone = (await engine.run(["-i", "in.mp4", "-vn", "-c:a", "libmp3lame", "-b:a", "64k", "out.mp3"], { inputs: { "in.mp4": clip }, outputs: ["out.mp3"], timeoutMs: 60_000 }))["out.mp3"]!;
+const tone = (
+  await engine.run(["-i", "in.mp4", "-vn", "-c:a", "libmp3lame", "-b:a", "64k", "out.mp3"], {
+    inputs: { "in.mp4": clip },
+    outputs: ["out.mp3"],
+    timeoutMs: 60_000,
+  })
+)["out.mp3"]!;
 
 function png(rgb: [number, number, number], size = 32): Uint8Array {
   const px = new Uint8Array(size * size * 3);
@@ -48,7 +57,11 @@ function toneWav(seconds: number, rate = 22050): Uint8Array {
   const text = (o: number, s: string) => [...s].forEach((c, i) => v.setUint8(o + i, c.charCodeAt(0)));
   text(0, "RIFF"), v.setUint32(4, 36 + n * 2, true), text(8, "WAVE"), text(12, "fmt ");
   v.setUint32(16, 16, true), v.setUint16(20, 1, true), v.setUint16(22, 1, true), v.setUint32(24, rate, true);
-  v.setUint32(28, rate * 2, true), v.setUint16(32, 2, true), v.setUint16(34, 16, true), text(36, "data"), v.setUint32(40, n * 2, true);
+  v.setUint32(28, rate * 2, true),
+    v.setUint16(32, 2, true),
+    v.setUint16(34, 16, true),
+    text(36, "data"),
+    v.setUint32(40, n * 2, true);
   for (let i = 0; i < n; i++) v.setInt16(44 + i * 2, Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)), true);
   return out;
 }
@@ -64,7 +77,7 @@ function mediaLinks(value: unknown, into: Set<string>): void {
   }
 }
 
-const mediaPath = (key: string) => "/media/" + key.split("/").map(encodeURIComponent).join("/");
+const mediaPath = (key: string) => `/media/${key.split("/").map(encodeURIComponent).join("/")}`;
 
 // One backend: the keys walked are the blob store's, named the same whichever database holds the records
 // (the per-backend behaviour of the same code is covered by each area's own tests), and the walk runs a job
@@ -118,14 +131,23 @@ for (const backend of (await databaseBackends()).slice(0, 1)) {
         await sleep(100);
       }
     };
-    const videoDone = (id: string) => until(`/video-status/${id}`, (b) => b.status === "complete" || b.status === "error");
+    const videoDone = (id: string) =>
+      until(`/video-status/${id}`, (b) => b.status === "complete" || b.status === "error");
     const complete = (b: any) => assert.is(b.status, "complete", JSON.stringify(b));
 
     // images: uploaded references and the image
-    const image = await submitted("POST", "/generate-image", { prompt: "a fox", ref_images: [{ base64: b64(png([200, 10, 10])), mime_type: "image/png" }] });
+    const image = await submitted("POST", "/generate-image", {
+      prompt: "a fox",
+      ref_images: [{ base64: b64(png([200, 10, 10])), mime_type: "image/png" }],
+    });
     assert.is((await until(`/image-status/${image.generation_id}`, (b) => b.status !== "pending")).status, "success");
     // video: frames (shown), reference images, videos and audio (never shown), the clip, an animation, a merge
-    const framed = await submitted("POST", "/generate-video", { prompt: "a lighthouse", image_base64: b64(png([1, 2, 3])), image_mime: "image/png", duration: 5 });
+    const framed = await submitted("POST", "/generate-video", {
+      prompt: "a lighthouse",
+      image_base64: b64(png([1, 2, 3])),
+      image_mime: "image/png",
+      duration: 5,
+    });
     const referenced = await submitted("POST", "/generate-video", {
       prompt: "like [Video 1]",
       model: "beta-2-5",
@@ -135,7 +157,11 @@ for (const backend of (await databaseBackends()).slice(0, 1)) {
       reference_video_urls: [`${base}/clip.mp4`],
       reference_audio_urls: [`${base}/tone.mp3`],
     });
-    const animation = await submitted("POST", "/generate-animation", { prompt: "morph", start_image_base64: b64(png([255, 0, 0])), end_image_base64: b64(png([0, 0, 255])) });
+    const animation = await submitted("POST", "/generate-animation", {
+      prompt: "morph",
+      start_image_base64: b64(png([255, 0, 0])),
+      end_image_base64: b64(png([0, 0, 255])),
+    });
     for (const job of [framed, referenced, animation]) complete(await videoDone(job.job_id));
     await submitted("POST", "/merge-videos", { job_ids: [framed.job_id, framed.job_id] });
     // upscale: a source upload (kept until its job is done) and its outputs, and one read from our own URL
@@ -146,18 +172,32 @@ for (const backend of (await databaseBackends()).slice(0, 1)) {
     complete(await videoDone(upVideo.job_id));
     // voiceover, music (a generation and an uploaded source), metadata, social
     await submitted("POST", "/generate-voiceover", { text: "Hello there.", voice_id: VOICES[0]!.voice_id });
-    const music = await submitted("POST", "/generate-music", { prompt: "calm piano" }, { "idempotency-key": "exposure-1" });
+    const music = await submitted(
+      "POST",
+      "/generate-music",
+      { prompt: "calm piano" },
+      { "idempotency-key": "exposure-1" },
+    );
     complete(await until(`/music-status/${music.job_id}`, (b) => b.status === "complete" || b.status === "error"));
     const form = new FormData();
-    form.set("parameters", JSON.stringify({ continue_at: 2, mode: "custom", style: "ambient", title: "Drift", instrumental: true }));
+    form.set(
+      "parameters",
+      JSON.stringify({ continue_at: 2, mode: "custom", style: "ambient", title: "Drift", instrumental: true }),
+    );
     form.set("audio", new Blob([toneWav(4) as Uint8Array<ArrayBuffer>]), "drift.wav");
     const extended = await submitted("POST", "/extend-music", form, { "idempotency-key": "exposure-2" });
     complete(await until(`/music-status/${extended.job_id}`, (b) => b.status === "complete" || b.status === "error"));
     await submitted("POST", "/remove-metadata", { image_base64: b64(png([3, 3, 3])) });
-    const social = await submitted("POST", "/social-download", { url: "https://www.tiktok.com/@someone/video/7300000000000000001" });
-    assert.is((await until(`/social-download/${social.download_id}`, (b) => b.status !== "pending")).status, "complete");
+    const social = await submitted("POST", "/social-download", {
+      url: "https://www.tiktok.com/@someone/video/7300000000000000001",
+    });
+    assert.is(
+      (await until(`/social-download/${social.download_id}`, (b) => b.status !== "pending")).status,
+      "complete",
+    );
     // The lists hand out links too (GET /images lists the uploaded references).
-    for (const path of ["/images", "/videos", "/music", "/voiceovers", "/social-downloads"]) await submitted("GET", path);
+    for (const path of ["/images", "/videos", "/music", "/voiceovers", "/social-downloads"])
+      await submitted("GET", path);
 
     const keys = (await tk.kernel.blobs.keys()).sort();
     const byPlugin = new Map<string, { served: string[]; hidden: string[] }>();
@@ -178,17 +218,27 @@ for (const backend of (await databaseBackends()).slice(0, 1)) {
         continue;
       }
       entry.served.push(k);
-      if (!segments.slice(1).some((s) => CAPABILITY.test(s))) problems.push(`${k}: served without 128 random bits in its name`);
+      if (!segments.slice(1).some((s) => CAPABILITY.test(s)))
+        problems.push(`${k}: served without 128 random bits in its name`);
       // Hex, but not random: a name derived from the bytes is known to anyone who has them.
-      if (k.includes(createHash("sha256").update((await tk.kernel.blobs.get(k))!).digest("hex"))) problems.push(`${k}: served under its content hash`);
-      if (!handedOut.has(PUBLIC_URL + mediaPath(k))) problems.push(`${k}: served, but no response ever handed it out (should it be private?)`);
+      if (
+        k.includes(
+          createHash("sha256")
+            .update((await tk.kernel.blobs.get(k))!)
+            .digest("hex"),
+        )
+      )
+        problems.push(`${k}: served under its content hash`);
+      if (!handedOut.has(PUBLIC_URL + mediaPath(k)))
+        problems.push(`${k}: served, but no response ever handed it out (should it be private?)`);
     }
     assert.equal(problems, [], `\n${problems.join("\n")}\nkeys:\n${keys.join("\n")}`);
 
     // Every plugin that keeps files was exercised, on both sides of the line where it has both.
     const served = (p: string) => byPlugin.get(p)?.served.length ?? 0;
     const hidden = (p: string) => byPlugin.get(p)?.hidden.length ?? 0;
-    for (const p of ["images", "video", "voiceover", "music", "metadata"]) assert.ok(served(p) > 0, `${p} serves files`);
+    for (const p of ["images", "video", "voiceover", "music", "metadata"])
+      assert.ok(served(p) > 0, `${p} serves files`);
     for (const p of ["video", "music", "social"]) assert.ok(hidden(p) > 0, `${p} keeps private files`);
     assert.is(served("social"), 0, "social downloads are never media links");
 
@@ -198,11 +248,17 @@ for (const backend of (await databaseBackends()).slice(0, 1)) {
     // A private file's media URL given as a source by another partner is not read from storage.
     const stranger = await tk.partner({ credits: 1000, limits: UNLIMITED });
     const socialVideo = byPlugin.get("social")!.hidden.find((k) => k.endsWith(".mp4"))!;
-    const stolen = await tk.request("POST", "/remove-metadata", { key: stranger.key, body: { video_url: PUBLIC_URL + mediaPath(socialVideo) } });
+    const stolen = await tk.request("POST", "/remove-metadata", {
+      key: stranger.key,
+      body: { video_url: PUBLIC_URL + mediaPath(socialVideo) },
+    });
     assert.is(stolen.status, 404, JSON.stringify(stolen.body));
     // A reference video is kept as downloaded (`.bin`) until its job normalizes it (plugins/video/index.ts).
     const refVideo = byPlugin.get("video")!.hidden.find((k) => /\/ref-video-\d+\.(mp4|bin)$/.test(k))!;
-    const upscaled = await tk.request("POST", "/upscale-video", { key: stranger.key, body: { video_url: PUBLIC_URL + mediaPath(refVideo) } });
+    const upscaled = await tk.request("POST", "/upscale-video", {
+      key: stranger.key,
+      body: { video_url: PUBLIC_URL + mediaPath(refVideo) },
+    });
     assert.ok(upscaled.status >= 400 && upscaled.status < 500, JSON.stringify(upscaled.body));
   });
 
@@ -230,7 +286,12 @@ legacy("legacy social downloads are refused; older 96-bit names still served; pr
     ];
     const reader = serviceMediaReader(PUBLIC_URL, tk.kernel.blobs);
     const app = createHttpApp(tk.kernel, { adminToken: tk.adminToken });
-    const head = async (path: string) => (await app.fetch(new Request(`http://mediagate.test${path}`, { method: "HEAD", headers: { "user-agent": "anyone/1.0" } }))).status;
+    const head = async (path: string) =>
+      (
+        await app.fetch(
+          new Request(`http://mediagate.test${path}`, { method: "HEAD", headers: { "user-agent": "anyone/1.0" } }),
+        )
+      ).status;
     for (const [k, status] of cases) {
       await tk.kernel.blobs.put(k, bytes);
       assert.is((await tk.request("GET", mediaPath(k))).status, status, k);

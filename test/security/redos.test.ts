@@ -20,10 +20,11 @@
 // per-pattern timeout is a clock, and hitting it gives "unknown". Each distinct pattern is checked once; a
 // pattern without any repetition character (`*`, `+`, `?`, `{`, escaped or not) is not sent: at each start
 // position it reads at most its own length, so its matching is linear whatever recheck would say.
+
+import { check, type Diagnostics } from "recheck";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { check, type Diagnostics } from "recheck";
-import { findRegexes, type FoundRegex } from "./regex-inventory.ts";
+import { type FoundRegex, findRegexes } from "./regex-inventory.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const ROOTS = ["core", "lib", "plugins", "transports", "storage", "contracts", "testkit", "cli", "main.ts"];
@@ -62,7 +63,13 @@ t("no pattern is vulnerable; none partner-facing is undecided", async () => {
     try {
       d = await check(places[0]!.source, places[0]!.flags, PARAMS);
     } catch (err) {
-      d = { status: "unknown", source: places[0]!.source, flags: places[0]!.flags, checker: null, error: { kind: "unexpected", message: String(err) } } as unknown as Diagnostics;
+      d = {
+        status: "unknown",
+        source: places[0]!.source,
+        flags: places[0]!.flags,
+        checker: null,
+        error: { kind: "unexpected", message: String(err) },
+      } as unknown as Diagnostics;
     }
     const ms = performance.now() - t0;
     if (ms > slowest.ms) slowest = { ms, key };
@@ -71,12 +78,15 @@ t("no pattern is vulnerable; none partner-facing is undecided", async () => {
       failures.push(`vulnerable (${d.complexity.type}) ${key} at ${at}; attack ${d.attack.pattern}`);
     } else if (d.status === "unknown") {
       const why = `${d.error.kind}${"message" in d.error ? `: ${d.error.message}` : ""}`;
-      if (places.some((p) => partnerFacing(p.where))) failures.push(`unknown (${why}), partner-facing: ${key} at ${at}`);
+      if (places.some((p) => partnerFacing(p.where)))
+        failures.push(`unknown (${why}), partner-facing: ${key} at ${at}`);
       else notes.push(`unknown (${why}), not partner-facing: ${key} at ${at}`);
     }
   }
 
-  console.log(`  ${found.length} patterns (${distinct.size} distinct, ${repeating.length} with repetition) in ${files} files checked in ${((performance.now() - started) / 1000).toFixed(1)} s; slowest ${slowest.ms.toFixed(0)} ms ${slowest.key}`);
+  console.log(
+    `  ${found.length} patterns (${distinct.size} distinct, ${repeating.length} with repetition) in ${files} files checked in ${((performance.now() - started) / 1000).toFixed(1)} s; slowest ${slowest.ms.toFixed(0)} ms ${slowest.key}`,
+  );
   if (dynamic.length) console.log(`  built from non-literal strings, not checked: ${dynamic.join(", ")}`);
   for (const n of notes) console.log(`  ${n}`);
   assert.ok(failures.length === 0, `${failures.length} pattern(s) fail the ReDoS rule:\n${failures.join("\n")}`);

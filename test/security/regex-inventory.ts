@@ -27,21 +27,35 @@ function literal(node: ts.Node | undefined): string | null {
   return node && (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) ? node.text : null;
 }
 
-export function findRegexes(root: string, roots: readonly string[]): { found: FoundRegex[]; dynamic: string[]; files: number } {
+export function findRegexes(
+  root: string,
+  roots: readonly string[],
+): { found: FoundRegex[]; dynamic: string[]; files: number } {
   const found: FoundRegex[] = [];
   const dynamic: string[] = [];
   const files = roots.flatMap((r) => tsFiles(join(root, r)));
   for (const file of files) {
     const text = readFileSync(file, "utf8");
-    const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, file.endsWith("x") ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
-    const where = (node: ts.Node) => `${relative(root, file)}:${sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1}`;
+    const sf = ts.createSourceFile(
+      file,
+      text,
+      ts.ScriptTarget.Latest,
+      false,
+      file.endsWith("x") ? ts.ScriptKind.TSX : ts.ScriptKind.TS,
+    );
+    const where = (node: ts.Node) =>
+      `${relative(root, file)}:${sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1}`;
     const visit = (node: ts.Node) => {
       if (ts.isRegularExpressionLiteral(node)) {
         // The literal's text is /source/flags; flags never hold a slash.
         const raw = node.text;
         const cut = raw.lastIndexOf("/");
         found.push({ where: where(node), source: raw.slice(1, cut), flags: raw.slice(cut + 1) });
-      } else if ((ts.isNewExpression(node) || ts.isCallExpression(node)) && ts.isIdentifier(node.expression) && node.expression.text === "RegExp") {
+      } else if (
+        (ts.isNewExpression(node) || ts.isCallExpression(node)) &&
+        ts.isIdentifier(node.expression) &&
+        node.expression.text === "RegExp"
+      ) {
         const source = literal(node.arguments?.[0]);
         const flagsArg = node.arguments?.[1];
         const flags = flagsArg === undefined ? "" : literal(flagsArg);

@@ -5,12 +5,13 @@
 // as a table when the file ends: they are measurements to report, not assertions (a loaded CI machine makes
 // any latency bound flaky). Asserted: the attack was refused (a 4xx, a close, a protocol error) within
 // ANSWER_TIMEOUT_MS, /healthz answered throughout and answers afterwards.
-import * as assert from "uvu/assert";
-import { readdirSync, readFileSync, mkdtempSync, rmSync } from "node:fs";
+
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer, get as httpGet } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startServer, type ServerProcess } from "../helpers/server.ts";
+import * as assert from "uvu/assert";
+import { type ServerProcess, startServer } from "../helpers/server.ts";
 
 /** An attack (or a /healthz poll) still unanswered after this long has not answered at all. */
 export const ANSWER_TIMEOUT_MS = 60_000;
@@ -88,15 +89,19 @@ export async function freshPartner(srv: AttackServer, credits = 100_000): Promis
     body: JSON.stringify({ name: `Attacker ${++partners}`, credits }),
   });
   const body = (await res.json()) as { api_key?: string };
-  if (res.status !== 201 || !body.api_key) throw new Error(`admin create partner: ${res.status} ${JSON.stringify(body)}`);
+  if (res.status !== 201 || !body.api_key)
+    throw new Error(`admin create partner: ${res.status} ${JSON.stringify(body)}`);
   return body.api_key;
 }
 
 /** The partner's balance, as `GET /credits` tells it. */
 export async function creditsOf(srv: AttackServer, key: string): Promise<number> {
-  const res = await fetch(`${srv.url}${PARTNER_BASE}/credits`, { headers: { authorization: `Bearer ${key}`, "user-agent": UA } });
+  const res = await fetch(`${srv.url}${PARTNER_BASE}/credits`, {
+    headers: { authorization: `Bearer ${key}`, "user-agent": UA },
+  });
   const body = (await res.json()) as { credits_remaining?: number };
-  if (res.status !== 200 || typeof body.credits_remaining !== "number") throw new Error(`GET /credits: ${res.status} ${JSON.stringify(body)}`);
+  if (res.status !== 200 || typeof body.credits_remaining !== "number")
+    throw new Error(`GET /credits: ${res.status} ${JSON.stringify(body)}`);
   return body.credits_remaining;
 }
 
@@ -123,13 +128,22 @@ export function groupRssMb(pid: number): number {
  * One GET /healthz on a connection of its own (no keep-alive: a pooled socket the server is just closing
  * would fail the poll for a reason that is not the server's responsiveness).
  */
-export function healthzOnce(url: string, timeoutMs = ANSWER_TIMEOUT_MS): Promise<{ ok: boolean; ms: number; error?: string }> {
+export function healthzOnce(
+  url: string,
+  timeoutMs = ANSWER_TIMEOUT_MS,
+): Promise<{ ok: boolean; ms: number; error?: string }> {
   const started = performance.now();
   const ms = () => Math.round(performance.now() - started);
   return new Promise((done) => {
     const req = httpGet(`${url}/healthz`, { agent: false, headers: { "user-agent": UA } }, (res) => {
       res.resume();
-      res.on("end", () => done({ ok: res.statusCode === 200, ms: ms(), ...(res.statusCode === 200 ? {} : { error: `HTTP ${res.statusCode}` }) }));
+      res.on("end", () =>
+        done({
+          ok: res.statusCode === 200,
+          ms: ms(),
+          ...(res.statusCode === 200 ? {} : { error: `HTTP ${res.statusCode}` }),
+        }),
+      );
       res.on("error", (err) => done({ ok: false, ms: ms(), error: String(err) }));
     });
     req.setTimeout(timeoutMs, () => {
@@ -193,7 +207,11 @@ async function waitUntilHealthy(url: string): Promise<void> {
  * refused within the time-out, /healthz answered throughout, and the server answers afterwards. Build the
  * payload before calling: its making is not the server's time.
  */
-export async function underAttack(srv: AttackServer, name: string, attack: (signal: AbortSignal) => Promise<Outcome>): Promise<Outcome> {
+export async function underAttack(
+  srv: AttackServer,
+  name: string,
+  attack: (signal: AbortSignal) => Promise<Outcome>,
+): Promise<Outcome> {
   await waitUntilHealthy(srv.url); // the last attack's aftermath is not this one's
   const controller = new AbortController();
   const poll = pollHealth(srv.url);
@@ -204,7 +222,10 @@ export async function underAttack(srv: AttackServer, name: string, attack: (sign
   try {
     outcome = await Promise.race([
       attack(controller.signal),
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer in ${ANSWER_TIMEOUT_MS} ms`)), ANSWER_TIMEOUT_MS))),
+      new Promise<never>(
+        (_, reject) =>
+          (timer = setTimeout(() => reject(new Error(`no answer in ${ANSWER_TIMEOUT_MS} ms`)), ANSWER_TIMEOUT_MS)),
+      ),
     ]);
   } catch (err) {
     error = err;
@@ -223,11 +244,25 @@ export async function underAttack(srv: AttackServer, name: string, attack: (sign
     health.failures.length ? `/healthz failed ${health.failures.length}x: ${health.failures[0]}` : "",
     after.ok ? "" : `/healthz after: ${after.error}`,
   ];
-  rows.push({ attack: name, status, worstMs: health.worst, polls: health.polls, peakRssMb, note: notes.filter(Boolean).join("; ") });
+  rows.push({
+    attack: name,
+    status,
+    worstMs: health.worst,
+    polls: health.polls,
+    peakRssMb,
+    note: notes.filter(Boolean).join("; "),
+  });
   assert.ok(outcome, `${name}: ${status}`);
   assert.is(leak, null, `${name}: what the partner must not read is in ${leak}`);
-  assert.ok(outcome!.refused, `${name}: expected a 4xx, a close or a protocol error, got ${status}${outcome!.note ? ` (${outcome!.note})` : ""}`);
-  assert.equal(health.failures, [], `${name}: /healthz did not answer within ${ANSWER_TIMEOUT_MS} ms while under attack`);
+  assert.ok(
+    outcome!.refused,
+    `${name}: expected a 4xx, a close or a protocol error, got ${status}${outcome!.note ? ` (${outcome!.note})` : ""}`,
+  );
+  assert.equal(
+    health.failures,
+    [],
+    `${name}: /healthz did not answer within ${ANSWER_TIMEOUT_MS} ms while under attack`,
+  );
   assert.ok(after.ok, `${name}: /healthz after the attack: ${after.error}`);
   return outcome!;
 }
@@ -269,7 +304,11 @@ export function printAttackTable(): void {
 }
 
 /** A partner's file host on loopback (set ALLOW_PRIVATE_URLS=1 on the server to let it fetch from here). */
-export async function fileHost(): Promise<{ url: string; serve(path: string, body: Buffer | string, type?: string): void; close(): Promise<void> }> {
+export async function fileHost(): Promise<{
+  url: string;
+  serve(path: string, body: Buffer | string, type?: string): void;
+  close(): Promise<void>;
+}> {
   const served = new Map<string, { body: Buffer | string; type: string }>();
   const server = createServer((req, res) => {
     const file = served.get(req.url ?? "");

@@ -5,19 +5,19 @@
 // nothing charged, GraphQL, and a restarted worker finishing a download queued before it started.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createMediaEngine, firstAudio, firstVideo, type MediaEngine } from "../../lib/media/index.ts";
-import { type CapabilityHost, definePlugin } from "../../core/plugin.ts";
 import type { SocialExtractor } from "../../contracts/social.ts";
-import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
-import account from "../../plugins/account/index.ts";
-import social from "../../plugins/social/index.ts";
-import { FAILURE_SENTENCES, SOCIAL_ERRORS } from "../../plugins/social/errors.ts";
 import { setPaused } from "../../core/pauses.ts";
+import { type CapabilityHost, definePlugin } from "../../core/plugin.ts";
+import { createMediaEngine, firstAudio, firstVideo, type MediaEngine } from "../../lib/media/index.ts";
+import account from "../../plugins/account/index.ts";
+import { FAILURE_SENTENCES, SOCIAL_ERRORS } from "../../plugins/social/errors.ts";
+import social from "../../plugins/social/index.ts";
 import socialSandbox, { sandboxPlan } from "../../plugins/social/sandbox.ts";
+import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import { createHttpApp } from "../../transports/http.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
-import { onAfterAll } from "../helpers/lifecycle.ts";
 import { errorBody } from "../helpers/error-body.ts";
+import { onAfterAll } from "../helpers/lifecycle.ts";
 import { hostSharingRenders, newRunCache } from "../helpers/memo-engine.ts";
 
 // The sandbox renders an 8-12 s ad per download (seconds of ffmpeg each), deterministically from the link. The
@@ -38,7 +38,10 @@ const sharedRenders = definePlugin({
         async extract(req) {
           const n = /sandbox-carousel-(\d{1,2})/.exec(new URL(req.url).pathname.toLowerCase());
           if (!n) return sandbox.extract(req);
-          const post = await sandbox.extract({ ...req, limits: { ...req.limits, maxItems: 1 } as unknown as typeof req.limits });
+          const post = await sandbox.extract({
+            ...req,
+            limits: { ...req.limits, maxItems: 1 } as unknown as typeof req.limits,
+          });
           return { ...post, items: Array.from({ length: Number(n[1]) }, () => post.items[0]!) };
         },
       } satisfies SocialExtractor;
@@ -82,24 +85,54 @@ const apps = new WeakMap<TestKernel, ReturnType<typeof createHttpApp>>();
 async function rawFile(tk: TestKernel, key: string, path: string, headers: Record<string, string> = {}) {
   let app = apps.get(tk);
   if (!app) apps.set(tk, (app = createHttpApp(tk.kernel, { adminToken: tk.adminToken })));
-  const res = await app.fetch(new Request(new URL(path, "http://mediagate.test"), { headers: { authorization: `Bearer ${key}`, "user-agent": "mediagate-tests/1.0", ...headers } }));
+  const res = await app.fetch(
+    new Request(new URL(path, "http://mediagate.test"), {
+      headers: { authorization: `Bearer ${key}`, "user-agent": "mediagate-tests/1.0", ...headers },
+    }),
+  );
   return { status: res.status, headers: res.headers, bytes: new Uint8Array(await res.arrayBuffer()) };
 }
 
 /** Downloads made directly in the database at chosen times (the quota counts rows, so 200 submits are not needed). */
-async function seed(tk: TestKernel, partnerId: string, times: number[], state: "complete" | "failed" | "pending" = "complete") {
+async function seed(
+  tk: TestKernel,
+  partnerId: string,
+  times: number[],
+  state: "complete" | "failed" | "pending" = "complete",
+) {
   const db = tk.kernel.database.kysely as any;
   for (const at of times) {
-    const job = await tk.kernel.chargeAndCreateJob({ partnerId, plugin: "social", kind: "download", endpoint: "POST /social-download", state, credits: 0, inflight: false, terminal: state !== "pending" });
+    const job = await tk.kernel.chargeAndCreateJob({
+      partnerId,
+      plugin: "social",
+      kind: "download",
+      endpoint: "POST /social-download",
+      state,
+      credits: 0,
+      inflight: false,
+      terminal: state !== "pending",
+    });
     await db
       .insertInto("social_downloads")
-      .values({ download_id: job.jobId, partner_id: partnerId, platform: "tiktok", url: "https://www.tiktok.com/@a/video/1", normalized_url: "https://www.tiktok.com/@a/video/1", created_at: new Date(at), expires_at: new Date(at + 7 * DAY) })
+      .values({
+        download_id: job.jobId,
+        partner_id: partnerId,
+        platform: "tiktok",
+        url: "https://www.tiktok.com/@a/video/1",
+        normalized_url: "https://www.tiktok.com/@a/video/1",
+        created_at: new Date(at),
+        expires_at: new Date(at + 7 * DAY),
+      })
       .execute();
   }
 }
 
 async function ledgerRows(tk: TestKernel, partnerId: string): Promise<number> {
-  const row = await (tk.kernel.database.kysely as any).selectFrom("ledger").select((eb: any) => eb.fn.countAll().as("n")).where("partner_id", "=", partnerId).executeTakeFirstOrThrow();
+  const row = await (tk.kernel.database.kysely as any)
+    .selectFrom("ledger")
+    .select((eb: any) => eb.fn.countAll().as("n"))
+    .where("partner_id", "=", partnerId)
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -113,7 +146,12 @@ for (const backend of await databaseBackends()) {
   // checks are per account), and the test that moves the clock 7 days ahead leaves nothing the others read.
   let tk: TestKernel;
   run.before(async () => {
-    tk = await createTestKernel({ plugins: PLUGINS, databaseUrl: await databaseUrl(), env: { SANDBOX_LATENCY_MS: "5" }, start: true });
+    tk = await createTestKernel({
+      plugins: PLUGINS,
+      databaseUrl: await databaseUrl(),
+      env: { SANDBOX_LATENCY_MS: "5" },
+      start: true,
+    });
   });
   run.after(async () => {
     await tk.close();
@@ -157,8 +195,31 @@ for (const backend of await databaseBackends()) {
     const [video, cover] = rec.files;
     assert.is(rec.bytes, video.bytes + cover.bytes);
     const base = `/api/v1/partner/social-download/${rec.download_id}/file`;
-    assert.equal(video, { idx: 0, kind: "video", download_name: `tiktok-${rec.download_id}.mp4`, bytes: video.bytes, duration_sec: rec.duration_sec, width: 288, height: 512, has_audio: true, available: true, stream_url: `${base}/0`, download_url: `${base}/0?download=1` });
-    assert.equal(cover, { idx: 1, kind: "cover", for_idx: 0, download_name: `tiktok-${rec.download_id}-cover.jpg`, bytes: cover.bytes, width: 288, height: 512, available: true, stream_url: `${base}/1`, download_url: `${base}/1?download=1` });
+    assert.equal(video, {
+      idx: 0,
+      kind: "video",
+      download_name: `tiktok-${rec.download_id}.mp4`,
+      bytes: video.bytes,
+      duration_sec: rec.duration_sec,
+      width: 288,
+      height: 512,
+      has_audio: true,
+      available: true,
+      stream_url: `${base}/0`,
+      download_url: `${base}/0?download=1`,
+    });
+    assert.equal(cover, {
+      idx: 1,
+      kind: "cover",
+      for_idx: 0,
+      download_name: `tiktok-${rec.download_id}-cover.jpg`,
+      bytes: cover.bytes,
+      width: 288,
+      height: 512,
+      available: true,
+      stream_url: `${base}/1`,
+      download_url: `${base}/1?download=1`,
+    });
 
     const mp4 = await rawFile(tk, key, video.stream_url);
     assert.is(mp4.status, 200);
@@ -168,14 +229,20 @@ for (const backend of await databaseBackends()) {
     assert.is(firstVideo(probe)?.codec, "h264");
     assert.is(firstAudio(probe)?.codec, "aac");
     // Decodes to the end, not just a header that parses.
-    await engine.run(["-v", "error", "-i", "in.mp4", "-f", "null", "-"], { inputs: { "in.mp4": mp4.bytes }, outputs: [] });
+    await engine.run(["-v", "error", "-i", "in.mp4", "-f", "null", "-"], {
+      inputs: { "in.mp4": mp4.bytes },
+      outputs: [],
+    });
 
     const jpg = await rawFile(tk, key, cover.stream_url);
     assert.is(jpg.headers.get("content-type"), "image/jpeg");
     const cp = await engine.probe(jpg.bytes, "c.jpg");
     assert.is(cp.streams[0]?.width, 288);
     assert.is(cp.streams[0]?.height, 512);
-    await engine.run(["-v", "error", "-i", "c.jpg", "-f", "null", "-"], { inputs: { "c.jpg": jpg.bytes }, outputs: [] });
+    await engine.run(["-v", "error", "-i", "c.jpg", "-f", "null", "-"], {
+      inputs: { "c.jpg": jpg.bytes },
+      outputs: [],
+    });
 
     assert.is(await ledgerRows(tk, id), ledgerBefore, "no ledger row for a free download");
     assert.is((await tk.request("GET", "/credits", { key })).body.credits_remaining, 500);
@@ -184,7 +251,10 @@ for (const backend of await databaseBackends()) {
   run("files: Range 206/416, ?download=1, inline, 404 for another key and for a missing file", async () => {
     const { key } = await tk.partner({ limits: UNLIMITED });
     const other = await tk.partner({ limits: UNLIMITED });
-    const res = await tk.request("POST", "/social-download", { key, body: { url: "facebook.com/watch/?v=12345&fbclid=zzz" } });
+    const res = await tk.request("POST", "/social-download", {
+      key,
+      body: { url: "facebook.com/watch/?v=12345&fbclid=zzz" },
+    });
     assert.is(res.body.normalized_url, "https://www.facebook.com/watch/?v=12345");
     const rec = await waitFor(tk, key, res.body.download_id);
     const video = rec.files[0];
@@ -211,14 +281,21 @@ for (const backend of await databaseBackends()) {
       assert.is(r.status, 404);
       assert.equal(errorBody(r), { error: SOCIAL_ERRORS.notFound });
     }
-    assert.equal(errorBody(await tk.request("GET", `/social-download/${rec.download_id}/file/7`, { key })), { error: SOCIAL_ERRORS.fileNotFound });
-    assert.equal(errorBody(await tk.request("GET", `/social-download/svc-00000000`, { key })), { error: SOCIAL_ERRORS.notFound });
+    assert.equal(errorBody(await tk.request("GET", `/social-download/${rec.download_id}/file/7`, { key })), {
+      error: SOCIAL_ERRORS.fileNotFound,
+    });
+    assert.equal(errorBody(await tk.request("GET", `/social-download/svc-00000000`, { key })), {
+      error: SOCIAL_ERRORS.notFound,
+    });
     assert.is((await tk.request("GET", `/social-download/nonsense`, { key })).status, 404);
   });
 
   run("after 7 days: 410, available false, and the sweeper removes the files", async () => {
     const { key } = await tk.partner({ limits: UNLIMITED });
-    const res = await tk.request("POST", "/social-download", { key, body: { url: "https://www.instagram.com/reel/Cabc/" } });
+    const res = await tk.request("POST", "/social-download", {
+      key,
+      body: { url: "https://www.instagram.com/reel/Cabc/" },
+    });
     const rec = await waitFor(tk, key, res.body.download_id);
     const blobKey = `social/private/downloads/${rec.download_id}/0.mp4`;
     assert.ok(await tk.kernel.blobs.get(blobKey));
@@ -267,7 +344,10 @@ for (const backend of await databaseBackends()) {
 
   run("a carousel is cut to 10 items, each video followed by its cover; a silent post says so", async () => {
     const { key } = await tk.partner({ limits: UNLIMITED });
-    const res = await tk.request("POST", "/social-download", { key, body: { url: "https://www.instagram.com/p/sandbox-carousel-12/?igsh=abc" } });
+    const res = await tk.request("POST", "/social-download", {
+      key,
+      body: { url: "https://www.instagram.com/p/sandbox-carousel-12/?igsh=abc" },
+    });
     assert.is(res.body.normalized_url, "https://www.instagram.com/p/sandbox-carousel-12/");
     const rec = await waitFor(tk, key, res.body.download_id);
     assert.is(rec.status, "complete", rec.error);
@@ -281,7 +361,10 @@ for (const backend of await databaseBackends()) {
     const total = rec.files.filter((f: any) => f.kind === "video").reduce((s: number, f: any) => s + f.duration_sec, 0);
     assert.ok(Math.abs(rec.duration_sec - total) < 0.05);
 
-    const silent = await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/sandbox-noaudio" } });
+    const silent = await tk.request("POST", "/social-download", {
+      key,
+      body: { url: "https://www.tiktok.com/@a/video/sandbox-noaudio" },
+    });
     const srec = await waitFor(tk, key, silent.body.download_id);
     assert.is(srec.has_audio, false);
     assert.is(srec.files[0].has_audio, false);
@@ -291,25 +374,48 @@ for (const backend of await databaseBackends()) {
 
   run("an unexpected extractor error is retried and the download still completes", async () => {
     const { key } = await tk.partner({ limits: UNLIMITED });
-    const res = await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/sandbox-flaky" } });
+    const res = await tk.request("POST", "/social-download", {
+      key,
+      body: { url: "https://www.tiktok.com/@a/video/sandbox-flaky" },
+    });
     const rec = await waitFor(tk, key, res.body.download_id);
     assert.is(rec.status, "complete", rec.error);
   });
 
   run("GraphQL: the record and the list as queries; the file path points at REST", async () => {
     const { key } = await tk.partner({ limits: UNLIMITED });
-    const sub = await graphql(tk, `mutation($u: String!) { socialDownload(input: { url: $u }) { download_id status platform quota { used limit } } }`, { u: "https://instagr.am/p/XYZ/" }, { key });
+    const sub = await graphql(
+      tk,
+      `mutation($u: String!) { socialDownload(input: { url: $u }) { download_id status platform quota { used limit } } }`,
+      { u: "https://instagr.am/p/XYZ/" },
+      { key },
+    );
     assert.is(sub.errors, undefined, JSON.stringify(sub.errors));
     assert.is(sub.data.socialDownload.platform, "instagram");
     const id = sub.data.socialDownload.download_id;
     await waitFor(tk, key, id);
-    const q = await graphql(tk, `query($id: String!) { socialDownload(download_id: $id) { status files { idx kind stream_url } } socialDownloads { total downloads { download_id } } }`, { id }, { key });
+    const q = await graphql(
+      tk,
+      `query($id: String!) { socialDownload(download_id: $id) { status files { idx kind stream_url } } socialDownloads { total downloads { download_id } } }`,
+      { id },
+      { key },
+    );
     assert.is(q.errors, undefined, JSON.stringify(q.errors));
     assert.is(q.data.socialDownload.status, "complete");
     assert.is(q.data.socialDownloads.total, 1);
-    const f = await graphql(tk, `query($id: String!) { socialDownloadFile(download_id: $id, idx: "0") }`, { id }, { key });
+    const f = await graphql(
+      tk,
+      `query($id: String!) { socialDownloadFile(download_id: $id, idx: "0") }`,
+      { id },
+      { key },
+    );
     assert.is(f.errors?.[0]?.extensions?.status, 406);
-    const bad = await graphql(tk, `mutation { socialDownload(input: { url: "https://facebook.com.evil.test/x" }) { download_id } }`, {}, { key });
+    const bad = await graphql(
+      tk,
+      `mutation { socialDownload(input: { url: "https://facebook.com.evil.test/x" }) { download_id } }`,
+      {},
+      { key },
+    );
     assert.is(bad.errors?.[0]?.message, SOCIAL_ERRORS.unsupportedHost);
   });
 
@@ -336,7 +442,10 @@ for (const backend of await databaseBackends()) {
       [{ url: "ftp://www.instagram.com/p/x" }, SOCIAL_ERRORS.notHttp],
       [{ url: "https://www.youtube.com/watch?v=x" }, SOCIAL_ERRORS.unsupportedHost],
       [{ url: "https://facebook.com.evil.test/watch?v=1" }, SOCIAL_ERRORS.unsupportedHost],
-      [{ url: "https://www.tiktok.com/@a", partner_job_id: "bad id!" }, "partner_job_id must be 1-64 characters: letters, digits, '-', '/' or '_'"],
+      [
+        { url: "https://www.tiktok.com/@a", partner_job_id: "bad id!" },
+        "partner_job_id must be 1-64 characters: letters, digits, '-', '/' or '_'",
+      ],
     ];
     for (const [body, text] of cases) {
       const res = await tk.request("POST", "/social-download", { key, body });
@@ -348,7 +457,11 @@ for (const backend of await databaseBackends()) {
 
   limits("2 in flight: of four concurrent requests exactly two are accepted", async () => {
     const { key } = await tk.partner({ limits: UNLIMITED });
-    const all = await Promise.all([1, 2, 3, 4].map((n) => tk.request("POST", "/social-download", { key, body: { url: `https://www.tiktok.com/@a/video/${n}` } })));
+    const all = await Promise.all(
+      [1, 2, 3, 4].map((n) =>
+        tk.request("POST", "/social-download", { key, body: { url: `https://www.tiktok.com/@a/video/${n}` } }),
+      ),
+    );
     const accepted = all.filter((r) => r.status === 202);
     const refused = all.filter((r) => r.status === 429);
     assert.is(accepted.length, 2, JSON.stringify(all.map((r) => r.body)));
@@ -360,10 +473,22 @@ for (const backend of await databaseBackends()) {
     }
     // One finishes: a slot frees.
     await tk.kernel.finishJob(accepted[0]!.body.download_id, { state: "complete", refund: false });
-    assert.is((await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/5" } })).status, 202);
+    assert.is(
+      (await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/5" } }))
+        .status,
+      202,
+    );
     // Another account is not limited by this one.
     const other = await tk.partner({ limits: UNLIMITED });
-    assert.is((await tk.request("POST", "/social-download", { key: other.key, body: { url: "https://www.tiktok.com/@a/video/6" } })).status, 202);
+    assert.is(
+      (
+        await tk.request("POST", "/social-download", {
+          key: other.key,
+          body: { url: "https://www.tiktok.com/@a/video/6" },
+        })
+      ).status,
+      202,
+    );
   });
 
   limits("200 per rolling 24 hours: 429 with quota, failed ones not counted, the window rolls", async () => {
@@ -371,26 +496,54 @@ for (const backend of await databaseBackends()) {
     const now = tk.clock.now();
     // 1 at now-23h (the oldest counted), 198 at now-1h, 10 failed and 5 older than 24 h (neither counts).
     await seed(tk, id, [now - 23 * HOUR]);
-    await seed(tk, id, Array.from({ length: 198 }, () => now - HOUR));
-    await seed(tk, id, Array.from({ length: 10 }, () => now - 2 * HOUR), "failed");
-    await seed(tk, id, Array.from({ length: 5 }, () => now - 25 * HOUR));
+    await seed(
+      tk,
+      id,
+      Array.from({ length: 198 }, () => now - HOUR),
+    );
+    await seed(
+      tk,
+      id,
+      Array.from({ length: 10 }, () => now - 2 * HOUR),
+      "failed",
+    );
+    await seed(
+      tk,
+      id,
+      Array.from({ length: 5 }, () => now - 25 * HOUR),
+    );
 
-    const last = await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/1" } });
+    const last = await tk.request("POST", "/social-download", {
+      key,
+      body: { url: "https://www.tiktok.com/@a/video/1" },
+    });
     assert.is(last.status, 202, JSON.stringify(last.body));
     assert.equal(last.body.quota, { limit: 200, used: 200, remaining: 0, window_hours: 24, resets_in_seconds: 3600 });
     await tk.kernel.finishJob(last.body.download_id, { state: "complete", refund: false });
 
-    const over = await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/2" } });
+    const over = await tk.request("POST", "/social-download", {
+      key,
+      body: { url: "https://www.tiktok.com/@a/video/2" },
+    });
     assert.is(over.status, 429);
-    assert.equal(errorBody(over), { error: SOCIAL_ERRORS.dailyLimit, quota: { limit: 200, used: 200, remaining: 0, window_hours: 24, resets_in_seconds: 3600 } });
+    assert.equal(errorBody(over), {
+      error: SOCIAL_ERRORS.dailyLimit,
+      quota: { limit: 200, used: 200, remaining: 0, window_hours: 24, resets_in_seconds: 3600 },
+    });
     assert.is(over.headers.get("retry-after"), "3600");
 
     tk.clock.advance(1800_000);
-    const still = await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/3" } });
+    const still = await tk.request("POST", "/social-download", {
+      key,
+      body: { url: "https://www.tiktok.com/@a/video/3" },
+    });
     assert.is(still.body.quota.resets_in_seconds, 1800);
 
     tk.clock.advance(1800_000); // the oldest leaves the window
-    const again = await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/4" } });
+    const again = await tk.request("POST", "/social-download", {
+      key,
+      body: { url: "https://www.tiktok.com/@a/video/4" },
+    });
     assert.is(again.status, 202, JSON.stringify(again.body));
     assert.is(again.body.quota.used, 200);
     // Now the oldest counted are the 198 from "now-1h", 22 h out.
@@ -399,8 +552,16 @@ for (const backend of await databaseBackends()) {
 
   limits("concurrent requests at 199 used: exactly one passes the daily limit", async () => {
     const { id, key } = await tk.partner({ limits: UNLIMITED });
-    await seed(tk, id, Array.from({ length: 199 }, () => tk.clock.now() - HOUR));
-    const all = await Promise.all([1, 2].map((n) => tk.request("POST", "/social-download", { key, body: { url: `https://www.tiktok.com/@a/video/${n}` } })));
+    await seed(
+      tk,
+      id,
+      Array.from({ length: 199 }, () => tk.clock.now() - HOUR),
+    );
+    const all = await Promise.all(
+      [1, 2].map((n) =>
+        tk.request("POST", "/social-download", { key, body: { url: `https://www.tiktok.com/@a/video/${n}` } }),
+      ),
+    );
     assert.equal(all.map((r) => r.status).sort(), [202, 429]);
     assert.is(all.find((r) => r.status === 429)!.body.error, SOCIAL_ERRORS.dailyLimit);
   });
@@ -408,12 +569,23 @@ for (const backend of await databaseBackends()) {
   limits("the list: newest first, default 25, at most 100, offset", async () => {
     const { id, key } = await tk.partner({ limits: UNLIMITED });
     const now = tk.clock.now();
-    await seed(tk, id, Array.from({ length: 120 }, (_, i) => now - (i + 1) * 60_000));
+    await seed(
+      tk,
+      id,
+      Array.from({ length: 120 }, (_, i) => now - (i + 1) * 60_000),
+    );
     const first = await tk.request("GET", "/social-downloads", { key });
     assert.is(first.status, 200);
     assert.is(first.body.downloads.length, 25);
     assert.equal([first.body.total, first.body.limit, first.body.offset], [120, 25, 0]);
-    assert.equal(Object.keys(first.body.downloads[0]).sort(), ["created_at", "download_id", "files", "partner_job_id", "platform", "status"]);
+    assert.equal(Object.keys(first.body.downloads[0]).sort(), [
+      "created_at",
+      "download_id",
+      "files",
+      "partner_job_id",
+      "platform",
+      "status",
+    ]);
     const big = await tk.request("GET", "/social-downloads?limit=500", { key });
     assert.is(big.body.limit, 100);
     assert.is(big.body.downloads.length, 100);
@@ -429,11 +601,18 @@ for (const backend of await databaseBackends()) {
   limits("paused: 503 with the spec's text until resumed", async () => {
     const { key } = await tk.partner({ limits: UNLIMITED });
     await setPaused(tk.kernel.database.kysely, "social_downloads", true);
-    const res = await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/1" } });
+    const res = await tk.request("POST", "/social-download", {
+      key,
+      body: { url: "https://www.tiktok.com/@a/video/1" },
+    });
     assert.is(res.status, 503);
     assert.equal(errorBody(res), { error: SOCIAL_ERRORS.paused });
     await setPaused(tk.kernel.database.kysely, "social_downloads", false);
-    assert.is((await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/1" } })).status, 202);
+    assert.is(
+      (await tk.request("POST", "/social-download", { key, body: { url: "https://www.tiktok.com/@a/video/1" } }))
+        .status,
+      202,
+    );
   });
 
   limits.run();
@@ -445,10 +624,18 @@ for (const backend of await databaseBackends()) {
       const url = await isolatedPostgresDatabase();
       const api = await createTestKernel({ plugins: PLUGINS, databaseUrl: url, env: { SANDBOX_LATENCY_MS: "5" } });
       const { key } = await api.partner({ limits: UNLIMITED });
-      const res = await api.request("POST", "/social-download", { key, body: { url: "https://vm.tiktok.com/ZMabc123/" } });
+      const res = await api.request("POST", "/social-download", {
+        key,
+        body: { url: "https://vm.tiktok.com/ZMabc123/" },
+      });
       assert.is(res.status, 202);
       await api.close();
-      const worker = await createTestKernel({ plugins: PLUGINS, databaseUrl: url, env: { SANDBOX_LATENCY_MS: "5" }, start: true });
+      const worker = await createTestKernel({
+        plugins: PLUGINS,
+        databaseUrl: url,
+        env: { SANDBOX_LATENCY_MS: "5" },
+        start: true,
+      });
       try {
         const rec = await waitFor(worker, key, res.body.download_id);
         assert.is(rec.status, "complete", rec.error);
@@ -460,4 +647,3 @@ for (const backend of await databaseBackends()) {
     restart.run();
   }
 }
-

@@ -1,9 +1,10 @@
 // speakTimed: eSpeak NG speech with the time of every word, checked against the audio itself: each word's
 // interval holds speech, the pause between two words is (nearly) silent, and the words keep the text's
 // spelling and punctuation.
+
+import { type EspeakVoice, rmsBetween, speakTimed, spokenWords, wavSamples } from "mediagate/plugin";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { rmsBetween, speakTimed, spokenWords, wavSamples, type EspeakVoice } from "mediagate/plugin";
 
 const VOICE: EspeakVoice = { voice: "en-us+f3", pitch: 62, speed: 165, gap: 0 };
 
@@ -19,7 +20,10 @@ t("each word's interval is loud, the pauses between words are quiet, times incre
   const text = "The quick brown fox, jumps over the lazy dog. Really?";
   const { wav, spoken } = await speakTimed(text, VOICE);
   assert.is(spoken.language, "en");
-  assert.equal(spoken.words.map((w) => w.text), text.split(" "));
+  assert.equal(
+    spoken.words.map((w) => w.text),
+    text.split(" "),
+  );
   const { samples, sampleRate } = wavSamples(wav.bytes);
   assert.is(sampleRate, wav.sampleRate);
   assert.ok(Math.abs(samples.length / sampleRate - wav.durationSeconds) < 0.001);
@@ -56,12 +60,18 @@ t("the same text and voice give the same samples and times; a language may be na
 
 t("markup-looking text is spoken as text; a faster voice and a shorter pace fit a shorter slot", async () => {
   const odd = await speakTimed(`a <b> & "c" </speak>`, VOICE);
-  assert.equal(odd.spoken.words.map((w) => w.text), ["a", "<b> &", `"c"`, "</speak>"]);
+  assert.equal(
+    odd.spoken.words.map((w) => w.text),
+    ["a", "<b> &", `"c"`, "</speak>"],
+  );
   const text = "Speech can be made to fit the clip it belongs to.";
   const slow = await speakTimed(text, VOICE);
   const fast = await speakTimed(text, { ...VOICE, speed: 260 }, { pace: 0.5 });
   assert.is(fast.spoken.words.length, slow.spoken.words.length);
-  assert.ok(fast.wav.durationSeconds < slow.wav.durationSeconds * 0.8, `${fast.wav.durationSeconds} vs ${slow.wav.durationSeconds}`);
+  assert.ok(
+    fast.wav.durationSeconds < slow.wav.durationSeconds * 0.8,
+    `${fast.wav.durationSeconds} vs ${slow.wav.durationSeconds}`,
+  );
 });
 
 t("no words: a tenth of a second of silence", async () => {

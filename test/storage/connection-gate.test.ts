@@ -4,9 +4,10 @@
 // do places taken at once one after another.
 // And on each database, the lanes as opened (storage/db.ts): `background`'s statements take a freed
 // connection before `kysely`'s, on the same connections.
+
+import { sql } from "kysely";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { sql } from "kysely";
 import { ConnectionGate, TURN_BUDGET_MS } from "../../storage/connection-gate.ts";
 import { openDatabase } from "../../storage/db.ts";
 import { pgliteTemplate } from "../../testkit/pglite-template.ts";
@@ -23,7 +24,16 @@ test("background work waiting gets a freed place before requests, a request at l
       order.push(name);
       release();
     });
-  const all = [wait("r1", false), wait("r2", false), wait("b1", true), wait("b2", true), wait("b3", true), wait("b4", true), wait("b5", true), wait("r3", false)];
+  const all = [
+    wait("r1", false),
+    wait("r2", false),
+    wait("b1", true),
+    wait("b2", true),
+    wait("b3", true),
+    wait("b4", true),
+    wait("b5", true),
+    wait("r3", false),
+  ];
   first();
   await Promise.all(all);
   assert.equal(order, ["b1", "b2", "b3", "r1", "b4", "b5", "r2", "r3"]);
@@ -34,7 +44,9 @@ test("requests alone are served first come, first served; a place given back twi
   const a = await places.acquire("requests");
   const b = await places.acquire("requests");
   const order: string[] = [];
-  const waiting = ["r1", "r2", "r3"].map((name) => places.acquire("requests").then((release) => (order.push(name), release)));
+  const waiting = ["r1", "r2", "r3"].map((name) =>
+    places.acquire("requests").then((release) => (order.push(name), release)),
+  );
   a();
   a(); // again: must not free a second place
   await tick();
@@ -78,7 +90,12 @@ test("a place handed on lets the event loop turn: I/O waiting is read between on
   first();
   await Promise.all(holders);
   assert.equal(held, 50);
-  assert.ok(heldWhenTheLoopTurned >= 0 && heldWhenTheLoopTurned <= 2, heldWhenTheLoopTurned < 0 ? "the loop did not turn until all 50 had held the place" : `the loop turned after ${heldWhenTheLoopTurned} of 50 holders`);
+  assert.ok(
+    heldWhenTheLoopTurned >= 0 && heldWhenTheLoopTurned <= 2,
+    heldWhenTheLoopTurned < 0
+      ? "the loop did not turn until all 50 had held the place"
+      : `the loop turned after ${heldWhenTheLoopTurned} of 50 holders`,
+  );
 });
 
 test("places taken at once, one after another, let the event loop turn once the turn's budget is spent", async () => {
@@ -99,14 +116,21 @@ test("places taken at once, one after another, let the event loop turn once the 
     held++;
     release();
   }
-  assert.ok(heldWhenTheLoopTurned >= 1 && heldWhenTheLoopTurned <= 4 * (TURN_BUDGET_MS / 0.5), heldWhenTheLoopTurned < 0 ? "the loop did not turn until all 100 had held the place" : `the loop turned after ${heldWhenTheLoopTurned} of 100 holders`);
+  assert.ok(
+    heldWhenTheLoopTurned >= 1 && heldWhenTheLoopTurned <= 4 * (TURN_BUDGET_MS / 0.5),
+    heldWhenTheLoopTurned < 0
+      ? "the loop did not turn until all 100 had held the place"
+      : `the loop turned after ${heldWhenTheLoopTurned} of 100 holders`,
+  );
 });
 
 for (const backend of await databaseBackends()) {
   test(`${backend.name}: the background kysely's statements take a freed connection before the requests' kysely's`, async () => {
     // One connection, so every statement below waits for the transaction holding it.
     const database =
-      backend.name === "postgres" ? await openDatabase({ url: await isolatedPostgresDatabase(), poolSize: 1 }) : await openDatabase({ template: await pgliteTemplate() });
+      backend.name === "postgres"
+        ? await openDatabase({ url: await isolatedPostgresDatabase(), poolSize: 1 })
+        : await openDatabase({ template: await pgliteTemplate() });
     try {
       let commit!: () => void;
       const held = new Promise<void>((resolve) => (commit = resolve));
@@ -119,8 +143,14 @@ for (const backend of await databaseBackends()) {
       });
       await holds;
       const order: string[] = [];
-      const statement = (name: string, lane: "kysely" | "background") => sql`select 1`.execute(database[lane]).then(() => void order.push(name));
-      const waiting = [statement("r1", "kysely"), statement("r2", "kysely"), statement("b1", "background"), statement("b2", "background")];
+      const statement = (name: string, lane: "kysely" | "background") =>
+        sql`select 1`.execute(database[lane]).then(() => void order.push(name));
+      const waiting = [
+        statement("r1", "kysely"),
+        statement("r2", "kysely"),
+        statement("b1", "background"),
+        statement("b2", "background"),
+      ];
       // Let every one of them reach the lanes before the connection is freed.
       for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
       commit();

@@ -1,13 +1,14 @@
 // Counters, in process and on Redis, through the same test bodies: the rate limiter relies on exactly these
 // properties (atomic increments, an expiry set once and never pushed back, keys that really expire).
+
+import { Redis } from "ioredis";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { Redis } from "ioredis";
-import { fakeClock, type FakeClock } from "../../core/clock.ts";
+import type { Counters } from "../../contracts/counters.ts";
+import { type FakeClock, fakeClock } from "../../core/clock.ts";
 import { memoryCounters, redisCounters } from "../../storage/counters.ts";
-import { type Counters } from "../../contracts/counters.ts";
 import { rejection } from "../helpers/assert.ts";
-import { isolatedRedisPrefix, storeBackends, type StoreBackend } from "../helpers/backends.ts";
+import { isolatedRedisPrefix, type StoreBackend, storeBackends } from "../helpers/backends.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -17,7 +18,8 @@ for (const backend of await storeBackends()) {
   let prefix: string;
   const opened: Counters[] = [];
   const open = (): Counters => {
-    const c = backend.name === "redis" ? redisCounters({ url: backend.url, prefix }) : memoryCounters(() => clock.now());
+    const c =
+      backend.name === "redis" ? redisCounters({ url: backend.url, prefix }) : memoryCounters(() => clock.now());
     opened.push(c);
     return c;
   };
@@ -107,14 +109,19 @@ for (const backend of await storeBackends()) {
   t.run();
 }
 
-function redisOnly(t: ReturnType<typeof suite>, backend: Extract<StoreBackend, { name: "redis" }>, prefix: () => string, open: () => Counters) {
+function redisOnly(
+  t: ReturnType<typeof suite>,
+  backend: Extract<StoreBackend, { name: "redis" }>,
+  prefix: () => string,
+  open: () => Counters,
+) {
   t("on Redis every key lives under the prefix and always carries an expiry", async () => {
     const c = open();
     await Promise.all(Array.from({ length: 20 }, () => c.increment("k", 60_000)));
     const raw = new Redis(backend.url);
     try {
-      assert.is(await raw.get(prefix() + "k"), "20");
-      const pttl = await raw.pttl(prefix() + "k");
+      assert.is(await raw.get(`${prefix()}k`), "20");
+      const pttl = await raw.pttl(`${prefix()}k`);
       assert.ok(pttl > 0 && pttl <= 60_000, `pttl ${pttl}`);
       assert.is(await raw.exists("k"), 0, "nothing is written outside the prefix");
     } finally {

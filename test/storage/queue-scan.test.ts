@@ -2,9 +2,10 @@
 // job of a queue is due and the next are due a moment later, each runs at its own time. The scan once learned
 // only the soonest start of a queue: it fetched the job due now and forgot the rest until the rest interval
 // (parked upstream polls a moment apart ran one on time and the others 10 s late).
+
+import { PGlite } from "@electric-sql/pglite";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { PGlite } from "@electric-sql/pglite";
 import { createQueue, type Queue, type QueueTarget } from "../../storage/queue.ts";
 import { pgliteTemplate } from "../../testkit/pglite-template.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
@@ -35,7 +36,10 @@ for (const backend of await databaseBackends()) {
     await queue.createQueue("test.later");
     const got: number[] = [];
     // A rest interval no test waits out: a job this process forgot would not run before the wait below ends.
-    await queue.work<{ n: number }>("test.later", async (job) => void got.push(job.data.n), { concurrency: 4, pollingIntervalSeconds: 120 });
+    await queue.work<{ n: number }>("test.later", async (job) => void got.push(job.data.n), {
+      concurrency: 4,
+      pollingIntervalSeconds: 120,
+    });
     for (let n = 0; n < 3; n++) {
       await queue.send("test.later", { n }, { startAfterSeconds: 1 });
       await sleep(300);

@@ -4,15 +4,23 @@
 // claim lost to another process, re-declaration, singleton keys, graceful stop (finishing or handing back
 // running jobs), and durability across a restart. On PGlite also that pg-boss never runs inside, or
 // poisons, an application transaction.
-import { suite } from "uvu";
-import * as assert from "uvu/assert";
+
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
-import { PgBoss } from "pg-boss";
 import pg from "pg";
-import { createQueue, pgliteDatabase, type CreateQueueOptions, type Queue, type QueueJob, type QueueTarget } from "../../storage/queue.ts";
+import { PgBoss } from "pg-boss";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import {
+  type CreateQueueOptions,
+  createQueue,
+  pgliteDatabase,
+  type Queue,
+  type QueueJob,
+  type QueueTarget,
+} from "../../storage/queue.ts";
 import { pgliteTemplate } from "../../testkit/pglite-template.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
@@ -56,7 +64,12 @@ for (const backend of await databaseBackends()) {
   let errors: unknown[] = [];
   let warnings: { message: string; data: object }[] = [];
   const open = (extra: CreateQueueOptions = {}, on: QueueTarget = target) => {
-    const queue = createQueue(on, { onError: (err) => errors.push(err), onWarning: (w) => warnings.push(w), stopTimeoutMs: 5000, ...extra });
+    const queue = createQueue(on, {
+      onError: (err) => errors.push(err),
+      onWarning: (w) => warnings.push(w),
+      stopTimeoutMs: 5000,
+      ...extra,
+    });
     opened.push(queue);
     return queue;
   };
@@ -107,7 +120,10 @@ for (const backend of await databaseBackends()) {
     assert.equal(got[0]!.data, { n: 42, s: "it's" });
     assert.is(got[0]!.retryCount, 0);
     // LISTEN was established, so workers are woken by NOTIFY rather than only by polling.
-    assert.equal(warnings.filter((w) => (w.data as { type?: string }).type === "listen_notify_unavailable"), []);
+    assert.equal(
+      warnings.filter((w) => (w.data as { type?: string }).type === "listen_notify_unavailable"),
+      [],
+    );
   });
 
   t("a backlog drains without waiting out the polling interval between jobs", async () => {
@@ -117,7 +133,10 @@ for (const backend of await databaseBackends()) {
     // Scanning every 30 s; without a freed slot fetching again the second job would wait 30 s.
     // Sent before the worker starts, so no NOTIFY arrives while it works: only the backlog moves it on.
     for (let n = 0; n < 6; n++) await queue.send("test.backlog", { n });
-    await queue.work<{ n: number }>("test.backlog", async (job) => void done.push(job.data.n), { concurrency: 1, pollingIntervalSeconds: 30 });
+    await queue.work<{ n: number }>("test.backlog", async (job) => void done.push(job.data.n), {
+      concurrency: 1,
+      pollingIntervalSeconds: 30,
+    });
     await waitFor(() => done.length === 6, "backlog drained", 10_000);
     assert.equal([...done].sort(), [0, 1, 2, 3, 4, 5]);
   });
@@ -148,7 +167,9 @@ for (const backend of await databaseBackends()) {
     await settle();
     let id: string | null;
     if (target.kind === "pglite") {
-      id = await target.pglite.transaction((tx) => queue.sendWithin((text, values) => tx.query(text, values), "test.wake.within", { n: 1 }));
+      id = await target.pglite.transaction((tx) =>
+        queue.sendWithin((text, values) => tx.query(text, values), "test.wake.within", { n: 1 }),
+      );
     } else {
       const client = new pg.Client({ connectionString: target.connectionString });
       await client.connect();
@@ -178,7 +199,10 @@ for (const backend of await databaseBackends()) {
     const id = await sender.send("test.notify", {});
     await waitFor(() => got.length === 1, "the notified worker (polling alone would take 30 s)", 5000);
     assert.equal(got, [id]);
-    assert.equal(warnings.filter((w) => (w.data as { type?: string }).type === "listen_notify_unavailable"), []);
+    assert.equal(
+      warnings.filter((w) => (w.data as { type?: string }).type === "listen_notify_unavailable"),
+      [],
+    );
   });
 
   t("a delayed job is held until its start time", async () => {
@@ -199,11 +223,15 @@ for (const backend of await databaseBackends()) {
     await queue.createQueue("test.retry", { retryLimit: 2, retryDelaySeconds: 0 });
     const attempts: number[] = [];
     let done = false;
-    await queue.work("test.retry", async (job) => {
-      attempts.push(job.retryCount);
-      if (attempts.length === 1) throw new Error("transient");
-      done = true;
-    }, fast);
+    await queue.work(
+      "test.retry",
+      async (job) => {
+        attempts.push(job.retryCount);
+        if (attempts.length === 1) throw new Error("transient");
+        done = true;
+      },
+      fast,
+    );
     await queue.send("test.retry", {});
     await waitFor(() => done, "the retry");
     assert.equal(attempts, [0, 1]);
@@ -215,10 +243,14 @@ for (const backend of await databaseBackends()) {
     await queue.createQueue("test.work", { retryLimit: 1, retryDelaySeconds: 0, deadLetter: "test.dead" });
     let attempts = 0;
     const dead: QueueJob<{ jobId: string }>[] = [];
-    await queue.work("test.work", async () => {
-      attempts++;
-      throw new Error("always");
-    }, fast);
+    await queue.work(
+      "test.work",
+      async () => {
+        attempts++;
+        throw new Error("always");
+      },
+      fast,
+    );
     await queue.work<{ jobId: string }>("test.dead", async (job) => void dead.push(job), fast);
     const id = await queue.send("test.work", { jobId: "svc-00000001" });
     await waitFor(() => dead.length === 1, "the dead letter");
@@ -234,19 +266,23 @@ for (const backend of await databaseBackends()) {
     const attempts: number[] = [];
     let firstAborted = false;
     let done = false;
-    await queue.work("test.expire", async (job) => {
-      attempts.push(job.retryCount);
-      if (job.retryCount === 0) {
-        // A hung handler: it only returns once pg-boss gives up on it (or the test's own limit).
-        await new Promise<void>((resolve) => {
-          job.signal?.addEventListener("abort", () => resolve(), { once: true });
-          setTimeout(resolve, 15_000).unref();
-        });
-        firstAborted = job.signal?.aborted ?? false;
-        return;
-      }
-      done = true;
-    }, fast);
+    await queue.work(
+      "test.expire",
+      async (job) => {
+        attempts.push(job.retryCount);
+        if (job.retryCount === 0) {
+          // A hung handler: it only returns once pg-boss gives up on it (or the test's own limit).
+          await new Promise<void>((resolve) => {
+            job.signal?.addEventListener("abort", () => resolve(), { once: true });
+            setTimeout(resolve, 15_000).unref();
+          });
+          firstAborted = job.signal?.aborted ?? false;
+          return;
+        }
+        done = true;
+      },
+      fast,
+    );
     await queue.send("test.expire", {});
     await waitFor(() => done, "the second attempt");
     assert.equal(attempts, [0, 1]);
@@ -282,12 +318,16 @@ for (const backend of await databaseBackends()) {
     let most = 0;
     let running = 0;
     const before = counting.count(FETCH);
-    await queue.work("test.batch", async () => {
-      started++;
-      most = Math.max(most, ++running);
-      await gate;
-      running--;
-    }, { concurrency: 8, pollingIntervalSeconds: 30 });
+    await queue.work(
+      "test.batch",
+      async () => {
+        started++;
+        most = Math.max(most, ++running);
+        await gate;
+        running--;
+      },
+      { concurrency: 8, pollingIntervalSeconds: 30 },
+    );
     await waitFor(() => started === 8, "the first batch");
     await sleep(300);
     assert.is(started, 8, "no more than the slots");
@@ -320,43 +360,50 @@ for (const backend of await databaseBackends()) {
     assert.ok(made <= 5, `${made} statements in 5 s at rest`);
   });
 
-  t("the scan comes every minute at rest with LISTEN up, at the workers' pace while an attempt runs or without LISTEN", async () => {
-    // Counted on PGlite, where every statement is seen. An attempt running anywhere may belong to a process
-    // that died: maintenance must come round to expire it, and the scan to take its retry.
-    if (target.kind !== "pglite") return;
-    const SCAN = /bool_or\(state = 'active'\)/;
-    const counting = countingPglite(target.pglite);
-    const scansOver = async (ms: number) => {
-      const before = counting.count(SCAN);
-      await sleep(ms);
-      return counting.count(SCAN) - before;
-    };
-    const listening = open({}, { kind: "pglite", pglite: counting.pglite });
-    await listening.createQueue("test.pace");
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let started = false;
-    await listening.work("test.pace", async () => {
-      started = true;
-      await gate;
-    }, fast);
-    await sleep(1000); // the first fetch and the first scan
-    const atRest = await scansOver(3000);
-    assert.ok(atRest <= 1, `${atRest} scans in 3 s at rest`);
-    await listening.send("test.pace", {});
-    await waitFor(() => started, "the job to start");
-    await sleep(600); // the scan scheduled at rest still stands: the next one sees the attempt
-    const running = await scansOver(3000);
-    release();
-    assert.ok(running >= 3, `${running} scans in 3 s while an attempt runs (every 0.5 s)`);
+  t(
+    "the scan comes every minute at rest with LISTEN up, at the workers' pace while an attempt runs or without LISTEN",
+    async () => {
+      // Counted on PGlite, where every statement is seen. An attempt running anywhere may belong to a process
+      // that died: maintenance must come round to expire it, and the scan to take its retry.
+      if (target.kind !== "pglite") return;
+      const SCAN = /bool_or\(state = 'active'\)/;
+      const counting = countingPglite(target.pglite);
+      const scansOver = async (ms: number) => {
+        const before = counting.count(SCAN);
+        await sleep(ms);
+        return counting.count(SCAN) - before;
+      };
+      const listening = open({}, { kind: "pglite", pglite: counting.pglite });
+      await listening.createQueue("test.pace");
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      let started = false;
+      await listening.work(
+        "test.pace",
+        async () => {
+          started = true;
+          await gate;
+        },
+        fast,
+      );
+      await sleep(1000); // the first fetch and the first scan
+      const atRest = await scansOver(3000);
+      assert.ok(atRest <= 1, `${atRest} scans in 3 s at rest`);
+      await listening.send("test.pace", {});
+      await waitFor(() => started, "the job to start");
+      await sleep(600); // the scan scheduled at rest still stands: the next one sees the attempt
+      const running = await scansOver(3000);
+      release();
+      assert.ok(running >= 3, `${running} scans in 3 s while an attempt runs (every 0.5 s)`);
 
-    const deaf = open({ listenNotify: false }, { kind: "pglite", pglite: counting.pglite });
-    await deaf.createQueue("test.pace.deaf");
-    await deaf.work("test.pace.deaf", async () => {}, fast);
-    await sleep(1000);
-    const polled = await scansOver(3000);
-    assert.ok(polled >= 3, `${polled} scans in 3 s without LISTEN (every 0.5 s)`);
-  });
+      const deaf = open({ listenNotify: false }, { kind: "pglite", pglite: counting.pglite });
+      await deaf.createQueue("test.pace.deaf");
+      await deaf.work("test.pace.deaf", async () => {}, fast);
+      await sleep(1000);
+      const polled = await scansOver(3000);
+      assert.ok(polled >= 3, `${polled} scans in 3 s without LISTEN (every 0.5 s)`);
+    },
+  );
 
   t("a job whose claim is lost (its attempt expired elsewhere) is told to stop", async () => {
     // The heartbeat finds the attempt no longer ours: another process's supervisor failed it, say, after
@@ -365,11 +412,15 @@ for (const backend of await databaseBackends()) {
     await queue.createQueue("test.lost", { retryLimit: 1, retryDelaySeconds: 60, heartbeatSeconds: 10 });
     let aborted: unknown;
     let started = false;
-    await queue.work("test.lost", async (job) => {
-      started = true;
-      await new Promise<void>((resolve) => job.signal?.addEventListener("abort", () => resolve(), { once: true }));
-      aborted = job.signal?.reason;
-    }, fast);
+    await queue.work(
+      "test.lost",
+      async (job) => {
+        started = true;
+        await new Promise<void>((resolve) => job.signal?.addEventListener("abort", () => resolve(), { once: true }));
+        aborted = job.signal?.reason;
+      },
+      fast,
+    );
     const id = await queue.send("test.lost", {});
     await waitFor(() => started, "the handler to start");
     const other = await otherProcess();
@@ -401,13 +452,21 @@ for (const backend of await databaseBackends()) {
   t("re-declaring a queue applies its new options", async () => {
     const queue = open();
     await queue.createQueue("test.redeclare", { retryLimit: 0 });
-    await queue.createQueue("test.redeclare", { retryLimit: 1, retryDelaySeconds: 0, deadLetter: "test.redeclare.dead" });
+    await queue.createQueue("test.redeclare", {
+      retryLimit: 1,
+      retryDelaySeconds: 0,
+      deadLetter: "test.redeclare.dead",
+    });
     let attempts = 0;
     const dead: unknown[] = [];
-    await queue.work("test.redeclare", async () => {
-      attempts++;
-      throw new Error("always");
-    }, fast);
+    await queue.work(
+      "test.redeclare",
+      async () => {
+        attempts++;
+        throw new Error("always");
+      },
+      fast,
+    );
     await queue.work("test.redeclare.dead", async (job) => void dead.push(job.data), fast);
     await queue.send("test.redeclare", { n: 3 });
     await waitFor(() => dead.length === 1, "the dead letter");
@@ -431,11 +490,15 @@ for (const backend of await databaseBackends()) {
     await queue.createQueue("test.stop");
     let started = false;
     let finished = false;
-    await queue.work("test.stop", async () => {
-      started = true;
-      await sleep(700);
-      finished = true;
-    }, fast);
+    await queue.work(
+      "test.stop",
+      async () => {
+        started = true;
+        await sleep(700);
+        finished = true;
+      },
+      fast,
+    );
     await queue.send("test.stop", {});
     await waitFor(() => started, "the handler to start");
     await queue.stop();
@@ -447,31 +510,38 @@ for (const backend of await databaseBackends()) {
     );
   });
 
-  t("stop hands back a handler still running at its time limit: the job waits again, its attempt not counted", async () => {
-    // retryLimit 0: had the stop failed the attempt (pg-boss's own shutdown does), the job would be lost.
-    const first = open({ stopTimeoutMs: 300 });
-    await first.createQueue("test.handback", { retryLimit: 0 });
-    let started = false;
-    let aborted = false;
-    await first.work("test.handback", async (job) => {
-      started = true;
-      // A long job: it ends only when its signal says the attempt was given up.
-      await new Promise<void>((resolve) => job.signal?.addEventListener("abort", () => resolve(), { once: true }));
-      aborted = true;
-      throw new Error("abandoned");
-    }, fast);
-    const id = await first.send("test.handback", { n: 1 });
-    await waitFor(() => started, "the handler to start");
-    await first.stop();
-    assert.ok(aborted, "the handler's signal aborted");
+  t(
+    "stop hands back a handler still running at its time limit: the job waits again, its attempt not counted",
+    async () => {
+      // retryLimit 0: had the stop failed the attempt (pg-boss's own shutdown does), the job would be lost.
+      const first = open({ stopTimeoutMs: 300 });
+      await first.createQueue("test.handback", { retryLimit: 0 });
+      let started = false;
+      let aborted = false;
+      await first.work(
+        "test.handback",
+        async (job) => {
+          started = true;
+          // A long job: it ends only when its signal says the attempt was given up.
+          await new Promise<void>((resolve) => job.signal?.addEventListener("abort", () => resolve(), { once: true }));
+          aborted = true;
+          throw new Error("abandoned");
+        },
+        fast,
+      );
+      const id = await first.send("test.handback", { n: 1 });
+      await waitFor(() => started, "the handler to start");
+      await first.stop();
+      assert.ok(aborted, "the handler's signal aborted");
 
-    const second = open();
-    const got: QueueJob[] = [];
-    await second.work("test.handback", async (job) => void got.push(job), fast);
-    await waitFor(() => got.length === 1, "the handed-back job on the next start");
-    assert.is(got[0]!.id, id);
-    assert.is(got[0]!.retryCount, 0, "the interrupted attempt was not counted");
-  });
+      const second = open();
+      const got: QueueJob[] = [];
+      await second.work("test.handback", async (job) => void got.push(job), fast);
+      await waitFor(() => got.length === 1, "the handed-back job on the next start");
+      assert.is(got[0]!.id, id);
+      assert.is(got[0]!.retryCount, 0, "the interrupted attempt was not counted");
+    },
+  );
 
   t("bad queue names and options are refused", async () => {
     const queue = open();

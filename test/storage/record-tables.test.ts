@@ -3,7 +3,7 @@
 import type { Insertable, Selectable } from "kysely";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { defineTables, json, tablesMigration, type TablesOf } from "../../storage/record-tables.ts";
+import { defineTables, json, type TablesOf, tablesMigration } from "../../storage/record-tables.ts";
 
 const tables = defineTables({
   things: {

@@ -9,14 +9,14 @@ import { join } from "node:path";
 import S3rver from "s3rver";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import type { BlobStore } from "../../contracts/blobs.ts";
 import { loadConfig } from "../../core/config.ts";
-import { ConfigError } from "../../lib/plugin-config.ts";
 import { createKernel } from "../../core/kernel.ts";
 import { BootError } from "../../core/registry.ts";
+import { ConfigError } from "../../lib/plugin-config.ts";
 import account from "../../plugins/account/index.ts";
 import { BlobUrlError, describeBlobUrl, parseBlobUrl } from "../../storage/blob-url.ts";
 import { checkS3BlobStore, fileBlobStore, memoryBlobStore, s3BlobStore } from "../../storage/blobs.ts";
-import { type BlobStore } from "../../contracts/blobs.ts";
 import { rejection } from "../helpers/assert.ts";
 import { isolatedPostgresDatabase, postgresUrl } from "../helpers/backends.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
@@ -28,7 +28,13 @@ const SECRET = "S3RVER";
 const BUCKET = "media";
 
 const s3Dir = mkdtempSync(join(tmpdir(), "mediagate-s3rver-"));
-const s3 = new S3rver({ address: "127.0.0.1", port: 0, silent: true, directory: s3Dir, configureBuckets: [{ name: BUCKET, configs: [] }] });
+const s3 = new S3rver({
+  address: "127.0.0.1",
+  port: 0,
+  silent: true,
+  directory: s3Dir,
+  configureBuckets: [{ name: BUCKET, configs: [] }],
+});
 const { port } = (await s3.run()) as AddressInfo;
 const endpoint = `http://127.0.0.1:${port}`;
 onAfterAll(async () => {
@@ -36,7 +42,8 @@ onAfterAll(async () => {
   rmSync(s3Dir, { recursive: true, force: true });
 });
 
-const blobUrl = (prefix: string, secret = SECRET, key = KEY) => `s3://${key}:${encodeURIComponent(secret)}@${BUCKET}/${prefix}?endpoint=${encodeURIComponent(endpoint)}`;
+const blobUrl = (prefix: string, secret = SECRET, key = KEY) =>
+  `s3://${key}:${encodeURIComponent(secret)}@${BUCKET}/${prefix}?endpoint=${encodeURIComponent(endpoint)}`;
 // Awaited before any suite is declared: uvu starts running the suites declared before a top-level await, and
 // those declared after it then run alongside them (two servers booting during the bucket tests).
 const pg = await postgresUrl();
@@ -47,8 +54,17 @@ const freshPrefix = () => `test-${process.pid}-${++prefixes}`;
   const t = suite("BLOB_URL");
 
   t("names a bucket, an optional prefix, an endpoint and a region; credentials are percent-decoded", () => {
-    const l = parseBlobUrl("s3://AKIA%2B1:se%2Fcr%40t@my-bucket/deploy/a/?endpoint=http%3A%2F%2F127.0.0.1%3A9000%2F&region=eu-west-1");
-    assert.equal(l, { bucket: "my-bucket", prefix: "deploy/a/", endpoint: "http://127.0.0.1:9000", region: "eu-west-1", accessKeyId: "AKIA+1", secretAccessKey: "se/cr@t" });
+    const l = parseBlobUrl(
+      "s3://AKIA%2B1:se%2Fcr%40t@my-bucket/deploy/a/?endpoint=http%3A%2F%2F127.0.0.1%3A9000%2F&region=eu-west-1",
+    );
+    assert.equal(l, {
+      bucket: "my-bucket",
+      prefix: "deploy/a/",
+      endpoint: "http://127.0.0.1:9000",
+      region: "eu-west-1",
+      accessKeyId: "AKIA+1",
+      secretAccessKey: "se/cr@t",
+    });
     const aws = parseBlobUrl("s3://k:s@media.example");
     assert.is(aws.endpoint, "https://s3.us-east-1.amazonaws.com");
     assert.is(aws.prefix, "");
@@ -68,7 +84,11 @@ const freshPrefix = () => `test-${process.pid}-${++prefixes}`;
       `s3://k:${secret}@bucket/a//b`,
       `s3://k:${secret}@bucket?region=EU%20WEST`,
     ]) {
-      assert.throws(() => parseBlobUrl(bad), (e: unknown) => e instanceof BlobUrlError, bad);
+      assert.throws(
+        () => parseBlobUrl(bad),
+        (e: unknown) => e instanceof BlobUrlError,
+        bad,
+      );
       let message = "";
       try {
         loadConfig({ BLOB_URL: bad });
@@ -97,7 +117,11 @@ const freshPrefix = () => `test-${process.pid}-${++prefixes}`;
     assert.ok(await store.has("video/x.mp4"));
     assert.is(await store.get("images/abc/none.png"), null);
     assert.not.ok(await store.has("images/abc/none.png"));
-    assert.equal((await store.keys()).sort(), ["images/abc/one.png", "video/x.mp4"], "one object per file: no metadata objects beside them");
+    assert.equal(
+      (await store.keys()).sort(),
+      ["images/abc/one.png", "video/x.mp4"],
+      "one object per file: no metadata objects beside them",
+    );
     await store.remove("video/x.mp4");
     assert.is(await store.get("video/x.mp4"), null);
     assert.equal(await store.keys(), ["images/abc/one.png"]);
@@ -114,21 +138,36 @@ const freshPrefix = () => `test-${process.pid}-${++prefixes}`;
     assert.equal(await a.keys(), ["images/k.png"]);
   });
 
-  t("the boot check passes on a usable bucket and fails by name on a wrong secret or bucket, without the secret", async () => {
-    const good = parseBlobUrl(blobUrl(freshPrefix()));
-    await checkS3BlobStore(good, s3BlobStore(good));
-    assert.equal(await s3BlobStore(good).keys(), [], "the check leaves nothing behind");
-    const secret = "some-secret-value";
-    for (const bad of [parseBlobUrl(blobUrl(freshPrefix(), secret, "UNKNOWNKEY")), { ...good, bucket: "no-such-bucket", secretAccessKey: secret }]) {
-      const err = await rejection(checkS3BlobStore(bad, s3BlobStore(bad)));
-      assert.match((err as Error).message, /^BLOB_URL: cannot use s3:\/\//);
-      assert.not.match((err as Error).message, secret);
-    }
-  });
+  t(
+    "the boot check passes on a usable bucket and fails by name on a wrong secret or bucket, without the secret",
+    async () => {
+      const good = parseBlobUrl(blobUrl(freshPrefix()));
+      await checkS3BlobStore(good, s3BlobStore(good));
+      assert.equal(await s3BlobStore(good).keys(), [], "the check leaves nothing behind");
+      const secret = "some-secret-value";
+      for (const bad of [
+        parseBlobUrl(blobUrl(freshPrefix(), secret, "UNKNOWNKEY")),
+        { ...good, bucket: "no-such-bucket", secretAccessKey: secret },
+      ]) {
+        const err = await rejection(checkS3BlobStore(bad, s3BlobStore(bad)));
+        assert.match((err as Error).message, /^BLOB_URL: cannot use s3:\/\//);
+        assert.not.match((err as Error).message, secret);
+      }
+    },
+  );
 
   t("a kernel whose bucket refuses its credentials does not boot", async () => {
     const secret = "some-secret-value";
-    const err = await rejection(createKernel({ config: loadConfig({ LOG_LEVEL: "silent", BLOB_URL: blobUrl(freshPrefix(), secret, "UNKNOWNKEY"), DATA_DIR: mkdtempSync(join(tmpdir(), "mediagate-s3-boot-")) }), plugins: [account] }));
+    const err = await rejection(
+      createKernel({
+        config: loadConfig({
+          LOG_LEVEL: "silent",
+          BLOB_URL: blobUrl(freshPrefix(), secret, "UNKNOWNKEY"),
+          DATA_DIR: mkdtempSync(join(tmpdir(), "mediagate-s3-boot-")),
+        }),
+        plugins: [account],
+      }),
+    );
     assert.instance(err, BootError);
     assert.match((err as Error).message, /^BLOB_URL: cannot use/);
     assert.not.match((err as Error).message, secret);
@@ -167,7 +206,10 @@ const freshPrefix = () => `test-${process.pid}-${++prefixes}`;
     await store.put("abc/one.png", new Uint8Array([1, 2, 3]), { contentType: "image/png" });
     assert.equal(readdirSync(join(dir, "blobs", "images", "abc")).sort(), ["one.png", "one.png$"]);
     await store.remove("abc/one.png");
-    assert.equal(existsSync(join(dir, "blobs", "images", "abc")) ? readdirSync(join(dir, "blobs", "images", "abc")) : [], []);
+    assert.equal(
+      existsSync(join(dir, "blobs", "images", "abc")) ? readdirSync(join(dir, "blobs", "images", "abc")) : [],
+      [],
+    );
     rmSync(dir, { recursive: true, force: true });
   });
   t.run();
@@ -191,19 +233,44 @@ const freshPrefix = () => `test-${process.pid}-${++prefixes}`;
     const start = async () => {
       const dir = mkdtempSync(join(tmpdir(), "mediagate-s3-host-"));
       dirs.push(dir);
-      const s = await startServer({ DATA_DIR: dir, DATABASE_URL: database, BLOB_URL: url, ADMIN_TOKEN: ADMIN, SANDBOX_LATENCY_MS: "0", LOG_LEVEL: "warn" });
+      const s = await startServer({
+        DATA_DIR: dir,
+        DATABASE_URL: database,
+        BLOB_URL: url,
+        ADMIN_TOKEN: ADMIN,
+        SANDBOX_LATENCY_MS: "0",
+        LOG_LEVEL: "warn",
+      });
       servers.push(s);
       return s;
     };
     const [one, two] = await Promise.all([start(), start()]);
-    const headers = (auth: string) => ({ authorization: `Bearer ${auth}`, "user-agent": "mediagate-s3-test/1.0", "content-type": "application/json" });
-    const created = await (await fetch(`${one.url}/api/v1/admin/partners`, { method: "POST", headers: headers(ADMIN), body: JSON.stringify({ name: "S3", credits: 100 }) })).json();
+    const headers = (auth: string) => ({
+      authorization: `Bearer ${auth}`,
+      "user-agent": "mediagate-s3-test/1.0",
+      "content-type": "application/json",
+    });
+    const created = await (
+      await fetch(`${one.url}/api/v1/admin/partners`, {
+        method: "POST",
+        headers: headers(ADMIN),
+        body: JSON.stringify({ name: "S3", credits: 100 }),
+      })
+    ).json();
     const key: string = created.api_key;
-    const submit = await fetch(`${one.url}/api/v1/partner/generate-image`, { method: "POST", headers: headers(key), body: JSON.stringify({ prompt: "a lighthouse", model: "image-b-2" }) });
+    const submit = await fetch(`${one.url}/api/v1/partner/generate-image`, {
+      method: "POST",
+      headers: headers(key),
+      body: JSON.stringify({ prompt: "a lighthouse", model: "image-b-2" }),
+    });
     assert.is(submit.status, 202);
     const id: string = (await submit.json()).public_ids[0];
     let status: { status: string; image_url?: string } = { status: "pending" };
-    for (const until = Date.now() + 60_000; status.status === "pending" && Date.now() < until; await new Promise((r) => setTimeout(r, 200))) {
+    for (
+      const until = Date.now() + 60_000;
+      status.status === "pending" && Date.now() < until;
+      await new Promise((r) => setTimeout(r, 200))
+    ) {
       status = await (await fetch(`${one.url}/api/v1/partner/image-status/${id}`, { headers: headers(key) })).json();
     }
     assert.is(status.status, "success", JSON.stringify(status));
@@ -220,7 +287,8 @@ const freshPrefix = () => `test-${process.pid}-${++prefixes}`;
     assert.ok(fromOne.length > 1000);
     const stored = await s3BlobStore(parseBlobUrl(url)).get(decodeURIComponent(path.slice("/media/".length)));
     assert.equal(stored, fromOne);
-    for (const dir of dirs) assert.not.ok(readdirSync(dir).includes("blobs") && readdirSync(join(dir, "blobs")).length, `${dir} holds blobs`);
+    for (const dir of dirs)
+      assert.not.ok(readdirSync(dir).includes("blobs") && readdirSync(join(dir, "blobs")).length, `${dir} holds blobs`);
   });
 
   t.run();

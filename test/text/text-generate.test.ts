@@ -9,25 +9,38 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { TextGenerationError, type TextGenerationRequest } from "../../contracts/text.ts";
 import { ConfigError } from "../../lib/plugin-config.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import text from "../../plugins/text/index.ts";
 import { textConfig } from "../../plugins/text/config.ts";
+import text from "../../plugins/text/index.ts";
 import { endpointOf } from "../../plugins/text/openai-chat.ts";
 import { digest, repairPrompt, SANDBOX_TASKS } from "../../plugins/text/sandbox-tasks.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 
 // Shaped like no API key at all, so only the adapter's own redaction (not the sk- pattern) keeps it out.
 const KEY = "tg0123456789abcdefSECRET";
-const ask = (over: Partial<TextGenerationRequest> = {}): TextGenerationRequest => ({ task: "x", instructions: "i", input: "j", ...over });
+const ask = (over: Partial<TextGenerationRequest> = {}): TextGenerationRequest => ({
+  task: "x",
+  instructions: "i",
+  input: "j",
+  ...over,
+});
 
 // ---------------------------------------------------------------------------------------------------------
 const sandbox = suite("text.generate sandbox");
 
-sandbox("prompt repair removes the unsafe marker and words, keeps the rest (other markers too), says what it did", () => {
-  const out = repairPrompt('A knight [sandbox:unsafe] in a gory battle,\t covered in Blood, says "onward" [sandbox:flaky]');
-  assert.is(out.text, 'A knight in a battle, covered in, says "onward" [sandbox:flaky]');
-  assert.is(out.notes, "Removed: [sandbox:unsafe], gory, blood.");
-  assert.equal(repairPrompt("A calm lake at dawn."), { text: "A calm lake at dawn.", notes: "Nothing needed changing." });
-});
+sandbox(
+  "prompt repair removes the unsafe marker and words, keeps the rest (other markers too), says what it did",
+  () => {
+    const out = repairPrompt(
+      'A knight [sandbox:unsafe] in a gory battle,\t covered in Blood, says "onward" [sandbox:flaky]',
+    );
+    assert.is(out.text, 'A knight in a battle, covered in, says "onward" [sandbox:flaky]');
+    assert.is(out.notes, "Removed: [sandbox:unsafe], gory, blood.");
+    assert.equal(repairPrompt("A calm lake at dawn."), {
+      text: "A calm lake at dawn.",
+      notes: "Nothing needed changing.",
+    });
+  },
+);
 
 sandbox("prompt repair: whole words only, compounds whole, any case, once in the notes, line breaks kept", () => {
   const out = repairPrompt("A bloodhound  and a GORE-soaked  skilled  gunsmith.\n\n  NUDE nude statue, gore's end");
@@ -38,40 +51,60 @@ sandbox("prompt repair: whole words only, compounds whole, any case, once in the
 });
 
 sandbox("unknown tasks: a digest from the input alone; tasks are one registry entry each", () => {
-  assert.equal(digest(ask({ input: "Buy now.  Great deals today!" })), { text: "Buy now. (5 words)", notes: "Sandbox digest of the input." });
+  assert.equal(digest(ask({ input: "Buy now.  Great deals today!" })), {
+    text: "Buy now. (5 words)",
+    notes: "Sandbox digest of the input.",
+  });
   assert.is(digest(ask({ input: "" })).text, "(0 words)");
-  assert.equal(JSON.parse(digest(ask({ task: "some-later-task", input: "One line no stop", json: true })).text), { task: "some-later-task", summary: "One line no stop", words: 4 });
+  assert.equal(JSON.parse(digest(ask({ task: "some-later-task", input: "One line no stop", json: true })).text), {
+    task: "some-later-task",
+    summary: "One line no stop",
+    words: 4,
+  });
   assert.equal(Object.keys(SANDBOX_TASKS), ["prompt-repair", "ad-analysis"]);
   // A task that is not given its input (ad analysis: the measured facts) fails as a provider would.
-  assert.throws(() => SANDBOX_TASKS["ad-analysis"]!(ask({ task: "ad-analysis", input: "Buy now.", json: true })), (e: unknown) => e instanceof TextGenerationError);
+  assert.throws(
+    () => SANDBOX_TASKS["ad-analysis"]!(ask({ task: "ad-analysis", input: "Buy now.", json: true })),
+    (e: unknown) => e instanceof TextGenerationError,
+  );
 });
 
-sandbox("through the kernel: sandbox without TEXT_GENERATE_URL, fail marker, deterministic, JSON valid, maxChars, abort", async () => {
-  const tk = await createTestKernel({ plugins: [text] });
-  try {
-    const gen = tk.kernel.capability("text.generate");
-    const r = await gen.generate(ask({ task: "prompt-repair", input: "storm [sandbox:unsafe] of gore" }));
-    assert.equal(r, { text: "storm of", notes: "Removed: [sandbox:unsafe], gore.", provider: "sandbox" });
-    const asJson = await gen.generate(ask({ task: "prompt-repair", input: "a naked blade", json: true }));
-    assert.equal(JSON.parse(asJson.text), { prompt: "a blade", notes: "Removed: naked." });
-    for (const task of ["prompt-repair", "ad-analysis"]) {
-      const err = await gen.generate(ask({ task, input: "x [sandbox:fail] gore" })).catch((e) => e);
-      assert.instance(err, TextGenerationError, task);
+sandbox(
+  "through the kernel: sandbox without TEXT_GENERATE_URL, fail marker, deterministic, JSON valid, maxChars, abort",
+  async () => {
+    const tk = await createTestKernel({ plugins: [text] });
+    try {
+      const gen = tk.kernel.capability("text.generate");
+      const r = await gen.generate(ask({ task: "prompt-repair", input: "storm [sandbox:unsafe] of gore" }));
+      assert.equal(r, { text: "storm of", notes: "Removed: [sandbox:unsafe], gore.", provider: "sandbox" });
+      const asJson = await gen.generate(ask({ task: "prompt-repair", input: "a naked blade", json: true }));
+      assert.equal(JSON.parse(asJson.text), { prompt: "a blade", notes: "Removed: naked." });
+      for (const task of ["prompt-repair", "ad-analysis"]) {
+        const err = await gen.generate(ask({ task, input: "x [sandbox:fail] gore" })).catch((e) => e);
+        assert.instance(err, TextGenerationError, task);
+      }
+      const a = await gen.generate(
+        ask({ task: "some-later-task", instructions: "analyse", input: "Buy now. Great deals today!", json: true }),
+      );
+      const b = await gen.generate(
+        ask({ task: "some-later-task", instructions: "other words", input: "Buy now. Great deals today!", json: true }),
+      );
+      assert.equal(a, b);
+      assert.equal(JSON.parse(a.text), { task: "some-later-task", summary: "Buy now.", words: 5 });
+      const prose = await gen.generate(ask({ task: "some-later-task", input: "Buy now. Great deals today!" }));
+      assert.is(prose.text, "Buy now. (5 words)");
+      assert.instance(
+        await gen.generate(ask({ input: "a ".repeat(50), maxChars: 5 })).catch((e) => e),
+        TextGenerationError,
+      );
+      const aborted = AbortSignal.abort(new Error("gone"));
+      const err = await gen.generate(ask({ signal: aborted })).catch((e) => e);
+      assert.is(err.message, "gone");
+    } finally {
+      await tk.close();
     }
-    const a = await gen.generate(ask({ task: "some-later-task", instructions: "analyse", input: "Buy now. Great deals today!", json: true }));
-    const b = await gen.generate(ask({ task: "some-later-task", instructions: "other words", input: "Buy now. Great deals today!", json: true }));
-    assert.equal(a, b);
-    assert.equal(JSON.parse(a.text), { task: "some-later-task", summary: "Buy now.", words: 5 });
-    const prose = await gen.generate(ask({ task: "some-later-task", input: "Buy now. Great deals today!" }));
-    assert.is(prose.text, "Buy now. (5 words)");
-    assert.instance(await gen.generate(ask({ input: "a ".repeat(50), maxChars: 5 })).catch((e) => e), TextGenerationError);
-    const aborted = AbortSignal.abort(new Error("gone"));
-    const err = await gen.generate(ask({ signal: aborted })).catch((e) => e);
-    assert.is(err.message, "gone");
-  } finally {
-    await tk.close();
-  }
-});
+  },
+);
 
 sandbox.run();
 
@@ -80,7 +113,12 @@ sandbox.run();
 type Script = (req: IncomingMessage, body: any) => { status: number; body: unknown } | "hang";
 const answer = (content: unknown, extra: Record<string, unknown> = {}) => ({
   status: 200,
-  body: { id: "chatcmpl-1", object: "chat.completion", model: "test-model", choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop", ...extra }] },
+  body: {
+    id: "chatcmpl-1",
+    object: "chat.completion",
+    model: "test-model",
+    choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop", ...extra }],
+  },
 });
 
 async function standIn() {
@@ -94,7 +132,9 @@ async function standIn() {
       seen.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, body });
       const reply = script(req, body);
       if (reply === "hang") return;
-      res.writeHead(reply.status, { "content-type": "application/json" }).end(typeof reply.body === "string" ? reply.body : JSON.stringify(reply.body));
+      res
+        .writeHead(reply.status, { "content-type": "application/json" })
+        .end(typeof reply.body === "string" ? reply.body : JSON.stringify(reply.body));
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -111,7 +151,16 @@ let api: Awaited<ReturnType<typeof standIn>>;
 let tk: TestKernel;
 adapter.before(async () => {
   api = await standIn();
-  tk = await createTestKernel({ plugins: [text], env: { TEXT_GENERATE_URL: api.url, TEXT_GENERATE_KEY: KEY, TEXT_GENERATE_MODEL: "test-model", TEXT_GENERATE_TIMEOUT_MS: "1500", ALLOW_PRIVATE_URLS: "1" } });
+  tk = await createTestKernel({
+    plugins: [text],
+    env: {
+      TEXT_GENERATE_URL: api.url,
+      TEXT_GENERATE_KEY: KEY,
+      TEXT_GENERATE_MODEL: "test-model",
+      TEXT_GENERATE_TIMEOUT_MS: "1500",
+      ALLOW_PRIVATE_URLS: "1",
+    },
+  });
 });
 adapter.after(async () => {
   await tk.close();
@@ -135,31 +184,67 @@ adapter("sends the chat request the API expects and returns its content", async 
   assert.is(last.headers.authorization, `Bearer ${KEY}`);
   assert.match(String(last.headers["content-type"]), /^application\/json/);
   // The token cap (config.ts answerTokens): max_tokens to a server that is not OpenAI's own.
-  assert.equal(last.body, { model: "test-model", temperature: 0, max_tokens: 16_384, messages: [{ role: "system", content: "Rewrite safely." }, { role: "user", content: "A gory knight." }] });
+  assert.equal(last.body, {
+    model: "test-model",
+    temperature: 0,
+    max_tokens: 16_384,
+    messages: [
+      { role: "system", content: "Rewrite safely." },
+      { role: "user", content: "A gory knight." },
+    ],
+  });
 });
 
 adapter("JSON mode asks for a json_object and wants a JSON object back", async () => {
   const gen = tk.kernel.capability("text.generate");
   api.set(() => answer('{"summary":"Buy now.","words":5}'));
-  const r = await gen.generate(ask({ task: "ad-analysis", instructions: "Answer JSON.", input: "Buy now.", json: true }));
+  const r = await gen.generate(
+    ask({ task: "ad-analysis", instructions: "Answer JSON.", input: "Buy now.", json: true }),
+  );
   assert.equal(JSON.parse(r.text), { summary: "Buy now.", words: 5 });
   const sent = api.seen.at(-1)!.body;
   assert.equal(sent.response_format, { type: "json_object" });
-  assert.equal(sent.messages, [{ role: "system", content: "Answer JSON." }, { role: "user", content: "Buy now." }]);
+  assert.equal(sent.messages, [
+    { role: "system", content: "Answer JSON." },
+    { role: "user", content: "Buy now." },
+  ]);
 });
 
 adapter("every failure is a TextGenerationError that never carries the key", async () => {
   const gen = tk.kernel.capability("text.generate");
   const cases: Array<[string, Script, Partial<TextGenerationRequest>?, RegExp?]> = [
-    ["401 echoing the key", () => ({ status: 401, body: { error: { message: `Incorrect API key provided: ${KEY}`, type: "invalid_request_error" } } }), {}, /answered 401$/],
-    ["403 echoing part of the key", () => ({ status: 403, body: { error: { message: `key ${KEY.slice(0, 12)}*** is not allowed` } } }), {}, /answered 403$/],
-    ["500 with the key in its message", () => ({ status: 500, body: { error: { message: `server error for ${KEY}` } } }), {}, /answered 500: server error for \[redacted\]/],
+    [
+      "401 echoing the key",
+      () => ({
+        status: 401,
+        body: { error: { message: `Incorrect API key provided: ${KEY}`, type: "invalid_request_error" } },
+      }),
+      {},
+      /answered 401$/,
+    ],
+    [
+      "403 echoing part of the key",
+      () => ({ status: 403, body: { error: { message: `key ${KEY.slice(0, 12)}*** is not allowed` } } }),
+      {},
+      /answered 403$/,
+    ],
+    [
+      "500 with the key in its message",
+      () => ({ status: 500, body: { error: { message: `server error for ${KEY}` } } }),
+      {},
+      /answered 500: server error for \[redacted\]/,
+    ],
     ["500 with no JSON", () => ({ status: 500, body: "upstream exploded" }), {}, /answered 500$/],
     ["429", () => ({ status: 429, body: { error: { message: "Rate limit reached" } } }), {}, /429: Rate limit reached/],
     ["malformed body", () => ({ status: 200, body: "<html>" }), {}, /malformed JSON/],
     ["no choices", () => ({ status: 200, body: { choices: [] } }), {}, /no choices/],
     ["empty content", () => answer("  "), {}, /no content/],
-    ["null content, a refusal", () => answer(null, { message: { role: "assistant", content: null, refusal: "I can't." } }), {}, /refused/],
+    [
+      "null content, a refusal",
+      () => answer(null, { message: { role: "assistant", content: null, refusal: "I can't." } }),
+      {},
+      /refused/,
+    ],
     ["cut off", () => answer("A knight in a", { finish_reason: "length" }), {}, /cut off/],
     ["over maxChars", () => answer("x".repeat(101)), { maxChars: 100 }, /101 characters, over the 100/],
     ["invalid JSON in JSON mode", () => answer("not json"), { json: true }, /invalid JSON/],
@@ -179,7 +264,10 @@ adapter("every failure is a TextGenerationError that never carries the key", asy
 adapter("the caller's abort is its own reason, not a provider failure", async () => {
   api.set(() => "hang");
   const controller = new AbortController();
-  const pending = tk.kernel.capability("text.generate").generate(ask({ signal: controller.signal })).catch((e) => e);
+  const pending = tk.kernel
+    .capability("text.generate")
+    .generate(ask({ signal: controller.signal }))
+    .catch((e) => e);
   setTimeout(() => controller.abort(new Error("client went away")), 50);
   const err = await pending;
   assert.not.instance(err, TextGenerationError);
@@ -187,7 +275,10 @@ adapter("the caller's abort is its own reason, not a provider failure", async ()
 });
 
 adapter("no key: no Authorization header; a full URL is used as is", async () => {
-  const other = await createTestKernel({ plugins: [text], env: { TEXT_GENERATE_URL: `${api.url}/custom/v1/chat/completions`, ALLOW_PRIVATE_URLS: "1" } });
+  const other = await createTestKernel({
+    plugins: [text],
+    env: { TEXT_GENERATE_URL: `${api.url}/custom/v1/chat/completions`, ALLOW_PRIVATE_URLS: "1" },
+  });
   try {
     api.set(() => answer("fine"));
     const r = await other.kernel.capability("text.generate").generate(ask());
@@ -201,23 +292,34 @@ adapter("no key: no Authorization header; a full URL is used as is", async () =>
   }
 });
 
-adapter("the outbound guard: an endpoint on a private address is refused without ALLOW_PRIVATE_URLS, nothing sent", async () => {
-  const strict = await createTestKernel({ plugins: [text], env: { TEXT_GENERATE_URL: api.url, TEXT_GENERATE_KEY: KEY } });
-  try {
-    const before = api.seen.length;
-    const err = await strict.kernel.capability("text.generate").generate(ask()).catch((e) => e);
-    assert.instance(err, TextGenerationError);
-    // The guard refuses a plain-http loopback URL on its scheme, a private https one on its address.
-    assert.match(err.message, /invalid_url|not_public/);
-    assert.not.ok(err.message.includes("SECRET"));
-    assert.is(api.seen.length, before);
-  } finally {
-    await strict.close();
-  }
-});
+adapter(
+  "the outbound guard: an endpoint on a private address is refused without ALLOW_PRIVATE_URLS, nothing sent",
+  async () => {
+    const strict = await createTestKernel({
+      plugins: [text],
+      env: { TEXT_GENERATE_URL: api.url, TEXT_GENERATE_KEY: KEY },
+    });
+    try {
+      const before = api.seen.length;
+      const err = await strict.kernel
+        .capability("text.generate")
+        .generate(ask())
+        .catch((e) => e);
+      assert.instance(err, TextGenerationError);
+      // The guard refuses a plain-http loopback URL on its scheme, a private https one on its address.
+      assert.match(err.message, /invalid_url|not_public/);
+      assert.not.ok(err.message.includes("SECRET"));
+      assert.is(api.seen.length, before);
+    } finally {
+      await strict.close();
+    }
+  },
+);
 
 adapter("bad values stop the boot by name", async () => {
-  const err = await createTestKernel({ plugins: [text], env: { TEXT_GENERATE_URL: "ftp://example.com" } }).catch((e) => e);
+  const err = await createTestKernel({ plugins: [text], env: { TEXT_GENERATE_URL: "ftp://example.com" } }).catch(
+    (e) => e,
+  );
   assert.instance(err, ConfigError);
   assert.ok(err.message.startsWith("TEXT_GENERATE_URL "), err.message);
   // The rest read as the kernel reads them at boot (textConfig.read), without a kernel each.

@@ -19,7 +19,7 @@ test("NUL and other controls removed, tab/LF/CR kept, unpaired surrogates replac
 });
 
 test("the cap counts cleaned text and never splits a surrogate pair", () => {
-  assert.is(cleanUpstreamText("\u0000".repeat(10) + "abc", 3), "abc");
+  assert.is(cleanUpstreamText(`${"\u0000".repeat(10)}abc`, 3), "abc");
   assert.is(capText("ab\ud83d\ude00", 3), "ab", "the pair is dropped whole");
   assert.is(capText("ab\ud83d\ude00", 4), "ab\ud83d\ude00");
   assert.is(cleanUpstreamText("x".repeat(1_000_000), 400).length, 400);
@@ -35,8 +35,14 @@ test("the cap counts cleaned text and never splits a surrogate pair", () => {
 });
 
 test("JSON: every string and key cleaned, escapes included once parsed; other values kept", () => {
-  const parsed = JSON.parse('{"summary":"a\\u0000b","tags":["x\\ud800",1,true,null],"k\\u0000ey":{"deep":"\\u0007ok"}}');
-  assert.equal(cleanUpstreamJson(parsed, 100), { summary: "ab", tags: ["x\ufffd", 1, true, null], key: { deep: "ok" } });
+  const parsed = JSON.parse(
+    '{"summary":"a\\u0000b","tags":["x\\ud800",1,true,null],"k\\u0000ey":{"deep":"\\u0007ok"}}',
+  );
+  assert.equal(cleanUpstreamJson(parsed, 100), {
+    summary: "ab",
+    tags: ["x\ufffd", 1, true, null],
+    key: { deep: "ok" },
+  });
   let deep: unknown = "leaf";
   for (let i = 0; i < 100; i++) deep = [deep];
   assert.ok(JSON.stringify(cleanUpstreamJson(deep, 10)).includes("null"), "past 64 levels the rest is dropped");

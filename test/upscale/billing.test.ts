@@ -5,11 +5,11 @@
 // upscaled for 6.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { mp4Boxes, type Mp4Box } from "../../lib/formats/index.ts";
+import { type Mp4Box, mp4Boxes } from "../../lib/formats/index.ts";
 import { createMediaEngine, firstVideo, generateTestVideo, type MediaEngine } from "../../lib/media/index.ts";
-import type { TestKernel } from "../../testkit/index.ts";
 import { billedSeconds } from "../../plugins/upscale/prices.ts";
 import { packetSpan, planVideo, scaleArgs } from "../../plugins/upscale/video.ts";
+import type { TestKernel } from "../../testkit/index.ts";
 import { ENGINE_MODES } from "../media/util.ts";
 import { balance, fileServer, mediaBytes, partner, poll, upscaleKernel } from "./util.ts";
 
@@ -29,7 +29,8 @@ function* boxesAt(bytes: Uint8Array, path: string[], from = 0, to = bytes.length
 function understate(source: Uint8Array, seconds: number): Uint8Array {
   const bytes = new Uint8Array(source);
   const view = new DataView(bytes.buffer);
-  const set = (at: number, version: number, value: number) => (version === 1 ? view.setBigUint64(at, BigInt(value)) : view.setUint32(at, value));
+  const set = (at: number, version: number, value: number) =>
+    version === 1 ? view.setBigUint64(at, BigInt(value)) : view.setUint32(at, value);
   // Full boxes: version (1 byte) and flags (3), then creation and modification times (4 or 8 bytes each).
   const times = (box: Mp4Box) => 4 + (bytes[box.body] === 1 ? 16 : 8);
   const mvhd = [...boxesAt(bytes, ["moov", "mvhd"])][0]!;
@@ -76,7 +77,10 @@ const server = await fileServer({ "/lying.mp4": lying, "/six.mp4": six });
     ].join("\n");
     // Video ends at 61440/10240 = 6.0; audio at 288768/48000 = 6.016. Its priming packet before 0 is not played.
     assert.ok(Math.abs(packetSpan(listing) - 288768 / 48000) < 1e-9, String(packetSpan(listing)));
-    assert.ok(Math.abs(packetSpan("#tb 0: 1/10\n0, 5, 5, 1, 1, 0x0\n0, 9, 9, 1, 1, 0x0\n") - 0.5) < 1e-9, "a stream that starts late spans from its start");
+    assert.ok(
+      Math.abs(packetSpan("#tb 0: 1/10\n0, 5, 5, 1, 1, 0x0\n0, 9, 9, 1, 1, 0x0\n") - 0.5) < 1e-9,
+      "a stream that starts late spans from its start",
+    );
     assert.is(packetSpan("#tb 0: 1/25\n"), 0);
     assert.is(packetSpan("0, 0, 0, 1, 1, 0x0\n"), 0, "no time base, no time");
     assert.is(packetSpan(""), 0);
@@ -86,15 +90,25 @@ const server = await fileServer({ "/lying.mp4": lying, "/six.mp4": six });
     const args = scaleArgs({ width: 64, height: 36 }, planVideo({ width: 64, height: 36 }, 2), "copy", "native", 6);
     assert.equal(args.slice(args.indexOf("-t"), args.indexOf("-t") + 2), ["-t", "6"]);
     assert.is(args.at(-1), "out.mp4");
-    assert.not.ok(scaleArgs({ width: 64, height: 36 }, planVideo({ width: 64, height: 36 }, 2), null, "native").includes("-t"));
+    assert.not.ok(
+      scaleArgs({ width: 64, height: 36 }, planVideo({ width: 64, height: 36 }, 2), null, "native").includes("-t"),
+    );
   });
 
   for (const mode of ENGINE_MODES) {
     t(`capped at what was billed, whatever the file holds (${mode})`, async () => {
       const engine: MediaEngine = createMediaEngine({ mode });
       try {
-        const args = scaleArgs({ width: 64, height: 36 }, planVideo({ width: 64, height: 36 }, 1), "copy", engine.kind, 2);
-        const out = (await engine.run(args, { inputs: { "in.bin": lying }, outputs: ["out.mp4"], timeoutMs: 300_000 }))["out.mp4"]!;
+        const args = scaleArgs(
+          { width: 64, height: 36 },
+          planVideo({ width: 64, height: 36 }, 1),
+          "copy",
+          engine.kind,
+          2,
+        );
+        const out = (await engine.run(args, { inputs: { "in.bin": lying }, outputs: ["out.mp4"], timeoutMs: 300_000 }))[
+          "out.mp4"
+        ]!;
         const probe = await engine.probe(out);
         assert.ok(probe.durationSeconds <= 2.1, `${probe.durationSeconds} s made for 2 billed`);
         assert.ok(probe.durationSeconds >= 1.9, `${probe.durationSeconds} s`);
@@ -120,18 +134,30 @@ const server = await fileServer({ "/lying.mp4": lying, "/six.mp4": six });
 
   t("6 s billed for a file that says 1 s, and the output is the whole 6 s that was paid for", async () => {
     const { key } = await partner(tk, { credits: 1000, tier: "standard" });
-    const res = await tk.request("POST", "/upscale-video", { key, body: { video_url: `${server.base}/lying.mp4`, upscale_factor: 2 } });
+    const res = await tk.request("POST", "/upscale-video", {
+      key,
+      body: { video_url: `${server.base}/lying.mp4`, upscale_factor: 2 },
+    });
     assert.is(res.status, 202, JSON.stringify(res.body));
     assert.is(res.body.input_seconds, 6);
     assert.is(res.body.credits_used, 36); // 6 s x 6
     assert.is(await balance(tk, key), 1000 - 36);
     // The honest file bills the same.
-    const honest = await tk.request("POST", "/upscale-video", { key, body: { video_url: `${server.base}/six.mp4`, upscale_factor: 2 } });
+    const honest = await tk.request("POST", "/upscale-video", {
+      key,
+      body: { video_url: `${server.base}/six.mp4`, upscale_factor: 2 },
+    });
     assert.is(honest.status, 202, JSON.stringify(honest.body));
     assert.is(honest.body.input_seconds, billedSeconds(stated.six));
     assert.is(honest.body.input_seconds, 6);
 
-    const done = await poll(tk, key, `/video-status/${res.body.job_id}`, (b) => b.status === "complete" || b.status === "error", 300_000);
+    const done = await poll(
+      tk,
+      key,
+      `/video-status/${res.body.job_id}`,
+      (b) => b.status === "complete" || b.status === "error",
+      300_000,
+    );
     assert.is(done.status, "complete", JSON.stringify(done));
     const engine = createMediaEngine({ mode: ENGINE_MODES[0]! });
     try {
@@ -141,7 +167,13 @@ const server = await fileServer({ "/lying.mp4": lying, "/six.mp4": six });
     } finally {
       await engine.close();
     }
-    await poll(tk, key, `/video-status/${honest.body.job_id}`, (b) => b.status === "complete" || b.status === "error", 300_000);
+    await poll(
+      tk,
+      key,
+      `/video-status/${honest.body.job_id}`,
+      (b) => b.status === "complete" || b.status === "error",
+      300_000,
+    );
   });
 
   t.run();

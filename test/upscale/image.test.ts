@@ -5,14 +5,24 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { loadVips } from "../../lib/media/index.ts";
-import type { TestKernel } from "../../testkit/index.ts";
 import { encodePng, pngInfo } from "../../plugins/images/png.ts";
 import { UPSCALE_ERRORS } from "../../plugins/upscale/errors.ts";
 import { UPSCALE_COSTS } from "../../plugins/upscale/prices.ts";
+import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
-import { fixture } from "../media/util.ts";
-import { assertNothingChanged, balance, count, fileServer, ledgerSum, mediaBytes, partner, poll, upscaleKernel } from "./util.ts";
 import { errorBody } from "../helpers/error-body.ts";
+import { fixture } from "../media/util.ts";
+import {
+  assertNothingChanged,
+  balance,
+  count,
+  fileServer,
+  ledgerSum,
+  mediaBytes,
+  partner,
+  poll,
+  upscaleKernel,
+} from "./util.ts";
 
 const JPEG = fixture("earth_apollo17.jpg"); // 375x375, EXIF + XMP
 const WIDE = fixture("C.jpg"); // 2048x1365
@@ -25,7 +35,8 @@ function solidPng(width: number, height: number): Uint8Array {
 }
 const GIF = Uint8Array.from(Buffer.from("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7", "base64"));
 
-const status = (tk: TestKernel, key: string, id: string | number) => poll(tk, key, `/image-status/${id}`, (b) => b.status !== "pending");
+const status = (tk: TestKernel, key: string, id: string | number) =>
+  poll(tk, key, `/image-status/${id}`, (b) => b.status !== "pending");
 
 for (const backend of await databaseBackends()) {
   const t = suite(`upscale-image on ${backend.name}`);
@@ -39,9 +50,23 @@ for (const backend of await databaseBackends()) {
 
   t("a base64 JPEG becomes a real PNG twice its size, polled at image-status and listed", async () => {
     const { key, id } = await partner(tk, { credits: 100 });
-    const res = await tk.request("POST", "/upscale-image", { key, body: { image_base64: b64(JPEG), partner_job_id: "up/1" } });
+    const res = await tk.request("POST", "/upscale-image", {
+      key,
+      body: { image_base64: b64(JPEG), partner_job_id: "up/1" },
+    });
     assert.is(res.status, 202, JSON.stringify(res.body));
-    assert.equal(Object.keys(res.body).sort(), ["credits_remaining", "credits_used", "generation_id", "job_id", "output", "partner_job_id", "public_id", "request_id", "status", "upscale_factor"]);
+    assert.equal(Object.keys(res.body).sort(), [
+      "credits_remaining",
+      "credits_used",
+      "generation_id",
+      "job_id",
+      "output",
+      "partner_job_id",
+      "public_id",
+      "request_id",
+      "status",
+      "upscale_factor",
+    ]);
     assert.is(res.body.status, "pending");
     assert.is(res.body.upscale_factor, 2); // the default
     assert.equal(res.body.output, { width: 750, height: 750, tier: "2K" });
@@ -82,7 +107,10 @@ for (const backend of await databaseBackends()) {
 
   t("the 8K tier: 4x of a 2048 px JPEG is a real 8192 px PNG", async () => {
     const { key } = await partner(tk, { credits: 100 });
-    const res = await tk.request("POST", "/upscale-image", { key, body: { image_base64: b64(WIDE), upscale_factor: 4 } });
+    const res = await tk.request("POST", "/upscale-image", {
+      key,
+      body: { image_base64: b64(WIDE), upscale_factor: 4 },
+    });
     assert.equal(res.body.output, { width: 8192, height: 5460, tier: "8K" });
     assert.is(res.body.credits_used, 31);
     const done = await status(tk, key, res.body.public_id);
@@ -93,7 +121,10 @@ for (const backend of await databaseBackends()) {
 
   t("factor 1 enhances at the same size: other pixels, close to the source, crisper edges", async () => {
     const { key } = await partner(tk, { credits: 100 });
-    const res = await tk.request("POST", "/upscale-image", { key, body: { image_base64: b64(JPEG), upscale_factor: 1 } });
+    const res = await tk.request("POST", "/upscale-image", {
+      key,
+      body: { image_base64: b64(JPEG), upscale_factor: 1 },
+    });
     assert.equal(res.body.output, { width: 375, height: 375, tier: "2K" });
     const done = await status(tk, key, res.body.public_id);
     const out = await mediaBytes(tk, done.image_url);
@@ -119,19 +150,28 @@ for (const backend of await databaseBackends()) {
       const alphaDone = await status(tk, key, alpha.body.public_id);
       assert.equal(pngInfo(await mediaBytes(tk, alphaDone.image_url)), { width: 364, height: 276, colorType: 6 });
 
-      const webp = await tk.request("POST", "/upscale-image", { key, body: { image_url: `${server.base}/pic.webp`, upscale_factor: 4 } });
+      const webp = await tk.request("POST", "/upscale-image", {
+        key,
+        body: { image_url: `${server.base}/pic.webp`, upscale_factor: 4 },
+      });
       const webpDone = await status(tk, key, webp.body.public_id);
       assert.equal(pngInfo(await mediaBytes(tk, webpDone.image_url)), { width: 512, height: 512, colorType: 2 });
 
       // An upscale of our own output: read from storage, no network (the host does not even resolve).
-      const again = await tk.request("POST", "/upscale-image", { key, body: { image_url: webpDone.image_url, upscale_factor: 2 } });
+      const again = await tk.request("POST", "/upscale-image", {
+        key,
+        body: { image_url: webpDone.image_url, upscale_factor: 2 },
+      });
       assert.is(again.status, 202, JSON.stringify(again.body));
       assert.equal(again.body.output, { width: 1024, height: 1024, tier: "2K" });
       const againDone = await status(tk, key, again.body.generation_id);
       assert.equal(pngInfo(await mediaBytes(tk, againDone.image_url)), { width: 1024, height: 1024, colorType: 2 });
 
       const list = await tk.request("GET", "/images", { key });
-      assert.equal(list.body.images.map((i: any) => i.ref_image_urls), [[webpDone.image_url], [`${server.base}/pic.webp`], [url]]);
+      assert.equal(
+        list.body.images.map((i: any) => i.ref_image_urls),
+        [[webpDone.image_url], [`${server.base}/pic.webp`], [url]],
+      );
     } finally {
       await server.close();
     }
@@ -158,7 +198,11 @@ for (const backend of await databaseBackends()) {
         [{ image_base64: "not base64!" }, 400, UPSCALE_ERRORS.imageBase64],
         [{ image_base64: 42 }, 400, UPSCALE_ERRORS.imageBase64],
         [{ image_base64: b64(GIF) }, 400, UPSCALE_ERRORS.imageFormat],
-        [{ image_base64: b64(new TextEncoder().encode("hello, not an image at all")) }, 400, UPSCALE_ERRORS.imageFormat],
+        [
+          { image_base64: b64(new TextEncoder().encode("hello, not an image at all")) },
+          400,
+          UPSCALE_ERRORS.imageFormat,
+        ],
         [{ image_base64: b64(JPEG.subarray(0, 40)) }, 400, UPSCALE_ERRORS.imageFormat],
         [{ image_base64: b64(solidPng(4097, 8)) }, 400, UPSCALE_ERRORS.over8K],
         [{ image_base64: b64(solidPng(8193, 2)), upscale_factor: 1 }, 400, UPSCALE_ERRORS.over8K],
@@ -171,7 +215,11 @@ for (const backend of await databaseBackends()) {
         [{ image_url: `${server.base}/moved.jpg` }, 400, UPSCALE_ERRORS.imageFetch],
         [{ image_url: `${server.base}/gif.gif` }, 400, UPSCALE_ERRORS.imageFormat],
         [{ image_url: `${server.base}/big.jpg` }, 413, UPSCALE_ERRORS.imageTooLarge],
-        [{ image_url: "https://media.example.test/media/images/svc-00000000-nothing.png" }, 400, UPSCALE_ERRORS.imageFetch],
+        [
+          { image_url: "https://media.example.test/media/images/svc-00000000-nothing.png" },
+          400,
+          UPSCALE_ERRORS.imageFetch,
+        ],
       ];
       for (const [body, code, text] of cases) {
         const res = await tk.request("POST", "/upscale-image", { key, body });
@@ -212,8 +260,15 @@ for (const backend of await databaseBackends()) {
       const got: number[] = [];
       // No workers in this suite: the jobs stay pending.
       const ids: string[] = [];
-      for (const [factor, tierName, size] of [[1, "2K", [2048, 1365]], [2, "4K", [4096, 2730]], [4, "8K", [8192, 5460]]] as const) {
-        const res = await tk.request("POST", "/upscale-image", { key, body: { image_base64: b64(WIDE), upscale_factor: factor } });
+      for (const [factor, tierName, size] of [
+        [1, "2K", [2048, 1365]],
+        [2, "4K", [4096, 2730]],
+        [4, "8K", [8192, 5460]],
+      ] as const) {
+        const res = await tk.request("POST", "/upscale-image", {
+          key,
+          body: { image_base64: b64(WIDE), upscale_factor: factor },
+        });
         assert.is(res.status, 202, `${tier} ${factor}: ${JSON.stringify(res.body)}`);
         assert.equal(res.body.output, { width: size[0], height: size[1], tier: tierName });
         got.push(res.body.credits_used);
@@ -222,11 +277,21 @@ for (const backend of await databaseBackends()) {
       assert.equal(got, [...expected], tier);
       assert.is(await balance(tk, key), 1000 - expected.reduce((a, b) => a + b, 0));
       const pending = await tk.request("GET", `/image-status/${ids[2]}`, { key });
-      assert.equal(pending.body, { request_id: pending.body.request_id, status: "pending", generation_id: pending.body.generation_id, progress: 0 });
+      assert.equal(pending.body, {
+        request_id: pending.body.request_id,
+        status: "pending",
+        generation_id: pending.body.generation_id,
+        progress: 0,
+      });
     }
     const { key, id } = await partner(tk, { credits: 1000, tier: "custom" });
-    await tk.kernel.accounts.update(id, { customRates: { upscale: { image: { per_image_by_output_tier: { "2K": 5 } } } } } as any);
-    const refused = await tk.request("POST", "/upscale-image", { key, body: { image_base64: b64(WIDE), upscale_factor: 2 } });
+    await tk.kernel.accounts.update(id, {
+      customRates: { upscale: { image: { per_image_by_output_tier: { "2K": 5 } } } },
+    } as any);
+    const refused = await tk.request("POST", "/upscale-image", {
+      key,
+      body: { image_base64: b64(WIDE), upscale_factor: 2 },
+    });
     assert.is(refused.status, 400);
     assert.is(await balance(tk, key), 1000);
     assert.equal((await tk.request("GET", "/credits", { key })).body.costs.upscale, UPSCALE_COSTS.upscale);
@@ -237,7 +302,11 @@ for (const backend of await databaseBackends()) {
     const res = await tk.request("POST", "/upscale-image", { key, body: { image_base64: b64(JPEG) } });
     assert.is(res.status, 202);
     // The kept source is damaged past its header before any worker reads it.
-    const row = await tk.kernel.database.kysely.selectFrom("jobs").select("input").where("id", "=", res.body.job_id).executeTakeFirstOrThrow();
+    const row = await tk.kernel.database.kysely
+      .selectFrom("jobs")
+      .select("input")
+      .where("id", "=", res.body.job_id)
+      .executeTakeFirstOrThrow();
     const sourceKey = (row.input as any).source_key as string;
     await tk.kernel.blobs.put(`upscale/${sourceKey}`, solidPng(10, 10).subarray(0, 60));
     await tk.kernel.start();

@@ -3,7 +3,15 @@
 // orientation, cancellation).
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createMediaEngine, firstAudio, firstVideo, generateTestVideo, isMediaError, loadVips, type MediaEngine } from "../../lib/media/index.ts";
+import {
+  createMediaEngine,
+  firstAudio,
+  firstVideo,
+  generateTestVideo,
+  isMediaError,
+  loadVips,
+  type MediaEngine,
+} from "../../lib/media/index.ts";
 import { encodePng, pngInfo } from "../../plugins/images/png.ts";
 import { measureImage, planImage } from "../../plugins/upscale/image.ts";
 import { type ResampleEngine, resampleEngine, upscaleImage } from "../../plugins/upscale/resample.ts";
@@ -12,15 +20,41 @@ import { rejection } from "../helpers/assert.ts";
 import { ENGINE_MODES, fixture } from "../media/util.ts";
 
 const maker = createMediaEngine({ mode: ENGINE_MODES[0]! });
-const make = async (args: string[], out: string, inputs: Record<string, Uint8Array> = {}) => (await maker.run([...args, out], { inputs, outputs: [out], timeoutMs: 120_000 }))[out]!;
+const make = async (args: string[], out: string, inputs: Record<string, Uint8Array> = {}) =>
+  (await maker.run([...args, out], { inputs, outputs: [out], timeoutMs: 120_000 }))[out]!;
 const clip = await generateTestVideo(maker, { width: 320, height: 180, seconds: 1.5, font: false });
 // Odd size, Motion JPEG and PCM sound in a MOV: the audio cannot be copied into MP4 and is encoded instead.
-const oddMov = await make(["-f", "lavfi", "-i", "testsrc=size=161x91:rate=10:duration=1", "-f", "lavfi", "-i", "sine=frequency=440:duration=1", "-c:v", "mjpeg", "-pix_fmt", "yuvj444p", "-c:a", "pcm_s16le", "-shortest"], "odd.mov");
+const oddMov = await make(
+  [
+    "-f",
+    "lavfi",
+    "-i",
+    "testsrc=size=161x91:rate=10:duration=1",
+    "-f",
+    "lavfi",
+    "-i",
+    "sine=frequency=440:duration=1",
+    "-c:v",
+    "mjpeg",
+    "-pix_fmt",
+    "yuvj444p",
+    "-c:a",
+    "pcm_s16le",
+    "-shortest",
+  ],
+  "odd.mov",
+);
 await maker.close();
 
 /** First frame as a vips image. */
 async function firstFrame(engine: MediaEngine, bytes: Uint8Array) {
-  const png = (await engine.run(["-i", "in.bin", "-frames:v", "1", "f.png"], { inputs: { "in.bin": bytes }, outputs: ["f.png"], timeoutMs: 60_000 }))["f.png"]!;
+  const png = (
+    await engine.run(["-i", "in.bin", "-frames:v", "1", "f.png"], {
+      inputs: { "in.bin": bytes },
+      outputs: ["f.png"],
+      timeoutMs: 60_000,
+    })
+  )["f.png"]!;
   return (await loadVips()).Image.newFromBuffer(png);
 }
 
@@ -39,7 +73,15 @@ for (const mode of ENGINE_MODES) {
     assert.equal([measured.width, measured.height, measured.audio], [320, 180, "copy"]);
     const plan = planVideo(measured, 2);
     const progress: number[] = [];
-    const out = (await engine.run(scaleArgs(measured, plan, measured.audio, engine.kind), { inputs: { "in.bin": clip }, outputs: ["out.mp4"], durationSeconds: measured.seconds, onProgress: (f) => progress.push(f), timeoutMs: 300_000 }))["out.mp4"]!;
+    const out = (
+      await engine.run(scaleArgs(measured, plan, measured.audio, engine.kind), {
+        inputs: { "in.bin": clip },
+        outputs: ["out.mp4"],
+        durationSeconds: measured.seconds,
+        onProgress: (f) => progress.push(f),
+        timeoutMs: 300_000,
+      })
+    )["out.mp4"]!;
     const probe = await engine.probe(out, "out.mp4");
     const v = firstVideo(probe)!;
     assert.equal([v.codec, v.width, v.height], ["h264", 640, 360]);
@@ -58,7 +100,13 @@ for (const mode of ENGINE_MODES) {
     assert.equal([measured.width, measured.height, measured.audio], [161, 91, "aac"]);
     const plan = planVideo(measured, 1);
     assert.equal(plan, { width: 162, height: 92 });
-    const out = (await engine.run(scaleArgs(measured, plan, measured.audio, engine.kind), { inputs: { "in.bin": oddMov }, outputs: ["out.mp4"], timeoutMs: 300_000 }))["out.mp4"]!;
+    const out = (
+      await engine.run(scaleArgs(measured, plan, measured.audio, engine.kind), {
+        inputs: { "in.bin": oddMov },
+        outputs: ["out.mp4"],
+        timeoutMs: 300_000,
+      })
+    )["out.mp4"]!;
     const probe = await engine.probe(out, "out.mp4");
     assert.equal([firstVideo(probe)!.codec, firstVideo(probe)!.width, firstVideo(probe)!.height], ["h264", 162, 92]);
     assert.is(firstAudio(probe)?.codec, "aac");
@@ -75,7 +123,8 @@ for (const engine of RESAMPLERS) {
   r("transparent pixels do not bleed their colour into opaque ones", async () => {
     // Left half transparent red, right half opaque blue.
     const px = new Uint8Array(8 * 8 * 4);
-    for (let y = 0; y < 8; y++) for (let x = 0; x < 8; x++) px.set(x < 4 ? [255, 0, 0, 0] : [0, 0, 255, 255], (y * 8 + x) * 4);
+    for (let y = 0; y < 8; y++)
+      for (let x = 0; x < 8; x++) px.set(x < 4 ? [255, 0, 0, 0] : [0, 0, 255, 255], (y * 8 + x) * 4);
     const out = await upscaleImage(encodePng(8, 8, px, 4), 4, undefined, engine);
     assert.equal(pngInfo(out.bytes), { width: 32, height: 32, colorType: 6 });
     const img = (await loadVips()).Image.newFromBuffer(out.bytes);

@@ -3,14 +3,14 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as assert from "uvu/assert";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
 import images from "../../plugins/images/index.ts";
 import imagesSandbox from "../../plugins/images/sandbox.ts";
 import upscale from "../../plugins/upscale/index.ts";
 import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
-import { isolatedPostgresDatabase, type DatabaseBackend } from "../helpers/backends.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import { type DatabaseBackend, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
 export const PLUGINS = [account, imagesSandbox, images, videoSandbox, video, upscale];
 export const PUBLIC_URL = "https://media.example.test";
@@ -29,16 +29,24 @@ export const UNLIMITED = {
   },
 };
 
-export async function upscaleKernel(backend: DatabaseBackend, options: { start?: boolean; privateUrls?: boolean } = {}): Promise<TestKernel> {
+export async function upscaleKernel(
+  backend: DatabaseBackend,
+  options: { start?: boolean; privateUrls?: boolean } = {},
+): Promise<TestKernel> {
   return createTestKernel({
     plugins: PLUGINS,
     databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
     start: options.start ?? true,
-    env: { SANDBOX_LATENCY_MS: "40", PUBLIC_URL, ...(options.privateUrls === false ? {} : { ALLOW_PRIVATE_URLS: "1" }) },
+    env: {
+      SANDBOX_LATENCY_MS: "40",
+      PUBLIC_URL,
+      ...(options.privateUrls === false ? {} : { ALLOW_PRIVATE_URLS: "1" }),
+    },
   });
 }
 
-export const partner = (tk: TestKernel, o: Parameters<TestKernel["partner"]>[0] = {}) => tk.partner({ ...o, limits: UNLIMITED });
+export const partner = (tk: TestKernel, o: Parameters<TestKernel["partner"]>[0] = {}) =>
+  tk.partner({ ...o, limits: UNLIMITED });
 
 export type Route = Uint8Array | ((req: IncomingMessage, res: ServerResponse) => void);
 
@@ -46,7 +54,10 @@ export type Route = Uint8Array | ((req: IncomingMessage, res: ServerResponse) =>
 export async function fileServer(routes: Record<string, Route>): Promise<{ base: string; close(): Promise<void> }> {
   const server = createServer((req, res) => {
     const route = routes[(req.url ?? "/").split("?")[0]!];
-    if (route instanceof Uint8Array) return void res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(route.byteLength) }).end(route);
+    if (route instanceof Uint8Array)
+      return void res
+        .writeHead(200, { "content-type": "application/octet-stream", "content-length": String(route.byteLength) })
+        .end(route);
     if (route) return route(req, res);
     res.writeHead(404).end("not here");
   });
@@ -57,7 +68,13 @@ export async function fileServer(routes: Record<string, Route>): Promise<{ base:
   };
 }
 
-export async function poll(tk: TestKernel, key: string, path: string, done: (body: any) => boolean, timeoutMs = 120_000) {
+export async function poll(
+  tk: TestKernel,
+  key: string,
+  path: string,
+  done: (body: any) => boolean,
+  timeoutMs = 120_000,
+) {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const res = await tk.request("GET", path, { key });
@@ -68,7 +85,8 @@ export async function poll(tk: TestKernel, key: string, path: string, done: (bod
   }
 }
 
-export const balance = async (tk: TestKernel, key: string): Promise<number> => (await tk.request("GET", "/credits", { key })).body.credits_remaining;
+export const balance = async (tk: TestKernel, key: string): Promise<number> =>
+  (await tk.request("GET", "/credits", { key })).body.credits_remaining;
 
 export async function count(tk: TestKernel, table: string, partnerId?: string): Promise<number> {
   let q = tk.kernel.database.kysely.selectFrom(table as any).select((eb: any) => eb.fn.countAll().as("n"));
@@ -80,7 +98,14 @@ export async function count(tk: TestKernel, table: string, partnerId?: string): 
  * Invariant 2: a refused request leaves no job, no ledger row beyond the purchase, no kept file (`keptFiles`
  * are other partners' sources still waiting for their jobs).
  */
-export async function assertNothingChanged(tk: TestKernel, partnerId: string, key: string, credits: number, what: string, keptFiles = 0) {
+export async function assertNothingChanged(
+  tk: TestKernel,
+  partnerId: string,
+  key: string,
+  credits: number,
+  what: string,
+  keptFiles = 0,
+) {
   assert.is(await count(tk, "jobs", partnerId), 0, `${what}: job rows`);
   assert.is(await count(tk, "ledger", partnerId), 1, `${what}: ledger rows`);
   assert.is(await count(tk, "retained_blobs"), keptFiles, `${what}: kept files`);
@@ -89,12 +114,22 @@ export async function assertNothingChanged(tk: TestKernel, partnerId: string, ke
 
 /** The stored bytes behind a media URL of this service. */
 export async function mediaBytes(tk: TestKernel, url: string): Promise<Uint8Array> {
-  const bytes = await tk.kernel.blobs.get(new URL(url).pathname.replace(/^\/media\//, "").split("/").map(decodeURIComponent).join("/"));
+  const bytes = await tk.kernel.blobs.get(
+    new URL(url).pathname
+      .replace(/^\/media\//, "")
+      .split("/")
+      .map(decodeURIComponent)
+      .join("/"),
+  );
   if (!bytes) throw new Error(`no blob behind ${url}`);
   return bytes;
 }
 
 export async function ledgerSum(tk: TestKernel, partnerId: string): Promise<number> {
-  const row = await tk.kernel.database.kysely.selectFrom("ledger").select((eb) => eb.fn.sum<number>("amount").as("s")).where("partner_id", "=", partnerId).executeTakeFirstOrThrow();
+  const row = await tk.kernel.database.kysely
+    .selectFrom("ledger")
+    .select((eb) => eb.fn.sum<number>("amount").as("s"))
+    .where("partner_id", "=", partnerId)
+    .executeTakeFirstOrThrow();
   return Number(row.s);
 }

@@ -5,23 +5,92 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createMediaEngine, displaySize, firstAudio, firstVideo, generateTestVideo } from "../../lib/media/index.ts";
-import type { TestKernel } from "../../testkit/index.ts";
 import { UPSCALE_ERRORS } from "../../plugins/upscale/errors.ts";
+import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
-import { ENGINE_MODES, fixture } from "../media/util.ts";
-import { assertNothingChanged, balance, count, fileServer, ledgerSum, mediaBytes, partner, poll, upscaleKernel } from "./util.ts";
 import { errorBody } from "../helpers/error-body.ts";
+import { ENGINE_MODES, fixture } from "../media/util.ts";
+import {
+  assertNothingChanged,
+  balance,
+  count,
+  fileServer,
+  ledgerSum,
+  mediaBytes,
+  partner,
+  poll,
+  upscaleKernel,
+} from "./util.ts";
 
 // Fixtures, made once on the fastest engine here (every await before the first suite: uvu starts on yield).
 const BACKENDS = await databaseBackends();
 const maker = createMediaEngine({ mode: ENGINE_MODES[0]! });
-const make = async (args: string[], out: string, inputs: Record<string, Uint8Array> = {}) => (await maker.run([...args, out], { inputs, outputs: [out], timeoutMs: 120_000 }))[out]!;
+const make = async (args: string[], out: string, inputs: Record<string, Uint8Array> = {}) =>
+  (await maker.run([...args, out], { inputs, outputs: [out], timeoutMs: 120_000 }))[out]!;
 const clip = await generateTestVideo(maker, { width: 320, height: 180, seconds: 2.5, font: false }); // H.264 + AAC
-const rotated = await make(["-i", "in.mp4", "-c", "copy", "-metadata:s:v:0", "rotate=90"], "rotated.mp4", { "in.mp4": clip });
-const oddMov = await make(["-f", "lavfi", "-i", "testsrc=size=321x181:rate=25:duration=1", "-c:v", "mjpeg", "-q:v", "3", "-pix_fmt", "yuvj444p"], "odd.mov");
-const seven = await make(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=5:duration=7", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], "seven.mp4");
-const long = await make(["-f", "lavfi", "-i", "testsrc2=size=64x36:rate=2:duration=121", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], "long.mp4");
-const fullHd = await make(["-f", "lavfi", "-i", "testsrc2=size=1920x1080:rate=5:duration=0.4", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"], "hd.mp4");
+const rotated = await make(["-i", "in.mp4", "-c", "copy", "-metadata:s:v:0", "rotate=90"], "rotated.mp4", {
+  "in.mp4": clip,
+});
+const oddMov = await make(
+  [
+    "-f",
+    "lavfi",
+    "-i",
+    "testsrc=size=321x181:rate=25:duration=1",
+    "-c:v",
+    "mjpeg",
+    "-q:v",
+    "3",
+    "-pix_fmt",
+    "yuvj444p",
+  ],
+  "odd.mov",
+);
+const seven = await make(
+  [
+    "-f",
+    "lavfi",
+    "-i",
+    "testsrc2=size=64x36:rate=5:duration=7",
+    "-c:v",
+    "libx264",
+    "-preset",
+    "ultrafast",
+    "-pix_fmt",
+    "yuv420p",
+  ],
+  "seven.mp4",
+);
+const long = await make(
+  [
+    "-f",
+    "lavfi",
+    "-i",
+    "testsrc2=size=64x36:rate=2:duration=121",
+    "-c:v",
+    "libx264",
+    "-preset",
+    "ultrafast",
+    "-pix_fmt",
+    "yuv420p",
+  ],
+  "long.mp4",
+);
+const fullHd = await make(
+  [
+    "-f",
+    "lavfi",
+    "-i",
+    "testsrc2=size=1920x1080:rate=5:duration=0.4",
+    "-c:v",
+    "libx264",
+    "-preset",
+    "ultrafast",
+    "-pix_fmt",
+    "yuv420p",
+  ],
+  "hd.mp4",
+);
 const threeGp = await make(["-i", "in.mp4", "-c", "copy", "-f", "3gp"], "clip.3gp", { "in.mp4": clip });
 const m4a = await make(["-i", "in.mp4", "-vn", "-c:a", "copy"], "sound.m4a", { "in.mp4": clip });
 const mov = fixture("c.mov"); // real QuickTime file, 2750x1834
@@ -61,7 +130,8 @@ const server = await fileServer({
 const url = (path: string) => `${server.base}${path}`;
 
 const engine = createMediaEngine({ mode: "auto" });
-const finished = (tk: TestKernel, key: string, id: string) => poll(tk, key, `/video-status/${id}`, (b) => b.status === "complete" || b.status === "error", 300_000);
+const finished = (tk: TestKernel, key: string, id: string) =>
+  poll(tk, key, `/video-status/${id}`, (b) => b.status === "complete" || b.status === "error", 300_000);
 
 for (const backend of BACKENDS) {
   const e = suite(`upscale-video end to end on ${backend.name}`);
@@ -75,9 +145,22 @@ for (const backend of BACKENDS) {
 
   e("2x of a clip with sound: real H.264 twice the size, audio kept, polled and listed, no events", async () => {
     const { key, id } = await partner(tk, { credits: 1000 });
-    const res = await tk.request("POST", "/upscale-video", { key, body: { video_url: url("/clip.mp4"), partner_job_id: "v-1" } });
+    const res = await tk.request("POST", "/upscale-video", {
+      key,
+      body: { video_url: url("/clip.mp4"), partner_job_id: "v-1" },
+    });
     assert.is(res.status, 202, JSON.stringify(res.body));
-    assert.equal(Object.keys(res.body).sort(), ["credits_remaining", "credits_used", "input_seconds", "job_id", "output", "partner_job_id", "request_id", "status", "upscale_factor"]);
+    assert.equal(Object.keys(res.body).sort(), [
+      "credits_remaining",
+      "credits_used",
+      "input_seconds",
+      "job_id",
+      "output",
+      "partner_job_id",
+      "request_id",
+      "status",
+      "upscale_factor",
+    ]);
     assert.is(res.body.status, "queued");
     assert.is(res.body.upscale_factor, 2);
     assert.is(res.body.partner_job_id, "v-1");
@@ -88,7 +171,14 @@ for (const backend of BACKENDS) {
 
     const done = await finished(tk, key, res.body.job_id);
     assert.is(done.status, "complete", JSON.stringify(done));
-    assert.equal(Object.keys(done).sort(), ["duration", "job_id", "metadata_removed", "request_id", "status", "video_url"]);
+    assert.equal(Object.keys(done).sort(), [
+      "duration",
+      "job_id",
+      "metadata_removed",
+      "request_id",
+      "status",
+      "video_url",
+    ]);
     assert.is(done.metadata_removed, false);
     assert.ok(done.video_url.startsWith("https://media.example.test/media/video/clips/"));
     const out = await engine.probe(await mediaBytes(tk, done.video_url), "out.mp4");
@@ -101,14 +191,20 @@ for (const backend of BACKENDS) {
     const list = await tk.request("GET", "/videos", { key });
     assert.is(list.body.total, 1);
     const rec = list.body.videos[0];
-    assert.equal([rec.job_id, rec.model, rec.status, rec.aspect_ratio, rec.credits_used, rec.partner_job_id], [res.body.job_id, "upscale-2x", "complete", "16:9", 20, "v-1"]);
+    assert.equal(
+      [rec.job_id, rec.model, rec.status, rec.aspect_ratio, rec.credits_used, rec.partner_job_id],
+      [res.body.job_id, "upscale-2x", "complete", "16:9", 20, "v-1"],
+    );
     assert.is(rec.video_url, done.video_url);
     assert.is(await count(tk, "webhook_events", id), 0);
     assert.is(await ledgerSum(tk, id), 980);
     assert.is(await count(tk, "retained_blobs"), 0); // the source went with the job
 
     // Our own output is a service URL: read from storage, no download.
-    const again = await tk.request("POST", "/upscale-video", { key, body: { video_url: done.video_url, upscale_factor: 1 } });
+    const again = await tk.request("POST", "/upscale-video", {
+      key,
+      body: { video_url: done.video_url, upscale_factor: 1 },
+    });
     assert.is(again.status, 202, JSON.stringify(again.body));
     assert.equal(again.body.output, { width: 640, height: 360 });
     const againDone = await finished(tk, key, again.body.job_id);
@@ -117,17 +213,26 @@ for (const backend of BACKENDS) {
 
   e("a rotated phone clip comes out upright at 4x; an odd-sized MOV at factor 1 gains one even pixel", async () => {
     const { key } = await partner(tk, { credits: 1000 });
-    const up = await tk.request("POST", "/upscale-video", { key, body: { video_url: url("/rotated.mp4"), upscale_factor: 4 } });
+    const up = await tk.request("POST", "/upscale-video", {
+      key,
+      body: { video_url: url("/rotated.mp4"), upscale_factor: 4 },
+    });
     assert.is(up.status, 202, JSON.stringify(up.body));
     assert.equal(up.body.output, { width: 720, height: 1280 });
     assert.is(up.body.credits_used, 33); // 3 s x 10 x 1.1
-    const odd = await tk.request("POST", "/upscale-video", { key, body: { video_url: url("/odd.mov"), upscale_factor: 1 } });
+    const odd = await tk.request("POST", "/upscale-video", {
+      key,
+      body: { video_url: url("/odd.mov"), upscale_factor: 1 },
+    });
     assert.is(odd.status, 202, JSON.stringify(odd.body));
     assert.equal(odd.body.output, { width: 322, height: 182 });
     assert.is(odd.body.input_seconds, 1);
     assert.is(odd.body.credits_used, 7); // 6.6, rounded up
 
-    for (const [id, w, h] of [[up.body.job_id, 720, 1280], [odd.body.job_id, 322, 182]] as const) {
+    for (const [id, w, h] of [
+      [up.body.job_id, 720, 1280],
+      [odd.body.job_id, 322, 182],
+    ] as const) {
       const done = await finished(tk, key, id);
       assert.is(done.status, "complete", JSON.stringify(done));
       const probe = await engine.probe(await mediaBytes(tk, done.video_url), "out.mp4");
@@ -161,8 +266,14 @@ for (const backend of BACKENDS) {
     ];
     for (const [tier, factor, credits] of expected) {
       const { key, id } = await partner(tk, { credits: 1000, tier: tier as any });
-      if (tier === "custom") await tk.kernel.accounts.update(id, { customRates: { upscale: { video: { per_second_by_factor: { 2: 5.5 } } } } } as any);
-      const res = await tk.request("POST", "/upscale-video", { key, body: { video_url: url("/seven.mp4"), upscale_factor: factor } });
+      if (tier === "custom")
+        await tk.kernel.accounts.update(id, {
+          customRates: { upscale: { video: { per_second_by_factor: { 2: 5.5 } } } },
+        } as any);
+      const res = await tk.request("POST", "/upscale-video", {
+        key,
+        body: { video_url: url("/seven.mp4"), upscale_factor: factor },
+      });
       assert.is(res.status, 202, JSON.stringify(res.body));
       assert.is(res.body.input_seconds, 7);
       assert.is(res.body.credits_used, credits, `${tier} ${factor}x`);
@@ -172,9 +283,14 @@ for (const backend of BACKENDS) {
     }
     // A custom account without the rate is refused before the source is even downloaded.
     const { key, id } = await partner(tk, { credits: 1000, tier: "custom" });
-    await tk.kernel.accounts.update(id, { customRates: { upscale: { video: { per_second_by_factor: { 2: 5.5 } } } } } as any);
+    await tk.kernel.accounts.update(id, {
+      customRates: { upscale: { video: { per_second_by_factor: { 2: 5.5 } } } },
+    } as any);
     const before = hits.length;
-    const res = await tk.request("POST", "/upscale-video", { key, body: { video_url: url("/seven.mp4"), upscale_factor: 4 } });
+    const res = await tk.request("POST", "/upscale-video", {
+      key,
+      body: { video_url: url("/seven.mp4"), upscale_factor: 4 },
+    });
     assert.is(res.status, 400);
     assert.is(hits.length, before);
     await assertNothingChanged(tk, id, key, 1000, "custom without rate", expected.length);
@@ -194,7 +310,11 @@ for (const backend of BACKENDS) {
       [{ video_url: url("/nothing.mp4") }, 400, UPSCALE_ERRORS.videoDownload],
       [{ video_url: url("/moved.mp4") }, 400, UPSCALE_ERRORS.videoDownload],
       [{ video_url: url("/broken.mp4") }, 400, UPSCALE_ERRORS.videoDownload],
-      [{ video_url: "https://media.example.test/media/video/clips/svc-00000000-gone.mp4" }, 400, UPSCALE_ERRORS.videoDownload],
+      [
+        { video_url: "https://media.example.test/media/video/clips/svc-00000000-gone.mp4" },
+        400,
+        UPSCALE_ERRORS.videoDownload,
+      ],
       [{ video_url: url("/notes.txt") }, 400, UPSCALE_ERRORS.videoFormat],
       [{ video_url: url("/song.mp3") }, 400, UPSCALE_ERRORS.videoFormat],
       [{ video_url: url("/sound.m4a") }, 400, UPSCALE_ERRORS.videoFormat],
@@ -214,8 +334,14 @@ for (const backend of BACKENDS) {
       await assertNothingChanged(tk, id, key, 1000, label);
     }
     // The 1080p rule of the spec: 2x is allowed where 4x is not; the real MOV fits at factor 1.
-    for (const [path, factor, size] of [["/hd.mp4", 2, { width: 3840, height: 2160 }], ["/c.mov", 1, { width: 2750, height: 1834 }]] as const) {
-      const ok = await tk.request("POST", "/upscale-video", { key, body: { video_url: url(path), upscale_factor: factor } });
+    for (const [path, factor, size] of [
+      ["/hd.mp4", 2, { width: 3840, height: 2160 }],
+      ["/c.mov", 1, { width: 2750, height: 1834 }],
+    ] as const) {
+      const ok = await tk.request("POST", "/upscale-video", {
+        key,
+        body: { video_url: url(path), upscale_factor: factor },
+      });
       assert.is(ok.status, 202, JSON.stringify(ok.body));
       assert.equal(ok.body.output, size);
     }
@@ -233,15 +359,27 @@ for (const backend of BACKENDS) {
     const { key, id } = await partner(tk, { credits: 100 });
     const res = await tk.request("POST", "/upscale-video", { key, body: { video_url: url("/clip.mp4") } });
     assert.is(res.status, 202);
-    const row = await tk.kernel.database.kysely.selectFrom("jobs").select("input").where("id", "=", res.body.job_id).executeTakeFirstOrThrow();
+    const row = await tk.kernel.database.kysely
+      .selectFrom("jobs")
+      .select("input")
+      .where("id", "=", res.body.job_id)
+      .executeTakeFirstOrThrow();
     // Damaged after the measurement: the header still reads, the frames do not.
-    await tk.kernel.blobs.put(`upscale/${(row.input as any).source_key}`, new TextEncoder().encode("no longer a video"));
+    await tk.kernel.blobs.put(
+      `upscale/${(row.input as any).source_key}`,
+      new TextEncoder().encode("no longer a video"),
+    );
     await tk.kernel.start();
     const done = await finished(tk, key, res.body.job_id);
-    assert.equal(done, { request_id: done.request_id, job_id: res.body.job_id, status: "error", error: UPSCALE_ERRORS.failed });
+    assert.equal(done, {
+      request_id: done.request_id,
+      job_id: res.body.job_id,
+      status: "error",
+      error: UPSCALE_ERRORS.failed,
+    });
     assert.is(await balance(tk, key), 100);
     assert.is(await ledgerSum(tk, id), 100);
-    const list = await tk.request("GET", "/videos", { key, });
+    const list = await tk.request("GET", "/videos", { key });
     assert.equal([list.body.videos[0].status, list.body.videos[0].credits_refunded], ["error", 20]);
     assert.is(await count(tk, "retained_blobs"), 0);
     assert.is(await count(tk, "webhook_events", id), 0);

@@ -2,12 +2,18 @@
 // provider's real clips, the MP4 metadata reader, and merging by stream copy or by re-encoding. Files are
 // probed and decoded with the engine itself; fixtures made elsewhere catch what home-made clips would not.
 import { suite } from "uvu";
-import { pollToEnd, type InPlace } from "../../lib/upstream.ts";
 import * as assert from "uvu/assert";
-import { createMediaEngine, generateTestVideo, mp4MetadataCategories, stripVideoMetadataArgs, type MediaEngine } from "../../lib/media/index.ts";
+import { UnsafeContentError, type VideoGenerationRequest } from "../../contracts/video.ts";
+import {
+  createMediaEngine,
+  generateTestVideo,
+  type MediaEngine,
+  mp4MetadataCategories,
+  stripVideoMetadataArgs,
+} from "../../lib/media/index.ts";
+import { type InPlace, pollToEnd } from "../../lib/upstream.ts";
 import { encodePng } from "../../plugins/images/png.ts";
 import { concatClips } from "../../plugins/video/merge.ts";
-import { UnsafeContentError, type VideoGenerationRequest } from "../../contracts/video.ts";
 import { sandboxVideoProvider } from "../../plugins/video/sandbox.ts";
 import { rejection } from "../helpers/assert.ts";
 import { ENGINE_MODES, fixture } from "../media/util.ts";
@@ -36,7 +42,24 @@ const request = (over: Partial<InPlace<VideoGenerationRequest>>): InPlace<VideoG
 
 /** Mean red and blue of one decoded frame at `at` seconds. */
 async function frameColour(engine: MediaEngine, bytes: Uint8Array, at: number) {
-  const out = await engine.run(["-ss", at.toFixed(3), "-i", "in.mp4", "-frames:v", "1", "-vf", "scale=8:8", "-f", "rawvideo", "-pix_fmt", "rgb24", "f.rgb"], { inputs: { "in.mp4": bytes }, outputs: ["f.rgb"] });
+  const out = await engine.run(
+    [
+      "-ss",
+      at.toFixed(3),
+      "-i",
+      "in.mp4",
+      "-frames:v",
+      "1",
+      "-vf",
+      "scale=8:8",
+      "-f",
+      "rawvideo",
+      "-pix_fmt",
+      "rgb24",
+      "f.rgb",
+    ],
+    { inputs: { "in.mp4": bytes }, outputs: ["f.rgb"] },
+  );
   const px = out["f.rgb"]!;
   let r = 0;
   let b = 0;
@@ -47,7 +70,11 @@ async function frameColour(engine: MediaEngine, bytes: Uint8Array, at: number) {
 /** Decodes every frame and sample; throws when the file does not play to its end. */
 async function decodesCleanly(engine: MediaEngine, bytes: Uint8Array) {
   const lines: string[] = [];
-  await engine.run(["-v", "error", "-i", "in.mp4", "-f", "null", "-"], { inputs: { "in.mp4": bytes }, outputs: [], onLog: (l) => lines.push(l) });
+  await engine.run(["-v", "error", "-i", "in.mp4", "-f", "null", "-"], {
+    inputs: { "in.mp4": bytes },
+    outputs: [],
+    onLog: (l) => lines.push(l),
+  });
   return lines.filter((l) => /error|invalid|corrupt/i.test(l));
 }
 
@@ -59,7 +86,7 @@ fuzz("finds C2PA, XMP and tags in real files, and nothing in a clean remux", () 
 });
 fuzz("random truncations and byte flips never throw", () => {
   let seed = 42;
-  const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const rnd = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
   for (const name of ["video1.mp4", "c.mov"]) {
     const original = fixture(name);
     for (let i = 0; i < 300; i++) {
@@ -90,12 +117,21 @@ for (const mode of ENGINE_MODES) {
     const v = probe.streams.find((s) => s.type === "video")!;
     assert.equal([v.codec, v.width, v.height], ["h264", 480, 270]);
     assert.ok(Math.abs(probe.durationSeconds - 2) < 0.1, String(probe.durationSeconds));
-    assert.is(probe.streams.some((s) => s.type === "audio"), false);
+    assert.is(
+      probe.streams.some((s) => s.type === "audio"),
+      false,
+    );
     assert.equal(mp4MetadataCategories(bytes), ["c2pa", "other", "xmp"]);
-    assert.ok(progress.length >= 2 && progress.every((p, i) => i === 0 || p >= progress[i - 1]!), JSON.stringify(progress));
+    assert.ok(
+      progress.length >= 2 && progress.every((p, i) => i === 0 || p >= progress[i - 1]!),
+      JSON.stringify(progress),
+    );
     assert.equal(await decodesCleanly(engine, bytes), []);
 
-    const stripped = await engine.run(stripVideoMetadataArgs("in.mp4", "out.mp4"), { inputs: { "in.mp4": bytes }, outputs: ["out.mp4"] });
+    const stripped = await engine.run(stripVideoMetadataArgs("in.mp4", "out.mp4"), {
+      inputs: { "in.mp4": bytes },
+      outputs: ["out.mp4"],
+    });
     assert.equal(mp4MetadataCategories(stripped["out.mp4"]!), []);
 
     // Different prompts make different clips; the same request makes the same one.
@@ -106,7 +142,17 @@ for (const mode of ENGINE_MODES) {
   });
 
   t("frames: the start frame first, the end frame last, AAC sound", async () => {
-    const { bytes } = await pollToEnd(sandbox(), request({ width: 320, height: 320, seconds: 3, sound: true, startFrame: { bytes: png([250, 0, 0]), mimeType: "image/png" }, endFrame: { bytes: png([0, 0, 250]), mimeType: "image/png" } }));
+    const { bytes } = await pollToEnd(
+      sandbox(),
+      request({
+        width: 320,
+        height: 320,
+        seconds: 3,
+        sound: true,
+        startFrame: { bytes: png([250, 0, 0]), mimeType: "image/png" },
+        endFrame: { bytes: png([0, 0, 250]), mimeType: "image/png" },
+      }),
+    );
     const probe = await engine.probe(bytes, "a.mp4");
     const a = probe.streams.find((s) => s.type === "audio");
     assert.equal([a?.codec, a?.sampleRate, a?.channels], ["aac", 48000, 2]);
@@ -118,8 +164,14 @@ for (const mode of ENGINE_MODES) {
   });
 
   t("markers fail, and a frame URL with sandbox-fail fails", async () => {
-    assert.match((await rejection(pollToEnd(sandbox(), request({ prompt: "x [sandbox:fail]" })))).message, /failure requested/);
-    assert.instance(await rejection(pollToEnd(sandbox(), request({ prompt: "x [sandbox:unsafe]" }))), UnsafeContentError);
+    assert.match(
+      (await rejection(pollToEnd(sandbox(), request({ prompt: "x [sandbox:fail]" })))).message,
+      /failure requested/,
+    );
+    assert.instance(
+      await rejection(pollToEnd(sandbox(), request({ prompt: "x [sandbox:unsafe]" }))),
+      UnsafeContentError,
+    );
     const frame = { bytes: png([1, 1, 1]), mimeType: "image/png", url: "https://example.com/sandbox-fail.png" };
     assert.match((await rejection(pollToEnd(sandbox(), request({ startFrame: frame })))).message, /frame URL/);
   });
@@ -135,8 +187,15 @@ for (const mode of ENGINE_MODES) {
     assert.equal(await decodesCleanly(engine, merged.bytes), []);
     // Stream copy: the merged picture is the clips' own packets, in order, not a new encode.
     const packets = async (bytes: Uint8Array) => {
-      const out = await engine.run(["-i", "in.mp4", "-map", "0:v", "-c", "copy", "-f", "framemd5", "out.txt"], { inputs: { "in.mp4": bytes }, outputs: ["out.txt"] });
-      return new TextDecoder().decode(out["out.txt"]!).split("\n").filter((l) => /^\d/.test(l)).map((l) => l.split(",")[5]!.trim()); // the packet hash (side data, when any, follows it)
+      const out = await engine.run(["-i", "in.mp4", "-map", "0:v", "-c", "copy", "-f", "framemd5", "out.txt"], {
+        inputs: { "in.mp4": bytes },
+        outputs: ["out.txt"],
+      });
+      return new TextDecoder()
+        .decode(out["out.txt"]!)
+        .split("\n")
+        .filter((l) => /^\d/.test(l))
+        .map((l) => l.split(",")[5]!.trim()); // the packet hash (side data, when any, follows it)
     };
     const [pa, pb] = [await packets(a), await packets(b)];
     const got = await packets(merged.bytes);
@@ -145,12 +204,23 @@ for (const mode of ENGINE_MODES) {
     // Each clip's first key frame gains its parameter sets in front (the concat demuxer repeats them when
     // the decoder configuration is re-announced); every other packet is byte-identical.
     const starts = new Set([0, pa.length, pa.length + pb.length]);
-    assert.equal(got.filter((_, i) => !starts.has(i)), want.filter((_, i) => !starts.has(i)));
+    assert.equal(
+      got.filter((_, i) => !starts.has(i)),
+      want.filter((_, i) => !starts.has(i)),
+    );
   });
 
   t("clips that differ are re-encoded to the first clip's size, silence filling the silent ones", async () => {
     const a = await generateTestVideo(engine, { width: 320, height: 240, seconds: 2 });
-    const silent = (await engine.run(["-i", "in.mp4", "-an", "-vf", "scale=240:320", "-c:v", "libx264", "-preset", "ultrafast", "out.mp4"], { inputs: { "in.mp4": await generateTestVideo(engine, { width: 320, height: 240, seconds: 2 }) }, outputs: ["out.mp4"] }))["out.mp4"]!;
+    const silent = (
+      await engine.run(
+        ["-i", "in.mp4", "-an", "-vf", "scale=240:320", "-c:v", "libx264", "-preset", "ultrafast", "out.mp4"],
+        {
+          inputs: { "in.mp4": await generateTestVideo(engine, { width: 320, height: 240, seconds: 2 }) },
+          outputs: ["out.mp4"],
+        },
+      )
+    )["out.mp4"]!;
     const merged = await concatClips(engine, [a, silent]);
     assert.is(merged.reencoded, true);
     assert.ok(Math.abs(merged.durationSeconds - 4) < 0.5, String(merged.durationSeconds));
@@ -166,7 +236,10 @@ for (const mode of ENGINE_MODES) {
     const two = fixture("c.mov");
     const [p1, p2] = [await engine.probe(one, "a.mp4"), await engine.probe(two, "b.mov")];
     const merged = await concatClips(engine, [one, two]);
-    assert.ok(Math.abs(merged.durationSeconds - (p1.durationSeconds + p2.durationSeconds)) < 0.5, `${merged.durationSeconds} vs ${p1.durationSeconds}+${p2.durationSeconds}`);
+    assert.ok(
+      Math.abs(merged.durationSeconds - (p1.durationSeconds + p2.durationSeconds)) < 0.5,
+      `${merged.durationSeconds} vs ${p1.durationSeconds}+${p2.durationSeconds}`,
+    );
     assert.equal(mp4MetadataCategories(merged.bytes), []);
     await rejection(concatClips(engine, [one, new TextEncoder().encode("not a video")]));
   });

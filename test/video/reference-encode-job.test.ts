@@ -10,15 +10,18 @@ import * as assert from "uvu/assert";
 import { mp4Boxes } from "../../lib/formats/index.ts";
 import { createMediaEngine, generateTestVideo, type MediaEngine } from "../../lib/media/index.ts";
 import account from "../../plugins/account/index.ts";
-import video from "../../plugins/video/index.ts";
 import { VIDEO_ERRORS } from "../../plugins/video/errors.ts";
+import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
-import { ENGINE_MODES } from "../media/util.ts";
 import { answerWhileHeld, holdEncodes } from "../helpers/held-encodes.ts";
+import { ENGINE_MODES } from "../media/util.ts";
 
-const UNLIMITED = { inflight_jobs: 50, rate_limits: { "POST /generate-video": 10_000, "GET /video-status/<job_id>": 100_000, "GET /credits": 10_000 } };
+const UNLIMITED = {
+  inflight_jobs: 50,
+  rate_limits: { "POST /generate-video": 10_000, "GET /video-status/<job_id>": 100_000, "GET /credits": 10_000 },
+};
 const BACKENDS = await databaseBackends();
 
 // A 3 s clip; the same with its frames zeroed (every box whole: it probes as 3 s, it does not decode); the
@@ -27,7 +30,12 @@ let fixtures: { clip: Uint8Array; zeroed: Uint8Array; cutShort: Uint8Array };
 {
   const engine: MediaEngine = createMediaEngine({ mode: ENGINE_MODES[0]! });
   const clip = await generateTestVideo(engine, { width: 320, height: 240, seconds: 3, font: false });
-  const faststart = (await engine.run(["-i", "in.mp4", "-c", "copy", "-movflags", "+faststart", "fs.mp4"], { inputs: { "in.mp4": clip }, outputs: ["fs.mp4"] }))["fs.mp4"]!;
+  const faststart = (
+    await engine.run(["-i", "in.mp4", "-c", "copy", "-movflags", "+faststart", "fs.mp4"], {
+      inputs: { "in.mp4": clip },
+      outputs: ["fs.mp4"],
+    })
+  )["fs.mp4"]!;
   await engine.close();
   const mdatOf = (bytes: Uint8Array) => [...mp4Boxes(bytes)].find((b) => b.type === "mdat")!;
   const zeroed = new Uint8Array(clip);
@@ -36,9 +44,12 @@ let fixtures: { clip: Uint8Array; zeroed: Uint8Array; cutShort: Uint8Array };
 }
 
 const server: Server = createServer((req, res) => {
-  const body = { "/clip.mp4": fixtures.clip, "/zeroed.mp4": fixtures.zeroed, "/cut-short.mp4": fixtures.cutShort }[req.url ?? ""];
+  const body = { "/clip.mp4": fixtures.clip, "/zeroed.mp4": fixtures.zeroed, "/cut-short.mp4": fixtures.cutShort }[
+    req.url ?? ""
+  ];
   if (body) return void res.writeHead(200, { "content-type": "video/mp4" }).end(body);
-  if (req.url === "/notes.txt") return void res.writeHead(200, { "content-type": "text/plain" }).end("not a video\n".repeat(40));
+  if (req.url === "/notes.txt")
+    return void res.writeHead(200, { "content-type": "text/plain" }).end("not a video\n".repeat(40));
   res.writeHead(404).end();
 });
 await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -55,9 +66,16 @@ async function waitFor(tk: TestKernel, key: string, id: string, timeoutMs = 120_
   }
 }
 
-const balance = async (tk: TestKernel, key: string) => (await tk.request("GET", "/credits", { key })).body.credits_remaining as number;
+const balance = async (tk: TestKernel, key: string) =>
+  (await tk.request("GET", "/credits", { key })).body.credits_remaining as number;
 
-const body = (url: string) => ({ prompt: "like [Video 1]", model: "beta-2-5", quality: "480p", duration: 4, reference_video_urls: [url] });
+const body = (url: string) => ({
+  prompt: "like [Video 1]",
+  model: "beta-2-5",
+  quality: "480p",
+  duration: 4,
+  reference_video_urls: [url],
+});
 
 for (const backend of BACKENDS) {
   const t = suite(`reference video encodes are job work on ${backend.name}`);
@@ -74,49 +92,68 @@ for (const backend of BACKENDS) {
     await tk.close();
   });
 
-  t("with every encode held, two calls answer 202 (no 503); their jobs encode once the encodes are let go", async () => {
-    const { key } = await tk.partner({ credits: 1000, limits: UNLIMITED });
-    const hold = holdEncodes(tk);
-    try {
-      const [a, b] = await answerWhileHeld(Promise.all([tk.request("POST", "/generate-video", { key, body: body(`${base}/clip.mp4`) }), tk.request("POST", "/generate-video", { key, body: body(`${base}/clip.mp4`) })]));
-      for (const res of [a, b]) {
-        assert.is(res.status, 202, JSON.stringify(res.body));
-        // 13.2 x (3 measured + 4 output) = 92.4 -> 93: measured before the charge, without an encode.
-        assert.is(res.body.credits_used, 93);
+  t(
+    "with every encode held, two calls answer 202 (no 503); their jobs encode once the encodes are let go",
+    async () => {
+      const { key } = await tk.partner({ credits: 1000, limits: UNLIMITED });
+      const hold = holdEncodes(tk);
+      try {
+        const [a, b] = await answerWhileHeld(
+          Promise.all([
+            tk.request("POST", "/generate-video", { key, body: body(`${base}/clip.mp4`) }),
+            tk.request("POST", "/generate-video", { key, body: body(`${base}/clip.mp4`) }),
+          ]),
+        );
+        for (const res of [a, b]) {
+          assert.is(res.status, 202, JSON.stringify(res.body));
+          // 13.2 x (3 measured + 4 output) = 92.4 -> 93: measured before the charge, without an encode.
+          assert.is(res.body.credits_used, 93);
+        }
+        // The jobs reach the encode and wait there (a poll with a deadline, no sleep).
+        const until = Date.now() + 60_000;
+        while (!hold.held.some((outputs) => outputs.includes("ref.mp4"))) {
+          if (Date.now() > until) throw new Error(`no reference encode reached: ${JSON.stringify(hold.held)}`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        assert.is((await tk.request("GET", `/video-status/${a.body.job_id}`, { key })).body.status, "processing");
+        hold.release();
+        for (const res of [a, b]) assert.is((await waitFor(tk, key, res.body.job_id)).status, "complete");
+        assert.is(await balance(tk, key), 1000 - 2 * 93);
+      } finally {
+        hold.release();
       }
-      // The jobs reach the encode and wait there (a poll with a deadline, no sleep).
-      const until = Date.now() + 60_000;
-      while (!hold.held.some((outputs) => outputs.includes("ref.mp4"))) {
-        if (Date.now() > until) throw new Error(`no reference encode reached: ${JSON.stringify(hold.held)}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      assert.is((await tk.request("GET", `/video-status/${a.body.job_id}`, { key })).body.status, "processing");
-      hold.release();
-      for (const res of [a, b]) assert.is((await waitFor(tk, key, res.body.job_id)).status, "complete");
-      assert.is(await balance(tk, key), 1000 - 2 * 93);
-    } finally {
-      hold.release();
-    }
-  });
+    },
+  );
 
-  t("a reference refused by the checks answers the spec's 400 and changes nothing: no charge, no row, no file", async () => {
-    const { key } = await tk.partner({ credits: 1000, limits: UNLIMITED });
-    const jobs = async () => Number((await tk.kernel.database.kysely.selectFrom("jobs").select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()).n);
-    const [jobsBefore, blobsBefore] = [await jobs(), (await tk.kernel.blobs.keys()).length];
-    for (const [path, text] of [
-      ["/cut-short.mp4", VIDEO_ERRORS.referenceVideoUnusable],
-      ["/notes.txt", VIDEO_ERRORS.referenceVideoUnusable],
-      ["/missing.mp4", VIDEO_ERRORS.referenceVideoDownload(404)],
-    ] as const) {
-      const res = await tk.request("POST", "/generate-video", { key, body: body(`${base}${path}`) });
-      assert.is(res.status, 400, path);
-      assert.is(res.body.error, text, path);
-    }
-    assert.is(VIDEO_ERRORS.referenceVideoUnusable, "Could not prepare that video as a reference.");
-    assert.is(await balance(tk, key), 1000);
-    assert.is(await jobs(), jobsBefore);
-    assert.is((await tk.kernel.blobs.keys()).length, blobsBefore);
-  });
+  t(
+    "a reference refused by the checks answers the spec's 400 and changes nothing: no charge, no row, no file",
+    async () => {
+      const { key } = await tk.partner({ credits: 1000, limits: UNLIMITED });
+      const jobs = async () =>
+        Number(
+          (
+            await tk.kernel.database.kysely
+              .selectFrom("jobs")
+              .select((eb) => eb.fn.countAll().as("n"))
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
+      const [jobsBefore, blobsBefore] = [await jobs(), (await tk.kernel.blobs.keys()).length];
+      for (const [path, text] of [
+        ["/cut-short.mp4", VIDEO_ERRORS.referenceVideoUnusable],
+        ["/notes.txt", VIDEO_ERRORS.referenceVideoUnusable],
+        ["/missing.mp4", VIDEO_ERRORS.referenceVideoDownload(404)],
+      ] as const) {
+        const res = await tk.request("POST", "/generate-video", { key, body: body(`${base}${path}`) });
+        assert.is(res.status, 400, path);
+        assert.is(res.body.error, text, path);
+      }
+      assert.is(VIDEO_ERRORS.referenceVideoUnusable, "Could not prepare that video as a reference.");
+      assert.is(await balance(tk, key), 1000);
+      assert.is(await jobs(), jobsBefore);
+      assert.is((await tk.kernel.blobs.keys()).length, blobsBefore);
+    },
+  );
 
   t("a reference that passes the probe and fails its encode fails the job, refunded exactly once", async () => {
     const { id, key } = await tk.partner({ credits: 1000, limits: UNLIMITED });
@@ -127,8 +164,18 @@ for (const backend of BACKENDS) {
     assert.is(done.status, "error");
     assert.is(done.error, VIDEO_ERRORS.failed);
     assert.is(await balance(tk, key), 1000);
-    const ledger = await tk.kernel.database.kysely.selectFrom("ledger").select(["type", "amount"]).where("partner_id", "=", id).where("job_id", "=", res.body.job_id).orderBy("id").execute();
-    assert.equal(ledger.map((e) => Number(e.amount)), [-93, 93], JSON.stringify(ledger));
+    const ledger = await tk.kernel.database.kysely
+      .selectFrom("ledger")
+      .select(["type", "amount"])
+      .where("partner_id", "=", id)
+      .where("job_id", "=", res.body.job_id)
+      .orderBy("id")
+      .execute();
+    assert.equal(
+      ledger.map((e) => Number(e.amount)),
+      [-93, 93],
+      JSON.stringify(ledger),
+    );
   });
 
   t.run();

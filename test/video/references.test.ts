@@ -2,13 +2,21 @@
 // spec's errors for every way a download or a file can fail and the measured seconds (before the charge: a
 // probe, never an encode), and what the job's normalization makes (on every engine this machine has).
 // Clips are small and short because ffmpeg.wasm is slow.
-import { suite } from "uvu";
-import * as assert from "uvu/assert";
+
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
 import { ApiError } from "../../lib/api-error.ts";
 import { mp4Boxes } from "../../lib/formats/index.ts";
-import { createMediaEngine, firstAudio, firstVideo, generateTestVideo, mp4MetadataCategories, type MediaEngine } from "../../lib/media/index.ts";
+import {
+  createMediaEngine,
+  firstAudio,
+  firstVideo,
+  generateTestVideo,
+  type MediaEngine,
+  mp4MetadataCategories,
+} from "../../lib/media/index.ts";
 import { createOutboundGuard } from "../../lib/outbound/index.ts";
 import { VIDEO_ERRORS } from "../../plugins/video/errors.ts";
 import {
@@ -17,8 +25,8 @@ import {
   measureReferenceAudio,
   measureReferenceVideos,
   normalizeReference,
-  ReferenceEncodeError,
   type ReferenceDeps,
+  ReferenceEncodeError,
   type ReferenceRules,
 } from "../../plugins/video/references.ts";
 import { rejection } from "../helpers/assert.ts";
@@ -34,7 +42,9 @@ const AUDIO_RULES = { minSeconds: 2, maxSeconds: 30, totalSeconds: 30 };
 
 const maker = createMediaEngine({ mode: ENGINE_MODES[0]! });
 const convert = async (args: string[], input: Uint8Array, inName: string, out: string) =>
-  (await maker.run(["-i", inName, ...args, out], { inputs: { [inName]: input }, outputs: [out], timeoutMs: 60_000 }))[out]!;
+  (await maker.run(["-i", inName, ...args, out], { inputs: { [inName]: input }, outputs: [out], timeoutMs: 60_000 }))[
+    out
+  ]!;
 
 const clip = await generateTestVideo(maker, { width: 1000, height: 800, seconds: 2.5, fps: 50, font: false }); // 50 fps, with sound
 const silent = await convert(["-an", "-c", "copy"], clip, "in.mp4", "silent.mp4");
@@ -159,9 +169,21 @@ async function apiError(p: Promise<unknown>): Promise<ApiError> {
 }
 
 /** What the request does (measure) and then the job (normalize each file), as one call. */
-async function prepareAndNormalize(kind: "video" | "audio", urls: string[], rules: ReferenceRules, deps: ReferenceDeps) {
-  const measured = await (kind === "video" ? measureReferenceVideos : measureReferenceAudio)(urls, rules, "beta-2-5", deps);
-  return Promise.all(measured.map(async (m) => ({ ...m, bytes: await normalizeReference(kind, m.bytes, deps.engine) })));
+async function prepareAndNormalize(
+  kind: "video" | "audio",
+  urls: string[],
+  rules: ReferenceRules,
+  deps: ReferenceDeps,
+) {
+  const measured = await (kind === "video" ? measureReferenceVideos : measureReferenceAudio)(
+    urls,
+    rules,
+    "beta-2-5",
+    deps,
+  );
+  return Promise.all(
+    measured.map(async (m) => ({ ...m, bytes: await normalizeReference(kind, m.bytes, deps.engine) })),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -185,7 +207,9 @@ async function prepareAndNormalize(kind: "video" | "audio", urls: string[], rule
       const v = await apiError(measureReferenceVideos([url], VIDEO_RULES, "beta-2-5", strict));
       assert.is(v.status, 400);
       assert.is(v.message, VIDEO_ERRORS.invalidReferenceVideoUrl(url));
-      const a = await apiError(measureReferenceAudio([url.replace("clip.mp4", "five.mp3")], AUDIO_RULES, "beta-2-5", strict));
+      const a = await apiError(
+        measureReferenceAudio([url.replace("clip.mp4", "five.mp3")], AUDIO_RULES, "beta-2-5", strict),
+      );
       assert.is(a.status, 400);
       assert.is(a.message, VIDEO_ERRORS.invalidReferenceAudioUrl(url.replace("clip.mp4", "five.mp3")));
     }
@@ -203,19 +227,27 @@ async function prepareAndNormalize(kind: "video" | "audio", urls: string[], rule
   });
 
   t("no HTTP status at all: a refused connection reads as 502, a time-out as 504", async () => {
-    const refused = await apiError(measureReferenceVideos([`http://127.0.0.1:${closedPort}/clip.mp4`], VIDEO_RULES, "beta-2-5", deps));
+    const refused = await apiError(
+      measureReferenceVideos([`http://127.0.0.1:${closedPort}/clip.mp4`], VIDEO_RULES, "beta-2-5", deps),
+    );
     assert.is(refused.status, 400);
     assert.is(refused.message, VIDEO_ERRORS.referenceVideoDownload(502));
-    const slow = await apiError(measureReferenceVideos([`${base}/slow.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, downloadTimeoutMs: 300 }));
+    const slow = await apiError(
+      measureReferenceVideos([`${base}/slow.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, downloadTimeoutMs: 300 }),
+    );
     assert.is(slow.status, 400);
     assert.is(slow.message, VIDEO_ERRORS.referenceVideoDownload(504));
   });
 
   t("too large is 413, whether declared (Content-Length) or streamed", async () => {
-    const declared = await apiError(measureReferenceVideos([`${base}/declared-huge.mp4`], VIDEO_RULES, "beta-2-5", deps));
+    const declared = await apiError(
+      measureReferenceVideos([`${base}/declared-huge.mp4`], VIDEO_RULES, "beta-2-5", deps),
+    );
     assert.is(declared.status, 413);
     assert.is(declared.message, "A reference video is too large (max 95 MB).");
-    const streamed = await apiError(measureReferenceAudio([`${base}/streamed-huge.mp3`], AUDIO_RULES, "beta-2-5", deps));
+    const streamed = await apiError(
+      measureReferenceAudio([`${base}/streamed-huge.mp3`], AUDIO_RULES, "beta-2-5", deps),
+    );
     assert.is(streamed.status, 413);
     assert.is(streamed.message, VIDEO_ERRORS.referenceAudioTooLarge);
   });
@@ -238,7 +270,9 @@ async function prepareAndNormalize(kind: "video" | "audio", urls: string[], rule
     assert.is(tooShort.status, 400);
     assert.is(tooShort.message, VIDEO_ERRORS.referenceVideoLength(2, 15, measured.short));
     assert.ok(measured.short >= 0.9 && measured.short < 1.1, String(measured.short));
-    const tooLong = await apiError(measureReferenceVideos([`${base}/clip.mp4`, `${base}/long.mp4`], VIDEO_RULES, "beta-2-direct", deps));
+    const tooLong = await apiError(
+      measureReferenceVideos([`${base}/clip.mp4`, `${base}/long.mp4`], VIDEO_RULES, "beta-2-direct", deps),
+    );
     assert.is(tooLong.message, VIDEO_ERRORS.referenceVideoLength(2, 15, measured.long));
     assert.match(tooLong.message, /^Reference videos must be between 2 and 15 seconds \(yours is 16(\.\d{1,2})?s\)\.$/);
     const song = await apiError(measureReferenceAudio([`${base}/song.mp3`], AUDIO_RULES, "beta-2-5", deps));
@@ -250,16 +284,33 @@ async function prepareAndNormalize(kind: "video" | "audio", urls: string[], rule
 
   t("the clips together must stay within the model's total", async () => {
     const rules = { minSeconds: 2, maxSeconds: 15, totalSeconds: 4 };
-    const err = await apiError(measureReferenceVideos([`${base}/clip.mp4`, `${base}/silent.mp4`], rules, "beta-2-direct", deps));
+    const err = await apiError(
+      measureReferenceVideos([`${base}/clip.mp4`, `${base}/silent.mp4`], rules, "beta-2-direct", deps),
+    );
     assert.is(err.status, 400);
-    assert.is(err.message, VIDEO_ERRORS.referenceVideosTotal(round2(measured.clip + measured.silent), "beta-2-direct", 4));
-    const audio = await apiError(measureReferenceAudio([`${base}/three.wav`, `${base}/three.m4a`], { ...AUDIO_RULES, totalSeconds: 5 }, "beta-2-5", deps));
+    assert.is(
+      err.message,
+      VIDEO_ERRORS.referenceVideosTotal(round2(measured.clip + measured.silent), "beta-2-direct", 4),
+    );
+    const audio = await apiError(
+      measureReferenceAudio(
+        [`${base}/three.wav`, `${base}/three.m4a`],
+        { ...AUDIO_RULES, totalSeconds: 5 },
+        "beta-2-5",
+        deps,
+      ),
+    );
     assert.is(audio.message, VIDEO_ERRORS.referenceAudioTotal(round2(measured.wav + measured.m4a), "beta-2-5", 5));
   });
 
   t("the first failure stops the other downloads of the request", async () => {
     closedBySlowClient.length = 0;
-    const err = await apiError(measureReferenceVideos([`${base}/slow.mp4`, `${base}/missing.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, downloadTimeoutMs: 60_000 }));
+    const err = await apiError(
+      measureReferenceVideos([`${base}/slow.mp4`, `${base}/missing.mp4`], VIDEO_RULES, "beta-2-5", {
+        ...deps,
+        downloadTimeoutMs: 60_000,
+      }),
+    );
     assert.is(err.message, VIDEO_ERRORS.referenceVideoDownload(404));
     for (let i = 0; i < 50 && closedBySlowClient.length === 0; i++) await sleep(20);
     assert.equal(closedBySlowClient, ["/slow.mp4"]);
@@ -267,29 +318,42 @@ async function prepareAndNormalize(kind: "video" | "audio", urls: string[], rule
 
   t("the request's own cancellation passes through, not as a 400", async () => {
     const ac = new AbortController();
-    const p = measureReferenceVideos([`${base}/slow.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, signal: ac.signal, downloadTimeoutMs: 60_000 });
+    const p = measureReferenceVideos([`${base}/slow.mp4`], VIDEO_RULES, "beta-2-5", {
+      ...deps,
+      signal: ac.signal,
+      downloadTimeoutMs: 60_000,
+    });
     setTimeout(() => ac.abort(), 50);
     const err = await rejection(p);
     assert.not.instance(err, ApiError);
   });
 
-  t("before the charge the engine only probes: no encode, whatever the pool holds; the file is kept as downloaded", async () => {
-    // An engine whose every run (an encode) fails: the checks must not need one (issue 36 item 9).
-    let runs = 0;
-    const probeOnly: MediaEngine = Object.assign(Object.create(engine) as MediaEngine, {
-      run: async () => {
-        runs++;
-        throw new Error("no encode before the charge");
-      },
-    });
-    const [v] = await measureReferenceVideos([`${base}/clip.mp4`], VIDEO_RULES, "beta-2-5", { ...deps, engine: probeOnly });
-    assert.is(v!.seconds, measured.clip);
-    assert.equal(v!.bytes, clip);
-    const [a] = await measureReferenceAudio([`${base}/five.mp3`], AUDIO_RULES, "beta-2-5", { ...deps, engine: probeOnly });
-    assert.is(a!.seconds, measured.mp3);
-    assert.equal(a!.bytes, mp3);
-    assert.is(runs, 0);
-  });
+  t(
+    "before the charge the engine only probes: no encode, whatever the pool holds; the file is kept as downloaded",
+    async () => {
+      // An engine whose every run (an encode) fails: the checks must not need one (issue 36 item 9).
+      let runs = 0;
+      const probeOnly: MediaEngine = Object.assign(Object.create(engine) as MediaEngine, {
+        run: async () => {
+          runs++;
+          throw new Error("no encode before the charge");
+        },
+      });
+      const [v] = await measureReferenceVideos([`${base}/clip.mp4`], VIDEO_RULES, "beta-2-5", {
+        ...deps,
+        engine: probeOnly,
+      });
+      assert.is(v!.seconds, measured.clip);
+      assert.equal(v!.bytes, clip);
+      const [a] = await measureReferenceAudio([`${base}/five.mp3`], AUDIO_RULES, "beta-2-5", {
+        ...deps,
+        engine: probeOnly,
+      });
+      assert.is(a!.seconds, measured.mp3);
+      assert.equal(a!.bytes, mp3);
+      assert.is(runs, 0);
+    },
+  );
 
   t("no URLs: nothing is fetched", async () => {
     assert.equal(await measureReferenceVideos([], VIDEO_RULES, "beta-2-5", { ...deps, guard: publicGuard }), []);
@@ -322,7 +386,10 @@ for (const mode of ENGINE_MODES) {
     const urls = [`${base}/clip.mp4`, `${base}/silent.mp4`, `${base}/rotated.mp4`];
     const out = await prepareAndNormalize("video", urls, VIDEO_RULES, deps);
     assert.is(out.length, 3);
-    assert.equal(out.map((m) => m.url), urls);
+    assert.equal(
+      out.map((m) => m.url),
+      urls,
+    );
 
     const [withSound, noSound, portrait] = await Promise.all(out.map((m) => engine.probe(m.bytes, "ref.mp4")));
     assert.is(withSound!.formatName, "mov,mp4,m4a,3gp,3g2,mj2");
@@ -357,7 +424,12 @@ for (const mode of ENGINE_MODES) {
   });
 
   t("a small clip is never upscaled", async () => {
-    const [m] = await prepareAndNormalize("video", [`${base}/short.mp4`], { minSeconds: 0.5, maxSeconds: 15, totalSeconds: 15 }, deps);
+    const [m] = await prepareAndNormalize(
+      "video",
+      [`${base}/short.mp4`],
+      { minSeconds: 0.5, maxSeconds: 15, totalSeconds: 15 },
+      deps,
+    );
     const v = firstVideo(await engine.probe(m!.bytes, "ref.mp4"))!;
     assert.equal([v.width, v.height], [320, 180]);
   });
@@ -377,17 +449,23 @@ for (const mode of ENGINE_MODES) {
     });
   }
 
-  t("a whole file whose frames do not decode passes the checks and fails the job's encode (ReferenceEncodeError)", async () => {
-    const [m] = await measureReferenceVideos([`${base}/zeroed.mp4`], VIDEO_RULES, "beta-2-5", deps);
-    assert.is(m!.seconds, measured.clip);
-    const err = await rejection(normalizeReference("video", m!.bytes, engine));
-    assert.instance(err, ReferenceEncodeError, String(err));
-  });
+  t(
+    "a whole file whose frames do not decode passes the checks and fails the job's encode (ReferenceEncodeError)",
+    async () => {
+      const [m] = await measureReferenceVideos([`${base}/zeroed.mp4`], VIDEO_RULES, "beta-2-5", deps);
+      assert.is(m!.seconds, measured.clip);
+      const err = await rejection(normalizeReference("video", m!.bytes, engine));
+      assert.instance(err, ReferenceEncodeError, String(err));
+    },
+  );
 
   t("MP3, WAV and M4A become MP3 (44.1 kHz stereo) without tags; seconds are measured", async () => {
     const urls = [`${base}/five.mp3`, `${base}/three.wav`, `${base}/three.m4a`];
     const out = await prepareAndNormalize("audio", urls, { minSeconds: 2, maxSeconds: 15, totalSeconds: 15 }, deps);
-    assert.equal(out.map((m) => m.seconds), [measured.mp3, measured.wav, measured.m4a]);
+    assert.equal(
+      out.map((m) => m.seconds),
+      [measured.mp3, measured.wav, measured.m4a],
+    );
     assert.ok(Math.abs(measured.mp3 - 5) < 0.1 && Math.abs(measured.wav - 3) < 0.1, `${measured.mp3} ${measured.wav}`);
     for (const m of out) {
       const p = await engine.probe(m.bytes, "ref.mp3");

@@ -22,8 +22,13 @@ for (const backend of await databaseBackends()) {
   t("the job survives its crashes: it completes, charged once, nothing refunded", async () => {
     const logs = rig.logs;
     let server = await rig.start();
-    const { partnerId, key } = await rig.partner(server, "Video restart", CREDITS, { rate_limits: { "GET /video-status/<job_id>": 100_000 } });
-    const submitted = await call(server, "POST", api("/generate-video"), { key, body: { prompt: "A storm over a lighthouse, waves breaking", model: "beta-2-direct", quality: "4K", duration: 8 } });
+    const { partnerId, key } = await rig.partner(server, "Video restart", CREDITS, {
+      rate_limits: { "GET /video-status/<job_id>": 100_000 },
+    });
+    const submitted = await call(server, "POST", api("/generate-video"), {
+      key,
+      body: { prompt: "A storm over a lighthouse, waves breaking", model: "beta-2-direct", quality: "4K", duration: 8 },
+    });
     assert.is(submitted.status, 202, JSON.stringify(submitted.body));
     const jobId = submitted.body.job_id as string;
     const charged = submitted.body.credits_used as number;
@@ -34,7 +39,8 @@ for (const backend of await databaseBackends()) {
       await until(
         async () => (await call(server, "GET", api(`/video-status/${jobId}`), { key })).body,
         (s) => {
-          if (s.status !== "queued" && s.status !== "processing") throw new Error(`the job ended before its render could be killed: ${JSON.stringify(s)}\n${logs()}`);
+          if (s.status !== "queued" && s.status !== "processing")
+            throw new Error(`the job ended before its render could be killed: ${JSON.stringify(s)}\n${logs()}`);
           return (s.progress ?? 0) >= mark;
         },
         `render past ${mark} %`,
@@ -44,7 +50,13 @@ for (const backend of await databaseBackends()) {
       server = await rig.start();
     }
 
-    const final = await until(async () => (await call(server, "GET", api(`/video-status/${jobId}`), { key })).body, (s) => s.status === "complete" || s.status === "error", "ended", 120_000, 250);
+    const final = await until(
+      async () => (await call(server, "GET", api(`/video-status/${jobId}`), { key })).body,
+      (s) => s.status === "complete" || s.status === "error",
+      "ended",
+      120_000,
+      250,
+    );
     assert.is(final.status, "complete", `${JSON.stringify(final)}\n${logs()}`);
     const credits = await call(server, "GET", api("/credits"), { key });
     assert.is(credits.body.credits_remaining, CREDITS - charged, "charged once, nothing came back");
@@ -54,11 +66,28 @@ for (const backend of await databaseBackends()) {
     const database = await rig.openDatabase();
     try {
       const db = database.kysely;
-      const ledger = await db.selectFrom("ledger").select(["type", "amount", "job_id"]).where("partner_id", "=", partnerId).orderBy("id").execute();
-      assert.equal(ledger.filter((e) => e.job_id === jobId).map((e) => [e.type, Number(e.amount)]), [["usage", -charged]], "charged once, never refunded");
-      assert.is((await db.selectFrom("job_waits").select("job_id").where("job_id", "=", jobId).execute()).length, 0, "the wait went with the job");
+      const ledger = await db
+        .selectFrom("ledger")
+        .select(["type", "amount", "job_id"])
+        .where("partner_id", "=", partnerId)
+        .orderBy("id")
+        .execute();
+      assert.equal(
+        ledger.filter((e) => e.job_id === jobId).map((e) => [e.type, Number(e.amount)]),
+        [["usage", -charged]],
+        "charged once, never refunded",
+      );
+      assert.is(
+        (await db.selectFrom("job_waits").select("job_id").where("job_id", "=", jobId).execute()).length,
+        0,
+        "the wait went with the job",
+      );
       // The two kills were crashes, not failed attempts of the runner.
-      const job = await db.selectFrom("jobs").select(["failed_attempts", "state"]).where("id", "=", jobId).executeTakeFirstOrThrow();
+      const job = await db
+        .selectFrom("jobs")
+        .select(["failed_attempts", "state"])
+        .where("id", "=", jobId)
+        .executeTakeFirstOrThrow();
       assert.is(Number(job.failed_attempts), 0, "no crash counted as a failed attempt");
     } finally {
       await database.close();

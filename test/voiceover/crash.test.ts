@@ -6,11 +6,12 @@
 // Idempotency-Key answers the job as a replay instead of 409. Merge shares this path (a kind declared without
 // `run`, core/jobs.ts recoverOrphans); voiceover stands for it. (Prompt repair is a queued job now, with a kill
 // test of its own: test/omni/improve-crash.test.ts.)
-import { suite } from "uvu";
-import * as assert from "uvu/assert";
+
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
 import { VOICEOVER_ERRORS } from "../../plugins/voiceover/errors.ts";
 import { VOICES } from "../../plugins/voiceover/models.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
@@ -24,7 +25,12 @@ const BODY = { text: "A sentence the dying process never finishes saying.", voic
 async function post(server: ServerProcess, key: string, idempotencyKey: string) {
   const res = await fetch(server.url + api("/generate-voiceover"), {
     method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "user-agent": "mediagate-crash-test/1.0", "idempotency-key": idempotencyKey },
+    headers: {
+      authorization: `Bearer ${key}`,
+      "content-type": "application/json",
+      "user-agent": "mediagate-crash-test/1.0",
+      "idempotency-key": idempotencyKey,
+    },
     body: JSON.stringify(BODY),
   });
   return { status: res.status, replayed: res.headers.get("idempotent-replayed"), body: (await res.json()) as any };
@@ -35,7 +41,13 @@ for (const backend of await databaseBackends()) {
 
   t("the job ends failed and refunded once, its slot free, its key answered as a replay", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "mediagate-voiceover-crash-"));
-    const env: Record<string, string> = { DATA_DIR: dataDir, ADMIN_TOKEN, LOG_LEVEL: "warn", LEASE_SECONDS: "2", PUBLIC_URL: "https://media.example.test" };
+    const env: Record<string, string> = {
+      DATA_DIR: dataDir,
+      ADMIN_TOKEN,
+      LOG_LEVEL: "warn",
+      LEASE_SECONDS: "2",
+      PUBLIC_URL: "https://media.example.test",
+    };
     if (backend.name === "postgres") env.DATABASE_URL = await isolatedPostgresDatabase();
     const servers: ServerProcess[] = [];
     try {
@@ -44,10 +56,21 @@ for (const backend of await databaseBackends()) {
       servers.push(dying);
       // On Postgres the survivor runs alongside; on PGlite it is the restart.
       if (backend.name === "postgres") servers.push(await startServer({ ...env, SANDBOX_LATENCY_MS: "5" }));
-      const created = await call(dying, "POST", "/api/v1/admin/partners", { adminToken: ADMIN_TOKEN, body: { name: "Crash", credits: OPENING } });
+      const created = await call(dying, "POST", "/api/v1/admin/partners", {
+        adminToken: ADMIN_TOKEN,
+        body: { name: "Crash", credits: OPENING },
+      });
       assert.is(created.status, 201, JSON.stringify(created.body));
       const key = created.body.api_key as string;
-      const limited = await call(dying, "PATCH", `/api/v1/admin/partners/${created.body.partner_id}`, { adminToken: ADMIN_TOKEN, body: { limits: { inflight_jobs: 1, rate_limits: { "GET /voiceovers": 100_000, "GET /credits": 1000, "GET /transactions": 1000 } } } });
+      const limited = await call(dying, "PATCH", `/api/v1/admin/partners/${created.body.partner_id}`, {
+        adminToken: ADMIN_TOKEN,
+        body: {
+          limits: {
+            inflight_jobs: 1,
+            rate_limits: { "GET /voiceovers": 100_000, "GET /credits": 1000, "GET /transactions": 1000 },
+          },
+        },
+      });
       assert.is(limited.status, 200, JSON.stringify(limited.body));
 
       const pending = post(dying, key, "crash-key-1").catch(() => null);
@@ -63,7 +86,8 @@ for (const backend of await databaseBackends()) {
       assert.is(await pending, null, "the request died with its process");
       servers.shift();
 
-      const survivor = backend.name === "postgres" ? servers[0]! : await startServer({ ...env, SANDBOX_LATENCY_MS: "5" });
+      const survivor =
+        backend.name === "postgres" ? servers[0]! : await startServer({ ...env, SANDBOX_LATENCY_MS: "5" });
       if (backend.name === "pglite") servers.push(survivor);
       const readyAt = Date.now();
       const failed = await until(
@@ -72,7 +96,9 @@ for (const backend of await databaseBackends()) {
         "the orphaned voiceover is failed",
         60_000,
       );
-      console.log(`  ${backend.name}: kill -> job failed in ${Date.now() - killedAt} ms (${Date.now() - readyAt} ms after the survivor was ready)`);
+      console.log(
+        `  ${backend.name}: kill -> job failed in ${Date.now() - killedAt} ms (${Date.now() - readyAt} ms after the survivor was ready)`,
+      );
       assert.is(failed.body.voiceovers[0].error_message, VOICEOVER_ERRORS.unavailable);
 
       // Refunded exactly once; the ledger sums to the balance.

@@ -3,15 +3,20 @@
 // the list and its pages, the in-flight cap, and the provider time-out.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { MediaEngine } from "../../lib/media/index.ts";
+import {
+  SpeechHttpError,
+  type SpeechProvider,
+  type SpeechProviders,
+  SpeechTimeoutError,
+  synthesizeWithin,
+} from "../../contracts/speech.ts";
 import { type CapabilityHost, definePlugin } from "../../core/plugin.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import account from "../../plugins/account/index.ts";
-import voiceover from "../../plugins/voiceover/index.ts";
-import voiceoverSandbox from "../../plugins/voiceover/sandbox.ts";
 import { VOICEOVER_ERRORS } from "../../plugins/voiceover/errors.ts";
+import voiceover from "../../plugins/voiceover/index.ts";
 import { VOICES } from "../../plugins/voiceover/models.ts";
-import { SpeechHttpError, synthesizeWithin, SpeechTimeoutError, type SpeechProvider, type SpeechProviders } from "../../contracts/speech.ts";
+import voiceoverSandbox from "../../plugins/voiceover/sandbox.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
 const ARIA = VOICES[0]!.voice_id;
@@ -19,7 +24,11 @@ const MARCUS = VOICES[1]!.voice_id;
 const MANY = { rate_limits: { "POST /generate-voiceover": 10000 } };
 
 async function ledgerSum(tk: TestKernel, partnerId: string) {
-  const row = await tk.kernel.database.kysely.selectFrom("ledger").select((eb) => eb.fn.sum<number>("amount").as("s")).where("partner_id", "=", partnerId).executeTakeFirstOrThrow();
+  const row = await tk.kernel.database.kysely
+    .selectFrom("ledger")
+    .select((eb) => eb.fn.sum<number>("amount").as("s"))
+    .where("partner_id", "=", partnerId)
+    .executeTakeFirstOrThrow();
   return Number(row.s);
 }
 
@@ -28,7 +37,11 @@ async function balance(tk: TestKernel, key: string) {
 }
 
 async function rowCount(tk: TestKernel, partnerId: string) {
-  const r = await tk.kernel.database.kysely.selectFrom("voiceover_records" as any).select((eb: any) => eb.fn.countAll().as("n")).where("partner_id", "=", partnerId).executeTakeFirstOrThrow();
+  const r = await tk.kernel.database.kysely
+    .selectFrom("voiceover_records" as any)
+    .select((eb: any) => eb.fn.countAll().as("n"))
+    .where("partner_id", "=", partnerId)
+    .executeTakeFirstOrThrow();
   return Number((r as any).n);
 }
 
@@ -40,10 +53,12 @@ const audioOf = (tk: TestKernel, url: string) => tk.kernel.blobs.get(new URL(url
  */
 function mp3FrameHeader(bytes: Uint8Array): { kbps: number; sampleRate: number } {
   let o = 0;
-  if (bytes[0] === 0x49 && bytes[1] === 0x44 && bytes[2] === 0x33) o = 10 + ((bytes[6]! << 21) | (bytes[7]! << 14) | (bytes[8]! << 7) | bytes[9]!);
+  if (bytes[0] === 0x49 && bytes[1] === 0x44 && bytes[2] === 0x33)
+    o = 10 + ((bytes[6]! << 21) | (bytes[7]! << 14) | (bytes[8]! << 7) | bytes[9]!);
   const rates1 = [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320];
   const rates2 = [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160];
-  const sr1 = [44100, 48000, 32000], sr2 = [22050, 24000, 16000];
+  const sr1 = [44100, 48000, 32000],
+    sr2 = [22050, 24000, 16000];
   for (;;) {
     while (o + 4 < bytes.length && !(bytes[o] === 0xff && (bytes[o + 1]! & 0xe0) === 0xe0)) o++;
     const mpeg1 = (bytes[o + 1]! & 0x18) === 0x18;
@@ -62,7 +77,9 @@ function mp3FrameHeader(bytes: Uint8Array): { kbps: number; sampleRate: number }
  */
 let testProviders: SpeechProviders | undefined;
 /** A provider that answers at once, for tests about prices and lists rather than speech. */
-const instant: SpeechProviders = { provider: () => ({ synthesize: async () => ({ bytes: new Uint8Array([1, 2, 3]), durationSeconds: 1 }) }) };
+const instant: SpeechProviders = {
+  provider: () => ({ synthesize: async () => ({ bytes: new Uint8Array([1, 2, 3]), durationSeconds: 1 }) }),
+};
 const switchableSpeech = definePlugin({
   ...voiceoverSandbox,
   provides: {
@@ -97,9 +114,13 @@ for (const backend of await databaseBackends()) {
     const res = await tk.request("GET", "/voiceover/voices", { key });
     assert.is(res.status, 200);
     assert.is(res.body.default_model, "tts_v4_turbo");
-    assert.equal(res.body.models.map((m: any) => m.id), ["tts_v4_turbo", "tts_v4", "tts_turbo_v2_5", "tts_v3"]);
+    assert.equal(
+      res.body.models.map((m: any) => m.id),
+      ["tts_v4_turbo", "tts_v4", "tts_turbo_v2_5", "tts_v3"],
+    );
     assert.ok(res.body.voices.length >= 2);
-    for (const v of res.body.voices) assert.equal(Object.keys(v).sort(), ["description", "gender", "lang", "name", "voice_id"]);
+    for (const v of res.body.voices)
+      assert.equal(Object.keys(v).sort(), ["description", "gender", "lang", "name", "voice_id"]);
     const credits = await tk.request("GET", "/credits", { key });
     const c = credits.body.costs.voiceover;
     assert.is(c.models.tts_v4.chars_per_credit, 40);
@@ -148,10 +169,16 @@ for (const backend of await databaseBackends()) {
     ];
     for (const [chars, model, s, p] of cases) {
       const text = "a".repeat(chars);
-      const a = await tk.request("POST", "/generate-voiceover", { key: std.key, body: { text, voice_id: ARIA, model_id: model, output_format: "pcm_16000" } });
+      const a = await tk.request("POST", "/generate-voiceover", {
+        key: std.key,
+        body: { text, voice_id: ARIA, model_id: model, output_format: "pcm_16000" },
+      });
       assert.is(a.status, 200, JSON.stringify(a.body));
       assert.is(a.body.credits_used, s, `${chars} ${model} standard`);
-      const b = await tk.request("POST", "/generate-voiceover", { key: plus.key, body: { text, voice_id: ARIA, model_id: model, output_format: "pcm_16000" } });
+      const b = await tk.request("POST", "/generate-voiceover", {
+        key: plus.key,
+        body: { text, voice_id: ARIA, model_id: model, output_format: "pcm_16000" },
+      });
       assert.is(b.body.credits_used, p, `${chars} ${model} api_plus10`);
       assert.is(b.body.char_count, chars);
     }
@@ -170,7 +197,10 @@ for (const backend of await databaseBackends()) {
       ["ulaw_8000", "pcm_mulaw", 8000, 64],
       ["opus_48000_64", "opus", 48000, 64],
     ] as const) {
-      const res = await tk.request("POST", "/generate-voiceover", { key, body: { text, voice_id: ARIA, output_format: format, source: "tests", partner_job_id: "vo/1" } });
+      const res = await tk.request("POST", "/generate-voiceover", {
+        key,
+        body: { text, voice_id: ARIA, output_format: format, source: "tests", partner_job_id: "vo/1" },
+      });
       assert.is(res.status, 200, JSON.stringify(res.body));
       assert.match(res.body.job_id, /^svc-[0-9a-f]{8}$/);
       assert.ok(Number.isInteger(res.body.id));
@@ -211,7 +241,10 @@ for (const backend of await databaseBackends()) {
     const engine = tk.kernel.capability("media");
     const text = "Every voice in the catalog should sound like a different person.";
     const make = async (voice_id: string) => {
-      const res = await tk.request("POST", "/generate-voiceover", { key, body: { text, voice_id, output_format: "pcm_22050" } });
+      const res = await tk.request("POST", "/generate-voiceover", {
+        key,
+        body: { text, voice_id, output_format: "pcm_22050" },
+      });
       assert.is(res.status, 200, JSON.stringify(res.body));
       return (await audioOf(tk, res.body.audio_url))!;
     };
@@ -224,7 +257,10 @@ for (const backend of await databaseBackends()) {
 
   t("[sandbox:fail] answers 502, refunds, and lists the failure", async () => {
     const { key, id } = await tk.partner({ credits: 50 });
-    const res = await tk.request("POST", "/generate-voiceover", { key, body: { text: "fail please [sandbox:fail]", voice_id: ARIA } });
+    const res = await tk.request("POST", "/generate-voiceover", {
+      key,
+      body: { text: "fail please [sandbox:fail]", voice_id: ARIA },
+    });
     assert.is(res.status, 502);
     assert.is(res.body.error, VOICEOVER_ERRORS.failed);
     assert.is(await balance(tk, key), 50);
@@ -265,7 +301,10 @@ for (const backend of await databaseBackends()) {
     testProviders = instant; // 33 rows, not 33 syntheses
     const { key } = await tk.partner({ credits: 10_000, tier: "standard", limits: MANY });
     for (let i = 0; i < 33; i++) {
-      const res = await tk.request("POST", "/generate-voiceover", { key, body: { text: `number ${i}`, voice_id: ARIA, output_format: "pcm_8000" } });
+      const res = await tk.request("POST", "/generate-voiceover", {
+        key,
+        body: { text: `number ${i}`, voice_id: ARIA, output_format: "pcm_8000" },
+      });
       assert.is(res.status, 200);
     }
     let list = await tk.request("GET", "/voiceovers", { key });
@@ -275,7 +314,10 @@ for (const backend of await databaseBackends()) {
     assert.is(list.body.voiceovers.length, 30);
     assert.is(list.body.voiceovers[0].text, "number 32");
     list = await tk.request("GET", "/voiceovers?limit=5&offset=30", { key });
-    assert.equal(list.body.voiceovers.map((v: any) => v.text), ["number 2", "number 1", "number 0"]);
+    assert.equal(
+      list.body.voiceovers.map((v: any) => v.text),
+      ["number 2", "number 1", "number 0"],
+    );
     list = await tk.request("GET", "/voiceovers?limit=500", { key });
     assert.is(list.body.limit, 200);
     const other = await tk.partner();
@@ -315,7 +357,11 @@ const unit = suite("voiceover provider time-out");
 unit("a provider that never answers is cut off at the time-out", async () => {
   const hung: SpeechProvider = { synthesize: () => new Promise(() => {}) };
   const t0 = Date.now();
-  const err = await synthesizeWithin(hung, { text: "x", voiceId: ARIA, model: "tts_v4", format: null as any }, 50).catch((e) => e);
+  const err = await synthesizeWithin(
+    hung,
+    { text: "x", voiceId: ARIA, model: "tts_v4", format: null as any },
+    50,
+  ).catch((e) => e);
   assert.instance(err, SpeechTimeoutError);
   assert.ok(Date.now() - t0 < 1000);
 });

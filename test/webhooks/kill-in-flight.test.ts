@@ -32,70 +32,92 @@ type Delivery = { event_id: string; status: string; attempt: number; last_error:
 
 for (const backend of await databaseBackends()) {
   const t = suite(`webhooks: killed while a receiver holds an attempt, on ${backend.name}`);
-  const rig = restartRig(t, backend, { adminToken: ADMIN_TOKEN, env: { SANDBOX_LATENCY_MS: "0", ALLOW_PRIVATE_URLS: "1", WEBHOOK_RETRY_DELAYS: "1,1,1,1,1" } });
+  const rig = restartRig(t, backend, {
+    adminToken: ADMIN_TOKEN,
+    env: { SANDBOX_LATENCY_MS: "0", ALLOW_PRIVATE_URLS: "1", WEBHOOK_RETRY_DELAYS: "1,1,1,1,1" },
+  });
   const logs = rig.logs;
 
-  t("the record counts every request sent: at least as many at any time, exactly as many once delivered; the same bytes", async () => {
-    const databaseUrl = rig.databaseUrl;
-    const rcv = receiver();
-    const url = await rcv.listen();
-    try {
-      const first = await rig.start();
-      const { key } = await rig.partner(first, "Webhook kill", 1_000);
-      assert.is((await call(first, "POST", "/api/v1/partner/webhook", { key, body: { url } })).status, 200);
-      const job = await call(first, "POST", "/api/v1/partner/generate-video", { key, body: { prompt: "A lighthouse at dusk" } });
-      assert.is(job.status, 202, JSON.stringify(job.body));
+  t(
+    "the record counts every request sent: at least as many at any time, exactly as many once delivered; the same bytes",
+    async () => {
+      const databaseUrl = rig.databaseUrl;
+      const rcv = receiver();
+      const url = await rcv.listen();
+      try {
+        const first = await rig.start();
+        const { key } = await rig.partner(first, "Webhook kill", 1_000);
+        assert.is((await call(first, "POST", "/api/v1/partner/webhook", { key, body: { url } })).status, 200);
+        const job = await call(first, "POST", "/api/v1/partner/generate-video", {
+          key,
+          body: { prompt: "A lighthouse at dusk" },
+        });
+        assert.is(job.status, 202, JSON.stringify(job.body));
 
-      // The first attempt reached the receiver, which holds its answer: no outcome exists when the kill lands.
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([rcv.first, new Promise((_, no) => (timer = setTimeout(() => no(new Error(`no first attempt\n${logs()}`)), 120_000)))]).finally(() => clearTimeout(timer));
-      await first.kill();
-      assert.is(rcv.got.length, 1);
+        // The first attempt reached the receiver, which holds its answer: no outcome exists when the kill lands.
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          rcv.first,
+          new Promise((_, no) => (timer = setTimeout(() => no(new Error(`no first attempt\n${logs()}`)), 120_000))),
+        ]).finally(() => clearTimeout(timer));
+        await first.kill();
+        assert.is(rcv.got.length, 1);
 
-      if (databaseUrl) {
-        // Read straight from the database, before any restart: the attempt the kill cut short is counted.
-        const client = new pg.Client({ connectionString: databaseUrl });
-        await client.connect();
-        try {
-          const { rows } = await client.query("select attempt from webhook_deliveries");
-          assert.is(rows.length, 1);
-          assert.ok(rows[0].attempt >= 1, `1 request received, the record counts ${rows[0].attempt} attempts`);
-          // The lease (30 s) runs out now rather than in this test's time: what a later start would find.
-          await client.query("update webhook_deliveries set claimed_until = now() - interval '1 second' where claimed_until is not null");
-        } finally {
-          await client.end();
+        if (databaseUrl) {
+          // Read straight from the database, before any restart: the attempt the kill cut short is counted.
+          const client = new pg.Client({ connectionString: databaseUrl });
+          await client.connect();
+          try {
+            const { rows } = await client.query("select attempt from webhook_deliveries");
+            assert.is(rows.length, 1);
+            assert.ok(rows[0].attempt >= 1, `1 request received, the record counts ${rows[0].attempt} attempts`);
+            // The lease (30 s) runs out now rather than in this test's time: what a later start would find.
+            await client.query(
+              "update webhook_deliveries set claimed_until = now() - interval '1 second' where claimed_until is not null",
+            );
+          } finally {
+            await client.end();
+          }
         }
+
+        const second = await rig.start();
+        const deliveries = async () =>
+          (await call(second, "GET", "/api/v1/partner/webhook/deliveries", { key })).body.deliveries as Delivery[];
+        // At every reading: the requests received first, then the record (an attempt is counted before it is sent).
+        const final = await until(
+          async () => {
+            const received = rcv.got.length;
+            const d = await deliveries();
+            assert.is(d.length, 1);
+            assert.ok(
+              d[0]!.attempt >= received,
+              `${received} requests received, the record counts ${d[0]!.attempt} attempts`,
+            );
+            return d[0]!;
+          },
+          (d) => d.status === "delivered",
+          `delivered after the restart\n${logs()}`,
+          120_000,
+        );
+
+        assert.is(
+          final.attempt,
+          rcv.got.length,
+          `the record counts ${final.attempt} attempts, ${rcv.got.length} requests were received`,
+        );
+        assert.equal(
+          rcv.got.map((g) => g.attempt),
+          rcv.got.map((_, i) => i + 1),
+          "attempt numbers 1, 2, ...: none sent twice",
+        );
+        assert.is(new Set(rcv.got.map((g) => g.id)).size, 1, "one event id");
+        assert.is(new Set(rcv.got.map((g) => g.body)).size, 1, "every copy has the same bytes");
+        assert.is(final.event_id, rcv.got[0]!.id);
+      } finally {
+        await rcv.close();
       }
-
-      const second = await rig.start();
-      const deliveries = async () => (await call(second, "GET", "/api/v1/partner/webhook/deliveries", { key })).body.deliveries as Delivery[];
-      // At every reading: the requests received first, then the record (an attempt is counted before it is sent).
-      const final = await until(
-        async () => {
-          const received = rcv.got.length;
-          const d = await deliveries();
-          assert.is(d.length, 1);
-          assert.ok(d[0]!.attempt >= received, `${received} requests received, the record counts ${d[0]!.attempt} attempts`);
-          return d[0]!;
-        },
-        (d) => d.status === "delivered",
-        `delivered after the restart\n${logs()}`,
-        120_000,
-      );
-
-      assert.is(final.attempt, rcv.got.length, `the record counts ${final.attempt} attempts, ${rcv.got.length} requests were received`);
-      assert.equal(
-        rcv.got.map((g) => g.attempt),
-        rcv.got.map((_, i) => i + 1),
-        "attempt numbers 1, 2, ...: none sent twice",
-      );
-      assert.is(new Set(rcv.got.map((g) => g.id)).size, 1, "one event id");
-      assert.is(new Set(rcv.got.map((g) => g.body)).size, 1, "every copy has the same bytes");
-      assert.is(final.event_id, rcv.got[0]!.id);
-    } finally {
-      await rcv.close();
-    }
-  });
+    },
+  );
 
   t.run();
 }

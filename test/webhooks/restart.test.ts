@@ -34,51 +34,99 @@ function receiver() {
 
 for (const backend of await databaseBackends()) {
   const t = suite(`webhooks: server killed mid-delivery on ${backend.name}`);
-  const rig = restartRig(t, backend, { adminToken: ADMIN_TOKEN, env: { SANDBOX_LATENCY_MS: "0", ALLOW_PRIVATE_URLS: "1", WEBHOOK_RETRY_DELAYS: "10,3,3,3,3" } });
+  const rig = restartRig(t, backend, {
+    adminToken: ADMIN_TOKEN,
+    env: { SANDBOX_LATENCY_MS: "0", ALLOW_PRIVATE_URLS: "1", WEBHOOK_RETRY_DELAYS: "10,3,3,3,3" },
+  });
   const logs = rig.logs;
 
-  t("every event is delivered after a SIGKILL during the burst; one record each, the same bytes, the schedule continued", async () => {
-    const rcv = receiver();
-    const url = await rcv.listen();
-    try {
-      const first = await rig.start();
-      const { key } = await rig.partner(first, "Webhook restart", 10_000, { inflight_jobs: 100, rate_limits: { "POST /generate-video": 1000, "GET /webhook/deliveries": 100_000 } });
-      assert.is((await call(first, "POST", "/api/v1/partner/webhook", { key, body: { url } })).status, 200);
-      for (let i = 0; i < JOBS; i++) {
-        const res = await call(first, "POST", "/api/v1/partner/generate-video", { key, body: { prompt: `Clip ${i}: waves on a pier`, model: "beta-2-direct", quality: "480p", duration: 2, aspect_ratio: "16:9" } });
-        assert.is(res.status, 202, JSON.stringify(res.body));
-      }
-      const deliveries = async (server: ServerProcess) => (await call(server, "GET", "/api/v1/partner/webhook/deliveries", { key })).body.deliveries as Array<{ event_id: string; status: string; attempt: number }>;
-      // Every event made, and its first attempt refused: all of them wait for their retry.
-      await until(() => deliveries(first), (d) => d.length === JOBS && d.every((x) => x.attempt >= 1), `all ${JOBS} first attempts\n${logs()}`);
-      // Kill while a retry is in flight (the receiver holds each for 400 ms).
-      await until(async () => rcv.holding(), (n) => n >= 1, `a retry in flight\n${logs()}`, 120_000, 10);
-      await first.kill();
-      const atKill = rcv.got.length;
+  t(
+    "every event is delivered after a SIGKILL during the burst; one record each, the same bytes, the schedule continued",
+    async () => {
+      const rcv = receiver();
+      const url = await rcv.listen();
+      try {
+        const first = await rig.start();
+        const { key } = await rig.partner(first, "Webhook restart", 10_000, {
+          inflight_jobs: 100,
+          rate_limits: { "POST /generate-video": 1000, "GET /webhook/deliveries": 100_000 },
+        });
+        assert.is((await call(first, "POST", "/api/v1/partner/webhook", { key, body: { url } })).status, 200);
+        for (let i = 0; i < JOBS; i++) {
+          const res = await call(first, "POST", "/api/v1/partner/generate-video", {
+            key,
+            body: {
+              prompt: `Clip ${i}: waves on a pier`,
+              model: "beta-2-direct",
+              quality: "480p",
+              duration: 2,
+              aspect_ratio: "16:9",
+            },
+          });
+          assert.is(res.status, 202, JSON.stringify(res.body));
+        }
+        const deliveries = async (server: ServerProcess) =>
+          (await call(server, "GET", "/api/v1/partner/webhook/deliveries", { key })).body.deliveries as Array<{
+            event_id: string;
+            status: string;
+            attempt: number;
+          }>;
+        // Every event made, and its first attempt refused: all of them wait for their retry.
+        await until(
+          () => deliveries(first),
+          (d) => d.length === JOBS && d.every((x) => x.attempt >= 1),
+          `all ${JOBS} first attempts\n${logs()}`,
+        );
+        // Kill while a retry is in flight (the receiver holds each for 400 ms).
+        await until(
+          async () => rcv.holding(),
+          (n) => n >= 1,
+          `a retry in flight\n${logs()}`,
+          120_000,
+          10,
+        );
+        await first.kill();
+        const atKill = rcv.got.length;
 
-      const second = await rig.start();
-      const final = await until(() => deliveries(second), (d) => d.length === JOBS && d.every((x) => x.status === "delivered"), `all delivered after the restart\n${logs()}`, 120_000);
-      await sleep(500);
+        const second = await rig.start();
+        const final = await until(
+          () => deliveries(second),
+          (d) => d.length === JOBS && d.every((x) => x.status === "delivered"),
+          `all delivered after the restart\n${logs()}`,
+          120_000,
+        );
+        await sleep(500);
 
-      const events = new Set(final.map((d) => d.event_id));
-      assert.is(events.size, JOBS, "one delivery record per event");
-      for (const id of events) {
-        const copies = rcv.got.filter((g) => g.id === id);
-        assert.ok(copies.some((g) => g.attempt >= 2), `event ${id} was retried and answered 2xx`);
-        assert.is(new Set(copies.map((g) => g.body)).size, 1, `event ${id}: every copy has the same bytes`);
-        const record = final.find((d) => d.event_id === id)!;
-        assert.ok(record.attempt >= 2, `event ${id}: the schedule went on (attempt ${record.attempt})`);
-        // Each attempt is counted before it is sent: the attempt the kill cut short (received, its outcome
-        // never recorded) is in the record too, so the record never counts fewer attempts than requests made.
-        assert.ok(record.attempt >= copies.length, `event ${id}: ${copies.length} requests received, the record counts ${record.attempt} attempts`);
-        assert.is(record.attempt, Math.max(...copies.map((g) => g.attempt)), `event ${id}: the record's count is the last request's attempt number`);
+        const events = new Set(final.map((d) => d.event_id));
+        assert.is(events.size, JOBS, "one delivery record per event");
+        for (const id of events) {
+          const copies = rcv.got.filter((g) => g.id === id);
+          assert.ok(
+            copies.some((g) => g.attempt >= 2),
+            `event ${id} was retried and answered 2xx`,
+          );
+          assert.is(new Set(copies.map((g) => g.body)).size, 1, `event ${id}: every copy has the same bytes`);
+          const record = final.find((d) => d.event_id === id)!;
+          assert.ok(record.attempt >= 2, `event ${id}: the schedule went on (attempt ${record.attempt})`);
+          // Each attempt is counted before it is sent: the attempt the kill cut short (received, its outcome
+          // never recorded) is in the record too, so the record never counts fewer attempts than requests made.
+          assert.ok(
+            record.attempt >= copies.length,
+            `event ${id}: ${copies.length} requests received, the record counts ${record.attempt} attempts`,
+          );
+          assert.is(
+            record.attempt,
+            Math.max(...copies.map((g) => g.attempt)),
+            `event ${id}: the record's count is the last request's attempt number`,
+          );
+        }
+        assert.ok(rcv.got.length > atKill, "the second server delivered");
+        assert.is(rcv.got.filter((g) => g.attempt === 1).length, JOBS, "no first attempt was made again");
+      } finally {
+        await rcv.close();
       }
-      assert.ok(rcv.got.length > atKill, "the second server delivered");
-      assert.is(rcv.got.filter((g) => g.attempt === 1).length, JOBS, "no first attempt was made again");
-    } finally {
-      await rcv.close();
-    }
-  });
+    },
+  );
 
   t.run();
 }

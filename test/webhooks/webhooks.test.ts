@@ -2,21 +2,21 @@
 // with retries to a receiver on 127.0.0.1 (ALLOW_PRIVATE_URLS=1, retry delays of 1 s), the test send, the
 // delivery records; and the guard refusing private URLs when the switch is off.
 import { createHmac } from "node:crypto";
-import { queuedThen } from "../../core/job-states.ts";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { z } from "zod";
+import { queuedThen } from "../../core/job-states.ts";
 import { JobFailure, type JobKindDeclaration } from "../../core/jobs.ts";
-import { createOutboundGuard } from "../../lib/outbound/index.ts";
 import { definePlugin, operation } from "../../core/plugin.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import account from "../../plugins/account/index.ts";
-import webhooks from "../../plugins/webhooks/index.ts";
-import { WEBHOOK_ERRORS } from "../../plugins/webhooks/errors.ts";
-import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { createReceiver, signPayload, verifySignature } from "../../examples/webhook-receiver.ts";
+import { createOutboundGuard } from "../../lib/outbound/index.ts";
+import account from "../../plugins/account/index.ts";
+import { WEBHOOK_ERRORS } from "../../plugins/webhooks/errors.ts";
+import webhooks from "../../plugins/webhooks/index.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
 // A job kind that emits video-like events; its status fields are the event's `data`.
 const clip: JobKindDeclaration<{ fail: boolean }> = {
@@ -27,8 +27,19 @@ const clip: JobKindDeclaration<{ fail: boolean }> = {
     success: "video.completed",
     failure: "video.failed",
     async data(trx, job) {
-      const row = await trx.selectFrom("jobs").select(["id", "partner_job_id", "state", "credits_used", "credits_refunded", "error"]).where("id", "=", job.jobId).executeTakeFirstOrThrow();
-      return { job_id: row.id, partner_job_id: row.partner_job_id, status: row.state, credits_used: Number(row.credits_used), credits_refunded: Number(row.credits_refunded), error: row.error };
+      const row = await trx
+        .selectFrom("jobs")
+        .select(["id", "partner_job_id", "state", "credits_used", "credits_refunded", "error"])
+        .where("id", "=", job.jobId)
+        .executeTakeFirstOrThrow();
+      return {
+        job_id: row.id,
+        partner_job_id: row.partner_job_id,
+        status: row.state,
+        credits_used: Number(row.credits_used),
+        credits_refunded: Number(row.credits_refunded),
+        error: row.error,
+      };
     },
   },
   async run(ctx) {
@@ -49,7 +60,13 @@ const clips = definePlugin({
       status: 202,
       input: z.object({ fail: z.boolean().optional(), callback_url: z.string().optional() }),
       async handle(ctx) {
-        const job = await ctx.submitJob({ kind: "clip", credits: 10, state: "queued", input: { fail: ctx.input.fail === true }, callbackUrl: ctx.input.callback_url ?? null });
+        const job = await ctx.submitJob({
+          kind: "clip",
+          credits: 10,
+          state: "queued",
+          input: { fail: ctx.input.fail === true },
+          callbackUrl: ctx.input.callback_url ?? null,
+        });
         return { job_id: job.jobId };
       },
     }),
@@ -76,7 +93,15 @@ async function receiver(script: Array<number | "hang">) {
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  return { url, got, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+  return {
+    url,
+    got,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
 }
 
 const waitFor = async (check: () => Promise<boolean> | boolean, what: string, ms = 30_000) => {
@@ -115,7 +140,15 @@ for (const backend of await databaseBackends()) {
   t("settings: defaults, set with a secret, omit keeps, rotate, clear", async () => {
     const { key } = await tk.partner(POLLING);
     const first = await tk.request("GET", "/webhook", { key });
-    assert.equal(first.body, { request_id: first.body.request_id, url: null, secret: null, events: ["video.completed", "video.failed", "webhook.test"], max_attempts: 6, retry_delays_seconds: [1, 1, 1, 1, 1], signature_header: "X-Service-Signature" });
+    assert.equal(first.body, {
+      request_id: first.body.request_id,
+      url: null,
+      secret: null,
+      events: ["video.completed", "video.failed", "webhook.test"],
+      max_attempts: 6,
+      retry_delays_seconds: [1, 1, 1, 1, 1],
+      signature_header: "X-Service-Signature",
+    });
     const set = await tk.request("POST", "/webhook", { key, body: { url: "http://127.0.0.1:9/hook" } });
     assert.is(set.status, 200);
     assert.is(set.body.url, "http://127.0.0.1:9/hook");
@@ -144,21 +177,34 @@ for (const backend of await databaseBackends()) {
     const sub = await tk.request("POST", "/clip", { key, body: {} });
     assert.is(sub.status, 202);
     await waitFor(() => r.got.length === 3, "three attempts");
-    await waitFor(async () => (await tk.request("GET", "/webhook/deliveries", { key })).body.deliveries[0]?.status === "delivered", "delivered");
+    await waitFor(
+      async () => (await tk.request("GET", "/webhook/deliveries", { key })).body.deliveries[0]?.status === "delivered",
+      "delivered",
+    );
     const bodies = new Set(r.got.map((g) => g.body));
     assert.is(bodies.size, 1, "byte for byte");
     const envelope = JSON.parse(r.got[0]!.body);
     assert.match(envelope.id, /^evt_[0-9a-f]{16}$/);
     assert.is(envelope.event, "video.completed");
     assert.ok(Number.isInteger(envelope.created_at));
-    assert.equal(envelope.data, { job_id: sub.body.job_id, partner_job_id: null, status: "completed", credits_used: 10, credits_refunded: 0, error: null });
+    assert.equal(envelope.data, {
+      job_id: sub.body.job_id,
+      partner_job_id: null,
+      status: "completed",
+      credits_used: 10,
+      credits_refunded: 0,
+      error: null,
+    });
     r.got.forEach((g, i) => {
       assert.is(g.headers["x-service-event"], "video.completed");
       assert.is(g.headers["x-service-event-id"], envelope.id);
       assert.is(g.headers["x-service-delivery-attempt"], String(i + 1));
       assert.is(g.headers["content-type"], "application/json");
       assert.ok(g.headers["user-agent"]);
-      assert.ok(verify(secret, String(g.headers["x-service-signature"]), g.body), "signature verifies over the raw body");
+      assert.ok(
+        verify(secret, String(g.headers["x-service-signature"]), g.body),
+        "signature verifies over the raw body",
+      );
     });
     const list = await tk.request("GET", `/webhook/deliveries?job_id=${sub.body.job_id}`, { key });
     const d = list.body.deliveries[0];
@@ -205,14 +251,24 @@ for (const backend of await databaseBackends()) {
     await tk.request("POST", "/clip", { key: a.key, body: {} });
     // Delivered while the other receiver still holds its attempt.
     await waitFor(() => ok.got.length === 1, "the healthy receiver gets its event");
-    await waitFor(async () => (await tk.request("GET", "/webhook/deliveries", { key: a.key })).body.deliveries[0]?.status === "failed", "failed after six attempts", 60_000);
+    await waitFor(
+      async () =>
+        (await tk.request("GET", "/webhook/deliveries", { key: a.key })).body.deliveries[0]?.status === "failed",
+      "failed after six attempts",
+      60_000,
+    );
     assert.is(down.got.length, 6);
     const d = (await tk.request("GET", "/webhook/deliveries", { key: a.key })).body.deliveries[0];
     assert.is(d.attempt, 6);
     assert.is(d.last_status_code, 503);
     assert.is(d.last_error, "Receiver answered 503");
     // The attempt is counted when it starts (its claim); its outcome comes when the 10 s are up.
-    await waitFor(async () => (await tk.request("GET", "/webhook/deliveries", { key: b.key })).body.deliveries[0]?.last_error != null, "the hang is a failed attempt", 20_000);
+    await waitFor(
+      async () =>
+        (await tk.request("GET", "/webhook/deliveries", { key: b.key })).body.deliveries[0]?.last_error != null,
+      "the hang is a failed attempt",
+      20_000,
+    );
     const h = (await tk.request("GET", "/webhook/deliveries", { key: b.key })).body.deliveries[0];
     assert.is(h.last_error, "Timed out after 10 seconds");
     assert.is(h.last_status_code, null);
@@ -238,7 +294,10 @@ for (const backend of await databaseBackends()) {
     const down = await receiver([500]);
     closers.push(down.close);
     const failed = await tk.request("POST", "/webhook/test", { key, body: { url: down.url } });
-    assert.equal([failed.body.delivered, failed.body.status_code, failed.body.error], [false, 500, "Receiver answered 500"]);
+    assert.equal(
+      [failed.body.delivered, failed.body.status_code, failed.body.error],
+      [false, 500, "Receiver answered 500"],
+    );
     await new Promise((r) => setTimeout(r, 1500));
     assert.is(down.got.length, 1, "not retried");
     const list = (await tk.request("GET", "/webhook/deliveries?limit=1", { key })).body;
@@ -247,38 +306,69 @@ for (const backend of await databaseBackends()) {
     assert.is(list.deliveries[0].event_id, failed.body.event_id);
   });
 
-  t("resend (beyond the spec): the same bytes as a new delivery, to the account's URL now; refusals change nothing", async () => {
-    const first = await receiver([500]);
-    const second = await receiver([200]);
-    closers.push(first.close, second.close);
-    const { key } = await tk.partner(POLLING);
-    const other = await tk.partner(POLLING);
-    await tk.request("POST", "/webhook", { key, body: { url: first.url } });
-    const sub = await tk.request("POST", "/clip", { key, body: {} });
-    await waitFor(() => first.got.length >= 1, "first attempt");
-    const eventId = JSON.parse(first.got[0]!.body).id as string;
-    const pending = await tk.request("POST", `/webhook/deliveries/${eventId}/resend`, { key });
-    assert.equal([pending.status, pending.body.error], [409, WEBHOOK_ERRORS.stillPending]);
-    await waitFor(async () => (await tk.request("GET", "/webhook/deliveries", { key })).body.deliveries[0]?.status === "failed", "failed after six attempts", 60_000);
-    for (const [who, id] of [[other.key, eventId], [key, "evt_0000000000000000"]] as const) {
-      const refused = await tk.request("POST", `/webhook/deliveries/${id}/resend`, { key: who });
-      assert.equal([refused.status, refused.body.error], [404, WEBHOOK_ERRORS.eventNotFound], "another account's event is not found, like a missing one");
-    }
-    await tk.request("POST", "/webhook", { key, body: { url: second.url } });
-    const res = await tk.request("POST", `/webhook/deliveries/${eventId}/resend`, { key });
-    assert.is(res.status, 202);
-    assert.equal(res.body, { request_id: res.body.request_id, event_id: eventId, event: "video.completed", url: second.url, status: "pending" });
-    await waitFor(() => second.got.length === 1, "the resend arrives");
-    assert.is(second.got[0]!.body, first.got[0]!.body, "byte for byte");
-    assert.is(second.got[0]!.headers["x-service-delivery-attempt"], "1");
-    await waitFor(async () => (await tk.request("GET", "/webhook/deliveries", { key })).body.deliveries[0]?.status === "delivered", "delivered");
-    const list = (await tk.request("GET", `/webhook/deliveries?job_id=${sub.body.job_id}`, { key })).body.deliveries;
-    assert.equal(list.map((d: { status: string; url: string }) => [d.status, d.url]), [["delivered", second.url], ["failed", first.url]], "both records kept, newest first");
-    await tk.request("POST", "/webhook", { key, body: { url: null } });
-    const again = await tk.request("POST", `/webhook/deliveries/${eventId}/resend`, { key });
-    assert.is(again.status, 202, "with no account URL it goes where the event last went");
-    assert.is(again.body.url, second.url);
-  });
+  t(
+    "resend (beyond the spec): the same bytes as a new delivery, to the account's URL now; refusals change nothing",
+    async () => {
+      const first = await receiver([500]);
+      const second = await receiver([200]);
+      closers.push(first.close, second.close);
+      const { key } = await tk.partner(POLLING);
+      const other = await tk.partner(POLLING);
+      await tk.request("POST", "/webhook", { key, body: { url: first.url } });
+      const sub = await tk.request("POST", "/clip", { key, body: {} });
+      await waitFor(() => first.got.length >= 1, "first attempt");
+      const eventId = JSON.parse(first.got[0]!.body).id as string;
+      const pending = await tk.request("POST", `/webhook/deliveries/${eventId}/resend`, { key });
+      assert.equal([pending.status, pending.body.error], [409, WEBHOOK_ERRORS.stillPending]);
+      await waitFor(
+        async () => (await tk.request("GET", "/webhook/deliveries", { key })).body.deliveries[0]?.status === "failed",
+        "failed after six attempts",
+        60_000,
+      );
+      for (const [who, id] of [
+        [other.key, eventId],
+        [key, "evt_0000000000000000"],
+      ] as const) {
+        const refused = await tk.request("POST", `/webhook/deliveries/${id}/resend`, { key: who });
+        assert.equal(
+          [refused.status, refused.body.error],
+          [404, WEBHOOK_ERRORS.eventNotFound],
+          "another account's event is not found, like a missing one",
+        );
+      }
+      await tk.request("POST", "/webhook", { key, body: { url: second.url } });
+      const res = await tk.request("POST", `/webhook/deliveries/${eventId}/resend`, { key });
+      assert.is(res.status, 202);
+      assert.equal(res.body, {
+        request_id: res.body.request_id,
+        event_id: eventId,
+        event: "video.completed",
+        url: second.url,
+        status: "pending",
+      });
+      await waitFor(() => second.got.length === 1, "the resend arrives");
+      assert.is(second.got[0]!.body, first.got[0]!.body, "byte for byte");
+      assert.is(second.got[0]!.headers["x-service-delivery-attempt"], "1");
+      await waitFor(
+        async () =>
+          (await tk.request("GET", "/webhook/deliveries", { key })).body.deliveries[0]?.status === "delivered",
+        "delivered",
+      );
+      const list = (await tk.request("GET", `/webhook/deliveries?job_id=${sub.body.job_id}`, { key })).body.deliveries;
+      assert.equal(
+        list.map((d: { status: string; url: string }) => [d.status, d.url]),
+        [
+          ["delivered", second.url],
+          ["failed", first.url],
+        ],
+        "both records kept, newest first",
+      );
+      await tk.request("POST", "/webhook", { key, body: { url: null } });
+      const again = await tk.request("POST", `/webhook/deliveries/${eventId}/resend`, { key });
+      assert.is(again.status, 202, "with no account URL it goes where the event last went");
+      assert.is(again.body.url, second.url);
+    },
+  );
 
   t.run();
 }
@@ -287,12 +377,27 @@ for (const backend of await databaseBackends()) {
 // whose DNS changed since is refused at delivery time (a failed attempt; nothing is sent).
 const g = suite("webhooks: the guard on saved URLs and at delivery");
 g("private answers refused at save; DNS rebinding refused at delivery", async () => {
-  const answers = new Map<string, string>([["hooks.example.com", "93.184.216.34"], ["evil.example.com", "10.0.0.7"]]);
-  const guard = createOutboundGuard({ lookup: async (host) => [{ address: answers.get(host) ?? "127.0.0.1", family: 4 }] });
-  const tk = await createTestKernel({ plugins: [account, webhooks, clips], start: true, outbound: guard, env: { WEBHOOK_RETRY_DELAYS: "1,1,1,1,1" } });
+  const answers = new Map<string, string>([
+    ["hooks.example.com", "93.184.216.34"],
+    ["evil.example.com", "10.0.0.7"],
+  ]);
+  const guard = createOutboundGuard({
+    lookup: async (host) => [{ address: answers.get(host) ?? "127.0.0.1", family: 4 }],
+  });
+  const tk = await createTestKernel({
+    plugins: [account, webhooks, clips],
+    start: true,
+    outbound: guard,
+    env: { WEBHOOK_RETRY_DELAYS: "1,1,1,1,1" },
+  });
   try {
     const { key } = await tk.partner(POLLING);
-    for (const url of ["https://evil.example.com/hook", "https://127.0.0.1/hook", "http://hooks.example.com/hook", "https://user@hooks.example.com/"]) {
+    for (const url of [
+      "https://evil.example.com/hook",
+      "https://127.0.0.1/hook",
+      "http://hooks.example.com/hook",
+      "https://user@hooks.example.com/",
+    ]) {
       const res = await tk.request("POST", "/webhook", { key, body: { url } });
       assert.is(res.status, 400, url);
       assert.is(res.body.error, WEBHOOK_ERRORS.notPublic);
@@ -302,7 +407,10 @@ g("private answers refused at save; DNS rebinding refused at delivery", async ()
     assert.is(saved.status, 200);
     answers.set("hooks.example.com", "192.168.1.20"); // rebinding after the save
     await tk.request("POST", "/clip", { key, body: {} });
-    await waitFor(async () => (await tk.request("GET", "/webhook/deliveries", { key })).body.deliveries[0]?.attempt >= 1, "first attempt");
+    await waitFor(
+      async () => (await tk.request("GET", "/webhook/deliveries", { key })).body.deliveries[0]?.attempt >= 1,
+      "first attempt",
+    );
     const d = (await tk.request("GET", "/webhook/deliveries", { key })).body.deliveries[0];
     assert.is(d.status, "pending");
     assert.is(d.last_error, "URL is not a public https URL");
@@ -331,14 +439,21 @@ if (pgBackend) {
       await waitFor(() => rcv.got.length === 1, "first attempt");
       // Restart once the first attempt's outcome is recorded: a restart before that resends attempt 1 (at least
       // once), which is not the mid-schedule case this test is about.
-      await waitFor(async () => (await tk.request("GET", "/webhook/deliveries", { key })).body.deliveries[0]?.attempt === 1, "first attempt recorded");
+      await waitFor(
+        async () => (await tk.request("GET", "/webhook/deliveries", { key })).body.deliveries[0]?.attempt === 1,
+        "first attempt recorded",
+      );
       await tk.close();
       assert.is(rcv.got.length, 1);
       tk = await createTestKernel({ plugins: [account, webhooks, clips], databaseUrl: url, start: true, env });
       await waitFor(() => rcv.got.length === 2, "second attempt after the restart");
       assert.is(rcv.got[1]!.body, rcv.got[0]!.body);
       assert.is(rcv.got[1]!.headers["x-service-delivery-attempt"], "2");
-      await waitFor(async () => (await tk.request("GET", "/webhook/deliveries", { key })).body.deliveries[0]?.status === "delivered", "delivered");
+      await waitFor(
+        async () =>
+          (await tk.request("GET", "/webhook/deliveries", { key })).body.deliveries[0]?.status === "delivered",
+        "delivered",
+      );
     } finally {
       await tk.close();
       await rcv.close();
@@ -351,7 +466,11 @@ if (pgBackend) {
 // a retried event id is acknowledged and processed once.
 const ex = suite("webhooks: examples/webhook-receiver.ts");
 ex("accepts the kernel's deliveries, refuses forgeries and replays, processes a duplicate once", async () => {
-  const tk = await createTestKernel({ plugins: [account, webhooks, clips], start: true, env: { ALLOW_PRIVATE_URLS: "1", WEBHOOK_RETRY_DELAYS: "1,1,1,1,1" } });
+  const tk = await createTestKernel({
+    plugins: [account, webhooks, clips],
+    start: true,
+    env: { ALLOW_PRIVATE_URLS: "1", WEBHOOK_RETRY_DELAYS: "1,1,1,1,1" },
+  });
   const seen: string[] = [];
   let secret = "";
   const server = createReceiver({ secret: "placeholder", onEvent: (e) => void seen.push(e.id) });
@@ -361,20 +480,29 @@ ex("accepts the kernel's deliveries, refuses forgeries and replays, processes a 
     const { key } = await tk.partner(POLLING);
     secret = (await tk.request("POST", "/webhook", { key, body: { url } })).body.secret;
     server.removeAllListeners("request");
-    server.on("request", createReceiver({ secret, onEvent: (e) => void seen.push(e.id) }).listeners("request")[0] as any);
+    server.on(
+      "request",
+      createReceiver({ secret, onEvent: (e) => void seen.push(e.id) }).listeners("request")[0] as any,
+    );
     const test = await tk.request("POST", "/webhook/test", { key, body: {} });
     assert.is(test.body.delivered, true);
     const job = await tk.request("POST", "/clip", { key, body: {} });
-    await waitFor(async () => (await tk.request("GET", `/webhook/deliveries?job_id=${job.body.job_id}`, { key })).body.deliveries[0]?.status === "delivered", "delivered");
+    await waitFor(
+      async () =>
+        (await tk.request("GET", `/webhook/deliveries?job_id=${job.body.job_id}`, { key })).body.deliveries[0]
+          ?.status === "delivered",
+      "delivered",
+    );
     assert.is(seen.length, 2);
 
     const body = JSON.stringify({ id: "evt_00000000000000aa", event: "video.completed", created_at: 1, data: {} });
     const now = Math.floor(Date.now() / 1000);
-    const send = (b: string, sig: string) => fetch(url, { method: "POST", body: b, headers: { "x-service-signature": sig } });
+    const send = (b: string, sig: string) =>
+      fetch(url, { method: "POST", body: b, headers: { "x-service-signature": sig } });
     assert.is((await send(body, signPayload(body, secret, now))).status, 200);
     assert.is((await send(body, signPayload(body, secret, now))).status, 200, "a duplicate is acknowledged");
     assert.is(seen.filter((id) => id === "evt_00000000000000aa").length, 1, "and processed once");
-    assert.is((await send(body + " ", signPayload(body, secret, now))).status, 400, "tampered body");
+    assert.is((await send(`${body} `, signPayload(body, secret, now))).status, 400, "tampered body");
     assert.is((await send(body, signPayload(body, "wrong", now))).status, 400, "wrong secret");
     assert.is((await send(body, signPayload(body, secret, now - 301))).status, 400, "stale timestamp");
     assert.is((await send(body, "t=1,v1=zz")).status, 400, "malformed header");

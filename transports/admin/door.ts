@@ -6,10 +6,10 @@
 // of 100 bits or more (core/token-strength.ts) a guesser learns nothing from the 429 but that the guess was
 // wrong, which the 401 said too. The counters are the kernel's rate-limit counters, so with REDIS_URL every
 // API process shares them.
-import { timingSafeEqual, createHash } from "node:crypto";
-import { ApiError } from "../../lib/api-error.ts";
+import { createHash, timingSafeEqual } from "node:crypto";
 import type { Logger } from "../../core/log.ts";
 import type { RateLimiter } from "../../core/rate-limit.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import { addressKey, clientAddress } from "../graphql/limits.ts";
 
 /** Wrong admin tokens an address may send a minute before its wrong tokens are refused with 429. */
@@ -50,7 +50,11 @@ export function adminDoor(token: string, limiter: RateLimiter, log: Logger): Adm
       if (address === undefined) throw new ApiError(401, ADMIN_DOOR_ERRORS.invalidToken, {}, challenge);
       const decision = await limiter.check(`admin:${addressKey(address)}`, RULE, WINDOWS);
       if (decision.allowed) throw new ApiError(401, ADMIN_DOOR_ERRORS.invalidToken, {}, challenge);
-      log.warn("admin authentication throttled", { address, retry_after_seconds: decision.retryAfterSeconds, limit_per_minute: ADMIN_AUTH_FAILURES });
+      log.warn("admin authentication throttled", {
+        address,
+        retry_after_seconds: decision.retryAfterSeconds,
+        limit_per_minute: ADMIN_AUTH_FAILURES,
+      });
       throw new ApiError(429, ADMIN_DOOR_ERRORS.tooManyFailures, {}, decision.headers);
     },
   };

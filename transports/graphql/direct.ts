@@ -14,10 +14,19 @@
 // limits and validation rules (limits.ts, through `rules`), the parsed-document cache, the error masking
 // (`mask`), the HTTP status yoga derives from the errors, the removal of internal extensions, and the
 // rate-limit headers of the caller. test/graphql/direct.test.ts holds the two routes to the same answers.
-import { execute, getOperationAST, GraphQLError, validate, type DocumentNode, type GraphQLFormattedError, type GraphQLSchema, type ValidationRule } from "graphql";
+import {
+  type DocumentNode,
+  execute,
+  type GraphQLError,
+  type GraphQLFormattedError,
+  type GraphQLSchema,
+  getOperationAST,
+  type ValidationRule,
+  validate,
+} from "graphql";
 import { HTTPResponse } from "h3";
 import type { GraphqlContext } from "./context.ts";
-import { parseWithinLimits, variablesRefusal, type DocumentCache, type GraphqlLimits } from "./limits.ts";
+import { type DocumentCache, type GraphqlLimits, parseWithinLimits, variablesRefusal } from "./limits.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 const PLAIN_JSON = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
@@ -126,7 +135,11 @@ function paramsOf(body: string): Params | undefined {
   if (typeof query !== "string") return undefined;
   if (variables != null && (typeof variables !== "object" || Array.isArray(variables))) return undefined;
   if (operationName != null && typeof operationName !== "string") return undefined;
-  return { query, variables: (variables ?? undefined) as Record<string, unknown> | undefined, operationName: operationName ?? undefined };
+  return {
+    query,
+    variables: (variables ?? undefined) as Record<string, unknown> | undefined,
+    operationName: operationName ?? undefined,
+  };
 }
 
 /**
@@ -149,7 +162,9 @@ function published(error: GraphQLError): GraphQLFormattedError {
 function statusOf(errors: readonly GraphQLError[], headers: Record<string, string>): number {
   let status = 0;
   for (const error of errors) {
-    const http = error.extensions?.http as { status?: number; spec?: boolean; headers?: Record<string, string> } | undefined;
+    const http = error.extensions?.http as
+      | { status?: number; spec?: boolean; headers?: Record<string, string> }
+      | undefined;
     if (!http) continue;
     if (http.headers) Object.assign(headers, http.headers);
     if (http.spec) continue;
@@ -197,7 +212,13 @@ export function directRoute(options: DirectRouteOptions): DirectRoute {
       if (!document || !isValid(document)) return undefined;
       const operation = getOperationAST(document, params.operationName);
       if (!operation || operation.operation === "subscription") return undefined;
-      const result = await execute({ schema, document, variableValues: params.variables, operationName: params.operationName, contextValue: options.context(request) });
+      const result = await execute({
+        schema,
+        document,
+        variableValues: params.variables,
+        operationName: params.operationName,
+        contextValue: options.context(request),
+      });
       // No `data`: the variables did not coerce, and nothing ran. yoga answers that with its own status.
       if (!("data" in result)) return undefined;
       const headers: Record<string, string> = { "content-type": JSON_TYPE };

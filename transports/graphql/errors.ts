@@ -28,7 +28,8 @@ const CODES: Readonly<Record<number, string>> = {
   507: "INSUFFICIENT_STORAGE",
 };
 
-export const codeFor = (status: number): string => CODES[status] ?? (status >= 500 ? "INTERNAL_SERVER_ERROR" : "BAD_REQUEST");
+export const codeFor = (status: number): string =>
+  CODES[status] ?? (status >= 500 ? "INTERNAL_SERVER_ERROR" : "BAD_REQUEST");
 
 export function statusError(status: number, message: string, extra: Record<string, unknown> = {}): GraphQLError {
   return new GraphQLError(message, { extensions: { ...extra, code: codeFor(status), status } });
@@ -38,7 +39,11 @@ export function statusError(status: number, message: string, extra: Record<strin
  * Renders what the pipeline threw. Only ApiError and the edge rejection carry public text; anything else
  * is reported through `onInternal` and reaches the client as the fixed sentence REST uses.
  */
-export function toGraphqlError(error: unknown, headers: Record<string, string>, onInternal: (error: unknown) => void): GraphQLError {
+export function toGraphqlError(
+  error: unknown,
+  headers: Record<string, string>,
+  onInternal: (error: unknown) => void,
+): GraphQLError {
   if (error instanceof GraphQLError) return error;
   if (error instanceof EdgeRejection) return statusError(403, error.message);
   if (error instanceof ApiError) return fromApiError(error, headers);
@@ -53,5 +58,8 @@ export function toGraphqlError(error: unknown, headers: Record<string, string>, 
 function fromApiError(error: ApiError, headers: Record<string, string>): GraphQLError {
   // WebSocket and SSE clients never see HTTP headers, so a refusal says how long to wait in the body too.
   const retryAfter = Number(headers["Retry-After"] ?? error.headers["Retry-After"]);
-  return statusError(error.status, error.message, { ...error.extra, ...(Number.isFinite(retryAfter) ? { retry_after_seconds: retryAfter } : {}) });
+  return statusError(error.status, error.message, {
+    ...error.extra,
+    ...(Number.isFinite(retryAfter) ? { retry_after_seconds: retryAfter } : {}),
+  });
 }

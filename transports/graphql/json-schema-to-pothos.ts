@@ -23,7 +23,11 @@ export type JsonSchema = Record<string, any>;
 
 /** The JSON Schema a Standard Schema value exports for one side, or undefined when it exports none. */
 export function jsonSchemaOf(schema: unknown, side: "input" | "output"): JsonSchema | undefined {
-  const std = (schema as { "~standard"?: { jsonSchema?: Record<"input" | "output", (o: { target: string }) => JsonSchema> } } | undefined)?.["~standard"];
+  const std = (
+    schema as
+      | { "~standard"?: { jsonSchema?: Record<"input" | "output", (o: { target: string }) => JsonSchema> } }
+      | undefined
+  )?.["~standard"];
   if (!std?.jsonSchema) return undefined;
   try {
     return std.jsonSchema[side]({ target: "draft-2020-12" });
@@ -80,14 +84,20 @@ function withoutNull(raw: JsonSchema, doc: JsonSchema): { schema: JsonSchema; nu
 
 function describe(schema: JsonSchema): string | undefined {
   const parts: string[] = [];
-  if (typeof schema.description === "string" && schema.description.trim()) parts.push(schema.description.trim().replace(/([^.!?])$/, "$1."));
-  if (Array.isArray(schema.enum)) parts.push(`One of: ${schema.enum.map((v: unknown) => JSON.stringify(v)).join(", ")}.`);
+  if (typeof schema.description === "string" && schema.description.trim())
+    parts.push(schema.description.trim().replace(/([^.!?])$/, "$1."));
+  if (Array.isArray(schema.enum))
+    parts.push(`One of: ${schema.enum.map((v: unknown) => JSON.stringify(v)).join(", ")}.`);
   if (schema.default !== undefined) parts.push(`Default: ${JSON.stringify(schema.default)}.`);
   return parts.length ? parts.join(" ") : undefined;
 }
 
 function scalarOf(schema: JsonSchema): string | undefined {
-  const values: unknown[] | undefined = Array.isArray(schema.enum) ? schema.enum : "const" in schema ? [schema.const] : undefined;
+  const values: unknown[] | undefined = Array.isArray(schema.enum)
+    ? schema.enum
+    : "const" in schema
+      ? [schema.const]
+      : undefined;
   if (values) {
     if (values.every((v) => typeof v === "string")) return "String";
     if (values.every((v) => Number.isInteger(v))) return "Int";
@@ -111,8 +121,18 @@ function scalarOf(schema: JsonSchema): string | undefined {
 
 /** A string enum's values when each is a GraphQL enum value name (not `true`, `false` or `null`), else undefined. */
 function enumNames(schema: JsonSchema): string[] | undefined {
-  const values: unknown[] | undefined = Array.isArray(schema.enum) ? schema.enum : "const" in schema ? [schema.const] : undefined;
-  if (!values?.length || !values.every((v): v is string => typeof v === "string" && isGraphqlName(v) && v !== "true" && v !== "false" && v !== "null")) return undefined;
+  const values: unknown[] | undefined = Array.isArray(schema.enum)
+    ? schema.enum
+    : "const" in schema
+      ? [schema.const]
+      : undefined;
+  if (
+    !values?.length ||
+    !values.every(
+      (v): v is string => typeof v === "string" && isGraphqlName(v) && v !== "true" && v !== "false" && v !== "null",
+    )
+  )
+    return undefined;
   return values;
 }
 
@@ -139,7 +159,12 @@ export class JsonSchemaTypes {
 
   constructor(private readonly builder: Builder) {}
 
-  private claim(table: Map<string, { ref: any; shape: string }>, name: string, schema: JsonSchema, create: () => any): { ref: any; fresh: boolean } {
+  private claim(
+    table: Map<string, { ref: any; shape: string }>,
+    name: string,
+    schema: JsonSchema,
+    create: () => any,
+  ): { ref: any; fresh: boolean } {
     const shape = JSON.stringify(schema);
     const seen = table.get(name) ?? (table === this.outputs ? this.inputs : this.outputs).get(name);
     if (seen) {
@@ -167,13 +192,20 @@ export class JsonSchemaTypes {
     const values = enumNames(schema);
     if (values) {
       const typeName = this.named(schema, defName, name);
-      const { ref } = this.claim(this.outputs, typeName, { enum: values }, () => this.builder.enumType(typeName, { values: Object.fromEntries(values.map((v) => [v, { value: v }])) }));
-      return { type: ref, nullable, description: typeof schema.description === "string" ? schema.description : undefined };
+      const { ref } = this.claim(this.outputs, typeName, { enum: values }, () =>
+        this.builder.enumType(typeName, { values: Object.fromEntries(values.map((v) => [v, { value: v }])) }),
+      );
+      return {
+        type: ref,
+        nullable,
+        description: typeof schema.description === "string" ? schema.description : undefined,
+      };
     }
     const scalar = scalarOf(schema);
     if (scalar) return { type: scalar, nullable, description };
     if (isArray(schema)) {
-      if (!schema.items || typeof schema.items !== "object" || Array.isArray(schema.items)) return { type: new ListRef(JSON_TYPE as any, true), nullable, description };
+      if (!schema.items || typeof schema.items !== "object" || Array.isArray(schema.items))
+        return { type: new ListRef(JSON_TYPE as any, true), nullable, description };
       const item = this.output(schema.items, doc, `${name}Item`);
       return { type: new ListRef(item.type, item.nullable), nullable, description };
     }
@@ -181,7 +213,9 @@ export class JsonSchemaTypes {
     if (!props) return { type: JSON_TYPE, nullable, description };
 
     const typeName = this.named(schema, defName, name);
-    const { ref, fresh } = this.claim(this.outputs, typeName, { schema, extras }, () => this.builder.objectRef<Record<string, unknown>>(typeName));
+    const { ref, fresh } = this.claim(this.outputs, typeName, { schema, extras }, () =>
+      this.builder.objectRef<Record<string, unknown>>(typeName),
+    );
     if (fresh) {
       // Mapped now, not in the fields thunk, so a bad declaration fails while the schema is built.
       const fields = mapFields(schema, props, (prop, key) => this.output(prop, doc, `${typeName}${pascalCase(key)}`));
@@ -190,10 +224,21 @@ export class JsonSchemaTypes {
         fields: (t: any) => {
           const out: Record<string, unknown> = {};
           for (const [key, extra] of Object.entries(extras.outputFields ?? {})) {
-            if (!(key in props)) out[key] = t.field({ type: extra.type, nullable: extra.nullable, description: extra.description, resolve: (parent: any) => parent[key] });
+            if (!(key in props))
+              out[key] = t.field({
+                type: extra.type,
+                nullable: extra.nullable,
+                description: extra.description,
+                resolve: (parent: any) => parent[key],
+              });
           }
           for (const [key, m] of fields) {
-            out[key] = t.field({ type: m.type, nullable: m.nullable, description: m.description, resolve: (parent: any) => parent[key] ?? null });
+            out[key] = t.field({
+              type: m.type,
+              nullable: m.nullable,
+              description: m.description,
+              resolve: (parent: any) => parent[key] ?? null,
+            });
           }
           return out;
         },
@@ -217,7 +262,8 @@ export class JsonSchemaTypes {
     const scalar = scalarOf(schema);
     if (scalar) return { type: scalar, nullable, description };
     if (isArray(schema)) {
-      if (!schema.items || typeof schema.items !== "object" || Array.isArray(schema.items)) return { type: new InputListRef(JSON_TYPE as any, false), nullable, description };
+      if (!schema.items || typeof schema.items !== "object" || Array.isArray(schema.items))
+        return { type: new InputListRef(JSON_TYPE as any, false), nullable, description };
       const item = this.input(schema.items, doc, `${name}Item`);
       return { type: new InputListRef(item.type, !item.nullable), nullable, description };
     }
@@ -225,12 +271,20 @@ export class JsonSchemaTypes {
     if (!props) return { type: JSON_TYPE, nullable, description };
 
     const typeName = this.named(schema, defName, name, "Input");
-    const { ref, fresh } = this.claim(this.inputs, typeName, schema, () => this.builder.inputRef<Record<string, unknown>>(typeName));
+    const { ref, fresh } = this.claim(this.inputs, typeName, schema, () =>
+      this.builder.inputRef<Record<string, unknown>>(typeName),
+    );
     if (fresh) {
       const fields = mapFields(schema, props, (prop, key) => this.input(prop, doc, `${typeName}${pascalCase(key)}`));
       ref.implement({
         description: typeof schema.description === "string" ? schema.description : undefined,
-        fields: (t: any) => Object.fromEntries(fields.map(([key, m]) => [key, t.field({ type: m.type, required: !m.nullable, description: m.description })])),
+        fields: (t: any) =>
+          Object.fromEntries(
+            fields.map(([key, m]) => [
+              key,
+              t.field({ type: m.type, required: !m.nullable, description: m.description }),
+            ]),
+          ),
       });
     }
     return { type: ref, nullable, description };
@@ -243,7 +297,11 @@ function requiredOf(schema: JsonSchema): Set<string> {
 }
 
 /** Each property mapped, nullable also when the schema does not require it. */
-function mapFields(schema: JsonSchema, props: Record<string, JsonSchema>, map: (prop: JsonSchema, key: string) => Mapped) {
+function mapFields(
+  schema: JsonSchema,
+  props: Record<string, JsonSchema>,
+  map: (prop: JsonSchema, key: string) => Mapped,
+) {
   const required = requiredOf(schema);
   return Object.entries(props).map(([key, prop]) => {
     const m = map(prop, key);

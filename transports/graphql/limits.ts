@@ -16,23 +16,23 @@
 // The same parse and validate serve the WebSocket transport (websocket.ts calls yoga's enveloped functions
 // and checks the variables itself), so a subscription document meets the same document limits.
 import {
-  GraphQLError,
-  Kind,
-  parse,
   type ASTNode,
   type ASTVisitor,
   type DocumentNode,
   type FragmentDefinitionNode,
+  GraphQLError,
+  Kind,
   type ParseOptions,
+  parse,
   type SelectionSetNode,
   type Source,
   type ValidationRule,
 } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
-import { MAX_INPUT_DEPTH } from "../../core/validation.ts";
 import type { RateLimitDecision, RateLimiter } from "../../core/rate-limit.ts";
 import type { RateWindow } from "../../core/rate-limits.ts";
+import { MAX_INPUT_DEPTH } from "../../core/validation.ts";
 import { codeFor } from "./errors.ts";
 
 export interface GraphqlLimits {
@@ -74,7 +74,16 @@ export const GRAPHQL_LIMITS: Readonly<GraphqlLimits> = Object.freeze({
   unauthenticatedPerMinute: 60,
 });
 
-type LimitName = "body" | "document" | "tokens" | "depth" | "aliases" | "directives" | "cost" | "introspection" | "variables";
+type LimitName =
+  | "body"
+  | "document"
+  | "tokens"
+  | "depth"
+  | "aliases"
+  | "directives"
+  | "cost"
+  | "introspection"
+  | "variables";
 
 /**
  * A refusal by one of the limits: a GraphQL error with the status and code of errors.ts, the limit's name and
@@ -85,7 +94,13 @@ type LimitName = "body" | "document" | "tokens" | "depth" | "aliases" | "directi
 function limitError(message: string, limit: LimitName, max?: number, nodes?: readonly ASTNode[]): GraphQLError {
   return new GraphQLError(message, {
     nodes,
-    extensions: { code: codeFor(400), status: 400, limit, ...(max === undefined ? {} : { max }), http: { spec: false, status: 400 } },
+    extensions: {
+      code: codeFor(400),
+      status: 400,
+      limit,
+      ...(max === undefined ? {} : { max }),
+      http: { spec: false, status: 400 },
+    },
   });
 }
 
@@ -93,7 +108,14 @@ function limitError(message: string, limit: LimitName, max?: number, nodes?: rea
 export function withoutHttp(error: GraphQLError): GraphQLError {
   if (!error.extensions || !("http" in error.extensions)) return error;
   const { http: _http, ...extensions } = error.extensions;
-  return new GraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, originalError: error.originalError, extensions });
+  return new GraphQLError(error.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    originalError: error.originalError,
+    extensions,
+  });
 }
 
 /**
@@ -116,7 +138,9 @@ const CONTENT_LENGTH = /^\d+$/;
 
 /** A body over the cap: yoga's text, in the terms of errors.ts; `extensions.http` makes yoga answer 413. */
 const bodyTooLarge = (max: number) =>
-  new GraphQLError("Request body too large", { extensions: { code: codeFor(413), status: 413, limit: "body", max, http: { status: 413 } } });
+  new GraphQLError("Request body too large", {
+    extensions: { code: codeFor(413), status: 413, limit: "body", max, http: { status: 413 } },
+  });
 
 /** The body with its bytes counted as they stream: past `max` the read fails with bodyTooLarge. */
 function countedBody(request: Request, max: number): Request {
@@ -130,7 +154,13 @@ function countedBody(request: Request, max: number): Request {
       },
     }),
   );
-  return new Request(request.url, { method: request.method, headers: request.headers, signal: request.signal, body: counted, duplex: "half" } as RequestInit);
+  return new Request(request.url, {
+    method: request.method,
+    headers: request.headers,
+    signal: request.signal,
+    body: counted,
+    duplex: "half",
+  } as RequestInit);
 }
 
 /**
@@ -147,7 +177,9 @@ export function bodyLimit(max: number): Plugin {
       const declared = request.headers.get("content-length");
       if (declared !== null) {
         if (!CONTENT_LENGTH.test(declared)) {
-          throw new GraphQLError("Content-Length header is invalid.", { extensions: { http: { status: 400 }, code: "BAD_REQUEST" } });
+          throw new GraphQLError("Content-Length header is invalid.", {
+            extensions: { http: { status: 400 }, code: "BAD_REQUEST" },
+          });
         }
         if (Number(declared) > max) throw bodyTooLarge(max);
         if (clientAddress(request) !== undefined) return;
@@ -165,11 +197,20 @@ export function bodyLimit(max: number): Plugin {
 const TOKEN_LIMIT_TEXT = /Document contains more tha[nt] \d+ tokens/;
 
 const documentTooLarge = (chars: number, limits: GraphqlLimits) =>
-  limitError(`The GraphQL document is too large: ${chars} characters (at most ${limits.documentChars}). Pass large values as variables.`, "document", limits.documentChars);
-const tooManyTokens = (limits: GraphqlLimits) => limitError(`The GraphQL document has more than ${limits.tokens} tokens.`, "tokens", limits.tokens);
+  limitError(
+    `The GraphQL document is too large: ${chars} characters (at most ${limits.documentChars}). Pass large values as variables.`,
+    "document",
+    limits.documentChars,
+  );
+const tooManyTokens = (limits: GraphqlLimits) =>
+  limitError(`The GraphQL document has more than ${limits.tokens} tokens.`, "tokens", limits.tokens);
 
 /** graphql-js's parse with the size checked first and the lexer stopped after `tokens` tokens. */
-export function parseWithinLimits(source: string | Source, limits: GraphqlLimits, options?: ParseOptions): DocumentNode {
+export function parseWithinLimits(
+  source: string | Source,
+  limits: GraphqlLimits,
+  options?: ParseOptions,
+): DocumentNode {
   const text = typeof source === "string" ? source : source.body;
   if (text.length > limits.documentChars) throw documentTooLarge(text.length, limits);
   try {
@@ -179,7 +220,6 @@ export function parseWithinLimits(source: string | Source, limits: GraphqlLimits
     throw error;
   }
 }
-
 
 interface Measure {
   depth: number;
@@ -195,7 +235,9 @@ const NOTHING: Measure = Object.freeze({ depth: 0, aliases: 0, directives: 0, co
  * of a fragment that is being measured (a cycle) adds nothing; a spread of an unknown fragment neither (the
  * standard rules report both).
  */
-export function measureOperations(document: DocumentNode): Array<{ name: string | undefined; node: ASTNode } & Measure> {
+export function measureOperations(
+  document: DocumentNode,
+): Array<{ name: string | undefined; node: ASTNode } & Measure> {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
   const measured = new Map<string, Measure>();
@@ -242,7 +284,8 @@ export function measureOperations(document: DocumentNode): Array<{ name: string 
   for (const d of document.definitions) {
     if (d.kind !== Kind.OPERATION_DEFINITION) continue;
     const m = selections(d.selectionSet);
-    m.directives += (d.directives?.length ?? 0) + (d.variableDefinitions ?? []).reduce((n, v) => n + (v.directives?.length ?? 0), 0);
+    m.directives +=
+      (d.directives?.length ?? 0) + (d.variableDefinitions ?? []).reduce((n, v) => n + (v.directives?.length ?? 0), 0);
     out.push({ name: d.name?.value, node: d, ...m });
   }
   return out;
@@ -256,18 +299,43 @@ function operationLimitsRule(limits: GraphqlLimits): ValidationRule {
         const which = op.name ? `Operation "${op.name}"` : "The operation";
         const over = (found: number, max: number) => found > max;
         if (over(op.depth, limits.depth)) {
-          context.reportError(limitError(`${which} is nested too deeply: ${op.depth} levels (at most ${limits.depth}).`, "depth", limits.depth, [op.node]));
+          context.reportError(
+            limitError(
+              `${which} is nested too deeply: ${op.depth} levels (at most ${limits.depth}).`,
+              "depth",
+              limits.depth,
+              [op.node],
+            ),
+          );
         }
         if (over(op.aliases, limits.aliases)) {
-          context.reportError(limitError(`${which} has too many aliases: ${op.aliases} (at most ${limits.aliases}).`, "aliases", limits.aliases, [op.node]));
+          context.reportError(
+            limitError(
+              `${which} has too many aliases: ${op.aliases} (at most ${limits.aliases}).`,
+              "aliases",
+              limits.aliases,
+              [op.node],
+            ),
+          );
         }
         if (over(op.directives, limits.directives)) {
-          context.reportError(limitError(`${which} has too many directives: ${op.directives} (at most ${limits.directives}).`, "directives", limits.directives, [op.node]));
+          context.reportError(
+            limitError(
+              `${which} has too many directives: ${op.directives} (at most ${limits.directives}).`,
+              "directives",
+              limits.directives,
+              [op.node],
+            ),
+          );
         }
         if (over(op.cost, limits.cost)) {
           // The count may be astronomically large for a fragment bomb; say so without printing 1e+300.
           const found = Number.isSafeInteger(op.cost) ? String(op.cost) : "more than that";
-          context.reportError(limitError(`${which} selects too many fields: ${found} (at most ${limits.cost}).`, "cost", limits.cost, [op.node]));
+          context.reportError(
+            limitError(`${which} selects too many fields: ${found} (at most ${limits.cost}).`, "cost", limits.cost, [
+              op.node,
+            ]),
+          );
         }
       }
       // Everything is measured from the document node; the rule need not visit the rest.
@@ -280,7 +348,9 @@ function operationLimitsRule(limits: GraphqlLimits): ValidationRule {
 const noIntrospectionRule: ValidationRule = (context) => ({
   Field(node) {
     if (node.name.value === "__schema" || node.name.value === "__type") {
-      context.reportError(limitError("GraphQL introspection is disabled on this server.", "introspection", undefined, [node]));
+      context.reportError(
+        limitError("GraphQL introspection is disabled on this server.", "introspection", undefined, [node]),
+      );
     }
   },
 });
@@ -297,7 +367,8 @@ export function variablesRefusal(variables: unknown): GraphQLError | null {
   while (stack.length) {
     const [value, level] = stack.pop()!;
     if (value === null || typeof value !== "object") continue;
-    if (level > MAX_INPUT_DEPTH) return limitError(KERNEL_ERRORS.tooDeep(MAX_INPUT_DEPTH), "variables", MAX_INPUT_DEPTH);
+    if (level > MAX_INPUT_DEPTH)
+      return limitError(KERNEL_ERRORS.tooDeep(MAX_INPUT_DEPTH), "variables", MAX_INPUT_DEPTH);
     for (const child of Object.values(value)) stack.push([child, level + 1]);
   }
   return null;
@@ -325,7 +396,10 @@ export interface DocumentCache {
  * document goes into `documents`, yoga's cache of parsed documents (its `parserAndValidationCache`), so yoga's
  * parse of the same text is a cache hit, and a text parsed before is not parsed again.
  */
-export function documentLimits(limits: GraphqlLimits, options: { introspection: boolean; documents: DocumentCache }): Plugin {
+export function documentLimits(
+  limits: GraphqlLimits,
+  options: { introspection: boolean; documents: DocumentCache },
+): Plugin {
   const rules = documentRules(limits, options.introspection);
   const { documents } = options;
   return {
@@ -374,7 +448,8 @@ export function addressKey(address: string): string {
   const [head, tail] = bare.split("::") as [string, string | undefined];
   const left = head ? head.split(":") : [];
   const right = tail ? tail.split(":") : [];
-  const groups = tail === undefined ? left : [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
+  const groups =
+    tail === undefined ? left : [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
   return `${groups
     .slice(0, 4)
     .map((g) => g.replace(/^0+(?=.)/, ""))

@@ -30,7 +30,8 @@ function camelCase(text: string): string {
 }
 
 /** Path parameters in declaration order: `/a/<x>/b/<y>` gives `["x", "y"]`. */
-export const pathParams = (path: string): string[] => [...path.matchAll(/<([A-Za-z_][A-Za-z0-9_]*)>/g)].map((m) => m[1]!);
+export const pathParams = (path: string): string[] =>
+  [...path.matchAll(/<([A-Za-z_][A-Za-z0-9_]*)>/g)].map((m) => m[1]!);
 
 export const rootOf = (op: CompiledOperation): RootKind => (op.method === "GET" ? "Query" : "Mutation");
 
@@ -65,11 +66,12 @@ export function fieldNames(operations: readonly CompiledOperation[]): Map<Compil
     for (const op of group) {
       const params = pathParams(op.path);
       let name = baseName(op);
-      if (group.length > 1 && params.length) name += "By" + params.map(pascalCase).join("And");
+      if (group.length > 1 && params.length) name += `By${params.map(pascalCase).join("And")}`;
       const key = `${rootOf(op)} ${name}`;
       const other = taken.get(key);
       if (other) throw new Error(`GraphQL: ${other.endpoint} and ${op.endpoint} would both be ${rootOf(op)}.${name}`);
-      if (!isGraphqlName(name)) throw new Error(`GraphQL: ${op.endpoint} gives the field name "${name}", which GraphQL does not allow`);
+      if (!isGraphqlName(name))
+        throw new Error(`GraphQL: ${op.endpoint} gives the field name "${name}", which GraphQL does not allow`);
       taken.set(key, op);
       names.set(op, name);
     }

@@ -16,23 +16,30 @@ export const PERSISTED_ERRORS = {
 export interface PersistedOperations {
   readonly only: boolean;
   /** The manifest's document for an id, a refusal, or null: run the query as sent. */
-  resolve(params: { query?: unknown; documentId?: unknown; extensions?: unknown }): { query: string } | { error: GraphQLError } | null;
+  resolve(params: {
+    query?: unknown;
+    documentId?: unknown;
+    extensions?: unknown;
+  }): { query: string } | { error: GraphQLError } | null;
 }
 
 /** The manifest's id in the parameters: `documentId`, or Apollo's `extensions.persistedQuery.sha256Hash`. */
 function idOf(params: { documentId?: unknown; extensions?: unknown }): string | undefined {
   if (typeof params.documentId === "string") return params.documentId;
-  const hash = (params.extensions as { persistedQuery?: { sha256Hash?: unknown } } | undefined)?.persistedQuery?.sha256Hash;
+  const hash = (params.extensions as { persistedQuery?: { sha256Hash?: unknown } } | undefined)?.persistedQuery
+    ?.sha256Hash;
   if (typeof hash !== "string") return undefined;
   return hash.includes(":") ? hash : `sha256:${hash}`;
 }
 
-const refusal = (message: string, status: number, code: string) => new GraphQLError(message, { extensions: { code, status, http: { status } } });
+const refusal = (message: string, status: number, code: string) =>
+  new GraphQLError(message, { extensions: { code, status, http: { status } } });
 
 /** Reads the manifest at boot; a missing or malformed file stops the boot naming the variable. */
 export function loadPersistedOperations(path: string | undefined, only: boolean): PersistedOperations | undefined {
   if (!path) {
-    if (only) throw new ConfigError("GRAPHQL_PERSISTED_ONLY=on needs GRAPHQL_PERSISTED_OPERATIONS (the manifest's path)");
+    if (only)
+      throw new ConfigError("GRAPHQL_PERSISTED_ONLY=on needs GRAPHQL_PERSISTED_OPERATIONS (the manifest's path)");
     return undefined;
   }
   let manifest: Map<string, string>;
@@ -45,7 +52,9 @@ export function loadPersistedOperations(path: string | undefined, only: boolean)
       manifest.set(id, document);
     }
   } catch (err) {
-    throw new ConfigError(`GRAPHQL_PERSISTED_OPERATIONS must name a JSON object of id -> document (${path}: ${(err as Error).message})`);
+    throw new ConfigError(
+      `GRAPHQL_PERSISTED_OPERATIONS must name a JSON object of id -> document (${path}: ${(err as Error).message})`,
+    );
   }
   return {
     only,

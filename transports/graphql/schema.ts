@@ -8,16 +8,16 @@
 // Each field's resolver, and the invoker inside it, is made once here, at build time.
 import { GraphQLError, type GraphQLSchema } from "graphql";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
-import { ApiError } from "../../lib/api-error.ts";
 import type { JobUpdate } from "../../core/jobs.ts";
 import type { Invoke } from "../../core/operations.ts";
 import type { CompiledOperation, Registry } from "../../core/registry.ts";
-import { createBuilder, type Builder } from "./builder.ts";
-import { noteRateLimit, type Caller, type GraphqlContext } from "./context.ts";
-import { statusError, toGraphqlError } from "./errors.ts";
-import { JsonSchemaTypes, jsonSchemaOf, type JsonSchema } from "./json-schema-to-pothos.ts";
-import { fieldNames, pascalCase, pathParams, rootOf } from "./names.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import { PARTNER_BASE } from "../rest/partner-api.ts";
+import { type Builder, createBuilder } from "./builder.ts";
+import { type Caller, type GraphqlContext, noteRateLimit } from "./context.ts";
+import { statusError, toGraphqlError } from "./errors.ts";
+import { type JsonSchema, JsonSchemaTypes, jsonSchemaOf } from "./json-schema-to-pothos.ts";
+import { fieldNames, pascalCase, pathParams, rootOf } from "./names.ts";
 
 /** REST's body cap when an operation declares none (transports/rest/partner-api.ts). */
 export const DEFAULT_MAX_BODY = 1_000_000;
@@ -54,7 +54,8 @@ function rawInput(op: CompiledOperation, plan: InputPlan, args: Args): Record<st
   const body = plain(value) as Record<string, unknown>;
   // REST refuses an oversized body before parsing it; the same cap holds for the same input here.
   const max = op.declaration.maxBodyBytes ?? DEFAULT_MAX_BODY;
-  if (JSON.stringify(body).length > max) throw new ApiError(413, op.declaration.bodyTooLarge ?? KERNEL_ERRORS.bodyTooLarge);
+  if (JSON.stringify(body).length > max)
+    throw new ApiError(413, op.declaration.bodyTooLarge ?? KERNEL_ERRORS.bodyTooLarge);
   return body;
 }
 
@@ -62,12 +63,25 @@ function rawInput(op: CompiledOperation, plan: InputPlan, args: Args): Record<st
 async function fromResponse(op: CompiledOperation, response: Response): Promise<unknown> {
   if ((response.headers.get("content-type") ?? "").includes("json")) return response.json();
   await response.body?.cancel().catch(() => {});
-  return Promise.reject(statusError(406, `${op.endpoint} answers with a file; download it through the REST API at ${PARTNER_BASE}${op.path}`));
+  return Promise.reject(
+    statusError(
+      406,
+      `${op.endpoint} answers with a file; download it through the REST API at ${PARTNER_BASE}${op.path}`,
+    ),
+  );
 }
 
-const REQUEST_ID = { request_id: { type: "String", nullable: false, description: "The request's id, as in every REST success body." } };
+const REQUEST_ID = {
+  request_id: { type: "String", nullable: false, description: "The request's id, as in every REST success body." },
+};
 
-function addOperation(builder: Builder, types: JsonSchemaTypes, op: CompiledOperation, name: string, runtime: SchemaRuntime | null): void {
+function addOperation(
+  builder: Builder,
+  types: JsonSchemaTypes,
+  op: CompiledOperation,
+  name: string,
+  runtime: SchemaRuntime | null,
+): void {
   const decl = op.declaration;
   const root = rootOf(op);
   const params = pathParams(op.path);
@@ -79,22 +93,38 @@ function addOperation(builder: Builder, types: JsonSchemaTypes, op: CompiledOper
   const inputFields = inputDoc ? types.fields(inputDoc, inputDoc) : undefined;
 
   let plan: InputPlan = { kind: "none" };
-  const argSpecs: Array<[string, { type: any; required: boolean; description?: string }]> = params.map((p) => [p, { type: "String", required: true, description: `The \`<${p}>\` of ${op.endpoint}.` }]);
+  const argSpecs: Array<[string, { type: any; required: boolean; description?: string }]> = params.map((p) => [
+    p,
+    { type: "String", required: true, description: `The \`<${p}>\` of ${op.endpoint}.` },
+  ]);
   if (decl.input) {
     if (viaQuery && inputFields) {
       const names = Object.keys(inputFields.props).filter((n) => !params.includes(n));
       for (const n of names) {
         const m = types.input(inputFields.props[n]!, inputDoc!, `${P}${pascalCase(n)}`);
-        argSpecs.push([n, { type: m.type, required: !m.nullable && inputFields.required.has(n), description: m.description }]);
+        argSpecs.push([
+          n,
+          { type: m.type, required: !m.nullable && inputFields.required.has(n), description: m.description },
+        ]);
       }
       plan = { kind: "flat", names };
     } else if (inputDoc && inputFields) {
       const m = types.input(inputDoc, inputDoc, `${P}Input`);
-      argSpecs.push(["input", { type: m.type, required: inputFields.required.size > 0, description: "The REST request body." }]);
+      argSpecs.push([
+        "input",
+        { type: m.type, required: inputFields.required.size > 0, description: "The REST request body." },
+      ]);
       plan = { kind: "object" };
-    } else if (!inputDoc || !inputDoc.properties || Object.keys(inputDoc.properties).length) {
+    } else if (!inputDoc?.properties || Object.keys(inputDoc.properties).length) {
       // Free-form, or a library that exports no JSON Schema: the body (or query) as one JSON object.
-      argSpecs.push(["input", { type: "JSON", required: false, description: viaQuery ? "The REST query parameters, as an object." : "The REST request body." }]);
+      argSpecs.push([
+        "input",
+        {
+          type: "JSON",
+          required: false,
+          description: viaQuery ? "The REST query parameters, as an object." : "The REST request body.",
+        },
+      ]);
       plan = { kind: "object" };
     }
   }
@@ -129,7 +159,9 @@ function addOperation(builder: Builder, types: JsonSchemaTypes, op: CompiledOper
       // Nullable, so one failing field leaves the others of the same document their data.
       nullable: true,
       description,
-      args: Object.fromEntries(argSpecs.map(([n, a]) => [n, t.arg({ type: a.type, required: a.required, description: a.description })])),
+      args: Object.fromEntries(
+        argSpecs.map(([n, a]) => [n, t.arg({ type: a.type, required: a.required, description: a.description })]),
+      ),
       resolve,
     });
   if (root === "Query") builder.queryField(name, field);
@@ -144,10 +176,16 @@ function addJobUpdates(builder: Builder, runtime: SchemaRuntime | null): void {
       plugin: t.exposeString("plugin", { nullable: false, description: "The product area that runs the job." }),
       kind: t.exposeString("kind", { nullable: false }),
       state: t.exposeString("state", { nullable: false, description: "In the words of the job's status endpoint." }),
-      terminal: t.exposeBoolean("terminal", { nullable: false, description: "True on the last update: the job has ended." }),
+      terminal: t.exposeBoolean("terminal", {
+        nullable: false,
+        description: "True on the last update: the job has ended.",
+      }),
       progress: t.exposeInt("progress", { nullable: true, description: "0-100, when the job reports it." }),
       message: t.exposeString("message", { nullable: true }),
-      error: t.exposeString("error", { nullable: true, description: "Why a failed job failed, as its status endpoint says." }),
+      error: t.exposeString("error", {
+        nullable: true,
+        description: "Why a failed job failed, as its status endpoint says.",
+      }),
       updated_at: t.exposeString("updated_at", { nullable: false, description: "UTC, YYYY-MM-DD HH:MM:SS." }),
     }),
   });
@@ -156,7 +194,8 @@ function addJobUpdates(builder: Builder, runtime: SchemaRuntime | null): void {
     t.field({
       type: JobUpdateRef,
       nullable: false,
-      description: "The job's current state, then every change until it ends (the last update has `terminal: true`). A job of another account is \"Not found\", like a missing one.",
+      description:
+        'The job\'s current state, then every change until it ends (the last update has `terminal: true`). A job of another account is "Not found", like a missing one.',
       args: { id: t.arg.string({ required: true, description: "The job's public id (svc-...)." }) },
       subscribe: async (_root, args, ctx) => {
         if (!runtime) throw new Error("this schema was built without a kernel; it can be printed, not executed");
@@ -183,7 +222,9 @@ export function buildGraphqlSchema(registry: Registry, runtime: SchemaRuntime | 
   if (registry.operations.some((op) => rootOf(op) === "Mutation")) builder.mutationType({});
   if (!registry.operations.some((op) => rootOf(op) === "Query")) {
     // GraphQL requires a Query type with a field; a deployment may register only POST operations.
-    builder.queryField("noop", (t) => t.boolean({ nullable: true, description: "No registered plugin declares a GET operation.", resolve: () => null }));
+    builder.queryField("noop", (t) =>
+      t.boolean({ nullable: true, description: "No registered plugin declares a GET operation.", resolve: () => null }),
+    );
   }
   for (const op of registry.operations) addOperation(builder, types, op, names.get(op)!, runtime);
   addJobUpdates(builder, runtime);

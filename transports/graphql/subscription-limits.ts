@@ -103,7 +103,13 @@ export class SubscriptionLimits {
     const max = reason === "per_key" ? this.perKey : this.perSocket;
     // extensions.http makes yoga answer an SSE request 429 (and is not sent); graphql-ws has no status.
     return new GraphQLError(SUBSCRIPTION_ERRORS[reason], {
-      extensions: { code: codeFor(429), status: 429, limit: `subscriptions_${reason}`, max, ...(options.http ? { http: { status: 429 } } : {}) },
+      extensions: {
+        code: codeFor(429),
+        status: 429,
+        limit: `subscriptions_${reason}`,
+        max,
+        ...(options.http ? { http: { status: 429 } } : {}),
+      },
     });
   }
 }
@@ -163,7 +169,10 @@ function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
  * over WebSocket the transport took it already (and refused with graphql-ws's `error` message).
  * `partnerOf` names the caller's partner, or null for a key that fails: the resolver then answers 401.
  */
-export function subscriptionLimitsPlugin(limits: SubscriptionLimits, partnerOf: (authorization: string | null) => Promise<string | null>): Plugin {
+export function subscriptionLimitsPlugin(
+  limits: SubscriptionLimits,
+  partnerOf: (authorization: string | null) => Promise<string | null>,
+): Plugin {
   return {
     async onSubscribe({ args, subscribeFn, setSubscribeFn, setResultAndStopExecution }) {
       const context = args.contextValue as { [HELD]?: SubscriptionSlot; caller?: { authorization: string | null } };
@@ -188,7 +197,8 @@ export function subscriptionLimitsPlugin(limits: SubscriptionLimits, partnerOf: 
         }
       });
       return {
-        onSubscribeResult: ({ result }) => (isAsyncIterable(result) ? { onEnd: () => held.release() } : void held.release()),
+        onSubscribeResult: ({ result }) =>
+          isAsyncIterable(result) ? { onEnd: () => held.release() } : void held.release(),
       };
     },
   };

@@ -15,10 +15,10 @@ import { GraphQLError } from "graphql";
 import { authenticate } from "../../core/auth.ts";
 import { isEdgeRejected } from "../../core/edge.ts";
 import { EdgeRejection, KERNEL_ERRORS, notFound } from "../../core/errors.ts";
-import { ApiError } from "../../lib/api-error.ts";
-import { jobChannel, type JobUpdate } from "../../core/jobs.ts";
+import { type JobUpdate, jobChannel } from "../../core/jobs.ts";
 import type { Kernel } from "../../core/kernel.ts";
 import type { KeyHolder } from "../../core/revocations.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import type { Caller } from "./context.ts";
 import { statusError, toGraphqlError } from "./errors.ts";
 
@@ -30,7 +30,13 @@ export type JobStreamItem = JobUpdate | GraphQLError;
 
 function isJobUpdate(m: unknown): m is JobUpdate {
   const u = m as JobUpdate | null;
-  return !!u && typeof u === "object" && typeof u.job_id === "string" && typeof u.state === "string" && typeof u.updated_at === "string";
+  return (
+    !!u &&
+    typeof u === "object" &&
+    typeof u.job_id === "string" &&
+    typeof u.state === "string" &&
+    typeof u.updated_at === "string"
+  );
 }
 
 /**
@@ -155,7 +161,11 @@ class JobStream implements AsyncIterableIterator<JobStreamItem>, KeyHolder {
 }
 
 /** Authenticates like any operation, then streams the job; a missing or foreign job is the REST 404 text. */
-export async function subscribeToJob(kernel: Kernel, caller: Caller, jobId: string): Promise<AsyncIterableIterator<JobStreamItem>> {
+export async function subscribeToJob(
+  kernel: Kernel,
+  caller: Caller,
+  jobId: string,
+): Promise<AsyncIterableIterator<JobStreamItem>> {
   if (isEdgeRejected(caller.userAgent)) throw new EdgeRejection();
   const partner = await authenticate(kernel.accounts, caller.authorization);
 
@@ -192,7 +202,9 @@ export async function subscribeToJob(kernel: Kernel, caller: Caller, jobId: stri
     try {
       const now = await authenticate(kernel.accounts, caller.authorization);
       // The same key can only ever name the partner it was issued to; anything else is not this stream's key.
-      return now.id === partner.id ? null : toGraphqlError(new ApiError(401, KERNEL_ERRORS.invalidApiKey), {}, () => {});
+      return now.id === partner.id
+        ? null
+        : toGraphqlError(new ApiError(401, KERNEL_ERRORS.invalidApiKey), {}, () => {});
     } catch (error) {
       if (error instanceof ApiError) return toGraphqlError(error, {}, () => {});
       // The database is unreachable, say: that is not a revocation, and the next check will tell.

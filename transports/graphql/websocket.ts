@@ -10,12 +10,12 @@
 // `subscribe` go through yoga's enveloped parse and validate, so the document limits hold here as over HTTP.
 // Subscriptions are capped per socket and per partner (subscription-limits.ts): one over either cap gets an
 // `error` message for its id, and the socket goes on serving the others.
-import type { IncomingMessage, Server as HttpServer } from "node:http";
+import type { Server as HttpServer, IncomingMessage } from "node:http";
 import type { Http2Server } from "node:http2";
-import { getOperationAST, GraphQLError, type ExecutionArgs, type OperationTypeNode } from "graphql";
+import { type ExecutionArgs, GraphQLError, getOperationAST, type OperationTypeNode } from "graphql";
 import type { Context } from "graphql-ws";
-import { useServer, type Extra } from "graphql-ws/use/ws";
-import { WebSocketServer, type VerifyClientCallbackAsync } from "ws";
+import { type Extra, useServer } from "graphql-ws/use/ws";
+import { type VerifyClientCallbackAsync, WebSocketServer } from "ws";
 import type { Caller } from "./context.ts";
 import { parseWithinLimits, variablesRefusal, withoutHttp } from "./limits.ts";
 import { SocketSubscriptions, withSlot } from "./subscription-limits.ts";
@@ -26,7 +26,10 @@ function header(request: IncomingMessage, name: string): string | null {
   return Array.isArray(v) ? (v[0] ?? null) : (v ?? null);
 }
 
-function callerFromSocket(request: IncomingMessage, connectionParams: Readonly<Record<string, unknown>> | undefined): Caller {
+function callerFromSocket(
+  request: IncomingMessage,
+  connectionParams: Readonly<Record<string, unknown>> | undefined,
+): Caller {
   const fromParams = connectionParams?.authorization ?? connectionParams?.Authorization;
   const authorization = typeof fromParams === "string" ? fromParams : header(request, "authorization");
   const headers = new Headers();
@@ -36,7 +39,9 @@ function callerFromSocket(request: IncomingMessage, connectionParams: Readonly<R
     authorization,
     userAgent: header(request, "user-agent"),
     // Handlers may read the request; this one carries the upgrade request's URL and headers.
-    request: new Request(new URL(request.url ?? GRAPHQL_PATH, `http://${header(request, "host") ?? "localhost"}`), { headers }),
+    request: new Request(new URL(request.url ?? GRAPHQL_PATH, `http://${header(request, "host") ?? "localhost"}`), {
+      headers,
+    }),
     rateLimit: { headers: {}, refused: false },
   };
 }
@@ -59,7 +64,12 @@ export function attachGraphqlWebSocket(server: HttpServer | Http2Server, graphql
       done(false, 429, "Too Many Requests", { ...refused.headers, "Content-Type": "text/plain; charset=utf-8" });
     })().catch(() => done(false, 500));
   };
-  const wss = new WebSocketServer({ server: server as HttpServer, path: GRAPHQL_PATH, maxPayload: graphql.limits.websocketFrameBytes, verifyClient });
+  const wss = new WebSocketServer({
+    server: server as HttpServer,
+    path: GRAPHQL_PATH,
+    maxPayload: graphql.limits.websocketFrameBytes,
+    verifyClient,
+  });
   // ws reports a peer's protocol violation (a frame over maxPayload, invalid UTF-8, a bad opcode: codes
   // WS_ERR_*) as an 'error' on the socket, after closing it itself with the matching code (1009, 1007, 1002).
   // graphql-ws prints every socket error to stderr as an internal error, so any client could fill the logs
@@ -85,7 +95,11 @@ export function attachGraphqlWebSocket(server: HttpServer | Http2Server, graphql
   const partners = new WeakMap<SocketContext, Promise<string | null>>();
   const partnerOf = (ctx: SocketContext) => {
     let p = partners.get(ctx);
-    if (!p) partners.set(ctx, (p = graphql.partnerOf(callerFromSocket(ctx.extra.request, ctx.connectionParams).authorization)));
+    if (!p)
+      partners.set(
+        ctx,
+        (p = graphql.partnerOf(callerFromSocket(ctx.extra.request, ctx.connectionParams).authorization)),
+      );
     return p;
   };
   // The kind of a document's operation, by its text: a flood repeats one document, and a refusal at the caps
@@ -99,7 +113,11 @@ export function attachGraphqlWebSocket(server: HttpServer | Http2Server, graphql
     let kind = kinds.get(k);
     if (kind === undefined) {
       try {
-        kind = getOperationAST(parseWithinLimits(query, graphql.limits), typeof operationName === "string" ? operationName : undefined)?.operation ?? null;
+        kind =
+          getOperationAST(
+            parseWithinLimits(query, graphql.limits),
+            typeof operationName === "string" ? operationName : undefined,
+          )?.operation ?? null;
       } catch {
         kind = null;
       }

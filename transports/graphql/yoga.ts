@@ -4,25 +4,34 @@
 // (transports/http.ts) mounts it and the test kit reaches it through `app.fetch`, without a server.
 // What a request may ask before anything runs (body, document, depth, aliases, cost, a budget for callers
 // without a valid key) is limits.ts; introspection and GraphiQL follow GRAPHQL_INTROSPECTION.
+
+import { type DocumentNode, GraphQLError, type GraphQLSchema, specifiedRules } from "graphql";
 import { createLRUCache, createYoga, type GraphQLParams, type YogaServerInstance } from "graphql-yoga";
-import { GraphQLError, specifiedRules, type DocumentNode, type GraphQLSchema } from "graphql";
 import type { HTTPResponse } from "h3";
 import { FastResponse } from "srvx";
 import { authenticate } from "../../core/auth.ts";
 import { KERNEL_ERRORS, outageError } from "../../core/errors.ts";
 import type { Kernel } from "../../core/kernel.ts";
-import { callerFromRequest, type Caller, type GraphqlContext } from "./context.ts";
-import { codeFor, toGraphqlError } from "./errors.ts";
 import type { RateLimitDecision } from "../../core/rate-limit.ts";
-import { addressBudget, bodyLimit, clientAddress, documentLimits, documentRules, GRAPHQL_LIMITS, tooManyRequests, type GraphqlLimits } from "./limits.ts";
+import { type Caller, callerFromRequest, type GraphqlContext } from "./context.ts";
 import { directRoute, readBody } from "./direct.ts";
-import { buildGraphqlSchema } from "./schema.ts";
-import { subscribeToJob } from "./subscriptions.ts";
-import { subscriptionLimitsOf, subscriptionLimitsPlugin, type SubscriptionLimits } from "./subscription-limits.ts";
+import { codeFor, toGraphqlError } from "./errors.ts";
+import {
+  addressBudget,
+  bodyLimit,
+  clientAddress,
+  documentLimits,
+  documentRules,
+  GRAPHQL_LIMITS,
+  type GraphqlLimits,
+  tooManyRequests,
+} from "./limits.ts";
 import { loadPersistedOperations, type PersistedOperations } from "./persisted.ts";
+import { buildGraphqlSchema } from "./schema.ts";
+import { type SubscriptionLimits, subscriptionLimitsOf, subscriptionLimitsPlugin } from "./subscription-limits.ts";
+import { subscribeToJob } from "./subscriptions.ts";
 
 export const GRAPHQL_PATH = "/graphql";
-
 
 /** What the WebSocket transport hands yoga in place of an HTTP request's headers. */
 export interface ServerContext {
@@ -89,7 +98,10 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
   });
   const limits: Readonly<GraphqlLimits> = Object.freeze({ ...GRAPHQL_LIMITS, ...options.limits });
   const introspection = options.introspection ?? kernel.config.graphqlIntrospection;
-  const persisted = loadPersistedOperations(kernel.config.graphqlPersistedOperations, kernel.config.graphqlPersistedOnly);
+  const persisted = loadPersistedOperations(
+    kernel.config.graphqlPersistedOperations,
+    kernel.config.graphqlPersistedOnly,
+  );
   const unauthenticated = addressBudget(kernel.limiter, limits.unauthenticatedPerMinute);
   const partnerOf = async (authorization: string | null): Promise<string | null> => {
     if (!authorization) return null;
@@ -99,7 +111,8 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
       return null;
     }
   };
-  const hasValidKey = async (authorization: string | null): Promise<boolean> => (await partnerOf(authorization)) !== null;
+  const hasValidKey = async (authorization: string | null): Promise<boolean> =>
+    (await partnerOf(authorization)) !== null;
   const subscriptions = subscriptionLimitsOf(kernel);
   const refuseUnauthenticated = async (address: string | undefined): Promise<RateLimitDecision | null> => {
     try {
@@ -145,8 +158,17 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
     const located = error instanceof GraphQLError ? error : undefined;
     // An outage (a database or Redis out of reach, a full disk) is its 503 or 507, as in a resolver.
     const outage = outageError(original);
-    if (outage) return new GraphQLError(outage.message, { nodes: located?.nodes, path: located?.path, extensions: toGraphqlError(outage, {}, () => {}).extensions });
-    return new GraphQLError(KERNEL_ERRORS.internal, { nodes: located?.nodes, path: located?.path, extensions: { code: codeFor(500), status: 500 } });
+    if (outage)
+      return new GraphQLError(outage.message, {
+        nodes: located?.nodes,
+        path: located?.path,
+        extensions: toGraphqlError(outage, {}, () => {}).extensions,
+      });
+    return new GraphQLError(KERNEL_ERRORS.internal, {
+      nodes: located?.nodes,
+      path: located?.path,
+      extensions: { code: codeFor(500), status: 500 },
+    });
   }
 
   let graphiqlPage: Promise<string> | undefined;
@@ -157,11 +179,25 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
     // Response is srvx's, the one h3 answers with: a native Response to every reader (it is one under Deno),
     // which under Node writes its text straight to the socket with a Content-Length instead of reading a
     // web stream back chunk by chunk (me.bench: a fifth of a GraphQL request's CPU).
-    fetchAPI: { Request, Response: FastResponse, Headers, ReadableStream, TextEncoder, TextDecoder, URL, URLSearchParams, fetch, FormData, Blob, File },
+    fetchAPI: {
+      Request,
+      Response: FastResponse,
+      Headers,
+      ReadableStream,
+      TextEncoder,
+      TextDecoder,
+      URL,
+      URLSearchParams,
+      fetch,
+      FormData,
+      Blob,
+      File,
+    },
     graphiql: options.graphiql ?? introspection,
     // GraphiQL from the npm package, not yoga's default page, which loads it from a CDN (blank offline). The
     // package is 9 MB of JavaScript: imported on the first page asked for, then the page is kept.
-    renderGraphiQL: (opts) => (graphiqlPage ??= import("@graphql-yoga/render-graphiql").then((m) => m.renderGraphiQL(opts))),
+    renderGraphiQL: (opts) =>
+      (graphiqlPage ??= import("@graphql-yoga/render-graphiql").then((m) => m.renderGraphiQL(opts))),
     // The body cap is bodyLimit (limits.ts): the same checks, without re-streaming a body of declared length.
     maxRequestBodySize: false,
     parserAndValidationCache: { documentCache: documents },
@@ -188,10 +224,22 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
       ...(persisted
         ? [
             {
-              onParams({ params, setParams, request }: { params: GraphQLParams; setParams: (p: GraphQLParams) => void; request: Request }) {
+              onParams({
+                params,
+                setParams,
+                request,
+              }: {
+                params: GraphQLParams;
+                setParams: (p: GraphQLParams) => void;
+                request: Request;
+              }) {
                 const { documentId: sent, ...rest } = params as GraphQLParams & { documentId?: unknown };
                 // yoga's GET parser keeps only the parameters it knows: documentId is read from the URL there.
-                const documentId = sent ?? (request.method === "GET" ? (new URL(request.url).searchParams.get("documentId") ?? undefined) : undefined);
+                const documentId =
+                  sent ??
+                  (request.method === "GET"
+                    ? (new URL(request.url).searchParams.get("documentId") ?? undefined)
+                    : undefined);
                 const resolved = persisted.resolve({ ...rest, documentId });
                 if (resolved === null) return;
                 if ("error" in resolved) throw resolved.error;
@@ -237,7 +285,12 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
       if (answer) return answer;
     }
     // The same body to yoga, with the client address its hooks read; already counted against the budget.
-    const init = { method: request.method, headers: request.headers, signal: request.signal, ...("text" in body ? { body: body.text } : { body: body.stream, duplex: "half" }) };
+    const init = {
+      method: request.method,
+      headers: request.headers,
+      signal: request.signal,
+      ...("text" in body ? { body: body.text } : { body: body.stream, duplex: "half" }),
+    };
     const again = new Request(request.url, init as RequestInit);
     const address = clientAddress(request);
     if (address !== undefined) Object.defineProperty(again, "ip", { value: address });
@@ -248,6 +301,16 @@ export function createGraphql(kernel: Kernel, options: GraphqlOptions = {}): Gra
     return server.yoga.fetch(again);
   };
 
-  const server: GraphqlServer = { fetch: answerHttp, yoga, persisted, schema, limits, hasValidKey, partnerOf, subscriptions, refuseUnauthenticated };
+  const server: GraphqlServer = {
+    fetch: answerHttp,
+    yoga,
+    persisted,
+    schema,
+    limits,
+    hasValidKey,
+    partnerOf,
+    subscriptions,
+    refuseUnauthenticated,
+  };
   return server;
 }

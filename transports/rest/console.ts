@@ -5,10 +5,10 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { H3 } from "h3";
-import type { Kernel } from "../../core/kernel.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
-import { json } from "./respond.ts";
+import type { Kernel } from "../../core/kernel.ts";
 import { requestIdOf } from "../http-conventions.ts";
+import { json } from "./respond.ts";
 
 const CONSOLE_PATH = "/console";
 const DIR = join(import.meta.dirname ?? "transports/rest", "../../console");
@@ -29,7 +29,9 @@ function policy(publicUrl: string): string {
 }
 
 export function mountConsole(app: H3, kernel: Kernel): void {
-  const files = new Map(Object.entries(FILES).map(([name, type]) => [name, { body: readFileSync(join(DIR, name)), type }]));
+  const files = new Map(
+    Object.entries(FILES).map(([name, type]) => [name, { body: readFileSync(join(DIR, name)), type }]),
+  );
   const headers = (type: string): Record<string, string> => ({
     "content-type": type,
     "content-security-policy": policy(kernel.config.publicUrl),

@@ -5,13 +5,13 @@ import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import type { H3 } from "h3";
+import { KERNEL_ERRORS } from "../../core/errors.ts";
 import type { Kernel } from "../../core/kernel.ts";
 import pkg from "../../package.json" with { type: "json" };
-import { KERNEL_ERRORS } from "../../core/errors.ts";
-import { json } from "./respond.ts";
-import { requestIdOf } from "../http-conventions.ts";
-import { buildAdminOpenApi, buildOpenApi, type AdminRouteDoc } from "./openapi.ts";
 import { ADMIN_BASE } from "../admin/routes.ts";
+import { requestIdOf } from "../http-conventions.ts";
+import { type AdminRouteDoc, buildAdminOpenApi, buildOpenApi } from "./openapi.ts";
+import { json } from "./respond.ts";
 
 const DOCS_PATH = "/docs";
 /** The only files of the package the page needs; nothing else under node_modules is reachable. */
@@ -54,22 +54,38 @@ const PAGE = `<!DOCTYPE html>
 `;
 
 // Swagger UI draws with inline styles and data: images; everything else comes from this origin.
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'";
 
 export function mountDocs(app: H3, kernel: Kernel, adminRoutes: readonly AdminRouteDoc[]): void {
   // Built once, on first ask: the registry is frozen at boot.
   let partnerDoc: string | undefined;
   let adminDoc: string | undefined;
-  const document = (text: string) => new Response(text, { headers: { "content-type": "application/json; charset=utf-8", "cache-control": "public, max-age=300" } });
+  const document = (text: string) =>
+    new Response(text, {
+      headers: { "content-type": "application/json; charset=utf-8", "cache-control": "public, max-age=300" },
+    });
   app.get("/openapi.json", () => document((partnerDoc ??= JSON.stringify(buildOpenApi(kernel.registry, pkg.version)))));
-  app.get("/openapi/admin.json", () => document((adminDoc ??= JSON.stringify(buildAdminOpenApi(adminRoutes, ADMIN_BASE, pkg.version)))));
-  const html = { "content-type": "text/html; charset=utf-8", "content-security-policy": CSP, "x-content-type-options": "nosniff" };
+  app.get("/openapi/admin.json", () =>
+    document((adminDoc ??= JSON.stringify(buildAdminOpenApi(adminRoutes, ADMIN_BASE, pkg.version)))),
+  );
+  const html = {
+    "content-type": "text/html; charset=utf-8",
+    "content-security-policy": CSP,
+    "x-content-type-options": "nosniff",
+  };
   app.get(DOCS_PATH, () => new Response(PAGE, { headers: html }));
   app.get(`${DOCS_PATH}/assets/:file`, async (event) => {
     const file = event.context.params?.file ?? "";
-    if (file === "init.js") return new Response(INIT_JS, { headers: { "content-type": "text/javascript; charset=utf-8", "x-content-type-options": "nosniff" } });
-    if (!Object.hasOwn(ASSETS, file)) return json(404, { error: KERNEL_ERRORS.notFound, request_id: requestIdOf(event) });
+    if (file === "init.js")
+      return new Response(INIT_JS, {
+        headers: { "content-type": "text/javascript; charset=utf-8", "x-content-type-options": "nosniff" },
+      });
+    if (!Object.hasOwn(ASSETS, file))
+      return json(404, { error: KERNEL_ERRORS.notFound, request_id: requestIdOf(event) });
     const type = ASSETS[file]!;
-    return new Response(await readFile(join(assetDir(), file)), { headers: { "content-type": type, "cache-control": "public, max-age=86400", "x-content-type-options": "nosniff" } });
+    return new Response(await readFile(join(assetDir(), file)), {
+      headers: { "content-type": type, "cache-control": "public, max-age=86400", "x-content-type-options": "nosniff" },
+    });
   });
 }

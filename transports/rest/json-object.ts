@@ -10,8 +10,8 @@
 // screen then walks one by one (16 s of a stalled /healthz and 2.2 GB measured); with it, what comes back
 // is small whatever the body's size, and a long text (an image's base64) is one value.
 import { KERNEL_ERRORS } from "../../core/errors.ts";
-import { ApiError } from "../../lib/api-error.ts";
 import { MAX_INPUT_DEPTH } from "../../core/validation.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import { inThread } from "../../lib/threads.ts";
 
 /**
@@ -99,7 +99,8 @@ export function jsonObjectResult(bytes: Uint8Array): JsonObjectResult {
   } catch {
     return { ok: false, error: KERNEL_ERRORS.bodyNotJson };
   }
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return { ok: false, error: KERNEL_ERRORS.bodyNotJson };
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    return { ok: false, error: KERNEL_ERRORS.bodyNotJson };
   return { ok: true, value: value as Record<string, unknown> };
 }
 

@@ -6,10 +6,10 @@
 import type { H3 } from "h3";
 import type { BlobStore } from "../../contracts/blobs.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
-import { json } from "./respond.ts";
-import { requestIdOf } from "../http-conventions.ts";
 import { streamedFileResponse } from "../../lib/file-response.ts";
 import { isServedMediaKey, mediaPathSegments } from "../../lib/service-media.ts";
+import { requestIdOf } from "../http-conventions.ts";
+import { json } from "./respond.ts";
 
 /** Content types by extension: the one table of the media types the service stores. */
 const MEDIA_TYPES: Readonly<Record<string, string>> = {
@@ -40,7 +40,10 @@ export function mountMedia(app: H3, blobs: BlobStore): void {
     const file = await blobs.open(segments.join("/"));
     if (!file) return notFound();
     const ext = segments.at(-1)!.split(".").pop()!.toLowerCase();
-    return streamedFileResponse(request, file, { "content-type": MEDIA_TYPES[ext] ?? "application/octet-stream", "cache-control": "public, max-age=31536000, immutable" });
+    return streamedFileResponse(request, file, {
+      "content-type": MEDIA_TYPES[ext] ?? "application/octet-stream",
+      "cache-control": "public, max-age=31536000, immutable",
+    });
   };
   app.get("/media/**", (event) => serve(event.req as Request, requestIdOf(event)));
   app.on("HEAD", "/media/**", (event) => serve(event.req as Request, requestIdOf(event)));

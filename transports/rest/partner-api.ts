@@ -1,15 +1,23 @@
 // The partner API under /api/v1/partner, derived from the registry: each compiled operation (core/operations.ts)
 // gets a route; this file only reads the HTTP request and renders the outcome. Nothing here knows a plugin.
 import { createHash } from "node:crypto";
-import { HTTPResponse, type H3 } from "h3";
-import { requestIdOf, takeStagedHeaders, TextAnswer } from "../http-conventions.ts";
-import type { Kernel } from "../../core/kernel.ts";
+import type { H3, HTTPResponse } from "h3";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
+import type { Kernel } from "../../core/kernel.ts";
 import type { Invoke } from "../../core/operations.ts";
+import type { UploadedFile } from "../../core/plugin.ts";
 import type { CompiledOperation } from "../../core/registry.ts";
 import { ApiError } from "../../lib/api-error.ts";
-import type { UploadedFile } from "../../core/plugin.ts";
-import { errorResponse, isJsonContentType, mediaTypeOf, parseMultipart, queryObject, readBodyCapped, readJsonBody } from "./respond.ts";
+import { requestIdOf, TextAnswer, takeStagedHeaders } from "../http-conventions.ts";
+import {
+  errorResponse,
+  isJsonContentType,
+  mediaTypeOf,
+  parseMultipart,
+  queryObject,
+  readBodyCapped,
+  readJsonBody,
+} from "./respond.ts";
 
 export const PARTNER_BASE = "/api/v1/partner";
 const DEFAULT_MAX_BODY = 1_000_000;
@@ -25,7 +33,10 @@ function withEtag(body: Record<string, unknown>): { text: string; etag: string }
   const restText = JSON.stringify(rest);
   const etag = `W/"${createHash("sha256").update(restText).digest("base64url").slice(0, 27)}"`;
   if (typeof request_id !== "string") return { text: JSON.stringify(body), etag };
-  return { text: `{"request_id":${JSON.stringify(request_id)}${restText === "{}" ? "}" : `,${restText.slice(1)}`}`, etag };
+  return {
+    text: `{"request_id":${JSON.stringify(request_id)}${restText === "{}" ? "}" : `,${restText.slice(1)}`}`,
+    etag,
+  };
 }
 
 function matches(ifNoneMatch: string | null, etag: string): boolean {
@@ -59,7 +70,8 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
       // Bytes, not an input object (core/plugin.ts `rawBody`): the media type first, then its own cap.
       const raw = decl.rawBody;
       if (raw) {
-        if (!raw.contentTypes.includes(mediaTypeOf(request.headers.get("content-type")))) throw new ApiError(415, raw.unsupportedType);
+        if (!raw.contentTypes.includes(mediaTypeOf(request.headers.get("content-type"))))
+          throw new ApiError(415, raw.unsupportedType);
         const tooLargeText = typeof raw.tooLarge === "string" ? raw.tooLarge : raw.tooLarge(params);
         body = await readBodyCapped(request, raw.maxBytes, tooLargeText, raw.tooLargeStatus);
         return {};
@@ -72,7 +84,12 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
       const contentType = request.headers.get("content-type");
       if (isJsonContentType(contentType)) return readJsonBody(request, maxBody, tooLarge);
       if (mediaTypeOf(contentType) !== "multipart/form-data") throw new ApiError(415, multipart.unsupportedType);
-      const parsed = await parseMultipart(await readBodyCapped(request, multipart.maxBytes, multipart.tooLarge), contentType!, multipart, multipart.malformed);
+      const parsed = await parseMultipart(
+        await readBodyCapped(request, multipart.maxBytes, multipart.tooLarge),
+        contentType!,
+        multipart,
+        multipart.malformed,
+      );
       files = parsed.files;
       return parsed.input;
     };
@@ -99,7 +116,11 @@ function route(kernel: Kernel, op: CompiledOperation, invoke: Invoke) {
       if (matches(request.headers.get("if-none-match"), etag)) return new TextAnswer(null, 304, finish(headers));
       return new TextAnswer(text, 200, finish({ "content-type": JSON_TYPE, ...headers }));
     }
-    return new TextAnswer(JSON.stringify(outcome.body), outcome.status, finish({ "content-type": JSON_TYPE, ...outcome.headers }));
+    return new TextAnswer(
+      JSON.stringify(outcome.body),
+      outcome.status,
+      finish({ "content-type": JSON_TYPE, ...outcome.headers }),
+    );
   };
 }
 

@@ -1,18 +1,22 @@
 // Response helpers for the REST transport: JSON bodies with the spec's shape (invariant 3).
-import type { UploadedFile } from "../../core/plugin.ts";
-import { EdgeRejection, KERNEL_ERRORS, outageError } from "../../core/errors.ts";
-import { ApiError } from "../../lib/api-error.ts";
+
 import { Buffer } from "node:buffer";
+import { EdgeRejection, KERNEL_ERRORS, outageError } from "../../core/errors.ts";
+import type { UploadedFile } from "../../core/plugin.ts";
+import { ApiError } from "../../lib/api-error.ts";
 import { concatBytes } from "../../lib/formats/bytes.ts";
-import { readJsonObject } from "./json-object.ts";
 import { clientClosed } from "../http-conventions.ts";
+import { readJsonObject } from "./json-object.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
   const text = JSON.stringify(body);
   // The length lets the compression step pass a small answer by without reading it back (http-conventions.ts).
-  return new Response(text, { status, headers: { "content-type": JSON_TYPE, "content-length": String(Buffer.byteLength(text)), ...headers } });
+  return new Response(text, {
+    status,
+    headers: { "content-type": JSON_TYPE, "content-length": String(Buffer.byteLength(text)), ...headers },
+  });
 }
 
 /**
@@ -20,13 +24,27 @@ export function json(status: number, body: unknown, headers: Record<string, stri
  * (core/errors.ts outageError), everything else is a fixed 500. The body
  * gains `request_id` (after the spec's fields: an added field, non-breaking) so a partner can quote it.
  */
-export function errorResponse(err: unknown, onInternal: (err: unknown) => void, headers: Record<string, string> = {}, requestId?: string): Response {
+export function errorResponse(
+  err: unknown,
+  onInternal: (err: unknown) => void,
+  headers: Record<string, string> = {},
+  requestId?: string,
+): Response {
   const traced = requestId ? { request_id: requestId } : {};
   if (err instanceof EdgeRejection) {
     return new Response(err.html, { status: 403, headers: { "content-type": "text/html; charset=utf-8" } });
   }
   // RFC 9110: a 401 names the scheme that would work.
-  if (err instanceof ApiError) return json(err.status, { ...err.body(), ...traced }, { ...(err.status === 401 ? { "www-authenticate": 'Bearer realm="partner API"' } : {}), ...headers, ...err.headers });
+  if (err instanceof ApiError)
+    return json(
+      err.status,
+      { ...err.body(), ...traced },
+      {
+        ...(err.status === 401 ? { "www-authenticate": 'Bearer realm="partner API"' } : {}),
+        ...headers,
+        ...err.headers,
+      },
+    );
   onInternal(err);
   // A database or Redis out of reach, or a full disk: 503 with Retry-After or 507, not the 500 of a bug.
   const outage = outageError(err);
@@ -38,7 +56,12 @@ export function errorResponse(err: unknown, onInternal: (err: unknown) => void, 
  * Reads a request body up to `max` bytes; more is a 413 (or `status`) before anything is parsed: a declared
  * Content-Length above the cap before a byte is read, a chunked body as soon as its count passes the cap.
  */
-export async function readBodyCapped(request: Request, max: number, tooLarge: string, status: 400 | 413 = 413): Promise<Uint8Array> {
+export async function readBodyCapped(
+  request: Request,
+  max: number,
+  tooLarge: string,
+  status: 400 | 413 = 413,
+): Promise<Uint8Array> {
   const declared = request.headers.get("content-length");
   if (declared !== null && Number(declared) > max) throw new ApiError(status, tooLarge);
   if (!request.body) return new Uint8Array();
@@ -134,7 +157,12 @@ export interface MultipartFields {
  * a `parameters` field that is not a JSON object is the JSON-body 400. More than MULTIPART_MAX_PARTS parts
  * is `malformed` too.
  */
-export async function parseMultipart(bytes: Uint8Array, contentType: string, wanted: MultipartFields, malformed: string): Promise<{ input: Record<string, unknown>; files: Record<string, UploadedFile> }> {
+export async function parseMultipart(
+  bytes: Uint8Array,
+  contentType: string,
+  wanted: MultipartFields,
+  malformed: string,
+): Promise<{ input: Record<string, unknown>; files: Record<string, UploadedFile> }> {
   const parts = readMultipart(bytes, contentType);
   if (parts === null) throw new ApiError(400, malformed);
   // The first part of a name, as FormData.get answers.
@@ -150,7 +178,8 @@ export async function parseMultipart(bytes: Uint8Array, contentType: string, wan
   const files: Record<string, UploadedFile> = {};
   for (const name of wanted.files) {
     const part = first(name);
-    if (part && part.filename !== null) files[name] = { filename: part.filename, contentType: part.contentType, bytes: part.bytes };
+    if (part && part.filename !== null)
+      files[name] = { filename: part.filename, contentType: part.contentType, bytes: part.bytes };
   }
   return { input, files };
 }
@@ -222,9 +251,10 @@ export function readMultipart(bytes: Uint8Array, contentType: string): Multipart
       if (key === "content-disposition") {
         if (!/^form-data\s*(;|$)/i.test(value)) return null;
         // The HTML form encoding writes `"`, CR and LF in names as %22, %0D and %0A (as FormData reads them).
-        const unescape = (v: string | null) => v && v.replace(/%(22|0D|0A)/gi, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
-        name = unescape(headerParam(value, "name"));
-        filename = unescape(headerParam(value, "filename"));
+        const unquote = (v: string | null) =>
+          v === null ? null : v.replace(/%(22|0D|0A)/gi, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
+        name = unquote(headerParam(value, "name"));
+        filename = unquote(headerParam(value, "filename"));
       } else if (key === "content-type") {
         type = value;
       }

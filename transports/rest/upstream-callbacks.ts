@@ -4,14 +4,14 @@
 // poll, and still it must be signed with the provider's key (derived from UPSTREAM_CALLBACK_SECRET; the
 // submit options hand it to the provider), over its timestamp and body, within 5 minutes of our clock. Off
 // (404) unless the secret is set.
-import { timingSafeEqual, createHmac } from "node:crypto";
+import { createHmac, timingSafeEqual } from "node:crypto";
 import type { H3 } from "h3";
-import type { Kernel } from "../../core/kernel.ts";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
+import type { Kernel } from "../../core/kernel.ts";
 import { callbackSecret, PROVIDER_NAME } from "../../core/upstream-waits.ts";
 import { ApiError } from "../../lib/api-error.ts";
-import { json, readBodyCapped } from "./respond.ts";
 import { requestIdOf } from "../http-conventions.ts";
+import { json, readBodyCapped } from "./respond.ts";
 
 /** Error texts of the route (not in the spec: providers call it, not partners). */
 export const CALLBACK_ERRORS = {
@@ -29,7 +29,8 @@ export function mountUpstreamCallbacks(app: H3, kernel: Kernel): void {
     const requestId = requestIdOf(event);
     const secret = kernel.config.upstreamCallbackSecret;
     const provider = event.context.params?.provider ?? "";
-    if (!secret || !PROVIDER_NAME.test(provider)) return json(404, { error: KERNEL_ERRORS.notFound, request_id: requestId });
+    if (!secret || !PROVIDER_NAME.test(provider))
+      return json(404, { error: KERNEL_ERRORS.notFound, request_id: requestId });
     const request = event.req as Request;
     let body: Uint8Array;
     try {
@@ -42,17 +43,20 @@ export function mountUpstreamCallbacks(app: H3, kernel: Kernel): void {
     // Signed with its time, and only recent: a captured callback cannot be replayed later.
     const stamp = request.headers.get("x-upstream-timestamp") ?? "";
     const at = /^\d{1,12}$/.test(stamp) ? Number(stamp) * 1000 : NaN;
-    if (!(Math.abs(kernel.clock.now() - at) <= MAX_SKEW_MS)) return json(401, { error: CALLBACK_ERRORS.signature, request_id: requestId });
+    if (!(Math.abs(kernel.clock.now() - at) <= MAX_SKEW_MS))
+      return json(401, { error: CALLBACK_ERRORS.signature, request_id: requestId });
     const sent = /^sha256=([0-9a-fA-F]{64})$/.exec(request.headers.get("x-upstream-signature") ?? "")?.[1];
     const expected = createHmac("sha256", callbackSecret(secret, provider)).update(`${stamp}.`).update(body).digest();
-    if (!sent || !timingSafeEqual(Buffer.from(sent, "hex"), expected)) return json(401, { error: CALLBACK_ERRORS.signature, request_id: requestId });
+    if (!sent || !timingSafeEqual(Buffer.from(sent, "hex"), expected))
+      return json(401, { error: CALLBACK_ERRORS.signature, request_id: requestId });
     let id: unknown;
     try {
       id = (JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body)) as { id?: unknown })?.id;
     } catch {
       id = undefined;
     }
-    if (typeof id !== "string" || id.length === 0 || id.length > 512 || id.includes("\0")) return json(400, { error: CALLBACK_ERRORS.body, request_id: requestId });
+    if (typeof id !== "string" || id.length === 0 || id.length > 512 || id.includes("\0"))
+      return json(400, { error: CALLBACK_ERRORS.body, request_id: requestId });
     const woken = await kernel.jobs.wakeUpstream(provider, id);
     // `woken`: a job waits on that id and will be polled at once (or right after the poll under way).
     return json(202, { ok: true, woken, request_id: requestId });

@@ -11,12 +11,18 @@
 //   most fonts): that border is the stroke that makes a light face look bolder (spec "Caption style object").
 // Sizes follow layout.ts (the card maker measures lines with the same numbers), in frame pixels: the script's
 // PlayResX/PlayResY are the frame's size and ScaledBorderAndShadow is on.
+
+import type { CaptionStyle, Card, FontEntry, Frame } from "../types.ts";
 import { displayText } from "./cards.ts";
 import { clampPositionY, fontPixels, layoutFor, outlinePixels, strokePixels } from "./layout.ts";
-import type { Card, CaptionStyle, FontEntry, Frame } from "../types.ts";
 
 /** Shadow depth when shadow_x/shadow_y are null, in pixels of a frame whose shorter side is 1080 (scaled to the frame). */
-export const SHADOW_OFFSET_1080: Readonly<Record<CaptionStyle["shadow"], number>> = { none: 0, thin: 2, medium: 4, thick: 7 };
+export const SHADOW_OFFSET_1080: Readonly<Record<CaptionStyle["shadow"], number>> = {
+  none: 0,
+  thin: 2,
+  medium: 4,
+  thick: 7,
+};
 
 /** shadow_x, shadow_y and shadow_blur are in pixels of a frame whose shorter side is this many pixels. */
 export const REFERENCE_SHORT_SIDE = 1080;
@@ -115,7 +121,10 @@ export function assGeometry(style: CaptionStyle, font: FontEntry, frame: Frame):
     alignment: ALIGNMENT[style.position] ?? 2,
     marginX: layout.marginX,
     marginV: layout.marginV,
-    pos: style.position === "custom" ? { x: Math.round(frame.width / 2), y: Math.round((frame.height * clampPositionY(style.position_y)) / 100) } : null,
+    pos:
+      style.position === "custom"
+        ? { x: Math.round(frame.width / 2), y: Math.round((frame.height * clampPositionY(style.position_y)) / 100) }
+        : null,
   };
 }
 
@@ -133,7 +142,14 @@ export function buildAss(cards: readonly Card[], style: CaptionStyle, font: Font
   // Name, Fontname, Fontsize, Primary, Secondary, Outline, Back, Bold, Italic, Underline, StrikeOut, ScaleX,
   // ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, MarginV, Encoding.
   // Bold 0: the file is the weight wanted; asking for bold would make libass embolden it a second time.
-  const styleLine = (name: string, primary: string, outlineColour: string, back: string, outline: number, shadow: number) =>
+  const styleLine = (
+    name: string,
+    primary: string,
+    outlineColour: string,
+    back: string,
+    outline: number,
+    shadow: number,
+  ) =>
     `Style: ${name},${family},${g.fontPx},${primary},${primary},${outlineColour},${back},0,0,0,0,100,100,0,0,1,${num(outline)},${num(shadow)},${g.alignment},${g.marginX},${g.marginX},${g.marginV},1`;
   const layers: Array<{ style: string; tags: string }> = [];
   if (style.shadow !== "none") {
@@ -152,7 +168,9 @@ export function buildAss(cards: readonly Card[], style: CaptionStyle, font: Font
     const body = escapeAssText(displayText(card.text, style.case));
     if (!body) continue;
     layers.forEach((layer, i) => {
-      events.push(`Dialogue: ${i},${assTime(card.start)},${assTime(card.end)},${layer.style},,0,0,0,,{${position}${layer.tags}}${body}`);
+      events.push(
+        `Dialogue: ${i},${assTime(card.start)},${assTime(card.end)},${layer.style},,0,0,0,,{${position}${layer.tags}}${body}`,
+      );
     });
   }
 

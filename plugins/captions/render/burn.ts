@@ -6,7 +6,7 @@
 // directory (RunIO.fonts, the filter's `fontsdir`); native ffmpeg gets the same, so both engines draw with the
 // very file the card maker measured, never a system substitute. The directory holds the font only, because
 // libass reads every file of its fontsdir whole (the source video must not be one of them).
-import { libassFilter, type EngineInput, type MediaEngine } from "mediagate/plugin";
+import { type EngineInput, libassFilter, type MediaEngine } from "mediagate/plugin";
 import type { Frame } from "../types.ts";
 
 /**
@@ -41,22 +41,49 @@ export interface BurnOptions {
 export function burnArgs(opts: { audioCodec?: string | null }): string[] {
   const copyAudio = opts.audioCodec === "aac";
   return [
-    "-i", BURN_FILES.source,
+    "-i",
+    BURN_FILES.source,
     // The first picture stream (not cover art) and the first audio stream when there is one; no subtitle,
     // data or attachment streams, no chapters, no metadata.
-    "-map", "0:V:0", "-map", "0:a:0?",
+    "-map",
+    "0:V:0",
+    "-map",
+    "0:a:0?",
     // libx264 4:2:0 needs even sides: an odd-sized source loses its last row or column (a no-op otherwise).
-    "-vf", `${libassFilter(BURN_FILES.ass)},crop=trunc(iw/2)*2:trunc(ih/2)*2,format=yuv420p`,
+    "-vf",
+    `${libassFilter(BURN_FILES.ass)},crop=trunc(iw/2)*2:trunc(ih/2)*2,format=yuv420p`,
     // Frames keep their timestamps: the source's frame rate (constant or not) is the output's.
-    "-fps_mode", "passthrough",
-    "-c:v", "libx264", "-preset", BURN_ENCODE.preset, "-crf", String(BURN_ENCODE.crf), "-pix_fmt", "yuv420p",
+    "-fps_mode",
+    "passthrough",
+    "-c:v",
+    "libx264",
+    "-preset",
+    BURN_ENCODE.preset,
+    "-crf",
+    String(BURN_ENCODE.crf),
+    "-pix_fmt",
+    "yuv420p",
     // x264 writes its version and every option into an SEI message of the stream: no metadata means none.
     // (x264 writes no other SEI with these settings, so removing SEI units removes only that.)
-    "-bsf:v", "filter_units=remove_types=6",
+    "-bsf:v",
+    "filter_units=remove_types=6",
     ...(copyAudio ? ["-c:a", "copy"] : ["-c:a", "aac", "-b:a", BURN_ENCODE.audioBitrate]),
-    "-map_metadata", "-1", "-map_metadata:s", "-1", "-map_chapters", "-1",
-    "-fflags", "+bitexact", "-flags:v", "+bitexact", "-flags:a", "+bitexact",
-    "-movflags", "+faststart", "-f", "mp4",
+    "-map_metadata",
+    "-1",
+    "-map_metadata:s",
+    "-1",
+    "-map_chapters",
+    "-1",
+    "-fflags",
+    "+bitexact",
+    "-flags:v",
+    "+bitexact",
+    "-flags:a",
+    "+bitexact",
+    "-movflags",
+    "+faststart",
+    "-f",
+    "mp4",
     BURN_FILES.output,
   ];
 }

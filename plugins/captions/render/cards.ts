@@ -10,9 +10,10 @@
 // again changes nothing, so cards read back with GET .../chunks and sent unchanged are burned as they were.
 //
 // All times are worked in integer centiseconds, the precision of an ASS file, and returned as seconds.
-import { textMeasurer } from "./metrics.ts";
-import { layoutFor, outlinePixels } from "./layout.ts";
+
 import type { CaptionStyle, Card, Frame, TimedWord } from "../types.ts";
+import { layoutFor, outlinePixels } from "./layout.ts";
+import { textMeasurer } from "./metrics.ts";
 
 type Chunking = CaptionStyle["chunking"];
 type Case = CaptionStyle["case"];
@@ -27,7 +28,9 @@ type Case = CaptionStyle["case"];
  * minimum display time, so quick flips stay quick and a gap a little longer than a breath blanks the screen;
  * its cards may bridge a pause up to 0.5 s (`words` has no rule against it, and 2-4 words need the room).
  */
-export const CHUNKING_TIMING: Readonly<Record<Chunking, { hold: number; pause: number; maxWords: number; maxLines: number }>> = {
+export const CHUNKING_TIMING: Readonly<
+  Record<Chunking, { hold: number; pause: number; maxWords: number; maxLines: number }>
+> = {
   words: { hold: 0.3, pause: 0.5, maxWords: 4, maxLines: 2 },
   phrases: { hold: 0.5, pause: 0.5, maxWords: 7, maxLines: 2 },
   line: { hold: 0.35, pause: 0.35, maxWords: 4, maxLines: 1 },
@@ -130,7 +133,10 @@ function cleanTimed<T extends { text: string; start: number; end: number }>(item
     const e = typeof raw.end === "number" && Number.isFinite(raw.end) ? Math.max(s, toCs(raw.end)) : s;
     out.push({ text, start: s, end: e } as T);
   }
-  return out.map((w, i) => ({ w, i })).sort((a, b) => a.w.start - b.w.start || a.i - b.i).map(({ w }) => w);
+  return out
+    .map((w, i) => ({ w, i }))
+    .sort((a, b) => a.w.start - b.w.start || a.i - b.i)
+    .map(({ w }) => w);
 }
 
 /**
@@ -145,7 +151,8 @@ function cleanTimed<T extends { text: string; start: number; end: number }>(item
 function timeCards(spans: Span[], chunking: Chunking): Card[] {
   const hold = toCs(CHUNKING_TIMING[chunking]?.hold ?? CHUNKING_TIMING.words.hold);
   const starts: number[] = [];
-  for (let i = 0; i < spans.length; i++) starts.push(i === 0 ? spans[i]!.start : Math.max(spans[i]!.start, starts[i - 1]! + MIN_CS));
+  for (let i = 0; i < spans.length; i++)
+    starts.push(i === 0 ? spans[i]!.start : Math.max(spans[i]!.start, starts[i - 1]! + MIN_CS));
   const cards: Card[] = [];
   for (let i = 0; i < spans.length; i++) {
     const start = starts[i]!;
@@ -236,7 +243,8 @@ export function makeCards(words: readonly TimedWord[], opts: MakeCardsOptions): 
   let from = 0;
   for (let k = 0; k < clean.length; k++) {
     const last = k === clean.length - 1;
-    const hard = last || clean[k + 1]!.start - clean[k]!.end > pause || (chunking === "line" && punctuation(clean[k]!.text) > 0);
+    const hard =
+      last || clean[k + 1]!.start - clean[k]!.end > pause || (chunking === "line" && punctuation(clean[k]!.text) > 0);
     if (!hard) continue;
     for (const [i, j] of cutRun(clean.slice(from, k + 1), chunking, rules.maxWords, fits)) {
       const run = clean.slice(from + i, from + j);
@@ -252,7 +260,12 @@ export function makeCards(words: readonly TimedWord[], opts: MakeCardsOptions): 
 }
 
 /** The cheapest cut of a run into cards, as [from, to) word index pairs. Ties go to the later cut. */
-function cutRun(run: Word[], chunking: Chunking, maxWords: number, fits: (run: Word[], i: number, j: number) => boolean): Array<[number, number]> {
+function cutRun(
+  run: Word[],
+  chunking: Chunking,
+  maxWords: number,
+  fits: (run: Word[], i: number, j: number) => boolean,
+): Array<[number, number]> {
   const n = run.length;
   const best = new Array<number>(n + 1).fill(Number.POSITIVE_INFINITY);
   const back = new Array<number>(n + 1).fill(0);

@@ -20,7 +20,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 // @ts-expect-error: opentype.js ships no type declarations; the few members used are typed below.
 import opentypeModule from "opentype.js";
-import { FONT_CATEGORIES, type FontEntry } from "../types.ts";
+import type { FONT_CATEGORIES, FontEntry } from "../types.ts";
 
 type Category = (typeof FONT_CATEGORIES)[number];
 export type FontLicence = "OFL-1.1" | "Apache-2.0";
@@ -43,7 +43,15 @@ interface Row {
   licence: FontLicence;
 }
 
-const row = (key: string, label: string, inPackage: string, css_family: string, embolden: number, category: Category, licence: FontLicence): Row => ({
+const row = (
+  key: string,
+  label: string,
+  inPackage: string,
+  css_family: string,
+  embolden: number,
+  category: Category,
+  licence: FontLicence,
+): Row => ({
   key,
   label,
   inPackage,
@@ -65,18 +73,74 @@ const ROWS: readonly Row[] = [
   row("figtree", "Figtree Bold", "700Bold/Figtree_700Bold.ttf", "Figtree", 0, "clean", "OFL-1.1"),
   row("dm-sans", "DM Sans Bold", "700Bold/DMSans_700Bold.ttf", "DM Sans", 0, "clean", "OFL-1.1"),
   row("work-sans", "Work Sans Bold", "700Bold/WorkSans_700Bold.ttf", "Work Sans", 0, "clean", "OFL-1.1"),
-  row("space-grotesk", "Space Grotesk Bold", "700Bold/SpaceGrotesk_700Bold.ttf", "Space Grotesk", 0, "clean", "OFL-1.1"),
-  row("atkinson-hyperlegible", "Atkinson Hyperlegible Bold", "700Bold/AtkinsonHyperlegible_700Bold.ttf", "Atkinson Hyperlegible", 0, "clean", "OFL-1.1"),
-  row("ibm-plex-sans", "IBM Plex Sans", "400Regular/IBMPlexSans_400Regular.ttf", "IBM Plex Sans", 0, "clean", "OFL-1.1"),
+  row(
+    "space-grotesk",
+    "Space Grotesk Bold",
+    "700Bold/SpaceGrotesk_700Bold.ttf",
+    "Space Grotesk",
+    0,
+    "clean",
+    "OFL-1.1",
+  ),
+  row(
+    "atkinson-hyperlegible",
+    "Atkinson Hyperlegible Bold",
+    "700Bold/AtkinsonHyperlegible_700Bold.ttf",
+    "Atkinson Hyperlegible",
+    0,
+    "clean",
+    "OFL-1.1",
+  ),
+  row(
+    "ibm-plex-sans",
+    "IBM Plex Sans",
+    "400Regular/IBMPlexSans_400Regular.ttf",
+    "IBM Plex Sans",
+    0,
+    "clean",
+    "OFL-1.1",
+  ),
   // bold
   row("anton", "Anton", "400Regular/Anton_400Regular.ttf", "Anton", 0, "bold", "OFL-1.1"),
   row("bebas-neue", "Bebas Neue", "400Regular/BebasNeue_400Regular.ttf", "Bebas Neue", 0, "bold", "OFL-1.1"),
-  row("archivo-black", "Archivo Black", "400Regular/ArchivoBlack_400Regular.ttf", "Archivo Black", 0, "bold", "OFL-1.1"),
+  row(
+    "archivo-black",
+    "Archivo Black",
+    "400Regular/ArchivoBlack_400Regular.ttf",
+    "Archivo Black",
+    0,
+    "bold",
+    "OFL-1.1",
+  ),
   row("oswald", "Oswald Bold", "700Bold/Oswald_700Bold.ttf", "Oswald", 0, "bold", "OFL-1.1"),
-  row("league-spartan", "League Spartan Bold", "700Bold/LeagueSpartan_700Bold.ttf", "League Spartan", 0, "bold", "OFL-1.1"),
+  row(
+    "league-spartan",
+    "League Spartan Bold",
+    "700Bold/LeagueSpartan_700Bold.ttf",
+    "League Spartan",
+    0,
+    "bold",
+    "OFL-1.1",
+  ),
   row("russo-one", "Russo One", "400Regular/RussoOne_400Regular.ttf", "Russo One", 0, "bold", "OFL-1.1"),
-  row("rubik-mono-one", "Rubik Mono One", "400Regular/RubikMonoOne_400Regular.ttf", "Rubik Mono One", 0, "bold", "OFL-1.1"),
-  row("league-gothic", "League Gothic", "400Regular/LeagueGothic_400Regular.ttf", "League Gothic", 0, "bold", "OFL-1.1"),
+  row(
+    "rubik-mono-one",
+    "Rubik Mono One",
+    "400Regular/RubikMonoOne_400Regular.ttf",
+    "Rubik Mono One",
+    0,
+    "bold",
+    "OFL-1.1",
+  ),
+  row(
+    "league-gothic",
+    "League Gothic",
+    "400Regular/LeagueGothic_400Regular.ttf",
+    "League Gothic",
+    0,
+    "bold",
+    "OFL-1.1",
+  ),
   row("teko", "Teko Bold", "700Bold/Teko_700Bold.ttf", "Teko", 0, "bold", "OFL-1.1"),
   row("unbounded", "Unbounded Bold", "700Bold/Unbounded_700Bold.ttf", "Unbounded", 0, "bold", "OFL-1.1"),
   // fun
@@ -84,36 +148,124 @@ const ROWS: readonly Row[] = [
   row("luckiest-guy", "Luckiest Guy", "400Regular/LuckiestGuy_400Regular.ttf", "Luckiest Guy", 0, "fun", "Apache-2.0"),
   row("chewy", "Chewy", "400Regular/Chewy_400Regular.ttf", "Chewy", 0, "fun", "Apache-2.0"),
   row("fredoka", "Fredoka Bold", "700Bold/Fredoka_700Bold.ttf", "Fredoka", 0, "fun", "OFL-1.1"),
-  row("bubblegum-sans", "Bubblegum Sans", "400Regular/BubblegumSans_400Regular.ttf", "Bubblegum Sans", 0, "fun", "OFL-1.1"),
+  row(
+    "bubblegum-sans",
+    "Bubblegum Sans",
+    "400Regular/BubblegumSans_400Regular.ttf",
+    "Bubblegum Sans",
+    0,
+    "fun",
+    "OFL-1.1",
+  ),
   row("baloo-2", "Baloo 2 Bold", "700Bold/Baloo2_700Bold.ttf", "Baloo 2", 0, "fun", "OFL-1.1"),
   row("lilita-one", "Lilita One", "400Regular/LilitaOne_400Regular.ttf", "Lilita One", 0, "fun", "OFL-1.1"),
   row("comic-neue", "Comic Neue Bold", "700Bold/ComicNeue_700Bold.ttf", "Comic Neue", 0, "fun", "OFL-1.1"),
   row("carter-one", "Carter One", "400Regular/CarterOne_400Regular.ttf", "Carter One", 0, "fun", "OFL-1.1"),
   row("creepster", "Creepster", "400Regular/Creepster_400Regular.ttf", "Creepster", 0, "fun", "OFL-1.1"),
   // serif
-  row("playfair-display", "Playfair Display Bold", "700Bold/PlayfairDisplay_700Bold.ttf", "Playfair Display", 0, "serif", "OFL-1.1"),
+  row(
+    "playfair-display",
+    "Playfair Display Bold",
+    "700Bold/PlayfairDisplay_700Bold.ttf",
+    "Playfair Display",
+    0,
+    "serif",
+    "OFL-1.1",
+  ),
   row("young-serif", "Young Serif", "400Regular/YoungSerif_400Regular.ttf", "Young Serif", 0, "serif", "OFL-1.1"),
   row("lora", "Lora Bold", "700Bold/Lora_700Bold.ttf", "Lora", 0, "serif", "OFL-1.1"),
-  row("libre-baskerville", "Libre Baskerville Bold", "700Bold/LibreBaskerville_700Bold.ttf", "Libre Baskerville", 0, "serif", "OFL-1.1"),
+  row(
+    "libre-baskerville",
+    "Libre Baskerville Bold",
+    "700Bold/LibreBaskerville_700Bold.ttf",
+    "Libre Baskerville",
+    0,
+    "serif",
+    "OFL-1.1",
+  ),
   row("eb-garamond", "EB Garamond Bold", "700Bold/EBGaramond_700Bold.ttf", "EB Garamond", 0, "serif", "OFL-1.1"),
   row("crimson-text", "Crimson Text Bold", "700Bold/CrimsonText_700Bold.ttf", "Crimson Text", 0, "serif", "OFL-1.1"),
   row("pt-serif", "PT Serif Bold", "700Bold/PTSerif_700Bold.ttf", "PT Serif", 0, "serif", "OFL-1.1"),
-  row("dm-serif-display", "DM Serif Display", "400Regular/DMSerifDisplay_400Regular.ttf", "DM Serif Display", 0, "serif", "OFL-1.1"),
-  row("abril-fatface", "Abril Fatface", "400Regular/AbrilFatface_400Regular.ttf", "Abril Fatface", 0, "serif", "OFL-1.1"),
+  row(
+    "dm-serif-display",
+    "DM Serif Display",
+    "400Regular/DMSerifDisplay_400Regular.ttf",
+    "DM Serif Display",
+    0,
+    "serif",
+    "OFL-1.1",
+  ),
+  row(
+    "abril-fatface",
+    "Abril Fatface",
+    "400Regular/AbrilFatface_400Regular.ttf",
+    "Abril Fatface",
+    0,
+    "serif",
+    "OFL-1.1",
+  ),
   row("roboto-slab", "Roboto Slab Bold", "700Bold/RobotoSlab_700Bold.ttf", "Roboto Slab", 0, "serif", "Apache-2.0"),
   // handwritten
   row("caveat", "Caveat Bold", "700Bold/Caveat_700Bold.ttf", "Caveat", 0, "handwritten", "OFL-1.1"),
   row("pacifico", "Pacifico", "400Regular/Pacifico_400Regular.ttf", "Pacifico", 0, "handwritten", "OFL-1.1"),
-  row("dancing-script", "Dancing Script Bold", "700Bold/DancingScript_700Bold.ttf", "Dancing Script", 0, "handwritten", "OFL-1.1"),
-  row("permanent-marker", "Permanent Marker", "400Regular/PermanentMarker_400Regular.ttf", "Permanent Marker", 0, "handwritten", "Apache-2.0"),
-  row("shadows-into-light", "Shadows Into Light", "400Regular/ShadowsIntoLight_400Regular.ttf", "Shadows Into Light", 0.05, "handwritten", "OFL-1.1"),
-  row("indie-flower", "Indie Flower", "400Regular/IndieFlower_400Regular.ttf", "Indie Flower", 0.04, "handwritten", "OFL-1.1"),
+  row(
+    "dancing-script",
+    "Dancing Script Bold",
+    "700Bold/DancingScript_700Bold.ttf",
+    "Dancing Script",
+    0,
+    "handwritten",
+    "OFL-1.1",
+  ),
+  row(
+    "permanent-marker",
+    "Permanent Marker",
+    "400Regular/PermanentMarker_400Regular.ttf",
+    "Permanent Marker",
+    0,
+    "handwritten",
+    "Apache-2.0",
+  ),
+  row(
+    "shadows-into-light",
+    "Shadows Into Light",
+    "400Regular/ShadowsIntoLight_400Regular.ttf",
+    "Shadows Into Light",
+    0.05,
+    "handwritten",
+    "OFL-1.1",
+  ),
+  row(
+    "indie-flower",
+    "Indie Flower",
+    "400Regular/IndieFlower_400Regular.ttf",
+    "Indie Flower",
+    0.04,
+    "handwritten",
+    "OFL-1.1",
+  ),
   row("kalam", "Kalam Bold", "700Bold/Kalam_700Bold.ttf", "Kalam", 0, "handwritten", "OFL-1.1"),
   row("satisfy", "Satisfy", "400Regular/Satisfy_400Regular.ttf", "Satisfy", 0, "handwritten", "Apache-2.0"),
   row("amatic-sc", "Amatic SC Bold", "700Bold/AmaticSC_700Bold.ttf", "Amatic SC", 0.04, "handwritten", "OFL-1.1"),
-  row("patrick-hand", "Patrick Hand", "400Regular/PatrickHand_400Regular.ttf", "Patrick Hand", 0, "handwritten", "OFL-1.1"),
+  row(
+    "patrick-hand",
+    "Patrick Hand",
+    "400Regular/PatrickHand_400Regular.ttf",
+    "Patrick Hand",
+    0,
+    "handwritten",
+    "OFL-1.1",
+  ),
   // retro
-  row("press-start-2p", "Press Start 2P", "400Regular/PressStart2P_400Regular.ttf", "Press Start 2P", 0, "retro", "OFL-1.1"),
+  row(
+    "press-start-2p",
+    "Press Start 2P",
+    "400Regular/PressStart2P_400Regular.ttf",
+    "Press Start 2P",
+    0,
+    "retro",
+    "OFL-1.1",
+  ),
   row("vt323", "VT323", "400Regular/VT323_400Regular.ttf", "VT323", 0.04, "retro", "OFL-1.1"),
   row("monoton", "Monoton", "400Regular/Monoton_400Regular.ttf", "Monoton", 0, "retro", "OFL-1.1"),
   row("righteous", "Righteous", "400Regular/Righteous_400Regular.ttf", "Righteous", 0, "retro", "OFL-1.1"),
@@ -121,7 +273,15 @@ const ROWS: readonly Row[] = [
   row("orbitron", "Orbitron Bold", "700Bold/Orbitron_700Bold.ttf", "Orbitron", 0, "retro", "OFL-1.1"),
   row("bungee", "Bungee", "400Regular/Bungee_400Regular.ttf", "Bungee", 0, "retro", "OFL-1.1"),
   row("lobster", "Lobster", "400Regular/Lobster_400Regular.ttf", "Lobster", 0, "retro", "OFL-1.1"),
-  row("special-elite", "Special Elite", "400Regular/SpecialElite_400Regular.ttf", "Special Elite", 0.04, "retro", "Apache-2.0"),
+  row(
+    "special-elite",
+    "Special Elite",
+    "400Regular/SpecialElite_400Regular.ttf",
+    "Special Elite",
+    0.04,
+    "retro",
+    "Apache-2.0",
+  ),
   row("silkscreen", "Silkscreen Bold", "700Bold/Silkscreen_700Bold.ttf", "Silkscreen", 0, "retro", "OFL-1.1"),
 ];
 
@@ -159,7 +319,9 @@ export const FONTS: readonly FontEntry[] = Object.freeze(
 );
 
 /** The package and licence of each font (docs/licences.md lists the font packages' licences). */
-export const FONT_SOURCES: readonly FontSource[] = Object.freeze(ROWS.map((r) => Object.freeze({ key: r.key, package: packageOf(r.key), licence: r.licence })));
+export const FONT_SOURCES: readonly FontSource[] = Object.freeze(
+  ROWS.map((r) => Object.freeze({ key: r.key, package: packageOf(r.key), licence: r.licence })),
+);
 
 const byKey = new Map(FONTS.map((f) => [f.key, f]));
 
@@ -184,7 +346,10 @@ export function readFont(entry: FontEntry): Promise<Uint8Array> {
 }
 
 interface OtFont {
-  names: { windows?: Record<string, { en?: string } | undefined>; macintosh?: Record<string, { en?: string } | undefined> };
+  names: {
+    windows?: Record<string, { en?: string } | undefined>;
+    macintosh?: Record<string, { en?: string } | undefined>;
+  };
 }
 const opentype = opentypeModule as { parse(buffer: ArrayBuffer): OtFont };
 
@@ -213,8 +378,14 @@ export async function checkFonts(opts: { parse?: boolean } = {}): Promise<string
     if (!opts.parse) continue;
     try {
       const { family, typographic } = familyNamesOf(await readFont(f));
-      if (family !== f.css_family) problems.push(`${f.key}: the file's family is ${JSON.stringify(family)}, the table says ${JSON.stringify(f.css_family)}`);
-      else if (typographic !== null && typographic !== family) problems.push(`${f.key}: typographic family ${JSON.stringify(typographic)} differs from ${JSON.stringify(family)}`);
+      if (family !== f.css_family)
+        problems.push(
+          `${f.key}: the file's family is ${JSON.stringify(family)}, the table says ${JSON.stringify(f.css_family)}`,
+        );
+      else if (typographic !== null && typographic !== family)
+        problems.push(
+          `${f.key}: typographic family ${JSON.stringify(typographic)} differs from ${JSON.stringify(family)}`,
+        );
     } catch (err) {
       problems.push(`${f.key}: font file does not parse (${(err as Error).message})`);
     }

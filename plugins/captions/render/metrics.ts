@@ -184,7 +184,10 @@ export function pixelsPerUnit(metrics: FontMetrics, fontPx: number): number {
  */
 export function measureText(fontPath: string, text: string, opts: MeasureOptions): number {
   const metrics = fontMetrics(fontPath);
-  const units = opts.kerning === undefined ? Math.max(metrics.advance(text, true), metrics.advance(text, false)) : metrics.advance(text, opts.kerning);
+  const units =
+    opts.kerning === undefined
+      ? Math.max(metrics.advance(text, true), metrics.advance(text, false))
+      : metrics.advance(text, opts.kerning);
   const glyphs = units * pixelsPerUnit(metrics, opts.fontPx);
   if (text.length === 0) return 0;
   const stroke = Number.isFinite(opts.embolden) && opts.embolden! > 0 ? opts.embolden! * opts.fontPx : 0;

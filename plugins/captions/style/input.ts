@@ -16,7 +16,7 @@
 import { CAPTION_ERRORS } from "../errors.ts";
 import { DEFAULT_FONT_KEY, FONTS, fontByKey } from "../render/fonts.ts";
 import { SAFE_Y_PERCENT } from "../render/layout.ts";
-import { CASES, CHUNKING, OUTLINES, POSITIONS, SHADOWS, SIZES, type CaptionStyle } from "../types.ts";
+import { CASES, type CaptionStyle, CHUNKING, OUTLINES, POSITIONS, SHADOWS, SIZES } from "../types.ts";
 
 /** The style's fields in the spec's order (the order of the default style and of every resolved style). */
 export const STYLE_FIELDS = [
@@ -217,10 +217,12 @@ export type StyleCheck = { ok: true; value: Partial<CaptionStyle> } | { ok: fals
 export function checkStyle(raw: unknown): StyleCheck {
   if (!isPlainObject(raw)) return { ok: false, message: CAPTION_ERRORS.styleNotObject };
   const keys = Object.keys(raw);
-  for (const k of keys) if (!KNOWN.has(k)) return { ok: false, message: CAPTION_ERRORS.styleUnknownField(k.length > 64 ? `${k.slice(0, 64)}…` : k) };
+  for (const k of keys)
+    if (!KNOWN.has(k))
+      return { ok: false, message: CAPTION_ERRORS.styleUnknownField(k.length > 64 ? `${k.slice(0, 64)}…` : k) };
   const value: Record<string, unknown> = {};
   for (const field of STYLE_FIELDS) {
-    if (!Object.prototype.hasOwnProperty.call(raw, field)) continue;
+    if (!Object.hasOwn(raw, field)) continue;
     const checked = checkField(field, raw[field]);
     if (!checked) return { ok: false, message: CAPTION_ERRORS.styleInvalid(field, allowedText(field)) };
     value[field] = checked.value;

@@ -3,9 +3,9 @@
 // twice. Field order as the spec lists them; `request_id` is added by the kernel.
 import { operation } from "mediagate/plugin";
 import { CAPTIONS_FEATURE } from "../config.ts";
+import { LIMITS, RETENTION } from "../limits.ts";
 import { captionPrice } from "../prices.ts";
 import { FONTS } from "../render/fonts.ts";
-import { LIMITS, RETENTION } from "../limits.ts";
 import { CHOICES, DEFAULT_STYLE, NUMBER_RANGES, type NumberRange, POSITION_Y, PRESETS } from "./input.ts";
 
 const range = (r: NumberRange) => ({ min: r.min, max: r.max, default: r.default, step: r.step });
@@ -14,7 +14,14 @@ const range = (r: NumberRange) => ({ min: r.min, max: r.max, default: r.default,
 export function styleOptionsBody(credits: number): Record<string, unknown> {
   return {
     // Every column but `path` (where the file is on this machine).
-    fonts: FONTS.map((f) => ({ key: f.key, label: f.label, file: f.file, css_family: f.css_family, embolden: f.embolden, category: f.category })),
+    fonts: FONTS.map((f) => ({
+      key: f.key,
+      label: f.label,
+      file: f.file,
+      css_family: f.css_family,
+      embolden: f.embolden,
+      category: f.category,
+    })),
     presets: PRESETS.map((p) => ({ key: p.key, label: p.label, style: { ...p.style } })),
     chunking: [...CHOICES.chunking],
     cases: [...CHOICES.case],
@@ -36,7 +43,11 @@ export function styleOptionsBody(credits: number): Record<string, unknown> {
       max_seconds: LIMITS.maxSeconds,
       single_shot_max_bytes: LIMITS.singleUploadBytes,
     },
-    retention: { captioned_output_days: RETENTION.captionedOutputDays, uploaded_source_days: RETENTION.uploadedSourceDays, guaranteed: false },
+    retention: {
+      captioned_output_days: RETENTION.captionedOutputDays,
+      uploaded_source_days: RETENTION.uploadedSourceDays,
+      guaranteed: false,
+    },
   };
 }
 

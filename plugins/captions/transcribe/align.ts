@@ -8,8 +8,9 @@
 // FSG file per utterance (-fsgctl). Its -hypseg output gives each word's first frame, relative to the
 // utterance's. An utterance the grammar cannot match comes back empty; its words keep the first pass's times,
 // and so do all of them when pocketsphinx_batch fails as a whole.
-import { join } from "node:path";
+
 import { readFile, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { runSphinx } from "./sphinx-run.ts";
 
 /** Frames per second of the en-us model (-frate 100): times in the CLI's output are frames / 100. */
@@ -50,7 +51,14 @@ export function lineFsg(name: string, words: readonly string[]): string {
 
 /** Fillers of the model's noise dictionary and the sentence markers: never caption text. */
 export function isFiller(token: string): boolean {
-  return token === "<s>" || token === "</s>" || token === "<sil>" || /^\[.*\]$/.test(token) || /^\+\+?.*\+\+?$/.test(token) || token === "NULL";
+  return (
+    token === "<s>" ||
+    token === "</s>" ||
+    token === "<sil>" ||
+    /^\[.*\]$/.test(token) ||
+    /^\+\+?.*\+\+?$/.test(token) ||
+    token === "NULL"
+  );
 }
 
 /** `word(2)`: the dictionary's second pronunciation of `word`. */
@@ -107,42 +115,70 @@ export async function alignUtterances(utterances: readonly Utterance[], opts: Al
     from: Math.max(0, Math.floor((u.start - ALIGN_PAD.before) * FRAME_RATE)),
     to: Math.min(Math.floor(opts.seconds * FRAME_RATE), Math.ceil((u.end + ALIGN_PAD.after) * FRAME_RATE)),
   }));
-  const todo = utterances.map((u, i) => ({ u, id: `u${i}`, range: ranges[i]! })).filter(({ u, range }) => u.words.length > 0 && range.to > range.from);
+  const todo = utterances
+    .map((u, i) => ({ u, id: `u${i}`, range: ranges[i]! }))
+    .filter(({ u, range }) => u.words.length > 0 && range.to > range.from);
   const aligned = new Map<string, Array<{ word: string; startFrame: number; endFrame: number }>>();
   if (todo.length > 0) {
     const stem = opts.wavName.replace(/\.wav$/, "");
     const ctl: string[] = [];
     const fsgctl: string[] = [];
     for (const { u, id, range } of todo) {
-      await writeFile(join(opts.dir, `${id}.fsg`), lineFsg(id, u.words.map((w) => w.word)));
+      await writeFile(
+        join(opts.dir, `${id}.fsg`),
+        lineFsg(
+          id,
+          u.words.map((w) => w.word),
+        ),
+      );
       ctl.push(`${stem} ${range.from} ${range.to} ${id}`);
       fsgctl.push(`${id}.fsg`);
     }
-    await writeFile(join(opts.dir, "align.ctl"), ctl.join("\n") + "\n");
-    await writeFile(join(opts.dir, "align.fsgctl"), fsgctl.join("\n") + "\n");
+    await writeFile(join(opts.dir, "align.ctl"), `${ctl.join("\n")}\n`);
+    await writeFile(join(opts.dir, "align.fsgctl"), `${fsgctl.join("\n")}\n`);
     const ran = await runSphinx(
       opts.batchBinary,
       [
-        "-hmm", opts.hmmDir,
-        "-dict", opts.dictFile,
-        "-adcin", "yes",
-        "-adchdr", "44",
+        "-hmm",
+        opts.hmmDir,
+        "-dict",
+        opts.dictFile,
+        "-adcin",
+        "yes",
+        "-adchdr",
+        "44",
         // A control-file range is already an utterance: no voice-activity detector to drop frames from it.
-        "-remove_silence", "no",
+        "-remove_silence",
+        "no",
         // Beams far wider than recognition's (1e-48, 1e-48, 7e-29): the grammar leaves one path, and with the
         // defaults a long utterance whose hypothesis has wrong words loses it to pruning ("Final result does
         // not match the grammar") and keeps the recognizer's times. A one-path search stays cheap at any width.
-        "-beam", ALIGN_BEAM.beam,
-        "-pbeam", ALIGN_BEAM.pbeam,
-        "-wbeam", ALIGN_BEAM.wbeam,
-        "-cepdir", opts.dir,
-        "-cepext", ".wav",
-        "-ctl", "align.ctl",
-        "-fsgctl", "align.fsgctl",
-        "-hypseg", "align.hypseg",
-        "-logfn", "align.log",
+        "-beam",
+        ALIGN_BEAM.beam,
+        "-pbeam",
+        ALIGN_BEAM.pbeam,
+        "-wbeam",
+        ALIGN_BEAM.wbeam,
+        "-cepdir",
+        opts.dir,
+        "-cepext",
+        ".wav",
+        "-ctl",
+        "align.ctl",
+        "-fsgctl",
+        "align.fsgctl",
+        "-hypseg",
+        "align.hypseg",
+        "-logfn",
+        "align.log",
       ],
-      { cwd: opts.dir, timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes, signal: opts.signal, logFile: "align.log" },
+      {
+        cwd: opts.dir,
+        timeoutMs: opts.timeoutMs,
+        maxOutputBytes: opts.maxOutputBytes,
+        signal: opts.signal,
+        logFile: "align.log",
+      },
     ).then(
       () => true,
       (err) => {
@@ -154,14 +190,24 @@ export async function alignUtterances(utterances: readonly Utterance[], opts: Al
       },
     );
     const hypseg = join(opts.dir, "align.hypseg");
-    const size = ran ? await stat(hypseg).then((s) => s.size, () => 0) : 0;
-    if (size > opts.maxOutputBytes) opts.onFailure?.(new Error(`pocketsphinx_batch wrote ${size} bytes of segmentation`));
+    const size = ran
+      ? await stat(hypseg).then(
+          (s) => s.size,
+          () => 0,
+        )
+      : 0;
+    if (size > opts.maxOutputBytes)
+      opts.onFailure?.(new Error(`pocketsphinx_batch wrote ${size} bytes of segmentation`));
     else if (size > 0) for (const [id, words] of parseHypseg(await readFile(hypseg, "utf8"))) aligned.set(id, words);
   }
   return utterances.map((u, i) => {
     const got = aligned.get(`u${i}`);
     const offset = ranges[i]!.from;
     if (!got || got.length !== u.words.length || got.some((w, k) => w.word !== u.words[k]!.word)) return u.words;
-    return got.map((w) => ({ word: w.word, start: (offset + w.startFrame) / FRAME_RATE, end: (offset + w.endFrame) / FRAME_RATE }));
+    return got.map((w) => ({
+      word: w.word,
+      start: (offset + w.startFrame) / FRAME_RATE,
+      end: (offset + w.endFrame) / FRAME_RATE,
+    }));
   });
 }

@@ -7,7 +7,7 @@
 // The source is an EngineInput: bytes, or a streamed input (a chunked upload's parts, never joined in memory
 // on the native engine), passed to the engine as it is. A file without an audio stream gives `wav: null`;
 // the caller has no speech to hear then (but may still have a track or our own record).
-import { type EngineInput, isStreamedInput, type MediaEngine, parseFfmpegInfo, type Probe } from "mediagate/plugin";
+import { type EngineInput, isStreamedInput, type MediaEngine, type Probe, parseFfmpegInfo } from "mediagate/plugin";
 import { LIMITS } from "../limits.ts";
 import { TIMED_TEXT } from "./timed-text.ts";
 
@@ -36,31 +36,84 @@ async function probeSource(engine: MediaEngine, source: EngineInput, signal: Abo
   if (!isStreamedInput(source)) return engine.probe(source, SOURCE, signal ? { signal } : {});
   const lines: string[] = [];
   // No output is named, so ffmpeg stops with an error after describing the input: that description is all we want.
-  await engine.run(["-loglevel", "info", "-i", SOURCE], { inputs: { [SOURCE]: source }, outputs: [], ...(signal ? { signal } : {}), onLog: (l) => lines.push(l) }).catch((err: unknown) => {
-    if (signal?.aborted) throw err;
-  });
+  await engine
+    .run(["-loglevel", "info", "-i", SOURCE], {
+      inputs: { [SOURCE]: source },
+      outputs: [],
+      ...(signal ? { signal } : {}),
+      onLog: (l) => lines.push(l),
+    })
+    .catch((err: unknown) => {
+      if (signal?.aborted) throw err;
+    });
   return parseFfmpegInfo(lines, source.size);
 }
 
 function audioArgs(index: number, seconds: number): string[] {
-  return ["-map", `0:${index}`, "-t", String(seconds), "-vn", "-sn", "-dn", "-ac", "1", "-ar", String(EXTRACT.rate), "-c:a", "pcm_s16le", "-f", "wav", "audio.wav"];
+  return [
+    "-map",
+    `0:${index}`,
+    "-t",
+    String(seconds),
+    "-vn",
+    "-sn",
+    "-dn",
+    "-ac",
+    "1",
+    "-ar",
+    String(EXTRACT.rate),
+    "-c:a",
+    "pcm_s16le",
+    "-f",
+    "wav",
+    "audio.wav",
+  ];
 }
 
 function textArgs(index: number, seconds: number): string[] {
   // -fs: a track of a hostile upload could be most of a 1 GB file; what the parser reads is all we keep.
-  return ["-map", `0:${index}`, "-t", String(seconds), "-vn", "-an", "-dn", "-c:s", "webvtt", "-fs", String(TIMED_TEXT.maxChars), "-f", "webvtt", "text.vtt"];
+  return [
+    "-map",
+    `0:${index}`,
+    "-t",
+    String(seconds),
+    "-vn",
+    "-an",
+    "-dn",
+    "-c:s",
+    "webvtt",
+    "-fs",
+    String(TIMED_TEXT.maxChars),
+    "-f",
+    "webvtt",
+    "text.vtt",
+  ];
 }
 
-export async function extractSpeechInputs(engine: MediaEngine, source: EngineInput, opts: { signal?: AbortSignal; durationSeconds?: number }): Promise<SpeechInputs> {
+export async function extractSpeechInputs(
+  engine: MediaEngine,
+  source: EngineInput,
+  opts: { signal?: AbortSignal; durationSeconds?: number },
+): Promise<SpeechInputs> {
   const { signal } = opts;
   const probe = await probeSource(engine, source, signal);
   const audio = probe.streams.find((s) => s.type === "audio");
-  const text = probe.streams.find((s) => s.type === "subtitle" && (EXTRACT.textCodecs as readonly string[]).includes(s.codec));
+  const text = probe.streams.find(
+    (s) => s.type === "subtitle" && (EXTRACT.textCodecs as readonly string[]).includes(s.codec),
+  );
   if (!audio && !text) return { wav: null, timedText: null };
-  const known = opts.durationSeconds && Number.isFinite(opts.durationSeconds) && opts.durationSeconds > 0 ? opts.durationSeconds : probe.durationSeconds;
+  const known =
+    opts.durationSeconds && Number.isFinite(opts.durationSeconds) && opts.durationSeconds > 0
+      ? opts.durationSeconds
+      : probe.durationSeconds;
   const seconds = Math.min(EXTRACT.maxSeconds, Math.max(1, Math.ceil(known || EXTRACT.maxSeconds)) + 1);
   const run = (withAudio: boolean, withText: boolean) => {
-    const args = ["-i", SOURCE, ...(withAudio ? audioArgs(audio!.index, seconds) : []), ...(withText ? textArgs(text!.index, seconds) : [])];
+    const args = [
+      "-i",
+      SOURCE,
+      ...(withAudio ? audioArgs(audio!.index, seconds) : []),
+      ...(withText ? textArgs(text!.index, seconds) : []),
+    ];
     const outputs = [...(withAudio ? ["audio.wav"] : []), ...(withText ? ["text.vtt"] : [])];
     return engine.run(args, {
       inputs: { [SOURCE]: source },
@@ -82,5 +135,5 @@ export async function extractSpeechInputs(engine: MediaEngine, source: EngineInp
     out = await run(true, false);
   }
   const vtt = out["text.vtt"] ? new TextDecoder().decode(out["text.vtt"]) : null;
-  return { wav: out["audio.wav"] ?? null, timedText: vtt && vtt.trim() ? vtt : null };
+  return { wav: out["audio.wav"] ?? null, timedText: vtt?.trim() ? vtt : null };
 }

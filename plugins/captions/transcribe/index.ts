@@ -19,8 +19,17 @@
 // tried; one that throws is logged and the next is tried too (a failing upstream falls back to the offline
 // recognizer when the operator put it after); the caller's abort ends the chain at once. When no provider
 // answers, the chain throws with every provider's reason (the caption job fails and is refunded).
-import type { CapabilityHost, Logger, MediaEngine, OutboundGuard, SpeechTranscriber, TranscribeRequest, Transcript, TranscriptionProvider } from "mediagate/plugin";
-import { captionsConfig, type CaptionsConfig, PROVIDER_NAMES, type ProviderName } from "../config.ts";
+import type {
+  CapabilityHost,
+  Logger,
+  MediaEngine,
+  OutboundGuard,
+  SpeechTranscriber,
+  TranscribeRequest,
+  Transcript,
+  TranscriptionProvider,
+} from "mediagate/plugin";
+import { type CaptionsConfig, captionsConfig, PROVIDER_NAMES, type ProviderName } from "../config.ts";
 import { createOpenAiProvider, openAiSettings } from "./openai.ts";
 import { createPocketsphinxProvider, locatePocketsphinx } from "./pocketsphinx.ts";
 import { spokenProvider } from "./spoken.ts";
@@ -50,7 +59,10 @@ export interface TranscriberDeps {
 }
 
 /** The settings the chain reads (config.ts); `pocketsphinxPath` unset is the binary on PATH. */
-export type TranscribeSettings = Pick<CaptionsConfig, "transcribeUrl" | "transcribeKey" | "transcribeModel" | "transcribeOrder"> & { pocketsphinxPath?: string | undefined };
+export type TranscribeSettings = Pick<
+  CaptionsConfig,
+  "transcribeUrl" | "transcribeKey" | "transcribeModel" | "transcribeOrder"
+> & { pocketsphinxPath?: string | undefined };
 
 /** The providers that listen to the audio: what an uploaded file needs (it has no record of ours). */
 export const RECOGNIZERS: ReadonlySet<ProviderName> = new Set(["pocketsphinx", "openai"]);
@@ -66,8 +78,10 @@ export interface ProviderStatus {
 /** Each provider the chain knows, those of the order first in their order, and whether it can answer now. */
 export function providerStatus(config: TranscribeSettings): ProviderStatus[] {
   const ordered = [...config.transcribeOrder, ...PROVIDER_NAMES.filter((n) => !config.transcribeOrder.includes(n))];
+  // biome-ignore lint/suspicious/useIterableCallbackReturn: every case of the switch returns, and tsc checks the declared ProviderStatus
   return ordered.map((name): ProviderStatus => {
-    if (!config.transcribeOrder.includes(name)) return { name, available: false, detail: "left out of CAPTIONS_TRANSCRIBE_ORDER" };
+    if (!config.transcribeOrder.includes(name))
+      return { name, available: false, detail: "left out of CAPTIONS_TRANSCRIBE_ORDER" };
     switch (name) {
       case "spoken":
         return { name, available: true, detail: "our own videos' spoken records" };
@@ -75,10 +89,13 @@ export function providerStatus(config: TranscribeSettings): ProviderStatus[] {
         return { name, available: true, detail: "subtitle tracks embedded in the source" };
       case "pocketsphinx": {
         const found = locatePocketsphinx(config.pocketsphinxPath ? { binary: config.pocketsphinxPath } : {});
-        return "missing" in found ? { name, available: false, detail: `not installed: ${found.missing}` } : { name, available: true, detail: found.recognizer };
+        return "missing" in found
+          ? { name, available: false, detail: `not installed: ${found.missing}` }
+          : { name, available: true, detail: found.recognizer };
       }
       case "openai": {
-        if (!config.transcribeUrl) return { name, available: false, detail: "not configured: CAPTIONS_TRANSCRIBE_URL unset" };
+        if (!config.transcribeUrl)
+          return { name, available: false, detail: "not configured: CAPTIONS_TRANSCRIBE_URL unset" };
         let origin = "";
         try {
           origin = new URL(config.transcribeUrl).origin;
@@ -106,7 +123,11 @@ export const ENABLE_RECOGNIZER =
 export function bootLine(statuses: readonly ProviderStatus[]): { level: "info" | "warn"; line: string } {
   const each = statuses.map((p) => `${p.name} ${p.available ? "available" : "unavailable"} (${p.detail})`).join("; ");
   const listening = statuses.filter((p) => p.available && RECOGNIZERS.has(p.name)).map((p) => p.name);
-  if (listening.length > 0) return { level: "info", line: `captions: transcription providers: ${each}. Uploaded videos are transcribed by ${listening.join(", then ")}.` };
+  if (listening.length > 0)
+    return {
+      level: "info",
+      line: `captions: transcription providers: ${each}. Uploaded videos are transcribed by ${listening.join(", then ")}.`,
+    };
   return {
     level: "warn",
     line: `captions: transcription providers: ${each}. No speech recognizer: POST /captions/upload and /captions/uploads/init answer 503 (videos made here are still captioned from their spoken records). To caption uploads, ${ENABLE_RECOGNIZER}.`,
@@ -121,7 +142,12 @@ function isHost(value: TranscriberDeps | CapabilityHost): value is CapabilityHos
 
 /** The deps of the capability as the kernel provides it (definePlugin `provides`). */
 export function transcriberDeps(host: CapabilityHost): TranscriberDeps {
-  return { engine: () => host.capability("media"), outbound: () => host.capability("outbound"), config: captionsConfig.of(host), ...(host.log ? { log: host.log } : {}) };
+  return {
+    engine: () => host.capability("media"),
+    outbound: () => host.capability("outbound"),
+    config: captionsConfig.of(host),
+    ...(host.log ? { log: host.log } : {}),
+  };
 }
 
 export function createTranscriber(input: TranscriberDeps | CapabilityHost): SpeechTranscriber {
@@ -143,7 +169,10 @@ export function createTranscriber(input: TranscriberDeps | CapabilityHost): Spee
       case "timed-text":
         return timedTextProvider;
       case "pocketsphinx":
-        return createPocketsphinxProvider({ ...(log ? { log } : {}), ...(deps.config.pocketsphinxPath ? { binary: deps.config.pocketsphinxPath } : {}) });
+        return createPocketsphinxProvider({
+          ...(log ? { log } : {}),
+          ...(deps.config.pocketsphinxPath ? { binary: deps.config.pocketsphinxPath } : {}),
+        });
       case "openai":
         return createOpenAiProvider({ guard: deps.outbound, settings: openAiSettings(deps.config) });
     }

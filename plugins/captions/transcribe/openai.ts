@@ -13,7 +13,15 @@
 // The key is sent as a Bearer token and nowhere else: error messages carry the status and the upstream's
 // own message with the key (and anything shaped like one: OpenAI's 401 echoes a masked key) cut out.
 import { randomBytes } from "node:crypto";
-import { isOutboundError, type OutboundGuard, redactKey, type TimedWord, type TranscribeRequest, type Transcript, type TranscriptionProvider } from "mediagate/plugin";
+import {
+  isOutboundError,
+  type OutboundGuard,
+  redactKey,
+  type TimedWord,
+  type TranscribeRequest,
+  type Transcript,
+  type TranscriptionProvider,
+} from "mediagate/plugin";
 import type { CaptionsConfig } from "../config.ts";
 import { SPHINX_RATE, sphinxSamples, sphinxWav } from "./sphinx-wav.ts";
 import { spreadWords } from "./timed-text.ts";
@@ -62,7 +70,9 @@ export class UpstreamTranscriptionError extends Error {
   }
 }
 
-export function openAiSettings(config: Pick<CaptionsConfig, "transcribeUrl" | "transcribeKey" | "transcribeModel">): OpenAiSettings {
+export function openAiSettings(
+  config: Pick<CaptionsConfig, "transcribeUrl" | "transcribeKey" | "transcribeModel">,
+): OpenAiSettings {
   return { url: config.transcribeUrl, key: config.transcribeKey, model: config.transcribeModel };
 }
 
@@ -85,10 +95,15 @@ function field(boundary: string, name: string, value: string): string {
 }
 
 /** The multipart body: the WAV, then the text fields. */
-export function multipartBody(wav: Uint8Array, fields: ReadonlyArray<[string, string]>): { body: Uint8Array; contentType: string } {
+export function multipartBody(
+  wav: Uint8Array,
+  fields: ReadonlyArray<[string, string]>,
+): { body: Uint8Array; contentType: string } {
   const boundary = `mediagate-${randomBytes(16).toString("hex")}`;
   const enc = new TextEncoder();
-  const head = enc.encode(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="audio.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
+  const head = enc.encode(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="audio.wav"\r\nContent-Type: audio/wav\r\n\r\n`,
+  );
   const tail = enc.encode(`\r\n${fields.map(([n, v]) => field(boundary, n, v)).join("")}--${boundary}--\r\n`);
   const body = new Uint8Array(head.byteLength + wav.byteLength + tail.byteLength);
   body.set(head, 0);
@@ -104,7 +119,8 @@ const finite = (v: unknown): number | null => (typeof v === "number" && Number.i
 
 /** Timed words of a verbose_json answer, shifted by `offset` seconds. Throws on an answer that is not one. */
 export function parseAnswer(json: unknown, offset = 0): TimedWord[] {
-  if (!json || typeof json !== "object" || Array.isArray(json)) throw new UpstreamTranscriptionError("transcription upstream answered something that is not a transcription", null);
+  if (!json || typeof json !== "object" || Array.isArray(json))
+    throw new UpstreamTranscriptionError("transcription upstream answered something that is not a transcription", null);
   const answer = json as { words?: unknown; segments?: unknown; text?: unknown };
   const out: TimedWord[] = [];
   if (Array.isArray(answer.words)) {
@@ -115,7 +131,12 @@ export function parseAnswer(json: unknown, offset = 0): TimedWord[] {
       if (!text || start === null || end === null || start < 0 || end < start) continue;
       const p = finite(w.probability);
       // Whisper gives a word that takes no time (start = end) now and then: it keeps 10 ms so it can be shown.
-      out.push({ text, start: ms(start + offset), end: ms(Math.max(end, start + 0.01) + offset), confidence: p === null ? OPENAI.unscoredConfidence : Math.min(1, Math.max(0, p)) });
+      out.push({
+        text,
+        start: ms(start + offset),
+        end: ms(Math.max(end, start + 0.01) + offset),
+        confidence: p === null ? OPENAI.unscoredConfidence : Math.min(1, Math.max(0, p)),
+      });
     }
   } else if (Array.isArray(answer.segments)) {
     // A server that ignores timestamp_granularities: its segments' words spread over their times.
@@ -170,12 +191,21 @@ export function pieceStarts(samples: Int16Array, maxSamples: number, rate = SPHI
 // ---------------------------------------------------------------------------------------------------------
 // The provider.
 
-export function createOpenAiProvider(deps: { guard: OutboundGuard | (() => OutboundGuard); settings: OpenAiSettings; options?: OpenAiOptions }): TranscriptionProvider {
+export function createOpenAiProvider(deps: {
+  guard: OutboundGuard | (() => OutboundGuard);
+  settings: OpenAiSettings;
+  options?: OpenAiOptions;
+}): TranscriptionProvider {
   const { settings } = deps;
   const guardOf = () => (typeof deps.guard === "function" ? deps.guard() : deps.guard);
   const maxPieceSeconds = deps.options?.maxPieceSeconds ?? OPENAI.maxPieceSeconds;
 
-  async function call(wav: Uint8Array, seconds: number, language: string | undefined, signal: AbortSignal): Promise<unknown> {
+  async function call(
+    wav: Uint8Array,
+    seconds: number,
+    language: string | undefined,
+    signal: AbortSignal,
+  ): Promise<unknown> {
     const fields: Array<[string, string]> = [
       ["model", settings.model],
       ["response_format", "verbose_json"],
@@ -192,14 +222,19 @@ export function createOpenAiProvider(deps: { guard: OutboundGuard | (() => Outbo
         headers,
         body,
         signal,
-        timeoutMs: deps.options?.timeoutMs ?? OPENAI.timeoutBaseMs + Math.ceil(seconds * OPENAI.timeoutPerAudioSecondMs),
+        timeoutMs:
+          deps.options?.timeoutMs ?? OPENAI.timeoutBaseMs + Math.ceil(seconds * OPENAI.timeoutPerAudioSecondMs),
         maxBytes: OPENAI.maxAnswerBytes,
         // Every status is read, so an error's own message can be reported.
         acceptStatus: () => true,
       });
     } catch (err) {
       if (signal.aborted) throw signal.reason;
-      const what = isOutboundError(err) ? `${err.kind}: ${err.message}` : err instanceof Error ? err.message : String(err);
+      const what = isOutboundError(err)
+        ? `${err.kind}: ${err.message}`
+        : err instanceof Error
+          ? err.message
+          : String(err);
       throw new UpstreamTranscriptionError(`transcription upstream failed (${redact(what, settings.key)})`, null);
     }
     const text = new TextDecoder().decode(res.body);
@@ -209,7 +244,8 @@ export function createOpenAiProvider(deps: { guard: OutboundGuard | (() => Outbo
       if (res.status !== 401 && res.status !== 403) {
         try {
           const message = (JSON.parse(text) as { error?: { message?: unknown } })?.error?.message;
-          if (typeof message === "string") detail = `: ${redact(message, settings.key).slice(0, OPENAI.maxMessageChars)}`;
+          if (typeof message === "string")
+            detail = `: ${redact(message, settings.key).slice(0, OPENAI.maxMessageChars)}`;
         } catch {
           // no JSON error body: the status says it
         }

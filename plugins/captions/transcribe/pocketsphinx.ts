@@ -16,11 +16,19 @@
 // than English (the only model the packages ship). Known limit, in docs/areas/captions.md: quality on real speech is
 // modest (a small 2015 model; noisy or accented speech and music beds come out with many wrong words);
 // operators who need better configure the next provider (the OpenAI-compatible adapter).
-import { mkdtemp, rm } from "node:fs/promises";
+
 import { accessSync, constants } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { findOnPath, type Logger, type TimedWord, type TranscribeRequest, type Transcript, type TranscriptionProvider } from "mediagate/plugin";
+import {
+  findOnPath,
+  type Logger,
+  type TimedWord,
+  type TranscribeRequest,
+  type Transcript,
+  type TranscriptionProvider,
+} from "mediagate/plugin";
 import { LIMITS } from "../limits.ts";
 import { alignUtterances, baseWord, FRAME_RATE, isFiller, type Utterance } from "./align.ts";
 import { runSphinx } from "./sphinx-run.ts";
@@ -119,10 +127,14 @@ export function locatePocketsphinx(opts: PocketsphinxOptions = {}): Installed | 
   const hmm = join(modelDir, "en-us");
   const lm = join(modelDir, "en-us.lm.bin");
   const dict = join(modelDir, "cmudict-en-us.dict");
-  for (const f of [join(hmm, "mdef"), join(hmm, "means"), lm, dict]) if (!readable(f)) return { missing: `no en-us model (${f})` };
+  for (const f of [join(hmm, "mdef"), join(hmm, "means"), lm, dict])
+    if (!readable(f)) return { missing: `no en-us model (${f})` };
   let aligner: string | undefined;
   if (opts.align !== false) {
-    aligner = opts.alignBinary !== undefined ? resolveBinary(opts.alignBinary) : (resolveBinary(join(dirname(recognizer), SPHINX.aligner)) ?? findOnPath(SPHINX.aligner));
+    aligner =
+      opts.alignBinary !== undefined
+        ? resolveBinary(opts.alignBinary)
+        : (resolveBinary(join(dirname(recognizer), SPHINX.aligner)) ?? findOnPath(SPHINX.aligner));
   }
   return { recognizer, aligner, hmm, lm, dict };
 }
@@ -202,7 +214,20 @@ export function createPocketsphinxProvider(opts: PocketsphinxOptions = {}): Tran
         progress(0);
         const out = await runSphinx(
           tools.recognizer,
-          ["-hmm", tools.hmm, "-lm", tools.lm, "-dict", tools.dict, "-infile", "heard.wav", "-time", "yes", "-logfn", "recognize.log"],
+          [
+            "-hmm",
+            tools.hmm,
+            "-lm",
+            tools.lm,
+            "-dict",
+            tools.dict,
+            "-infile",
+            "heard.wav",
+            "-time",
+            "yes",
+            "-logfn",
+            "recognize.log",
+          ],
           {
             cwd: dir,
             timeoutMs,
@@ -230,18 +255,23 @@ export function createPocketsphinxProvider(opts: PocketsphinxOptions = {}): Tran
               timeoutMs,
               maxOutputBytes: SPHINX.maxOutputBytes,
               signal: request.signal,
-              onFailure: (err) => opts.log?.warn("pocketsphinx alignment failed; keeping the recognizer's word times", { error: err instanceof Error ? err.message : String(err) }),
+              onFailure: (err) =>
+                opts.log?.warn("pocketsphinx alignment failed; keeping the recognizer's word times", {
+                  error: err instanceof Error ? err.message : String(err),
+                }),
             })
           : utterances.map((u) => u.words);
         // Milliseconds: frames are 10 ms, and the sums of floats above should not show as 0.41000000000000003.
         const ms = (x: number) => Math.round(x * 1000) / 1000;
-        const words = timed.flat().map((w, i): TimedWord => ({
-          text: w.word,
-          start: ms(w.start),
-          // A word lasts at least one frame (an aligner's zero-length segment would be an invisible caption).
-          end: ms(Math.max(w.end, w.start + 0.01)),
-          confidence: confidences[i] ?? SPHINX.fallbackConfidence,
-        }));
+        const words = timed.flat().map(
+          (w, i): TimedWord => ({
+            text: w.word,
+            start: ms(w.start),
+            // A word lasts at least one frame (an aligner's zero-length segment would be an invisible caption).
+            end: ms(Math.max(w.end, w.start + 0.01)),
+            confidence: confidences[i] ?? SPHINX.fallbackConfidence,
+          }),
+        );
         progress(1);
         return transcript(words);
       } finally {

@@ -29,7 +29,11 @@ async function logTail(path: string): Promise<string> {
     const length = Math.min(size, 4096);
     const buf = Buffer.alloc(length);
     await file.read(buf, 0, length, size - length);
-    const lines = buf.toString("utf8").split("\n").map((l) => l.trim()).filter(Boolean);
+    const lines = buf
+      .toString("utf8")
+      .split("\n")
+      .map((l) => l.trim())
+      .filter(Boolean);
     const errors = lines.filter((l) => l.startsWith("ERROR") || l.startsWith("FATAL"));
     return (errors.length > 0 ? errors : lines).slice(-3).join(" | ");
   } catch {
@@ -44,7 +48,12 @@ export class SphinxRunError extends Error {}
 export function runSphinx(program: string, args: readonly string[], opts: SphinxRunOptions): Promise<string> {
   opts.signal.throwIfAborted();
   return new Promise((resolve, reject) => {
-    const child = spawn(program, [...args], { cwd: opts.cwd, env: childEnv({ dir: opts.cwd }), stdio: ["ignore", "pipe", "pipe"], windowsHide: true });
+    const child = spawn(program, [...args], {
+      cwd: opts.cwd,
+      env: childEnv({ dir: opts.cwd }),
+      stdio: ["ignore", "pipe", "pipe"],
+      windowsHide: true,
+    });
     const out: Buffer[] = [];
     let outBytes = 0;
     let partial = "";
@@ -54,12 +63,17 @@ export function runSphinx(program: string, args: readonly string[], opts: Sphinx
       stopped ??= why;
       child.kill("SIGKILL");
     };
-    const timer = setTimeout(() => stop(new SphinxRunError(`${program} gave no answer within ${opts.timeoutMs} ms`)), opts.timeoutMs);
-    const onAbort = () => stop(opts.signal.reason instanceof Error ? opts.signal.reason : new Error(String(opts.signal.reason)));
+    const timer = setTimeout(
+      () => stop(new SphinxRunError(`${program} gave no answer within ${opts.timeoutMs} ms`)),
+      opts.timeoutMs,
+    );
+    const onAbort = () =>
+      stop(opts.signal.reason instanceof Error ? opts.signal.reason : new Error(String(opts.signal.reason)));
     opts.signal.addEventListener("abort", onAbort, { once: true });
     child.stdout!.on("data", (c: Buffer) => {
       outBytes += c.byteLength;
-      if (outBytes > opts.maxOutputBytes) return stop(new SphinxRunError(`${program} printed more than ${opts.maxOutputBytes} bytes`));
+      if (outBytes > opts.maxOutputBytes)
+        return stop(new SphinxRunError(`${program} printed more than ${opts.maxOutputBytes} bytes`));
       out.push(c);
       if (opts.onLine) {
         const lines = (partial + c.toString("utf8")).split("\n");

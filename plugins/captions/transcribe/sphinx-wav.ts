@@ -17,7 +17,8 @@ export class SphinxAudioError extends Error {}
  * refused before anything is allocated: a low rate would otherwise grow several-fold in the resampling.
  */
 export function sphinxSamples(bytes: Uint8Array, maxSeconds = Infinity): Int16Array {
-  if (bytes.byteLength < 12 || latin1(bytes, 0, 4) !== "RIFF" || latin1(bytes, 8, 12) !== "WAVE") throw new SphinxAudioError("not a WAV file");
+  if (bytes.byteLength < 12 || latin1(bytes, 0, 4) !== "RIFF" || latin1(bytes, 8, 12) !== "WAVE")
+    throw new SphinxAudioError("not a WAV file");
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let fmt: { format: number; channels: number; rate: number; bits: number } | undefined;
   let data: { from: number; to: number } | undefined;
@@ -25,7 +26,12 @@ export function sphinxSamples(bytes: Uint8Array, maxSeconds = Infinity): Int16Ar
   for (const chunk of riffChunks(bytes, 12, bytes.byteLength, { cutAtEnd: true })) {
     if (chunk.type === "fmt " && chunk.dataEnd - chunk.body >= 16) {
       const o = chunk.body;
-      fmt = { format: view.getUint16(o, true), channels: view.getUint16(o + 2, true), rate: view.getUint32(o + 4, true), bits: view.getUint16(o + 14, true) };
+      fmt = {
+        format: view.getUint16(o, true),
+        channels: view.getUint16(o + 2, true),
+        rate: view.getUint32(o + 4, true),
+        bits: view.getUint16(o + 14, true),
+      };
     }
     if (chunk.type === "data" && fmt) {
       data = { from: chunk.body, to: chunk.dataEnd };
@@ -34,16 +40,20 @@ export function sphinxSamples(bytes: Uint8Array, maxSeconds = Infinity): Int16Ar
   }
   if (!fmt || !data) throw new SphinxAudioError("WAV without fmt and data chunks");
   // 1 = PCM, 0xfffe = WAVE_FORMAT_EXTENSIBLE (ffmpeg writes it for some layouts; the samples are still PCM).
-  if ((fmt.format !== 1 && fmt.format !== 0xfffe) || fmt.bits !== 16) throw new SphinxAudioError("WAV is not 16-bit PCM");
-  if (fmt.channels < 1 || fmt.channels > 8 || fmt.rate < 4000 || fmt.rate > 192_000) throw new SphinxAudioError("WAV with an unusable channel count or sample rate");
+  if ((fmt.format !== 1 && fmt.format !== 0xfffe) || fmt.bits !== 16)
+    throw new SphinxAudioError("WAV is not 16-bit PCM");
+  if (fmt.channels < 1 || fmt.channels > 8 || fmt.rate < 4000 || fmt.rate > 192_000)
+    throw new SphinxAudioError("WAV with an unusable channel count or sample rate");
   const channels = fmt.channels;
   const frameBytes = 2 * channels;
   const frames = Math.floor((data.to - data.from) / frameBytes);
-  if (frames / fmt.rate > maxSeconds) throw new SphinxAudioError(`${Math.round(frames / fmt.rate)} s of audio is more than ${maxSeconds} s`);
+  if (frames / fmt.rate > maxSeconds)
+    throw new SphinxAudioError(`${Math.round(frames / fmt.rate)} s of audio is more than ${maxSeconds} s`);
   // What the chain's extractor hands us (16 kHz mono) is used in place: a 30-minute file is 57 MB, and a copy
   // or a float intermediate of it would double or triple that on the server.
   const at = bytes.byteOffset + data.from;
-  if (fmt.rate === SPHINX_RATE && channels === 1 && LITTLE_ENDIAN && at % 2 === 0) return new Int16Array(bytes.buffer, at, frames);
+  if (fmt.rate === SPHINX_RATE && channels === 1 && LITTLE_ENDIAN && at % 2 === 0)
+    return new Int16Array(bytes.buffer, at, frames);
   const frame = (i: number) => {
     let sum = 0;
     for (let c = 0, o = data.from + i * frameBytes; c < channels; c++, o += 2) sum += view.getInt16(o, true);

@@ -24,13 +24,22 @@ export const TIMED_TEXT = {
 // hh:mm:ss.ttt or mm:ss.ttt (WebVTT); a comma before the milliseconds is accepted too (SRT habits).
 const TIME = String.raw`(?:(\d{1,5}):)?(\d{1,2}):(\d{2})[.,](\d{1,3})`;
 const TIMING_LINE = new RegExp(String.raw`^\s*${TIME}\s+-->\s+${TIME}(?:\s.*)?$`);
-const INLINE_TIME = new RegExp(String.raw`<${TIME}>`, "g");
+const INLINE_TIME = new RegExp(`<${TIME}>`, "g");
 
 function seconds(h: string | undefined, m: string, s: string, ms: string): number {
   return Number(h ?? 0) * 3600 + Number(m) * 60 + Number(s) + Number(ms.padEnd(3, "0")) / 1000;
 }
 
-const ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: " ", lrm: "", rlm: "" };
+const ENTITIES: Record<string, string> = {
+  amp: "&",
+  lt: "<",
+  gt: ">",
+  quot: '"',
+  apos: "'",
+  nbsp: " ",
+  lrm: "",
+  rlm: "",
+};
 
 function decodeEntities(text: string): string {
   return text.replace(/&(#x[0-9a-f]{1,6}|#\d{1,7}|[a-z]{2,8});/gi, (whole, name: string) => {
@@ -53,7 +62,7 @@ export function plainText(text: string): string {
       out += text.slice(i);
       break;
     }
-    out += text.slice(i, open) + " ";
+    out += `${text.slice(i, open)} `;
     const close = text.indexOf(">", open + 1);
     if (close < 0) break;
     i = close + 1;

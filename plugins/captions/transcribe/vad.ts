@@ -111,17 +111,24 @@ async function samplesOf(engine: MediaEngine, wav: Uint8Array, signal: AbortSign
   } catch (err) {
     if (!(err instanceof SphinxAudioError)) throw err;
   }
-  const out = await engine.run(["-i", "in.audio", "-vn", "-ac", "1", "-ar", String(SPHINX_RATE), "-c:a", "pcm_s16le", "-f", "wav", "out.wav"], {
-    inputs: { "in.audio": wav },
-    outputs: ["out.wav"],
-    signal,
-    timeoutMs: VAD.convertTimeoutMs,
-  });
+  const out = await engine.run(
+    ["-i", "in.audio", "-vn", "-ac", "1", "-ar", String(SPHINX_RATE), "-c:a", "pcm_s16le", "-f", "wav", "out.wav"],
+    {
+      inputs: { "in.audio": wav },
+      outputs: ["out.wav"],
+      signal,
+      timeoutMs: VAD.convertTimeoutMs,
+    },
+  );
   return sphinxSamples(out["out.wav"]!);
 }
 
 /** Whether `wav` holds speech, and where. Empty audio holds none. */
-export async function detectSpeech(engine: MediaEngine, wav: Uint8Array, signal: AbortSignal): Promise<SpeechDetection> {
+export async function detectSpeech(
+  engine: MediaEngine,
+  wav: Uint8Array,
+  signal: AbortSignal,
+): Promise<SpeechDetection> {
   signal.throwIfAborted();
   if (wav.byteLength === 0) return { speech: false, segments: [] };
   const samples = await samplesOf(engine, wav, signal);

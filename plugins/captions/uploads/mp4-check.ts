@@ -135,7 +135,8 @@ function* children(buf: Uint8Array, from: number, to: number): Generator<Box> {
 /** The first child of `box` of each type asked for; every child is still checked to fit. */
 function firstChildren(buf: Uint8Array, box: Box, ...types: string[]): Map<string, Box> {
   const found = new Map<string, Box>();
-  for (const b of children(buf, box.payload, box.end)) if (types.includes(b.type) && !found.has(b.type)) found.set(b.type, b);
+  for (const b of children(buf, box.payload, box.end))
+    if (types.includes(b.type) && !found.has(b.type)) found.set(b.type, b);
   return found;
 }
 
@@ -148,7 +149,8 @@ function timesOf(buf: Uint8Array, box: Box): { timescale: number; duration: numb
   const timescale = u32(buf, p + (v1 ? 20 : 12));
   let duration = v1 ? u64(buf, p + 24) : u32(buf, p + 16);
   // All ones: "duration unknown".
-  if ((v1 && u32(buf, p + 24) === 0xffffffff && u32(buf, p + 28) === 0xffffffff) || (!v1 && duration === 0xffffffff)) duration = 0;
+  if ((v1 && u32(buf, p + 24) === 0xffffffff && u32(buf, p + 28) === 0xffffffff) || (!v1 && duration === 0xffffffff))
+    duration = 0;
   return { timescale, duration };
 }
 
@@ -199,7 +201,8 @@ function readMoov(buf: Uint8Array): { movieSeconds: number; tracks: Map<number, 
   if (mvex) {
     for (const box of children(buf, mvex.payload, mvex.end)) {
       if (box.type === "mehd" && box.end - box.payload >= 8) {
-        const fragment = buf[box.payload] === 1 && box.end - box.payload >= 12 ? u64(buf, box.payload + 4) : u32(buf, box.payload + 4);
+        const fragment =
+          buf[box.payload] === 1 && box.end - box.payload >= 12 ? u64(buf, box.payload + 4) : u32(buf, box.payload + 4);
         movieSeconds = Math.max(movieSeconds, fragment / movie.timescale);
       } else if (box.type === "trex" && box.end - box.payload >= 24) {
         const track = tracks.get(u32(buf, box.payload + 4));
@@ -214,7 +217,12 @@ function readMoov(buf: Uint8Array): { movieSeconds: number; tracks: Map<number, 
 const SAMPLES_PER_PACE = 4096;
 
 /** Where each track's samples in one `moof` end, in seconds (tfdt + the durations of its runs), into `ends`. */
-async function fragmentEnds(buf: Uint8Array, tracks: Map<number, Track>, ends: Map<number, number>, pace: Pace): Promise<void> {
+async function fragmentEnds(
+  buf: Uint8Array,
+  tracks: Map<number, Track>,
+  ends: Map<number, number>,
+  pace: Pace,
+): Promise<void> {
   for (const traf of children(buf, 0, buf.byteLength)) {
     if (traf.type !== "traf") continue;
     const { tfhd, tfdt } = Object.fromEntries(firstChildren(buf, traf, "tfhd", "tfdt"));
@@ -230,7 +238,12 @@ async function fragmentEnds(buf: Uint8Array, tracks: Map<number, Track>, ends: M
       if (at + 4 > tfhd.end) throw new NotMp4();
       defaultDuration = u32(buf, at);
     }
-    let time = tfdt && tfdt.end - tfdt.payload >= 8 ? (buf[tfdt.payload] === 1 && tfdt.end - tfdt.payload >= 12 ? u64(buf, tfdt.payload + 4) : u32(buf, tfdt.payload + 4)) : (ends.get(track.id) ?? 0) * track.timescale;
+    let time =
+      tfdt && tfdt.end - tfdt.payload >= 8
+        ? buf[tfdt.payload] === 1 && tfdt.end - tfdt.payload >= 12
+          ? u64(buf, tfdt.payload + 4)
+          : u32(buf, tfdt.payload + 4)
+        : (ends.get(track.id) ?? 0) * track.timescale;
     for (const trun of children(buf, traf.payload, traf.end)) {
       if (trun.type !== "trun") continue;
       if (trun.end - trun.payload < 8) throw new NotMp4();
@@ -254,7 +267,22 @@ async function fragmentEnds(buf: Uint8Array, tracks: Map<number, Track>, ends: M
   }
 }
 
-const HEADER_ONLY = new Set(["ftyp", "styp", "free", "skip", "wide", "uuid", "pdin", "sidx", "ssix", "prft", "emsg", "meta", "mfra", "bloc"]);
+const HEADER_ONLY = new Set([
+  "ftyp",
+  "styp",
+  "free",
+  "skip",
+  "wide",
+  "uuid",
+  "pdin",
+  "sidx",
+  "ssix",
+  "prft",
+  "emsg",
+  "meta",
+  "mfra",
+  "bloc",
+]);
 
 type Pace = () => Promise<void> | undefined;
 
@@ -297,7 +325,10 @@ async function* topLevel(src: ByteSource, pace: Pace): AsyncGenerator<TopBox> {
  * one pass over the top level finds the movie header and counts the fragments, a second one (only for a
  * fragmented file whose headers leave the length open) reads the fragments one at a time.
  */
-export async function checkMp4(src: ByteSource, opts: { maxSeconds: number; maxBoxBytes?: number }): Promise<Mp4Verdict> {
+export async function checkMp4(
+  src: ByteSource,
+  opts: { maxSeconds: number; maxBoxBytes?: number },
+): Promise<Mp4Verdict> {
   const maxBox = opts.maxBoxBytes ?? MAX_HEADER_BOX_BYTES;
   const paceNow = pacer();
   const pace: Pace = () => paceNow();

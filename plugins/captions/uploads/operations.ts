@@ -30,39 +30,47 @@
 //   is written only once its size is right (and removed again if the session went away meanwhile), and a
 //   single upload's file is removed if the charge fails.
 import { randomBytes } from "node:crypto";
-import { ApiError, defineInput, field, notFound, operation, type OperationContext, type PluginDb, PRIVATE_KEY_PREFIX } from "mediagate/plugin";
+import {
+  ApiError,
+  defineInput,
+  field,
+  notFound,
+  type OperationContext,
+  operation,
+  type PluginDb,
+  PRIVATE_KEY_PREFIX,
+} from "mediagate/plugin";
 import { z } from "zod";
-import { submittedOut } from "../schemas.ts";
+import { CAPTIONS_FEATURE, captionsConfig } from "../config.ts";
 import { CAPTION_ERRORS } from "../errors.ts";
 import { DAY_MS, LIMITS, RETENTION } from "../limits.ts";
-import { type ByteSource, bytesSource, checkMp4, PartChanged, partsSource } from "./mp4-check.ts";
-import { captionView, findCaption, retentionOf } from "../records.ts";
-import { checkStyle, resolveStyle } from "../style/input.ts";
 import { captionPrice } from "../prices.ts";
+import { captionView, findCaption, retentionOf } from "../records.ts";
+import { submittedOut } from "../schemas.ts";
+import { checkStyle, resolveStyle } from "../style/input.ts";
 import { submitCaption } from "../submit.ts";
-import { captionsConfig, CAPTIONS_FEATURE } from "../config.ts";
 import { uploadRecognizers } from "../transcribe/index.ts";
 import type { CaptionStyle } from "../types.ts";
+import { type ByteSource, bytesSource, checkMp4, PartChanged, partsSource } from "./mp4-check.ts";
 import {
   beginFinalize,
   completeFinalize,
   createSession,
   deleteSession,
   expiredSessions,
+  findSession,
   forgetParts,
   inUploadTransaction,
-  findSession,
   isExpired,
   isFinalizing,
   lockSession,
   missingParts,
-  partsOf,
   partSizeOf,
+  partsOf,
   recordPart,
   releaseFinalize,
   type SessionRow,
 } from "./records.ts";
-
 
 /** Expired sessions of other accounts removed by one init. */
 const SWEEP_OTHERS = 20;
@@ -79,7 +87,8 @@ const storageError = (ctx: OperationContext, err: unknown): never => {
 
 /** The 503 before anything is stored or charged when no recognizer could transcribe an uploaded file. */
 function requireRecognizer(ctx: OperationContext): void {
-  if (uploadRecognizers(captionsConfig.of(ctx)).length === 0) throw new ApiError(503, CAPTION_ERRORS.uploadsNotConfigured);
+  if (uploadRecognizers(captionsConfig.of(ctx)).length === 0)
+    throw new ApiError(503, CAPTION_ERRORS.uploadsNotConfigured);
 }
 
 /** A partial style as sent: an object (JSON body) or its JSON text (a multipart field). */
@@ -101,7 +110,14 @@ function partialStyle(raw: unknown, fail: (m: string) => never): Partial<Caption
 async function checkedSeconds(src: ByteSource): Promise<number> {
   const verdict = await checkMp4(src, { maxSeconds: LIMITS.maxSeconds });
   if (verdict.ok) return verdict.seconds;
-  throw new ApiError(400, verdict.reason === "noVideo" ? CAPTION_ERRORS.noVideoStream : verdict.reason === "tooLong" ? CAPTION_ERRORS.tooLong : CAPTION_ERRORS.notMp4);
+  throw new ApiError(
+    400,
+    verdict.reason === "noVideo"
+      ? CAPTION_ERRORS.noVideoStream
+      : verdict.reason === "tooLong"
+        ? CAPTION_ERRORS.tooLong
+        : CAPTION_ERRORS.notMp4,
+  );
 }
 
 // --- POST /captions/upload --------------------------------------------------------------------------------
@@ -139,9 +155,15 @@ const singleUpload = operation({
     const style = resolveStyle(ctx.input.style);
     const key = `${UPLOAD_PREFIX}${token()}${token()}.mp4`;
     const expiresAt = new Date(ctx.clock.now() + RETENTION.uploadedSourceDays * DAY_MS);
-    await ctx.blobs.put(key, video.bytes, { contentType: "video/mp4", expiresAt }).catch((err) => storageError(ctx, err));
+    await ctx.blobs
+      .put(key, video.bytes, { contentType: "video/mp4", expiresAt })
+      .catch((err) => storageError(ctx, err));
     try {
-      return await submitCaption(ctx, { source: { kind: "upload", keys: [key], bytes: video.bytes.byteLength, seconds }, style, partnerJobId: ctx.input.partner_job_id });
+      return await submitCaption(ctx, {
+        source: { kind: "upload", keys: [key], bytes: video.bytes.byteLength, seconds },
+        style,
+        partnerJobId: ctx.input.partner_job_id,
+      });
     } catch (err) {
       // Refused (402, 429, 503): the file goes too; a file left by a crash here expires in 2 days.
       await ctx.blobs.remove(key).catch(() => {});
@@ -162,10 +184,17 @@ const InitInput = defineInput({
   required: ["filename", "size_bytes"],
   check(raw, fail) {
     const { filename, size_bytes: size } = raw;
-    if (typeof filename !== "string" || filename.trim() === "" || filename.length > FILENAME_MAX) fail(CAPTION_ERRORS.filenameRequired);
+    if (typeof filename !== "string" || filename.trim() === "" || filename.length > FILENAME_MAX)
+      fail(CAPTION_ERRORS.filenameRequired);
     if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 1) fail(CAPTION_ERRORS.sizeInvalid);
-    if (raw.style !== undefined && raw.style !== null && (typeof raw.style !== "object" || Array.isArray(raw.style))) fail(CAPTION_ERRORS.styleNotObject);
-    return { filename: filename as string, size_bytes: size as number, partner_job_id: raw.partner_job_id, style: partialStyle(raw.style, fail) };
+    if (raw.style !== undefined && raw.style !== null && (typeof raw.style !== "object" || Array.isArray(raw.style)))
+      fail(CAPTION_ERRORS.styleNotObject);
+    return {
+      filename: filename as string,
+      size_bytes: size as number,
+      partner_job_id: raw.partner_job_id,
+      style: partialStyle(raw.style, fail),
+    };
   },
 });
 
@@ -177,12 +206,19 @@ const sessionOut = {
   max_bytes: z.number().int(),
   max_seconds: z.number().int(),
   credits: z.number().int(),
-  retention: z.object({ captioned_output_days: z.number().int(), uploaded_source_days: z.number().int().nullable(), guaranteed: z.boolean() }),
+  retention: z.object({
+    captioned_output_days: z.number().int(),
+    uploaded_source_days: z.number().int().nullable(),
+    guaranteed: z.boolean(),
+  }),
 };
 
 /** Removes blobs whose rows are gone; a failure leaves them to their retention expiry. */
 async function removeBlobs(ctx: OperationContext, keys: readonly string[]): Promise<void> {
-  for (const key of keys) await ctx.blobs.remove(key).catch((err) => ctx.log.warn(`captions: could not remove ${key}: ${(err as Error).message}`));
+  for (const key of keys)
+    await ctx.blobs
+      .remove(key)
+      .catch((err) => ctx.log.warn(`captions: could not remove ${key}: ${(err as Error).message}`));
 }
 
 const initUpload = operation({
@@ -238,7 +274,8 @@ const uploadPart = operation({
   method: "POST",
   path: "/captions/uploads/<session_id>/part/<index>",
   feature: CAPTIONS_FEATURE,
-  summary: "One part of a chunked upload: raw application/octet-stream, chunk_size bytes except the exact last remainder",
+  summary:
+    "One part of a chunked upload: raw application/octet-stream, chunk_size bytes except the exact last remainder",
   rawBody: {
     contentTypes: ["application/octet-stream"],
     maxBytes: LIMITS.chunkSize,
@@ -246,7 +283,12 @@ const uploadPart = operation({
     tooLargeStatus: 400,
     unsupportedType: CAPTION_ERRORS.partContentType,
   },
-  output: z.object({ index: z.number().int(), received_parts: z.number().int(), received_bytes: z.number().int(), total_bytes: z.number().int() }),
+  output: z.object({
+    index: z.number().int(),
+    received_parts: z.number().int(),
+    received_bytes: z.number().int(),
+    total_bytes: z.number().int(),
+  }),
   async handle(ctx) {
     const s = await liveSession(ctx);
     if (s.state === "finalized") throw new ApiError(409, CAPTION_ERRORS.sessionClosed);
@@ -267,7 +309,8 @@ const uploadPart = operation({
       outcome = await inUploadTransaction(ctx.db, async (trx) => {
         const locked = await lockSession(trx, ctx.partner.id, s.id);
         const now = ctx.clock.now();
-        if (!locked || (locked.state !== "finalized" && isExpired(locked, now))) throw notFound(CAPTION_ERRORS.sessionNotFound);
+        if (!locked || (locked.state !== "finalized" && isExpired(locked, now)))
+          throw notFound(CAPTION_ERRORS.sessionNotFound);
         if (locked.state === "finalized") throw new ApiError(409, CAPTION_ERRORS.sessionClosed);
         if (await isFinalizing(ctx.leases, trx, locked)) throw new ApiError(409, CAPTION_ERRORS.sessionFinalizing);
         return recordPart(trx, s.id, { idx: index, key, bytes: body.byteLength });
@@ -289,8 +332,12 @@ const FinalizeInput = defineInput({
     partner_job_id: field.partnerJobId({ message: CAPTION_ERRORS.partnerJobIdFixed }),
   },
   check(raw, fail) {
-    if (raw.style !== undefined && raw.style !== null && (typeof raw.style !== "object" || Array.isArray(raw.style))) fail(CAPTION_ERRORS.styleNotObject);
-    return { style: raw.style === undefined || raw.style === null ? null : partialStyle(raw.style, fail), partner_job_id: raw.partner_job_id };
+    if (raw.style !== undefined && raw.style !== null && (typeof raw.style !== "object" || Array.isArray(raw.style)))
+      fail(CAPTION_ERRORS.styleNotObject);
+    return {
+      style: raw.style === undefined || raw.style === null ? null : partialStyle(raw.style, fail),
+      partner_job_id: raw.partner_job_id,
+    };
   },
 });
 
@@ -299,7 +346,10 @@ async function finalizedAnswer(ctx: OperationContext, jobId: string): Promise<Re
   const row = await findCaption(ctx.db, ctx.partner.id, jobId);
   if (!row) throw notFound(CAPTION_ERRORS.sessionNotFound);
   ctx.setStatus(200);
-  return { ...captionView(row, { now: ctx.clock.now(), mediaUrl: ctx.mediaUrl, videoAvailable: null }), credits_remaining: await ctx.account.balance(ctx.partner.id) };
+  return {
+    ...captionView(row, { now: ctx.clock.now(), mediaUrl: ctx.mediaUrl, videoAvailable: null }),
+    credits_remaining: await ctx.account.balance(ctx.partner.id),
+  };
 }
 
 const finalizeUpload = operation({
@@ -312,7 +362,8 @@ const finalizeUpload = operation({
   output: submittedOut,
   async handle(ctx) {
     const s = await liveSession(ctx);
-    if (ctx.input.partner_job_id !== null && ctx.input.partner_job_id !== s.partner_job_id) throw new ApiError(400, CAPTION_ERRORS.partnerJobIdFixed);
+    if (ctx.input.partner_job_id !== null && ctx.input.partner_job_id !== s.partner_job_id)
+      throw new ApiError(400, CAPTION_ERRORS.partnerJobIdFixed);
     if (s.state === "finalized") return finalizedAnswer(ctx, s.job_id!);
     requireRecognizer(ctx);
 
@@ -362,7 +413,8 @@ const finalizeUpload = operation({
       // The session is marked finalized in the charge's own transaction: charged and finalized together, or
       // neither (a crash between them cannot leave a charge a repeated finalize would not find).
       const finalized = async (trx: PluginDb, jobId: string) => {
-        if (!(await completeFinalize(trx, ctx.leases, s, tok, jobId))) throw new ApiError(409, CAPTION_ERRORS.sessionFinalizing);
+        if (!(await completeFinalize(trx, ctx.leases, s, tok, jobId)))
+          throw new ApiError(409, CAPTION_ERRORS.sessionFinalizing);
       };
       const source = { kind: "upload" as const, keys: parts.map((p) => p.key), bytes: s.size_bytes, seconds };
       return await submitCaption(ctx, { source, style, partnerJobId: s.partner_job_id, inCharge: finalized });

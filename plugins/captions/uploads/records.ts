@@ -12,8 +12,8 @@
 import { randomBytes } from "node:crypto";
 import type { Kysely, Selectable, Transaction } from "kysely";
 import { allocateServiceId, type OperationLeases } from "mediagate/plugin";
-import type { UploadTables } from "../upload-migrations.ts";
 import { LIMITS } from "../limits.ts";
+import type { UploadTables } from "../upload-migrations.ts";
 
 export const SESSIONS_TABLE = "captions_upload_sessions";
 export const PARTS_TABLE = "captions_upload_parts";
@@ -52,7 +52,10 @@ const time = (d: Date | string | null) => (d === null ? 0 : new Date(d).getTime(
 type UploadsDb = Kysely<UploadTables>;
 
 /** Runs `work` in one transaction on the upload tables (a session locked in it stays locked until it ends). */
-export function inUploadTransaction<T>(db: UploadsDb, work: (trx: Transaction<UploadTables>) => Promise<T>): Promise<T> {
+export function inUploadTransaction<T>(
+  db: UploadsDb,
+  work: (trx: Transaction<UploadTables>) => Promise<T>,
+): Promise<T> {
   return db.transaction().execute(work);
 }
 
@@ -72,17 +75,29 @@ export const partSizeOf = (s: Pick<SessionRow, "size_bytes" | "part_count">, ind
 
 export const isExpired = (s: SessionRow, now: number) => time(s.expires_at) <= now;
 /** A finalize is under way (not one whose process died): its lease is alive. `db`: the transaction, inside one. */
-export const isFinalizing = async (leases: OperationLeases, db: UploadsDb, s: SessionRow) => s.state === "finalizing" && (await leases.isHeld(finalizeLeaseKey(s.id), db));
+export const isFinalizing = async (leases: OperationLeases, db: UploadsDb, s: SessionRow) =>
+  s.state === "finalizing" && (await leases.isHeld(finalizeLeaseKey(s.id), db));
 
 /** The session of this account, or undefined (another account's, or none). */
 export async function findSession(db: UploadsDb, partnerId: string, id: string): Promise<SessionRow | undefined> {
-  const row = await db.selectFrom(SESSIONS_TABLE).selectAll().where("id", "=", id).where("partner_id", "=", partnerId).executeTakeFirst();
+  const row = await db
+    .selectFrom(SESSIONS_TABLE)
+    .selectAll()
+    .where("id", "=", id)
+    .where("partner_id", "=", partnerId)
+    .executeTakeFirst();
   return row ? normalize(row) : undefined;
 }
 
 /** In a transaction: the session row, locked until the transaction ends. */
 export async function lockSession(trx: UploadsDb, partnerId: string, id: string): Promise<SessionRow | undefined> {
-  const row = await trx.selectFrom(SESSIONS_TABLE).selectAll().where("id", "=", id).where("partner_id", "=", partnerId).forUpdate().executeTakeFirst();
+  const row = await trx
+    .selectFrom(SESSIONS_TABLE)
+    .selectAll()
+    .where("id", "=", id)
+    .where("partner_id", "=", partnerId)
+    .forUpdate()
+    .executeTakeFirst();
   return row ? normalize(row) : undefined;
 }
 
@@ -127,7 +142,12 @@ export async function createSession(db: UploadsDb, s: NewSession): Promise<Sessi
 }
 
 export async function partsOf(db: UploadsDb, sessionId: string): Promise<PartRow[]> {
-  const rows = await db.selectFrom(PARTS_TABLE).select(["idx", "key", "bytes"]).where("session_id", "=", sessionId).orderBy("idx").execute();
+  const rows = await db
+    .selectFrom(PARTS_TABLE)
+    .select(["idx", "key", "bytes"])
+    .where("session_id", "=", sessionId)
+    .orderBy("idx")
+    .execute();
   return rows.map((r) => ({ idx: Number(r.idx), key: r.key, bytes: Number(r.bytes) }));
 }
 
@@ -135,21 +155,50 @@ export async function partsOf(db: UploadsDb, sessionId: string): Promise<PartRow
  * In the session's locked transaction: records `key` as part `idx`, returning the key it replaces (to be
  * removed once committed) and the session's totals after it.
  */
-export async function recordPart(trx: UploadsDb, sessionId: string, part: PartRow): Promise<{ replaced: string | null; parts: number; bytes: number }> {
-  const old = await trx.selectFrom(PARTS_TABLE).select("key").where("session_id", "=", sessionId).where("idx", "=", part.idx).executeTakeFirst();
-  if (old) await trx.updateTable(PARTS_TABLE).set({ key: part.key, bytes: part.bytes }).where("session_id", "=", sessionId).where("idx", "=", part.idx).execute();
-  else await trx.insertInto(PARTS_TABLE).values({ session_id: sessionId, idx: part.idx, key: part.key, bytes: part.bytes }).execute();
+export async function recordPart(
+  trx: UploadsDb,
+  sessionId: string,
+  part: PartRow,
+): Promise<{ replaced: string | null; parts: number; bytes: number }> {
+  const old = await trx
+    .selectFrom(PARTS_TABLE)
+    .select("key")
+    .where("session_id", "=", sessionId)
+    .where("idx", "=", part.idx)
+    .executeTakeFirst();
+  if (old)
+    await trx
+      .updateTable(PARTS_TABLE)
+      .set({ key: part.key, bytes: part.bytes })
+      .where("session_id", "=", sessionId)
+      .where("idx", "=", part.idx)
+      .execute();
+  else
+    await trx
+      .insertInto(PARTS_TABLE)
+      .values({ session_id: sessionId, idx: part.idx, key: part.key, bytes: part.bytes })
+      .execute();
   const totals = await trx
     .selectFrom(PARTS_TABLE)
     .select((eb) => [eb.fn.countAll().as("parts"), eb.fn.sum("bytes").as("bytes")])
     .where("session_id", "=", sessionId)
     .executeTakeFirstOrThrow();
-  return { replaced: old && old.key !== part.key ? old.key : null, parts: Number(totals.parts), bytes: Number(totals.bytes ?? 0) };
+  return {
+    replaced: old && old.key !== part.key ? old.key : null,
+    parts: Number(totals.parts),
+    bytes: Number(totals.bytes ?? 0),
+  };
 }
 
 /** Drops the rows of parts whose files are gone (each only if it still names that file). */
 export async function forgetParts(db: UploadsDb, sessionId: string, parts: readonly PartRow[]): Promise<void> {
-  for (const p of parts) await db.deleteFrom(PARTS_TABLE).where("session_id", "=", sessionId).where("idx", "=", p.idx).where("key", "=", p.key).execute();
+  for (const p of parts)
+    await db
+      .deleteFrom(PARTS_TABLE)
+      .where("session_id", "=", sessionId)
+      .where("idx", "=", p.idx)
+      .where("key", "=", p.key)
+      .execute();
 }
 
 /** The indexes below part_count with no stored part. */
@@ -163,15 +212,30 @@ export function missingParts(s: SessionRow, parts: readonly PartRow[]): number[]
 /** In the locked transaction: takes the session for one finalize; the token proves it is still this one's. */
 export async function beginFinalize(trx: UploadsDb, leases: OperationLeases, id: string, now: Date): Promise<string> {
   const token = randomBytes(8).toString("hex");
-  await trx.updateTable(SESSIONS_TABLE).set({ state: "finalizing", finalize_token: token, finalizing_since: now }).where("id", "=", id).execute();
+  await trx
+    .updateTable(SESSIONS_TABLE)
+    .set({ state: "finalizing", finalize_token: token, finalizing_since: now })
+    .where("id", "=", id)
+    .execute();
   await leases.take(trx, finalizeLeaseKey(id));
   return token;
 }
 
 /** Gives the session back to `open` (a finalize refused before the charge), if still this finalize's. */
-export async function releaseFinalize(db: UploadsDb, leases: OperationLeases, id: string, token: string): Promise<void> {
+export async function releaseFinalize(
+  db: UploadsDb,
+  leases: OperationLeases,
+  id: string,
+  token: string,
+): Promise<void> {
   await db.transaction().execute(async (trx) => {
-    const released = await trx.updateTable(SESSIONS_TABLE).set({ state: "open", finalize_token: null, finalizing_since: null }).where("id", "=", id).where("finalize_token", "=", token).where("state", "=", "finalizing").executeTakeFirst();
+    const released = await trx
+      .updateTable(SESSIONS_TABLE)
+      .set({ state: "open", finalize_token: null, finalizing_since: null })
+      .where("id", "=", id)
+      .where("finalize_token", "=", token)
+      .where("state", "=", "finalizing")
+      .executeTakeFirst();
     if (Number(released.numUpdatedRows) === 1) await leases.release(trx, finalizeLeaseKey(id));
   });
 }
@@ -180,7 +244,13 @@ export async function releaseFinalize(db: UploadsDb, leases: OperationLeases, id
  * In the charge's transaction: the session is finalized with its job, its slot freed, kept until its parts
  * expire (so a repeated finalize answers with the job). False if the finalize lost the session meanwhile.
  */
-export async function completeFinalize(trx: UploadsDb, leases: OperationLeases, s: SessionRow, token: string, jobId: string): Promise<boolean> {
+export async function completeFinalize(
+  trx: UploadsDb,
+  leases: OperationLeases,
+  s: SessionRow,
+  token: string,
+  jobId: string,
+): Promise<boolean> {
   const done = await trx
     .updateTable(SESSIONS_TABLE)
     .set({ state: "finalized", job_id: jobId, open_slot: null, finalize_token: null, expires_at: s.parts_expire_at })
@@ -195,7 +265,9 @@ export async function completeFinalize(trx: UploadsDb, leases: OperationLeases, 
 
 /** In the locked transaction: deletes the session and its part rows, returning the part keys to remove. */
 export async function deleteSession(trx: UploadsDb, id: string): Promise<string[]> {
-  const keys = (await trx.selectFrom(PARTS_TABLE).select("key").where("session_id", "=", id).execute()).map((r) => r.key);
+  const keys = (await trx.selectFrom(PARTS_TABLE).select("key").where("session_id", "=", id).execute()).map(
+    (r) => r.key,
+  );
   await trx.deleteFrom(PARTS_TABLE).where("session_id", "=", id).execute();
   await trx.deleteFrom(SESSIONS_TABLE).where("id", "=", id).execute();
   return keys;
@@ -208,12 +280,29 @@ export async function deleteSession(trx: UploadsDb, id: string): Promise<string[
  * source and stay until their own expiry).
  */
 export async function expiredSessions(db: UploadsDb, partnerId: string, now: Date, others: number): Promise<string[]> {
-  const mine = await db.selectFrom(SESSIONS_TABLE).select("id").where("partner_id", "=", partnerId).where("expires_at", "<=", now).execute();
-  const rest = await db.selectFrom(SESSIONS_TABLE).select("id").where("expires_at", "<=", now).orderBy("expires_at").limit(others).execute();
+  const mine = await db
+    .selectFrom(SESSIONS_TABLE)
+    .select("id")
+    .where("partner_id", "=", partnerId)
+    .where("expires_at", "<=", now)
+    .execute();
+  const rest = await db
+    .selectFrom(SESSIONS_TABLE)
+    .select("id")
+    .where("expires_at", "<=", now)
+    .orderBy("expires_at")
+    .limit(others)
+    .execute();
   const keys: string[] = [];
   for (const id of new Set([...mine, ...rest].map((r) => r.id as string))) {
     await db.transaction().execute(async (trx) => {
-      const row = await trx.selectFrom(SESSIONS_TABLE).selectAll().where("id", "=", id).where("expires_at", "<=", now).forUpdate().executeTakeFirst();
+      const row = await trx
+        .selectFrom(SESSIONS_TABLE)
+        .selectAll()
+        .where("id", "=", id)
+        .where("expires_at", "<=", now)
+        .forUpdate()
+        .executeTakeFirst();
       if (!row) return;
       const parts = await deleteSession(trx, id);
       if (row.state !== "finalized") keys.push(...parts);

@@ -19,25 +19,26 @@
 // - The batch view adds `sections_complete` and `credits_refunded`; `credits_remaining` is the balance at the
 //   time of the answer. The list is `{batches, total, limit, offset}` of the same views, newest first.
 // - `sections[].content` is the clip's prompt; `sections[].image_base64` is a reference image of that clip.
-import { z } from "zod";
+
 import {
   ApiError,
+  IMAGE_EXT,
   isJobId,
   limitParam,
   notFound,
+  type OperationContext,
   offsetParam,
   operation,
-  type OperationContext,
   PAGE_BOUNDS,
   pageBody,
   pageShape,
-  IMAGE_EXT,
 } from "mediagate/plugin";
+import { z } from "zod";
 import { OMNI_ERRORS } from "../errors.ts";
 import { frameSize, OMNI_FEATURE, OMNI_PAUSE, type OmniAspectRatio, sectionPrice } from "../prices.ts";
 import { BATCHES_TABLE, findCharacters } from "../records.ts";
-import type { OmniJobInput } from "../videos/types.ts";
 import { characterSnapshot, insertVideoRecord, PendingUploads } from "../videos/submit.ts";
+import type { OmniJobInput } from "../videos/types.ts";
 import { BatchInput, type SectionInput, sectionImages } from "./input.ts";
 import { batchPage, batchShape, batchView, findBatch, sectionShape, sectionsOf } from "./records.ts";
 
@@ -56,7 +57,9 @@ const createBatch = operation({
   bodyTooLarge: OMNI_ERRORS.sectionImagesTooLarge,
   output: batchShape.omit({ sections_complete: true, credits_refunded: true, created_at: true }).extend({
     status: z.literal("processing"),
-    jobs: z.array(sectionShape.pick({ section_id: true, title: true, job_id: true, duration: true, credits_used: true })),
+    jobs: z.array(
+      sectionShape.pick({ section_id: true, title: true, job_id: true, duration: true, credits_used: true }),
+    ),
   }),
   async handle(ctx) {
     if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, OMNI_ERRORS.unavailable);
@@ -65,7 +68,9 @@ const createBatch = operation({
     const wanted = req.sections.map((s) => s.characterId ?? req.characterId);
     const characters = await findCharacters(ctx.db, ctx.partner.id, wanted);
     if (!characters) throw new ApiError(400, OMNI_ERRORS.charactersNotFound);
-    const shares = req.sections.map((s) => ctx.priceFor({ ...sectionPrice(s.duration), customRateMissing: OMNI_ERRORS.customNoRate }));
+    const shares = req.sections.map((s) =>
+      ctx.priceFor({ ...sectionPrice(s.duration), customRateMissing: OMNI_ERRORS.customNoRate }),
+    );
     const credits = shares.reduce((a, b) => a + b, 0);
 
     const { width, height } = frameSize(BATCH_RESOLUTION, req.aspectRatio);
@@ -85,7 +90,18 @@ const createBatch = operation({
         characters: [await characterSnapshot(ctx, characters[i]!, uploads, i + 1)],
         voices: [],
         image_urls: [],
-        images: image ? [{ key: uploads.add(`section-${i + 1}.${IMAGE_EXT[image.mimeType as keyof typeof IMAGE_EXT] ?? "img"}`, image.bytes, image.mimeType), mime_type: image.mimeType }] : [],
+        images: image
+          ? [
+              {
+                key: uploads.add(
+                  `section-${i + 1}.${IMAGE_EXT[image.mimeType as keyof typeof IMAGE_EXT] ?? "img"}`,
+                  image.bytes,
+                  image.mimeType,
+                ),
+                mime_type: image.mimeType,
+              },
+            ]
+          : [],
         reference_video: null,
         callback_url: null,
       });
@@ -93,7 +109,15 @@ const createBatch = operation({
     await uploads.write(ctx);
     let job;
     try {
-      job = await submitSections(ctx, { credits, shares, inputs, sections: req.sections, characterIds: wanted, aspectRatio: req.aspectRatio, partnerJobId: req.partnerJobId });
+      job = await submitSections(ctx, {
+        credits,
+        shares,
+        inputs,
+        sections: req.sections,
+        characterIds: wanted,
+        aspectRatio: req.aspectRatio,
+        partnerJobId: req.partnerJobId,
+      });
     } catch (err) {
       await uploads.remove(ctx);
       throw err;
@@ -105,7 +129,13 @@ const createBatch = operation({
       aspect_ratio: req.aspectRatio,
       resolution: BATCH_RESOLUTION,
       section_count: req.sections.length,
-      jobs: req.sections.map((s, i) => ({ section_id: s.id ?? `section-${i + 1}`, title: s.title, job_id: job.jobIds[i]!, duration: s.duration, credits_used: shares[i]! })),
+      jobs: req.sections.map((s, i) => ({
+        section_id: s.id ?? `section-${i + 1}`,
+        title: s.title,
+        job_id: job.jobIds[i]!,
+        duration: s.duration,
+        credits_used: shares[i]!,
+      })),
       credits_used: job.creditsUsed,
       credits_remaining: job.creditsRemaining,
     };
@@ -115,7 +145,15 @@ const createBatch = operation({
 /** One charge, one ledger line, one job per section with its own share and input, one group (the batch's id). */
 async function submitSections(
   ctx: OperationContext,
-  a: { credits: number; shares: number[]; inputs: OmniJobInput[]; sections: SectionInput[]; characterIds: string[]; aspectRatio: OmniAspectRatio; partnerJobId: string | null },
+  a: {
+    credits: number;
+    shares: number[];
+    inputs: OmniJobInput[];
+    sections: SectionInput[];
+    characterIds: string[];
+    aspectRatio: OmniAspectRatio;
+    partnerJobId: string | null;
+  },
 ) {
   return ctx.submitJob({
     kind: "video",
@@ -130,7 +168,15 @@ async function submitSections(
     insertRecords: async (trx, jobIds, batchId) => {
       await trx
         .insertInto(BATCHES_TABLE)
-        .values({ batch_id: batchId!, partner_id: ctx.partner.id, partner_job_id: a.partnerJobId, aspect_ratio: a.aspectRatio, resolution: BATCH_RESOLUTION, section_count: a.sections.length, credits_used: a.credits })
+        .values({
+          batch_id: batchId!,
+          partner_id: ctx.partner.id,
+          partner_job_id: a.partnerJobId,
+          aspect_ratio: a.aspectRatio,
+          resolution: BATCH_RESOLUTION,
+          section_count: a.sections.length,
+          credits_used: a.credits,
+        })
         .execute();
       for (const [i, jobId] of jobIds.entries()) {
         const s = a.sections[i]!;
@@ -181,7 +227,11 @@ const listBatches = operation({
   output: pageShape("batches", batchShape),
   async handle(ctx) {
     const page = await batchPage(ctx.db, ctx.partner.id, ctx.input);
-    const sections = await sectionsOf(ctx.db, ctx.partner.id, page.rows.map((r) => r.batch_id));
+    const sections = await sectionsOf(
+      ctx.db,
+      ctx.partner.id,
+      page.rows.map((r) => r.batch_id),
+    );
     const balance = await ctx.account.balance(ctx.partner.id);
     return pageBody("batches", page, ctx.input, (b) => batchView(b, sections.get(b.batch_id)!, ctx.mediaUrl, balance));
   },

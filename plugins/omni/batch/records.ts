@@ -1,9 +1,9 @@
 // Reading batches (spec part 3, "Omni batch"): a batch's status derived from its sections whenever it is read,
 // and the one view GET /omni/script-runner/<batch_id> and the list both answer.
 import type { Selectable } from "kysely";
-import { z } from "zod";
 import { listPage, type PageRequest, type PluginDb } from "mediagate/plugin";
-import { BATCHES_TABLE, type BatchRow, omniVideos, type OmniVideoRecord, timestamp } from "../records.ts";
+import { z } from "zod";
+import { BATCHES_TABLE, type BatchRow, type OmniVideoRecord, omniVideos, timestamp } from "../records.ts";
 import { isPromptFixable } from "../videos/records.ts";
 
 type BatchStatus = "processing" | "complete" | "partial" | "error";
@@ -20,7 +20,12 @@ const sectionId = (row: OmniVideoRecord) => row.section_id ?? `section-${(row.se
 
 export type Batch = Selectable<BatchRow>;
 
-export function batchView(batch: Batch, sections: OmniVideoRecord[], mediaUrl: (key: string) => string, creditsRemaining: number) {
+export function batchView(
+  batch: Batch,
+  sections: OmniVideoRecord[],
+  mediaUrl: (key: string) => string,
+  creditsRemaining: number,
+) {
   return {
     batch_id: batch.batch_id,
     partner_job_id: batch.partner_job_id,
@@ -76,21 +81,39 @@ export const batchShape = z.object({
   created_at: z.string(),
 });
 
-export async function sectionsOf(db: PluginDb, partnerId: string, batchIds: readonly string[]): Promise<Map<string, OmniVideoRecord[]>> {
+export async function sectionsOf(
+  db: PluginDb,
+  partnerId: string,
+  batchIds: readonly string[],
+): Promise<Map<string, OmniVideoRecord[]>> {
   const by = new Map<string, OmniVideoRecord[]>(batchIds.map((id) => [id, []]));
   if (batchIds.length === 0) return by;
-  const rows = await omniVideos.owned(db, partnerId).where("r.batch_id", "in", batchIds).orderBy("r.section_index", "asc").execute();
+  const rows = await omniVideos
+    .owned(db, partnerId)
+    .where("r.batch_id", "in", batchIds)
+    .orderBy("r.section_index", "asc")
+    .execute();
   for (const r of rows) by.get(r.batch_id!)?.push(r);
   return by;
 }
 
 /** The partner's batch `id`, or undefined when it is missing or another account's (the same 404). */
 export async function findBatch(db: PluginDb, partnerId: string, id: string): Promise<Batch | undefined> {
-  return (await db.selectFrom(BATCHES_TABLE).selectAll().where("partner_id", "=", partnerId).where("batch_id", "=", id).executeTakeFirst()) as Batch | undefined;
+  return (await db
+    .selectFrom(BATCHES_TABLE)
+    .selectAll()
+    .where("partner_id", "=", partnerId)
+    .where("batch_id", "=", id)
+    .executeTakeFirst()) as Batch | undefined;
 }
 
 /** A page of the partner's batches, newest first. */
 export async function batchPage(db: PluginDb, partnerId: string, page: PageRequest) {
-  const query = db.selectFrom(BATCHES_TABLE).selectAll().where("partner_id", "=", partnerId).orderBy("created_at", "desc").orderBy("batch_id", "desc");
+  const query = db
+    .selectFrom(BATCHES_TABLE)
+    .selectAll()
+    .where("partner_id", "=", partnerId)
+    .orderBy("created_at", "desc")
+    .orderBy("batch_id", "desc");
   return (await listPage(query, page)) as { rows: Batch[]; total: number };
 }

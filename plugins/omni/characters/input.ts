@@ -1,7 +1,8 @@
 // POST /omni/characters' body (spec part 3, "Omni character"): its rules and texts, checked before anything
 // is fetched or charged; the image's size, kind and pixel budget are the handler's (a 413 told apart).
-import { z } from "zod";
+
 import { partnerJobIdField } from "mediagate/plugin";
+import { z } from "zod";
 import { OMNI_ERRORS } from "../errors.ts";
 import { LIMITS } from "../prices.ts";
 
@@ -9,7 +10,10 @@ export const CreateCharacterInput = z
   .object({
     name: z.unknown().optional().meta({ type: "string", maxLength: LIMITS.nameChars }),
     description: z.unknown().optional().meta({ type: "string", maxLength: LIMITS.descriptionChars }),
-    image_base64: z.unknown().optional().meta({ type: "string", description: "PNG, JPEG or WebP as base64 (a data: prefix is tolerated), at most 20 MB" }),
+    image_base64: z.unknown().optional().meta({
+      type: "string",
+      description: "PNG, JPEG or WebP as base64 (a data: prefix is tolerated), at most 20 MB",
+    }),
     image_url: z.unknown().optional().meta({ type: "string", description: "public HTTPS reference image" }),
     voice_id: z.unknown().optional().meta({ type: "string" }),
     partner_job_id: partnerJobIdField().meta({ type: "string" }),
@@ -34,7 +38,9 @@ export const CreateCharacterInput = z
     return {
       name,
       description,
-      image: hasBase64 ? ({ base64: raw.image_base64 as string } as const) : ({ url: raw.image_url as string } as const),
+      image: hasBase64
+        ? ({ base64: raw.image_base64 as string } as const)
+        : ({ url: raw.image_url as string } as const),
       voiceId: voiceId || null,
       partnerJobId: raw.partner_job_id,
     };

@@ -16,19 +16,32 @@
 // - DELETE removes the row and the image; videos already submitted keep their own copy (../videos/submit.ts).
 // - A storage failure before the charge is a 502 with nothing charged; there is no failure after it.
 import { randomBytes } from "node:crypto";
+import {
+  ApiError,
+  checkPicture,
+  decodeImageBase64,
+  IMAGE_EXT,
+  imageKind,
+  isOutboundError,
+  listLibrary,
+  type OutboundGuard,
+  operation,
+  type VideoFrame,
+} from "mediagate/plugin";
 import { z } from "zod";
-import { ApiError, isOutboundError, listLibrary, operation, type OutboundGuard, type VideoFrame, checkPicture, decodeImageBase64, IMAGE_EXT, imageKind } from "mediagate/plugin";
 import { OMNI_ERRORS } from "../errors.ts";
 import { libraryDeleteOperation } from "../library.ts";
-import { CreateCharacterInput } from "./input.ts";
 import { characterPrice, LIMITS, OMNI_FEATURE, OMNI_PAUSE } from "../prices.ts";
 import { CHARACTERS_TABLE, type CharacterRecord, type CharacterVoice, findVoices, timestamp } from "../records.ts";
+import { CreateCharacterInput } from "./input.ts";
 
 /** Characters as a library: DELETE removes the row and its image. */
 const CHARACTER_LIBRARY = { table: CHARACTERS_TABLE, id: "character_id", file: "image_key" };
 const IMAGE_FETCH_TIMEOUT_MS = 30_000;
 
-const voiceObject = z.object({ id: z.string(), name: z.string(), base_voice: z.string(), base_voice_name: z.string() }).nullable();
+const voiceObject = z
+  .object({ id: z.string(), name: z.string(), base_voice: z.string(), base_voice_name: z.string() })
+  .nullable();
 
 const characterShape = z.object({
   character_id: z.string(),
@@ -41,7 +54,8 @@ const characterShape = z.object({
   created_at: z.string(),
 });
 
-const voiceView = (v: CharacterVoice | null) => (v ? { id: v.id, name: v.name, base_voice: v.base_voice, base_voice_name: v.base_voice_name } : null);
+const voiceView = (v: CharacterVoice | null) =>
+  v ? { id: v.id, name: v.name, base_voice: v.base_voice, base_voice_name: v.base_voice_name } : null;
 
 const createCharacter = operation({
   method: "POST",
@@ -53,14 +67,19 @@ const createCharacter = operation({
   // A 20 MB image is about 28 MB of base64; the decoded size is checked exactly below.
   maxBodyBytes: 30_000_000,
   bodyTooLarge: OMNI_ERRORS.imageTooLarge,
-  output: characterShape.omit({ voice: true, created_at: true }).extend({ credits_used: z.number().int(), credits_remaining: z.number().int() }),
+  output: characterShape
+    .omit({ voice: true, created_at: true })
+    .extend({ credits_used: z.number().int(), credits_remaining: z.number().int() }),
   async handle(ctx) {
     if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, OMNI_ERRORS.unavailable);
     const req = ctx.input;
     let image: VideoFrame;
     if ("base64" in req.image) {
       const decoded = decodeImageBase64(req.image.base64, LIMITS.imageMaxBytes);
-      if (!decoded.ok) throw decoded.reason === "too_large" ? new ApiError(413, OMNI_ERRORS.imageTooLarge) : new ApiError(400, OMNI_ERRORS.invalidImageBase64);
+      if (!decoded.ok)
+        throw decoded.reason === "too_large"
+          ? new ApiError(413, OMNI_ERRORS.imageTooLarge)
+          : new ApiError(400, OMNI_ERRORS.invalidImageBase64);
       // Over the pixel budget (lib/media/budgets.ts) is an image we cannot use: the spec's text for one.
       if (!checkPicture(decoded.image.bytes).ok) throw new ApiError(400, OMNI_ERRORS.invalidImageBase64);
       image = decoded.image;
@@ -130,11 +149,22 @@ async function fetchImage(guard: OutboundGuard, url: string, signal: AbortSignal
   if (!checked.ok) throw new ApiError(400, OMNI_ERRORS.invalidImageUrl(checked.reason));
   let body: Uint8Array;
   try {
-    body = (await guard.fetch(checked.url, { maxBytes: LIMITS.imageMaxBytes, timeoutMs: IMAGE_FETCH_TIMEOUT_MS, signal })).body;
+    body = (
+      await guard.fetch(checked.url, { maxBytes: LIMITS.imageMaxBytes, timeoutMs: IMAGE_FETCH_TIMEOUT_MS, signal })
+    ).body;
   } catch (err) {
     if (signal.aborted) throw err;
     if (!isOutboundError(err)) throw err;
-    const reason = err.kind === "too_large" ? "larger than 20 MB" : err.kind === "http_status" ? `the server answered ${err.status}` : err.kind === "timeout" ? "timed out" : err.kind === "not_public" ? "not a public address" : "could not be downloaded";
+    const reason =
+      err.kind === "too_large"
+        ? "larger than 20 MB"
+        : err.kind === "http_status"
+          ? `the server answered ${err.status}`
+          : err.kind === "timeout"
+            ? "timed out"
+            : err.kind === "not_public"
+              ? "not a public address"
+              : "could not be downloaded";
     throw new ApiError(400, OMNI_ERRORS.invalidImageUrl(reason));
   }
   const mimeType = imageKind(body);
@@ -151,7 +181,11 @@ const listCharacters = operation({
   summary: "This account's characters, newest first",
   output: z.object({ characters: z.array(characterShape) }),
   async handle(ctx) {
-    const rows = await listLibrary<CharacterRecord & { voice: CharacterVoice | string | null }>(ctx.db, CHARACTER_LIBRARY, ctx.partner.id);
+    const rows = await listLibrary<CharacterRecord & { voice: CharacterVoice | string | null }>(
+      ctx.db,
+      CHARACTER_LIBRARY,
+      ctx.partner.id,
+    );
     return {
       characters: rows.map((r) => {
         const voice = typeof r.voice === "string" ? (JSON.parse(r.voice) as CharacterVoice) : r.voice;
@@ -170,6 +204,10 @@ const listCharacters = operation({
   },
 });
 
-const deleteCharacter = libraryDeleteOperation({ path: "/omni/characters/<id>", summary: "Delete a character", library: CHARACTER_LIBRARY });
+const deleteCharacter = libraryDeleteOperation({
+  path: "/omni/characters/<id>",
+  summary: "Delete a character",
+  library: CHARACTER_LIBRARY,
+});
 
 export const characterOperations = [createCharacter, listCharacters, deleteCharacter];

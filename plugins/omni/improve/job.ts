@@ -1,6 +1,13 @@
 // The prompt-repair job (operations.ts tells the whole story: money, crash, the endpoint's wait): it rewrites
 // a failed clip's prompt through `text.generate` and hands the new clip on in the transaction that ends it.
-import { allocateServiceId, cleanUpstreamText, type JobKindDeclaration, JobFailure, TextGenerationError, oneStepStates } from "mediagate/plugin";
+import {
+  allocateServiceId,
+  cleanUpstreamText,
+  JobFailure,
+  type JobKindDeclaration,
+  oneStepStates,
+  TextGenerationError,
+} from "mediagate/plugin";
 import { OMNI_ERRORS } from "../errors.ts";
 import { LIMITS } from "../prices.ts";
 import { omniVideos } from "../records.ts";
@@ -57,7 +64,9 @@ export const repairJob: JobKindDeclaration<RepairInput> = {
       if (improved === "") throw new TextGenerationError("empty rewrite");
     } catch (err) {
       if (ctx.signal.aborted) throw err;
-      ctx.log.warn(`omni repair ${ctx.jobId} of ${sourceId} failed: ${err instanceof Error ? err.message : String(err)}`);
+      ctx.log.warn(
+        `omni repair ${ctx.jobId} of ${sourceId} failed: ${err instanceof Error ? err.message : String(err)}`,
+      );
       throw new JobFailure(OMNI_ERRORS.repairFailed);
     }
 

@@ -30,8 +30,9 @@
 // the two end it. Then it answers what the job became: the 502 only when the repair was refunded, 200 with
 // the clip when the worker had already handed it on. So the 502's "Credits refunded" is always true, and
 // no clip is ever made for a call answered with an error.
-import { z } from "zod";
+
 import { ApiError, isJobId, notFound, operation, type PluginDb } from "mediagate/plugin";
+import { z } from "zod";
 import { OMNI_ERRORS } from "../errors.ts";
 import { OMNI_FEATURE, OMNI_PAUSE, repairPrice } from "../prices.ts";
 import { omniVideos } from "../records.ts";
@@ -51,8 +52,17 @@ interface RepairRow {
 }
 
 async function readRepair(db: PluginDb, jobId: string, partnerId: string): Promise<RepairRow> {
-  const row = await db.selectFrom("jobs").select(["state", "finished_at", "output"]).where("id", "=", jobId).where("partner_id", "=", partnerId).executeTakeFirstOrThrow();
-  return { state: row.state, finished_at: row.finished_at, output: row.output === null ? null : parsed<RepairOutput>(row.output) };
+  const row = await db
+    .selectFrom("jobs")
+    .select(["state", "finished_at", "output"])
+    .where("id", "=", jobId)
+    .where("partner_id", "=", partnerId)
+    .executeTakeFirstOrThrow();
+  return {
+    state: row.state,
+    finished_at: row.finished_at,
+    output: row.output === null ? null : parsed<RepairOutput>(row.output),
+  };
 }
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -106,7 +116,9 @@ const improvePrompt = operation({
       if (Date.now() >= deadline || ctx.request.signal.aborted) {
         // Ends it only if the worker has not: one of the two endings wins, the other does nothing.
         await ctx.finishJob(repair.jobId, { state: "failed", refund: true, error: OMNI_ERRORS.repairFailed });
-        ctx.log.warn(`omni repair ${repair.jobId} of ${jobId}: ${ctx.request.signal.aborted ? "the partner hung up" : `not done in ${REPAIR_WAIT_MS} ms`}; ended by its request unless its worker had ended it`);
+        ctx.log.warn(
+          `omni repair ${repair.jobId} of ${jobId}: ${ctx.request.signal.aborted ? "the partner hung up" : `not done in ${REPAIR_WAIT_MS} ms`}; ended by its request unless its worker had ended it`,
+        );
         row = await readRepair(ctx.db, repair.jobId, ctx.partner.id);
         break;
       }

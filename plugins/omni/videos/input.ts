@@ -9,34 +9,90 @@
 //   `duration` and `seed` integers, `seed` a safe integer.
 // - A repeated character or voice id counts once per mention (the budget counts what is sent).
 // - `last_frame_url` needs `first_frame_url`; both are omni-1.1 only and exclude every reference.
+
+import {
+  ApiError,
+  base64Payload,
+  checkPicture,
+  decodedSize,
+  decodeImageBase64,
+  type MediaEngine,
+  type OutboundGuard,
+  outboundToApiError,
+  type PluginDb,
+  partnerJobIdField,
+  type VideoFrame,
+} from "mediagate/plugin";
 import { z } from "zod";
-import { ApiError, type MediaEngine, outboundToApiError, type OutboundGuard, partnerJobIdField, type PluginDb, type VideoFrame, checkPicture, decodedSize, decodeImageBase64, base64Payload } from "mediagate/plugin";
 import { OMNI_ERRORS } from "../errors.ts";
-import { ASPECT_RATIOS, DEFAULT_DURATION, DURATIONS, FRAME_MODELS, LIMITS, OMNI_MODELS, type OmniAspectRatio, type OmniDuration, type OmniModel, type OmniResolution, RESOLUTIONS } from "../prices.ts";
+import {
+  ASPECT_RATIOS,
+  DEFAULT_DURATION,
+  DURATIONS,
+  FRAME_MODELS,
+  LIMITS,
+  OMNI_MODELS,
+  type OmniAspectRatio,
+  type OmniDuration,
+  type OmniModel,
+  type OmniResolution,
+  RESOLUTIONS,
+} from "../prices.ts";
 import { findCharacters, findVoices } from "../records.ts";
 import { measureReferenceVideo } from "./references.ts";
 import type { PreparedOmniVideo } from "./types.ts";
 
-const oneOf = <T extends string>(values: readonly T[], v: unknown): v is T => typeof v === "string" && (values as readonly string[]).includes(v);
+const oneOf = <T extends string>(values: readonly T[], v: unknown): v is T =>
+  typeof v === "string" && (values as readonly string[]).includes(v);
 
 const stringList = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === "string");
 
 export const OmniVideoInput = z
   .object({
     prompt: z.unknown().optional().meta({ type: "string", maxLength: LIMITS.promptChars }),
-    model: z.unknown().optional().meta({ type: "string", enum: [...OMNI_MODELS], default: OMNI_MODELS[0] }),
-    first_frame_url: z.unknown().optional().meta({ type: "string", description: "omni-1.1 only: the image the clip starts on" }),
-    last_frame_url: z.unknown().optional().meta({ type: "string", description: "omni-1.1 only, with first_frame_url: the image the clip ends on" }),
-    character_ids: z.unknown().optional().meta({ type: "array", items: { type: "string" }, maxItems: LIMITS.characters }),
-    voice_ids: z.unknown().optional().meta({ type: "array", items: { type: "string" }, maxItems: LIMITS.voices }),
-    image_urls: z.unknown().optional().meta({ type: "array", items: { type: "string" } }),
-    image_base64: z.unknown().optional().meta({ type: "array", items: { type: "string" } }),
+    model: z
+      .unknown()
+      .optional()
+      .meta({ type: "string", enum: [...OMNI_MODELS], default: OMNI_MODELS[0] }),
+    first_frame_url: z
+      .unknown()
+      .optional()
+      .meta({ type: "string", description: "omni-1.1 only: the image the clip starts on" }),
+    last_frame_url: z
+      .unknown()
+      .optional()
+      .meta({ type: "string", description: "omni-1.1 only, with first_frame_url: the image the clip ends on" }),
+    character_ids: z
+      .unknown()
+      .optional()
+      .meta({ type: "array", items: { type: "string" }, maxItems: LIMITS.characters }),
+    voice_ids: z
+      .unknown()
+      .optional()
+      .meta({ type: "array", items: { type: "string" }, maxItems: LIMITS.voices }),
+    image_urls: z
+      .unknown()
+      .optional()
+      .meta({ type: "array", items: { type: "string" } }),
+    image_base64: z
+      .unknown()
+      .optional()
+      .meta({ type: "array", items: { type: "string" } }),
     video_url: z.unknown().optional().meta({ type: "string", description: "one reference video; adds the surcharge" }),
     video_start: z.unknown().optional().meta({ type: "number", minimum: 0 }),
     video_end: z.unknown().optional().meta({ type: "number", minimum: 0 }),
-    duration: z.unknown().optional().meta({ type: "integer", enum: [...DURATIONS], default: DEFAULT_DURATION }),
-    aspect_ratio: z.unknown().optional().meta({ type: "string", enum: [...ASPECT_RATIOS], default: ASPECT_RATIOS[0] }),
-    resolution: z.unknown().optional().meta({ type: "string", enum: [...RESOLUTIONS], default: RESOLUTIONS[0] }),
+    duration: z
+      .unknown()
+      .optional()
+      .meta({ type: "integer", enum: [...DURATIONS], default: DEFAULT_DURATION }),
+    aspect_ratio: z
+      .unknown()
+      .optional()
+      .meta({ type: "string", enum: [...ASPECT_RATIOS], default: ASPECT_RATIOS[0] }),
+    resolution: z
+      .unknown()
+      .optional()
+      .meta({ type: "string", enum: [...RESOLUTIONS], default: RESOLUTIONS[0] }),
     seed: z.unknown().optional().meta({ type: "integer" }),
     partner_job_id: partnerJobIdField().meta({ type: "string" }),
     callback_url: z.unknown().optional().meta({ type: "string", description: "public https URL for one signed event" }),
@@ -50,13 +106,16 @@ export const OmniVideoInput = z
     const model = raw.model ?? OMNI_MODELS[0];
     if (!oneOf(OMNI_MODELS, model)) return fail(OMNI_ERRORS.invalidModel);
     const duration = raw.duration ?? DEFAULT_DURATION;
-    if (typeof duration !== "number" || !(DURATIONS as readonly number[]).includes(duration)) return fail(OMNI_ERRORS.invalidDuration);
+    if (typeof duration !== "number" || !(DURATIONS as readonly number[]).includes(duration))
+      return fail(OMNI_ERRORS.invalidDuration);
     const aspectRatio = raw.aspect_ratio ?? ASPECT_RATIOS[0];
     if (!oneOf(ASPECT_RATIOS, aspectRatio)) return fail(OMNI_ERRORS.invalidAspectRatio);
     const resolution = raw.resolution ?? RESOLUTIONS[0];
     if (!oneOf(RESOLUTIONS, resolution)) return fail(OMNI_ERRORS.invalidResolution);
-    if (raw.seed !== undefined && raw.seed !== null && !Number.isSafeInteger(raw.seed)) return fail(OMNI_ERRORS.invalidSeed);
-    if (raw.strip_metadata !== undefined && typeof raw.strip_metadata !== "boolean") return fail(OMNI_ERRORS.stripMetadata);
+    if (raw.seed !== undefined && raw.seed !== null && !Number.isSafeInteger(raw.seed))
+      return fail(OMNI_ERRORS.invalidSeed);
+    if (raw.strip_metadata !== undefined && typeof raw.strip_metadata !== "boolean")
+      return fail(OMNI_ERRORS.stripMetadata);
 
     const list = (field: "character_ids" | "voice_ids" | "image_urls" | "image_base64") => {
       const v = raw[field];
@@ -91,7 +150,8 @@ export const OmniVideoInput = z
     if (firstFrameUrl !== null || lastFrameUrl !== null) {
       if (!FRAME_MODELS.includes(model)) return fail(OMNI_ERRORS.framesNeedOmni11);
       if (firstFrameUrl === null) return fail(OMNI_ERRORS.lastFrameNeedsFirst);
-      if (characterIds.length || voiceIds.length || imageUrls.length || imageBase64.length || videoUrl !== null) return fail(OMNI_ERRORS.framesExclusive);
+      if (characterIds.length || voiceIds.length || imageUrls.length || imageBase64.length || videoUrl !== null)
+        return fail(OMNI_ERRORS.framesExclusive);
     }
 
     let video: { url: string; start: number; end: number } | null = null;
@@ -99,12 +159,21 @@ export const OmniVideoInput = z
     if (videoUrl !== null) {
       if (raw.video_start === undefined || raw.video_end === undefined) return fail(OMNI_ERRORS.trimRequired);
       const [start, end] = [raw.video_start, raw.video_end];
-      if (typeof start !== "number" || typeof end !== "number" || !Number.isFinite(start) || !Number.isFinite(end) || start < 0 || end <= start) return fail(OMNI_ERRORS.invalidTrim);
+      if (
+        typeof start !== "number" ||
+        typeof end !== "number" ||
+        !Number.isFinite(start) ||
+        !Number.isFinite(end) ||
+        start < 0 ||
+        end <= start
+      )
+        return fail(OMNI_ERRORS.invalidTrim);
       if (end - start > LIMITS.trimWindowMaxSeconds) return fail(OMNI_ERRORS.trimTooLong);
       video = { url: videoUrl, start, end };
     } else if (trimSent) return fail(OMNI_ERRORS.trimWithoutVideo);
 
-    const budget = imageUrls.length + imageBase64.length + (video ? LIMITS.referenceVideoCost : 0) + characterIds.length;
+    const budget =
+      imageUrls.length + imageBase64.length + (video ? LIMITS.referenceVideoCost : 0) + characterIds.length;
     if (budget > LIMITS.referenceBudget) return fail(OMNI_ERRORS.referenceBudget);
 
     return {
@@ -155,8 +224,12 @@ export async function prepareOmniVideo(fields: OmniVideoFields, deps: PrepareDep
   }
   if (total > LIMITS.imagesMaxTotalBytes) throw new ApiError(413, OMNI_ERRORS.referenceImagesTooLarge);
 
-  const firstFrameUrl = fields.firstFrameUrl && checkedUrl(deps.guard, fields.firstFrameUrl, (r) => OMNI_ERRORS.invalidFrameUrl("first_frame_url", r));
-  const lastFrameUrl = fields.lastFrameUrl && checkedUrl(deps.guard, fields.lastFrameUrl, (r) => OMNI_ERRORS.invalidFrameUrl("last_frame_url", r));
+  const firstFrameUrl =
+    fields.firstFrameUrl &&
+    checkedUrl(deps.guard, fields.firstFrameUrl, (r) => OMNI_ERRORS.invalidFrameUrl("first_frame_url", r));
+  const lastFrameUrl =
+    fields.lastFrameUrl &&
+    checkedUrl(deps.guard, fields.lastFrameUrl, (r) => OMNI_ERRORS.invalidFrameUrl("last_frame_url", r));
   const imageUrls = fields.imageUrls.map((u) => checkedUrl(deps.guard, u, OMNI_ERRORS.invalidReferenceImageUrl));
   const videoUrl = fields.video && checkedUrl(deps.guard, fields.video.url, OMNI_ERRORS.invalidVideoUrl);
   if (fields.callbackUrl) {
@@ -175,13 +248,17 @@ export async function prepareOmniVideo(fields: OmniVideoFields, deps: PrepareDep
 
   const images: VideoFrame[] = fields.imageBase64.map((b) => {
     const decoded = decodeImageBase64(b, LIMITS.imageMaxBytes);
-    if (!decoded.ok) throw decoded.reason === "too_large" ? new ApiError(413, OMNI_ERRORS.referenceImageTooLarge) : new ApiError(400, OMNI_ERRORS.invalidReferenceImageBase64);
+    if (!decoded.ok)
+      throw decoded.reason === "too_large"
+        ? new ApiError(413, OMNI_ERRORS.referenceImageTooLarge)
+        : new ApiError(400, OMNI_ERRORS.invalidReferenceImageBase64);
     // Over the pixel budget (lib/media/budgets.ts): an image the render could not use.
     if (!checkPicture(decoded.image.bytes).ok) throw new ApiError(400, OMNI_ERRORS.invalidReferenceImageBase64);
     return decoded.image;
   });
 
-  const referenceVideo = fields.video && videoUrl ? await measureReferenceVideo(videoUrl, fields.video.start, fields.video.end, deps) : null;
+  const referenceVideo =
+    fields.video && videoUrl ? await measureReferenceVideo(videoUrl, fields.video.start, fields.video.end, deps) : null;
   return {
     prompt: fields.prompt,
     model: fields.model,

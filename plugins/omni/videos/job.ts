@@ -11,7 +11,21 @@
 //   `prompt_fixable` means.
 // - The upstream has an hour (UPSTREAM_DEADLINE_SECONDS); past it the job ends `error` with
 //   OMNI_ERRORS.videoFailed, refunded, as any other provider failure.
-import { checkPicture, finishGeneratedClip, imageKind, isTransient, JobFailure, type JobKindDeclaration, type JobRunContext, mediaToken, mp4MetadataCategories, progressBetween, UnsafeContentError, type VideoFrame, oneStepStates } from "mediagate/plugin";
+import {
+  checkPicture,
+  finishGeneratedClip,
+  imageKind,
+  isTransient,
+  JobFailure,
+  type JobKindDeclaration,
+  type JobRunContext,
+  mediaToken,
+  mp4MetadataCategories,
+  oneStepStates,
+  progressBetween,
+  UnsafeContentError,
+  type VideoFrame,
+} from "mediagate/plugin";
 import { OMNI_ERRORS } from "../errors.ts";
 import { LIMITS } from "../prices.ts";
 import { type OmniVideoOutput, VIDEOS_TABLE } from "../records.ts";
@@ -60,7 +74,11 @@ export const omniVideoJob: JobKindDeclaration<OmniJobInput> = {
   retries: 1,
   timeoutSeconds: 1800,
   concurrency: 2,
-  events: { success: "omni_video.completed", failure: "omni_video.failed", data: (trx, job) => eventData(trx, job.jobId) },
+  events: {
+    success: "omni_video.completed",
+    failure: "omni_video.failed",
+    data: (trx, job) => eventData(trx, job.jobId),
+  },
   async run(ctx) {
     const input = ctx.input;
     // Runs again from the top at every poll of the upstream (ctx.awaitUpstream): "Preparing" is shown only
@@ -79,9 +97,20 @@ export const omniVideoJob: JobKindDeclaration<OmniJobInput> = {
         ctx.capability("omni.generate"),
         async () => {
           assembling = true;
-          const row = await ctx.db.selectFrom(VIDEOS_TABLE).select(["prompt"]).where("job_id", "=", ctx.jobId).executeTakeFirstOrThrow();
+          const row = await ctx.db
+            .selectFrom(VIDEOS_TABLE)
+            .select(["prompt"])
+            .where("job_id", "=", ctx.jobId)
+            .executeTakeFirstOrThrow();
           const characters = [];
-          for (const c of input.characters) characters.push({ id: c.id, name: c.name, description: c.description, voice: c.voice, image: await storedImage(ctx, c.image) });
+          for (const c of input.characters)
+            characters.push({
+              id: c.id,
+              name: c.name,
+              description: c.description,
+              voice: c.voice,
+              image: await storedImage(ctx, c.image),
+            });
           const referenceImages: VideoFrame[] = [];
           for (const img of input.images) referenceImages.push(await storedImage(ctx, img));
           for (const url of input.image_urls) referenceImages.push(await fetchedImage(ctx, url));
@@ -96,7 +125,11 @@ export const omniVideoJob: JobKindDeclaration<OmniJobInput> = {
             // The window is cut here, not in the request (references.ts): a busy media pool makes the job wait.
             if (ref.start !== undefined && ref.end !== undefined) {
               try {
-                referenceVideo = await cutReferenceWindow({ bytes, url: ref.url, start: ref.start, end: ref.end }, ctx.capability("media"), { signal: ctx.signal });
+                referenceVideo = await cutReferenceWindow(
+                  { bytes, url: ref.url, start: ref.start, end: ref.end },
+                  ctx.capability("media"),
+                  { signal: ctx.signal },
+                );
               } catch (err) {
                 if (!(err instanceof ReferenceCutError)) throw err;
                 ctx.log.warn(`omni ${ctx.jobId}: reference video ${ref.url} unusable: ${err.message}`);
@@ -136,7 +169,10 @@ export const omniVideoJob: JobKindDeclaration<OmniJobInput> = {
     }
 
     if (input.strip_metadata) await ctx.progress(92, "Removing metadata");
-    const clip = await finishGeneratedClip(ctx.capability("media"), bytes, { strip: input.strip_metadata, signal: ctx.signal });
+    const clip = await finishGeneratedClip(ctx.capability("media"), bytes, {
+      strip: input.strip_metadata,
+      signal: ctx.signal,
+    });
     bytes = clip.bytes;
     const key = `clips/${ctx.jobId}-${mediaToken()}.mp4`; // a capability URL; a rerun writes a new name
     await ctx.blobs.put(key, bytes, { contentType: "video/mp4" });

@@ -1,8 +1,18 @@
 // The Omni video operations (spec part 3, the Omni video endpoints): POST /omni/video checks every rule
 // before the charge (input.ts), prices the clip (../prices.ts) and queues one job (job.ts, submit.ts);
 // GET /omni/video/<job_id> and GET /omni/videos read the records (records.ts).
+
+import {
+  ApiError,
+  findOwnRecord,
+  jobListInput,
+  listOwnRecords,
+  operation,
+  PAGE_BOUNDS,
+  pageBody,
+  pageShape,
+} from "mediagate/plugin";
 import { z } from "zod";
-import { ApiError, findOwnRecord, jobListInput, listOwnRecords, operation, PAGE_BOUNDS, pageBody, pageShape } from "mediagate/plugin";
 import { OMNI_ERRORS } from "../errors.ts";
 import { OMNI_FEATURE, OMNI_PAUSE } from "../prices.ts";
 import { omniVideos } from "../records.ts";
@@ -46,7 +56,12 @@ const createVideo = operation({
       signal: ctx.request.signal,
     });
     const credits = priceOf(ctx, req, req.referenceVideo !== null);
-    const job = await submitVideo(ctx, req, credits, `Omni video: ${req.model} ${req.resolution} ${req.duration}s${req.referenceVideo ? " + reference video" : ""}`);
+    const job = await submitVideo(
+      ctx,
+      req,
+      credits,
+      `Omni video: ${req.model} ${req.resolution} ${req.duration}s${req.referenceVideo ? " + reference video" : ""}`,
+    );
     return {
       job_id: job.jobId,
       partner_job_id: req.partnerJobId,
@@ -78,7 +93,10 @@ const listVideos = operation({
   path: "/omni/videos",
   feature: OMNI_FEATURE,
   summary: "This account's Omni videos, newest first",
-  input: jobListInput(PAGE_BOUNDS.omniVideos, { status: OMNI_ERRORS.listStatus, since: "ISO 8601 UTC timestamp: videos created at or after it" }),
+  input: jobListInput(PAGE_BOUNDS.omniVideos, {
+    status: OMNI_ERRORS.listStatus,
+    since: "ISO 8601 UTC timestamp: videos created at or after it",
+  }),
   output: pageShape("videos", videoViewShape),
   async handle(ctx) {
     const page = await listOwnRecords(omniVideos, ctx.db, ctx.partner.id, ctx.input);

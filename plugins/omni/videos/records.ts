@@ -6,15 +6,17 @@
 //   and `progress` and `message` while the clip renders (non-breaking additions); `video_url` is null until
 //   the job is complete; `duration` is the clip's measured length once complete, the requested one before.
 // - The webhook `data` is the status view without `request_id` (part 1: "the fields of the Omni status response").
-import { z } from "zod";
+
 import type { PluginDb } from "mediagate/plugin";
+import { z } from "zod";
 import { OMNI_ERRORS } from "../errors.ts";
 import { type OmniVideoRecord, omniVideos, timestamp } from "../records.ts";
 
 /** Whether a failed job's error is the prompt-fixable safety block (POST /omni/improve-prompt may repair it). */
-export const isPromptFixable = (row: Pick<OmniVideoRecord, "state" | "error">) => row.state === "error" && row.error === OMNI_ERRORS.videoUnsafe;
+export const isPromptFixable = (row: Pick<OmniVideoRecord, "state" | "error">) =>
+  row.state === "error" && row.error === OMNI_ERRORS.videoUnsafe;
 
-const ids = (v: unknown): string[] => (typeof v === "string" ? JSON.parse(v) : (v as string[]) ?? []);
+const ids = (v: unknown): string[] => (typeof v === "string" ? JSON.parse(v) : ((v as string[]) ?? []));
 
 export function videoView(row: OmniVideoRecord, mediaUrl: (key: string) => string | null) {
   const out = row.state === "complete" ? row.output : null;

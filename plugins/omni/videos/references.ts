@@ -10,7 +10,19 @@
 // sound gives a window without sound (the sandbox composites only the picture); the length bound is
 // inclusive, to the hundredth of a second; an over-cap download is a 413 like every other size cap; a source
 // that probes but whose window cannot be cut fails the job (ReferenceCutError), refunded once.
-import { ApiError, fetchSource, probeOverBudget, firstAudio, firstVideo, isMediaError, isoBmffFirstBox, type MediaEngine, isWholeIsoBmff, type OmniReferenceVideo, type OutboundGuard } from "mediagate/plugin";
+import {
+  ApiError,
+  fetchSource,
+  firstAudio,
+  firstVideo,
+  isMediaError,
+  isoBmffFirstBox,
+  isWholeIsoBmff,
+  type MediaEngine,
+  type OmniReferenceVideo,
+  type OutboundGuard,
+  probeOverBudget,
+} from "mediagate/plugin";
 import { OMNI_ERRORS } from "../errors.ts";
 import { LIMITS } from "../prices.ts";
 
@@ -51,10 +63,23 @@ export class ReferenceCutError extends Error {
 }
 
 /** Downloads and probes the source and checks the window: the spec's 400/413 before any charge, no encode. */
-export async function measureReferenceVideo(url: string, start: number, end: number, deps: ReferenceVideoDeps): Promise<MeasuredReferenceVideo> {
+export async function measureReferenceVideo(
+  url: string,
+  start: number,
+  end: number,
+  deps: ReferenceVideoDeps,
+): Promise<MeasuredReferenceVideo> {
   const bytes = await fetchSource(
     url,
-    { maxBytes: LIMITS.referenceVideoMaxBytes, timeoutMs: DOWNLOAD_TIMEOUT_MS, texts: { invalidUrl: OMNI_ERRORS.invalidVideoUrl(url.slice(0, 200)), tooLarge: OMNI_ERRORS.referenceVideoTooLarge, download: OMNI_ERRORS.referenceUnavailable } },
+    {
+      maxBytes: LIMITS.referenceVideoMaxBytes,
+      timeoutMs: DOWNLOAD_TIMEOUT_MS,
+      texts: {
+        invalidUrl: OMNI_ERRORS.invalidVideoUrl(url.slice(0, 200)),
+        tooLarge: OMNI_ERRORS.referenceVideoTooLarge,
+        download: OMNI_ERRORS.referenceUnavailable,
+      },
+    },
     { guard: deps.guard, signal: deps.signal },
   );
   // Junk (and a manifest: HLS, DASH, concat) is refused on its first bytes, before the engine reads it.
@@ -66,10 +91,20 @@ export async function measureReferenceVideo(url: string, start: number, end: num
     // No time-out of our own: it would count the wait for a media pool place, and a busy machine must not read
     // as a bad file (the engine's own cap bounds a probe that never ends; the request's signal, the wait).
     const probe = await deps.engine.probe(bytes, "in.bin", { signal: deps.signal });
-    if (probe.formatName !== ISO_BMFF || !firstVideo(probe) || !Number.isFinite(probe.durationSeconds) || probe.durationSeconds <= 0) throw new ApiError(400, OMNI_ERRORS.referenceVideoUnreadable);
+    if (
+      probe.formatName !== ISO_BMFF ||
+      !firstVideo(probe) ||
+      !Number.isFinite(probe.durationSeconds) ||
+      probe.durationSeconds <= 0
+    )
+      throw new ApiError(400, OMNI_ERRORS.referenceVideoUnreadable);
     // lib/media/budgets.ts before the cut decodes a frame: an 8K frame, 240 fps and 4 hours at most.
     const excess = probeOverBudget(probe);
-    if (excess) throw new ApiError(400, excess.kind === "duration" ? OMNI_ERRORS.referenceVideoTooLong : OMNI_ERRORS.referenceVideoUnreadable);
+    if (excess)
+      throw new ApiError(
+        400,
+        excess.kind === "duration" ? OMNI_ERRORS.referenceVideoTooLong : OMNI_ERRORS.referenceVideoUnreadable,
+      );
     seconds = round2(probe.durationSeconds);
   } catch (err) {
     throw err instanceof ApiError ? err : unusable(err, deps);
@@ -84,7 +119,11 @@ export async function measureReferenceVideo(url: string, start: number, end: num
  * long as the job may (its signal). The file's failures throw ReferenceCutError; cancellation and a missing
  * engine pass through.
  */
-export async function cutReferenceWindow(source: MeasuredReferenceVideo, engine: MediaEngine, options: { signal?: AbortSignal } = {}): Promise<OmniReferenceVideo> {
+export async function cutReferenceWindow(
+  source: MeasuredReferenceVideo,
+  engine: MediaEngine,
+  options: { signal?: AbortSignal } = {},
+): Promise<OmniReferenceVideo> {
   const { signal } = options;
   const { bytes, start, end, url } = source;
   try {
@@ -95,11 +134,28 @@ export async function cutReferenceWindow(source: MeasuredReferenceVideo, engine:
     const audio = hasAudio ? ["-map", "0:a:0", "-c:a", "aac", "-b:a", "128k", "-ar", "48000", "-ac", "2"] : [];
     const out = await engine.run(
       [
-        "-ss", String(start), "-i", "in.bin", "-t", String(round2(end - start)),
-        "-map", "0:v:0", ...audio,
-        "-vf", `${scale},fps=25,format=yuv420p`,
-        "-c:v", "libx264", "-preset", engine.kind === "wasm" ? "ultrafast" : "veryfast", "-crf", "23", "-pix_fmt", "yuv420p",
-        ...NO_METADATA, "-movflags", "+faststart",
+        "-ss",
+        String(start),
+        "-i",
+        "in.bin",
+        "-t",
+        String(round2(end - start)),
+        "-map",
+        "0:v:0",
+        ...audio,
+        "-vf",
+        `${scale},fps=25,format=yuv420p`,
+        "-c:v",
+        "libx264",
+        "-preset",
+        engine.kind === "wasm" ? "ultrafast" : "veryfast",
+        "-crf",
+        "23",
+        "-pix_fmt",
+        "yuv420p",
+        ...NO_METADATA,
+        "-movflags",
+        "+faststart",
         "window.mp4",
       ],
       // No time-out of its own: the wait for a pool place is part of the run; the job's limit bounds both.
@@ -107,11 +163,14 @@ export async function cutReferenceWindow(source: MeasuredReferenceVideo, engine:
     );
     const window = out["window.mp4"]!;
     const made = await engine.probe(window, "window.mp4", { signal });
-    if (firstVideo(made)?.codec !== "h264" || !(made.durationSeconds > 0)) throw new ReferenceCutError(`the window came out ${made.durationSeconds}s long`);
+    if (firstVideo(made)?.codec !== "h264" || !(made.durationSeconds > 0))
+      throw new ReferenceCutError(`the window came out ${made.durationSeconds}s long`);
     return { bytes: window, seconds: round2(made.durationSeconds), url };
   } catch (err) {
     if (signal?.aborted || err instanceof ReferenceCutError) throw err;
     if (isMediaError(err) && err.code === "engine_unavailable") throw err;
-    throw new ReferenceCutError(`the window could not be cut: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new ReferenceCutError(`the window could not be cut: ${err instanceof Error ? err.message : String(err)}`, {
+      cause: err,
+    });
   }
 }

@@ -1,9 +1,23 @@
 // Submitting an Omni clip: what POST /omni/video, batch sections (../batch) and repaired prompts (../improve)
 // share. Character images, voices and base64 reference images are copied with the job at submit (private
 // keys): deleting a character or voice afterwards does not change a clip already asked for.
-import { ApiError, IMAGE_EXT, mediaToken, type OperationContext, type PluginDb, PRIVATE_KEY_PREFIX } from "mediagate/plugin";
+import {
+  ApiError,
+  IMAGE_EXT,
+  mediaToken,
+  type OperationContext,
+  type PluginDb,
+  PRIVATE_KEY_PREFIX,
+} from "mediagate/plugin";
 import { OMNI_ERRORS } from "../errors.ts";
-import { frameSize, omniVideoPrice, type OmniAspectRatio, type OmniDuration, type OmniModel, type OmniResolution } from "../prices.ts";
+import {
+  frameSize,
+  type OmniAspectRatio,
+  type OmniDuration,
+  type OmniModel,
+  type OmniResolution,
+  omniVideoPrice,
+} from "../prices.ts";
 import { type CharacterRecord, type CharacterVoice, VIDEOS_TABLE } from "../records.ts";
 import type { OmniJobInput, PreparedOmniVideo } from "./types.ts";
 
@@ -31,13 +45,24 @@ export class PendingUploads {
 }
 
 /** A character as the job keeps it: its image copied under the submit's private prefix. */
-export async function characterSnapshot(ctx: OperationContext, c: CharacterRecord, uploads: PendingUploads, n: number): Promise<OmniJobInput["characters"][number]> {
+export async function characterSnapshot(
+  ctx: OperationContext,
+  c: CharacterRecord,
+  uploads: PendingUploads,
+  n: number,
+): Promise<OmniJobInput["characters"][number]> {
   const bytes = await ctx.blobs.get(c.image_key);
   if (!bytes) throw new ApiError(400, OMNI_ERRORS.charactersNotFound);
   const mime = c.image_mime as keyof typeof IMAGE_EXT;
   const key = uploads.add(`character-${n}.${IMAGE_EXT[mime] ?? "img"}`, bytes, c.image_mime);
   // The identity description: the name when the partner gave none (spec "Omni character").
-  return { id: c.character_id, name: c.name, description: c.description || c.name, image: { key, mime_type: c.image_mime }, voice: c.voice };
+  return {
+    id: c.character_id,
+    name: c.name,
+    description: c.description || c.name,
+    image: { key, mime_type: c.image_mime },
+    voice: c.voice,
+  };
 }
 
 export interface VideoRecordFields {
@@ -62,7 +87,14 @@ export interface VideoRecordFields {
 export async function insertVideoRecord(trx: PluginDb, jobId: string, partnerId: string, f: VideoRecordFields) {
   await trx
     .insertInto(VIDEOS_TABLE)
-    .values({ ...f, job_id: jobId, partner_id: partnerId, character_ids: JSON.stringify(f.character_ids), voice_ids: JSON.stringify(f.voice_ids), input: JSON.stringify(f.input) })
+    .values({
+      ...f,
+      job_id: jobId,
+      partner_id: partnerId,
+      character_ids: JSON.stringify(f.character_ids),
+      voice_ids: JSON.stringify(f.voice_ids),
+      input: JSON.stringify(f.input),
+    })
     .execute();
 }
 
@@ -73,7 +105,10 @@ async function jobInput(ctx: OperationContext, req: PreparedOmniVideo, uploads: 
   for (const [i, c] of req.characters.entries()) characters.push(await characterSnapshot(ctx, c, uploads, i + 1));
   const images = req.images.map((img, i) => {
     const mime = img.mimeType as keyof typeof IMAGE_EXT;
-    return { key: uploads.add(`image-${i + 1}.${IMAGE_EXT[mime] ?? "img"}`, img.bytes, img.mimeType), mime_type: img.mimeType };
+    return {
+      key: uploads.add(`image-${i + 1}.${IMAGE_EXT[mime] ?? "img"}`, img.bytes, img.mimeType),
+      mime_type: img.mimeType,
+    };
   });
   const ref = req.referenceVideo;
   return {
@@ -90,7 +125,15 @@ async function jobInput(ctx: OperationContext, req: PreparedOmniVideo, uploads: 
     image_urls: req.imageUrls,
     images,
     // As downloaded, with its window: the job cuts it (references.ts).
-    reference_video: ref ? { key: uploads.add("reference-source.bin", ref.bytes, "application/octet-stream"), seconds: Math.round((ref.end - ref.start) * 100) / 100, url: ref.url, start: ref.start, end: ref.end } : null,
+    reference_video: ref
+      ? {
+          key: uploads.add("reference-source.bin", ref.bytes, "application/octet-stream"),
+          seconds: Math.round((ref.end - ref.start) * 100) / 100,
+          url: ref.url,
+          start: ref.start,
+          end: ref.end,
+        }
+      : null,
     callback_url: req.callbackUrl,
   };
 }
@@ -132,5 +175,12 @@ export async function submitVideo(ctx: OperationContext, req: PreparedOmniVideo,
 }
 
 /** The clip's price for this account: a custom account without a rate gets its 400 here, before any download. */
-export const priceOf = (ctx: OperationContext, req: Pick<PreparedOmniVideo, "resolution" | "duration">, referenceVideo: boolean) =>
-  ctx.priceFor({ ...omniVideoPrice(req.resolution, req.duration, referenceVideo), customRateMissing: OMNI_ERRORS.customNoRate });
+export const priceOf = (
+  ctx: OperationContext,
+  req: Pick<PreparedOmniVideo, "resolution" | "duration">,
+  referenceVideo: boolean,
+) =>
+  ctx.priceFor({
+    ...omniVideoPrice(req.resolution, req.duration, referenceVideo),
+    customRateMissing: OMNI_ERRORS.customNoRate,
+  });

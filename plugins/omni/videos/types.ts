@@ -52,7 +52,13 @@ export interface OmniJobInput {
   first_frame_url: string | null;
   last_frame_url: string | null;
   /** Snapshots taken at submit; the image copied under the job's private prefix (a later delete cannot break the job). */
-  characters: Array<{ id: string; name: string; description: string; image: StoredImage; voice: CharacterVoice | null }>;
+  characters: Array<{
+    id: string;
+    name: string;
+    description: string;
+    image: StoredImage;
+    voice: CharacterVoice | null;
+  }>;
   voices: CharacterVoice[];
   image_urls: string[];
   images: StoredImage[];

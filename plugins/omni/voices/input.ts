@@ -1,6 +1,7 @@
 // POST /omni/voices' body (spec part 3, "Omni voice"): its rules and texts, checked before the sample is spoken.
-import { z } from "zod";
+
 import { partnerJobIdField } from "mediagate/plugin";
+import { z } from "zod";
 import { OMNI_ERRORS } from "../errors.ts";
 import { LIMITS } from "../prices.ts";
 import { presetById, VOICE_PRESETS } from "./presets.ts";
@@ -19,10 +20,21 @@ const optionalText = (max: number, tooLong: string, type: string) =>
 
 export const CreateVoiceInput = z
   .object({
-    base_voice: z.unknown().optional().meta({ type: "string", enum: VOICE_PRESETS.map((p) => p.id) }),
+    base_voice: z
+      .unknown()
+      .optional()
+      .meta({ type: "string", enum: VOICE_PRESETS.map((p) => p.id) }),
     name: z.unknown().optional().meta({ type: "string", maxLength: LIMITS.nameChars }),
-    description: optionalText(LIMITS.descriptionChars, OMNI_ERRORS.voiceDescriptionTooLong, OMNI_ERRORS.voiceDescriptionType),
-    example_dialogue: optionalText(LIMITS.exampleDialogueChars, OMNI_ERRORS.exampleDialogueTooLong, OMNI_ERRORS.exampleDialogueType),
+    description: optionalText(
+      LIMITS.descriptionChars,
+      OMNI_ERRORS.voiceDescriptionTooLong,
+      OMNI_ERRORS.voiceDescriptionType,
+    ),
+    example_dialogue: optionalText(
+      LIMITS.exampleDialogueChars,
+      OMNI_ERRORS.exampleDialogueTooLong,
+      OMNI_ERRORS.exampleDialogueType,
+    ),
     partner_job_id: partnerJobIdField().meta({ type: "string" }),
   })
   .meta({ required: ["base_voice", "name"] })
@@ -33,5 +45,11 @@ export const CreateVoiceInput = z
     const name = typeof raw.name === "string" ? raw.name.trim() : "";
     if (name === "") return fail(OMNI_ERRORS.voiceNameRequired);
     if (name.length > LIMITS.nameChars) return fail(OMNI_ERRORS.voiceNameTooLong);
-    return { preset, name, description: raw.description, exampleDialogue: raw.example_dialogue, partnerJobId: raw.partner_job_id };
+    return {
+      preset,
+      name,
+      description: raw.description,
+      exampleDialogue: raw.example_dialogue,
+      partnerJobId: raw.partner_job_id,
+    };
   });

@@ -13,14 +13,22 @@
 // - DELETE removes the row and its sample; characters keep the voice they were created with (a snapshot).
 import { createHash } from "node:crypto";
 import type { Selectable } from "kysely";
+import {
+  ApiError,
+  allocateServiceId,
+  type BlobStore,
+  listLibrary,
+  mediaToken,
+  operation,
+  speak,
+} from "mediagate/plugin";
 import { z } from "zod";
-import { allocateServiceId, ApiError, type BlobStore, listLibrary, mediaToken, operation, speak } from "mediagate/plugin";
 import { OMNI_ERRORS } from "../errors.ts";
 import { libraryDeleteOperation } from "../library.ts";
 import { OMNI_FEATURE, OMNI_PAUSE } from "../prices.ts";
+import { timestamp, VOICES_TABLE, type VoiceRow } from "../records.ts";
 import { CreateVoiceInput } from "./input.ts";
 import { presetById, VOICE_PRESETS, type VoicePreset } from "./presets.ts";
-import { timestamp, VOICES_TABLE, type VoiceRow } from "../records.ts";
 
 /** A voice row as read back (its creation time a Date). */
 type Voice = Selectable<VoiceRow>;
@@ -32,7 +40,10 @@ const WAV = "audio/wav";
 const presetSentence = (p: VoicePreset) => `Hi, I'm ${p.name}. This is how I sound.`;
 
 function presetSampleKey(p: VoicePreset): string {
-  const hash = createHash("sha256").update(JSON.stringify([p.espeak, presetSentence(p)])).digest("hex").slice(0, 16);
+  const hash = createHash("sha256")
+    .update(JSON.stringify([p.espeak, presetSentence(p)]))
+    .digest("hex")
+    .slice(0, 16);
   return `presets/${p.id}-${hash}.wav`;
 }
 
@@ -58,7 +69,13 @@ async function ensurePresetSamples(blobs: BlobStore, signal: AbortSignal): Promi
   await ready;
 }
 
-const presetShape = z.object({ id: z.string(), name: z.string(), gender: z.string(), traits: z.string(), sample_url: z.string() });
+const presetShape = z.object({
+  id: z.string(),
+  name: z.string(),
+  gender: z.string(),
+  traits: z.string(),
+  sample_url: z.string(),
+});
 
 const voiceShape = z.object({
   voice_id: z.string(),
@@ -99,7 +116,15 @@ const listPresets = operation({
   output: z.object({ presets: z.array(presetShape) }),
   async handle(ctx) {
     await ensurePresetSamples(ctx.blobs, ctx.request.signal);
-    return { presets: VOICE_PRESETS.map((p) => ({ id: p.id, name: p.name, gender: p.gender, traits: p.traits, sample_url: ctx.mediaUrl(presetSampleKey(p)) })) };
+    return {
+      presets: VOICE_PRESETS.map((p) => ({
+        id: p.id,
+        name: p.name,
+        gender: p.gender,
+        traits: p.traits,
+        sample_url: ctx.mediaUrl(presetSampleKey(p)),
+      })),
+    };
   },
 });
 
@@ -129,7 +154,16 @@ const createVoice = operation({
         const voiceId = await allocateServiceId(trx);
         return trx
           .insertInto(VOICES_TABLE)
-          .values({ voice_id: voiceId, partner_id: ctx.partner.id, partner_job_id: partnerJobId, name, base_voice: preset.id, description, example_dialogue: exampleDialogue, sample_key: key })
+          .values({
+            voice_id: voiceId,
+            partner_id: ctx.partner.id,
+            partner_job_id: partnerJobId,
+            name,
+            base_voice: preset.id,
+            description,
+            example_dialogue: exampleDialogue,
+            sample_key: key,
+          })
           .returningAll()
           .executeTakeFirstOrThrow();
       })) as Voice;
@@ -153,6 +187,10 @@ const listVoices = operation({
   },
 });
 
-const deleteVoice = libraryDeleteOperation({ path: "/omni/voices/<id>", summary: "Delete a voice (characters created with it keep it)", library: VOICE_LIBRARY });
+const deleteVoice = libraryDeleteOperation({
+  path: "/omni/voices/<id>",
+  summary: "Delete a voice (characters created with it keep it)",
+  library: VOICE_LIBRARY,
+});
 
 export const voiceOperations = [listPresets, createVoice, listVoices, deleteVoice];

@@ -13,11 +13,38 @@ export interface VoicePreset {
   espeak: EspeakVoice;
 }
 
-const PITCH: Record<string, number> = { high: 75, "mid-high": 63, younger: 66, mid: 52, "mid-low": 40, lower: 33, low: 28 };
+const PITCH: Record<string, number> = {
+  high: 75,
+  "mid-high": 63,
+  younger: 66,
+  mid: 52,
+  "mid-low": 40,
+  lower: 33,
+  low: 28,
+};
 const PACE: Record<string, number> = {
-  Excitable: 200, Upbeat: 190, Lively: 190, Bright: 180, Youthful: 180, Breezy: 175, Forward: 175, Friendly: 172, Casual: 170,
-  Clear: 165, Firm: 160, Informative: 160, Even: 160, Knowledgeable: 158, Smooth: 158, Warm: 155, "Easy-going": 155,
-  Gentle: 150, Soft: 150, Mature: 148, Breathy: 150, Gravelly: 145,
+  Excitable: 200,
+  Upbeat: 190,
+  Lively: 190,
+  Bright: 180,
+  Youthful: 180,
+  Breezy: 175,
+  Forward: 175,
+  Friendly: 172,
+  Casual: 170,
+  Clear: 165,
+  Firm: 160,
+  Informative: 160,
+  Even: 160,
+  Knowledgeable: 158,
+  Smooth: 158,
+  Warm: 155,
+  "Easy-going": 155,
+  Gentle: 150,
+  Soft: 150,
+  Mature: 148,
+  Breathy: 150,
+  Gravelly: 145,
 };
 
 // [id, gender, traits, eSpeak variant, pitch nudge]: the nudge separates presets sharing variant and traits.

@@ -67,7 +67,9 @@ function json(res: ServerResponse, status: number, body: unknown) {
   res.end(text);
 }
 
-const openAiError = (message: string, type: string, code: string | null) => ({ error: { message, type, param: null, code } });
+const openAiError = (message: string, type: string, code: string | null) => ({
+  error: { message, type, param: null, code },
+});
 
 export async function startOpenAiStandIn(options: { key?: string; mode?: StandInMode } = {}): Promise<StandIn> {
   const sockets = new Set<import("node:net").Socket>();
@@ -75,7 +77,8 @@ export async function startOpenAiStandIn(options: { key?: string; mode?: StandIn
     url: "",
     mode: options.mode ?? "ok",
     key: options.key,
-    words: (seconds) => Array.from({ length: Math.floor(seconds) }, (_, i) => ({ word: ` word${i}`, start: i + 0.1, end: i + 0.6 })),
+    words: (seconds) =>
+      Array.from({ length: Math.floor(seconds) }, (_, i) => ({ word: ` word${i}`, start: i + 0.1, end: i + 0.6 })),
     requests: [],
     close: async () => {},
   };
@@ -84,10 +87,22 @@ export async function startOpenAiStandIn(options: { key?: string; mode?: StandIn
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks);
-    if (req.method !== "POST" || req.url !== "/v1/audio/transcriptions") return json(res, 404, openAiError(`Invalid URL (${req.method} ${req.url})`, "invalid_request_error", null));
-    const record: StandInRequest = { path: req.url, authorization: req.headers.authorization, contentType: req.headers["content-type"], fields: {}, file: null, seconds: 0 };
+    if (req.method !== "POST" || req.url !== "/v1/audio/transcriptions")
+      return json(res, 404, openAiError(`Invalid URL (${req.method} ${req.url})`, "invalid_request_error", null));
+    const record: StandInRequest = {
+      path: req.url,
+      authorization: req.headers.authorization,
+      contentType: req.headers["content-type"],
+      fields: {},
+      file: null,
+      seconds: 0,
+    };
     try {
-      const form = await new Request("http://stand-in/", { method: "POST", headers: { "content-type": req.headers["content-type"] ?? "" }, body }).formData();
+      const form = await new Request("http://stand-in/", {
+        method: "POST",
+        headers: { "content-type": req.headers["content-type"] ?? "" },
+        body,
+      }).formData();
       for (const [name, value] of form) {
         if (typeof value === "string") record.fields[name] = value;
         else record.file = { name: value.name, type: value.type, bytes: new Uint8Array(await value.arrayBuffer()) };
@@ -101,12 +116,29 @@ export async function startOpenAiStandIn(options: { key?: string; mode?: StandIn
     const given = (record.authorization ?? "").replace(/^Bearer /, "");
     if (standIn.mode === "401" || (standIn.key !== undefined && given !== standIn.key)) {
       // OpenAI's own text, which repeats the key it was given (masked there; whole here, to be harsh).
-      return json(res, 401, openAiError(`Incorrect API key provided: ${given}. You can find your API key at https://platform.openai.com/account/api-keys.`, "invalid_request_error", "invalid_api_key"));
+      return json(
+        res,
+        401,
+        openAiError(
+          `Incorrect API key provided: ${given}. You can find your API key at https://platform.openai.com/account/api-keys.`,
+          "invalid_request_error",
+          "invalid_api_key",
+        ),
+      );
     }
-    if (!record.file || !record.fields.model) return json(res, 400, openAiError("you must provide a model parameter", "invalid_request_error", null));
+    if (!record.file || !record.fields.model)
+      return json(res, 400, openAiError("you must provide a model parameter", "invalid_request_error", null));
     switch (standIn.mode) {
       case "500":
-        return json(res, 500, openAiError(`The server had an error while processing your request (key ${given}). Sorry about that!`, "server_error", null));
+        return json(
+          res,
+          500,
+          openAiError(
+            `The server had an error while processing your request (key ${given}). Sorry about that!`,
+            "server_error",
+            null,
+          ),
+        );
       case "malformed":
         res.writeHead(200, { "content-type": "application/json" });
         return res.end('{"task":"transcribe","words":[{"word":"hel');
@@ -125,7 +157,22 @@ export async function startOpenAiStandIn(options: { key?: string; mode?: StandIn
     const text = words.map((w) => w.word.trim()).join(" ");
     const base = { task: "transcribe", language: "english", duration: record.seconds, text };
     if (standIn.mode === "text-only") return json(res, 200, base);
-    const segments = words.length ? [{ id: 0, seek: 0, start: words[0]!.start, end: words.at(-1)!.end, text: ` ${text}`, tokens: [1, 2, 3], temperature: 0, avg_logprob: -0.2, compression_ratio: 1.1, no_speech_prob: 0.01 }] : [];
+    const segments = words.length
+      ? [
+          {
+            id: 0,
+            seek: 0,
+            start: words[0]!.start,
+            end: words.at(-1)!.end,
+            text: ` ${text}`,
+            tokens: [1, 2, 3],
+            temperature: 0,
+            avg_logprob: -0.2,
+            compression_ratio: 1.1,
+            no_speech_prob: 0.01,
+          },
+        ]
+      : [];
     if (standIn.mode === "segments") return json(res, 200, { ...base, segments });
     const granular = record.fields["timestamp_granularities[]"] === "word";
     return json(res, 200, { ...base, ...(granular ? { words } : {}), segments });
