@@ -3,12 +3,8 @@
 // encode held the call still answers 202 (never the old 503 "reference encoder is busy") and the job encodes
 // once the encodes are let go; a file refused by the checks changes nothing (no charge, no row, no file); a
 // file that passes the probe and fails its encode fails the job, refunded exactly once.
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { mp4Boxes } from "../../lib/formats/index.ts";
-import { createMediaEngine, generateTestVideo, type MediaEngine } from "../../lib/media/index.ts";
 import account from "../../plugins/account/index.ts";
 import { VIDEO_ERRORS } from "../../plugins/video/errors.ts";
 import video from "../../plugins/video/index.ts";
@@ -16,7 +12,7 @@ import videoSandbox from "../../plugins/video/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { answerWhileHeld, holdEncodes } from "../helpers/held-encodes.ts";
-import { ENGINE_MODES } from "../media/util.ts";
+import { jobCount, jobLedgerAmounts, serveReferenceSources, untilHeldOutput } from "../helpers/reference-sources.ts";
 
 const UNLIMITED = {
   inflight_jobs: 50,
@@ -24,36 +20,7 @@ const UNLIMITED = {
 };
 const BACKENDS = await databaseBackends();
 
-// A 3 s clip; the same with its frames zeroed (every box whole: it probes as 3 s, it does not decode); the
-// same cut short after its moov (it probes as 3 s too, but is refused on its boxes).
-let fixtures: { clip: Uint8Array; zeroed: Uint8Array; cutShort: Uint8Array };
-{
-  const engine: MediaEngine = createMediaEngine({ mode: ENGINE_MODES[0]! });
-  const clip = await generateTestVideo(engine, { width: 320, height: 240, seconds: 3, font: false });
-  const faststart = (
-    await engine.run(["-i", "in.mp4", "-c", "copy", "-movflags", "+faststart", "fs.mp4"], {
-      inputs: { "in.mp4": clip },
-      outputs: ["fs.mp4"],
-    })
-  )["fs.mp4"]!;
-  await engine.close();
-  const mdatOf = (bytes: Uint8Array) => [...mp4Boxes(bytes)].find((b) => b.type === "mdat")!;
-  const zeroed = new Uint8Array(clip);
-  zeroed.fill(0, mdatOf(clip).body, mdatOf(clip).end);
-  fixtures = { clip, zeroed, cutShort: faststart.subarray(0, mdatOf(faststart).start + 64) };
-}
-
-const server: Server = createServer((req, res) => {
-  const body = { "/clip.mp4": fixtures.clip, "/zeroed.mp4": fixtures.zeroed, "/cut-short.mp4": fixtures.cutShort }[
-    req.url ?? ""
-  ];
-  if (body) return void res.writeHead(200, { "content-type": "video/mp4" }).end(body);
-  if (req.url === "/notes.txt")
-    return void res.writeHead(200, { "content-type": "text/plain" }).end("not a video\n".repeat(40));
-  res.writeHead(404).end();
-});
-await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+const { base, close } = await serveReferenceSources({ "/notes.txt": "not a video\n".repeat(40) });
 
 async function waitFor(tk: TestKernel, key: string, id: string, timeoutMs = 120_000) {
   const until = Date.now() + timeoutMs;
@@ -109,12 +76,8 @@ for (const backend of BACKENDS) {
           // 13.2 x (3 measured + 4 output) = 92.4 -> 93: measured before the charge, without an encode.
           assert.is(res.body.credits_used, 93);
         }
-        // The jobs reach the encode and wait there (a poll with a deadline, no sleep).
-        const until = Date.now() + 60_000;
-        while (!hold.held.some((outputs) => outputs.includes("ref.mp4"))) {
-          if (Date.now() > until) throw new Error(`no reference encode reached: ${JSON.stringify(hold.held)}`);
-          await new Promise((r) => setTimeout(r, 20));
-        }
+        // The jobs reach the encode and wait there.
+        await untilHeldOutput(hold.held, "ref.mp4");
         assert.is((await tk.request("GET", `/video-status/${a.body.job_id}`, { key })).body.status, "processing");
         hold.release();
         for (const res of [a, b]) assert.is((await waitFor(tk, key, res.body.job_id)).status, "complete");
@@ -129,16 +92,7 @@ for (const backend of BACKENDS) {
     "a reference refused by the checks answers the spec's 400 and changes nothing: no charge, no row, no file",
     async () => {
       const { key } = await tk.partner({ credits: 1000, limits: UNLIMITED });
-      const jobs = async () =>
-        Number(
-          (
-            await tk.kernel.database.kysely
-              .selectFrom("jobs")
-              .select((eb) => eb.fn.countAll().as("n"))
-              .executeTakeFirstOrThrow()
-          ).n,
-        );
-      const [jobsBefore, blobsBefore] = [await jobs(), (await tk.kernel.blobs.keys()).length];
+      const [jobsBefore, blobsBefore] = [await jobCount(tk), (await tk.kernel.blobs.keys()).length];
       for (const [path, text] of [
         ["/cut-short.mp4", VIDEO_ERRORS.referenceVideoUnusable],
         ["/notes.txt", VIDEO_ERRORS.referenceVideoUnusable],
@@ -150,7 +104,7 @@ for (const backend of BACKENDS) {
       }
       assert.is(VIDEO_ERRORS.referenceVideoUnusable, "Could not prepare that video as a reference.");
       assert.is(await balance(tk, key), 1000);
-      assert.is(await jobs(), jobsBefore);
+      assert.is(await jobCount(tk), jobsBefore);
       assert.is((await tk.kernel.blobs.keys()).length, blobsBefore);
     },
   );
@@ -164,18 +118,7 @@ for (const backend of BACKENDS) {
     assert.is(done.status, "error");
     assert.is(done.error, VIDEO_ERRORS.failed);
     assert.is(await balance(tk, key), 1000);
-    const ledger = await tk.kernel.database.kysely
-      .selectFrom("ledger")
-      .select(["type", "amount"])
-      .where("partner_id", "=", id)
-      .where("job_id", "=", res.body.job_id)
-      .orderBy("id")
-      .execute();
-    assert.equal(
-      ledger.map((e) => Number(e.amount)),
-      [-93, 93],
-      JSON.stringify(ledger),
-    );
+    assert.equal(await jobLedgerAmounts(tk, id, res.body.job_id), [-93, 93]);
   });
 
   t.run();
@@ -183,9 +126,6 @@ for (const backend of BACKENDS) {
 
 {
   const t = suite("reference encode job: teardown");
-  t("closes the server", async () => {
-    server.closeAllConnections();
-    await new Promise<void>((r) => server.close(() => r()));
-  });
+  t("closes the server", close);
   t.run();
 }
