@@ -4,6 +4,7 @@
 // arguments give the same kind of file on native ffmpeg and on ffmpeg.wasm.
 import { readFileSync } from "node:fs";
 import { MediaError } from "./errors.ts";
+import { BITEXACT_STREAM_ARGS, NO_METADATA_ARGS } from "./no-metadata.ts";
 import type { MediaEngine } from "./types.ts";
 
 /** Frame size for a video quality (short edge, docs/architecture.md "Sizes") in an aspect ratio like "16:9"; both even (H.264 4:2:0). */
@@ -231,19 +232,8 @@ export function stripVideoMetadataArgs(input: string, output: string, options: S
     "0:a?",
     "-c",
     "copy",
-    "-map_metadata",
-    "-1",
-    "-map_metadata:s",
-    "-1",
-    "-map_chapters",
-    "-1",
-    // The encoder's name and version stay out of the new container too.
-    "-fflags",
-    "+bitexact",
-    "-flags:v",
-    "+bitexact",
-    "-flags:a",
-    "+bitexact",
+    ...NO_METADATA_ARGS,
+    ...BITEXACT_STREAM_ARGS,
     ...(options.format === "mov" ? ["-write_tmcd", "0", "-f", "mov"] : ["-f", "mp4"]),
     "-movflags",
     "+faststart",

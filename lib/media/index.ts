@@ -43,6 +43,7 @@ export {
   type NativeOptions,
   supportsStatsPeriod,
 } from "./native.ts";
+export { BITEXACT_STREAM_ARGS, NO_METADATA_ARGS } from "./no-metadata.ts";
 export { createMediaPool, defaultMediaConcurrency, type MediaPool, type MediaPoolStats } from "./pool.ts";
 export {
   displaySize,

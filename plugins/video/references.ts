@@ -33,6 +33,7 @@
 //   that is not there at all is ours and is not blamed on the file.
 import {
   ApiError,
+  BITEXACT_STREAM_ARGS,
   fetchSource,
   firstAudio,
   firstVideo,
@@ -40,6 +41,7 @@ import {
   isoBmffFirstBox,
   isWholeIsoBmff,
   type MediaEngine,
+  NO_METADATA_ARGS,
   type OutboundGuard,
   type Probe,
   probeOverBudget,
@@ -105,9 +107,6 @@ interface Kind {
 
 const ISO_BMFF = "mov,mp4,m4a,3gp,3g2,mj2";
 
-// Global, per-stream and chapter metadata all go; bitexact keeps the encoder's name out of the file.
-const NO_METADATA = ["-map_metadata", "-1", "-map_metadata:s", "-1", "-map_chapters", "-1", "-fflags", "+bitexact"];
-
 const VIDEO: Kind = {
   maxBytes: MAX_REFERENCE_VIDEO_BYTES,
   invalidUrl: VIDEO_ERRORS.invalidReferenceVideoUrl,
@@ -149,11 +148,8 @@ const VIDEO: Kind = {
         "yuv420p",
         "-t",
         String(probe.durationSeconds),
-        ...NO_METADATA,
-        "-flags:v",
-        "+bitexact",
-        "-flags:a",
-        "+bitexact",
+        ...NO_METADATA_ARGS,
+        ...BITEXACT_STREAM_ARGS,
         "-movflags",
         "+faststart",
         "ref.mp4",
@@ -194,7 +190,7 @@ const AUDIO: Kind = {
       "2",
       "-t",
       String(probe.durationSeconds),
-      ...NO_METADATA,
+      ...NO_METADATA_ARGS,
       "-flags:a",
       "+bitexact",
       "-id3v2_version",

@@ -6,7 +6,13 @@
 // directory (RunIO.fonts, the filter's `fontsdir`); native ffmpeg gets the same, so both engines draw with the
 // very file the card maker measured, never a system substitute. The directory holds the font only, because
 // libass reads every file of its fontsdir whole (the source video must not be one of them).
-import { type EngineInput, libassFilter, type MediaEngine } from "mediagate/plugin";
+import {
+  BITEXACT_STREAM_ARGS,
+  type EngineInput,
+  libassFilter,
+  type MediaEngine,
+  NO_METADATA_ARGS,
+} from "mediagate/plugin";
 import type { Frame } from "../types.ts";
 
 /**
@@ -68,18 +74,8 @@ export function burnArgs(opts: { audioCodec?: string | null }): string[] {
     "-bsf:v",
     "filter_units=remove_types=6",
     ...(copyAudio ? ["-c:a", "copy"] : ["-c:a", "aac", "-b:a", BURN_ENCODE.audioBitrate]),
-    "-map_metadata",
-    "-1",
-    "-map_metadata:s",
-    "-1",
-    "-map_chapters",
-    "-1",
-    "-fflags",
-    "+bitexact",
-    "-flags:v",
-    "+bitexact",
-    "-flags:a",
-    "+bitexact",
+    ...NO_METADATA_ARGS,
+    ...BITEXACT_STREAM_ARGS,
     "-movflags",
     "+faststart",
     "-f",

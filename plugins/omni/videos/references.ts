@@ -19,6 +19,7 @@ import {
   isoBmffFirstBox,
   isWholeIsoBmff,
   type MediaEngine,
+  NO_METADATA_ARGS,
   type OmniReferenceVideo,
   type OutboundGuard,
   probeOverBudget,
@@ -28,7 +29,6 @@ import { LIMITS } from "../prices.ts";
 
 const DOWNLOAD_TIMEOUT_MS = 120_000;
 const ISO_BMFF = "mov,mp4,m4a,3gp,3g2,mj2";
-const NO_METADATA = ["-map_metadata", "-1", "-map_metadata:s", "-1", "-map_chapters", "-1", "-fflags", "+bitexact"];
 
 export interface ReferenceVideoDeps {
   guard: OutboundGuard;
@@ -153,7 +153,7 @@ export async function cutReferenceWindow(
         "23",
         "-pix_fmt",
         "yuv420p",
-        ...NO_METADATA,
+        ...NO_METADATA_ARGS,
         "-movflags",
         "+faststart",
         "window.mp4",
