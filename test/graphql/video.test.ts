@@ -3,12 +3,12 @@
 // validation errors carry the REST texts. On PGlite (the transports do not depend on the backend).
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { JobUpdate } from "../../core/jobs.ts";
 import account from "../../plugins/account/index.ts";
 import { VIDEO_ERRORS as E } from "../../plugins/video/errors.ts";
 import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
-import { createTestKernel, graphql, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import { assertProgressRises, followJobUpdates, graphqlData, graphqlRefusal } from "../helpers/graphql.ts";
 
 const t = suite("video over GraphQL");
 let tk: TestKernel;
@@ -25,75 +25,59 @@ t.after(async () => {
 
 t("generateVideo, then jobUpdates to the end with rising progress, then videoStatus and videos", async () => {
   const { key } = await tk.partner({ credits: 500 });
-  const sub = await graphql(
+  const sub = await graphqlData(
     tk,
     "mutation($input: GenerateVideoInput!) { generateVideo(input: $input) { job_id status credits_used credits_remaining } }",
     { input: { prompt: "A lantern in fog", model: "beta-2-direct", quality: "480p", duration: 2 } },
     { key },
   );
-  assert.is(sub.errors, undefined, JSON.stringify(sub.errors));
-  const { job_id: id, status, credits_used } = sub.data.generateVideo;
+  const { job_id: id, status, credits_used } = sub.generateVideo;
   assert.is(status, "queued");
   assert.is(credits_used, 31);
 
-  const updates: JobUpdate[] = [];
-  for await (const r of graphqlSubscription(
-    tk,
-    "subscription($id: String!) { jobUpdates(id: $id) { job_id kind state terminal progress message } }",
-    { id },
-    { key },
-  )) {
-    updates.push(r.data.jobUpdates);
-    if (r.data.jobUpdates.terminal) break;
-  }
+  const updates = await followJobUpdates(tk, id, "job_id kind state terminal progress message", { key });
   const last = updates.at(-1)!;
   assert.is(last.state, "complete", JSON.stringify(updates));
   assert.is(last.kind, "video");
-  const progress = updates.map((u) => u.progress ?? 0);
-  assert.ok(
-    progress.every((p, i) => i === 0 || p >= progress[i - 1]!),
-    JSON.stringify(progress),
-  );
+  assertProgressRises(updates);
   assert.ok(
     updates.some((u) => u.state === "processing" && (u.progress ?? 0) > 0),
     JSON.stringify(updates),
   );
 
-  const st = await graphql(
+  const st = await graphqlData(
     tk,
     "query($id: String!) { videoStatus(job_id: $id) { job_id status video_url duration metadata_removed } }",
     { id },
     { key },
   );
-  assert.is(st.errors, undefined, JSON.stringify(st.errors));
-  assert.is(st.data.videoStatus.status, "complete");
-  assert.is(st.data.videoStatus.duration, 2);
-  const list = await graphql(
+  assert.is(st.videoStatus.status, "complete");
+  assert.is(st.videoStatus.duration, 2);
+  const list = await graphqlData(
     tk,
     'query { videos(status: "complete") { total videos { job_id model_used } } }',
     {},
     { key },
   );
-  assert.is(list.errors, undefined, JSON.stringify(list.errors));
-  assert.equal(list.data.videos.videos, [{ job_id: id, model_used: "beta-2-direct" }]);
+  assert.equal(list.videos.videos, [{ job_id: id, model_used: "beta-2-direct" }]);
 });
 
 t("validation errors carry the REST texts", async () => {
   const { key } = await tk.partner({ credits: 500 });
-  const res = await graphql(
+  const res = await graphqlRefusal(
     tk,
     "mutation($input: GenerateVideoInput!) { generateVideo(input: $input) { job_id } }",
     { input: { prompt: "x", duration: 7 } },
     { key },
   );
-  assert.is(res.errors?.[0]?.message, E.durationNotSupported(7, "alpha-v3-text-to-video", "5, 10"));
-  const merge = await graphql(
+  assert.is(res, E.durationNotSupported(7, "alpha-v3-text-to-video", "5, 10"));
+  const merge = await graphqlRefusal(
     tk,
     "mutation($input: MergeVideosInput!) { mergeVideos(input: $input) { merge_id } }",
     { input: { job_ids: ["svc-00000000"] } },
     { key },
   );
-  assert.is(merge.errors?.[0]?.message, E.mergeNeedTwo);
+  assert.is(merge, E.mergeNeedTwo);
 });
 
 t.run();
