@@ -17,6 +17,7 @@ import {
 } from "../../plugins/captions/render/ass.ts";
 import { fontPixels, layoutFor, outlinePixels, strokePixels } from "../../plugins/captions/render/layout.ts";
 import type { CaptionStyle, Card, FontEntry, Frame } from "../../plugins/captions/types.ts";
+import { SPEC_DEFAULT_STYLE, SPEC_TIKTOK_STYLE } from "./helpers/spec-style.ts";
 
 const t = suite("captions: ASS script");
 
@@ -32,22 +33,7 @@ const FONT: FontEntry = {
   path: "/nowhere",
 };
 const STROKED: FontEntry = { ...FONT, key: "stroked", css_family: "Stroked Sans", embolden: 0.04 };
-const BASE: CaptionStyle = {
-  font: "test",
-  size: "medium",
-  color: "#FFFFFF",
-  outline_color: "#000000",
-  outline: "medium",
-  shadow: "none",
-  shadow_blur: 0,
-  shadow_x: null,
-  shadow_y: null,
-  shadow_strength: 100,
-  position: "bottom",
-  position_y: 50,
-  chunking: "words",
-  case: "normal",
-};
+const BASE: CaptionStyle = { ...SPEC_DEFAULT_STYLE, font: "test" };
 const CARDS: Card[] = [
   { start: 0.5, end: 1.234, text: "Hello there" },
   { start: 1.5, end: 3, text: "General Kenobi" },
@@ -355,16 +341,7 @@ t("hostile text: no override block, line break, field or Dialogue can be injecte
 });
 
 t("the tiktok preset as the spec lists it", () => {
-  const tiktok: CaptionStyle = {
-    ...BASE,
-    outline: "none",
-    shadow: "thin",
-    shadow_blur: 4,
-    shadow_x: 2,
-    shadow_y: 2.5,
-    shadow_strength: 70,
-    chunking: "phrases",
-  };
+  const tiktok: CaptionStyle = { ...SPEC_TIKTOK_STYLE, font: BASE.font };
   const p = ass(tiktok, { font: STROKED });
   assert.equal(layersOf(p), [ASS_LAYERS.shadow, ASS_LAYERS.face]);
   const e = p.events.find((x) => x.Style === ASS_LAYERS.shadow)!;

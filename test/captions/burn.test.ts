@@ -20,25 +20,11 @@ import { BURN_FILES, burnArgs, burnCaptions } from "../../plugins/captions/rende
 import { fontByKey, readFont } from "../../plugins/captions/render/fonts.ts";
 import type { CaptionStyle, Card, Frame } from "../../plugins/captions/types.ts";
 import { ENGINE_MODES } from "../media/util.ts";
+import { SPEC_DEFAULT_STYLE } from "./helpers/spec-style.ts";
 
 const FRAME: Frame = { width: 320, height: 240, fps: 25 };
 const SECONDS = 3;
-const STYLE: CaptionStyle = {
-  font: "inter",
-  size: "large",
-  color: "#FFFF00",
-  outline_color: "#000000",
-  outline: "medium",
-  shadow: "none",
-  shadow_blur: 0,
-  shadow_x: null,
-  shadow_y: null,
-  shadow_strength: 100,
-  position: "bottom",
-  position_y: 50,
-  chunking: "words",
-  case: "normal",
-};
+const STYLE: CaptionStyle = { ...SPEC_DEFAULT_STYLE, font: "inter", size: "large", color: "#FFFF00" };
 const CARD: Card = { start: 1, end: 2, text: "Hello there" };
 // Rows of the frame where a bottom caption is drawn, and the top band an injected \an8 would move it to.
 const BOTTOM = { y0: 150, y1: 235, x0: 20, x1: 300 };

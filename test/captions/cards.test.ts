@@ -3,10 +3,7 @@
 // a wider face, upper case, an outline or a stroke break earlier; a word wider than the line stays whole and
 // alone), the display timing (holds, pauses clearing the screen, the 0.3 s minimum, reading time, no overlaps,
 // centiseconds, idempotent on its own output), `case` for display only, edited chunks, and hostile input.
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { existsSync } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import {
@@ -21,6 +18,7 @@ import {
 import { layoutFor, safeWidth } from "../../plugins/captions/render/layout.ts";
 import { measureText } from "../../plugins/captions/render/metrics.ts";
 import type { Card, Frame, TimedWord } from "../../plugins/captions/types.ts";
+import { drawWithLibass } from "./helpers/libass-ink.ts";
 
 const t = suite("captions: cards");
 
@@ -415,72 +413,30 @@ t("a long transcript is cut quickly", () => {
 
 /** Ink height in pixels of `text` drawn by libass (native ffmpeg) on `frame` with the layout's side margins. */
 function inkHeight(filter: "ass" | "subtitles", frame: Frame, fontPx: number, text: string): number {
-  const dir = mkdtempSync(join(tmpdir(), "mg-cards-"));
-  try {
-    const { marginX } = layoutFor(frame);
-    const ass = join(dir, "t.ass");
-    writeFileSync(
-      ass,
-      [
-        "[Script Info]",
-        "ScriptType: v4.00+",
-        `PlayResX: ${frame.width}`,
-        `PlayResY: ${frame.height}`,
-        "ScaledBorderAndShadow: yes",
-        "WrapStyle: 0",
-        "Kerning: yes",
-        "",
-        "[V4+ Styles]",
-        "Format: Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, OutlineColour, BackColour, Bold, Italic, Underline, StrikeOut, ScaleX, ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, MarginV, Encoding",
-        `Style: Default,DejaVu Sans,${fontPx},&H00FFFFFF,&H00FFFFFF,&H00000000,&H00000000,0,0,0,0,100,100,0,0,1,0,0,5,${marginX},${marginX},0,1`,
-        "",
-        "[Events]",
-        "Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text",
-        `Dialogue: 0,0:00:00.00,0:00:05.00,Default,,0,0,0,,${text}`,
-        "",
-      ].join("\n"),
-    );
-    const raw = join(dir, "o.raw");
-    const size = `${frame.width}x${frame.height}`;
-    const run = spawnSync(
-      "ffmpeg",
-      [
-        "-v",
-        "error",
-        "-f",
-        "lavfi",
-        "-i",
-        `color=black:s=${size}:d=1`,
-        "-vf",
-        `${filter}=${ass}:fontsdir=${dirname(SANS)}`,
-        "-frames:v",
-        "1",
-        "-f",
-        "rawvideo",
-        "-pix_fmt",
-        "gray",
-        "-y",
-        raw,
-      ],
-      { encoding: "utf8" },
-    );
-    assert.is(run.status, 0, run.stderr);
-    const px = readFileSync(raw);
-    let top = -1;
-    let bottom = -1;
-    for (let y = 0; y < frame.height; y++) {
-      for (let x = 0; x < frame.width; x++) {
-        if (px[y * frame.width + x]! > 128) {
-          if (top < 0) top = y;
-          bottom = y;
-          break;
-        }
+  const { marginX } = layoutFor(frame);
+  const line = {
+    filter,
+    ...frame,
+    wrapStyle: 0,
+    fontFile: SANS,
+    family: "DejaVu Sans",
+    fontPx,
+    marginX,
+    text,
+  } as const;
+  const px = drawWithLibass(line);
+  let top = -1;
+  let bottom = -1;
+  for (let y = 0; y < frame.height; y++) {
+    for (let x = 0; x < frame.width; x++) {
+      if (px[y * frame.width + x]! > 128) {
+        if (top < 0) top = y;
+        bottom = y;
+        break;
       }
     }
-    return top < 0 ? 0 : bottom - top + 1;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
   }
+  return top < 0 ? 0 : bottom - top + 1;
 }
 
 t("line: a card measured to fit is drawn by libass on one line, with either filter, at the tightest frame", () => {

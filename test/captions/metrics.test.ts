@@ -3,9 +3,9 @@
 // pulls in through fontconfig); the outline and stroke on both ends; the parsed-font cache; and the width we
 // compute against the ink libass really draws (native ffmpeg, `subtitles` filter) at the same ASS size.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import {
@@ -17,6 +17,7 @@ import {
   strokePixels,
 } from "../../plugins/captions/render/layout.ts";
 import { APPROX_ADVANCE_EM, fontMetrics, measureText, textMeasurer } from "../../plugins/captions/render/metrics.ts";
+import { drawWithLibass } from "./helpers/libass-ink.ts";
 
 const t = suite("captions: layout and font metrics");
 
@@ -111,70 +112,30 @@ t("a file that is not a font gives approximate widths, not a throw", () => {
 
 /** Columns libass inks for `text` at ASS size `size` on a black 1000x200 frame (native ffmpeg, `filter`: ass or subtitles). */
 function inkWidth(filter: "ass" | "subtitles", fontFile: string, family: string, size: number, text: string): number {
-  const dir = mkdtempSync(join(tmpdir(), "mg-ink-"));
-  try {
-    const ass = join(dir, "t.ass");
-    writeFileSync(
-      ass,
-      [
-        "[Script Info]",
-        "ScriptType: v4.00+",
-        "PlayResX: 1000",
-        "PlayResY: 200",
-        "ScaledBorderAndShadow: yes",
-        "WrapStyle: 2",
-        "Kerning: yes",
-        "",
-        "[V4+ Styles]",
-        "Format: Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, OutlineColour, BackColour, Bold, Italic, Underline, StrikeOut, ScaleX, ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, MarginV, Encoding",
-        `Style: Default,${family},${size},&H00FFFFFF,&H00FFFFFF,&H00000000,&H00000000,0,0,0,0,100,100,0,0,1,0,0,5,0,0,0,1`,
-        "",
-        "[Events]",
-        "Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text",
-        `Dialogue: 0,0:00:00.00,0:00:05.00,Default,,0,0,0,,${text}`,
-        "",
-      ].join("\n"),
-    );
-    const raw = join(dir, "o.raw");
-    const run = spawnSync(
-      "ffmpeg",
-      [
-        "-v",
-        "error",
-        "-f",
-        "lavfi",
-        "-i",
-        "color=black:s=1000x200:d=1",
-        "-vf",
-        `${filter}=${ass}:fontsdir=${dirname(fontFile)}`,
-        "-frames:v",
-        "1",
-        "-f",
-        "rawvideo",
-        "-pix_fmt",
-        "gray",
-        "-y",
-        raw,
-      ],
-      { encoding: "utf8" },
-    );
-    assert.is(run.status, 0, run.stderr);
-    const px = readFileSync(raw);
-    let left = -1;
-    let right = -1;
-    for (let x = 0; x < 1000; x++) {
-      for (let y = 0; y < 200; y++) {
-        if (px[y * 1000 + x]! > 128) {
-          if (left < 0) left = x;
-          right = x;
-          break;
-        }
+  const line = {
+    filter,
+    width: 1000,
+    height: 200,
+    wrapStyle: 2,
+    fontFile,
+    family,
+    fontPx: size,
+    marginX: 0,
+    text,
+  } as const;
+  const px = drawWithLibass(line);
+  let left = -1;
+  let right = -1;
+  for (let x = 0; x < 1000; x++) {
+    for (let y = 0; y < 200; y++) {
+      if (px[y * 1000 + x]! > 128) {
+        if (left < 0) left = x;
+        right = x;
+        break;
       }
     }
-    return left < 0 ? 0 : right - left + 1;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
   }
+  return left < 0 ? 0 : right - left + 1;
 }
 
 t(

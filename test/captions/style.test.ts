@@ -5,10 +5,11 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { CAPTION_ERRORS } from "../../plugins/captions/errors.ts";
-import { DEFAULT_FONT_KEY, FONTS, fontByKey } from "../../plugins/captions/render/fonts.ts";
+import { FONTS, fontByKey } from "../../plugins/captions/render/fonts.ts";
 import { checkStyle, DEFAULT_STYLE, PRESETS, resolveStyle, STYLE_FIELDS } from "../../plugins/captions/style/input.ts";
 import { styleOptionsBody } from "../../plugins/captions/style/operations.ts";
 import type { CaptionStyle } from "../../plugins/captions/types.ts";
+import { SPEC_DEFAULT_STYLE, SPEC_TIKTOK_STYLE } from "./helpers/spec-style.ts";
 
 const t = suite("captions: style");
 
@@ -27,29 +28,12 @@ const badField = (field: string, v: unknown) => {
   assert.ok(msg.startsWith(`Invalid style.${field}. Allowed: `), `${field}=${String(v)}: ${msg}`);
 };
 
-const SPEC_DEFAULT = {
-  font: DEFAULT_FONT_KEY,
-  size: "medium",
-  color: "#FFFFFF",
-  outline_color: "#000000",
-  outline: "medium",
-  shadow: "none",
-  shadow_blur: 0,
-  shadow_x: null,
-  shadow_y: null,
-  shadow_strength: 100,
-  position: "bottom",
-  position_y: 50,
-  chunking: "words",
-  case: "normal",
-};
-
 t("the empty style and the default style", () => {
   assert.equal(ok({}), {});
-  assert.equal(DEFAULT_STYLE, SPEC_DEFAULT);
+  assert.equal(DEFAULT_STYLE, SPEC_DEFAULT_STYLE);
   assert.equal(Object.keys(DEFAULT_STYLE), [...STYLE_FIELDS]);
-  assert.equal(ok({ ...DEFAULT_STYLE }), SPEC_DEFAULT);
-  assert.equal(resolveStyle({}), SPEC_DEFAULT);
+  assert.equal(ok({ ...DEFAULT_STYLE }), SPEC_DEFAULT_STYLE);
+  assert.equal(resolveStyle({}), SPEC_DEFAULT_STYLE);
   assert.ok(Object.isFrozen(DEFAULT_STYLE));
 });
 
@@ -230,22 +214,7 @@ t("presets: the spec's tiktok, the minimal look, both valid as they are", () => 
   );
   const tiktok = PRESETS[0]!;
   assert.is(tiktok.label, "TikTok");
-  assert.equal(tiktok.style, {
-    font: DEFAULT_FONT_KEY,
-    size: "medium",
-    color: "#FFFFFF",
-    outline_color: "#000000",
-    outline: "none",
-    shadow: "thin",
-    shadow_blur: 4,
-    shadow_x: 2,
-    shadow_y: 2.5,
-    shadow_strength: 70,
-    position: "bottom",
-    position_y: 50,
-    chunking: "phrases",
-    case: "normal",
-  });
+  assert.equal(tiktok.style, SPEC_TIKTOK_STYLE);
   // "a white grotesque face with a stroked face"
   assert.ok(fontByKey(tiktok.style.font)!.embolden > 0);
   assert.is(fontByKey(tiktok.style.font)!.category, "clean");
@@ -269,10 +238,10 @@ t("presets: the spec's tiktok, the minimal look, both valid as they are", () => 
 });
 
 t("resolveStyle merges a checked partial onto the default", () => {
-  assert.equal(resolveStyle({ size: "large", shadow_x: 3 }), { ...SPEC_DEFAULT, size: "large", shadow_x: 3 });
-  assert.equal(resolveStyle({ size: undefined }), SPEC_DEFAULT);
+  assert.equal(resolveStyle({ size: "large", shadow_x: 3 }), { ...SPEC_DEFAULT_STYLE, size: "large", shadow_x: 3 });
+  assert.equal(resolveStyle({ size: undefined }), SPEC_DEFAULT_STYLE);
   assert.equal(resolveStyle(ok({ color: "#abcdef", position: "custom", position_y: 12.5 })), {
-    ...SPEC_DEFAULT,
+    ...SPEC_DEFAULT_STYLE,
     color: "#ABCDEF",
     position: "custom",
     position_y: 12.5,
@@ -339,7 +308,7 @@ t("GET /captions/style-options body: exactly the spec's fields and values", () =
   assert.equal(body.shadow_x, { min: -20, max: 20, default: null, step: 1 });
   assert.equal(body.shadow_y, { min: -20, max: 20, default: null, step: 1 });
   assert.equal(body.shadow_strength, { min: 0, max: 100, default: 100, step: 1 });
-  assert.equal(body.default, SPEC_DEFAULT);
+  assert.equal(body.default, SPEC_DEFAULT_STYLE);
   assert.is(body.credits, 25);
   assert.is(styleOptionsBody(28).credits, 28);
   assert.equal(body.upload, {
@@ -357,7 +326,7 @@ t("GET /captions/style-options body: exactly the spec's fields and values", () =
   (body.default as Record<string, unknown>).size = "large";
   (body.chunking as string[]).push("x");
   (body.presets as Array<{ style: Record<string, unknown> }>)[0]!.style.size = "small";
-  assert.equal(styleOptionsBody(25).default, SPEC_DEFAULT);
+  assert.equal(styleOptionsBody(25).default, SPEC_DEFAULT_STYLE);
   assert.equal((styleOptionsBody(25).chunking as string[]).length, 3);
   assert.is(PRESETS[0]!.style.size, "medium");
 });
