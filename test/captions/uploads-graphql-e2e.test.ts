@@ -8,13 +8,11 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
 import { speakTimed } from "../../lib/speech/index.ts";
-import account from "../../plugins/account/index.ts";
 import { CAPTION_ERRORS } from "../../plugins/captions/errors.ts";
-import captions from "../../plugins/captions/index.ts";
-import video from "../../plugins/video/index.ts";
-import videoSandbox from "../../plugins/video/sandbox.ts";
-import { createTestKernel, graphql, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
-import { databaseBackends, isolatedPostgresDatabase, redisUrl } from "../helpers/backends.ts";
+import type { TestKernel } from "../../testkit/index.ts";
+import { databaseBackends } from "../helpers/backends.ts";
+import { followJobUpdates, graphqlData } from "../helpers/graphql.ts";
+import { startCaptionsKernel } from "./helpers/captions-kernel.ts";
 
 const FIXTURE = new URL("../../../shared/fixtures/media/video1.mp4", import.meta.url);
 const LIMITS = {
@@ -72,13 +70,7 @@ for (const backend of await databaseBackends()) {
   let tk: TestKernel;
   let engine: MediaEngine;
   t.before(async () => {
-    tk = await createTestKernel({
-      plugins: [account, videoSandbox, video, captions],
-      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
-      redisUrl: backend.name === "postgres" ? await redisUrl() : undefined,
-      env: { PUBLIC_URL: "https://media.example.test" },
-      start: true,
-    });
+    tk = await startCaptionsKernel(backend);
     engine = createMediaEngine();
   });
   t.after(async () => {
@@ -115,28 +107,18 @@ for (const backend of await databaseBackends()) {
       assert.is.not(v.body.status, "error");
       await sleep(100);
     }
-    const sub = await graphql(
+    const sub = await graphqlData(
       tk,
       "mutation($input: CaptionsInput!) { captions(input: $input) { job_id status credits_used } }",
       { input: { video_job_id: gen.body.job_id, style: { chunking: "phrases" } } },
       { key },
     );
-    assert.is(sub.errors, undefined, JSON.stringify(sub.errors));
-    const id = sub.data.captions.job_id;
-    assert.is(sub.data.captions.status, "pending");
+    const id = sub.captions.job_id;
+    assert.is(sub.captions.status, "pending");
 
-    const updates: any[] = [];
-    for await (const r of graphqlSubscription(
-      tk,
-      "subscription($id: String!) { jobUpdates(id: $id) { kind state terminal progress message } }",
-      { id },
-      { key },
-    )) {
-      updates.push(r.data.jobUpdates);
-      if (r.data.jobUpdates.terminal) break;
-    }
-    assert.is(updates.at(-1).state, "complete", JSON.stringify(updates));
-    assert.is(updates.at(-1).kind, "caption");
+    const updates = await followJobUpdates(tk, id, "kind state terminal progress message", { key });
+    assert.is(updates.at(-1)!.state, "complete", JSON.stringify(updates));
+    assert.is(updates.at(-1)!.kind, "caption");
     const messages = new Set(updates.map((u) => u.message));
     assert.ok(messages.has("Rendering"), JSON.stringify(updates));
     const progress = updates.filter((u) => !u.terminal && u.progress !== null).map((u) => u.progress as number);
@@ -146,16 +128,15 @@ for (const backend of await databaseBackends()) {
       "progress only grows",
     );
 
-    const read = await graphql(
+    const read = await graphqlData(
       tk,
       "query($id: String!) { captionsByJobId(job_id: $id) { status captioned_url edit_count editable retention { captioned_output_days } } }",
       { id },
       { key },
     );
-    assert.is(read.errors, undefined, JSON.stringify(read.errors));
-    assert.is(read.data.captionsByJobId.status, "complete");
-    assert.ok(read.data.captionsByJobId.captioned_url);
-    assert.is(read.data.captionsByJobId.retention.captioned_output_days, 14);
+    assert.is(read.captionsByJobId.status, "complete");
+    assert.ok(read.captionsByJobId.captioned_url);
+    assert.is(read.captionsByJobId.retention.captioned_output_days, 14);
   });
 
   t(
