@@ -6,6 +6,7 @@
 // The provider here is the test's own (real MP3s of a tone, fast; it submits and polls as an upstream would),
 // so these tests are about the API; the sandbox's music is tested in sandbox.test.ts, and end to end with the
 // API in sandbox-api.test.ts.
+
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { type MusicProvider, MusicProviderError, type MusicProviders, type MusicTrack } from "../../contracts/music.ts";
@@ -21,6 +22,7 @@ import music from "../../plugins/music/index.ts";
 import { uploadedSource } from "../../plugins/music/source.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { balance } from "../helpers/partner-reads.ts";
 
 /** A mono 16-bit WAV of a tone. */
 function toneWav(seconds: number, hz = 440, rate = 22050): Uint8Array {
@@ -146,9 +148,6 @@ async function waitFor(tk: TestKernel, key: string, id: string, timeoutMs = 60_0
     await new Promise((r) => setTimeout(r, 50));
   }
 }
-
-const balance = async (tk: TestKernel, key: string): Promise<number> =>
-  (await tk.request("GET", "/credits", { key })).body.credits_remaining;
 
 async function rows(tk: TestKernel): Promise<number> {
   const r = await tk.kernel.database.kysely

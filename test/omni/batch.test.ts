@@ -2,6 +2,7 @@
 // ledger line) with one share per section, a partly failed batch ending `partial` with exactly the failed
 // sections' shares refunded, `complete` and `error`, the batch holding one in-flight slot until its last
 // section ends, its list, and refusals before any charge.
+
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { batchStatus } from "../../plugins/omni/batch/records.ts";
@@ -9,7 +10,8 @@ import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { newRunCache } from "../helpers/memo-engine.ts";
-import { balance, character, ledgerSum, OMNI_LIMITS, omniPluginsSharingRenders, png, until } from "./helpers.ts";
+import { balance, ledgerSum } from "../helpers/partner-reads.ts";
+import { character, OMNI_LIMITS, omniPluginsSharingRenders, png, until } from "./helpers.ts";
 
 // Each distinct render once per file (test/omni/helpers.ts omniPluginsSharingRenders).
 const PLUGINS = omniPluginsSharingRenders(newRunCache());

@@ -98,31 +98,6 @@ export async function until(
 export const videoDone = (tk: TestKernel, key: string, jobId: string) =>
   until(tk, key, `/omni/video/${jobId}`, (b) => b.status === "complete" || b.status === "error");
 
-export async function mediaBytes(tk: TestKernel, url: string): Promise<Uint8Array> {
-  const res = await tk.kernel.blobs.get(
-    new URL(url).pathname
-      .replace(/^\/media\//, "")
-      .split("/")
-      .map(decodeURIComponent)
-      .join("/"),
-  );
-  if (!res) throw new Error(`no blob behind ${url}`);
-  return res;
-}
-
-export async function balance(tk: TestKernel, key: string): Promise<number> {
-  return (await tk.request("GET", "/credits", { key })).body.credits_remaining;
-}
-
-export async function ledgerSum(tk: TestKernel, partnerId: string): Promise<number> {
-  const r = await tk.kernel.database.kysely
-    .selectFrom("ledger")
-    .select((eb) => eb.fn.sum<number>("amount").as("s"))
-    .where("partner_id", "=", partnerId)
-    .executeTakeFirstOrThrow();
-  return Number(r.s);
-}
-
 /** A character of the account, made through the API (33 credits on api_plus10). */
 export async function character(
   tk: TestKernel,

@@ -3,6 +3,7 @@
 // repair itself, failed and refunded, unless the worker ended it first. Here the text model is still thinking
 // when the partner hangs up: the request refunds the repair once and answers 502 `... Credits refunded.`;
 // when the model then answers, the worker's late ending finds the repair ended and makes no clip.
+
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { sql } from "kysely";
@@ -12,7 +13,8 @@ import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
-import { balance, ledgerSum, OMNI_LIMITS, omniKernel, videoDone } from "./helpers.ts";
+import { balance, ledgerSum } from "../helpers/partner-reads.ts";
+import { OMNI_LIMITS, omniKernel, videoDone } from "./helpers.ts";
 
 // The text model: holds every request until released.
 let arrived: () => void = () => {};

@@ -3,6 +3,7 @@
 // part 3: 2 on api_plus10, 1 standard basis, a custom account's rate) and the clip carries that charge: a clip
 // that fails refunds it once, a rewrite that fails refunds it once (502); every refusal (not failed, not
 // fixable, missing, another account's, too poor) comes before any charge.
+
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
@@ -11,7 +12,8 @@ import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
-import { balance, ledgerSum, OMNI_LIMITS, omniKernel, png, videoDone } from "./helpers.ts";
+import { balance, ledgerSum } from "../helpers/partner-reads.ts";
+import { OMNI_LIMITS, omniKernel, png, videoDone } from "./helpers.ts";
 
 /** A picture served at any path; the Omni sandbox fails a clip whose image URL's path holds `sandbox-fail`. */
 const PICTURE = Buffer.from(png([200, 40, 40]), "base64");

@@ -3,6 +3,7 @@
 // api_plus10, a custom rate) from base64 and from a URL fetched before the charge; a character keeps its
 // voice after the voice is deleted; every refusal leaves no row, no file and no ledger line; another
 // account's ids are 404; the pause and the feature switch.
+
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
@@ -13,7 +14,8 @@ import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import { VOICE_PRESETS } from "../../plugins/omni/voices/presets.ts";
 import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
-import { balance, ledgerSum, mediaBytes, OMNI_LIMITS, omniKernel, png } from "./helpers.ts";
+import { balance, ledgerSum, mediaBytes } from "../helpers/partner-reads.ts";
+import { OMNI_LIMITS, omniKernel, png } from "./helpers.ts";
 
 const engine = createMediaEngine({ mode: "native" });
 

@@ -3,14 +3,16 @@
 // held the call still answers 202 and the job cuts the window once the encodes are let go; a source refused
 // by the checks changes nothing (no charge, no row, no file); a source that passes the probe and fails its
 // cut fails the job, refunded exactly once.
+
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { answerWhileHeld, holdEncodes } from "../helpers/held-encodes.ts";
+import { balance } from "../helpers/partner-reads.ts";
 import { jobCount, jobLedgerAmounts, serveReferenceSources, untilHeldOutput } from "../helpers/reference-sources.ts";
-import { balance, OMNI_LIMITS, omniKernel, videoDone } from "./helpers.ts";
+import { OMNI_LIMITS, omniKernel, videoDone } from "./helpers.ts";
 
 const BACKENDS = await databaseBackends();
 const { base, close } = await serveReferenceSources();

@@ -6,6 +6,7 @@
 // PGlite, with a 2 s sandbox latency: clips waiting on the upstream hold no worker slot (three wait at once
 // where the job kind runs two), a clip's progress only moves forward ("Preparing" only before it submits),
 // and the markers' failures come out of the wait as the job's texts.
+
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
@@ -15,12 +16,11 @@ import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import { REFERENCE_VIDEO_SURCHARGE, VIDEO_PRICE } from "../../plugins/omni/prices.ts";
 import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
+import { frameColour } from "../helpers/frame-colour.ts";
 import { newRunCache } from "../helpers/memo-engine.ts";
+import { balance, ledgerSum, mediaBytes } from "../helpers/partner-reads.ts";
 import {
-  balance,
   character,
-  ledgerSum,
-  mediaBytes,
   OMNI_LIMITS,
   omniKernel,
   omniPluginsSharingRenders,
@@ -398,33 +398,8 @@ for (const backend of await databaseBackends()) {
       assert.is(done.status, "complete", JSON.stringify(done));
       assert.is(done.first_frame_url, `${base}/first.png`);
       const bytes = await mediaBytes(tk, done.video_url);
-      const mean = async (at: string) => {
-        const out = await engine.run(
-          [
-            "-ss",
-            at,
-            "-i",
-            "in.mp4",
-            "-frames:v",
-            "1",
-            "-vf",
-            "scale=8:8",
-            "-f",
-            "rawvideo",
-            "-pix_fmt",
-            "rgb24",
-            "f.rgb",
-          ],
-          { inputs: { "in.mp4": bytes }, outputs: ["f.rgb"] },
-        );
-        const px = out["f.rgb"]!;
-        let r = 0,
-          b = 0;
-        for (let i = 0; i < px.length; i += 3) (r += px[i]!), (b += px[i + 2]!);
-        return { r: r / (px.length / 3), b: b / (px.length / 3) };
-      };
-      const first = await mean("0");
-      const last = await mean("3.9");
+      const first = await frameColour(engine, bytes, 0);
+      const last = await frameColour(engine, bytes, 3.9);
       assert.ok(first.r > 150 && first.b < 100, JSON.stringify(first));
       assert.ok(last.b > 150 && last.r < 100, JSON.stringify(last));
     } finally {

@@ -1,13 +1,15 @@
 // Every field rule of POST /omni/video, each refused before any charge with its text, and hostile values
 // (wrong types, huge numbers, nesting) refused as 400s, never 5xx; on PGlite (the rules do not touch the
 // backend beyond ownership, which video-api.test.ts covers on both).
+
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createMediaEngine } from "../../lib/media/index.ts";
 import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
-import { balance, character, OMNI_LIMITS, omniKernel, png, voice } from "./helpers.ts";
+import { balance } from "../helpers/partner-reads.ts";
+import { character, OMNI_LIMITS, omniKernel, png, voice } from "./helpers.ts";
 
 const t = suite("POST /omni/video rules");
 const engine = createMediaEngine({ mode: "native" });

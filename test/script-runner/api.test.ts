@@ -2,6 +2,7 @@
 // (read from 402 answers, so nothing renders for them), a run with one failing scene ending `partial` with
 // exactly that scene's part refunded, a character drawn from a description (one more frame), frames probed as
 // 9:16 PNGs and clips of the model's length, the views, the in-flight cap, and every refusal before a charge.
+
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
@@ -17,6 +18,7 @@ import { VIDEO_MODELS } from "../../plugins/script-runner/prices.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { ledgerSum } from "../helpers/partner-reads.ts";
 
 const engine = createMediaEngine({ mode: "native" });
 const LIMITS = {
@@ -40,15 +42,6 @@ const script = (scenes: string[], character?: string) =>
     character ? `=== CHARACTER ===\n${character}` : "",
     ...scenes.map((s, i) => `=== SCENE: Scene ${i + 1} ===\n${s}\n=== DIALOGUE ${i + 1} ===\nLine ${i + 1}.`),
   ].join("\n");
-
-async function ledgerSum(tk: TestKernel, partnerId: string) {
-  const r = await tk.kernel.database.kysely
-    .selectFrom("ledger")
-    .select((eb) => eb.fn.sum<number>("amount").as("s"))
-    .where("partner_id", "=", partnerId)
-    .executeTakeFirstOrThrow();
-  return Number(r.s);
-}
 
 for (const backend of await databaseBackends()) {
   const t = suite(`script runner on ${backend.name}`);

@@ -3,6 +3,7 @@
 // lib/formats/isobmff.ts) is billed 6 seconds, and the job's work is capped at the billed seconds (`-t`), so
 // no file can make the upscaler work longer than was paid for. Before the fix it was billed 1 second and
 // upscaled for 6.
+
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { type Mp4Box, mp4Boxes } from "../../lib/formats/index.ts";
@@ -10,8 +11,9 @@ import { createMediaEngine, firstVideo, generateTestVideo, type MediaEngine } fr
 import { billedSeconds } from "../../plugins/upscale/prices.ts";
 import { packetSpan, planVideo, scaleArgs } from "../../plugins/upscale/video.ts";
 import type { TestKernel } from "../../testkit/index.ts";
+import { balance, mediaBytes } from "../helpers/partner-reads.ts";
 import { ENGINE_MODES } from "../media/util.ts";
-import { balance, fileServer, mediaBytes, partner, poll, upscaleKernel } from "./util.ts";
+import { fileServer, partner, poll, upscaleKernel } from "./util.ts";
 
 /** The boxes on a path (e.g. moov/trak/mdia/mdhd), every match at each level. */
 function* boxesAt(bytes: Uint8Array, path: string[], from = 0, to = bytes.length): Generator<Mp4Box> {

@@ -1,6 +1,7 @@
 // POST /upscale-image end to end through app.fetch with the job workers, on every database backend: real PNGs
 // of factor x the displayed size, tier prices on every account tier, polling at /image-status and the
 // /images list, sources by base64, URL and service URL, every 400/413/402 before any charge, refunds.
+
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
@@ -11,18 +12,9 @@ import { UPSCALE_COSTS } from "../../plugins/upscale/prices.ts";
 import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { errorBody } from "../helpers/error-body.ts";
+import { balance, ledgerSum, mediaBytes } from "../helpers/partner-reads.ts";
 import { fixture } from "../media/util.ts";
-import {
-  assertNothingChanged,
-  balance,
-  count,
-  fileServer,
-  ledgerSum,
-  mediaBytes,
-  partner,
-  poll,
-  upscaleKernel,
-} from "./util.ts";
+import { assertNothingChanged, count, fileServer, partner, poll, upscaleKernel } from "./util.ts";
 
 const JPEG = fixture("earth_apollo17.jpg"); // 375x375, EXIF + XMP
 const WIDE = fixture("C.jpg"); // 2048x1365

@@ -1,5 +1,6 @@
 // Shared by the upscale tests: the kernel with every plugin the upscaler meets, a local file server for
 // source URLs (reached with ALLOW_PRIVATE_URLS), polling, and the "nothing changed" probe of invariant 2.
+
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as assert from "uvu/assert";
@@ -11,6 +12,7 @@ import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { type DatabaseBackend, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { balance } from "../helpers/partner-reads.ts";
 
 export const PLUGINS = [account, imagesSandbox, images, videoSandbox, video, upscale];
 export const PUBLIC_URL = "https://media.example.test";
@@ -85,9 +87,6 @@ export async function poll(
   }
 }
 
-export const balance = async (tk: TestKernel, key: string): Promise<number> =>
-  (await tk.request("GET", "/credits", { key })).body.credits_remaining;
-
 export async function count(tk: TestKernel, table: string, partnerId?: string): Promise<number> {
   let q = tk.kernel.database.kysely.selectFrom(table as any).select((eb: any) => eb.fn.countAll().as("n"));
   if (partnerId) q = q.where("partner_id" as any, "=", partnerId);
@@ -110,26 +109,4 @@ export async function assertNothingChanged(
   assert.is(await count(tk, "ledger", partnerId), 1, `${what}: ledger rows`);
   assert.is(await count(tk, "retained_blobs"), keptFiles, `${what}: kept files`);
   assert.is(await balance(tk, key), credits, `${what}: balance`);
-}
-
-/** The stored bytes behind a media URL of this service. */
-export async function mediaBytes(tk: TestKernel, url: string): Promise<Uint8Array> {
-  const bytes = await tk.kernel.blobs.get(
-    new URL(url).pathname
-      .replace(/^\/media\//, "")
-      .split("/")
-      .map(decodeURIComponent)
-      .join("/"),
-  );
-  if (!bytes) throw new Error(`no blob behind ${url}`);
-  return bytes;
-}
-
-export async function ledgerSum(tk: TestKernel, partnerId: string): Promise<number> {
-  const row = await tk.kernel.database.kysely
-    .selectFrom("ledger")
-    .select((eb) => eb.fn.sum<number>("amount").as("s"))
-    .where("partner_id", "=", partnerId)
-    .executeTakeFirstOrThrow();
-  return Number(row.s);
 }

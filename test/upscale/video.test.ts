@@ -2,6 +2,7 @@
 // measured before the charge, billed per whole input second at the factor's rate on every account tier, real
 // scaling polled at /video-status and listed by /videos without events, the 4K, 120 s, 50 MB and MP4/MOV
 // rules before any charge, and a refund when the job fails.
+
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createMediaEngine, displaySize, firstAudio, firstVideo, generateTestVideo } from "../../lib/media/index.ts";
@@ -9,18 +10,9 @@ import { UPSCALE_ERRORS } from "../../plugins/upscale/errors.ts";
 import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { errorBody } from "../helpers/error-body.ts";
+import { balance, ledgerSum, mediaBytes } from "../helpers/partner-reads.ts";
 import { ENGINE_MODES, fixture } from "../media/util.ts";
-import {
-  assertNothingChanged,
-  balance,
-  count,
-  fileServer,
-  ledgerSum,
-  mediaBytes,
-  partner,
-  poll,
-  upscaleKernel,
-} from "./util.ts";
+import { assertNothingChanged, count, fileServer, partner, poll, upscaleKernel } from "./util.ts";
 
 // Fixtures, made once on the fastest engine here (every await before the first suite: uvu starts on yield).
 const BACKENDS = await databaseBackends();

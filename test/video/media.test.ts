@@ -16,6 +16,7 @@ import { encodePng } from "../../plugins/images/png.ts";
 import { concatClips } from "../../plugins/video/merge.ts";
 import { sandboxVideoProvider } from "../../plugins/video/sandbox.ts";
 import { rejection } from "../helpers/assert.ts";
+import { frameColour } from "../helpers/frame-colour.ts";
 import { ENGINE_MODES, fixture } from "../media/util.ts";
 
 function png(rgb: [number, number, number], width = 64, height = 48): Uint8Array {
@@ -39,33 +40,6 @@ const request = (over: Partial<InPlace<VideoGenerationRequest>>): InPlace<VideoG
   onProgress() {},
   ...over,
 });
-
-/** Mean red and blue of one decoded frame at `at` seconds. */
-async function frameColour(engine: MediaEngine, bytes: Uint8Array, at: number) {
-  const out = await engine.run(
-    [
-      "-ss",
-      at.toFixed(3),
-      "-i",
-      "in.mp4",
-      "-frames:v",
-      "1",
-      "-vf",
-      "scale=8:8",
-      "-f",
-      "rawvideo",
-      "-pix_fmt",
-      "rgb24",
-      "f.rgb",
-    ],
-    { inputs: { "in.mp4": bytes }, outputs: ["f.rgb"] },
-  );
-  const px = out["f.rgb"]!;
-  let r = 0;
-  let b = 0;
-  for (let i = 0; i < px.length; i += 3) (r += px[i]!), (b += px[i + 2]!);
-  return { r: r / (px.length / 3), b: b / (px.length / 3) };
-}
 
 /** Decodes every frame and sample; throws when the file does not play to its end. */
 async function decodesCleanly(engine: MediaEngine, bytes: Uint8Array) {

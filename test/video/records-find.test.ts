@@ -2,6 +2,7 @@
 // plugin: its state, size, bytes and the record of what the sandbox spoke in it, for generated clips and for
 // merges (whose record is the clips' records laid end to end, checked against the merged file's audio).
 // Another account's job and an unknown id are both null. On every database backend.
+
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { SpokenRecord } from "../../contracts/speech.ts";
@@ -11,6 +12,7 @@ import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { mediaBytes } from "../helpers/partner-reads.ts";
 
 const UNLIMITED = {
   rate_limits: { "POST /generate-video": 10_000, "POST /merge-videos": 10_000, "GET /video-status/<job_id>": 100_000 },
@@ -25,18 +27,6 @@ async function waitFor(tk: TestKernel, key: string, id: string, timeoutMs = 180_
     if (Date.now() > until) throw new Error(`video ${id} still ${res.body.status}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-async function mediaBytes(tk: TestKernel, url: string): Promise<Uint8Array> {
-  const res = await tk.kernel.blobs.get(
-    new URL(url).pathname
-      .replace(/^\/media\//, "")
-      .split("/")
-      .map(decodeURIComponent)
-      .join("/"),
-  );
-  if (!res) throw new Error(`no blob behind ${url}`);
-  return res;
 }
 
 /** Mean RMS of the clip's audio inside the words and in the pauses between them. */

@@ -3,6 +3,7 @@
 // encode held the call still answers 202 (never the old 503 "reference encoder is busy") and the job encodes
 // once the encodes are let go; a file refused by the checks changes nothing (no charge, no row, no file); a
 // file that passes the probe and fails its encode fails the job, refunded exactly once.
+
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import account from "../../plugins/account/index.ts";
@@ -12,6 +13,7 @@ import videoSandbox from "../../plugins/video/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { answerWhileHeld, holdEncodes } from "../helpers/held-encodes.ts";
+import { balance } from "../helpers/partner-reads.ts";
 import { jobCount, jobLedgerAmounts, serveReferenceSources, untilHeldOutput } from "../helpers/reference-sources.ts";
 
 const UNLIMITED = {
@@ -32,9 +34,6 @@ async function waitFor(tk: TestKernel, key: string, id: string, timeoutMs = 120_
     await new Promise((r) => setTimeout(r, 50));
   }
 }
-
-const balance = async (tk: TestKernel, key: string) =>
-  (await tk.request("GET", "/credits", { key })).body.credits_remaining as number;
 
 const body = (url: string) => ({
   prompt: "like [Video 1]",

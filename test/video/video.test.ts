@@ -1,6 +1,7 @@
 // Video generation, animation and merging through app.fetch on every database backend: validation before
 // charge with the spec's texts, prices per model and tier, the sandbox's real MP4 probed with the media
 // engine, status and list shapes, events, failure and refund, reference media, merges.
+
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
@@ -23,6 +24,8 @@ import { CALLBACK_URL_ERROR } from "../../plugins/video/input.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { frameColour } from "../helpers/frame-colour.ts";
+import { balance, mediaBytes } from "../helpers/partner-reads.ts";
 
 // Another area's video jobs (video upscaling, issue 6) reach the status and list endpoints through the
 // `video.records` capability; this stand-in makes one without importing the video plugin.
@@ -100,28 +103,12 @@ async function waitFor(tk: TestKernel, key: string, id: string, timeoutMs = 120_
   }
 }
 
-async function balance(tk: TestKernel, key: string): Promise<number> {
-  return (await tk.request("GET", "/credits", { key })).body.credits_remaining;
-}
-
 async function count(tk: TestKernel, table: string): Promise<number> {
   const row = await tk.kernel.database.kysely
     .selectFrom(table as any)
     .select((eb: any) => eb.fn.countAll().as("n"))
     .executeTakeFirstOrThrow();
   return Number((row as any).n);
-}
-
-async function mediaBytes(tk: TestKernel, url: string): Promise<Uint8Array> {
-  const res = await tk.kernel.blobs.get(
-    new URL(url).pathname
-      .replace(/^\/media\//, "")
-      .split("/")
-      .map(decodeURIComponent)
-      .join("/"),
-  );
-  if (!res) throw new Error(`no blob behind ${url}`);
-  return res;
 }
 
 let engine: MediaEngine;
@@ -605,33 +592,8 @@ for (const backend of await databaseBackends()) {
     assert.is(a?.codec, "aac");
     const vs = probe.streams.find((s) => s.type === "video")!;
     assert.equal([vs.width, vs.height], [720, 720]);
-    const frame = async (at: string) => {
-      const out = await engine.run(
-        [
-          "-ss",
-          at,
-          "-i",
-          "in.mp4",
-          "-frames:v",
-          "1",
-          "-vf",
-          "scale=8:8",
-          "-f",
-          "rawvideo",
-          "-pix_fmt",
-          "rgb24",
-          "f.rgb",
-        ],
-        { inputs: { "in.mp4": bytes }, outputs: ["f.rgb"] },
-      );
-      const px = out["f.rgb"]!;
-      let r = 0,
-        b = 0;
-      for (let i = 0; i < px.length; i += 3) (r += px[i]!), (b += px[i + 2]!);
-      return { r: r / (px.length / 3), b: b / (px.length / 3) };
-    };
-    const first = await frame("0");
-    const last = await frame(String(probe.durationSeconds - 0.08));
+    const first = await frameColour(engine, bytes, 0);
+    const last = await frameColour(engine, bytes, probe.durationSeconds - 0.08);
     assert.ok(first.r > 150 && first.b < 100, JSON.stringify(first));
     assert.ok(last.b > 150 && last.r < 100, JSON.stringify(last));
   });

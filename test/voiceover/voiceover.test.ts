@@ -1,6 +1,7 @@
 // Voiceover end to end through app.fetch on every database backend: validation before any charge, prices per
 // tier, real speech decoded by the media engine in the requested format, distinct voices, failure and refund,
 // the list and its pages, the in-flight cap, and the provider time-out.
+
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import {
@@ -18,23 +19,11 @@ import { VOICES } from "../../plugins/voiceover/models.ts";
 import voiceoverSandbox from "../../plugins/voiceover/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { balance, ledgerSum } from "../helpers/partner-reads.ts";
 
 const ARIA = VOICES[0]!.voice_id;
 const MARCUS = VOICES[1]!.voice_id;
 const MANY = { rate_limits: { "POST /generate-voiceover": 10000 } };
-
-async function ledgerSum(tk: TestKernel, partnerId: string) {
-  const row = await tk.kernel.database.kysely
-    .selectFrom("ledger")
-    .select((eb) => eb.fn.sum<number>("amount").as("s"))
-    .where("partner_id", "=", partnerId)
-    .executeTakeFirstOrThrow();
-  return Number(row.s);
-}
-
-async function balance(tk: TestKernel, key: string) {
-  return (await tk.request("GET", "/credits", { key })).body.credits_remaining as number;
-}
 
 async function rowCount(tk: TestKernel, partnerId: string) {
   const r = await tk.kernel.database.kysely
