@@ -1,0 +1,29 @@
+// The kernel the captions API tests run against: account, video (with its sandbox) and captions, started, on
+// PGlite with the memory stores or on Postgres with Redis beside it (counters, pub/sub), as production runs.
+import type { MediaEngine } from "../../../lib/media/index.ts";
+import account from "../../../plugins/account/index.ts";
+import captions from "../../../plugins/captions/index.ts";
+import video from "../../../plugins/video/index.ts";
+import videoSandbox from "../../../plugins/video/sandbox.ts";
+import { createTestKernel, type TestKernel } from "../../../testkit/index.ts";
+import { type DatabaseBackend, isolatedPostgresDatabase, redisUrl } from "../../helpers/backends.ts";
+
+export async function startCaptionsKernel(backend: DatabaseBackend): Promise<TestKernel> {
+  const postgres = backend.name === "postgres";
+  return createTestKernel({
+    plugins: [account, videoSandbox, video, captions],
+    databaseUrl: postgres ? await isolatedPostgresDatabase() : undefined,
+    redisUrl: postgres ? await redisUrl() : undefined,
+    env: { PUBLIC_URL: "https://media.example.test" },
+    start: true,
+  });
+}
+
+/** The luma plane of the frame at `t` seconds, width × height bytes. */
+export async function lumaAt(engine: MediaEngine, mp4: Uint8Array, t: number): Promise<Uint8Array> {
+  const out = await engine.run(
+    ["-ss", t.toFixed(3), "-i", "in.mp4", "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", "frame.raw"],
+    { inputs: { "in.mp4": mp4 }, outputs: ["frame.raw"] },
+  );
+  return out["frame.raw"]!;
+}
