@@ -125,7 +125,7 @@ export interface FinishedJob {
 }
 
 /** The columns of a finished job's row that FinishedJob carries. */
-const FINISHED_COLUMNS = [
+export const FINISHED_COLUMNS = [
   "id",
   "plugin",
   "kind",

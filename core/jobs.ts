@@ -30,7 +30,14 @@ import type { Queue, QueueJob } from "../storage/queue.ts";
 import type { KernelTables } from "../storage/tables.ts";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
-import { enqueue, type FinishedJob, type FinishPlan, type QueuedJob, type SubmitPlan } from "./job-transactions.ts";
+import {
+  enqueue,
+  FINISHED_COLUMNS,
+  type FinishedJob,
+  type FinishPlan,
+  type QueuedJob,
+  type SubmitPlan,
+} from "./job-transactions.ts";
 import type { Leases } from "./leases.ts";
 import type { SubmittedJob } from "./ledger.ts";
 import type { Logger } from "./log.ts";
@@ -394,19 +401,7 @@ export function createJobRuntime(deps: JobRuntimeDeps): JobRuntime {
     updated_at: formatTimestamp(row.updated_at)!,
   });
 
-  const rowColumns = [
-    "id",
-    "plugin",
-    "kind",
-    "state",
-    "finished_at",
-    "progress",
-    "message",
-    "error",
-    "updated_at",
-    "partner_id",
-    "input",
-  ] as const;
+  const rowColumns = [...FINISHED_COLUMNS, "partner_id", "input"] as const;
 
   const waitsDeps: WaitsDeps = { db: background, clock: deps.clock, log, callbacks: deps.upstreamCallbacks };
 

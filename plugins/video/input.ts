@@ -76,6 +76,13 @@ export const decodedSize = (base64: string) =>
 
 const present = (v: unknown) => v !== undefined && v !== null && v !== "";
 
+// Text-to-video and animation read `end_image` alike.
+const END_IMAGE_ERRORS = {
+  invalidUrl: VIDEO_ERRORS.invalidEndImageUrl,
+  base64: VIDEO_ERRORS.endImageBase64,
+  mime: VIDEO_ERRORS.endImageMime,
+};
+
 /**
  * A frame from a `<name>_url` / `<name>_base64` / `<name>_mime` triple. The URL wins when both are sent
  * (choice: the spec lists them as alternatives without saying).
@@ -190,16 +197,7 @@ export const GenerateVideoInput = defineInput({
       { invalidUrl: VIDEO_ERRORS.invalidImageUrl, base64: VIDEO_ERRORS.imageBase64, mime: VIDEO_ERRORS.imageMime },
       fail,
     );
-    const end = frameOf(
-      raw,
-      "end_image",
-      {
-        invalidUrl: VIDEO_ERRORS.invalidEndImageUrl,
-        base64: VIDEO_ERRORS.endImageBase64,
-        mime: VIDEO_ERRORS.endImageMime,
-      },
-      fail,
-    );
+    const end = frameOf(raw, "end_image", END_IMAGE_ERRORS, fail);
     const framed = start !== null || end !== null;
     if (framed && !model.frames) return fail(VIDEO_ERRORS.framesNotSupported(modelId));
     if (end && !start) return fail(VIDEO_ERRORS.endFrameNeedsStart);
@@ -348,16 +346,7 @@ export const GenerateAnimationInput = defineInput({
       },
       fail,
     );
-    const end = frameOf(
-      raw,
-      "end_image",
-      {
-        invalidUrl: VIDEO_ERRORS.invalidEndImageUrl,
-        base64: VIDEO_ERRORS.endImageBase64,
-        mime: VIDEO_ERRORS.endImageMime,
-      },
-      fail,
-    );
+    const end = frameOf(raw, "end_image", END_IMAGE_ERRORS, fail);
     if (!start || !end) return fail(VIDEO_ERRORS.animationFramesRequired);
     const callbackUrl = callbackUrlOf(raw, fail);
     return {
