@@ -5,27 +5,21 @@
 // on two instances sharing one Postgres database and one Redis: the revocation goes through instance 1's
 // admin API and the subscription open on instance 2 ends.
 
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type Client, createClient } from "graphql-ws";
 import { sql } from "kysely";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import WebSocket from "ws";
 import { z } from "zod";
-import { loadConfig } from "../../core/config.ts";
 import type { JobKindDeclaration } from "../../core/jobs.ts";
-import { createKernel, type Kernel } from "../../core/kernel.ts";
+import type { Kernel } from "../../core/kernel.ts";
 import { definePlugin, operation } from "../../core/plugin.ts";
 import account from "../../plugins/account/index.ts";
-import { memoryBlobStore } from "../../storage/blobs.ts";
-import { redisCounters } from "../../storage/counters.ts";
-import { redisPubSub } from "../../storage/pubsub.ts";
 import { createTestKernel, graphql, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
 import { endSubscriptions, SHUTDOWN_MESSAGE } from "../../transports/graphql/subscriptions.ts";
 import { createHttpApp, type HttpServer, serveHttp } from "../../transports/http.ts";
 import { isolatedPostgresDatabase, isolatedRedisPrefix, postgresUrl, redisUrl } from "../helpers/backends.ts";
+import { startSharedInstance } from "./helpers.ts";
 
 // A job that stays queued until the test lets it go (fixtures.ts's ticker lets go by itself after 20 s, which
 // a loaded machine can reach before a test is done with the job); every gate opens when a test ends.
@@ -377,27 +371,8 @@ if (pg && redis) {
   let twoServer: HttpServer;
   let shared: Deployment;
   cross.before(async () => {
-    const databaseUrl = await isolatedPostgresDatabase();
-    const prefix = isolatedRedisPrefix();
-    const instance = async (role: "all" | "api") => {
-      const config = loadConfig({
-        DATA_DIR: mkdtempSync(join(tmpdir(), "mediagate-revoke-")),
-        DATABASE_URL: databaseUrl,
-        REDIS_URL: redis,
-        ROLE: role,
-        LOG_LEVEL: "silent",
-        SANDBOX_LATENCY_MS: "0",
-      });
-      const kernel = await createKernel({
-        config,
-        plugins: [account, holder],
-        blobs: memoryBlobStore(),
-        counters: redisCounters({ url: redis, prefix }),
-        pubsub: redisPubSub({ url: redis, prefix }),
-      });
-      await kernel.start();
-      return kernel;
-    };
+    const backends = { databaseUrl: await isolatedPostgresDatabase(), redis, prefix: isolatedRedisPrefix() };
+    const instance = (role: "all" | "api") => startSharedInstance(backends, role, [account, holder]);
     one = await instance("all"); // the admin API is called here; it also runs the jobs
     two = await instance("api"); // the subscribers are here
     twoServer = await serveHttp(two, { adminToken: ADMIN_TOKEN, port: 0, hostname: "127.0.0.1" });

@@ -3,21 +3,14 @@
 // two instances on one Postgres database and one Redis: a subscriber on the API instance sees the job
 // that the worker instance runs.
 
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type Client, createClient } from "graphql-ws";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import WebSocket from "ws";
-import { loadConfig } from "../../core/config.ts";
 import type { JobUpdate } from "../../core/jobs.ts";
-import { createKernel, type Kernel } from "../../core/kernel.ts";
+import type { Kernel } from "../../core/kernel.ts";
 import account from "../../plugins/account/index.ts";
-import { memoryBlobStore } from "../../storage/blobs.ts";
-import { redisCounters } from "../../storage/counters.ts";
 import type { PubSub } from "../../storage/pubsub.ts";
-import { redisPubSub } from "../../storage/pubsub.ts";
 import { createTestKernel, graphql, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
 import { callerFromRequest } from "../../transports/graphql/context.ts";
 import { subscribeToJob } from "../../transports/graphql/subscriptions.ts";
@@ -30,6 +23,7 @@ import {
   redisUrl,
 } from "../helpers/backends.ts";
 import { openGate, ticker } from "./fixtures.ts";
+import { startSharedInstance } from "./helpers.ts";
 
 const SUBSCRIPTION =
   "subscription($id: String!) { jobUpdates(id: $id) { job_id plugin kind state terminal progress message error updated_at } }";
@@ -273,27 +267,8 @@ if (pg && redis) {
   let a: Kernel;
   let b: Kernel;
   cross.before(async () => {
-    const databaseUrl = await isolatedPostgresDatabase();
-    const prefix = isolatedRedisPrefix();
-    const instance = async (role: "worker" | "api") => {
-      const config = loadConfig({
-        DATA_DIR: mkdtempSync(join(tmpdir(), "mediagate-gql-")),
-        DATABASE_URL: databaseUrl,
-        REDIS_URL: redis,
-        ROLE: role,
-        LOG_LEVEL: "silent",
-        SANDBOX_LATENCY_MS: "0",
-      });
-      const kernel = await createKernel({
-        config,
-        plugins: [account, ticker],
-        blobs: memoryBlobStore(),
-        counters: redisCounters({ url: redis, prefix }),
-        pubsub: redisPubSub({ url: redis, prefix }),
-      });
-      await kernel.start();
-      return kernel;
-    };
+    const backends = { databaseUrl: await isolatedPostgresDatabase(), redis, prefix: isolatedRedisPrefix() };
+    const instance = (role: "worker" | "api") => startSharedInstance(backends, role, [account, ticker]);
     a = await instance("worker"); // runs jobs, serves nothing here
     b = await instance("api"); // serves the subscriber, runs no jobs
   });
