@@ -329,16 +329,21 @@ async function raceKernel(): Promise<Kernel> {
   });
 }
 
-race("a read overtaken by an eviction answers its caller but does not fill the cache", async () => {
-  const kernel = await raceKernel();
-  const { partner, apiKey } = await kernel.accounts.create({ name: "Race", credits: 100 });
-  const g = gate();
-  const accounts = new Accounts(
+/** The kernel's accounts over the race database, every query passing through the gate `g`. */
+function gatedAccounts(kernel: Kernel, g: ReturnType<typeof gate>): Accounts {
+  return new Accounts(
     raceDb.kysely.withPlugin(g.plugin) as Kysely<KernelTables>,
     kernel.clock,
     kernel.pubsub,
     kernel.usage,
   );
+}
+
+race("a read overtaken by an eviction answers its caller but does not fill the cache", async () => {
+  const kernel = await raceKernel();
+  const { partner, apiKey } = await kernel.accounts.create({ name: "Race", credits: 100 });
+  const g = gate();
+  const accounts = gatedAccounts(kernel, g);
   const hash = hashApiKey(apiKey);
 
   const read = accounts.byKeyHash(hash);
@@ -360,12 +365,7 @@ race("callers share a read in flight only if no eviction came after it started",
   const kernel = await raceKernel();
   const { partner, apiKey } = await kernel.accounts.create({ name: "Join", credits: 100 });
   const g = gate();
-  const accounts = new Accounts(
-    raceDb.kysely.withPlugin(g.plugin) as Kysely<KernelTables>,
-    kernel.clock,
-    kernel.pubsub,
-    kernel.usage,
-  );
+  const accounts = gatedAccounts(kernel, g);
   const hash = hashApiKey(apiKey);
 
   const first = accounts.byKeyHash(hash);
@@ -385,12 +385,7 @@ race("without an eviction a burst of misses makes one read, and later calls are 
   const kernel = await raceKernel();
   const { partner, apiKey } = await kernel.accounts.create({ name: "Burst", credits: 100 });
   const g = gate();
-  const accounts = new Accounts(
-    raceDb.kysely.withPlugin(g.plugin) as Kysely<KernelTables>,
-    kernel.clock,
-    kernel.pubsub,
-    kernel.usage,
-  );
+  const accounts = gatedAccounts(kernel, g);
   const hash = hashApiKey(apiKey);
   const burst = Array.from({ length: 20 }, () => accounts.byKeyHash(hash));
   await g.reached;
