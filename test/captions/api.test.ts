@@ -5,13 +5,10 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
-import account from "../../plugins/account/index.ts";
 import { CAPTION_ERRORS } from "../../plugins/captions/errors.ts";
-import captions from "../../plugins/captions/index.ts";
-import video from "../../plugins/video/index.ts";
-import videoSandbox from "../../plugins/video/sandbox.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { databaseBackends, isolatedPostgresDatabase, redisUrl } from "../helpers/backends.ts";
+import type { TestKernel } from "../../testkit/index.ts";
+import { databaseBackends } from "../helpers/backends.ts";
+import { lumaAt, startCaptionsKernel } from "./helpers/captions-kernel.ts";
 
 const LIMITS = {
   inflight_jobs: 50,
@@ -28,15 +25,6 @@ const LIMITS = {
 };
 const DAY = 24 * 3600 * 1000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The luma plane of the frame at `t` seconds, width × height bytes. */
-async function lumaAt(engine: MediaEngine, mp4: Uint8Array, t: number): Promise<Uint8Array> {
-  const out = await engine.run(
-    ["-ss", t.toFixed(3), "-i", "in.mp4", "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", "frame.raw"],
-    { inputs: { "in.mp4": mp4 }, outputs: ["frame.raw"] },
-  );
-  return out["frame.raw"]!;
-}
 
 /**
  * The share of pixels (0-1) over the rows [from, to) of the height whose luma differs by more than 48: drawn
@@ -59,14 +47,7 @@ for (const backend of await databaseBackends()) {
   let tk: TestKernel;
   let engine: MediaEngine;
   t.before(async () => {
-    tk = await createTestKernel({
-      plugins: [account, videoSandbox, video, captions],
-      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
-      // Postgres with Redis beside it (counters, pub/sub), as production runs; PGlite with the memory stores.
-      redisUrl: backend.name === "postgres" ? await redisUrl() : undefined,
-      env: { PUBLIC_URL: "https://media.example.test" },
-      start: true,
-    });
+    tk = await startCaptionsKernel(backend);
     engine = createMediaEngine();
   });
   t.after(async () => {

@@ -22,6 +22,7 @@ import videoSandbox from "../../plugins/video/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { character, OMNI_LIMITS, png, voice } from "../omni/helpers.ts";
+import { lumaAt } from "./helpers/captions-kernel.ts";
 
 const LIMITS = {
   ...OMNI_LIMITS,
@@ -35,15 +36,6 @@ const LIMITS = {
   },
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The luma plane of the frame at `t` seconds. */
-async function lumaAt(engine: MediaEngine, mp4: Uint8Array, t: number): Promise<Uint8Array> {
-  const out = await engine.run(
-    ["-ss", t.toFixed(3), "-i", "in.mp4", "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", "frame.raw"],
-    { inputs: { "in.mp4": mp4 }, outputs: ["frame.raw"] },
-  );
-  return out["frame.raw"]!;
-}
 
 /** The share of pixels (0-1) of the lower half whose luma differs by more than 48: drawn text, not re-encode noise. */
 function lowerHalfDiff(a: Uint8Array, b: Uint8Array, width: number, height: number): number {
