@@ -86,27 +86,41 @@ export const probe = definePlugin({
   ],
 });
 
-// Gates by job id: the runner waits until the test opens its gate (or 20 s pass, so a failed test
-// cannot hold a worker, and the kernel's shutdown, forever).
-const gates = new Map<string, { promise: Promise<void>; open: () => void }>();
-function gate(jobId: string) {
-  let g = gates.get(jobId);
-  if (!g) {
-    let open!: () => void;
-    const promise = new Promise<void>((resolve) => (open = resolve));
-    const timer = setTimeout(open, 20_000);
-    g = {
-      promise,
-      open: () => {
-        clearTimeout(timer);
-        open();
-      },
-    };
-    gates.set(jobId, g);
+/** Gates by job id: a job's runner waits at its gate until the test opens it, or `timeoutMs` pass when given. */
+export function jobGates(timeoutMs?: number) {
+  const gates = new Map<string, { promise: Promise<void>; open: () => void }>();
+  function gate(jobId: string) {
+    let g = gates.get(jobId);
+    if (!g) {
+      let open!: () => void;
+      const promise = new Promise<void>((resolve) => (open = resolve));
+      const timer = timeoutMs === undefined ? undefined : setTimeout(open, timeoutMs);
+      g = {
+        promise,
+        open: () => {
+          clearTimeout(timer);
+          open();
+        },
+      };
+      gates.set(jobId, g);
+    }
+    return g;
   }
-  return g;
+  return {
+    wait: (jobId: string) => gate(jobId).promise,
+    open: (jobId: string) => gate(jobId).open(),
+    forget: (jobId: string) => gates.delete(jobId),
+    openAll() {
+      for (const g of gates.values()) g.open();
+      gates.clear();
+    },
+  };
 }
-export const openGate = (jobId: string) => gate(jobId).open();
+
+// The ticker's gates open by themselves after 20 s, so a failed test cannot hold a worker, and the kernel's
+// shutdown, forever.
+const tickGates = jobGates(20_000);
+export const openGate = tickGates.open;
 
 const tick: JobKindDeclaration<{ fail?: boolean }> = {
   states: ["queued", "running", "done", "failed"],
@@ -117,8 +131,8 @@ const tick: JobKindDeclaration<{ fail?: boolean }> = {
   failError: "The tick failed.",
   retries: 0,
   async run(ctx) {
-    await gate(ctx.jobId).promise;
-    gates.delete(ctx.jobId);
+    await tickGates.wait(ctx.jobId);
+    tickGates.forget(ctx.jobId);
     await ctx.moveTo("running", "started");
     await ctx.progress(50, "halfway");
     if (ctx.input.fail) throw new JobFailure("The tick failed.");

@@ -19,26 +19,14 @@ import { createTestKernel, graphql, graphqlSubscription, type TestKernel } from 
 import { endSubscriptions, SHUTDOWN_MESSAGE } from "../../transports/graphql/subscriptions.ts";
 import { createHttpApp, type HttpServer, serveHttp } from "../../transports/http.ts";
 import { isolatedPostgresDatabase, isolatedRedisPrefix, postgresUrl, redisUrl } from "../helpers/backends.ts";
+import { jobGates } from "./fixtures.ts";
 import { startSharedInstance } from "./helpers.ts";
 
 // A job that stays queued until the test lets it go (fixtures.ts's ticker lets go by itself after 20 s, which
 // a loaded machine can reach before a test is done with the job); every gate opens when a test ends.
-const gates = new Map<string, { promise: Promise<void>; open: () => void }>();
-function gate(jobId: string) {
-  let g = gates.get(jobId);
-  if (!g) {
-    let open!: () => void;
-    const promise = new Promise<void>((resolve) => (open = resolve));
-    g = { promise, open };
-    gates.set(jobId, g);
-  }
-  return g;
-}
-const openGate = (jobId: string) => gate(jobId).open();
-function openAllGates() {
-  for (const g of gates.values()) g.open();
-  gates.clear();
-}
+const holdGates = jobGates();
+const openGate = holdGates.open;
+const openAllGates = holdGates.openAll;
 const hold: JobKindDeclaration<Record<string, never>> = {
   states: ["queued", "running", "done", "failed"],
   initial: "queued",
@@ -48,7 +36,7 @@ const hold: JobKindDeclaration<Record<string, never>> = {
   failError: "The hold failed.",
   retries: 0,
   async run(ctx) {
-    await gate(ctx.jobId).promise;
+    await holdGates.wait(ctx.jobId);
     await ctx.moveTo("running", "started");
     return { state: "done" };
   },
