@@ -250,16 +250,7 @@ export function createHttpApp(kernel: Kernel, options: HttpAppOptions): RoutedH3
   app.on("GET", GRAPHQL_PATH, (event) => graphql.yoga.fetch(event.req as Request));
   app.withoutHead(GRAPHQL_PATH);
   app.on("POST", GRAPHQL_PATH, (event) => graphql.fetch(event.req as Request));
-  app.all("/**", (event) => {
-    const allow = app.allowedMethods(event.url.pathname);
-    if (allow.length > 0)
-      return json(
-        405,
-        { error: KERNEL_ERRORS.methodNotAllowed, request_id: requestIdOf(event) },
-        { allow: allow.join(", ") },
-      );
-    return json(404, { error: KERNEL_ERRORS.notFound, request_id: requestIdOf(event) });
-  });
+  mountUnmatched(app);
   return app;
 }
 
@@ -360,16 +351,7 @@ export async function serveAdmin(
   const app = new RoutedH3();
   mountConventions(app, kernel);
   mountAdminApi(app, kernel, options.adminToken);
-  app.all("/**", (event) => {
-    const allow = app.allowedMethods(event.url.pathname);
-    if (allow.length > 0)
-      return json(
-        405,
-        { error: KERNEL_ERRORS.methodNotAllowed, request_id: requestIdOf(event) },
-        { allow: allow.join(", ") },
-      );
-    return json(404, { error: KERNEL_ERRORS.notFound, request_id: requestIdOf(event) });
-  });
+  mountUnmatched(app);
   const server = serve(app, { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });
   if (server.node?.server)
     guardConnections(server.node.server, kernel.config.connections, { owner: kernel, listener: "admin" });
@@ -394,4 +376,18 @@ export async function serveHealth(
     guardConnections(server.node.server, kernel.config.connections, { owner: kernel, listener: "health" });
   await server.ready();
   return { url: server.url!, close: () => server.close(true) };
+}
+
+/** Last route of both apps: a known path with another method is 405 with `Allow`, anything else 404. */
+function mountUnmatched(app: RoutedH3): void {
+  app.all("/**", (event) => {
+    const allow = app.allowedMethods(event.url.pathname);
+    if (allow.length > 0)
+      return json(
+        405,
+        { error: KERNEL_ERRORS.methodNotAllowed, request_id: requestIdOf(event) },
+        { allow: allow.join(", ") },
+      );
+    return json(404, { error: KERNEL_ERRORS.notFound, request_id: requestIdOf(event) });
+  });
 }
