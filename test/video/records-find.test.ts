@@ -13,21 +13,11 @@ import videoSandbox from "../../plugins/video/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { mediaBytes } from "../helpers/partner-reads.ts";
+import { videoFinished } from "./helpers.ts";
 
 const UNLIMITED = {
   rate_limits: { "POST /generate-video": 10_000, "POST /merge-videos": 10_000, "GET /video-status/<job_id>": 100_000 },
 };
-
-async function waitFor(tk: TestKernel, key: string, id: string, timeoutMs = 180_000) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await tk.request("GET", `/video-status/${id}`, { key });
-    if (res.status !== 200) throw new Error(`video ${id}: ${res.status} ${JSON.stringify(res.body)}`);
-    if (res.body.status === "complete" || res.body.status === "error") return res;
-    if (Date.now() > until) throw new Error(`video ${id} still ${res.body.status}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** Mean RMS of the clip's audio inside the words and in the pauses between them. */
 async function speechContrast(tk: TestKernel, mp4: Uint8Array, spoken: SpokenRecord) {
@@ -96,10 +86,10 @@ for (const backend of await databaseBackends()) {
         duration: 1,
         aspect_ratio: "16:9",
       });
-      const done = await waitFor(tk, owner.key, talking);
+      const done = await videoFinished(tk, owner.key, talking);
       assert.is(done.body.status, "complete", JSON.stringify(done.body));
-      assert.is((await waitFor(tk, owner.key, silent)).body.status, "complete");
-      assert.is((await waitFor(tk, owner.key, failing)).body.status, "error");
+      assert.is((await videoFinished(tk, owner.key, silent)).body.status, "complete");
+      assert.is((await videoFinished(tk, owner.key, failing)).body.status, "error");
 
       const db = tk.kernel.database.kysely;
       const records = tk.kernel.capability("video.records");

@@ -15,6 +15,7 @@ import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.
 import { answerWhileHeld, holdEncodes } from "../helpers/held-encodes.ts";
 import { balance } from "../helpers/partner-reads.ts";
 import { jobCount, jobLedgerAmounts, serveReferenceSources, untilHeldOutput } from "../helpers/reference-sources.ts";
+import { videoFinished } from "./helpers.ts";
 
 const UNLIMITED = {
   inflight_jobs: 50,
@@ -23,17 +24,6 @@ const UNLIMITED = {
 const BACKENDS = await databaseBackends();
 
 const { base, close } = await serveReferenceSources({ "/notes.txt": "not a video\n".repeat(40) });
-
-async function waitFor(tk: TestKernel, key: string, id: string, timeoutMs = 120_000) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await tk.request("GET", `/video-status/${id}`, { key });
-    if (res.status !== 200) throw new Error(`video ${id}: ${res.status} ${JSON.stringify(res.body)}`);
-    if (res.body.status === "complete" || res.body.status === "error") return res.body;
-    if (Date.now() > until) throw new Error(`video ${id} still ${res.body.status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const body = (url: string) => ({
   prompt: "like [Video 1]",
@@ -79,7 +69,7 @@ for (const backend of BACKENDS) {
         await untilHeldOutput(hold.held, "ref.mp4");
         assert.is((await tk.request("GET", `/video-status/${a.body.job_id}`, { key })).body.status, "processing");
         hold.release();
-        for (const res of [a, b]) assert.is((await waitFor(tk, key, res.body.job_id)).status, "complete");
+        for (const res of [a, b]) assert.is((await videoFinished(tk, key, res.body.job_id)).body.status, "complete");
         assert.is(await balance(tk, key), 1000 - 2 * 93);
       } finally {
         hold.release();
@@ -113,7 +103,7 @@ for (const backend of BACKENDS) {
     const res = await tk.request("POST", "/generate-video", { key, body: body(`${base}/zeroed.mp4`) });
     assert.is(res.status, 202, JSON.stringify(res.body));
     assert.is(res.body.credits_used, 93);
-    const done = await waitFor(tk, key, res.body.job_id);
+    const done = (await videoFinished(tk, key, res.body.job_id)).body;
     assert.is(done.status, "error");
     assert.is(done.error, VIDEO_ERRORS.failed);
     assert.is(await balance(tk, key), 1000);

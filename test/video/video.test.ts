@@ -26,6 +26,7 @@ import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { frameColour } from "../helpers/frame-colour.ts";
 import { balance, mediaBytes } from "../helpers/partner-reads.ts";
+import { videoFinished } from "./helpers.ts";
 
 // Another area's video jobs (video upscaling, issue 6) reach the status and list endpoints through the
 // `video.records` capability; this stand-in makes one without importing the video plugin.
@@ -90,17 +91,6 @@ function png(rgb: [number, number, number], width = 64, height = 64): string {
   const px = new Uint8Array(width * height * 3);
   for (let i = 0; i < px.length; i += 3) px.set(rgb, i);
   return Buffer.from(encodePng(width, height, px, 3)).toString("base64");
-}
-
-async function waitFor(tk: TestKernel, key: string, id: string, timeoutMs = 120_000) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await tk.request("GET", `/video-status/${id}`, { key });
-    if (res.status !== 200) throw new Error(`video ${id}: ${res.status} ${JSON.stringify(res.body)}`);
-    if (res.body.status === "complete" || res.body.status === "error") return res;
-    if (Date.now() > until) throw new Error(`video ${id} still ${res.body.status}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 async function count(tk: TestKernel, table: string): Promise<number> {
@@ -511,7 +501,7 @@ for (const backend of await databaseBackends()) {
     });
     assert.is(res.status, 202, JSON.stringify(res.body));
     assert.is(res.body.partner_job_id, "boat-1");
-    const done = await waitFor(tk, key, res.body.job_id);
+    const done = await videoFinished(tk, key, res.body.job_id);
     assert.is(done.body.status, "complete", JSON.stringify(done.body));
     assert.is(done.body.duration, 2);
     assert.is(done.body.metadata_removed, false);
@@ -562,7 +552,7 @@ for (const backend of await databaseBackends()) {
       key,
       body: { prompt: "clean", model: "beta-2-direct", quality: "480p", duration: 2, strip_metadata: true },
     });
-    const done = await waitFor(tk, key, res.body.job_id);
+    const done = await videoFinished(tk, key, res.body.job_id);
     assert.is(done.body.metadata_removed, true);
     assert.equal(mp4MetadataCategories(await mediaBytes(tk, done.body.video_url)), []);
   });
@@ -584,7 +574,7 @@ for (const backend of await databaseBackends()) {
     });
     assert.is(res.status, 202, JSON.stringify(res.body));
     assert.is(res.body.credits_used, 83);
-    const done = await waitFor(tk, key, res.body.job_id);
+    const done = await videoFinished(tk, key, res.body.job_id);
     assert.is(done.body.status, "complete", JSON.stringify(done.body));
     const bytes = await mediaBytes(tk, done.body.video_url);
     const probe = await engine.probe(bytes, "clip.mp4");
@@ -605,7 +595,7 @@ for (const backend of await databaseBackends()) {
       body: { prompt: "boom [sandbox:fail]", model: "gamma-3.1-fast" },
     });
     assert.is(res.body.credits_used, 46);
-    const done = await waitFor(tk, key, res.body.job_id);
+    const done = await videoFinished(tk, key, res.body.job_id);
     assert.equal(Object.keys(done.body).sort(), ["error", "job_id", "request_id", "status"]);
     assert.is(done.body.status, "error");
     assert.is(done.body.error, VIDEO_ERRORS.failed);
@@ -636,7 +626,7 @@ for (const backend of await databaseBackends()) {
       },
     });
     assert.is(res.status, 202, JSON.stringify(res.body));
-    const done = await waitFor(tk, key, res.body.job_id);
+    const done = await videoFinished(tk, key, res.body.job_id);
     assert.is(done.body.status, "complete", JSON.stringify(done.body));
     assert.is(done.body.duration, 8);
     const probe = await engine.probe(await mediaBytes(tk, done.body.video_url), "a.mp4");
@@ -661,7 +651,7 @@ for (const backend of await databaseBackends()) {
       });
       ids.push(res.body.job_id);
     }
-    for (const id of ids) assert.is((await waitFor(tk, key, id)).body.status, "complete");
+    for (const id of ids) assert.is((await videoFinished(tk, key, id)).body.status, "complete");
     const before = await balance(tk, key);
 
     for (const [body, status, text] of [
@@ -700,8 +690,8 @@ for (const backend of await databaseBackends()) {
       key: poor.key,
       body: { prompt: "b", model: "beta-2-direct", quality: "480p", duration: 2 },
     });
-    await waitFor(tk, poor.key, p1.body.job_id);
-    await waitFor(tk, poor.key, p2.body.job_id);
+    await videoFinished(tk, poor.key, p1.body.job_id);
+    await videoFinished(tk, poor.key, p2.body.job_id);
     await tk.kernel.database.kysely
       .updateTable("partners")
       .set({ credits_remaining: 100 })
@@ -734,7 +724,7 @@ for (const backend of await databaseBackends()) {
     const { key, id } = await partner({ credits: 100 });
     const res = await tk.request("POST", "/fake-upscale", { key, body: {} });
     assert.is(res.status, 202, JSON.stringify(res.body));
-    const done = await waitFor(tk, key, res.body.job_id);
+    const done = await videoFinished(tk, key, res.body.job_id);
     assert.is(done.body.status, "complete");
     assert.is(done.body.duration, 1);
     assert.ok(done.body.video_url.startsWith("https://media.example.test/media/video/clips/"));
@@ -794,7 +784,7 @@ for (const backend of await databaseBackends()) {
       assert.is(res.status, 202, JSON.stringify(res.body));
       // 13.2 x (3 measured + 4 output) = 92.4 -> 93 (rounded once)
       assert.is(res.body.credits_used, 93);
-      const done = await waitFor(tk, key, res.body.job_id);
+      const done = await videoFinished(tk, key, res.body.job_id);
       assert.is(done.body.status, "complete", JSON.stringify(done.body));
     } finally {
       server.close();
