@@ -8,22 +8,10 @@
 // - remove-metadata: a PNG of 1.6 M empty tEXt chunks, a JPEG of 4.9 M COM segments (base64, 26 MB);
 // - multipart: 65 parts, and a flood of 300,000 tiny parts;
 // - a 27 MB JSON body of 13 M numbers (within remove-metadata's byte cap).
-import { suite } from "uvu";
-import * as assert from "uvu/assert";
 import { pngChunk as writePngChunk } from "../../lib/formats/png.ts";
 import { box, ftyp, mdatHeader, moov } from "../captions/uploads-mp4.ts";
-import {
-  type AttackServer,
-  creditsOf,
-  freshPartner,
-  httpOutcome,
-  printAttackTable,
-  startAttackServer,
-  UA,
-  underAttack,
-} from "./under-attack.ts";
+import { attackSuite, partnerPost, unchargedAttack } from "./under-attack.ts";
 
-const API = "/api/v1/partner";
 const MB = 1_000_000;
 const FLOOD_BYTES = 30 * MB;
 const CHUNK = 8_388_608;
@@ -117,33 +105,16 @@ function bigJson(bytes: number): Buffer {
 
 // --- requests ------------------------------------------------------------------------------------------------
 
-const t = suite("bounded parsers under attack");
-let srv: AttackServer;
-
-t.before(async () => {
-  srv = await startAttackServer();
-});
-t.after(async () => {
-  printAttackTable();
-  await srv?.stop();
-});
+const { t, server } = attackSuite("bounded parsers under attack");
 
 const post = (key: string, path: string, body: Buffer | string, type: string, signal?: AbortSignal) =>
-  fetch(`${srv.url}${API}${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": type, "user-agent": UA },
-    body: body as unknown as BodyInit,
-    signal,
-  });
+  partnerPost(server(), key, path, body, type, signal);
 
 const multipartType = `multipart/form-data; boundary=${BOUNDARY}`;
 
 /** The attack on a partner of its own; asserts nothing was charged. */
 async function uncharged(name: string, attack: (key: string, signal: AbortSignal) => Promise<Response>): Promise<void> {
-  const key = await freshPartner(srv);
-  const before = await creditsOf(srv, key);
-  await underAttack(srv, name, async (signal) => httpOutcome(await attack(key, signal)));
-  assert.is(await creditsOf(srv, key), before, `${name}: credits unchanged`);
+  await unchargedAttack(server(), name, attack);
 }
 
 /** A chunked upload session of `file`, its parts sent, then finalize's answer. */

@@ -12,22 +12,9 @@
 // - upscale-video: an MP4 of 8704 x 16 (over the 8K budget) and one of 1000 fps (over 240).
 
 import { deflateSync } from "node:zlib";
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { crc32 } from "../../lib/formats/crc32.ts";
-import {
-  type AttackServer,
-  creditsOf,
-  fileHost,
-  freshPartner,
-  httpOutcome,
-  printAttackTable,
-  startAttackServer,
-  UA,
-  underAttack,
-} from "./under-attack.ts";
-
-const API = "/api/v1/partner";
+import { attackSuite, fileHost, partnerPost, unchargedAttack } from "./under-attack.ts";
 
 // --- payloads, built once ------------------------------------------------------------------------------------
 
@@ -124,39 +111,29 @@ const FAST_MP4 = Buffer.from(
 
 // --- the suite -----------------------------------------------------------------------------------------------
 
-const t = suite("pixel and duration budgets under attack");
-let srv: AttackServer;
 let host: Awaited<ReturnType<typeof fileHost>>;
 const PNG_16K = zeroPng(16_000, 16_000);
 const PNG_50K = zeroPng(50_000, 50_000);
 
-t.before(async () => {
-  srv = await startAttackServer({ ALLOW_PRIVATE_URLS: "1" });
-  host = await fileHost();
-  host.serve("/wide.mp4", WIDE_MP4, "video/mp4");
-  host.serve("/fast.mp4", FAST_MP4, "video/mp4");
-});
-t.after(async () => {
-  printAttackTable();
-  await host?.close();
-  await srv?.stop();
-});
-
-const post = (key: string, path: string, body: unknown, signal: AbortSignal) =>
-  fetch(`${srv.url}${API}${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "user-agent": UA },
-    body: JSON.stringify(body),
-    signal,
-  });
+const { t, server } = attackSuite(
+  "pixel and duration budgets under attack",
+  { ALLOW_PRIVATE_URLS: "1" },
+  {
+    async setUp() {
+      host = await fileHost();
+      host.serve("/wide.mp4", WIDE_MP4, "video/mp4");
+      host.serve("/fast.mp4", FAST_MP4, "video/mp4");
+    },
+    tearDown: async () => host?.close(),
+  },
+);
 
 async function refusedWithoutCharge(name: string, path: string, body: () => unknown): Promise<void> {
-  const key = await freshPartner(srv);
-  const payload = body();
-  const before = await creditsOf(srv, key);
-  const outcome = await underAttack(srv, name, async (signal) => httpOutcome(await post(key, path, payload, signal)));
+  const payload = JSON.stringify(body());
+  const outcome = await unchargedAttack(server(), name, (key, signal) =>
+    partnerPost(server(), key, path, payload, "application/json", signal),
+  );
   assert.is(outcome.status, "400", `${name}: ${outcome.note}`);
-  assert.is(await creditsOf(srv, key), before, `${name}: credits unchanged`);
 }
 
 const character = (bytes: Buffer) => () => ({ name: "bomb", image_base64: bytes.toString("base64") });

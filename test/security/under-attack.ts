@@ -10,6 +10,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer, get as httpGet } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { type ServerProcess, startServer } from "../helpers/server.ts";
 
@@ -321,4 +322,64 @@ export async function fileHost(): Promise<{
     serve: (path, body, type = "application/octet-stream") => void served.set(path, { body, type }),
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
+}
+
+/** A POST to the partner API as `key` (the attack files' one way of sending a payload). */
+export function partnerPost(
+  srv: AttackServer,
+  key: string,
+  path: string,
+  body: Buffer | string,
+  type: string,
+  signal?: AbortSignal,
+): Promise<Response> {
+  return fetch(`${srv.url}${PARTNER_BASE}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": type, "user-agent": UA },
+    body: body as unknown as BodyInit,
+    signal,
+  });
+}
+
+/**
+ * One attack by a partner of its own (the endpoints' per-key limits are not what is measured), run by
+ * `underAttack`; asserts the partner's balance is what it was before. Returns the outcome for further checks.
+ */
+export async function unchargedAttack(
+  srv: AttackServer,
+  name: string,
+  attack: (key: string, signal: AbortSignal) => Promise<Response>,
+): Promise<Outcome> {
+  const key = await freshPartner(srv);
+  const before = await creditsOf(srv, key);
+  const outcome = await underAttack(srv, name, async (signal) => httpOutcome(await attack(key, signal)));
+  assert.is(await creditsOf(srv, key), before, `${name}: credits unchanged`);
+  return outcome;
+}
+
+/**
+ * A suite against one attack server (started before its tests with `env`, stopped after them, the table
+ * printed): `server()` is the running server. `setUp` / `tearDown` run after the start and before the stop.
+ */
+export function attackSuite(
+  title: string,
+  env: Record<string, string> = {},
+  hooks: { setUp?: (srv: AttackServer) => Promise<void>; tearDown?: () => Promise<void> } = {},
+) {
+  const t = suite(title);
+  let srv: AttackServer | undefined;
+  t.before(async () => {
+    srv = await startAttackServer(env);
+    await hooks.setUp?.(srv);
+  });
+  t.after(async () => {
+    printAttackTable();
+    await hooks.tearDown?.();
+    await srv?.stop();
+  });
+  const server = () => {
+    if (!srv) throw new Error("the attack server is not started");
+    return srv;
+  };
+  return { t, server };
 }
