@@ -10,6 +10,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import type { TestKernel } from "../../testkit/index.ts";
+import { assertAnswer } from "../helpers/assert.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
 import { balance, ledgerSum } from "../helpers/partner-reads.ts";
@@ -71,15 +72,7 @@ for (const backend of await databaseBackends()) {
       assert.equal([blocked.status, blocked.prompt_fixable], ["error", true]);
       const before = await balance(tk, key);
       const res = await repair(key, blocked.job_id);
-      assert.is(res.status, 200, JSON.stringify(res.body));
-      assert.equal(Object.keys(res.body).sort(), [
-        "credits_remaining",
-        "credits_used",
-        "improved_prompt",
-        "job_id",
-        "request_id",
-        "source_job_id",
-      ]);
+      assertAnswer(res, 200, "credits_remaining credits_used improved_prompt job_id request_id source_job_id");
       assert.is(res.body.source_job_id, blocked.job_id);
       assert.not.equal(res.body.job_id, blocked.job_id);
       assert.not.ok(res.body.improved_prompt.includes("[sandbox:unsafe]"));

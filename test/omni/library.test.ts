@@ -13,6 +13,7 @@ import { wavSamples } from "../../lib/speech/index.ts";
 import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import { VOICE_PRESETS } from "../../plugins/omni/voices/presets.ts";
 import type { TestKernel } from "../../testkit/index.ts";
+import { assertAnswer, assertFields } from "../helpers/assert.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { balance, ledgerSum, mediaBytes } from "../helpers/partner-reads.ts";
 import { OMNI_LIMITS, omniKernel, png } from "./helpers.ts";
@@ -57,7 +58,7 @@ for (const backend of await databaseBackends()) {
       res.body.presets.map((p: any) => p.id),
       VOICE_PRESETS.map((p) => p.id),
     );
-    assert.equal(Object.keys(res.body.presets[0]).sort(), ["gender", "id", "name", "sample_url", "traits"]);
+    assertFields(res.body.presets[0], "gender id name sample_url traits");
     assert.equal(
       [res.body.presets[7].id, res.body.presets[7].name, res.body.presets[7].gender, res.body.presets[7].traits],
       ["kore", "Kore", "female", "Firm, mid pitch"],
@@ -94,21 +95,11 @@ for (const backend of await databaseBackends()) {
         partner_job_id: "v-1",
       },
     });
-    assert.is(res.status, 201, JSON.stringify(res.body));
-    assert.equal(Object.keys(res.body).sort(), [
-      "base_voice",
-      "base_voice_name",
-      "created_at",
-      "description",
-      "example_dialogue",
-      "gender",
-      "name",
-      "partner_job_id",
-      "request_id",
-      "sample_url",
-      "traits",
-      "voice_id",
-    ]);
+    assertAnswer(
+      res,
+      201,
+      "base_voice base_voice_name created_at description example_dialogue gender name partner_job_id request_id sample_url traits voice_id",
+    );
     assert.match(res.body.voice_id, /^svc-[0-9a-f]{8}$/);
     assert.equal(
       [res.body.name, res.body.base_voice_name, res.body.gender, res.body.traits, res.body.partner_job_id],
@@ -182,18 +173,11 @@ for (const backend of await databaseBackends()) {
             partner_job_id: "c-1",
           },
         });
-        assert.is(a.status, 201, JSON.stringify(a.body));
-        assert.equal(Object.keys(a.body).sort(), [
-          "character_id",
-          "credits_remaining",
-          "credits_used",
-          "description",
-          "image_url",
-          "name",
-          "partner_job_id",
-          "request_id",
-          "voice_id",
-        ]);
+        assertAnswer(
+          a,
+          201,
+          "character_id credits_remaining credits_used description image_url name partner_job_id request_id voice_id",
+        );
         assert.equal([a.body.credits_used, a.body.credits_remaining, a.body.voice_id], [33, 967, v.body.voice_id]);
         const b = await tk.request("POST", "/omni/characters", {
           key: std.key,

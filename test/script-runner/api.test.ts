@@ -17,6 +17,7 @@ import { LIMITS as RUNNER_LIMITS } from "../../plugins/script-runner/limits.ts";
 import { VIDEO_MODELS } from "../../plugins/script-runner/prices.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import { assertAnswer, assertFields } from "../helpers/assert.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { ledgerSum } from "../helpers/partner-reads.ts";
 
@@ -132,19 +133,11 @@ for (const backend of await databaseBackends()) {
           partner_job_id: "run-1",
         },
       });
-      assert.is(res.status, 202, JSON.stringify(res.body));
-      assert.equal(Object.keys(res.body).sort(), [
-        "cost_per_scene",
-        "credits_remaining",
-        "credits_used",
-        "image_model",
-        "job_id",
-        "model",
-        "partner_job_id",
-        "request_id",
-        "scene_count",
-        "status",
-      ]);
+      assertAnswer(
+        res,
+        202,
+        "cost_per_scene credits_remaining credits_used image_model job_id model partner_job_id request_id scene_count status",
+      );
       // 3 x 55 = 165 standard, ceil(181.5) = 182 on api_plus10; a failed scene refunds its standard-basis share,
       // 55 (spec part 3), not a third of the tiered total.
       assert.equal(
@@ -197,19 +190,10 @@ for (const backend of await databaseBackends()) {
 
       const list = await tk.request("GET", "/script-runner", { key });
       assert.equal([list.body.total, list.body.limit, list.body.offset], [1, 20, 0]);
-      assert.equal(Object.keys(list.body.runs[0]).sort(), [
-        "created_at",
-        "credits_charged",
-        "credits_refunded",
-        "image_model_used",
-        "job_id",
-        "model_used",
-        "name",
-        "partner_job_id",
-        "scene_count",
-        "status",
-        "updated_at",
-      ]);
+      assertFields(
+        list.body.runs[0],
+        "created_at credits_charged credits_refunded image_model_used job_id model_used name partner_job_id scene_count status updated_at",
+      );
       assert.equal(
         [list.body.runs[0].model_used, list.body.runs[0].status, list.body.runs[0].credits_refunded],
         ["gamma-3.1-fast", "partial", 55],
