@@ -19,13 +19,13 @@
 // database alone holds 550-930 MB before any request (main.ts idles at 570 MB), so the 300 MB is a Postgres
 // figure.
 
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { spawnGroup } from "../helpers/process-group.ts";
 import { headerFor } from "./uploads-mp4.ts";
 
 const TOTAL = 1_000_000_000;
@@ -78,37 +78,26 @@ if (process.env.UPLOAD_1GB_SERVE === "1") {
     }
     const dataDir = mkdtempSync(join(tmpdir(), "mediagate-1gb-"));
     const port = 20000 + Math.floor(Math.random() * 20000);
-    const child = spawn(process.execPath, ["--import", "tsx", new URL(import.meta.url).pathname], {
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        HOME: process.env.HOME ?? "/tmp",
-        TMPDIR: process.env.TMPDIR ?? "/tmp",
-        UPLOAD_1GB_SERVE: "1",
-        DATA_DIR: dataDir,
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        LOG_LEVEL: "warn",
-        DATABASE_URL: process.env.DATABASE_URL ?? "",
-        REDIS_URL: "",
-        ADMIN_TOKEN: "upload-1gb-admin",
-        UPLOAD_1GB_TRACE: process.env.UPLOAD_1GB_TRACE ?? "",
-        UPLOAD_1GB_PLUGINS: process.env.UPLOAD_1GB_PLUGINS ?? "",
-      },
+    const { child, output } = spawnGroup([process.execPath, "--import", "tsx", new URL(import.meta.url).pathname], {
+      UPLOAD_1GB_SERVE: "1",
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      LOG_LEVEL: "warn",
+      DATABASE_URL: process.env.DATABASE_URL ?? "",
+      REDIS_URL: "",
+      ADMIN_TOKEN: "upload-1gb-admin",
+      UPLOAD_1GB_TRACE: process.env.UPLOAD_1GB_TRACE ?? "",
+      UPLOAD_1GB_PLUGINS: process.env.UPLOAD_1GB_PLUGINS ?? "",
     });
-    let out = "";
-    child.stdout!.setEncoding("utf8").on("data", (s: string) => (out += s));
-    child.stderr!.setEncoding("utf8").on("data", (s: string) => (out += s));
     const samples: number[] = [];
     let sampler: ReturnType<typeof setInterval> | undefined;
     try {
       const until = Date.now() + 120_000;
-      while (!/READY (\S+)/.test(out)) {
-        if (child.exitCode !== null || Date.now() > until) throw new Error(`server did not start:\n${out}`);
+      while (!/READY (\S+)/.test(output())) {
+        if (child.exitCode !== null || Date.now() > until) throw new Error(`server did not start:\n${output()}`);
         await new Promise((r) => setTimeout(r, 100));
       }
-      const key = /READY (\S+)/.exec(out)![1]!;
+      const key = /READY (\S+)/.exec(output())![1]!;
       const pid = child.pid!;
       const idleRss = kb(status(pid), "VmRSS");
       sampler = setInterval(() => {
@@ -166,7 +155,7 @@ if (process.env.UPLOAD_1GB_SERVE === "1") {
       const mb = (k: number) => (k / 1024).toFixed(0);
       if (process.env.UPLOAD_1GB_TRACE)
         console.log(
-          out
+          output()
             .split("\n")
             .filter((l) => l.startsWith("mem "))
             .join("\n"),

@@ -2,16 +2,11 @@
 // process shows: how it boots or refuses to, its probes, its signals. Unlike server.ts's startServer, it
 // waits for any line (a worker prints no "listening"), or for the process to exit, and takes the command.
 // Every process still running when the test process exits is killed with its group.
-import { type ChildProcess, spawn } from "node:child_process";
-import { resolve } from "node:path";
+import type { ChildProcess } from "node:child_process";
 import process from "node:process";
+import { spawnGroup } from "./process-group.ts";
 
-export const ROOT = resolve(import.meta.dirname ?? "test/helpers", "../..");
-const running = new Set<ChildProcess>();
-
-process.on("exit", () => {
-  for (const child of running) killGroup(child, "SIGKILL");
-});
+export { ROOT } from "./process-group.ts";
 
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   if (child.pid === undefined) return;
@@ -51,22 +46,7 @@ export function spawnMain(
   env: Record<string, string>,
   command: string[] = [process.execPath, "--import", "tsx", "main.ts"],
 ): MainProcess {
-  const child = spawn(command[0]!, command.slice(1), {
-    cwd: ROOT,
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      HOME: process.env.HOME ?? "/tmp",
-      TMPDIR: process.env.TMPDIR ?? "/tmp",
-      HOST: "127.0.0.1",
-      ...env,
-    },
-  });
-  running.add(child);
-  let out = "";
-  child.stdout!.setEncoding("utf8").on("data", (s: string) => (out += s));
-  child.stderr!.setEncoding("utf8").on("data", (s: string) => (out += s));
+  const { child, output } = spawnGroup(command, env);
   let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   // "exit" can come before the last bytes of stdout/stderr are read (a busy machine showed a refusal's one
   // line missing); the exit is reported once both pipes have ended, or after a second if a grandchild that
@@ -76,7 +56,6 @@ export function spawnMain(
   const pipesDone = Promise.all([drained(child.stdout!), drained(child.stderr!)]);
   const exitP = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
     child.once("exit", (code, signal) => {
-      running.delete(child);
       void Promise.race([pipesDone, new Promise((r) => setTimeout(r, 1000))]).then(() =>
         res((exited = { code, signal })),
       );
@@ -84,13 +63,13 @@ export function spawnMain(
   );
   return {
     pid: child.pid!,
-    output: () => out,
+    output,
     async waitFor(pattern, timeoutMs = 90_000) {
       const until = Date.now() + timeoutMs;
-      const seen = () => (typeof pattern === "string" ? out.includes(pattern) : pattern.test(out));
+      const seen = () => (typeof pattern === "string" ? output().includes(pattern) : pattern.test(output()));
       while (!seen()) {
-        if (exited) throw new Error(`exited (${JSON.stringify(exited)}) before ${pattern}:\n${out}`);
-        if (Date.now() > until) throw new Error(`no ${pattern} within ${timeoutMs} ms:\n${out}`);
+        if (exited) throw new Error(`exited (${JSON.stringify(exited)}) before ${pattern}:\n${output()}`);
+        if (Date.now() > until) throw new Error(`no ${pattern} within ${timeoutMs} ms:\n${output()}`);
         await new Promise((r) => setTimeout(r, 50));
       }
     },

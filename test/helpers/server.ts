@@ -2,14 +2,11 @@
 // being killed mid-work, then started again on the same database. Each server runs in its own process
 // group, so a kill reaches everything it started; every server still running is killed when the test
 // process exits, however it exits.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import net from "node:net";
-import { resolve } from "node:path";
 import process from "node:process";
 import { seedEmbeddedDataDir } from "../../testkit/pglite-template.ts";
-
-const ROOT = resolve(import.meta.dirname ?? "test/helpers", "../..");
-const running = new Set<ChildProcess>();
+import { spawnGroup } from "./process-group.ts";
 
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
@@ -23,11 +20,6 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
     }
   }
 }
-
-// Last resort: the runner exits (a failed assertion ending the run, Ctrl-C) with servers still up.
-process.on("exit", () => {
-  for (const child of running) killGroup(child, "SIGKILL");
-});
 
 /** A TCP port nobody listens on right now. */
 export function freePort(): Promise<number> {
@@ -67,34 +59,18 @@ export async function startServer(env: Record<string, string>, timeoutMs = 60_00
   // directories itself, and main-process.ts's spawnMain seeds nothing.
   if (env.DATA_DIR && !env.DATABASE_URL) await seedEmbeddedDataDir(env.DATA_DIR);
   const port = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", "main.ts"], {
-    cwd: ROOT,
-    detached: true, // its own process group, so kill(-pid) reaches its children too
-    stdio: ["ignore", "pipe", "pipe"],
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      HOME: process.env.HOME ?? "/tmp",
-      TMPDIR: process.env.TMPDIR ?? "/tmp",
-      HOST: "127.0.0.1",
-      PORT: String(port),
-      ...env,
-    },
+  const { child, output } = spawnGroup([process.execPath, "--import", "tsx", "main.ts"], {
+    PORT: String(port),
+    ...env,
   });
-  running.add(child);
-  let out = "";
-  child.stdout!.setEncoding("utf8").on("data", (s: string) => (out += s));
-  child.stderr!.setEncoding("utf8").on("data", (s: string) => (out += s));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolveExit) => {
-    child.once("exit", (code, signal) => {
-      running.delete(child);
-      resolveExit({ code, signal });
-    });
+    child.once("exit", (code, signal) => resolveExit({ code, signal }));
   });
 
   const server: ServerProcess = {
     url: `http://127.0.0.1:${port}`,
     pid: child.pid!,
-    output: () => out,
+    output,
     exited,
     async kill() {
       killGroup(child, "SIGKILL");
@@ -112,11 +88,11 @@ export async function startServer(env: Record<string, string>, timeoutMs = 60_00
   let early: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   void exited.then((e) => (early = e));
   const ready = env.ROLE === "worker" ? "mediagate worker running" : "mediagate listening on";
-  while (!out.includes(ready)) {
-    if (early) throw new Error(`server exited before listening (${JSON.stringify(early)}):\n${out}`);
+  while (!output().includes(ready)) {
+    if (early) throw new Error(`server exited before listening (${JSON.stringify(early)}):\n${output()}`);
     if (Date.now() > until) {
       await server.kill();
-      throw new Error(`server did not listen within ${timeoutMs} ms:\n${out}`);
+      throw new Error(`server did not listen within ${timeoutMs} ms:\n${output()}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }
