@@ -32,6 +32,96 @@ export interface FontSource {
   licence: FontLicence;
 }
 
+/** Which static instance of the family a font's file is: 400 Regular, or 700 Bold (labelled "<family> Bold"). */
+const REGULAR = "400Regular";
+const BOLD = "700Bold";
+type Weight = typeof REGULAR | typeof BOLD;
+
+/**
+ * One font: its key (also the package name under @expo-google-fonts/), its family (`css_family`), the instance,
+ * then `embolden` (0 unless given) and the licence (OFL-1.1 unless given). The label and the file inside the
+ * package follow from the family and the instance (`700Bold/PlayfairDisplay_700Bold.ttf`, "Playfair Display Bold").
+ */
+type Line = readonly [key: string, family: string, weight: Weight, embolden?: number, licence?: FontLicence];
+
+// Category by category, in the order style-options lists them.
+const TABLE: Readonly<Record<Category, readonly Line[]>> = {
+  clean: [
+    ["inter", "Inter", REGULAR, 0.05],
+    ["roboto", "Roboto", BOLD],
+    ["open-sans", "Open Sans", BOLD],
+    ["montserrat", "Montserrat", BOLD],
+    ["poppins", "Poppins", BOLD],
+    ["lato", "Lato", BOLD],
+    ["figtree", "Figtree", BOLD],
+    ["dm-sans", "DM Sans", BOLD],
+    ["work-sans", "Work Sans", BOLD],
+    ["space-grotesk", "Space Grotesk", BOLD],
+    ["atkinson-hyperlegible", "Atkinson Hyperlegible", BOLD],
+    ["ibm-plex-sans", "IBM Plex Sans", REGULAR],
+  ],
+  bold: [
+    ["anton", "Anton", REGULAR],
+    ["bebas-neue", "Bebas Neue", REGULAR],
+    ["archivo-black", "Archivo Black", REGULAR],
+    ["oswald", "Oswald", BOLD],
+    ["league-spartan", "League Spartan", BOLD],
+    ["russo-one", "Russo One", REGULAR],
+    ["rubik-mono-one", "Rubik Mono One", REGULAR],
+    ["league-gothic", "League Gothic", REGULAR],
+    ["teko", "Teko", BOLD],
+    ["unbounded", "Unbounded", BOLD],
+  ],
+  fun: [
+    ["bangers", "Bangers", REGULAR],
+    ["luckiest-guy", "Luckiest Guy", REGULAR, 0, "Apache-2.0"],
+    ["chewy", "Chewy", REGULAR, 0, "Apache-2.0"],
+    ["fredoka", "Fredoka", BOLD],
+    ["bubblegum-sans", "Bubblegum Sans", REGULAR],
+    ["baloo-2", "Baloo 2", BOLD],
+    ["lilita-one", "Lilita One", REGULAR],
+    ["comic-neue", "Comic Neue", BOLD],
+    ["carter-one", "Carter One", REGULAR],
+    ["creepster", "Creepster", REGULAR],
+  ],
+  serif: [
+    ["playfair-display", "Playfair Display", BOLD],
+    ["young-serif", "Young Serif", REGULAR],
+    ["lora", "Lora", BOLD],
+    ["libre-baskerville", "Libre Baskerville", BOLD],
+    ["eb-garamond", "EB Garamond", BOLD],
+    ["crimson-text", "Crimson Text", BOLD],
+    ["pt-serif", "PT Serif", BOLD],
+    ["dm-serif-display", "DM Serif Display", REGULAR],
+    ["abril-fatface", "Abril Fatface", REGULAR],
+    ["roboto-slab", "Roboto Slab", BOLD, 0, "Apache-2.0"],
+  ],
+  handwritten: [
+    ["caveat", "Caveat", BOLD],
+    ["pacifico", "Pacifico", REGULAR],
+    ["dancing-script", "Dancing Script", BOLD],
+    ["permanent-marker", "Permanent Marker", REGULAR, 0, "Apache-2.0"],
+    ["shadows-into-light", "Shadows Into Light", REGULAR, 0.05],
+    ["indie-flower", "Indie Flower", REGULAR, 0.04],
+    ["kalam", "Kalam", BOLD],
+    ["satisfy", "Satisfy", REGULAR, 0, "Apache-2.0"],
+    ["amatic-sc", "Amatic SC", BOLD, 0.04],
+    ["patrick-hand", "Patrick Hand", REGULAR],
+  ],
+  retro: [
+    ["press-start-2p", "Press Start 2P", REGULAR],
+    ["vt323", "VT323", REGULAR, 0.04],
+    ["monoton", "Monoton", REGULAR],
+    ["righteous", "Righteous", REGULAR],
+    ["audiowide", "Audiowide", REGULAR],
+    ["orbitron", "Orbitron", BOLD],
+    ["bungee", "Bungee", REGULAR],
+    ["lobster", "Lobster", REGULAR],
+    ["special-elite", "Special Elite", REGULAR, 0.04, "Apache-2.0"],
+    ["silkscreen", "Silkscreen", BOLD],
+  ],
+};
+
 interface Row {
   key: string;
   label: string;
@@ -43,247 +133,19 @@ interface Row {
   licence: FontLicence;
 }
 
-const row = (
-  key: string,
-  label: string,
-  inPackage: string,
-  css_family: string,
-  embolden: number,
-  category: Category,
-  licence: FontLicence,
-): Row => ({
-  key,
-  label,
-  inPackage,
-  css_family,
-  embolden,
-  category,
-  licence,
-});
-
-// The key is also the package name under @expo-google-fonts/.
-const ROWS: readonly Row[] = [
-  // clean
-  row("inter", "Inter", "400Regular/Inter_400Regular.ttf", "Inter", 0.05, "clean", "OFL-1.1"),
-  row("roboto", "Roboto Bold", "700Bold/Roboto_700Bold.ttf", "Roboto", 0, "clean", "OFL-1.1"),
-  row("open-sans", "Open Sans Bold", "700Bold/OpenSans_700Bold.ttf", "Open Sans", 0, "clean", "OFL-1.1"),
-  row("montserrat", "Montserrat Bold", "700Bold/Montserrat_700Bold.ttf", "Montserrat", 0, "clean", "OFL-1.1"),
-  row("poppins", "Poppins Bold", "700Bold/Poppins_700Bold.ttf", "Poppins", 0, "clean", "OFL-1.1"),
-  row("lato", "Lato Bold", "700Bold/Lato_700Bold.ttf", "Lato", 0, "clean", "OFL-1.1"),
-  row("figtree", "Figtree Bold", "700Bold/Figtree_700Bold.ttf", "Figtree", 0, "clean", "OFL-1.1"),
-  row("dm-sans", "DM Sans Bold", "700Bold/DMSans_700Bold.ttf", "DM Sans", 0, "clean", "OFL-1.1"),
-  row("work-sans", "Work Sans Bold", "700Bold/WorkSans_700Bold.ttf", "Work Sans", 0, "clean", "OFL-1.1"),
-  row(
-    "space-grotesk",
-    "Space Grotesk Bold",
-    "700Bold/SpaceGrotesk_700Bold.ttf",
-    "Space Grotesk",
-    0,
-    "clean",
-    "OFL-1.1",
+const ROWS: readonly Row[] = Object.entries(TABLE).flatMap(([category, lines]) =>
+  lines.map(
+    ([key, family, weight, embolden = 0, licence = "OFL-1.1"]): Row => ({
+      key,
+      label: weight === BOLD ? `${family} Bold` : family,
+      inPackage: `${weight}/${family.replaceAll(" ", "")}_${weight}.ttf`,
+      css_family: family,
+      embolden,
+      category: category as Category,
+      licence,
+    }),
   ),
-  row(
-    "atkinson-hyperlegible",
-    "Atkinson Hyperlegible Bold",
-    "700Bold/AtkinsonHyperlegible_700Bold.ttf",
-    "Atkinson Hyperlegible",
-    0,
-    "clean",
-    "OFL-1.1",
-  ),
-  row(
-    "ibm-plex-sans",
-    "IBM Plex Sans",
-    "400Regular/IBMPlexSans_400Regular.ttf",
-    "IBM Plex Sans",
-    0,
-    "clean",
-    "OFL-1.1",
-  ),
-  // bold
-  row("anton", "Anton", "400Regular/Anton_400Regular.ttf", "Anton", 0, "bold", "OFL-1.1"),
-  row("bebas-neue", "Bebas Neue", "400Regular/BebasNeue_400Regular.ttf", "Bebas Neue", 0, "bold", "OFL-1.1"),
-  row(
-    "archivo-black",
-    "Archivo Black",
-    "400Regular/ArchivoBlack_400Regular.ttf",
-    "Archivo Black",
-    0,
-    "bold",
-    "OFL-1.1",
-  ),
-  row("oswald", "Oswald Bold", "700Bold/Oswald_700Bold.ttf", "Oswald", 0, "bold", "OFL-1.1"),
-  row(
-    "league-spartan",
-    "League Spartan Bold",
-    "700Bold/LeagueSpartan_700Bold.ttf",
-    "League Spartan",
-    0,
-    "bold",
-    "OFL-1.1",
-  ),
-  row("russo-one", "Russo One", "400Regular/RussoOne_400Regular.ttf", "Russo One", 0, "bold", "OFL-1.1"),
-  row(
-    "rubik-mono-one",
-    "Rubik Mono One",
-    "400Regular/RubikMonoOne_400Regular.ttf",
-    "Rubik Mono One",
-    0,
-    "bold",
-    "OFL-1.1",
-  ),
-  row(
-    "league-gothic",
-    "League Gothic",
-    "400Regular/LeagueGothic_400Regular.ttf",
-    "League Gothic",
-    0,
-    "bold",
-    "OFL-1.1",
-  ),
-  row("teko", "Teko Bold", "700Bold/Teko_700Bold.ttf", "Teko", 0, "bold", "OFL-1.1"),
-  row("unbounded", "Unbounded Bold", "700Bold/Unbounded_700Bold.ttf", "Unbounded", 0, "bold", "OFL-1.1"),
-  // fun
-  row("bangers", "Bangers", "400Regular/Bangers_400Regular.ttf", "Bangers", 0, "fun", "OFL-1.1"),
-  row("luckiest-guy", "Luckiest Guy", "400Regular/LuckiestGuy_400Regular.ttf", "Luckiest Guy", 0, "fun", "Apache-2.0"),
-  row("chewy", "Chewy", "400Regular/Chewy_400Regular.ttf", "Chewy", 0, "fun", "Apache-2.0"),
-  row("fredoka", "Fredoka Bold", "700Bold/Fredoka_700Bold.ttf", "Fredoka", 0, "fun", "OFL-1.1"),
-  row(
-    "bubblegum-sans",
-    "Bubblegum Sans",
-    "400Regular/BubblegumSans_400Regular.ttf",
-    "Bubblegum Sans",
-    0,
-    "fun",
-    "OFL-1.1",
-  ),
-  row("baloo-2", "Baloo 2 Bold", "700Bold/Baloo2_700Bold.ttf", "Baloo 2", 0, "fun", "OFL-1.1"),
-  row("lilita-one", "Lilita One", "400Regular/LilitaOne_400Regular.ttf", "Lilita One", 0, "fun", "OFL-1.1"),
-  row("comic-neue", "Comic Neue Bold", "700Bold/ComicNeue_700Bold.ttf", "Comic Neue", 0, "fun", "OFL-1.1"),
-  row("carter-one", "Carter One", "400Regular/CarterOne_400Regular.ttf", "Carter One", 0, "fun", "OFL-1.1"),
-  row("creepster", "Creepster", "400Regular/Creepster_400Regular.ttf", "Creepster", 0, "fun", "OFL-1.1"),
-  // serif
-  row(
-    "playfair-display",
-    "Playfair Display Bold",
-    "700Bold/PlayfairDisplay_700Bold.ttf",
-    "Playfair Display",
-    0,
-    "serif",
-    "OFL-1.1",
-  ),
-  row("young-serif", "Young Serif", "400Regular/YoungSerif_400Regular.ttf", "Young Serif", 0, "serif", "OFL-1.1"),
-  row("lora", "Lora Bold", "700Bold/Lora_700Bold.ttf", "Lora", 0, "serif", "OFL-1.1"),
-  row(
-    "libre-baskerville",
-    "Libre Baskerville Bold",
-    "700Bold/LibreBaskerville_700Bold.ttf",
-    "Libre Baskerville",
-    0,
-    "serif",
-    "OFL-1.1",
-  ),
-  row("eb-garamond", "EB Garamond Bold", "700Bold/EBGaramond_700Bold.ttf", "EB Garamond", 0, "serif", "OFL-1.1"),
-  row("crimson-text", "Crimson Text Bold", "700Bold/CrimsonText_700Bold.ttf", "Crimson Text", 0, "serif", "OFL-1.1"),
-  row("pt-serif", "PT Serif Bold", "700Bold/PTSerif_700Bold.ttf", "PT Serif", 0, "serif", "OFL-1.1"),
-  row(
-    "dm-serif-display",
-    "DM Serif Display",
-    "400Regular/DMSerifDisplay_400Regular.ttf",
-    "DM Serif Display",
-    0,
-    "serif",
-    "OFL-1.1",
-  ),
-  row(
-    "abril-fatface",
-    "Abril Fatface",
-    "400Regular/AbrilFatface_400Regular.ttf",
-    "Abril Fatface",
-    0,
-    "serif",
-    "OFL-1.1",
-  ),
-  row("roboto-slab", "Roboto Slab Bold", "700Bold/RobotoSlab_700Bold.ttf", "Roboto Slab", 0, "serif", "Apache-2.0"),
-  // handwritten
-  row("caveat", "Caveat Bold", "700Bold/Caveat_700Bold.ttf", "Caveat", 0, "handwritten", "OFL-1.1"),
-  row("pacifico", "Pacifico", "400Regular/Pacifico_400Regular.ttf", "Pacifico", 0, "handwritten", "OFL-1.1"),
-  row(
-    "dancing-script",
-    "Dancing Script Bold",
-    "700Bold/DancingScript_700Bold.ttf",
-    "Dancing Script",
-    0,
-    "handwritten",
-    "OFL-1.1",
-  ),
-  row(
-    "permanent-marker",
-    "Permanent Marker",
-    "400Regular/PermanentMarker_400Regular.ttf",
-    "Permanent Marker",
-    0,
-    "handwritten",
-    "Apache-2.0",
-  ),
-  row(
-    "shadows-into-light",
-    "Shadows Into Light",
-    "400Regular/ShadowsIntoLight_400Regular.ttf",
-    "Shadows Into Light",
-    0.05,
-    "handwritten",
-    "OFL-1.1",
-  ),
-  row(
-    "indie-flower",
-    "Indie Flower",
-    "400Regular/IndieFlower_400Regular.ttf",
-    "Indie Flower",
-    0.04,
-    "handwritten",
-    "OFL-1.1",
-  ),
-  row("kalam", "Kalam Bold", "700Bold/Kalam_700Bold.ttf", "Kalam", 0, "handwritten", "OFL-1.1"),
-  row("satisfy", "Satisfy", "400Regular/Satisfy_400Regular.ttf", "Satisfy", 0, "handwritten", "Apache-2.0"),
-  row("amatic-sc", "Amatic SC Bold", "700Bold/AmaticSC_700Bold.ttf", "Amatic SC", 0.04, "handwritten", "OFL-1.1"),
-  row(
-    "patrick-hand",
-    "Patrick Hand",
-    "400Regular/PatrickHand_400Regular.ttf",
-    "Patrick Hand",
-    0,
-    "handwritten",
-    "OFL-1.1",
-  ),
-  // retro
-  row(
-    "press-start-2p",
-    "Press Start 2P",
-    "400Regular/PressStart2P_400Regular.ttf",
-    "Press Start 2P",
-    0,
-    "retro",
-    "OFL-1.1",
-  ),
-  row("vt323", "VT323", "400Regular/VT323_400Regular.ttf", "VT323", 0.04, "retro", "OFL-1.1"),
-  row("monoton", "Monoton", "400Regular/Monoton_400Regular.ttf", "Monoton", 0, "retro", "OFL-1.1"),
-  row("righteous", "Righteous", "400Regular/Righteous_400Regular.ttf", "Righteous", 0, "retro", "OFL-1.1"),
-  row("audiowide", "Audiowide", "400Regular/Audiowide_400Regular.ttf", "Audiowide", 0, "retro", "OFL-1.1"),
-  row("orbitron", "Orbitron Bold", "700Bold/Orbitron_700Bold.ttf", "Orbitron", 0, "retro", "OFL-1.1"),
-  row("bungee", "Bungee", "400Regular/Bungee_400Regular.ttf", "Bungee", 0, "retro", "OFL-1.1"),
-  row("lobster", "Lobster", "400Regular/Lobster_400Regular.ttf", "Lobster", 0, "retro", "OFL-1.1"),
-  row(
-    "special-elite",
-    "Special Elite",
-    "400Regular/SpecialElite_400Regular.ttf",
-    "Special Elite",
-    0.04,
-    "retro",
-    "Apache-2.0",
-  ),
-  row("silkscreen", "Silkscreen Bold", "700Bold/Silkscreen_700Bold.ttf", "Silkscreen", 0, "retro", "OFL-1.1"),
-];
+);
 
 /** The default font: Inter, a clean neo-grotesque, stroked (embolden) for the tiktok preset's look. */
 export const DEFAULT_FONT_KEY = "inter";
