@@ -6,6 +6,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { databaseBackends } from "../helpers/backends.ts";
 import { api, call, ledgerOf, restartRig, sleep, until } from "../helpers/restart.ts";
+import { SPEAKING_CLIP } from "../helpers/speaking-clip.ts";
 import { subscribeSse } from "../helpers/sse.ts";
 
 const ADMIN_TOKEN = "adm_ke5wuGdkdyosm5XVtsJbqds8dERw4vmsUJH4TT2C";
@@ -25,17 +26,7 @@ for (const backend of await databaseBackends()) {
     // A clip with speech (5 s at 720p, the model's shortest): the kill below waits for the burn's own
     // progress, so the clip needs no length of its own to be caught mid-burn; every render of it (the clip,
     // the killed burn, the burn again) costs CPU time the whole suite shares.
-    const gen = await call(first, "POST", api("/generate-video"), {
-      key,
-      body: {
-        prompt: 'She says "the quick brown fox jumps over the lazy dog"',
-        model: "alpha-v3-text-to-video",
-        quality: "720p",
-        duration: 5,
-        sound: true,
-        aspect_ratio: "16:9",
-      },
-    });
+    const gen = await call(first, "POST", api("/generate-video"), { key, body: SPEAKING_CLIP });
     assert.is(gen.status, 202, JSON.stringify(gen.body));
     await until(
       () => call(first, "GET", api(`/video-status/${gen.body.job_id}`), { key }),

@@ -29,6 +29,7 @@ import { RATE_LIMITS } from "../../core/rate-limits.ts";
 import { openDatabase } from "../../storage/db.ts";
 import { type DatabaseBackend, databaseBackends, isolatedPostgresDatabase, postgresUrl } from "../helpers/backends.ts";
 import { type ServerProcess, startServer } from "../helpers/server.ts";
+import { SPEAKING_CLIP } from "../helpers/speaking-clip.ts";
 import { png } from "../omni/helpers.ts";
 import {
   type Answer,
@@ -191,17 +192,7 @@ export async function runChaos(only: DatabaseBackend["name"]): Promise<void> {
             key,
             body: { prompt: "a lighthouse at dusk", model: "image-b-2" },
           }),
-          through("POST", api("/generate-video"), {
-            key,
-            body: {
-              prompt: 'She says "the quick brown fox jumps over the lazy dog"',
-              model: "alpha-v3-text-to-video",
-              quality: "720p",
-              duration: 5,
-              sound: true,
-              aspect_ratio: "16:9",
-            },
-          }),
+          through("POST", api("/generate-video"), { key, body: SPEAKING_CLIP }),
           through("POST", api("/generate-video"), {
             key,
             body: {
