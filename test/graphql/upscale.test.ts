@@ -1,7 +1,6 @@
 // Upscaling over GraphQL, derived from the same declarations as REST: upscaleImage, then imageStatus until the
 // PNG is there at the doubled size; validation errors carry the REST texts. On PGlite (the transports do not
 // depend on the backend).
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { probeImage } from "../../lib/media/index.ts";
 import account from "../../plugins/account/index.ts";
@@ -12,21 +11,9 @@ import { UPSCALE_ERRORS as E } from "../../plugins/upscale/errors.ts";
 import upscale from "../../plugins/upscale/index.ts";
 import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { graphqlData, graphqlRefusal } from "../helpers/graphql.ts";
+import { areaSuite, graphqlPartner, mutationOf, refusalTest } from "./helpers.ts";
 
-const t = suite("upscale over GraphQL");
-let tk: TestKernel;
-t.before(async () => {
-  tk = await createTestKernel({
-    plugins: [account, imagesSandbox, images, videoSandbox, video, upscale],
-    start: true,
-    env: { SANDBOX_LATENCY_MS: "20" },
-  });
-});
-t.after(async () => {
-  await tk.close();
-});
+const t = areaSuite("upscale over GraphQL", [account, imagesSandbox, images, videoSandbox, video, upscale], 20);
 
 const picture = (w: number, h: number) => {
   const px = new Uint8Array(w * h * 3);
@@ -34,17 +21,15 @@ const picture = (w: number, h: number) => {
   return Buffer.from(encodePng(w, h, px, 3)).toString("base64");
 };
 
-t("upscaleImage, then imageStatus to success with a PNG twice the size", async () => {
+t("upscaleImage, then imageStatus to success with a PNG twice the size", async ({ tk }) => {
   // Polled every 50 ms for as long as a loaded machine takes: the status limit (60/min) is raised for this account.
-  const { key } = await tk.partner({
+  const gql = await graphqlPartner(tk, {
     credits: 100,
     limits: { rate_limits: { "GET /image-status/<gen_id>": 1_000_000 } },
   });
-  const sub = await graphqlData(
-    tk,
+  const sub = await gql.data(
     "mutation($input: UpscaleImageInput) { upscaleImage(input: $input) { job_id public_id status upscale_factor output { width height tier } credits_used } }",
     { input: { image_base64: picture(40, 30), upscale_factor: 2 } },
-    { key },
   );
   const up = sub.upscaleImage;
   assert.equal(
@@ -53,12 +38,9 @@ t("upscaleImage, then imageStatus to success with a PNG twice the size", async (
   );
   let status: any;
   for (;;) {
-    const st = await graphqlData(
-      tk,
-      "query($id: String!) { imageStatus(id: $id) { status image_url } }",
-      { id: up.public_id },
-      { key },
-    );
+    const st = await gql.data("query($id: String!) { imageStatus(id: $id) { status image_url } }", {
+      id: up.public_id,
+    });
     status = st.imageStatus;
     if (status.status !== "pending") break;
     await new Promise((r) => setTimeout(r, 50));
@@ -69,22 +51,13 @@ t("upscaleImage, then imageStatus to success with a PNG twice the size", async (
   assert.equal([info.format, info.width, info.height], ["png", 80, 60]);
 });
 
-t("validation errors carry the REST texts", async () => {
-  const { key } = await tk.partner({ credits: 100 });
-  const res = await graphqlRefusal(
-    tk,
-    "mutation($input: UpscaleImageInput) { upscaleImage(input: $input) { job_id } }",
+refusalTest(t, "validation errors carry the REST texts", { credits: 100 }, [
+  [
+    mutationOf("upscaleImage", "job_id", "UpscaleImageInput"),
     { input: { image_base64: picture(8, 8), upscale_factor: 3 } },
-    { key },
-  );
-  assert.is(res, E.factor);
-  const v = await graphqlRefusal(
-    tk,
-    "mutation($input: UpscaleVideoInput!) { upscaleVideo(input: $input) { job_id } }",
-    { input: { video_url: "http://example.com/a.mp4" } },
-    { key },
-  );
-  assert.is(v, E.videoUrl);
-});
+    E.factor,
+  ],
+  [mutationOf("upscaleVideo"), { input: { video_url: "http://example.com/a.mp4" } }, E.videoUrl],
+]);
 
 t.run();
