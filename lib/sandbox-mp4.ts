@@ -1,10 +1,14 @@
 // The encode arguments the sandboxes' MP4s share (plugins/video/sandbox.ts, plugins/omni/sandbox.ts,
-// plugins/social/sandbox-ad.ts): H.264 in yuv420p, AAC stereo at 48 kHz, the voice laid over a quiet bed, and
+// plugins/social/sandbox-ad.ts), and the H.264 and AAC part of every other MP4 a plugin encodes (joins,
+// reference cuts): H.264 in yuv420p, AAC stereo at 48 kHz, the voice laid over a quiet bed, and
 // the index in front so a player starts before the whole file has arrived. Each sandbox keeps its own
 // picture, speed and size trade-offs (`preset`, `crf`).
 
-/** The picture: H.264, yuv420p (every player's), at `fps`. */
-export const h264Args = (o: { preset: "ultrafast" | "veryfast"; crf: number; fps: number }): string[] => [
+/**
+ * The picture: H.264, yuv420p (every player's), at `fps` when given (`-r`); without it the rate is what the
+ * filters made (a join or a reference cut sets it with its own `fps=` filter).
+ */
+export const h264Args = (o: { preset: "ultrafast" | "veryfast"; crf: number; fps?: number }): string[] => [
   "-c:v",
   "libx264",
   "-preset",
@@ -13,8 +17,7 @@ export const h264Args = (o: { preset: "ultrafast" | "veryfast"; crf: number; fps
   String(o.crf),
   "-pix_fmt",
   "yuv420p",
-  "-r",
-  String(o.fps),
+  ...(o.fps === undefined ? [] : ["-r", String(o.fps)]),
 ];
 
 /** The sound: AAC, 128 kbit/s, stereo, 48 kHz. */

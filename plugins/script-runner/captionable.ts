@@ -13,10 +13,13 @@
 // - Scene clips are made without sound (spec part 3: the video cost is "no sound"), so there is no spoken
 //   record: the caption job transcribes what the file holds, which for silent clips is its `no_speech`.
 import {
+  AAC_STEREO_ARGS,
   captionableRecords,
   displaySize,
+  FASTSTART_ARGS,
   firstAudio,
   firstVideo,
+  h264Args,
   type MediaEngine,
   PRIVATE_KEY_PREFIX,
 } from "mediagate/plugin";
@@ -72,36 +75,34 @@ export async function joinClips(engine: MediaEngine, clips: readonly Uint8Array[
   const fps = rate && rate <= 120 ? rate : 25;
   const sound = probes.every((p) => firstAudio(p));
   const names = clips.map((_, i) => `clip${i}.mp4`);
-  const filters: string[] = [];
-  let joined = "";
-  names.forEach((_, i) => {
-    filters.push(
+  const pictures = names.map(
+    (_, i) =>
       `[${i}:v:0]scale=${W}:${H}:force_original_aspect_ratio=decrease,pad=${W}:${H}:(ow-iw)/2:(oh-ih)/2:black,setsar=1,fps=${fps},format=yuv420p[v${i}]`,
-    );
-    joined += `[v${i}]`;
-    if (sound) {
-      filters.push(`[${i}:a:0]aresample=48000,aformat=sample_fmts=fltp:channel_layouts=stereo[a${i}]`);
-      joined += `[a${i}]`;
-    }
-  });
-  filters.push(`${joined}concat=n=${names.length}:v=1:a=${sound ? 1 : 0}${sound ? "[v][a]" : "[v]"}`);
-  const args = [...names.flatMap((n) => ["-i", n]), "-filter_complex", filters.join(";"), "-map", "[v]"];
-  if (sound) args.push("-map", "[a]", "-c:a", "aac", "-b:a", "128k", "-ac", "2", "-ar", "48000");
-  args.push(
-    "-c:v",
-    "libx264",
-    "-preset",
-    "veryfast",
-    "-crf",
-    "20",
-    "-pix_fmt",
-    "yuv420p",
+  );
+  // With sound, each clip's picture and sound stand in pairs before the concat ([v0][a0][v1][a1]...).
+  const sounds = names.map(
+    (_, i) => `[${i}:a:0]aresample=48000,aformat=sample_fmts=fltp:channel_layouts=stereo[a${i}]`,
+  );
+  const graph = sound
+    ? [
+        ...pictures,
+        ...sounds,
+        `${names.map((_, i) => `[v${i}][a${i}]`).join("")}concat=n=${names.length}:v=1:a=1[v][a]`,
+      ]
+    : [...pictures, `${names.map((_, i) => `[v${i}]`).join("")}concat=n=${names.length}:v=1:a=0[v]`];
+  const args = [
+    ...names.flatMap((n) => ["-i", n]),
+    "-filter_complex",
+    graph.join(";"),
+    "-map",
+    "[v]",
+    ...(sound ? ["-map", "[a]", ...AAC_STEREO_ARGS] : []),
+    ...h264Args({ preset: "veryfast", crf: 20 }),
     "-map_metadata",
     "-1",
-    "-movflags",
-    "+faststart",
+    ...FASTSTART_ARGS,
     "joined.mp4",
-  );
+  ];
   const seconds = probes.reduce((s, p) => s + p.durationSeconds, 0);
   const out = await engine.run(args, {
     inputs: Object.fromEntries(names.map((n, i) => [n, clips[i]!])),

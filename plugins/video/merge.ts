@@ -3,7 +3,7 @@
 // size and frame rate. "Share" is decided from the files themselves: the probe's codecs, sizes, rates and
 // audio layout, and the H.264 decoder configuration (avcC) byte for byte, because an MP4 has room for one
 // decoder configuration per track and a copy across two different ones would not play past the first clip.
-import { type MediaEngine, mp4Boxes, type Probe } from "mediagate/plugin";
+import { h264Args, type MediaEngine, mp4Boxes, type Probe } from "mediagate/plugin";
 
 export interface MergeResult {
   bytes: Uint8Array;
@@ -123,18 +123,7 @@ function reencodeArgs(names: string[], probes: readonly Probe[]): string[] {
   filters.push(`${joined}concat=n=${names.length}:v=1:a=${withAudio ? 1 : 0}${withAudio ? "[v][a]" : "[v]"}`);
   args.push("-filter_complex", filters.join(";"), "-map", "[v]");
   if (withAudio) args.push("-map", "[a]", "-c:a", "aac", "-b:a", "160k", "-ac", "2", "-ar", "48000");
-  args.push(
-    "-c:v",
-    "libx264",
-    "-preset",
-    "veryfast",
-    "-crf",
-    "20",
-    "-pix_fmt",
-    "yuv420p",
-    ...OUTPUT_ARGS,
-    "merged.mp4",
-  );
+  args.push(...h264Args({ preset: "veryfast", crf: 20 }), ...OUTPUT_ARGS, "merged.mp4");
   return args;
 }
 

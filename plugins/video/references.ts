@@ -32,11 +32,14 @@
 //   shorter than measured) they are ReferenceEncodeError, which the job turns into its failure. An engine
 //   that is not there at all is ours and is not blamed on the file.
 import {
+  AAC_STEREO_ARGS,
   ApiError,
   BITEXACT_STREAM_ARGS,
+  FASTSTART_ARGS,
   fetchSource,
   firstAudio,
   firstVideo,
+  h264Args,
   isMediaError,
   isoBmffFirstBox,
   isWholeIsoBmff,
@@ -126,7 +129,7 @@ const VIDEO: Kind = {
     // ffmpeg rotates phone videos upright before the filters, so the short edge is chosen from iw/ih there,
     // not from the stored size; -2 keeps the other edge even and the aspect.
     const scale = "scale='if(gte(iw,ih),-2,min(720,iw))':'if(gte(iw,ih),min(720,ih),-2)'";
-    const audio = a ? ["-map", `0:${a.index}`, "-c:a", "aac", "-b:a", "128k", "-ar", "48000", "-ac", "2"] : [];
+    const audio = a ? ["-map", `0:${a.index}`, ...AAC_STEREO_ARGS] : [];
     return {
       output: "ref.mp4",
       args: [
@@ -138,20 +141,12 @@ const VIDEO: Kind = {
         "-vf",
         `${scale},fps=30,format=yuv420p`,
         // The wasm engine is several times slower: ultrafast keeps its jobs short.
-        "-c:v",
-        "libx264",
-        "-preset",
-        engine.kind === "wasm" ? "ultrafast" : "veryfast",
-        "-crf",
-        "23",
-        "-pix_fmt",
-        "yuv420p",
+        ...h264Args({ preset: engine.kind === "wasm" ? "ultrafast" : "veryfast", crf: 23 }),
         "-t",
         String(probe.durationSeconds),
         ...NO_METADATA_ARGS,
         ...BITEXACT_STREAM_ARGS,
-        "-movflags",
-        "+faststart",
+        ...FASTSTART_ARGS,
         "ref.mp4",
       ],
     };

@@ -11,10 +11,13 @@
 // inclusive, to the hundredth of a second; an over-cap download is a 413 like every other size cap; a source
 // that probes but whose window cannot be cut fails the job (ReferenceCutError), refunded once.
 import {
+  AAC_STEREO_ARGS,
   ApiError,
+  FASTSTART_ARGS,
   fetchSource,
   firstAudio,
   firstVideo,
+  h264Args,
   isMediaError,
   isoBmffFirstBox,
   isWholeIsoBmff,
@@ -131,7 +134,7 @@ export async function cutReferenceWindow(
     if (!firstVideo(probe)) throw new ReferenceCutError("the stored source no longer probes as a video");
     const hasAudio = firstAudio(probe) !== undefined;
     const scale = "scale='if(gte(iw,ih),-2,min(720,iw))':'if(gte(iw,ih),min(720,ih),-2)'";
-    const audio = hasAudio ? ["-map", "0:a:0", "-c:a", "aac", "-b:a", "128k", "-ar", "48000", "-ac", "2"] : [];
+    const audio = hasAudio ? ["-map", "0:a:0", ...AAC_STEREO_ARGS] : [];
     const out = await engine.run(
       [
         "-ss",
@@ -145,17 +148,9 @@ export async function cutReferenceWindow(
         ...audio,
         "-vf",
         `${scale},fps=25,format=yuv420p`,
-        "-c:v",
-        "libx264",
-        "-preset",
-        engine.kind === "wasm" ? "ultrafast" : "veryfast",
-        "-crf",
-        "23",
-        "-pix_fmt",
-        "yuv420p",
+        ...h264Args({ preset: engine.kind === "wasm" ? "ultrafast" : "veryfast", crf: 23 }),
         ...NO_METADATA_ARGS,
-        "-movflags",
-        "+faststart",
+        ...FASTSTART_ARGS,
         "window.mp4",
       ],
       // No time-out of its own: the wait for a pool place is part of the run; the job's limit bounds both.
