@@ -70,24 +70,27 @@ export const voicesOperation = operation({
   },
 });
 
+// The fields both answers give, in the spec's order: the record's ids, then the voice, the model, the size and the charge.
+const recordIds = {
+  id: z.number().int(),
+  job_id: z.string(),
+  partner_job_id: z.string().nullable(),
+};
+const spokenAs = {
+  voice_id: z.string(),
+  voice_name: z.string(),
+  model_id: z.string(),
+  char_count: z.number().int(),
+  credits_used: z.number().int(),
+};
+
 export const generateVoiceover = operation({
   method: "POST",
   path: "/generate-voiceover",
   inflight: true,
   summary: "Synthesize speech from text (synchronous)",
   input: GenerateVoiceoverInput,
-  output: z.object({
-    id: z.number().int(),
-    job_id: z.string(),
-    partner_job_id: z.string().nullable(),
-    audio_url: z.string(),
-    voice_id: z.string(),
-    voice_name: z.string(),
-    model_id: z.string(),
-    char_count: z.number().int(),
-    credits_used: z.number().int(),
-    credits_remaining: z.number().int(),
-  }),
+  output: z.object({ ...recordIds, audio_url: z.string(), ...spokenAs, credits_remaining: z.number().int() }),
   async handle(ctx) {
     const req = ctx.input;
     const provider = ctx.capability("speech.synthesize").provider(req.model);
@@ -164,15 +167,9 @@ export const listVoiceovers = operation({
   output: pageShape(
     "voiceovers",
     z.object({
-      id: z.number().int(),
-      job_id: z.string(),
-      partner_job_id: z.string().nullable(),
+      ...recordIds,
       text: z.string(),
-      voice_id: z.string(),
-      voice_name: z.string(),
-      model_id: z.string(),
-      char_count: z.number().int(),
-      credits_used: z.number().int(),
+      ...spokenAs,
       audio_url: z.string().nullable(),
       status: z.enum(["processing", "success", "failed"]),
       error_message: z.string().nullable(),
