@@ -15,6 +15,7 @@ import { KERNEL_ERRORS } from "../../core/errors.ts";
 import { type CapabilityHost, definePlugin } from "../../core/plugin.ts";
 import { ApiError } from "../../lib/api-error.ts";
 import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
+import { pcm16Wav } from "../../lib/speech/pcm.ts";
 import account from "../../plugins/account/index.ts";
 import { encodePng } from "../../plugins/images/png.ts";
 import { FAILURE_TEXTS, MUSIC_ERRORS } from "../../plugins/music/errors.ts";
@@ -23,23 +24,16 @@ import { uploadedSource } from "../../plugins/music/source.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { assertAnswer, assertFields } from "../helpers/assert.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { ledgerAmounts } from "../helpers/ledger-amounts.ts";
 import { balance } from "../helpers/partner-reads.ts";
+import { ended, pollStatus } from "../helpers/poll-status.ts";
 
 /** A mono 16-bit WAV of a tone. */
 function toneWav(seconds: number, hz = 440, rate = 22050): Uint8Array {
-  const n = Math.round(seconds * rate);
-  const out = new Uint8Array(44 + n * 2);
-  const v = new DataView(out.buffer);
-  const text = (o: number, s: string) => [...s].forEach((c, i) => v.setUint8(o + i, c.charCodeAt(0)));
-  text(0, "RIFF"), v.setUint32(4, 36 + n * 2, true), text(8, "WAVE"), text(12, "fmt ");
-  v.setUint32(16, 16, true), v.setUint16(20, 1, true), v.setUint16(22, 1, true), v.setUint32(24, rate, true);
-  v.setUint32(28, rate * 2, true),
-    v.setUint16(32, 2, true),
-    v.setUint16(34, 16, true),
-    text(36, "data"),
-    v.setUint32(40, n * 2, true);
-  for (let i = 0; i < n; i++) v.setInt16(44 + i * 2, Math.round(8000 * Math.sin((2 * Math.PI * hz * i) / rate)), true);
-  return out;
+  const samples = Int16Array.from({ length: Math.round(seconds * rate) }, (_, i) =>
+    Math.round(8000 * Math.sin((2 * Math.PI * hz * i) / rate)),
+  );
+  return pcm16Wav(samples, rate);
 }
 
 // Each tone is encoded once per file: the provider makes the same few (length, pitch) pairs in every test, on
@@ -139,16 +133,9 @@ const UNLIMITED = {
   },
 };
 
-async function waitFor(tk: TestKernel, key: string, id: string, timeoutMs = 60_000) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await tk.request("GET", `/music-status/${id}`, { key });
-    if (res.status !== 200) throw new Error(`music ${id}: ${res.status} ${JSON.stringify(res.body)}`);
-    if (res.body.status === "complete" || res.body.status === "error") return res;
-    if (Date.now() > until) throw new Error(`music ${id} still ${res.body.status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** The status answer once the job ends (complete or error). */
+const waitFor = (tk: TestKernel, key: string, id: string, timeoutMs = 60_000) =>
+  pollStatus(tk, key, `/music-status/${id}`, ended, timeoutMs, 50);
 
 async function rows(tk: TestKernel): Promise<number> {
   const r = await tk.kernel.database.kysely
@@ -364,13 +351,7 @@ for (const backend of await databaseBackends()) {
       "a submit that throws is the provider's failure",
     );
     assert.is(await balance(tk, key), 100, "every failure refunded");
-    const refunds = await tk.kernel.database.kysely
-      .selectFrom("ledger")
-      .select("amount")
-      .where("partner_id", "=", id)
-      .where("type", "=", "refund")
-      .execute();
-    assert.is(refunds.length, 6);
+    assert.is((await ledgerAmounts(tk, { partnerId: id, type: "refund" })).length, 6);
     await tk.close();
 
     await start(false);

@@ -19,7 +19,9 @@ import videoSandbox from "../../plugins/video/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { assertAnswer, assertFields } from "../helpers/assert.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { ledgerAmounts } from "../helpers/ledger-amounts.ts";
 import { ledgerSum } from "../helpers/partner-reads.ts";
+import { pollStatus } from "../helpers/poll-status.ts";
 
 const engine = createMediaEngine({ mode: "native" });
 const LIMITS = {
@@ -59,16 +61,8 @@ for (const backend of await databaseBackends()) {
     await tk.close();
   });
   const partner = (opts: Parameters<TestKernel["partner"]>[0] = {}) => tk.partner({ limits: LIMITS, ...opts });
-  const done = async (key: string, id: string) => {
-    const end = Date.now() + 180_000;
-    for (;;) {
-      const r = await tk.request("GET", `/script-runner/${id}`, { key });
-      if (r.status !== 200) throw new Error(JSON.stringify(r.body));
-      if (r.body.status !== "processing") return r.body;
-      if (Date.now() > end) throw new Error(`still processing: ${JSON.stringify(r.body).slice(0, 300)}`);
-      await new Promise((res) => setTimeout(res, 100));
-    }
-  };
+  const done = async (key: string, id: string) =>
+    (await pollStatus(tk, key, `/script-runner/${id}`, (b) => b.status !== "processing")).body;
   const blob = (url: string) => tk.kernel.blobs.get(new URL(url).pathname.slice("/media/".length));
 
   t(
@@ -176,16 +170,7 @@ for (const backend of await databaseBackends()) {
         Math.abs(clip.durationSeconds - VIDEO_MODELS["gamma-3.1-fast"].seconds) < 0.2,
         String(clip.durationSeconds),
       );
-      const refunds = await tk.kernel.database.kysely
-        .selectFrom("ledger")
-        .select("amount")
-        .where("job_id", "=", res.body.job_id)
-        .where("type", "=", "refund")
-        .execute();
-      assert.equal(
-        refunds.map((r) => Number(r.amount)),
-        [55],
-      );
+      assert.equal(await ledgerAmounts(tk, { jobIds: [res.body.job_id], type: "refund" }), [55]);
       assert.is(await ledgerSum(tk, id), 1000 - 182 + 55);
 
       const list = await tk.request("GET", "/script-runner", { key });
@@ -231,16 +216,7 @@ for (const backend of await databaseBackends()) {
   t(
     "scene refunds are standard-basis shares: the tier's part only with the whole run; capped at the charge",
     async () => {
-      const refundsOf = async (jobId: string) =>
-        (
-          await tk.kernel.database.kysely
-            .selectFrom("ledger")
-            .select("amount")
-            .where("job_id", "=", jobId)
-            .where("type", "=", "refund")
-            .orderBy("id")
-            .execute()
-        ).map((r) => Number(r.amount));
+      const refundsOf = (jobId: string) => ledgerAmounts(tk, { jobIds: [jobId], type: "refund" });
       // The spec's example, api_plus10, two scenes on the default model: billed 121, cost_per_scene 55. Both fail:
       // each scene returns its 55 as it fails, and the run's end (error) the tier's 11.
       const plus = await partner({ credits: 1000 });

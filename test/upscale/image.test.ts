@@ -14,6 +14,7 @@ import { assertAnswer, assertFields } from "../helpers/assert.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { errorBody } from "../helpers/error-body.ts";
 import { balance, ledgerSum, mediaBytes } from "../helpers/partner-reads.ts";
+import { notPending } from "../helpers/poll-status.ts";
 import { fixture } from "../media/util.ts";
 import { assertNothingChanged, count, fileServer, partner, poll, upscaleKernel } from "./util.ts";
 
@@ -28,8 +29,7 @@ function solidPng(width: number, height: number): Uint8Array {
 }
 const GIF = Uint8Array.from(Buffer.from("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7", "base64"));
 
-const status = (tk: TestKernel, key: string, id: string | number) =>
-  poll(tk, key, `/image-status/${id}`, (b) => b.status !== "pending");
+const status = (tk: TestKernel, key: string, id: string | number) => poll(tk, key, `/image-status/${id}`, notPending);
 
 for (const backend of await databaseBackends()) {
   const t = suite(`upscale-image on ${backend.name}`);

@@ -13,6 +13,7 @@ import videoSandbox from "../../plugins/video/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { type DatabaseBackend, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { balance } from "../helpers/partner-reads.ts";
+import { pollStatus } from "../helpers/poll-status.ts";
 
 export const PLUGINS = [account, imagesSandbox, images, videoSandbox, video, upscale];
 export const PUBLIC_URL = "https://media.example.test";
@@ -70,22 +71,14 @@ export async function fileServer(routes: Record<string, Route>): Promise<{ base:
   };
 }
 
-export async function poll(
+/** Polls a status path every 50 ms until `done` holds; the body that ended it. */
+export const poll = async (
   tk: TestKernel,
   key: string,
   path: string,
   done: (body: any) => boolean,
   timeoutMs = 120_000,
-) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await tk.request("GET", path, { key });
-    if (res.status !== 200) throw new Error(`${path}: ${res.status} ${JSON.stringify(res.body)}`);
-    if (done(res.body)) return res.body;
-    if (Date.now() > until) throw new Error(`${path} still ${res.body.status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+) => (await pollStatus(tk, key, path, done, timeoutMs, 50)).body;
 
 export async function count(tk: TestKernel, table: string, partnerId?: string): Promise<number> {
   let q = tk.kernel.database.kysely.selectFrom(table as any).select((eb: any) => eb.fn.countAll().as("n"));
