@@ -11,31 +11,26 @@ import { IMAGE_ERRORS } from "../../plugins/images/errors.ts";
 import images from "../../plugins/images/index.ts";
 import { encodePng, metadataChunks, pngInfo } from "../../plugins/images/png.ts";
 import imagesSandbox from "../../plugins/images/sandbox.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import type { TestKernel } from "../../testkit/index.ts";
+import { databaseBackends } from "../helpers/backends.ts";
 import { errorBody } from "../helpers/error-body.ts";
+import { suiteKernel } from "../helpers/kernel-suite.ts";
+import { ledgerSum } from "../helpers/partner-reads.ts";
+import { notPending, pollStatus } from "../helpers/poll-status.ts";
 
 const EXIFTOOL = ["/usr/bin/exiftool", "/usr/local/bin/exiftool"].find((p) => existsSync(p));
 
-async function waitFor(tk: TestKernel, key: string, id: string | number, timeoutMs = 30_000) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await tk.request("GET", `/image-status/${id}`, { key });
-    if (res.status !== 200) throw new Error(`image ${id}: ${res.status} ${JSON.stringify(res.body)}`);
-    if (res.body.status !== "pending") return res;
-    if (Date.now() > until) throw new Error(`image ${id} still pending`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+/** The EXIF and XMP tags exiftool reads in a PNG (call only when EXIFTOOL is there). */
+function exifAndXmp(png: Uint8Array): Record<string, unknown> {
+  const dir = mkdtempSync(join(tmpdir(), "mg-img-"));
+  writeFileSync(join(dir, "a.png"), png);
+  return JSON.parse(
+    execFileSync(EXIFTOOL!, ["-j", "-XMP:all", "-EXIF:all", join(dir, "a.png")], { encoding: "utf8" }),
+  )[0];
 }
 
-async function ledgerSum(tk: TestKernel, partnerId: string) {
-  const row = await tk.kernel.database.kysely
-    .selectFrom("ledger")
-    .select((eb) => eb.fn.sum<number>("amount").as("s"))
-    .where("partner_id", "=", partnerId)
-    .executeTakeFirstOrThrow();
-  return Number(row.s);
-}
+const waitFor = (tk: TestKernel, key: string, id: string | number, timeoutMs = 30_000) =>
+  pollStatus(tk, key, `/image-status/${id}`, notPending, timeoutMs);
 
 async function fetchMedia(tk: TestKernel, url: string, headers: Record<string, string> = {}) {
   const path = new URL(url).pathname;
@@ -45,17 +40,10 @@ async function fetchMedia(tk: TestKernel, url: string, headers: Record<string, s
 for (const backend of await databaseBackends()) {
   const t = suite(`images on ${backend.name}`);
   // One kernel for the suite: every test has partners of its own, and reads only their images, jobs and ledger.
-  let tk: TestKernel;
-  t.before(async () => {
-    tk = await createTestKernel({
-      plugins: [account, imagesSandbox, images],
-      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
-      start: true,
-      env: { SANDBOX_LATENCY_MS: "40", PUBLIC_URL: "https://media.example.test" },
-    });
-  });
-  t.after(async () => {
-    await tk.close();
+  const tk = suiteKernel(t, backend, {
+    plugins: [account, imagesSandbox, images],
+    start: true,
+    env: { SANDBOX_LATENCY_MS: "40", PUBLIC_URL: "https://media.example.test" },
   });
 
   t("generates a real PNG of the implied size, served with its headers", async () => {
@@ -108,11 +96,7 @@ for (const backend of await databaseBackends()) {
     assert.is(traversal.status, 404);
 
     if (EXIFTOOL) {
-      const dir = mkdtempSync(join(tmpdir(), "mg-img-"));
-      writeFileSync(join(dir, "a.png"), raw!);
-      const tags = JSON.parse(
-        execFileSync(EXIFTOOL, ["-j", "-XMP:all", "-EXIF:all", join(dir, "a.png")], { encoding: "utf8" }),
-      )[0];
+      const tags = exifAndXmp(raw!);
       assert.is(tags.ImageDescription, "A red fox in the snow");
       assert.ok(String(tags.DigitalSourceType).includes("trainedAlgorithmicMedia"));
     }
@@ -140,11 +124,7 @@ for (const backend of await databaseBackends()) {
     const raw = await tk.kernel.blobs.get(new URL(done.body.image_url).pathname.slice("/media/".length));
     assert.equal(metadataChunks(raw!), []);
     if (EXIFTOOL) {
-      const dir = mkdtempSync(join(tmpdir(), "mg-img-"));
-      writeFileSync(join(dir, "a.png"), raw!);
-      const tags = JSON.parse(
-        execFileSync(EXIFTOOL, ["-j", "-XMP:all", "-EXIF:all", join(dir, "a.png")], { encoding: "utf8" }),
-      )[0];
+      const tags = exifAndXmp(raw!);
       assert.is(tags.ImageDescription, undefined);
       assert.is(tags.DigitalSourceType, undefined);
     }

@@ -8,8 +8,10 @@ import account from "../../plugins/account/index.ts";
 import images from "../../plugins/images/index.ts";
 import { encodePng } from "../../plugins/images/png.ts";
 import imagesSandbox from "../../plugins/images/sandbox.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import type { TestKernel } from "../../testkit/index.ts";
+import { databaseBackends } from "../helpers/backends.ts";
+import { suiteKernel } from "../helpers/kernel-suite.ts";
+import { notPending, pollStatus } from "../helpers/poll-status.ts";
 
 const PUBLIC_URL = "https://media.example.test";
 const ref = (n: number) => ({
@@ -18,16 +20,8 @@ const ref = (n: number) => ({
 });
 const keyOf = (url: string) => new URL(url).pathname.slice("/media/".length);
 
-async function waitFor(tk: TestKernel, key: string, id: number, timeoutMs = 60_000) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await tk.request("GET", `/image-status/${id}`, { key });
-    if (res.status !== 200) throw new Error(`image ${id}: ${res.status} ${JSON.stringify(res.body)}`);
-    if (res.body.status !== "pending") return res.body;
-    if (Date.now() > until) throw new Error(`image ${id} still pending`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const waitFor = async (tk: TestKernel, key: string, id: number, timeoutMs = 60_000) =>
+  (await pollStatus(tk, key, `/image-status/${id}`, notPending, timeoutMs)).body;
 
 /** The uploaded references of the account's newest image, as GET /images lists them. */
 async function refUrls(tk: TestKernel, key: string): Promise<string[]> {
@@ -40,17 +34,10 @@ for (const backend of await databaseBackends()) {
   const t = suite(`image references per request on ${backend.name}`);
   // One kernel for the suite: each test has partners of its own and compares the reference files before and
   // after its own requests.
-  let tk: TestKernel;
-  t.before(async () => {
-    tk = await createTestKernel({
-      plugins: [account, imagesSandbox, images],
-      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
-      start: true,
-      env: { SANDBOX_LATENCY_MS: "5", PUBLIC_URL },
-    });
-  });
-  t.after(async () => {
-    await tk.close();
+  const tk = suiteKernel(t, backend, {
+    plugins: [account, imagesSandbox, images],
+    start: true,
+    env: { SANDBOX_LATENCY_MS: "5", PUBLIC_URL },
   });
 
   t(

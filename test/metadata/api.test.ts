@@ -16,6 +16,7 @@ import { removeMetadataOperation } from "../../plugins/metadata/operations.ts";
 import { VIDEO_SLOT_KEY, VIDEO_SLOTS } from "../../plugins/metadata/slots.ts";
 import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { rowCount } from "../helpers/row-count.ts";
 import { ENGINE_MODES, loadFixture } from "./helpers.ts";
 
 const BIG = new Uint8Array(20 * 1024 * 1024 + 1);
@@ -58,15 +59,7 @@ async function kernelFor(
 }
 
 const db = (tk: TestKernel) => tk.kernel.database.kysely as any;
-const retained = async (tk: TestKernel) =>
-  Number(
-    (
-      await db(tk)
-        .selectFrom("retained_blobs")
-        .select((eb: any) => eb.fn.countAll().as("n"))
-        .executeTakeFirstOrThrow()
-    ).n,
-  );
+const retained = (tk: TestKernel) => rowCount(tk, "retained_blobs");
 
 for (const backend of await databaseBackends()) {
   const t = suite(`POST /remove-metadata (${backend.name})`);

@@ -31,14 +31,5 @@ export function contains(hay: Uint8Array, needle: string): boolean {
   return Buffer.from(hay.buffer, hay.byteOffset, hay.byteLength).includes(Buffer.from(needle, "latin1"));
 }
 
-/** mulberry32: a small seeded generator, so a failing fuzz case can be replayed. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32 (the fuzz generator's): a small seeded generator, so a failing fuzz case can be replayed. */
+export { seededRandom as seeded } from "../security/fuzz-generator.ts";

@@ -3,8 +3,7 @@
 // OpenAI-compatible chat adapter against a local stand-in answering like the real API (request shape, key
 // sent and never echoed in errors, error statuses, time-out, malformed answers, the outbound guard), chosen by
 // TEXT_GENERATE_URL; bad values stop the boot by name.
-import { createServer, type IncomingMessage } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage } from "node:http";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { TextGenerationError, type TextGenerationRequest } from "../../contracts/text.ts";
@@ -14,6 +13,7 @@ import text from "../../plugins/text/index.ts";
 import { endpointOf } from "../../plugins/text/openai-chat.ts";
 import { digest, repairPrompt, SANDBOX_TASKS } from "../../plugins/text/sandbox-tasks.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import { chatCompletion, chatStandIn, type StandInReply } from "./chat-stand-in.ts";
 
 // Shaped like no API key at all, so only the adapter's own redaction (not the sk- pattern) keeps it out.
 const KEY = "tg0123456789abcdefSECRET";
@@ -110,40 +110,16 @@ sandbox.run();
 
 // ---------------------------------------------------------------------------------------------------------
 // A stand-in for the chat-completions API: each request answered by the current script.
-type Script = (req: IncomingMessage, body: any) => { status: number; body: unknown } | "hang";
+type Script = (req: IncomingMessage, body: any) => StandInReply;
 const answer = (content: unknown, extra: Record<string, unknown> = {}) => ({
   status: 200,
-  body: {
-    id: "chatcmpl-1",
-    object: "chat.completion",
-    model: "test-model",
-    choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop", ...extra }],
-  },
+  body: chatCompletion(content, "test-model", extra),
 });
 
 async function standIn() {
   let script: Script = () => answer("ok");
-  const seen: Array<{ method: string; url: string; headers: IncomingMessage["headers"]; body: any }> = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c) => chunks.push(c));
-    req.on("end", () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "null");
-      seen.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, body });
-      const reply = script(req, body);
-      if (reply === "hang") return;
-      res
-        .writeHead(reply.status, { "content-type": "application/json" })
-        .end(typeof reply.body === "string" ? reply.body : JSON.stringify(reply.body));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    seen,
-    set: (s: Script) => void (script = s),
-    close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
-  };
+  const api = await chatStandIn((req, body) => script(req, body));
+  return { ...api, set: (s: Script) => void (script = s) };
 }
 
 const adapter = suite("text.generate OpenAI-compatible adapter");

@@ -17,22 +17,15 @@ import { VOICEOVER_ERRORS } from "../../plugins/voiceover/errors.ts";
 import voiceover from "../../plugins/voiceover/index.ts";
 import { VOICES } from "../../plugins/voiceover/models.ts";
 import voiceoverSandbox from "../../plugins/voiceover/sandbox.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import type { TestKernel } from "../../testkit/index.ts";
+import { databaseBackends } from "../helpers/backends.ts";
+import { suiteKernel } from "../helpers/kernel-suite.ts";
 import { balance, ledgerSum } from "../helpers/partner-reads.ts";
+import { rowCount } from "../helpers/row-count.ts";
 
 const ARIA = VOICES[0]!.voice_id;
 const MARCUS = VOICES[1]!.voice_id;
 const MANY = { rate_limits: { "POST /generate-voiceover": 10000 } };
-
-async function rowCount(tk: TestKernel, partnerId: string) {
-  const r = await tk.kernel.database.kysely
-    .selectFrom("voiceover_records" as any)
-    .select((eb: any) => eb.fn.countAll().as("n"))
-    .where("partner_id", "=", partnerId)
-    .executeTakeFirstOrThrow();
-  return Number((r as any).n);
-}
 
 const audioOf = (tk: TestKernel, url: string) => tk.kernel.blobs.get(new URL(url).pathname.slice("/media/".length));
 
@@ -83,19 +76,12 @@ for (const backend of await databaseBackends()) {
   const t = suite(`voiceover on ${backend.name}`);
   // One kernel for the suite: every test has partners of its own (balances, rows, lists and the in-flight cap
   // are per account).
-  let tk: TestKernel;
-  t.before(async () => {
-    tk = await createTestKernel({
-      plugins: [account, switchableSpeech, voiceover],
-      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
-      env: { SANDBOX_LATENCY_MS: "5", PUBLIC_URL: "https://media.example.test" },
-    });
+  const tk = suiteKernel(t, backend, {
+    plugins: [account, switchableSpeech, voiceover],
+    env: { SANDBOX_LATENCY_MS: "5", PUBLIC_URL: "https://media.example.test" },
   });
   t.after.each(() => {
     testProviders = undefined;
-  });
-  t.after(async () => {
-    await tk?.close();
   });
 
   t("catalog and costs", async () => {
@@ -140,7 +126,7 @@ for (const backend of await databaseBackends()) {
       assert.is(res.body.error, text);
     }
     assert.is(await balance(tk, key), 100);
-    assert.is(await rowCount(tk, id), 0);
+    assert.is(await rowCount(tk, "voiceover_records", id), 0);
   });
 
   t("price per tier: max(1, ceil(chars / chars_per_credit)), api_plus10 minimum 2", async () => {
