@@ -4,11 +4,12 @@
 // (refunded), the account's active-job cap, the feature switch and retention.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
+import type { MediaEngine } from "../../lib/media/index.ts";
 import { CAPTION_ERRORS } from "../../plugins/captions/errors.ts";
 import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
-import { lumaAt, startCaptionsKernel } from "./helpers/captions-kernel.ts";
+import { withKernelAndEngine } from "../helpers/kernel-engine.ts";
+import { captionDone, lumaAt, startCaptionsKernel } from "./helpers/captions-kernel.ts";
 
 const LIMITS = {
   inflight_jobs: 50,
@@ -46,14 +47,11 @@ for (const backend of await databaseBackends()) {
   const t = suite(`captions on ${backend.name}`);
   let tk: TestKernel;
   let engine: MediaEngine;
-  t.before(async () => {
-    tk = await startCaptionsKernel(backend);
-    engine = createMediaEngine();
-  });
-  t.after(async () => {
-    await engine.close();
-    await tk.close();
-  });
+  withKernelAndEngine(
+    t,
+    () => startCaptionsKernel(backend),
+    (k, e) => ((tk = k), (engine = e)),
+  );
 
   async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string): Promise<T> {
     const started = Date.now();
@@ -79,13 +77,6 @@ for (const backend of await databaseBackends()) {
     assert.is(v.body.status, "complete", JSON.stringify(v.body));
     return res.body.job_id;
   }
-
-  const captionDone = (key: string, id: string) =>
-    until(
-      () => tk.request("GET", `/captions/${id}`, { key }),
-      (r) => !["pending", "processing"].includes(r.body.status),
-      `caption ${id}`,
-    ).then((r) => r.body);
 
   const blobOf = async (url: string) => (await tk.kernel.blobs.get(new URL(url).pathname.slice("/media/".length)))!;
   const credits = async (key: string) =>
@@ -162,10 +153,10 @@ for (const backend of await databaseBackends()) {
     const again = await tk.request("POST", "/captions", { key, body: { video_job_id: videoId } });
     assert.ok([409, 202].includes(again.status));
     if (again.status === 202)
-      await captionDone(key, again.body.job_id); // the first had already finished
+      await captionDone(tk, key, again.body.job_id); // the first had already finished
     else assert.is(again.body.error, CAPTION_ERRORS.sourceBusy);
 
-    const job = await captionDone(key, sub.body.job_id);
+    const job = await captionDone(tk, key, sub.body.job_id);
     assert.is(job.status, "complete", JSON.stringify(job));
     assert.is(job.partner_job_id, "cap-1");
     assert.ok(job.captioned_url.startsWith("https://media.example.test/media/"));
@@ -275,8 +266,8 @@ for (const backend of await databaseBackends()) {
     if (second.status !== 202) {
       assert.is(second.status, 429, JSON.stringify(second.body));
       assert.is(second.body.error, CAPTION_ERRORS.tooManyActive);
-    } else await captionDone(key, second.body.job_id);
-    const job = await captionDone(key, sub.body.job_id);
+    } else await captionDone(tk, key, second.body.job_id);
+    const job = await captionDone(tk, key, sub.body.job_id);
     assert.is(job.status, "no_speech", JSON.stringify(job));
     assert.is(job.credits_refunded, true);
     assert.is(job.captioned_url, null);

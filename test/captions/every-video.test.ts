@@ -8,7 +8,7 @@
 import type { Kysely } from "kysely";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
+import type { MediaEngine } from "../../lib/media/index.ts";
 import account from "../../plugins/account/index.ts";
 import { CAPTION_ERRORS, CAPTION_FAILURES } from "../../plugins/captions/errors.ts";
 import captions from "../../plugins/captions/index.ts";
@@ -21,8 +21,9 @@ import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { withKernelAndEngine } from "../helpers/kernel-engine.ts";
 import { character, OMNI_LIMITS, png, voice } from "../omni/helpers.ts";
-import { lumaAt } from "./helpers/captions-kernel.ts";
+import { captionDone, lumaAt } from "./helpers/captions-kernel.ts";
 
 const LIMITS = {
   ...OMNI_LIMITS,
@@ -54,19 +55,14 @@ for (const backend of await databaseBackends()) {
   const t = suite(`captions for every video on ${backend.name}`);
   let tk: TestKernel;
   let engine: MediaEngine;
-  t.before(async () => {
-    tk = await createTestKernel({
+  const open = async () =>
+    createTestKernel({
       plugins: [account, text, omniSandbox, omni, imagesSandbox, videoSandbox, video, scriptRunner, captions],
       databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
       start: true,
       env: { SANDBOX_LATENCY_MS: "20", PUBLIC_URL: "https://media.example.test" },
     });
-    engine = createMediaEngine();
-  });
-  t.after(async () => {
-    await engine.close();
-    await tk.close();
-  });
+  withKernelAndEngine(t, open, (k, e) => ((tk = k), (engine = e)));
 
   async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string): Promise<T> {
     const end = Date.now() + 240_000;
@@ -83,12 +79,6 @@ for (const backend of await databaseBackends()) {
     ))!;
   const credits = async (key: string) =>
     (await tk.request("GET", "/credits", { key })).body.credits_remaining as number;
-  const captionDone = (key: string, id: string) =>
-    until(
-      () => tk.request("GET", `/captions/${id}`, { key }),
-      (r) => !["pending", "processing"].includes(r.body.status),
-      `caption ${id}`,
-    ).then((r) => r.body);
 
   /** A finished Omni clip (4 s, the shortest) in which a character says a line with its voice. */
   async function omniVideo(key: string): Promise<{ jobId: string; url: string }> {
@@ -147,7 +137,7 @@ for (const backend of await databaseBackends()) {
       assert.is(foreign.body.error, CAPTION_ERRORS.videoNotFound);
       assert.is(await credits(other.key), foreignBefore);
 
-      const done = await captionDone(key, res.body.job_id);
+      const done = await captionDone(tk, key, res.body.job_id);
       assert.is(done.status, "complete", JSON.stringify(done));
       assert.is(done.credits_refunded, false);
       assert.is(done.source_available, true);
@@ -193,7 +183,7 @@ for (const backend of await databaseBackends()) {
       const res = await tk.request("POST", "/captions", { key, body: { video_job_id: runId } });
       assert.is(res.status, 202, JSON.stringify(res.body));
       assert.is(await credits(key), before - 28);
-      const done = await captionDone(key, res.body.job_id);
+      const done = await captionDone(tk, key, res.body.job_id);
       assert.is(done.status, "no_speech", JSON.stringify(done));
       assert.is(done.error, CAPTION_FAILURES.noSpeech);
       assert.is(done.credits_refunded, true);

@@ -17,6 +17,7 @@ import captions from "../../plugins/captions/index.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { createHttpApp } from "../../transports/http.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { H264_AAC, VIDEO_SOUND_SUBS } from "../helpers/ffmpeg-args.ts";
 
 const SRT = "1\n00:00:00,200 --> 00:00:01,400\nHello there friends\n\n2\n00:00:01,600 --> 00:00:02,800\nSee you soon\n";
 const LIMITS = {
@@ -57,22 +58,8 @@ function subtitledClip(): Uint8Array {
         "sine=frequency=440:duration=3",
         "-i",
         "subs.srt",
-        "-map",
-        "0:v",
-        "-map",
-        "1:a",
-        "-map",
-        "2:s",
-        "-c:v",
-        "libx264",
-        "-preset",
-        "ultrafast",
-        "-pix_fmt",
-        "yuv420p",
-        "-c:a",
-        "aac",
-        "-c:s",
-        "mov_text",
+        ...VIDEO_SOUND_SUBS,
+        ...H264_AAC,
         "out.mp4",
       ],
       { cwd: dir },

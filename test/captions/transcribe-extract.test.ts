@@ -26,6 +26,7 @@ import { createTranscriber } from "../../plugins/captions/transcribe/index.ts";
 import { sphinxSamples } from "../../plugins/captions/transcribe/sphinx-wav.ts";
 import { timedTextProvider } from "../../plugins/captions/transcribe/timed-text.ts";
 import { detectSpeech } from "../../plugins/captions/transcribe/vad.ts";
+import { VIDEO_SOUND_SUBS } from "../helpers/ffmpeg-args.ts";
 import { ENGINE_MODES } from "../media/util.ts";
 import { type StandIn, startOpenAiStandIn } from "./helpers/openai-stand-in.ts";
 
@@ -79,18 +80,11 @@ function fixtures(clip: Uint8Array, speech: Uint8Array) {
         "speech.wav",
         "-i",
         "subs.srt",
-        "-map",
-        "0:v",
-        "-map",
-        "1:a",
-        "-map",
-        "2:s",
+        ...VIDEO_SOUND_SUBS,
         "-c:v",
         "copy",
         "-c:a",
         "aac",
-        "-c:s",
-        "mov_text",
         "-af",
         "apad",
         "-t",

@@ -6,13 +6,15 @@
 import { existsSync, readFileSync } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
+import type { MediaEngine } from "../../lib/media/index.ts";
 import { speakTimed } from "../../lib/speech/index.ts";
 import { CAPTION_ERRORS } from "../../plugins/captions/errors.ts";
 import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
+import { H264_AAC } from "../helpers/ffmpeg-args.ts";
 import { followJobUpdates, graphqlData } from "../helpers/graphql.ts";
-import { startCaptionsKernel } from "./helpers/captions-kernel.ts";
+import { withKernelAndEngine } from "../helpers/kernel-engine.ts";
+import { captionDone, startCaptionsKernel } from "./helpers/captions-kernel.ts";
 
 const FIXTURE = new URL("../../../shared/fixtures/media/video1.mp4", import.meta.url);
 const LIMITS = {
@@ -46,14 +48,7 @@ async function speakingMp4(engine: MediaEngine, text: string): Promise<Uint8Arra
       "0:v",
       "-map",
       "1:a",
-      "-c:v",
-      "libx264",
-      "-preset",
-      "ultrafast",
-      "-pix_fmt",
-      "yuv420p",
-      "-c:a",
-      "aac",
+      ...H264_AAC,
       "-t",
       "6",
       "-movflags",
@@ -69,24 +64,11 @@ for (const backend of await databaseBackends()) {
   const t = suite(`captions over GraphQL and uploads on ${backend.name}`);
   let tk: TestKernel;
   let engine: MediaEngine;
-  t.before(async () => {
-    tk = await startCaptionsKernel(backend);
-    engine = createMediaEngine();
-  });
-  t.after(async () => {
-    await engine.close();
-    await tk.close();
-  });
-
-  const done = async (key: string, id: string) => {
-    const started = Date.now();
-    for (;;) {
-      const r = await tk.request("GET", `/captions/${id}`, { key });
-      if (!["pending", "processing"].includes(r.body.status)) return r.body;
-      if (Date.now() - started > 240_000) throw new Error(JSON.stringify(r.body));
-      await sleep(100);
-    }
-  };
+  withKernelAndEngine(
+    t,
+    () => startCaptionsKernel(backend),
+    (k, e) => ((tk = k), (engine = e)),
+  );
 
   t("GraphQL: submit, follow jobUpdates through transcribing and rendering, read the job", async () => {
     const { key } = await tk.partner({ credits: 1000, limits: LIMITS });
@@ -152,7 +134,7 @@ for (const backend of await databaseBackends()) {
       const sub = await tk.request("POST", "/captions/upload", { key, body: form });
       assert.is(sub.status, 202, JSON.stringify(sub.body));
       assert.equal(sub.body.retention, { captioned_output_days: 14, uploaded_source_days: 2, guaranteed: false });
-      const job = await done(key, sub.body.job_id);
+      const job = await captionDone(tk, key, sub.body.job_id);
       assert.is(job.status, "complete", JSON.stringify(job));
       const chunks = (await tk.request("GET", `/captions/${job.job_id}/chunks`, { key })).body;
       assert.ok(chunks.chunk_count >= 1, JSON.stringify(chunks));
@@ -193,7 +175,7 @@ for (const backend of await databaseBackends()) {
     form.set("video", new Blob([readFileSync(FIXTURE)]), "video1.mp4");
     const sub = await tk.request("POST", "/captions/upload", { key, body: form });
     assert.is(sub.status, 202, JSON.stringify(sub.body));
-    const job = await done(key, sub.body.job_id);
+    const job = await captionDone(tk, key, sub.body.job_id);
     assert.ok(["complete", "no_speech"].includes(job.status), JSON.stringify(job));
     const balance = (await tk.request("GET", "/credits", { key })).body.credits_remaining;
     assert.is(balance, job.status === "complete" ? 975 : 1000);

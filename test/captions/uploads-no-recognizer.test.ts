@@ -18,6 +18,7 @@ import videoSandbox from "../../plugins/video/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { createHttpApp } from "../../transports/http.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { rawPost } from "../helpers/raw-post.ts";
 import { syntheticMp4 } from "./uploads-mp4.ts";
 
 const MISSING = "/nonexistent/mediagate-test/pocketsphinx_continuous";
@@ -140,24 +141,8 @@ for (const backend of await databaseBackends()) {
   });
 
   const limits = { rate_limits: Object.fromEntries(UPLOAD_PATHS.map((p) => [`POST ${p}`, 10_000])) };
-  const post = async (
-    tk: TestKernel,
-    key: string,
-    path: string,
-    body: BodyInit,
-    headers: Record<string, string> = {},
-  ) => {
-    const app = createHttpApp(tk.kernel, { adminToken: tk.adminToken });
-    const res = await app.fetch(
-      new Request(`http://mediagate.test/api/v1/partner${path}`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${key}`, "user-agent": "tests/1.0", ...headers },
-        body,
-      }),
-    );
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null };
-  };
+  const post = (tk: TestKernel, key: string, path: string, body: BodyInit, headers: Record<string, string> = {}) =>
+    rawPost(createHttpApp(tk.kernel, { adminToken: tk.adminToken }), key, path, body, headers);
   const json = (tk: TestKernel, key: string, path: string, body: unknown) =>
     post(tk, key, path, JSON.stringify(body), { "content-type": "application/json" });
   const form = (file: Uint8Array) => {

@@ -12,6 +12,7 @@ import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { createHttpApp } from "../../transports/http.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { errorBody } from "../helpers/error-body.ts";
+import { rawPost } from "../helpers/raw-post.ts";
 import { syntheticMp4 } from "./uploads-mp4.ts";
 import { checkStyle, uploadsPlugin } from "./uploads-plugin.ts";
 
@@ -44,17 +45,8 @@ for (const backend of await databaseBackends()) {
       tier,
       limits: { rate_limits: Object.fromEntries(uploadsPlugin.operations!.map((o) => [`POST ${o.path}`, 10_000])) },
     });
-  const post = async (key: string, path: string, body?: BodyInit | null, headers: Record<string, string> = {}) => {
-    const res = await app.fetch(
-      new Request(`http://mediagate.test/api/v1/partner${path}`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${key}`, "user-agent": "tests/1.0", ...headers },
-        body,
-      }),
-    );
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers };
-  };
+  const post = (key: string, path: string, body?: BodyInit | null, headers: Record<string, string> = {}) =>
+    rawPost(app, key, path, body, headers);
   const json = (key: string, path: string, body: unknown) =>
     post(key, path, JSON.stringify(body), { "content-type": "application/json" });
   const part = (

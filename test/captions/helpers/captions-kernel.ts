@@ -27,3 +27,14 @@ export async function lumaAt(engine: MediaEngine, mp4: Uint8Array, t: number): P
   );
   return out["frame.raw"]!;
 }
+
+/** The caption job `id` once it is neither pending nor processing (polled every 100 ms, for up to 240 s). */
+export async function captionDone(tk: TestKernel, key: string, id: string) {
+  const end = Date.now() + 240_000;
+  for (;;) {
+    const r = await tk.request("GET", `/captions/${id}`, { key });
+    if (!["pending", "processing"].includes(r.body.status)) return r.body;
+    if (Date.now() > end) throw new Error(`caption ${id}: still not done: ${JSON.stringify(r.body).slice(0, 400)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
