@@ -6,6 +6,14 @@
 import type { Kysely } from "kysely";
 import type { SpokenRecord } from "./speech.ts";
 
+/**
+ * The database handle a plugin is given (`ctx.db`, a job's `ctx.db`, the `trx` of a submit or of a job's
+ * ending), and the one a capability of these takes. Untyped, since the kernel does not know a plugin's
+ * tables: a plugin passes it to its own functions typed by its tables (`Kysely<UploadTables>`), and record
+ * reads through jobRecords come back typed.
+ */
+export type PluginDb = Kysely<any>;
+
 /** What a finished image job keeps on its `jobs.output`; status and list build the media link from the key. */
 export interface ImageOutput {
   image_key: string;
@@ -27,7 +35,7 @@ export interface ImageRecordRow {
 
 export interface ImageRecords {
   /** Inside the submit's transaction (JobSubmission.insertRecords): the record; resolves with its `generation_id`. */
-  insert(trx: Kysely<any>, row: ImageRecordRow): Promise<number>;
+  insert(trx: PluginDb, row: ImageRecordRow): Promise<number>;
   /** Stores a finished PNG where the image endpoints serve it from; return the result from run() as output. */
   storeOutput(jobId: string, bytes: Uint8Array, info: Omit<ImageOutput, "image_key">): Promise<ImageOutput>;
 }
@@ -91,7 +99,7 @@ export interface VideoJobRow {
 export interface VideoRecords {
   /** Inside the submit's transaction (JobSubmission.insertRecords): the job's record. */
   insert(
-    trx: Kysely<any>,
+    trx: PluginDb,
     row: Omit<VideoJobRow, "start_frame_url" | "end_frame_url"> &
       Partial<Pick<VideoJobRow, "start_frame_url" | "end_frame_url">>,
   ): Promise<void>;
@@ -105,7 +113,7 @@ export interface VideoRecords {
    * One of the partner's videos (video, animation, upscale or merge job) by job id; null when there is no
    * such job or it is another account's (the same answer for both).
    */
-  find(db: Kysely<any>, partnerId: string, jobId: string): Promise<CaptionableVideo | null>;
+  find(db: PluginDb, partnerId: string, jobId: string): Promise<CaptionableVideo | null>;
 }
 
 /**
@@ -115,7 +123,7 @@ export interface VideoRecords {
  */
 export interface CaptionableVideos {
   /** The partner's video of this area by job id, in any state; null when the id is not this area's or not the partner's. */
-  find(db: Kysely<any>, partnerId: string, jobId: string): Promise<CaptionableVideo | null>;
+  find(db: PluginDb, partnerId: string, jobId: string): Promise<CaptionableVideo | null>;
 }
 
 declare module "./index.ts" {

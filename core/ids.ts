@@ -2,7 +2,7 @@
 // uniqueness is not left to chance: allocateServiceId reserves each id in one table shared by every kind.
 import { Buffer } from "node:buffer";
 import { createHash, randomBytes, randomFillSync } from "node:crypto";
-import { type Kysely, sql } from "kysely";
+import { type QueryExecutorProvider, sql } from "kysely";
 
 export const SERVICE_ID = /^svc-[0-9a-f]{8}$/;
 export const API_KEY_PREFIX = "svc_partner_";
@@ -11,8 +11,11 @@ export function randomServiceId(): string {
   return `svc-${randomBytes(4).toString("hex")}`;
 }
 
-/** Reserves a never-used `svc-` id. Pass the caller's transaction so a rolled-back job frees its id too. */
-export async function allocateServiceId(db: Kysely<any>): Promise<string> {
+/**
+ * Reserves a never-used `svc-` id. Pass the caller's transaction so a rolled-back job frees its id too. Any
+ * handle will do (the kernel's, a plugin's typed by its own tables): the statement runs through its executor.
+ */
+export async function allocateServiceId(db: QueryExecutorProvider): Promise<string> {
   for (let attempt = 0; attempt < 20; attempt++) {
     const id = randomServiceId();
     const inserted = await sql<{

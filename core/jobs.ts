@@ -42,6 +42,7 @@ import type { Leases } from "./leases.ts";
 import type { SubmittedJob } from "./ledger.ts";
 import type { Logger } from "./log.ts";
 import type { PluginDeclaration } from "./plugin.ts";
+import type { PluginDb } from "./records.ts";
 import { formatTimestamp } from "./time.ts";
 import { isTransient } from "./transient.ts";
 import {
@@ -89,7 +90,7 @@ export interface JobKindDeclaration<Input = any> {
   events?: {
     success?: string;
     failure?: string;
-    data(trx: Kysely<any>, job: { jobId: string; partnerId: string }): Promise<Record<string, unknown>>;
+    data(trx: PluginDb, job: { jobId: string; partnerId: string }): Promise<Record<string, unknown>>;
   };
   /**
    * The runner of a queued kind. A kind without one is synchronous: the request that submits it does its
@@ -114,7 +115,7 @@ export interface JobRecoverContext {
   input: any;
   /** The state the dead owner left the job in. */
   state: string;
-  db: Kysely<any>;
+  db: PluginDb;
   /** The plugin's blob store. */
   blobs: BlobStore;
   log: Logger;
@@ -155,7 +156,7 @@ export interface JobOutcome {
     partnerJobId?: string | null;
     callbackUrl?: string | null;
     /** The plugin's own rows of the new job, in the same transaction. Database work only. */
-    insertRecords?: (trx: Kysely<any>, jobId: string) => Promise<void>;
+    insertRecords?: (trx: PluginDb, jobId: string) => Promise<void>;
   };
 }
 
@@ -190,7 +191,7 @@ export interface JobRunContext<Input = any> {
   pluginConfig: PluginConfigValues;
   clock: Clock;
   log: Logger;
-  db: Kysely<any>;
+  db: PluginDb;
   /** This plugin's blob store. */
   blobs: BlobStore;
   capability<K extends CapabilityName>(name: K): CapabilityMap[K];

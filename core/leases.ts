@@ -10,13 +10,21 @@
 // at start every lease of another owner is dead already: `start` expires them at once, and a restart recovers
 // its predecessor's work without waiting for the lease to run out.
 import { randomUUID } from "node:crypto";
-import { type Kysely, sql } from "kysely";
+import { type Compilable, type Kysely, type QueryExecutorProvider, sql } from "kysely";
+import type { KernelTables } from "../storage/tables.ts";
 import type { Logger } from "./log.ts";
 
 const DEFAULT_LEASE_SECONDS = 15;
 
 /** The lease a synchronous job's owner holds from its charge to its end (core/job-transactions.ts). */
 export const jobLeaseKey = (jobId: string) => `job:${jobId}`;
+
+/**
+ * The handle a lease statement runs through: the kernel's, or any transaction, whatever tables its own type
+ * declares (a plugin's `Kysely<UploadTables>` alike). The statements are built against the kernel's `leases`
+ * table and only executed through it.
+ */
+export type LeaseDb = QueryExecutorProvider;
 
 export interface Leases {
   /** This process's id, the `owner` of its leases. */
@@ -26,11 +34,11 @@ export interface Leases {
    * Takes `key` for this process (usually inside the transaction that starts the work): true when taken,
    * false when another live owner holds it. An expired lease, or one of ours, is taken over.
    */
-  take(db: Kysely<any>, key: string): Promise<boolean>;
+  take(db: LeaseDb, key: string): Promise<boolean>;
   /** Gives `key` up (in the transaction that ends the work, or on its own). Does nothing when it is not held. */
-  release(db: Kysely<any>, key: string): Promise<void>;
+  release(db: LeaseDb, key: string): Promise<void>;
   /** Whether a live owner (this process or another) holds `key`; read through `db` inside a transaction. */
-  isHeld(key: string, db?: Kysely<any>): Promise<boolean>;
+  isHeld(key: string, db?: LeaseDb): Promise<boolean>;
   /** Renews every lease this process owns: one statement. */
   renew(): Promise<void>;
   /** Runs on every heartbeat after the renewal (e.g. the kernel's recovery of orphaned jobs). */
@@ -41,13 +49,17 @@ export interface Leases {
 }
 
 export interface LeasesOptions {
-  db: Kysely<any>;
+  db: Kysely<KernelTables>;
   log: Logger;
   /** Lease duration (LEASE_SECONDS). */
   seconds?: number;
   /** The database is embedded: no other process can hold a lease once this one starts. */
   embedded: boolean;
 }
+
+/** The rows `query` (built on the kernel's handle) returns, run through `through` (a transaction, say). */
+const rowsThrough = async <R>(through: LeaseDb, query: Compilable<R>): Promise<R[]> =>
+  (await through.getExecutor().executeQuery(query.compile())).rows;
 
 export function createLeases(options: LeasesOptions): Leases {
   const { db, log } = options;
@@ -84,30 +96,30 @@ export function createLeases(options: LeasesOptions): Leases {
     owner,
     seconds,
     async take(trx, key) {
-      const row = await trx
-        .insertInto("leases")
-        .values({ key, owner, expires_at: until() })
-        .onConflict((oc) =>
-          oc
-            .column("key")
-            .doUpdateSet({ owner, expires_at: until() })
-            .where((eb) => eb.or([eb("leases.expires_at", "<=", sql<Date>`now()`), eb("leases.owner", "=", owner)])),
-        )
-        .returning("key")
-        .executeTakeFirst();
-      return row !== undefined;
+      const taken = await rowsThrough(
+        trx,
+        db
+          .insertInto("leases")
+          .values({ key, owner, expires_at: until() })
+          .onConflict((oc) =>
+            oc
+              .column("key")
+              .doUpdateSet({ owner, expires_at: until() })
+              .where((eb) => eb.or([eb("leases.expires_at", "<=", sql<Date>`now()`), eb("leases.owner", "=", owner)])),
+          )
+          .returning("key"),
+      );
+      return taken.length > 0;
     },
     async release(trx, key) {
-      await trx.deleteFrom("leases").where("key", "=", key).execute();
+      await rowsThrough(trx, db.deleteFrom("leases").where("key", "=", key));
     },
     async isHeld(key, through = db) {
-      const row = await through
-        .selectFrom("leases")
-        .select("key")
-        .where("key", "=", key)
-        .where("expires_at", ">", sql<Date>`now()`)
-        .executeTakeFirst();
-      return row !== undefined;
+      const held = await rowsThrough(
+        through,
+        db.selectFrom("leases").select("key").where("key", "=", key).where("expires_at", ">", sql<Date>`now()`),
+      );
+      return held.length > 0;
     },
     async renew() {
       await db.updateTable("leases").set({ expires_at: until() }).where("owner", "=", owner).execute();

@@ -1,6 +1,5 @@
 // The plugin contract. A plugin is a value: definePlugin() checks and freezes a declaration and returns it;
 // the kernel decides when and how to wire it (see core/registry.ts). Nothing here has side effects.
-import type { Kysely } from "kysely";
 import type { BlobStore } from "../contracts/blobs.ts";
 import type { CapabilityMap, CapabilityName, ContributionMap, ContributionName } from "../contracts/index.ts";
 import type { ConfigDeclaration, PluginConfigValues } from "../lib/plugin-config.ts";
@@ -12,10 +11,12 @@ import type { AccountService, Partner } from "./accounts.ts";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import type { JobKindDeclaration } from "./jobs.ts";
+import type { LeaseDb } from "./leases.ts";
 import type { JobSubmission, SubmittedJob } from "./ledger.ts";
 import type { Logger } from "./log.ts";
 import type { Price } from "./pricing.ts";
 import type { RateLimitName, RateWindow } from "./rate-limits.ts";
+import type { PluginDb } from "./records.ts";
 import type { Webhooks } from "./webhooks.ts";
 
 export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
@@ -55,7 +56,7 @@ export interface OperationContext<Input = unknown> {
   /** For what the partner must not see (a media tool's error, say): the response carries a sanitized text. */
   log: Logger;
   /** The database; a plugin touches only the kernel's services and its own tables. */
-  db: Kysely<any>;
+  db: PluginDb;
   /** Standard-basis cost table of every registered plugin (the `costs` object of GET /credits). */
   costs: Readonly<Record<string, unknown>>;
   account: AccountService;
@@ -103,10 +104,10 @@ export interface OperationContext<Input = unknown> {
  */
 export interface OperationLeases {
   /** Takes the lease (in a transaction, usually the one that starts the work); false when a live owner holds it. */
-  take(trx: Kysely<any>, key: string): Promise<boolean>;
-  release(db: Kysely<any>, key: string): Promise<void>;
+  take(trx: LeaseDb, key: string): Promise<boolean>;
+  release(db: LeaseDb, key: string): Promise<void>;
   /** Whether a live owner holds it; pass the transaction when asking inside one (PGlite has one connection). */
-  isHeld(key: string, db?: Kysely<any>): Promise<boolean>;
+  isHeld(key: string, db?: LeaseDb): Promise<boolean>;
 }
 
 export interface OperationDeclaration<S extends StandardSchemaV1 | undefined = StandardSchemaV1 | undefined> {
@@ -188,7 +189,7 @@ export interface OperationDeclaration<S extends StandardSchemaV1 | undefined = S
    * 200 `{request_id, job_id, status, error, credits_used}`.
    */
   replay?(ctx: {
-    db: Kysely<any>;
+    db: PluginDb;
     partnerId: string;
     jobId: string;
     requestId: string;

@@ -5,7 +5,8 @@
 //
 // In queries the record is `r` and its job `j`: `.where("j.state", "=", "complete")`, `.where("r.created_at",
 // ">=", since)`, both typed against the declared columns.
-import type { ColumnType, Kysely, Selectable, SelectQueryBuilder, SelectType } from "kysely";
+import type { ColumnType, Selectable, SelectQueryBuilder, SelectType } from "kysely";
+import type { PluginDb } from "../contracts/records.ts";
 import type { JobsTable } from "../storage/tables.ts";
 import { listPage, type Page, type PageRequest } from "./paging.ts";
 
@@ -72,12 +73,8 @@ export interface JobRecordsOptions<Table> {
   newestFirst: ReadonlyArray<keyof Table & string>;
 }
 
-/**
- * The database handle a plugin is given (`ctx.db`, a job's `ctx.db`, the `trx` of a submit or of a job's
- * ending). Untyped, since the kernel does not know a plugin's tables: record reads through jobRecords
- * come back typed.
- */
-export type PluginDb = Kysely<any>;
+export type { PluginDb };
+
 type Db = PluginDb;
 
 export interface JobRecords<Table, Output = Record<string, unknown>> {

@@ -7,6 +7,7 @@
 // old ones costs a scan; the table answers "what has expired" with one indexed query, on every backend.
 import type { Kysely } from "kysely";
 import type { BlobStore } from "../contracts/blobs.ts";
+import type { KernelTables } from "../storage/tables.ts";
 import type { Clock } from "./clock.ts";
 import type { Logger } from "./log.ts";
 
@@ -16,7 +17,7 @@ const RETAINED_TABLE = "retained_blobs";
  * A blob store that records `expiresAt` of every put in the retention table under the file's full key, so
  * scoped stores (a plugin's) and the root store agree on what a key names.
  */
-export function retainingBlobStore(inner: BlobStore, db: Kysely<any>, prefix = ""): BlobStore {
+export function retainingBlobStore(inner: BlobStore, db: Kysely<KernelTables>, prefix = ""): BlobStore {
   return {
     async put(key, data, meta) {
       const full = prefix + key;
@@ -60,7 +61,7 @@ export interface RetentionSweeper {
 const BATCH = 200;
 
 export function createRetentionSweeper(options: {
-  db: Kysely<any>;
+  db: Kysely<KernelTables>;
   blobs: BlobStore;
   clock: Clock;
   log: Logger;

@@ -262,7 +262,7 @@ export class AttemptWaits {
       if (first > 0) await sleepUnlessAborted(first, this.signal);
     }
 
-    const handle = w.handle as unknown as UpstreamHandle;
+    const handle = w.handle;
     const onProgress = options.onProgress ?? (() => {});
     for (let inline = 0; ; inline++) {
       let result;

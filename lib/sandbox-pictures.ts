@@ -38,8 +38,8 @@ function toRgb(img: VipsImage, track: <I extends VipsImage>(i: I) => I): VipsIma
   return out;
 }
 
-/** The image's pixels, copied out of the wasm heap (typed as vips' Memory, a Uint8Array at run time). */
-const pixelsOf = (img: VipsImage) => new Uint8Array(img.writeToMemory() as unknown as Uint8Array);
+/** The image's pixels, copied out of the wasm heap (vips' Memory: a Uint8Array, the image being uchar). */
+const pixelsOf = (img: VipsImage) => new Uint8Array(img.writeToMemory());
 
 /** Refuses a picture over the engine's pixel budget before libvips decodes it (a plugin may not have measured it). */
 function withinBudget(bytes: Uint8Array): void {

@@ -20,14 +20,7 @@
 import type { PGlite } from "@electric-sql/pglite";
 import { type SendOptions as BossSendOptions, type ConstructorOptions, type Db, fromPglite, PgBoss } from "pg-boss";
 import { POOL_CONNECT_TIMEOUT_MS } from "./db.ts";
-import {
-  type BossCalls,
-  createFetcher,
-  createScanner,
-  type Fetcher,
-  type HeldJob,
-  type Scanner,
-} from "./queue-fetcher.ts";
+import { createFetcher, createScanner, type Fetcher, type HeldJob, type Scanner } from "./queue-fetcher.ts";
 
 export interface QueueJob<T = unknown> {
   id: string;
@@ -541,7 +534,7 @@ export function createQueue(target: QueueTarget, options: CreateQueueOptions = {
         name,
         concurrency: o.concurrency ?? 1,
         handler,
-        boss: boss as unknown as BossCalls,
+        boss,
         held,
         onEmpty: () => idle?.(),
         onFailed: () => scanner?.soon(1),

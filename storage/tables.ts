@@ -1,6 +1,7 @@
 // Row types of the kernel's tables, for kysely. Plugins own their tables and declare their own row types;
 // they reach these only through the kernel's services.
 import type { ColumnType, Generated } from "kysely";
+import type { UpstreamHandle } from "../contracts/upstream.ts";
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json<T> = ColumnType<T, string | T, string | T>;
@@ -145,6 +146,13 @@ export interface KernelTables {
   idempotency_keys: IdempotencyKeysTable;
   job_waits: JobWaitsTable;
   leases: LeasesTable;
+  retained_blobs: RetainedBlobsTable;
+}
+
+/** Files kept for a window (core/retention.ts): the full blob key and when the sweeper may remove it. */
+export interface RetainedBlobsTable {
+  key: string;
+  expires_at: Timestamp;
 }
 
 /** Who works on what, until when (core/leases.ts). */
@@ -160,7 +168,8 @@ export interface JobWaitsTable {
   step: string;
   provider: string;
   upstream_id: string;
-  handle: Json<Record<string, unknown>>;
+  /** The provider's handle as `submit` gave it, given back to each `poll`. */
+  handle: Json<UpstreamHandle>;
   seq: number;
   parked: boolean;
   claimed_by: string | null;

@@ -241,7 +241,9 @@ export function createHttpApp(kernel: Kernel, options: HttpAppOptions): RoutedH3
   mountDocs(
     app,
     kernel,
-    options.admin === false ? adminRouteDocs(kernel.registry) : mountAdminApi(app, kernel, options.adminToken, door),
+    options.admin === false
+      ? adminRouteDocs(kernel.registry)
+      : mountAdminApi(app, kernel.registry, options.adminToken, () => kernel, door),
   );
   mountMedia(app, kernel.blobs);
   mountUpstreamCallbacks(app, kernel);
@@ -350,7 +352,7 @@ export async function serveAdmin(
 ): Promise<{ url: string; close(): Promise<void> }> {
   const app = new RoutedH3();
   mountConventions(app, kernel);
-  mountAdminApi(app, kernel, options.adminToken);
+  mountAdminApi(app, kernel.registry, options.adminToken, () => kernel);
   mountUnmatched(app);
   const server = serve(app, { port: options.port, hostname: options.hostname, silent: true, gracefulShutdown: false });
   if (server.node?.server)

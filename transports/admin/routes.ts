@@ -90,8 +90,13 @@ export { tokenMatches } from "./door.ts";
  * on a throwaway app with only the registry (their schemas read it); no handler ever runs.
  */
 export function adminRouteDocs(registry: Registry): AdminRouteDoc[] {
-  return mountAdminApi(new H3(), { registry } as unknown as Kernel, "");
+  return mountAdminApi(new H3(), registry, "", () => {
+    throw new Error("the admin route table alone serves no request");
+  });
 }
+
+/** What the admin handlers use besides the registry, reached when a request comes (never for the route table alone). */
+export type AdminServices = Pick<Kernel, "accounts" | "database" | "limiter" | "log">;
 
 /**
  * An admin body that refuses a field it does not know (400 naming it) instead of dropping it: an operator who
@@ -113,13 +118,18 @@ function strictBody<Shape extends z.ZodRawShape>(shape: Shape) {
   });
 }
 
-/** Mounts the admin API; returns its route table, which documents it (schema/admin-openapi.json). */
+/**
+ * Mounts the admin API; returns its route table, which documents it (schema/admin-openapi.json). The door
+ * defaults to one of its own on the kernel's limiter.
+ */
 export function mountAdminApi(
   app: H3,
-  kernel: Kernel,
+  registry: Registry,
   adminToken: string,
-  door: AdminDoor = adminDoor(adminToken, kernel.limiter, kernel.log),
+  services: () => AdminServices,
+  door?: AdminDoor,
 ): AdminRouteDoc[] {
+  const doorOf = () => (door ??= adminDoor(adminToken, services().limiter, services().log));
   const routes: AdminRouteDoc[] = [];
   const createSchema = strictBody({
     name,
@@ -129,14 +139,14 @@ export function mountAdminApi(
       .min(0, { error: "credits must be a non-negative integer" })
       .optional(),
     pricing_tier: tier.optional(),
-    features: featuresSchema(kernel.registry.features).optional(),
+    features: featuresSchema(registry.features).optional(),
   });
   const patchSchema = strictBody({
     name: name.optional(),
     pricing_tier: tier.optional(),
     is_active: z.boolean({ error: "is_active must be true or false" }).optional(),
-    features: featuresSchema(kernel.registry.features).optional(),
-    limits: limitsSchema(kernel.registry.rateLimits).optional(),
+    features: featuresSchema(registry.features).optional(),
+    limits: limitsSchema(registry.rateLimits).optional(),
     custom_rates: customRates.optional(),
   });
   const creditsSchema = strictBody({
@@ -164,7 +174,7 @@ export function mountAdminApi(
     routes.push({ method, path, status, summary, ...(schema ? { body: schema } : {}) });
     const h: Handler = async (request, params, requestId) => {
       try {
-        await door.admit(request, ADMIN_CHALLENGE);
+        await doorOf().admit(request, ADMIN_CHALLENGE);
         // The partner API's rules for hostile input (core/validation.ts) hold here too: a NUL in a name or a
         // path, or an unpaired surrogate, is a 400, never a database error.
         const hostileParam = screenInput(params);
@@ -182,7 +192,7 @@ export function mountAdminApi(
       } catch (err) {
         return errorResponse(
           err,
-          (e) => kernel.log.error(`admin ${method} ${path} failed`, e),
+          (e) => services().log.error(`admin ${method} ${path} failed`, e),
           ADMIN_CHALLENGE,
           requestId,
         );
@@ -203,7 +213,7 @@ export function mountAdminApi(
     201,
     "Create a partner; the answer shows its API key once",
     async (body: z.infer<typeof createSchema>) => {
-      const { partner, apiKey } = await kernel.accounts.create({
+      const { partner, apiKey } = await services().accounts.create({
         name: body.name,
         credits: body.credits,
         pricingTier: body.pricing_tier,
@@ -226,7 +236,7 @@ export function mountAdminApi(
     "/partners/:partner_id",
     200,
     "A partner: tier, balance, switches, limits, custom rates",
-    async (_b, params) => partnerView(mustFind(await kernel.accounts.get(params.partner_id!))),
+    async (_b, params) => partnerView(mustFind(await services().accounts.get(params.partner_id!))),
   );
 
   route(
@@ -235,7 +245,7 @@ export function mountAdminApi(
     200,
     "Change a partner's name, tier, activity, switches, limits or custom rates",
     async (body: z.infer<typeof patchSchema>, params) => {
-      const p = await kernel.accounts.update(params.partner_id!, {
+      const p = await services().accounts.update(params.partner_id!, {
         name: body.name,
         pricingTier: body.pricing_tier,
         isActive: body.is_active,
@@ -254,9 +264,9 @@ export function mountAdminApi(
     200,
     "Grant (purchase) or adjust credits",
     async (body: z.infer<typeof creditsSchema>, params) => {
-      mustFind(await kernel.accounts.get(params.partner_id!));
+      mustFind(await services().accounts.get(params.partner_id!));
       const balance = await addCredits(
-        kernel.database.kysely,
+        services().database.kysely,
         params.partner_id!,
         body.amount,
         body.type,
@@ -267,7 +277,7 @@ export function mountAdminApi(
           400,
           body.amount > 0 ? KERNEL_ERRORS.balanceTooLarge : "The adjustment would make the balance negative",
         );
-      await kernel.accounts.changed(params.partner_id!);
+      await services().accounts.changed(params.partner_id!);
       return { credits_remaining: balance };
     },
     creditsSchema,
@@ -276,12 +286,12 @@ export function mountAdminApi(
   // Service-wide pause switches (core/pauses.ts): only those a registered plugin declares.
   const pauseSchema = strictBody({ paused: z.boolean({ error: "paused must be true or false" }) });
   const knownPause = (name: string) => {
-    if (!kernel.registry.pauses.has(name)) throw new ApiError(404, `Unknown pause switch: ${name}`);
+    if (!registry.pauses.has(name)) throw new ApiError(404, `Unknown pause switch: ${name}`);
     return name;
   };
   route("GET", "/pauses", 200, "The service-wide pause switches and their states", async () => {
-    const names = [...kernel.registry.pauses].sort();
-    const states = await Promise.all(names.map((n) => isPaused(kernel.database.kysely, n)));
+    const names = [...registry.pauses].sort();
+    const states = await Promise.all(names.map((n) => isPaused(services().database.kysely, n)));
     return { pauses: Object.fromEntries(names.map((n, i) => [n, states[i]])) };
   });
   route(
@@ -291,7 +301,7 @@ export function mountAdminApi(
     "Pause or resume one switch",
     async (body: z.infer<typeof pauseSchema>, params) => {
       const name = knownPause(params.name!);
-      await setPaused(kernel.database.kysely, name, body.paused);
+      await setPaused(services().database.kysely, name, body.paused);
       return { name, paused: body.paused };
     },
     pauseSchema,
@@ -303,7 +313,7 @@ export function mountAdminApi(
     200,
     "A new API key for the partner; the old one stops at once",
     async (_b, params) => {
-      const key = await kernel.accounts.rotateKey(params.partner_id!);
+      const key = await services().accounts.rotateKey(params.partner_id!);
       if (!key) throw new ApiError(404, "Partner not found");
       return { api_key: key };
     },
