@@ -3,6 +3,7 @@
 import type { Selectable } from "kysely";
 import { listPage, type PageRequest, type PluginDb } from "mediagate/plugin";
 import { z } from "zod";
+import { clipOutcome, picture } from "../answer-fields.ts";
 import { BATCHES_TABLE, type BatchRow, type OmniVideoRecord, omniVideos, timestamp } from "../records.ts";
 import { isPromptFixable } from "../videos/records.ts";
 
@@ -60,9 +61,7 @@ export const sectionShape = z.object({
   duration: z.number().int(),
   credits_used: z.number().int(),
   status: z.string(),
-  video_url: z.string().nullable(),
-  error: z.string().nullable(),
-  prompt_fixable: z.boolean(),
+  ...clipOutcome,
   credits_refunded: z.number().int(),
 });
 
@@ -70,8 +69,7 @@ export const batchShape = z.object({
   batch_id: z.string(),
   partner_job_id: z.string().nullable(),
   status: z.enum(["processing", "complete", "partial", "error"]),
-  aspect_ratio: z.string(),
-  resolution: z.string(),
+  ...picture,
   section_count: z.number().int(),
   sections_complete: z.number().int(),
   jobs: z.array(sectionShape),

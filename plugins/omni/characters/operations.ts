@@ -29,6 +29,7 @@ import {
   type VideoFrame,
 } from "mediagate/plugin";
 import { z } from "zod";
+import { charged } from "../answer-fields.ts";
 import { OMNI_ERRORS } from "../errors.ts";
 import { libraryDeleteOperation } from "../library.ts";
 import { characterPrice, LIMITS, OMNI_FEATURE, OMNI_PAUSE } from "../prices.ts";
@@ -67,9 +68,7 @@ const createCharacter = operation({
   // A 20 MB image is about 28 MB of base64; the decoded size is checked exactly below.
   maxBodyBytes: 30_000_000,
   bodyTooLarge: OMNI_ERRORS.imageTooLarge,
-  output: characterShape
-    .omit({ voice: true, created_at: true })
-    .extend({ credits_used: z.number().int(), credits_remaining: z.number().int() }),
+  output: characterShape.omit({ voice: true, created_at: true }).extend(charged),
   async handle(ctx) {
     if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, OMNI_ERRORS.unavailable);
     const req = ctx.input;

@@ -33,6 +33,7 @@
 
 import { ApiError, isJobId, notFound, operation, type PluginDb } from "mediagate/plugin";
 import { z } from "zod";
+import { charged } from "../answer-fields.ts";
 import { OMNI_ERRORS } from "../errors.ts";
 import { OMNI_FEATURE, OMNI_PAUSE, repairPrice } from "../prices.ts";
 import { omniVideos } from "../records.ts";
@@ -86,8 +87,7 @@ const improvePrompt = operation({
     job_id: z.string(),
     source_job_id: z.string(),
     improved_prompt: z.string(),
-    credits_used: z.number().int(),
-    credits_remaining: z.number().int(),
+    ...charged,
   }),
   async handle(ctx) {
     if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, OMNI_ERRORS.unavailable);

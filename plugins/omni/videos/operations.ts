@@ -13,6 +13,7 @@ import {
   pageShape,
 } from "mediagate/plugin";
 import { z } from "zod";
+import { charged, picture } from "../answer-fields.ts";
 import { OMNI_ERRORS } from "../errors.ts";
 import { OMNI_FEATURE, OMNI_PAUSE } from "../prices.ts";
 import { omniVideos } from "../records.ts";
@@ -37,10 +38,8 @@ const createVideo = operation({
     status: z.literal("processing"),
     model: z.string(),
     duration: z.number().int(),
-    aspect_ratio: z.string(),
-    resolution: z.string(),
-    credits_used: z.number().int(),
-    credits_remaining: z.number().int(),
+    ...picture,
+    ...charged,
   }),
   async handle(ctx) {
     if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, OMNI_ERRORS.unavailable);

@@ -9,6 +9,7 @@
 
 import type { PluginDb } from "mediagate/plugin";
 import { z } from "zod";
+import { clipOutcome, picture } from "../answer-fields.ts";
 import { OMNI_ERRORS } from "../errors.ts";
 import { type OmniVideoRecord, omniVideos, timestamp } from "../records.ts";
 
@@ -57,11 +58,8 @@ export const videoViewShape = z.object({
   first_frame_url: z.string().nullable(),
   last_frame_url: z.string().nullable(),
   duration: z.number().int(),
-  aspect_ratio: z.string(),
-  resolution: z.string(),
-  video_url: z.string().nullable(),
-  error: z.string().nullable(),
-  prompt_fixable: z.boolean(),
+  ...picture,
+  ...clipOutcome,
   credits_used: z.number().int(),
   credits_refunded: z.number().int(),
   created_at: z.string(),
