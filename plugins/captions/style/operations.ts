@@ -14,14 +14,7 @@ const range = (r: NumberRange) => ({ min: r.min, max: r.max, default: r.default,
 export function styleOptionsBody(credits: number): Record<string, unknown> {
   return {
     // Every column but `path` (where the file is on this machine).
-    fonts: FONTS.map((f) => ({
-      key: f.key,
-      label: f.label,
-      file: f.file,
-      css_family: f.css_family,
-      embolden: f.embolden,
-      category: f.category,
-    })),
+    fonts: FONTS.map(({ path: _path, ...shown }) => shown),
     presets: PRESETS.map((p) => ({ key: p.key, label: p.label, style: { ...p.style } })),
     chunking: [...CHOICES.chunking],
     cases: [...CHOICES.case],

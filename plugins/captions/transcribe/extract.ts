@@ -49,45 +49,14 @@ async function probeSource(engine: MediaEngine, source: EngineInput, signal: Abo
   return parseFfmpegInfo(lines, source.size);
 }
 
-function audioArgs(index: number, seconds: number): string[] {
-  return [
-    "-map",
-    `0:${index}`,
-    "-t",
-    String(seconds),
-    "-vn",
-    "-sn",
-    "-dn",
-    "-ac",
-    "1",
-    "-ar",
-    String(EXTRACT.rate),
-    "-c:a",
-    "pcm_s16le",
-    "-f",
-    "wav",
-    "audio.wav",
-  ];
-}
+// What each track becomes: the audio mono 16-bit WAV at the recognizer's rate, the timed text WebVTT. -fs: a
+// track of a hostile upload could be most of a 1 GB file; what the parser reads is all we keep.
+const AUDIO_OUT = ["-vn", "-sn", "-dn", "-ac", "1", "-ar", String(EXTRACT.rate), "-c:a", "pcm_s16le", "-f", "wav"];
+const TEXT_OUT = ["-vn", "-an", "-dn", "-c:s", "webvtt", "-fs", String(TIMED_TEXT.maxChars), "-f", "webvtt"];
 
-function textArgs(index: number, seconds: number): string[] {
-  // -fs: a track of a hostile upload could be most of a 1 GB file; what the parser reads is all we keep.
-  return [
-    "-map",
-    `0:${index}`,
-    "-t",
-    String(seconds),
-    "-vn",
-    "-an",
-    "-dn",
-    "-c:s",
-    "webvtt",
-    "-fs",
-    String(TIMED_TEXT.maxChars),
-    "-f",
-    "webvtt",
-    "text.vtt",
-  ];
+/** One output of the extract run: the source's track `index`, cut at `seconds`, written to `file`. */
+function trackOutput(index: number, seconds: number, encode: string[], file: string): string[] {
+  return ["-map", `0:${index}`, "-t", String(seconds), ...encode, file];
 }
 
 export async function extractSpeechInputs(
@@ -111,8 +80,8 @@ export async function extractSpeechInputs(
     const args = [
       "-i",
       SOURCE,
-      ...(withAudio ? audioArgs(audio!.index, seconds) : []),
-      ...(withText ? textArgs(text!.index, seconds) : []),
+      ...(withAudio ? trackOutput(audio!.index, seconds, AUDIO_OUT, "audio.wav") : []),
+      ...(withText ? trackOutput(text!.index, seconds, TEXT_OUT, "text.vtt") : []),
     ];
     const outputs = [...(withAudio ? ["audio.wav"] : []), ...(withText ? ["text.vtt"] : [])];
     return engine.run(args, {

@@ -89,15 +89,21 @@ export async function findSession(db: UploadsDb, partnerId: string, id: string):
   return row ? normalize(row) : undefined;
 }
 
-/** In a transaction: the session row, locked until the transaction ends. */
-export async function lockSession(trx: UploadsDb, partnerId: string, id: string): Promise<SessionRow | undefined> {
-  const row = await trx
+/** In a transaction: the session row, locked until the transaction ends, if it is the partner's or has expired by then. */
+function lockRow(trx: UploadsDb, id: string, { partnerId, expiredBy }: { partnerId?: string; expiredBy?: Date }) {
+  return trx
     .selectFrom(SESSIONS_TABLE)
     .selectAll()
     .where("id", "=", id)
-    .where("partner_id", "=", partnerId)
+    .$if(partnerId !== undefined, (q) => q.where("partner_id", "=", partnerId!))
+    .$if(expiredBy !== undefined, (q) => q.where("expires_at", "<=", expiredBy!))
     .forUpdate()
     .executeTakeFirst();
+}
+
+/** In a transaction: the session row, locked until the transaction ends. */
+export async function lockSession(trx: UploadsDb, partnerId: string, id: string): Promise<SessionRow | undefined> {
+  const row = await lockRow(trx, id, { partnerId });
   return row ? normalize(row) : undefined;
 }
 
@@ -296,13 +302,7 @@ export async function expiredSessions(db: UploadsDb, partnerId: string, now: Dat
   const keys: string[] = [];
   for (const id of new Set([...mine, ...rest].map((r) => r.id as string))) {
     await db.transaction().execute(async (trx) => {
-      const row = await trx
-        .selectFrom(SESSIONS_TABLE)
-        .selectAll()
-        .where("id", "=", id)
-        .where("expires_at", "<=", now)
-        .forUpdate()
-        .executeTakeFirst();
+      const row = await lockRow(trx, id, { expiredBy: now });
       if (!row) return;
       const parts = await deleteSession(trx, id);
       if (row.state !== "finalized") keys.push(...parts);
