@@ -19,7 +19,7 @@ import {
   type VideoOutput,
 } from "mediagate/plugin";
 import { VIDEO_ERRORS } from "./errors.ts";
-import { eventData, VIDEO_TABLE } from "./records.ts";
+import { eventData, jobPrompt } from "./records.ts";
 import { normalizeReference, ReferenceEncodeError, type ReferenceKind } from "./references.ts";
 
 /** The largest frame a job fetches by URL (spec part 2, "Limits"): as large as an uploaded one may be. */
@@ -124,13 +124,8 @@ export const videoJob: JobKindDeclaration<StoredInput> = {
           const endFrame = input.end_frame ? await loadFrame(ctx, input.end_frame) : undefined;
           const referenceImages: VideoFrame[] = [];
           for (const f of input.reference_images) referenceImages.push(await loadFrame(ctx, f));
-          const row = await ctx.db
-            .selectFrom(VIDEO_TABLE)
-            .select(["prompt"])
-            .where("job_id", "=", ctx.jobId)
-            .executeTakeFirstOrThrow();
           return {
-            prompt: row.prompt,
+            prompt: await jobPrompt(ctx.db, ctx.jobId),
             negativePrompt: input.negative_prompt,
             model: input.route,
             width: input.width,

@@ -28,11 +28,12 @@ import type { StoredFrame, StoredInput } from "./job.ts";
 import { concatClips } from "./merge.ts";
 import { ANIMATION, MERGE_PRICE, MODELS, SHORT_EDGE, type VideoModel, videoPrice } from "./prices.ts";
 import {
+  insertMerge,
   listView,
-  MERGE_TABLE,
   type MergePart,
   mergedSpoken,
   statusView,
+  storeMergeFile,
   type VideoOutput,
   type VideoRecords,
   videoJobs,
@@ -79,7 +80,10 @@ async function checkCallback(ctx: OperationContext, url: string | null) {
   }
 }
 
-/** Charges and queues; uploads are written first (the job may start at once) and removed if the charge fails. */
+/**
+ * Charges and queues, and answers the 202; uploads are written first (the job may start at once) and removed if
+ * the charge fails. The record's frame links are the stored input's frames.
+ */
 async function submit(
   ctx: OperationContext,
   args: {
@@ -88,15 +92,19 @@ async function submit(
     callbackUrl: string | null;
     input: StoredInput;
     uploads: Upload[];
-    record: Omit<Parameters<VideoRecords["insert"]>[1], "job_id" | "partner_id">;
+    record: Omit<Parameters<VideoRecords["insert"]>[1], "job_id" | "partner_id" | "start_frame_url" | "end_frame_url">;
     insufficient: (n: number) => string;
     description: string;
   },
 ) {
   for (const u of args.uploads) await ctx.blobs.put(u.key, u.bytes, { contentType: u.contentType });
   const records = ctx.capability("video.records");
+  const frames = {
+    start_frame_url: frameUrl(ctx, args.input.start_frame),
+    end_frame_url: frameUrl(ctx, args.input.end_frame),
+  };
   try {
-    return await ctx.submitJob({
+    const job = await ctx.submitJob({
       kind: "video",
       state: "queued",
       credits: args.credits,
@@ -106,8 +114,15 @@ async function submit(
       description: args.description,
       insufficientCredits: args.insufficient,
       insertRecords: (trx, [jobId]) =>
-        records.insert(trx, { ...args.record, job_id: jobId!, partner_id: ctx.partner.id }),
+        records.insert(trx, { ...args.record, ...frames, job_id: jobId!, partner_id: ctx.partner.id }),
     });
+    return {
+      job_id: job.jobId,
+      partner_job_id: args.partnerJobId,
+      status: "queued" as const,
+      credits_used: job.creditsUsed,
+      credits_remaining: job.creditsRemaining,
+    };
   } catch (err) {
     // Bad input (402, 429) changes nothing: no row, no file.
     for (const u of args.uploads) await ctx.blobs.remove(u.key).catch(() => {});
@@ -115,13 +130,11 @@ async function submit(
   }
 }
 
-const submitted = z.object({
-  job_id: z.string(),
-  partner_job_id: z.string().nullable(),
-  status: z.literal("queued"),
-  credits_used: z.number().int(),
-  credits_remaining: z.number().int(),
-});
+// Field groups of the answers below, in the spec's order.
+const jobIds = { job_id: z.string(), partner_job_id: z.string().nullable() };
+const charged = { credits_used: z.number().int(), credits_remaining: z.number().int() };
+
+const submitted = z.object({ ...jobIds, status: z.literal("queued"), ...charged });
 
 // ---------------------------------------------------------------------------------------------------------
 // Operations.
@@ -209,7 +222,7 @@ const generateVideo = operation({
       reference_videos: keep(videos, "ref-video"),
       reference_audio: keep(audio, "ref-audio"),
     };
-    const job = await submit(ctx, {
+    return submit(ctx, {
       credits,
       partnerJobId: req.partnerJobId,
       callbackUrl: req.callbackUrl,
@@ -225,17 +238,8 @@ const generateVideo = operation({
         quality: req.quality,
         duration: req.outputSeconds,
         aspect_ratio: req.aspectRatio,
-        start_frame_url: frameUrl(ctx, start),
-        end_frame_url: frameUrl(ctx, end),
       },
     });
-    return {
-      job_id: job.jobId,
-      partner_job_id: req.partnerJobId,
-      status: "queued",
-      credits_used: job.creditsUsed,
-      credits_remaining: job.creditsRemaining,
-    };
   },
 });
 
@@ -267,7 +271,7 @@ const generateAnimation = operation({
     const start = storeFrame(req.startFrame, prefix, "start", uploads);
     const end = storeFrame(req.endFrame, prefix, "end", uploads);
     const { width, height } = videoFrameSize(req.aspectRatio, SHORT_EDGE[ANIMATION.quality]);
-    const job = await submit(ctx, {
+    return submit(ctx, {
       credits,
       partnerJobId: req.partnerJobId,
       callbackUrl: req.callbackUrl,
@@ -296,17 +300,8 @@ const generateAnimation = operation({
         quality: ANIMATION.quality,
         duration: ANIMATION.seconds,
         aspect_ratio: req.aspectRatio,
-        start_frame_url: frameUrl(ctx, start),
-        end_frame_url: frameUrl(ctx, end),
       },
     });
-    return {
-      job_id: job.jobId,
-      partner_job_id: req.partnerJobId,
-      status: "queued",
-      credits_used: job.creditsUsed,
-      credits_remaining: job.creditsRemaining,
-    };
   },
 });
 
@@ -341,8 +336,7 @@ const listVideos = operation({
   output: pageShape(
     "videos",
     z.object({
-      job_id: z.string(),
-      partner_job_id: z.string().nullable(),
+      ...jobIds,
       status: z.string(),
       prompt: z.string(),
       model: z.string(),
@@ -425,8 +419,7 @@ const mergeVideos = operation({
     merge_id: z.string(),
     partner_job_id: z.string().nullable(),
     merged_url: z.string(),
-    credits_used: z.number().int(),
-    credits_remaining: z.number().int(),
+    ...charged,
   }),
   async handle(ctx) {
     const { jobIds, partnerJobId } = ctx.input;
@@ -455,17 +448,8 @@ const mergeVideos = operation({
       description: `Merge of ${jobIds.length} clips`,
       insufficientCredits: VIDEO_ERRORS.mergeInsufficient,
       input: { job_ids: jobIds },
-      insertRecords: async (trx, [mergeId]) => {
-        await trx
-          .insertInto(MERGE_TABLE)
-          .values({
-            merge_id: mergeId!,
-            partner_id: ctx.partner.id,
-            job_ids: JSON.stringify(jobIds),
-            expires_at: expiresAt,
-          })
-          .execute();
-      },
+      insertRecords: (trx, [mergeId]) =>
+        insertMerge(trx, { merge_id: mergeId!, partner_id: ctx.partner.id, job_ids: jobIds, expires_at: expiresAt }),
     });
 
     let key: string;
@@ -476,11 +460,7 @@ const mergeVideos = operation({
       });
       key = `merges/${job.jobId}-${randomBytes(16).toString("hex")}.mp4`; // 128 random bits: a capability URL
       await ctx.blobs.put(key, merged.bytes, { contentType: "video/mp4", expiresAt });
-      await ctx.db
-        .updateTable(MERGE_TABLE)
-        .set({ video_key: key, duration_seconds: merged.durationSeconds })
-        .where("merge_id", "=", job.jobId)
-        .execute();
+      await storeMergeFile(ctx.db, job.jobId, key, merged.durationSeconds);
       const spoken = await mergeSpoken(
         ctx,
         jobIds.map((id) => byId.get(id)!.output!.spoken),

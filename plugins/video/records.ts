@@ -6,19 +6,24 @@
 // - `video_url` is null until the job is complete; `duration` is the clip's length in whole seconds (gamma: 8).
 // - The list also carries `progress`, `message` and `error` (non-breaking additions, versioning rule 3).
 import { randomBytes } from "node:crypto";
-import type { ColumnType } from "kysely";
+import type { ColumnType, Kysely } from "kysely";
 import type { CaptionableVideo, SpokenRecord, VideoJobRow, VideoOutput, VideoRecords } from "mediagate/plugin";
 import { type BlobStore, formatTimestamp, type JobRecord, jobRecords, type PluginDb } from "mediagate/plugin";
+import type { VideoTables } from "./migrations.ts";
 
 export type { CaptionableVideo, VideoJobRow, VideoOutput, VideoRecords };
 
 export const VIDEO_TABLE = "video_jobs";
 export const MERGE_TABLE = "video_merges";
 
+/** The plugin's tables as its migration declares them (migrations.ts): every write here is typed by them. */
+type VideoDb = Kysely<VideoTables>;
+
 export function videoRecords(blobs: BlobStore, mediaUrl: (key: string) => string): VideoRecords {
   return {
     async insert(trx, row) {
-      await trx
+      const db: VideoDb = trx;
+      await db
         .insertInto(VIDEO_TABLE)
         .values({ start_frame_url: null, end_frame_url: null, ...row })
         .execute();
@@ -119,22 +124,40 @@ export const videoJobs = jobRecords<VideoJobsTable, VideoOutput>(VIDEO_TABLE, {
 
 type Joined = JobRecord<VideoJobsTable, VideoOutput>;
 
-/** A `video_merges` row (migrations.ts). */
-export interface VideoMergesTable {
-  merge_id: string;
-  partner_id: string;
-  job_ids: ColumnType<string[] | string, string, string>;
-  video_key: string | null;
-  duration_seconds: number | null;
-  expires_at: ColumnType<Date, Date | string, Date | string>;
-  created_at: ColumnType<Date, Date | string | undefined, never>;
-}
+/** A `video_merges` row, as migrations.ts declares it. */
+export type VideoMergesTable = VideoTables["video_merges"];
 
 /** What a finished merge keeps on its `jobs.output`. */
 export interface MergeOutput {
   video_key: string;
   duration: number;
   spoken?: SpokenRecord | null;
+}
+
+/** A merge's own row, written with its kernel job (POST /merge-videos charges and inserts both at once). */
+export async function insertMerge(
+  db: VideoDb,
+  row: { merge_id: string; partner_id: string; job_ids: readonly string[]; expires_at: Date },
+): Promise<void> {
+  await db
+    .insertInto(MERGE_TABLE)
+    .values({ ...row, job_ids: JSON.stringify(row.job_ids) })
+    .execute();
+}
+
+/** The merged file of a merge, once it is stored. */
+export async function storeMergeFile(db: VideoDb, mergeId: string, key: string, seconds: number): Promise<void> {
+  await db
+    .updateTable(MERGE_TABLE)
+    .set({ video_key: key, duration_seconds: seconds })
+    .where("merge_id", "=", mergeId)
+    .execute();
+}
+
+/** The prompt a video job was submitted with (kept on its row, not in the job's input). */
+export async function jobPrompt(db: VideoDb, jobId: string): Promise<string> {
+  const row = await db.selectFrom(VIDEO_TABLE).select(["prompt"]).where("job_id", "=", jobId).executeTakeFirstOrThrow();
+  return row.prompt;
 }
 
 /** Merges joined to their kernel job rows (what `video.records` find() reads for a merge id). */
