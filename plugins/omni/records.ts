@@ -2,7 +2,7 @@
 // characters as snapshots (characters/, videos/, batch/), Omni video records joined to their jobs
 // (status, list, events, batches, prompt repair). Another account's rows never come back (invariant 4): a
 // foreign id reads exactly like a missing one.
-import type { ColumnType, Kysely } from "kysely";
+import type { ColumnType, Kysely, Selectable } from "kysely";
 import {
   formatTimestamp,
   type JobRecord,
@@ -120,28 +120,37 @@ export function voiceSnapshot(row: Pick<VoiceRow, "voice_id" | "name" | "base_vo
   };
 }
 
-const unique = (ids: readonly string[]) => [...new Set(ids)];
+/** The tables of an account's own rows found by id, and their id columns. */
+const OWN_ROWS = { [VOICES_TABLE]: "voice_id", [CHARACTERS_TABLE]: "character_id" } as const;
+type OwnTable = keyof typeof OWN_ROWS;
 
 /**
- * The partner's voices of `ids`, in the order asked (a repeated id answers the same voice again), or null
- * when one of them is missing or another account's.
+ * The partner's rows of `ids` in `table`, in the order asked (a repeated id answers the same row again), each
+ * as `view` makes it, or null when one of them is missing or another account's.
  */
-export async function findVoices(
+async function ownInAskedOrder<K extends OwnTable, T>(
   db: OmniDb,
+  table: K,
   partnerId: string,
   ids: readonly string[],
-): Promise<CharacterVoice[] | null> {
+  view: (row: Selectable<OmniTables[K]>) => T,
+): Promise<T[] | null> {
   if (ids.length === 0) return [];
-  const rows = await db
-    .selectFrom(VOICES_TABLE)
+  const idColumn = OWN_ROWS[table];
+  const rows = (await db
+    .selectFrom(table as OwnTable)
     .selectAll()
     .where("partner_id", "=", partnerId)
-    .where("voice_id", "in", unique(ids))
-    .execute();
-  const byId = new Map(rows.map((r) => [r.voice_id, voiceSnapshot(r)]));
+    .where(db.dynamic.ref(idColumn), "in", [...new Set(ids)])
+    .execute()) as Array<Selectable<OmniTables[K]>>;
+  const byId = new Map(rows.map((r) => [(r as Record<string, unknown>)[idColumn] as string, view(r)]));
   const found = ids.map((id) => byId.get(id));
-  return found.every((v) => v !== undefined) ? (found as CharacterVoice[]) : null;
+  return found.every((v) => v !== undefined) ? (found as T[]) : null;
 }
+
+/** The partner's voices of `ids` as snapshots (ownInAskedOrder). */
+export const findVoices = (db: OmniDb, partnerId: string, ids: readonly string[]): Promise<CharacterVoice[] | null> =>
+  ownInAskedOrder(db, VOICES_TABLE, partnerId, ids, voiceSnapshot);
 
 export type CharacterRecord = Omit<CharacterRow, "voice" | "created_at"> & {
   voice: CharacterVoice | null;
@@ -150,23 +159,16 @@ export type CharacterRecord = Omit<CharacterRow, "voice" | "created_at"> & {
 
 const parsed = <T>(v: unknown): T => (typeof v === "string" ? (JSON.parse(v) as T) : (v as T));
 
-/** The partner's characters of `ids`, in the order asked, or null when one is missing or another account's. */
-export async function findCharacters(
+/** The partner's characters of `ids`, their voice snapshots parsed (ownInAskedOrder). */
+export const findCharacters = (
   db: OmniDb,
   partnerId: string,
   ids: readonly string[],
-): Promise<CharacterRecord[] | null> {
-  if (ids.length === 0) return [];
-  const rows = await db
-    .selectFrom(CHARACTERS_TABLE)
-    .selectAll()
-    .where("partner_id", "=", partnerId)
-    .where("character_id", "in", unique(ids))
-    .execute();
-  const byId = new Map(rows.map((r) => [r.character_id, { ...r, voice: parsed<CharacterVoice | null>(r.voice) }]));
-  const found = ids.map((id) => byId.get(id));
-  return found.every((c) => c !== undefined) ? (found as CharacterRecord[]) : null;
-}
+): Promise<CharacterRecord[] | null> =>
+  ownInAskedOrder(db, CHARACTERS_TABLE, partnerId, ids, (r) => ({
+    ...r,
+    voice: parsed<CharacterVoice | null>(r.voice),
+  }));
 
 /** The spec's timestamp text of a stored time. */
 export const timestamp = (d: Date | string) => formatTimestamp(d)!;
