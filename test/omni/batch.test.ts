@@ -7,11 +7,12 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { batchStatus } from "../../plugins/omni/batch/records.ts";
 import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import type { TestKernel } from "../../testkit/index.ts";
+import { databaseBackends } from "../helpers/backends.ts";
+import { ledgerAmounts } from "../helpers/ledger-amounts.ts";
 import { newRunCache } from "../helpers/memo-engine.ts";
 import { balance, ledgerSum } from "../helpers/partner-reads.ts";
-import { character, OMNI_LIMITS, omniPluginsSharingRenders, png, until } from "./helpers.ts";
+import { character, OMNI_LIMITS, omniKernel, omniPluginsSharingRenders, png, until } from "./helpers.ts";
 
 // Each distinct render once per file (test/omni/helpers.ts omniPluginsSharingRenders).
 const PLUGINS = omniPluginsSharingRenders(newRunCache());
@@ -29,18 +30,15 @@ for (const backend of await databaseBackends()) {
   // One kernel for the suite: every test has partners of its own (balances, ledgers, batches, in-flight slots).
   let tk: TestKernel;
   t.before(async () => {
-    // omniKernel's settings (test/omni/helpers.ts), with the shared renders.
-    tk = await createTestKernel({
-      plugins: PLUGINS,
-      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
-      start: true,
-      env: { SANDBOX_LATENCY_MS: "20", PUBLIC_URL: "https://media.example.test", ALLOW_PRIVATE_URLS: "1" },
-    });
+    tk = await omniKernel(backend, {}, PLUGINS);
   });
   t.after(async () => {
     await tk.close();
   });
   const partner = (opts: Parameters<TestKernel["partner"]>[0] = {}) => tk.partner({ limits: OMNI_LIMITS, ...opts });
+  /** Submits a batch of `sections` for one character, with any other fields of the request. */
+  const submitBatch = (key: string, characterId: string, sections: unknown[], more: Record<string, unknown> = {}) =>
+    tk.request("POST", "/omni/script-runner", { key, body: { character_id: characterId, ...more, sections } });
   const batchDone = (key: string, id: string) =>
     until(tk, key, `/omni/script-runner/${id}`, (b) => b.status !== "processing");
 
@@ -49,19 +47,16 @@ for (const backend of await databaseBackends()) {
     const hero = await character(tk, key, "Hero", [40, 90, 200]);
     const villain = await character(tk, key, "Villain", [160, 20, 20]);
     const before = await balance(tk, key);
-    const res = await tk.request("POST", "/omni/script-runner", {
+    const res = await submitBatch(
       key,
-      body: {
-        character_id: hero,
-        aspect_ratio: "16:9",
-        partner_job_id: "batch-1",
-        sections: [
-          { id: "intro", title: "Intro", content: 'Hero: "We begin here."', duration: 4 },
-          { content: "The villain laughs [sandbox:fail]", duration: 6, character_id: villain },
-          { id: "end", content: "Hero walks away", image_base64: png([250, 250, 0]) },
-        ],
-      },
-    });
+      hero,
+      [
+        { id: "intro", title: "Intro", content: 'Hero: "We begin here."', duration: 4 },
+        { content: "The villain laughs [sandbox:fail]", duration: 6, character_id: villain },
+        { id: "end", content: "Hero walks away", image_base64: png([250, 250, 0]) },
+      ],
+      { aspect_ratio: "16:9", partner_job_id: "batch-1" },
+    );
     assert.is(res.status, 202, JSON.stringify(res.body));
     // 4 s 132, 6 s 143, 10 s (default) capped at the 8 s price: 154.
     assert.equal(
@@ -81,21 +76,8 @@ for (const backend of await databaseBackends()) {
       ["processing", "1080p", "16:9", 3, 429],
     );
     assert.is(res.body.credits_remaining, before - 429);
-    const usage = await tk.kernel.database.kysely
-      .selectFrom("ledger")
-      .select("amount")
-      .where("partner_id", "=", id)
-      .where("type", "=", "usage")
-      .where(
-        "job_id",
-        "in",
-        res.body.jobs.map((j: any) => j.job_id),
-      )
-      .execute();
-    assert.equal(
-      usage.map((u) => Number(u.amount)),
-      [-429],
-    );
+    const jobIds = res.body.jobs.map((j: any) => j.job_id);
+    assert.equal(await ledgerAmounts(tk, { partnerId: id, type: "usage", jobIds }), [-429]);
 
     const done = await batchDone(key, res.body.batch_id);
     assert.is(done.status, "partial", JSON.stringify(done));
@@ -118,16 +100,7 @@ for (const backend of await databaseBackends()) {
     );
     assert.is(await balance(tk, key), before - 429 + 143);
     assert.is(await ledgerSum(tk, id), await balance(tk, key));
-    const refunds = await tk.kernel.database.kysely
-      .selectFrom("ledger")
-      .select("amount")
-      .where("partner_id", "=", id)
-      .where("type", "=", "refund")
-      .execute();
-    assert.equal(
-      refunds.map((r) => Number(r.amount)),
-      [143],
-    );
+    assert.equal(await ledgerAmounts(tk, { partnerId: id, type: "refund" }), [143]);
 
     const list = await tk.request("GET", "/omni/script-runner", { key });
     assert.is(list.status, 200);
@@ -139,20 +112,11 @@ for (const backend of await databaseBackends()) {
   t("every section failing ends error, all refunded; every section done ends complete", async () => {
     const { key, id } = await partner({ credits: 2000 });
     const hero = await character(tk, key, "Hero", [40, 90, 200]);
-    const bad = await tk.request("POST", "/omni/script-runner", {
-      key,
-      body: {
-        character_id: hero,
-        sections: [
-          { content: "a [sandbox:fail]", duration: 4 },
-          { content: "b [sandbox:unsafe]", duration: 4 },
-        ],
-      },
-    });
-    const good = await tk.request("POST", "/omni/script-runner", {
-      key,
-      body: { character_id: hero, sections: [{ content: "calm", duration: 4 }] },
-    });
+    const bad = await submitBatch(key, hero, [
+      { content: "a [sandbox:fail]", duration: 4 },
+      { content: "b [sandbox:unsafe]", duration: 4 },
+    ]);
+    const good = await submitBatch(key, hero, [{ content: "calm", duration: 4 }]);
     const badDone = await batchDone(key, bad.body.batch_id);
     const goodDone = await batchDone(key, good.body.batch_id);
     assert.is(badDone.status, "error");
@@ -169,17 +133,8 @@ for (const backend of await databaseBackends()) {
   t("a batch holds one in-flight slot until its last section ends", async () => {
     const { key } = await partner({ credits: 5000, limits: { ...OMNI_LIMITS, inflight_jobs: 2 } });
     const hero = await character(tk, key, "Hero", [40, 90, 200]);
-    const batch = await tk.request("POST", "/omni/script-runner", {
-      key,
-      body: {
-        character_id: hero,
-        sections: [
-          { content: "calm", duration: 4 },
-          { content: "calm", duration: 4 },
-          { content: "calm", duration: 4 },
-        ],
-      },
-    });
+    const calm = { content: "calm", duration: 4 };
+    const batch = await submitBatch(key, hero, [calm, calm, calm]);
     assert.is(batch.status, 202, JSON.stringify(batch.body));
     const second = await tk.request("POST", "/omni/video", { key, body: { prompt: "fits", duration: 4 } });
     assert.is(second.status, 202, "three sections took one slot, not three");

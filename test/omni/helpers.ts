@@ -1,6 +1,7 @@
 // What the Omni API tests share: a test kernel with the Omni plugins, raised limits, solid-colour pictures,
 // polling and reading stored media back.
 
+import * as assert from "uvu/assert";
 import { type CapabilityHost, definePlugin } from "../../core/plugin.ts";
 import account from "../../plugins/account/index.ts";
 import { encodePng } from "../../plugins/images/png.ts";
@@ -11,6 +12,7 @@ import webhooks from "../../plugins/webhooks/index.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { hostSharingRenders, type RunCache } from "../helpers/memo-engine.ts";
+import { ended, pollStatus } from "../helpers/poll-status.ts";
 
 export const OMNI_PLUGINS = [account, webhooks, text, omniSandbox, omni];
 
@@ -68,6 +70,23 @@ export async function omniKernel(
   });
 }
 
+/**
+ * Runs `fn` with a kernel of its own on PGlite (omniKernel with `env`) and a partner of 1000 credits with
+ * OMNI_LIMITS; the kernel is closed after it, however it ends.
+ */
+export async function onPgliteKernel(
+  env: Record<string, string>,
+  fn: (tk: TestKernel, key: string) => Promise<void>,
+): Promise<void> {
+  const tk = await omniKernel({ name: "pglite" }, env);
+  try {
+    const { key } = await tk.partner({ credits: 1000, limits: OMNI_LIMITS });
+    await fn(tk, key);
+  } finally {
+    await tk.close();
+  }
+}
+
 /** A solid-colour PNG as base64. */
 export function png(rgb: [number, number, number], width = 96, height = 128): string {
   const px = new Uint8Array(width * height * 3);
@@ -77,26 +96,34 @@ export function png(rgb: [number, number, number], width = 96, height = 128): st
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Polls a status path until `done` holds. */
-export async function until(
+/** Polls a status path until `done` holds; the body that ended it. */
+export const until = async (
   tk: TestKernel,
   key: string,
   path: string,
   done: (body: any) => boolean,
   timeoutMs = 180_000,
-) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await tk.request("GET", path, { key });
-    if (res.status !== 200) throw new Error(`${path}: ${res.status} ${JSON.stringify(res.body)}`);
-    if (done(res.body)) return res.body;
-    if (Date.now() > end) throw new Error(`${path} still ${JSON.stringify(res.body).slice(0, 300)}`);
-    await sleep(100);
-  }
+) => (await pollStatus(tk, key, path, done, timeoutMs)).body;
+
+export const videoDone = (tk: TestKernel, key: string, jobId: string) => until(tk, key, `/omni/video/${jobId}`, ended);
+
+/** Submits a 4 s 16:9 clip (answered 202) and waits for its end: the status answer. */
+export async function finishedClip(tk: TestKernel, key: string, prompt: string, extra: Record<string, unknown> = {}) {
+  const res = await tk.request("POST", "/omni/video", {
+    key,
+    body: { prompt, duration: 4, aspect_ratio: "16:9", ...extra },
+  });
+  assert.is(res.status, 202, JSON.stringify(res.body));
+  return videoDone(tk, key, res.body.job_id);
 }
 
-export const videoDone = (tk: TestKernel, key: string, jobId: string) =>
-  until(tk, key, `/omni/video/${jobId}`, (b) => b.status === "complete" || b.status === "error");
+/** The body of a chat-completions answer (the text plugin's upstream) whose one choice says `content`. */
+export const chatCompletion = (content: string) =>
+  JSON.stringify({
+    id: "chatcmpl-1",
+    object: "chat.completion",
+    choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
+  });
 
 /** A character of the account, made through the API (33 credits on api_plus10). */
 export async function character(

@@ -11,6 +11,7 @@ import * as assert from "uvu/assert";
 import { databaseBackends } from "../helpers/backends.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
 import { api, call, restartRig, until } from "../helpers/restart.ts";
+import { chatCompletion } from "./helpers.ts";
 
 const ADMIN_TOKEN = "adm_rP4xK8vN2mQ7tL9wB3zY6cH1jD5gF0sAeUoRiTy";
 const OPENING = 1000;
@@ -28,12 +29,7 @@ const model = createServer((req, res) => {
       arrived();
       return;
     }
-    const body = {
-      id: "chatcmpl-1",
-      object: "chat.completion",
-      choices: [{ index: 0, message: { role: "assistant", content: REWRITE }, finish_reason: "stop" }],
-    };
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+    res.writeHead(200, { "content-type": "application/json" }).end(chatCompletion(REWRITE));
   });
 });
 onAfterAll(async () => {

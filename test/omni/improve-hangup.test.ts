@@ -14,7 +14,7 @@ import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
 import { balance, ledgerSum } from "../helpers/partner-reads.ts";
-import { OMNI_LIMITS, omniKernel, videoDone } from "./helpers.ts";
+import { chatCompletion, finishedClip, OMNI_LIMITS, omniKernel } from "./helpers.ts";
 
 // The text model: holds every request until released.
 let arrived: () => void = () => {};
@@ -27,13 +27,8 @@ const model = createServer((req, res) => {
   });
 });
 const release = () => {
-  const body = {
-    id: "chatcmpl-1",
-    object: "chat.completion",
-    choices: [{ index: 0, message: { role: "assistant", content: "A calm knight" }, finish_reason: "stop" }],
-  };
   for (const res of held.splice(0))
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+    res.writeHead(200, { "content-type": "application/json" }).end(chatCompletion("A calm knight"));
 };
 onAfterAll(async () => {
   model.closeAllConnections();
@@ -57,12 +52,7 @@ for (const backend of await databaseBackends()) {
 
   t("the request refunds the repair once and answers 502; the model's late answer makes no clip", async () => {
     const { key, id } = await tk.partner({ credits: 1000, limits: OMNI_LIMITS });
-    const submitted = await tk.request("POST", "/omni/video", {
-      key,
-      body: { prompt: "A knight [sandbox:unsafe]", duration: 4, aspect_ratio: "16:9" },
-    });
-    assert.is(submitted.status, 202, JSON.stringify(submitted.body));
-    const blocked = await videoDone(tk, key, submitted.body.job_id);
+    const blocked = await finishedClip(tk, key, "A knight [sandbox:unsafe]");
     assert.is(blocked.prompt_fixable, true);
     const before = await balance(tk, key);
 

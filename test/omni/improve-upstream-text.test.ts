@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { TestKernel } from "../../testkit/index.ts";
-import { OMNI_LIMITS, omniKernel, videoDone } from "./helpers.ts";
+import { chatCompletion, finishedClip, OMNI_LIMITS, omniKernel } from "./helpers.ts";
 
 const t = suite("omni prompt repair: a model answering NUL and unpaired surrogates");
 let tk: TestKernel;
@@ -18,12 +18,7 @@ const api = createServer((req, res) => {
   req.on("data", (c) => chunks.push(c));
   req.on("end", () => {
     sent.push(JSON.parse(Buffer.concat(chunks).toString("utf8")));
-    const body = {
-      id: "chatcmpl-1",
-      object: "chat.completion",
-      choices: [{ index: 0, message: { role: "assistant", content: answer }, finish_reason: "stop" }],
-    };
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+    res.writeHead(200, { "content-type": "application/json" }).end(chatCompletion(answer));
   });
 });
 
@@ -42,12 +37,7 @@ t.after(async () => {
 
 t("the rewrite is cleaned before it is stored: 200, and the clip stores the cleaned prompt", async () => {
   const { key } = await tk.partner({ credits: 1000, limits: OMNI_LIMITS });
-  const submitted = await tk.request("POST", "/omni/video", {
-    key,
-    body: { prompt: "A knight [sandbox:unsafe] in a forest", duration: 4, aspect_ratio: "16:9" },
-  });
-  assert.is(submitted.status, 202, JSON.stringify(submitted.body));
-  const blocked = await videoDone(tk, key, submitted.body.job_id);
+  const blocked = await finishedClip(tk, key, "A knight [sandbox:unsafe] in a forest");
   assert.is(blocked.prompt_fixable, true);
   answer = "A calm\u0000 knight\u0085 in a \ud800forest\u0007";
   const res = await tk.request("POST", "/omni/improve-prompt", { key, body: { job_id: blocked.job_id } });

@@ -14,7 +14,7 @@ import { assertAnswer } from "../helpers/assert.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
 import { balance, ledgerSum } from "../helpers/partner-reads.ts";
-import { OMNI_LIMITS, omniKernel, png, videoDone } from "./helpers.ts";
+import { finishedClip, OMNI_LIMITS, omniKernel, png, videoDone } from "./helpers.ts";
 
 /** A picture served at any path; the Omni sandbox fails a clip whose image URL's path holds `sandbox-fail`. */
 const PICTURE = Buffer.from(png([200, 40, 40]), "base64");
@@ -36,14 +36,8 @@ for (const backend of await databaseBackends()) {
     await tk.close();
   });
   const partner = (opts: Parameters<TestKernel["partner"]>[0] = {}) => tk.partner({ limits: OMNI_LIMITS, ...opts });
-  const submit = async (key: string, prompt: string, extra: Record<string, unknown> = {}) => {
-    const res = await tk.request("POST", "/omni/video", {
-      key,
-      body: { prompt, duration: 4, aspect_ratio: "16:9", ...extra },
-    });
-    assert.is(res.status, 202, JSON.stringify(res.body));
-    return videoDone(tk, key, res.body.job_id);
-  };
+  const submit = (key: string, prompt: string, extra: Record<string, unknown> = {}) =>
+    finishedClip(tk, key, prompt, extra);
   const repair = (key: string, jobId: string) =>
     tk.request("POST", "/omni/improve-prompt", { key, body: { job_id: jobId } });
   /** The ledger lines of some jobs, as [type, amount, job]. */

@@ -12,6 +12,8 @@ import { type InPlace, pollToEnd } from "../../lib/upstream.ts";
 import { encodePng } from "../../plugins/images/png.ts";
 import { sandboxOmniProvider } from "../../plugins/omni/sandbox.ts";
 import { quotedLines } from "../../plugins/omni/sandbox-speech.ts";
+import { frameColour } from "../helpers/frame-colour.ts";
+import { decode, meanOf } from "../helpers/pixels.ts";
 import { ENGINE_MODES } from "../media/util.ts";
 
 const still = (rgb: [number, number, number]) => {
@@ -45,30 +47,11 @@ function request(over: Partial<InPlace<OmniGenerationRequest>>): InPlace<OmniGen
   };
 }
 
-/** Mean RGB of the frame at `t`, scaled to 8x8. */
-async function meanAt(engine: MediaEngine, mp4: Uint8Array, t: number, crop = "") {
-  const out = await engine.run(
-    [
-      "-ss",
-      t.toFixed(3),
-      "-i",
-      "in.mp4",
-      "-frames:v",
-      "1",
-      "-vf",
-      `${crop}scale=8:8`,
-      "-f",
-      "rawvideo",
-      "-pix_fmt",
-      "rgb24",
-      "f.rgb",
-    ],
-    { inputs: { "in.mp4": mp4 }, outputs: ["f.rgb"] },
-  );
-  const px = out["f.rgb"]!;
-  const sum = [0, 0, 0];
-  for (let i = 0; i < px.length; i += 3) for (let c = 0; c < 3; c++) sum[c]! += px[i + c]!;
-  return sum.map((s) => s / (px.length / 3));
+/** Mean RGB of a region of the frame at `t`, the region given as fractions of the frame (x, y, width, height). */
+async function regionMean(engine: MediaEngine, mp4: Uint8Array, t: number, [x, y, w, h]: number[]) {
+  const f = await decode(engine, mp4, "mp4", t);
+  const at = (share: number, of: number) => Math.floor(share * of);
+  return meanOf(f, { x: at(x!, f.width), y: at(y!, f.height), width: at(w!, f.width), height: at(h!, f.height) });
 }
 
 /** RMS of the mono 16 kHz PCM between two times. */
@@ -187,10 +170,10 @@ for (const mode of ENGINE_MODES) {
     const between = level(words[2]!.end + 0.05, words[3]!.start - 0.05);
     assert.ok(speaking > 3 * between, `speech ${speaking} vs gap ${between}`);
     // The first still is Mia's (red), and the clip moves on to Tom's (blue).
-    const [r0, , b0] = await meanAt(engine, out.bytes, 0.1);
-    const [r1, , b1] = await meanAt(engine, out.bytes, 5.8);
-    assert.ok(r0! > 150 && b0! < 100, `start ${r0},${b0}`);
-    assert.ok(b1! > 150 && r1! < 100, `end ${r1},${b1}`);
+    const { r: r0, b: b0 } = await frameColour(engine, out.bytes, 0.1);
+    const { r: r1, b: b1 } = await frameColour(engine, out.bytes, 5.8);
+    assert.ok(r0 > 150 && b0 < 100, `start ${r0},${b0}`);
+    assert.ok(b1 > 150 && r1 < 100, `end ${r1},${b1}`);
   });
 
   t("different preset voices sound different", async () => {
@@ -216,10 +199,10 @@ for (const mode of ENGINE_MODES) {
         height: 960,
       }),
     );
-    const [r0, , b0] = await meanAt(engine, out.bytes, 0);
-    const [r1, , b1] = await meanAt(engine, out.bytes, 3.95);
-    assert.ok(r0! > 180 && b0! < 60, `first ${r0},${b0}`);
-    assert.ok(b1! > 180 && r1! < 60, `last ${r1},${b1}`);
+    const { r: r0, b: b0 } = await frameColour(engine, out.bytes, 0);
+    const { r: r1, b: b1 } = await frameColour(engine, out.bytes, 3.95);
+    assert.ok(r0 > 180 && b0 < 60, `first ${r0},${b0}`);
+    assert.ok(b1 > 180 && r1 < 60, `last ${r1},${b1}`);
     assert.equal(out.spoken, { language: "en", words: [] });
 
     const ref = await engine.run(
@@ -248,8 +231,8 @@ for (const mode of ENGINE_MODES) {
       }),
     );
     // The lower-right third shows the green reference while it lasts, the red still elsewhere.
-    const [, g] = await meanAt(engine, withRef.bytes, 1, "crop=iw/4:ih/8:iw*0.7:ih*0.85,");
-    const [r] = await meanAt(engine, withRef.bytes, 1, "crop=iw/4:ih/8:0:0,");
+    const [, g] = await regionMean(engine, withRef.bytes, 1, [0.7, 0.85, 1 / 4, 1 / 8]);
+    const [r] = await regionMean(engine, withRef.bytes, 1, [0, 0, 1 / 4, 1 / 8]);
     assert.ok(g! > 150, `reference corner green ${g}`);
     assert.ok(r! > 150, `still red ${r}`);
   });

@@ -9,6 +9,7 @@ import * as assert from "uvu/assert";
 import { createMediaEngine } from "../../lib/media/index.ts";
 import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import { balance } from "../helpers/partner-reads.ts";
+import { testPatternArgs } from "../helpers/test-pattern.ts";
 import { character, OMNI_LIMITS, omniKernel, png, voice } from "./helpers.ts";
 
 const t = suite("POST /omni/video rules");
@@ -16,22 +17,7 @@ const engine = createMediaEngine({ mode: "native" });
 
 t("every rule, its text, nothing charged", async () => {
   const tk = await omniKernel({ name: "pglite" });
-  const made = await engine.run(
-    [
-      "-f",
-      "lavfi",
-      "-i",
-      "testsrc2=size=160x120:rate=25:duration=35",
-      "-c:v",
-      "libx264",
-      "-preset",
-      "ultrafast",
-      "-pix_fmt",
-      "yuv420p",
-      "long.mp4",
-    ],
-    { outputs: ["long.mp4"] },
-  );
+  const made = await engine.run([...testPatternArgs("160x120", 25, 35), "long.mp4"], { outputs: ["long.mp4"] });
   const server = createServer((req, res) => {
     if (req.url === "/long.mp4") return res.writeHead(200, { "content-type": "video/mp4" }).end(made["long.mp4"]);
     if (req.url === "/playlist.m3u8")
