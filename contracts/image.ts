@@ -3,7 +3,7 @@
 // without touching the plugin. Route names ("primary", "secondary") come from the images plugin's model table.
 export { TransientProviderError, UnsafeContentError } from "./errors.ts";
 
-import type { UpstreamProvider } from "./upstream.ts";
+import type { ProviderRoutes, UpstreamProvider } from "./upstream.ts";
 
 /** `auto` for models that ignore the field. */
 export type ImageBackground = "auto" | "transparent" | "opaque";
@@ -30,10 +30,8 @@ export interface GeneratedImage {
   mimeType: "image/png";
 }
 
-export interface ImageProviders {
-  /** The provider behind a route, or undefined when none is configured for it. */
-  route(name: string): ImageProvider | undefined;
-}
+/** The image providers by route (contracts/upstream.ts ProviderRoutes). */
+export type ImageProviders = ProviderRoutes<ImageProvider>;
 
 /**
  * Submits and polls (contracts/upstream.ts): a job waits for it without holding a slot. A failure is

@@ -69,5 +69,14 @@ export interface UpstreamProvider<Request, Result> {
   release?(handle: UpstreamHandle): Promise<void>;
 }
 
+/**
+ * The providers of one capability by route (a model's id, a route name such as "animation"): `route(name)`
+ * is the provider configured for it, or undefined when none is (the caller's 500 "not available"). One name
+ * for one lookup across capabilities (`image.generate`, `video.generate`).
+ */
+export interface ProviderRoutes<Provider> {
+  route(name: string): Provider | undefined;
+}
+
 /** The upstream did not finish before the step's deadline; it was cancelled where the provider can. */
 export class UpstreamTimeoutError extends Error {}

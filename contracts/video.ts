@@ -3,7 +3,7 @@
 // its sandbox (plugins/video/sandbox.ts) or a real upstream adapter provides it, so one replaces the other without touching
 // the plugin.
 import type { SpokenRecord } from "./speech.ts";
-import type { UpstreamProvider } from "./upstream.ts";
+import type { ProviderRoutes, UpstreamProvider } from "./upstream.ts";
 
 /** A still picture: a start or end frame, or a reference image. */
 export interface VideoFrame {
@@ -57,13 +57,8 @@ export interface GeneratedVideo {
 
 export { UnsafeContentError } from "./errors.ts";
 
-export interface VideoProviders {
-  /**
-   * The provider of a route (a model's id, or "animation"), or undefined when none is configured for it (500
-   * "not available"). Named as `image.generate`'s route() (contracts/image.ts): one name for one lookup.
-   */
-  route(name: string): VideoProvider | undefined;
-}
+/** The video providers by route: a model's id, or "animation" (contracts/upstream.ts ProviderRoutes). */
+export type VideoProviders = ProviderRoutes<VideoProvider>;
 
 /**
  * Submits and polls (contracts/upstream.ts): a job waits for it without holding a slot. UnsafeContentError

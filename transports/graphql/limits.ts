@@ -291,51 +291,31 @@ export function measureOperations(
   return out;
 }
 
+/**
+ * What an operation over each measured limit is told, in the order the rule checks them, from how the
+ * operation is named (`which`), what was found and the limit.
+ */
+const OVER_LIMIT: ReadonlyArray<[keyof Measure, (which: string, found: number, max: number) => string]> = [
+  ["depth", (which, found, max) => `${which} is nested too deeply: ${found} levels (at most ${max}).`],
+  ["aliases", (which, found, max) => `${which} has too many aliases: ${found} (at most ${max}).`],
+  ["directives", (which, found, max) => `${which} has too many directives: ${found} (at most ${max}).`],
+  // The count may be astronomically large for a fragment bomb; say so without printing 1e+300.
+  [
+    "cost",
+    (which, found, max) =>
+      `${which} selects too many fields: ${Number.isSafeInteger(found) ? String(found) : "more than that"} (at most ${max}).`,
+  ],
+];
+
 /** The depth, alias, directive and cost limits as one validation rule; it measures on entering the document. */
 function operationLimitsRule(limits: GraphqlLimits): ValidationRule {
   return (context): ASTVisitor => ({
     Document(document) {
       for (const op of measureOperations(document)) {
         const which = op.name ? `Operation "${op.name}"` : "The operation";
-        const over = (found: number, max: number) => found > max;
-        if (over(op.depth, limits.depth)) {
-          context.reportError(
-            limitError(
-              `${which} is nested too deeply: ${op.depth} levels (at most ${limits.depth}).`,
-              "depth",
-              limits.depth,
-              [op.node],
-            ),
-          );
-        }
-        if (over(op.aliases, limits.aliases)) {
-          context.reportError(
-            limitError(
-              `${which} has too many aliases: ${op.aliases} (at most ${limits.aliases}).`,
-              "aliases",
-              limits.aliases,
-              [op.node],
-            ),
-          );
-        }
-        if (over(op.directives, limits.directives)) {
-          context.reportError(
-            limitError(
-              `${which} has too many directives: ${op.directives} (at most ${limits.directives}).`,
-              "directives",
-              limits.directives,
-              [op.node],
-            ),
-          );
-        }
-        if (over(op.cost, limits.cost)) {
-          // The count may be astronomically large for a fragment bomb; say so without printing 1e+300.
-          const found = Number.isSafeInteger(op.cost) ? String(op.cost) : "more than that";
-          context.reportError(
-            limitError(`${which} selects too many fields: ${found} (at most ${limits.cost}).`, "cost", limits.cost, [
-              op.node,
-            ]),
-          );
+        for (const [limit, message] of OVER_LIMIT) {
+          if (op[limit] > limits[limit])
+            context.reportError(limitError(message(which, op[limit], limits[limit]), limit, limits[limit], [op.node]));
         }
       }
       // Everything is measured from the document node; the rule need not visit the rest.
