@@ -10,8 +10,9 @@ import { rmsBetween } from "../../lib/speech/index.ts";
 import account from "../../plugins/account/index.ts";
 import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import type { TestKernel } from "../../testkit/index.ts";
+import { databaseBackends } from "../helpers/backends.ts";
+import { testKernel } from "../helpers/kernel-suite.ts";
 import { mediaBytes } from "../helpers/partner-reads.ts";
 import { videoFinished } from "./helpers.ts";
 
@@ -40,17 +41,10 @@ async function speechContrast(tk: TestKernel, mp4: Uint8Array, spoken: SpokenRec
 
 for (const backend of await databaseBackends()) {
   const t = suite(`video.records find on ${backend.name}`);
-  let tk: TestKernel;
-  t.before.each(async () => {
-    tk = await createTestKernel({
-      plugins: [account, videoSandbox, video],
-      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
-      start: true,
-      env: { SANDBOX_LATENCY_MS: "0", PUBLIC_URL: "https://media.example.test" },
-    });
-  });
-  t.after.each(async () => {
-    await tk.close();
+  const tk = testKernel(t, backend, {
+    plugins: [account, videoSandbox, video],
+    start: true,
+    env: { SANDBOX_LATENCY_MS: "0", PUBLIC_URL: "https://media.example.test" },
   });
 
   t(

@@ -10,9 +10,9 @@ import account from "../../plugins/account/index.ts";
 import { VIDEO_ERRORS } from "../../plugins/video/errors.ts";
 import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { databaseBackends } from "../helpers/backends.ts";
 import { answerWhileHeld, holdEncodes } from "../helpers/held-encodes.ts";
+import { suiteKernel } from "../helpers/kernel-suite.ts";
 import { balance } from "../helpers/partner-reads.ts";
 import { jobCount, jobLedgerAmounts, serveReferenceSources, untilHeldOutput } from "../helpers/reference-sources.ts";
 import { videoFinished } from "./helpers.ts";
@@ -35,17 +35,10 @@ const body = (url: string) => ({
 
 for (const backend of BACKENDS) {
   const t = suite(`reference video encodes are job work on ${backend.name}`);
-  let tk: TestKernel;
-  t.before(async () => {
-    tk = await createTestKernel({
-      plugins: [account, videoSandbox, video],
-      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
-      start: true,
-      env: { ALLOW_PRIVATE_URLS: "1", MEDIA_CONCURRENCY: "1" },
-    });
-  });
-  t.after(async () => {
-    await tk.close();
+  const tk = suiteKernel(t, backend, {
+    plugins: [account, videoSandbox, video],
+    start: true,
+    env: { ALLOW_PRIVATE_URLS: "1", MEDIA_CONCURRENCY: "1" },
   });
 
   t(

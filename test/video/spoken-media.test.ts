@@ -3,29 +3,16 @@
 // line is the prompt's quoted dialogue or its first sentence, fitted to the clip, and markers are not spoken.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { VideoGenerationRequest } from "../../contracts/video.ts";
-import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
+import type { MediaEngine } from "../../lib/media/index.ts";
 import { rmsBetween } from "../../lib/speech/index.ts";
-import { type InPlace, pollToEnd } from "../../lib/upstream.ts";
+import { pollToEnd } from "../../lib/upstream.ts";
 import { mergedSpoken } from "../../plugins/video/records.ts";
-import { clipLine, clipSpeech, SPEECH_START, sandboxVideoProvider } from "../../plugins/video/sandbox.ts";
+import { clipLine, clipSpeech, SPEECH_START } from "../../plugins/video/sandbox.ts";
 import { ENGINE_MODES } from "../media/util.ts";
+import { sandboxOnEngine, sandboxRequest } from "./sandbox-rig.ts";
 
-const request = (over: Partial<InPlace<VideoGenerationRequest>>): InPlace<VideoGenerationRequest> => ({
-  prompt: "A paper boat drifting on a stream",
-  negativePrompt: null,
-  model: "beta-2-direct",
-  width: 320,
-  height: 180,
-  seconds: 4,
-  sound: true,
-  referenceImages: [],
-  referenceVideos: [],
-  referenceAudio: [],
-  signal: new AbortController().signal,
-  onProgress() {},
-  ...over,
-});
+const request = (over: Parameters<typeof sandboxRequest>[0]) =>
+  sandboxRequest({ width: 320, height: 180, seconds: 4, sound: true, ...over });
 
 /** The clip's audio decoded to 48 kHz mono 16-bit samples by the engine. */
 async function decodedAudio(engine: MediaEngine, mp4: Uint8Array): Promise<Int16Array> {
@@ -100,25 +87,18 @@ lines.run();
 
 for (const mode of ENGINE_MODES) {
   const t = suite(`video sandbox speech on ${mode}`);
-  let engine: MediaEngine;
-  t.before(() => {
-    engine = createMediaEngine({ mode });
-  });
-  t.after(async () => {
-    await engine.close();
-  });
-  const sandbox = () => sandboxVideoProvider({ latencyMs: 0, media: () => engine }).route("beta-2-direct")!;
+  const on = sandboxOnEngine(t, mode);
 
   t("speech is in the clip's audio at the recorded times, louder than the chord under it", async () => {
     const prompt = `[sandbox:flaky] A knight shouts "Hold the gate, all of you! They are coming." at dawn`;
-    const clip = await pollToEnd(sandbox(), request({ prompt }));
+    const clip = await pollToEnd(on.sandbox(), request({ prompt }));
     const spoken = clip.spoken!;
     assert.is(spoken.language, "en");
     assert.equal(
       spoken.words.map((w) => w.text),
       ["Hold", "the", "gate,", "all", "of", "you!", "They", "are", "coming."],
     );
-    const samples = await decodedAudio(engine, clip.bytes);
+    const samples = await decodedAudio(on.engine, clip.bytes);
     const rate = 48000;
     assert.ok(spoken.words[0]!.start >= SPEECH_START && spoken.words.at(-1)!.end <= 4);
     const before = rmsBetween(samples, rate, 0.05, SPEECH_START - 0.05); // the chord alone
@@ -149,20 +129,20 @@ for (const mode of ENGINE_MODES) {
 
   t("without quotes the first sentence; the same request gives the same record; no sound, no record", async () => {
     const req = request({ prompt: "Rain falls on the old town. Nobody is outside.", model: "animation" });
-    const a = await pollToEnd(sandbox(), req);
+    const a = await pollToEnd(on.sandbox(), req);
     assert.equal(
       a.spoken!.words.map((w) => w.text),
       ["Rain", "falls", "on", "the", "old", "town."],
     );
-    const b = await pollToEnd(sandbox(), req);
+    const b = await pollToEnd(on.sandbox(), req);
     assert.equal(b.spoken, a.spoken);
     if (mode === "native") assert.equal(Buffer.compare(Buffer.from(a.bytes), Buffer.from(b.bytes)), 0);
-    const silent = await pollToEnd(sandbox(), request({ sound: false, seconds: 1 }));
+    const silent = await pollToEnd(on.sandbox(), request({ sound: false, seconds: 1 }));
     assert.is(silent.spoken, null);
-    const probe = await engine.probe(silent.bytes);
+    const probe = await on.engine.probe(silent.bytes);
     assert.not.ok(probe.streams.some((s) => s.type === "audio"));
     // Sound but nothing to say: the chord alone, and a record of no words.
-    const wordless = await pollToEnd(sandbox(), request({ prompt: "[sandbox:flaky] ...", seconds: 1 }));
+    const wordless = await pollToEnd(on.sandbox(), request({ prompt: "[sandbox:flaky] ...", seconds: 1 }));
     assert.equal(wordless.spoken, { language: "en", words: [] });
   });
 
