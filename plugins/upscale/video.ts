@@ -33,6 +33,7 @@ import {
   latin1,
   type MediaEngine,
   type MediaEngineKind,
+  type ProbeExcess,
   probeOverBudget,
   QUEUED_PROCESSING_COMPLETE,
 } from "mediagate/plugin";
@@ -43,6 +44,12 @@ const ISO_BMFF = "mov,mp4,m4a,3gp,3g2,mj2";
 /** Audio codecs MP4 carries as they are. */
 const COPYABLE_AUDIO = new Set(["aac", "mp3", "ac3", "eac3", "alac"]);
 const PROBE_TIMEOUT_MS = 60_000;
+/** The partner's 400 for each way a probed file is over the media budget. */
+const OVER_BUDGET: Record<ProbeExcess["kind"], string> = {
+  resolution: UPSCALE_ERRORS.over4K,
+  duration: UPSCALE_ERRORS.videoTooLong,
+  fps: UPSCALE_ERRORS.videoFormat,
+};
 
 /** MP4 or MOV by its boxes: never by a URL's extension or a server's content type. */
 export function isMp4OrMov(bytes: Uint8Array): boolean {
@@ -85,15 +92,7 @@ export async function measureVideo(
   // The budget of lib/media/budgets.ts before any frame is read: a header declaring 16K frames is past the
   // spec's 4K output at any factor; an absurd frame rate is no video we take.
   const excess = probeOverBudget(probe);
-  if (excess)
-    throw new ApiError(
-      400,
-      excess.kind === "resolution"
-        ? UPSCALE_ERRORS.over4K
-        : excess.kind === "duration"
-          ? UPSCALE_ERRORS.videoTooLong
-          : UPSCALE_ERRORS.videoFormat,
-    );
+  if (excess) throw new ApiError(400, OVER_BUDGET[excess.kind]);
   const a = firstAudio(probe);
   let seconds: number;
   try {

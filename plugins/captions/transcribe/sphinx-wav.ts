@@ -6,7 +6,7 @@
 // 22,050 Hz output get the conversion for free.
 import { open } from "node:fs/promises";
 import { endianness } from "node:os";
-import { latin1, riffChunks } from "mediagate/plugin";
+import { latin1, pcm16Wav, riffChunks } from "mediagate/plugin";
 
 export const SPHINX_RATE = 16_000;
 
@@ -85,23 +85,10 @@ function resample(frame: (i: number) => number, frames: number, rate: number): I
 
 /** The 44-byte header of a 16 kHz mono 16-bit WAV holding `sampleCount` samples. */
 export function sphinxWavHeader(sampleCount: number): Uint8Array {
-  const out = new Uint8Array(44);
+  // The canonical header of no samples, then the two sizes (RIFF chunk, data chunk) for `sampleCount`.
+  const out = pcm16Wav(new Int16Array(0), SPHINX_RATE);
   const v = new DataView(out.buffer);
-  const ascii = (at: number, s: string) => {
-    for (let i = 0; i < s.length; i++) out[at + i] = s.charCodeAt(i);
-  };
-  ascii(0, "RIFF");
   v.setUint32(4, 36 + 2 * sampleCount, true);
-  ascii(8, "WAVE");
-  ascii(12, "fmt ");
-  v.setUint32(16, 16, true);
-  v.setUint16(20, 1, true);
-  v.setUint16(22, 1, true);
-  v.setUint32(24, SPHINX_RATE, true);
-  v.setUint32(28, SPHINX_RATE * 2, true);
-  v.setUint16(32, 2, true);
-  v.setUint16(34, 16, true);
-  ascii(36, "data");
   v.setUint32(40, 2 * sampleCount, true);
   return out;
 }

@@ -46,12 +46,12 @@ import { CAPTION_ERRORS } from "../errors.ts";
 import { DAY_MS, LIMITS, RETENTION } from "../limits.ts";
 import { captionPrice } from "../prices.ts";
 import { captionView, findCaption, retentionOf } from "../records.ts";
-import { submittedOut } from "../schemas.ts";
+import { retentionOut, submittedOut } from "../schemas.ts";
 import { checkStyle, resolveStyle } from "../style/input.ts";
 import { submitCaption } from "../submit.ts";
 import { uploadRecognizers } from "../transcribe/index.ts";
 import type { CaptionStyle } from "../types.ts";
-import { type ByteSource, bytesSource, checkMp4, PartChanged, partsSource } from "./mp4-check.ts";
+import { type ByteSource, bytesSource, checkMp4, type Mp4Verdict, PartChanged, partsSource } from "./mp4-check.ts";
 import {
   beginFinalize,
   completeFinalize,
@@ -106,18 +106,18 @@ function partialStyle(raw: unknown, fail: (m: string) => never): Partial<Caption
   return style.value;
 }
 
+/** The partner's 400 for each refusal of the MP4 check. */
+const MP4_REFUSALS: Record<Extract<Mp4Verdict, { ok: false }>["reason"], string> = {
+  noVideo: CAPTION_ERRORS.noVideoStream,
+  tooLong: CAPTION_ERRORS.tooLong,
+  notMp4: CAPTION_ERRORS.notMp4,
+};
+
 /** The MP4 verdict as the partner's 400, or the duration in seconds. */
 async function checkedSeconds(src: ByteSource): Promise<number> {
   const verdict = await checkMp4(src, { maxSeconds: LIMITS.maxSeconds });
   if (verdict.ok) return verdict.seconds;
-  throw new ApiError(
-    400,
-    verdict.reason === "noVideo"
-      ? CAPTION_ERRORS.noVideoStream
-      : verdict.reason === "tooLong"
-        ? CAPTION_ERRORS.tooLong
-        : CAPTION_ERRORS.notMp4,
-  );
+  throw new ApiError(400, MP4_REFUSALS[verdict.reason]);
 }
 
 // --- POST /captions/upload --------------------------------------------------------------------------------
@@ -206,11 +206,7 @@ const sessionOut = {
   max_bytes: z.number().int(),
   max_seconds: z.number().int(),
   credits: z.number().int(),
-  retention: z.object({
-    captioned_output_days: z.number().int(),
-    uploaded_source_days: z.number().int().nullable(),
-    guaranteed: z.boolean(),
-  }),
+  retention: retentionOut,
 };
 
 /** Removes blobs whose rows are gone; a failure leaves them to their retention expiry. */
