@@ -3,76 +3,49 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { z } from "zod";
-import { definePlugin, operation } from "../../core/plugin.ts";
 import textStats from "../../examples/text-stats-plugin/index.ts";
 import account from "../../plugins/account/index.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { assertAnswer } from "../helpers/assert.ts";
+import { databaseBackends } from "../helpers/backends.ts";
 import { errorBody } from "../helpers/error-body.ts";
+import { jobPlugin } from "../helpers/job-plugin.ts";
+import { testKernel } from "../helpers/kernel-suite.ts";
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 
 // A test-only area with one job that holds an in-flight slot, to exercise the cap through REST.
-const slots = definePlugin({
-  name: "slots",
-  rateLimits: { "POST /slots": [{ limit: 1000, windowSeconds: 60 }] },
-  operations: [
-    operation({
-      method: "POST",
-      path: "/slots",
-      inflight: true,
-      status: 202,
-      input: z.object({ credits: z.number({ error: "credits must be a number" }).int().min(0) }),
-      async handle(ctx) {
-        const job = await ctx.submitJob({
-          kind: "slot",
-          credits: ctx.input.credits,
-          state: "queued",
-          insufficientCredits: () => "Insufficient credits",
-        });
-        return {
-          job_id: job.jobId,
-          status: "queued",
-          credits_used: job.creditsUsed,
-          credits_remaining: job.creditsRemaining,
-        };
-      },
-    }),
-  ],
+const slots = jobPlugin("slots", "slot", undefined, {
+  path: "/slots",
+  limitPerMinute: 1000,
+  inflight: true,
+  body: z.object({ credits: z.number({ error: "credits must be a number" }).int().min(0) }),
+  submit: ({ credits }) => ({ credits }),
+  charged: true,
 });
 
 for (const backend of await databaseBackends()) {
   const t = suite(`account API on ${backend.name}`);
-  let tk: TestKernel;
-  t.before.each(async () => {
-    tk = await createTestKernel({
-      plugins: [account, textStats, slots],
-      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
-    });
-  });
-  t.after.each(async () => {
-    await tk.close();
-  });
+  const tk = testKernel(t, backend, { plugins: [account, textStats, slots] });
 
   t("GET /me returns the account record with request_id", async () => {
     const p = await tk.partner({ name: "Acme", credits: 1234 });
     const res = await tk.request("GET", "/me", { key: p.key });
-    assert.is(res.status, 200);
-    assert.equal(Object.keys(res.body).sort(), [
-      "api_key_prefix",
-      "created_at",
-      "credits_remaining",
-      "is_active",
-      "last_active",
-      "name",
-      "pricing_tier",
-      "request_id",
-    ]);
-    assert.is(res.body.name, "Acme");
-    assert.is(res.body.api_key_prefix, p.key.slice(0, 20));
-    assert.is(res.body.pricing_tier, "api_plus10");
-    assert.is(res.body.credits_remaining, 1234);
-    assert.is(res.body.is_active, true);
+    assertAnswer(
+      res,
+      200,
+      "api_key_prefix created_at credits_remaining is_active last_active name pricing_tier request_id",
+    );
+    const { name, api_key_prefix, pricing_tier, credits_remaining, is_active } = res.body;
+    assert.equal(
+      { name, api_key_prefix, pricing_tier, credits_remaining, is_active },
+      {
+        name: "Acme",
+        api_key_prefix: p.key.slice(0, 20),
+        pricing_tier: "api_plus10",
+        credits_remaining: 1234,
+        is_active: true,
+      },
+    );
     assert.match(res.body.created_at, TIMESTAMP);
     assert.match(res.body.last_active, TIMESTAMP);
     assert.match(res.body.request_id, /^req_[0-9a-f]{24}$/);

@@ -20,14 +20,13 @@
 import process from "node:process";
 import { PGlite } from "@electric-sql/pglite";
 import { PgBoss } from "pg-boss";
-import { z } from "zod";
 import { queuedThen } from "../../core/job-states.ts";
 import type { JobKindDeclaration } from "../../core/jobs.ts";
-import { definePlugin, operation } from "../../core/plugin.ts";
 import account from "../../plugins/account/index.ts";
 import { createQueue, pgliteDatabase, type QueueTarget } from "../../storage/queue.ts";
 import { createTestKernel } from "../../testkit/index.ts";
 import { isolatedPostgresDatabase, postgresUrl } from "../helpers/backends.ts";
+import { jobPlugin } from "../helpers/job-plugin.ts";
 import { afterAll } from "../helpers/lifecycle.ts";
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 200);
@@ -64,31 +63,8 @@ const ping: JobKindDeclaration<Record<string, never>> = {
   },
 };
 
-const bench = definePlugin({
-  name: "dispatchbench",
-  // A modest default, as a real operation has; the bench partner's `limits.rate_limits` lifts it.
-  rateLimits: { "POST /ping": [{ limit: 10, windowSeconds: 60 }] },
-  jobs: { ping },
-  operations: [
-    operation({
-      method: "POST",
-      path: "/ping",
-      status: 202,
-      inflight: true,
-      input: z.object({}),
-      async handle(ctx) {
-        const job = await ctx.submitJob({
-          kind: "ping",
-          credits: 1,
-          state: "queued",
-          input: {},
-          insufficientCredits: () => "Insufficient credits",
-        });
-        return { job_id: job.jobId };
-      },
-    }),
-  ],
-});
+// A modest rate limit by default, as a real operation has; the bench partner's `limits.rate_limits` lifts it.
+const bench = jobPlugin("dispatchbench", "ping", ping, { limitPerMinute: 10, inflight: true });
 
 interface Sample {
   /** When the 202 (or the bare send) returned. */

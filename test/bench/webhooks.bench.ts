@@ -11,10 +11,8 @@ import type { AddressInfo } from "node:net";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import process from "node:process";
 import pg from "pg";
-import { z } from "zod";
 import { queuedThen } from "../../core/job-states.ts";
 import type { JobKindDeclaration } from "../../core/jobs.ts";
-import { definePlugin, operation } from "../../core/plugin.ts";
 import { DELIVERY_LIMITS } from "../../core/webhook-delivery.ts";
 import { signature } from "../../core/webhooks.ts";
 import { createOutboundGuard } from "../../lib/outbound/index.ts";
@@ -22,6 +20,7 @@ import account from "../../plugins/account/index.ts";
 import webhooks from "../../plugins/webhooks/index.ts";
 import { createTestKernel } from "../../testkit/index.ts";
 import { serveHttp } from "../../transports/http.ts";
+import { jobPlugin } from "../helpers/job-plugin.ts";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1000);
 const ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -40,21 +39,9 @@ const done: JobKindDeclaration<Record<string, never>> = {
   },
 };
 
-const bench = definePlugin({
-  name: "hookbench",
-  rateLimits: { "POST /done": [{ limit: 1_000_000, windowSeconds: 60 }] },
-  jobs: { done },
-  operations: [
-    operation({
-      method: "POST",
-      path: "/done",
-      status: 202,
-      input: z.object({}),
-      async handle(ctx) {
-        return { job_id: (await ctx.submitJob({ kind: "done", credits: 0, state: "queued", input: {} })).jobId };
-      },
-    }),
-  ],
+const bench = jobPlugin("hookbench", "done", done, {
+  limitPerMinute: 1_000_000,
+  submit: () => ({ credits: 0, input: {} }),
 });
 
 async function receiver() {

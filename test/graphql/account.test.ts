@@ -4,9 +4,10 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import textStats from "../../examples/text-stats-plugin/index.ts";
 import account from "../../plugins/account/index.ts";
-import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
-import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { graphql } from "../../testkit/index.ts";
+import { databaseBackends } from "../helpers/backends.ts";
 import { errorBody } from "../helpers/error-body.ts";
+import { testKernel } from "../helpers/kernel-suite.ts";
 import { ticker } from "./fixtures.ts";
 
 // Every field of the typed results, so a whole body compares with REST's.
@@ -20,16 +21,7 @@ const withoutRequestId = ({ request_id, ...rest }: Record<string, unknown>) => {
 
 for (const backend of await databaseBackends()) {
   const t = suite(`GraphQL account API on ${backend.name}`);
-  let tk: TestKernel;
-  t.before.each(async () => {
-    tk = await createTestKernel({
-      plugins: [account, textStats, ticker],
-      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
-    });
-  });
-  t.after.each(async () => {
-    await tk.close();
-  });
+  const tk = testKernel(t, backend, { plugins: [account, textStats, ticker] });
 
   t("credits and me: the REST bodies, in one document", async () => {
     const p = await tk.partner({ name: "Acme", credits: 1234, tier: "standard" });

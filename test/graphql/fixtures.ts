@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { JobFailure, type JobKindDeclaration } from "../../core/jobs.ts";
 import { definePlugin, operation } from "../../core/plugin.ts";
+import { jobPlugin, QUEUED_RUNNING_DONE } from "../helpers/job-plugin.ts";
 
 const perMinute = (limit: number) => [{ limit, windowSeconds: 60 }];
 
@@ -123,11 +124,7 @@ const tickGates = jobGates(20_000);
 export const openGate = tickGates.open;
 
 const tick: JobKindDeclaration<{ fail?: boolean }> = {
-  states: ["queued", "running", "done", "failed"],
-  initial: "queued",
-  transitions: { queued: ["running", "done", "failed"], running: ["done", "failed"] },
-  terminal: { done: "success", failed: "failure" },
-  failState: "failed",
+  ...QUEUED_RUNNING_DONE,
   failError: "The tick failed.",
   retries: 0,
   async run(ctx) {
@@ -140,31 +137,9 @@ const tick: JobKindDeclaration<{ fail?: boolean }> = {
   },
 };
 
-export const ticker = definePlugin({
-  name: "ticker",
-  rateLimits: { "POST /tick": perMinute(1000) },
-  jobs: { tick },
-  operations: [
-    operation({
-      method: "POST",
-      path: "/tick",
-      status: 202,
-      input: z.object({ credits: z.number().int().min(0).optional(), fail: z.boolean().optional() }),
-      async handle(ctx) {
-        const job = await ctx.submitJob({
-          kind: "tick",
-          credits: ctx.input.credits ?? 1,
-          state: "queued",
-          input: { fail: ctx.input.fail === true },
-          insufficientCredits: () => "Insufficient credits",
-        });
-        return {
-          job_id: job.jobId,
-          status: "queued",
-          credits_used: job.creditsUsed,
-          credits_remaining: job.creditsRemaining,
-        };
-      },
-    }),
-  ],
+export const ticker = jobPlugin("ticker", "tick", tick, {
+  limitPerMinute: 1000,
+  body: z.object({ credits: z.number().int().min(0).optional(), fail: z.boolean().optional() }),
+  submit: (body) => ({ credits: body.credits ?? 1, input: { fail: body.fail === true } }),
+  charged: true,
 });

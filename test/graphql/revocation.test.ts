@@ -13,12 +13,12 @@ import WebSocket from "ws";
 import { z } from "zod";
 import type { JobKindDeclaration } from "../../core/jobs.ts";
 import type { Kernel } from "../../core/kernel.ts";
-import { definePlugin, operation } from "../../core/plugin.ts";
 import account from "../../plugins/account/index.ts";
 import { createTestKernel, graphql, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
 import { endSubscriptions, SHUTDOWN_MESSAGE } from "../../transports/graphql/subscriptions.ts";
 import { createHttpApp, type HttpServer, serveHttp } from "../../transports/http.ts";
 import { isolatedPostgresDatabase, isolatedRedisPrefix, postgresUrl, redisUrl } from "../helpers/backends.ts";
+import { jobPlugin, QUEUED_RUNNING_DONE } from "../helpers/job-plugin.ts";
 import { jobGates } from "./fixtures.ts";
 import { startSharedInstance } from "./helpers.ts";
 
@@ -28,11 +28,7 @@ const holdGates = jobGates();
 const openGate = holdGates.open;
 const openAllGates = holdGates.openAll;
 const hold: JobKindDeclaration<Record<string, never>> = {
-  states: ["queued", "running", "done", "failed"],
-  initial: "queued",
-  transitions: { queued: ["running", "done", "failed"], running: ["done", "failed"] },
-  terminal: { done: "success", failed: "failure" },
-  failState: "failed",
+  ...QUEUED_RUNNING_DONE,
   failError: "The hold failed.",
   retries: 0,
   async run(ctx) {
@@ -41,28 +37,9 @@ const hold: JobKindDeclaration<Record<string, never>> = {
     return { state: "done" };
   },
 };
-const holder = definePlugin({
-  name: "holder",
-  rateLimits: { "POST /hold": [{ limit: 1000, windowSeconds: 60 }] },
-  jobs: { hold },
-  operations: [
-    operation({
-      method: "POST",
-      path: "/hold",
-      status: 202,
-      input: z.object({ note: z.string().optional() }),
-      async handle(ctx) {
-        const job = await ctx.submitJob({
-          kind: "hold",
-          credits: 1,
-          state: "queued",
-          input: {},
-          insufficientCredits: () => "Insufficient credits",
-        });
-        return { job_id: job.jobId };
-      },
-    }),
-  ],
+const holder = jobPlugin("holder", "hold", hold, {
+  limitPerMinute: 1000,
+  body: z.object({ note: z.string().optional() }),
 });
 
 const SUBSCRIPTION = "subscription($id: String!) { jobUpdates(id: $id) { job_id state terminal progress } }";
