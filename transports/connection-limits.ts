@@ -33,6 +33,7 @@ import type { IncomingMessage, Server } from "node:http";
 import type { Http2Server } from "node:http2";
 import type { Socket } from "node:net";
 import type { ConnectionSettings } from "../core/config.ts";
+import { KeyedCounts } from "./keyed-counts.ts";
 
 export type ConnectionRefusal = "per_address" | "max";
 export type TimeoutPhase = "headers" | "body";
@@ -101,44 +102,34 @@ export function addressKey(address: string | undefined): string | undefined {
  * Open connections by address and in all, against the caps: a pure count, so it can be tested without
  * sockets. `admit` says why a connection is refused (and counts the refusal), or counts it in.
  */
-export class ConnectionLedger {
-  readonly #byAddress = new Map<string, number>();
-  #open = 0;
+export class ConnectionLedger extends KeyedCounts {
   readonly refused: Record<ConnectionRefusal, number> = { per_address: 0, max: 0 };
 
-  constructor(readonly caps: ConnectionCaps) {}
-
-  get open(): number {
-    return this.#open;
+  constructor(readonly caps: ConnectionCaps) {
+    super();
   }
 
   /** How many addresses hold a connection (the map's size: it must drop to 0 when all close). */
   get addresses(): number {
-    return this.#byAddress.size;
-  }
-
-  heldBy(key: string): number {
-    return this.#byAddress.get(key) ?? 0;
+    return this.keys;
   }
 
   admit(key: string | undefined): ConnectionRefusal | null {
-    if (this.caps.max > 0 && this.#open >= this.caps.max) return this.#refuse("max");
-    if (key !== undefined && this.caps.perAddress > 0) {
-      const held = this.#byAddress.get(key) ?? 0;
-      if (held >= this.caps.perAddress) return this.#refuse("per_address");
-      this.#byAddress.set(key, held + 1);
-    }
-    this.#open++;
+    if (this.caps.max > 0 && this.open >= this.caps.max) return this.#refuse("max");
+    const counted = this.#counted(key);
+    if (counted !== undefined && this.heldBy(counted) >= this.caps.perAddress) return this.#refuse("per_address");
+    this.add(counted);
     return null;
   }
 
   /** One admitted connection closed (`key` as it was admitted under). */
   release(key: string | undefined): void {
-    this.#open = Math.max(0, this.#open - 1);
-    if (key === undefined || this.caps.perAddress <= 0) return;
-    const held = this.#byAddress.get(key) ?? 0;
-    if (held <= 1) this.#byAddress.delete(key);
-    else this.#byAddress.set(key, held - 1);
+    this.remove(this.#counted(key));
+  }
+
+  /** The address a connection is counted under: none without one, or when there is no cap per address. */
+  #counted(key: string | undefined): string | undefined {
+    return this.caps.perAddress > 0 ? key : undefined;
   }
 
   /** Counts a refusal made elsewhere (Node's own `maxConnections`). */

@@ -17,6 +17,7 @@
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
 import type { Kernel } from "../../core/kernel.ts";
+import { KeyedCounts } from "../keyed-counts.ts";
 import { codeFor } from "./errors.ts";
 
 export type SubscriptionRefusal = "per_key" | "per_socket";
@@ -31,48 +32,30 @@ export interface SubscriptionSlot {
   release(): void;
 }
 
-export class SubscriptionLimits {
-  readonly #byKey = new Map<string, number>();
-  #open = 0;
+export class SubscriptionLimits extends KeyedCounts {
   readonly refused: Record<SubscriptionRefusal, number> = { per_key: 0, per_socket: 0 };
 
   /** A cap of 0 is off. */
   constructor(
     readonly perKey: number,
     readonly perSocket: number,
-  ) {}
-
-  get open(): number {
-    return this.#open;
-  }
-
-  /** Partners holding a subscription (the map's size: back to 0 once every subscription has ended). */
-  get keys(): number {
-    return this.#byKey.size;
-  }
-
-  heldBy(key: string): number {
-    return this.#byKey.get(key) ?? 0;
+  ) {
+    super();
   }
 
   /** A slot under `key`'s cap, or null (counted as refused) when it is full. */
   acquire(key: string): SubscriptionSlot | null {
-    const held = this.#byKey.get(key) ?? 0;
-    if (this.perKey > 0 && held >= this.perKey) {
+    if (this.perKey > 0 && this.heldBy(key) >= this.perKey) {
       this.refused.per_key++;
       return null;
     }
-    this.#byKey.set(key, held + 1);
-    this.#open++;
+    this.add(key);
     let released = false;
     return {
       release: () => {
         if (released) return;
         released = true;
-        this.#open--;
-        const now = (this.#byKey.get(key) ?? 1) - 1;
-        if (now <= 0) this.#byKey.delete(key);
-        else this.#byKey.set(key, now);
+        this.remove(key);
       },
     };
   }
@@ -82,7 +65,7 @@ export class SubscriptionLimits {
    * refusal before its costly work; acquire() still decides.
    */
   admitsKey(key: string): boolean {
-    if (this.perKey > 0 && (this.#byKey.get(key) ?? 0) >= this.perKey) {
+    if (this.perKey > 0 && this.heldBy(key) >= this.perKey) {
       this.refused.per_key++;
       return false;
     }
