@@ -150,6 +150,8 @@ const FileEntry = z.object({
 });
 
 const Status = z.enum(["pending", "complete", "failed"]);
+/** The ids every download answer opens with. */
+const downloadIds = { download_id: z.string(), partner_job_id: z.string().nullable() };
 
 export const QuotaShape = z.object({
   limit: z.number().int(),
@@ -160,8 +162,7 @@ export const QuotaShape = z.object({
 });
 
 export const SubmitShape = z.object({
-  download_id: z.string(),
-  partner_job_id: z.string().nullable(),
+  ...downloadIds,
   status: z.literal("pending"),
   platform: z.string(),
   normalized_url: z.string(),
@@ -170,8 +171,7 @@ export const SubmitShape = z.object({
 });
 
 export const RecordShape = z.object({
-  download_id: z.string(),
-  partner_job_id: z.string().nullable(),
+  ...downloadIds,
   status: Status,
   platform: z.string(),
   normalized_url: z.string(),
@@ -194,8 +194,7 @@ export const RecordShape = z.object({
 export const ListShape = pageShape(
   "downloads",
   z.object({
-    download_id: z.string(),
-    partner_job_id: z.string().nullable(),
+    ...downloadIds,
     status: Status,
     platform: z.string(),
     files: z.array(FileEntry),
