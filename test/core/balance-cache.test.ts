@@ -21,13 +21,14 @@ import { memoryPubSub, type PubSub, redisPubSub } from "../../storage/pubsub.ts"
 import type { KernelTables } from "../../storage/tables.ts";
 import { createHttpApp } from "../../transports/http.ts";
 import { isolatedPostgresDatabase, isolatedRedisPrefix, postgresUrl, redisUrl } from "../helpers/backends.ts";
+import { generousLimits } from "../helpers/test-limits.ts";
 
 const ADMIN = "balance-cache-admin";
 
 // A paid operation, so a charge goes through the same path as a real plugin's (ctx.submitJob).
 const paid = definePlugin({
   name: "paid",
-  rateLimits: { "POST /paid": [{ limit: 1000, windowSeconds: 60 }] },
+  rateLimits: generousLimits("POST /paid"),
   operations: [
     operation({
       method: "POST",
@@ -329,22 +330,21 @@ async function raceKernel(): Promise<Kernel> {
   });
 }
 
-/** The kernel's accounts over the race database, every query passing through the gate `g`. */
-function gatedAccounts(kernel: Kernel, g: ReturnType<typeof gate>): Accounts {
-  return new Accounts(
-    raceDb.kysely.withPlugin(g.plugin) as Kysely<KernelTables>,
-    kernel.clock,
-    kernel.pubsub,
-    kernel.usage,
-  );
+/**
+ * A race kernel with one partner (100 credits) named `name`, a new gate, the kernel's accounts over the race
+ * database with every query passing through the gate, and the hash of the partner's key.
+ */
+async function raceRig(name: string) {
+  const kernel = await raceKernel();
+  const { partner, apiKey } = await kernel.accounts.create({ name, credits: 100 });
+  const g = gate();
+  const gated = raceDb.kysely.withPlugin(g.plugin) as Kysely<KernelTables>;
+  const accounts = new Accounts(gated, kernel.clock, kernel.pubsub, kernel.usage);
+  return { kernel, partner, g, accounts, hash: hashApiKey(apiKey) };
 }
 
 race("a read overtaken by an eviction answers its caller but does not fill the cache", async () => {
-  const kernel = await raceKernel();
-  const { partner, apiKey } = await kernel.accounts.create({ name: "Race", credits: 100 });
-  const g = gate();
-  const accounts = gatedAccounts(kernel, g);
-  const hash = hashApiKey(apiKey);
+  const { kernel, partner, g, accounts, hash } = await raceRig("Race");
 
   const read = accounts.byKeyHash(hash);
   await g.reached; // the row (100) has been read and is on its way back
@@ -362,11 +362,7 @@ race("a read overtaken by an eviction answers its caller but does not fill the c
 });
 
 race("callers share a read in flight only if no eviction came after it started", async () => {
-  const kernel = await raceKernel();
-  const { partner, apiKey } = await kernel.accounts.create({ name: "Join", credits: 100 });
-  const g = gate();
-  const accounts = gatedAccounts(kernel, g);
-  const hash = hashApiKey(apiKey);
+  const { kernel, partner, g, accounts, hash } = await raceRig("Join");
 
   const first = accounts.byKeyHash(hash);
   await g.reached;
@@ -382,11 +378,7 @@ race("callers share a read in flight only if no eviction came after it started",
 });
 
 race("without an eviction a burst of misses makes one read, and later calls are hits", async () => {
-  const kernel = await raceKernel();
-  const { partner, apiKey } = await kernel.accounts.create({ name: "Burst", credits: 100 });
-  const g = gate();
-  const accounts = gatedAccounts(kernel, g);
-  const hash = hashApiKey(apiKey);
+  const { kernel, partner, g, accounts, hash } = await raceRig("Burst");
   const burst = Array.from({ length: 20 }, () => accounts.byKeyHash(hash));
   await g.reached;
   g.release();

@@ -26,6 +26,7 @@ import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.
 import { createHttpApp } from "../../transports/http.ts";
 import { jsonNestsDeeper } from "../../transports/rest/respond.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { generousLimits } from "../helpers/test-limits.ts";
 
 const K = KERNEL_ERRORS;
 const LIMITS = {
@@ -51,7 +52,7 @@ const LIMITS = {
 // A test plugin whose price is whatever the request says: the kernel's guards on a price, end to end.
 const hugePrice = definePlugin({
   name: "huge-price",
-  rateLimits: { "POST /huge-price": [{ limit: 1000, windowSeconds: 60 }] },
+  rateLimits: generousLimits("POST /huge-price"),
   jobs: {
     thing: { ...queuedThen("done", "error"), failError: "failed", retries: 0, run: async () => ({ state: "done" }) },
   },
@@ -130,49 +131,34 @@ for (const backend of await databaseBackends()) {
     assert.is(await balance(), before, `${what}: the balance did not change`);
   };
   const post = (path: string, body: unknown) => () => tk.request("POST", path, { key: partner.key, body });
+  /** Each POST [what, path, body, field] must be refused with a 400 whose text is `text(field)`. */
+  const refusedPosts = async (text: (field: string) => string, cases: [string, string, unknown, string][]) => {
+    for (const [what, path, body, field] of cases) await refused(what, post(path, body), 400, text(field));
+  };
 
   t("item 12: NUL and other control characters in any text field are a 400 before anything is stored", async () => {
-    await refused("prompt", post("/generate-image", { prompt: "a\u0000b" }), 400, K.controlCharacter("prompt"));
-    await refused(
-      "negative_prompt",
-      post("/generate-video", {
-        prompt: "x",
-        model: "beta-2-direct",
-        duration: 4,
-        quality: "480p",
-        negative_prompt: "\u0000",
-      }),
-      400,
-      K.controlCharacter("negative_prompt"),
-    );
-    await refused(
-      "voiceover text",
-      post("/generate-voiceover", { text: "Hello\u0000", voice_id: "x" }),
-      400,
-      K.controlCharacter("text"),
-    );
-    await refused(
-      "voiceover source",
-      post("/generate-voiceover", { text: "Hello", voice_id: "x", source: "lab\u0000el" }),
-      400,
-      K.controlCharacter("source"),
-    );
-    // Not "Music generation failed to start. Credits refunded.": nothing was charged, and nothing failed.
-    await refused("music prompt", post("/generate-music", { prompt: "\u0000lofi" }), 400, K.controlCharacter("prompt"));
-    await refused(
-      "music style",
-      post("/generate-music", { prompt: "x", style: "a\u0007", title: "t" }),
-      400,
-      K.controlCharacter("style"),
-    );
-    await refused(
-      "a nested string",
-      post("/generate-image", { prompt: "x", ref_images: [{ base64: "AAAA", mime_type: "image/png\u001b" }] }),
-      400,
-      K.controlCharacter("ref_images[0].mime_type"),
-    );
-    await refused("DEL", post("/generate-image", { prompt: "x\u007f" }), 400, K.controlCharacter("prompt"));
-    await refused("C1", post("/generate-image", { prompt: "x\u0085" }), 400, K.controlCharacter("prompt"));
+    await refusedPosts(K.controlCharacter, [
+      ["prompt", "/generate-image", { prompt: "a\u0000b" }, "prompt"],
+      [
+        "negative_prompt",
+        "/generate-video",
+        { prompt: "x", model: "beta-2-direct", duration: 4, quality: "480p", negative_prompt: "\u0000" },
+        "negative_prompt",
+      ],
+      ["voiceover text", "/generate-voiceover", { text: "Hello\u0000", voice_id: "x" }, "text"],
+      ["voiceover source", "/generate-voiceover", { text: "Hello", voice_id: "x", source: "lab\u0000el" }, "source"],
+      // Not "Music generation failed to start. Credits refunded.": nothing was charged, and nothing failed.
+      ["music prompt", "/generate-music", { prompt: "\u0000lofi" }, "prompt"],
+      ["music style", "/generate-music", { prompt: "x", style: "a\u0007", title: "t" }, "style"],
+      [
+        "a nested string",
+        "/generate-image",
+        { prompt: "x", ref_images: [{ base64: "AAAA", mime_type: "image/png\u001b" }] },
+        "ref_images[0].mime_type",
+      ],
+      ["DEL", "/generate-image", { prompt: "x\u007f" }, "prompt"],
+      ["C1", "/generate-image", { prompt: "x\u0085" }, "prompt"],
+    ]);
     await refused("a field name", post("/generate-image", { prompt: "x", "a\u0000": 1 }), 400, K.invalidFieldName);
     await refused(
       "a query value",
@@ -196,26 +182,18 @@ for (const backend of await databaseBackends()) {
   });
 
   t("item 13: an unpaired surrogate is a 400, in values and in field names", async () => {
-    await refused("prompt", post("/generate-image", { prompt: "a\ud800b" }), 400, K.illFormedText("prompt"));
-    await refused(
-      "low half",
-      post("/generate-video", { prompt: "\udc00", model: "beta-2-direct", duration: 4, quality: "480p" }),
-      400,
-      K.illFormedText("prompt"),
-    );
-    await refused(
-      "voiceover",
-      post("/generate-voiceover", { text: "x\ud83d", voice_id: "x" }),
-      400,
-      K.illFormedText("text"),
-    );
-    await refused("music", post("/generate-music", { prompt: "\ud800" }), 400, K.illFormedText("prompt"));
-    await refused(
-      "metadata url",
-      post("/remove-metadata", { image_url: "https://example.com/\ud800.jpg" }),
-      400,
-      K.illFormedText("image_url"),
-    );
+    await refusedPosts(K.illFormedText, [
+      ["prompt", "/generate-image", { prompt: "a\ud800b" }, "prompt"],
+      [
+        "low half",
+        "/generate-video",
+        { prompt: "\udc00", model: "beta-2-direct", duration: 4, quality: "480p" },
+        "prompt",
+      ],
+      ["voiceover", "/generate-voiceover", { text: "x\ud83d", voice_id: "x" }, "text"],
+      ["music", "/generate-music", { prompt: "\ud800" }, "prompt"],
+      ["metadata url", "/remove-metadata", { image_url: "https://example.com/\ud800.jpg" }, "image_url"],
+    ]);
     await refused("a field name", post("/generate-image", { prompt: "x", "\ud800": 1 }), 400, K.invalidFieldName);
     // A well-formed pair is text.
     const ok = await tk.request("POST", "/generate-image", {

@@ -13,6 +13,7 @@ import music from "../../plugins/music/index.ts";
 import musicSandbox from "../../plugins/music/sandbox.ts";
 import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { partnerRows } from "../helpers/partner-reads.ts";
 
 const LIMITS = {
   inflight_jobs: 50,
@@ -35,25 +36,8 @@ for (const backend of await databaseBackends()) {
   });
 
   const db = () => tk.kernel.database.kysely as Kysely<any>;
-  const jobs = async (partnerId: string) =>
-    Number(
-      (
-        await db()
-          .selectFrom("jobs")
-          .select((eb) => eb.fn.countAll<number>().as("n"))
-          .where("partner_id", "=", partnerId)
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
-  const usage = async (partnerId: string) =>
-    (
-      await db()
-        .selectFrom("ledger")
-        .select("amount")
-        .where("partner_id", "=", partnerId)
-        .where("type", "=", "usage")
-        .execute()
-    ).length;
+  const jobs = (partnerId: string) => partnerRows(tk, "jobs", partnerId);
+  const usage = (partnerId: string) => partnerRows(tk, "ledger", partnerId, "usage");
   const post = (key: string, body: unknown, idem?: string) =>
     tk.request("POST", "/generate-image", {
       key,

@@ -30,6 +30,16 @@ for (const backend of await databaseBackends()) {
     await tk.close();
   });
 
+  /** One column of the job rows `ids`, in the order of `ids`. */
+  const jobColumn = async <C extends "credits_used" | "input" | "group_id">(ids: string[], column: C) => {
+    const rows = await tk.kernel.database.kysely
+      .selectFrom("jobs")
+      .select(["id", column])
+      .where("id", "in", ids)
+      .execute();
+    return ids.map((id) => (rows.find((r) => r.id === id) as Record<C, unknown>)[column]);
+  };
+
   const charge = (partnerId: string, credits: number, inflight = false) =>
     submitJobs(tk.kernel.database.kysely, {
       partnerId,
@@ -146,15 +156,7 @@ for (const backend of await databaseBackends()) {
         usage.map((r) => Number(r.amount)),
         [-417],
       );
-      const held = await tk.kernel.database.kysely
-        .selectFrom("jobs")
-        .select(["id", "credits_used"])
-        .where("id", "in", job.jobIds)
-        .execute();
-      assert.equal(
-        job.jobIds.map((id) => held.find((r) => r.id === id)!.credits_used),
-        [132, 143, 142],
-      );
+      assert.equal(await jobColumn(job.jobIds, "credits_used"), [132, 143, 142]);
       // The second share refunded by three racing finishers: once.
       const ends = await Promise.all(
         [1, 2, 3].map(() => finishJob(tk.kernel.database.kysely, job.jobIds[1]!, { state: "error", refund: true })),
@@ -197,22 +199,8 @@ for (const backend of await databaseBackends()) {
     });
     assert.match(batch.groupId ?? "", /^svc-[0-9a-f]{8}$/);
     assert.is(seenGroup, batch.groupId, "the submit's own rows see the group id in its transaction");
-    const inputs = await tk.kernel.database.kysely
-      .selectFrom("jobs")
-      .select(["id", "input"])
-      .where("id", "in", batch.jobIds)
-      .execute();
-    assert.equal(
-      batch.jobIds.map((id) => inputs.find((r) => r.id === id)!.input),
-      [{ n: 1 }, { n: 2 }, { n: 3 }],
-      "one input per job, in order",
-    );
-    const groups = await tk.kernel.database.kysely
-      .selectFrom("jobs")
-      .select("group_id")
-      .where("id", "in", batch.jobIds)
-      .execute();
-    assert.ok(groups.every((g) => g.group_id === batch.groupId));
+    assert.equal(await jobColumn(batch.jobIds, "input"), [{ n: 1 }, { n: 2 }, { n: 3 }], "one input per job, in order");
+    assert.ok((await jobColumn(batch.jobIds, "group_id")).every((g) => g === batch.groupId));
     await charge(p.id, 1, true); // the second slot: the batch took one, not three
     assert.is((await rejection(charge(p.id, 1, true))).status, 429);
     // Two of the three sections end: the group still holds its slot.

@@ -9,6 +9,7 @@ import * as assert from "uvu/assert";
 import { z } from "zod";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { generousLimits } from "../helpers/test-limits.ts";
 
 interface NotesTable {
   id: Generated<number>;
@@ -24,7 +25,7 @@ const Entry = z.object({ id: z.number().int(), body: z.string() });
 // A stand-in plugin whose list is written the way every list of ours is.
 const notes = definePlugin({
   name: "notes",
-  rateLimits: { "GET /notes": [{ limit: 1000, windowSeconds: 60 }] },
+  rateLimits: generousLimits("GET /notes"),
   migrations: [
     {
       name: "notes/0001",

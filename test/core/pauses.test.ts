@@ -9,14 +9,12 @@ import account from "../../plugins/account/index.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { errorBody } from "../helpers/error-body.ts";
+import { generousLimits } from "../helpers/test-limits.ts";
 
 const pausable = definePlugin({
   name: "pausable",
   pauses: ["printing"],
-  rateLimits: {
-    "POST /print": [{ limit: 1000, windowSeconds: 60 }],
-    "POST /sneak": [{ limit: 1000, windowSeconds: 60 }],
-  },
+  rateLimits: generousLimits("POST /print", "POST /sneak"),
   operations: [
     operation({
       method: "POST",

@@ -16,6 +16,7 @@ import { type CapabilityHost, definePlugin } from "../../core/plugin.ts";
 import music from "../../plugins/music/index.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { partnerRows } from "../helpers/partner-reads.ts";
 import { until } from "../helpers/restart.ts";
 
 const runs = new Map<string, number>();
@@ -138,15 +139,7 @@ for (const backend of await databaseBackends()) {
         .where("id", "=", partnerId)
         .executeTakeFirstOrThrow()
     ).credits_remaining;
-  const refunds = async (partnerId: string) =>
-    (
-      await db()
-        .selectFrom("ledger")
-        .select("amount")
-        .where("partner_id", "=", partnerId)
-        .where("type", "=", "refund")
-        .execute()
-    ).length;
+  const refunds = (partnerId: string) => partnerRows(tk, "ledger", partnerId, "refund");
 
   t("transient errors, more than the kind's retries, then a success: done, charged, nothing refunded", async () => {
     const { id } = await tk.partner({ credits: 100 });

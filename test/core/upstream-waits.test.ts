@@ -220,10 +220,19 @@ for (const backend of await databaseBackends()) {
       start: true,
     });
 
-  t("waits hold no slot: twelve jobs wait at once on a kind with one slot, each built and submitted once", async () => {
+  /** A started kernel and a partner with 1000 credits for `body`; the kernel is closed after, however it ends. */
+  const onKernel = async (body: (tk: TestKernel, partnerId: string, key: string) => Promise<void>) => {
     const tk = await open();
     try {
       const { id: partnerId, key } = await tk.partner({ credits: 1000 });
+      await body(tk, partnerId, key);
+    } finally {
+      await tk.close();
+    }
+  };
+
+  t("waits hold no slot: twelve jobs wait at once on a kind with one slot, each built and submitted once", () =>
+    onKernel(async (tk, partnerId, key) => {
       const ids = await Promise.all(
         Array.from({ length: 12 }, () => submit(tk, key, { mode: "timed", ms: 2500, every: 1000 })),
       );
@@ -247,33 +256,24 @@ for (const backend of await databaseBackends()) {
         assert.is(await waitRow(tk, id), undefined, "the wait row goes with the job");
       }
       assert.is(mostAtOnce(ids.map(workOf)), 12, "every job was pending upstream at the same time");
-    } finally {
-      await tk.close();
-    }
-  });
+    }),
+  );
 
   t(
     "an upstream that asks for a look every 200 ms still frees the slot: an attempt sleeps a quarter second at most",
-    async () => {
-      const tk = await open();
-      try {
-        const { id: partnerId, key } = await tk.partner({ credits: 1000 });
+    () =>
+      onKernel(async (tk, partnerId, key) => {
         const ids = await Promise.all(
           Array.from({ length: 4 }, () => submit(tk, key, { mode: "timed", ms: 1500, every: 200 })),
         );
         for (const id of ids) assert.is((await untilEnded(tk, partnerId, id)).state, "complete");
         // Holding the one slot through its polls, each job would have waited alone.
         assert.is(mostAtOnce(ids.map(workOf)), 4, "every job was pending upstream at the same time");
-      } finally {
-        await tk.close();
-      }
-    },
+      }),
   );
 
-  t("progress of a pending upstream reaches the job; a failed upstream refunds", async () => {
-    const tk = await open();
-    try {
-      const { id: partnerId, key } = await tk.partner({ credits: 1000 });
+  t("progress of a pending upstream reaches the job; a failed upstream refunds", () =>
+    onKernel(async (tk, partnerId, key) => {
       const slow = await submit(tk, key, { mode: "timed", ms: 3000, every: 1000 });
       await until(
         () => jobRow(tk, slow),
@@ -287,15 +287,11 @@ for (const backend of await databaseBackends()) {
       assert.is((await jobRow(tk, failed)).credits_refunded, 5);
       assert.ok(workOf(failed).released);
       assert.is((await untilEnded(tk, partnerId, slow)).state, "complete");
-    } finally {
-      await tk.close();
-    }
-  });
+    }),
+  );
 
-  t("a poll that fails is tried again with backoff; polls that keep failing fail the job", async () => {
-    const tk = await open();
-    try {
-      const { id: partnerId, key } = await tk.partner({ credits: 1000 });
+  t("a poll that fails is tried again with backoff; polls that keep failing fail the job", () =>
+    onKernel(async (tk, partnerId, key) => {
       const flaky = await submit(tk, key, { mode: "poll-errors", ms: 0, every: 0 });
       assert.is((await untilEnded(tk, partnerId, flaky)).state, "complete");
       assert.is(workOf(flaky).polls, 3, "two failed looks, then the one that found it done");
@@ -320,15 +316,11 @@ for (const backend of await databaseBackends()) {
       assert.is(job.error, TEXTS.failed);
       assert.is(workOf(broken).polls, MAX_POLL_ERRORS);
       assert.is((await jobRow(tk, broken)).credits_refunded, 5);
-    } finally {
-      await tk.close();
-    }
-  });
+    }),
+  );
 
-  t("past its deadline the upstream work is cancelled and the job fails, refunded", async () => {
-    const tk = await open();
-    try {
-      const { id: partnerId, key } = await tk.partner({ credits: 1000 });
+  t("past its deadline the upstream work is cancelled and the job fails, refunded", () =>
+    onKernel(async (tk, partnerId, key) => {
       const id = await submit(tk, key, { mode: "never", ms: 0, every: 1000, deadline: 30 });
       await until(
         () => waitRow(tk, id),
@@ -342,10 +334,8 @@ for (const backend of await databaseBackends()) {
       assert.is(job.error, TEXTS.timedOut);
       assert.ok(workOf(id).cancelled, "the upstream was told to stop");
       assert.is((await jobRow(tk, id)).credits_refunded, 5);
-    } finally {
-      await tk.close();
-    }
-  });
+    }),
+  );
 
   t(
     "a signed callback wakes the job at once; a bad signature, a bad body or callbacks off change nothing",
