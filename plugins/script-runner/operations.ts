@@ -87,22 +87,23 @@ const sceneShape = z.object({
   error: z.string().optional(),
 });
 
+// Field groups the run answers share, in the spec's order.
+const jobIds = { job_id: z.string(), partner_job_id: z.string().nullable() };
+const runCredits = { credits_charged: z.number().int(), credits_refunded: z.number().int() };
+const sceneCost = { model: z.string(), image_model: z.string(), cost_per_scene: z.number().int() };
+const stamps = { created_at: z.string(), updated_at: z.string() };
+
 const runShape = z.object({
-  job_id: z.string(),
-  partner_job_id: z.string().nullable(),
+  ...jobIds,
   name: z.string(),
   status: z.enum(["processing", "complete", "partial", "error"]),
   scene_count: z.number().int(),
   scenes_complete: z.number().int(),
   scenes: z.array(sceneShape),
-  credits_charged: z.number().int(),
-  credits_refunded: z.number().int(),
-  model: z.string(),
-  image_model: z.string(),
-  cost_per_scene: z.number().int(),
+  ...runCredits,
+  ...sceneCost,
   error: z.string().nullable(),
-  created_at: z.string(),
-  updated_at: z.string(),
+  ...stamps,
 });
 
 export const submitRun = operation({
@@ -116,15 +117,12 @@ export const submitRun = operation({
   maxBodyBytes: 30_000_000,
   bodyTooLarge: RUNNER_ERRORS.characterTooLarge,
   output: z.object({
-    job_id: z.string(),
-    partner_job_id: z.string().nullable(),
+    ...jobIds,
     status: z.literal("processing"),
     scene_count: z.number().int(),
     credits_used: z.number().int(),
     credits_remaining: z.number().int(),
-    model: z.string(),
-    image_model: z.string(),
-    cost_per_scene: z.number().int(),
+    ...sceneCost,
   }),
   async handle(ctx) {
     const req = ctx.input;
@@ -285,17 +283,14 @@ export const listRuns = operation({
   output: pageShape(
     "runs",
     z.object({
-      job_id: z.string(),
-      partner_job_id: z.string().nullable(),
+      ...jobIds,
       name: z.string(),
       model_used: z.string(),
       image_model_used: z.string(),
       status: z.string(),
       scene_count: z.number().int(),
-      credits_charged: z.number().int(),
-      credits_refunded: z.number().int(),
-      created_at: z.string(),
-      updated_at: z.string(),
+      ...runCredits,
+      ...stamps,
     }),
   ),
   async handle(ctx) {
