@@ -201,16 +201,14 @@ export class JsonSchemaTypes {
         description: typeof schema.description === "string" ? schema.description : undefined,
       };
     }
-    const scalar = scalarOf(schema);
-    if (scalar) return { type: scalar, nullable, description };
-    if (isArray(schema)) {
-      if (!schema.items || typeof schema.items !== "object" || Array.isArray(schema.items))
-        return { type: new ListRef(JSON_TYPE as any, true), nullable, description };
-      const item = this.output(schema.items, doc, `${name}Item`);
-      return { type: new ListRef(item.type, item.nullable), nullable, description };
-    }
-    const props = fieldsOf(schema);
-    if (!props) return { type: JSON_TYPE, nullable, description };
+    const plain = plainOrFields(
+      schema,
+      { nullable, description },
+      (items) => this.output(items, doc, `${name}Item`),
+      (item) => new ListRef(item.type, item.nullable),
+    );
+    if ("mapped" in plain) return plain.mapped;
+    const { props } = plain;
 
     const typeName = this.named(schema, defName, name);
     const { ref, fresh } = this.claim(this.outputs, typeName, { schema, extras }, () =>
@@ -259,16 +257,14 @@ export class JsonSchemaTypes {
   input(raw: JsonSchema, doc: JsonSchema, name: string): Mapped {
     const { schema, nullable, defName } = withoutNull(raw, doc);
     const description = describe(schema);
-    const scalar = scalarOf(schema);
-    if (scalar) return { type: scalar, nullable, description };
-    if (isArray(schema)) {
-      if (!schema.items || typeof schema.items !== "object" || Array.isArray(schema.items))
-        return { type: new InputListRef(JSON_TYPE as any, false), nullable, description };
-      const item = this.input(schema.items, doc, `${name}Item`);
-      return { type: new InputListRef(item.type, !item.nullable), nullable, description };
-    }
-    const props = fieldsOf(schema);
-    if (!props) return { type: JSON_TYPE, nullable, description };
+    const plain = plainOrFields(
+      schema,
+      { nullable, description },
+      (items) => this.input(items, doc, `${name}Item`),
+      (item) => new InputListRef(item.type, !item.nullable),
+    );
+    if ("mapped" in plain) return plain.mapped;
+    const { props } = plain;
 
     const typeName = this.named(schema, defName, name, "Input");
     const { ref, fresh } = this.claim(this.inputs, typeName, schema, () =>
@@ -289,6 +285,28 @@ export class JsonSchemaTypes {
     }
     return { type: ref, nullable, description };
   }
+}
+
+/**
+ * What maps alike to an output and to an input type: a scalar, a list (its items mapped by `item`, free-form
+ * JSON items, nullable, when it declares no one schema for them; `list` makes the direction's list type), or
+ * free-form JSON; else the properties of an object schema, for the caller's named type.
+ */
+function plainOrFields(
+  schema: JsonSchema,
+  outer: Omit<Mapped, "type">,
+  item: (items: JsonSchema) => Mapped,
+  list: (item: Mapped) => unknown,
+): { mapped: Mapped } | { props: Record<string, JsonSchema> } {
+  const scalar = scalarOf(schema);
+  if (scalar) return { mapped: { type: scalar, ...outer } };
+  if (isArray(schema)) {
+    const one = schema.items && typeof schema.items === "object" && !Array.isArray(schema.items);
+    const items = one ? item(schema.items) : { type: JSON_TYPE, nullable: true };
+    return { mapped: { type: list(items), ...outer } };
+  }
+  const props = fieldsOf(schema);
+  return props ? { props } : { mapped: { type: JSON_TYPE, ...outer } };
 }
 
 /** The properties a schema requires. */
