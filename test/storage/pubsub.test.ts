@@ -17,6 +17,13 @@ async function waitFor(check: () => boolean, what: string): Promise<void> {
   if (!check()) throw new Error(`never happened: ${what}`);
 }
 
+/** A listener on `channel` that keeps what it hears, in order; `off` unsubscribes it. */
+async function listen(bus: PubSub, channel: string): Promise<{ got: unknown[]; off: () => Promise<void> }> {
+  const got: unknown[] = [];
+  const off = await bus.subscribe(channel, (m) => got.push(m));
+  return { got, off };
+}
+
 for (const backend of await storeBackends()) {
   const t = suite(`pub/sub on ${backend.name}`);
   let prefix: string;
@@ -54,10 +61,8 @@ for (const backend of await storeBackends()) {
 
   t("a message reaches every listener of its channel, as a JSON copy", async () => {
     const [pub, sub] = pair();
-    const got1: unknown[] = [];
-    const got2: unknown[] = [];
-    await sub.subscribe("partner.changed", (m) => got1.push(m));
-    await sub.subscribe("partner.changed", (m) => got2.push(m));
+    const { got: got1 } = await listen(sub, "partner.changed");
+    const { got: got2 } = await listen(sub, "partner.changed");
     const sent = { partnerId: "prt_1", at: new Date(Date.UTC(2026, 0, 1)), nested: { n: 1 } };
     await pub.publish("partner.changed", sent);
     await waitFor(() => got1.length === 1 && got2.length === 1, "both listeners got the message");
@@ -71,12 +76,9 @@ for (const backend of await storeBackends()) {
 
   t("unsubscribe stops delivery to that listener only; the last one ends the channel's subscription", async () => {
     const [pub, sub] = pair();
-    const a: unknown[] = [];
-    const b: unknown[] = [];
-    const fence: unknown[] = [];
-    const offA = await sub.subscribe("c", (m) => a.push(m));
-    const offB = await sub.subscribe("c", (m) => b.push(m));
-    await sub.subscribe("fence", (m) => fence.push(m));
+    const { got: a, off: offA } = await listen(sub, "c");
+    const { got: b, off: offB } = await listen(sub, "c");
+    const { got: fence } = await listen(sub, "fence");
     await pub.publish("c", 1);
     await waitFor(() => a.length === 1 && b.length === 1, "first message");
 
@@ -97,10 +99,8 @@ for (const backend of await storeBackends()) {
 
   t("channels are separate", async () => {
     const [pub, sub] = pair();
-    const got: unknown[] = [];
-    const fence: unknown[] = [];
-    await sub.subscribe("one", (m) => got.push(m));
-    await sub.subscribe("fence", (m) => fence.push(m));
+    const { got } = await listen(sub, "one");
+    const { got: fence } = await listen(sub, "fence");
     await pub.publish("two", "wrong channel");
     await pub.publish("one", "right channel");
     await pub.publish("fence", 0);
@@ -156,16 +156,12 @@ for (const backend of await storeBackends()) {
       const pub = open();
       const subA = open();
       const subB = open();
-      const a: unknown[] = [];
-      const b: unknown[] = [];
-      await subA.subscribe("c", (m) => a.push(m));
-      await subB.subscribe("c", (m) => b.push(m));
+      const { got: a } = await listen(subA, "c");
+      const { got: b } = await listen(subB, "c");
       prefix = isolatedRedisPrefix();
       const other = open();
-      const foreign: unknown[] = [];
-      const fence: unknown[] = [];
-      await other.subscribe("c", (m) => foreign.push(m));
-      await other.subscribe("fence", (m) => fence.push(m));
+      const { got: foreign } = await listen(other, "c");
+      const { got: fence } = await listen(other, "fence");
       const otherPub = open();
       await pub.publish("c", { n: 1 });
       await waitFor(() => a.length === 1 && b.length === 1, "both instances got it");
@@ -193,10 +189,8 @@ for (const backend of await storeBackends()) {
     t("a memory bus is its own: two instances do not hear each other", async () => {
       const a = open();
       const b = open();
-      const got: unknown[] = [];
-      const fence: unknown[] = [];
-      await b.subscribe("c", (m) => got.push(m));
-      await b.subscribe("fence", (m) => fence.push(m));
+      const { got } = await listen(b, "c");
+      const { got: fence } = await listen(b, "fence");
       await a.publish("c", 1);
       await b.publish("fence", 0);
       await waitFor(() => fence.length === 1, "fence");

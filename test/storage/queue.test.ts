@@ -108,6 +108,21 @@ for (const backend of await databaseBackends()) {
     assert.equal(errors, [], "pg-boss reported no background errors");
   });
 
+  /** The warnings that LISTEN could not be established (workers then woken by polling alone). */
+  const listenUnavailable = () =>
+    warnings.filter((w) => (w.data as { type?: string }).type === "listen_notify_unavailable");
+
+  /** A worker on `name` whose every attempt throws: it counts them. */
+  const alwaysFailing = async (queue: ReturnType<typeof open>, name: string) => {
+    const seen = { attempts: 0 };
+    const fail = async () => {
+      seen.attempts++;
+      throw new Error("always");
+    };
+    await queue.work(name, fail, fast);
+    return seen;
+  };
+
   t("a sent job reaches its worker with its data", async () => {
     const queue = open();
     await queue.createQueue("test.deliver");
@@ -120,10 +135,7 @@ for (const backend of await databaseBackends()) {
     assert.equal(got[0]!.data, { n: 42, s: "it's" });
     assert.is(got[0]!.retryCount, 0);
     // LISTEN was established, so workers are woken by NOTIFY rather than only by polling.
-    assert.equal(
-      warnings.filter((w) => (w.data as { type?: string }).type === "listen_notify_unavailable"),
-      [],
-    );
+    assert.equal(listenUnavailable(), []);
   });
 
   t("a backlog drains without waiting out the polling interval between jobs", async () => {
@@ -145,26 +157,32 @@ for (const backend of await databaseBackends()) {
   // being sent was woken, not polled for. No duration is asserted; the margin is what proves the wake.
   const sleepy = { concurrency: 2, pollingIntervalSeconds: 30 };
   const settle = () => sleep(500); // lets the workers' first fetch come back empty and their sleep begin
+  /** An idle worker on `name` (its first fetch back empty, asleep for 30 s): the ids of the jobs it runs. */
+  const idleWorker = async (queue: ReturnType<typeof open>, name: string) => {
+    const got: string[] = [];
+    await queue.work(name, async (job) => void got.push(job.id), sleepy);
+    await settle();
+    return got;
+  };
+  /** The idle worker ran the job `id`, and within 5 s: it was woken (`how`), not polled for. */
+  const ranWoken = async (got: string[], id: string | null, how: string) => {
+    await waitFor(() => got.length === 1, `the ${how} worker (polling alone would take 30 s)`, 5000);
+    assert.equal(got, [id]);
+  };
 
   t("a job sent in this process wakes its idle worker, even without LISTEN", async () => {
     // No LISTEN connection, so no NOTIFY reaches this process: only send()'s own wake can start the job.
     const queue = open({ listenNotify: false });
     await queue.createQueue("test.wake");
-    const got: string[] = [];
-    await queue.work("test.wake", async (job) => void got.push(job.id), sleepy);
-    await settle();
-    const id = await queue.send("test.wake", {});
-    await waitFor(() => got.length === 1, "the woken worker (polling alone would take 30 s)", 5000);
-    assert.equal(got, [id]);
+    const got = await idleWorker(queue, "test.wake");
+    await ranWoken(got, await queue.send("test.wake", {}), "woken");
   });
 
   t("after sendWithin commits, wake() starts the job, even without LISTEN", async () => {
     const queue = open({ listenNotify: false });
     await queue.createQueue("test.wake.within");
     await queue.prepare("test.wake.within");
-    const got: string[] = [];
-    await queue.work("test.wake.within", async (job) => void got.push(job.id), sleepy);
-    await settle();
+    const got = await idleWorker(queue, "test.wake.within");
     let id: string | null;
     if (target.kind === "pglite") {
       id = await target.pglite.transaction((tx) =>
@@ -182,8 +200,7 @@ for (const backend of await databaseBackends()) {
       }
     }
     queue.wake("test.wake.within");
-    await waitFor(() => got.length === 1, "the woken worker (polling alone would take 30 s)", 5000);
-    assert.equal(got, [id]);
+    await ranWoken(got, id, "woken");
   });
 
   t("a job sent by another process wakes this process's worker through NOTIFY", async () => {
@@ -193,16 +210,9 @@ for (const backend of await databaseBackends()) {
     const worker = open();
     const sender = open({ listenNotify: false });
     await worker.createQueue("test.notify");
-    const got: string[] = [];
-    await worker.work("test.notify", async (job) => void got.push(job.id), sleepy);
-    await settle();
-    const id = await sender.send("test.notify", {});
-    await waitFor(() => got.length === 1, "the notified worker (polling alone would take 30 s)", 5000);
-    assert.equal(got, [id]);
-    assert.equal(
-      warnings.filter((w) => (w.data as { type?: string }).type === "listen_notify_unavailable"),
-      [],
-    );
+    const got = await idleWorker(worker, "test.notify");
+    await ranWoken(got, await sender.send("test.notify", {}), "notified");
+    assert.equal(listenUnavailable(), []);
   });
 
   t("a delayed job is held until its start time", async () => {
@@ -241,20 +251,12 @@ for (const backend of await databaseBackends()) {
     const queue = open();
     // The dead-letter queue is not declared first: createQueue makes it.
     await queue.createQueue("test.work", { retryLimit: 1, retryDelaySeconds: 0, deadLetter: "test.dead" });
-    let attempts = 0;
+    const failing = await alwaysFailing(queue, "test.work");
     const dead: QueueJob<{ jobId: string }>[] = [];
-    await queue.work(
-      "test.work",
-      async () => {
-        attempts++;
-        throw new Error("always");
-      },
-      fast,
-    );
     await queue.work<{ jobId: string }>("test.dead", async (job) => void dead.push(job), fast);
     const id = await queue.send("test.work", { jobId: "svc-00000001" });
     await waitFor(() => dead.length === 1, "the dead letter");
-    assert.is(attempts, 2);
+    assert.is(failing.attempts, 2);
     assert.equal(dead[0]!.data, { jobId: "svc-00000001" });
     assert.is(dead[0]!.name, "test.dead");
     assert.is.not(dead[0]!.id, id);
@@ -457,20 +459,12 @@ for (const backend of await databaseBackends()) {
       retryDelaySeconds: 0,
       deadLetter: "test.redeclare.dead",
     });
-    let attempts = 0;
+    const failing = await alwaysFailing(queue, "test.redeclare");
     const dead: unknown[] = [];
-    await queue.work(
-      "test.redeclare",
-      async () => {
-        attempts++;
-        throw new Error("always");
-      },
-      fast,
-    );
     await queue.work("test.redeclare.dead", async (job) => void dead.push(job.data), fast);
     await queue.send("test.redeclare", { n: 3 });
     await waitFor(() => dead.length === 1, "the dead letter");
-    assert.is(attempts, 2);
+    assert.is(failing.attempts, 2);
     assert.equal(dead, [{ n: 3 }]);
   });
 
