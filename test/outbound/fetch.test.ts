@@ -197,6 +197,16 @@ function devGuard(extra: { onConnect?: (i: { address: string }) => void } = {}) 
   return { lookup, guard: createOutboundGuard({ allowPrivate: true, lookup, ...extra }) };
 }
 
+/** A development guard (private addresses allowed) for `body`, closed after it however it ends. */
+async function withDevGuard(body: (guard: ReturnType<typeof devGuard>["guard"]) => Promise<void>): Promise<void> {
+  const { guard } = devGuard();
+  try {
+    await body(guard);
+  } finally {
+    await guard.close();
+  }
+}
+
 f("fetches through the injected resolver with the URL's Host header", async () => {
   const connected: string[] = [];
   const { guard, lookup } = devGuard({ onConnect: (i) => connected.push(i.address) });
@@ -221,9 +231,8 @@ f("fetches through the injected resolver with the URL's Host header", async () =
   }
 });
 
-f("a redirect is not followed and fails as redirect", async () => {
-  const { guard } = devGuard();
-  try {
+f("a redirect is not followed and fails as redirect", () =>
+  withDevGuard(async (guard) => {
     const before = http.requests.length;
     const err = await expectKind(guard.fetch(`http://127.0.0.1:${http.port}/redirect`), "redirect");
     assert.is(err.status, 302);
@@ -232,62 +241,47 @@ f("a redirect is not followed and fails as redirect", async () => {
       http.requests.slice(before).map((r) => r.url),
       ["/redirect"],
     );
-  } finally {
-    await guard.close();
-  }
-});
+  }),
+);
 
-f("a status outside acceptStatus fails as http_status; acceptStatus can widen it", async () => {
-  const { guard } = devGuard();
-  try {
+f("a status outside acceptStatus fails as http_status; acceptStatus can widen it", () =>
+  withDevGuard(async (guard) => {
     const err = await expectKind(guard.fetch(`http://127.0.0.1:${http.port}/missing`), "http_status");
     assert.is(err.status, 404);
     const res = await guard.fetch(`http://127.0.0.1:${http.port}/missing`, { acceptStatus: () => true });
     assert.is(res.status, 404);
     // 3xx stays a redirect whatever acceptStatus says.
     await expectKind(guard.fetch(`http://127.0.0.1:${http.port}/redirect`, { acceptStatus: () => true }), "redirect");
-  } finally {
-    await guard.close();
-  }
-});
+  }),
+);
 
-f("the byte cap aborts: on the declared length and while streaming", async () => {
-  const { guard } = devGuard();
-  try {
+f("the byte cap aborts: on the declared length and while streaming", () =>
+  withDevGuard(async (guard) => {
     await expectKind(guard.fetch(`http://127.0.0.1:${http.port}/big-declared`, { maxBytes: 4999 }), "too_large");
     const ok = await guard.fetch(`http://127.0.0.1:${http.port}/big-declared`, { maxBytes: 5000 });
     assert.is(ok.body.byteLength, 5000);
     await expectKind(guard.fetch(`http://127.0.0.1:${http.port}/big-chunked`, { maxBytes: 25_000 }), "too_large");
-  } finally {
-    await guard.close();
-  }
-});
+  }),
+);
 
-f("the deadline aborts a server that never answers, and one that stalls mid-body", async () => {
-  const { guard } = devGuard();
-  try {
+f("the deadline aborts a server that never answers, and one that stalls mid-body", () =>
+  withDevGuard(async (guard) => {
     await expectKind(guard.fetch(`http://127.0.0.1:${http.port}/never`, { timeoutMs: 150 }), "timeout");
     await expectKind(guard.fetch(`http://127.0.0.1:${http.port}/stall-body`, { timeoutMs: 150 }), "timeout");
-  } finally {
-    await guard.close();
-  }
-});
+  }),
+);
 
-f("the caller's signal aborts", async () => {
-  const { guard } = devGuard();
-  try {
+f("the caller's signal aborts", () =>
+  withDevGuard(async (guard) => {
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 50);
     await expectKind(guard.fetch(`http://127.0.0.1:${http.port}/never`, { signal: ac.signal }), "aborted");
     await expectKind(guard.fetch(`http://127.0.0.1:${http.port}/hello`, { signal: AbortSignal.abort() }), "aborted");
-  } finally {
-    await guard.close();
-  }
-});
+  }),
+);
 
-f("stream yields the body in chunks under the cap, and cancel frees it", async () => {
-  const { guard } = devGuard();
-  try {
+f("stream yields the body in chunks under the cap, and cancel frees it", () =>
+  withDevGuard(async (guard) => {
     const s = await guard.stream(`http://127.0.0.1:${http.port}/big-chunked`, { maxBytes: 1_000_000 });
     assert.is(s.status, 200);
     let total = 0;
@@ -303,10 +297,8 @@ f("stream yields the body in chunks under the cap, and cancel frees it", async (
     const cancelled = await guard.stream(`http://127.0.0.1:${http.port}/big-chunked`);
     cancelled.cancel();
     cancelled.cancel();
-  } finally {
-    await guard.close();
-  }
-});
+  }),
+);
 
 f("without allowPrivate the same server is refused and never connected to", async () => {
   const lookup = fakeResolver({ "media.example.com": [LOOPBACK] });
