@@ -16,7 +16,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { IMAGE_ERRORS } from "../../plugins/images/errors.ts";
 import { databaseBackends } from "../helpers/backends.ts";
-import { call, api as partnerApi, type RestartRig, restartRig, sleep } from "../helpers/restart.ts";
+import { call, ledgerOf, api as partnerApi, type RestartRig, restartRig, sleep } from "../helpers/restart.ts";
 import type { ServerProcess } from "../helpers/server.ts";
 
 const ADMIN_TOKEN = "adm_0webhlT4ebfqEo2QW2NKgQECC6pQhZve8IORwIvo";
@@ -146,12 +146,7 @@ async function checkDatabase(rig: RestartRig, partnerId: string, submits: Submit
       );
     }
 
-    const ledger = await db
-      .selectFrom("ledger")
-      .selectAll()
-      .where("partner_id", "=", partnerId)
-      .orderBy("id")
-      .execute();
+    const { ledger, balance, sum } = await ledgerOf(db, partnerId);
     const usage = ledger.filter((e) => e.type === "usage");
     assert.is(usage.length, submits.length, "one usage row per submit");
     for (const s of submits) {
@@ -178,13 +173,7 @@ async function checkDatabase(rig: RestartRig, partnerId: string, submits: Submit
       "nothing else moved money",
     );
 
-    const partner = await db
-      .selectFrom("partners")
-      .select("credits_remaining")
-      .where("id", "=", partnerId)
-      .executeTakeFirstOrThrow();
-    const sum = ledger.reduce((n, e) => n + Number(e.amount), 0);
-    assert.is(Number(partner.credits_remaining), sum, "the balance is the ledger's sum");
+    assert.is(balance, sum, "the balance is the ledger's sum");
     const charged = submits.reduce((n, s) => n + s.creditsUsed, 0);
     assert.is(sum, OPENING_CREDITS - charged + refunds.reduce((n, e) => n + Number(e.amount), 0));
     assert.is(apiBalance, sum, "GET /credits after the restart matches the database");

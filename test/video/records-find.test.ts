@@ -7,14 +7,10 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { SpokenRecord } from "../../contracts/speech.ts";
 import { rmsBetween } from "../../lib/speech/index.ts";
-import account from "../../plugins/account/index.ts";
-import video from "../../plugins/video/index.ts";
-import videoSandbox from "../../plugins/video/sandbox.ts";
 import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
-import { testKernel } from "../helpers/kernel-suite.ts";
 import { mediaBytes } from "../helpers/partner-reads.ts";
-import { videoFinished } from "./helpers.ts";
+import { videoFinished, videoKernel } from "./helpers.ts";
 
 const UNLIMITED = {
   rate_limits: { "POST /generate-video": 10_000, "POST /merge-videos": 10_000, "GET /video-status/<job_id>": 100_000 },
@@ -41,11 +37,7 @@ async function speechContrast(tk: TestKernel, mp4: Uint8Array, spoken: SpokenRec
 
 for (const backend of await databaseBackends()) {
   const t = suite(`video.records find on ${backend.name}`);
-  const tk = testKernel(t, backend, {
-    plugins: [account, videoSandbox, video],
-    start: true,
-    env: { SANDBOX_LATENCY_MS: "0", PUBLIC_URL: "https://media.example.test" },
-  });
+  const tk = videoKernel(t, backend, { SANDBOX_LATENCY_MS: "0", PUBLIC_URL: "https://media.example.test" }, true);
 
   t(
     "a clip with sound comes back with its bytes and spoken record; merges shift the record; strangers get null",

@@ -6,16 +6,12 @@
 
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import account from "../../plugins/account/index.ts";
 import { VIDEO_ERRORS } from "../../plugins/video/errors.ts";
-import video from "../../plugins/video/index.ts";
-import videoSandbox from "../../plugins/video/sandbox.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { answerWhileHeld, holdEncodes } from "../helpers/held-encodes.ts";
-import { suiteKernel } from "../helpers/kernel-suite.ts";
 import { balance } from "../helpers/partner-reads.ts";
 import { jobCount, jobLedgerAmounts, serveReferenceSources, untilHeldOutput } from "../helpers/reference-sources.ts";
-import { videoFinished } from "./helpers.ts";
+import { videoFinished, videoKernel } from "./helpers.ts";
 
 const UNLIMITED = {
   inflight_jobs: 50,
@@ -35,24 +31,16 @@ const body = (url: string) => ({
 
 for (const backend of BACKENDS) {
   const t = suite(`reference video encodes are job work on ${backend.name}`);
-  const tk = suiteKernel(t, backend, {
-    plugins: [account, videoSandbox, video],
-    start: true,
-    env: { ALLOW_PRIVATE_URLS: "1", MEDIA_CONCURRENCY: "1" },
-  });
+  const tk = videoKernel(t, backend, { ALLOW_PRIVATE_URLS: "1", MEDIA_CONCURRENCY: "1" });
 
   t(
     "with every encode held, two calls answer 202 (no 503); their jobs encode once the encodes are let go",
     async () => {
       const { key } = await tk.partner({ credits: 1000, limits: UNLIMITED });
+      const call = () => tk.request("POST", "/generate-video", { key, body: body(`${base}/clip.mp4`) });
       const hold = holdEncodes(tk);
       try {
-        const [a, b] = await answerWhileHeld(
-          Promise.all([
-            tk.request("POST", "/generate-video", { key, body: body(`${base}/clip.mp4`) }),
-            tk.request("POST", "/generate-video", { key, body: body(`${base}/clip.mp4`) }),
-          ]),
-        );
+        const [a, b] = await answerWhileHeld(Promise.all([call(), call()]));
         for (const res of [a, b]) {
           assert.is(res.status, 202, JSON.stringify(res.body));
           // 13.2 x (3 measured + 4 output) = 92.4 -> 93: measured before the charge, without an encode.

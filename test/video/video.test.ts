@@ -26,6 +26,7 @@ import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { frameColour } from "../helpers/frame-colour.ts";
 import { balance, mediaBytes } from "../helpers/partner-reads.ts";
+import { rowCount as count } from "../helpers/row-count.ts";
 import { videoFinished } from "./helpers.ts";
 
 // Another area's video jobs (video upscaling, issue 6) reach the status and list endpoints through the
@@ -93,14 +94,6 @@ function png(rgb: [number, number, number], width = 64, height = 64): string {
   return Buffer.from(encodePng(width, height, px, 3)).toString("base64");
 }
 
-async function count(tk: TestKernel, table: string): Promise<number> {
-  const row = await tk.kernel.database.kysely
-    .selectFrom(table as any)
-    .select((eb: any) => eb.fn.countAll().as("n"))
-    .executeTakeFirstOrThrow();
-  return Number((row as any).n);
-}
-
 let engine: MediaEngine;
 
 // The spec's per-minute limits (5 submits, 60 polls) would stop these tests, not the code they test.
@@ -117,6 +110,12 @@ const UNLIMITED = {
 
 for (const backend of await databaseBackends()) {
   const partner = (o: Parameters<TestKernel["partner"]>[0] = {}) => tk.partner({ ...o, limits: UNLIMITED });
+  /** A POST of `body` to `path` as the partner, its 202 asserted. */
+  const accepted = async (key: string, path: string, body: Record<string, unknown>) => {
+    const res = await tk.request("POST", path, { key, body });
+    assert.is(res.status, 202, JSON.stringify(res.body));
+    return res;
+  };
   // ---------------------------------------------------------------------------------------------------
   // Validation and prices: no workers, so accepted jobs stay queued and nothing renders.
   const v = suite(`video validation and prices on ${backend.name}`);
@@ -488,18 +487,14 @@ for (const backend of await databaseBackends()) {
 
   e("a clip renders as a real MP4 of the asked size and length, with its event", async () => {
     const { key, id } = await partner({ credits: 1000 });
-    const res = await tk.request("POST", "/generate-video", {
-      key,
-      body: {
-        prompt: "A paper boat on a stream",
-        model: "beta-2-direct",
-        quality: "480p",
-        duration: 2,
-        aspect_ratio: "16:9",
-        partner_job_id: "boat-1",
-      },
+    const res = await accepted(key, "/generate-video", {
+      prompt: "A paper boat on a stream",
+      model: "beta-2-direct",
+      quality: "480p",
+      duration: 2,
+      aspect_ratio: "16:9",
+      partner_job_id: "boat-1",
     });
-    assert.is(res.status, 202, JSON.stringify(res.body));
     assert.is(res.body.partner_job_id, "boat-1");
     const done = await videoFinished(tk, key, res.body.job_id);
     assert.is(done.body.status, "complete", JSON.stringify(done.body));
@@ -559,20 +554,16 @@ for (const backend of await databaseBackends()) {
 
   e("sound gives an AAC track; frames are the first and last pictures", async () => {
     const { key } = await partner({ credits: 1000 });
-    const res = await tk.request("POST", "/generate-video", {
-      key,
-      body: {
-        prompt: "red to blue",
-        duration: 5,
-        sound: true,
-        aspect_ratio: "1:1",
-        image_base64: png([250, 0, 0]),
-        end_image_base64: png([0, 0, 250]),
-        image_mime: "image/png",
-        end_image_mime: "image/png",
-      },
+    const res = await accepted(key, "/generate-video", {
+      prompt: "red to blue",
+      duration: 5,
+      sound: true,
+      aspect_ratio: "1:1",
+      image_base64: png([250, 0, 0]),
+      end_image_base64: png([0, 0, 250]),
+      image_mime: "image/png",
+      end_image_mime: "image/png",
     });
-    assert.is(res.status, 202, JSON.stringify(res.body));
     assert.is(res.body.credits_used, 83);
     const done = await videoFinished(tk, key, res.body.job_id);
     assert.is(done.body.status, "complete", JSON.stringify(done.body));
@@ -614,18 +605,14 @@ for (const backend of await databaseBackends()) {
 
   e("animation: 8 s of 1080p with audio from two frames", async () => {
     const { key, id } = await partner({ credits: 1000 });
-    const res = await tk.request("POST", "/generate-animation", {
-      key,
-      body: {
-        prompt: "sunrise",
-        start_image_base64: png([10, 10, 60]),
-        end_image_base64: png([250, 200, 40]),
-        start_image_mime: "image/png",
-        end_image_mime: "image/png",
-        aspect_ratio: "16:9",
-      },
+    const res = await accepted(key, "/generate-animation", {
+      prompt: "sunrise",
+      start_image_base64: png([10, 10, 60]),
+      end_image_base64: png([250, 200, 40]),
+      start_image_mime: "image/png",
+      end_image_mime: "image/png",
+      aspect_ratio: "16:9",
     });
-    assert.is(res.status, 202, JSON.stringify(res.body));
     const done = await videoFinished(tk, key, res.body.job_id);
     assert.is(done.body.status, "complete", JSON.stringify(done.body));
     assert.is(done.body.duration, 8);
@@ -722,8 +709,7 @@ for (const backend of await databaseBackends()) {
 
   e("another area's video jobs are served by video-status and videos, without events", async () => {
     const { key, id } = await partner({ credits: 100 });
-    const res = await tk.request("POST", "/fake-upscale", { key, body: {} });
-    assert.is(res.status, 202, JSON.stringify(res.body));
+    const res = await accepted(key, "/fake-upscale", {});
     const done = await videoFinished(tk, key, res.body.job_id);
     assert.is(done.body.status, "complete");
     assert.is(done.body.duration, 1);
@@ -771,17 +757,13 @@ for (const backend of await databaseBackends()) {
       }
       assert.is(await balance(tk, key), 1000);
       assert.is(await count(tk, "jobs"), 0);
-      const res = await tk.request("POST", "/generate-video", {
-        key,
-        body: {
-          prompt: "like [Video 1]",
-          model: "beta-2-5",
-          quality: "480p",
-          duration: 4,
-          reference_video_urls: [`${base}/clip.mp4`],
-        },
+      const res = await accepted(key, "/generate-video", {
+        prompt: "like [Video 1]",
+        model: "beta-2-5",
+        quality: "480p",
+        duration: 4,
+        reference_video_urls: [`${base}/clip.mp4`],
       });
-      assert.is(res.status, 202, JSON.stringify(res.body));
       // 13.2 x (3 measured + 4 output) = 92.4 -> 93 (rounded once)
       assert.is(res.body.credits_used, 93);
       const done = await videoFinished(tk, key, res.body.job_id);
