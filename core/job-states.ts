@@ -4,38 +4,33 @@ import type { JobKindDeclaration } from "./jobs.ts";
 
 export type StateMachine = Pick<JobKindDeclaration, "states" | "initial" | "transitions" | "terminal" | "failState">;
 
-/** Video, video upscale and music jobs: `queued` at submit, `processing`, then `complete` or `error`. */
-export const QUEUED_PROCESSING_COMPLETE: StateMachine = {
-  states: ["queued", "processing", "complete", "error"],
-  initial: "queued",
-  transitions: { queued: ["processing", "complete", "error"], processing: ["complete", "error"] },
-  terminal: { complete: "success", error: "failure" },
-  failState: "error",
-};
+/**
+ * A job that moves through `steps` in order (skipping ahead allowed), then ends in `success` or `failure`
+ * from any of them, under the names its area uses. The machines below are all of this form.
+ */
+export function stepsThen(steps: readonly [string, ...string[]], success: string, failure: string): StateMachine {
+  return {
+    states: [...steps, success, failure],
+    initial: steps[0],
+    transitions: Object.fromEntries(steps.map((step, i) => [step, [...steps.slice(i + 1), success, failure]])),
+    terminal: { [success]: "success", [failure]: "failure" },
+    failState: failure,
+  };
+}
 
-/** Image generation and image upscale (polled at /image-status): `pending`, then `success` or `failed`. */
-export const PENDING_SUCCESS_FAILED: StateMachine = {
-  states: ["pending", "success", "failed"],
-  initial: "pending",
-  transitions: { pending: ["success", "failed"] },
-  terminal: { success: "success", failed: "failure" },
-  failState: "failed",
-};
+/** Video, video upscale and music jobs: `queued` at submit, `processing`, then `complete` or `error`. */
+export const QUEUED_PROCESSING_COMPLETE: StateMachine = stepsThen(["queued", "processing"], "complete", "error");
 
 /**
  * A job with no step in between: `initial`, then `success` or `failure`, under the names its area uses
  * (social downloads: `pending`, then `complete` or `failed`; a voiceover: `processing`, then `success` or
  * `failed`).
  */
-export function oneStepStates(initial: string, success: string, failure: string): StateMachine {
-  return {
-    states: [initial, success, failure],
-    initial,
-    transitions: { [initial]: [success, failure] },
-    terminal: { [success]: "success", [failure]: "failure" },
-    failState: failure,
-  };
-}
+export const oneStepStates = (initial: string, success: string, failure: string): StateMachine =>
+  stepsThen([initial], success, failure);
+
+/** Image generation and image upscale (polled at /image-status): `pending`, then `success` or `failed`. */
+export const PENDING_SUCCESS_FAILED: StateMachine = oneStepStates("pending", "success", "failed");
 
 /** `queued`, then `success` or `failure` (a synchronous area's bookkeeping job, a third party's job, a test's). */
 export const queuedThen = (success: string, failure: string): StateMachine => oneStepStates("queued", success, failure);
