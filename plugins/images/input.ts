@@ -26,6 +26,10 @@ export type ImageRequest = InferOutput<typeof GenerateImageInput>;
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
+/** Whether `value` is a string of the list `allowed`. */
+const oneOf = (value: unknown, allowed: readonly string[]): value is string =>
+  typeof value === "string" && allowed.includes(value);
+
 export const GenerateImageInput = defineInput({
   fields: {
     prompt: field.string({ description: "image description" }),
@@ -52,17 +56,15 @@ export const GenerateImageInput = defineInput({
     if (typeof raw.prompt !== "string" || raw.prompt.trim() === "") return fail(IMAGE_ERRORS.promptMissing);
 
     const model = raw.model ?? DEFAULT_MODEL;
-    if (typeof model !== "string" || !(MODEL_IDS as string[]).includes(model)) return fail(IMAGE_ERRORS.invalidModel);
+    if (!oneOf(model, MODEL_IDS)) return fail(IMAGE_ERRORS.invalidModel);
     const m = MODELS[model as ModelId];
 
     // `resolution` is the spec's alias of `quality`; `quality` wins when both are sent.
     const quality = raw.quality ?? raw.resolution ?? m.defaultQuality;
-    if (typeof quality !== "string" || !(m.qualities as readonly string[]).includes(quality))
-      return fail(IMAGE_ERRORS.invalidQuality(m.qualities));
+    if (!oneOf(quality, m.qualities)) return fail(IMAGE_ERRORS.invalidQuality(m.qualities));
 
     const ratio = raw.aspect_ratio ?? m.defaultAspectRatio;
-    if (typeof ratio !== "string" || !(m.aspectRatios as readonly string[]).includes(ratio))
-      return fail(IMAGE_ERRORS.invalidAspectRatio(m.aspectRatios));
+    if (!oneOf(ratio, m.aspectRatios)) return fail(IMAGE_ERRORS.invalidAspectRatio(m.aspectRatios));
     if (quality !== "1K" && (m.oneKOnly as readonly string[]).includes(ratio))
       return fail(IMAGE_ERRORS.oneKOnly(ratio));
     if (((m.impossible as Partial<Record<string, readonly string[]>>)[quality] ?? []).includes(ratio))
@@ -71,8 +73,7 @@ export const GenerateImageInput = defineInput({
     // `auto` for models that ignore the field.
     let background: Background = "auto";
     if (m.background && raw.background !== undefined) {
-      if (typeof raw.background !== "string" || !(BACKGROUNDS as readonly string[]).includes(raw.background))
-        return fail(IMAGE_ERRORS.invalidBackground);
+      if (!oneOf(raw.background, BACKGROUNDS)) return fail(IMAGE_ERRORS.invalidBackground);
       background = raw.background as Background;
     }
 

@@ -36,6 +36,20 @@ import { DEFAULT_MODEL, MODEL_IDS, MODELS, VOICES } from "./models.ts";
 import { priceOf } from "./prices.ts";
 import { insertVoiceover, listView, storeAudioKey, voiceovers } from "./records.ts";
 
+// The fields both answers give, in the spec's order: the record's ids, then the voice, the model, the size and the charge.
+const recordIds = {
+  id: z.number().int(),
+  job_id: z.string(),
+  partner_job_id: z.string().nullable(),
+};
+const spokenAs = {
+  voice_id: z.string(),
+  voice_name: z.string(),
+  model_id: z.string(),
+  char_count: z.number().int(),
+  credits_used: z.number().int(),
+};
+
 interface JobOutput {
   audio_key: string;
   duration: number;
@@ -69,20 +83,6 @@ export const voicesOperation = operation({
     };
   },
 });
-
-// The fields both answers give, in the spec's order: the record's ids, then the voice, the model, the size and the charge.
-const recordIds = {
-  id: z.number().int(),
-  job_id: z.string(),
-  partner_job_id: z.string().nullable(),
-};
-const spokenAs = {
-  voice_id: z.string(),
-  voice_name: z.string(),
-  model_id: z.string(),
-  char_count: z.number().int(),
-  credits_used: z.number().int(),
-};
 
 export const generateVoiceover = operation({
   method: "POST",
