@@ -23,7 +23,6 @@ import {
   IMAGE_EXT,
   imageKind,
   isOutboundError,
-  listLibrary,
   type OutboundGuard,
   operation,
   type VideoFrame,
@@ -31,7 +30,7 @@ import {
 import { z } from "zod";
 import { charged } from "../answer-fields.ts";
 import { OMNI_ERRORS } from "../errors.ts";
-import { libraryDeleteOperation } from "../library.ts";
+import { libraryDeleteOperation, libraryListOperation } from "../library.ts";
 import { characterPrice, LIMITS, OMNI_FEATURE, OMNI_PAUSE } from "../prices.ts";
 import { CHARACTERS_TABLE, type CharacterRecord, type CharacterVoice, findVoices, timestamp } from "../records.ts";
 import { CreateCharacterInput } from "./input.ts";
@@ -173,34 +172,31 @@ async function fetchImage(guard: OutboundGuard, url: string, signal: AbortSignal
   return { bytes: body, mimeType, url };
 }
 
-const listCharacters = operation({
-  method: "GET",
+/** A character as every answer shows it; a stored voice snapshot may still be JSON text. */
+function characterView(
+  r: CharacterRecord & { voice: CharacterVoice | string | null },
+  mediaUrl: (key: string) => string,
+): z.infer<typeof characterShape> {
+  const voice = typeof r.voice === "string" ? (JSON.parse(r.voice) as CharacterVoice) : r.voice;
+  return {
+    character_id: r.character_id,
+    partner_job_id: r.partner_job_id,
+    name: r.name,
+    description: r.description,
+    image_url: mediaUrl(r.image_key),
+    voice_id: r.voice_id,
+    voice: voiceView(voice),
+    created_at: timestamp(r.created_at),
+  };
+}
+
+const listCharacters = libraryListOperation({
   path: "/omni/characters",
-  feature: OMNI_FEATURE,
   summary: "This account's characters, newest first",
-  output: z.object({ characters: z.array(characterShape) }),
-  async handle(ctx) {
-    const rows = await listLibrary<CharacterRecord & { voice: CharacterVoice | string | null }>(
-      ctx.db,
-      CHARACTER_LIBRARY,
-      ctx.partner.id,
-    );
-    return {
-      characters: rows.map((r) => {
-        const voice = typeof r.voice === "string" ? (JSON.parse(r.voice) as CharacterVoice) : r.voice;
-        return {
-          character_id: r.character_id,
-          partner_job_id: r.partner_job_id,
-          name: r.name,
-          description: r.description,
-          image_url: ctx.mediaUrl(r.image_key),
-          voice_id: r.voice_id,
-          voice: voiceView(voice),
-          created_at: timestamp(r.created_at),
-        };
-      }),
-    };
-  },
+  library: CHARACTER_LIBRARY,
+  field: "characters",
+  shape: characterShape,
+  view: characterView,
 });
 
 const deleteCharacter = libraryDeleteOperation({

@@ -13,18 +13,10 @@
 // - DELETE removes the row and its sample; characters keep the voice they were created with (a snapshot).
 import { createHash } from "node:crypto";
 import type { Selectable } from "kysely";
-import {
-  ApiError,
-  allocateServiceId,
-  type BlobStore,
-  listLibrary,
-  mediaToken,
-  operation,
-  speak,
-} from "mediagate/plugin";
+import { ApiError, allocateServiceId, type BlobStore, mediaToken, operation, speak } from "mediagate/plugin";
 import { z } from "zod";
 import { OMNI_ERRORS } from "../errors.ts";
-import { libraryDeleteOperation } from "../library.ts";
+import { libraryDeleteOperation, libraryListOperation } from "../library.ts";
 import { OMNI_FEATURE, OMNI_PAUSE } from "../prices.ts";
 import { timestamp, VOICES_TABLE, type VoiceRow } from "../records.ts";
 import { CreateVoiceInput } from "./input.ts";
@@ -175,16 +167,13 @@ const createVoice = operation({
   },
 });
 
-const listVoices = operation({
-  method: "GET",
+const listVoices = libraryListOperation({
   path: "/omni/voices",
-  feature: OMNI_FEATURE,
   summary: "This account's voices, newest first",
-  output: z.object({ voices: z.array(voiceShape) }),
-  async handle(ctx) {
-    const rows = await listLibrary<Voice>(ctx.db, VOICE_LIBRARY, ctx.partner.id);
-    return { voices: rows.map((r) => voiceView(r, ctx.mediaUrl)) };
-  },
+  library: VOICE_LIBRARY,
+  field: "voices",
+  shape: voiceShape,
+  view: voiceView,
 });
 
 const deleteVoice = libraryDeleteOperation({
