@@ -110,14 +110,19 @@ interface Kind {
 
 const ISO_BMFF = "mov,mp4,m4a,3gp,3g2,mj2";
 
+/** A kind's failure texts: errors.ts names them alike for video and audio (`referenceVideoDownload`, ...). */
+const textsOf = (k: "Video" | "Audio", total: Kind["total"]) => ({
+  invalidUrl: VIDEO_ERRORS[`invalidReference${k}Url`],
+  download: VIDEO_ERRORS[`reference${k}Download`],
+  tooLarge: VIDEO_ERRORS[`reference${k}TooLarge`],
+  unusable: VIDEO_ERRORS[`reference${k}Unusable`],
+  length: VIDEO_ERRORS[`reference${k}Length`],
+  total,
+});
+
 const VIDEO: Kind = {
   maxBytes: MAX_REFERENCE_VIDEO_BYTES,
-  invalidUrl: VIDEO_ERRORS.invalidReferenceVideoUrl,
-  download: VIDEO_ERRORS.referenceVideoDownload,
-  tooLarge: VIDEO_ERRORS.referenceVideoTooLarge,
-  unusable: VIDEO_ERRORS.referenceVideoUnusable,
-  length: VIDEO_ERRORS.referenceVideoLength,
-  total: VIDEO_ERRORS.referenceVideosTotal,
+  ...textsOf("Video", VIDEO_ERRORS.referenceVideosTotal),
   accepts: (bytes, probe) =>
     isoBmffFirstBox(bytes) !== undefined &&
     isWholeIsoBmff(bytes) &&
@@ -156,12 +161,7 @@ const VIDEO: Kind = {
 
 const AUDIO: Kind = {
   maxBytes: MAX_REFERENCE_AUDIO_BYTES,
-  invalidUrl: VIDEO_ERRORS.invalidReferenceAudioUrl,
-  download: VIDEO_ERRORS.referenceAudioDownload,
-  tooLarge: VIDEO_ERRORS.referenceAudioTooLarge,
-  unusable: VIDEO_ERRORS.referenceAudioUnusable,
-  length: VIDEO_ERRORS.referenceAudioLength,
-  total: VIDEO_ERRORS.referenceAudioTotal,
+  ...textsOf("Audio", VIDEO_ERRORS.referenceAudioTotal),
   accepts: (bytes, probe) =>
     firstAudio(probe) !== undefined &&
     firstVideo(probe) === undefined &&

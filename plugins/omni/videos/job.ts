@@ -30,7 +30,7 @@ import { OMNI_ERRORS } from "../errors.ts";
 import { LIMITS } from "../prices.ts";
 import { type OmniVideoOutput, VIDEOS_TABLE } from "../records.ts";
 import { eventData } from "./records.ts";
-import { cutReferenceWindow, ReferenceCutError } from "./references.ts";
+import { cutReferenceWindow, ReferenceCutError } from "./reference-window.ts";
 import type { OmniJobInput, StoredImage } from "./types.ts";
 
 const IMAGE_FETCH = { maxBytes: LIMITS.imageMaxBytes, timeoutMs: 30_000 };
