@@ -57,16 +57,21 @@ export const OMNI_LIMITS = {
   ),
 };
 
+/** The kernel's options (also for test/helpers/kernel-suite.ts): a 20 ms sandbox latency, private URLs, `env`. */
+export const omniOptions = (env: Record<string, string> = {}, plugins = OMNI_PLUGINS) => ({
+  plugins,
+  start: true,
+  env: { SANDBOX_LATENCY_MS: "20", PUBLIC_URL: "https://media.example.test", ALLOW_PRIVATE_URLS: "1", ...env },
+});
+
 export async function omniKernel(
   backend: { name: string },
   env: Record<string, string> = {},
   plugins = OMNI_PLUGINS,
 ): Promise<TestKernel> {
   return createTestKernel({
-    plugins,
+    ...omniOptions(env, plugins),
     databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
-    start: true,
-    env: { SANDBOX_LATENCY_MS: "20", PUBLIC_URL: "https://media.example.test", ALLOW_PRIVATE_URLS: "1", ...env },
   });
 }
 

@@ -15,8 +15,9 @@ import { VOICE_PRESETS } from "../../plugins/omni/voices/presets.ts";
 import type { TestKernel } from "../../testkit/index.ts";
 import { assertAnswer, assertFields } from "../helpers/assert.ts";
 import { databaseBackends } from "../helpers/backends.ts";
+import { testKernel } from "../helpers/kernel-suite.ts";
 import { balance, ledgerSum, mediaBytes } from "../helpers/partner-reads.ts";
-import { OMNI_LIMITS, omniKernel, png } from "./helpers.ts";
+import { OMNI_LIMITS, omniOptions, png } from "./helpers.ts";
 
 const engine = createMediaEngine({ mode: "native" });
 
@@ -29,13 +30,7 @@ function rms(samples: Int16Array): number {
 
 for (const backend of await databaseBackends()) {
   const t = suite(`omni library on ${backend.name}`);
-  let tk: TestKernel;
-  t.before.each(async () => {
-    tk = await omniKernel(backend);
-  });
-  t.after.each(async () => {
-    await tk.close();
-  });
+  const tk = testKernel(t, backend, omniOptions());
   const partner = (opts: Parameters<TestKernel["partner"]>[0] = {}) => tk.partner({ limits: OMNI_LIMITS, ...opts });
   const admin = (method: string, path: string, body: unknown) =>
     tk.request(method, `/api/v1/admin${path}`, { headers: { authorization: `Bearer ${tk.adminToken}` }, body });

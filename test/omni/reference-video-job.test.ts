@@ -7,12 +7,12 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
-import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { answerWhileHeld, holdEncodes } from "../helpers/held-encodes.ts";
+import { suiteKernel } from "../helpers/kernel-suite.ts";
 import { balance } from "../helpers/partner-reads.ts";
 import { jobCount, jobLedgerAmounts, serveReferenceSources, untilHeldOutput } from "../helpers/reference-sources.ts";
-import { OMNI_LIMITS, omniKernel, videoDone } from "./helpers.ts";
+import { OMNI_LIMITS, omniOptions, videoDone } from "./helpers.ts";
 
 const BACKENDS = await databaseBackends();
 const { base, close } = await serveReferenceSources();
@@ -27,13 +27,7 @@ const body = (path: string) => ({
 
 for (const backend of BACKENDS) {
   const t = suite(`Omni reference video cuts are job work on ${backend.name}`);
-  let tk: TestKernel;
-  t.before(async () => {
-    tk = await omniKernel(backend, { MEDIA_CONCURRENCY: "1" });
-  });
-  t.after(async () => {
-    await tk.close();
-  });
+  const tk = suiteKernel(t, backend, omniOptions({ MEDIA_CONCURRENCY: "1" }));
 
   t(
     "with every encode held, two calls answer 202 (no 503); their jobs cut the window once the encodes are let go",

@@ -20,11 +20,13 @@ import { databaseBackends } from "../helpers/backends.ts";
 import { frameColour } from "../helpers/frame-colour.ts";
 import { newRunCache } from "../helpers/memo-engine.ts";
 import { balance, ledgerSum, mediaBytes } from "../helpers/partner-reads.ts";
+import { testPatternArgs } from "../helpers/test-pattern.ts";
 import {
   character,
   OMNI_LIMITS,
   omniKernel,
   omniPluginsSharingRenders,
+  onPgliteKernel,
   png,
   sleep,
   until,
@@ -36,29 +38,7 @@ const engine = createMediaEngine({ mode: "native" });
 
 /** A local HTTP server: `/clip.mp4` a 12 s test clip made by the engine, `/hook` a webhook receiver. */
 async function localServer() {
-  const made = await engine.run(
-    [
-      "-f",
-      "lavfi",
-      "-i",
-      "testsrc2=size=320x240:rate=25:duration=12",
-      "-f",
-      "lavfi",
-      "-i",
-      "sine=frequency=440:duration=12",
-      "-c:v",
-      "libx264",
-      "-preset",
-      "ultrafast",
-      "-pix_fmt",
-      "yuv420p",
-      "-c:a",
-      "aac",
-      "-shortest",
-      "clip.mp4",
-    ],
-    { outputs: ["clip.mp4"] },
-  );
+  const made = await engine.run([...testPatternArgs("320x240", 25, 12, true), "clip.mp4"], { outputs: ["clip.mp4"] });
   const clip = made["clip.mp4"]!;
   const hooks: Array<{ event: string; data: any }> = [];
   const server: Server = createServer((req, res) => {
@@ -408,10 +388,8 @@ for (const backend of await databaseBackends()) {
 // wait on the sandbox together; each poll runs the job from the top without putting "Preparing" back; the
 // markers' failures come out of the wait as the job's texts, and the waits are gone with the jobs.
 const waits = suite("omni video: waiting on the upstream (PGlite)");
-waits("three clips wait at once with two slots; progress only moves forward", async () => {
-  const tk = await omniKernel({ name: "pglite" }, { SANDBOX_LATENCY_MS: "2000" });
-  try {
-    const { key } = await tk.partner({ credits: 1000, limits: OMNI_LIMITS });
+waits("three clips wait at once with two slots; progress only moves forward", () =>
+  onPgliteKernel({ SANDBOX_LATENCY_MS: "2000" }, async (tk, key) => {
     const ids: string[] = [];
     // One renders; two fail at their first poll, by their markers (so only one clip is rendered).
     for (const prompt of ["wait", "wait [sandbox:fail]", "wait [sandbox:unsafe]"]) {
@@ -468,18 +446,14 @@ waits("three clips wait at once with two slots; progress only moves forward", as
         .length,
       0,
     );
-  } finally {
-    await tk.close();
-  }
-});
+  }),
+);
 waits.run();
 
 // The same clip through the whole API on the embedded wasm engine (MEDIA_ENGINE=wasm): rendered, stripped, probed.
 const w = suite("omni video API on the wasm engine (PGlite)");
-w("a character speaking, strip_metadata, on ffmpeg.wasm", async () => {
-  const tk = await omniKernel({ name: "pglite" }, { MEDIA_ENGINE: "wasm" });
-  try {
-    const { key } = await tk.partner({ credits: 1000, limits: OMNI_LIMITS });
+w("a character speaking, strip_metadata, on ffmpeg.wasm", () =>
+  onPgliteKernel({ MEDIA_ENGINE: "wasm" }, async (tk, key) => {
     const mia = await character(tk, key, "Mia", [200, 60, 60], await voice(tk, key, "Narrator", "leda"));
     const res = await tk.request("POST", "/omni/video", {
       key,
@@ -500,8 +474,6 @@ w("a character speaking, strip_metadata, on ffmpeg.wasm", async () => {
     const vs = probe.streams.find((s) => s.type === "video")!;
     assert.equal([vs.codec, vs.width, vs.height], ["h264", 1080, 1920]);
     assert.is(probe.streams.find((s) => s.type === "audio")?.codec, "aac");
-  } finally {
-    await tk.close();
-  }
-});
+  }),
+);
 w.run();
