@@ -110,18 +110,14 @@ export type DatabaseBackend = { name: "pglite" } | { name: "postgres"; url: stri
 
 /** The database backends to loop a test over: PGlite always, Postgres when reachable. */
 export async function databaseBackends(): Promise<DatabaseBackend[]> {
-  const out: DatabaseBackend[] = [{ name: "pglite" }];
   const url = await postgresUrl();
-  if (url) out.push({ name: "postgres", url });
-  return out;
+  return url ? [{ name: "pglite" }, { name: "postgres", url }] : [{ name: "pglite" }];
 }
 
 export type StoreBackend = { name: "memory" } | { name: "redis"; url: string };
 
 /** The counter/pub-sub backends to loop a test over: memory always, Redis when reachable. */
 export async function storeBackends(): Promise<StoreBackend[]> {
-  const out: StoreBackend[] = [{ name: "memory" }];
   const url = await redisUrl();
-  if (url) out.push({ name: "redis", url });
-  return out;
+  return url ? [{ name: "memory" }, { name: "redis", url }] : [{ name: "memory" }];
 }

@@ -3,7 +3,21 @@
 import { z } from "zod";
 import { queuedThen } from "../../core/job-states.ts";
 import type { JobKindDeclaration } from "../../core/jobs.ts";
-import { definePlugin, operation } from "../../core/plugin.ts";
+import { definePlugin, type OperationContext, operation } from "../../core/plugin.ts";
+
+/** An operation's handler that charges 1 credit for a queued job of `kind` (no input) and answers its id. */
+export function oneCreditJob(kind: string) {
+  return async (ctx: OperationContext<unknown>) => {
+    const job = await ctx.submitJob({
+      kind,
+      credits: 1,
+      state: "queued",
+      input: {},
+      insufficientCredits: () => "Insufficient credits",
+    });
+    return { job_id: job.jobId };
+  };
+}
 
 export function pingPlugin(name: string, options: { limitPerMinute: number; onRun?: (jobId: string) => void }) {
   const ping: JobKindDeclaration<Record<string, never>> = {
@@ -24,16 +38,7 @@ export function pingPlugin(name: string, options: { limitPerMinute: number; onRu
         path: "/ping",
         status: 202,
         input: z.object({}),
-        async handle(ctx) {
-          const job = await ctx.submitJob({
-            kind: "ping",
-            credits: 1,
-            state: "queued",
-            input: {},
-            insufficientCredits: () => "Insufficient credits",
-          });
-          return { job_id: job.jobId };
-        },
+        handle: oneCreditJob("ping"),
       }),
     ],
   });
