@@ -21,6 +21,7 @@ import { isolatedPostgresDatabase, postgresUrl, redisUrl } from "../helpers/back
 import { onAfterAll } from "../helpers/lifecycle.ts";
 import { api, call, sleep, until } from "../helpers/restart.ts";
 import { type ServerProcess, startServer } from "../helpers/server.ts";
+import { SPEAKING_CLIP } from "../helpers/speaking-clip.ts";
 import { subscribeSse } from "../helpers/sse.ts";
 import { png } from "../omni/helpers.ts";
 
@@ -152,20 +153,7 @@ onAfterAll(() => s3?.close());
       { prompt: "a lighthouse at dusk", model: "image-b-2" },
       (b) => `/image-status/${b.public_ids[0]}`,
     );
-    const talking = await submit(
-      "video",
-      apiB,
-      "/generate-video",
-      {
-        prompt: 'She says "the quick brown fox jumps over the lazy dog"',
-        model: "alpha-v3-text-to-video",
-        quality: "720p",
-        duration: 5,
-        sound: true,
-        aspect_ratio: "16:9",
-      },
-      (b) => `/video-status/${b.job_id}`,
-    );
+    const talking = await submit("video", apiB, "/generate-video", SPEAKING_CLIP, (b) => `/video-status/${b.job_id}`);
     const silent = await submit(
       "video",
       apiA,

@@ -25,6 +25,14 @@ import process from "node:process";
 import type { SpokenRecord, TimedWord, TranscriptionProvider } from "../../contracts/speech.ts";
 import { createPocketsphinxProvider } from "../../plugins/captions/transcribe/pocketsphinx.ts";
 import { SPHINX_RATE, sphinxSamples, sphinxWav } from "../../plugins/captions/transcribe/sphinx-wav.ts";
+import {
+  joinSamples,
+  type KnownSpeech,
+  matchWords,
+  optionalModule,
+  VOICE,
+  wordByWordSpeech,
+} from "../helpers/known-speech.ts";
 
 const SENTENCES = [
   "the weather is nice today",
@@ -37,89 +45,20 @@ const SENTENCES = [
   "my brother plays the guitar every evening",
 ];
 const repeat = Number(process.env.BENCH_REPEAT ?? 2);
-type Voice = { voice: string; pitch: number; speed: number; gap: number };
-const VOICE: Voice = { voice: "en-us", pitch: 50, speed: 160, gap: 0 };
 
-/** An optional module, imported through a variable path so this file compiles whether or not it exists. */
-async function optional(path: string): Promise<Record<string, any> | null> {
-  try {
-    return await import(path);
-  } catch {
-    return null;
-  }
-}
-
-async function speakFn(): Promise<(text: string, voice: Voice) => Promise<{ bytes: Uint8Array }>> {
-  const plugin = await optional("mediagate/plugin");
-  if (typeof plugin?.speak === "function") return plugin.speak;
-  for (const path of ["../../lib/speech/espeak.ts", "../../plugins/voiceover/espeak.ts"]) {
-    const m = await optional(path);
-    if (typeof m?.speak === "function") return m.speak;
-  }
-  throw new Error("no eSpeak module found");
-}
-
-interface SpeechSet {
+/** A set of reference speech: per sentence, its words with their known times. */
+interface SpeechSet extends KnownSpeech {
   label: string;
-  wav: Uint8Array;
-  seconds: number;
-  /** Per sentence, its words with their known times. */
-  sentences: TimedWord[][];
 }
 
 async function wordByWord(sentences: readonly string[]): Promise<SpeechSet> {
-  const speak = await speakFn();
-  const parts: Int16Array[] = [];
-  const out: TimedWord[][] = [];
-  let at = 0;
-  const silence = (s: number) => {
-    const a = new Int16Array(Math.round(s * SPHINX_RATE));
-    parts.push(a);
-    at += a.length;
-  };
-  silence(0.3);
-  for (const sentence of sentences) {
-    const words: TimedWord[] = [];
-    for (const word of sentence.split(" ")) {
-      const x = sphinxSamples((await speak(word, VOICE)).bytes);
-      let a = 0;
-      let b = x.length - 1;
-      while (a < x.length && Math.abs(x[a]!) < 300) a++;
-      while (b > a && Math.abs(x[b]!) < 300) b--;
-      const pad = Math.round(0.02 * SPHINX_RATE);
-      const from = Math.max(0, a - pad);
-      const to = Math.min(x.length, b + 1 + pad);
-      words.push({
-        text: word,
-        start: (at + a - from) / SPHINX_RATE,
-        end: (at + b + 1 - from) / SPHINX_RATE,
-        confidence: 1,
-      });
-      parts.push(x.subarray(from, to));
-      at += to - from;
-      silence(0.05);
-    }
-    out.push(words);
-    silence(0.5);
-  }
-  const all = new Int16Array(at);
-  let o = 0;
-  for (const p of parts) {
-    all.set(p, o);
-    o += p.length;
-  }
-  return {
-    label: "word by word (trimmed eSpeak words)",
-    wav: sphinxWav(all),
-    seconds: at / SPHINX_RATE,
-    sentences: out,
-  };
+  return { label: "word by word (trimmed eSpeak words)", ...(await wordByWordSpeech(sentences)) };
 }
 
 /** lib/speech's speakTimed, one sentence at a time with 0.5 s between (its record shifted accordingly). */
 async function continuous(sentences: readonly string[]): Promise<SpeechSet | null> {
-  const plugin = await optional("mediagate/plugin");
-  const speakTimed = plugin?.speakTimed ?? (await optional("../../lib/speech/timed.ts"))?.speakTimed;
+  const plugin = await optionalModule("mediagate/plugin");
+  const speakTimed = plugin?.speakTimed ?? (await optionalModule("../../lib/speech/timed.ts"))?.speakTimed;
   if (typeof speakTimed !== "function") return null;
   const parts: Int16Array[] = [];
   const out: TimedWord[][] = [];
@@ -132,38 +71,12 @@ async function continuous(sentences: readonly string[]): Promise<SpeechSet | nul
     parts.push(x, new Int16Array(SPHINX_RATE / 2));
     at += x.length + SPHINX_RATE / 2;
   }
-  const all = new Int16Array(at);
-  let o = 0;
-  for (const p of parts) {
-    all.set(p, o);
-    o += p.length;
-  }
   return {
     label: "continuous speech (speakTimed's record)",
-    wav: sphinxWav(all),
+    wav: sphinxWav(joinSamples(parts)),
     seconds: at / SPHINX_RATE,
     sentences: out,
   };
-}
-
-const norm = (s: string) => s.toLowerCase().replace(/[^a-z']/g, "");
-
-function pairs(known: readonly TimedWord[], got: readonly TimedWord[]): Array<[TimedWord, TimedWord]> {
-  const same = (k: TimedWord, g: TimedWord) =>
-    norm(k.text) === norm(g.text) && g.start < k.end + 0.25 && k.start < g.end + 0.25;
-  const n = known.length;
-  const m = got.length;
-  const L = Array.from({ length: n + 1 }, () => new Array<number>(m + 1).fill(0));
-  for (let i = n - 1; i >= 0; i--)
-    for (let j = m - 1; j >= 0; j--)
-      L[i]![j] = same(known[i]!, got[j]!) ? L[i + 1]![j + 1]! + 1 : Math.max(L[i + 1]![j]!, L[i]![j + 1]!);
-  const out: Array<[TimedWord, TimedWord]> = [];
-  for (let i = 0, j = 0; i < n && j < m; ) {
-    if (same(known[i]!, got[j]!)) out.push([known[i++]!, got[j++]!]);
-    else if (L[i + 1]![j]! >= L[i]![j + 1]!) i++;
-    else j++;
-  }
-  return out;
 }
 
 const quantile = (xs: number[], q: number) => {
@@ -180,7 +93,7 @@ function report(
   seconds: number,
   wallMs: number | null,
 ) {
-  const p = pairs(known, got);
+  const p = matchWords(known, got);
   const se = p.map(([k, g]) => Math.abs(k.start - g.start));
   const ee = p.map(([k, g]) => Math.abs(k.end - g.end));
   const speed = wallMs === null ? "" : `  ${(seconds / (wallMs / 1000)).toFixed(1)} s/s`;
@@ -248,8 +161,8 @@ sets.push(await wordByWord(sentences));
 const natural = await continuous(sentences);
 if (natural) sets.push(natural);
 
-const timedText = providerIn(await optional("../../plugins/captions/transcribe/timed-text.ts"), "timed-text");
-const spoken = providerIn(await optional("../../plugins/captions/transcribe/spoken.ts"), "spoken");
+const timedText = providerIn(await optionalModule("../../plugins/captions/transcribe/timed-text.ts"), "timed-text");
+const spoken = providerIn(await optionalModule("../../plugins/captions/transcribe/spoken.ts"), "spoken");
 const signal = new AbortController().signal;
 
 console.log(`word timing error against known eSpeak word times; ${sentences.length} sentences per set`);

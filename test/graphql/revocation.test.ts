@@ -204,19 +204,25 @@ async function staysOpen(s: Subscriber, jobId: string) {
   assert.is(last.terminal, true);
 }
 
+/** Two partners on `d`, each with a held job and a stream of that job's updates open over `transport`. */
+async function twoPartnersWatching(d: Deployment, transport: Transport) {
+  const a = await partner(d);
+  const b = await partner(d);
+  const jobA = await job(d, a.key);
+  const jobB = await job(d, b.key);
+  const sa = await subscribe(d, transport, a.key, jobA);
+  const sb = await subscribe(d, transport, b.key, jobB);
+  return { a, jobA, jobB, sa, sb };
+}
+
 /** The same tests on a deployment, for one transport. */
 function revocationTests(t: ReturnType<typeof suite>, deployment: () => Deployment, transport: Transport) {
   t(
     `${transport}: a rotated key ends its streams with "Invalid API key"; another partner's stays open; the new key subscribes`,
     async () => {
       const d = deployment();
-      const a = await partner(d);
-      const b = await partner(d);
-      const jobA = await job(d, a.key);
-      const jobB = await job(d, b.key);
-      const sa = await subscribe(d, transport, a.key, jobA);
+      const { a, jobA, jobB, sa, sb } = await twoPartnersWatching(d, transport);
       const sa2 = await subscribe(d, transport, a.key, jobA);
-      const sb = await subscribe(d, transport, b.key, jobB);
 
       const { api_key } = await rotate(d, a.id);
       await endsWith(sa, "Invalid API key", 401, "UNAUTHENTICATED");
@@ -233,12 +239,7 @@ function revocationTests(t: ReturnType<typeof suite>, deployment: () => Deployme
     `${transport}: a deactivated partner's streams end with "API key deactivated"; another partner's stays open`,
     async () => {
       const d = deployment();
-      const a = await partner(d);
-      const b = await partner(d);
-      const jobA = await job(d, a.key);
-      const jobB = await job(d, b.key);
-      const sa = await subscribe(d, transport, a.key, jobA);
-      const sb = await subscribe(d, transport, b.key, jobB);
+      const { a, jobB, sa, sb } = await twoPartnersWatching(d, transport);
 
       await deactivate(d, a.id);
       await endsWith(sa, "API key deactivated", 403, "FORBIDDEN");
@@ -248,10 +249,7 @@ function revocationTests(t: ReturnType<typeof suite>, deployment: () => Deployme
 
   t(`${transport}: the shutdown function ends every open stream with its message`, async () => {
     const d = deployment();
-    const a = await partner(d);
-    const b = await partner(d);
-    const sa = await subscribe(d, transport, a.key, await job(d, a.key));
-    const sb = await subscribe(d, transport, b.key, await job(d, b.key));
+    const { sa, sb } = await twoPartnersWatching(d, transport);
     await endSubscriptions(d.subscriber);
     await endsWith(sa, SHUTDOWN_MESSAGE, 503, "SERVICE_UNAVAILABLE");
     await endsWith(sb, SHUTDOWN_MESSAGE, 503, "SERVICE_UNAVAILABLE");
