@@ -9,6 +9,13 @@ import process from "node:process";
 import pino from "pino";
 import type { LogLevel } from "./config.ts";
 
+declare module "sonic-boom" {
+  interface SonicBoom {
+    /** With `contentMode: "buffer"` (batchedStderr below) a write takes bytes; sonic-boom's typings know only its string mode. */
+    write(chunk: Uint8Array): boolean;
+  }
+}
+
 export interface Logger {
   debug(message: string, ...details: unknown[]): void;
   info(message: string, ...details: unknown[]): void;
@@ -89,12 +96,8 @@ function batchedStderr() {
   let used = 0;
   const flush = () => {
     if (used === 0) return;
-    // A copy: the buffer is written into again while sonic-boom's write is under way. (Its types know only
-    // its string mode.)
-    (destination.write as unknown as (chunk: Uint8Array) => boolean).call(
-      destination,
-      Buffer.from(buffer.subarray(0, used)),
-    );
+    // A copy: the buffer is written into again while sonic-boom's write is under way.
+    destination.write(Buffer.from(buffer.subarray(0, used)));
     used = 0;
   };
   setInterval(flush, 250).unref();
