@@ -17,9 +17,13 @@ import { adPlan, makeSandboxAd } from "../../plugins/social/sandbox-ad.ts";
 import text from "../../plugins/text/index.ts";
 import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
-import { createTestKernel, graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
-import { databaseBackends, isolatedPostgresDatabase, redisUrl } from "../helpers/backends.ts";
+import { graphqlSubscription, type TestKernel } from "../../testkit/index.ts";
+import { databaseBackends, redisUrl } from "../helpers/backends.ts";
 import { errorBody } from "../helpers/error-body.ts";
+import { suiteKernel } from "../helpers/kernel-suite.ts";
+import { balance as balanceOf } from "../helpers/partner-reads.ts";
+import { ended, pollStatus } from "../helpers/poll-status.ts";
+import { rowCount } from "../helpers/row-count.ts";
 
 const LIMITS = {
   inflight_jobs: 50,
@@ -35,46 +39,20 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 for (const backend of await databaseBackends()) {
   const t = suite(`ad analysis on ${backend.name}`);
-  let tk: TestKernel;
-  t.before(async () => {
-    tk = await createTestKernel({
-      plugins: [account, videoSandbox, video, captions, text, socialSandbox, social, analysis],
-      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
-      redisUrl: backend.name === "postgres" ? await redisUrl() : undefined,
-      start: true,
-      env: { SANDBOX_LATENCY_MS: "40", PUBLIC_URL: "https://media.example.test" },
-    });
-  });
-  t.after(async () => {
-    await tk.close();
+  const tk = suiteKernel(t, backend, {
+    plugins: [account, videoSandbox, video, captions, text, socialSandbox, social, analysis],
+    redisUrl: backend.name === "postgres" ? await redisUrl() : undefined,
+    start: true,
+    env: { SANDBOX_LATENCY_MS: "40", PUBLIC_URL: "https://media.example.test" },
   });
 
   const partner = (opts: Parameters<TestKernel["partner"]>[0] = {}) => tk.partner({ limits: LIMITS, ...opts });
-  const balance = async (key: string) =>
-    (await tk.request("GET", "/credits", { key })).body.credits_remaining as number;
+  const balance = (key: string) => balanceOf(tk, key);
   const db = () => tk.kernel.database.kysely as Kysely<any>;
-  const rows = async (partnerId: string) =>
-    Number(
-      (
-        await db()
-          .selectFrom("analyses")
-          .select((eb) => eb.fn.countAll<number>().as("n"))
-          .where("partner_id", "=", partnerId)
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
+  const rows = (partnerId: string) => rowCount(tk, "analyses", partnerId);
   const ledger = (partnerId: string) =>
     db().selectFrom("ledger").select(["amount", "type"]).where("partner_id", "=", partnerId).execute();
-  const finished = async (key: string, id: string) => {
-    const end = Date.now() + 180_000;
-    for (;;) {
-      const r = await tk.request("GET", `/status/${id}`, { key });
-      assert.is(r.status, 200, JSON.stringify(r.body));
-      if (r.body.status === "complete" || r.body.status === "error") return r.body;
-      if (Date.now() > end) throw new Error(JSON.stringify(r.body));
-      await sleep(50);
-    }
-  };
+  const finished = async (key: string, id: string) => (await pollStatus(tk, key, `/status/${id}`, ended, 180_000)).body;
 
   t("every validation rule answers before a charge and leaves nothing behind", async () => {
     const { id, key } = await partner({ credits: 500 });

@@ -96,6 +96,8 @@ interface Hostile {
 
 const h = (cls: string, label: string, raw: Raw): Hostile => ({ cls, label, raw });
 const str = (s: string) => JSON.stringify(s);
+/** Values of `cls` whose label is their JSON text. */
+const asIs = (cls: string, ...raws: string[]): Hostile[] => raws.map((raw) => h(cls, raw, raw));
 const rawOf = (r: Raw) => (typeof r === "function" ? r() : r);
 
 export const deepArray = (n = DEPTH) => "[".repeat(n) + "]".repeat(n);
@@ -103,19 +105,8 @@ export const deepObject = (n = DEPTH) => `${'{"a":'.repeat(n)}1${"}".repeat(n)}`
 
 export const HOSTILE_VALUES: readonly Hostile[] = [
   // Wrong types
-  h("type", "null", "null"),
-  h("type", "true", "true"),
-  h("type", "false", "false"),
-  h("type", "0", "0"),
-  h("type", "1.5", "1.5"),
-  h("type", '""', '""'),
-  h("type", '"fuzz"', '"fuzz"'),
-  h("type", '"10"', '"10"'),
-  h("type", "[]", "[]"),
-  h("type", "{}", "{}"),
-  h("type", '["a"]', '["a"]'),
-  h("type", '[{"a":1}]', '[{"a":1}]'),
-  h("type", '{"a":1}', '{"a":1}'),
+  ...asIs("type", "null", "true", "false", "0", "1.5", '""', '"fuzz"', '"10"'),
+  ...asIs("type", "[]", "{}", '["a"]', '[{"a":1}]', '{"a":1}'),
   // Text the database or a formatter chokes on
   h("nul", "NUL", str("\u0000")),
   h("nul", "a NUL b", str("a\u0000b")),
@@ -135,17 +126,9 @@ export const HOSTILE_VALUES: readonly Hostile[] = [
   h("text", "percent NUL", str("%00")),
   h("text", "whitespace", str(" \t\r\n ")),
   // Numbers
-  h("number", "9007199254740993", "9007199254740993"),
-  h("number", "-9007199254740993", "-9007199254740993"),
-  h("number", "1e308", "1e308"),
-  h("number", "-1e308", "-1e308"),
+  ...asIs("number", "9007199254740993", "-9007199254740993", "1e308", "-1e308"),
   h("number", "1e309 (Infinity)", "1e309"),
-  h("number", "5e-324", "5e-324"),
-  h("number", "-1", "-1"),
-  h("number", "-0", "-0"),
-  h("number", "2147483648", "2147483648"),
-  h("number", "1e21", "1e21"),
-  h("number", "99999999999999999999999999999", "99999999999999999999999999999"),
+  ...asIs("number", "5e-324", "-1", "-0", "2147483648", "1e21", "99999999999999999999999999999"),
   // Size and depth
   h("huge", "1 MB string", () => str("A".repeat(HUGE))),
   h("huge", "1 MB of multibyte text", () => str("\u00e9".repeat(HUGE / 2 - 8))),
@@ -155,12 +138,9 @@ export const HOSTILE_VALUES: readonly Hostile[] = [
   // Prototype keys and objects that fake being strings or numbers
   h("proto", "__proto__ object", '{"__proto__":{"polluted":"yes","isAdmin":true}}'),
   h("proto", "constructor.prototype", '{"constructor":{"prototype":{"polluted":"yes"}}}'),
-  h("proto", '"__proto__"', '"__proto__"'),
-  h("proto", '"constructor"', '"constructor"'),
-  h("proto", '{"toString":1}', '{"toString":1}'),
-  h("proto", '{"toString":1,"valueOf":1}', '{"toString":1,"valueOf":1}'),
+  ...asIs("proto", '"__proto__"', '"constructor"', '{"toString":1}', '{"toString":1,"valueOf":1}'),
   h("proto", '{"length":1e9}', '{"length":1000000000}'),
-  h("proto", '["__proto__"]', '["__proto__"]'),
+  ...asIs("proto", '["__proto__"]'),
 ];
 
 /** Query and path parameter text (already URL-encoded where it says so). */
@@ -659,6 +639,8 @@ export function generateCases(doc: OpenApiDocument, fx: FuzzFixtures, seed: numb
         if (firstFile) {
           const real = () => fileParts().find((p) => p.name === firstFile)!;
           const others = () => fileParts().filter((p) => p.name !== firstFile);
+          /** The parts with the real file changed by `change`. */
+          const withFile = (change: Partial<Part>) => () => [...params(), { ...real(), ...change }, ...others()];
           const variants: Array<[string, string, () => Part[]]> = [
             ["multipart", "baseline", () => [...params(), real(), ...others()]],
             ["multipart", "file missing", () => [...params(), ...others()]],
@@ -667,47 +649,23 @@ export function generateCases(doc: OpenApiDocument, fx: FuzzFixtures, seed: numb
               "file as a text field",
               () => [...params(), { name: firstFile, data: "not a file" }, ...others()],
             ],
-            ["multipart", "empty file", () => [...params(), { ...real(), data: new Uint8Array() }, ...others()]],
-            [
-              "multipart",
-              "1 MB of zeros",
-              () => [...params(), { ...real(), data: new Uint8Array(1_000_000) }, ...others()],
-            ],
+            ["multipart", "empty file", withFile({ data: new Uint8Array() })],
+            ["multipart", "1 MB of zeros", withFile({ data: new Uint8Array(1_000_000) })],
             [
               "multipart",
               "random bytes",
               () => [...params(), { ...real(), data: randomBytesSeeded(rnd, 64_000) }, ...others()],
             ],
             ["multipart", "file twice", () => [...params(), real(), real(), ...others()]],
-            ["multipart", "file name empty", () => [...params(), { ...real(), filename: "" }, ...others()]],
-            [
-              "multipart",
-              "file name without extension",
-              () => [...params(), { ...real(), filename: "audio" }, ...others()],
-            ],
-            [
-              "multipart",
-              "file name traversal",
-              () => [...params(), { ...real(), filename: "../../../../etc/passwd.mp3" }, ...others()],
-            ],
+            ["multipart", "file name empty", withFile({ filename: "" })],
+            ["multipart", "file name without extension", withFile({ filename: "audio" })],
+            ["multipart", "file name traversal", withFile({ filename: "../../../../etc/passwd.mp3" })],
             // A file name is not a stored text field (only its extension is read): no "must refuse" here.
-            [
-              "multipart",
-              "file name with NUL",
-              () => [...params(), { ...real(), filename: "a\u0000.mp3" }, ...others()],
-            ],
+            ["multipart", "file name with NUL", withFile({ filename: "a\u0000.mp3" })],
             // (TextEncoder writes the lone surrogate as U+FFFD: ill-formed only in spirit, so not "must refuse")
-            [
-              "surrogate",
-              "file name with a lone surrogate",
-              () => [...params(), { ...real(), filename: "a\ud800.mp3" }, ...others()],
-            ],
-            [
-              "huge",
-              "file name 10 kB",
-              () => [...params(), { ...real(), filename: `${"a".repeat(10_000)}.mp3` }, ...others()],
-            ],
-            ["proto", "file name __proto__", () => [...params(), { ...real(), filename: "__proto__" }, ...others()]],
+            ["surrogate", "file name with a lone surrogate", withFile({ filename: "a\ud800.mp3" })],
+            ["huge", "file name 10 kB", withFile({ filename: `${"a".repeat(10_000)}.mp3` })],
+            ["proto", "file name __proto__", withFile({ filename: "__proto__" })],
             [
               "proto",
               "part named __proto__",
@@ -732,11 +690,7 @@ export function generateCases(doc: OpenApiDocument, fx: FuzzFixtures, seed: numb
               "parameters twice",
               () => [...params(), ...paramPart('{"prompt":"\\u0000"}'), real(), ...others()],
             ],
-            [
-              "multipart",
-              "wrong declared type",
-              () => [...params(), { ...real(), contentType: "text/html" }, ...others()],
-            ],
+            ["multipart", "wrong declared type", withFile({ contentType: "text/html" })],
           ];
           for (const [cls, lbl, parts] of variants)
             push(cls, `multipart ${lbl}`, () => formReq(parts()), cls === "nul" ? REFUSE_NUL : undefined);

@@ -28,6 +28,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { suite } from "uvu";
 import { createOutboundGuard } from "../../lib/outbound/index.ts";
+import { pcm16Wav } from "../../lib/speech/pcm.ts";
 import { plugins } from "../../plugins/index.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { createHttpApp } from "../../transports/http.ts";
@@ -56,23 +57,7 @@ const FIXTURES = join(import.meta.dirname ?? "test/security", "../../../shared/f
 
 /** A second of 8 kHz mono 16-bit silence: a real upload that the media engine reads quickly. */
 function silentWav(seconds = 1, rate = 8000): Uint8Array {
-  const data = seconds * rate * 2;
-  const b = new Uint8Array(44 + data);
-  const v = new DataView(b.buffer);
-  const ascii = (at: number, s: string) => [...s].forEach((c, i) => (b[at + i] = c.charCodeAt(0)));
-  ascii(0, "RIFF");
-  v.setUint32(4, 36 + data, true);
-  ascii(8, "WAVEfmt ");
-  v.setUint32(16, 16, true);
-  v.setUint16(20, 1, true);
-  v.setUint16(22, 1, true);
-  v.setUint32(24, rate, true);
-  v.setUint32(28, rate * 2, true);
-  v.setUint16(32, 2, true);
-  v.setUint16(34, 16, true);
-  ascii(36, "data");
-  v.setUint32(40, data, true);
-  return b;
+  return pcm16Wav(new Int16Array(seconds * rate), rate);
 }
 
 const smallPng = () => new Uint8Array(readFileSync(join(FIXTURES, "libpng-test_with_url.png")));
