@@ -9,10 +9,11 @@ import { batchStatus } from "../../plugins/omni/batch/records.ts";
 import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
+import { suiteKernel } from "../helpers/kernel-suite.ts";
 import { ledgerAmounts } from "../helpers/ledger-amounts.ts";
 import { newRunCache } from "../helpers/memo-engine.ts";
 import { balance, ledgerSum } from "../helpers/partner-reads.ts";
-import { character, OMNI_LIMITS, omniKernel, omniPluginsSharingRenders, png, until } from "./helpers.ts";
+import { character, OMNI_LIMITS, omniOptions, omniPluginsSharingRenders, png, until } from "./helpers.ts";
 
 // Each distinct render once per file (test/omni/helpers.ts omniPluginsSharingRenders).
 const PLUGINS = omniPluginsSharingRenders(newRunCache());
@@ -28,13 +29,7 @@ suite("batch status rule")("derived from the sections", () => {
 for (const backend of await databaseBackends()) {
   const t = suite(`omni batch runner on ${backend.name}`);
   // One kernel for the suite: every test has partners of its own (balances, ledgers, batches, in-flight slots).
-  let tk: TestKernel;
-  t.before(async () => {
-    tk = await omniKernel(backend, {}, PLUGINS);
-  });
-  t.after(async () => {
-    await tk.close();
-  });
+  const tk = suiteKernel(t, backend, omniOptions({}, PLUGINS));
   const partner = (opts: Parameters<TestKernel["partner"]>[0] = {}) => tk.partner({ limits: OMNI_LIMITS, ...opts });
   /** Submits a batch of `sections` for one character, with any other fields of the request. */
   const submitBatch = (key: string, characterId: string, sections: unknown[], more: Record<string, unknown> = {}) =>

@@ -12,9 +12,10 @@ import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import type { TestKernel } from "../../testkit/index.ts";
 import { assertAnswer } from "../helpers/assert.ts";
 import { databaseBackends } from "../helpers/backends.ts";
+import { suiteKernel } from "../helpers/kernel-suite.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
 import { balance, ledgerSum } from "../helpers/partner-reads.ts";
-import { finishedClip, OMNI_LIMITS, omniKernel, png, videoDone } from "./helpers.ts";
+import { finishedClip, OMNI_LIMITS, omniOptions, png, videoDone } from "./helpers.ts";
 
 /** A picture served at any path; the Omni sandbox fails a clip whose image URL's path holds `sandbox-fail`. */
 const PICTURE = Buffer.from(png([200, 40, 40]), "base64");
@@ -27,13 +28,9 @@ onAfterAll(async () => {
 
 for (const backend of await databaseBackends()) {
   const t = suite(`omni prompt repair on ${backend.name}`);
-  let tk: TestKernel;
+  const tk = suiteKernel(t, backend, omniOptions());
   t.before(async () => {
-    tk = await omniKernel(backend);
     if (!pictures.listening) await new Promise<void>((r) => pictures.listen(0, "127.0.0.1", r));
-  });
-  t.after(async () => {
-    await tk.close();
   });
   const partner = (opts: Parameters<TestKernel["partner"]>[0] = {}) => tk.partner({ limits: OMNI_LIMITS, ...opts });
   const submit = (key: string, prompt: string, extra: Record<string, unknown> = {}) =>

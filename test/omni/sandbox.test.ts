@@ -14,6 +14,7 @@ import { sandboxOmniProvider } from "../../plugins/omni/sandbox.ts";
 import { quotedLines } from "../../plugins/omni/sandbox-speech.ts";
 import { frameColour } from "../helpers/frame-colour.ts";
 import { decode, meanOf } from "../helpers/pixels.ts";
+import { lavfiClipArgs } from "../helpers/test-pattern.ts";
 import { ENGINE_MODES } from "../media/util.ts";
 
 const still = (rgb: [number, number, number]) => {
@@ -205,22 +206,9 @@ for (const mode of ENGINE_MODES) {
     assert.ok(b1 > 180 && r1 < 60, `last ${r1},${b1}`);
     assert.equal(out.spoken, { language: "en", words: [] });
 
-    const ref = await engine.run(
-      [
-        "-f",
-        "lavfi",
-        "-i",
-        "color=c=0x00ff00:size=320x240:rate=25:duration=3",
-        "-c:v",
-        "libx264",
-        "-preset",
-        "ultrafast",
-        "-pix_fmt",
-        "yuv420p",
-        "r.mp4",
-      ],
-      { outputs: ["r.mp4"] },
-    );
+    const ref = await engine.run([...lavfiClipArgs("color=c=0x00ff00:size=320x240:rate=25:duration=3"), "r.mp4"], {
+      outputs: ["r.mp4"],
+    });
     const withRef = await pollToEnd(
       provider,
       request({

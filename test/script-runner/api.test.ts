@@ -8,20 +8,16 @@ import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createMediaEngine } from "../../lib/media/index.ts";
-import account from "../../plugins/account/index.ts";
-import { encodePng } from "../../plugins/images/png.ts";
-import imagesSandbox from "../../plugins/images/sandbox.ts";
 import { RUNNER_ERRORS } from "../../plugins/script-runner/errors.ts";
-import scriptRunner from "../../plugins/script-runner/index.ts";
 import { LIMITS as RUNNER_LIMITS } from "../../plugins/script-runner/limits.ts";
 import { VIDEO_MODELS } from "../../plugins/script-runner/prices.ts";
-import videoSandbox from "../../plugins/video/sandbox.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import type { TestKernel } from "../../testkit/index.ts";
 import { assertAnswer, assertFields } from "../helpers/assert.ts";
-import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { databaseBackends } from "../helpers/backends.ts";
+import { testKernel } from "../helpers/kernel-suite.ts";
 import { ledgerAmounts } from "../helpers/ledger-amounts.ts";
 import { ledgerSum } from "../helpers/partner-reads.ts";
-import { pollStatus } from "../helpers/poll-status.ts";
+import { png, runEnd, runnerOptions } from "./helpers.ts";
 
 const engine = createMediaEngine({ mode: "native" });
 const LIMITS = {
@@ -34,12 +30,6 @@ const LIMITS = {
   },
 };
 
-const png = (rgb: [number, number, number]) => {
-  const px = new Uint8Array(64 * 96 * 3);
-  for (let i = 0; i < px.length; i += 3) px.set(rgb, i);
-  return Buffer.from(encodePng(64, 96, px, 3)).toString("base64");
-};
-
 const script = (scenes: string[], character?: string) =>
   [
     character ? `=== CHARACTER ===\n${character}` : "",
@@ -48,21 +38,9 @@ const script = (scenes: string[], character?: string) =>
 
 for (const backend of await databaseBackends()) {
   const t = suite(`script runner on ${backend.name}`);
-  let tk: TestKernel;
-  t.before.each(async () => {
-    tk = await createTestKernel({
-      plugins: [account, imagesSandbox, videoSandbox, scriptRunner],
-      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
-      start: true,
-      env: { SANDBOX_LATENCY_MS: "20", PUBLIC_URL: "https://media.example.test", ALLOW_PRIVATE_URLS: "1" },
-    });
-  });
-  t.after.each(async () => {
-    await tk.close();
-  });
+  const tk = testKernel(t, backend, runnerOptions({ ALLOW_PRIVATE_URLS: "1" }));
   const partner = (opts: Parameters<TestKernel["partner"]>[0] = {}) => tk.partner({ limits: LIMITS, ...opts });
-  const done = async (key: string, id: string) =>
-    (await pollStatus(tk, key, `/script-runner/${id}`, (b) => b.status !== "processing")).body;
+  const done = (key: string, id: string) => runEnd(tk, key, id);
   const blob = (url: string) => tk.kernel.blobs.get(new URL(url).pathname.slice("/media/".length));
 
   t(

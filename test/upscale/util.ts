@@ -10,10 +10,9 @@ import imagesSandbox from "../../plugins/images/sandbox.ts";
 import upscale from "../../plugins/upscale/index.ts";
 import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { type DatabaseBackend, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import type { TestKernel } from "../../testkit/index.ts";
 import { balance } from "../helpers/partner-reads.ts";
-import { pollStatus } from "../helpers/poll-status.ts";
+import { ended, notPending, pollStatus } from "../helpers/poll-status.ts";
 
 export const PLUGINS = [account, imagesSandbox, images, videoSandbox, video, upscale];
 export const PUBLIC_URL = "https://media.example.test";
@@ -32,21 +31,16 @@ export const UNLIMITED = {
   },
 };
 
-export async function upscaleKernel(
-  backend: DatabaseBackend,
-  options: { start?: boolean; privateUrls?: boolean } = {},
-): Promise<TestKernel> {
-  return createTestKernel({
-    plugins: PLUGINS,
-    databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
-    start: options.start ?? true,
-    env: {
-      SANDBOX_LATENCY_MS: "40",
-      PUBLIC_URL,
-      ...(options.privateUrls === false ? {} : { ALLOW_PRIVATE_URLS: "1" }),
-    },
-  });
-}
+/** The kernel's options (for test/helpers/kernel-suite.ts): every plugin, the sandbox latency, private URLs. */
+export const upscaleOptions = (options: { start?: boolean; privateUrls?: boolean } = {}) => ({
+  plugins: PLUGINS,
+  start: options.start ?? true,
+  env: {
+    SANDBOX_LATENCY_MS: "40",
+    PUBLIC_URL,
+    ...(options.privateUrls === false ? {} : { ALLOW_PRIVATE_URLS: "1" }),
+  },
+});
 
 export const partner = (tk: TestKernel, o: Parameters<TestKernel["partner"]>[0] = {}) =>
   tk.partner({ ...o, limits: UNLIMITED });
@@ -71,14 +65,23 @@ export async function fileServer(routes: Record<string, Route>): Promise<{ base:
   };
 }
 
-/** Polls a status path every 50 ms until `done` holds; the body that ended it. */
-export const poll = async (
-  tk: TestKernel,
-  key: string,
-  path: string,
-  done: (body: any) => boolean,
-  timeoutMs = 120_000,
-) => (await pollStatus(tk, key, path, done, timeoutMs, 50)).body;
+/** The /video-status answer once the upscale job has ended. */
+export const videoEnd = async (tk: TestKernel, key: string, jobId: string) =>
+  (await pollStatus(tk, key, `/video-status/${jobId}`, ended, 300_000, 50)).body;
+
+/** The /image-status answer once the upscale is no longer pending (by generation or public id). */
+export const imageEnd = async (tk: TestKernel, key: string, id: string | number) =>
+  (await pollStatus(tk, key, `/image-status/${id}`, notPending, 120_000, 50)).body;
+
+/** Overwrites the source an upscale job keeps (its input's source_key, under upscale/) with `bytes`. */
+export async function replaceSource(tk: TestKernel, jobId: string, bytes: Uint8Array): Promise<void> {
+  const row = await tk.kernel.database.kysely
+    .selectFrom("jobs")
+    .select("input")
+    .where("id", "=", jobId)
+    .executeTakeFirstOrThrow();
+  await tk.kernel.blobs.put(`upscale/${(row.input as any).source_key}`, bytes);
+}
 
 export async function count(tk: TestKernel, table: string, partnerId?: string): Promise<number> {
   let q = tk.kernel.database.kysely.selectFrom(table as any).select((eb: any) => eb.fn.countAll().as("n"));
