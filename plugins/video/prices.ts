@@ -62,6 +62,36 @@ const alpha = (): VideoModel => ({
   pricing: { kind: "per_clip", combos: alphaCombos },
 });
 
+/**
+ * A Beta model: frames, no sound, priced per second (less with a reference video). Its reference videos and
+ * audio share one rule: `clips.count` of each, 2 s to `clips.maxSeconds` each and in total.
+ */
+const beta = (o: {
+  qualities: readonly Quality[];
+  durations: VideoModel["durations"];
+  images: number;
+  clips: { count: number; maxSeconds: number };
+  audioNeedsImageOrVideo: boolean;
+  rates: Partial<Record<Quality, number>>;
+  withReferenceVideo: Partial<Record<Quality, number>>;
+}): VideoModel => {
+  const clips = {
+    count: o.clips.count,
+    minSeconds: 2,
+    maxSeconds: o.clips.maxSeconds,
+    totalSeconds: o.clips.maxSeconds,
+  };
+  return {
+    family: "beta",
+    qualities: o.qualities,
+    durations: o.durations,
+    frames: true,
+    sound: false,
+    references: { images: o.images, videos: clips, audio: { ...clips, needsImageOrVideo: o.audioNeedsImageOrVideo } },
+    pricing: { kind: "per_second", rates: o.rates, withReferenceVideo: o.withReferenceVideo },
+  };
+};
+
 const gamma = (flat: Partial<Record<Quality, number>>): VideoModel => ({
   family: "gamma",
   qualities: ["720p", "1080p", "4K"],
@@ -84,40 +114,24 @@ export const MODELS = {
     unusable: true,
     pricing: { kind: "per_second", rates: { "720p": 14, "1080p": 19 } },
   },
-  "beta-2-direct": {
-    family: "beta",
+  "beta-2-direct": beta({
     qualities: ["480p", "720p", "1080p", "4K"],
     durations: "any",
-    frames: true,
-    sound: false,
-    references: {
-      images: 9,
-      videos: { count: 3, minSeconds: 2, maxSeconds: 15, totalSeconds: 15 },
-      audio: { count: 3, minSeconds: 2, maxSeconds: 15, totalSeconds: 15, needsImageOrVideo: true },
-    },
-    pricing: {
-      kind: "per_second",
-      rates: { "480p": 14, "720p": 29, "1080p": 72, "4K": 146 },
-      withReferenceVideo: { "480p": 9, "720p": 18, "1080p": 44, "4K": 90 },
-    },
-  },
-  "beta-2-5": {
-    family: "beta",
+    images: 9,
+    clips: { count: 3, maxSeconds: 15 },
+    audioNeedsImageOrVideo: true,
+    rates: { "480p": 14, "720p": 29, "1080p": 72, "4K": 146 },
+    withReferenceVideo: { "480p": 9, "720p": 18, "1080p": 44, "4K": 90 },
+  }),
+  "beta-2-5": beta({
     qualities: ["480p", "720p", "1080p"],
     durations: { min: 4, max: 30 },
-    frames: true,
-    sound: false,
-    references: {
-      images: 30,
-      videos: { count: 10, minSeconds: 2, maxSeconds: 30, totalSeconds: 30 },
-      audio: { count: 10, minSeconds: 2, maxSeconds: 30, totalSeconds: 30, needsImageOrVideo: false },
-    },
-    pricing: {
-      kind: "per_second",
-      rates: { "480p": 20, "720p": 45, "1080p": 111 },
-      withReferenceVideo: { "480p": 12, "720p": 27, "1080p": 67 },
-    },
-  },
+    images: 30,
+    clips: { count: 10, maxSeconds: 30 },
+    audioNeedsImageOrVideo: false,
+    rates: { "480p": 20, "720p": 45, "1080p": 111 },
+    withReferenceVideo: { "480p": 12, "720p": 27, "1080p": 67 },
+  }),
   "gamma-3.1-quality": gamma({ "720p": 150, "1080p": 178, "4K": 200 }),
   "gamma-3.1-fast": gamma({ "720p": 41, "1080p": 49, "4K": 120 }),
 } as const satisfies Record<string, VideoModel>;
