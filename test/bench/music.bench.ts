@@ -4,22 +4,15 @@
 // and the wasm engine, for a generation and for an extension of it.
 // Run: npx tsx test/bench/music.bench.ts  (BENCH_RUNS to change the repetitions; the median is reported).
 import process from "node:process";
-import type { MusicGenerationRequest } from "../../contracts/music.ts";
 import { createMediaEngine, detectNativeFfmpeg, type MediaEngine } from "../../lib/media/index.ts";
 import { pollToEnd } from "../../lib/upstream.ts";
 import { sandboxMusicProvider } from "../../plugins/music/sandbox.ts";
 import { newArrangement, renderRange } from "../../plugins/music/synth.ts";
+import { musicExtension, musicGeneration, ownTrackSource } from "../helpers/music-requests.ts";
 
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const request: MusicGenerationRequest = {
-  model: "V5_5",
-  prompt: "an upbeat summer pop song about the sea",
-  custom: false,
-  style: null,
-  title: null,
-  instrumental: false,
-};
+const request = musicGeneration();
 
 const renderRates: number[] = [];
 for (let i = 0; i < runs; i++) {
@@ -54,31 +47,8 @@ for (const [name, engine] of engines) {
     const tracks = await pollToEnd(provider.generate, { ...request, prompt: `${request.prompt} ${i}` });
     made.gen = tracks.reduce((s, tr) => s + tr.duration, 0);
     gen.push(made.gen / ((performance.now() - t) / 1000));
-    const src = tracks[0]!;
     t = performance.now();
-    const out = await pollToEnd(provider.extend, {
-      model: "V5_5",
-      mode: "original",
-      prompt: "keep going",
-      style: "",
-      title: "",
-      instrumental: false,
-      negativeTags: null,
-      vocalGender: null,
-      styleWeight: null,
-      weirdnessConstraint: null,
-      audioWeight: null,
-      personaId: null,
-      personaModel: null,
-      continueAt: 15,
-      source: {
-        bytes: src.audio,
-        seconds: src.duration,
-        name: "source.mp3",
-        arrangement: src.arrangement,
-        title: src.title,
-      },
-    });
+    const out = await pollToEnd(provider.extend, musicExtension(ownTrackSource(tracks[0]!), { continueAt: 15 }));
     made.ext = out.reduce((s, tr) => s + tr.duration, 0);
     ext.push(made.ext / ((performance.now() - t) / 1000));
   }
