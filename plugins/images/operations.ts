@@ -149,6 +149,16 @@ export const generateImage = operation({
   },
 });
 
+/** What the status of a successful image adds (none of it while pending or once failed). */
+const finishedImage = z.object({
+  image_url: z.string(),
+  model: z.string(),
+  aspect_ratio: z.string(),
+  resolution: z.string(),
+  prompt: z.string(),
+  metadata_removed: z.boolean(),
+});
+
 export const imageStatus = operation({
   method: "GET",
   path: "/image-status/<id>",
@@ -157,12 +167,7 @@ export const imageStatus = operation({
   output: z.object({
     status: z.enum(["pending", "success", "failed"]),
     generation_id: z.number().int(),
-    image_url: z.string().optional(),
-    model: z.string().optional(),
-    aspect_ratio: z.string().optional(),
-    resolution: z.string().optional(),
-    prompt: z.string().optional(),
-    metadata_removed: z.boolean().optional(),
+    ...finishedImage.partial().shape,
     progress: z.number().int().nullable().optional(),
     error: z.string().optional(),
   }),
