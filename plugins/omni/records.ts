@@ -2,7 +2,7 @@
 // characters as snapshots (characters/, videos/, batch/), Omni video records joined to their jobs
 // (status, list, events, batches, prompt repair). Another account's rows never come back (invariant 4): a
 // foreign id reads exactly like a missing one.
-import type { ColumnType, Kysely, Selectable } from "kysely";
+import type { ColumnType, Insertable, Kysely, Selectable } from "kysely";
 import {
   formatTimestamp,
   type JobRecord,
@@ -158,6 +158,17 @@ export type CharacterRecord = Omit<CharacterRow, "voice" | "created_at"> & {
 };
 
 const parsed = <T>(v: unknown): T => (typeof v === "string" ? (JSON.parse(v) as T) : (v as T));
+
+/** A new character's row, written with its charge (POST /omni/characters); its voice kept as a snapshot. */
+export async function insertCharacter(
+  db: OmniDb,
+  row: Omit<Insertable<OmniTables[typeof CHARACTERS_TABLE]>, "voice"> & { voice: CharacterVoice | null },
+): Promise<void> {
+  await db
+    .insertInto(CHARACTERS_TABLE)
+    .values({ ...row, voice: row.voice ? JSON.stringify(row.voice) : null })
+    .execute();
+}
 
 /** The partner's characters of `ids`, their voice snapshots parsed (ownInAskedOrder). */
 export const findCharacters = (

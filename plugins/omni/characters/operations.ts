@@ -32,7 +32,14 @@ import { charged } from "../answer-fields.ts";
 import { OMNI_ERRORS } from "../errors.ts";
 import { libraryDeleteOperation, libraryListOperation } from "../library.ts";
 import { characterPrice, LIMITS, OMNI_FEATURE, OMNI_PAUSE } from "../prices.ts";
-import { CHARACTERS_TABLE, type CharacterRecord, type CharacterVoice, findVoices, timestamp } from "../records.ts";
+import {
+  CHARACTERS_TABLE,
+  type CharacterRecord,
+  type CharacterVoice,
+  findVoices,
+  insertCharacter,
+  timestamp,
+} from "../records.ts";
 import { CreateCharacterInput } from "./input.ts";
 
 /** Characters as a library: DELETE removes the row and its image. */
@@ -105,23 +112,19 @@ const createCharacter = operation({
         partnerJobId: req.partnerJobId,
         description: `Omni character: ${req.name.slice(0, 120)}`,
         insufficientCredits: OMNI_ERRORS.characterInsufficient,
-        insertRecords: async (trx, [jobId]) => {
-          await trx
-            .insertInto(CHARACTERS_TABLE)
-            .values({
-              character_id: jobId!,
-              partner_id: ctx.partner.id,
-              partner_job_id: req.partnerJobId,
-              name: req.name,
-              description: req.description,
-              image_key: key,
-              image_mime: image.mimeType,
-              voice_id: voice?.id ?? null,
-              voice: voice ? JSON.stringify(voice) : null,
-              credits_used: credits,
-            })
-            .execute();
-        },
+        insertRecords: (trx, [jobId]) =>
+          insertCharacter(trx, {
+            character_id: jobId!,
+            partner_id: ctx.partner.id,
+            partner_job_id: req.partnerJobId,
+            name: req.name,
+            description: req.description,
+            image_key: key,
+            image_mime: image.mimeType,
+            voice_id: voice?.id ?? null,
+            voice,
+            credits_used: credits,
+          }),
       });
       return {
         character_id: job.jobId,
