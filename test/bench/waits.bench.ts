@@ -15,6 +15,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { isolatedPostgresDatabase, postgresUrl } from "../helpers/backends.ts";
 import { afterAll } from "../helpers/lifecycle.ts";
+import { api, call, sleep } from "../helpers/restart.ts";
 import { type ServerProcess, startServer } from "../helpers/server.ts";
 
 const LATENCY_MS = Number(process.env.BENCH_LATENCY_MS ?? 60_000);
@@ -22,34 +23,19 @@ const IMAGES = Number(process.env.BENCH_IMAGES ?? 1000);
 const VIDEOS = Number(process.env.BENCH_VIDEOS ?? 200);
 const ACCOUNTS = 5;
 const ADMIN = "adm_XdGlTJF3SbGBePvu1O2FxeHHTHBbIcM7Qm7yErIk";
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const rssMb = (pid: number) =>
   Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
 const quantile = (xs: number[], q: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 
-async function call(server: ServerProcess, method: string, path: string, key: string, body?: unknown) {
-  const res = await fetch(server.url + path, {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      "user-agent": "mediagate-bench/1.0",
-      ...(body ? { "content-type": "application/json" } : {}),
-    },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, body: text.startsWith("{") ? JSON.parse(text) : text };
-}
-
 /** Accounts with credits and raised caps, so neither a rate limit nor the in-flight cap refuses the load. */
 async function accounts(server: ServerProcess): Promise<string[]> {
   const keys: string[] = [];
   for (let i = 0; i < ACCOUNTS; i++) {
-    const made = await call(server, "POST", "/api/v1/admin/partners", ADMIN, {
-      name: `Bench ${i}`,
-      credits: 100_000_000,
+    const made = await call(server, "POST", "/api/v1/admin/partners", {
+      adminToken: ADMIN,
+      body: { name: `Bench ${i}`, credits: 100_000_000 },
     });
     if (made.status !== 201) throw new Error(`create partner: ${made.status} ${JSON.stringify(made.body)}`);
     const limits = {
@@ -62,7 +48,10 @@ async function accounts(server: ServerProcess): Promise<string[]> {
         "GET /me": 1_000_000,
       },
     };
-    const patched = await call(server, "PATCH", `/api/v1/admin/partners/${made.body.partner_id}`, ADMIN, { limits });
+    const patched = await call(server, "PATCH", `/api/v1/admin/partners/${made.body.partner_id}`, {
+      adminToken: ADMIN,
+      body: { limits },
+    });
     if (patched.status !== 200) throw new Error(`limits: ${patched.status} ${JSON.stringify(patched.body)}`);
     keys.push(made.body.api_key);
   }
@@ -74,7 +63,7 @@ async function meLatencies(server: ServerProcess, key: string, n = 300): Promise
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    const res = await call(server, "GET", "/api/v1/partner/me", key);
+    const res = await call(server, "GET", api("/me"), { key });
     if (res.status !== 200) throw new Error(`GET /me ${res.status}`);
     out.push(performance.now() - t0);
   }
@@ -92,18 +81,16 @@ async function submitAll(server: ServerProcess, keys: string[]): Promise<Job[]> 
   const one = async (i: number) => {
     const key = keys[i % keys.length]!;
     if (i < IMAGES) {
-      const res = await call(server, "POST", "/api/v1/partner/generate-image", key, {
-        prompt: `A lighthouse, picture ${i}`,
-        model: "image-b-2",
+      const res = await call(server, "POST", api("/generate-image"), {
+        key,
+        body: { prompt: `A lighthouse, picture ${i}`, model: "image-b-2" },
       });
       if (res.status !== 202) throw new Error(`generate-image ${res.status} ${JSON.stringify(res.body)}`);
       jobs.push({ kind: "image", id: res.body.public_id, key });
     } else {
-      const res = await call(server, "POST", "/api/v1/partner/generate-video", key, {
-        prompt: `A harbour at dawn, clip ${i}`,
-        model: "beta-2-direct",
-        quality: "480p",
-        duration: 2,
+      const res = await call(server, "POST", api("/generate-video"), {
+        key,
+        body: { prompt: `A harbour at dawn, clip ${i}`, model: "beta-2-direct", quality: "480p", duration: 2 },
       });
       if (res.status !== 202) throw new Error(`generate-video ${res.status} ${JSON.stringify(res.body)}`);
       jobs.push({ kind: "video", id: res.body.job_id, key });
@@ -129,9 +116,8 @@ async function allEnded(server: ServerProcess, jobs: Job[], onTick: () => void):
   while (open.length > 0) {
     const still: Job[] = [];
     for (const job of open) {
-      const path =
-        job.kind === "image" ? `/api/v1/partner/image-status/${job.id}` : `/api/v1/partner/video-status/${job.id}`;
-      const res = await call(server, "GET", path, job.key);
+      const path = job.kind === "image" ? api(`/image-status/${job.id}`) : api(`/video-status/${job.id}`);
+      const res = await call(server, "GET", path, { key: job.key });
       const status = res.body.status as string;
       if (status === "pending" || status === "queued" || status === "processing") still.push(job);
       else if (status !== "success" && status !== "complete") failed++;
