@@ -21,16 +21,13 @@ for (const backend of await databaseBackends()) {
     const { partnerId, key } = await rig.partner(first, "Analysis restart", 1000, {
       rate_limits: { "GET /status/<job_id>": 100_000 },
     });
-    const good = await call(first, "POST", api("/analyze"), {
-      key,
-      body: { url: "https://www.instagram.com/reel/Crestart1/" },
-    });
-    const bad = await call(first, "POST", api("/analyze"), {
-      key,
-      body: { url: "https://www.tiktok.com/@a/video/sandbox-analyze-fail" },
-    });
-    assert.is(good.status, 202, JSON.stringify(good.body));
-    assert.is(bad.status, 202, JSON.stringify(bad.body));
+    const analyze = async (url: string) => {
+      const res = await call(first, "POST", api("/analyze"), { key, body: { url } });
+      assert.is(res.status, 202, JSON.stringify(res.body));
+      return res;
+    };
+    const good = await analyze("https://www.instagram.com/reel/Crestart1/");
+    const bad = await analyze("https://www.tiktok.com/@a/video/sandbox-analyze-fail");
     await until(
       () => call(first, "GET", api(`/status/${good.body.job_id}`), { key }),
       (r) => r.body.status === "downloading",

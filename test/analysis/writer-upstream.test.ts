@@ -1,15 +1,3 @@
-// Ad analysis reading the upstream writer's answer (issue 36 item 10; plugins/analysis/job.ts `write` and
-// `readTexts`), with `text.generate` pointed (TEXT_GENERATE_URL) at a stand-in that speaks the OpenAI chat
-// completions protocol, on every database backend. A good answer is what the analysis result holds (trimmed);
-// an answer with NULs and broken Unicode in its texts is stored cleaned (no database error, the texts well
-// formed); an answer that is not four non-empty strings (wrong JSON, invalid JSON, empty, only NULs, a field
-// of NULs, cut off, an HTTP error, a body that is not the API's JSON) ends the analysis in `error` with its
-// sentence, refunded exactly once. The stand-in also sees the request the writer is sent.
-//
-// Every case analyzes the same sandbox ad; the sandbox's identical ffmpeg runs are rendered once per process
-// (test/helpers/memo-engine.ts), as the social tests do, so the cases cost the analysis's own work.
-import { createServer, type IncomingMessage } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { Kysely } from "kysely";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -26,6 +14,8 @@ import text from "../../plugins/text/index.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 import { hostSharingRenders, newRunCache } from "../helpers/memo-engine.ts";
+import { ended, pollStatus } from "../helpers/poll-status.ts";
+import { chatCompletion, chatStandIn } from "../text/chat-stand-in.ts";
 
 const AD = "https://www.tiktok.com/@shop/video/7300000000000000042";
 const LIMITS = {
@@ -51,39 +41,16 @@ type Reply = { status: number; body: unknown } | { status: number; raw: Uint8Arr
 const chat = (content: unknown, extra: Record<string, unknown> = {}): Reply => ({
   status: 200,
   body: {
-    id: "chatcmpl-1",
-    object: "chat.completion",
+    ...chatCompletion(content, "test-writer", extra),
     created: 1,
-    model: "test-writer",
-    choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop", ...extra }],
     usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
   },
 });
 
-async function chatStandIn() {
+async function writerStandIn() {
   let reply: Reply = chat("{}");
-  const seen: Array<{ url: string; headers: IncomingMessage["headers"]; body: any }> = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c) => chunks.push(c));
-    req.on("end", () => {
-      seen.push({
-        url: req.url ?? "",
-        headers: req.headers,
-        body: JSON.parse(Buffer.concat(chunks).toString("utf8") || "null"),
-      });
-      res
-        .writeHead(reply.status, { "content-type": "application/json" })
-        .end("raw" in reply ? reply.raw : JSON.stringify(reply.body));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    seen,
-    answer: (r: Reply) => void (reply = r),
-    close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
-  };
+  const api = await chatStandIn(() => reply);
+  return { ...api, answer: (r: Reply) => void (reply = r) };
 }
 
 const TEXTS = {
@@ -96,9 +63,9 @@ const TEXTS = {
 for (const backend of await databaseBackends()) {
   const t = suite(`ad analysis reading the writer's answer on ${backend.name}`);
   let tk: TestKernel;
-  let api: Awaited<ReturnType<typeof chatStandIn>>;
+  let api: Awaited<ReturnType<typeof writerStandIn>>;
   t.before(async () => {
-    api = await chatStandIn();
+    api = await writerStandIn();
     tk = await createTestKernel({
       plugins: [account, captions, text, sharedRenders, social, analysis],
       databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
@@ -129,13 +96,8 @@ for (const backend of await databaseBackends()) {
     api.answer(reply);
     const sub = await tk.request("POST", "/analyze", { key, body: { url: AD } });
     assert.is(sub.status, 202, JSON.stringify(sub.body));
-    const end = Date.now() + 180_000;
-    for (;;) {
-      const r = await tk.request("GET", `/status/${sub.body.job_id}`, { key });
-      if (r.body.status === "complete" || r.body.status === "error") return { ...r.body, request_id: undefined };
-      if (Date.now() > end) throw new Error(JSON.stringify(r.body));
-      await sleep(100);
-    }
+    const r = await pollStatus(tk, key, `/status/${sub.body.job_id}`, ended, 180_000, 100);
+    return { ...r.body, request_id: undefined };
   };
 
   t("a good answer is read into the result; the writer is sent the instructions and the measured facts", async () => {

@@ -21,7 +21,9 @@ import { UPSCALE_ERRORS as UE } from "../../plugins/upscale/errors.ts";
 import upscale from "../../plugins/upscale/index.ts";
 import video from "../../plugins/video/index.ts";
 import videoSandbox from "../../plugins/video/sandbox.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import { suiteKernel } from "../helpers/kernel-suite.ts";
+import { balance } from "../helpers/partner-reads.ts";
+import { rowCount as count } from "../helpers/row-count.ts";
 import { disguisedInputs, SECRET_MARKER, secretFiles } from "../media/hostile.ts";
 import { ENGINE_MODES } from "../media/util.ts";
 
@@ -65,37 +67,24 @@ function contains(hay: Uint8Array, needle: Uint8Array): boolean {
 // A stretch of the secret's coded audio (past its header), and its marker: neither may show up anywhere.
 const SECRET_SLICES = [secret.marker, secret.m4a.subarray(secret.m4a.byteLength - 600, secret.m4a.byteLength - 400)];
 
-const count = async (tk: TestKernel, table: string) =>
-  Number(
-    (
-      (await (tk.kernel.database.kysely as any)
-        .selectFrom(table)
-        .select((eb: any) => eb.fn.countAll().as("n"))
-        .executeTakeFirstOrThrow()) as any
-    ).n,
-  );
+// The embedded database for every engine: what is read here is files and answers, not a database backend.
+const EMBEDDED = { name: "pglite" } as const;
 
 for (const mode of ENGINE_MODES) {
   const t = suite(`media disguised as media, through the API (MEDIA_ENGINE=${mode})`);
-  let tk: TestKernel;
-  t.before(async () => {
-    tk = await createTestKernel({
-      plugins: [account, musicSandbox, music, imagesSandbox, images, videoSandbox, video, upscale, metadata],
-      env: {
-        MEDIA_ENGINE: mode,
-        ALLOW_PRIVATE_URLS: "1",
-        PUBLIC_URL: "https://media.example.test",
-        SANDBOX_LATENCY_MS: "5",
-      },
-    });
-  });
-  t.after(async () => {
-    await tk.close();
+  const tk = suiteKernel(t, EMBEDDED, {
+    plugins: [account, musicSandbox, music, imagesSandbox, images, videoSandbox, video, upscale, metadata],
+    env: {
+      MEDIA_ENGINE: mode,
+      ALLOW_PRIVATE_URLS: "1",
+      PUBLIC_URL: "https://media.example.test",
+      SANDBOX_LATENCY_MS: "5",
+    },
   });
 
   t("each disguise is refused with the plugin's 4xx, nothing charged, and the local file is nowhere", async () => {
     const { key, id } = await tk.partner({ credits: 10_000, limits: LIMITS });
-    const before = (await tk.request("GET", "/credits", { key })).body.credits_remaining;
+    const before = await balance(tk, key);
     const answers: string[] = [];
     let n = 0;
     const expect = (what: string, res: { status: number; body: any }, status: number, error: string) => {

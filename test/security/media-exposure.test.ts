@@ -13,6 +13,7 @@ import * as assert from "uvu/assert";
 import { RATE_LIMITS } from "../../core/rate-limits.ts";
 import { createMediaEngine, generateTestVideo } from "../../lib/media/index.ts";
 import { serviceMediaReader } from "../../lib/service-media.ts";
+import { pcm16Wav } from "../../lib/speech/pcm.ts";
 import { encodePng } from "../../plugins/images/png.ts";
 import { plugins } from "../../plugins/index.ts";
 import { VOICES } from "../../plugins/voiceover/models.ts";
@@ -50,20 +51,12 @@ function png(rgb: [number, number, number], size = 32): Uint8Array {
 }
 const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64");
 
+/** A mono 16-bit WAV of a 440 Hz tone. */
 function toneWav(seconds: number, rate = 22050): Uint8Array {
-  const n = Math.round(seconds * rate);
-  const out = new Uint8Array(44 + n * 2);
-  const v = new DataView(out.buffer);
-  const text = (o: number, s: string) => [...s].forEach((c, i) => v.setUint8(o + i, c.charCodeAt(0)));
-  text(0, "RIFF"), v.setUint32(4, 36 + n * 2, true), text(8, "WAVE"), text(12, "fmt ");
-  v.setUint32(16, 16, true), v.setUint16(20, 1, true), v.setUint16(22, 1, true), v.setUint32(24, rate, true);
-  v.setUint32(28, rate * 2, true),
-    v.setUint16(32, 2, true),
-    v.setUint16(34, 16, true),
-    text(36, "data"),
-    v.setUint32(40, n * 2, true);
-  for (let i = 0; i < n; i++) v.setInt16(44 + i * 2, Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)), true);
-  return out;
+  const samples = Int16Array.from({ length: Math.round(seconds * rate) }, (_, i) =>
+    Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)),
+  );
+  return pcm16Wav(samples, rate);
 }
 
 /** Every media link in a response body, wherever it sits. */

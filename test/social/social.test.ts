@@ -19,6 +19,8 @@ import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.
 import { errorBody } from "../helpers/error-body.ts";
 import { onAfterAll } from "../helpers/lifecycle.ts";
 import { hostSharingRenders, newRunCache } from "../helpers/memo-engine.ts";
+import { notPending, pollStatus } from "../helpers/poll-status.ts";
+import { rowCount } from "../helpers/row-count.ts";
 
 // The sandbox renders an 8-12 s ad per download (seconds of ffmpeg each), deterministically from the link. The
 // tests run the sandbox's own extractor, but its media engine renders each distinct ffmpeg run once per file
@@ -69,16 +71,8 @@ onAfterAll(() => engine.close());
 
 // A ceiling, not a wait: a carousel renders ten videos and their covers, which on a loaded CI machine (four
 // test workers on two CPUs, the wasm engine included) took over a minute.
-async function waitFor(tk: TestKernel, key: string, id: string, timeoutMs = 240_000) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await tk.request("GET", `/social-download/${id}`, { key });
-    if (res.status !== 200) throw new Error(`download ${id}: ${res.status} ${JSON.stringify(res.body)}`);
-    if (res.body.status !== "pending") return res.body;
-    if (Date.now() > until) throw new Error(`download ${id} still pending`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const waitFor = async (tk: TestKernel, key: string, id: string, timeoutMs = 240_000) =>
+  (await pollStatus(tk, key, `/social-download/${id}`, notPending, timeoutMs, 50)).body;
 
 /** The raw body of a file path (tk.request decodes text; files need bytes). */
 const apps = new WeakMap<TestKernel, ReturnType<typeof createHttpApp>>();
@@ -127,13 +121,13 @@ async function seed(
   }
 }
 
-async function ledgerRows(tk: TestKernel, partnerId: string): Promise<number> {
-  const row = await (tk.kernel.database.kysely as any)
-    .selectFrom("ledger")
-    .select((eb: any) => eb.fn.countAll().as("n"))
-    .where("partner_id", "=", partnerId)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
+const ledgerRows = (tk: TestKernel, partnerId: string) => rowCount(tk, "ledger", partnerId);
+
+/** A download of `url` asked for (its 202 asserted): the answer, and the record once it is no longer pending. */
+async function download(tk: TestKernel, key: string, url: string) {
+  const res = await tk.request("POST", "/social-download", { key, body: { url } });
+  assert.is(res.status, 202, `${url}: ${JSON.stringify(res.body)}`);
+  return { answer: res.body, rec: await waitFor(tk, key, res.body.download_id) };
 }
 
 for (const backend of await databaseBackends()) {
@@ -251,12 +245,8 @@ for (const backend of await databaseBackends()) {
   run("files: Range 206/416, ?download=1, inline, 404 for another key and for a missing file", async () => {
     const { key } = await tk.partner({ limits: UNLIMITED });
     const other = await tk.partner({ limits: UNLIMITED });
-    const res = await tk.request("POST", "/social-download", {
-      key,
-      body: { url: "facebook.com/watch/?v=12345&fbclid=zzz" },
-    });
-    assert.is(res.body.normalized_url, "https://www.facebook.com/watch/?v=12345");
-    const rec = await waitFor(tk, key, res.body.download_id);
+    const { answer, rec } = await download(tk, key, "facebook.com/watch/?v=12345&fbclid=zzz");
+    assert.is(answer.normalized_url, "https://www.facebook.com/watch/?v=12345");
     const video = rec.files[0];
     const whole = await rawFile(tk, key, video.stream_url);
     assert.is(whole.headers.get("accept-ranges"), "bytes");
@@ -292,11 +282,7 @@ for (const backend of await databaseBackends()) {
 
   run("after 7 days: 410, available false, and the sweeper removes the files", async () => {
     const { key } = await tk.partner({ limits: UNLIMITED });
-    const res = await tk.request("POST", "/social-download", {
-      key,
-      body: { url: "https://www.instagram.com/reel/Cabc/" },
-    });
-    const rec = await waitFor(tk, key, res.body.download_id);
+    const rec = (await download(tk, key, "https://www.instagram.com/reel/Cabc/")).rec;
     const blobKey = `social/private/downloads/${rec.download_id}/0.mp4`;
     assert.ok(await tk.kernel.blobs.get(blobKey));
 
@@ -330,10 +316,8 @@ for (const backend of await databaseBackends()) {
       ["https://m.facebook.com/reel/sandbox-fail", FAILURE_SENTENCES.failed],
     ];
     for (const [url, sentence] of cases) {
-      const res = await tk.request("POST", "/social-download", { key, body: { url } });
-      assert.is(res.status, 202, `${url}: ${JSON.stringify(res.body)}`);
-      assert.is(res.body.quota.used, 1, "earlier failures are not counted");
-      const rec = await waitFor(tk, key, res.body.download_id);
+      const { answer, rec } = await download(tk, key, url);
+      assert.is(answer.quota.used, 1, "earlier failures are not counted");
       assert.is(rec.status, "failed", url);
       assert.is(rec.error, sentence, url);
       assert.equal(rec.files, []);
@@ -344,12 +328,8 @@ for (const backend of await databaseBackends()) {
 
   run("a carousel is cut to 10 items, each video followed by its cover; a silent post says so", async () => {
     const { key } = await tk.partner({ limits: UNLIMITED });
-    const res = await tk.request("POST", "/social-download", {
-      key,
-      body: { url: "https://www.instagram.com/p/sandbox-carousel-12/?igsh=abc" },
-    });
-    assert.is(res.body.normalized_url, "https://www.instagram.com/p/sandbox-carousel-12/");
-    const rec = await waitFor(tk, key, res.body.download_id);
+    const { answer, rec } = await download(tk, key, "https://www.instagram.com/p/sandbox-carousel-12/?igsh=abc");
+    assert.is(answer.normalized_url, "https://www.instagram.com/p/sandbox-carousel-12/");
     assert.is(rec.status, "complete", rec.error);
     assert.is(rec.file_count, 20);
     rec.files.forEach((f: any, i: number) => {
@@ -361,11 +341,7 @@ for (const backend of await databaseBackends()) {
     const total = rec.files.filter((f: any) => f.kind === "video").reduce((s: number, f: any) => s + f.duration_sec, 0);
     assert.ok(Math.abs(rec.duration_sec - total) < 0.05);
 
-    const silent = await tk.request("POST", "/social-download", {
-      key,
-      body: { url: "https://www.tiktok.com/@a/video/sandbox-noaudio" },
-    });
-    const srec = await waitFor(tk, key, silent.body.download_id);
+    const srec = (await download(tk, key, "https://www.tiktok.com/@a/video/sandbox-noaudio")).rec;
     assert.is(srec.has_audio, false);
     assert.is(srec.files[0].has_audio, false);
     const probe = await engine.probe((await rawFile(tk, key, srec.files[0].stream_url)).bytes, "v.mp4");
@@ -374,11 +350,7 @@ for (const backend of await databaseBackends()) {
 
   run("an unexpected extractor error is retried and the download still completes", async () => {
     const { key } = await tk.partner({ limits: UNLIMITED });
-    const res = await tk.request("POST", "/social-download", {
-      key,
-      body: { url: "https://www.tiktok.com/@a/video/sandbox-flaky" },
-    });
-    const rec = await waitFor(tk, key, res.body.download_id);
+    const rec = (await download(tk, key, "https://www.tiktok.com/@a/video/sandbox-flaky")).rec;
     assert.is(rec.status, "complete", rec.error);
   });
 
