@@ -27,7 +27,7 @@ import {
   reburnRunning,
   sourceAvailable,
 } from "./records.ts";
-import { captionJobOut, submittedOut } from "./schemas.ts";
+import { captionIds, captionJobOut, editState, submittedOut } from "./schemas.ts";
 import { findVideo } from "./source.ts";
 import { checkCaps, submitCaption } from "./submit.ts";
 
@@ -107,15 +107,13 @@ export const captionChunks = operation({
   feature: CAPTIONS_FEATURE,
   summary: "The current caption text and timings (edits win over the transcript)",
   output: z.object({
-    job_id: z.string(),
-    partner_job_id: z.string().nullable(),
+    ...captionIds,
     status: z.string(),
     chunks: z.array(z.object({ start: z.number(), end: z.number(), text: z.string() })),
     chunk_count: z.number().int(),
     too_many_to_edit: z.boolean(),
     max_inline_edit_chunks: z.number().int(),
-    editable: z.boolean(),
-    source_available: z.boolean(),
+    ...editState,
   }),
   async handle(ctx) {
     const row = await ownedCaption(ctx);

@@ -7,17 +7,25 @@ export const retentionOut = z.object({
   uploaded_source_days: z.number().int().nullable(),
   guaranteed: z.boolean(),
 });
-export const captionJobOut = {
+/** The two ids every caption answer opens with. */
+export const captionIds = {
   job_id: z.string(),
   partner_job_id: z.string().nullable(),
+};
+/** Whether the job's text can be edited now, and whether its source is still kept for a re-burn. */
+export const editState = {
+  editable: z.boolean(),
+  source_available: z.boolean(),
+};
+export const captionJobOut = {
+  ...captionIds,
   status: z.enum(["pending", "processing", "complete", "no_speech", "failed"]),
   captioned_url: z.string().nullable(),
   media_pruned: z.boolean(),
   credits_used: z.number().int(),
   credits_refunded: z.boolean(),
   edit_count: z.number().int(),
-  editable: z.boolean(),
-  source_available: z.boolean(),
+  ...editState,
   retention: retentionOut,
   error: z.string().nullable(),
   created_at: z.string(),
