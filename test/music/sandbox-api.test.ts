@@ -12,7 +12,8 @@ import { FAILURE_TEXTS } from "../../plugins/music/errors.ts";
 import music from "../../plugins/music/index.ts";
 import { PROVIDER_TIMEOUT_MS } from "../../plugins/music/limits.ts";
 import musicSandbox from "../../plugins/music/sandbox.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import { suiteKernel } from "../helpers/kernel-suite.ts";
+import { ended, pollStatus } from "../helpers/poll-status.ts";
 
 const FIXTURE = new URL("../../../shared/fixtures/media/sample1.mp3", import.meta.url);
 const LIMITS = {
@@ -25,29 +26,26 @@ const LIMITS = {
 };
 
 const t = suite("music with the sandbox, through REST");
-let tk: TestKernel;
-let engine: MediaEngine;
-t.before(async () => {
-  tk = await createTestKernel({
+const tk = suiteKernel(
+  t,
+  { name: "pglite" },
+  {
     plugins: [account, musicSandbox, music],
     start: true,
     env: { SANDBOX_LATENCY_MS: "5", PUBLIC_URL: "https://media.example.test" },
-  });
+  },
+);
+let engine: MediaEngine;
+t.before(() => {
   engine = createMediaEngine();
 });
 t.after(async () => {
   await engine.close();
-  await tk.close();
 });
 
 /** Polls the job until it ends; a ceiling, not a wait (a loaded CI machine renders slowly). */
 async function done(key: string, id: string, timeoutMs = 240_000) {
-  for (const until = Date.now() + timeoutMs; ; ) {
-    const res = await tk.request("GET", `/music-status/${id}`, { key });
-    if (res.body.status === "complete" || res.body.status === "error") return res.body;
-    if (Date.now() > until) throw new Error(`music ${id} still ${JSON.stringify(res.body).slice(0, 300)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return (await pollStatus(tk, key, `/music-status/${id}`, ended, timeoutMs)).body;
 }
 
 const blobOf = async (url: string) => (await tk.kernel.blobs.get(new URL(url).pathname.slice("/media/".length)))!;

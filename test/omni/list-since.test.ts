@@ -4,19 +4,13 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { KERNEL_ERRORS } from "../../core/errors.ts";
-import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
-import { OMNI_LIMITS, omniKernel } from "./helpers.ts";
+import { suiteKernel } from "../helpers/kernel-suite.ts";
+import { OMNI_LIMITS, omniOptions } from "./helpers.ts";
 
 for (const backend of await databaseBackends()) {
   const t = suite(`omni videos since on ${backend.name}`);
-  let tk: TestKernel;
-  t.before(async () => {
-    tk = await omniKernel(backend);
-  });
-  t.after(async () => {
-    await tk.close();
-  });
+  const tk = suiteKernel(t, backend, omniOptions());
 
   t("since keeps videos created at or after the instant", async () => {
     const { key } = await tk.partner({ limits: OMNI_LIMITS });

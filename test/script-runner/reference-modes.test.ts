@@ -7,14 +7,11 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createMediaEngine } from "../../lib/media/index.ts";
 import { cardBox } from "../../lib/sandbox.ts";
-import account from "../../plugins/account/index.ts";
-import imagesSandbox from "../../plugins/images/sandbox.ts";
-import scriptRunner from "../../plugins/script-runner/index.ts";
 import { FRAME } from "../../plugins/script-runner/limits.ts";
-import videoSandbox from "../../plugins/video/sandbox.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
-import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
+import { databaseBackends } from "../helpers/backends.ts";
+import { suiteKernel } from "../helpers/kernel-suite.ts";
 import { character, decode, inset, mad, scaledTo, whole } from "../helpers/pixels.ts";
+import { runEnd, runnerOptions } from "./helpers.ts";
 
 const engine = createMediaEngine({ mode: "auto" });
 const LIMITS = {
@@ -26,18 +23,7 @@ const picture = character();
 
 for (const backend of await databaseBackends()) {
   const t = suite(`script runner reference modes on ${backend.name}`);
-  let tk: TestKernel;
-  t.before(async () => {
-    tk = await createTestKernel({
-      plugins: [account, imagesSandbox, videoSandbox, scriptRunner],
-      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
-      start: true,
-      env: { SANDBOX_LATENCY_MS: "20", PUBLIC_URL: "https://media.example.test" },
-    });
-  });
-  t.after(async () => {
-    await tk.close();
-  });
+  const tk = suiteKernel(t, backend, runnerOptions());
   const blob = async (url: string) => (await tk.kernel.blobs.get(new URL(url).pathname.slice("/media/".length)))!;
   const run = async (key: string, locked: boolean | undefined) => {
     const body = {
@@ -48,16 +34,9 @@ for (const backend of await databaseBackends()) {
     };
     const res = await tk.request("POST", "/script-runner", { key, body });
     assert.is(res.status, 202, JSON.stringify(res.body));
-    const end = Date.now() + 120_000;
-    for (;;) {
-      const r = await tk.request("GET", `/script-runner/${res.body.job_id}`, { key });
-      if (r.body.status !== "processing") {
-        assert.is(r.body.status, "complete", JSON.stringify(r.body));
-        return { frame: await blob(r.body.scenes[0].start_image_url), clip: await blob(r.body.scenes[0].video_url) };
-      }
-      if (Date.now() > end) throw new Error(`still processing: ${JSON.stringify(r.body).slice(0, 300)}`);
-      await new Promise((res) => setTimeout(res, 100));
-    }
+    const r = await runEnd(tk, key, res.body.job_id, 120_000);
+    assert.is(r.status, "complete", JSON.stringify(r));
+    return { frame: await blob(r.scenes[0].start_image_url), clip: await blob(r.scenes[0].video_url) };
   };
 
   t("both modes anchor the frame on the character; only character-locked carries it into the clip", async () => {

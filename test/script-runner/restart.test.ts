@@ -5,15 +5,9 @@
 // heartbeat expiry, so recovery takes 10-20 s.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { encodePng } from "../../plugins/images/png.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { api, call, ledgerOf, restartRig, sleep, until } from "../helpers/restart.ts";
-
-const png = (rgb: [number, number, number]) => {
-  const px = new Uint8Array(64 * 96 * 3);
-  for (let i = 0; i < px.length; i += 3) px.set(rgb, i);
-  return Buffer.from(encodePng(64, 96, px, 3)).toString("base64");
-};
+import { png } from "./helpers.ts";
 
 const ADMIN_TOKEN = "adm_umNcAhJzLVGmsSqIA0kfWhYEbiYwnvy0wFM48KTw";
 

@@ -10,10 +10,10 @@ import { type Mp4Box, mp4Boxes } from "../../lib/formats/index.ts";
 import { createMediaEngine, firstVideo, generateTestVideo, type MediaEngine } from "../../lib/media/index.ts";
 import { billedSeconds } from "../../plugins/upscale/prices.ts";
 import { packetSpan, planVideo, scaleArgs } from "../../plugins/upscale/video.ts";
-import type { TestKernel } from "../../testkit/index.ts";
+import { suiteKernel } from "../helpers/kernel-suite.ts";
 import { balance, mediaBytes } from "../helpers/partner-reads.ts";
 import { ENGINE_MODES } from "../media/util.ts";
-import { fileServer, partner, poll, upscaleKernel } from "./util.ts";
+import { fileServer, partner, upscaleOptions, videoEnd } from "./util.ts";
 
 /** The boxes on a path (e.g. moov/trak/mdia/mdhd), every match at each level. */
 function* boxesAt(bytes: Uint8Array, path: string[], from = 0, to = bytes.length): Generator<Mp4Box> {
@@ -125,12 +125,8 @@ const server = await fileServer({ "/lying.mp4": lying, "/six.mp4": six });
 
 {
   const t = suite("upscale-video: a header that understates is billed for the whole file");
-  let tk: TestKernel;
-  t.before(async () => {
-    tk = await upscaleKernel({ name: "pglite" } as any);
-  });
+  const tk = suiteKernel(t, { name: "pglite" }, upscaleOptions());
   t.after(async () => {
-    await tk.close();
     await server.close();
   });
 
@@ -153,13 +149,7 @@ const server = await fileServer({ "/lying.mp4": lying, "/six.mp4": six });
     assert.is(honest.body.input_seconds, billedSeconds(stated.six));
     assert.is(honest.body.input_seconds, 6);
 
-    const done = await poll(
-      tk,
-      key,
-      `/video-status/${res.body.job_id}`,
-      (b) => b.status === "complete" || b.status === "error",
-      300_000,
-    );
+    const done = await videoEnd(tk, key, res.body.job_id);
     assert.is(done.status, "complete", JSON.stringify(done));
     const engine = createMediaEngine({ mode: ENGINE_MODES[0]! });
     try {
@@ -169,13 +159,7 @@ const server = await fileServer({ "/lying.mp4": lying, "/six.mp4": six });
     } finally {
       await engine.close();
     }
-    await poll(
-      tk,
-      key,
-      `/video-status/${honest.body.job_id}`,
-      (b) => b.status === "complete" || b.status === "error",
-      300_000,
-    );
+    await videoEnd(tk, key, honest.body.job_id);
   });
 
   t.run();

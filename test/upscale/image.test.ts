@@ -13,10 +13,10 @@ import type { TestKernel } from "../../testkit/index.ts";
 import { assertAnswer, assertFields } from "../helpers/assert.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { errorBody } from "../helpers/error-body.ts";
+import { testKernel } from "../helpers/kernel-suite.ts";
 import { balance, ledgerSum, mediaBytes } from "../helpers/partner-reads.ts";
-import { notPending } from "../helpers/poll-status.ts";
 import { fixture } from "../media/util.ts";
-import { assertNothingChanged, count, fileServer, partner, poll, upscaleKernel } from "./util.ts";
+import { assertNothingChanged, count, fileServer, imageEnd, partner, replaceSource, upscaleOptions } from "./util.ts";
 
 const JPEG = fixture("earth_apollo17.jpg"); // 375x375, EXIF + XMP
 const WIDE = fixture("C.jpg"); // 2048x1365
@@ -29,24 +29,18 @@ function solidPng(width: number, height: number): Uint8Array {
 }
 const GIF = Uint8Array.from(Buffer.from("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7", "base64"));
 
-const status = (tk: TestKernel, key: string, id: string | number) => poll(tk, key, `/image-status/${id}`, notPending);
+const status = imageEnd;
+/** POST /upscale-image of a picture sent as base64, with any other fields. */
+const upscaleBase64 = (tk: TestKernel, key: string, image: Uint8Array, more: Record<string, unknown> = {}) =>
+  tk.request("POST", "/upscale-image", { key, body: { image_base64: b64(image), ...more } });
 
 for (const backend of await databaseBackends()) {
   const t = suite(`upscale-image on ${backend.name}`);
-  let tk: TestKernel;
-  t.before.each(async () => {
-    tk = await upscaleKernel(backend);
-  });
-  t.after.each(async () => {
-    await tk.close();
-  });
+  const tk = testKernel(t, backend, upscaleOptions());
 
   t("a base64 JPEG becomes a real PNG twice its size, polled at image-status and listed", async () => {
     const { key, id } = await partner(tk, { credits: 100 });
-    const res = await tk.request("POST", "/upscale-image", {
-      key,
-      body: { image_base64: b64(JPEG), partner_job_id: "up/1" },
-    });
+    const res = await upscaleBase64(tk, key, JPEG, { partner_job_id: "up/1" });
     assertAnswer(
       res,
       202,
@@ -92,10 +86,7 @@ for (const backend of await databaseBackends()) {
 
   t("the 8K tier: 4x of a 2048 px JPEG is a real 8192 px PNG", async () => {
     const { key } = await partner(tk, { credits: 100 });
-    const res = await tk.request("POST", "/upscale-image", {
-      key,
-      body: { image_base64: b64(WIDE), upscale_factor: 4 },
-    });
+    const res = await upscaleBase64(tk, key, WIDE, { upscale_factor: 4 });
     assert.equal(res.body.output, { width: 8192, height: 5460, tier: "8K" });
     assert.is(res.body.credits_used, 31);
     const done = await status(tk, key, res.body.public_id);
@@ -106,10 +97,7 @@ for (const backend of await databaseBackends()) {
 
   t("factor 1 enhances at the same size: other pixels, close to the source, crisper edges", async () => {
     const { key } = await partner(tk, { credits: 100 });
-    const res = await tk.request("POST", "/upscale-image", {
-      key,
-      body: { image_base64: b64(JPEG), upscale_factor: 1 },
-    });
+    const res = await upscaleBase64(tk, key, JPEG, { upscale_factor: 1 });
     assert.equal(res.body.output, { width: 375, height: 375, tier: "2K" });
     const done = await status(tk, key, res.body.public_id);
     const out = await mediaBytes(tk, done.image_url);
@@ -220,7 +208,7 @@ for (const backend of await databaseBackends()) {
 
   t("a 402 carries credits_remaining and keeps no file", async () => {
     const { key, id } = await partner(tk, { credits: 7 });
-    const res = await tk.request("POST", "/upscale-image", { key, body: { image_base64: b64(JPEG) } });
+    const res = await upscaleBase64(tk, key, JPEG);
     assert.is(res.status, 402);
     assert.equal(errorBody(res), { error: "Insufficient credits. Need 8 credits.", credits_remaining: 7 });
     await assertNothingChanged(tk, id, key, 7, "402");
@@ -228,84 +216,69 @@ for (const backend of await databaseBackends()) {
 
   t.run();
 
-  const f = suite(`upscale-image failure on ${backend.name}`);
-  f.before.each(async () => {
-    tk = await upscaleKernel(backend, { start: false });
-  });
-  f.after.each(async () => {
-    await tk.close();
-  });
+  {
+    const f = suite(`upscale-image failure on ${backend.name}`);
+    const tk = testKernel(f, backend, upscaleOptions({ start: false }));
 
-  f("output tiers 2K, 4K and 8K on every account tier; a custom account without the rate gets a 400", async () => {
-    const prices = { api_plus10: [8, 16, 31], standard: [7, 14, 28], custom: [5, 10, 20] } as const;
-    const rates = { upscale: { image: { per_image_by_output_tier: { "2K": 5, "4K": 10, "8K": 20 } } } };
-    for (const [tier, expected] of Object.entries(prices)) {
-      const { key, id } = await partner(tk, { credits: 1000, tier: tier as any });
-      if (tier === "custom") await tk.kernel.accounts.update(id, { customRates: rates } as any);
-      const got: number[] = [];
-      // No workers in this suite: the jobs stay pending.
-      const ids: string[] = [];
-      for (const [factor, tierName, size] of [
-        [1, "2K", [2048, 1365]],
-        [2, "4K", [4096, 2730]],
-        [4, "8K", [8192, 5460]],
-      ] as const) {
-        const res = await tk.request("POST", "/upscale-image", {
-          key,
-          body: { image_base64: b64(WIDE), upscale_factor: factor },
+    f("output tiers 2K, 4K and 8K on every account tier; a custom account without the rate gets a 400", async () => {
+      const prices = { api_plus10: [8, 16, 31], standard: [7, 14, 28], custom: [5, 10, 20] } as const;
+      const rates = { upscale: { image: { per_image_by_output_tier: { "2K": 5, "4K": 10, "8K": 20 } } } };
+      for (const [tier, expected] of Object.entries(prices)) {
+        const { key, id } = await partner(tk, { credits: 1000, tier: tier as any });
+        if (tier === "custom") await tk.kernel.accounts.update(id, { customRates: rates } as any);
+        const got: number[] = [];
+        // No workers in this suite: the jobs stay pending.
+        const ids: string[] = [];
+        for (const [factor, tierName, size] of [
+          [1, "2K", [2048, 1365]],
+          [2, "4K", [4096, 2730]],
+          [4, "8K", [8192, 5460]],
+        ] as const) {
+          const res = await upscaleBase64(tk, key, WIDE, { upscale_factor: factor });
+          assert.is(res.status, 202, `${tier} ${factor}: ${JSON.stringify(res.body)}`);
+          assert.equal(res.body.output, { width: size[0], height: size[1], tier: tierName });
+          got.push(res.body.credits_used);
+          ids.push(res.body.public_id);
+        }
+        assert.equal(got, [...expected], tier);
+        assert.is(await balance(tk, key), 1000 - expected.reduce((a, b) => a + b, 0));
+        const pending = await tk.request("GET", `/image-status/${ids[2]}`, { key });
+        assert.equal(pending.body, {
+          request_id: pending.body.request_id,
+          status: "pending",
+          generation_id: pending.body.generation_id,
+          progress: 0,
         });
-        assert.is(res.status, 202, `${tier} ${factor}: ${JSON.stringify(res.body)}`);
-        assert.equal(res.body.output, { width: size[0], height: size[1], tier: tierName });
-        got.push(res.body.credits_used);
-        ids.push(res.body.public_id);
       }
-      assert.equal(got, [...expected], tier);
-      assert.is(await balance(tk, key), 1000 - expected.reduce((a, b) => a + b, 0));
-      const pending = await tk.request("GET", `/image-status/${ids[2]}`, { key });
-      assert.equal(pending.body, {
-        request_id: pending.body.request_id,
-        status: "pending",
-        generation_id: pending.body.generation_id,
-        progress: 0,
-      });
-    }
-    const { key, id } = await partner(tk, { credits: 1000, tier: "custom" });
-    await tk.kernel.accounts.update(id, {
-      customRates: { upscale: { image: { per_image_by_output_tier: { "2K": 5 } } } },
-    } as any);
-    const refused = await tk.request("POST", "/upscale-image", {
-      key,
-      body: { image_base64: b64(WIDE), upscale_factor: 2 },
+      const { key, id } = await partner(tk, { credits: 1000, tier: "custom" });
+      await tk.kernel.accounts.update(id, {
+        customRates: { upscale: { image: { per_image_by_output_tier: { "2K": 5 } } } },
+      } as any);
+      const refused = await upscaleBase64(tk, key, WIDE, { upscale_factor: 2 });
+      assert.is(refused.status, 400);
+      assert.is(await balance(tk, key), 1000);
+      assert.equal((await tk.request("GET", "/credits", { key })).body.costs.upscale, UPSCALE_COSTS.upscale);
     });
-    assert.is(refused.status, 400);
-    assert.is(await balance(tk, key), 1000);
-    assert.equal((await tk.request("GET", "/credits", { key })).body.costs.upscale, UPSCALE_COSTS.upscale);
-  });
 
-  f("a job that cannot finish fails with the sanitized text and refunds", async () => {
-    const { key, id } = await partner(tk, { credits: 100 });
-    const res = await tk.request("POST", "/upscale-image", { key, body: { image_base64: b64(JPEG) } });
-    assert.is(res.status, 202);
-    // The kept source is damaged past its header before any worker reads it.
-    const row = await tk.kernel.database.kysely
-      .selectFrom("jobs")
-      .select("input")
-      .where("id", "=", res.body.job_id)
-      .executeTakeFirstOrThrow();
-    const sourceKey = (row.input as any).source_key as string;
-    await tk.kernel.blobs.put(`upscale/${sourceKey}`, solidPng(10, 10).subarray(0, 60));
-    await tk.kernel.start();
-    const done = await status(tk, key, res.body.public_id);
-    assertFields(done, "error generation_id request_id status");
-    assert.is(done.status, "failed");
-    assert.is(done.error, UPSCALE_ERRORS.failed);
-    assert.is(await balance(tk, key), 100);
-    assert.is(await ledgerSum(tk, id), 100);
-    const list = await tk.request("GET", "/images", { key });
-    assert.is(list.body.images[0].status, "failed");
-    assert.is(list.body.images[0].image_url, null);
-    assert.is(await count(tk, "retained_blobs"), 0);
-  });
+    f("a job that cannot finish fails with the sanitized text and refunds", async () => {
+      const { key, id } = await partner(tk, { credits: 100 });
+      const res = await upscaleBase64(tk, key, JPEG);
+      assert.is(res.status, 202);
+      // The kept source is damaged past its header before any worker reads it.
+      await replaceSource(tk, res.body.job_id, solidPng(10, 10).subarray(0, 60));
+      await tk.kernel.start();
+      const done = await status(tk, key, res.body.public_id);
+      assertFields(done, "error generation_id request_id status");
+      assert.is(done.status, "failed");
+      assert.is(done.error, UPSCALE_ERRORS.failed);
+      assert.is(await balance(tk, key), 100);
+      assert.is(await ledgerSum(tk, id), 100);
+      const list = await tk.request("GET", "/images", { key });
+      assert.is(list.body.images[0].status, "failed");
+      assert.is(list.body.images[0].image_url, null);
+      assert.is(await count(tk, "retained_blobs"), 0);
+    });
 
-  f.run();
+    f.run();
+  }
 }
