@@ -129,6 +129,16 @@ export const CALLBACK_URL_ERROR = "callback_url must be a public https URL";
 
 const str = (description: string) => field.string({ description });
 const strings = (description: string) => field.array({ items: { type: "string" }, description });
+const imageMime = () => field.string({ enum: IMAGE_MIME_TYPES, default: "image/jpeg" });
+
+/** A frame's three fields, `<name>_url`, `<name>_base64` and `<name>_mime`, as frameOf reads them. */
+function frameFields<N extends string>(name: N, url: string, base64: string) {
+  return {
+    [`${name}_url`]: str(url),
+    [`${name}_base64`]: str(base64),
+    [`${name}_mime`]: imageMime(),
+  } as Record<`${N}_url` | `${N}_base64`, ReturnType<typeof str>> & Record<`${N}_mime`, ReturnType<typeof imageMime>>;
+}
 
 export const GenerateVideoInput = defineInput({
   fields: {
@@ -139,12 +149,12 @@ export const GenerateVideoInput = defineInput({
     quality: field.string({ enum: ["480p", "720p", "1080p", "4K"], default: DEFAULT_QUALITY }),
     sound: field.boolean({ default: false, description: "alpha-v3 text and image models only" }),
     negative_prompt: str("things to avoid"),
-    image_url: str("HTTPS URL of the start frame"),
-    image_base64: str("start frame as base64 (max 20 MB binary)"),
-    image_mime: field.string({ enum: IMAGE_MIME_TYPES, default: "image/jpeg" }),
-    end_image_url: str("HTTPS URL of the end frame; requires a start frame"),
-    end_image_base64: str("end frame as base64 (max 20 MB binary)"),
-    end_image_mime: field.string({ enum: IMAGE_MIME_TYPES, default: "image/jpeg" }),
+    ...frameFields("image", "HTTPS URL of the start frame", "start frame as base64 (max 20 MB binary)"),
+    ...frameFields(
+      "end_image",
+      "HTTPS URL of the end frame; requires a start frame",
+      "end frame as base64 (max 20 MB binary)",
+    ),
     reference_image_urls: strings("Beta models only: public HTTPS image URLs"),
     reference_images_base64: strings("Beta models only: base64 images (JPEG assumed)"),
     reference_video_urls: strings("Beta models only: public HTTPS MP4/MOV URLs, max 95 MB each"),
@@ -319,12 +329,8 @@ export function checkRequestUrls(
 export const GenerateAnimationInput = defineInput({
   fields: {
     prompt: str("motion between the frames, max 2500 characters"),
-    start_image_url: str("public HTTPS URL of the first frame"),
-    start_image_base64: str("base64 first frame, max about 20 MB"),
-    start_image_mime: field.string({ enum: IMAGE_MIME_TYPES, default: "image/jpeg" }),
-    end_image_url: str("public HTTPS URL of the last frame"),
-    end_image_base64: str("base64 last frame"),
-    end_image_mime: field.string({ enum: IMAGE_MIME_TYPES, default: "image/jpeg" }),
+    ...frameFields("start_image", "public HTTPS URL of the first frame", "base64 first frame, max about 20 MB"),
+    ...frameFields("end_image", "public HTTPS URL of the last frame", "base64 last frame"),
     aspect_ratio: field.string({ enum: ASPECT_RATIOS, default: DEFAULT_ASPECT_RATIO }),
     callback_url: str("public https URL for one signed event"),
     partner_job_id: field.partnerJobId(),
