@@ -15,6 +15,7 @@ import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { errorBody } from "../helpers/error-body.ts";
 import { suiteKernel } from "../helpers/kernel-suite.ts";
+import { newestListed } from "../helpers/newest-listed.ts";
 import { ledgerSum } from "../helpers/partner-reads.ts";
 import { notPending, pollStatus } from "../helpers/poll-status.ts";
 
@@ -101,15 +102,13 @@ for (const backend of await databaseBackends()) {
       assert.ok(String(tags.DigitalSourceType).includes("trainedAlgorithmicMedia"));
     }
 
-    const list = await tk.request("GET", "/images", { key });
-    assert.is(list.body.total, 1);
-    const rec = list.body.images[0];
-    assert.is(rec.partner_job_id, "job/1");
-    assert.is(rec.model_used, "image-b-2");
-    assert.is(rec.status, "success");
-    assert.is(rec.credits_used, 21);
-    assert.is(rec.image_url, done.body.image_url);
-    assert.match(rec.created_at, /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
+    await newestListed(tk, key, "/images", "images", 1, {
+      partner_job_id: "job/1",
+      model_used: "image-b-2",
+      status: "success",
+      credits_used: 21,
+      image_url: done.body.image_url,
+    });
     assert.is(await ledgerSum(tk, id), 79);
   });
 

@@ -29,6 +29,17 @@ import { balance, mediaBytes } from "../helpers/partner-reads.ts";
 import { rowCount as count } from "../helpers/row-count.ts";
 import { videoFinished } from "./helpers.ts";
 
+/** The video record of the fake's job: another area's 1 s 2x upscale, as the videos list shows it. */
+const UPSCALED = {
+  kind: "upscale",
+  prompt: "",
+  model: "upscale-2x",
+  model_used: "upscale-2x",
+  quality: null,
+  duration: 1,
+  aspect_ratio: "4:3",
+} as const;
+
 // Another area's video jobs (video upscaling, issue 6) reach the status and list endpoints through the
 // `video.records` capability; this stand-in makes one without importing the video plugin.
 const fakeUpscale = definePlugin({
@@ -67,17 +78,7 @@ const fakeUpscale = definePlugin({
           state: "queued",
           credits: 7,
           insertRecords: (trx, [jobId]) =>
-            records.insert(trx, {
-              job_id: jobId!,
-              partner_id: ctx.partner.id,
-              kind: "upscale",
-              prompt: "",
-              model: "upscale-2x",
-              model_used: "upscale-2x",
-              quality: null,
-              duration: 1,
-              aspect_ratio: "4:3",
-            }),
+            records.insert(trx, { ...UPSCALED, job_id: jobId!, partner_id: ctx.partner.id }),
         });
         return { job_id: job.jobId };
       },

@@ -20,6 +20,7 @@ import voiceoverSandbox from "../../plugins/voiceover/sandbox.ts";
 import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { suiteKernel } from "../helpers/kernel-suite.ts";
+import { newestListed } from "../helpers/newest-listed.ts";
 import { balance, ledgerSum } from "../helpers/partner-reads.ts";
 import { rowCount } from "../helpers/row-count.ts";
 
@@ -199,15 +200,13 @@ for (const backend of await databaseBackends()) {
       const media = await tk.request("GET", new URL(res.body.audio_url).pathname);
       assert.is(media.status, 200);
     }
-    const list = await tk.request("GET", "/voiceovers", { key });
-    assert.is(list.body.total, 6);
-    const rec = list.body.voiceovers[0];
-    assert.is(rec.status, "success");
-    assert.is(rec.source, "tests");
-    assert.is(rec.partner_job_id, "vo/1");
-    assert.is(rec.text, text);
-    assert.is(rec.error_message, null);
-    assert.match(rec.created_at, /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
+    await newestListed(tk, key, "/voiceovers", "voiceovers", 6, {
+      status: "success",
+      source: "tests",
+      partner_job_id: "vo/1",
+      text,
+      error_message: null,
+    });
     assert.is(await ledgerSum(tk, id), await balance(tk, key));
   });
 
