@@ -47,56 +47,32 @@ const oneOf = <T extends string>(values: readonly T[], v: unknown): v is T =>
 
 const stringList = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === "string");
 
+/** A field as it comes on the wire: anything, documented by `meta`; the transform below checks it. */
+const wire = (meta: Parameters<ReturnType<typeof z.unknown>["meta"]>[0]) => z.unknown().optional().meta(meta);
+
 export const OmniVideoInput = z
   .object({
-    prompt: z.unknown().optional().meta({ type: "string", maxLength: LIMITS.promptChars }),
-    model: z
-      .unknown()
-      .optional()
-      .meta({ type: "string", enum: [...OMNI_MODELS], default: OMNI_MODELS[0] }),
-    first_frame_url: z
-      .unknown()
-      .optional()
-      .meta({ type: "string", description: "omni-1.1 only: the image the clip starts on" }),
-    last_frame_url: z
-      .unknown()
-      .optional()
-      .meta({ type: "string", description: "omni-1.1 only, with first_frame_url: the image the clip ends on" }),
-    character_ids: z
-      .unknown()
-      .optional()
-      .meta({ type: "array", items: { type: "string" }, maxItems: LIMITS.characters }),
-    voice_ids: z
-      .unknown()
-      .optional()
-      .meta({ type: "array", items: { type: "string" }, maxItems: LIMITS.voices }),
-    image_urls: z
-      .unknown()
-      .optional()
-      .meta({ type: "array", items: { type: "string" } }),
-    image_base64: z
-      .unknown()
-      .optional()
-      .meta({ type: "array", items: { type: "string" } }),
-    video_url: z.unknown().optional().meta({ type: "string", description: "one reference video; adds the surcharge" }),
-    video_start: z.unknown().optional().meta({ type: "number", minimum: 0 }),
-    video_end: z.unknown().optional().meta({ type: "number", minimum: 0 }),
-    duration: z
-      .unknown()
-      .optional()
-      .meta({ type: "integer", enum: [...DURATIONS], default: DEFAULT_DURATION }),
-    aspect_ratio: z
-      .unknown()
-      .optional()
-      .meta({ type: "string", enum: [...ASPECT_RATIOS], default: ASPECT_RATIOS[0] }),
-    resolution: z
-      .unknown()
-      .optional()
-      .meta({ type: "string", enum: [...RESOLUTIONS], default: RESOLUTIONS[0] }),
-    seed: z.unknown().optional().meta({ type: "integer" }),
+    prompt: wire({ type: "string", maxLength: LIMITS.promptChars }),
+    model: wire({ type: "string", enum: [...OMNI_MODELS], default: OMNI_MODELS[0] }),
+    first_frame_url: wire({ type: "string", description: "omni-1.1 only: the image the clip starts on" }),
+    last_frame_url: wire({
+      type: "string",
+      description: "omni-1.1 only, with first_frame_url: the image the clip ends on",
+    }),
+    character_ids: wire({ type: "array", items: { type: "string" }, maxItems: LIMITS.characters }),
+    voice_ids: wire({ type: "array", items: { type: "string" }, maxItems: LIMITS.voices }),
+    image_urls: wire({ type: "array", items: { type: "string" } }),
+    image_base64: wire({ type: "array", items: { type: "string" } }),
+    video_url: wire({ type: "string", description: "one reference video; adds the surcharge" }),
+    video_start: wire({ type: "number", minimum: 0 }),
+    video_end: wire({ type: "number", minimum: 0 }),
+    duration: wire({ type: "integer", enum: [...DURATIONS], default: DEFAULT_DURATION }),
+    aspect_ratio: wire({ type: "string", enum: [...ASPECT_RATIOS], default: ASPECT_RATIOS[0] }),
+    resolution: wire({ type: "string", enum: [...RESOLUTIONS], default: RESOLUTIONS[0] }),
+    seed: wire({ type: "integer" }),
     partner_job_id: partnerJobIdField().meta({ type: "string" }),
-    callback_url: z.unknown().optional().meta({ type: "string", description: "public https URL for one signed event" }),
-    strip_metadata: z.unknown().optional().meta({ type: "boolean", default: false }),
+    callback_url: wire({ type: "string", description: "public https URL for one signed event" }),
+    strip_metadata: wire({ type: "boolean", default: false }),
   })
   .meta({ required: ["prompt"] })
   .transform((raw, c) => {
