@@ -8,8 +8,9 @@ import pg from "pg";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { databaseBackends } from "../helpers/backends.ts";
-import { call, restartRig, until } from "../helpers/restart.ts";
+import { call, until } from "../helpers/restart.ts";
 import { webhookReceiver } from "../helpers/webhook-receiver.ts";
+import { deliveriesOf, partnerWithWebhook, webhookKillRig } from "./kill-rig.ts";
 
 const ADMIN_TOKEN = "adm_Kq3vW8mZr1TnY6pLx0cHd4sJf9gBu2eA7oNiR5tE";
 
@@ -28,14 +29,9 @@ function receiver() {
   return { ...endpoint, first };
 }
 
-type Delivery = { event_id: string; status: string; attempt: number; last_error: string | null };
-
 for (const backend of await databaseBackends()) {
   const t = suite(`webhooks: killed while a receiver holds an attempt, on ${backend.name}`);
-  const rig = restartRig(t, backend, {
-    adminToken: ADMIN_TOKEN,
-    env: { SANDBOX_LATENCY_MS: "0", ALLOW_PRIVATE_URLS: "1", WEBHOOK_RETRY_DELAYS: "1,1,1,1,1" },
-  });
+  const rig = webhookKillRig(t, backend, ADMIN_TOKEN, "1,1,1,1,1");
   const logs = rig.logs;
 
   t(
@@ -46,8 +42,7 @@ for (const backend of await databaseBackends()) {
       const url = await rcv.listen();
       try {
         const first = await rig.start();
-        const { key } = await rig.partner(first, "Webhook kill", 1_000);
-        assert.is((await call(first, "POST", "/api/v1/partner/webhook", { key, body: { url } })).status, 200);
+        const key = await partnerWithWebhook(rig, first, url, { name: "Webhook kill", credits: 1_000 });
         const job = await call(first, "POST", "/api/v1/partner/generate-video", {
           key,
           body: { prompt: "A lighthouse at dusk" },
@@ -81,13 +76,11 @@ for (const backend of await databaseBackends()) {
         }
 
         const second = await rig.start();
-        const deliveries = async () =>
-          (await call(second, "GET", "/api/v1/partner/webhook/deliveries", { key })).body.deliveries as Delivery[];
         // At every reading: the requests received first, then the record (an attempt is counted before it is sent).
         const final = await until(
           async () => {
             const received = rcv.got.length;
-            const d = await deliveries();
+            const d = await deliveriesOf(second, key);
             assert.is(d.length, 1);
             assert.ok(
               d[0]!.attempt >= received,

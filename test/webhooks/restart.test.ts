@@ -8,9 +8,9 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { databaseBackends } from "../helpers/backends.ts";
-import { call, restartRig, sleep, until } from "../helpers/restart.ts";
-import type { ServerProcess } from "../helpers/server.ts";
+import { call, sleep, until } from "../helpers/restart.ts";
 import { webhookReceiver } from "../helpers/webhook-receiver.ts";
+import { deliveriesOf, partnerWithWebhook, webhookKillRig } from "./kill-rig.ts";
 
 const ADMIN_TOKEN = "adm_6GecipIEk8yKLkEa265pt6ZYiPP8IzEOPWSMXKob";
 const JOBS = 6;
@@ -34,10 +34,7 @@ function receiver() {
 
 for (const backend of await databaseBackends()) {
   const t = suite(`webhooks: server killed mid-delivery on ${backend.name}`);
-  const rig = restartRig(t, backend, {
-    adminToken: ADMIN_TOKEN,
-    env: { SANDBOX_LATENCY_MS: "0", ALLOW_PRIVATE_URLS: "1", WEBHOOK_RETRY_DELAYS: "10,3,3,3,3" },
-  });
+  const rig = webhookKillRig(t, backend, ADMIN_TOKEN, "10,3,3,3,3");
   const logs = rig.logs;
 
   t(
@@ -47,11 +44,14 @@ for (const backend of await databaseBackends()) {
       const url = await rcv.listen();
       try {
         const first = await rig.start();
-        const { key } = await rig.partner(first, "Webhook restart", 10_000, {
-          inflight_jobs: 100,
-          rate_limits: { "POST /generate-video": 1000, "GET /webhook/deliveries": 100_000 },
+        const key = await partnerWithWebhook(rig, first, url, {
+          name: "Webhook restart",
+          credits: 10_000,
+          limits: {
+            inflight_jobs: 100,
+            rate_limits: { "POST /generate-video": 1000, "GET /webhook/deliveries": 100_000 },
+          },
         });
-        assert.is((await call(first, "POST", "/api/v1/partner/webhook", { key, body: { url } })).status, 200);
         for (let i = 0; i < JOBS; i++) {
           const res = await call(first, "POST", "/api/v1/partner/generate-video", {
             key,
@@ -65,15 +65,9 @@ for (const backend of await databaseBackends()) {
           });
           assert.is(res.status, 202, JSON.stringify(res.body));
         }
-        const deliveries = async (server: ServerProcess) =>
-          (await call(server, "GET", "/api/v1/partner/webhook/deliveries", { key })).body.deliveries as Array<{
-            event_id: string;
-            status: string;
-            attempt: number;
-          }>;
         // Every event made, and its first attempt refused: all of them wait for their retry.
         await until(
-          () => deliveries(first),
+          () => deliveriesOf(first, key),
           (d) => d.length === JOBS && d.every((x) => x.attempt >= 1),
           `all ${JOBS} first attempts\n${logs()}`,
         );
@@ -90,7 +84,7 @@ for (const backend of await databaseBackends()) {
 
         const second = await rig.start();
         const final = await until(
-          () => deliveries(second),
+          () => deliveriesOf(second, key),
           (d) => d.length === JOBS && d.every((x) => x.status === "delivered"),
           `all delivered after the restart\n${logs()}`,
           120_000,
