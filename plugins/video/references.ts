@@ -297,21 +297,21 @@ async function measureChecked(
   return measured;
 }
 
-/** Downloads and probes reference videos and checks them; throws the spec's 400/413 (no charge yet). No encode. */
-export const measureReferenceVideos = (
+/** Downloads and probes one kind of reference and checks it: the spec's 400/413 (no charge yet). No encode. */
+type MeasureReferences = (
   urls: string[],
   rules: ReferenceRules,
   model: string,
   deps: ReferenceDeps,
-): Promise<MeasuredReference[]> => measureChecked(urls, rules, model, VIDEO, deps);
+) => Promise<MeasuredReference[]>;
 
-/** Downloads and probes reference audio and checks it; the same errors in the audio's words. No encode. */
-export const measureReferenceAudio = (
-  urls: string[],
-  rules: ReferenceRules,
-  model: string,
-  deps: ReferenceDeps,
-): Promise<MeasuredReference[]> => measureChecked(urls, rules, model, AUDIO, deps);
+/** Reference videos (MeasureReferences). */
+export const measureReferenceVideos: MeasureReferences = (urls, rules, model, deps) =>
+  measureChecked(urls, rules, model, VIDEO, deps);
+
+/** Reference audio: the same checks and errors in the audio's words (MeasureReferences). */
+export const measureReferenceAudio: MeasureReferences = (urls, rules, model, deps) =>
+  measureChecked(urls, rules, model, AUDIO, deps);
 
 /**
  * Job work: one measured reference (the file as downloaded) normalized for the provider: videos to an H.264/AAC
