@@ -220,6 +220,10 @@ for (const backend of await databaseBackends()) {
     await tk?.close();
   });
 
+  /** POST /extend-music as the partner with a fresh Idempotency-Key, unless `headers` names one. */
+  const extend = (key: string, body: unknown, headers: Record<string, string> = {}) =>
+    tk.request("POST", "/extend-music", { key, headers: { "idempotency-key": newKey(), ...headers }, body });
+
   /** A completed generation of this partner's, to extend. */
   async function completedJob(key: string, body: Record<string, unknown> = { prompt: "calm piano" }) {
     const res = await tk.request("POST", "/generate-music", { key, body });
@@ -665,11 +669,7 @@ for (const backend of await databaseBackends()) {
       ],
       [{}, form("not json", { bytes: wav, name: "a.wav" }), 400, "Request body must be JSON"],
     ] as Array<[Record<string, string>, FormData, number, string]>) {
-      const res = await tk.request("POST", "/extend-music", {
-        key,
-        headers: { "idempotency-key": newKey(), ...headers },
-        body,
-      });
+      const res = await extend(key, body, headers);
       assert.is(res.status, status);
       assert.is(res.body.error, error);
     }
@@ -680,42 +680,30 @@ for (const backend of await databaseBackends()) {
     // header (loud first, then quiet) probes as far shorter than it plays.
     const { tricky, trickyProbedSeconds } = await uploadFixtures();
     assert.ok(trickyProbedSeconds < 480, "the header's estimate is short of the audio");
-    const tooLong = await tk.request("POST", "/extend-music", {
-      key,
-      headers: { "idempotency-key": newKey() },
-      body: form({ continue_at: 1, prompt: "go on" }, { bytes: tricky, name: "tricky.mp3" }),
-    });
-    assert.equal([tooLong.status, tooLong.body.error], [400, MUSIC_ERRORS.uploadTooLong]);
-
-    // The byte cap over HTTP: one byte over is a 413; exactly at it is read (and refused as not audio).
-    const over = await tk.request("POST", "/extend-music", {
-      key,
-      headers: { "idempotency-key": newKey() },
-      body: form({ continue_at: 1, prompt: "go on" }, { bytes: new Uint8Array(95_000_001), name: "big.wav" }),
-    });
-    assert.equal([over.status, over.body.error], [413, MUSIC_ERRORS.uploadTooLarge]);
-    const at = await tk.request("POST", "/extend-music", {
-      key,
-      headers: { "idempotency-key": newKey() },
-      body: form({ continue_at: 1, prompt: "go on" }, { bytes: new Uint8Array(95_000_000), name: "big.wav" }),
-    });
-    assert.equal([at.status, at.body.error], [400, MUSIC_ERRORS.uploadUnreadable]);
-    const garbled = await tk.request("POST", "/extend-music", {
-      key,
-      headers: { "idempotency-key": newKey(), "content-type": "multipart/form-data; boundary=nothere" },
-      body: "--x\r\nnot a form",
-    });
-    assert.equal([garbled.status, garbled.body.error], [400, MUSIC_ERRORS.uploadUnreadable]);
-    const bigJson = await tk.request("POST", "/extend-music", {
-      key,
-      headers: { "idempotency-key": newKey() },
-      body: { continue_at: 1, prompt: "x".repeat(1_100_000), source: { kind: "svc_music", ref: "svc-00000000" } },
-    });
-    assert.equal(
-      [bigJson.status, bigJson.body.error],
-      [413, KERNEL_ERRORS.bodyTooLarge],
-      "a JSON body keeps the ordinary cap",
-    );
+    // The byte cap over HTTP: one byte over is a 413; exactly at it is read (and refused as not audio). Each
+    // body is made when its case is sent (two of them are 95 MB).
+    const goOn = (bytes: Uint8Array, name: string) => form({ continue_at: 1, prompt: "go on" }, { bytes, name });
+    for (const [what, body, status, error, headers] of [
+      ["the decoded length, not the header's", () => goOn(tricky, "tricky.mp3"), 400, MUSIC_ERRORS.uploadTooLong],
+      ["one byte over the cap", () => goOn(new Uint8Array(95_000_001), "big.wav"), 413, MUSIC_ERRORS.uploadTooLarge],
+      ["exactly at the cap", () => goOn(new Uint8Array(95_000_000), "big.wav"), 400, MUSIC_ERRORS.uploadUnreadable],
+      [
+        "a garbled multipart body",
+        () => "--x\r\nnot a form",
+        400,
+        MUSIC_ERRORS.uploadUnreadable,
+        { "content-type": "multipart/form-data; boundary=nothere" },
+      ],
+      [
+        "a JSON body keeps the ordinary cap",
+        () => ({ continue_at: 1, prompt: "x".repeat(1_100_000), source: { kind: "svc_music", ref: "svc-00000000" } }),
+        413,
+        KERNEL_ERRORS.bodyTooLarge,
+      ],
+    ] as Array<[string, () => unknown, number, string, Record<string, string>?]>) {
+      const res = await extend(key, body(), headers);
+      assert.equal([res.status, res.body.error], [status, error], what);
+    }
     assert.is(await balance(tk, key), before);
     assert.is(await rows(tk), 0);
     assert.is(
@@ -732,11 +720,7 @@ for (const backend of await databaseBackends()) {
     // A custom instrumental upload needs no prompt.
     const k = newKey();
     const params = { continue_at: 2, mode: "custom", style: "ambient", title: "Drift", instrumental: true };
-    const res = await tk.request("POST", "/extend-music", {
-      key,
-      headers: { "idempotency-key": k },
-      body: form(params, { bytes: wav, name: "Drift.WAV" }),
-    });
+    const res = await extend(key, form(params, { bytes: wav, name: "Drift.WAV" }), { "idempotency-key": k });
     assert.is(res.status, 202, JSON.stringify(res.body));
     assert.is(res.body.operation, "upload_extend");
     assert.is(res.body.model, "V5_5");
@@ -750,20 +734,12 @@ for (const backend of await databaseBackends()) {
       true,
       "the provider gets the upload as sent",
     );
-    const replayed = await tk.request("POST", "/extend-music", {
-      key,
-      headers: { "idempotency-key": k },
-      body: form(params, { bytes: wav, name: "other-name.wav" }),
-    });
+    const replayed = await extend(key, form(params, { bytes: wav, name: "other-name.wav" }), { "idempotency-key": k });
     assert.is(replayed.status, 200);
     assert.is(replayed.body.deduplicated, true);
     const changed = new Uint8Array(wav);
     changed[100] = changed[100]! ^ 1;
-    const conflict = await tk.request("POST", "/extend-music", {
-      key,
-      headers: { "idempotency-key": k },
-      body: form(params, { bytes: changed, name: "Drift.wav" }),
-    });
+    const conflict = await extend(key, form(params, { bytes: changed, name: "Drift.wav" }), { "idempotency-key": k });
     assert.is(conflict.status, 409);
     assert.is(await balance(tk, key), before - 11);
     // The upload is kept for the job, then swept.
