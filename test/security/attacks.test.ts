@@ -308,50 +308,32 @@ t("WebSocket: connection_init with a wrong key is closed", async () => {
   );
 });
 
-t("WebSocket: subscribe with 150k aliases is refused", async () => {
-  const key = keyOf();
-  const frame = JSON.stringify({ id: "1", type: "subscribe", payload: { query: aliasBomb(150_000) } });
-  await underAttack("WS subscribe 150k aliases", (signal) =>
-    wsAttack(
-      {
-        afterOpen: async (ws, messages) => (await authenticate(ws, messages, key), send(ws, frame)),
-        accepted: (m) => m.type === "next" || m.type === "complete",
-        refusal: (m) => m.type === "error",
-      },
-      signal,
-    ),
-  );
-});
-
-t("WebSocket: subscribe with depth 1000 is refused", async () => {
-  const key = keyOf();
-  const frame = JSON.stringify({ id: "1", type: "subscribe", payload: { query: depthBomb(1000) } });
-  await underAttack("WS subscribe depth 1000", (signal) =>
-    wsAttack(
-      {
-        afterOpen: async (ws, messages) => (await authenticate(ws, messages, key), send(ws, frame)),
-        accepted: (m) => m.type === "next" || m.type === "complete",
-        refusal: (m) => m.type === "error",
-      },
-      signal,
-    ),
-  );
-});
-
-t("WebSocket: subscribe with 20,000 directives is refused", async () => {
-  const key = keyOf();
-  const frame = JSON.stringify({ id: "1", type: "subscribe", payload: { query: directiveFlood(20_000) } });
-  await underAttack("WS subscribe 20k directives", (signal) =>
-    wsAttack(
-      {
-        afterOpen: async (ws, messages) => (await authenticate(ws, messages, key), send(ws, frame)),
-        accepted: (m) => m.type === "next" || m.type === "complete",
-        refusal: (m) => m.type === "error",
-      },
-      signal,
-    ),
-  );
-});
+// Subscribe frames whose query is a bomb, each on a socket of its own after a good connection_init.
+const SUBSCRIBE_BOMBS: Array<[title: string, name: string, query: () => string]> = [
+  ["WebSocket: subscribe with 150k aliases is refused", "WS subscribe 150k aliases", () => aliasBomb(150_000)],
+  ["WebSocket: subscribe with depth 1000 is refused", "WS subscribe depth 1000", () => depthBomb(1000)],
+  [
+    "WebSocket: subscribe with 20,000 directives is refused",
+    "WS subscribe 20k directives",
+    () => directiveFlood(20_000),
+  ],
+];
+for (const [title, name, query] of SUBSCRIBE_BOMBS) {
+  t(title, async () => {
+    const key = keyOf();
+    const frame = JSON.stringify({ id: "1", type: "subscribe", payload: { query: query() } });
+    await underAttack(name, (signal) =>
+      wsAttack(
+        {
+          afterOpen: async (ws, messages) => (await authenticate(ws, messages, key), send(ws, frame)),
+          accepted: (m) => m.type === "next" || m.type === "complete",
+          refusal: (m) => m.type === "error",
+        },
+        signal,
+      ),
+    );
+  });
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // Manifests disguised as media
