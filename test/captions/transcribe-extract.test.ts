@@ -68,6 +68,8 @@ function fixtures(clip: Uint8Array, speech: Uint8Array) {
     writeFileSync(join(dir, "speech.wav"), speech);
     writeFileSync(join(dir, "subs.srt"), SRT);
     const t = String(SECONDS);
+    // The video copied, the sound to AAC padded with silence to the clip's length.
+    const copyPadded = ["-c:v", "copy", "-c:a", "aac", "-af", "apad", "-t", t];
     execFileSync(
       NATIVE!.ffmpegPath,
       [
@@ -81,27 +83,13 @@ function fixtures(clip: Uint8Array, speech: Uint8Array) {
         "-i",
         "subs.srt",
         ...VIDEO_SOUND_SUBS,
-        "-c:v",
-        "copy",
-        "-c:a",
-        "aac",
-        "-af",
-        "apad",
-        "-t",
-        t,
+        ...copyPadded,
         "both.mp4",
         "-map",
         "0:v",
         "-map",
         "1:a",
-        "-c:v",
-        "copy",
-        "-c:a",
-        "aac",
-        "-af",
-        "apad",
-        "-t",
-        t,
+        ...copyPadded,
         "speech.mp4",
         "-map",
         "0:v",

@@ -54,6 +54,10 @@ function countingPglite(pglite: PGlite): { pglite: PGlite; count(only?: RegExp):
 // pg-boss's fetch statement (plans.fetchNextJob) locks the rows it takes.
 const FETCH = /FOR UPDATE OF j SKIP LOCKED/;
 
+/** Resolves once `signal` aborts: a handler that works until its attempt is given up. */
+const untilAborted = (signal: AbortSignal | undefined) =>
+  new Promise<void>((resolve) => signal?.addEventListener("abort", () => resolve(), { once: true }));
+
 for (const backend of await databaseBackends()) {
   const t = suite(`queue on ${backend.name}`);
 
@@ -418,7 +422,7 @@ for (const backend of await databaseBackends()) {
       "test.lost",
       async (job) => {
         started = true;
-        await new Promise<void>((resolve) => job.signal?.addEventListener("abort", () => resolve(), { once: true }));
+        await untilAborted(job.signal);
         aborted = job.signal?.reason;
       },
       fast,
@@ -517,7 +521,7 @@ for (const backend of await databaseBackends()) {
         async (job) => {
           started = true;
           // A long job: it ends only when its signal says the attempt was given up.
-          await new Promise<void>((resolve) => job.signal?.addEventListener("abort", () => resolve(), { once: true }));
+          await untilAborted(job.signal);
           aborted = true;
           throw new Error("abandoned");
         },
