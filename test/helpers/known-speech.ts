@@ -4,6 +4,7 @@
 // plugins/voiceover/espeak.ts and is moving to lib/speech/ (exported from mediagate/plugin): whichever exists
 // is used, through a variable path so this file compiles before and after the move.
 import type { TimedWord } from "../../contracts/speech.ts";
+import { concatBytes } from "../../lib/formats/bytes.ts";
 import { SPHINX_RATE, sphinxSamples, sphinxWav } from "../../plugins/captions/transcribe/sphinx-wav.ts";
 
 export type Voice = { voice: string; pitch: number; speed: number; gap: number };
@@ -31,13 +32,8 @@ export async function espeak(): Promise<(text: string, voice: Voice) => Promise<
 
 /** The samples one after another in one array. */
 export function joinSamples(parts: readonly Int16Array[]): Int16Array {
-  const all = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    all.set(p, at);
-    at += p.length;
-  }
-  return all;
+  const bytes = concatBytes(parts.map((p) => new Uint8Array(p.buffer, p.byteOffset, p.byteLength)));
+  return new Int16Array(bytes.buffer, bytes.byteOffset, bytes.length / 2);
 }
 
 /** Where a word is audible (louder than 300) in its samples: the first and the last such sample. */
