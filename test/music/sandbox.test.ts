@@ -16,42 +16,19 @@ import { createMediaEngine, detectNativeFfmpeg, type MediaEngine, probeImage } f
 import { type InPlace, pollToEnd } from "../../lib/upstream.ts";
 import { sandboxMusicProvider, titleFrom } from "../../plugins/music/sandbox.ts";
 import { estimateTempo, fromPcm, SAMPLE_RATE, type Stereo, wav } from "../../plugins/music/synth.ts";
+import { musicExtension, musicGeneration, ownTrackSource } from "../helpers/music-requests.ts";
 
 const signal = () => new AbortController().signal;
-const generation = (o: Partial<InPlace<MusicGenerationRequest>> = {}): InPlace<MusicGenerationRequest> => ({
-  model: "V5_5",
-  prompt: "an upbeat summer pop song about the sea",
-  custom: false,
-  style: null,
-  title: null,
-  instrumental: false,
+/** A request of test/helpers/music-requests.ts polled in place: a signal of its own, no progress wanted; `o` over it. */
+const inPlace = <R>(request: R, o: Partial<InPlace<R>>): InPlace<R> => ({
+  ...request,
   signal: signal(),
   onProgress: () => {},
   ...o,
 });
-const extension = (
-  source: MusicExtensionRequest["source"],
-  o: Partial<InPlace<MusicExtensionRequest>> = {},
-): InPlace<MusicExtensionRequest> => ({
-  model: "V5_5",
-  mode: "original",
-  prompt: "keep going",
-  style: "",
-  title: "",
-  instrumental: false,
-  negativeTags: null,
-  vocalGender: null,
-  styleWeight: null,
-  weirdnessConstraint: null,
-  audioWeight: null,
-  personaId: null,
-  personaModel: null,
-  continueAt: 10,
-  source,
-  signal: signal(),
-  onProgress: () => {},
-  ...o,
-});
+const generation = (o: Partial<InPlace<MusicGenerationRequest>> = {}) => inPlace(musicGeneration(), o);
+const extension = (source: MusicExtensionRequest["source"], o: Partial<InPlace<MusicExtensionRequest>> = {}) =>
+  inPlace(musicExtension(source), o);
 
 async function decode(engine: MediaEngine, bytes: Uint8Array, name = "t.mp3"): Promise<Stereo> {
   const out = await engine.run(
@@ -167,19 +144,7 @@ for (const [name, make] of engines) {
   t("extending one of ours keeps the source up to continue_at and goes on in its tempo and key", async () => {
     const source = song[1]!;
     const continueAt = 12.4;
-    const out = await pollToEnd(
-      provider.extend,
-      extension(
-        {
-          bytes: source.audio,
-          seconds: source.duration,
-          name: "source.mp3",
-          arrangement: source.arrangement,
-          title: source.title,
-        },
-        { continueAt },
-      ),
-    );
+    const out = await pollToEnd(provider.extend, extension(ownTrackSource(source), { continueAt }));
     assert.is(out.length, 2);
     const src = await decode(engine, source.audio);
     for (const tr of out) {
