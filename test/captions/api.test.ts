@@ -9,21 +9,8 @@ import { CAPTION_ERRORS } from "../../plugins/captions/errors.ts";
 import type { TestKernel } from "../../testkit/index.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { withKernelAndEngine } from "../helpers/kernel-engine.ts";
-import { captionDone, lumaAt, startCaptionsKernel } from "./helpers/captions-kernel.ts";
+import { CAPTIONS_LIMITS, captionDone, lumaAt, startCaptionsKernel } from "./helpers/captions-kernel.ts";
 
-const LIMITS = {
-  inflight_jobs: 50,
-  rate_limits: {
-    "POST /generate-video": 10_000,
-    "GET /video-status/<job_id>": 100_000,
-    "POST /captions": 10_000,
-    "GET /captions/<job_id>": 100_000,
-    "GET /captions": 10_000,
-    "GET /captions/<job_id>/chunks": 10_000,
-    "POST /captions/<job_id>/edit": 10_000,
-    "GET /credits": 10_000,
-  },
-};
 const DAY = 24 * 3600 * 1000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -83,7 +70,7 @@ for (const backend of await databaseBackends()) {
     (await tk.request("GET", "/credits", { key })).body.credits_remaining as number;
 
   t("style-options: the whitelist, the tier's price, upload and retention", async () => {
-    const { key } = await tk.partner({ tier: "standard", limits: LIMITS });
+    const { key } = await tk.partner({ tier: "standard", limits: CAPTIONS_LIMITS });
     const res = await tk.request("GET", "/captions/style-options", { key });
     assert.is(res.status, 200, JSON.stringify(res.body));
     assert.is(res.body.fonts.length, 62);
@@ -96,15 +83,15 @@ for (const backend of await databaseBackends()) {
       single_shot_max_bytes: 95000000,
     });
     assert.equal(res.body.retention, { captioned_output_days: 14, uploaded_source_days: 2, guaranteed: false });
-    const plus = await tk.partner({ tier: "api_plus10", limits: LIMITS });
+    const plus = await tk.partner({ tier: "api_plus10", limits: CAPTIONS_LIMITS });
     assert.is((await tk.request("GET", "/captions/style-options", { key: plus.key })).body.credits, 28);
     const costs = await tk.request("GET", "/credits", { key });
     assert.is(costs.body.costs.captions, 25);
   });
 
   t("refusals before any charge leave nothing behind", async () => {
-    const { key } = await tk.partner({ credits: 100, limits: LIMITS });
-    const other = await tk.partner({ credits: 1000, limits: LIMITS });
+    const { key } = await tk.partner({ credits: 100, limits: CAPTIONS_LIMITS });
+    const other = await tk.partner({ credits: 1000, limits: CAPTIONS_LIMITS });
     const foreign = await generatedVideo(other.key, "a quiet lake", false);
     const cases: Array<[unknown, number, string]> = [
       [{}, 400, CAPTION_ERRORS.videoJobIdRequired],
@@ -127,14 +114,14 @@ for (const backend of await databaseBackends()) {
     assert.is(bad.status, 400);
     assert.is(await credits(key), 100);
     assert.is((await tk.request("GET", "/captions", { key })).body.total, 0);
-    const off = await tk.partner({ features: { captions: false }, limits: LIMITS });
+    const off = await tk.partner({ features: { captions: false }, limits: CAPTIONS_LIMITS });
     const forbidden = await tk.request("POST", "/captions", { key: off.key, body: { video_job_id: foreign } });
     assert.is(forbidden.status, 403);
     assert.is(forbidden.body.feature, "captions");
   });
 
   t("a generated video with speech: captioned, read, edited and re-burned free of charge, then pruned", async () => {
-    const { key } = await tk.partner({ credits: 1000, tier: "standard", limits: LIMITS });
+    const { key } = await tk.partner({ credits: 1000, tier: "standard", limits: CAPTIONS_LIMITS });
     const videoId = await generatedVideo(
       key,
       'A presenter at a desk says "hello there, welcome to the evening news"',
@@ -256,7 +243,7 @@ for (const backend of await databaseBackends()) {
   });
 
   t("a silent clip ends no_speech, refunded; the active-job cap answers 429", async () => {
-    const { key } = await tk.partner({ credits: 1000, limits: { ...LIMITS, caption_jobs: 1 } });
+    const { key } = await tk.partner({ credits: 1000, limits: { ...CAPTIONS_LIMITS, caption_jobs: 1 } });
     const silent = await generatedVideo(key, "an empty beach at dawn, waves", false);
     const other = await generatedVideo(key, "a city street at night", false);
     const before = await credits(key);
@@ -276,7 +263,7 @@ for (const backend of await databaseBackends()) {
     assert.is(list.body.limit, 1);
     assert.ok(list.body.total >= 1);
     if (second.status !== 202) assert.is(await credits(key), before);
-    const foreign = await tk.partner({ limits: LIMITS });
+    const foreign = await tk.partner({ limits: CAPTIONS_LIMITS });
     assert.is((await tk.request("GET", `/captions/${job.job_id}`, { key: foreign.key })).status, 404);
     assert.is((await tk.request("GET", `/captions/${job.job_id}/chunks`, { key: foreign.key })).status, 404);
     assert.is(

@@ -14,21 +14,9 @@ import { databaseBackends } from "../helpers/backends.ts";
 import { H264_AAC } from "../helpers/ffmpeg-args.ts";
 import { followJobUpdates, graphqlData } from "../helpers/graphql.ts";
 import { withKernelAndEngine } from "../helpers/kernel-engine.ts";
-import { captionDone, startCaptionsKernel } from "./helpers/captions-kernel.ts";
+import { CAPTIONS_LIMITS, captionDone, startCaptionsKernel } from "./helpers/captions-kernel.ts";
 
 const FIXTURE = new URL("../../../shared/fixtures/media/video1.mp4", import.meta.url);
-const LIMITS = {
-  inflight_jobs: 50,
-  rate_limits: {
-    "POST /generate-video": 10_000,
-    "GET /video-status/<job_id>": 100_000,
-    "POST /captions": 10_000,
-    "POST /captions/upload": 10_000,
-    "GET /captions/<job_id>": 100_000,
-    "GET /captions/<job_id>/chunks": 10_000,
-    "POST /captions/<job_id>/edit": 10_000,
-  },
-};
 const DAY = 24 * 3600 * 1000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const hasSphinx = ["/usr/bin/pocketsphinx_continuous", "/usr/local/bin/pocketsphinx_continuous"].some(existsSync);
@@ -71,7 +59,7 @@ for (const backend of await databaseBackends()) {
   );
 
   t("GraphQL: submit, follow jobUpdates through transcribing and rendering, read the job", async () => {
-    const { key } = await tk.partner({ credits: 1000, limits: LIMITS });
+    const { key } = await tk.partner({ credits: 1000, limits: CAPTIONS_LIMITS });
     const gen = await tk.request("POST", "/generate-video", {
       key,
       body: {
@@ -125,7 +113,7 @@ for (const backend of await databaseBackends()) {
     "an uploaded MP4 with speech is recognized and captioned; its source is kept 2 days, then an edit is 410",
     async () => {
       if (!hasSphinx) return console.log("  (pocketsphinx is not installed: the recognition path is skipped)");
-      const { key } = await tk.partner({ credits: 1000, limits: LIMITS });
+      const { key } = await tk.partner({ credits: 1000, limits: CAPTIONS_LIMITS });
       const mp4 = await speakingMp4(engine, "Good morning everyone. Today we will talk about the weather and the sea.");
       const form = new FormData();
       form.set("video", new Blob([mp4 as Uint8Array<ArrayBuffer>]), "talk.mp4");
@@ -170,7 +158,7 @@ for (const backend of await databaseBackends()) {
   );
 
   t("a real-world MP4 made elsewhere (C2PA fixture) ends in a terminal state, refunded unless complete", async () => {
-    const { key } = await tk.partner({ credits: 1000, tier: "standard", limits: LIMITS });
+    const { key } = await tk.partner({ credits: 1000, tier: "standard", limits: CAPTIONS_LIMITS });
     const form = new FormData();
     form.set("video", new Blob([readFileSync(FIXTURE)]), "video1.mp4");
     const sub = await tk.request("POST", "/captions/upload", { key, body: form });

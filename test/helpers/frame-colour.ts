@@ -2,27 +2,19 @@
 // ends blue (the sandbox's first and last frames) by decoding it with ffmpeg, not by trusting the writer.
 import type { MediaEngine } from "../../lib/media/index.ts";
 
+/** The decoded frame at `at` seconds, passed through the filter `vf`, as raw RGB (3 bytes a pixel). */
+export async function rgbFrame(engine: MediaEngine, bytes: Uint8Array, at: number, vf: string): Promise<Uint8Array> {
+  const args = ["-ss", at.toFixed(3), "-i", "in.mp4", "-frames:v", "1", "-vf", vf];
+  const out = await engine.run([...args, "-f", "rawvideo", "-pix_fmt", "rgb24", "f.rgb"], {
+    inputs: { "in.mp4": bytes },
+    outputs: ["f.rgb"],
+  });
+  return out["f.rgb"]!;
+}
+
 /** Mean red and blue of one decoded frame at `at` seconds. */
 export async function frameColour(engine: MediaEngine, bytes: Uint8Array, at: number) {
-  const out = await engine.run(
-    [
-      "-ss",
-      at.toFixed(3),
-      "-i",
-      "in.mp4",
-      "-frames:v",
-      "1",
-      "-vf",
-      "scale=8:8",
-      "-f",
-      "rawvideo",
-      "-pix_fmt",
-      "rgb24",
-      "f.rgb",
-    ],
-    { inputs: { "in.mp4": bytes }, outputs: ["f.rgb"] },
-  );
-  const px = out["f.rgb"]!;
+  const px = await rgbFrame(engine, bytes, at, "scale=8:8");
   let r = 0;
   let b = 0;
   for (let i = 0; i < px.length; i += 3) (r += px[i]!), (b += px[i + 2]!);

@@ -8,6 +8,22 @@ import videoSandbox from "../../../plugins/video/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../../testkit/index.ts";
 import { type DatabaseBackend, isolatedPostgresDatabase, redisUrl } from "../../helpers/backends.ts";
 
+/** Account limits for the captions tests: room for many jobs, and rates no test reaches. */
+export const CAPTIONS_LIMITS = {
+  inflight_jobs: 50,
+  rate_limits: {
+    "POST /generate-video": 10_000,
+    "GET /video-status/<job_id>": 100_000,
+    "POST /captions": 10_000,
+    "POST /captions/upload": 10_000,
+    "GET /captions/<job_id>": 100_000,
+    "GET /captions": 10_000,
+    "GET /captions/<job_id>/chunks": 10_000,
+    "POST /captions/<job_id>/edit": 10_000,
+    "GET /credits": 10_000,
+  },
+};
+
 export async function startCaptionsKernel(backend: DatabaseBackend): Promise<TestKernel> {
   const postgres = backend.name === "postgres";
   return createTestKernel({
