@@ -1,7 +1,8 @@
 // Benchmark: native ffmpeg vs ffmpeg.wasm on the same argument lists, so operators know what the embedded
-// default costs: a 10 s 1080p MP4 → MOV remux (stream copy) and a 5 s 720p libx264 + AAC encode. Each
-// (engine, operation) runs in its own child process so that peak RSS belongs to that case alone; for native
-// the ffmpeg child's own peak (VmHWM) is reported as well, since its memory is not in Node's.
+// default costs: a 10 s 1080p MP4 → MOV remux (stream copy) and a 5 s 720p libx264 + AAC encode (the
+// sandbox's test video job). Each (engine, operation) runs in its own child process so that peak RSS belongs
+// to that case alone; for native the ffmpeg child's own peak (VmHWM) is reported as well, since its memory is
+// not in Node's.
 // Run: npx tsx test/bench/media.bench.ts   (BENCH_REPS=n, default 2; the best time is reported)
 import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -12,6 +13,17 @@ import { createMediaEngine, detectNativeFfmpeg, type MediaEngine, testVideoJob }
 
 type Mode = "native" | "wasm";
 type Op = "remux" | "encode";
+
+// The encode: the sandbox's own test video job (lib/media/generate.ts, testsrc2 with a tone), at 720p with
+// x264's veryfast preset and no text.
+const ENCODE = testVideoJob({
+  width: 1280,
+  height: 720,
+  seconds: 5,
+  preset: "veryfast",
+  font: false,
+  output: "out.mp4",
+});
 
 const OPS: Record<
   Op,
@@ -25,31 +37,9 @@ const OPS: Record<
   },
   encode: {
     label: "encode 5 s 720p libx264+aac",
-    args: [
-      "-f",
-      "lavfi",
-      "-i",
-      "testsrc2=size=1280x720:rate=25:duration=5",
-      "-f",
-      "lavfi",
-      "-i",
-      "sine=frequency=440:sample_rate=48000:duration=5",
-      "-c:v",
-      "libx264",
-      "-preset",
-      "veryfast",
-      "-pix_fmt",
-      "yuv420p",
-      "-c:a",
-      "aac",
-      "-b:a",
-      "128k",
-      "-t",
-      "5",
-      "out.mp4",
-    ],
-    inputs: () => ({}),
-    outputs: ["out.mp4"],
+    args: ENCODE.args,
+    inputs: () => ENCODE.inputs,
+    outputs: ENCODE.outputs,
   },
 };
 
