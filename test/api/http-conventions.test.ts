@@ -373,42 +373,31 @@ t(
       const brew = await raw(server.url, "BREW /api/v1/partner/me HTTP/1.1\r\nHost: x\r\n\r\n");
       inShape("BREW on a known path", brew, 405, "Method not allowed");
       assert.is(brew.headers.allow, "GET, HEAD, OPTIONS");
-      inShape(
-        "BREW on no path we serve",
-        await raw(server.url, "BREW /nowhere HTTP/1.1\r\nHost: x\r\n\r\n"),
-        404,
-        "Not found",
-      );
-      inShape(
-        "CONNECT",
-        await raw(server.url, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"),
-        400,
-        /CONNECT is not served/,
-      );
-      inShape(
-        "a header line without a colon",
-        await raw(server.url, "GET /healthz HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n"),
-        400,
-        "Malformed HTTP request",
-      );
-      inShape(
-        "a request line of garbage",
-        await raw(server.url, "\u0001\u0002 what\r\n\r\n"),
-        400,
-        "Malformed HTTP request",
-      );
-      inShape(
-        "headers over Node's 16 KB",
-        await raw(server.url, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`),
-        431,
-        "Request headers too large",
-      );
-      inShape(
-        "Expect: tea",
-        await raw(server.url, "GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: tea\r\n\r\n"),
-        417,
-        "Only Expect: 100-continue is understood",
-      );
+      const refused: Array<[what: string, request: string, status: number, error: string | RegExp]> = [
+        ["BREW on no path we serve", "BREW /nowhere HTTP/1.1\r\nHost: x\r\n\r\n", 404, "Not found"],
+        ["CONNECT", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 400, /CONNECT is not served/],
+        [
+          "a header line without a colon",
+          "GET /healthz HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n",
+          400,
+          "Malformed HTTP request",
+        ],
+        ["a request line of garbage", "\u0001\u0002 what\r\n\r\n", 400, "Malformed HTTP request"],
+        [
+          "headers over Node's 16 KB",
+          `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`,
+          431,
+          "Request headers too large",
+        ],
+        [
+          "Expect: tea",
+          "GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: tea\r\n\r\n",
+          417,
+          "Only Expect: 100-continue is understood",
+        ],
+      ];
+      for (const [what, request, status, error] of refused)
+        inShape(what, await raw(server.url, request), status, error);
       // A body cut mid-stream, ten times: the client went away, which is not a server error.
       for (let i = 0; i < 10; i++) {
         await raw(
