@@ -6,7 +6,13 @@ import type { IncomingHttpHeaders, Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createReceiver, type ReceivedEvent, signPayload, verifySignature } from "../../examples/webhook-receiver.ts";
+import {
+  createReceiver,
+  type ReceivedEvent,
+  type ReceiverOptions,
+  signPayload,
+  verifySignature,
+} from "../../examples/webhook-receiver.ts";
 
 const SECRET = "whsec_test_0123456789abcdef";
 const NOW = 1_790_000_000;
@@ -152,6 +158,16 @@ async function stop(server: Server): Promise<void> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 }
 
+/** A receiver of SECRET and `options` listening on 127.0.0.1 while `use` runs with its URL; stopped after. */
+async function withReceiver(options: Omit<ReceiverOptions, "secret">, use: (url: string) => Promise<void>) {
+  const server = createReceiver({ secret: SECRET, ...options });
+  try {
+    await use(await listen(server));
+  } finally {
+    await stop(server);
+  }
+}
+
 function envelope(id: string, event = "video.completed"): string {
   return JSON.stringify({ id, event, created_at: NOW, data: { job_id: `job_${id}`, status: "completed" } });
 }
@@ -162,6 +178,13 @@ function post(url: string, body: string, signature: string | undefined, extra: R
   return fetch(url, { method: "POST", body, headers });
 }
 
+const unixNow = () => Math.floor(Date.now() / 1000);
+
+/** POSTs `body` signed with SECRET at `at` (default now); the answer's status. */
+async function signedPost(url: string, body: string, at = unixNow(), extra: Record<string, string> = {}) {
+  return (await post(url, body, signPayload(body, SECRET, at), extra)).status;
+}
+
 async function until(check: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 5));
   assert.ok(check(), what);
@@ -169,59 +192,41 @@ async function until(check: () => boolean, what: string): Promise<void> {
 
 s("round trip: a signed event is answered 200 and handed to onEvent with the parsed envelope and headers", async () => {
   const got: Array<{ event: ReceivedEvent; headers: IncomingHttpHeaders }> = [];
-  const server = createReceiver({ secret: SECRET, onEvent: (event, headers) => void got.push({ event, headers }) });
-  try {
-    const url = await listen(server);
+  await withReceiver({ onEvent: (event, headers) => void got.push({ event, headers }) }, async (url) => {
     const body = envelope("evt_00000000000000a1");
-    const now = Math.floor(Date.now() / 1000);
-    const res = await post(url, body, signPayload(body, SECRET, now), {
+    const status = await signedPost(url, body, unixNow(), {
       "x-service-event": "video.completed",
       "x-service-event-id": "evt_00000000000000a1",
       "x-service-delivery-attempt": "1",
     });
-    assert.is(res.status, 200);
+    assert.is(status, 200);
     await until(() => got.length === 1, "onEvent called");
     assert.equal(got[0]!.event, JSON.parse(body));
     assert.is(got[0]!.headers["x-service-event"], "video.completed");
     assert.is(got[0]!.headers["x-service-delivery-attempt"], "1");
-  } finally {
-    await stop(server);
-  }
+  });
 });
 
 s("a duplicate event id is acknowledged with 200 but onEvent runs once", async () => {
   const ids: string[] = [];
-  const server = createReceiver({ secret: SECRET, onEvent: (e) => void ids.push(e.id) });
-  try {
-    const url = await listen(server);
+  await withReceiver({ onEvent: (e) => void ids.push(e.id) }, async (url) => {
     const body = envelope("evt_00000000000000d1");
-    const now = Math.floor(Date.now() / 1000);
-    assert.is(
-      (await post(url, body, signPayload(body, SECRET, now), { "x-service-delivery-attempt": "1" })).status,
-      200,
-    );
+    const now = unixNow();
+    assert.is(await signedPost(url, body, now, { "x-service-delivery-attempt": "1" }), 200);
     // The retry: same body byte for byte, fresh timestamp and attempt number.
-    assert.is(
-      (await post(url, body, signPayload(body, SECRET, now + 1), { "x-service-delivery-attempt": "2" })).status,
-      200,
-    );
-    const other = envelope("evt_00000000000000d2");
-    assert.is((await post(url, other, signPayload(other, SECRET, now))).status, 200);
+    assert.is(await signedPost(url, body, now + 1, { "x-service-delivery-attempt": "2" }), 200);
+    assert.is(await signedPost(url, envelope("evt_00000000000000d2"), now), 200);
     await until(() => ids.length >= 2, "both events processed");
     await new Promise((r) => setTimeout(r, 20));
     assert.equal(ids, ["evt_00000000000000d1", "evt_00000000000000d2"]);
-  } finally {
-    await stop(server);
-  }
+  });
 });
 
 s("forged, stale, future, malformed and unsigned requests get 400 and never reach onEvent", async () => {
   const ids: string[] = [];
-  const server = createReceiver({ secret: SECRET, onEvent: (e) => void ids.push(e.id) });
-  try {
-    const url = await listen(server);
+  await withReceiver({ onEvent: (e) => void ids.push(e.id) }, async (url) => {
     const body = envelope("evt_00000000000000f1");
-    const now = Math.floor(Date.now() / 1000);
+    const now = unixNow();
     const cases: Array<[string, string, string | undefined, string]> = [
       ["tampered body", body.replace("completed", "failed"), signPayload(body, SECRET, now), "signature mismatch"],
       ["wrong secret", body, signPayload(body, "whsec_other", now), "signature mismatch"],
@@ -236,17 +241,13 @@ s("forged, stale, future, malformed and unsigned requests get 400 and never reac
       assert.is(await res.text(), reason, what);
     }
     // A signed body that is not an event envelope.
-    const notJson = "not json";
-    assert.is((await post(url, notJson, signPayload(notJson, SECRET, now))).status, 400);
-    const noId = JSON.stringify({ event: "video.completed", data: {} });
-    assert.is((await post(url, noId, signPayload(noId, SECRET, now))).status, 400);
+    assert.is(await signedPost(url, "not json", now), 400);
+    assert.is(await signedPost(url, JSON.stringify({ event: "video.completed", data: {} }), now), 400);
     // The id is taken from the signed body, so a rejected forgery did not burn it: the genuine event still lands.
-    assert.is((await post(url, body, signPayload(body, SECRET, now))).status, 200);
+    assert.is(await signedPost(url, body, now), 200);
     await until(() => ids.length === 1, "the genuine event processed");
     assert.equal(ids, ["evt_00000000000000f1"]);
-  } finally {
-    await stop(server);
-  }
+  });
 });
 
 s("only POST is accepted; oversized bodies are refused; a failing handler does not change the answer", async () => {
@@ -254,51 +255,33 @@ s("only POST is accepted; oversized bodies are refused; a failing handler does n
   const errors: unknown[] = [];
   const originalError = console.error;
   console.error = (...args: unknown[]) => void errors.push(args);
-  const server = createReceiver({
-    secret: SECRET,
-    onEvent: () => {
-      calls++;
-      throw new Error("handler down");
-    },
-  });
+  const onEvent = () => {
+    calls++;
+    throw new Error("handler down");
+  };
   try {
-    const url = await listen(server);
-    const get = await fetch(url);
-    assert.is(get.status, 405);
-    assert.is(get.headers.get("allow"), "POST");
-    const huge = "x".repeat(1024 * 1024 + 1);
-    assert.is((await post(url, huge, signPayload(huge, SECRET, Math.floor(Date.now() / 1000)))).status, 413);
-    const body = envelope("evt_00000000000000e2");
-    assert.is((await post(url, body, signPayload(body, SECRET, Math.floor(Date.now() / 1000)))).status, 200);
-    await until(() => errors.length === 1, "handler error logged");
-    assert.is(calls, 1);
+    await withReceiver({ onEvent }, async (url) => {
+      const get = await fetch(url);
+      assert.is(get.status, 405);
+      assert.is(get.headers.get("allow"), "POST");
+      assert.is(await signedPost(url, "x".repeat(1024 * 1024 + 1)), 413);
+      assert.is(await signedPost(url, envelope("evt_00000000000000e2")), 200);
+      await until(() => errors.length === 1, "handler error logged");
+      assert.is(calls, 1);
+    });
   } finally {
     console.error = originalError;
-    await stop(server);
   }
 });
 
 s("the duplicate memory is bounded: the oldest id is forgotten first", async () => {
   const ids: string[] = [];
-  const server = createReceiver({ secret: SECRET, remember: 2, onEvent: (e) => void ids.push(e.id) });
-  try {
-    const url = await listen(server);
-    const now = Math.floor(Date.now() / 1000);
-    for (const id of [
-      "evt_0000000000000001",
-      "evt_0000000000000002",
-      "evt_0000000000000003",
-      "evt_0000000000000003",
-      "evt_0000000000000001",
-    ]) {
-      const body = envelope(id);
-      assert.is((await post(url, body, signPayload(body, SECRET, now))).status, 200);
-    }
+  await withReceiver({ remember: 2, onEvent: (e) => void ids.push(e.id) }, async (url) => {
+    const now = unixNow();
+    for (const n of [1, 2, 3, 3, 1]) assert.is(await signedPost(url, envelope(`evt_000000000000000${n}`), now), 200);
     await until(() => ids.length === 4, "four events processed");
     assert.equal(ids, ["evt_0000000000000001", "evt_0000000000000002", "evt_0000000000000003", "evt_0000000000000001"]);
-  } finally {
-    await stop(server);
-  }
+  });
 });
 
 s.run();
