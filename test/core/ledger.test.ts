@@ -30,6 +30,18 @@ for (const backend of await databaseBackends()) {
     await tk.close();
   });
 
+  /** The amounts of the job's refund lines in the ledger, oldest first. */
+  const refundsOf = async (jobId: string) => {
+    const lines = await tk.kernel.database.kysely
+      .selectFrom("ledger")
+      .select("amount")
+      .where("job_id", "=", jobId)
+      .where("type", "=", "refund")
+      .orderBy("id")
+      .execute();
+    return lines.map((line) => Number(line.amount));
+  };
+
   /** One column of the job rows `ids`, in the order of `ids`. */
   const jobColumn = async <C extends "credits_used" | "input" | "group_id">(ids: string[], column: C) => {
     const rows = await tk.kernel.database.kysely
@@ -216,14 +228,15 @@ for (const backend of await databaseBackends()) {
     async () => {
       const p = await tk.partner({ credits: 1000 });
       const db = tk.kernel.database.kysely;
-      const charge = (shares: number[]) =>
+      /** A charge of `credits` (the shares' sum unless given) in refundable `shares`. */
+      const charge = (shares: number[], credits = shares.reduce((a, b) => a + b, 0)) =>
         submitJobs(db, {
           partnerId: p.id,
           plugin: "t",
           kind: "run",
           endpoint: "POST /t",
           state: "processing",
-          credits: shares.reduce((a, b) => a + b, 0),
+          credits,
           refundableShares: shares,
           inflight: false,
         });
@@ -251,31 +264,11 @@ for (const backend of await databaseBackends()) {
       await refundShare(db, failed.jobId, 0);
       const done = await finishJob(db, failed.jobId, { state: "error", refund: true });
       assert.is(done?.creditsRefunded, 55);
-      const refunds = await db
-        .selectFrom("ledger")
-        .select("amount")
-        .where("job_id", "=", failed.jobId)
-        .where("type", "=", "refund")
-        .execute();
-      assert.equal(
-        refunds.map((r) => Number(r.amount)),
-        [55, 55],
-      );
+      assert.equal(await refundsOf(failed.jobId), [55, 55]);
       assert.is(await tk.kernel.accounts.balance(p.id), await ledgerSum(tk, p.id));
       assert.is(await tk.kernel.accounts.balance(p.id), 1000 - 135 + 121);
       // Shares that do not sum to the charge are a plugin's bug, refused before anything is written.
-      await rejection(
-        submitJobs(db, {
-          partnerId: p.id,
-          plugin: "t",
-          kind: "run",
-          endpoint: "POST /t",
-          state: "processing",
-          credits: 10,
-          refundableShares: [4, 5],
-          inflight: false,
-        }),
-      );
+      await rejection(charge([4, 5], 10));
       assert.is(await tk.kernel.accounts.balance(p.id), await ledgerSum(tk, p.id));
     },
   );
@@ -307,15 +300,9 @@ for (const backend of await databaseBackends()) {
         ]);
         assert.is([first, second].filter(Boolean).length, 1, "one ending");
         const ended = await db.selectFrom("jobs").selectAll().where("id", "=", run.jobId).executeTakeFirstOrThrow();
-        const refunds = await db
-          .selectFrom("ledger")
-          .select("amount")
-          .where("job_id", "=", run.jobId)
-          .where("type", "=", "refund")
-          .execute();
         assert.is(
           Number(ended.credits_refunded),
-          refunds.reduce((sum, r) => sum + Number(r.amount), 0),
+          (await refundsOf(run.jobId)).reduce((sum, amount) => sum + amount, 0),
           "the job's refunded sum is its refund rows",
         );
         if (ended.state === "error")

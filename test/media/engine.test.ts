@@ -17,6 +17,7 @@ import {
   stripVideoMetadataArgs,
   testVideoJob,
 } from "../../lib/media/index.ts";
+import { H264 } from "../helpers/ffmpeg-args.ts";
 import { ENGINE_MODES, EXIFTOOL, exifTags, fixture, leakedMetadata } from "./util.ts";
 
 const video1 = fixture("video1.mp4");
@@ -46,12 +47,7 @@ const slowArgs = (seconds: number, out = "slow.mp4") => [
   "lavfi",
   "-i",
   `testsrc2=size=160x90:rate=10:duration=${seconds}`,
-  "-c:v",
-  "libx264",
-  "-preset",
-  "ultrafast",
-  "-pix_fmt",
-  "yuv420p",
+  ...H264,
   "-t",
   String(seconds),
   out,
@@ -326,19 +322,7 @@ if (ENGINE_MODES.length === 2) {
       ] as const;
       const runs = sizes.map(([w, h], i) => {
         const args = w
-          ? [
-              "-f",
-              "lavfi",
-              "-i",
-              `testsrc=size=${w}x${h}:rate=10:duration=0.6`,
-              "-c:v",
-              "libx264",
-              "-preset",
-              "ultrafast",
-              "-pix_fmt",
-              "yuv420p",
-              "o.mp4",
-            ]
+          ? ["-f", "lavfi", "-i", `testsrc=size=${w}x${h}:rate=10:duration=0.6`, ...H264, "o.mp4"]
           : ["-i", "bad.mp4", "o.mp4"];
         return engine
           .run(args, {
