@@ -15,7 +15,7 @@ import { createOutboundGuard } from "../../lib/outbound/index.ts";
 import account from "../../plugins/account/index.ts";
 import { WEBHOOK_ERRORS } from "../../plugins/webhooks/errors.ts";
 import webhooks from "../../plugins/webhooks/index.ts";
-import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
+import { createTestKernel, type TestKernel, type TestKernelOptions } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";
 
 // A job kind that emits video-like events; its status fields are the event's `data`.
@@ -73,6 +73,15 @@ const clips = definePlugin({
   ],
 });
 
+/** A started kernel of the account, webhooks and clips plugins (`options`); `env` over retry delays of 1 s. */
+const hookKernel = (options: Partial<TestKernelOptions> = {}, env: Record<string, string> = {}) =>
+  createTestKernel({
+    plugins: [account, webhooks, clips],
+    start: true,
+    ...options,
+    env: { WEBHOOK_RETRY_DELAYS: "1,1,1,1,1", ...env },
+  });
+
 interface Received {
   body: string;
   headers: IncomingMessage["headers"];
@@ -125,12 +134,8 @@ for (const backend of await databaseBackends()) {
   let tk: TestKernel;
   const closers: Array<() => Promise<void>> = [];
   t.before.each(async () => {
-    tk = await createTestKernel({
-      plugins: [account, webhooks, clips],
-      databaseUrl: backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined,
-      start: true,
-      env: { ALLOW_PRIVATE_URLS: "1", WEBHOOK_RETRY_DELAYS: "1,1,1,1,1" },
-    });
+    const databaseUrl = backend.name === "postgres" ? await isolatedPostgresDatabase() : undefined;
+    tk = await hookKernel({ databaseUrl }, { ALLOW_PRIVATE_URLS: "1" });
   });
   t.after.each(async () => {
     await tk.close();
@@ -384,12 +389,7 @@ g("private answers refused at save; DNS rebinding refused at delivery", async ()
   const guard = createOutboundGuard({
     lookup: async (host) => [{ address: answers.get(host) ?? "127.0.0.1", family: 4 }],
   });
-  const tk = await createTestKernel({
-    plugins: [account, webhooks, clips],
-    start: true,
-    outbound: guard,
-    env: { WEBHOOK_RETRY_DELAYS: "1,1,1,1,1" },
-  });
+  const tk = await hookKernel({ outbound: guard });
   try {
     const { key } = await tk.partner(POLLING);
     for (const url of [
@@ -431,7 +431,7 @@ if (pgBackend) {
     const url = await isolatedPostgresDatabase();
     // Long enough that the second attempt cannot come before the first kernel has closed, on a loaded machine.
     const env = { ALLOW_PRIVATE_URLS: "1", WEBHOOK_RETRY_DELAYS: "6,6,6,6,6" };
-    let tk = await createTestKernel({ plugins: [account, webhooks, clips], databaseUrl: url, start: true, env });
+    let tk = await hookKernel({ databaseUrl: url }, env);
     try {
       const { key } = await tk.partner(POLLING);
       await tk.request("POST", "/webhook", { key, body: { url: rcv.url } });
@@ -445,7 +445,7 @@ if (pgBackend) {
       );
       await tk.close();
       assert.is(rcv.got.length, 1);
-      tk = await createTestKernel({ plugins: [account, webhooks, clips], databaseUrl: url, start: true, env });
+      tk = await hookKernel({ databaseUrl: url }, env);
       await waitFor(() => rcv.got.length === 2, "second attempt after the restart");
       assert.is(rcv.got[1]!.body, rcv.got[0]!.body);
       assert.is(rcv.got[1]!.headers["x-service-delivery-attempt"], "2");
@@ -466,11 +466,7 @@ if (pgBackend) {
 // a retried event id is acknowledged and processed once.
 const ex = suite("webhooks: examples/webhook-receiver.ts");
 ex("accepts the kernel's deliveries, refuses forgeries and replays, processes a duplicate once", async () => {
-  const tk = await createTestKernel({
-    plugins: [account, webhooks, clips],
-    start: true,
-    env: { ALLOW_PRIVATE_URLS: "1", WEBHOOK_RETRY_DELAYS: "1,1,1,1,1" },
-  });
+  const tk = await hookKernel({}, { ALLOW_PRIVATE_URLS: "1" });
   const seen: string[] = [];
   let secret = "";
   const server = createReceiver({ secret: "placeholder", onEvent: (e) => void seen.push(e.id) });
