@@ -83,6 +83,9 @@ const END_IMAGE_ERRORS = {
   mime: VIDEO_ERRORS.endImageMime,
 };
 
+/** Whether `v` is one of `values` (a string of the list). */
+const oneOf = (values: readonly string[], v: unknown): v is string => typeof v === "string" && values.includes(v);
+
 /**
  * A frame from a `<name>_url` / `<name>_base64` / `<name>_mime` triple. The URL wins when both are sent
  * (choice: the spec lists them as alternatives without saying).
@@ -104,7 +107,7 @@ function frameOf(
     const problem = imageBase64Problem(base64, `${name}_base64`);
     if (problem) return fail(problem);
     const mime = raw[`${name}_mime`] ?? "image/jpeg";
-    if (typeof mime !== "string" || !(IMAGE_MIME_TYPES as readonly string[]).includes(mime)) return fail(texts.mime);
+    if (!oneOf(IMAGE_MIME_TYPES, mime)) return fail(texts.mime);
     return { base64, mimeType: mime };
   }
   return null;
@@ -168,8 +171,7 @@ export const GenerateVideoInput = defineInput({
     if (typeof raw.prompt !== "string" || raw.prompt.trim() === "") return fail(VIDEO_ERRORS.promptMissing);
 
     const modelId = raw.model ?? DEFAULT_MODEL;
-    if (typeof modelId !== "string" || !(MODEL_IDS as string[]).includes(modelId))
-      return fail(VIDEO_ERRORS.invalidModel);
+    if (!oneOf(MODEL_IDS, modelId)) return fail(VIDEO_ERRORS.invalidModel);
     const model = MODELS[modelId as ModelId] as VideoModel;
     if (model.unusable) return fail(VIDEO_ERRORS.motionControl);
 
@@ -177,12 +179,10 @@ export const GenerateVideoInput = defineInput({
     if (raw.prompt.length > maxPrompt) return fail(VIDEO_ERRORS.promptTooLong(maxPrompt));
 
     const quality = raw.quality ?? DEFAULT_QUALITY;
-    if (typeof quality !== "string" || !(model.qualities as readonly string[]).includes(quality))
-      return fail(VIDEO_ERRORS.invalidQuality(modelId, model.qualities));
+    if (!oneOf(model.qualities, quality)) return fail(VIDEO_ERRORS.invalidQuality(modelId, model.qualities));
 
     const ratio = raw.aspect_ratio ?? DEFAULT_ASPECT_RATIO;
-    if (typeof ratio !== "string" || !(ASPECT_RATIOS as readonly string[]).includes(ratio))
-      return fail(VIDEO_ERRORS.invalidAspectRatio);
+    if (!oneOf(ASPECT_RATIOS, ratio)) return fail(VIDEO_ERRORS.invalidAspectRatio);
 
     const duration = raw.duration ?? model.fixedOutputSeconds ?? DEFAULT_DURATION;
     if (typeof duration !== "number" || !Number.isSafeInteger(duration) || duration < 1)
@@ -340,8 +340,7 @@ export const GenerateAnimationInput = defineInput({
     if (typeof raw.prompt !== "string" || raw.prompt.trim() === "") return fail(VIDEO_ERRORS.promptMissing);
     if (raw.prompt.length > MAX_PROMPT.animation) return fail(VIDEO_ERRORS.animationPromptTooLong);
     const ratio = raw.aspect_ratio ?? DEFAULT_ASPECT_RATIO;
-    if (typeof ratio !== "string" || !(ASPECT_RATIOS as readonly string[]).includes(ratio))
-      return fail(VIDEO_ERRORS.invalidAspectRatio);
+    if (!oneOf(ASPECT_RATIOS, ratio)) return fail(VIDEO_ERRORS.invalidAspectRatio);
     const start = frameOf(
       raw,
       "start_image",
