@@ -49,7 +49,12 @@ export {
   readSource,
   storedSource,
 } from "../lib/outbound/index.ts";
-export { redactKey, upstreamBaseUrl } from "../lib/outbound/upstream-url.ts";
+export {
+  describeCallFailure,
+  errorAnswerDetail,
+  redactKey,
+  upstreamBaseUrl,
+} from "../lib/outbound/upstream-url.ts";
 export {
   type ConfigDeclaration,
   ConfigError,

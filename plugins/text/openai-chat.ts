@@ -28,7 +28,8 @@
 import {
   cleanUpstreamJson,
   cleanUpstreamText,
-  isOutboundError,
+  describeCallFailure,
+  errorAnswerDetail,
   type OutboundGuard,
   redactKey,
   TextGenerationError,
@@ -108,27 +109,13 @@ export function openAiChatGenerator(settings: TextSettings & { url: string }, gu
       } catch (err) {
         // The caller gave up: its reason, not a provider failure.
         if (req.signal?.aborted) throw req.signal.reason;
-        const what = isOutboundError(err)
-          ? `${err.kind}: ${err.message}`
-          : err instanceof Error
-            ? err.message
-            : String(err);
-        return fail(`text endpoint failed (${what})`);
+        return fail(`text endpoint failed (${describeCallFailure(err)})`);
       }
       const raw = new TextDecoder().decode(res.body);
       if (res.status < 200 || res.status >= 300) {
-        let detail = "";
-        // 401/403 answers echo (part of) the key: their text is not repeated at all.
-        if (res.status !== 401 && res.status !== 403) {
-          try {
-            const message = (JSON.parse(raw) as { error?: { message?: unknown } })?.error?.message;
-            // Redacted before it is cut, so a key cut in half cannot slip past the redaction.
-            if (typeof message === "string") detail = `: ${redact(message, settings.key).slice(0, MAX_MESSAGE_CHARS)}`;
-          } catch {
-            // no JSON error body: the status says it
-          }
-        }
-        return fail(`text endpoint answered ${res.status}${detail}`);
+        return fail(
+          `text endpoint answered ${res.status}${errorAnswerDetail(res.status, raw, settings.key, MAX_MESSAGE_CHARS)}`,
+        );
       }
       let answer: ChatAnswer;
       try {

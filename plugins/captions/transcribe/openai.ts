@@ -14,7 +14,8 @@
 // own message with the key (and anything shaped like one: OpenAI's 401 echoes a masked key) cut out.
 import { randomBytes } from "node:crypto";
 import {
-  isOutboundError,
+  describeCallFailure,
+  errorAnswerDetail,
   type OutboundGuard,
   redactKey,
   type TimedWord,
@@ -230,26 +231,12 @@ export function createOpenAiProvider(deps: {
       });
     } catch (err) {
       if (signal.aborted) throw signal.reason;
-      const what = isOutboundError(err)
-        ? `${err.kind}: ${err.message}`
-        : err instanceof Error
-          ? err.message
-          : String(err);
+      const what = describeCallFailure(err);
       throw new UpstreamTranscriptionError(`transcription upstream failed (${redact(what, settings.key)})`, null);
     }
     const text = new TextDecoder().decode(res.body);
     if (res.status < 200 || res.status >= 300) {
-      let detail = "";
-      // 401/403 answers echo (part of) the key: their text is not repeated at all.
-      if (res.status !== 401 && res.status !== 403) {
-        try {
-          const message = (JSON.parse(text) as { error?: { message?: unknown } })?.error?.message;
-          if (typeof message === "string")
-            detail = `: ${redact(message, settings.key).slice(0, OPENAI.maxMessageChars)}`;
-        } catch {
-          // no JSON error body: the status says it
-        }
-      }
+      const detail = errorAnswerDetail(res.status, text, settings.key, OPENAI.maxMessageChars);
       throw new UpstreamTranscriptionError(`transcription upstream answered ${res.status}${detail}`, res.status);
     }
     try {
