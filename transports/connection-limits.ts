@@ -33,6 +33,7 @@ import type { IncomingMessage, Server } from "node:http";
 import type { Http2Server } from "node:http2";
 import type { Socket } from "node:net";
 import type { ConnectionSettings } from "../core/config.ts";
+import { addressKey } from "./address-key.ts";
 import { KeyedCounts } from "./keyed-counts.ts";
 
 export type ConnectionRefusal = "per_address" | "max";
@@ -75,27 +76,6 @@ export function defaultConnectionsMax(fdLimit = openFileLimit() ?? FALLBACK_FD_L
   if (!Number.isFinite(fdLimit)) return MAX_CEILING;
   const headroom = Math.max(MIN_HEADROOM, Math.ceil(fdLimit / 5));
   return Math.max(1, Math.min(MAX_CEILING, fdLimit - headroom));
-}
-
-/**
- * The key a connection counts under: an IPv4 address as it is (an IPv4-mapped IPv6 one unmapped), an IPv6
- * address by its /64.
- */
-export function addressKey(address: string | undefined): string | undefined {
-  if (!address) return undefined;
-  if (address.startsWith("::ffff:") && address.includes(".")) return address.slice(7);
-  if (!address.includes(":")) return address;
-  const bare = address.split("%")[0]!.toLowerCase();
-  const [head, tail = ""] = bare.split("::");
-  const left = head ? head.split(":") : [];
-  const right = bare.includes("::") && tail ? tail.split(":") : [];
-  const groups = bare.includes("::")
-    ? [...left, ...new Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right]
-    : left;
-  return `${groups
-    .slice(0, 4)
-    .map((g) => g.replace(/^0+(?=.)/, ""))
-    .join(":")}::/64`;
 }
 
 /**

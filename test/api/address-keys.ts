@@ -1,5 +1,5 @@
-// The key a client address counts under, for both places that count by address (transports/connection-limits.ts
-// for connections, transports/graphql/limits.ts for unauthenticated GraphQL calls): IPv4 as it is, an
+// The key a client address counts under (transports/address-key.ts), for both places that count by address
+// (transports/connection-limits.ts for connections, transports/graphql/limits.ts for unauthenticated calls): IPv4 as it is, an
 // IPv4-mapped IPv6 address unmapped, IPv6 by its /64 (zeros and case normalised, a zone dropped).
 export const ADDRESS_KEYS: ReadonlyArray<readonly [address: string, key: string]> = [
   ["203.0.113.7", "203.0.113.7"],

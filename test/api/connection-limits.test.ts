@@ -9,8 +9,8 @@ import net from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { ConnectionSettings } from "../../core/config.ts";
+import { addressKey } from "../../transports/address-key.ts";
 import {
-  addressKey,
   BodyRateWatch,
   ConnectionLedger,
   connectionCountsOf,

@@ -13,9 +13,8 @@ import { loadConfig } from "../../core/config.ts";
 import { ConfigError } from "../../lib/plugin-config.ts";
 import account from "../../plugins/account/index.ts";
 import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
-import { addressKey, GRAPHQL_LIMITS, measureOperations } from "../../transports/graphql/limits.ts";
+import { GRAPHQL_LIMITS, measureOperations } from "../../transports/graphql/limits.ts";
 import { createHttpApp, serveHttp } from "../../transports/http.ts";
-import { ADDRESS_KEYS } from "../api/address-keys.ts";
 import { redisUrl } from "../helpers/backends.ts";
 
 const UA = "limits-tests/1.0";
@@ -210,10 +209,6 @@ doc("the standard introspection query fits every limit", async () => {
   );
   assert.is(res.status, 200, JSON.stringify(res.errors));
   assert.is(res.data.__schema.queryType.name, "Query");
-});
-
-doc("an IPv6 client is counted by its /64, an IPv4-mapped one as IPv4", () => {
-  for (const [address, key] of ADDRESS_KEYS) assert.is(addressKey(address), key, address);
 });
 
 // ---------------------------------------------------------------------------------------------------------

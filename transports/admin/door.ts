@@ -10,7 +10,8 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { Logger } from "../../core/log.ts";
 import type { RateLimiter } from "../../core/rate-limit.ts";
 import { ApiError } from "../../lib/api-error.ts";
-import { addressKey, clientAddress } from "../graphql/limits.ts";
+import { addressKey } from "../address-key.ts";
+import { clientAddress } from "../graphql/limits.ts";
 
 /** Wrong admin tokens an address may send a minute before its wrong tokens are refused with 429. */
 export const ADMIN_AUTH_FAILURES = 5;

@@ -15,6 +15,7 @@
 //   - introspection, when switched off.
 // The same parse and validate serve the WebSocket transport (websocket.ts calls yoga's enveloped functions
 // and checks the variables itself), so a subscription document meets the same document limits.
+
 import {
   type ASTNode,
   type ASTVisitor,
@@ -33,6 +34,7 @@ import { KERNEL_ERRORS } from "../../core/errors.ts";
 import type { RateLimitDecision, RateLimiter } from "../../core/rate-limit.ts";
 import type { RateWindow } from "../../core/rate-limits.ts";
 import { MAX_INPUT_DEPTH } from "../../core/validation.ts";
+import { addressKey } from "../address-key.ts";
 import { codeFor } from "./errors.ts";
 
 export interface GraphqlLimits {
@@ -414,26 +416,6 @@ export function documentLimits(
 export function clientAddress(request: Request): string | undefined {
   const ip = (request as Request & { ip?: unknown }).ip;
   return typeof ip === "string" && ip !== "" ? ip : undefined;
-}
-
-/**
- * The counter key of an address: IPv4 as is (also when IPv4-mapped), IPv6 by its /64, since one host is
- * usually given a whole /64 and could otherwise take a fresh budget for every address in it.
- */
-export function addressKey(address: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1]!;
-  if (!address.includes(":")) return address;
-  const bare = address.split("%")[0]!.toLowerCase();
-  const [head, tail] = bare.split("::") as [string, string | undefined];
-  const left = head ? head.split(":") : [];
-  const right = tail ? tail.split(":") : [];
-  const groups =
-    tail === undefined ? left : [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
-  return `${groups
-    .slice(0, 4)
-    .map((g) => g.replace(/^0+(?=.)/, ""))
-    .join(":")}::/64`;
 }
 
 export interface AddressBudget {
