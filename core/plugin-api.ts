@@ -154,6 +154,8 @@ export {
   type UploadedFile,
 } from "./plugin.ts";
 export { DEFAULT_CUSTOM_RATE_MISSING, type Price, type PriceLine } from "./pricing.ts";
+// The end of a runner's catch around a generation provider: rethrow what the runtime retries, else fail with the area's text.
+export { failFromProvider, type ProviderFailureTexts } from "./provider-failure.ts";
 export {
   JOB_COLUMNS,
   type JobColumnName,

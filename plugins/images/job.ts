@@ -1,14 +1,13 @@
 // The image job: one image, rendered through the model's provider chain (spec part 1, "Image generation",
 // the image states table); a transient failure of one route moves to the next.
 import {
+  failFromProvider,
   type GeneratedImage,
-  isTransient,
   JobFailure,
   type JobKindDeclaration,
   mediaToken,
   PENDING_SUCCESS_FAILED,
   TransientProviderError,
-  UnsafeContentError,
   UpstreamTimeoutError,
 } from "mediagate/plugin";
 import { IMAGE_ERRORS } from "./errors.ts";
@@ -88,11 +87,7 @@ export const imageJob: JobKindDeclaration<StoredInput> = {
           );
           continue;
         }
-        if (isTransient(err)) throw err; // the database or the upstream briefly out of reach: the runtime retries
-        if (err instanceof UnsafeContentError) throw new JobFailure(IMAGE_ERRORS.unsafe);
-        // The provider's own words stay in our log; the partner gets the sanitized text.
-        ctx.log.warn(`image ${ctx.jobId}: route ${route} failed: ${err instanceof Error ? err.message : String(err)}`);
-        throw new JobFailure(IMAGE_ERRORS.failed);
+        failFromProvider(ctx, err, IMAGE_ERRORS, `image ${ctx.jobId}: route ${route} failed`);
       }
     }
     if (!image) throw new JobFailure(IMAGE_ERRORS.failed);

@@ -3,8 +3,8 @@
 // stripped of metadata, stored; and the merge's job kind, which only recovers a merge cut off mid-request.
 import {
   checkPicture,
+  failFromProvider,
   finishGeneratedClip,
-  isTransient,
   JobFailure,
   type JobKindDeclaration,
   type JobRunContext,
@@ -14,7 +14,6 @@ import {
   progressBetween,
   QUEUED_PROCESSING_COMPLETE,
   type ReferenceMedia,
-  UnsafeContentError,
   type VideoFrame,
   type VideoOutput,
 } from "mediagate/plugin";
@@ -144,12 +143,8 @@ export const videoJob: JobKindDeclaration<StoredInput> = {
       bytes = video.bytes;
       spoken = video.spoken ?? null;
     } catch (err) {
-      if (ctx.signal.aborted || isTransient(err)) throw err;
       if (err instanceof JobFailure) throw err; // a frame or reference that is gone
-      if (err instanceof UnsafeContentError) throw new JobFailure(VIDEO_ERRORS.unsafe);
-      // The provider's own words stay in our log; the partner gets the sanitized text.
-      ctx.log.warn(`video ${ctx.jobId}: provider failed: ${err instanceof Error ? err.message : String(err)}`);
-      throw new JobFailure(VIDEO_ERRORS.failed);
+      failFromProvider(ctx, err, VIDEO_ERRORS, `video ${ctx.jobId}: provider failed`);
     }
 
     if (input.strip_metadata) await ctx.progress(92, "Removing metadata");

@@ -13,9 +13,9 @@
 //   OMNI_ERRORS.videoFailed, refunded, as any other provider failure.
 import {
   checkPicture,
+  failFromProvider,
   finishGeneratedClip,
   imageKind,
-  isTransient,
   JobFailure,
   type JobKindDeclaration,
   type JobRunContext,
@@ -23,7 +23,6 @@ import {
   mp4MetadataCategories,
   oneStepStates,
   progressBetween,
-  UnsafeContentError,
   type VideoFrame,
 } from "mediagate/plugin";
 import { OMNI_ERRORS } from "../errors.ts";
@@ -161,11 +160,10 @@ export const omniVideoJob: JobKindDeclaration<OmniJobInput> = {
       bytes = video.bytes;
       spoken = video.spoken ?? null;
     } catch (err) {
-      if (ctx.signal.aborted || assembling || isTransient(err)) throw err;
-      if (err instanceof UnsafeContentError) throw new JobFailure(OMNI_ERRORS.videoUnsafe);
-      // The provider's own words stay in our log; the partner gets the sanitized text (a deadline passed too).
-      ctx.log.warn(`omni ${ctx.jobId}: provider failed: ${err instanceof Error ? err.message : String(err)}`);
-      throw new JobFailure(OMNI_ERRORS.videoFailed);
+      if (assembling) throw err;
+      // A deadline that passed fails with the same sanitized text.
+      const texts = { unsafe: OMNI_ERRORS.videoUnsafe, failed: OMNI_ERRORS.videoFailed };
+      failFromProvider(ctx, err, texts, `omni ${ctx.jobId}: provider failed`);
     }
 
     if (input.strip_metadata) await ctx.progress(92, "Removing metadata");
