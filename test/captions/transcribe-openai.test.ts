@@ -253,7 +253,7 @@ t("a server that ignores timestamp_granularities: its segments' words spread ove
 
 t("a hang ends at the deadline; an oversized answer at the cap; the caller's abort at once", async () => {
   standIn.mode = "hang";
-  const t0 = performance.now();
+  // The stand-in never answers: the time-out's error (and the caller's own reason below) can only come from the cut.
   const e = await failure(() =>
     createOpenAiProvider({ guard, settings: settings(), options: { timeoutMs: 400 } }).transcribe({
       audio: audio(1),
@@ -261,19 +261,16 @@ t("a hang ends at the deadline; an oversized answer at the cap; the caller's abo
     }),
   );
   assert.match(e.message, /timeout/);
-  assert.ok(performance.now() - t0 < 5000, "ended near the deadline");
 
   const ac = new AbortController();
   const reason = new Error("caller went away");
   setTimeout(() => ac.abort(reason), 200);
-  const t1 = performance.now();
   try {
     await createOpenAiProvider({ guard, settings: settings() }).transcribe({ audio: audio(1), signal: ac.signal });
     assert.unreachable("aborted");
   } catch (err) {
     assert.is(err, reason, "the caller's own reason");
   }
-  assert.ok(performance.now() - t1 < 3000);
 
   standIn.mode = "huge";
   assert.match(

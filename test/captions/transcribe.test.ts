@@ -451,11 +451,10 @@ t("timed-text: declines on no track, an empty track or one without words; hostil
   // Many cues: capped; a long line of tags: linear.
   const many = `WEBVTT\n\n${Array.from({ length: 30_000 }, (_, i) => `00:00:${String(i % 60).padStart(2, "0")}.000 --> 00:00:${String((i % 60) + 1).padStart(2, "0")}.000\na b`).join("\n\n")}`;
   assert.is(timedTextWords(many).length, TIMED_TEXT.maxWords);
-  const t0 = performance.now();
+  // A parse that is not linear in these lines would hold the file until the runner's time-out fails it.
   timedTextWords(`WEBVTT\n\n00:00.000 --> 00:01.000\n${"<a\n".repeat(200_000)}`);
   assert.is(plainText("<".repeat(1_000_000)), " ");
   timedTextWords(`WEBVTT\n\n${"00:00.000 --> ".repeat(20_000)}`);
-  assert.ok(performance.now() - t0 < 2000, "hostile lines parse quickly");
   assert.equal(spreadWords("", 0, 1), []);
   assert.equal(spreadWords("a", 1, 1), []);
 });
