@@ -1,4 +1,5 @@
-// The product areas this server runs, in order. A third party's plugin is one more entry (see examples/).
+// The product areas this server runs, in order (`defaultPlugins`, also exported by the package root with each
+// area by name). A third party's plugin is one more entry, in mediagate.config.ts (docs/server-api.md).
 // Providers come first: `images-sandbox` provides `image.generate`; a deployment with a real upstream
 // registers its adapter plugin in its place.
 import account from "./account/index.ts";
@@ -22,7 +23,7 @@ import voiceover from "./voiceover/index.ts";
 import voiceoverSandbox from "./voiceover/sandbox.ts";
 import webhooks from "./webhooks/index.ts";
 
-export const plugins = [
+export const defaultPlugins = [
   account,
   webhooks,
   imagesSandbox,
@@ -44,3 +45,29 @@ export const plugins = [
   social,
   analysis,
 ];
+
+/** The same list under its earlier name (tests and scripts import it). */
+export const plugins = defaultPlugins;
+
+export {
+  account,
+  analysis,
+  captions,
+  images,
+  imagesSandbox,
+  metadata,
+  music,
+  musicSandbox,
+  omni,
+  omniSandbox,
+  scriptRunner,
+  social,
+  socialExtractor,
+  text,
+  upscale,
+  video,
+  videoSandbox,
+  voiceover,
+  voiceoverSandbox,
+  webhooks,
+};
