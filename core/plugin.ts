@@ -206,10 +206,23 @@ export interface OperationDeclaration<S extends StandardSchemaV1 | undefined = S
 export interface PluginDeclaration {
   /** Prefixes the plugin's tables, queues, blob keys and GraphQL names. */
   name: string;
+  /**
+   * The plugin-API range this plugin was written for, e.g. `"^1.0"` (core/plugin-version.ts: `^MAJOR`,
+   * `^MAJOR.MINOR`, `MAJOR.x`, or an exact version). The kernel refuses, by name, a plugin whose range this
+   * mediagate's PLUGIN_API_VERSION does not satisfy; a plugin without `apiVersion` is accepted unchecked.
+   */
+  apiVersion?: string;
   /** Capabilities that must be provided by the kernel or an earlier plugin; boot fails by name otherwise. */
   requires?: readonly CapabilityName[];
   /** Capabilities this plugin provides, built once at boot; each factory answers its contract's interface. */
   provides?: { readonly [K in CapabilityName]?: (host: CapabilityHost) => CapabilityMap[K] };
+  /**
+   * Capabilities this plugin provides in place of another registered plugin that provides them too (an
+   * upstream adapter registered beside the sandbox it replaces): this plugin's factory is used, the other's
+   * is never called, wherever either stands in the list. Each must also be in `provides`. Without it, two
+   * providers of one capability stop the boot naming both; two plugins overriding one capability do too.
+   */
+  overrides?: readonly CapabilityName[];
   /**
    * This plugin's part of named collections (`ContributionMap`), built once at boot. Unlike a capability, which
    * has one provider, any number of plugins may contribute to one collection (captionable videos: each area

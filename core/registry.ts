@@ -4,8 +4,10 @@
 import { KERNEL_CAPABILITIES } from "../contracts/kernel.ts";
 import type { ConfigVariable } from "../lib/plugin-config.ts";
 import type { Migration } from "../storage/migrate.ts";
+import { fieldNames } from "../transports/graphql/names.ts";
 import { KERNEL_VARIABLES } from "./config.ts";
 import type { OperationDeclaration, PluginDeclaration } from "./plugin.ts";
+import { PLUGIN_API_VERSION, satisfiesApiRange } from "./plugin-version.ts";
 import { mergeCosts } from "./pricing.ts";
 import { RATE_LIMITS, type RateWindow } from "./rate-limits.ts";
 
@@ -52,15 +54,40 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** Orders plugins by declaration order, moving a plugin after the providers of what it requires. */
-function order(plugins: readonly PluginDeclaration[]): PluginDeclaration[] {
+/**
+ * The provider of each capability. One capability has one provider: a second one is a boot error naming
+ * both, unless exactly one of them lists the capability in `overrides` (an adapter registered beside the
+ * sandbox it replaces), which then provides it wherever it stands in the list.
+ */
+function providersOf(plugins: readonly PluginDeclaration[]): Map<string, PluginDeclaration> {
   const providerOf = new Map<string, PluginDeclaration>();
-  for (const p of plugins)
-    for (const cap of Object.keys(p.provides ?? {})) {
+  for (const p of plugins) {
+    const provided = Object.keys(p.provides ?? {});
+    for (const cap of p.overrides ?? [])
+      if (!provided.includes(cap))
+        throw new BootError(`plugin "${p.name}" overrides capability "${cap}" but does not provide it`);
+    for (const cap of provided) {
       const other = providerOf.get(cap);
-      if (other) throw new BootError(`capability "${cap}" is provided by both "${other.name}" and "${p.name}"`);
-      providerOf.set(cap, p);
+      if (!other) {
+        providerOf.set(cap, p);
+        continue;
+      }
+      const otherOverrides = (other.overrides as readonly string[] | undefined)?.includes(cap) ?? false;
+      const pOverrides = (p.overrides as readonly string[] | undefined)?.includes(cap) ?? false;
+      if (pOverrides && otherOverrides)
+        throw new BootError(`capability "${cap}" is overridden by both "${other.name}" and "${p.name}"`);
+      if (pOverrides) providerOf.set(cap, p);
+      else if (!otherOverrides)
+        throw new BootError(
+          `capability "${cap}" is provided by both "${other.name}" and "${p.name}" (the one that replaces the other declares overrides: ["${cap}"])`,
+        );
     }
+  }
+  return providerOf;
+}
+
+/** Orders plugins by declaration order, moving a plugin after the providers of what it requires. */
+function order(plugins: readonly PluginDeclaration[], providerOf: ReadonlyMap<string, PluginDeclaration>) {
   const ordered: PluginDeclaration[] = [];
   const state = new Map<PluginDeclaration, "visiting" | "done">();
   const visit = (p: PluginDeclaration, chain: string[]) => {
@@ -82,42 +109,72 @@ function order(plugins: readonly PluginDeclaration[]): PluginDeclaration[] {
   return ordered;
 }
 
+/**
+ * The boot checks (docs/plugins.md "Boot checks"): each mistake below stops the boot with one line naming
+ * the plugins involved and what they both claim, before any connection is opened. In order: the plugin API
+ * range each plugin declares (`apiVersion`; none declared is accepted), one plugin listed twice or two
+ * plugins with one name, capabilities (one provider unless one `overrides`), routes, rate-limit rows,
+ * GraphQL field names, migrations, costs, collections and configuration variables. Job kinds are the
+ * plugin's own (`<plugin>/<kind>`, queue `<plugin>.<kind>`), so two plugins may each have a kind "render".
+ */
 export function compileRegistry(input: readonly PluginDeclaration[]): Registry {
-  const byName = new Map<string, PluginDeclaration>();
-  const unique: PluginDeclaration[] = [];
-  for (const p of input) {
+  for (const p of input)
+    if (p.apiVersion !== undefined && !satisfiesApiRange(String(p.apiVersion)))
+      throw new BootError(
+        `plugin "${p.name}" was written for mediagate plugin API ${p.apiVersion}; this is ${PLUGIN_API_VERSION}`,
+      );
+  const byName = new Map<string, number>();
+  input.forEach((p, i) => {
     const seen = byName.get(p.name);
-    if (seen && seen !== p) throw new BootError(`two different plugins are named "${p.name}"`);
-    if (!seen) {
-      byName.set(p.name, p);
-      unique.push(p);
+    if (seen !== undefined)
+      throw new BootError(
+        input[seen] === p
+          ? `plugin "${p.name}" is registered twice (entries ${seen + 1} and ${i + 1} of the plugin list)`
+          : `two different plugins are named "${p.name}" (entries ${seen + 1} and ${i + 1} of the plugin list)`,
+      );
+    byName.set(p.name, i);
+  });
+  const providerOf = providersOf(input);
+  const plugins = order(input, providerOf);
+  // In registry order, as the kernel builds them; an overridden provider's factory is never called.
+  const providers = new Map<string, PluginDeclaration>();
+  for (const p of plugins)
+    for (const cap of Object.keys(p.provides ?? {})) if (providerOf.get(cap) === p) providers.set(cap, p);
+
+  // Routes before rate-limit rows: two plugins declaring one route (and so, often, one row of the same
+  // name) are told so, not that a row is redeclared.
+  const routes = new Map<string, string>();
+  for (const p of plugins)
+    for (const op of p.operations ?? []) {
+      if (!op.path.startsWith("/")) throw new BootError(`plugin "${p.name}": path "${op.path}" must start with "/"`);
+      const routerPath = op.path.replace(/<([a-z_][a-z0-9_]*)>/gi, ":$1");
+      const routeKey = `${op.method} ${routerPath.replace(/:[a-z_][a-z0-9_]*/gi, ":")}`;
+      const owner = routes.get(routeKey);
+      if (owner) throw new BootError(`route ${op.method} ${op.path} is declared by "${owner}" and "${p.name}"`);
+      routes.set(routeKey, p.name);
     }
-  }
-  const plugins = order(unique);
 
   const rateLimits = new Map<string, readonly RateWindow[]>(Object.entries(RATE_LIMITS));
+  const rateLimitOwners = new Map<string, string>();
   for (const p of plugins)
     for (const [name, windows] of Object.entries(p.rateLimits ?? {})) {
+      const owner = rateLimitOwners.get(name);
+      if (owner) throw new BootError(`rate limit "${name}" is declared by "${owner}" and "${p.name}"`);
       if (rateLimits.has(name))
         throw new BootError(`plugin "${p.name}" redeclares rate limit "${name}", which the spec's table already has`);
       if (!windows.length || windows.some((w) => !(w.limit > 0 && w.windowSeconds > 0)))
         throw new BootError(`plugin "${p.name}": rate limit "${name}" needs positive limits and windows`);
       rateLimits.set(name, windows);
+      rateLimitOwners.set(name, p.name);
     }
 
   const operations: CompiledOperation[] = [];
-  const routes = new Map<string, string>();
   const features = new Set<string>();
   for (const p of plugins) {
     for (const f of p.features ?? []) features.add(f);
     for (const op of p.operations ?? []) {
-      if (!op.path.startsWith("/")) throw new BootError(`plugin "${p.name}": path "${op.path}" must start with "/"`);
       const endpoint = `${op.method} ${op.path}`;
       const routerPath = op.path.replace(/<([a-z_][a-z0-9_]*)>/gi, ":$1");
-      const routeKey = `${op.method} ${routerPath.replace(/:[a-z_][a-z0-9_]*/gi, ":")}`;
-      const owner = routes.get(routeKey);
-      if (owner) throw new BootError(`route ${endpoint} is declared by "${owner}" and "${p.name}"`);
-      routes.set(routeKey, p.name);
       const rateLimit = op.rateLimit ?? endpoint;
       const rateWindows = rateLimits.get(rateLimit);
       if (!rateWindows) {
@@ -139,6 +196,14 @@ export function compileRegistry(input: readonly PluginDeclaration[]): Registry {
     }
   }
 
+  // The GraphQL root fields are derived from the routes (transports/graphql/names.ts): distinct routes may
+  // still give one field name (`GET /a-b` and `GET /a/b` are both `aB`).
+  try {
+    fieldNames(operations);
+  } catch (err) {
+    throw new BootError((err as Error).message);
+  }
+
   const migrations: Migration[] = [];
   for (const p of plugins)
     for (const m of p.migrations ?? []) {
@@ -158,8 +223,6 @@ export function compileRegistry(input: readonly PluginDeclaration[]): Registry {
     throw new BootError((err as Error).message);
   }
 
-  const providers = new Map<string, PluginDeclaration>();
-  for (const p of plugins) for (const cap of Object.keys(p.provides ?? {})) providers.set(cap, p);
   // A collection is a name of its own: one that is also a capability would mean two things by one name.
   const contributors = new Map<string, PluginDeclaration[]>();
   for (const p of plugins)

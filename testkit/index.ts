@@ -114,23 +114,41 @@ export async function createTestKernel(options: TestKernelOptions): Promise<Test
     ...(onDisk ? { dataDir: options.dataDir } : { template: options.databaseUrl ? undefined : await pgliteTemplate() }),
   });
   const prefix = `mgtest:${randomBytes(4).toString("hex")}:`;
-  const kernel = await createKernel({
-    config,
-    plugins: options.plugins,
-    database: options.onStatement ? countingStatements(database, options.onStatement) : database,
-    blobs: memoryBlobStore(),
-    counters: options.redisUrl ? redisCounters({ url: options.redisUrl, prefix }) : memoryCounters(() => clock.now()),
-    pubsub: options.redisUrl ? redisPubSub({ url: options.redisUrl, prefix }) : memoryPubSub(),
-    clock,
-    logger: options.logger ?? createLogger(config.logLevel),
-    outbound: options.outbound,
-  });
-  if (options.start) await kernel.start();
+  // What the kit opens itself, the kernel does not close when it fails to boot (it closes only what it
+  // opened): a plugin that fails to boot would leave the database and the Redis connections (which retry
+  // for ever) open, and the test process would never exit. So the kit closes them and rethrows the error.
+  const counters = options.redisUrl
+    ? redisCounters({ url: options.redisUrl, prefix })
+    : memoryCounters(() => clock.now());
+  const pubsub = options.redisUrl ? redisPubSub({ url: options.redisUrl, prefix }) : memoryPubSub();
+  let kernel: Kernel | undefined;
+  let app: ReturnType<typeof createHttpApp>;
   const adminToken = "test-admin-token";
-  const app = createHttpApp(kernel, { adminToken });
+  try {
+    kernel = await createKernel({
+      config,
+      plugins: options.plugins,
+      database: options.onStatement ? countingStatements(database, options.onStatement) : database,
+      blobs: memoryBlobStore(),
+      counters,
+      pubsub,
+      clock,
+      logger: options.logger ?? createLogger(config.logLevel),
+      outbound: options.outbound,
+    });
+    if (options.start) await kernel.start();
+    app = createHttpApp(kernel, { adminToken });
+  } catch (err) {
+    // kernel.stop closes its own part; the kit's adapters were handed in, so they are closed here either way.
+    await kernel?.stop().catch(() => {});
+    await Promise.allSettled([counters.close(), pubsub.close()]);
+    await database.close().catch(() => {});
+    throw err;
+  }
+  const booted = kernel;
 
   return {
-    kernel,
+    kernel: booted,
     config,
     clock,
     adminToken,
@@ -159,17 +177,19 @@ export async function createTestKernel(options: TestKernelOptions): Promise<Test
       return await app.fetch(request);
     },
     async partner(p = {}) {
-      const { partner, apiKey } = await kernel.accounts.create({
+      const { partner, apiKey } = await booted.accounts.create({
         name: p.name ?? "Test partner",
         credits: p.credits ?? 1000,
         pricingTier: p.tier,
         features: p.features,
       });
-      if (p.limits) await kernel.accounts.update(partner.id, { limits: p.limits });
+      if (p.limits) await booted.accounts.update(partner.id, { limits: p.limits });
       return { id: partner.id, key: apiKey };
     },
     async close() {
-      await kernel.stop();
+      await booted.stop();
+      // Handed in, so not the kernel's to close: the Redis connections would otherwise outlive the kit.
+      await Promise.allSettled([counters.close(), pubsub.close()]);
       await database.close();
     },
   };

@@ -52,7 +52,8 @@ function baseName(op: CompiledOperation): string {
 /**
  * The root field name of every operation. `GET /captions` and `GET /captions/<job_id>` would both be
  * `captions`; when a base name is shared within a root type, the ones with path parameters say which
- * (`captionsByJobId`). A clash that remains is a boot error naming both endpoints.
+ * (`captionsByJobId`). A clash that remains is a boot error naming both plugins and both endpoints
+ * (core/registry.ts calls this at boot, before any connection).
  */
 export function fieldNames(operations: readonly CompiledOperation[]): Map<CompiledOperation, string> {
   const groups = new Map<string, CompiledOperation[]>();
@@ -69,9 +70,14 @@ export function fieldNames(operations: readonly CompiledOperation[]): Map<Compil
       if (group.length > 1 && params.length) name += `By${params.map(pascalCase).join("And")}`;
       const key = `${rootOf(op)} ${name}`;
       const other = taken.get(key);
-      if (other) throw new Error(`GraphQL: ${other.endpoint} and ${op.endpoint} would both be ${rootOf(op)}.${name}`);
+      if (other)
+        throw new Error(
+          `GraphQL field ${rootOf(op)}.${name} is claimed by "${other.plugin}" (${other.endpoint}) and "${op.plugin}" (${op.endpoint})`,
+        );
       if (!isGraphqlName(name))
-        throw new Error(`GraphQL: ${op.endpoint} gives the field name "${name}", which GraphQL does not allow`);
+        throw new Error(
+          `plugin "${op.plugin}": ${op.endpoint} gives the GraphQL field name "${name}", which GraphQL does not allow`,
+        );
       taken.set(key, op);
       names.set(op, name);
     }
