@@ -14,7 +14,7 @@
 // one line naming the file, the plugin and the cause (main.ts prints it).
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { basename, dirname, isAbsolute, relative, resolve } from "node:path";
+import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import process from "node:process";
 import { pathToFileURL } from "node:url";
 import type { PluginDeclaration } from "./core/plugin.ts";
@@ -131,9 +131,30 @@ function resolvePlugin(specifier: string, configFile: string): string {
   try {
     return pathToFileURL(createRequire(configFile).resolve(specifier)).href;
   } catch (err) {
-    // A package exporting only an `import` condition is not `require`-resolvable: let import() find it.
-    if ((err as { code?: string }).code === "ERR_PACKAGE_PATH_NOT_EXPORTED") return specifier;
-    throw err;
+    // A package exporting only an `import` condition is not `require`-resolvable: read its package.json.
+    const entry =
+      (err as { code?: string }).code === "ERR_PACKAGE_PATH_NOT_EXPORTED"
+        ? importEntry(specifier, dirname(configFile))
+        : undefined;
+    if (!entry) throw err;
+    return pathToFileURL(entry).href;
+  }
+}
+
+/** The file a package's root `import` (or `node`, `default`) export names, found in a node_modules above `dir`. */
+function importEntry(name: string, dir: string): string | undefined {
+  for (let at = dir; ; at = dirname(at)) {
+    const folder = join(at, "node_modules", name);
+    if (existsSync(join(folder, "package.json"))) {
+      const { exports } = JSON.parse(readFileSync(join(folder, "package.json"), "utf8")) as { exports?: unknown };
+      let target = (exports as Record<string, unknown> | undefined)?.["."] ?? exports;
+      while (target && typeof target === "object" && !Array.isArray(target)) {
+        const conditions = target as Record<string, unknown>;
+        target = conditions.import ?? conditions.node ?? conditions.default;
+      }
+      return typeof target === "string" ? join(folder, target) : undefined;
+    }
+    if (dirname(at) === at) return undefined;
   }
 }
 
