@@ -102,7 +102,19 @@ export async function loadServerConfig(options: LoadServerConfigOptions): Promis
   const unknown = disable.filter((name) => !names.has(name));
   if (unknown.length > 0)
     throw fail(`disable names ${unknown.map((n) => `"${n}"`).join(", ")}, which is not among its plugins`);
-  return { file, plugins: plugins.filter((p) => !disable.includes(p.name)) };
+  const kept = plugins.filter((p) => !disable.includes(p.name));
+  // A disabled provider that a kept plugin requires: named both ways here (the registry would name only the
+  // capability and the plugin requiring it).
+  for (const gone of plugins.filter((p) => disable.includes(p.name)))
+    for (const capability of Object.keys(gone.provides ?? {})) {
+      if (kept.some((p) => capability in (p.provides ?? {}))) continue;
+      const needing = kept.find((p) => p.requires?.includes(capability as never));
+      if (needing)
+        throw fail(
+          `disable names "${gone.name}", which provides "${capability}" that plugin "${needing.name}" requires (disable both)`,
+        );
+    }
+  return { file, plugins: kept };
 }
 
 /** The declaration(s) a package or path exports: its default export, else its `plugin` export. */

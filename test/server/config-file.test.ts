@@ -168,6 +168,18 @@ t("a plugin that does not load, or a name disable does not know, is one line nam
   }).catch((e: unknown) => e);
   assert.instance(typo, BootError);
   assert.match((typo as Error).message, /^typo\.json: disable names "socail"/);
+
+  writeFileSync(join(dir, "provider.json"), JSON.stringify({ disable: ["social-extractor"] }));
+  const provider = await loadServerConfig({
+    cwd: dir,
+    env: { MEDIAGATE_CONFIG: "provider.json" },
+    defaults: defaultPlugins,
+  }).catch((e: unknown) => e);
+  assert.instance(provider, BootError);
+  assert.match(
+    (provider as Error).message,
+    /"social-extractor", which provides "social\.extract" that plugin "social" requires/,
+  );
 });
 
 t("main.ts stops with that one line and exit 1", async () => {
