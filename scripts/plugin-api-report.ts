@@ -313,6 +313,20 @@ function byName(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+/** Prose wrapped at `width` columns, word by word, as the docs are wrapped by hand. */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line !== "" && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line === "" ? word : `${line} ${word}`;
+  }
+  if (line !== "") lines.push(line);
+  return lines;
+}
+
 /** The report's Markdown text. */
 export function pluginApiReport(api: PluginApi = readPluginApi()): string {
   const values = api.names.filter((n) => n.value).length;
@@ -338,7 +352,7 @@ export function pluginApiReport(api: PluginApi = readPluginApi()): string {
     out.push(`- ${group.title} (${group.names.length})`);
   }
   for (const group of api.groups) {
-    out.push("", `## ${group.title}`, "", group.description);
+    out.push("", `## ${group.title}`, "", ...wrap(group.description, 115));
     const members = api.names.filter((n) => n.group === group.title).sort((a, b) => byName(a.name, b.name));
     for (const member of members) {
       out.push("", `### \`${member.name}\` (${member.kinds.join(", ")})`, "", "```ts", member.text, "```");
