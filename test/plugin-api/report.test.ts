@@ -6,7 +6,7 @@ import { resolve } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { PLUGIN_API_VERSION } from "../../core/plugin-version.ts";
-import { pluginApiReport, REGENERATE, REPORT, readPluginApi } from "../../scripts/plugin-api-report.ts";
+import { ENTRY, pluginApiReport, REGENERATE, REPORT, readPluginApi } from "../../scripts/plugin-api-report.ts";
 
 /** The first line where `actual` and `expected` differ, told for a reader, or null when they are equal. */
 export function firstDifference(actual: string, expected: string): string | null {
@@ -35,6 +35,11 @@ test("the report names the plugin API version and how to regenerate it", () => {
   const text = pluginApiReport(api);
   assert.ok(text.includes(`Plugin API version **${PLUGIN_API_VERSION}**`), "the version is in the header");
   assert.ok(text.includes(REGENERATE), "the command is in the header");
+});
+
+test("mediagate/plugin lists its names one by one: no `export *`, so a change in lib/ cannot widen the contract", () => {
+  const wholesale = readFileSync(ENTRY, "utf8").match(/^\s*export\s*\*.*$/gm) ?? [];
+  assert.equal(wholesale, []);
 });
 
 test("every name is in a group, once, with a kind and a declaration", () => {
