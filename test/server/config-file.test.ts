@@ -16,6 +16,8 @@ import { ROOT, spawnMain } from "../helpers/main-process.ts";
 import { freePort } from "../helpers/server.ts";
 
 const TOKEN = "adm_icoDc5nji480w8xsHo9l7F796diou6aQ52P3YfiE";
+// The edge refuses requests without a user agent (core/edge.ts), as the spec asks.
+const UA = "mediagate-tests/1.0";
 
 const ECHO_PLUGIN = `import { definePlugin, operation } from "mediagate/plugin";
 import { z } from "zod";
@@ -106,7 +108,7 @@ t("mediagate.config.ts: a path plugin answers, the disabled area is a 404 and ab
       server.fetch(
         new Request(`http://mediagate.test${path}`, {
           method: "POST",
-          headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+          headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", "user-agent": UA },
           body: JSON.stringify(body),
         }),
       );

@@ -13,6 +13,8 @@ import { BootError, createServer, defaultPlugins, images, loadConfig, social } f
 import { seedEmbeddedDataDir } from "../../testkit/pglite-template.ts";
 
 const TOKEN = "adm_icoDc5nji480w8xsHo9l7F796diou6aQ52P3YfiE";
+// The edge refuses requests without a user agent (core/edge.ts), as the spec asks.
+const UA = "mediagate-tests/1.0";
 
 /** A third party's plugin: POST /echo-words counts the words of a text, free of charge. */
 export const echoWords = definePlugin({
@@ -47,7 +49,7 @@ const config = (dir: string) =>
 const post = (url: string, key: string, body: unknown) =>
   new Request(url, {
     method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "user-agent": UA },
     body: JSON.stringify(body),
   });
 
