@@ -2,6 +2,7 @@
 // both plugins and what they both claim, and a plugin written for another plugin API is refused by name. The
 // test kit rejects with that error instead of leaving its database and Redis connections open (which kept the
 // test process from exiting).
+import process from "node:process";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { z } from "zod";
@@ -16,6 +17,7 @@ import account from "../../plugins/account/index.ts";
 import { createTestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase, storeBackends } from "../helpers/backends.ts";
 import { pingPlugin } from "../helpers/ping-plugin.ts";
+import { spawnGroup } from "../helpers/process-group.ts";
 
 const t = suite("boot checks: clashes name both plugins and the thing claimed");
 
@@ -268,6 +270,26 @@ t("the test kit rejects with the boot error, on every backend, and closes what i
         assert.instance(err, BootError, `${where}: ${(err as Error).message}`);
         assert.match((err as Error).message, message, where);
       }
+});
+
+t("a test process whose kit failed to boot exits on its own (Postgres and Redis when reachable)", async () => {
+  const db = (await databaseBackends()).find((b) => b.name === "postgres");
+  const store = (await storeBackends()).find((b) => b.name === "redis");
+  const { child, output } = spawnGroup([process.execPath, "--import", "tsx", "test/boot/failing-kit.ts"], {
+    ...(db ? { KIT_DATABASE_URL: await isolatedPostgresDatabase() } : {}),
+    ...(store?.name === "redis" ? { KIT_REDIS_URL: store.url } : {}),
+  });
+  // A bounded wait: the connections the kit left open used to keep the process alive for ever.
+  let timer: NodeJS.Timeout | undefined;
+  const code = await Promise.race([
+    new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c))),
+    new Promise<"running">((resolve) => {
+      timer = setTimeout(() => resolve("running"), 120_000);
+    }),
+  ]).finally(() => clearTimeout(timer));
+  if (code === "running") process.kill(-child.pid!, "SIGKILL");
+  assert.is(code, 0, `the process did not exit on its own:\n${output()}`);
+  assert.match(output(), /boot error: plugin "broken": no engine here/);
 });
 
 t.run();
