@@ -33,7 +33,14 @@ import { ANALYSIS_FAILURES as F, STAGE_MESSAGES } from "./errors.ts";
 import { adFacts } from "./facts.ts";
 import { JOB } from "./limits.ts";
 import { measureAd } from "./measure.ts";
-import { ANALYSES, type AnalysisOutput, type AnalysisRow, parsed } from "./records.ts";
+import {
+  type AnalysisOutput,
+  type AnalysisRow,
+  analysisOf,
+  parsed,
+  type StoredAnalysis,
+  saveAnalysis,
+} from "./records.ts";
 
 const STAGES = ["queued", "downloading", "extracting_frames", "transcribing", "analyzing"] as const;
 type Stage = (typeof STAGES)[number];
@@ -67,20 +74,12 @@ export const WRITER_INSTRUCTIONS = [
 
 const round3 = (n: number) => Math.round(n * 1000) / 1000;
 
-async function row(ctx: JobRunContext): Promise<AnalysisRow> {
-  return (await ctx.db
-    .selectFrom(ANALYSES)
-    .selectAll()
-    .where("job_id", "=", ctx.jobId)
-    .executeTakeFirstOrThrow()) as AnalysisRow;
-}
+const row = (ctx: JobRunContext) => analysisOf(ctx.db, ctx.jobId);
 
-async function save(
+const save = (
   ctx: JobRunContext,
   values: Partial<Pick<AnalysisRow, "media_key" | "spoken" | "measurements" | "transcript">>,
-): Promise<void> {
-  await ctx.db.updateTable(ANALYSES).set(values).where("job_id", "=", ctx.jobId).execute();
-}
+): Promise<void> => saveAnalysis(ctx.db, ctx.jobId, values);
 
 /** Moves to `stage` unless an earlier attempt already got there or further. */
 async function enter(ctx: JobRunContext, stage: Exclude<Stage, "queued">): Promise<void> {
@@ -100,13 +99,13 @@ function reporter(ctx: JobRunContext, stage: Exclude<Stage, "queued">): (fractio
   };
 }
 
-function faultAt(r: AnalysisRow, stage: keyof typeof STAGE_FAULTS): boolean {
+function faultAt(r: StoredAnalysis, stage: keyof typeof STAGE_FAULTS): boolean {
   return new URL(r.normalized_url).pathname.toLowerCase().includes(STAGE_FAULTS[stage]);
 }
 
 const describe = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
-async function download(ctx: JobRunContext, r: AnalysisRow): Promise<void> {
+async function download(ctx: JobRunContext, r: StoredAnalysis): Promise<void> {
   const onProgress = reporter(ctx, "downloading");
   let post;
   try {
@@ -134,13 +133,13 @@ async function download(ctx: JobRunContext, r: AnalysisRow): Promise<void> {
   await save(ctx, { media_key: key, spoken: item.spoken ? JSON.stringify(item.spoken) : null });
 }
 
-async function adBytes(ctx: JobRunContext, r: AnalysisRow): Promise<Uint8Array> {
+async function adBytes(ctx: JobRunContext, r: StoredAnalysis): Promise<Uint8Array> {
   const bytes = r.media_key ? await ctx.blobs.get(r.media_key) : null;
   if (!bytes) throw new JobFailure(F.failed);
   return bytes;
 }
 
-async function measure(ctx: JobRunContext, engine: MediaEngine, r: AnalysisRow): Promise<void> {
+async function measure(ctx: JobRunContext, engine: MediaEngine, r: StoredAnalysis): Promise<void> {
   if (faultAt(r, "extracting_frames")) throw new JobFailure(F.frames);
   const m = await measureAd(engine, await adBytes(ctx, r), ctx.signal).catch((err: unknown) => {
     if (ctx.signal.aborted || isTransient(err)) throw err;
@@ -188,7 +187,7 @@ async function speechAudio(
   return out["audio.wav"]!;
 }
 
-async function transcribe(ctx: JobRunContext, engine: MediaEngine, r: AnalysisRow): Promise<void> {
+async function transcribe(ctx: JobRunContext, engine: MediaEngine, r: StoredAnalysis): Promise<void> {
   if (faultAt(r, "transcribing")) throw new JobFailure(F.transcribe);
   const m = parsed.measurements(r)!;
   let transcript: { language: string; words: TimedWord[] } = { language: "en", words: [] };
@@ -230,7 +229,7 @@ export function readTexts(text: string): AdAnalysisTexts | null {
   return out as AdAnalysisTexts;
 }
 
-async function write(ctx: JobRunContext, r: AnalysisRow): Promise<AdAnalysisTexts> {
+async function write(ctx: JobRunContext, r: StoredAnalysis): Promise<AdAnalysisTexts> {
   if (faultAt(r, "analyzing")) throw new JobFailure(F.analyze);
   const facts = adFacts(r.platform, parsed.measurements(r)!, parsed.transcript(r)!);
   const answer = await ctx

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { ANALYSIS_ERRORS } from "./errors.ts";
 import { AnalyzeInput, ListInput } from "./input.ts";
 import { analysisPrice } from "./prices.ts";
-import { ANALYSES, analyses, recordView, statusView } from "./records.ts";
+import { analyses, insertAnalysis, recordView, statusView } from "./records.ts";
 
 const texts = z.object({
   summary: z.string(),
@@ -38,18 +38,14 @@ export const analyze = operation({
       description: `Ad analysis: ${link.platform}`,
       input: {},
       insufficientCredits: () => ANALYSIS_ERRORS.insufficientCredits,
-      async insertRecords(trx, [jobId]) {
-        await trx
-          .insertInto(ANALYSES)
-          .values({
-            job_id: jobId!,
-            partner_id: ctx.partner.id,
-            url,
-            normalized_url: link.normalizedUrl,
-            platform: link.platform,
-          })
-          .execute();
-      },
+      insertRecords: (trx, [jobId]) =>
+        insertAnalysis(trx, {
+          job_id: jobId!,
+          partner_id: ctx.partner.id,
+          url,
+          normalized_url: link.normalizedUrl,
+          platform: link.platform,
+        }),
     });
     return {
       job_id: job.jobId,

@@ -1,7 +1,7 @@
 // The analysis record: one row per analysis beside its kernel job (state, charge, refund, message and output
 // live on `jobs`). The row keeps the request and what each stage produced, so a retry after a crash goes on
 // from the last stage that finished instead of starting over.
-import type { ColumnType } from "kysely";
+import type { ColumnType, Insertable, Kysely, Selectable } from "kysely";
 import {
   type AdAnalysisTexts,
   formatTimestamp,
@@ -13,6 +13,7 @@ import {
 } from "mediagate/plugin";
 import { STAGE_MESSAGES } from "./errors.ts";
 import type { AdMeasurements } from "./measure.ts";
+import type { AnalysisTables } from "./migrations.ts";
 
 export const ANALYSES = "analyses";
 
@@ -44,11 +45,41 @@ export const analyses = jobRecords<AnalysisRow, AnalysisOutput>(ANALYSES, {
 
 export type AnalysisRecord = JobRecord<AnalysisRow, AnalysisOutput>;
 
+/** An analysis row as it is read. */
+export type StoredAnalysis = Selectable<AnalysisRow>;
+
+/** The plugin's database, typed by its migration's table declarations. */
+type AnalysisDb = Kysely<AnalysisTables>;
+
+/** A new analysis row, written in the charge's transaction. */
+export async function insertAnalysis(db: AnalysisDb, row: Insertable<AnalysisTables["analyses"]>): Promise<void> {
+  await db.insertInto(ANALYSES).values(row).execute();
+}
+
+/** The analysis of a job, as its runner reads it on every attempt. */
+export async function analysisOf(db: AnalysisDb, jobId: string): Promise<StoredAnalysis> {
+  return (await db
+    .selectFrom(ANALYSES)
+    .selectAll()
+    .where("job_id", "=", jobId)
+    .executeTakeFirstOrThrow()) as StoredAnalysis;
+}
+
+/** Keeps what a stage produced, so a retry goes on from there. */
+export async function saveAnalysis(
+  db: AnalysisDb,
+  jobId: string,
+  values: Partial<Pick<AnalysisRow, "media_key" | "spoken" | "measurements" | "transcript">>,
+): Promise<void> {
+  await db.updateTable(ANALYSES).set(values).where("job_id", "=", jobId).execute();
+}
+
 export const parsed = {
-  spoken: (row: AnalysisRow): SpokenRecord | null => (row.spoken ? (JSON.parse(row.spoken) as SpokenRecord) : null),
-  measurements: (row: AnalysisRow): AdMeasurements | null =>
+  spoken: (row: Pick<AnalysisRow, "spoken">): SpokenRecord | null =>
+    row.spoken ? (JSON.parse(row.spoken) as SpokenRecord) : null,
+  measurements: (row: Pick<AnalysisRow, "measurements">): AdMeasurements | null =>
     row.measurements ? (JSON.parse(row.measurements) as AdMeasurements) : null,
-  transcript: (row: AnalysisRow): { language: string; words: TimedWord[] } | null =>
+  transcript: (row: Pick<AnalysisRow, "transcript">): { language: string; words: TimedWord[] } | null =>
     row.transcript ? JSON.parse(row.transcript) : null,
 };
 
