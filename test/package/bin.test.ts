@@ -70,8 +70,10 @@ test("mediagate start serves; mediagate admin drives it; SIGTERM stops it gracef
     assert.is(created.code, 0, created.out);
     const body = JSON.parse(created.out);
     assert.is(body.credits_remaining, 7, created.out);
-    const me = await fetch(`${url}/api/v1/partner/credits`, { headers: { authorization: `Bearer ${body.api_key}` } });
-    assert.is(me.status, 200);
+    const me = await fetch(`${url}/api/v1/partner/credits`, {
+      headers: { authorization: `Bearer ${body.api_key}`, "user-agent": "mediagate-tests/1.0" },
+    });
+    assert.is(me.status, 200, await me.text());
 
     process.kill(server.pid, "SIGTERM");
     const exit = await server.exit(60_000);
