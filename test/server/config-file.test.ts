@@ -3,7 +3,7 @@
 // loaded list boots with createServer: the path plugin's route answers, the disabled area's route is a 404
 // and its GraphQL fields are absent. A missing plugin stops main.ts with one line naming it; MEDIAGATE_CONFIG
 // names a JSON config, which spells the spread as "...defaultPlugins".
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -19,25 +19,8 @@ const TOKEN = "adm_icoDc5nji480w8xsHo9l7F796diou6aQ52P3YfiE";
 // The edge refuses requests without a user agent (core/edge.ts), as the spec asks.
 const UA = "mediagate-tests/1.0";
 
-const ECHO_PLUGIN = `import { definePlugin, operation } from "mediagate/plugin";
-import { z } from "zod";
-
-export default definePlugin({
-  name: "echo-words",
-  rateLimits: { "POST /echo-words": [{ limit: 60, windowSeconds: 60 }] },
-  operations: [
-    operation({
-      method: "POST",
-      path: "/echo-words",
-      input: z.object({ text: z.string() }),
-      output: z.object({ words: z.number().int() }),
-      async handle(ctx) {
-        return { words: ctx.input.text.split(/\\s+/u).filter(Boolean).length };
-      },
-    }),
-  ],
-});
-`;
+/** The plugin file a third party would write (also createServer's test plugin). */
+const ECHO_PLUGIN = readFileSync(join(import.meta.dirname, "fixtures", "echo-words.ts"), "utf8");
 
 const dirs: string[] = [];
 const tempDir = (prefix: string) => {

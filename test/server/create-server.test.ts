@@ -7,8 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { z } from "zod";
-import { definePlugin, operation } from "../../core/plugin.ts";
+import { definePlugin } from "../../core/plugin.ts";
 import { BootError, createServer, defaultPlugins, images, loadConfig, social } from "../../server.ts";
 import { seedEmbeddedDataDir } from "../../testkit/pglite-template.ts";
 
@@ -16,23 +15,7 @@ const TOKEN = "adm_icoDc5nji480w8xsHo9l7F796diou6aQ52P3YfiE";
 // The edge refuses requests without a user agent (core/edge.ts), as the spec asks.
 const UA = "mediagate-tests/1.0";
 
-/** A third party's plugin: POST /echo-words counts the words of a text, free of charge. */
-export const echoWords = definePlugin({
-  name: "echo-words",
-  rateLimits: { "POST /echo-words": [{ limit: 60, windowSeconds: 60 }] },
-  operations: [
-    operation({
-      method: "POST",
-      path: "/echo-words",
-      summary: "Count the words of a text",
-      input: z.object({ text: z.string() }),
-      output: z.object({ words: z.number().int() }),
-      async handle(ctx) {
-        return { words: ctx.input.text.split(/\s+/u).filter(Boolean).length };
-      },
-    }),
-  ],
-});
+import echoWords from "./fixtures/echo-words.ts";
 
 const dirs: string[] = [];
 /** A DATA_DIR of its own, seeded with the embedded database's files (no initdb). */
