@@ -88,3 +88,11 @@ export function spawnMain(
     },
   };
 }
+
+/** Sends SIGTERM and throws, with the process's output, unless it exits with code 0 within a minute. */
+export async function stopsCleanly(server: MainProcess): Promise<void> {
+  process.kill(server.pid, "SIGTERM");
+  const exit = await server.exit(60_000);
+  if (!exit) throw new Error(`still running 60 s after SIGTERM:\n${server.output()}`);
+  if (exit.code !== 0) throw new Error(`exited ${exit.code ?? exit.signal} after SIGTERM:\n${server.output()}`);
+}

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { spawnMain } from "../helpers/main-process.ts";
+import { spawnMain, stopsCleanly } from "../helpers/main-process.ts";
 import { ROOT } from "../helpers/process-group.ts";
 import { freePort } from "../helpers/server.ts";
 
@@ -75,10 +75,7 @@ test("mediagate start serves; mediagate admin drives it; SIGTERM stops it gracef
     });
     assert.is(me.status, 200, await me.text());
 
-    process.kill(server.pid, "SIGTERM");
-    const exit = await server.exit(60_000);
-    assert.ok(exit, `still running 60 s after SIGTERM:\n${server.output()}`);
-    assert.is(exit!.code, 0, server.output());
+    await stopsCleanly(server);
   } finally {
     await server.kill();
   }

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { spawnMain } from "../helpers/main-process.ts";
+import { spawnMain, stopsCleanly } from "../helpers/main-process.ts";
 import { ROOT } from "../helpers/process-group.ts";
 import { freePort } from "../helpers/server.ts";
 
@@ -85,10 +85,7 @@ test("pack, install into a fresh project, scaffold, configure, start, call", asy
     const credits = await fetch(`${base}/api/v1/partner/credits`, { headers });
     assert.is(credits.status, 200, "a spec area beside the plugin");
 
-    process.kill(server.pid, "SIGTERM");
-    const exit = await server.exit(60_000);
-    assert.ok(exit, `still running 60 s after SIGTERM:\n${server.output()}`);
-    assert.is(exit!.code, 0, server.output());
+    await stopsCleanly(server);
   } finally {
     await server.kill();
   }
