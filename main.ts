@@ -4,6 +4,7 @@
 // ROLE=api. SIGTERM or SIGINT shuts it down gracefully (see `shutdown` below).
 import process from "node:process";
 import { loadServerConfig } from "./config-file.ts";
+import { retryWhileUnreachable } from "./core/boot-retry.ts";
 import { createDemoPartnerIfEmpty } from "./core/bootstrap.ts";
 import { loadConfig } from "./core/config.ts";
 import { BootError } from "./core/registry.ts";
@@ -37,7 +38,7 @@ async function main() {
       `\nAdmin token (saved in ${config.dataDir}/admin-token; set ADMIN_TOKEN to choose your own):\n  ${admin.token}\n`,
     );
   }
-  const demoKey = await createDemoPartnerIfEmpty(kernel);
+  const demoKey = await retryWhileUnreachable(log, () => createDemoPartnerIfEmpty(kernel));
   if (demoKey) {
     console.log(`Demo partner created with 10,000 credits. Its API key is shown only this once:\n  ${demoKey}\n`);
   }

@@ -9,9 +9,12 @@
 //
 // The server boots at once in the background: `fetch`, `listen` and `ready` wait for it, and a plugin that
 // fails to boot rejects them with its BootError or ConfigError (one line naming it).
+
+import { retryWhileUnreachable } from "./core/boot-retry.ts";
 import { createDemoPartnerIfEmpty, resolveAdminToken } from "./core/bootstrap.ts";
 import { type Config, loadConfig } from "./core/config.ts";
 import { createKernel, type Kernel } from "./core/kernel.ts";
+import { createLogger } from "./core/log.ts";
 import type { PluginDeclaration } from "./core/plugin.ts";
 import { BootError } from "./core/registry.ts";
 import { createHttpApp, type HttpServer, serveAdmin, serveHealth, serveHttp } from "./transports/http.ts";
@@ -108,17 +111,21 @@ export function createServer(options: ServerOptions): Server {
     const config = options.config ?? loadConfig();
     // Before any connection: a token too short to be a secret stops the boot here.
     const admin = resolveAdminToken(config.adminToken, config.dataDir);
-    const kernel = await createKernel({ config, plugins: options.plugins });
+    const log = createLogger(config.logLevel);
+    const kernel = await retryWhileUnreachable(log, async () => {
+      const kernel = await createKernel({ config, plugins: options.plugins, logger: log });
+      try {
+        await kernel.start();
+      } catch (err) {
+        await kernel.stop().catch(() => {});
+        throw err;
+      }
+      return kernel;
+    });
     if (config.allowPrivateUrls)
       kernel.log.warn(
         "ALLOW_PRIVATE_URLS is on: outbound URLs may reach loopback and private hosts over http. Development only.",
       );
-    try {
-      await kernel.start();
-    } catch (err) {
-      await kernel.stop().catch(() => {});
-      throw err;
-    }
     return { kernel, config, admin };
   })();
   // Whoever awaits the server (fetch, listen, ready) gets the boot's error; none is left unhandled meanwhile.
