@@ -13,7 +13,7 @@ import type {
 } from "../contracts/index.ts";
 import { createMediaEngine, createMediaPool, type MediaPool } from "../lib/media/index.ts";
 import { createOutboundGuard, type OutboundGuard } from "../lib/outbound/index.ts";
-import { type Environment, type PluginConfigValues, readVariables } from "../lib/plugin-config.ts";
+import { ConfigError, type Environment, type PluginConfigValues, readVariables } from "../lib/plugin-config.ts";
 import { serviceMediaReader } from "../lib/service-media.ts";
 import { parseBlobUrl } from "../storage/blob-url.ts";
 import { checkS3BlobStore, fileBlobStore, s3BlobStore } from "../storage/blobs.ts";
@@ -254,17 +254,33 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       }
       const provider = registry.providers.get(name);
       if (!provider) throw new BootError(`capability "${name}" is not provided by any registered plugin`);
-      const value = (provider.provides as Record<string, (h: CapabilityHost) => unknown>)[name]!({
-        ...host,
-        pluginConfig: pluginConfig(provider.name),
-      });
+      const value = buildCapability(provider, name);
       built.set(name, value);
       return value as T;
+    };
+    /** One plugin's factory of one capability; a factory that throws stops the boot naming both. */
+    const buildCapability = (provider: PluginDeclaration, name: string): unknown => {
+      const displaced = (provider.overrides as readonly string[] | undefined)?.includes(name)
+        ? registry.replaced.get(name)
+        : undefined;
+      let made: unknown;
+      const replaced = ((asked: string) => {
+        if (asked !== name || !displaced) return undefined;
+        made ??= buildCapability(displaced, name);
+        return made;
+      }) as CapabilityHost["replaced"];
+      return namingFailure(`plugin "${provider.name}" failed to build capability "${name}"`, () =>
+        (provider.provides as Record<string, (h: CapabilityHost) => unknown>)[name]!({
+          ...host,
+          replaced,
+          pluginConfig: pluginConfig(provider.name),
+        }),
+      );
     };
     const mediaBase = `${config.publicUrl.replace(/(?<!\/)\/+$/, "")}/media/`;
     const mediaUrl = (plugin: string, key: string) =>
       mediaBase + [plugin, ...key.split("/")].map(encodeURIComponent).join("/");
-    const host: Omit<CapabilityHost, "pluginConfig"> = {
+    const host: Omit<CapabilityHost, "pluginConfig" | "replaced"> = {
       config,
       clock,
       blobs,
@@ -294,10 +310,13 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
         name,
         Object.freeze(
           plugins.map((p) =>
-            (p.contributes as Record<string, (h: CapabilityHost) => unknown>)[name]!({
-              ...host,
-              pluginConfig: pluginConfig(p.name),
-            }),
+            namingFailure(`plugin "${p.name}" failed to build its part of "${name}"`, () =>
+              (p.contributes as Record<string, (h: CapabilityHost) => unknown>)[name]!({
+                ...host,
+                replaced: () => undefined,
+                pluginConfig: pluginConfig(p.name),
+              }),
+            ),
           ),
         ),
       );
@@ -459,4 +478,14 @@ async function openS3Blobs(blobUrl: string): Promise<BlobStore> {
     throw new BootError(err.message);
   });
   return store;
+}
+
+/** Runs a plugin's factory; what it throws (other than a boot or config error, already named) stops the boot naming it. */
+function namingFailure<T>(what: string, factory: () => T): T {
+  try {
+    return factory();
+  } catch (err) {
+    if (err instanceof BootError || err instanceof ConfigError) throw err;
+    throw new BootError(`${what}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
 }

@@ -262,6 +262,12 @@ export interface CapabilityHost {
   /** The whole blob store; a capability that keeps files uses `blobs.scoped(<its plugin>)`. */
   blobs: BlobStore;
   capability<K extends CapabilityName>(name: K): CapabilityMap[K];
+  /**
+   * For a factory of a capability its plugin `overrides`: what the displaced plugin provides, built on this
+   * call (an adapter that serves some routes itself and hands the others to the sandbox it replaced).
+   * Undefined when nothing was displaced, or for a capability this plugin does not override.
+   */
+  replaced<K extends CapabilityName>(name: K): CapabilityMap[K] | undefined;
   /** The public capability URL of a key in a plugin's blob store. */
   mediaUrl(plugin: string, key: string): string;
   /** The kernel's logger (a factory's boot line: which providers it found). Absent on hand-made hosts. */

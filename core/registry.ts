@@ -38,6 +38,8 @@ export interface Registry {
   migrations: readonly Migration[];
   /** Which plugin provides each capability. */
   providers: ReadonlyMap<string, PluginDeclaration>;
+  /** The plugin an `overrides` entry displaced, by capability: the overriding factory may wrap it (`host.replaced`). */
+  replaced: ReadonlyMap<string, PluginDeclaration>;
   /** The plugins contributing to each collection (`contributes`), in registry order. */
   contributors: ReadonlyMap<string, readonly PluginDeclaration[]>;
   /** Every variable the plugins declare (definePlugin `config`), by name, with the plugins declaring it. */
@@ -59,8 +61,9 @@ function deepFreeze<T>(value: T): T {
  * both, unless exactly one of them lists the capability in `overrides` (an adapter registered beside the
  * sandbox it replaces), which then provides it wherever it stands in the list.
  */
-function providersOf(plugins: readonly PluginDeclaration[]): Map<string, PluginDeclaration> {
+function providersOf(plugins: readonly PluginDeclaration[]) {
   const providerOf = new Map<string, PluginDeclaration>();
+  const replaced = new Map<string, PluginDeclaration>();
   for (const p of plugins) {
     const provided = Object.keys(p.provides ?? {});
     for (const cap of p.overrides ?? [])
@@ -76,14 +79,17 @@ function providersOf(plugins: readonly PluginDeclaration[]): Map<string, PluginD
       const pOverrides = (p.overrides as readonly string[] | undefined)?.includes(cap) ?? false;
       if (pOverrides && otherOverrides)
         throw new BootError(`capability "${cap}" is overridden by both "${other.name}" and "${p.name}"`);
-      if (pOverrides) providerOf.set(cap, p);
-      else if (!otherOverrides)
+      if (pOverrides) {
+        providerOf.set(cap, p);
+        replaced.set(cap, other);
+      } else if (otherOverrides) replaced.set(cap, p);
+      else
         throw new BootError(
           `capability "${cap}" is provided by both "${other.name}" and "${p.name}" (the one that replaces the other declares overrides: ["${cap}"])`,
         );
     }
   }
-  return providerOf;
+  return { providerOf, replaced };
 }
 
 /** Orders plugins by declaration order, moving a plugin after the providers of what it requires. */
@@ -134,7 +140,7 @@ export function compileRegistry(input: readonly PluginDeclaration[]): Registry {
       );
     byName.set(p.name, i);
   });
-  const providerOf = providersOf(input);
+  const { providerOf, replaced } = providersOf(input);
   const plugins = order(input, providerOf);
   // In registry order, as the kernel builds them; an overridden provider's factory is never called.
   const providers = new Map<string, PluginDeclaration>();
@@ -258,6 +264,7 @@ export function compileRegistry(input: readonly PluginDeclaration[]): Registry {
     rateLimits,
     migrations: Object.freeze(migrations),
     providers,
+    replaced,
     contributors,
     configVariables,
   });

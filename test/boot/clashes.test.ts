@@ -9,7 +9,7 @@ import { z } from "zod";
 import type { CapabilityName } from "../../contracts/index.ts";
 import { queuedThen } from "../../core/job-states.ts";
 import { compileJobKinds, type JobKindDeclaration } from "../../core/jobs.ts";
-import { definePlugin, operation, type PluginDeclaration } from "../../core/plugin.ts";
+import { type CapabilityHost, definePlugin, operation, type PluginDeclaration } from "../../core/plugin.ts";
 import { PLUGIN_API_VERSION } from "../../core/plugin-version.ts";
 import { BootError, compileRegistry } from "../../core/registry.ts";
 import { defineConfig, envVar } from "../../lib/plugin-config.ts";
@@ -201,6 +201,62 @@ t("an overriding plugin's capability is the one the kernel builds and hands out"
   } finally {
     await tk.close();
   }
+});
+
+t(
+  "an overriding factory may wrap what it displaced (host.replaced); a plugin that does not override gets nothing",
+  async () => {
+    const calls: string[] = [];
+    const wrapper = definePlugin({
+      name: "wrapper",
+      provides: {
+        [CAP]: (host: CapabilityHost) => {
+          calls.push("wrapper");
+          const inner = host.replaced(CAP) as { by: string } | undefined;
+          return { by: "w", around: inner?.by ?? null, other: host.replaced("image.generate") ?? null };
+        },
+      },
+      overrides: [CAP],
+    } as PluginDeclaration);
+    const user = definePlugin({
+      name: "user",
+      requires: [CAP],
+      operations: [
+        operation({
+          method: "GET",
+          path: "/engine",
+          rateLimit: "GET /me",
+          handle: async (ctx) => ({ engine: ctx.capability(CAP) }),
+        }),
+      ],
+    });
+    const tk = await createTestKernel({ plugins: [account, providing("sandbox", "s", {}, calls), user, wrapper] });
+    try {
+      assert.equal(calls, ["wrapper", "sandbox"], "the displaced factory is built when asked for, once");
+      const { key } = await tk.partner({});
+      const res = await tk.request("GET", "/engine", { key });
+      assert.equal(res.body.engine, { by: "w", around: "s", other: null });
+    } finally {
+      await tk.close();
+    }
+  },
+);
+
+t("a capability factory that throws stops the boot naming the plugin and the capability", async () => {
+  const broken = definePlugin({
+    name: "broken",
+    provides: {
+      [CAP]: () => {
+        throw new TypeError("cannot read the model table");
+      },
+    },
+  } as PluginDeclaration);
+  const err = await createTestKernel({ plugins: [account, broken] }).catch((e: unknown) => e);
+  assert.instance(err, BootError);
+  assert.is(
+    (err as Error).message,
+    'plugin "broken" failed to build capability "test.engine": cannot read the model table',
+  );
 });
 
 t("the plugin API range: refused by name when not satisfied, accepted when satisfied or absent", () => {
