@@ -113,7 +113,8 @@ async function receiver(script: Array<number | "hang">) {
   };
 }
 
-const waitFor = async (check: () => Promise<boolean> | boolean, what: string, ms = 30_000) => {
+// A ceiling for a loaded CI machine (4 test files on 2 CPUs), not an expectation: a passing wait ends at once.
+const waitFor = async (check: () => Promise<boolean> | boolean, what: string, ms = 90_000) => {
   const end = Date.now() + ms;
   while (!(await check())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
