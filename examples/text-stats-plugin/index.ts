@@ -1,9 +1,10 @@
 // A third-party plugin, built only on the public plugin API (`mediagate/plugin`), in the plugin shape of
-// docs/plugins.md: this file is the declaration (one charged, synchronous operation with its own price, rate
+// docs/plugins.md, and a package of its own (package.json: `mediagate-plugin-text-stats`, mediagate as a peer
+// dependency). This file is the declaration (one charged, synchronous operation with its own price, rate
 // limit and feature switch); the handler is in operations.ts, the body in input.ts, the texts in errors.ts,
-// the price in prices.ts. It is not registered in this server's plugins/index.ts; register it by adding it to
-// the plugin list you give createKernel, and test it with the test kit (`mediagate/testing`) as
-// text-stats.test.ts beside this file does, without a server.
+// the price in prices.ts. This server's plugins/index.ts does not list it: a project installs the package
+// and names it in its config file (README.md), and text-stats.test.ts beside this file tests it with the
+// test kit (`mediagate/testing`), without a server.
 import { definePlugin } from "mediagate/plugin";
 import { FEATURE, textStatsOperation } from "./operations.ts";
 import { TEXT_STATS_COSTS } from "./prices.ts";
