@@ -222,6 +222,12 @@ export {
   type SocialLink,
 } from "../lib/social-links.ts";
 export { cleanUpstreamJson, cleanUpstreamText, UPSTREAM_TEXT_LIMITS } from "../lib/upstream-text.ts";
+export {
+  newStandardWebhookSecret,
+  signStandardWebhook,
+  standardWebhookHeaders,
+  verifyStandardWebhook,
+} from "../lib/standard-webhooks.ts";
 
 // ## Media engine
 // ffmpeg (native or wasm behind one interface, the kernel's `media` capability), probing, libvips image work and

@@ -20,6 +20,8 @@ import type { PartnerLimits, PricingTier } from "../storage/tables.ts";
 import { createHttpApp } from "../transports/http.ts";
 import { pgliteTemplate, seedEmbeddedDataDir } from "./pglite-template.ts";
 
+export { type ReplicateStandIn, type ReplicateStandInOptions, startReplicateStandIn } from "./standins/replicate.ts";
+
 export interface TestKernelOptions {
   plugins: readonly PluginDeclaration[];
   /** Postgres instead of in-memory PGlite (an isolated, empty database). */
