@@ -19,13 +19,13 @@
 // the cache, and no later caller joins it. Evictions are numbered for that (`#seq`).
 import { randomUUID } from "node:crypto";
 import { type Kysely, type Selectable, sql } from "kysely";
+import { listPage, type PageRequest } from "../lib/paging.ts";
+import { isTransient } from "../lib/transient.ts";
 import type { PubSub } from "../storage/pubsub.ts";
 import type { KernelTables, PartnerLimits, PartnersTable, PricingTier } from "../storage/tables.ts";
 import type { Clock } from "./clock.ts";
 import { newApiKey, partnerId as newPartnerId } from "./ids.ts";
-import { listPage, type PageRequest } from "./paging.ts";
 import { KEY_REVOKED, Revocations } from "./revocations.ts";
-import { isTransient } from "./transient.ts";
 import type { UsageRecorder } from "./usage.ts";
 
 export interface Partner {

@@ -1,8 +1,8 @@
 // Authentication (spec Authentication 1-2): Bearer svc_partner_... keys, looked up by hash.
 
 import { ApiError } from "../lib/api-error.ts";
+import { KERNEL_ERRORS } from "../lib/errors.ts";
 import type { Accounts, Partner } from "./accounts.ts";
-import { KERNEL_ERRORS } from "./errors.ts";
 import { API_KEY_PREFIX, hashApiKey } from "./ids.ts";
 
 // Keys we issue are the prefix plus base64url; anything else is malformed without a lookup.

@@ -1,5 +1,5 @@
+import { isTransient } from "../lib/transient.ts";
 import type { Logger } from "./log.ts";
-import { isTransient } from "./transient.ts";
 
 // A database or Redis that drops the connection while the server boots (a terminated backend, a restart under
 // way) fails the boot only when it stays out of reach: the whole boot, connections closed in between, is tried

@@ -5,6 +5,7 @@
 // happens inside a charge's transaction, and in which order, is read here and nowhere else (invariant 1:
 // the charge commits with its job and queue job or not at all; the refund with the terminal state, once).
 import { CompiledQuery, type Kysely, type Selectable, sql, type Transaction } from "kysely";
+import type { PluginDb } from "../lib/records.ts";
 import type { Queue } from "../storage/queue.ts";
 import type { KernelTables } from "../storage/tables.ts";
 import type { IdempotencyStore } from "./idempotency.ts";
@@ -18,7 +19,6 @@ import {
   recordUsage,
   type SubmittedJob,
 } from "./ledger.ts";
-import type { PluginDb } from "./records.ts";
 import type { Webhooks } from "./webhooks.ts";
 
 /** The kernel's stores the transactions write through; a plan's data says which of them a transaction uses. */

@@ -10,7 +10,7 @@
 //   retries it elsewhere (a restarted embedded process, the only possible owner, takes its own killed
 //   attempts back at once: Queue.resumeOwnAttempts); after the queue's last attempt the job lands in the
 //   dead-letter queue, whose worker ends it as failed and refunds it;
-// - transient is not failure: an attempt that ends in a transient error (core/transient.ts: a connection
+// - transient is not failure: an attempt that ends in a transient error (lib/transient.ts: a connection
 //   lost, a time-out, an upstream's 5xx/429) or with its process is retried with back-off and does not
 //   count as a failed attempt. Only a runner's other errors count, in `jobs.failed_attempts`, against the
 //   kind's `retries`; crashes and transient errors spend the queue's own, larger budget (JOB_CRASH_RETRIES);
@@ -25,6 +25,9 @@ import type { BlobStore } from "../contracts/blobs.ts";
 import type { CapabilityMap, CapabilityName, ContributionMap, ContributionName } from "../contracts/index.ts";
 import type { UpstreamProvider } from "../contracts/upstream.ts";
 import type { PluginConfigValues } from "../lib/plugin-config.ts";
+import type { PluginDb } from "../lib/records.ts";
+import { formatTimestamp } from "../lib/time.ts";
+import { isTransient } from "../lib/transient.ts";
 import type { PubSub } from "../storage/pubsub.ts";
 import type { Queue, QueueJob } from "../storage/queue.ts";
 import type { KernelTables } from "../storage/tables.ts";
@@ -42,9 +45,6 @@ import type { Leases } from "./leases.ts";
 import type { SubmittedJob } from "./ledger.ts";
 import type { Logger } from "./log.ts";
 import type { PluginDeclaration } from "./plugin.ts";
-import type { PluginDb } from "./records.ts";
-import { formatTimestamp } from "./time.ts";
-import { isTransient } from "./transient.ts";
 import {
   AttemptWaits,
   type AwaitUpstreamOptions,
@@ -70,7 +70,7 @@ export interface JobKindDeclaration<Input = any> {
   failError: string;
   /**
    * Attempts after the first when the runner throws an unexpected error (default 2). A transient error
-   * (core/transient.ts) or the death of the attempt's process is no failed attempt: it is retried with
+   * (lib/transient.ts) or the death of the attempt's process is no failed attempt: it is retried with
    * back-off within the kernel's larger budget (JOB_CRASH_RETRIES) and does not use these.
    */
   retries?: number;
@@ -122,7 +122,7 @@ export interface JobRecoverContext {
 }
 
 /**
- * Attempts a queued job may lose, beyond its kind's `retries`, to transient errors (core/transient.ts) and to
+ * Attempts a queued job may lose, beyond its kind's `retries`, to transient errors (lib/transient.ts) and to
  * processes that died under it, before its queue gives up (the dead letter fails and refunds it). Retries back
  * off from JOB_RETRY_DELAY_SECONDS, doubling with jitter, to at most JOB_RETRY_DELAY_MAX_SECONDS between two
  * attempts: 12 cover about ten minutes of an upstream answering 5xx. A database outage costs one or two of

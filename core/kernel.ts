@@ -15,6 +15,7 @@ import { createMediaEngine, createMediaPool, type MediaPool } from "../lib/media
 import { createOutboundGuard, type OutboundGuard } from "../lib/outbound/index.ts";
 import { ConfigError, type Environment, type PluginConfigValues, readVariables } from "../lib/plugin-config.ts";
 import { serviceMediaReader } from "../lib/service-media.ts";
+import { isTransient } from "../lib/transient.ts";
 import { parseBlobUrl } from "../storage/blob-url.ts";
 import { checkS3BlobStore, fileBlobStore, s3BlobStore } from "../storage/blobs.ts";
 import { describeRedisUrl, memoryCounters, probeRedis, redisCounters } from "../storage/counters.ts";
@@ -46,7 +47,6 @@ import type { CapabilityHost, PluginDeclaration } from "./plugin.ts";
 import { createRateLimiter } from "./rate-limit.ts";
 import { BootError, compileRegistry, type Registry } from "./registry.ts";
 import { createRetentionSweeper, type RetentionSweeper, retainingBlobStore } from "./retention.ts";
-import { isTransient } from "./transient.ts";
 import { UsageRecorder } from "./usage.ts";
 import { createWebhooks, TEST_EVENT, type Webhooks } from "./webhooks.ts";
 

@@ -4,10 +4,10 @@
 // charge and refund a job are core/job-transactions.ts; this file holds their money steps.
 import { type Kysely, sql, type Transaction } from "kysely";
 import { ApiError } from "../lib/api-error.ts";
+import { KERNEL_ERRORS } from "../lib/errors.ts";
+import type { PluginDb } from "../lib/records.ts";
+import { allocateServiceId } from "../lib/service-ids.ts";
 import type { KernelTables, LedgerType } from "../storage/tables.ts";
-import { KERNEL_ERRORS } from "./errors.ts";
-import { allocateServiceId } from "./ids.ts";
-import type { PluginDb } from "./records.ts";
 
 const DEFAULT_INFLIGHT_CAP = 10;
 

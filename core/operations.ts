@@ -4,10 +4,12 @@
 // input comes from and how to render the outcome.
 
 import { ApiError } from "../lib/api-error.ts";
+import { KERNEL_ERRORS } from "../lib/errors.ts";
 import { validate } from "../lib/standard-schema.ts";
 import { authenticate } from "./auth.ts";
 import { isEdgeRejected } from "./edge.ts";
-import { EdgeRejection, KERNEL_ERRORS, outageError } from "./errors.ts";
+import { EdgeRejection, outageError } from "./errors.ts";
+import { screenInput } from "./hostile-input.ts";
 import {
   defaultOrphanAnswer,
   IdempotencyRace,
@@ -22,7 +24,6 @@ import { isPaused } from "./pauses.ts";
 import type { OperationContext, UploadedFile } from "./plugin.ts";
 import { chargeFor } from "./pricing.ts";
 import type { CompiledOperation } from "./registry.ts";
-import { screenInput } from "./validation.ts";
 
 export interface OperationCall {
   authorization: string | null;

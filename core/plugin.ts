@@ -3,6 +3,7 @@
 import type { BlobStore } from "../contracts/blobs.ts";
 import type { CapabilityMap, CapabilityName, ContributionMap, ContributionName } from "../contracts/index.ts";
 import type { ConfigDeclaration, PluginConfigValues } from "../lib/plugin-config.ts";
+import type { PluginDb } from "../lib/records.ts";
 import type { InferOutput, StandardSchemaV1 } from "../lib/standard-schema.ts";
 import type { Migration } from "../storage/migrate.ts";
 import type { PubSub } from "../storage/pubsub.ts";
@@ -16,7 +17,6 @@ import type { JobSubmission, SubmittedJob } from "./ledger.ts";
 import type { Logger } from "./log.ts";
 import type { Price } from "./pricing.ts";
 import type { RateLimitName, RateWindow } from "./rate-limits.ts";
-import type { PluginDb } from "./records.ts";
 import type { Webhooks } from "./webhooks.ts";
 
 export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";

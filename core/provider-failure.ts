@@ -4,8 +4,8 @@
 // any other failure end the job with the area's own texts. The provider's own words stay in our log: they may
 // name the model, the account or the prompt, and the partner gets the area's sanitized sentence.
 import { UnsafeContentError } from "../contracts/errors.ts";
+import { isTransient } from "../lib/transient.ts";
 import { JobFailure, type JobRunContext } from "./jobs.ts";
-import { isTransient } from "./transient.ts";
 
 /** The partner's texts for a provider's failure: the content refused, or anything else. */
 export interface ProviderFailureTexts {

@@ -2,10 +2,10 @@
 // GET /omni/video/<job_id> and GET /omni/videos (spec part 3) answer them: one id check, one `status` filter
 // (`processing`, `complete`, `failed`), one `since`. Plugins reach it through mediagate/plugin.
 import { z } from "zod";
-import { notFound } from "../core/errors.ts";
-import { limitParam, offsetParam, type PageBounds } from "../core/paging.ts";
-import type { JobRecord, JobRecords, RecordQuery, RecordTableBase } from "../core/records.ts";
-import { parseSince } from "../core/time.ts";
+import { notFound } from "./errors.ts";
+import { limitParam, offsetParam, type PageBounds } from "./paging.ts";
+import type { JobRecord, JobRecords, RecordQuery, RecordTableBase } from "./records.ts";
+import { parseSince } from "./time.ts";
 
 /** A job id as the kernel allocates it; anything else cannot name a job, so it is a 404 without a read. */
 const JOB_ID = /^svc-[0-9a-f]{8}$/;

@@ -3,9 +3,9 @@
 // with their file; another account's row reads exactly like a missing one (a 404 either way).
 
 import type { BlobStore } from "../contracts/blobs.ts";
-import { notFound } from "../core/errors.ts";
-import type { PluginDb } from "../core/records.ts";
+import { notFound } from "./errors.ts";
 import { isJobId } from "./job-list.ts";
+import type { PluginDb } from "./records.ts";
 
 /** Where a library lives: its table, its id column (a `svc-` id), and the column naming its stored file. */
 export interface LibraryTable {

@@ -118,7 +118,7 @@ export function redisClientOptions(extra: RedisOptions = {}): RedisOptions {
   };
 }
 
-/** Redis is known to be out of reach (core/transient.ts classifies it by name: a 503, not a 500). */
+/** Redis is known to be out of reach (lib/transient.ts classifies it by name: a 503, not a 500). */
 export class RedisUnreachableError extends Error {
   override name = "RedisUnreachableError";
   constructor(url: string) {

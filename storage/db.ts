@@ -99,7 +99,7 @@ export function describePostgresUrl(url: string): string {
 // 'error' with no listener ends the process. pg-pool listens only while a client is idle (it takes its listener
 // off at checkout), so every client gets a listener of its own for its whole life, when the pool makes it. The
 // statement in flight fails with its own error, which its caller handles like any other (the kernel's
-// core/transient.ts calls it transient: a job's attempt is retried, a request answers 503); the process goes on.
+// lib/transient.ts calls it transient: a job's attempt is retried, a request answers 503); the process goes on.
 //
 // A dead client must not go back to the pool for the next statement: kysely's driver releases without an
 // error, so the lane's release below gives pg-pool the reason, and pg-pool discards the client.

@@ -1,10 +1,8 @@
 // Row types of the kernel's tables, for kysely. Plugins own their tables and declare their own row types;
 // they reach these only through the kernel's services.
 import type { ColumnType, Generated } from "kysely";
+import type { JobsTable, Json, Timestamp } from "../contracts/jobs-table.ts";
 import type { UpstreamHandle } from "../contracts/upstream.ts";
-
-type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
-type Json<T> = ColumnType<T, string | T, string | T>;
 
 export type PricingTier = "api_plus10" | "standard" | "custom";
 export type LedgerType = "usage" | "refund" | "purchase" | "adjustment";
@@ -41,33 +39,6 @@ export interface LedgerTable {
   /** A refund of one refundable share of the job (its index); null for a job's own refund. */
   part: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: Timestamp;
-}
-
-export interface JobsTable {
-  id: string;
-  partner_id: string;
-  plugin: string;
-  kind: string;
-  endpoint: string;
-  state: string;
-  partner_job_id: string | null;
-  credits_used: ColumnType<number, number | undefined, number>;
-  credits_refunded: ColumnType<number, number | undefined, number>;
-  holds_inflight_slot: ColumnType<boolean, boolean | undefined, boolean>;
-  progress: number | null;
-  message: string | null;
-  input: Json<Record<string, unknown>> | null;
-  output: Json<Record<string, unknown>> | null;
-  error: string | null;
-  created_at: Timestamp;
-  updated_at: Timestamp;
-  finished_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
-  /** Where this job's events go instead of the account's webhook URL. */
-  callback_url: ColumnType<string | null, string | null | undefined, string | null>;
-  /** Jobs charged together as one group (a batch): they hold one in-flight slot between them. */
-  group_id: ColumnType<string | null, string | null | undefined, string | null>;
-  /** Attempts whose runner threw a non-transient error (core/jobs.ts), against the kind's `retries`. */
-  failed_attempts: ColumnType<number, number | undefined, number>;
 }
 
 /** Parts of one job's charge it may refund one by one (core/ledger.ts refundShare). */

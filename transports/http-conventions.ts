@@ -11,9 +11,10 @@ import { brotliCompress, gzip, constants as zlib } from "node:zlib";
 import { H3, type H3Config, type H3Event, type HTTPError, HTTPResponse } from "h3";
 import { addRoute, createRouter, findAllRoutes } from "rou3";
 import { FastResponse } from "srvx";
-import { KERNEL_ERRORS, outageError } from "../core/errors.ts";
+import { outageError } from "../core/errors.ts";
 import { requestId as newRequestId } from "../core/ids.ts";
 import { ApiError } from "../lib/api-error.ts";
+import { KERNEL_ERRORS } from "../lib/errors.ts";
 
 /**
  * Texts of the answers the HTTP layer gives itself, before or outside any route. The spec names none of them

@@ -3,11 +3,11 @@
 // is the fetch handler tests drive through `app.fetch` without a port; `serveHttp` puts the same app on a
 // port under Node or Deno (main.ts, benches).
 import { type H3, type H3Event, HTTPResponse, serve } from "h3";
-import { KERNEL_ERRORS } from "../core/errors.ts";
 import type { Kernel } from "../core/kernel.ts";
 import type { AccessEntry, Logger } from "../core/log.ts";
 import { checkReadiness } from "../core/readiness.ts";
 import { ApiError } from "../lib/api-error.ts";
+import { KERNEL_ERRORS } from "../lib/errors.ts";
 import { type AdminDoor, adminDoor } from "./admin/door.ts";
 import { adminRouteDocs, mountAdminApi } from "./admin/routes.ts";
 import { guardConnections } from "./connection-limits.ts";

@@ -215,7 +215,7 @@ export const kernelMigrations: Migration[] = [
   },
   {
     // The attempts of a job that failed (its runner threw an error that is not transient), counted by the job
-    // runtime against the kind's `retries`: a crash or a transient error (core/transient.ts) is not counted
+    // runtime against the kind's `retries`: a crash or a transient error (lib/transient.ts) is not counted
     // here, only in the queue's larger retry budget (core/jobs.ts JOB_CRASH_RETRIES).
     name: "kernel/0010_job_failed_attempts",
     statements: [`alter table jobs add column failed_attempts integer not null default 0`],

@@ -5,7 +5,7 @@
 import type { Kysely } from "kysely";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { KERNEL_ERRORS } from "../../core/errors.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
 import { createMediaEngine } from "../../lib/media/index.ts";
 import account from "../../plugins/account/index.ts";
 import { ANALYSIS_ERRORS, ANALYSIS_FAILURES } from "../../plugins/analysis/errors.ts";

@@ -3,9 +3,9 @@
 // counted without parsing; and the multipart reader's part cap (respond.ts MULTIPART_MAX_PARTS).
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { KERNEL_ERRORS } from "../../core/errors.ts";
-import { MAX_INPUT_DEPTH } from "../../core/validation.ts";
+import { MAX_INPUT_DEPTH } from "../../core/hostile-input.ts";
 import { ApiError } from "../../lib/api-error.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
 import {
   JSON_THREAD_BYTES,
   jsonShape,

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { KERNEL_ERRORS } from "../../core/errors.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
 import { encodePng } from "../../plugins/images/png.ts";
 import { databaseBackends, isolatedPostgresDatabase, postgresUrl, redisUrl } from "../helpers/backends.ts";
 import { type CuttableProxy, cuttableProxy } from "../helpers/cuttable-proxy.ts";

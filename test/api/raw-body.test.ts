@@ -3,8 +3,8 @@
 // text parts become the input object `input` validates), through the HTTP app of a test kernel.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { defineInput, field } from "../../core/input.ts";
 import { definePlugin, operation } from "../../core/plugin.ts";
+import { defineInput, field } from "../../lib/input.ts";
 import { createTestKernel, graphql, type TestKernel } from "../../testkit/index.ts";
 import { createHttpApp } from "../../transports/http.ts";
 import { buildOpenApi } from "../../transports/rest/openapi.ts";

@@ -20,8 +20,8 @@
 import process from "node:process";
 import { PGlite } from "@electric-sql/pglite";
 import { PgBoss } from "pg-boss";
-import { queuedThen } from "../../core/job-states.ts";
 import type { JobKindDeclaration } from "../../core/jobs.ts";
+import { queuedThen } from "../../lib/job-states.ts";
 import account from "../../plugins/account/index.ts";
 import { createQueue, pgliteDatabase, type QueueTarget } from "../../storage/queue.ts";
 import { createTestKernel } from "../../testkit/index.ts";

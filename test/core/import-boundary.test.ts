@@ -4,9 +4,14 @@
 // so the kernel behind mediagate/plugin stays free to change. The entry itself re-exports whole modules only
 // from the SDK floor, and the package exports nothing else.
 //
-// The SDK floor (issue 37): contracts/ and lib/, which plugins reach through mediagate/plugin and the kernel
-// builds on, never import the kernel (core/, storage/, transports/), so the floor can be read, tested and
-// reused without it.
+// The SDK floor (issues 37 and 38): contracts/ and lib/, which plugins reach through mediagate/plugin and the
+// kernel builds on (the public helpers too: errors, time, input, paging, records, validation, job states), never
+// import the kernel (core/, storage/, transports/), so the floor can be read, tested and reused without it.
+//
+// The kernel is internal (core/README.md): a file imports from core/ only when it is part of the kernel or one
+// of its hosts (KERNEL_USERS: core/, storage/, transports/, server.ts, main.ts, config-file.ts, cli/, testkit/,
+// scripts/, test/). Anything else reaches the kernel through its public face alone (KERNEL_FACE: the
+// `mediagate/plugin` entry and the two modules it declares plugins with), and the floor and plugins not even so.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { test } from "uvu";
@@ -140,27 +145,18 @@ export function kernelImports(file: string, text: string): string[] {
   });
 }
 
-// Files of the floor that still import the kernel, each waiting for its kernel part to move down (issue 37):
-// lib/ files written while the plugin folders were reshaped. The list only shrinks: an entry whose file no
-// longer imports the kernel fails the test below, so it is removed when its file is fixed.
-const NOT_YET_ON_THE_FLOOR = new Set(["lib/job-list.ts", "lib/library.ts"]);
-
 test("the SDK floor (contracts/, lib/) imports nothing of the kernel (core/, storage/, transports/)", () => {
   const files = FLOOR.flatMap((dir) => sources(join(ROOT, dir)));
   assert.ok(files.length > 40, "the walk found the floor's sources");
-  const offending = new Map(
-    files.map((f) => [relative(ROOT, f).split(sep).join("/"), kernelImports(f, readFileSync(f, "utf8"))]),
-  );
-  const found = [...offending]
-    .filter(([f, specs]) => specs.length && !NOT_YET_ON_THE_FLOOR.has(f))
-    .map(([f, specs]) => `${f}: ${specs.join(", ")}`);
+  const found = files.flatMap((f) => {
+    const specs = kernelImports(f, readFileSync(f, "utf8"));
+    return specs.length ? [`${relative(ROOT, f).split(sep).join("/")}: ${specs.join(", ")}`] : [];
+  });
   assert.equal(
     found,
     [],
     `the floor imports the kernel (move the helper into lib/, the type into contracts/):\n${found.join("\n")}`,
   );
-  const fixed = [...NOT_YET_ON_THE_FLOOR].filter((f) => offending.get(f)?.length === 0);
-  assert.equal(fixed, [], "these no longer import the kernel: take them off NOT_YET_ON_THE_FLOOR");
 });
 
 test("the floor check catches every kind of kernel import and nothing else", () => {
@@ -181,6 +177,68 @@ test("the floor check catches every kind of kernel import and nothing else", () 
     "../../transports/http.ts",
     "../../core/kernel.ts",
   ]);
+});
+
+/** Who may import any module of core/: the kernel's own folders and the hosts that boot, test or script it. */
+const KERNEL_USERS = [
+  "core",
+  "storage",
+  "transports",
+  "server.ts",
+  "main.ts",
+  "config-file.ts",
+  "cli",
+  "testkit",
+  "scripts",
+  "test",
+];
+/** The kernel's public face: the `mediagate/plugin` entry and the modules declaring what a plugin is. */
+const KERNEL_FACE = new Set(["core/plugin-api.ts", "core/plugin.ts", "core/plugin-version.ts"]);
+
+/** The kernel internals a file imports: relative imports into core/ past its public face, unless the file may. */
+export function internalImports(file: string, text: string): string[] {
+  if (KERNEL_USERS.includes(relative(ROOT, file).split(sep)[0]!)) return [];
+  return specifiers(text).filter((spec) => {
+    if (!spec.startsWith(".")) return false;
+    const target = relative(ROOT, resolve(dirname(file), spec))
+      .split(sep)
+      .join("/");
+    return target.startsWith("core/") && !KERNEL_FACE.has(target);
+  });
+}
+
+test("kernel internals (core/) are imported only by the kernel and its hosts", () => {
+  const top = readdirSync(ROOT).filter((name) => !name.startsWith(".") && name !== "node_modules");
+  const files = top.flatMap((name) => {
+    const path = join(ROOT, name);
+    return statSync(path).isDirectory() ? sources(path) : /\.(ts|mts|mjs|js)$/.test(name) ? [path] : [];
+  });
+  assert.ok(files.length > 300, "the walk found the repository's sources");
+  const found = files.flatMap((f) =>
+    internalImports(f, readFileSync(f, "utf8")).map((s) => `${relative(ROOT, f).split(sep).join("/")}: ${s}`),
+  );
+  assert.equal(found, [], `kernel internals imported from outside the kernel:\n${found.join("\n")}`);
+});
+
+test("the internals check catches an import past the kernel's public face, and only outside the kernel", () => {
+  const text = [
+    'import { createJobRuntime } from "../core/jobs.ts";',
+    'export { KERNEL_ERRORS } from "../core/errors.ts";',
+    'const k = await import("../core/kernel.ts");',
+    'import { definePlugin } from "../core/plugin.ts";',
+    'export * from "../core/plugin-api.ts";',
+    'import { PLUGIN_API_VERSION } from "../core/plugin-version.ts";',
+    'import { notFound } from "../lib/errors.ts";',
+    'import { serve } from "../transports/http.ts";',
+  ].join("\n");
+  assert.equal(internalImports(join(ROOT, "sdk", "index.ts"), text), [
+    "../core/jobs.ts",
+    "../core/errors.ts",
+    "../core/kernel.ts",
+  ]);
+  for (const host of ["transports/x.ts", "cli/x.ts", "testkit/x.ts", "server.ts", "scripts/x.ts", "test/x.ts"]) {
+    assert.equal(internalImports(join(ROOT, host), text), [], host);
+  }
 });
 
 test("mediagate/plugin exports name by name (no `export *`), and the package exports its three entries", () => {

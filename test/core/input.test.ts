@@ -1,9 +1,9 @@
-// The input helper (core/input.ts): one declaration yields the documented JSON Schema that OpenAPI and GraphQL
+// The input helper (lib/input.ts): one declaration yields the documented JSON Schema that OpenAPI and GraphQL
 // read, and a check whose first failure is the input's one issue, with the spec's text.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { KERNEL_ERRORS } from "../../core/errors.ts";
-import { checked, defineInput, field } from "../../core/input.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
+import { checked, defineInput, field } from "../../lib/input.ts";
 import { type InferOutput, validate } from "../../lib/standard-schema.ts";
 import { jsonSchemaOf } from "../../transports/graphql/json-schema-to-pothos.ts";
 

@@ -1,13 +1,14 @@
 // core/errors.ts outageError: the one mapping of an outage to what a partner is told (503 with Retry-After for
-// something briefly out of reach, 507 for a full disk), over core/transient.ts's classification; and the Redis
+// something briefly out of reach, 507 for a full disk), over lib/transient.ts's classification; and the Redis
 // clients' fast failure while Redis is out of reach (storage/counters.ts). The end-to-end cases, with a real
 // server whose Postgres and Redis are cut, are test/api/outages.test.ts.
 import net from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { KERNEL_ERRORS, OUTAGE_RETRY_AFTER_SECONDS, outageError } from "../../core/errors.ts";
-import { isTransient } from "../../core/transient.ts";
+import { OUTAGE_RETRY_AFTER_SECONDS, outageError } from "../../core/errors.ts";
 import { ApiError } from "../../lib/api-error.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
+import { isTransient } from "../../lib/transient.ts";
 import { RedisUnreachableError, redisCounters } from "../../storage/counters.ts";
 import { redisPubSub } from "../../storage/pubsub.ts";
 

@@ -1,4 +1,4 @@
-// Pagination (convention 8) through core/paging.ts, on every database backend: one page of a query and the
+// Pagination (convention 8) through lib/paging.ts, on every database backend: one page of a query and the
 // total the same filtered query matches, newest first; the documented shape and the body in the order every
 // list answers (`<field>, total, limit, offset`); each list's default and maximum.
 

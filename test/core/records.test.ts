@@ -1,4 +1,4 @@
-// The job-record read model (core/records.ts), on every database backend: a plugin's record table joined to
+// The job-record read model (lib/records.ts), on every database backend: a plugin's record table joined to
 // the kernel's `jobs` row, read typed: one record by job id and owner (another account's is missing, like a
 // job that does not exist), by another key, a page newest first with filters and the total they match, and
 // a record read inside the transaction that changes its job.

@@ -1,10 +1,12 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { allocateServiceId, apiKeyPrefix, hashApiKey, newApiKey, randomServiceId, SERVICE_ID } from "../../core/ids.ts";
-import { formatTimestamp, parseSince } from "../../core/time.ts";
-import { PAGE_BOUNDS, pageQuery, partnerJobIdField } from "../../core/validation.ts";
+import { apiKeyPrefix, hashApiKey, newApiKey } from "../../core/ids.ts";
 import { ApiError } from "../../lib/api-error.ts";
+import { PAGE_BOUNDS, pageQuery } from "../../lib/paging.ts";
+import { allocateServiceId, randomServiceId, SERVICE_ID } from "../../lib/service-ids.ts";
 import { validate } from "../../lib/standard-schema.ts";
+import { formatTimestamp, parseSince } from "../../lib/time.ts";
+import { partnerJobIdField } from "../../lib/validation.ts";
 import { openDatabase } from "../../storage/db.ts";
 import { migrate } from "../../storage/migrate.ts";
 import { kernelMigrations } from "../../storage/migrations/kernel.ts";

@@ -1,5 +1,5 @@
 // Transient is not failure (issue 46, deliverable 4), on every database backend: a runner's transient error
-// (core/transient.ts: a lost connection, a time-out, an upstream's 5xx) is retried and never counts against
+// (lib/transient.ts: a lost connection, a time-out, an upstream's 5xx) is retried and never counts against
 // the kind's `retries`, so a job that meets more of them than it has retries still ends in success, charged and
 // not refunded; a runner's other errors still fail it after its retries, refunded once. The queue's back-off
 // (2 s doubling to 60 s) is set to none here, through the same Queue API the runtime uses, so the test waits
@@ -10,9 +10,9 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { MusicProviders, MusicTrack } from "../../contracts/music.ts";
 import type { UpstreamProvider } from "../../contracts/upstream.ts";
-import { queuedThen } from "../../core/job-states.ts";
 import { JOB_CRASH_RETRIES, type JobKindDeclaration } from "../../core/jobs.ts";
 import { type CapabilityHost, definePlugin } from "../../core/plugin.ts";
+import { queuedThen } from "../../lib/job-states.ts";
 import music from "../../plugins/music/index.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { databaseBackends, isolatedPostgresDatabase } from "../helpers/backends.ts";

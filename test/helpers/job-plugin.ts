@@ -3,9 +3,9 @@
 // subscriptions each need, written against the public plugin API only. And the state machine of the test
 // job kinds that report a step before they end (`queued`, `running`, then `done` or `failed`).
 import { z } from "zod";
-import type { StateMachine } from "../../core/job-states.ts";
 import type { JobKindDeclaration } from "../../core/jobs.ts";
 import { definePlugin, operation } from "../../core/plugin.ts";
+import type { StateMachine } from "../../lib/job-states.ts";
 
 /** `queued`, then `running`, then `done` or `failed` (a step the subscriber sees between submit and end). */
 export const QUEUED_RUNNING_DONE: StateMachine = {

@@ -8,9 +8,9 @@
 // - RETRIES: the kind's `retries`, default 0: a crash that counted as a failed attempt would fail the job.
 import process from "node:process";
 import type { Kysely } from "kysely";
-import { queuedThen } from "../../core/job-states.ts";
 import type { JobKindDeclaration } from "../../core/jobs.ts";
 import { definePlugin } from "../../core/plugin.ts";
+import { queuedThen } from "../../lib/job-states.ts";
 import { createTestKernel } from "../../testkit/index.ts";
 
 const env = process.env;

@@ -1,9 +1,9 @@
 // A plugin of one job kind for tests of the job runtime itself: `POST /ping` charges 1 credit and submits a
 // `ping` job, whose attempt calls `onRun` and ends `done`.
 import { z } from "zod";
-import { queuedThen } from "../../core/job-states.ts";
 import type { JobKindDeclaration } from "../../core/jobs.ts";
 import { definePlugin, type OperationContext, operation } from "../../core/plugin.ts";
+import { queuedThen } from "../../lib/job-states.ts";
 
 /** An operation's handler that charges 1 credit for a queued job of `kind` (no input) and answers its id. */
 export function oneCreditJob(kind: string) {

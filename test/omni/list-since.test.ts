@@ -3,7 +3,7 @@
 // value that is not a timestamp a 400 that changes nothing.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { KERNEL_ERRORS } from "../../core/errors.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
 import { databaseBackends } from "../helpers/backends.ts";
 import { suiteKernel } from "../helpers/kernel-suite.ts";
 import { OMNI_LIMITS, omniOptions } from "./helpers.ts";

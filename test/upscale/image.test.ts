@@ -4,7 +4,7 @@
 
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { KERNEL_ERRORS } from "../../core/errors.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
 import { loadVips } from "../../lib/media/index.ts";
 import { encodePng, pngInfo } from "../../plugins/images/png.ts";
 import { UPSCALE_ERRORS } from "../../plugins/upscale/errors.ts";

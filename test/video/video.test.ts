@@ -6,10 +6,10 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { KERNEL_ERRORS } from "../../core/errors.ts";
-import { queuedThen } from "../../core/job-states.ts";
 import type { JobKindDeclaration } from "../../core/jobs.ts";
 import { definePlugin, operation } from "../../core/plugin.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
+import { queuedThen } from "../../lib/job-states.ts";
 import {
   createMediaEngine,
   generateTestVideo,

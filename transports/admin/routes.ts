@@ -4,15 +4,15 @@
 import { H3 } from "h3";
 import { z } from "zod";
 import type { Partner } from "../../core/accounts.ts";
-import { KERNEL_ERRORS } from "../../core/errors.ts";
+import { screenInput } from "../../core/hostile-input.ts";
 import type { Kernel } from "../../core/kernel.ts";
 import { addCredits } from "../../core/ledger.ts";
 import { isPaused, setPaused } from "../../core/pauses.ts";
 import type { Registry } from "../../core/registry.ts";
-import { formatTimestamp } from "../../core/time.ts";
-import { screenInput } from "../../core/validation.ts";
 import { ApiError } from "../../lib/api-error.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
 import { validate } from "../../lib/standard-schema.ts";
+import { formatTimestamp } from "../../lib/time.ts";
 import { requestIdOf } from "../http-conventions.ts";
 import type { AdminRouteDoc } from "../rest/openapi.ts";
 import { errorResponse, json, readJsonBody } from "../rest/respond.ts";
@@ -175,7 +175,7 @@ export function mountAdminApi(
     const h: Handler = async (request, params, requestId) => {
       try {
         await doorOf().admit(request, ADMIN_CHALLENGE);
-        // The partner API's rules for hostile input (core/validation.ts) hold here too: a NUL in a name or a
+        // The partner API's rules for hostile input (core/hostile-input.ts) hold here too: a NUL in a name or a
         // path, or an unpaired surrogate, is a 400, never a database error.
         const hostileParam = screenInput(params);
         if (hostileParam !== null) throw new ApiError(400, hostileParam);

@@ -7,8 +7,9 @@
 // REST status travels in `extensions.status` instead. (Setting `extensions.http` would make yoga change
 // the HTTP status; we never do.)
 import { GraphQLError } from "graphql";
-import { EdgeRejection, KERNEL_ERRORS, outageError } from "../../core/errors.ts";
+import { EdgeRejection, outageError } from "../../core/errors.ts";
 import { ApiError } from "../../lib/api-error.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
 
 const CODES: Readonly<Record<number, string>> = {
   400: "BAD_REQUEST",

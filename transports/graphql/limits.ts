@@ -30,10 +30,10 @@ import {
   type ValidationRule,
 } from "graphql";
 import type { Plugin } from "graphql-yoga";
-import { KERNEL_ERRORS } from "../../core/errors.ts";
+import { MAX_INPUT_DEPTH } from "../../core/hostile-input.ts";
 import type { RateLimitDecision, RateLimiter } from "../../core/rate-limit.ts";
 import type { RateWindow } from "../../core/rate-limits.ts";
-import { MAX_INPUT_DEPTH } from "../../core/validation.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
 import { addressKey } from "../address-key.ts";
 import { codeFor } from "./errors.ts";
 

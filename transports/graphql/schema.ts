@@ -7,11 +7,11 @@
 // authentication, usage count, rate limit, feature switch, validation with the spec's texts, handler.
 // Each field's resolver, and the invoker inside it, is made once here, at build time.
 import { GraphQLError, type GraphQLSchema } from "graphql";
-import { KERNEL_ERRORS } from "../../core/errors.ts";
 import type { JobUpdate } from "../../core/jobs.ts";
 import type { Invoke } from "../../core/operations.ts";
 import type { CompiledOperation, Registry } from "../../core/registry.ts";
 import { ApiError } from "../../lib/api-error.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
 import { PARTNER_BASE } from "../rest/partner-api.ts";
 import { type Builder, createBuilder } from "./builder.ts";
 import { type Caller, type GraphqlContext, noteRateLimit } from "./context.ts";

@@ -14,11 +14,12 @@
 import { GraphQLError } from "graphql";
 import { authenticate } from "../../core/auth.ts";
 import { isEdgeRejected } from "../../core/edge.ts";
-import { EdgeRejection, KERNEL_ERRORS, notFound } from "../../core/errors.ts";
+import { EdgeRejection } from "../../core/errors.ts";
 import { type JobUpdate, jobChannel } from "../../core/jobs.ts";
 import type { Kernel } from "../../core/kernel.ts";
 import type { KeyHolder } from "../../core/revocations.ts";
 import { ApiError } from "../../lib/api-error.ts";
+import { KERNEL_ERRORS, notFound } from "../../lib/errors.ts";
 import type { Caller } from "./context.ts";
 import { statusError, toGraphqlError } from "./errors.ts";
 

@@ -10,9 +10,10 @@ import { createLRUCache, createYoga, type GraphQLParams, type YogaServerInstance
 import type { HTTPResponse } from "h3";
 import { FastResponse } from "srvx";
 import { authenticate } from "../../core/auth.ts";
-import { KERNEL_ERRORS, outageError } from "../../core/errors.ts";
+import { outageError } from "../../core/errors.ts";
 import type { Kernel } from "../../core/kernel.ts";
 import type { RateLimitDecision } from "../../core/rate-limit.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
 import { type Caller, callerFromRequest, type GraphqlContext } from "./context.ts";
 import { directRoute, readBody } from "./direct.ts";
 import { codeFor, toGraphqlError } from "./errors.ts";

@@ -5,8 +5,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { H3 } from "h3";
-import { KERNEL_ERRORS } from "../../core/errors.ts";
 import type { Kernel } from "../../core/kernel.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
 import { requestIdOf } from "../http-conventions.ts";
 import { json } from "./respond.ts";
 

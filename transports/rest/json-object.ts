@@ -9,9 +9,10 @@
 // into millions of values that the thread's answer must rebuild on the event loop and the kernel's input
 // screen then walks one by one (16 s of a stalled /healthz and 2.2 GB measured); with it, what comes back
 // is small whatever the body's size, and a long text (an image's base64) is one value.
-import { KERNEL_ERRORS } from "../../core/errors.ts";
-import { MAX_INPUT_DEPTH } from "../../core/validation.ts";
+
+import { MAX_INPUT_DEPTH } from "../../core/hostile-input.ts";
 import { ApiError } from "../../lib/api-error.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
 import { inThread } from "../../lib/threads.ts";
 
 /**

@@ -5,7 +5,7 @@
 // Range requests are answered for players and resumable downloads.
 import type { H3 } from "h3";
 import type { BlobStore } from "../../contracts/blobs.ts";
-import { KERNEL_ERRORS } from "../../core/errors.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
 import { streamedFileResponse } from "../../lib/file-response.ts";
 import { isServedMediaKey, mediaPathSegments } from "../../lib/service-media.ts";
 import { requestIdOf } from "../http-conventions.ts";

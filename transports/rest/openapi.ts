@@ -4,8 +4,8 @@
 // admin API from its route table. Served at /openapi.json and /openapi/admin.json, rendered at /docs, and
 // committed as schema/openapi.json and schema/admin-openapi.json (a test fails when they are stale).
 
-import { KERNEL_ERRORS } from "../../core/errors.ts";
 import type { CompiledOperation, Registry } from "../../core/registry.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
 import { fieldNames, pascalCase } from "../graphql/names.ts";
 import { PARTNER_BASE } from "./partner-api.ts";
 

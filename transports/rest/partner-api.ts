@@ -2,12 +2,12 @@
 // gets a route; this file only reads the HTTP request and renders the outcome. Nothing here knows a plugin.
 import { createHash } from "node:crypto";
 import type { H3, HTTPResponse } from "h3";
-import { KERNEL_ERRORS } from "../../core/errors.ts";
 import type { Kernel } from "../../core/kernel.ts";
 import type { Invoke } from "../../core/operations.ts";
 import type { UploadedFile } from "../../core/plugin.ts";
 import type { CompiledOperation } from "../../core/registry.ts";
 import { ApiError } from "../../lib/api-error.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
 import { requestIdOf, TextAnswer, takeStagedHeaders } from "../http-conventions.ts";
 import {
   errorResponse,

@@ -1,9 +1,10 @@
 // Response helpers for the REST transport: JSON bodies with the spec's shape (invariant 3).
 
 import { Buffer } from "node:buffer";
-import { EdgeRejection, KERNEL_ERRORS, outageError } from "../../core/errors.ts";
+import { EdgeRejection, outageError } from "../../core/errors.ts";
 import type { UploadedFile } from "../../core/plugin.ts";
 import { ApiError } from "../../lib/api-error.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
 import { concatBytes } from "../../lib/formats/bytes.ts";
 import { clientClosed } from "../http-conventions.ts";
 import { readJsonObject } from "./json-object.ts";

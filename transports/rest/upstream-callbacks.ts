@@ -6,10 +6,10 @@
 // (404) unless the secret is set.
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { H3 } from "h3";
-import { KERNEL_ERRORS } from "../../core/errors.ts";
 import type { Kernel } from "../../core/kernel.ts";
 import { callbackSecret, PROVIDER_NAME } from "../../core/upstream-waits.ts";
 import { ApiError } from "../../lib/api-error.ts";
+import { KERNEL_ERRORS } from "../../lib/errors.ts";
 import { requestIdOf } from "../http-conventions.ts";
 import { json, readBodyCapped } from "./respond.ts";
 

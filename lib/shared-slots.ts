@@ -2,7 +2,7 @@
 // video metadata removal), on the kernel's shared counters.
 
 import type { Counters } from "../contracts/counters.ts";
-import type { ApiError } from "../lib/api-error.ts";
+import type { ApiError } from "./api-error.ts";
 
 export interface SharedSlots {
   /** How long a holder can count on its place; `fn`'s signal fires then. */

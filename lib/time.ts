@@ -1,6 +1,6 @@
 // The spec's timestamp format (convention 3): UTC `YYYY-MM-DD HH:MM:SS`; `since` parameters take ISO 8601.
 
-import { ApiError } from "../lib/api-error.ts";
+import { ApiError } from "./api-error.ts";
 import { KERNEL_ERRORS } from "./errors.ts";
 
 export function formatTimestamp(value: Date | string | number | null | undefined): string | null {

@@ -1,8 +1,23 @@
 // The state machines the spec gives several job kinds, declared once. A job kind spreads one and adds what
 // is its own (failure text, retries, time-out, runner): `{ ...QUEUED_PROCESSING_COMPLETE, failError, run }`.
-import type { JobKindDeclaration } from "./jobs.ts";
 
-export type StateMachine = Pick<JobKindDeclaration, "states" | "initial" | "transitions" | "terminal" | "failState">;
+/**
+ * The states of a job kind and the moves between them: the fields of the kernel's JobKindDeclaration
+ * (core/jobs.ts, which enforces them) that a machine below fills, declared here so the floor needs no kernel
+ * type. A change to one side that the other does not follow fails the typecheck where a machine is spread.
+ */
+export interface StateMachine {
+  /** Every state, in the spec's words. */
+  states: readonly string[];
+  /** The state a submit creates. */
+  initial: string;
+  /** Legal moves: from a state to the states it may go to. Terminal states have none. */
+  transitions: Readonly<Record<string, readonly string[]>>;
+  /** Terminal states and what they mean: `failure` refunds the job's credits. */
+  terminal: Readonly<Record<string, "success" | "failure">>;
+  /** Where the runtime moves a job it fails itself (crash, expiry, unexpected error); a `failure` state. */
+  failState: string;
+}
 
 /**
  * A job that moves through `steps` in order (skipping ahead allowed), then ends in `success` or `failure`

@@ -5,7 +5,7 @@
 //
 // Every documented field reaches `check` exactly as sent (absent, null, a wrong type alike): the parser never
 // answers in a field's stead, so the first failing rule of the spec always has the word. Two things run
-// first: the kernel's screen of hostile values (core/validation.ts screenInput: control characters, unpaired
+// first: the kernel's screen of hostile values (core/hostile-input.ts screenInput: control characters, unpaired
 // surrogates, field names such as __proto__, nesting), so no `check` ever sees them, and
 // `field.partnerJobId()`, convention 5's shared rule. A value a check quotes in its text goes through
 // `shown`, never `String()`: a partner's object may carry any `toString`.

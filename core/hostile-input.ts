@@ -1,31 +1,3 @@
-// Validation pieces every plugin shares: partner_job_id (convention 5). Pagination (convention 8) is paging.ts,
-// re-exported here for the callers that import it from this module.
-import { z } from "zod";
-import { KERNEL_ERRORS } from "./errors.ts";
-
-export { limitParam, offsetParam, PAGE_BOUNDS, type PageBounds, pageQuery } from "./paging.ts";
-
-const PARTNER_JOB_ID = /^[A-Za-z0-9\-/_]{1,64}$/;
-const PARTNER_JOB_ID_MUSIC = /^[A-Za-z0-9_-]{1,64}$/;
-
-/** Optional `partner_job_id` (convention 5); `music` selects the narrower music-extension alphabet. */
-export function partnerJobIdField(options: { music?: boolean; message?: string } = {}) {
-  const pattern = options.music ? PARTNER_JOB_ID_MUSIC : PARTNER_JOB_ID;
-  const message = options.message ?? KERNEL_ERRORS.invalidPartnerJobId;
-  return z
-    .unknown()
-    .optional()
-    .transform((value, ctx) => {
-      if (value === undefined || value === null) return null;
-      if (typeof value !== "string" || !pattern.test(value)) {
-        ctx.addIssue({ code: "custom", message });
-        return z.NEVER;
-      }
-      return value;
-    });
-}
-
-// ---------------------------------------------------------------------------------------------------------
 // Hostile input (docs/architecture.md invariant 9). The kernel screens every operation's raw input, from REST and GraphQL
 // alike, and the admin API's bodies, before any rule of a plugin runs and before anything is stored:
 // - strings (values and field names) must be well-formed Unicode: a lone surrogate cannot be stored in jsonb
@@ -37,6 +9,7 @@ export function partnerJobIdField(options: { music?: boolean; message?: string }
 // - JSON nesting is capped: the deepest body of the spec is 3 levels; a deeper one is refused before code
 //   that recurses (String(), JSON.stringify, a schema library) can run out of stack.
 // Plugins therefore never see such values and need no code for them; their own rules word everything else.
+import { KERNEL_ERRORS } from "../lib/errors.ts";
 
 /** The deepest nesting of objects and arrays a body may have (the spec's deepest is 3). */
 export const MAX_INPUT_DEPTH = 32;

@@ -6,8 +6,8 @@
 // In queries the record is `r` and its job `j`: `.where("j.state", "=", "complete")`, `.where("r.created_at",
 // ">=", since)`, both typed against the declared columns.
 import type { ColumnType, Selectable, SelectQueryBuilder, SelectType } from "kysely";
+import type { JobsTable } from "../contracts/jobs-table.ts";
 import type { PluginDb } from "../contracts/records.ts";
-import type { JobsTable } from "../storage/tables.ts";
 import { listPage, type Page, type PageRequest } from "./paging.ts";
 
 /**
