@@ -143,6 +143,23 @@ t("an output list gives every URL; the stand-in's MP4 and MP3 are real files", a
   );
 });
 
+t("with a latency the stand-in ends predictions by itself and calls the webhook", async () => {
+  const { s, client } = await standIn({ pace: { latencyMs: 20 } });
+  const received = createServer((_, res) => res.writeHead(204).end());
+  await new Promise<void>((r) => received.listen(0, "127.0.0.1", r));
+  try {
+    const hook = `http://127.0.0.1:${(received.address() as AddressInfo).port}/hook`;
+    const handle = await submit(client, "owner/model", { webhookUrl: hook });
+    await s.webhooksDelivered(1);
+    assert.is(s.webhooks[0]!.status, 204);
+    const polled = await client.poll(handle, signal());
+    assert.is(polled.state, "done");
+  } finally {
+    received.closeAllConnections();
+    await new Promise<void>((r) => received.close(() => r()));
+  }
+});
+
 t("outputUrls takes a URL or a list of URLs and nothing else", () => {
   assert.equal(replicateOutputUrls("https://replicate.delivery/a/out.png"), ["https://replicate.delivery/a/out.png"]);
   assert.equal(replicateOutputUrls(["https://r.d/1.png", 3, null, "https://r.d/2.png"]), [
