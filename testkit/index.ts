@@ -20,6 +20,7 @@ import type { PartnerLimits, PricingTier } from "../storage/tables.ts";
 import { createHttpApp } from "../transports/http.ts";
 import { pgliteTemplate, seedEmbeddedDataDir } from "./pglite-template.ts";
 
+export { type FalStandIn, type FalStandInOptions, startFalStandIn } from "./standins/fal.ts";
 export { type ReplicateStandIn, type ReplicateStandInOptions, startReplicateStandIn } from "./standins/replicate.ts";
 
 export interface TestKernelOptions {
