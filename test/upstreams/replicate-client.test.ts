@@ -84,8 +84,9 @@ t("owner/name creates through the model's predictions endpoint with a Bearer tok
 t("owner/name:version and a bare version id create through /predictions with `version`", async () => {
   const { s, client } = await standIn();
   const version = "5c7d5dc6dd8bf75c1acaa8565735e7986bc5b66206b55cca93cb72c9bf15ccaa";
-  await submit(client, `stability-ai/sdxl:${version}`);
+  const named = await submit(client, `stability-ai/sdxl:${version}`);
   await submit(client, version);
+  assert.is(s.predictions.get(named.id)!.version, version);
   for (const r of s.requests) {
     assert.is(r.path, "/v1/predictions");
     assert.equal(r.body, { version, input: { prompt: "a lighthouse" } });

@@ -350,7 +350,12 @@ export async function startReplicateStandIn(options: ReplicateStandInOptions = {
             detail: "The specified version does not exist (or perhaps you don't have permission to use it?)",
             status: 422,
           });
-        const [named, id] = b.version.includes(":") ? b.version.split(":", 2) : [undefined, b.version];
+        // `owner/name:version`, a bare version id, or (since August 2025) an official model's `owner/name`.
+        const [named, id] = b.version.includes(":")
+          ? b.version.split(":", 2)
+          : b.version.includes("/")
+            ? [b.version, "hidden"]
+            : [undefined, b.version];
         model = named ?? `standin/${id!.slice(0, 8)}`;
         version = id!;
       }
