@@ -113,6 +113,8 @@ export interface FalStandIn {
 const DEFAULT_KEY = "fal-standin-0000-0000-0000-000000000000:0123456789abcdef0123456789abcdef";
 const USER_ID = "standin-user";
 const UNAUTHORIZED = { detail: "Authentication is required to perform this action." };
+/** fal gives a webhook receiver 15 s to answer. */
+const WEBHOOK_TIMEOUT_MS = 15_000;
 const STILL_RUNNING = { detail: "Request is still in progress" };
 
 const run = promisify(execFile);
@@ -248,6 +250,8 @@ export async function startFalStandIn(options: FalStandInOptions = {}): Promise<
   const deliveryWaiters: Array<{ count: number; resolve: () => void }> = [];
   const timers = new Set<NodeJS.Timeout>();
   const pendingWork = new Set<Promise<unknown>>();
+  /** Aborts the webhook deliveries still under way when the stand-in closes. */
+  const closing = new AbortController();
   let signing = generateKeyPairSync("ed25519");
   let keyNumber = 1;
   let base = "";
@@ -313,7 +317,8 @@ export async function startFalStandIn(options: FalStandInOptions = {}): Promise<
     const headers = signed(r.id, body);
     const record: FalStandInWebhook = { url: r.webhookUrl, headers: Object.fromEntries(headers), body, status: 0 };
     try {
-      const res = await fetch(r.webhookUrl, { method: "POST", headers, body, redirect: "manual" });
+      const signal = AbortSignal.any([closing.signal, AbortSignal.timeout(WEBHOOK_TIMEOUT_MS)]);
+      const res = await fetch(r.webhookUrl, { method: "POST", headers, body, redirect: "manual", signal });
       await res.arrayBuffer().catch(() => {});
       record.status = res.status;
     } catch (err) {
@@ -536,6 +541,7 @@ export async function startFalStandIn(options: FalStandInOptions = {}): Promise<
     async close() {
       for (const t of timers) clearTimeout(t);
       timers.clear();
+      closing.abort();
       await Promise.allSettled([...pendingWork]);
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

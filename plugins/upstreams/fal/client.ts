@@ -11,6 +11,9 @@
 // base URL's origin: a handle or an answer naming another host is refused, so the key never leaves fal's
 // origin. Errors carry the status and fal's `detail` with the key, anything like a key and every URL cut out;
 // never the key, never a URL (401/403 bodies are not repeated at all).
+//
+// fal documents no idempotency key for a submit, so `idempotencyKey` is not sent: a restart polls the stored
+// handle again and never submits twice (the gateway's part), and a submit that got no answer is not accepted.
 import type { OutboundGuard } from "mediagate/plugin";
 import { isOutboundError } from "mediagate/plugin";
 import {
