@@ -277,6 +277,24 @@ t("no connection at submit is not accepted; the message names no URL", async () 
   assert.not.ok(err.message.includes("r8_secret_token_value"));
 });
 
+t("a connection lost after the create was sent counts as accepted (the prediction may exist)", async () => {
+  const hangUp = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => res.socket?.destroy());
+  });
+  await new Promise<void>((r) => hangUp.listen(0, "127.0.0.1", r));
+  try {
+    const base = `http://127.0.0.1:${(hangUp.address() as AddressInfo).port}/v1`;
+    const client = replicateClient({ baseUrl: base, key: "r8_secret_token_value", outbound });
+    const err = await rejection(submit(client, "owner/model"));
+    assert.is(err.accepted, true);
+    assert.is(err.upstreamStatus, undefined);
+  } finally {
+    hangUp.closeAllConnections();
+    await new Promise<void>((r) => hangUp.close(() => r()));
+  }
+});
+
 t("Retry-After as seconds, as a date, or the body's retry_after", () => {
   const now = Date.UTC(2026, 0, 1);
   assert.is(retryAfterMs({ "retry-after": "3" }, null, now), 3000);

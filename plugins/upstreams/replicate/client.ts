@@ -195,14 +195,16 @@ export const replicateClient: ProtocolClientFactory = (options) => {
   function callFailure(step: string, err: unknown): UpstreamCallError {
     const what = isOutboundError(err) ? err.kind : "network";
     const code = causeCode(err);
+    // Refused before a byte went out (the URL, its address), a redirect (an answer that created nothing), no
+    // connection; and, as the protocol contract counts it, a time-out before an answer. Anything else (a
+    // connection lost mid-answer, an answer too large) may have created the prediction.
     const surelyNotTaken =
-      !isOutboundError(err) ||
-      err.kind === "invalid_url" ||
-      err.kind === "not_public" ||
-      err.kind === "redirect" ||
-      // The contract counts a time-out before an answer as not taken: the gateway may try the next route.
-      err.kind === "timeout" ||
-      (err.kind === "network" && code !== undefined && NOT_CONNECTED_CODES.has(code));
+      isOutboundError(err) &&
+      (err.kind === "invalid_url" ||
+        err.kind === "not_public" ||
+        err.kind === "redirect" ||
+        err.kind === "timeout" ||
+        (err.kind === "network" && code !== undefined && NOT_CONNECTED_CODES.has(code)));
     return new UpstreamCallError(REPLICATE_ERRORS.unreachable(step, code ? `${what}, ${code}` : what), {
       accepted: !surelyNotTaken,
       cause: err,
