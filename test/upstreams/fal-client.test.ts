@@ -269,6 +269,36 @@ t("no answer at all (nothing listening): not accepted, the guard's kind, no URL"
   assert.is(err.message, "fal submit failed (network)");
 });
 
+t(
+  "a look refused with 503 or 429 (no fal verdict) throws for a retry, with Retry-After; the request goes on",
+  async () => {
+    await withStandIn({ pace: "manual" }, async (standIn, client) => {
+      const handle = await submit(client);
+      standIn.refuseLooks(503);
+      const unavailable = await rejection(client.poll(handle, never));
+      provoked.push(unavailable);
+      assert.instance(unavailable, UpstreamCallError);
+      assert.is(unavailable.message, "fal status answered 503");
+      assert.is(unavailable.upstreamStatus, 503);
+      assert.is(unavailable.accepted, true);
+
+      standIn.refuseLooks(429, { retryAfter: "12" });
+      const limited = await rejection(client.poll(handle, never));
+      provoked.push(limited);
+      assert.is(limited.retryAfterMs, 12_000);
+
+      // Done, but its result answers a bare 502 once: a failed look, not a failed request.
+      await standIn.finish(handle.id);
+      standIn.refuseLooks(502, { at: "result" });
+      const bare = await rejection(client.poll(handle, never));
+      provoked.push(bare);
+      assert.is(bare.message, "fal result answered 502");
+      const look = await client.poll(handle, never);
+      assert.is(look.state, "done");
+    });
+  },
+);
+
 t("cancel PUTs cancel_url; a completed request's 400 ALREADY_COMPLETED is no error", async () => {
   await withStandIn({ pace: "manual" }, async (standIn, client) => {
     const handle = await submit(client);

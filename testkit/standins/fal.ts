@@ -97,6 +97,8 @@ export interface FalStandIn {
   webhooks: FalStandInWebhook[];
   /** The next `count` submits are refused with this status (503, 429...), with `Retry-After` when given. */
   refuseSubmits(status: number, count?: number, retryAfter?: string): void;
+  /** The next `count` looks at a status URL (or a response URL) are refused with this status, no fal error body. */
+  refuseLooks(status: number, options?: { count?: number; retryAfter?: string; at?: "status" | "result" }): void;
   /** Moves a request one status on (IN_QUEUE -> IN_PROGRESS -> COMPLETED, its webhook delivered). */
   step(id: string): Promise<void>;
   /** Moves a request to COMPLETED (succeeded or failed), its webhook delivered. */
@@ -247,6 +249,7 @@ export async function startFalStandIn(options: FalStandInOptions = {}): Promise<
   const webhooks: FalStandInWebhook[] = [];
   const files = new Map<string, Media>();
   const refusals: Array<{ status: number; retryAfter?: string }> = [];
+  const lookRefusals = { status: [] as Array<{ status: number; retryAfter?: string }>, result: [] as typeof refusals };
   const deliveryWaiters: Array<{ count: number; resolve: () => void }> = [];
   const timers = new Set<NodeJS.Timeout>();
   const pendingWork = new Set<Promise<unknown>>();
@@ -425,6 +428,16 @@ export async function startFalStandIn(options: FalStandInOptions = {}): Promise<
         return send(res, 202, { status: "CANCELLATION_REQUESTED" });
       }
       if (method !== "GET" || !known) return send(res, 404, { detail: "Request not found" });
+      const refused = lookRefusals[tail === "status" ? "status" : "result"].shift();
+      if (refused) {
+        // A gateway's or proxy's answer, not fal's verdict on the request: plain text, no `detail`.
+        res.writeHead(refused.status, {
+          "content-type": "text/plain",
+          ...(refused.retryAfter ? { "retry-after": refused.retryAfter } : {}),
+        });
+        res.end("upstream unavailable\n");
+        return;
+      }
       if (tail === "status") {
         const answer = statusOf(r, url.searchParams.get("logs") === "1");
         // The look that finds it running is the one that moves it on (`on-poll`): the next look sees the change.
@@ -526,6 +539,14 @@ export async function startFalStandIn(options: FalStandInOptions = {}): Promise<
     webhooks,
     refuseSubmits(status, count = 1, retryAfter) {
       for (let i = 0; i < count; i++) refusals.push({ status, ...(retryAfter === undefined ? {} : { retryAfter }) });
+    },
+    refuseLooks(status, opts = {}) {
+      for (let i = 0; i < (opts.count ?? 1); i++) {
+        lookRefusals[opts.at ?? "status"].push({
+          status,
+          ...(opts.retryAfter === undefined ? {} : { retryAfter: opts.retryAfter }),
+        });
+      }
     },
     step: (id) => track(step(find(id))) as Promise<void>,
     finish: (id) => track(finish(find(id))) as Promise<void>,
