@@ -39,9 +39,7 @@ export { DEFAULT_CUSTOM_RATE_MISSING, type Price } from "./pricing.ts";
 // shared field rules (partner_job_id, sizes, timestamps).
 
 export { ApiError } from "../lib/api-error.ts";
-export { megabytes } from "../lib/sizes.ts";
-export type { InferOutput } from "../lib/standard-schema.ts";
-export { badRequest, notFound } from "./errors.ts";
+export { badRequest, notFound } from "../lib/errors.ts";
 export {
   type Checked,
   checked,
@@ -49,9 +47,11 @@ export {
   type Fail,
   field,
   shown,
-} from "./input.ts";
-export { formatTimestamp, parseSince } from "./time.ts";
-export { partnerJobIdField } from "./validation.ts";
+} from "../lib/input.ts";
+export { megabytes } from "../lib/sizes.ts";
+export type { InferOutput } from "../lib/standard-schema.ts";
+export { formatTimestamp, parseSince } from "../lib/time.ts";
+export { partnerJobIdField } from "../lib/validation.ts";
 
 // ## Lists
 // Lists as convention 8 pages them, a plugin's own job records by id and status, and libraries of reusable rows
@@ -69,7 +69,7 @@ export {
   pageBody,
   pageQuery,
   pageShape,
-} from "./paging.ts";
+} from "../lib/paging.ts";
 
 // ## Configuration
 // A plugin's environment variables, declared with their defaults and checked once at boot.
@@ -82,11 +82,11 @@ export { ConfigError, defineConfig, type Environment, envVar } from "../lib/plug
 // private folder it never does.
 
 export type { BlobStore } from "../contracts/blobs.ts";
+export type { Migration } from "../contracts/migration.ts";
+export { defineTables, json, type TablesOf, tablesMigration } from "../lib/record-tables.ts";
+export { type JobRecord, jobRecords } from "../lib/records.ts";
+export { allocateServiceId } from "../lib/service-ids.ts";
 export { mediaToken, PRIVATE_KEY_PREFIX } from "../lib/service-media.ts";
-export type { Migration } from "../storage/migrate.ts";
-export { defineTables, json, type TablesOf, tablesMigration } from "../storage/record-tables.ts";
-export { allocateServiceId } from "./ids.ts";
-export { type JobRecord, jobRecords } from "./records.ts";
 
 // ## Jobs
 // Job kinds, what a runner is given and answers, the state machines areas share, and the end of a runner's catch:
@@ -94,8 +94,10 @@ export { type JobRecord, jobRecords } from "./records.ts";
 // retries it with back-off and never fails or refunds a job for one), fail with the area's text otherwise. Also
 // polling an upstream job to its end, and service-wide slots on the shared counters.
 
+export { oneStepStates, PENDING_SUCCESS_FAILED, QUEUED_PROCESSING_COMPLETE } from "../lib/job-states.ts";
+export { createSharedSlots, type SharedSlots } from "../lib/shared-slots.ts";
+export { isTransient } from "../lib/transient.ts";
 export { pollToEnd } from "../lib/upstream.ts";
-export { oneStepStates, PENDING_SUCCESS_FAILED, QUEUED_PROCESSING_COMPLETE } from "./job-states.ts";
 export {
   JobFailure,
   type JobKindDeclaration,
@@ -104,8 +106,6 @@ export {
   progressBetween,
 } from "./jobs.ts";
 export { failFromProvider } from "./provider-failure.ts";
-export { createSharedSlots, type SharedSlots } from "./shared-slots.ts";
-export { isTransient } from "./transient.ts";
 
 // ## Capabilities and collections
 // What plugins provide and use, as interfaces: `ctx.capability(name)` is typed by `CapabilityMap` and
@@ -221,13 +221,13 @@ export {
   parseSocialLink,
   type SocialLink,
 } from "../lib/social-links.ts";
-export { cleanUpstreamJson, cleanUpstreamText, UPSTREAM_TEXT_LIMITS } from "../lib/upstream-text.ts";
 export {
   newStandardWebhookSecret,
   signStandardWebhook,
   standardWebhookHeaders,
   verifyStandardWebhook,
 } from "../lib/standard-webhooks.ts";
+export { cleanUpstreamJson, cleanUpstreamText, UPSTREAM_TEXT_LIMITS } from "../lib/upstream-text.ts";
 
 // ## Media engine
 // ffmpeg (native or wasm behind one interface, the kernel's `media` capability), probing, libvips image work and

@@ -2,10 +2,10 @@
 // the kernel decides when and how to wire it (see core/registry.ts). Nothing here has side effects.
 import type { BlobStore } from "../contracts/blobs.ts";
 import type { CapabilityMap, CapabilityName, ContributionMap, ContributionName } from "../contracts/index.ts";
+import type { Migration } from "../contracts/migration.ts";
 import type { ConfigDeclaration, PluginConfigValues } from "../lib/plugin-config.ts";
 import type { PluginDb } from "../lib/records.ts";
 import type { InferOutput, StandardSchemaV1 } from "../lib/standard-schema.ts";
-import type { Migration } from "../storage/migrate.ts";
 import type { PubSub } from "../storage/pubsub.ts";
 import type { Queue } from "../storage/queue.ts";
 import type { AccountService, Partner } from "./accounts.ts";

@@ -2,8 +2,8 @@
 // Every mistake a plugin author can make in a declaration fails here, by name, before the server listens.
 
 import { KERNEL_CAPABILITIES } from "../contracts/kernel.ts";
+import type { Migration } from "../contracts/migration.ts";
 import type { ConfigVariable } from "../lib/plugin-config.ts";
-import type { Migration } from "../storage/migrate.ts";
 import { fieldNames } from "../transports/graphql/names.ts";
 import { KERNEL_VARIABLES } from "./config.ts";
 import type { OperationDeclaration, PluginDeclaration } from "./plugin.ts";

@@ -1,14 +1,8 @@
 // A small migrator: the kernel's migrations first, then each plugin's in registry order, each migration in
 // its own transaction, under an advisory lock so two processes starting together do not race.
 import { type Kysely, sql } from "kysely";
+import type { Migration } from "../contracts/migration.ts";
 import type { KernelTables } from "./tables.ts";
-
-export interface Migration {
-  /** Unique and stable: `<plugin>/<nnnn>_<what>`. */
-  name: string;
-  /** One SQL statement each (PGlite's extended protocol takes one statement per query). */
-  statements: string[];
-}
 
 const LOCK_KEY = 72_351_001; // arbitrary, constant: identifies "mediagate migrations" among advisory locks
 

@@ -1,6 +1,6 @@
 // The kernel's schema. One list for PGlite and Postgres alike (both are Postgres). Migrations are append-only:
 // never edit one that has shipped; add the next.
-import type { Migration } from "../migrate.ts";
+import type { Migration } from "../../contracts/migration.ts";
 
 export const kernelMigrations: Migration[] = [
   {

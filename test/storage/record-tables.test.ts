@@ -1,9 +1,9 @@
-// A plugin's tables declared once (storage/record-tables.ts): the migration's SQL and the row types kysely
+// A plugin's tables declared once (lib/record-tables.ts): the migration's SQL and the row types kysely
 // takes come from the same declaration. The type assertions are checked by tsc.
 import type { Insertable, Selectable } from "kysely";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { defineTables, json, type TablesOf, tablesMigration } from "../../storage/record-tables.ts";
+import { defineTables, json, type TablesOf, tablesMigration } from "../../lib/record-tables.ts";
 
 const tables = defineTables({
   things: {

@@ -4,7 +4,7 @@
 // `boolean`, `jsonb` the type given to `json<T>()`), `not null` or `primary key` makes it non-null, and a
 // `default` (or `bigserial`) lets an insert leave it out.
 import type { ColumnType } from "kysely";
-import type { Migration } from "./migrate.ts";
+import type { Migration } from "../contracts/migration.ts";
 
 declare const jsonValue: unique symbol;
 
