@@ -161,6 +161,24 @@ t("with a latency the stand-in ends predictions by itself and calls the webhook"
   }
 });
 
+t("two looks at once end a prediction once: one webhook", async () => {
+  const { s, client } = await standIn();
+  const received = createServer((_, res) => res.writeHead(204).end());
+  await new Promise<void>((r) => received.listen(0, "127.0.0.1", r));
+  try {
+    const hook = `http://127.0.0.1:${(received.address() as AddressInfo).port}/hook`;
+    const handle = await submit(client, "owner/model", { webhookUrl: hook });
+    await client.poll(handle, signal()); // starting -> processing
+    await Promise.all([client.poll(handle, signal()), client.poll(handle, signal())]);
+    await s.close(); // waits for every delivery under way
+    assert.is(s.predictions.get(handle.id)!.status, "succeeded");
+    assert.is(s.webhooks.length, 1);
+  } finally {
+    received.closeAllConnections();
+    await new Promise<void>((r) => received.close(() => r()));
+  }
+});
+
 t("outputUrls takes a URL or a list of URLs and nothing else", () => {
   assert.equal(replicateOutputUrls("https://replicate.delivery/a/out.png"), ["https://replicate.delivery/a/out.png"]);
   assert.equal(replicateOutputUrls(["https://r.d/1.png", 3, null, "https://r.d/2.png"]), [

@@ -252,19 +252,25 @@ export async function startReplicateStandIn(options: ReplicateStandInOptions = {
     void delivery.finally(() => inFlight.delete(delivery));
   }
 
+  /** Predictions whose end is being made (the media may take a moment): ended once, whoever asks twice. */
+  const ending = new Set<string>();
+
   async function end(p: ReplicateStandInPrediction): Promise<void> {
-    if (p.status !== "starting" && p.status !== "processing") return;
+    if ((p.status !== "starting" && p.status !== "processing") || ending.has(p.id)) return;
+    ending.add(p.id);
     const failure = failures.get(p.id);
+    const output = outputs.get(p.id) ?? "png";
+    const media = failure === undefined ? await mediaOf(output) : undefined;
+    // Canceled while the media was being made: it stays canceled.
+    if (p.status !== "starting" && p.status !== "processing") return;
     const now = new Date().toISOString();
     p.started_at ??= now;
     p.completed_at = now;
-    if (failure !== undefined) {
+    if (!media) {
       p.status = "failed";
-      p.error = failure;
+      p.error = failure ?? "failed";
       p.logs += `\nTraceback (most recent call last):\nRuntimeError: ${failure}`;
     } else {
-      const output = outputs.get(p.id) ?? "png";
-      const media = await mediaOf(output);
       const file = (n: number) => `${origin}/files/${p.id}/${output}/out-${n}.${media.ext}`;
       p.output = output === "png-list" ? [file(0), file(1)] : file(0);
       p.status = "succeeded";
