@@ -15,6 +15,7 @@ import { createMediaEngine, createMediaPool, type MediaPool } from "../lib/media
 import { createOutboundGuard, type OutboundGuard } from "../lib/outbound/index.ts";
 import { ConfigError, type Environment, type PluginConfigValues, readVariables } from "../lib/plugin-config.ts";
 import { serviceMediaReader } from "../lib/service-media.ts";
+import { signMediaKey } from "../lib/signed-media.ts";
 import { isTransient } from "../lib/transient.ts";
 import { parseBlobUrl } from "../storage/blob-url.ts";
 import { checkS3BlobStore, fileBlobStore, s3BlobStore } from "../storage/blobs.ts";
@@ -286,6 +287,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       blobs,
       capability: capability as CapabilityHost["capability"],
       mediaUrl,
+      signedMediaUrl: (plugin, key, ttlSeconds) =>
+        `${mediaUrl(plugin, key)}?${signMediaKey(config.upstreamCallbackSecret, `${plugin}/${key}`, ttlSeconds, clock.now()).query}`,
       log,
     };
     // Build every capability now, in registry order, so a failing factory stops the boot by name.

@@ -270,6 +270,11 @@ export interface CapabilityHost {
   replaced<K extends CapabilityName>(name: K): CapabilityMap[K] | undefined;
   /** The public capability URL of a key in a plugin's blob store. */
   mediaUrl(plugin: string, key: string): string;
+  /**
+   * A link to one file of a plugin's blob store, private ones included, that works for `ttlSeconds` (1 s to a
+   * day): `mediaUrl` plus `?expires=<unix>&signature=<hmac>` (lib/signed-media.ts). Absent on hand-made hosts.
+   */
+  signedMediaUrl?: (plugin: string, key: string, ttlSeconds: number) => string;
   /** The kernel's logger (a factory's boot line: which providers it found). Absent on hand-made hosts. */
   log?: Logger;
 }

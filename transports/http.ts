@@ -245,7 +245,7 @@ export function createHttpApp(kernel: Kernel, options: HttpAppOptions): RoutedH3
       ? adminRouteDocs(kernel.registry)
       : mountAdminApi(app, kernel.registry, options.adminToken, () => kernel, door),
   );
-  mountMedia(app, kernel.blobs);
+  mountMedia(app, kernel.blobs, { secret: kernel.config.upstreamCallbackSecret, clock: kernel.clock });
   mountUpstreamCallbacks(app, kernel);
   mountConsole(app, kernel);
   const graphql = options.graphql ?? createGraphql(kernel);
