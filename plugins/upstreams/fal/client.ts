@@ -40,6 +40,37 @@ const URL_FIELDS = ["status_url", "response_url", "cancel_url"] as const;
 
 type Answer = { status: number; headers: Record<string, string>; body: unknown };
 
+/** Failures of a connection that never carried the request. */
+const NOT_CONNECTED_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+function causeCode(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+  }
+  return undefined;
+}
+
+/**
+ * A submit that got no answer surely created nothing when it was refused before a byte went out (the URL, its
+ * address), was redirected (an answer that took nothing), never connected, or timed out before an answer (the
+ * protocol contract counts that as not taken). A connection lost after the request went out, or an answer too
+ * large to read, may have queued the work: it is accepted, and never submitted elsewhere.
+ */
+function surelyNotTaken(err: unknown): boolean {
+  if (!isOutboundError(err)) return false;
+  if (["invalid_url", "not_public", "redirect", "timeout"].includes(err.kind)) return true;
+  const code = causeCode(err);
+  return err.kind === "network" && code !== undefined && NOT_CONNECTED_CODES.has(code);
+}
+
 export const falClient: ProtocolClientFactory = (options) => {
   const key = options.key;
   const base = (options.baseUrl || FAL_BASE_URL).replace(/\/+$/, "");
@@ -83,9 +114,12 @@ export const falClient: ProtocolClientFactory = (options) => {
     return { status: res.status, headers: res.headers, body: parseJson(res.body) };
   }
 
-  /** Why a call got no answer, in words that hold no URL (the guard's kind; a redirect's status). */
-  const noAnswer = (err: unknown): string =>
-    isOutboundError(err) ? (err.kind === "redirect" ? `redirect ${err.status ?? ""}`.trim() : err.kind) : "network";
+  /** Why a call got no answer, in words that hold no URL: the guard's kind and the socket's code. */
+  const noAnswer = (err: unknown): string => {
+    const kind = isOutboundError(err) ? err.kind : "network";
+    const code = causeCode(err);
+    return code ? `${kind}, ${code}` : kind;
+  };
 
   const retryAfter = (a: Answer) => parseRetryAfter(a.headers["retry-after"]);
 
@@ -103,8 +137,7 @@ export const falClient: ProtocolClientFactory = (options) => {
       });
     } catch (err) {
       if (request.signal.aborted) throw request.signal.reason;
-      // No answer: fal did not take the work (a time-out before any answer counts as not taken, by contract).
-      throw new UpstreamCallError(TEXT.submitFailed(noAnswer(err)), { accepted: false });
+      throw new UpstreamCallError(TEXT.submitFailed(noAnswer(err)), { accepted: !surelyNotTaken(err) });
     }
     if (answer.status < 200 || answer.status >= 300) {
       const ms = retryAfter(answer);
