@@ -78,6 +78,11 @@ t("the stand-in's completion webhook verifies through the client; without the se
     await s.finish(handle.id);
     await s.webhooksDelivered(1);
     const delivery = s.webhooks[0]!;
+    const secret = await outbound.fetch(`${s.url}/webhooks/default/secret`, {
+      headers: { authorization: `Bearer ${s.token}` },
+      allowHttp: true,
+    });
+    assert.equal(JSON.parse(Buffer.from(secret.body).toString()), { key: s.webhookSecret });
     assert.is(delivery.status, 204);
     assert.equal(
       receiver.got.map((r) => r.id),

@@ -13,7 +13,7 @@
 // - https://replicate.com/docs/topics/webhooks (and .../verify-webhook): a `webhook` given on create receives
 //   the prediction object as POSTed JSON when it completes (`webhook_events_filter: ["completed"]`), signed as
 //   Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256>` over
-//   `<id>.<timestamp>.<body>` with the `whsec_` secret).
+//   `<id>.<timestamp>.<body>` with the `whsec_` secret); `GET /v1/webhooks/default/secret` answers `{key}`.
 // Outputs are served by the stand-in itself, as Replicate serves them from its delivery host: a real small PNG,
 // MP4 (H.264/AAC) or MP3 made once by ffmpeg, or on request a lying file (an HTML page named .png, zero bytes).
 
@@ -316,6 +316,9 @@ export async function startReplicateStandIn(options: ReplicateStandInOptions = {
     requests.push({ method: req.method ?? "GET", path: url.pathname + url.search, headers, body });
 
     if (req.headers.authorization !== `Bearer ${token}`) return send(res, 401, UNAUTHENTICATED);
+
+    if (req.method === "GET" && url.pathname === "/v1/webhooks/default/secret")
+      return send(res, 200, { key: webhookSecret });
 
     const create = /^\/v1\/(?:models\/([^/]+)\/([^/]+)\/)?predictions$/.exec(url.pathname);
     if (req.method === "POST" && create) {
