@@ -1,8 +1,8 @@
 // The plugin boundary (docs/architecture.md, issue 13): a file under plugins/ or examples/ imports only the
 // public entry `mediagate/plugin` (and `mediagate/testing` from a test), its own folder, Node built-ins and npm
 // packages. A path into core/, storage/, lib/, contracts/, transports/ or another plugin is a failure here,
-// so the kernel behind mediagate/plugin stays free to change. The entry itself re-exports whole modules only
-// from the SDK floor, and the package exports nothing else.
+// so the kernel behind mediagate/plugin stays free to change. The entry lists its names one by one (no
+// `export *`, checked last below), and the package exports nothing else.
 //
 // The SDK floor (issues 37 and 38): contracts/ and lib/, which plugins reach through mediagate/plugin and the
 // kernel builds on (the public helpers too: errors, time, input, paging, records, validation, job states), never
