@@ -40,6 +40,7 @@ export {
   socialExtractor,
   text,
   upscale,
+  upstreams,
   video,
   videoSandbox,
   voiceover,

@@ -39,7 +39,8 @@ export interface UpstreamSubmitOptions {
   /**
    * Where the upstream may report early: POST, body `{"id": "<upstream id>"}`, headers
    * `X-Upstream-Timestamp: <unix seconds>` (within 5 minutes) and `X-Upstream-Signature: sha256=<hex
-   * HMAC-SHA256 with `secret` of "<timestamp>.<body>">`. Absent unless UPSTREAM_CALLBACK_SECRET is set.
+   * HMAC-SHA256 with `secret` of "<timestamp>.<body>">`. Absent unless UPSTREAM_CALLBACK_SECRET is set, or
+   * the provider has `verifyCallback` (then the service signs its own way, and `secret` is empty without it).
    */
   callback?: { url: string; secret: string };
 }
@@ -67,6 +68,37 @@ export interface UpstreamProvider<Request, Result> {
   cancel?(handle: UpstreamHandle): Promise<void>;
   /** The job is over and its result kept: the upstream may forget the work. Best effort. */
   release?(handle: UpstreamHandle): Promise<void>;
+  /**
+   * Checks a callback with the service's own signature (fal's ED25519, Replicate's Standard Webhooks) and
+   * answers the id of the work it reports, or null when it is forged, stale or malformed (401, nothing
+   * changes). When present it replaces the kernel's HMAC check for this provider, and the callback URL is
+   * offered even without UPSTREAM_CALLBACK_SECRET (then `callback.secret` is empty).
+   */
+  verifyCallback?(request: { headers: Headers; body: Uint8Array }): Promise<{ id: string } | null>;
+}
+
+/** One route of an upstream gateway, as /metrics and /readyz show it. */
+export interface UpstreamRouteStatus {
+  /** The spec model id it serves. */
+  model: string;
+  /** Its place in the model's routes (0-based) and its provider's name. */
+  index: number;
+  provider: string;
+  /** Its circuit breaker. */
+  state: "closed" | "open" | "half-open";
+  consecutiveFailures: number;
+  /** Epoch ms until which the route is skipped for the service's Retry-After, when it is. */
+  retryAfterUntil?: number;
+}
+
+/**
+ * What an upstream gateway tells the kernel (the `upstream.gateway` collection): its routes' health for
+ * /metrics and /readyz (a degraded route never makes the process unready), and the providers that verify
+ * their callbacks with the service's own signature, by name.
+ */
+export interface UpstreamGateway {
+  routes(): UpstreamRouteStatus[];
+  callbackProvider(name: string): Pick<UpstreamProvider<unknown, unknown>, "name" | "verifyCallback"> | undefined;
 }
 
 /**
@@ -76,6 +108,12 @@ export interface UpstreamProvider<Request, Result> {
  */
 export interface ProviderRoutes<Provider> {
   route(name: string): Provider | undefined;
+}
+
+declare module "./index.ts" {
+  interface ContributionMap {
+    "upstream.gateway": UpstreamGateway;
+  }
 }
 
 /** The upstream did not finish before the step's deadline; it was cancelled where the provider can. */

@@ -14,6 +14,12 @@ export interface Readiness {
   ready: boolean;
   /** database, queue, and redis when REDIS_URL is set. */
   checks: Record<string, CheckResult>;
+  /**
+   * What is worth knowing and does not decide readiness: upstream gateway routes and their breakers (a
+   * degraded route must not take the process out of rotation; the next route or the retry serves). Absent
+   * when no gateway routes anything.
+   */
+  details?: { upstreams: Array<{ model: string; route: number; provider: string; state: string }> };
 }
 
 async function within(
@@ -55,5 +61,22 @@ export async function checkReadiness(kernel: Kernel, timeoutMs = READINESS_TIMEO
         ] as const,
     ),
   );
-  return { ready: results.every(([, r]) => r === "ok"), checks: Object.fromEntries(results) };
+  const routes = kernel.contributions("upstream.gateway").flatMap((g) => g.routes());
+  return {
+    ready: results.every(([, r]) => r === "ok"),
+    checks: Object.fromEntries(results),
+    // Provider names and model ids only: the answer is public, and the file's URLs and variables stay out.
+    ...(routes.length
+      ? {
+          details: {
+            upstreams: routes.map((r) => ({
+              model: r.model,
+              route: r.index,
+              provider: r.provider,
+              state: r.retryAfterUntil !== undefined && r.state === "closed" ? "retry-after" : r.state,
+            })),
+          },
+        }
+      : {}),
+  };
 }

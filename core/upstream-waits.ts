@@ -77,8 +77,11 @@ export interface WaitsDeps {
   db: Kysely<KernelTables>;
   clock: Clock;
   log: Logger;
-  /** `$PUBLIC_URL` and UPSTREAM_CALLBACK_SECRET, when callbacks are on. */
-  callbacks: { publicUrl: string; secret: string } | null;
+  /**
+   * `$PUBLIC_URL` and UPSTREAM_CALLBACK_SECRET (null when unset: only providers with `verifyCallback`, which
+   * check the service's own signature, are offered a callback then); null: callbacks off.
+   */
+  callbacks: { publicUrl: string; secret: string | null } | null;
 }
 
 /**
@@ -210,11 +213,11 @@ export class AttemptWaits {
       const handle = await provider.submit(request, {
         idempotencyKey: `${this.jobId}:${step}`,
         signal: this.signal,
-        ...(callbacks
+        ...(callbacks && (callbacks.secret || provider.verifyCallback)
           ? {
               callback: {
                 url: `${callbacks.publicUrl}/upstream/${encodeURIComponent(provider.name)}/callback`,
-                secret: callbackSecret(callbacks.secret, provider.name),
+                secret: callbacks.secret ? callbackSecret(callbacks.secret, provider.name) : "",
               },
             }
           : {}),

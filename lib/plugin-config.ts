@@ -24,6 +24,11 @@ export interface ConfigVariable<T = unknown> {
   readonly schema: StandardSchemaV1<unknown, T>;
   /** What it sets and its default, for docs/configuration.md's list. */
   readonly description: string;
+  /**
+   * A second step after the schema, given the whole environment: for a value that names other variables (the
+   * providers file's `key_env`), read at boot like the rest. Throws ConfigError with the whole line.
+   */
+  readonly resolve?: (value: any, env: Environment) => unknown;
 }
 
 /** Declares one variable (see ConfigVariable); the name is checked here, where the mistake is made. */
@@ -31,10 +36,23 @@ export function envVar<S extends StandardSchemaV1>(
   name: string,
   schema: S,
   description: string,
-): ConfigVariable<InferOutput<S>> {
+): ConfigVariable<InferOutput<S>>;
+/** ...whose value is then resolved with the whole environment (ConfigVariable `resolve`). */
+export function envVar<S extends StandardSchemaV1, R>(
+  name: string,
+  schema: S,
+  description: string,
+  options: { resolve(value: InferOutput<S>, env: Environment): R },
+): ConfigVariable<R>;
+export function envVar(
+  name: string,
+  schema: StandardSchemaV1,
+  description: string,
+  options?: { resolve(value: unknown, env: Environment): unknown },
+): ConfigVariable {
   if (!VARIABLE_NAME.test(name))
     throw new Error(`config variable "${name}" must be uppercase letters, digits and underscores`);
-  return Object.freeze({ name, schema, description }) as ConfigVariable<InferOutput<S>>;
+  return Object.freeze({ name, schema, description, ...(options ? { resolve: options.resolve } : {}) });
 }
 
 export type ConfigVariables = Readonly<Record<string, ConfigVariable<any>>>;
@@ -117,7 +135,7 @@ export function readVariables(variables: Iterable<ConfigVariable>, env: Environm
       throw new ConfigError(
         `${v.name} ${result.issues[0]?.message ?? "is invalid"} (${raw ? `got "${raw}"` : "unset"})`,
       );
-    values[v.name] = result.value;
+    values[v.name] = v.resolve ? v.resolve(result.value, env) : result.value;
   }
   return values;
 }

@@ -1,7 +1,7 @@
 // The product areas this server runs, in order (`defaultPlugins`, also exported by the package root with each
 // area by name). A third party's plugin is one more entry, in mediagate.config.ts (docs/server-api.md).
 // Providers come first: `images-sandbox` provides `image.generate`; a deployment with a real upstream
-// registers its adapter plugin in its place.
+// registers its adapter plugin in its place, or sets PROVIDERS_FILE for `upstreams` (docs/upstreams.md).
 import account from "./account/index.ts";
 import analysis from "./analysis/index.ts";
 import captions from "./captions/index.ts";
@@ -17,6 +17,7 @@ import socialExtractor from "./social/extractor.ts";
 import social from "./social/index.ts";
 import text from "./text/index.ts";
 import upscale from "./upscale/index.ts";
+import upstreams from "./upstreams/index.ts";
 import video from "./video/index.ts";
 import videoSandbox from "./video/sandbox.ts";
 import voiceover from "./voiceover/index.ts";
@@ -39,6 +40,8 @@ export const defaultPlugins = [
   voiceoverSandbox,
   voiceover,
   musicSandbox,
+  // After every sandbox it can stand in for: with PROVIDERS_FILE it overrides their capabilities.
+  upstreams,
   music,
   metadata,
   socialExtractor,
@@ -65,6 +68,7 @@ export {
   socialExtractor,
   text,
   upscale,
+  upstreams,
   video,
   videoSandbox,
   voiceover,

@@ -61,8 +61,8 @@ export interface HttpAppOptions {
 function mountProbes(app: H3, kernel: Kernel, door?: AdminDoor): void {
   app.get("/healthz", () => json(200, { status: "ok" }));
   app.get("/readyz", async () => {
-    const { ready, checks } = await checkReadiness(kernel);
-    return json(ready ? 200 : 503, { status: ready ? "ready" : "not ready", checks });
+    const { ready, checks, details } = await checkReadiness(kernel);
+    return json(ready ? 200 : 503, { status: ready ? "ready" : "not ready", checks, ...(details ? { details } : {}) });
   });
   // /metrics (transports/metrics.ts): on the public port only with the admin token (a scraper sends it as a
   // bearer token); on HEALTH_PORT, which an operator keeps off the public network, without.

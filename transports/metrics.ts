@@ -195,6 +195,36 @@ export function metricsOf(kernel: Kernel): Metrics {
       this.set({ state: "waiting" }, s.waiting);
     },
   });
+  // Upstream routes (issue 39): each gateway route's circuit breaker, 1 for its current state.
+  new Gauge({
+    name: "mediagate_upstream_route_state",
+    help: "Upstream gateway routes by model, place and provider: 1 for the breaker's state (closed, open, half-open), and retry_after while a Retry-After skips it.",
+    labelNames: ["model", "route", "provider", "state"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const now = kernel.clock.now();
+      for (const gateway of kernel.contributions("upstream.gateway"))
+        for (const r of gateway.routes()) {
+          const labels = { model: r.model, route: String(r.index), provider: r.provider };
+          for (const state of ["closed", "open", "half-open"] as const)
+            this.set({ ...labels, state }, r.state === state ? 1 : 0);
+          this.set({ ...labels, state: "retry_after" }, (r.retryAfterUntil ?? 0) > now ? 1 : 0);
+        }
+    },
+  });
+  new Gauge({
+    name: "mediagate_upstream_route_failures",
+    help: "Consecutive submit failures of each upstream gateway route (0 after a success).",
+    labelNames: ["model", "route", "provider"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const gateway of kernel.contributions("upstream.gateway"))
+        for (const r of gateway.routes())
+          this.set({ model: r.model, route: String(r.index), provider: r.provider }, r.consecutiveFailures);
+    },
+  });
   new Gauge({
     name: "mediagate_webhook_deliveries",
     help: "Webhook deliveries by outcome (pending while attempts remain, delivered, failed).",

@@ -12,7 +12,7 @@ import {
 } from "mediagate/plugin";
 import { IMAGE_ERRORS } from "./errors.ts";
 import type { ImageRequest } from "./input.ts";
-import { MODELS, type ModelId } from "./models.ts";
+import { imageRoutes, type ModelId } from "./models.ts";
 import { metadataChunks, stripPngMetadata } from "./png.ts";
 import { IMAGES_TABLE, type ImageOutput } from "./records.ts";
 
@@ -48,10 +48,9 @@ export const imageJob: JobKindDeclaration<StoredInput> = {
       .selectAll()
       .where("job_id", "=", ctx.jobId)
       .executeTakeFirstOrThrow();
-    const model = MODELS[row.model as ModelId];
     const providers = ctx.capability("image.generate");
     const input = ctx.input;
-    const routes = model.providers.filter((route) => providers.route(route));
+    const routes = imageRoutes(providers, row.model as ModelId);
     // Each route is a step of its own; a later poll resumes at the route the job is waiting on.
     const resumeAt = Math.max(
       0,

@@ -98,3 +98,13 @@ export function pixelSize(quality: Quality, aspectRatio: string): { width: numbe
   const short = Math.max(8, Math.round((long * Math.min(w, h)) / Math.max(w, h) / 8) * 8);
   return w >= h ? { width: long, height: short } : { width: short, height: long };
 }
+
+/**
+ * The routes a model is drawn through: the provider of its own id when one answers for it (an upstream
+ * gateway, which fails over between its services itself), else the model's `providers` (the sandbox's
+ * primary/secondary failover).
+ */
+export function imageRoutes(providers: { route(name: string): unknown }, model: ModelId): string[] {
+  if (providers.route(model)) return [model];
+  return MODELS[model].providers.filter((route) => providers.route(route));
+}

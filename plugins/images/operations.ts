@@ -36,7 +36,7 @@ import { z } from "zod";
 import { IMAGE_ERRORS } from "./errors.ts";
 import { checkReferenceUrls, GenerateImageInput, MAX_REFERENCES } from "./input.ts";
 import type { StoredInput } from "./job.ts";
-import { MODELS, type ModelId, pixelSize } from "./models.ts";
+import { imageRoutes, MODELS, type ModelId, pixelSize } from "./models.ts";
 import { priceOf } from "./prices.ts";
 import { imageJobs, insertGenerations } from "./records.ts";
 
@@ -80,8 +80,7 @@ export const generateImage = operation({
       if (!budget.ok) throw new ApiError(400, IMAGE_ERRORS.refImageUnusable(budget.reason));
     }
 
-    const providers = ctx.capability("image.generate");
-    if (!MODELS[req.model].providers.some((route) => providers.route(route)))
+    if (imageRoutes(ctx.capability("image.generate"), req.model).length === 0)
       throw new ApiError(500, IMAGE_ERRORS.notAvailable);
 
     const credits = ctx.priceFor(priceOf(req.model, req.quality, req.quantity));

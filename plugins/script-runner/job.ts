@@ -67,6 +67,12 @@ export const runJob: JobKindDeclaration<Record<string, never>> = {
   },
 };
 
+/** The image provider of a model: by its own id where one answers (an upstream gateway), else the table's route. */
+const imageProvider = (ctx: JobRunContext, model: RunnerImageModel) => {
+  const providers = ctx.capability("image.generate");
+  return providers.route(model) ?? providers.route(IMAGE_MODELS[model].route);
+};
+
 /** The run's character picture: stored at submit, or drawn from the description once (and kept). Null if drawing fails. */
 async function characterImage(ctx: JobRunContext, run: RunRow): Promise<VideoFrame | null> {
   if (run.character_key) {
@@ -74,7 +80,7 @@ async function characterImage(ctx: JobRunContext, run: RunRow): Promise<VideoFra
     if (!bytes) throw new JobFailure(RUNNER_ERRORS.runFailed);
     return { bytes, mimeType: run.character_mime ?? "image/png" };
   }
-  const provider = ctx.capability("image.generate").route(IMAGE_MODELS[run.image_model as RunnerImageModel].route);
+  const provider = imageProvider(ctx, run.image_model as RunnerImageModel);
   try {
     if (!provider) throw new Error("no image provider");
     const image = await pollToEnd(provider, {
@@ -120,7 +126,7 @@ async function renderScene(
     const stored = scene.start_image_key ? await ctx.blobs.get(scene.start_image_key) : null;
     if (stored) frame = { bytes: stored, mimeType: "image/png" };
     else {
-      const provider = ctx.capability("image.generate").route(IMAGE_MODELS[imageModel].route);
+      const provider = imageProvider(ctx, imageModel);
       if (!provider) throw new Error("no image provider");
       const image = await pollToEnd(provider, {
         prompt: `${scene.setting}\nFeaturing ${who}.`,
