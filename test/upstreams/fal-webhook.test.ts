@@ -128,6 +128,34 @@ t("a failed request's webhook is an ERROR body, signed the same way", async () =
   }
 });
 
+t("with a latency the request ends by itself and its webhook arrives unasked", async () => {
+  const hook = await receiver();
+  const standIn = await startFalStandIn({ pace: { latencyMs: 0 }, output: "video" });
+  try {
+    const client = falClient({ baseUrl: standIn.url, key: standIn.key, outbound: guard, jwksUrl: standIn.jwksUrl });
+    const handle = await client.submit({
+      model: "fal-ai/some-app/text-to-video",
+      input: { prompt: "rain", duration: "2" },
+      idempotencyKey: "k",
+      webhookUrl: hook.url,
+      signal: never,
+    });
+    await standIn.webhooksDelivered(1);
+    assert.equal(await client.verifyWebhook(hook.got[0]!), { id: handle.id });
+    // Nothing polled before the webhook: the only call was the submit.
+    assert.equal(
+      standIn.requests.map((r) => r.method),
+      ["POST"],
+    );
+    const look = await client.poll(handle, never);
+    assert.is(look.state, "done");
+    assert.is(client.outputUrls(look.state === "done" ? look.output : undefined).length, 1);
+  } finally {
+    await standIn.close();
+    await hook.close();
+  }
+});
+
 async function withVerifier(
   body: (
     s: FalStandIn,
