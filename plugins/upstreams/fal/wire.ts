@@ -6,8 +6,8 @@
 
 /** Where the queue API lives when the providers file gives no `base_url`. */
 export const FAL_BASE_URL = "https://queue.fal.run";
-/** Where fal publishes the ED25519 keys its webhooks are signed with (a JWKS). */
-export const FAL_JWKS_URL = "https://rest.alpha.fal.ai/.well-known/jwks.json";
+/** Where fal publishes the ED25519 keys its webhooks are signed with (a JWKS; older docs name rest.alpha.fal.ai). */
+export const FAL_JWKS_URL = "https://rest.fal.ai/.well-known/jwks.json";
 
 /** The submit's query parameter naming the webhook fal POSTs to when the request ends. */
 export const WEBHOOK_QUERY = "fal_webhook";
