@@ -12,8 +12,12 @@
 // stands for the spread. `disable` removes plugins by name: their routes answer 404 and their GraphQL fields
 // are absent. Without a config file the server runs `defaultPlugins`. Whatever fails here is a BootError of
 // one line naming the file, the plugin and the cause (main.ts prints it).
+//
+// A `.ts` config file or plugin path is loaded as an ES module whatever the project's package.json says:
+// under tsx, a `.ts` file in a package without "type": "module" (what `npm init` writes) is CommonJS, and
+// importing one that imports mediagate fails with "Cannot require() ES Module ... in a cycle".
 import { existsSync, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
+import { createRequire, register } from "node:module";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import process from "node:process";
 import { pathToFileURL } from "node:url";
@@ -80,7 +84,7 @@ export async function loadServerConfig(options: LoadServerConfigOptions): Promis
   try {
     config = file.endsWith(".json")
       ? JSON.parse(readFileSync(file, "utf8"))
-      : ((await import(pathToFileURL(file).href)) as { default?: unknown }).default;
+      : ((await importModule(pathToFileURL(file).href)) as { default?: unknown }).default;
   } catch (err) {
     throw fail(`cannot be read: ${oneLine(err)}`);
   }
@@ -125,7 +129,7 @@ async function loadPlugin(
 ): Promise<PluginDeclaration[]> {
   let module: { default?: unknown; plugin?: unknown };
   try {
-    module = await import(resolvePlugin(specifier, configFile));
+    module = await importModule(resolvePlugin(specifier, configFile));
   } catch (err) {
     throw fail(`plugin "${specifier}" failed to load: ${oneLine(err)}`);
   }
@@ -168,6 +172,46 @@ function importEntry(name: string, dir: string): string | undefined {
     }
     if (dirname(at) === at) return undefined;
   }
+}
+
+/** The query that marks an import for ESM_HOOKS. */
+const AS_ESM = "mediagate-esm";
+
+/**
+ * Node's module hooks, registered after tsx's, so they see what tsx resolved: a file URL carrying AS_ESM is an
+ * ES module (in the format tsx, or Node's own type stripping, takes for TypeScript), and so is every `.ts`
+ * file of the project (not of node_modules) that such a module imports and that would be CommonJS, which
+ * carries the mark on (an ES module stays as it is: one instance, shared with the server). Only the
+ * ESM half of tsx may be registered (`mediagate start`), so a CommonJS .ts file would not load at all. The
+ * URL is rebuilt from the path: tsx marks a CommonJS file it will pre-parse with queries in it.
+ */
+const ESM_HOOKS = `const MARK = "${AS_ESM}";
+const marked = (url) => typeof url === "string" && url.startsWith("file:") && new URL(url).searchParams.has(MARK);
+export async function resolve(specifier, context, next) {
+  const result = await next(specifier, context);
+  if (!result.url.startsWith("file:")) return result;
+  const path = new URL(result.url).pathname.split("%3F")[0];
+  const own = /\\.tsx?$/.test(path) && !path.includes("/node_modules/");
+  const commonJs = !result.format?.startsWith("module");
+  if (!marked(result.url) && !(own && commonJs && marked(context.parentURL))) return result;
+  const format = result.format?.endsWith("-typescript") ? "module-typescript" : "module";
+  return { ...result, url: "file://" + path + "?" + MARK, format };
+}`;
+
+let esmHooksRegistered = false;
+
+/**
+ * import() of a config file or a plugin; a `.ts` file of the project (not of node_modules, where packages
+ * declare their own type) is loaded as an ES module. Deno always does so and has no such hooks.
+ */
+function importModule(url: string): Promise<Record<string, unknown>> {
+  const { pathname } = new URL(url);
+  if ("Deno" in globalThis || !/\.tsx?$/.test(pathname) || pathname.includes("/node_modules/")) return import(url);
+  if (!esmHooksRegistered) {
+    register(`data:text/javascript,${encodeURIComponent(ESM_HOOKS)}`);
+    esmHooksRegistered = true;
+  }
+  return import(`${url}?${AS_ESM}`);
 }
 
 function isDeclaration(value: unknown): value is PluginDeclaration {

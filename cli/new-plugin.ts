@@ -5,7 +5,7 @@
 // installed as a package and inside mediagate's own checkout (the package's self-reference).
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { dirname, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import process from "node:process";
 import { PLUGIN_API_VERSION } from "../core/plugin-version.ts";
 
@@ -79,23 +79,11 @@ function resolvesFrom(dir: string, specifier: string): boolean {
   }
 }
 
-/** Whether the nearest package.json above `dir` says `"type": "module"` (mediagate.config.ts is an ES module). */
-function esmProject(dir: string): boolean {
-  for (let at = resolve(dir); ; at = dirname(at)) {
-    const file = join(at, "package.json");
-    if (existsSync(file)) return JSON.parse(readFileSync(file, "utf8")).type === "module";
-    if (dirname(at) === at) return false;
-  }
-}
-
 /** What to do after scaffolding `name` in `parent`. */
 export function nextSteps(name: string, parent: string): string {
   const install = ["mediagate/plugin", "zod"].filter((p) => !resolvesFrom(parent, p)).map((p) => p.split("/")[0]);
   const steps = [
     ...(install.length ? [`Install what it imports: npm install ${install.join(" ")}`] : []),
-    ...(esmProject(parent)
-      ? []
-      : ['Make the project ES modules (mediagate.config.ts imports "mediagate"): npm pkg set type=module']),
     `Run its test: npx tsx ${name}/${name}.test.ts`,
     `Serve it: list it in mediagate.config.ts in this folder (${name}/README.md shows the whole file),
        plugins: [...defaultPlugins, "./${name}/index.ts"]

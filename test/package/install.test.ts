@@ -1,6 +1,6 @@
 // A stranger's project, end to end (issue 38 items 3 and 7, on Node): `npm pack` this checkout and the example
-// plugin package (examples/text-stats-plugin), install both tarballs into a fresh temporary ES-module project
-// (`npm install --prefer-offline --ignore-scripts`, so npm's cache serves what it can), scaffold a plugin there
+// plugin package (examples/text-stats-plugin), install both tarballs into a fresh temporary project whose
+// package.json is what `npm init` writes (no "type": its .ts files are CommonJS to tsx) (`npm install --prefer-offline --ignore-scripts`, so npm's cache serves what it can), scaffold a plugin there
 // with `npx mediagate new-plugin`, list it and the example (by its package name) in mediagate.config.ts beside
 // the spec's areas, start the server with the installed `mediagate start`, and call both plugins over REST and
 // GraphQL and a spec route beside them; SIGTERM ends it with exit 0.
@@ -52,7 +52,11 @@ test("pack mediagate and the example, install both into a fresh project, scaffol
   dirs.push(project);
   const [tarball, example] = await Promise.all([pack(ROOT, project), pack(EXAMPLE, project)]);
   assert.match(example, /^mediagate-plugin-text-stats-.*\.tgz$/);
-  writeFileSync(join(project, "package.json"), JSON.stringify({ name: "stranger", private: true, type: "module" }));
+  // No "type": "module", as `npm init` leaves it; the config file and the plugin by path still load as ES modules.
+  writeFileSync(
+    join(project, "package.json"),
+    JSON.stringify({ name: "stranger", version: "1.0.0", private: true, main: "index.js" }),
+  );
   // One install for both, so the example's peer dependency on mediagate is met by the tarball beside it.
   await run(
     [

@@ -143,6 +143,25 @@ t("MEDIAGATE_CONFIG names a JSON config, before the folder's own mediagate.confi
   assert.equal(names, ["echo-words", ...defaultPlugins.map((p) => p.name).filter((n) => n !== "music")]);
 });
 
+t(
+  "a project whose package.json has no type (npm init's): its .ts config and .ts plugin load as ES modules",
+  async () => {
+    // Under tsx such a project's .ts files are CommonJS; importing the config that way failed with "Cannot
+    // require() ES Module ... in a cycle".
+    const dir = project({
+      "package.json": JSON.stringify({ name: "commonjs-project", version: "1.0.0", main: "index.js" }),
+      "mediagate.config.ts": CONFIG_TS,
+    });
+    const loaded = await loadServerConfig({ cwd: dir, env: {}, defaults: defaultPlugins });
+    assert.is(loaded.file, join(dir, "mediagate.config.ts"));
+    assert.equal(
+      loaded.plugins.slice(-2).map((p) => p.name),
+      ["echo-words", "quiet"],
+    );
+    assert.is(loaded.plugins[0], defaultPlugins[0], "the config's mediagate is the server's own, not a second copy");
+  },
+);
+
 t("a plugin that does not load, or a name disable does not know, is one line naming it", async () => {
   const dir = project({
     "mediagate.config.mjs": 'export default { plugins: ["./nope/index.ts"] };\n',
