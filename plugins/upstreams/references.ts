@@ -12,7 +12,10 @@
 // so the kernel's retention sweeper removes it even when the job that made it died; and `release` deletes the
 // files at once when the gateway knows the upstream is done with them (the provider's `release`, or the end
 // of the job). A file released early only makes its link answer 404, which no upstream needs by then.
-import { type BlobStore, mediaToken, sniffImageType, sniffMedia } from "mediagate/plugin";
+import { type BlobStore, type CapabilityHost, mediaToken, sniffImageType, sniffMedia } from "mediagate/plugin";
+
+/** The plugin whose blob scope holds the files (the gateway's own name). */
+const SCOPE = "upstreams";
 
 /** What the gateway builds from its CapabilityHost (`host.blobs.scoped("upstreams")`, `host.signedMediaUrl`). */
 export interface ReferenceDeps {
@@ -44,6 +47,21 @@ export const REFERENCE_GRACE_SECONDS = 600;
 /** The folder of reference files in this plugin's scope (private: only signed links reach it). */
 export const REFERENCE_FOLDER = "private/refs/";
 
+/**
+ * One reference as a request holds it: a frame or a normalized clip with its bytes (re-hosted even when it came
+ * from a URL: the bytes are what was checked and billed), an upload read from storage, or a partner's URL,
+ * passed on as given (the area already checked it; the upstream fetches it from its own network).
+ */
+export type ReferenceSource = { bytes: Uint8Array } | { read(): Promise<Uint8Array | null> } | { url: string };
+
+/** An upload a request names is no longer in storage (removed since the request was accepted). */
+export class ReferenceMissingError extends Error {
+  constructor() {
+    super("a reference file is no longer stored");
+    this.name = "ReferenceMissingError";
+  }
+}
+
 /** A file the upstream cannot be given: not one of the media types references are. */
 export class ReferenceTypeError extends Error {
   constructor() {
@@ -72,17 +90,28 @@ function kindOf(bytes: Uint8Array): (typeof BY_CONTAINER)[keyof typeof BY_CONTAI
 
 /** The references of one job as the upstream will fetch them. */
 export function referenceLinks(deps: ReferenceDeps) {
+  /** Stores `bytes` (or inlines them) and answers the URL the upstream's input names. */
+  async function put(bytes: Uint8Array, options: ReferenceOptions = {}): Promise<PreparedReference> {
+    const kind = kindOf(bytes);
+    if (options.dataUriMaxBytes && bytes.byteLength <= options.dataUriMaxBytes)
+      return { url: `data:${kind.type};base64,${Buffer.from(bytes).toString("base64")}`, key: null };
+    const ttl = options.ttlSeconds ?? REFERENCE_TTL_SECONDS;
+    const key = `${REFERENCE_FOLDER}${mediaToken()}.${kind.ext}`;
+    const expiresAt = new Date(deps.now() + (ttl + REFERENCE_GRACE_SECONDS) * 1000);
+    await deps.blobs.put(key, bytes, { contentType: kind.type, expiresAt });
+    return { url: deps.signedUrl(key, ttl), key };
+  }
   return {
-    /** Stores `bytes` (or inlines them) and answers the URL the upstream's input names. */
-    async put(bytes: Uint8Array, options: ReferenceOptions = {}): Promise<PreparedReference> {
-      const kind = kindOf(bytes);
-      if (options.dataUriMaxBytes && bytes.byteLength <= options.dataUriMaxBytes)
-        return { url: `data:${kind.type};base64,${Buffer.from(bytes).toString("base64")}`, key: null };
-      const ttl = options.ttlSeconds ?? REFERENCE_TTL_SECONDS;
-      const key = `${REFERENCE_FOLDER}${mediaToken()}.${kind.ext}`;
-      const expiresAt = new Date(deps.now() + (ttl + REFERENCE_GRACE_SECONDS) * 1000);
-      await deps.blobs.put(key, bytes, { contentType: kind.type, expiresAt });
-      return { url: deps.signedUrl(key, ttl), key };
+    put,
+    /** `put` for a reference as a request holds it (ReferenceSource); a URL is passed on as given. */
+    async prepare(source: ReferenceSource, options: ReferenceOptions = {}): Promise<PreparedReference> {
+      if ("bytes" in source) return put(source.bytes, options);
+      if ("read" in source) {
+        const bytes = await source.read();
+        if (!bytes) throw new ReferenceMissingError();
+        return put(bytes, options);
+      }
+      return { url: source.url, key: null };
     },
     /** Deletes stored references now (best effort: the sweeper removes whatever is left). */
     async release(keys: ReadonlyArray<string | null>): Promise<void> {
@@ -94,3 +123,15 @@ export function referenceLinks(deps: ReferenceDeps) {
 }
 
 export type ReferenceLinks = ReturnType<typeof referenceLinks>;
+
+/** The deps of `referenceLinks` from the gateway's CapabilityHost: its blob scope, signed links and clock. */
+export function referenceDeps(host: CapabilityHost): ReferenceDeps {
+  return {
+    blobs: host.blobs.scoped(SCOPE),
+    signedUrl(key, ttlSeconds) {
+      if (!host.signedMediaUrl) throw new Error("this host makes no signed media links");
+      return host.signedMediaUrl(SCOPE, key, ttlSeconds);
+    },
+    now: () => host.clock.now(),
+  };
+}

@@ -12,7 +12,9 @@ import {
   REFERENCE_GRACE_SECONDS,
   REFERENCE_TTL_SECONDS,
   type ReferenceLinks,
+  ReferenceMissingError,
   ReferenceTypeError,
+  referenceDeps,
   referenceLinks,
 } from "../../plugins/upstreams/references.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
@@ -46,11 +48,7 @@ t.before(async () => {
     plugins: [upstreams],
     env: { PUBLIC_URL: "https://media.example.test", UPSTREAM_CALLBACK_SECRET: "s".repeat(40) },
   });
-  refs = referenceLinks({
-    blobs: host!.blobs.scoped("upstreams"),
-    signedUrl: (key, ttl) => host!.signedMediaUrl!("upstreams", key, ttl),
-    now: () => tk.clock.now(),
-  });
+  refs = referenceLinks(referenceDeps(host!));
 });
 
 t.after(async () => {
@@ -124,6 +122,18 @@ t("release deletes the files at once; a data URI stores nothing", async () => {
   assert.is((await blobs.keys()).length, before);
   // Over the limit: a link after all.
   assert.ok((await refs.put(PNG, { dataUriMaxBytes: 4 })).key);
+});
+
+t("a request's references: bytes and uploads are re-hosted, a partner's URL passes as given", async () => {
+  const frame = await refs.prepare({ bytes: MP4, url: "https://partner.example/clip.mp4" });
+  assert.match(frame.url, /\/media\/upstreams\/private\/refs\/[0-9a-f]{32}\.mp4\?expires=/);
+  const upload = await refs.prepare({ read: async () => PNG });
+  assert.equal((await get(upload.url)).bytes, PNG);
+  assert.equal(await refs.prepare({ url: "https://partner.example/cat.png" }), {
+    url: "https://partner.example/cat.png",
+    key: null,
+  });
+  assert.instance(await rejection(refs.prepare({ read: async () => null })), ReferenceMissingError);
 });
 
 t("bytes that are no media file are refused", async () => {
