@@ -76,6 +76,26 @@ t("a submit posts the input to {base}/{model} with the key; the handle keeps the
   });
 });
 
+t("a model id that is not owner/app[/path] is refused before any call", async () => {
+  await withStandIn({}, async (standIn, client) => {
+    for (const model of [
+      "flux",
+      "fal-ai/flux?x=1",
+      "../admin/x",
+      "fal-ai/../x",
+      "fal-ai//flux",
+      "fal-ai/flux#a",
+      " fal-ai/flux",
+    ]) {
+      const err = await rejection(submit(client, model));
+      provoked.push(err);
+      assert.is(err.message, "fal model id is not owner/app[/path]", model);
+      assert.is(err.accepted, false);
+    }
+    assert.is(standIn.requests.length, 0);
+  });
+});
+
 t("a webhook URL rides as fal_webhook on the submit", async () => {
   await withStandIn({ pace: "manual" }, async (standIn, client) => {
     const webhookUrl = "http://127.0.0.1:9/hooks/fal?job=1";

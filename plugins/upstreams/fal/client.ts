@@ -40,6 +40,9 @@ const URL_FIELDS = ["status_url", "response_url", "cancel_url"] as const;
 
 type Answer = { status: number; headers: Record<string, string>; body: unknown };
 
+/** fal's model ids: an owner, an app and an optional endpoint path (`fal-ai/flux/dev`), path segments only. */
+const MODEL_ID = /^(?!\.+(\/|$))[A-Za-z0-9_.-]+(\/(?!\.+(\/|$))[A-Za-z0-9_.-]+)+$/;
+
 /** Failures of a connection that never carried the request. */
 const NOT_CONNECTED_CODES = new Set([
   "ECONNREFUSED",
@@ -124,7 +127,8 @@ export const falClient: ProtocolClientFactory = (options) => {
   const retryAfter = (a: Answer) => parseRetryAfter(a.headers["retry-after"]);
 
   async function submit(request: ProtocolSubmit): Promise<ProtocolHandle> {
-    const url = new URL(`${base}/${request.model.replace(/^\/+/, "")}`);
+    if (!MODEL_ID.test(request.model)) throw new UpstreamCallError(TEXT.badModel, { accepted: false });
+    const url = new URL(`${base}/${request.model}`);
     if (request.webhookUrl) url.searchParams.set(WEBHOOK_QUERY, request.webhookUrl);
     let answer: Answer;
     try {

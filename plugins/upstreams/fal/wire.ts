@@ -69,6 +69,7 @@ export interface WebhookBody {
 
 /** The texts of our errors (no key, no URL: the upstream's own words only after redaction and a cap). */
 export const TEXT = {
+  badModel: "fal model id is not owner/app[/path]",
   submitFailed: (why: string) => `fal submit failed (${why})`,
   submitAnswered: (status: number, detail: string) => `fal submit answered ${status}${detail}`,
   submitMalformed: "fal submit answered no request id and URLs",
