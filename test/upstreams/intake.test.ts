@@ -7,6 +7,7 @@ import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { isTransient } from "../../core/plugin-api.ts";
+import { PNG_METADATA_CHUNKS, pngChunks, writePng } from "../../lib/formats/index.ts";
 import { createMediaEngine, generateTestVideo, type MediaEngine } from "../../lib/media/index.ts";
 import { createOutboundGuard } from "../../lib/outbound/index.ts";
 import {
@@ -43,8 +44,15 @@ t.before(async () => {
   deps = { outbound: createOutboundGuard({ allowPrivate: true }), media: engine };
   const picture = (size: string, out: string) =>
     encode(["-f", "lavfi", "-i", `testsrc2=size=${size}:duration=1`, "-frames:v", "1", out], out);
-  const png = await picture("640x480", "p.png");
+  // A text chunk naming the upstream, as a generator's PNG may carry: it must not survive intake.
+  const [head, ...rest] = [...pngChunks(await picture("640x480", "p.png"))];
+  const note = new TextEncoder().encode("Comment\0https://upstream.example/outputs/123");
+  const png = writePng([head!, { type: "tEXt", data: note }, ...rest]);
   const jpeg = await picture("300x300", "p.jpg");
+  const alpha = await encode(
+    ["-f", "lavfi", "-i", "color=c=red@0.5:s=200x100:d=1,format=rgba", "-frames:v", "1", "a.png"],
+    "a.png",
+  );
   const clip = await generateTestVideo(engine, { width: 320, height: 240, seconds: 4, font: false });
   const silentClip = await encode(["-i", "in.mp4", "-an", "-c", "copy", "silent.mp4"], "silent.mp4", {
     "in.mp4": clip,
@@ -53,6 +61,7 @@ t.before(async () => {
   Object.assign(files, {
     "/out.png": { type: "image/png", body: png },
     "/out.jpg": { type: "image/jpeg", body: jpeg },
+    "/alpha.png": { type: "image/png", body: alpha },
     "/page.png": { type: "image/png", body: "<!doctype html><html><body>Not found</body></html>" },
     "/empty.png": { type: "image/png", body: new Uint8Array(0) },
     "/gone.png": { type: "text/plain", body: "gone", status: 404 },
@@ -101,6 +110,10 @@ t("a PNG of another size comes back as a PNG of exactly the requested size, its 
   });
   assert.is(image.mimeType, "image/png");
   assert.equal(pngSize(image.bytes), { width: 512, height: 512 });
+  assert.equal(
+    [...pngChunks(image.bytes)].filter((c) => PNG_METADATA_CHUNKS.has(c.type)),
+    [],
+  );
   assert.is(progress.at(-1), 1);
 });
 
@@ -108,6 +121,12 @@ t("a JPEG becomes a PNG of the requested size", async () => {
   const image = await intakeImage(deps, `${base}/out.jpg`, { width: 256, height: 144, signal });
   assert.equal([...image.bytes.subarray(1, 4)], [0x50, 0x4e, 0x47]); // "PNG"
   assert.equal(pngSize(image.bytes), { width: 256, height: 144 });
+});
+
+t("a transparent PNG keeps its alpha channel", async () => {
+  const image = await intakeImage(deps, `${base}/alpha.png`, { width: 64, height: 64, signal });
+  assert.equal(pngSize(image.bytes), { width: 64, height: 64 });
+  assert.is(image.bytes[25], 6); // IHDR colour type 6: RGBA
 });
 
 t("a redirect is followed through the guard", async () => {
