@@ -82,8 +82,11 @@ export class IntakeDownloadError extends Error {
 export const INTAKE_LIMITS = {
   /** An image: 50 MB (a 4096 x 4096 PNG of noise is about 50 MB; models send far less). */
   imageBytes: 50_000_000,
-  /** A video: 500 MB (a minute of 4K at a generous bit rate). */
-  videoBytes: 500_000_000,
+  /**
+   * A video: 200 MB, held whole while it is converted (the wasm engine holds its inputs whole anyway). Generated
+   * clips are seconds long: 15 s of 4K at 50 Mb/s is under 100 MB.
+   */
+  videoBytes: 200_000_000,
   /** A song: 100 MB (ten minutes of WAV). */
   audioBytes: 100_000_000,
   /** A cover picture: 20 MB. */
