@@ -141,6 +141,26 @@ t(
   },
 );
 
+t("the picture is a real PNG of the size the input asks (image_size as {width, height} or fal's name)", async () => {
+  await withStandIn({}, async (_s, client) => {
+    const cases: Array<[Record<string, unknown>, number, number]> = [
+      [{ image_size: { width: 320, height: 200 } }, 320, 200],
+      [{ image_size: { width: "96", height: "64" } }, 96, 64],
+      [{ image_size: "landscape_4_3" }, 1024, 768],
+      [{}, 256, 256],
+    ];
+    for (const [input, width, height] of cases) {
+      const { look } = await pollUntilDone(client, await submit(client, MODEL, { prompt: "p", ...input }));
+      const output =
+        look.state === "done" ? (look.output as { images: Array<{ width: number; height: number }> }) : null;
+      assert.equal([output?.images[0]?.width, output?.images[0]?.height], [width, height]);
+      const png = await fetched(client.outputUrls(output)[0]!);
+      const view = new DataView(png.buffer, png.byteOffset);
+      assert.equal([view.getUint32(16), view.getUint32(20)], [width, height], JSON.stringify(input));
+    }
+  });
+});
+
 t("one status per look (on-poll): queued, running, then the video result", async () => {
   await withStandIn({}, async (_standIn, client) => {
     const handle = await submit(client, "fal-ai/kling-video/v2/text-to-video", { prompt: "waves", duration: "2" });

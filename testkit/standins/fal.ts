@@ -17,9 +17,10 @@
 //   its own and publishes the public key as a JWKS ({keys: [{kty: "OKP", crv: "Ed25519", x, ...}]}) at jwksUrl.
 // - Result shapes of fal's media models: `images: [{url, content_type, file_name, file_size, width, height}]`,
 //   `image: {...}`, `video: {url, content_type, file_name, file_size}`, `audio: {...}`, `audio_file: {...}`.
-// Outputs are served by the stand-in itself, as fal serves them from its media host: a real PNG, an MP4
-// (H.264/AAC) of the input's duration, an MP3, made by ffmpeg once per process; or on request a file that lies
-// (an HTML page named .png, zero bytes).
+// Outputs are served by the stand-in itself, as fal serves them from its media host: a real PNG of the input's
+// `image_size` (fal's names, or {width, height}; else `width`/`height`; else 256x256), an MP4 (H.264/AAC) of
+// the input's duration and aspect ratio, an MP3 of its duration, made by ffmpeg once per process and shape; or
+// on request a file that lies (an HTML page named .png, zero bytes).
 
 import { execFile } from "node:child_process";
 import { createHash, generateKeyPairSync, type KeyObject, randomUUID, sign } from "node:crypto";
@@ -176,7 +177,30 @@ const LYING: Record<string, Media> = {
   "empty-png": { bytes: new Uint8Array(0), type: "image/png", ext: "png" },
 };
 
-const PNG_SIZE = 256;
+/** fal's named image sizes (`image_size` as a word). */
+const IMAGE_SIZES: Record<string, [number, number]> = {
+  square_hd: [1024, 1024],
+  square: [512, 512],
+  portrait_4_3: [768, 1024],
+  portrait_16_9: [576, 1024],
+  landscape_4_3: [1024, 768],
+  landscape_16_9: [1024, 576],
+};
+const DEFAULT_PICTURE: [number, number] = [256, 256];
+
+/** The picture size an input asks for: `image_size` ({width, height} or a name), or `width`/`height`. */
+function pictureSize(input: Record<string, unknown>): [number, number] {
+  const side = (v: unknown) => {
+    const n = typeof v === "number" ? v : typeof v === "string" ? Number(v) : Number.NaN;
+    return Number.isFinite(n) && n >= 16 && n <= 4096 ? Math.round(n) : undefined;
+  };
+  const asked = input.image_size;
+  if (typeof asked === "string" && IMAGE_SIZES[asked]) return IMAGE_SIZES[asked]!;
+  const box = typeof asked === "object" && asked !== null ? (asked as Record<string, unknown>) : input;
+  const w = side(box.width);
+  const h = side(box.height);
+  return w && h ? [w, h] : DEFAULT_PICTURE;
+}
 
 function mediaOf(output: FalStandInOutput, input: Record<string, unknown>): Promise<Media> {
   if (output === "html-as-png" || output === "empty-png") return Promise.resolve(LYING[output]!);
@@ -196,8 +220,9 @@ function mediaOf(output: FalStandInOutput, input: Record<string, unknown>): Prom
       ...["-c:a", "libmp3lame", "-b:a", "64k", file],
     ]);
   }
-  return realMedia("png", String(PNG_SIZE), (file) => [
-    ...["-f", "lavfi", "-i", `testsrc2=size=${PNG_SIZE}x${PNG_SIZE}:rate=1`],
+  const [width, height] = pictureSize(input);
+  return realMedia("png", `${width}x${height}`, (file) => [
+    ...["-f", "lavfi", "-i", `testsrc2=size=${width}x${height}:rate=1`],
     ...["-frames:v", "1", file],
   ]);
 }
@@ -289,7 +314,8 @@ export async function startFalStandIn(options: FalStandInOptions = {}): Promise<
       file_name: fileName,
       file_size: media.bytes.length,
     };
-    const picture = { ...file, width: PNG_SIZE, height: PNG_SIZE };
+    const [width, height] = pictureSize(r.input);
+    const picture = { ...file, width, height };
     switch (output) {
       case "video":
         return { video: file, seed: 42 };
