@@ -83,8 +83,8 @@ export default defineServerConfig({
 `,
   );
 
-  // What `npx mediagate start` runs, run directly: npx passes SIGTERM on to the server and then ends itself by
-  // that signal instead of with the server's exit code (npm's behaviour), which would hide a bad shutdown.
+  // What `npx mediagate start` runs, run directly: SIGTERM to npx (npm 11) ends npm by that signal at once and
+  // does not reach the server, which goes on serving, orphaned (docs/package.md).
   const port = await freePort();
   const server = spawnMain(
     { PORT: String(port), DATA_DIR: join(project, ".data"), ADMIN_TOKEN: TOKEN, LOG_LEVEL: "warn" },
