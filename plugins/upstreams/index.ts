@@ -170,10 +170,27 @@ function videos(host: CapabilityHost): VideoProviders {
 function omni(host: CapabilityHost): OmniProvider {
   const sandbox = host.replaced("omni.generate");
   const gateway = gatewayOf(host);
-  if (!gateway) {
-    if (!sandbox) throw new Error("upstreams: omni.generate without PROVIDERS_FILE needs the Omni sandbox");
-    return sandbox;
-  }
+  if (!gateway)
+    return (
+      sandbox ??
+      // Registered without the Omni sandbox and without a file: no provider, as no plugin would give one.
+      chain<OmniGenerationRequest, GeneratedVideo>(
+        {
+          setup: { providers: {}, routes: {}, secrets: {} },
+          health: new RouteHealth(host.clock),
+          clients: new Map(),
+          chains: new Map(),
+        },
+        host,
+        {
+          name: "upstreams.omni",
+          models: [],
+          adapter: omniAdapter,
+          sandboxFor: () => undefined,
+          modelOf: (r) => r.model,
+        },
+      )
+    );
   // Omni has one provider for both models: the chain picks the model's routes by the request's model.
   return chain<OmniGenerationRequest, GeneratedVideo>(gateway, host, {
     name: "upstreams.omni",

@@ -1,0 +1,202 @@
+// The `upstreams` plugin end to end through app.fetch with the job workers running, on every database backend:
+// without PROVIDERS_FILE the sandbox serves as before; with it, an image model routed to fal is drawn through
+// the fal stand-in (testkit/standins/fal.ts, fal's queue API) and taken in as our own PNG, a 503 at submit
+// fails over to the Replicate stand-in, a model without a route is refused before any charge, a sandbox route
+// still reaches the sandbox, route state shows in /readyz and /metrics, and a forged webhook answers 401.
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import account from "../../plugins/account/index.ts";
+import { IMAGE_ERRORS } from "../../plugins/images/errors.ts";
+import images from "../../plugins/images/index.ts";
+import { pngInfo } from "../../plugins/images/png.ts";
+import imagesSandbox from "../../plugins/images/sandbox.ts";
+import upstreams from "../../plugins/upstreams/index.ts";
+import type { TestKernel } from "../../testkit/index.ts";
+import { type FalStandIn, startFalStandIn } from "../../testkit/standins/fal.ts";
+import { type ReplicateStandIn, startReplicateStandIn } from "../../testkit/standins/replicate.ts";
+import { databaseBackends } from "../helpers/backends.ts";
+import { errorBody } from "../helpers/error-body.ts";
+import { suiteKernel } from "../helpers/kernel-suite.ts";
+import { balance, ledgerSum, partnerRows } from "../helpers/partner-reads.ts";
+import { notPending, pollStatus } from "../helpers/poll-status.ts";
+
+const plugins = [account, imagesSandbox, upstreams, images];
+const waitFor = (tk: TestKernel, key: string, id: string | number) =>
+  pollStatus(tk, key, `/image-status/${id}`, notPending, 60_000);
+
+async function generate(tk: TestKernel, key: string, body: Record<string, unknown>) {
+  const res = await tk.request("POST", "/generate-image", { key, body: { aspect_ratio: "16:9", ...body } });
+  return res;
+}
+
+/** A request outside the partner API (probes, metrics, callbacks), as its client sends it. */
+async function root(tk: TestKernel, path: string, init: RequestInit = {}) {
+  const res = await tk.fetch(new Request(`http://mediagate.test${path}`, init));
+  const text = await res.text();
+  let body: any = text;
+  try {
+    body = JSON.parse(text);
+  } catch {}
+  return { status: res.status, body };
+}
+
+async function storedPng(tk: TestKernel, url: string) {
+  const raw = await tk.kernel.blobs.get(new URL(url).pathname.slice("/media/".length));
+  assert.ok(raw);
+  return pngInfo(raw!);
+}
+
+for (const backend of await databaseBackends()) {
+  const plain = suite(`upstreams without PROVIDERS_FILE on ${backend.name}`);
+  const tk0 = suiteKernel(plain, backend, {
+    plugins,
+    start: true,
+    env: { SANDBOX_LATENCY_MS: "0", PUBLIC_URL: "https://media.example.test" },
+  });
+
+  plain("the sandbox serves as before, its [sandbox:flaky] failover demo included", async () => {
+    const { key } = await tk0.partner({ credits: 100 });
+    const res = await generate(tk0, key, { prompt: "A fox [sandbox:flaky]", model: "image-a-pro" });
+    assert.is(res.status, 202, JSON.stringify(res.body));
+    const done = await waitFor(tk0, key, res.body.generation_id);
+    assert.is(done.body.status, "success");
+    const ready = await root(tk0, "/readyz");
+    assert.is(ready.body.details, undefined, "no gateway routes: nothing more in /readyz");
+  });
+  plain.run();
+
+  const routed = suite(`upstreams with PROVIDERS_FILE on ${backend.name}`);
+  let fal: FalStandIn;
+  let replicate: ReplicateStandIn;
+  const env: Record<string, string> = {
+    SANDBOX_LATENCY_MS: "0",
+    PUBLIC_URL: "https://media.example.test",
+    ALLOW_PRIVATE_URLS: "1",
+  };
+  // Before the kernel's own `before`: the file names the stand-ins' ports.
+  routed.before(async () => {
+    fal = await startFalStandIn();
+    replicate = await startReplicateStandIn();
+    const dir = mkdtempSync(join(tmpdir(), "mg-gateway-"));
+    const file = join(dir, "providers.json");
+    writeFileSync(
+      file,
+      JSON.stringify({
+        providers: {
+          fal: { protocol: "fal", base_url: fal.url, key_env: "TEST_FAL_KEY", jwks_url: fal.jwksUrl },
+          replicate: { protocol: "replicate", base_url: replicate.url, key_env: "TEST_REPLICATE_TOKEN" },
+        },
+        routes: {
+          "image-a-pro": [
+            {
+              provider: "fal",
+              model: "fal-ai/flux/dev",
+              input: { image_size: { width: "{width}", height: "{height}" } },
+            },
+            { provider: "replicate", model: "black-forest-labs/flux-dev" },
+          ],
+          "image-b-2": [{ provider: "sandbox" }],
+        },
+      }),
+    );
+    Object.assign(env, { PROVIDERS_FILE: file, TEST_FAL_KEY: fal.key, TEST_REPLICATE_TOKEN: replicate.token });
+  });
+  const tk = suiteKernel(routed, backend, { plugins, start: true, env });
+  routed.after(async () => {
+    await fal?.close();
+    await replicate?.close();
+  });
+
+  routed("a routed model is drawn through fal and taken in as our PNG of the spec's size", async () => {
+    const { key } = await tk.partner({ credits: 100 });
+    const res = await generate(tk, key, { prompt: "A red fox in the snow", model: "image-a-pro" });
+    assert.is(res.status, 202, JSON.stringify(res.body));
+    const done = await waitFor(tk, key, res.body.generation_id);
+    assert.is(done.body.status, "success", JSON.stringify(done.body));
+    assert.ok(done.body.image_url.startsWith("https://media.example.test/media/images/"), "our URL, never fal's");
+    const submitted = [...fal.submitted.values()].find((r) => r.input.prompt === "A red fox in the snow");
+    assert.ok(submitted, "fal got the prompt");
+    assert.is(submitted!.model, "fal-ai/flux/dev");
+    const { width, height } = await storedPng(tk, done.body.image_url);
+    assert.equal(submitted!.input.image_size, { width, height }, "the route's template took the request's size");
+    assert.equal([width, height], [done.body.width ?? width, done.body.height ?? height]);
+  });
+
+  routed("a 503 at fal's submit fails over to Replicate; nothing is submitted twice", async () => {
+    const { key } = await tk.partner({ credits: 100 });
+    fal.refuseSubmits(503, 1);
+    const before = fal.submitted.size;
+    const res = await generate(tk, key, { prompt: "A heron at dawn", model: "image-a-pro" });
+    assert.is(res.status, 202);
+    const done = await waitFor(tk, key, res.body.generation_id);
+    assert.is(done.body.status, "success", JSON.stringify(done.body));
+    assert.is(fal.submitted.size, before, "fal took nothing");
+    const predictions = [...replicate.predictions.values()].filter((p) => p.input.prompt === "A heron at dawn");
+    assert.is(predictions.length, 1);
+  });
+
+  routed("a model without a route is refused before any charge", async () => {
+    const { id, key } = await tk.partner({ credits: 100 });
+    const res = await generate(tk, key, { prompt: "A fox", model: "image-b-2-5-flare" });
+    assert.is(res.status, 500);
+    assert.equal(errorBody(res), { error: IMAGE_ERRORS.notAvailable });
+    assert.is(await balance(tk, key), 100);
+    assert.is(await partnerRows(tk, "jobs", id), 0);
+    assert.is(await ledgerSum(tk, id), 100);
+  });
+
+  routed("a sandbox route reaches the sandbox", async () => {
+    const { key } = await tk.partner({ credits: 100 });
+    const submits = fal.submitted.size + replicate.predictions.size;
+    const res = await generate(tk, key, { prompt: "A lighthouse", model: "image-b-2" });
+    assert.is(res.status, 202);
+    const done = await waitFor(tk, key, res.body.generation_id);
+    assert.is(done.body.status, "success");
+    assert.is(fal.submitted.size + replicate.predictions.size, submits);
+  });
+
+  routed("route state shows in /readyz details (ready all the same) and in /metrics", async () => {
+    const ready = await root(tk, "/readyz");
+    assert.is(ready.status, 200);
+    const routes = ready.body.details.upstreams as Array<Record<string, unknown>>;
+    assert.equal(routes.map((r) => `${r.model}#${r.route}:${r.provider}`).sort(), [
+      "image-a-pro#0:fal",
+      "image-a-pro#1:replicate",
+      "image-b-2#0:sandbox",
+    ]);
+    assert.ok(routes.every((r) => r.state === "closed"));
+    const metrics = await root(tk, "/metrics", { headers: { authorization: `Bearer ${tk.adminToken}` } });
+    assert.is(metrics.status, 200);
+    assert.match(
+      String(metrics.body),
+      /mediagate_upstream_route_state\{model="image-a-pro",route="0",provider="fal",state="closed"\} 1/,
+    );
+  });
+
+  routed("a forged or unsigned webhook answers 401, without UPSTREAM_CALLBACK_SECRET too", async () => {
+    const body = JSON.stringify({ request_id: "x", status: "OK", payload: {} });
+    const forged = await root(tk, "/upstream/upstreams.image.image-a-pro/callback", {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-fal-webhook-request-id": "x",
+        "x-fal-webhook-user-id": "u",
+        "x-fal-webhook-timestamp": String(Math.floor(Date.now() / 1000)),
+        "x-fal-webhook-signature": "00".repeat(64),
+      },
+      body,
+    });
+    assert.is(forged.status, 401);
+    const sandboxOnly = await root(tk, "/upstream/upstreams.image.image-b-2/callback", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
+    assert.is(sandboxOnly.status, 404, "a sandbox chain keeps the kernel's HMAC callbacks, off without the secret");
+  });
+
+  routed.run();
+}
