@@ -219,8 +219,7 @@ export async function intakeMusic(deps: IntakeDeps, o: MusicIntake): Promise<Mus
     ...NO_METADATA_ARGS,
     "-id3v2_version",
     "0",
-    "-write_xing",
-    "0",
+    // The Xing header stays: a VBR song's length is read from it (by our probe and by every player).
     "-f",
     "mp3",
     "out.mp3",

@@ -58,6 +58,11 @@ t.before(async () => {
     "in.mp4": clip,
   });
   const wav = await encode(["-f", "lavfi", "-i", "sine=frequency=440:duration=3", "-ac", "2", "s.wav"], "s.wav");
+  const mp3 = await encode(
+    ["-i", "s.wav", "-c:a", "libmp3lame", "-metadata", "title=https://upstream.example/outputs/9", "s.mp3"],
+    "s.mp3",
+    { "s.wav": wav },
+  );
   Object.assign(files, {
     "/out.png": { type: "image/png", body: png },
     "/out.jpg": { type: "image/jpeg", body: jpeg },
@@ -70,6 +75,7 @@ t.before(async () => {
     "/clip.mp4": { type: "video/mp4", body: clip },
     "/silent.mp4": { type: "video/mp4", body: silentClip },
     "/song.wav": { type: "audio/wav", body: wav },
+    "/song.mp3": { type: "audio/mpeg", body: mp3 },
     "/cover.jpg": { type: "image/jpeg", body: jpeg },
   });
   server = createServer((req, res) => {
@@ -220,6 +226,15 @@ t("a WAV song becomes an MP3 track with a cover, its length measured", async () 
   assert.equal(pngSize(track.cover), { width: 512, height: 512 });
   assert.is(track.title, "Test Song");
   assert.is(track.arrangement, null);
+});
+
+t("an MP3 song is copied without its tags", async () => {
+  const source = files["/song.mp3"]!.body as Uint8Array;
+  assert.is(new TextDecoder().decode(source.subarray(0, 3)), "ID3", "the fixture carries a tag");
+  const track = await intakeMusic(deps, { audioUrl: `${base}/song.mp3`, title: "t", signal });
+  assert.is.not(new TextDecoder().decode(track.audio.subarray(0, 3)), "ID3");
+  assert.not.ok(new TextDecoder("latin1").decode(track.audio).includes("upstream.example"));
+  assert.ok(Math.abs(track.duration - 3) < 0.2, String(track.duration));
 });
 
 t("a song without a cover gets a plain one; HTML as audio and a too-short song fail", async () => {
