@@ -393,9 +393,8 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
       contributionsFor,
       pluginConfigFor: pluginConfig,
       mediaUrl,
-      upstreamCallbacks: config.upstreamCallbackSecret
-        ? { publicUrl: config.publicUrl, secret: config.upstreamCallbackSecret }
-        : null,
+      // Always on for providers that verify the service's own signature; HMAC-signed ones need the secret.
+      upstreamCallbacks: { publicUrl: config.publicUrl, secret: config.upstreamCallbackSecret ?? null },
       leases,
     });
     // Each beat, after the renewal: synchronous jobs whose process died are finished or refunded.

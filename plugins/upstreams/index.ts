@@ -34,6 +34,7 @@ import {
   videoAdapter,
 } from "./providers.ts";
 import { type GatewayCapability, type ProvidersSetup, SPEC_MODELS, upstreamsConfig } from "./providers-file.ts";
+import { referenceDeps } from "./references.ts";
 import { chainProvider, type Route, RouteHealth } from "./routes.ts";
 
 /** One gateway per kernel: the four capability factories and the health contribution share its breakers. */
@@ -97,7 +98,14 @@ function chain<Request, Result>(
       const client = gateway.clients.get(entry.provider);
       let provider: UpstreamProvider<Request, Result> | undefined;
       if (client)
-        provider = protocolRoute({ name: options.name, client, route: entry, adapter: options.adapter, intakeDeps });
+        provider = protocolRoute({
+          name: options.name,
+          client,
+          route: entry,
+          adapter: options.adapter,
+          intakeDeps,
+          referenceDeps: () => referenceDeps(host),
+        });
       else provider = options.sandboxFor(model);
       if (!provider)
         throw new Error(

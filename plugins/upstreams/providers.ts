@@ -22,6 +22,7 @@ import { type IntakeDeps, intakeImage, intakeMusic, intakeVideo, UpstreamOutputE
 import { buildInput, type PlaceholderValues, readOutputPath } from "./placeholders.ts";
 import type { ProtocolClient, ProtocolClientFactory, ProtocolName } from "./protocol.ts";
 import type { ProvidersSetup, RouteEntry } from "./providers-file.ts";
+import { type ReferenceDeps, type ReferenceSource, referenceLinks } from "./references.ts";
 import { replicateClient } from "./replicate/client.ts";
 
 /** The one table of protocol clients: a providers file's `protocol` to the factory of its client. */
@@ -32,8 +33,8 @@ export const PROTOCOL_CLIENTS: Record<ProtocolName, ProtocolClientFactory> = {
 
 /** What the gateway needs to know of one capability's requests and results. */
 export interface Adapter<Request, Result> {
-  /** The placeholder values of a request. */
-  values(request: Request): PlaceholderValues;
+  /** The placeholder values of a request; `ref` turns a reference into the URL the service fetches. */
+  values(request: Request, ref: (source: ReferenceSource) => Promise<string>): Promise<PlaceholderValues>;
   /** The input a route without `input` sends; a route's `input` is merged over it. */
   defaults: Record<string, unknown>;
   /** What intake reads at poll time, kept with the handle in job_waits: small, no media, no secret. */
@@ -71,15 +72,16 @@ function firstUrl(urls: string[]): string {
   return url;
 }
 
-// TODO(helper D, plugins/upstreams/references.ts): uploaded references (no URL of their own) reach the
-// upstream as short-lived signed URLs to our media; until that module lands only references that already are
-// URLs are passed, and an upload is left out.
-const urlsOf = (refs: ReadonlyArray<{ url?: string } | object>) =>
-  refs.map((r) => (r as { url?: string }).url).filter((u): u is string => typeof u === "string" && u.length > 0);
+/** The URLs of references, in order (references.ts: bytes and uploads as short-lived signed links, URLs as given). */
+const urlsOf = (refs: readonly ReferenceSource[], ref: (source: ReferenceSource) => Promise<string>) =>
+  Promise.all(refs.map(ref));
+const maybe = async (source: ReferenceSource | null | undefined, ref: (source: ReferenceSource) => Promise<string>) =>
+  source ? ref(source) : undefined;
+const listOrNone = (urls: string[]) => (urls.length ? urls : undefined);
 
 export const imageAdapter: Adapter<ImageGenerationRequest, GeneratedImage> = {
-  values(r) {
-    const images = urlsOf(r.references);
+  async values(r, ref) {
+    const images = await urlsOf(r.references, ref);
     return {
       prompt: r.prompt,
       model: r.model,
@@ -87,7 +89,7 @@ export const imageAdapter: Adapter<ImageGenerationRequest, GeneratedImage> = {
       quality: imageQuality(r.width, r.height),
       background: r.background,
       seed: r.index,
-      image_urls: images.length ? images : undefined,
+      image_urls: listOrNone(images),
       image_url: first(images),
     };
   },
@@ -104,9 +106,11 @@ export const imageAdapter: Adapter<ImageGenerationRequest, GeneratedImage> = {
 };
 
 export const videoAdapter: Adapter<VideoGenerationRequest, GeneratedVideo> = {
-  values(r) {
-    const images = [r.startFrame, ...r.referenceImages].filter((f) => f?.url).map((f) => f!.url!);
-    const videos = r.referenceVideos.map((v) => v.url);
+  async values(r, ref) {
+    const start = await maybe(r.startFrame, ref);
+    const images = await urlsOf(r.referenceImages, ref);
+    const videos = await urlsOf(r.referenceVideos, ref);
+    const audio = await urlsOf(r.referenceAudio, ref);
     return {
       prompt: r.prompt,
       negative_prompt: r.negativePrompt ?? undefined,
@@ -116,12 +120,12 @@ export const videoAdapter: Adapter<VideoGenerationRequest, GeneratedVideo> = {
       duration: r.seconds,
       seconds: r.seconds,
       audio: r.sound,
-      image_url: r.startFrame?.url ?? first(images),
-      image_urls: images.length ? images : undefined,
-      end_image_url: r.endFrame?.url,
+      image_url: start ?? first(images),
+      image_urls: listOrNone(start ? [start, ...images] : images),
+      end_image_url: await maybe(r.endFrame, ref),
       video_url: first(videos),
-      video_urls: videos.length ? videos : undefined,
-      audio_url: first(r.referenceAudio.map((a) => a.url)),
+      video_urls: listOrNone(videos),
+      audio_url: first(audio),
     };
   },
   defaults: {
@@ -148,8 +152,8 @@ export const videoAdapter: Adapter<VideoGenerationRequest, GeneratedVideo> = {
 };
 
 export const omniAdapter: Adapter<OmniGenerationRequest, GeneratedVideo> = {
-  values(r) {
-    const images = [...r.characters.map((c) => c.image), ...r.referenceImages].filter((f) => f.url).map((f) => f.url!);
+  async values(r, ref) {
+    const images = await urlsOf([...r.characters.map((c) => c.image), ...r.referenceImages], ref);
     return {
       prompt: r.prompt,
       model: r.model,
@@ -158,10 +162,10 @@ export const omniAdapter: Adapter<OmniGenerationRequest, GeneratedVideo> = {
       duration: r.seconds,
       seconds: r.seconds,
       seed: r.seed ?? undefined,
-      image_url: r.firstFrame?.url ?? first(images),
-      image_urls: images.length ? images : undefined,
-      end_image_url: r.lastFrame?.url,
-      video_url: r.referenceVideo?.url,
+      image_url: (await maybe(r.firstFrame, ref)) ?? first(images),
+      image_urls: listOrNone(images),
+      end_image_url: await maybe(r.lastFrame, ref),
+      video_url: await maybe(r.referenceVideo, ref),
     };
   },
   defaults: {
@@ -213,7 +217,7 @@ async function intakeTracks(
 const songTitle = (title: string | null, prompt: string) => title ?? (prompt.slice(0, 80) || "Untitled");
 
 export const musicAdapter: Adapter<MusicGenerationRequest, MusicTrack[]> = {
-  values: (r) => ({
+  values: async (r) => ({
     prompt: r.prompt,
     model: r.model,
     style: r.style ?? undefined,
@@ -226,14 +230,14 @@ export const musicAdapter: Adapter<MusicGenerationRequest, MusicTrack[]> = {
 };
 
 export const musicExtensionAdapter: Adapter<MusicExtensionRequest, MusicTrack[]> = {
-  // TODO(helper D, plugins/upstreams/references.ts): the source song as a signed URL (`audio_url`).
-  values: (r) => ({
+  values: async (r, ref) => ({
     prompt: r.prompt,
     model: r.model,
     style: r.style || undefined,
     title: r.title || undefined,
     instrumental: r.instrumental,
     continue_at: r.continueAt,
+    audio_url: await ref({ bytes: r.source.bytes }),
   }),
   defaults: {
     prompt: "{prompt}",
@@ -275,21 +279,40 @@ export function protocolRoute<Request, Result>(options: {
   route: RouteEntry;
   adapter: Adapter<Request, Result>;
   intakeDeps: () => IntakeDeps;
+  referenceDeps: () => ReferenceDeps;
 }): UpstreamProvider<Request, Result> {
   const { client, route, adapter } = options;
+  const releaseRefs = (handle: UpstreamHandle) =>
+    referenceLinks(options.referenceDeps()).release((handle.data?.refs as string[] | undefined) ?? []);
   return {
     name: options.name,
     async submit(request, submitOptions) {
-      const input = buildInput(adapter.defaults, route.input, adapter.values(request));
-      const handle = await client.submit({
-        model: route.model!,
-        input,
-        idempotencyKey: submitOptions.idempotencyKey,
-        ...(submitOptions.callback ? { webhookUrl: submitOptions.callback.url } : {}),
-        signal: submitOptions.signal,
-      });
-      // What intake needs at poll time travels with the handle (no media, no secret: sizes and texts).
-      return { id: handle.id, data: { upstream: handle.data, kept: adapter.keep(request) } };
+      const links = referenceLinks(options.referenceDeps());
+      const refs: Array<string | null> = [];
+      const ref = async (source: ReferenceSource) => {
+        const prepared = await links.prepare(source);
+        refs.push(prepared.key);
+        return prepared.url;
+      };
+      let handle: Awaited<ReturnType<ProtocolClient["submit"]>>;
+      try {
+        const input = buildInput(adapter.defaults, route.input, await adapter.values(request, ref));
+        handle = await client.submit({
+          model: route.model!,
+          input,
+          idempotencyKey: submitOptions.idempotencyKey,
+          ...(submitOptions.callback ? { webhookUrl: submitOptions.callback.url } : {}),
+          signal: submitOptions.signal,
+        });
+      } catch (err) {
+        await links.release(refs); // nothing took them: a next route stores its own
+        throw err;
+      }
+      // What intake needs at poll time travels with the handle (no media, no secret: sizes, texts, our keys).
+      return {
+        id: handle.id,
+        data: { upstream: handle.data, kept: adapter.keep(request), refs: refs.filter((k) => k !== null) },
+      };
     },
     async poll(handle: UpstreamHandle, pollOptions): Promise<UpstreamPoll<Result>> {
       const data = handle.data as { upstream: Record<string, string>; kept: Record<string, unknown> };
@@ -316,7 +339,10 @@ export function protocolRoute<Request, Result>(options: {
     async cancel(handle) {
       const data = handle.data as { upstream: Record<string, string> };
       await client.cancel({ id: handle.id, data: data.upstream });
+      await releaseRefs(handle);
     },
+    // The job is over (kept or failed): the references' files may go now; the sweeper removes what is left.
+    release: releaseRefs,
     verifyCallback: (request) => client.verifyWebhook(request),
   };
 }

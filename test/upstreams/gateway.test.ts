@@ -11,7 +11,7 @@ import * as assert from "uvu/assert";
 import account from "../../plugins/account/index.ts";
 import { IMAGE_ERRORS } from "../../plugins/images/errors.ts";
 import images from "../../plugins/images/index.ts";
-import { pngInfo } from "../../plugins/images/png.ts";
+import { encodePng, pngInfo } from "../../plugins/images/png.ts";
 import imagesSandbox from "../../plugins/images/sandbox.ts";
 import upstreams from "../../plugins/upstreams/index.ts";
 import type { TestKernel } from "../../testkit/index.ts";
@@ -124,6 +124,31 @@ for (const backend of await databaseBackends()) {
     assert.equal(submitted!.input.image_size, { width, height }, "the route's template took the request's size");
     assert.equal([width, height], [done.body.width ?? width, done.body.height ?? height]);
   });
+
+  routed(
+    "an uploaded reference reaches fal as a signed link to our own media, removed once the job is over",
+    async () => {
+      const { key } = await tk.partner({ credits: 100 });
+      const png = encodePng(4, 4, new Uint8Array(48).fill(9), 3);
+      const res = await generate(tk, key, {
+        prompt: "A fox like this one",
+        model: "image-a-pro",
+        ref_images: [{ base64: Buffer.from(png).toString("base64"), mime_type: "image/png" }],
+      });
+      assert.is(res.status, 202, JSON.stringify(res.body));
+      const done = await waitFor(tk, key, res.body.generation_id);
+      assert.is(done.body.status, "success", JSON.stringify(done.body));
+      const submitted = [...fal.submitted.values()].find((r) => r.input.prompt === "A fox like this one");
+      const urls = submitted!.input.image_urls as string[];
+      assert.is(urls.length, 1);
+      const link = new URL(urls[0]!);
+      assert.is(link.origin, "https://media.example.test");
+      assert.match(link.pathname, /^\/media\/upstreams\/private\/refs\//);
+      assert.ok(link.search.length > 1, "signed: the link carries its signature and expiry");
+      const stored = await tk.kernel.blobs.get(decodeURIComponent(link.pathname.slice("/media/".length)));
+      assert.is(stored, null, "released when the job was over");
+    },
+  );
 
   routed("a 503 at fal's submit fails over to Replicate; nothing is submitted twice", async () => {
     const { key } = await tk.partner({ credits: 100 });
