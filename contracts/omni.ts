@@ -65,7 +65,13 @@ export { UnsafeContentError } from "./errors.ts";
  * Submits and polls (contracts/upstream.ts). A failure that is UnsafeContentError is the prompt-fixable block;
  * any other is a plain provider failure: `error`, refunded, not fixable.
  */
-export type OmniProvider = UpstreamProvider<OmniGenerationRequest, GeneratedVideo>;
+export type OmniProvider = UpstreamProvider<OmniGenerationRequest, GeneratedVideo> & {
+  /**
+   * Whether a model has a provider at all (an upstream gateway routes some models only): false is refused
+   * before any charge with "Omni is currently unavailable". Absent: every model is served.
+   */
+  serves?(model: string): boolean;
+};
 
 declare module "./index.ts" {
   interface CapabilityMap {

@@ -182,31 +182,35 @@ function omni(host: CapabilityHost): OmniProvider {
     return (
       sandbox ??
       // Registered without the Omni sandbox and without a file: no provider, as no plugin would give one.
-      chain<OmniGenerationRequest, GeneratedVideo>(
-        {
-          setup: { providers: {}, routes: {}, secrets: {} },
-          health: new RouteHealth(host.clock),
-          clients: new Map(),
-          chains: new Map(),
-        },
-        host,
-        {
-          name: "upstreams.omni",
-          models: [],
-          adapter: omniAdapter,
-          sandboxFor: () => undefined,
-          modelOf: (r) => r.model,
-        },
+      Object.assign(
+        chain<OmniGenerationRequest, GeneratedVideo>(
+          {
+            setup: { providers: {}, routes: {}, secrets: {} },
+            health: new RouteHealth(host.clock),
+            clients: new Map(),
+            chains: new Map(),
+          },
+          host,
+          {
+            name: "upstreams.omni",
+            models: [],
+            adapter: omniAdapter,
+            sandboxFor: () => undefined,
+            modelOf: (r) => r.model,
+          },
+        ),
+        { serves: () => false },
       )
     );
   // Omni has one provider for both models: the chain picks the model's routes by the request's model.
-  return chain<OmniGenerationRequest, GeneratedVideo>(gateway, host, {
+  const provider = chain<OmniGenerationRequest, GeneratedVideo>(gateway, host, {
     name: "upstreams.omni",
     models: SPEC_MODELS["omni.generate"],
     adapter: omniAdapter,
     sandboxFor: () => sandbox,
     modelOf: (request) => request.model,
   });
+  return Object.assign(provider, { serves: (model: string) => Boolean(gateway.setup.routes[model]) });
 }
 
 function music(host: CapabilityHost): MusicProviders {

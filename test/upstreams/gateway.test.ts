@@ -13,8 +13,9 @@ import { IMAGE_ERRORS } from "../../plugins/images/errors.ts";
 import images from "../../plugins/images/index.ts";
 import { encodePng, pngInfo } from "../../plugins/images/png.ts";
 import imagesSandbox from "../../plugins/images/sandbox.ts";
+import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import upstreams from "../../plugins/upstreams/index.ts";
-import type { TestKernel } from "../../testkit/index.ts";
+import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { type FalStandIn, startFalStandIn } from "../../testkit/standins/fal.ts";
 import { type ReplicateStandIn, startReplicateStandIn } from "../../testkit/standins/replicate.ts";
 import { databaseBackends } from "../helpers/backends.ts";
@@ -22,6 +23,7 @@ import { errorBody } from "../helpers/error-body.ts";
 import { suiteKernel } from "../helpers/kernel-suite.ts";
 import { balance, ledgerSum, partnerRows } from "../helpers/partner-reads.ts";
 import { notPending, pollStatus } from "../helpers/poll-status.ts";
+import { OMNI_LIMITS, OMNI_PLUGINS, omniOptions } from "../omni/helpers.ts";
 
 const plugins = [account, imagesSandbox, upstreams, images];
 const waitFor = (tk: TestKernel, key: string, id: string | number) =>
@@ -225,3 +227,30 @@ for (const backend of await databaseBackends()) {
 
   routed.run();
 }
+
+const omniSuite = suite("upstreams: an Omni model without a route");
+
+omniSuite("is refused before any charge with Omni's 503; a routed one is taken", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "mg-gateway-omni-"));
+  const file = join(dir, "providers.json");
+  writeFileSync(file, JSON.stringify({ routes: { "omni-1.1": [{ provider: "sandbox" }] } }));
+  const { env } = omniOptions({ PROVIDERS_FILE: file });
+  const tk = await createTestKernel({ plugins: [...OMNI_PLUGINS, upstreams], start: true, env });
+  try {
+    const { id, key } = await tk.partner({ credits: 1000, limits: OMNI_LIMITS });
+    const refused = await tk.request("POST", "/omni/video", { key, body: { prompt: "a quiet street", model: "omni" } });
+    assert.is(refused.status, 503);
+    assert.equal(errorBody(refused), { error: OMNI_ERRORS.unavailable });
+    assert.is(await balance(tk, key), 1000);
+    assert.is(await partnerRows(tk, "jobs", id), 0);
+    const taken = await tk.request("POST", "/omni/video", {
+      key,
+      body: { prompt: "a quiet street", model: "omni-1.1" },
+    });
+    assert.is(taken.status, 202, JSON.stringify(taken.body));
+  } finally {
+    await tk.close();
+  }
+});
+
+omniSuite.run();

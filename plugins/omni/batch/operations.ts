@@ -63,6 +63,8 @@ const createBatch = operation({
   }),
   async handle(ctx) {
     if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, OMNI_ERRORS.unavailable);
+    // Batch sections render with `omni` (the model their jobs are given).
+    if (ctx.capability("omni.generate").serves?.("omni") === false) throw new ApiError(503, OMNI_ERRORS.unavailable);
     const req = ctx.input;
     const images = sectionImages(req.sections);
     const wanted = req.sections.map((s) => s.characterId ?? req.characterId);

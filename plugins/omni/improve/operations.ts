@@ -96,6 +96,8 @@ const improvePrompt = operation({
     if (!source) throw notFound();
     if (source.state !== "error") throw new ApiError(400, OMNI_ERRORS.notFailed);
     if (!isPromptFixable(source)) throw new ApiError(400, OMNI_ERRORS.notFixable);
+    if (ctx.capability("omni.generate").serves?.(source.model) === false)
+      throw new ApiError(503, OMNI_ERRORS.unavailable);
 
     const credits = ctx.priceFor({ ...repairPrice(), customRateMissing: OMNI_ERRORS.customNoRate });
     const repair = await ctx.submitJob({

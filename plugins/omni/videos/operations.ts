@@ -44,6 +44,8 @@ const createVideo = operation({
   async handle(ctx) {
     if (await ctx.isPaused(OMNI_PAUSE)) throw new ApiError(503, OMNI_ERRORS.unavailable);
     const fields = ctx.input;
+    if (ctx.capability("omni.generate").serves?.(fields.model) === false)
+      throw new ApiError(503, OMNI_ERRORS.unavailable);
     // The price depends only on fields the schema checked: a custom account without a rate is refused
     // before any download.
     priceOf(ctx, { resolution: fields.resolution, duration: fields.duration }, fields.video !== null);
