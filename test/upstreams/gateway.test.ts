@@ -203,13 +203,13 @@ for (const backend of await databaseBackends()) {
     );
   });
 
-  routed("a forged or unsigned webhook answers 401, without UPSTREAM_CALLBACK_SECRET too", async () => {
-    const body = JSON.stringify({ request_id: "x", status: "OK", payload: {} });
+  routed("a webhook is checked by the service's signature, without UPSTREAM_CALLBACK_SECRET too", async () => {
+    const body = JSON.stringify({ request_id: "no-such-request", status: "OK", payload: {} });
     const forged = await root(tk, "/upstream/upstreams.image.image-a-pro/callback", {
       method: "POST",
       headers: {
         "content-type": "application/json",
-        "x-fal-webhook-request-id": "x",
+        "x-fal-webhook-request-id": "no-such-request",
         "x-fal-webhook-user-id": "u",
         "x-fal-webhook-timestamp": String(Math.floor(Date.now() / 1000)),
         "x-fal-webhook-signature": "00".repeat(64),
@@ -217,6 +217,20 @@ for (const backend of await databaseBackends()) {
       body,
     });
     assert.is(forged.status, 401);
+    // Signed by fal's key (the stand-in's, published at jwks_url): accepted; the same body signed long ago: 401.
+    const signed = await root(tk, "/upstream/upstreams.image.image-a-pro/callback", {
+      method: "POST",
+      headers: fal.signWebhook("no-such-request", body),
+      body,
+    });
+    assert.is(signed.status, 202, JSON.stringify(signed.body));
+    assert.is(signed.body.woken, false, "no job waits on that id");
+    const stale = await root(tk, "/upstream/upstreams.image.image-a-pro/callback", {
+      method: "POST",
+      headers: fal.signWebhook("no-such-request", body, { timestampS: Math.floor(Date.now() / 1000) - 3600 }),
+      body,
+    });
+    assert.is(stale.status, 401);
     const sandboxOnly = await root(tk, "/upstream/upstreams.image.image-b-2/callback", {
       method: "POST",
       headers: { "content-type": "application/json" },
