@@ -15,6 +15,8 @@ import { encodePng, pngInfo } from "../../plugins/images/png.ts";
 import imagesSandbox from "../../plugins/images/sandbox.ts";
 import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import upstreams from "../../plugins/upstreams/index.ts";
+import video from "../../plugins/video/index.ts";
+import videoSandbox from "../../plugins/video/sandbox.ts";
 import { createTestKernel, type TestKernel } from "../../testkit/index.ts";
 import { type FalStandIn, startFalStandIn } from "../../testkit/standins/fal.ts";
 import { type ReplicateStandIn, startReplicateStandIn } from "../../testkit/standins/replicate.ts";
@@ -268,3 +270,67 @@ omniSuite("is refused before any charge with Omni's 503; a routed one is taken",
 });
 
 omniSuite.run();
+
+const videoSuite = suite("upstreams: a video model routed to fal");
+
+videoSuite(
+  "completes through the fal stand-in with the request's duration and resolution; an unrouted model is refused",
+  async () => {
+    const fal = await startFalStandIn();
+    const dir = mkdtempSync(join(tmpdir(), "mg-gateway-video-"));
+    const file = join(dir, "providers.json");
+    writeFileSync(
+      file,
+      JSON.stringify({
+        providers: { fal: { protocol: "fal", base_url: fal.url, key_env: "TEST_FAL_KEY", jwks_url: fal.jwksUrl } },
+        routes: {
+          "alpha-v3-text-to-video": [{ provider: "fal", model: "fal-ai/kling-video/v2/master/text-to-video" }],
+        },
+      }),
+    );
+    const tk = await createTestKernel({
+      plugins: [account, videoSandbox, upstreams, video],
+      start: true,
+      env: {
+        SANDBOX_LATENCY_MS: "0",
+        PUBLIC_URL: "https://media.example.test",
+        ALLOW_PRIVATE_URLS: "1",
+        PROVIDERS_FILE: file,
+        TEST_FAL_KEY: fal.key,
+      },
+    });
+    try {
+      // The spec's per-minute limits would stop the polls of this test, not the code it tests.
+      const limits = { rate_limits: { "GET /video-status/<job_id>": 100_000, "POST /generate-video": 1_000 } };
+      const { key } = await tk.partner({ credits: 10_000, limits });
+      const res = await tk.request("POST", "/generate-video", {
+        key,
+        body: { prompt: "A tram in the rain", model: "alpha-v3-text-to-video", duration: 5, quality: "720p" },
+      });
+      assert.is(res.status, 202, JSON.stringify(res.body));
+      const done = await pollStatus(
+        tk,
+        key,
+        `/video-status/${res.body.job_id}`,
+        (b) => b.status !== "queued" && b.status !== "processing",
+        120_000,
+      );
+      assert.is(done.body.status, "complete", JSON.stringify(done.body));
+      const submitted = [...fal.submitted.values()].find((r) => r.input.prompt === "A tram in the rain");
+      assert.ok(submitted);
+      assert.is(submitted!.input.duration, 5);
+      assert.is(submitted!.input.resolution, "720p");
+      const other = await tk.request("POST", "/generate-video", {
+        key,
+        body: { prompt: "x", model: "gamma-3.1-fast", duration: 4, quality: "720p" },
+      });
+      assert.is(other.status, 500, "a model without a route is refused before any charge");
+      assert.is(other.body.error, "Video generation not available");
+    } finally {
+      await tk.close();
+      await fal.close();
+    }
+  },
+);
+
+videoSuite.run();
