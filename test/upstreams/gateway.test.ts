@@ -13,6 +13,8 @@ import { IMAGE_ERRORS } from "../../plugins/images/errors.ts";
 import images from "../../plugins/images/index.ts";
 import { encodePng, pngInfo } from "../../plugins/images/png.ts";
 import imagesSandbox from "../../plugins/images/sandbox.ts";
+import music from "../../plugins/music/index.ts";
+import musicSandbox from "../../plugins/music/sandbox.ts";
 import { OMNI_ERRORS } from "../../plugins/omni/errors.ts";
 import upstreams from "../../plugins/upstreams/index.ts";
 import video from "../../plugins/video/index.ts";
@@ -24,7 +26,7 @@ import { databaseBackends } from "../helpers/backends.ts";
 import { errorBody } from "../helpers/error-body.ts";
 import { suiteKernel } from "../helpers/kernel-suite.ts";
 import { balance, ledgerSum, partnerRows } from "../helpers/partner-reads.ts";
-import { notPending, pollStatus } from "../helpers/poll-status.ts";
+import { ended, notPending, pollStatus } from "../helpers/poll-status.ts";
 import { OMNI_LIMITS, OMNI_PLUGINS, omniOptions } from "../omni/helpers.ts";
 
 const plugins = [account, imagesSandbox, upstreams, images];
@@ -334,3 +336,51 @@ videoSuite(
 );
 
 videoSuite.run();
+
+const musicSuite = suite("upstreams: a music model routed to Replicate");
+
+musicSuite("completes through the Replicate stand-in with its MP3 taken in; an unrouted model is refused", async () => {
+  const replicate = await startReplicateStandIn({ output: "mp3" });
+  const dir = mkdtempSync(join(tmpdir(), "mg-gateway-music-"));
+  const file = join(dir, "providers.json");
+  writeFileSync(
+    file,
+    JSON.stringify({
+      providers: { replicate: { protocol: "replicate", base_url: replicate.url, key_env: "TEST_REPLICATE_TOKEN" } },
+      routes: { V5_5: [{ provider: "replicate", model: "owner/song-model" }] },
+    }),
+  );
+  const tk = await createTestKernel({
+    plugins: [account, musicSandbox, upstreams, music],
+    start: true,
+    env: {
+      SANDBOX_LATENCY_MS: "0",
+      PUBLIC_URL: "https://media.example.test",
+      ALLOW_PRIVATE_URLS: "1",
+      PROVIDERS_FILE: file,
+      TEST_REPLICATE_TOKEN: replicate.token,
+    },
+  });
+  try {
+    const limits = { rate_limits: { "GET /music-status/<job_id>": 100_000, "POST /generate-music": 1_000 } };
+    const { key } = await tk.partner({ credits: 10_000, limits });
+    const res = await tk.request("POST", "/generate-music", {
+      key,
+      body: { prompt: "A calm piano piece", model: "V5_5" },
+    });
+    assert.is(res.status, 202, JSON.stringify(res.body));
+    const done = await pollStatus(tk, key, `/music-status/${res.body.job_id}`, ended, 120_000);
+    assert.ok(["complete", "success"].includes(done.body.status), JSON.stringify(done.body));
+    const prediction = [...replicate.predictions.values()].find((p) => p.input.prompt === "A calm piano piece");
+    assert.ok(prediction);
+    assert.is(prediction!.model, "owner/song-model");
+    const other = await tk.request("POST", "/generate-music", { key, body: { prompt: "x", model: "V5" } });
+    assert.is(other.status, 503);
+    assert.is(other.body.error, "Music generation is not configured.");
+  } finally {
+    await tk.close();
+    await replicate.close();
+  }
+});
+
+musicSuite.run();
