@@ -22,14 +22,10 @@
 // the input's duration and aspect ratio, an MP3 of its duration, made by ffmpeg once per process and shape; or
 // on request a file that lies (an HTML page named .png, zero bytes).
 
-import { execFile } from "node:child_process";
 import { createHash, generateKeyPairSync, type KeyObject, randomUUID, sign } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { promisify } from "node:util";
+import { ffmpegMedia, isLying, LYING_MEDIA, type StandInMedia } from "./media.ts";
 
 /** What a request's result is: a fal result shape with real media, or a media file that lies. */
 export type FalStandInOutput = "images" | "image" | "video" | "audio" | "audio_file" | "html-as-png" | "empty-png";
@@ -120,15 +116,6 @@ const UNAUTHORIZED = { detail: "Authentication is required to perform this actio
 const WEBHOOK_TIMEOUT_MS = 15_000;
 const STILL_RUNNING = { detail: "Request is still in progress" };
 
-const run = promisify(execFile);
-
-interface Media {
-  bytes: Uint8Array;
-  type: string;
-  ext: string;
-}
-const mediaCache = new Map<string, Promise<Media>>();
-
 /** Seconds asked for by an input's `duration` ("5", "5s", 5), within limits; else the default. */
 function secondsOf(input: Record<string, unknown>, fallback: number, max: number): number {
   const raw = input.duration ?? input.seconds;
@@ -141,41 +128,6 @@ function frameOf(input: Record<string, unknown>): string {
   const aspect = String(input.aspect_ratio ?? "");
   return aspect === "9:16" ? "240x426" : aspect === "1:1" ? "320x320" : "426x240";
 }
-
-/** A real file made by ffmpeg once per process and shape (a test pattern, a tone). */
-function realMedia(kind: "png" | "mp4" | "mp3", shape: string, args: (file: string) => string[]): Promise<Media> {
-  const cacheKey = `${kind}:${shape}`;
-  let made = mediaCache.get(cacheKey);
-  if (!made) {
-    made = (async () => {
-      const dir = await mkdtemp(join(tmpdir(), "fal-standin-"));
-      const file = join(dir, `out.${kind}`);
-      try {
-        // No key of any kind reaches the child: its environment is only PATH.
-        await run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", ...args(file)], {
-          env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
-        });
-        const bytes = new Uint8Array(await readFile(file));
-        const type = { png: "image/png", mp4: "video/mp4", mp3: "audio/mpeg" }[kind];
-        return { bytes, type, ext: kind };
-      } finally {
-        await rm(dir, { recursive: true, force: true });
-      }
-    })();
-    made.catch(() => mediaCache.delete(cacheKey));
-    mediaCache.set(cacheKey, made);
-  }
-  return made;
-}
-
-const LYING: Record<string, Media> = {
-  "html-as-png": {
-    bytes: new TextEncoder().encode("<!doctype html><html><body><h1>Not a picture</h1></body></html>\n"),
-    type: "image/png",
-    ext: "png",
-  },
-  "empty-png": { bytes: new Uint8Array(0), type: "image/png", ext: "png" },
-};
 
 /** fal's named image sizes (`image_size` as a word). */
 const IMAGE_SIZES: Record<string, [number, number]> = {
@@ -202,28 +154,28 @@ function pictureSize(input: Record<string, unknown>): [number, number] {
   return w && h ? [w, h] : DEFAULT_PICTURE;
 }
 
-function mediaOf(output: FalStandInOutput, input: Record<string, unknown>): Promise<Media> {
-  if (output === "html-as-png" || output === "empty-png") return Promise.resolve(LYING[output]!);
+function mediaOf(output: FalStandInOutput, input: Record<string, unknown>): Promise<StandInMedia> {
+  if (isLying(output)) return Promise.resolve(LYING_MEDIA[output]);
   if (output === "video") {
     const seconds = secondsOf(input, 5, 30);
     const frame = frameOf(input);
-    return realMedia("mp4", `${frame}:${seconds}`, (file) => [
+    return ffmpegMedia("mp4", [
       ...["-f", "lavfi", "-i", `testsrc2=size=${frame}:rate=25:duration=${seconds}`],
       ...["-f", "lavfi", "-i", `sine=frequency=440:duration=${seconds}`],
-      ...["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", file],
+      ...["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
     ]);
   }
   if (output === "audio" || output === "audio_file") {
     const seconds = secondsOf(input, 10, 300);
-    return realMedia("mp3", String(seconds), (file) => [
+    return ffmpegMedia("mp3", [
       ...["-f", "lavfi", "-i", `sine=frequency=440:duration=${seconds}`],
-      ...["-c:a", "libmp3lame", "-b:a", "64k", file],
+      ...["-c:a", "libmp3lame", "-b:a", "64k"],
     ]);
   }
   const [width, height] = pictureSize(input);
-  return realMedia("png", `${width}x${height}`, (file) => [
+  return ffmpegMedia("png", [
     ...["-f", "lavfi", "-i", `testsrc2=size=${width}x${height}:rate=1`],
-    ...["-frames:v", "1", file],
+    ...["-frames:v", "1"],
   ]);
 }
 
@@ -272,7 +224,7 @@ export async function startFalStandIn(options: FalStandInOptions = {}): Promise<
   const requests: FalStandInCall[] = [];
   const submitted = new Map<string, FalStandInRequest>();
   const webhooks: FalStandInWebhook[] = [];
-  const files = new Map<string, Media>();
+  const files = new Map<string, StandInMedia>();
   const refusals: Array<{ status: number; retryAfter?: string }> = [];
   const lookRefusals = { status: [] as Array<{ status: number; retryAfter?: string }>, result: [] as typeof refusals };
   const deliveryWaiters: Array<{ count: number; resolve: () => void }> = [];
@@ -305,7 +257,7 @@ export async function startFalStandIn(options: FalStandInOptions = {}): Promise<
   async function resultOf(r: FalStandInRequest): Promise<unknown> {
     const output = outputOf(r);
     const media = await mediaOf(output, r.input);
-    const fileName = `${output === "html-as-png" || output === "empty-png" ? "image" : output}.${media.ext}`;
+    const fileName = `${isLying(output) ? "image" : output}.${media.ext}`;
     const path = `/files/${r.id}/${fileName}`;
     files.set(path, media);
     const file = {

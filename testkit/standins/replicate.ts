@@ -17,15 +17,11 @@
 // Outputs are served by the stand-in itself, as Replicate serves them from its delivery host: a real small PNG,
 // MP4 (H.264/AAC) or MP3 made once by ffmpeg, or on request a lying file (an HTML page named .png, zero bytes).
 
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { promisify } from "node:util";
 import { newStandardWebhookSecret, standardWebhookHeaders } from "../../lib/standard-webhooks.ts";
+import { ffmpegMedia, isLying, LYING_MEDIA, type MediaKind, type StandInMedia } from "./media.ts";
 
 /** What a prediction's output is: real media, a list of two PNGs, or a file that lies about its type. */
 export type ReplicateStandInOutput = "png" | "png-list" | "mp4" | "mp3" | "html-as-png" | "empty-png";
@@ -110,61 +106,21 @@ const UNAUTHENTICATED = {
 };
 const NOT_FOUND = { title: "Not found", detail: "Not found.", status: 404 };
 
-const run = promisify(execFile);
-
-interface Media {
-  bytes: Uint8Array;
-  type: string;
-  ext: string;
-}
-const mediaCache = new Map<string, Promise<Media>>();
-
-/** A real small file of each kind, made once per process by ffmpeg (a test pattern, a tone). */
-function realMedia(kind: "png" | "mp4" | "mp3"): Promise<Media> {
-  let made = mediaCache.get(kind);
-  if (!made) {
-    made = (async () => {
-      const dir = await mkdtemp(join(tmpdir(), "replicate-standin-"));
-      const file = join(dir, `out.${kind}`);
-      const args = {
-        png: ["-f", "lavfi", "-i", "testsrc2=size=64x64:rate=1", "-frames:v", "1", file],
-        mp4: [
-          ...["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25:duration=1"],
-          ...["-f", "lavfi", "-i", "sine=frequency=440:duration=1"],
-          ...["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", file],
-        ],
-        mp3: ["-f", "lavfi", "-i", "sine=frequency=440:duration=1", "-c:a", "libmp3lame", "-b:a", "64k", file],
-      }[kind];
-      try {
-        // No key of any kind reaches the child: its environment is only PATH.
-        await run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", ...args], {
-          env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
-        });
-        const bytes = new Uint8Array(await readFile(file));
-        const type = { png: "image/png", mp4: "video/mp4", mp3: "audio/mpeg" }[kind];
-        return { bytes, type, ext: kind };
-      } finally {
-        await rm(dir, { recursive: true, force: true });
-      }
-    })();
-    made.catch(() => mediaCache.delete(kind));
-    mediaCache.set(kind, made);
-  }
-  return made;
-}
-
-const LYING: Record<string, Media> = {
-  "html-as-png": {
-    bytes: new TextEncoder().encode("<!doctype html><html><body><h1>Not a picture</h1></body></html>\n"),
-    type: "image/png",
-    ext: "png",
-  },
-  "empty-png": { bytes: new Uint8Array(0), type: "image/png", ext: "png" },
+/** The ffmpeg arguments of the one small file of each kind the stand-in serves (a test pattern, a tone). */
+const MEDIA_ARGS: Record<MediaKind, string[]> = {
+  png: ["-f", "lavfi", "-i", "testsrc2=size=64x64:rate=1", "-frames:v", "1"],
+  mp4: [
+    ...["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25:duration=1"],
+    ...["-f", "lavfi", "-i", "sine=frequency=440:duration=1"],
+    ...["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"],
+  ],
+  mp3: ["-f", "lavfi", "-i", "sine=frequency=440:duration=1", "-c:a", "libmp3lame", "-b:a", "64k"],
 };
 
-async function mediaOf(output: ReplicateStandInOutput): Promise<Media> {
-  if (output === "html-as-png" || output === "empty-png") return LYING[output]!;
-  return realMedia(output === "png-list" ? "png" : output);
+async function mediaOf(output: ReplicateStandInOutput): Promise<StandInMedia> {
+  if (isLying(output)) return LYING_MEDIA[output];
+  const kind = output === "png-list" ? "png" : output;
+  return ffmpegMedia(kind, MEDIA_ARGS[kind]);
 }
 
 /** Replicate's prediction ids: 26 lowercase base-32 characters. */
