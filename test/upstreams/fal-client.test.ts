@@ -7,7 +7,7 @@ import { type AddressInfo, createServer as createNetServer } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createOutboundGuard } from "../../lib/outbound/index.ts";
-import { parseRetryAfter } from "../../plugins/upstreams/fal/answers.ts";
+import { parseRetryAfter } from "../../plugins/upstreams/call-failures.ts";
 import { falClient, falOutputUrls } from "../../plugins/upstreams/fal/client.ts";
 import { type ProtocolClient, type ProtocolHandle, UpstreamCallError } from "../../plugins/upstreams/protocol.ts";
 import { type FalStandIn, type FalStandInOptions, startFalStandIn } from "../../testkit/standins/fal.ts";

@@ -1,6 +1,6 @@
 // Reading fal's HTTP answers for what our errors may repeat: the `detail` (a string, or the model's validation
 // errors as a list of {loc, msg}) and `error_type`, with the key, anything shaped like a key and every URL cut
-// out, cleaned and capped; and Retry-After in seconds or as an HTTP date.
+// out, cleaned and capped.
 import { cleanUpstreamText, redactKey } from "mediagate/plugin";
 
 /** How much of fal's own words an error carries. */
@@ -52,18 +52,6 @@ export function errorDetail(status: number, body: unknown, key: string): string 
 export function errorType(body: unknown, header: string | undefined): string | undefined {
   const value = isObject(body) && typeof body.error_type === "string" ? body.error_type : header;
   return value && /^[a-z0-9_]{1,64}$/i.test(value) ? value : undefined;
-}
-
-/** Retry-After (delta-seconds or an HTTP date) in ms from `now`; undefined when absent or unreadable. */
-export function parseRetryAfter(value: string | undefined, now: number = Date.now()): number | undefined {
-  if (value === undefined) return undefined;
-  const text = value.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
-  // An HTTP date names its day and month in words; Date.parse would read "-5" as a year.
-  if (!/^[a-z]{3}, /i.test(text)) return undefined;
-  const at = Date.parse(text);
-  if (Number.isNaN(at)) return undefined;
-  return Math.max(0, at - now);
 }
 
 export { isObject };

@@ -15,7 +15,7 @@
 // fal documents no idempotency key for a submit, so `idempotencyKey` is not sent: a restart polls the stored
 // handle again and never submits twice (the gateway's part), and a submit that got no answer is not accepted.
 import type { OutboundGuard } from "mediagate/plugin";
-import { isOutboundError } from "mediagate/plugin";
+import { noAnswerReason, parseRetryAfter, surelyNotTaken } from "../call-failures.ts";
 import {
   type ProtocolClient,
   type ProtocolClientFactory,
@@ -24,7 +24,7 @@ import {
   type ProtocolSubmit,
   UpstreamCallError,
 } from "../protocol.ts";
-import { errorDetail, errorType, isObject, parseJson, parseRetryAfter, safeText } from "./answers.ts";
+import { errorDetail, errorType, isObject, parseJson, safeText } from "./answers.ts";
 import { falWebhookVerifier } from "./webhook.ts";
 import { ERROR_TYPE_HEADER, FAL_BASE_URL, STATUS, type StatusAnswer, TEXT, WEBHOOK_QUERY } from "./wire.ts";
 
@@ -42,37 +42,6 @@ type Answer = { status: number; headers: Record<string, string>; body: unknown }
 
 /** fal's model ids: an owner, an app and an optional endpoint path (`fal-ai/flux/dev`), path segments only. */
 const MODEL_ID = /^(?!\.+(\/|$))[A-Za-z0-9_.-]+(\/(?!\.+(\/|$))[A-Za-z0-9_.-]+)+$/;
-
-/** Failures of a connection that never carried the request. */
-const NOT_CONNECTED_CODES = new Set([
-  "ECONNREFUSED",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "UND_ERR_CONNECT_TIMEOUT",
-]);
-
-function causeCode(err: unknown): string | undefined {
-  for (let e: unknown = err, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === "string") return code;
-  }
-  return undefined;
-}
-
-/**
- * A submit that got no answer surely created nothing when it was refused before a byte went out (the URL, its
- * address), was redirected (an answer that took nothing), never connected, or timed out before an answer (the
- * protocol contract counts that as not taken). A connection lost after the request went out, or an answer too
- * large to read, may have queued the work: it is accepted, and never submitted elsewhere.
- */
-function surelyNotTaken(err: unknown): boolean {
-  if (!isOutboundError(err)) return false;
-  if (["invalid_url", "not_public", "redirect", "timeout"].includes(err.kind)) return true;
-  const code = causeCode(err);
-  return err.kind === "network" && code !== undefined && NOT_CONNECTED_CODES.has(code);
-}
 
 export const falClient: ProtocolClientFactory = (options) => {
   const key = options.key;
@@ -117,13 +86,6 @@ export const falClient: ProtocolClientFactory = (options) => {
     return { status: res.status, headers: res.headers, body: parseJson(res.body) };
   }
 
-  /** Why a call got no answer, in words that hold no URL: the guard's kind and the socket's code. */
-  const noAnswer = (err: unknown): string => {
-    const kind = isOutboundError(err) ? err.kind : "network";
-    const code = causeCode(err);
-    return code ? `${kind}, ${code}` : kind;
-  };
-
   const retryAfter = (a: Answer) => parseRetryAfter(a.headers["retry-after"]);
 
   async function submit(request: ProtocolSubmit): Promise<ProtocolHandle> {
@@ -141,7 +103,7 @@ export const falClient: ProtocolClientFactory = (options) => {
       });
     } catch (err) {
       if (request.signal.aborted) throw request.signal.reason;
-      throw new UpstreamCallError(TEXT.submitFailed(noAnswer(err)), { accepted: !surelyNotTaken(err) });
+      throw new UpstreamCallError(TEXT.submitFailed(noAnswerReason(err)), { accepted: !surelyNotTaken(err) });
     }
     if (answer.status < 200 || answer.status >= 300) {
       const ms = retryAfter(answer);
@@ -172,7 +134,7 @@ export const falClient: ProtocolClientFactory = (options) => {
   /** A look's failure (no answer, or an answer that is not fal's verdict): the runtime looks again. */
   function lookError(what: string, err: unknown, signal: AbortSignal): never {
     if (signal.aborted) throw signal.reason;
-    throw new UpstreamCallError(TEXT.lookFailed(what, noAnswer(err)), { accepted: true });
+    throw new UpstreamCallError(TEXT.lookFailed(what, noAnswerReason(err)), { accepted: true });
   }
 
   function answeredError(what: string, a: Answer): UpstreamCallError {
@@ -255,7 +217,7 @@ export const falClient: ProtocolClientFactory = (options) => {
     try {
       answer = await call(cancelUrl, { method: "PUT", timeoutMs: STATUS_TIMEOUT_MS, maxBytes: SMALL_MAX_BYTES });
     } catch (err) {
-      throw new UpstreamCallError(TEXT.cancelFailed(noAnswer(err)), { accepted: true });
+      throw new UpstreamCallError(TEXT.cancelFailed(noAnswerReason(err)), { accepted: true });
     }
     // 202 CANCELLATION_REQUESTED; 400 ALREADY_COMPLETED and 404 NOT_FOUND leave nothing to stop.
     if ((answer.status >= 200 && answer.status < 300) || answer.status === 400 || answer.status === 404) return;

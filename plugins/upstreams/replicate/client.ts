@@ -16,13 +16,8 @@
 // - Errors are problem+json (`{title?, detail, status}`); a 429 carries `Retry-After` (and `retry_after` in the
 //   body). Every message is cleaned and has the token redacted; no URL is put in one.
 
-import {
-  cleanUpstreamText,
-  isOutboundError,
-  type OutboundGuard,
-  redactKey,
-  UPSTREAM_TEXT_LIMITS,
-} from "mediagate/plugin";
+import { cleanUpstreamText, type OutboundGuard, redactKey, UPSTREAM_TEXT_LIMITS } from "mediagate/plugin";
+import { noAnswerReason, parseRetryAfter, surelyNotTaken } from "../call-failures.ts";
 import {
   type ProtocolClient,
   type ProtocolClientFactory,
@@ -45,16 +40,6 @@ import {
 type OutboundRequest = NonNullable<Parameters<OutboundGuard["fetch"]>[1]>;
 type OutboundResponse = Awaited<ReturnType<OutboundGuard["fetch"]>>;
 
-/** Failures of a connection that never carried the request: the work cannot have been taken. */
-const NOT_CONNECTED_CODES = new Set([
-  "ECONNREFUSED",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "UND_ERR_CONNECT_TIMEOUT",
-]);
-
 /** Where a model id's prediction is created, and the body fields naming the model there. */
 export function createTarget(baseUrl: string, model: string): { url: string; version?: string } {
   const m = MODEL_ID.exec(model);
@@ -67,12 +52,8 @@ export function createTarget(baseUrl: string, model: string): { url: string; ver
 
 /** Retry-After as delay-seconds or an HTTP date, else the body's `retry_after` seconds; in ms. */
 export function retryAfterMs(headers: Record<string, string>, body: unknown, now = Date.now()): number | undefined {
-  const header = headers["retry-after"]?.trim();
-  if (header) {
-    if (/^\d+$/.test(header)) return Number(header) * 1000;
-    const at = Date.parse(header);
-    if (Number.isFinite(at)) return Math.max(0, at - now);
-  }
+  const header = parseRetryAfter(headers["retry-after"], now);
+  if (header !== undefined) return header;
   const inBody = (body as { retry_after?: unknown } | null)?.retry_after;
   return typeof inBody === "number" && Number.isFinite(inBody) && inBody >= 0 ? Math.round(inBody * 1000) : undefined;
 }
@@ -133,14 +114,6 @@ function parseJson(bytes: Uint8Array): unknown {
   }
 }
 
-function causeCode(err: unknown): string | undefined {
-  for (let e: unknown = err, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === "string") return code;
-  }
-  return undefined;
-}
-
 export const replicateClient: ProtocolClientFactory = (options) => {
   const baseUrl = (options.baseUrl || REPLICATE_BASE_URL).replace(/\/+$/, "");
   const baseOrigin = new URL(baseUrl).origin;
@@ -191,22 +164,10 @@ export const replicateClient: ProtocolClientFactory = (options) => {
     return { response, body: parseJson(response.body) };
   }
 
-  /** A call that got no (whole) answer. Only a connection that never carried the request is surely not taken. */
+  /** A call that got no (whole) answer: accepted unless the prediction was surely not created. */
   function callFailure(step: string, err: unknown): UpstreamCallError {
-    const what = isOutboundError(err) ? err.kind : "network";
-    const code = causeCode(err);
-    // Refused before a byte went out (the URL, its address), a redirect (an answer that created nothing), no
-    // connection; and, as the protocol contract counts it, a time-out before an answer. Anything else (a
-    // connection lost mid-answer, an answer too large) may have created the prediction.
-    const surelyNotTaken =
-      isOutboundError(err) &&
-      (err.kind === "invalid_url" ||
-        err.kind === "not_public" ||
-        err.kind === "redirect" ||
-        err.kind === "timeout" ||
-        (err.kind === "network" && code !== undefined && NOT_CONNECTED_CODES.has(code)));
-    return new UpstreamCallError(REPLICATE_ERRORS.unreachable(step, code ? `${what}, ${code}` : what), {
-      accepted: !surelyNotTaken,
+    return new UpstreamCallError(REPLICATE_ERRORS.unreachable(step, noAnswerReason(err)), {
+      accepted: !surelyNotTaken(err),
       cause: err,
     });
   }
