@@ -3,9 +3,6 @@
 // the fal stand-in (testkit/standins/fal.ts, fal's queue API) and taken in as our own PNG, a 503 at submit
 // fails over to the Replicate stand-in, a model without a route is refused before any charge, a sandbox route
 // still reaches the sandbox, route state shows in /readyz and /metrics, and a forged webhook answers 401.
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import account from "../../plugins/account/index.ts";
@@ -26,12 +23,11 @@ import { databaseBackends } from "../helpers/backends.ts";
 import { errorBody } from "../helpers/error-body.ts";
 import { suiteKernel } from "../helpers/kernel-suite.ts";
 import { balance, ledgerSum, partnerRows } from "../helpers/partner-reads.ts";
-import { ended, notPending, pollStatus } from "../helpers/poll-status.ts";
+import { ended, pollStatus } from "../helpers/poll-status.ts";
 import { OMNI_LIMITS, OMNI_PLUGINS, omniOptions } from "../omni/helpers.ts";
+import { imageFinished, providersEnv, ROUTED_ENV } from "./helpers.ts";
 
 const plugins = [account, imagesSandbox, upstreams, images];
-const waitFor = (tk: TestKernel, key: string, id: string | number) =>
-  pollStatus(tk, key, `/image-status/${id}`, notPending, 60_000);
 
 async function generate(tk: TestKernel, key: string, body: Record<string, unknown>) {
   const res = await tk.request("POST", "/generate-image", { key, body: { aspect_ratio: "16:9", ...body } });
@@ -67,7 +63,7 @@ for (const backend of await databaseBackends()) {
     const { key } = await tk0.partner({ credits: 100 });
     const res = await generate(tk0, key, { prompt: "A fox [sandbox:flaky]", model: "image-a-pro" });
     assert.is(res.status, 202, JSON.stringify(res.body));
-    const done = await waitFor(tk0, key, res.body.generation_id);
+    const done = await imageFinished(tk0, key, res.body.generation_id);
     assert.is(done.body.status, "success");
     const ready = await root(tk0, "/readyz");
     assert.is(ready.body.details, undefined, "no gateway routes: nothing more in /readyz");
@@ -77,38 +73,19 @@ for (const backend of await databaseBackends()) {
   const routed = suite(`upstreams with PROVIDERS_FILE on ${backend.name}`);
   let fal: FalStandIn;
   let replicate: ReplicateStandIn;
-  const env: Record<string, string> = {
-    SANDBOX_LATENCY_MS: "0",
-    PUBLIC_URL: "https://media.example.test",
-    ALLOW_PRIVATE_URLS: "1",
-  };
+  const env: Record<string, string> = { ...ROUTED_ENV };
   // Before the kernel's own `before`: the file names the stand-ins' ports.
   routed.before(async () => {
     fal = await startFalStandIn();
     replicate = await startReplicateStandIn();
-    const dir = mkdtempSync(join(tmpdir(), "mg-gateway-"));
-    const file = join(dir, "providers.json");
-    writeFileSync(
-      file,
-      JSON.stringify({
-        providers: {
-          fal: { protocol: "fal", base_url: fal.url, key_env: "TEST_FAL_KEY", jwks_url: fal.jwksUrl },
-          replicate: { protocol: "replicate", base_url: replicate.url, key_env: "TEST_REPLICATE_TOKEN" },
-        },
-        routes: {
-          "image-a-pro": [
-            {
-              provider: "fal",
-              model: "fal-ai/flux/dev",
-              input: { image_size: { width: "{width}", height: "{height}" } },
-            },
-            { provider: "replicate", model: "black-forest-labs/flux-dev" },
-          ],
-          "image-b-2": [{ provider: "sandbox" }],
-        },
-      }),
-    );
-    Object.assign(env, { PROVIDERS_FILE: file, TEST_FAL_KEY: fal.key, TEST_REPLICATE_TOKEN: replicate.token });
+    const routes = {
+      "image-a-pro": [
+        { provider: "fal", model: "fal-ai/flux/dev", input: { image_size: { width: "{width}", height: "{height}" } } },
+        { provider: "replicate", model: "black-forest-labs/flux-dev" },
+      ],
+      "image-b-2": [{ provider: "sandbox" }],
+    };
+    Object.assign(env, providersEnv({ fal, replicate }, routes));
   });
   const tk = suiteKernel(routed, backend, { plugins, start: true, env });
   routed.after(async () => {
@@ -120,7 +97,7 @@ for (const backend of await databaseBackends()) {
     const { key } = await tk.partner({ credits: 100 });
     const res = await generate(tk, key, { prompt: "A red fox in the snow", model: "image-a-pro" });
     assert.is(res.status, 202, JSON.stringify(res.body));
-    const done = await waitFor(tk, key, res.body.generation_id);
+    const done = await imageFinished(tk, key, res.body.generation_id);
     assert.is(done.body.status, "success", JSON.stringify(done.body));
     assert.ok(done.body.image_url.startsWith("https://media.example.test/media/images/"), "our URL, never fal's");
     const submitted = [...fal.submitted.values()].find((r) => r.input.prompt === "A red fox in the snow");
@@ -142,7 +119,7 @@ for (const backend of await databaseBackends()) {
         ref_images: [{ base64: Buffer.from(png).toString("base64"), mime_type: "image/png" }],
       });
       assert.is(res.status, 202, JSON.stringify(res.body));
-      const done = await waitFor(tk, key, res.body.generation_id);
+      const done = await imageFinished(tk, key, res.body.generation_id);
       assert.is(done.body.status, "success", JSON.stringify(done.body));
       const submitted = [...fal.submitted.values()].find((r) => r.input.prompt === "A fox like this one");
       const urls = submitted!.input.image_urls as string[];
@@ -162,7 +139,7 @@ for (const backend of await databaseBackends()) {
     const before = fal.submitted.size;
     const res = await generate(tk, key, { prompt: "A heron at dawn", model: "image-a-pro" });
     assert.is(res.status, 202);
-    const done = await waitFor(tk, key, res.body.generation_id);
+    const done = await imageFinished(tk, key, res.body.generation_id);
     assert.is(done.body.status, "success", JSON.stringify(done.body));
     assert.is(fal.submitted.size, before, "fal took nothing");
     const predictions = [...replicate.predictions.values()].filter((p) => p.input.prompt === "A heron at dawn");
@@ -184,7 +161,7 @@ for (const backend of await databaseBackends()) {
     const submits = fal.submitted.size + replicate.predictions.size;
     const res = await generate(tk, key, { prompt: "A lighthouse", model: "image-b-2" });
     assert.is(res.status, 202);
-    const done = await waitFor(tk, key, res.body.generation_id);
+    const done = await imageFinished(tk, key, res.body.generation_id);
     assert.is(done.body.status, "success");
     assert.is(fal.submitted.size + replicate.predictions.size, submits);
   });
@@ -249,10 +226,7 @@ for (const backend of await databaseBackends()) {
 const omniSuite = suite("upstreams: an Omni model without a route");
 
 omniSuite("is refused before any charge with Omni's 503; a routed one is taken", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "mg-gateway-omni-"));
-  const file = join(dir, "providers.json");
-  writeFileSync(file, JSON.stringify({ routes: { "omni-1.1": [{ provider: "sandbox" }] } }));
-  const { env } = omniOptions({ PROVIDERS_FILE: file });
+  const { env } = omniOptions(providersEnv({}, { "omni-1.1": [{ provider: "sandbox" }] }));
   const tk = await createTestKernel({ plugins: [...OMNI_PLUGINS, upstreams], start: true, env });
   try {
     const { id, key } = await tk.partner({ credits: 1000, limits: OMNI_LIMITS });
@@ -279,27 +253,13 @@ videoSuite(
   "completes through the fal stand-in with the request's duration and resolution; an unrouted model is refused",
   async () => {
     const fal = await startFalStandIn();
-    const dir = mkdtempSync(join(tmpdir(), "mg-gateway-video-"));
-    const file = join(dir, "providers.json");
-    writeFileSync(
-      file,
-      JSON.stringify({
-        providers: { fal: { protocol: "fal", base_url: fal.url, key_env: "TEST_FAL_KEY", jwks_url: fal.jwksUrl } },
-        routes: {
-          "alpha-v3-text-to-video": [{ provider: "fal", model: "fal-ai/kling-video/v2/master/text-to-video" }],
-        },
-      }),
-    );
+    const routes = {
+      "alpha-v3-text-to-video": [{ provider: "fal", model: "fal-ai/kling-video/v2/master/text-to-video" }],
+    };
     const tk = await createTestKernel({
       plugins: [account, videoSandbox, upstreams, video],
       start: true,
-      env: {
-        SANDBOX_LATENCY_MS: "0",
-        PUBLIC_URL: "https://media.example.test",
-        ALLOW_PRIVATE_URLS: "1",
-        PROVIDERS_FILE: file,
-        TEST_FAL_KEY: fal.key,
-      },
+      env: { ...ROUTED_ENV, ...providersEnv({ fal }, routes) },
     });
     try {
       // The spec's per-minute limits would stop the polls of this test, not the code it tests.
@@ -341,24 +301,12 @@ const musicSuite = suite("upstreams: a music model routed to Replicate");
 
 musicSuite("completes through the Replicate stand-in with its MP3 taken in; an unrouted model is refused", async () => {
   const replicate = await startReplicateStandIn({ output: "mp3" });
-  const dir = mkdtempSync(join(tmpdir(), "mg-gateway-music-"));
-  const file = join(dir, "providers.json");
-  writeFileSync(
-    file,
-    JSON.stringify({
-      providers: { replicate: { protocol: "replicate", base_url: replicate.url, key_env: "TEST_REPLICATE_TOKEN" } },
-      routes: { V5_5: [{ provider: "replicate", model: "owner/song-model" }] },
-    }),
-  );
   const tk = await createTestKernel({
     plugins: [account, musicSandbox, upstreams, music],
     start: true,
     env: {
-      SANDBOX_LATENCY_MS: "0",
-      PUBLIC_URL: "https://media.example.test",
-      ALLOW_PRIVATE_URLS: "1",
-      PROVIDERS_FILE: file,
-      TEST_REPLICATE_TOKEN: replicate.token,
+      ...ROUTED_ENV,
+      ...providersEnv({ replicate }, { V5_5: [{ provider: "replicate", model: "owner/song-model" }] }),
     },
   });
   try {

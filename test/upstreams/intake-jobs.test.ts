@@ -2,9 +2,6 @@
 // stand-in (testkit/standins/fal.ts), whose result names an HTML page served as a PNG, or a PNG of zero bytes.
 // The job fails with the images area's sanitized text and the partner is refunded exactly once; the output's
 // URL appears neither in the answer nor in anything logged. On every database backend, workers running.
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { Logger } from "../../core/log.ts";
@@ -17,7 +14,7 @@ import { type FalStandIn, startFalStandIn } from "../../testkit/standins/fal.ts"
 import { databaseBackends } from "../helpers/backends.ts";
 import { suiteKernel } from "../helpers/kernel-suite.ts";
 import { ledgerSum } from "../helpers/partner-reads.ts";
-import { notPending, pollStatus } from "../helpers/poll-status.ts";
+import { imageFinished, providersEnv, ROUTED_ENV } from "./helpers.ts";
 
 /** What the kernel logs, kept as text (every detail serialized) so a URL anywhere in it is found. */
 function recordingLogger(): Logger & { text(): string } {
@@ -43,29 +40,17 @@ for (const backend of await databaseBackends()) {
   const t = suite(`an upstream output that lies fails once, refunded, on ${backend.name}`);
   let fal: FalStandIn;
   const log = recordingLogger();
-  const env: Record<string, string> = {
-    SANDBOX_LATENCY_MS: "0",
-    PUBLIC_URL: "https://media.example.test",
-    ALLOW_PRIVATE_URLS: "1",
-  };
+  const env: Record<string, string> = { ...ROUTED_ENV };
   // Before the kernel's own `before`: the providers file names the stand-in's port.
   t.before(async () => {
     fal = await startFalStandIn({
       output: (model) => (model.endsWith("/html") ? "html-as-png" : model.endsWith("/empty") ? "empty-png" : "images"),
     });
-    const dir = mkdtempSync(join(tmpdir(), "mg-intake-"));
-    const file = join(dir, "providers.json");
-    writeFileSync(
-      file,
-      JSON.stringify({
-        providers: { fal: { protocol: "fal", base_url: fal.url, key_env: "TEST_FAL_KEY", jwks_url: fal.jwksUrl } },
-        routes: {
-          "image-a-pro": [{ provider: "fal", model: "fal-ai/liar/html" }],
-          "image-b-2": [{ provider: "fal", model: "fal-ai/liar/empty" }],
-        },
-      }),
-    );
-    Object.assign(env, { PROVIDERS_FILE: file, TEST_FAL_KEY: fal.key });
+    const routes = {
+      "image-a-pro": [{ provider: "fal", model: "fal-ai/liar/html" }],
+      "image-b-2": [{ provider: "fal", model: "fal-ai/liar/empty" }],
+    };
+    Object.assign(env, providersEnv({ fal }, routes));
   });
   const tk = suiteKernel(t, backend, {
     plugins: [account, imagesSandbox, upstreams, images],
@@ -84,7 +69,7 @@ for (const backend of await databaseBackends()) {
       const res = await tk.request("POST", "/generate-image", { key, body: { prompt, model } });
       assert.is(res.status, 202, JSON.stringify(res.body));
       assert.ok(res.body.credits_remaining < 100, "charged");
-      const done = await pollStatus(tk, key, `/image-status/${res.body.generation_id}`, notPending, 60_000);
+      const done = await imageFinished(tk, key, res.body.generation_id);
       assert.is(done.body.status, "failed", JSON.stringify(done.body));
       assert.is(done.body.error, IMAGE_ERRORS.failed);
       assert.is((await tk.request("GET", "/credits", { key })).body.credits_remaining, 100);

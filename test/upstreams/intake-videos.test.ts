@@ -3,9 +3,6 @@
 // promises (H.264 at the requested frame size, the model's 8 s, no sound track for a silent model); a route
 // whose template asks the upstream for 2 s gets a clip of another length class, and the job ends `error` with
 // the area's sanitized text and one refund. On every database backend, workers running.
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createMediaEngine, type MediaEngine } from "../../lib/media/index.ts";
@@ -19,6 +16,7 @@ import { databaseBackends } from "../helpers/backends.ts";
 import { suiteKernel } from "../helpers/kernel-suite.ts";
 import { ledgerSum } from "../helpers/partner-reads.ts";
 import { videoFinished } from "../video/helpers.ts";
+import { providersEnv, ROUTED_ENV } from "./helpers.ts";
 
 // The spec's per-minute limits (60 status polls) would stop these tests, not the code they test.
 const LIMITS = { rate_limits: { "GET /video-status/<job_id>": 100_000 } };
@@ -27,29 +25,17 @@ for (const backend of await databaseBackends()) {
   const t = suite(`video intake through the fal stand-in on ${backend.name}`);
   let fal: FalStandIn;
   let engine: MediaEngine;
-  const env: Record<string, string> = {
-    SANDBOX_LATENCY_MS: "0",
-    PUBLIC_URL: "https://media.example.test",
-    ALLOW_PRIVATE_URLS: "1",
-  };
+  const env: Record<string, string> = { ...ROUTED_ENV };
   // Before the kernel's own `before`: the providers file names the stand-in's port.
   t.before(async () => {
     fal = await startFalStandIn();
     engine = createMediaEngine();
-    const dir = mkdtempSync(join(tmpdir(), "mg-intake-video-"));
-    const file = join(dir, "providers.json");
-    writeFileSync(
-      file,
-      JSON.stringify({
-        providers: { fal: { protocol: "fal", base_url: fal.url, key_env: "TEST_FAL_KEY", jwks_url: fal.jwksUrl } },
-        routes: {
-          "gamma-3.1-fast": [{ provider: "fal", model: "fal-ai/test-video/fast" }],
-          // A template that asks for the wrong length: what the upstream sends is another duration class.
-          "gamma-3.1-quality": [{ provider: "fal", model: "fal-ai/test-video/short", input: { duration: 2 } }],
-        },
-      }),
-    );
-    Object.assign(env, { PROVIDERS_FILE: file, TEST_FAL_KEY: fal.key });
+    const routes = {
+      "gamma-3.1-fast": [{ provider: "fal", model: "fal-ai/test-video/fast" }],
+      // A template that asks for the wrong length: what the upstream sends is another duration class.
+      "gamma-3.1-quality": [{ provider: "fal", model: "fal-ai/test-video/short", input: { duration: 2 } }],
+    };
+    Object.assign(env, providersEnv({ fal }, routes));
   });
   const tk = suiteKernel(t, backend, { plugins: [account, videoSandbox, upstreams, video], start: true, env });
   t.after(async () => {
