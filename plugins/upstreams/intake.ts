@@ -252,6 +252,17 @@ export async function intakeMusic(deps: IntakeDeps, o: MusicIntake): Promise<Mus
 const coverCrop = (W: number, H: number) =>
   `scale=${W}:${H}:force_original_aspect_ratio=increase:flags=lanczos,crop=${W}:${H},setsar=1`;
 
+/** One frame (through `filter`, when given) written to `output` as a PNG of its pixels only: no metadata, no
+ * encoder name. */
+function onePngArgs(output: string, filter?: string): string[] {
+  return [
+    ...["-frames:v", "1"],
+    ...(filter === undefined ? [] : ["-vf", filter]),
+    ...["-c:v", "png", ...NO_METADATA_ARGS, "-flags:v", "+bitexact"],
+    ...["-f", "image2", "-update", "1", output],
+  ];
+}
+
 async function toPng(
   media: MediaEngine,
   bytes: Uint8Array,
@@ -263,46 +274,12 @@ async function toPng(
   // By the bytes, never the service's content type; and by the header's size before anything decodes it.
   if (!sniffImageType(bytes) || !checkPicture(bytes).ok)
     throw new UpstreamOutputError(`the upstream's ${what} is not a picture`);
-  const args = [
-    "-i",
-    "in.bin",
-    "-frames:v",
-    "1",
-    "-vf",
-    coverCrop(width, height),
-    "-c:v",
-    "png",
-    ...NO_METADATA_ARGS,
-    "-flags:v",
-    "+bitexact",
-    "-f",
-    "image2",
-    "-update",
-    "1",
-    "out.png",
-  ];
+  const args = ["-i", "in.bin", ...onePngArgs("out.png", coverCrop(width, height))];
   return converted(media, what, args, { "in.bin": bytes }, "out.png", { signal }, 0, 0);
 }
 
 async function plainCover(media: MediaEngine, signal: AbortSignal): Promise<Uint8Array> {
-  const args = [
-    "-f",
-    "lavfi",
-    "-i",
-    `color=c=0x1f2433:s=${COVER_SIZE}x${COVER_SIZE}:d=1`,
-    "-frames:v",
-    "1",
-    "-c:v",
-    "png",
-    ...NO_METADATA_ARGS,
-    "-flags:v",
-    "+bitexact",
-    "-f",
-    "image2",
-    "-update",
-    "1",
-    "cover.png",
-  ];
+  const args = ["-f", "lavfi", "-i", `color=c=0x1f2433:s=${COVER_SIZE}x${COVER_SIZE}:d=1`, ...onePngArgs("cover.png")];
   return converted(media, "cover", args, {}, "cover.png", { signal }, 0, 0);
 }
 
