@@ -25,6 +25,7 @@
 import { createHash, generateKeyPairSync, type KeyObject, randomUUID, sign } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { readBody, sendJson as send } from "./http.ts";
 import { ffmpegMedia, isLying, LYING_MEDIA, type StandInMedia } from "./media.ts";
 
 /** What a request's result is: a fal result shape with real media, or a media file that lies. */
@@ -184,25 +185,6 @@ function defaultOutput(model: string): FalStandInOutput {
   if (/video/i.test(model)) return "video";
   if (/audio|music|song|speech|tts/i.test(model)) return "audio";
   return "images";
-}
-
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
-  });
-}
-
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    "content-type": "application/json",
-    "content-length": String(Buffer.byteLength(text)),
-    ...headers,
-  });
-  res.end(text);
 }
 
 /** The hex ED25519 signature fal's webhooks carry, over fal's documented message. */

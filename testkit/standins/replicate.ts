@@ -21,6 +21,7 @@ import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { newStandardWebhookSecret, standardWebhookHeaders } from "../../lib/standard-webhooks.ts";
+import { readBody, sendJson } from "./http.ts";
 import { ffmpegMedia, isLying, LYING_MEDIA, type MediaKind, type StandInMedia } from "./media.ts";
 
 /** What a prediction's output is: real media, a list of two PNGs, or a file that lies about its type. */
@@ -129,24 +130,9 @@ function predictionId(): string {
   return Array.from(randomBytes(26), (b) => alphabet[b % 32]).join("");
 }
 
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
-  });
-}
-
+/** Replicate's errors are problem+json. */
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  const problem = status >= 400;
-  res.writeHead(status, {
-    "content-type": problem ? "application/problem+json" : "application/json",
-    "content-length": String(Buffer.byteLength(text)),
-    ...headers,
-  });
-  res.end(text);
+  sendJson(res, status, body, status >= 400 ? { "content-type": "application/problem+json", ...headers } : headers);
 }
 
 const PROGRESS_LOGS = [
