@@ -45,7 +45,7 @@ const MODEL_ID = /^(?!\.+(\/|$))[A-Za-z0-9_.-]+(\/(?!\.+(\/|$))[A-Za-z0-9_.-]+)+
 
 export const falClient: ProtocolClientFactory = (options) => {
   const key = options.key;
-  const base = (options.baseUrl || FAL_BASE_URL).replace(/\/+$/, "");
+  const base = (options.baseUrl || FAL_BASE_URL).replace(/(?<!\/)\/+$/, "");
   const origin = new URL(base).origin;
   const guard: OutboundGuard = options.outbound;
   const verifier = falWebhookVerifier({

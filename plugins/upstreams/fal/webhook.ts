@@ -36,7 +36,9 @@ export function jwksKeys(doc: unknown): KeyObject[] {
     if (!isObject(jwk) || jwk.kty !== "OKP" || jwk.crv !== "Ed25519" || typeof jwk.x !== "string") continue;
     try {
       // fal's set has been seen padding `x`; a JWK's base64url has none.
-      keys.push(createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: jwk.x.replace(/=+$/, "") }, format: "jwk" }));
+      keys.push(
+        createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: jwk.x.replace(/(?<!=)=+$/, "") }, format: "jwk" }),
+      );
     } catch {
       // not a key: skipped
     }

@@ -115,7 +115,7 @@ function parseJson(bytes: Uint8Array): unknown {
 }
 
 export const replicateClient: ProtocolClientFactory = (options) => {
-  const baseUrl = (options.baseUrl || REPLICATE_BASE_URL).replace(/\/+$/, "");
+  const baseUrl = (options.baseUrl || REPLICATE_BASE_URL).replace(/(?<!\/)\/+$/, "");
   const baseOrigin = new URL(baseUrl).origin;
   const outbound: OutboundGuard = options.outbound;
   const token = options.key;
