@@ -86,5 +86,10 @@ for (const backend of await databaseBackends()) {
     });
   }
 
+  t("the service's key appears in nothing the kernel logged, after every job above", () => {
+    assert.ok(log.text().length > 0, "the kernel logged");
+    assert.not.ok(log.text().includes(fal.key), "the fal key was logged");
+  });
+
   t.run();
 }
