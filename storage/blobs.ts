@@ -159,15 +159,35 @@ export function s3BlobStore(location: S3Location): BlobStore {
  * prefix, so wrong credentials, a missing bucket or a read-only key show at boot, by variable, not at the first
  * job's end.
  */
+/** The driver's message of an answer in 5xx (`[unstorage] [s3] [DELETE] <url>: 500 Internal Server Error ...`). */
+const SERVER_ERROR_ANSWER = /: 5\d\d /;
+const CHECK_RETRY_WAITS_MS = [100, 300, 900];
+
+/**
+ * S3 documents its 500 InternalError ("Please try again") and 503 SlowDown as answers to retry; a store
+ * answering them to a boot check is busy, not unusable (s3rver does so when several hosts boot at once).
+ */
+async function againOnServerError<T>(step: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await step();
+    } catch (err) {
+      const wait = CHECK_RETRY_WAITS_MS[attempt];
+      if (wait === undefined || !SERVER_ERROR_ANSWER.test(String((err as Error)?.message))) throw err;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+}
+
 export async function checkS3BlobStore(location: S3Location, store: BlobStore): Promise<void> {
   // Its own name: hosts booting together each check with their own object.
   const key = `mediagate-boot-check-${crypto.randomUUID()}`;
   const bytes = new TextEncoder().encode("ok");
   try {
-    await store.put(key, bytes);
-    const back = await store.get(key);
+    await againOnServerError(() => store.put(key, bytes));
+    const back = await againOnServerError(() => store.get(key));
     if (!back || back.length !== bytes.length) throw new Error("what was written did not read back");
-    await store.remove(key);
+    await againOnServerError(() => store.remove(key));
   } catch (err) {
     // The driver's messages name the request and the server's answer; neither carries the credentials.
     throw new Error(`BLOB_URL: cannot use ${describeBlobUrl(location)} (${(err as Error).message || String(err)})`);
