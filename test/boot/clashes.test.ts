@@ -170,25 +170,27 @@ t("one capability provided twice, unless one overrides", () => {
   }
 });
 
+/** A plugin answering GET /engine with the capability the kernel hands it. */
+const engineUser = definePlugin({
+  name: "user",
+  requires: [CAP],
+  operations: [
+    operation({
+      method: "GET",
+      path: "/engine",
+      rateLimit: "GET /me",
+      handle: async (ctx) => ({ engine: ctx.capability(CAP) }),
+    }),
+  ],
+});
+
 t("an overriding plugin's capability is the one the kernel builds and hands out", async () => {
   const calls: string[] = [];
-  const user = definePlugin({
-    name: "user",
-    requires: [CAP],
-    operations: [
-      operation({
-        method: "GET",
-        path: "/engine",
-        rateLimit: "GET /me",
-        handle: async (ctx) => ({ engine: ctx.capability(CAP) }),
-      }),
-    ],
-  });
   const tk = await createTestKernel({
     plugins: [
       account,
       providing("sandbox", "s", {}, calls),
-      user,
+      engineUser,
       providing("adapter", "a", { overrides: [CAP] }, calls),
     ],
   });
@@ -218,19 +220,9 @@ t(
       },
       overrides: [CAP],
     } as PluginDeclaration);
-    const user = definePlugin({
-      name: "user",
-      requires: [CAP],
-      operations: [
-        operation({
-          method: "GET",
-          path: "/engine",
-          rateLimit: "GET /me",
-          handle: async (ctx) => ({ engine: ctx.capability(CAP) }),
-        }),
-      ],
+    const tk = await createTestKernel({
+      plugins: [account, providing("sandbox", "s", {}, calls), engineUser, wrapper],
     });
-    const tk = await createTestKernel({ plugins: [account, providing("sandbox", "s", {}, calls), user, wrapper] });
     try {
       assert.equal(calls, ["wrapper", "sandbox"], "the displaced factory is built when asked for, once");
       const { key } = await tk.partner({});
